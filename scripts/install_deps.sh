@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what kiln needs to build and test, from Debian's packages, where it is missing.
+set -euo pipefail
+packages=(cmake ninja-build g++ llvm-14-dev libfmt-dev libgtest-dev zlib1g-dev libncurses-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is missing, builds with the CI preset (warnings are errors),
+# runs every GoogleTest suite through ctest. GPU tests skip, saying why, where no GPU exists.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install_deps.sh
+cmake --preset ci >/dev/null
+cmake --build --preset ci -j "$(nproc)"
+bash scripts/check_static_deps.sh build-ci
+ctest --preset ci -j "$(nproc)"
