@@ -1,0 +1,16 @@
+// The GPU a kernel is generated for.
+#pragma once
+
+#include <string>
+
+namespace kiln {
+
+struct Target {
+  int sm = 90;            // compute capability as major*10+minor: 80, 86, 89, 90
+  bool arch_specific = true; // sm_90a rather than sm_90 (Hopper's wgmma/TMA need it)
+
+  std::string arch() const { return "sm_" + std::to_string(sm) + (sm == 90 && arch_specific ? "a" : ""); }
+  static Target parse(const std::string& arch); // "sm_80", "sm_90a"; Error for anything else
+};
+
+} // namespace kiln

@@ -1,0 +1,119 @@
+// Building a Kernel from C++: the Value handle that DSL code passes around, implicit operands
+// (values and C++ literals), and the KernelBuilder that owns the IR under construction.
+//
+// Loop-carried state is written as C++ variables that a loop body reassigns. Every live Value
+// registers itself with the builder, so that for_range/if_ can see which variables a body changed
+// and turn exactly those into loop-carried values or if results (see builder.cpp).
+#pragma once
+
+#include "dsl/ir.h"
+
+#include <llvm/ADT/ArrayRef.h>
+
+#include <functional>
+#include <source_location>
+#include <unordered_set>
+
+namespace kiln {
+
+using CallSite = std::source_location;
+inline SourceLoc loc_of(const CallSite& c) { return SourceLoc{c.file_name(), static_cast<unsigned>(c.line())}; }
+
+class KernelBuilder;
+
+// A handle to an IR value under construction (a tile, a scalar or a block pointer).
+class Value {
+public:
+  Value();
+  Value(const Value& o);
+  Value& operator=(const Value& o);
+  ~Value();
+
+  bool valid() const { return id_ != kNoValue; }
+  ValueId id() const { return id_; }
+  const Type& type() const;
+  const Shape& shape() const { return type().shape; }
+  DType dtype() const { return type().elem; }
+  int rank() const { return type().rank(); }
+
+  Value to(DType t, CallSite where = CallSite::current()) const;
+  Value expand_dims(int axis, CallSite where = CallSite::current()) const;
+  Value trans(CallSite where = CallSite::current()) const;
+  Value reshape(Shape s, CallSite where = CallSite::current()) const;
+  Value broadcast_to(Shape s, CallSite where = CallSite::current()) const;
+  // Names the value for the printer and for generated CUDA ("acc" becomes acc0, acc1, ...).
+  const Value& named(std::string name) const;
+
+private:
+  friend class KernelBuilder;
+  Value(KernelBuilder* b, ValueId id);
+  KernelBuilder* b_ = nullptr;
+  ValueId id_ = kNoValue;
+};
+
+// One operand of a DSL call: a Value or a C++ literal, with the call site of the expression.
+// Literals take the dtype of the value they meet (Triton's rule for Python scalars).
+struct Operand {
+  Operand(const Value& v, CallSite w = CallSite::current()) : value(&v), where(w) {}
+  Operand(int v, CallSite w = CallSite::current()) : i(v), is_literal(true), where(w) {}
+  Operand(int64_t v, CallSite w = CallSite::current()) : i(v), is_literal(true), where(w) {}
+  Operand(double v, CallSite w = CallSite::current()) : f(v), is_literal(true), is_float(true), where(w) {}
+  Operand(float v, CallSite w = CallSite::current()) : f(v), is_literal(true), is_float(true), where(w) {}
+
+  const Value* value = nullptr;
+  int64_t i = 0;
+  double f = 0;
+  bool is_literal = false;
+  bool is_float = false;
+  CallSite where;
+};
+
+struct BoundaryCheck {
+  BoundaryCheck() = default;
+  BoundaryCheck(std::initializer_list<int> d) : dims(d) {}
+  llvm::SmallVector<int, 2> dims;
+};
+
+class KernelBuilder {
+public:
+  KernelBuilder(std::string name, Config config = {});
+  ~KernelBuilder();
+  KernelBuilder(const KernelBuilder&) = delete;
+  KernelBuilder& operator=(const KernelBuilder&) = delete;
+
+  // Kernel parameters, in call order: a global pointer to `elem`, or a scalar (i32, i64, f32).
+  Value arg_ptr(const std::string& name, DType elem, CallSite where = CallSite::current());
+  Value arg(const std::string& name, DType t, CallSite where = CallSite::current());
+
+  const Config& config() const { return kernel_.config; }
+  // Verifies the kernel and hands it over; the builder is empty afterwards.
+  Kernel finish();
+
+  // The builder of the kernel being built on this thread; an Error when there is none.
+  static KernelBuilder& current(CallSite where);
+
+  // ---- for the DSL functions (dsl.h) ----
+  // Appends an op at the insertion point, infers (and so verifies) its result type, and returns
+  // a handle to its result (an invalid Value for ops without one).
+  Value emit(std::unique_ptr<Op> op);
+  Value make(ValueId id) { return Value(this, id); }
+  Value literal(const Operand& o, DType t, CallSite where);
+  Value operand(const Operand& o, DType literal_type);
+  Kernel& kernel() { return kernel_; }
+  void for_range(const Operand& lo, const Operand& hi, const Operand& step, const std::function<void(Value)>& body,
+                 CallSite where);
+  void if_(const Value& cond, const std::function<void()>& then_body, const std::function<void()>& else_body,
+           CallSite where);
+
+private:
+  friend class Value;
+  struct Snapshot; // the live variables before a region, and their values
+  Snapshot snapshot() const;
+
+  Kernel kernel_;
+  std::vector<Region*> insertion_; // innermost region last
+  std::unordered_set<Value*> live_; // every Value handle alive on this builder
+  KernelBuilder* previous_ = nullptr;
+};
+
+} // namespace kiln

@@ -1,0 +1,434 @@
+// The DSL functions: each builds one or a few IR ops through the current KernelBuilder, adding the
+// broadcasts and casts that Triton's rules imply, so that the IR itself has only exact types.
+#include "dsl/dsl.h"
+
+#include "dsl/verifier.h"
+
+#include <cmath>
+
+namespace kiln {
+
+namespace {
+
+KernelBuilder& B(CallSite w) { return KernelBuilder::current(w); }
+
+std::unique_ptr<Op> new_op(OpKind k, CallSite where) {
+  auto op = std::make_unique<Op>();
+  op->kind = k;
+  op->loc = loc_of(where);
+  return op;
+}
+
+Value unary_op(const Value& x, UnaryOp u, CallSite where) {
+  auto op = new_op(OpKind::Unary, where);
+  op->unary = u;
+  op->operands = {x.id()};
+  return B(where).emit(std::move(op));
+}
+
+// The dtype a literal takes when it meets `other`: the other's dtype, except that a fractional
+// literal meeting an integer tile makes an f32 (as `int_tensor * 0.5` does in Triton).
+DType literal_type(const Operand& lit, const Value* other) {
+  if (!other || !other->valid())
+    return lit.is_float ? DType::f32 : DType::i32;
+  DType t = other->type().is_pointer() ? DType::i32 : other->dtype();
+  if (lit.is_float && !is_float(t))
+    return DType::f32;
+  if (!lit.is_float && t == DType::i1)
+    return DType::i32;
+  return t;
+}
+
+Value value_of(const Operand& o, const Operand& partner, CallSite where) {
+  if (!o.is_literal) {
+    if (!o.value->valid())
+      fail_at(loc_of(where), "operand holds no value (a kiln::Value declared but never assigned)");
+    return *o.value;
+  }
+  return B(where).literal(o, literal_type(o, partner.is_literal ? nullptr : partner.value), where);
+}
+
+Shape broadcast_shape(const Shape& a, const Shape& b, CallSite where) {
+  size_t r = std::max(a.size(), b.size());
+  Shape out(r, 1);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1)
+      fail_at(loc_of(where), "cannot broadcast shapes {} and {}: dim {} is {} vs {}", shape_str(a), shape_str(b),
+              i, da, db);
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Value cast_to(const Value& x, DType t, CallSite where) { return x.dtype() == t ? x : x.to(t, where); }
+
+// Both operands of an elementwise op at one shape and, unless `keep_types`, one dtype.
+std::pair<Value, Value> unify(const Operand& oa, const Operand& ob, CallSite where, bool keep_types = false) {
+  Value a = value_of(oa, ob, where), b = value_of(ob, oa, where);
+  Shape s = broadcast_shape(a.shape(), b.shape(), where);
+  a = broadcast_to(a, s, where);
+  b = broadcast_to(b, s, where);
+  if (!keep_types && a.type().is_tensor() && b.type().is_tensor()) {
+    DType t = promote(a.dtype(), b.dtype());
+    a = cast_to(a, t, where);
+    b = cast_to(b, t, where);
+  }
+  return {a, b};
+}
+
+Value binary(const Operand& oa, const Operand& ob, BinaryOp k, CallSite where) {
+  // Pointer arithmetic: ptr + offsets (either order), ptr - offsets.
+  bool a_ptr = !oa.is_literal && oa.value->valid() && oa.value->type().is_pointer();
+  bool b_ptr = !ob.is_literal && ob.value->valid() && ob.value->type().is_pointer();
+  if (a_ptr || b_ptr) {
+    if ((k != BinaryOp::Add && !(k == BinaryOp::Sub && a_ptr)) || (a_ptr && b_ptr))
+      fail_at(loc_of(where), "pointers support only `pointer + offsets` and `pointer - offsets`, not {}",
+              binary_name(k));
+    auto [p, off] = a_ptr ? unify(oa, ob, where, true) : unify(ob, oa, where, true);
+    if (k == BinaryOp::Sub)
+      off = -off;
+    auto op = new_op(OpKind::AddPtr, where);
+    op->operands = {p.id(), off.id()};
+    return B(where).emit(std::move(op));
+  }
+  auto [a, b] = unify(oa, ob, where);
+  auto op = new_op(OpKind::Binary, where);
+  op->binary = k;
+  op->operands = {a.id(), b.id()};
+  return B(where).emit(std::move(op));
+}
+
+Value reduce(const Value& x, int axis, bool keepdims, OpKind kind, ReduceOp r, CallSite where) {
+  auto op = new_op(kind, where);
+  op->reduce = r;
+  op->axis = axis < 0 ? axis + x.rank() : axis;
+  op->keepdims = keepdims;
+  op->operands = {x.id()};
+  return B(where).emit(std::move(op));
+}
+
+Value declared(OpKind k, const Value& x, Type t, CallSite where) {
+  auto op = new_op(k, where);
+  op->operands = {x.id()};
+  op->results.push_back(B(where).kernel().new_value(std::move(t)));
+  return B(where).emit(std::move(op));
+}
+
+llvm::SmallVector<ValueId, 4> int_scalars(llvm::ArrayRef<Operand> xs, const char* role, CallSite where) {
+  llvm::SmallVector<ValueId, 4> ids;
+  for (const Operand& o : xs) {
+    Value v = B(where).operand(o, DType::i32);
+    if (!v.type().is_tensor() || !v.type().is_scalar() || !is_int(v.dtype()) || v.dtype() == DType::i1)
+      fail_at(loc_of(where), "{} must be integer scalars, got {}", role, v.type().str());
+    ids.push_back(v.id());
+  }
+  return ids;
+}
+
+} // namespace
+
+// ---- Value members ----
+
+Value Value::to(DType t, CallSite where) const {
+  if (!type().is_tensor())
+    fail_at(loc_of(where), "cannot convert {} to {}; only numbers convert", type().str(), dtype_name(t));
+  if (t == dtype())
+    return *this;
+  return declared(OpKind::Cast, *this, type().with_elem(t), where);
+}
+Value Value::expand_dims(int axis, CallSite where) const { return kiln::expand_dims(*this, axis, where); }
+Value Value::trans(CallSite where) const { return kiln::trans(*this, where); }
+Value Value::reshape(Shape s, CallSite where) const { return kiln::reshape(*this, s, where); }
+Value Value::broadcast_to(Shape s, CallSite where) const { return kiln::broadcast_to(*this, s, where); }
+
+// ---- sources ----
+
+Value program_id(int axis, CallSite where) {
+  auto op = new_op(OpKind::ProgramId, where);
+  op->axis = axis;
+  return B(where).emit(std::move(op));
+}
+
+Value num_programs(int axis, CallSite where) {
+  auto op = new_op(OpKind::NumPrograms, where);
+  op->axis = axis;
+  return B(where).emit(std::move(op));
+}
+
+Value arange(int64_t lo, int64_t hi, CallSite where) {
+  auto op = new_op(OpKind::Arange, where);
+  op->ints = {lo, hi};
+  return B(where).emit(std::move(op));
+}
+
+Value full(const Shape& shape, double value, DType t, CallSite where) {
+  auto op = new_op(OpKind::Constant, where);
+  op->f = value;
+  if (!is_float(t)) {
+    if (value != std::floor(value))
+      fail_at(loc_of(where), "full: {} is not an integer but the dtype is {}", value, dtype_name(t));
+    op->ints = {static_cast<int64_t>(value)};
+  }
+  op->results.push_back(B(where).kernel().new_value(Type::tensor(t, shape)));
+  return B(where).emit(std::move(op));
+}
+
+Value zeros(const Shape& shape, DType t, CallSite where) { return full(shape, 0.0, t, where); }
+Value scalar(double value, DType t, CallSite where) { return full({}, value, t, where); }
+
+// ---- elementwise ----
+
+#define KILN_BINARY_OPERATOR(sym, kind)                                                                        \
+  Value operator sym(const Operand& a, const Operand& b) { return binary(a, b, BinaryOp::kind, a.where); }
+KILN_BINARY_OPERATOR(+, Add)
+KILN_BINARY_OPERATOR(-, Sub)
+KILN_BINARY_OPERATOR(*, Mul)
+KILN_BINARY_OPERATOR(/, Div)
+KILN_BINARY_OPERATOR(%, Rem)
+KILN_BINARY_OPERATOR(<, Lt)
+KILN_BINARY_OPERATOR(<=, Le)
+KILN_BINARY_OPERATOR(>, Gt)
+KILN_BINARY_OPERATOR(>=, Ge)
+KILN_BINARY_OPERATOR(==, Eq)
+KILN_BINARY_OPERATOR(!=, Ne)
+KILN_BINARY_OPERATOR(&&, And)
+KILN_BINARY_OPERATOR(||, Or)
+KILN_BINARY_OPERATOR(&, And)
+KILN_BINARY_OPERATOR(|, Or)
+#undef KILN_BINARY_OPERATOR
+
+Value operator-(const Value& a) { return unary_op(a, UnaryOp::Neg, CallSite::current()); }
+Value operator!(const Value& a) { return unary_op(a, UnaryOp::Not, CallSite::current()); }
+Value& operator+=(Value& a, const Operand& b) { return a = binary(Operand(a, b.where), b, BinaryOp::Add, b.where); }
+Value& operator-=(Value& a, const Operand& b) { return a = binary(Operand(a, b.where), b, BinaryOp::Sub, b.where); }
+Value& operator*=(Value& a, const Operand& b) { return a = binary(Operand(a, b.where), b, BinaryOp::Mul, b.where); }
+Value& operator/=(Value& a, const Operand& b) { return a = binary(Operand(a, b.where), b, BinaryOp::Div, b.where); }
+
+Value minimum(const Operand& a, const Operand& b, CallSite where) { return binary(a, b, BinaryOp::Min, where); }
+Value maximum(const Operand& a, const Operand& b, CallSite where) { return binary(a, b, BinaryOp::Max, where); }
+
+Value where(const Operand& cond, const Operand& a, const Operand& b, CallSite w) {
+  Value c = B(w).operand(cond, DType::i1);
+  auto [x, y] = unify(a, b, w);
+  Shape s = broadcast_shape(broadcast_shape(c.shape(), x.shape(), w), y.shape(), w);
+  c = broadcast_to(c, s, w);
+  x = broadcast_to(x, s, w);
+  y = broadcast_to(y, s, w);
+  auto op = new_op(OpKind::Where, w);
+  op->operands = {c.id(), x.id(), y.id()};
+  return B(w).emit(std::move(op));
+}
+
+Value cdiv(const Operand& a, const Operand& b, CallSite where) {
+  auto [x, y] = unify(a, b, where);
+  return binary(binary(binary(x, y, BinaryOp::Add, where), 1, BinaryOp::Sub, where), y, BinaryOp::Div, where);
+}
+
+Value exp(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Exp, w); }
+Value exp2(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Exp2, w); }
+Value log(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Log, w); }
+Value log2(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Log2, w); }
+Value sqrt(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Sqrt, w); }
+Value rsqrt(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Rsqrt, w); }
+Value abs(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Abs, w); }
+
+// ---- shapes ----
+
+Value expand_dims(const Value& x, int axis, CallSite where) {
+  auto op = new_op(OpKind::ExpandDims, where);
+  op->axis = axis < 0 ? axis + x.rank() + 1 : axis;
+  op->operands = {x.id()};
+  return B(where).emit(std::move(op));
+}
+
+Value broadcast_to(const Value& x, const Shape& shape, CallSite where) {
+  Value v = x;
+  if (v.rank() < static_cast<int>(shape.size())) { // numpy: missing leading dims are 1
+    Shape padded(shape.size() - v.rank(), 1);
+    padded.append(v.shape().begin(), v.shape().end());
+    v = reshape(v, padded, where);
+  }
+  if (v.shape() == shape)
+    return v;
+  return declared(OpKind::Broadcast, v, v.type().with_shape(shape), where);
+}
+
+Value reshape(const Value& x, const Shape& shape, CallSite where) {
+  if (x.shape() == shape)
+    return x;
+  return declared(OpKind::Reshape, x, x.type().with_shape(shape), where);
+}
+
+Value trans(const Value& x, CallSite where) {
+  auto op = new_op(OpKind::Trans, where);
+  op->operands = {x.id()};
+  return B(where).emit(std::move(op));
+}
+
+// ---- dot and reductions ----
+
+Value dot(const Value& a, const Value& b, const Value& acc, bool tf32, CallSite where) {
+  Value c = acc;
+  if (!c.valid()) {
+    if (a.rank() != 2 || b.rank() != 2)
+      fail_at(loc_of(where), "dot: operands must be 2-D tiles, got a: {} and b: {}", a.type().str(), b.type().str());
+    c = zeros({a.shape()[0], b.shape()[1]}, a.dtype() == DType::f64 ? DType::f64 : DType::f32, where);
+  }
+  auto op = new_op(OpKind::Dot, where);
+  op->tf32 = tf32;
+  op->operands = {a.id(), b.id(), c.id()};
+  return B(where).emit(std::move(op));
+}
+Value dot(const Value& a, const Value& b, CallSite where) { return dot(a, b, Value(), false, where); }
+
+Value sum(const Value& x, int axis, bool keepdims, CallSite w) {
+  return reduce(x, axis, keepdims, OpKind::Reduce, ReduceOp::Sum, w);
+}
+Value max(const Value& x, int axis, bool keepdims, CallSite w) {
+  return reduce(x, axis, keepdims, OpKind::Reduce, ReduceOp::Max, w);
+}
+Value min(const Value& x, int axis, bool keepdims, CallSite w) {
+  return reduce(x, axis, keepdims, OpKind::Reduce, ReduceOp::Min, w);
+}
+Value argmax(const Value& x, int axis, bool keepdims, CallSite w) {
+  return reduce(x, axis, keepdims, OpKind::ArgMax, ReduceOp::Max, w);
+}
+
+// ---- memory ----
+
+Value load(const Value& ptrs, const Value& mask, const Operand& other, CallSite where) {
+  if (!ptrs.type().is_pointer())
+    fail_at(loc_of(where), "load: a mask needs a tensor of pointers, got {}{}", ptrs.type().str(),
+            ptrs.type().is_block_ptr() ? " (block pointers take boundary_check instead)" : "");
+  Shape s = broadcast_shape(ptrs.shape(), mask.shape(), where);
+  Value p = broadcast_to(ptrs, s, where);
+  Value m = broadcast_to(mask, s, where);
+  Value o = B(where).operand(other, ptrs.dtype());
+  if (o.type().is_tensor() && o.dtype() != ptrs.dtype() && other.is_literal)
+    o = o.to(ptrs.dtype(), where);
+  o = broadcast_to(o, s, where);
+  auto op = new_op(OpKind::Load, where);
+  op->has_mask = true;
+  op->operands = {p.id(), m.id(), o.id()};
+  return B(where).emit(std::move(op));
+}
+
+void store(const Value& ptrs, const Value& value, const Value& mask, CallSite where) {
+  if (!ptrs.type().is_pointer())
+    fail_at(loc_of(where), "store: a mask needs a tensor of pointers, got {}", ptrs.type().str());
+  Shape s = broadcast_shape(broadcast_shape(ptrs.shape(), mask.shape(), where), value.shape(), where);
+  auto op = new_op(OpKind::Store, where);
+  op->has_mask = true;
+  op->operands = {broadcast_to(ptrs, s, where).id(), broadcast_to(value, s, where).id(),
+                  broadcast_to(mask, s, where).id()};
+  B(where).emit(std::move(op));
+}
+
+Value atomic_add(const Value& ptrs, const Value& value, const Value& mask, CallSite where) {
+  auto op = new_op(OpKind::AtomicAdd, where);
+  Shape s = broadcast_shape(ptrs.shape(), value.shape(), where);
+  if (mask.valid())
+    s = broadcast_shape(s, mask.shape(), where);
+  op->operands = {broadcast_to(ptrs, s, where).id(), broadcast_to(value, s, where).id()};
+  if (mask.valid()) {
+    op->has_mask = true;
+    op->operands.push_back(broadcast_to(mask, s, where).id());
+  }
+  return B(where).emit(std::move(op));
+}
+
+Value make_block_ptr(const Value& base, llvm::ArrayRef<Operand> shape, llvm::ArrayRef<Operand> strides,
+                     llvm::ArrayRef<Operand> offsets, const Shape& block_shape, llvm::ArrayRef<int> order,
+                     CallSite where) {
+  size_t r = block_shape.size();
+  if (shape.size() != r || strides.size() != r || offsets.size() != r || order.size() != r)
+    fail_at(loc_of(where),
+            "make_block_ptr: shape, strides, offsets and order must each have one entry per block dim ({}); got "
+            "{}, {}, {} and {}",
+            r, shape.size(), strides.size(), offsets.size(), order.size());
+  if (!base.type().is_pointer() || !base.type().is_scalar())
+    fail_at(loc_of(where), "make_block_ptr: base must be a pointer argument, got {}", base.type().str());
+  auto op = new_op(OpKind::MakeBlockPtr, where);
+  op->operands.push_back(base.id());
+  for (auto [xs, role] : {std::pair{shape, "shape"}, {strides, "strides"}, {offsets, "offsets"}})
+    for (ValueId id : int_scalars(xs, role, where))
+      op->operands.push_back(id);
+  llvm::SmallVector<int, 4> ord(order.begin(), order.end());
+  op->results.push_back(B(where).kernel().new_value(Type::block_ptr(base.dtype(), block_shape, ord)));
+  return B(where).emit(std::move(op));
+}
+
+Value advance(const Value& block_ptr, llvm::ArrayRef<Operand> deltas, CallSite where) {
+  auto op = new_op(OpKind::Advance, where);
+  op->operands.push_back(block_ptr.id());
+  for (ValueId id : int_scalars(deltas, "advance offsets", where))
+    op->operands.push_back(id);
+  return B(where).emit(std::move(op));
+}
+
+Value load(const Value& ptr, BoundaryCheck boundary_check, Padding padding, CallSite where) {
+  if (ptr.type().is_pointer()) {
+    if (!boundary_check.dims.empty())
+      fail_at(loc_of(where), "load: boundary_check applies to block pointers; a tensor of pointers takes a mask");
+    auto op = new_op(OpKind::Load, where);
+    op->operands = {ptr.id()};
+    return B(where).emit(std::move(op));
+  }
+  auto op = new_op(OpKind::LoadBlock, where);
+  op->operands = {ptr.id()};
+  op->ints.assign(boundary_check.dims.begin(), boundary_check.dims.end());
+  op->padding = padding;
+  return B(where).emit(std::move(op));
+}
+
+void store(const Value& ptr, const Value& value, BoundaryCheck boundary_check, CallSite where) {
+  if (ptr.type().is_pointer()) {
+    if (!boundary_check.dims.empty())
+      fail_at(loc_of(where), "store: boundary_check applies to block pointers; a tensor of pointers takes a mask");
+    auto op = new_op(OpKind::Store, where);
+    op->operands = {ptr.id(), broadcast_to(value, ptr.shape(), where).id()};
+    B(where).emit(std::move(op));
+    return;
+  }
+  auto op = new_op(OpKind::StoreBlock, where);
+  op->operands = {ptr.id(), value.id()};
+  op->ints.assign(boundary_check.dims.begin(), boundary_check.dims.end());
+  B(where).emit(std::move(op));
+}
+
+// ---- control flow ----
+
+void for_range(const Operand& lo, const Operand& hi, const Operand& step, const std::function<void(Value)>& body,
+               CallSite where) {
+  B(where).for_range(lo, hi, step, body, where);
+}
+
+void if_(const Value& cond, const std::function<void()>& then_body, const std::function<void()>& else_body,
+         CallSite where) {
+  B(where).if_(cond, then_body, else_body, where);
+}
+
+// ---- hints ----
+
+Value multiple_of(const Value& x, int64_t divisor, CallSite where) {
+  if (divisor <= 0)
+    fail_at(loc_of(where), "multiple_of: divisor must be positive, got {}", divisor);
+  B(where).kernel().values[x.id()].divisibility = divisor;
+  return x;
+}
+
+Value max_contiguous(const Value& x, int64_t run, CallSite where) {
+  if (run <= 0)
+    fail_at(loc_of(where), "max_contiguous: run length must be positive, got {}", run);
+  B(where).kernel().values[x.id()].contiguity = run;
+  return x;
+}
+
+void static_check(bool condition, const std::string& message, CallSite where) {
+  if (!condition)
+    fail_at(loc_of(where), "static_check failed: {}", message);
+}
+
+} // namespace kiln

@@ -1,0 +1,111 @@
+// The kiln DSL: what a kernel is written with. Triton's vocabulary in C++:
+//
+//   KernelBuilder kb("add", config);
+//   Value x = kb.arg_ptr("x", f32), y = kb.arg_ptr("y", f32), n = kb.arg("n", i32);
+//   Value offs = program_id(0) * BLOCK + arange(0, BLOCK);   // (BLOCK,) i32
+//   Value mask = offs < n;
+//   store(x + offs, load(x + offs, mask, 0.0f) + load(y + offs, mask, 0.0f), mask);
+//
+// Every function takes the call site as a defaulted last argument, so errors name the user's line.
+#pragma once
+
+#include "dsl/builder.h"
+
+#include <vector>
+
+namespace kiln {
+
+// ---- sources ----
+Value program_id(int axis, CallSite where = CallSite::current());
+Value num_programs(int axis, CallSite where = CallSite::current());
+Value arange(int64_t lo, int64_t hi, CallSite where = CallSite::current()); // (hi-lo,) i32
+Value full(const Shape& shape, double value, DType t, CallSite where = CallSite::current());
+Value zeros(const Shape& shape, DType t, CallSite where = CallSite::current());
+Value scalar(double value, DType t, CallSite where = CallSite::current());
+
+// ---- elementwise (operands broadcast numpy-style; dtypes promote as in Triton) ----
+Value operator+(const Operand& a, const Operand& b);
+Value operator-(const Operand& a, const Operand& b);
+Value operator*(const Operand& a, const Operand& b);
+Value operator/(const Operand& a, const Operand& b);
+Value operator%(const Operand& a, const Operand& b);
+Value operator<(const Operand& a, const Operand& b);
+Value operator<=(const Operand& a, const Operand& b);
+Value operator>(const Operand& a, const Operand& b);
+Value operator>=(const Operand& a, const Operand& b);
+Value operator==(const Operand& a, const Operand& b);
+Value operator!=(const Operand& a, const Operand& b);
+Value operator&&(const Operand& a, const Operand& b);
+Value operator||(const Operand& a, const Operand& b);
+Value operator&(const Operand& a, const Operand& b);
+Value operator|(const Operand& a, const Operand& b);
+Value operator-(const Value& a);
+Value operator!(const Value& a);
+Value& operator+=(Value& a, const Operand& b);
+Value& operator-=(Value& a, const Operand& b);
+Value& operator*=(Value& a, const Operand& b);
+Value& operator/=(Value& a, const Operand& b);
+
+Value minimum(const Operand& a, const Operand& b, CallSite where = CallSite::current());
+Value maximum(const Operand& a, const Operand& b, CallSite where = CallSite::current());
+Value where(const Operand& cond, const Operand& a, const Operand& b, CallSite where = CallSite::current());
+Value cdiv(const Operand& a, const Operand& b, CallSite where = CallSite::current()); // (a + b - 1) / b
+Value exp(const Value& x, CallSite where = CallSite::current());
+Value exp2(const Value& x, CallSite where = CallSite::current());
+Value log(const Value& x, CallSite where = CallSite::current());
+Value log2(const Value& x, CallSite where = CallSite::current());
+Value sqrt(const Value& x, CallSite where = CallSite::current());
+Value rsqrt(const Value& x, CallSite where = CallSite::current());
+Value abs(const Value& x, CallSite where = CallSite::current());
+
+// ---- shapes ----
+Value expand_dims(const Value& x, int axis, CallSite where = CallSite::current());
+Value broadcast_to(const Value& x, const Shape& shape, CallSite where = CallSite::current());
+Value reshape(const Value& x, const Shape& shape, CallSite where = CallSite::current());
+Value trans(const Value& x, CallSite where = CallSite::current());
+
+// ---- matrix multiply and reductions ----
+// a (M, K) @ b (K, N) + acc (M, N). f16/bf16 accumulate in f32; f32 is exact unless tf32 is asked.
+Value dot(const Value& a, const Value& b, const Value& acc, bool tf32 = false, CallSite where = CallSite::current());
+Value dot(const Value& a, const Value& b, CallSite where = CallSite::current());
+Value sum(const Value& x, int axis, bool keepdims = false, CallSite where = CallSite::current());
+Value max(const Value& x, int axis, bool keepdims = false, CallSite where = CallSite::current());
+Value min(const Value& x, int axis, bool keepdims = false, CallSite where = CallSite::current());
+Value argmax(const Value& x, int axis, bool keepdims = false, CallSite where = CallSite::current());
+
+// ---- memory through tensors of pointers (`ptr + offsets` builds them) ----
+Value load(const Value& ptrs, const Value& mask, const Operand& other = 0, CallSite where = CallSite::current());
+void store(const Value& ptrs, const Value& value, const Value& mask, CallSite where = CallSite::current());
+Value atomic_add(const Value& ptrs, const Value& value, const Value& mask = Value(),
+                 CallSite where = CallSite::current());
+
+// ---- block pointers ----
+// A block_shape window at `offsets` into a tensor of `shape` and `strides` (in elements) at `base`.
+// `order` lists the dims from fastest- to slowest-varying in memory: (1, 0) is row-major.
+Value make_block_ptr(const Value& base, llvm::ArrayRef<Operand> shape, llvm::ArrayRef<Operand> strides,
+                     llvm::ArrayRef<Operand> offsets, const Shape& block_shape, llvm::ArrayRef<int> order,
+                     CallSite where = CallSite::current());
+Value advance(const Value& block_ptr, llvm::ArrayRef<Operand> deltas, CallSite where = CallSite::current());
+// Loads a block pointer's block (or, unmasked, a tensor of pointers). Dims in `boundary_check` are
+// checked against the tensor's shape and padded with `padding` outside it.
+Value load(const Value& ptr, BoundaryCheck boundary_check = {}, Padding padding = Padding::Zero,
+           CallSite where = CallSite::current());
+// Stores through a block pointer (or, unmasked, a tensor of pointers).
+void store(const Value& ptr, const Value& value, BoundaryCheck boundary_check = {},
+           CallSite where = CallSite::current());
+
+// ---- control flow ----
+// for (i = lo; i < hi; i += step) body(i). Variables the body reassigns are carried across iterations.
+void for_range(const Operand& lo, const Operand& hi, const Operand& step, const std::function<void(Value)>& body,
+               CallSite where = CallSite::current());
+// if (cond) then_body() else else_body(), on a run-time scalar; reassigned variables become results.
+void if_(const Value& cond, const std::function<void()>& then_body, const std::function<void()>& else_body = {},
+         CallSite where = CallSite::current());
+
+// ---- hints and compile-time checks ----
+Value multiple_of(const Value& x, int64_t divisor, CallSite where = CallSite::current());
+Value max_contiguous(const Value& x, int64_t run, CallSite where = CallSite::current());
+// Fails the kernel build with `message` when a compile-time condition on the config does not hold.
+void static_check(bool condition, const std::string& message, CallSite where = CallSite::current());
+
+} // namespace kiln

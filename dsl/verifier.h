@@ -1,0 +1,23 @@
+// The typing rules of kiln's IR, in one place: the builder calls infer_result_type on every op it
+// creates (so a user's mistake is reported at its DSL call site), and verify() re-checks a whole
+// kernel (so a pass that breaks the IR is caught).
+#pragma once
+
+#include "dsl/ir.h"
+
+#include <optional>
+
+namespace kiln {
+
+// The result type of `op` from its operands and attributes. Ops whose result type the builder
+// chooses (constant, broadcast, reshape, cast) must already carry a result; it is checked.
+// Ill-formed ops raise kiln::Error naming the op, the operand types and the call site.
+std::optional<Type> infer_result_type(const Op& op, const Kernel& k);
+
+// Checks every op of the kernel: types, regions, yields, and that every operand is defined before
+// its use in an enclosing scope. User mistakes raise kiln::Error; IR broken by kiln raises InternalError.
+void verify(const Kernel& k);
+
+inline bool is_power_of_two(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+} // namespace kiln

@@ -1,0 +1,191 @@
+// NVRTC compilation: cubins for each arch, PTX on request, ptxas usage, compile errors, arch names.
+#include "runtime/compiler.h"
+#include "runtime/dump.h"
+#include "runtime_test_support.h"
+#include "support/error.h"
+
+#include <llvm/Support/FileSystem.h>
+
+#include <cstdlib>
+
+namespace kiln::rt {
+namespace {
+
+using testing::kReverseSource;
+using testing::kVecAddSource;
+using testing::starts_with_elf_magic;
+
+CompileRequest vec_add_request(std::string arch) {
+  CompileRequest req;
+  req.source = kVecAddSource;
+  req.kernel_name = "vec_add";
+  req.arch = std::move(arch);
+  return req;
+}
+
+TEST(Nvrtc, ReportsItsVersion) {
+  KILN_SKIP_WITHOUT_NVRTC();
+  Nvrtc& n = nvrtc();
+  EXPECT_GE(n.major, 12) << "loaded " << n.library;
+  EXPECT_EQ(n.version_string(), std::to_string(n.major) + "." + std::to_string(n.minor));
+}
+
+TEST(CompileCuda, ProducesAnElfCubinForEachSupportedArch) {
+  KILN_SKIP_WITHOUT_NVRTC();
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    CompiledKernel k = compile_cuda(vec_add_request(arch));
+    EXPECT_TRUE(starts_with_elf_magic(k.cubin)) << arch;
+    EXPECT_GT(k.cubin.size(), 64u) << arch;
+    EXPECT_EQ(k.arch, arch);
+    EXPECT_EQ(k.lowered_name, "vec_add");  // extern "C": no mangling
+    EXPECT_TRUE(k.ptx.empty()) << "PTX is only produced on request";
+  }
+}
+
+TEST(CompileCuda, ParsesPtxasResourceUsage) {
+  KILN_SKIP_WITHOUT_NVRTC();
+  CompileRequest req;
+  req.source = kReverseSource;
+  req.kernel_name = "reverse_blocks";
+  req.arch = "sm_80";
+  CompiledKernel k = compile_cuda(req);
+  EXPECT_NE(k.log.find("ptxas"), std::string::npos) << k.log;
+  EXPECT_GT(k.usage.registers, 0) << k.log;
+  EXPECT_EQ(k.usage.shared_bytes, 256 * 4) << k.log;
+  EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
+  EXPECT_EQ(k.usage.spill_load_bytes, 0) << k.log;
+  EXPECT_GE(k.usage.stack_frame_bytes, 0) << k.log;
+  EXPECT_GT(k.usage.constant_bytes, 0) << "kernel parameters live in cmem[0]: " << k.log;
+}
+
+TEST(CompileCuda, ProducesPtxWhenAsked) {
+  KILN_SKIP_WITHOUT_NVRTC();
+  CompileRequest req = vec_add_request("sm_90a");
+  req.want_ptx = true;
+  CompiledKernel k = compile_cuda(req);
+  EXPECT_TRUE(starts_with_elf_magic(k.cubin));
+  EXPECT_NE(k.ptx.find(".entry vec_add"), std::string::npos) << k.ptx.substr(0, 400);
+  EXPECT_NE(k.ptx.find(".target sm_90a"), std::string::npos) << k.ptx.substr(0, 400);
+}
+
+TEST(CompileCuda, FindsMangledKernelsByNameExpression) {
+  KILN_SKIP_WITHOUT_NVRTC();
+  CompileRequest req;
+  req.source = "template <int N> __global__ void scale(float* x) { x[threadIdx.x] *= N; }\n"
+               "template __global__ void scale<3>(float*);\n";
+  req.kernel_name = "scale<3>";
+  req.arch = "sm_80";
+  CompiledKernel k = compile_cuda(req);
+  EXPECT_EQ(k.lowered_name.rfind("_Z", 0), 0u) << k.lowered_name;
+  EXPECT_GT(k.usage.registers, 0) << "usage must be read for the mangled name: " << k.log;
+}
+
+TEST(CompileCuda, SyntaxErrorQuotesLogAndOffendingLine) {
+  KILN_SKIP_WITHOUT_NVRTC();
+  CompileRequest req;
+  req.kernel_name = "broken";
+  req.arch = "sm_80";
+  req.source = "extern \"C\" __global__ void broken(float* x) {\n"  // line 1
+               "  float y = x[0];\n"                                 // line 2
+               "  x[0] = y + undeclared_thing;\n"                    // line 3: the error
+               "}\n";
+  try {
+    compile_cuda(req);
+    FAIL() << "expected a compile error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("kernel 'broken'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("sm_80"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("broken.cu(3): error"), std::string::npos) << "the NVRTC log: " << msg;
+    EXPECT_NE(msg.find("undeclared_thing\" is undefined"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(">     3 |   x[0] = y + undeclared_thing;"), std::string::npos) << "the quoted line: " << msg;
+    EXPECT_NE(msg.find("      1 | extern"), std::string::npos) << "context above: " << msg;
+  }
+}
+
+TEST(CompileCuda, FailureIsDumpedWhenDumpDirIsSet) {
+  KILN_SKIP_WITHOUT_NVRTC();
+  testing::ScratchDir dir;
+  ::setenv("KILN_DUMP_DIR", dir.path().c_str(), 1);
+  CompileRequest req;
+  req.kernel_name = "broken_dump";
+  req.arch = "sm_80";
+  req.source = "extern \"C\" __global__ void broken_dump() { int x = ; }\n";
+  std::string msg;
+  try {
+    compile_cuda(req);
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  ::unsetenv("KILN_DUMP_DIR");
+  ASSERT_FALSE(msg.empty());
+  std::string stem = dump_stem("broken_dump", {{"cu", req.source}});
+  EXPECT_TRUE(llvm::sys::fs::exists(dir.path() + "/" + stem + ".cu")) << msg;
+  EXPECT_TRUE(llvm::sys::fs::exists(dir.path() + "/" + stem + ".log")) << msg;
+  EXPECT_NE(msg.find(stem + ".cu"), std::string::npos) << "the error names the dump: " << msg;
+}
+
+TEST(CompileCuda, RejectsBadRequests) {
+  CompileRequest req = vec_add_request("sm_80");
+  req.kernel_name = "";
+  EXPECT_THROW(compile_cuda(req), Error);
+  req = vec_add_request("sm_7");
+  try {
+    compile_cuda(req);
+    FAIL() << "expected a bad-arch error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("unsupported target arch 'sm_7'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("sm_90a"), std::string::npos) << "lists the supported ones: " << msg;
+  }
+}
+
+TEST(Arch, NamesAndValidation) {
+  EXPECT_EQ(arch_for(8, 0), "sm_80");
+  EXPECT_EQ(arch_for(8, 6), "sm_86");
+  EXPECT_EQ(arch_for(8, 9), "sm_89");
+  EXPECT_EQ(arch_for(9, 0), "sm_90a");
+  for (const std::string& arch : supported_archs())
+    EXPECT_NO_THROW(validate_arch(arch)) << arch;
+  for (const char* bad : {"sm_7", "sm_75", "sm90", "compute_80", "", "sm_90b"})
+    EXPECT_THROW(validate_arch(bad), Error) << bad;
+  EXPECT_EQ(virtual_arch("sm_90a"), "compute_90a");
+  EXPECT_EQ(virtual_arch("sm_86"), "compute_86");
+}
+
+TEST(PtxasUsage, ReadsOnlyTheRequestedFunction) {
+  const char* log = "ptxas info    : 0 bytes gmem\n"
+                    "ptxas info    : Compiling entry function 'other' for 'sm_80'\n"
+                    "ptxas info    : Function properties for other\n"
+                    "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+                    "ptxas info    : Used 8 registers, 360 bytes cmem[0]\n"
+                    "ptxas info    : Compiling entry function 'mine' for 'sm_80'\n"
+                    "ptxas info    : Function properties for mine\n"
+                    "    16 bytes stack frame, 12 bytes spill stores, 20 bytes spill loads\n"
+                    "ptxas info    : Used 255 registers, used 1 barriers, 49152 bytes smem, 400 bytes cmem[0], "
+                    "8 bytes cmem[2]\n";
+  ResourceUsage u = parse_ptxas_usage(log, "mine");
+  EXPECT_EQ(u.registers, 255);
+  EXPECT_EQ(u.shared_bytes, 49152);
+  EXPECT_EQ(u.stack_frame_bytes, 16);
+  EXPECT_EQ(u.spill_store_bytes, 12);
+  EXPECT_EQ(u.spill_load_bytes, 20);
+  EXPECT_EQ(u.constant_bytes, 408);
+  ResourceUsage other = parse_ptxas_usage(log, "other");
+  EXPECT_EQ(other.registers, 8);
+  EXPECT_EQ(other.shared_bytes, 0);
+  EXPECT_EQ(parse_ptxas_usage(log, "absent").registers, -1);
+}
+
+TEST(ResourceUsageJson, RoundTrips) {
+  ResourceUsage u;
+  u.registers = 40;
+  u.shared_bytes = 1024;
+  u.spill_store_bytes = 0;
+  u.max_threads_per_block = 1024;
+  EXPECT_EQ(ResourceUsage::from_json(u.to_json()), u);
+  EXPECT_THROW(ResourceUsage::from_json("{not json"), Error);
+}
+
+} // namespace
+} // namespace kiln::rt
