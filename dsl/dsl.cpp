@@ -245,7 +245,7 @@ Value expand_dims(const Value& x, int axis, CallSite where) {
 
 Value broadcast_to(const Value& x, const Shape& shape, CallSite where) {
   Value v = x;
-  if (v.rank() < static_cast<int>(shape.size())) { // numpy: missing leading dims are 1
+  if (v.rank() > 0 && v.rank() < static_cast<int>(shape.size())) { // numpy: missing leading dims are 1
     Shape padded(shape.size() - v.rank(), 1);
     padded.append(v.shape().begin(), v.shape().end());
     v = reshape(v, padded, where);

@@ -279,8 +279,10 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
     c.expect_operands(1);
     const Type& x = c.ty(0);
     const Type& t = c.declared();
-    if (x.rank() != t.rank() || x.elem != t.elem || x.kind != t.kind)
+    if (x.elem != t.elem || x.kind != t.kind || (x.rank() != t.rank() && x.rank() != 0))
       c.error("cannot broadcast {} to {}", x.str(), t.str());
+    if (x.rank() == 0) // a scalar splats to any shape
+      return t;
     for (int i = 0; i < x.rank(); ++i)
       if (x.shape[i] != t.shape[i] && x.shape[i] != 1)
         c.error("cannot broadcast shape {} to {}: dim {} is {}, not 1 or {}", shape_str(x.shape),

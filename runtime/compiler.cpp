@@ -103,18 +103,21 @@ std::vector<std::string_view> split_lines(std::string_view text) {
   return lines;
 }
 
-// The integer just before `suffix` in line ("Used 32 registers" with suffix " registers" -> 32), or -1.
-int64_t number_before(std::string_view line, std::string_view suffix) {
-  size_t at = line.find(suffix);
-  if (at == std::string_view::npos)
-    return -1;
-  size_t begin = at;
+// The decimal integer that ends at position `end` of line, or -1 when none does.
+int64_t number_ending_at(std::string_view line, size_t end) {
+  size_t begin = end;
   while (begin > 0 && line[begin - 1] >= '0' && line[begin - 1] <= '9')
     --begin;
   int64_t value = -1;
-  if (begin == at || std::from_chars(line.data() + begin, line.data() + at, value).ec != std::errc())
+  if (begin == end || std::from_chars(line.data() + begin, line.data() + end, value).ec != std::errc())
     return -1;
   return value;
+}
+
+// The integer just before the first `suffix` in line ("Used 32 registers", " registers" -> 32), or -1.
+int64_t number_before(std::string_view line, std::string_view suffix) {
+  size_t at = line.find(suffix);
+  return at == std::string_view::npos ? -1 : number_ending_at(line, at);
 }
 
 } // namespace
@@ -168,7 +171,7 @@ ResourceUsage parse_ptxas_usage(std::string_view log, std::string_view lowered_n
       int64_t cmem = 0;
       for (size_t at = line.find(" bytes cmem["); at != std::string_view::npos;
            at = line.find(" bytes cmem[", at + 1))
-        cmem += std::max<int64_t>(0, number_before(line.substr(0, at + 12), " bytes cmem["));
+        cmem += std::max<int64_t>(0, number_ending_at(line, at));
       u.constant_bytes = cmem;
     }
   }

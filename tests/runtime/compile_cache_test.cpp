@@ -7,6 +7,8 @@
 #include <llvm/Support/MemoryBuffer.h>
 
 #include <fstream>
+#include <functional>
+#include <set>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -133,19 +135,20 @@ TEST(CompileCache, CorruptEntriesAreRecompiledAndRewritten) {
   expect_corruption_recovered([](std::string) { return std::string(); }, "empty file");
   expect_corruption_recovered(
       [](std::string s) {
-        s[s.size() - 100] ^= 0x5a;  // inside the payload
+        size_t at = s.size() - 100;  // inside the payload
+        s.replace(at, 1, 1, static_cast<char>(s.at(at) ^ 0x5a));
         return s;
       },
       "flipped payload byte");
   expect_corruption_recovered(
       [](std::string s) {
-        s[0] = 'X';
+        s.replace(0, 1, "X");
         return s;
       },
       "bad magic");
   expect_corruption_recovered(
       [](std::string s) {
-        s[20] ^= 0x01;  // the first field length
+        s.replace(20, 1, 1, static_cast<char>(s.at(20) ^ 0x01));  // the first field length
         return s;
       },
       "bad length");
@@ -263,8 +266,9 @@ TEST(CompileCache, DefaultDirectoryFollowsEnvironment) {
   ::unsetenv("KILN_CACHE_DIR");
   EXPECT_EQ(CompileCache::default_dir(), "/tmp/b/kiln");
   ::unsetenv("XDG_CACHE_HOME");
-  if (const char* home = std::getenv("HOME"))
+  if (const char* home = std::getenv("HOME")) {
     EXPECT_EQ(CompileCache::default_dir(), std::string(home) + "/.cache/kiln");
+  }
   if (!saved_kiln.empty())
     ::setenv("KILN_CACHE_DIR", saved_kiln.c_str(), 1);
   if (!saved_xdg.empty())

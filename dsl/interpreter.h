@@ -1,0 +1,51 @@
+// The interpreter: runs any kernel over its whole grid on the CPU with the GPU path's numeric rules
+// (f16/bf16 round on cast and store, f32 accumulation in dot, masked lanes take `other`, padding at
+// boundaries). It is kiln's semantics: generated code is checked against it.
+#pragma once
+
+#include "dsl/ir.h"
+#include "dsl/registry.h"
+
+#include <llvm/ADT/ArrayRef.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+// Host memory the interpreter reads and writes: `numel` elements of `dtype`, stored as on the GPU
+// (f16/bf16 as their 16-bit patterns).
+struct HostBuffer {
+  DType dtype = DType::f32;
+  std::vector<uint8_t> bytes;
+  std::string name; // for error messages ("out of bounds of 'q'")
+
+  HostBuffer() = default;
+  HostBuffer(DType t, int64_t numel, std::string n = {});
+  int64_t numel() const { return static_cast<int64_t>(bytes.size()) / dtype_bytes(dtype); }
+  double get(int64_t i) const;      // element i as a double
+  void set(int64_t i, double v);    // element i, rounded to the buffer's dtype
+  template <typename T> T* data() { return reinterpret_cast<T*>(bytes.data()); }
+};
+
+// One kernel argument for the interpreter: a host buffer for a pointer parameter, or a scalar.
+struct InterpArg {
+  HostBuffer* buffer = nullptr;
+  int64_t i = 0;
+  double f = 0;
+
+  static InterpArg ptr(HostBuffer& b) { return InterpArg{&b, 0, 0}; }
+  static InterpArg of_int(int64_t v) { return InterpArg{nullptr, v, static_cast<double>(v)}; }
+  static InterpArg of_float(double v) { return InterpArg{nullptr, static_cast<int64_t>(v), v}; }
+};
+
+// Runs `k` for every program in `grid`. Arguments follow k.params in order; a wrong count or kind is
+// an Error naming the parameter. An access outside a buffer through an unmasked pointer is an Error
+// naming the op's call site, the buffer and the index; nothing is written past a buffer.
+void interpret(const Kernel& k, const Grid& grid, llvm::ArrayRef<InterpArg> args);
+
+// Whether KILN_INTERPRET=1 asks for the interpreter even where a GPU exists.
+bool interpret_requested();
+
+} // namespace kiln
