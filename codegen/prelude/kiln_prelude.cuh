@@ -1,0 +1,2 @@
+// kiln device prelude (placeholder until the tile library lands).
+namespace kiln {}
