@@ -178,6 +178,121 @@ ResourceUsage parse_ptxas_usage(std::string_view log, std::string_view lowered_n
   return u;
 }
 
+namespace {
+
+// Little-endian field readers over an ELF image; out-of-range reads return nullopt instead of faulting.
+template <typename T> std::optional<T> read_le(std::string_view bytes, uint64_t at) {
+  if (at > bytes.size() || bytes.size() - at < sizeof(T))
+    return std::nullopt;
+  uint64_t v = 0;
+  for (size_t i = 0; i < sizeof(T); ++i)
+    v |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
+  return static_cast<T>(v);
+}
+
+struct ElfSection {
+  std::string_view name;
+  std::string_view data;
+};
+
+// The sections of a 64-bit little-endian ELF, or {} when the image is not one.
+std::vector<ElfSection> elf_sections(std::string_view elf) {
+  if (elf.size() < 64 || elf.substr(0, 4) != "\x7f" "ELF" || elf[4] != 2 || elf[5] != 1)
+    return {};
+  auto shoff = read_le<uint64_t>(elf, 0x28);
+  auto shentsize = read_le<uint16_t>(elf, 0x3a);
+  auto shnum = read_le<uint16_t>(elf, 0x3c);
+  auto shstrndx = read_le<uint16_t>(elf, 0x3e);
+  if (!shoff || !shentsize || !shnum || !shstrndx || *shentsize < 64 || *shstrndx >= *shnum)
+    return {};
+  struct Raw {
+    uint32_t name;
+    uint64_t offset, size;
+    uint32_t type;
+  };
+  std::vector<Raw> raw;
+  for (uint16_t i = 0; i < *shnum; ++i) {
+    uint64_t at = *shoff + uint64_t{i} * *shentsize;
+    auto name = read_le<uint32_t>(elf, at);
+    auto type = read_le<uint32_t>(elf, at + 4);
+    auto offset = read_le<uint64_t>(elf, at + 0x18);
+    auto size = read_le<uint64_t>(elf, at + 0x20);
+    if (!name || !type || !offset || !size)
+      return {};
+    raw.push_back({*name, *offset, *size, *type});
+  }
+  auto contents = [&](const Raw& r) -> std::string_view {
+    constexpr uint32_t kNoBits = 8;  // SHT_NOBITS (.nv.shared.*) occupies no file bytes
+    if (r.type == kNoBits || r.offset > elf.size() || elf.size() - r.offset < r.size)
+      return {};
+    return elf.substr(r.offset, r.size);
+  };
+  std::string_view names = contents(raw[*shstrndx]);
+  std::vector<ElfSection> out;
+  for (const Raw& r : raw) {
+    std::string_view name;
+    if (r.name < names.size())
+      name = names.substr(r.name, names.find('\0', r.name) - r.name);
+    out.push_back({name, contents(r)});
+  }
+  return out;
+}
+
+} // namespace
+
+ResourceUsage read_cubin_usage(std::string_view cubin, std::string_view lowered_name) {
+  ResourceUsage u;
+  std::vector<ElfSection> sections = elf_sections(cubin);
+  std::string_view symtab, strtab, info;
+  for (const ElfSection& s : sections) {
+    if (s.name == ".symtab")
+      symtab = s.data;
+    else if (s.name == ".strtab")
+      strtab = s.data;
+    else if (s.name == ".nv.info")
+      info = s.data;
+  }
+  // The index of lowered_name in .symtab: .nv.info attributes name their function by it.
+  std::optional<uint32_t> symbol;
+  for (uint64_t at = 0; at + 24 <= symtab.size(); at += 24) {
+    uint32_t name = *read_le<uint32_t>(symtab, at);
+    if (name < strtab.size() && strtab.substr(name, strtab.find('\0', name) - name) == lowered_name) {
+      symbol = static_cast<uint32_t>(at / 24);
+      break;
+    }
+  }
+  if (!symbol)
+    return u;
+  // .nv.info holds records {u8 format, u8 attribute, payload}; format 4 carries a u16 size then that many
+  // bytes, formats 2 and 3 a 2-byte value, format 1 nothing.
+  constexpr uint8_t kFormatSizedValue = 4, kFormatNoValue = 1;
+  constexpr uint8_t kAttrRegCount = 0x2f, kAttrFrameSize = 0x11;
+  for (uint64_t at = 0; at + 2 <= info.size();) {
+    uint8_t format = static_cast<uint8_t>(info[at]);
+    uint8_t attribute = static_cast<uint8_t>(info[at + 1]);
+    if (format == kFormatNoValue) {
+      at += 2;
+      continue;
+    }
+    if (format != kFormatSizedValue) {
+      at += 4;
+      continue;
+    }
+    auto size = read_le<uint16_t>(info, at + 2);
+    if (!size)
+      break;
+    if (*size == 8 && read_le<uint32_t>(info, at + 4) == symbol) {
+      auto value = read_le<uint32_t>(info, at + 8);
+      if (attribute == kAttrRegCount && value)
+        u.registers = static_cast<int>(*value);
+      if (attribute == kAttrFrameSize && value)
+        u.stack_frame_bytes = *value;
+    }
+    at += 4 + *size;
+  }
+  return u;
+}
+
 std::string quote_error_lines(std::string_view log, std::string_view source, int context_lines) {
   static const std::regex error_line(R"(^(.*)\((\d+)\): (error|catastrophic error)[^:]*: (.*)$)");
   std::vector<std::string_view> src = split_lines(source);
@@ -328,6 +443,11 @@ CompiledKernel compile_cuda(const CompileRequest& req) {
       fail("NVRTC produced no PTX for kernel '{}' ({})", req.kernel_name, virtual_arch(req.arch));
   }
   out.usage = parse_ptxas_usage(log, out.lowered_name);
+  if (out.usage.registers < 0) {
+    ResourceUsage from_cubin = read_cubin_usage(out.cubin, out.lowered_name);
+    out.usage.registers = from_cubin.registers;
+    out.usage.stack_frame_bytes = from_cubin.stack_frame_bytes;
+  }
   return out;
 }
 

@@ -57,6 +57,12 @@ std::vector<std::string> nvrtc_options(const CompileRequest& req);
 // Reads ptxas -v output for one entry function (its lowered name); fields not reported stay -1.
 ResourceUsage parse_ptxas_usage(std::string_view log, std::string_view lowered_name);
 
+// Reads what the cubin itself records for one function: registers (EIATTR_REGCOUNT) and stack frame
+// (EIATTR_FRAME_SIZE) from .nv.info. The fallback when NVRTC's log lacks the ptxas report: where a driver is
+// installed, NVRTC 13 serves repeat compiles from the driver's ~/.nv/ComputeCache with an empty log (seen on
+// H200 with driver 580; CUDA_CACHE_DISABLE=1 brings the report back). Other fields stay -1.
+ResourceUsage read_cubin_usage(std::string_view cubin, std::string_view lowered_name);
+
 // Turns NVRTC's "file(line): error: ..." lines into a report that quotes source lines around each error.
 std::string quote_error_lines(std::string_view log, std::string_view source, int context_lines = 2);
 

@@ -70,7 +70,8 @@ TEST(RuntimeSmoke, DeviceIsDescribed) {
 
 TEST(RuntimeSmoke, VectorAddIsExact) {
   KILN_SKIP_WITHOUT_GPU();
-  auto kernel = LoadedKernel::load(compile_for_device(kVecAdd, "smoke_vec_add"));
+  CompiledKernel compiled = compile_for_device(kVecAdd, "smoke_vec_add");
+  auto kernel = LoadedKernel::load(compiled);
   const int n = 1000003;  // not a multiple of the block size: the tail is bounds-checked
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> dist(-100.f, 100.f);
@@ -99,6 +100,7 @@ TEST(RuntimeSmoke, VectorAddIsExact) {
 
   ResourceUsage u = kernel->function_usage();
   EXPECT_GT(u.registers, 0);
+  EXPECT_EQ(u.registers, compiled.usage.registers) << "the driver and the compile-time report agree";
   EXPECT_GE(u.max_threads_per_block, 256);
   EXPECT_EQ(LoadedKernel::load(compile_for_device(kVecAdd, "smoke_vec_add")), kernel) << "modules are cached";
 }
