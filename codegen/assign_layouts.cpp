@@ -1,0 +1,355 @@
+#include "codegen/assign_layouts.h"
+
+#include "dsl/verifier.h"
+
+namespace kiln {
+
+namespace {
+
+struct Assigner {
+  const Kernel& k;
+  const CodegenOptions& options;
+  LoweringPlan plan;
+  std::unordered_map<ValueId, std::vector<const Op*>> users;
+  std::unordered_map<ValueId, Layout> slice_parent; // reduction results (expanded) -> the layout they came from
+
+  bool is_flexible(ValueId v) const {
+    auto it = plan.placement.find(v);
+    return it != plan.placement.end() && it->second == Placement::Flexible;
+  }
+  bool has_layout(ValueId v) const { return plan.layout.count(v) > 0; }
+
+  void collect_users(const Region& r) {
+    for (const auto& op : r.ops) {
+      for (ValueId v : op->operands)
+        users[v].push_back(op.get());
+      for (const Region& sub : op->regions)
+        collect_users(sub);
+    }
+  }
+
+  // A load whose every use is a dot operand (possibly through trans) can stay in shared memory.
+  bool feeds_only_dots(ValueId v) const {
+    auto it = users.find(v);
+    if (it == users.end())
+      return false;
+    for (const Op* u : it->second) {
+      if (u->kind == OpKind::Dot && (u->operands[0] == v || u->operands[1] == v) && u->operands[2] != v)
+        continue;
+      if (u->kind == OpKind::Trans && feeds_only_dots(u->result()))
+        continue;
+      return false;
+    }
+    return true;
+  }
+
+  void choose_warp_split() {
+    bool row_reductions = false;
+    int64_t M = 0, N = 0;
+    walk(k.body, [&](const Op& op) {
+      if (op.kind == OpKind::Reduce && k.type(op.operands[0]).rank() == 2 && op.axis == 1)
+        row_reductions = true;
+      if (op.kind == OpKind::Dot && M == 0) {
+        M = k.type(op.result()).shape[0];
+        N = k.type(op.result()).shape[1];
+      }
+    });
+    int w = plan.num_warps;
+    plan.warps_m = w;
+    plan.warps_n = 1;
+    if (M == 0)
+      return;
+    if (row_reductions) { // rows stay within a warp, so row statistics need no shared memory
+      plan.warps_m = static_cast<int>(std::min<int64_t>(w, M / 16));
+      plan.warps_n = w / plan.warps_m;
+      return;
+    }
+    int64_t best = -1;
+    for (int wm = 1; wm <= w; wm *= 2) {
+      int wn = w / wm;
+      if (M % (16 * wm) || N % (8 * wn))
+        continue;
+      int64_t cost = M / wm + N / wn; // operand traffic per warp per k step
+      if (best < 0 || cost < best) {
+        best = cost;
+        plan.warps_m = wm;
+        plan.warps_n = wn;
+      }
+    }
+  }
+
+  Layout mma_layout_for(const Type& t) const {
+    return mma_acc_layout(t.shape[0], t.shape[1], plan.warps_m, plan.warps_n);
+  }
+
+  static int priority(const Layout& l) {
+    if (l.kind == "mma")
+      return 3;
+    if (l.kind == "slice" || l.kind.rfind("mma", 0) == 0)
+      return 2;
+    return 1;
+  }
+
+  void set_registers(ValueId v, Layout l) {
+    plan.placement[v] = Placement::Registers;
+    plan.layout[v] = std::move(l);
+  }
+
+  // The layout of an elementwise result: its highest-priority fixed operand's.
+  std::optional<Layout> operand_layout(const Op& op) const {
+    std::optional<Layout> best;
+    for (ValueId v : op.operands) {
+      auto it = plan.layout.find(v);
+      if (it != plan.layout.end() && k.type(v).shape == k.type(op.result()).shape &&
+          (!best || priority(it->second) > priority(*best)))
+        best = it->second;
+    }
+    return best;
+  }
+
+  void assign_op(const Op& op) {
+    for (ValueId r : op.results) {
+      const Type& t = k.type(r);
+      if (t.is_block_ptr()) {
+        plan.placement[r] = Placement::BlockPtr;
+      } else if (t.shape.empty()) {
+        plan.placement[r] = Placement::Scalar;
+      }
+    }
+    if (op.kind == OpKind::For) {
+      assign_loop(op);
+      return;
+    }
+    if (op.kind == OpKind::If) {
+      for (const Region& r : op.regions)
+        assign_region(r);
+      for (size_t i = 0; i < op.results.size(); ++i) {
+        ValueId res = op.results[i];
+        if (k.type(res).shape.empty() || k.type(res).is_block_ptr())
+          continue;
+        ValueId y = op.regions[0].ops.back()->operands[i];
+        set_registers(res, has_layout(y) ? plan.layout[y] : default_layout(k.type(res).shape, k.type(res).elem, plan.num_warps));
+      }
+      return;
+    }
+    if (op.results.empty() || k.type(op.result()).shape.empty() || k.type(op.result()).is_block_ptr())
+      return;
+    ValueId r = op.result();
+    const Type& t = k.type(r);
+    auto all_flexible = [&] {
+      for (ValueId v : op.operands)
+        if (!k.type(v).shape.empty() && !is_flexible(v))
+          return false;
+      return true;
+    };
+    switch (op.kind) {
+    case OpKind::Constant:
+    case OpKind::Arange: plan.placement[r] = Placement::Flexible; return;
+    case OpKind::Broadcast:
+    case OpKind::ExpandDims:
+    case OpKind::Reshape:
+    case OpKind::Trans:
+    case OpKind::Unary:
+    case OpKind::Binary:
+    case OpKind::Cast:
+    case OpKind::Where:
+    case OpKind::AddPtr:
+      if (all_flexible()) {
+        plan.placement[r] = Placement::Flexible;
+        return;
+      }
+      break;
+    default: break;
+    }
+    switch (op.kind) {
+    case OpKind::Dot: set_registers(r, mma_layout_for(t)); return;
+    case OpKind::Reduce:
+    case OpKind::ArgMax: {
+      const Layout& in = plan.layout.at(op.operands[0]);
+      Layout s = slice_layout(in, op.axis);
+      if (op.keepdims) {
+        s = expand_layout(s, op.axis);
+        slice_parent[r] = in;
+      }
+      set_registers(r, s);
+      return;
+    }
+    case OpKind::ExpandDims: {
+      ValueId x = op.operands[0];
+      set_registers(r, expand_layout(plan.layout.at(x), op.axis));
+      // A reduced row vector expanded back is broadcast into its parent for free.
+      if (auto def = k.info(x).def; def && (def->kind == OpKind::Reduce || def->kind == OpKind::ArgMax) &&
+                                    def->axis == op.axis)
+        slice_parent[r] = plan.layout.at(def->operands[0]);
+      return;
+    }
+    case OpKind::Trans:
+      if (plan.where(op.operands[0]) == Placement::Shared) {
+        plan.placement[r] = Placement::Shared;
+        plan.tile_of[r] = plan.tile_of.at(op.operands[0]);
+        plan.transposed[r] = !plan.transposed[op.operands[0]];
+        return;
+      }
+      set_registers(r, trans_layout(plan.layout.at(op.operands[0])));
+      return;
+    case OpKind::Broadcast: {
+      auto it = slice_parent.find(op.operands[0]);
+      if (it != slice_parent.end() && it->second.shape == t.shape)
+        set_registers(r, it->second);
+      else
+        set_registers(r, default_layout(t.shape, t.elem, plan.num_warps));
+      return;
+    }
+    case OpKind::Reshape: set_registers(r, default_layout(t.shape, t.elem, plan.num_warps)); return;
+    case OpKind::LoadBlock:
+      if (plan.tile_of.count(r)) // loops are assigned twice; a tile is made once
+        return;
+      if (feeds_only_dots(r) && t.rank() == 2) {
+        const Type& bp = k.type(op.operands[0]);
+        SharedTile tile;
+        tile.value = r;
+        tile.load = &op;
+        tile.contig_dim = bp.order[0];
+        tile.cols = t.shape[tile.contig_dim];
+        tile.rows = t.shape[1 - tile.contig_dim];
+        tile.elem_bytes = dtype_bytes(t.elem);
+        tile.loop = loop_stack.empty() ? nullptr : loop_stack.front();
+        plan.placement[r] = Placement::Shared;
+        plan.tile_of[r] = static_cast<int>(plan.tiles.size());
+        plan.transposed[r] = false;
+        plan.tiles.push_back(tile);
+        return;
+      }
+      set_registers(r, default_layout(t.shape, t.elem, plan.num_warps));
+      return;
+    case OpKind::Load: {
+      ValueId p = op.operands[0];
+      set_registers(r, has_layout(p) ? plan.layout[p] : default_layout(t.shape, t.elem, plan.num_warps));
+      return;
+    }
+    case OpKind::AtomicAdd: {
+      ValueId v = op.operands[1];
+      set_registers(r, has_layout(v) ? plan.layout[v] : default_layout(t.shape, t.elem, plan.num_warps));
+      return;
+    }
+    default: {
+      std::optional<Layout> l = operand_layout(op);
+      set_registers(r, l ? *l : default_layout(t.shape, t.elem, plan.num_warps));
+      return;
+    }
+    }
+  }
+
+  std::vector<const Op*> loop_stack; // enclosing for ops, outermost first
+
+  void assign_loop(const Op& op) {
+    loop_stack.push_back(&op);
+    struct Pop {
+      std::vector<const Op*>& s;
+      ~Pop() { s.pop_back(); }
+    } pop{loop_stack};
+    const Region& body = op.regions[0];
+    plan.placement[body.args[0]] = Placement::Scalar;
+    const Op& yield = *body.ops.back();
+    // Carried tiles: the layout of what the body yields (found by a first pass with the inits').
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t i = 0; i < op.results.size(); ++i) {
+        ValueId arg = body.args[i + 1], init = op.operands[3 + i], res = op.results[i];
+        const Type& t = k.type(arg);
+        if (t.is_block_ptr() || t.shape.empty()) {
+          Placement p = t.is_block_ptr() ? Placement::BlockPtr : Placement::Scalar;
+          plan.placement[arg] = plan.placement[res] = p;
+          continue;
+        }
+        ValueId y = yield.operands[i];
+        Layout l = pass > 0 && has_layout(y) ? plan.layout[y]
+                   : has_layout(init)        ? plan.layout[init]
+                                             : default_layout(t.shape, t.elem, plan.num_warps);
+        if (pass > 0 && !has_layout(y) && has_layout(arg))
+          l = plan.layout[arg];
+        set_registers(arg, l);
+        set_registers(res, l);
+      }
+      assign_region(body);
+    }
+  }
+
+  void assign_region(const Region& r) {
+    for (const auto& op : r.ops)
+      assign_op(*op);
+  }
+
+  // Loads of a loop-carried block pointer advanced by a loop-invariant step, kept in shared memory.
+  void find_pipelined_loads(const Region& r, int num_stages) {
+    for (const auto& op : r.ops) {
+      for (const Region& sub : op->regions)
+        find_pipelined_loads(sub, num_stages);
+      if (op->kind != OpKind::For || num_stages < 2)
+        continue;
+      const Region& body = op->regions[0];
+      const Op& yield = *body.ops.back();
+      std::unordered_set<ValueId> defined_inside(body.args.begin(), body.args.end());
+      walk(body, [&](const Op& o) { defined_inside.insert(o.results.begin(), o.results.end()); });
+      for (const auto& inner : body.ops) {
+        if (inner->kind != OpKind::LoadBlock || plan.where(inner->result()) != Placement::Shared)
+          continue;
+        ValueId bp = inner->operands[0];
+        auto arg = std::find(body.args.begin() + 1, body.args.end(), bp);
+        if (arg == body.args.end() || inner->padding == Padding::NaN)
+          continue;
+        const Op* step = k.info(yield.operands[arg - body.args.begin() - 1]).def;
+        if (!step || step->kind != OpKind::Advance || step->operands[0] != bp)
+          continue;
+        bool invariant = true;
+        for (size_t i = 1; i < step->operands.size(); ++i)
+          invariant &= !defined_inside.count(step->operands[i]);
+        if (!invariant)
+          continue;
+        plan.pipelined[op.get()].push_back(inner.get());
+        plan.tiles[plan.tile_of.at(inner->result())].stages = num_stages;
+      }
+    }
+  }
+};
+
+} // namespace
+
+LoweringPlan assign_layouts(const Kernel& k, const CodegenOptions& options) {
+  Assigner a{k, options, {}, {}, {}, {}};
+  a.plan.num_warps = k.config.num_warps;
+  if (k.config.num_warps < 1 || k.config.num_warps > 32 || !is_power_of_two(k.config.num_warps))
+    fail("num_warps must be a power of two from 1 to 32, got {}", k.config.num_warps);
+  a.collect_users(k.body);
+  a.choose_warp_split();
+  for (const Param& p : k.params)
+    a.plan.placement[p.value] = Placement::Scalar;
+  a.assign_region(k.body);
+  if (options.async_copy)
+    a.find_pipelined_loads(k.body, k.config.num_stages);
+  return std::move(a.plan);
+}
+
+int64_t plan_shared_memory(LoweringPlan& plan) {
+  auto size = [](const SharedTile& t) { return (t.bytes_per_stage() * t.stages + 127) / 128 * 128; };
+  // Tiles loaded outside loops live for the whole kernel; the tiles of one top-level loop are dead
+  // once it ends (the emitter drains cp.async and syncs at every loop exit), so loops share space.
+  int64_t fixed = 0;
+  for (SharedTile& t : plan.tiles)
+    if (!t.loop) {
+      t.offset = fixed;
+      fixed += size(t);
+    }
+  std::map<const Op*, int64_t> loop_bytes;
+  for (SharedTile& t : plan.tiles)
+    if (t.loop) {
+      t.offset = fixed + loop_bytes[t.loop];
+      loop_bytes[t.loop] += size(t);
+    }
+  int64_t widest = 0;
+  for (const auto& [loop, bytes] : loop_bytes)
+    widest = std::max(widest, bytes);
+  plan.tiles_bytes = fixed + widest;
+  return plan.tiles_bytes;
+}
+
+} // namespace kiln

@@ -1,0 +1,35 @@
+// kiln's code generator: a verified Kernel and its config in, CUDA C++ out.
+//
+// Lowering script (lower_kernel in codegen.cpp):
+//   verify -> assign_layouts (register layouts, shared-memory operands, pipelined loads)
+//          -> plan_shared_memory -> emit_cuda (prelude + one __global__ function)
+#pragma once
+
+#include "codegen/target.h"
+#include "dsl/ir.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+// Code-generator switches: each optimisation can be turned off to measure what it is worth.
+struct CodegenOptions {
+  bool tensor_cores = true;  // dot through mma.sync (else FMA on shared memory)
+  bool swizzle = true;       // XOR-swizzled shared-memory operand tiles
+  bool async_copy = true;    // cp.async staging of operand tiles (num_stages-deep when in a loop)
+  bool vectorize = true;     // 16-byte global accesses where contiguity is proven
+};
+
+// What a launch needs besides the source: the entry point, the block size and dynamic shared memory.
+struct GeneratedKernel {
+  std::string name;         // the __global__ function's name
+  std::string source;       // complete CUDA C++, prelude included
+  int threads = 128;        // 32 * num_warps
+  int shared_bytes = 0;     // dynamic shared memory per CTA
+  std::string lowered;      // a summary of the lowering decisions (layouts, smem, pipelining)
+};
+
+GeneratedKernel generate_cuda(const Kernel& k, const Target& target, const CodegenOptions& options = {});
+
+} // namespace kiln

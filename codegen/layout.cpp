@@ -1,0 +1,287 @@
+#include "codegen/layout.h"
+
+#include "support/error.h"
+
+#include <algorithm>
+
+namespace kiln {
+
+namespace {
+
+Coord unit(int rank, int dim, int64_t step) {
+  Coord c(rank, 0);
+  c[dim] = step;
+  return c;
+}
+
+int log2i(int64_t x) {
+  int b = 0;
+  while ((int64_t{1} << b) < x)
+    ++b;
+  return b;
+}
+
+// Fills the remaining extent of each dim (in `order`, fastest first) with register bits.
+void cover_with_registers(Layout& l, std::vector<int64_t>& covered, llvm::ArrayRef<int> order) {
+  for (int d : order)
+    while (covered[d] < l.shape[d]) {
+      l.reg.push_back(unit(l.rank(), d, covered[d]));
+      covered[d] *= 2;
+    }
+}
+
+// Assigns `bits` bases, each to the first dim in `order` not yet covered; replicas once all are.
+void assign_bits(std::vector<Coord>& bases, int bits, Layout& l, std::vector<int64_t>& covered,
+                 llvm::ArrayRef<int> order) {
+  for (int b = 0; b < bits; ++b) {
+    int dim = -1;
+    for (int d : order)
+      if (covered[d] < l.shape[d]) {
+        dim = d;
+        break;
+      }
+    if (dim < 0) {
+      bases.push_back(Coord(l.rank(), 0));
+      continue;
+    }
+    bases.push_back(unit(l.rank(), dim, covered[dim]));
+    covered[dim] *= 2;
+  }
+}
+
+} // namespace
+
+int64_t Layout::reg_offset(int r, int dim) const {
+  int64_t off = 0;
+  for (size_t b = 0; b < reg.size(); ++b)
+    if (r >> b & 1)
+      off += reg[b][dim];
+  return off;
+}
+
+std::string Layout::str() const {
+  std::string dims;
+  for (size_t i = 0; i < shape.size(); ++i)
+    dims += (i ? "x" : "") + std::to_string(shape[i]);
+  return fmt::format("{}[{}] regs={}", kind, dims, num_regs());
+}
+
+Layout blocked_layout(const Shape& shape, int num_warps, int vec, llvm::ArrayRef<int> order_in) {
+  Layout l;
+  l.shape = shape;
+  l.kind = "blocked";
+  int r = l.rank();
+  llvm::SmallVector<int, 4> order(order_in.begin(), order_in.end());
+  if (order.empty())
+    for (int d = r - 1; d >= 0; --d)
+      order.push_back(d);
+  std::vector<int64_t> covered(r, 1);
+  if (r > 0) {
+    int fast = order[0];
+    int64_t v = std::min<int64_t>(vec, shape[fast]);
+    while (covered[fast] < v) {
+      l.reg.push_back(unit(r, fast, covered[fast]));
+      covered[fast] *= 2;
+    }
+  }
+  assign_bits(l.lane, 5, l, covered, order);
+  // Warps go to the slowest dims first, so that each warp's lanes stay on contiguous memory.
+  llvm::SmallVector<int, 4> warp_order(order.rbegin(), order.rend());
+  assign_bits(l.warp, log2i(num_warps), l, covered, warp_order);
+  cover_with_registers(l, covered, order);
+  return l;
+}
+
+Layout default_layout(const Shape& shape, DType elem, int num_warps) {
+  return blocked_layout(shape, num_warps, std::max(1, 16 / dtype_bytes(elem)));
+}
+
+namespace {
+
+// The warp split shared by the mma layouts: warp bit b goes along M for the first log2(warps_m)
+// bits, then along N; `along_m`/`along_n` say whether this operand spans that dim (a zero basis
+// replicates the operand over the warps that split the other one).
+void mma_warps(Layout& l, int dim_m, int dim_n, int64_t tile_m, int64_t tile_n, int warps_m, int warps_n) {
+  for (int b = 0; (1 << b) < warps_m; ++b)
+    l.warp.push_back(dim_m >= 0 ? unit(l.rank(), dim_m, tile_m << b) : Coord(l.rank(), 0));
+  for (int b = 0; (1 << b) < warps_n; ++b)
+    l.warp.push_back(dim_n >= 0 ? unit(l.rank(), dim_n, tile_n << b) : Coord(l.rank(), 0));
+}
+
+void check_mma_tile(int64_t M, int64_t N, int warps_m, int warps_n, int64_t inst_m, int64_t inst_n) {
+  KILN_INTERNAL_CHECK(M % (inst_m * warps_m) == 0 && N % (inst_n * warps_n) == 0,
+                      "tile {}x{} does not split over {}x{} warps of {}x{} instructions", M, N, warps_m, warps_n,
+                      inst_m, inst_n);
+}
+
+} // namespace
+
+Layout mma_acc_layout(int64_t M, int64_t N, int warps_m, int warps_n) {
+  check_mma_tile(M, N, warps_m, warps_n, 16, 8);
+  Layout l;
+  l.shape = {M, N};
+  l.kind = "mma";
+  int64_t wm = M / warps_m, wn = N / warps_n; // per-warp tile
+  // c0..c3 of one m16n8 fragment: (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)
+  l.reg = {unit(2, 1, 1), unit(2, 0, 8)};
+  for (int64_t n = 8; n < wn; n *= 2)
+    l.reg.push_back(unit(2, 1, n));
+  for (int64_t m = 16; m < wm; m *= 2)
+    l.reg.push_back(unit(2, 0, m));
+  l.lane = {unit(2, 1, 2), unit(2, 1, 4), unit(2, 0, 1), unit(2, 0, 2), unit(2, 0, 4)};
+  mma_warps(l, 0, 1, wm, wn, warps_m, warps_n);
+  return l;
+}
+
+Layout mma_a_layout(int64_t M, int64_t K, int warps_m, int warps_n, int kinst) {
+  check_mma_tile(M, K, warps_m, 1, 16, kinst);
+  Layout l;
+  l.shape = {M, K};
+  l.kind = "mma_a";
+  int64_t wm = M / warps_m;
+  if (kinst == 16) // a0..a7: (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..)
+    l.reg = {unit(2, 1, 1), unit(2, 0, 8), unit(2, 1, 8)};
+  else // tf32 m16n8k8: a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4)
+    l.reg = {unit(2, 0, 8), unit(2, 1, 4)};
+  for (int64_t k = kinst; k < K; k *= 2)
+    l.reg.push_back(unit(2, 1, k));
+  for (int64_t m = 16; m < wm; m *= 2)
+    l.reg.push_back(unit(2, 0, m));
+  if (kinst == 16)
+    l.lane = {unit(2, 1, 2), unit(2, 1, 4), unit(2, 0, 1), unit(2, 0, 2), unit(2, 0, 4)};
+  else
+    l.lane = {unit(2, 1, 1), unit(2, 1, 2), unit(2, 0, 1), unit(2, 0, 2), unit(2, 0, 4)};
+  mma_warps(l, 0, -1, wm, 0, warps_m, warps_n);
+  return l;
+}
+
+Layout mma_b_layout(int64_t K, int64_t N, int warps_m, int warps_n, int kinst) {
+  check_mma_tile(K, N, 1, warps_n, kinst, 8);
+  Layout l;
+  l.shape = {K, N};
+  l.kind = "mma_b";
+  int64_t wn = N / warps_n;
+  if (kinst == 16) // b0..b3: (2t..2t+1, g), (2t+8..2t+9, g)
+    l.reg = {unit(2, 0, 1), unit(2, 0, 8)};
+  else // tf32: b0 (t, g), b1 (t+4, g)
+    l.reg = {unit(2, 0, 4)};
+  for (int64_t k = kinst; k < K; k *= 2)
+    l.reg.push_back(unit(2, 0, k));
+  for (int64_t n = 8; n < wn; n *= 2)
+    l.reg.push_back(unit(2, 1, n));
+  if (kinst == 16)
+    l.lane = {unit(2, 0, 2), unit(2, 0, 4), unit(2, 1, 1), unit(2, 1, 2), unit(2, 1, 4)};
+  else
+    l.lane = {unit(2, 0, 1), unit(2, 0, 2), unit(2, 1, 1), unit(2, 1, 2), unit(2, 1, 4)};
+  mma_warps(l, -1, 1, 0, wn, warps_m, warps_n);
+  return l;
+}
+
+Layout slice_layout(const Layout& p, int dim) {
+  Layout l;
+  l.kind = "slice";
+  l.shape = p.shape;
+  l.shape.erase(l.shape.begin() + dim);
+  auto drop = [&](const Coord& c) {
+    Coord out = c;
+    out.erase(out.begin() + dim);
+    return out;
+  };
+  for (const Coord& c : p.reg) {
+    Coord d = drop(c);
+    if (std::any_of(d.begin(), d.end(), [](int64_t x) { return x != 0; }))
+      l.reg.push_back(d);
+  }
+  for (const Coord& c : p.lane)
+    l.lane.push_back(drop(c));
+  for (const Coord& c : p.warp)
+    l.warp.push_back(drop(c));
+  return l;
+}
+
+Layout expand_layout(const Layout& x, int axis) {
+  Layout l = x;
+  l.shape.insert(l.shape.begin() + axis, 1);
+  for (auto* bases : {&l.reg, &l.lane, &l.warp})
+    for (Coord& c : *bases)
+      c.insert(c.begin() + axis, 0);
+  return l;
+}
+
+Layout trans_layout(const Layout& x) {
+  Layout l = x;
+  std::swap(l.shape[0], l.shape[1]);
+  for (auto* bases : {&l.reg, &l.lane, &l.warp})
+    for (Coord& c : *bases)
+      std::swap(c[0], c[1]);
+  return l;
+}
+
+Layout collapse_layout(const Layout& dst, const Shape& src_shape) {
+  Layout l;
+  l.kind = dst.kind + "_collapsed";
+  l.shape = src_shape;
+  auto collapse = [&](const Coord& c) {
+    Coord out = c;
+    for (size_t d = 0; d < out.size(); ++d)
+      if (src_shape[d] == 1)
+        out[d] = 0;
+    return out;
+  };
+  for (const Coord& c : dst.reg) {
+    Coord d = collapse(c);
+    if (std::any_of(d.begin(), d.end(), [](int64_t x) { return x != 0; }))
+      l.reg.push_back(d);
+  }
+  for (const Coord& c : dst.lane)
+    l.lane.push_back(collapse(c));
+  for (const Coord& c : dst.warp)
+    l.warp.push_back(collapse(c));
+  return l;
+}
+
+std::vector<int> broadcast_register_map(const Layout& src, const Layout& dst) {
+  Layout want = collapse_layout(dst, src.shape);
+  if (!want.same_bases(src))
+    return {};
+  // dst register bits that survive the collapse keep their order in src.
+  std::vector<int> kept; // dst bit -> src bit, or -1
+  int next = 0;
+  for (const Coord& c : dst.reg) {
+    bool survives = false;
+    for (size_t d = 0; d < c.size(); ++d)
+      survives |= src.shape[d] != 1 && c[d] != 0;
+    kept.push_back(survives ? next++ : -1);
+  }
+  std::vector<int> map(dst.num_regs());
+  for (int r = 0; r < dst.num_regs(); ++r) {
+    int s = 0;
+    for (size_t b = 0; b < kept.size(); ++b)
+      if (kept[b] >= 0 && (r >> b & 1))
+        s |= 1 << kept[b];
+    map[r] = s;
+  }
+  return map;
+}
+
+ReductionPlan reduction_plan(const Layout& x, int dim) {
+  ReductionPlan p;
+  auto moves = [&](const Coord& c) {
+    for (size_t d = 0; d < c.size(); ++d)
+      if (c[d] != 0 && static_cast<int>(d) != dim)
+        return false;
+    return c[dim] != 0;
+  };
+  for (size_t b = 0; b < x.reg.size(); ++b)
+    if (moves(x.reg[b]))
+      p.reg_bits.push_back(static_cast<int>(b));
+  for (size_t b = 0; b < x.lane.size(); ++b)
+    if (moves(x.lane[b]))
+      p.lane_bits.push_back(static_cast<int>(b));
+  for (size_t b = 0; b < x.warp.size(); ++b)
+    if (moves(x.warp[b]))
+      p.warp_bits.push_back(static_cast<int>(b));
+  return p;
+}
+
+} // namespace kiln

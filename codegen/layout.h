@@ -1,0 +1,66 @@
+// Distributed layouts: how a tile's elements are spread over a CTA's registers, lanes and warps.
+//
+// A layout is linear over bits (as Triton's linear layouts): element coordinates are the sum of one
+// basis vector per set bit of the register index, of the lane id and of the warp id. A zero basis
+// means replication (e.g. the lanes that hold the same row of a row vector). Blocked (coalesced),
+// MMA accumulator, MMA operand and slice layouts are all built from bases, so that equality,
+// slicing, broadcasting and coordinates are one piece of code for every kind.
+#pragma once
+
+#include "dsl/type.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+using Coord = llvm::SmallVector<int64_t, 3>;
+
+struct Layout {
+  Shape shape;
+  std::vector<Coord> reg;  // basis of register bit b
+  std::vector<Coord> lane; // basis of lane bit b (5 bits)
+  std::vector<Coord> warp; // basis of warp bit b (log2 num_warps bits)
+  std::string kind;        // "blocked", "mma", "mma_a", "mma_b", "slice", ... for printing only
+
+  int rank() const { return static_cast<int>(shape.size()); }
+  int num_regs() const { return 1 << reg.size(); }
+  // The compile-time part of register r's coordinate along `dim`.
+  int64_t reg_offset(int r, int dim) const;
+  bool same_bases(const Layout& o) const { return shape == o.shape && reg == o.reg && lane == o.lane && warp == o.warp; }
+  std::string str() const; // "mma[128x64] regs=32"
+};
+
+// Coalesced layout: `vec` contiguous elements per thread along the fastest dim (order[0]), lanes then
+// warps filling dims from fastest to slowest, the rest as further registers.
+Layout blocked_layout(const Shape& shape, int num_warps, int vec, llvm::ArrayRef<int> order = {});
+// The default register layout for a tile of `shape` and `elem` (16-byte vectors along the last dim).
+Layout default_layout(const Shape& shape, DType elem, int num_warps);
+
+// mma.m16n8k16 accumulator for an (M, N) tile split over warps_m x warps_n warps.
+Layout mma_acc_layout(int64_t M, int64_t N, int warps_m, int warps_n);
+// mma operand A (M, K) and B (K, N) layouts for the same warp split (k_per_inst = 16 for f16/bf16).
+Layout mma_a_layout(int64_t M, int64_t K, int warps_m, int warps_n, int k_per_inst = 16);
+Layout mma_b_layout(int64_t K, int64_t N, int warps_m, int warps_n, int k_per_inst = 16);
+
+// The layout of a reduction's result along `dim`: bases along dim dropped, registers that only moved
+// along dim removed; lanes/warps that did become replicas.
+Layout slice_layout(const Layout& parent, int dim);
+// A size-1 dim inserted at `axis` (registers unchanged).
+Layout expand_layout(const Layout& x, int axis);
+// x's dims permuted as trans does (registers unchanged).
+Layout trans_layout(const Layout& x);
+// If `src` is `dst` with the broadcast dims (dims of size 1 in src) collapsed, returns for each
+// register of dst the register of src holding its value; empty when a conversion is needed first.
+std::vector<int> broadcast_register_map(const Layout& src, const Layout& dst);
+// The layout a broadcast source must have to broadcast into `dst` for free.
+Layout collapse_layout(const Layout& dst, const Shape& src_shape);
+
+// Register bits of `x` whose bases move along `dim`, lane bits likewise, warp bits likewise.
+struct ReductionPlan {
+  std::vector<int> reg_bits, lane_bits, warp_bits;
+};
+ReductionPlan reduction_plan(const Layout& x, int dim);
+
+} // namespace kiln
