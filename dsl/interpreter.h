@@ -26,6 +26,8 @@ struct HostBuffer {
   int64_t numel() const { return static_cast<int64_t>(bytes.size()) / dtype_bytes(dtype); }
   double get(int64_t i) const;      // element i as a double
   void set(int64_t i, double v);    // element i, rounded to the buffer's dtype
+  int64_t get_int(int64_t i) const; // element i of an integer buffer, exactly (i64 beyond 2^53 too)
+  void set_int(int64_t i, int64_t v); // element i of an integer buffer, wrapped to its width
   template <typename T> T* data() { return reinterpret_cast<T*>(bytes.data()); }
 };
 
@@ -40,7 +42,10 @@ struct InterpArg {
   static InterpArg of_float(double v) { return InterpArg{nullptr, static_cast<int64_t>(v), v}; }
 };
 
-// Runs `k` for every program in `grid`. Arguments follow k.params in order; a wrong count or kind is
+// Runs `k` for every program in `grid`, one after another (program id x fastest, then y, then z).
+// NaN rule: max/min (elementwise maximum/minimum and the max/min reductions) ignore NaN unless every
+// operand is NaN, like CUDA's fmaxf/fminf; argmax likewise skips NaN (index 0 when all are NaN).
+// Sums accumulate in double and round once to the result dtype. Arguments follow k.params in order; a wrong count or kind is
 // an Error naming the parameter. An access outside a buffer through an unmasked pointer is an Error
 // naming the op's call site, the buffer and the index; nothing is written past a buffer.
 void interpret(const Kernel& k, const Grid& grid, llvm::ArrayRef<InterpArg> args);

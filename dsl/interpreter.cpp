@@ -1,0 +1,931 @@
+// The interpreter: kiln's reference semantics. Every IR value of a program holds a flat row-major
+// array (doubles for floats, int64 for integers so that i64 stays exact, buffer + element offset
+// for pointers) or a block pointer's state; each op computes its whole result with one loop and
+// rounds it to the result dtype, exactly as the GPU path must.
+#include "dsl/interpreter.h"
+
+#include "support/half.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+
+namespace kiln {
+
+namespace {
+
+// ---- element access and dtype conversions ----
+
+template <typename T> T read_raw(const HostBuffer& b, int64_t i) {
+  T v;
+  std::memcpy(&v, b.bytes.data() + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+  return v;
+}
+template <typename T> void write_raw(HostBuffer& b, int64_t i, T v) {
+  std::memcpy(b.bytes.data() + i * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
+}
+
+double read_float(const HostBuffer& b, int64_t i) {
+  switch (b.dtype) {
+  case DType::f16: return f16_bits_to_float(read_raw<uint16_t>(b, i));
+  case DType::bf16: return bf16_bits_to_float(read_raw<uint16_t>(b, i));
+  case DType::f32: return read_raw<float>(b, i);
+  case DType::f64: return read_raw<double>(b, i);
+  default: break;
+  }
+  throw InternalError("read_float on an integer buffer");
+}
+
+int64_t read_int(const HostBuffer& b, int64_t i) {
+  switch (b.dtype) {
+  case DType::i1: return read_raw<uint8_t>(b, i) != 0;
+  case DType::u8: return read_raw<uint8_t>(b, i);
+  case DType::i32: return read_raw<int32_t>(b, i);
+  case DType::i64: return read_raw<int64_t>(b, i);
+  default: break;
+  }
+  throw InternalError("read_int on a floating-point buffer");
+}
+
+void write_float(HostBuffer& b, int64_t i, double v) {
+  switch (b.dtype) {
+  case DType::f16: write_raw<uint16_t>(b, i, float_to_f16_bits(static_cast<float>(v))); return;
+  case DType::bf16: write_raw<uint16_t>(b, i, float_to_bf16_bits(static_cast<float>(v))); return;
+  case DType::f32: write_raw<float>(b, i, static_cast<float>(v)); return;
+  case DType::f64: write_raw<double>(b, i, v); return;
+  default: break;
+  }
+  throw InternalError("write_float on an integer buffer");
+}
+
+void write_int(HostBuffer& b, int64_t i, int64_t v) {
+  switch (b.dtype) {
+  case DType::i1: write_raw<uint8_t>(b, i, v != 0); return;
+  case DType::u8: write_raw<uint8_t>(b, i, static_cast<uint8_t>(v)); return;
+  case DType::i32: write_raw<int32_t>(b, i, static_cast<int32_t>(v)); return;
+  case DType::i64: write_raw<int64_t>(b, i, v); return;
+  default: break;
+  }
+  throw InternalError("write_int on a floating-point buffer");
+}
+
+// An integer wrapped to the width of `t` (two's complement, as C++20 and the GPU do).
+inline int64_t wrap_int(uint64_t v, DType t) {
+  switch (t) {
+  case DType::i1: return v != 0;
+  case DType::u8: return static_cast<uint8_t>(v);
+  case DType::i32: return static_cast<int32_t>(v);
+  default: return static_cast<int64_t>(v);
+  }
+}
+
+// Float to integer: truncation toward zero; out-of-range values saturate and NaN gives 0 (what
+// CUDA's cvt.rzi does); to i1 it is `x != 0`, so NaN gives 1 as in C++.
+int64_t float_to_int(double x, DType t) {
+  if (t == DType::i1)
+    return x != 0;
+  if (std::isnan(x))
+    return 0;
+  double lo, hi;
+  switch (t) {
+  case DType::u8: lo = 0, hi = 255; break;
+  case DType::i32: lo = -2147483648.0, hi = 2147483647.0; break;
+  default: lo = -9223372036854775808.0, hi = 9223372036854775808.0; break; // 2^63 is not an int64
+  }
+  x = std::trunc(x);
+  if (x <= lo)
+    return static_cast<int64_t>(lo);
+  if (x >= hi)
+    return t == DType::i64 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(hi);
+  return static_cast<int64_t>(x);
+}
+
+double int_to_float(int64_t v, DType t) {
+  switch (t) {
+  case DType::f64: return static_cast<double>(v);
+  case DType::f32: return static_cast<float>(v); // one rounding, straight from the integer
+  default: return round_to_dtype(static_cast<double>(static_cast<float>(v)), t);
+  }
+}
+
+// Rounds every element to dtype `t`, with the dtype switch outside the loop.
+void round_all(std::vector<double>& xs, DType t) {
+  switch (t) {
+  case DType::f64: return;
+  case DType::f32:
+    for (double& x : xs)
+      x = static_cast<float>(x);
+    return;
+  default:
+    for (double& x : xs)
+      x = round_to_dtype(x, t);
+  }
+}
+
+// f32 rounded to tf32 (10 explicit mantissa bits, round to nearest even), as tensor cores read it.
+float round_to_tf32(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) != 0x7f800000u) { // finite: inf and nan pass through
+    u += 0xfffu + ((u >> 13) & 1u);
+    u &= ~0x1fffu;
+  }
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+// NaN-ignoring max/min (see the NaN rule in interpreter.h).
+inline double max_ignoring_nan(double a, double b) { return std::fmax(a, b); }
+inline double min_ignoring_nan(double a, double b) { return std::fmin(a, b); }
+
+// ---- values ----
+
+enum class Rep : uint8_t { Float, Int, Pointer, Block };
+
+Rep rep_of(const Type& t) {
+  switch (t.kind) {
+  case TypeKind::Tensor: return is_float(t.elem) ? Rep::Float : Rep::Int;
+  case TypeKind::Pointer: return Rep::Pointer;
+  case TypeKind::BlockPtr: return Rep::Block;
+  }
+  return Rep::Float;
+}
+
+struct BlockPtrState {
+  HostBuffer* buffer = nullptr;
+  int64_t base = 0; // element offset of the base pointer
+  llvm::SmallVector<int64_t, 3> shape, strides, offsets;
+};
+
+// The run-time value of one IR value. Which members are in use follows from its Type (rep_of).
+struct Tile {
+  std::vector<double> f;          // floating-point tensors
+  std::vector<int64_t> i;         // integer tensors (i1 as 0/1); element offsets of pointer tensors
+  std::vector<HostBuffer*> buf;   // pointer tensors: the buffer each element points into
+  BlockPtrState block;            // block pointers
+};
+
+// For each element of `shape` in row-major order, the source position sum(index[d] * strides[d]).
+void strided_positions(const Shape& shape, llvm::ArrayRef<int64_t> strides, std::vector<int64_t>& out) {
+  int r = static_cast<int>(shape.size());
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  out.resize(n);
+  if (r == 0) {
+    out[0] = 0;
+    return;
+  }
+  llvm::SmallVector<int64_t, 4> idx(r, 0);
+  int64_t inner = shape[r - 1], inner_stride = strides[r - 1], pos = 0;
+  for (int64_t j = 0; j < n; j += inner) {
+    for (int64_t t = 0; t < inner; ++t)
+      out[j + t] = pos + t * inner_stride;
+    for (int d = r - 2; d >= 0; --d) {
+      pos += strides[d];
+      if (++idx[d] < shape[d])
+        break;
+      pos -= strides[d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+std::string index_str(llvm::ArrayRef<int64_t> idx) {
+  return idx.size() == 1 ? fmt::format("({},)", idx[0]) : fmt::format("({})", fmt::join(idx, ", "));
+}
+
+// ---- the interpreter proper ----
+
+class Interpreter {
+public:
+  Interpreter(const Kernel& k, const Grid& grid) : k_(k), grid_(grid), vals_(k.values.size()) {}
+
+  void bind(llvm::ArrayRef<InterpArg> args);
+  void run_grid();
+
+private:
+  const Type& type(ValueId v) const { return k_.type(v); }
+  Tile& val(ValueId v) { return vals_[v]; }
+  int64_t scalar_int(ValueId v) const { return vals_[v].i.at(0); }
+  const std::string& buffer_name(const HostBuffer* b) const { return names_.at(b); }
+
+  void run_region(const Region& r);
+  void exec(const Op& op);
+
+  void exec_constant(const Op& op);
+  void exec_gather(const Op& op, llvm::ArrayRef<int64_t> src_strides);
+  void exec_broadcast(const Op& op);
+  void exec_trans(const Op& op);
+  void exec_unary(const Op& op);
+  void exec_binary(const Op& op);
+  void exec_binary_int(const Op& op, const Tile& a, const Tile& b, Tile& out, DType t);
+  void exec_cast(const Op& op);
+  void exec_where(const Op& op);
+  void exec_dot(const Op& op);
+  void exec_reduce(const Op& op);
+  void exec_load(const Op& op);
+  void exec_store(const Op& op);
+  void exec_atomic_add(const Op& op);
+  void exec_make_block_ptr(const Op& op);
+  void exec_block_access(const Op& op);
+  void exec_for(const Op& op);
+  void exec_if(const Op& op);
+
+  [[noreturn]] void out_of_bounds(const Op& op, const HostBuffer* b, int64_t index, const std::string& which) const;
+  void check_in_bounds(const Op& op, const HostBuffer* b, int64_t index, int64_t lane) const {
+    if (index < 0 || index >= b->numel())
+      out_of_bounds(op, b, index, fmt::format("lane {} of the pointer tile", lane));
+  }
+
+  const Kernel& k_;
+  Grid grid_;
+  int64_t pid_[3] = {0, 0, 0};
+  std::vector<Tile> vals_;
+  std::unordered_map<const HostBuffer*, std::string> names_; // for error messages
+  std::vector<int64_t> positions_;                            // scratch for gathers
+  std::vector<float> dot_a_, dot_b_, dot_c_;                  // scratch for dot
+};
+
+void Interpreter::bind(llvm::ArrayRef<InterpArg> args) {
+  if (args.size() != k_.params.size()) {
+    std::string names;
+    for (const Param& p : k_.params)
+      names += (names.empty() ? "" : ", ") + p.name;
+    fail("kernel '{}' takes {} arguments ({}), got {}", k_.name, k_.params.size(), names, args.size());
+  }
+  for (size_t n = 0; n < args.size(); ++n) {
+    const Param& p = k_.params[n];
+    const Type& t = type(p.value);
+    const InterpArg& a = args[n];
+    Tile& v = val(p.value);
+    if (t.is_pointer()) {
+      if (!a.buffer)
+        fail("argument '{}' of kernel '{}' is a {} and needs a buffer (InterpArg::ptr), got a scalar", p.name,
+             k_.name, t.str());
+      if (a.buffer->dtype != t.elem)
+        fail("argument '{}' of kernel '{}' is a {} but its buffer{} holds {}", p.name, k_.name, t.str(),
+             a.buffer->name.empty() ? "" : " '" + a.buffer->name + "'", dtype_name(a.buffer->dtype));
+      v.i.assign(1, 0);
+      v.buf.assign(1, a.buffer);
+      names_.emplace(a.buffer, a.buffer->name.empty() ? p.name : a.buffer->name);
+      continue;
+    }
+    if (a.buffer)
+      fail("argument '{}' of kernel '{}' is a scalar {} but got a buffer{}", p.name, k_.name, t.str(),
+           a.buffer->name.empty() ? "" : " '" + a.buffer->name + "'");
+    if (is_float(t.elem)) {
+      v.f.assign(1, round_to_dtype(a.f, t.elem));
+      continue;
+    }
+    if (a.f != static_cast<double>(a.i))
+      fail("argument '{}' of kernel '{}' is {} but got the non-integer value {}", p.name, k_.name, t.str(), a.f);
+    if (wrap_int(static_cast<uint64_t>(a.i), t.elem) != a.i)
+      fail("argument '{}' of kernel '{}' is {} but {} does not fit in it", p.name, k_.name, t.str(), a.i);
+    v.i.assign(1, a.i);
+  }
+}
+
+void Interpreter::run_grid() {
+  for (int d = 0; d < 3; ++d)
+    if (grid_[d] < 1)
+      fail("kernel '{}': grid must be at least 1 in every dim, got ({}, {}, {})", k_.name, grid_[0], grid_[1],
+           grid_[2]);
+  for (pid_[2] = 0; pid_[2] < grid_[2]; ++pid_[2])
+    for (pid_[1] = 0; pid_[1] < grid_[1]; ++pid_[1])
+      for (pid_[0] = 0; pid_[0] < grid_[0]; ++pid_[0])
+        run_region(k_.body);
+}
+
+void Interpreter::run_region(const Region& r) {
+  for (const auto& op : r.ops)
+    if (op->kind != OpKind::Yield) // a yield is read by its parent
+      exec(*op);
+}
+
+void Interpreter::exec(const Op& op) {
+  switch (op.kind) {
+  case OpKind::Constant: return exec_constant(op);
+  case OpKind::Arange: {
+    Tile& out = val(op.result());
+    int64_t lo = op.ints[0], n = op.ints[1] - op.ints[0];
+    out.i.resize(n);
+    for (int64_t j = 0; j < n; ++j)
+      out.i[j] = lo + j;
+    return;
+  }
+  case OpKind::ProgramId: val(op.result()).i.assign(1, pid_[op.axis]); return;
+  case OpKind::NumPrograms: val(op.result()).i.assign(1, grid_[op.axis]); return;
+  case OpKind::Broadcast: return exec_broadcast(op);
+  case OpKind::ExpandDims:
+  case OpKind::Reshape: val(op.result()) = val(op.operands[0]); return; // row-major data is unchanged
+  case OpKind::Trans: return exec_trans(op);
+  case OpKind::Unary: return exec_unary(op);
+  case OpKind::Binary: return exec_binary(op);
+  case OpKind::Cast: return exec_cast(op);
+  case OpKind::Where: return exec_where(op);
+  case OpKind::Dot: return exec_dot(op);
+  case OpKind::Reduce:
+  case OpKind::ArgMax: return exec_reduce(op);
+  case OpKind::AddPtr: {
+    const Tile &p = val(op.operands[0]), &off = val(op.operands[1]);
+    Tile& out = val(op.result());
+    out.buf = p.buf;
+    out.i.resize(p.i.size());
+    for (size_t j = 0; j < p.i.size(); ++j)
+      out.i[j] = p.i[j] + off.i[j];
+    return;
+  }
+  case OpKind::Load: return exec_load(op);
+  case OpKind::Store: return exec_store(op);
+  case OpKind::AtomicAdd: return exec_atomic_add(op);
+  case OpKind::MakeBlockPtr: return exec_make_block_ptr(op);
+  case OpKind::Advance: {
+    Tile& out = val(op.result());
+    out.block = val(op.operands[0]).block;
+    for (size_t d = 0; d < out.block.offsets.size(); ++d)
+      out.block.offsets[d] += scalar_int(op.operands[1 + d]);
+    return;
+  }
+  case OpKind::LoadBlock:
+  case OpKind::StoreBlock: return exec_block_access(op);
+  case OpKind::For: return exec_for(op);
+  case OpKind::If: return exec_if(op);
+  case OpKind::Yield: return;
+  }
+  throw InternalError(fmt::format("interpreter: unknown op kind {}", static_cast<int>(op.kind)));
+}
+
+void Interpreter::exec_constant(const Op& op) {
+  const Type& t = type(op.result());
+  Tile& out = val(op.result());
+  if (is_float(t.elem)) {
+    out.f.assign(t.numel(), round_to_dtype(op.f, t.elem));
+    return;
+  }
+  int64_t v = op.ints.empty() ? float_to_int(op.f, t.elem) : op.ints[0];
+  out.i.assign(t.numel(), wrap_int(static_cast<uint64_t>(v), t.elem));
+}
+
+// out[j] = x[positions[j]] for a strided view of the operand; works for every kind of tensor.
+void Interpreter::exec_gather(const Op& op, llvm::ArrayRef<int64_t> src_strides) {
+  const Type& t = type(op.result());
+  const Tile& x = val(op.operands[0]);
+  Tile& out = val(op.result());
+  strided_positions(t.shape, src_strides, positions_);
+  size_t n = positions_.size();
+  switch (rep_of(t)) {
+  case Rep::Float:
+    out.f.resize(n);
+    for (size_t j = 0; j < n; ++j)
+      out.f[j] = x.f[positions_[j]];
+    return;
+  case Rep::Pointer:
+    out.buf.resize(n);
+    for (size_t j = 0; j < n; ++j)
+      out.buf[j] = x.buf[positions_[j]];
+    [[fallthrough]];
+  case Rep::Int:
+    out.i.resize(n);
+    for (size_t j = 0; j < n; ++j)
+      out.i[j] = x.i[positions_[j]];
+    return;
+  case Rep::Block: out = x; return;
+  }
+}
+
+void Interpreter::exec_broadcast(const Op& op) {
+  const Type& xt = type(op.operands[0]);
+  const Type& t = type(op.result());
+  // Stride 0 along stretched dims (and everywhere for a rank-0 splat).
+  llvm::SmallVector<int64_t, 4> strides(t.rank(), 0);
+  if (xt.rank() == t.rank()) {
+    int64_t s = 1;
+    for (int d = t.rank() - 1; d >= 0; --d) {
+      strides[d] = xt.shape[d] == 1 ? 0 : s;
+      s *= xt.shape[d];
+    }
+  }
+  exec_gather(op, strides);
+}
+
+void Interpreter::exec_trans(const Op& op) {
+  const Type& xt = type(op.operands[0]); // (R, C) -> (C, R)
+  int64_t strides[2] = {1, xt.shape[1]};
+  exec_gather(op, strides);
+}
+
+void Interpreter::exec_unary(const Op& op) {
+  const Type& t = type(op.result());
+  const Tile& x = val(op.operands[0]);
+  Tile& out = val(op.result());
+  if (!is_float(t.elem)) {
+    out.i.resize(x.i.size());
+    for (size_t j = 0; j < x.i.size(); ++j) {
+      uint64_t v = static_cast<uint64_t>(x.i[j]);
+      switch (op.unary) {
+      case UnaryOp::Not: out.i[j] = v == 0; break;
+      case UnaryOp::Neg: out.i[j] = wrap_int(0 - v, t.elem); break;
+      case UnaryOp::Abs: out.i[j] = wrap_int(x.i[j] < 0 ? 0 - v : v, t.elem); break;
+      default: throw InternalError(fmt::format("{} on integers", unary_name(op.unary)));
+      }
+    }
+    return;
+  }
+  size_t n = x.f.size();
+  out.f.resize(n);
+  auto map = [&](auto fn) {
+    for (size_t j = 0; j < n; ++j)
+      out.f[j] = fn(x.f[j]);
+  };
+  // Computed in double, then rounded once to the dtype below.
+  switch (op.unary) {
+  case UnaryOp::Neg: map([](double v) { return -v; }); break;
+  case UnaryOp::Abs: map([](double v) { return std::fabs(v); }); break;
+  case UnaryOp::Exp: map([](double v) { return std::exp(v); }); break;
+  case UnaryOp::Exp2: map([](double v) { return std::exp2(v); }); break;
+  case UnaryOp::Log: map([](double v) { return std::log(v); }); break;
+  case UnaryOp::Log2: map([](double v) { return std::log2(v); }); break;
+  case UnaryOp::Sqrt: map([](double v) { return std::sqrt(v); }); break;
+  case UnaryOp::Rsqrt: map([](double v) { return 1.0 / std::sqrt(v); }); break;
+  case UnaryOp::Not: throw InternalError("not on floats");
+  }
+  round_all(out.f, t.elem);
+}
+
+void Interpreter::exec_binary(const Op& op) {
+  const DType t = type(op.operands[0]).elem; // operand dtype; comparisons produce i1
+  const Tile &a = val(op.operands[0]), &b = val(op.operands[1]);
+  Tile& out = val(op.result());
+  if (!is_float(t))
+    return exec_binary_int(op, a, b, out, t);
+  size_t n = a.f.size();
+  if (is_comparison(op.binary)) {
+    out.i.resize(n);
+    auto cmp = [&](auto fn) {
+      for (size_t j = 0; j < n; ++j)
+        out.i[j] = fn(a.f[j], b.f[j]);
+    };
+    switch (op.binary) {
+    case BinaryOp::Eq: cmp([](double x, double y) { return x == y; }); break;
+    case BinaryOp::Ne: cmp([](double x, double y) { return x != y; }); break;
+    case BinaryOp::Lt: cmp([](double x, double y) { return x < y; }); break;
+    case BinaryOp::Le: cmp([](double x, double y) { return x <= y; }); break;
+    case BinaryOp::Gt: cmp([](double x, double y) { return x > y; }); break;
+    case BinaryOp::Ge: cmp([](double x, double y) { return x >= y; }); break;
+    default: break;
+    }
+    return;
+  }
+  out.f.resize(n);
+  auto map = [&](auto fn) {
+    for (size_t j = 0; j < n; ++j)
+      out.f[j] = fn(a.f[j], b.f[j]);
+  };
+  // Exact in double for +, -, *, / of f32/f16/bf16 operands up to the final rounding, which is
+  // therefore the correctly rounded result the GPU computes.
+  switch (op.binary) {
+  case BinaryOp::Add: map([](double x, double y) { return x + y; }); break;
+  case BinaryOp::Sub: map([](double x, double y) { return x - y; }); break;
+  case BinaryOp::Mul: map([](double x, double y) { return x * y; }); break;
+  case BinaryOp::Div: map([](double x, double y) { return x / y; }); break;
+  case BinaryOp::Rem: map([](double x, double y) { return std::fmod(x, y); }); break;
+  case BinaryOp::Min: map(min_ignoring_nan); break;
+  case BinaryOp::Max: map(max_ignoring_nan); break;
+  default: throw InternalError(fmt::format("{} on floats", binary_name(op.binary)));
+  }
+  round_all(out.f, t);
+}
+
+void Interpreter::exec_binary_int(const Op& op, const Tile& a, const Tile& b, Tile& out, DType t) {
+  size_t n = a.i.size();
+  out.i.resize(n);
+  auto map = [&](auto fn) {
+    for (size_t j = 0; j < n; ++j)
+      out.i[j] = fn(a.i[j], b.i[j]);
+  };
+  auto divide_check = [&] {
+    for (size_t j = 0; j < n; ++j)
+      if (b.i[j] == 0)
+        fail_at(op.loc, "{}: integer division by zero ({} {} 0 in lane {})", binary_name(op.binary), a.i[j],
+                op.binary == BinaryOp::Div ? "/" : "%", j);
+  };
+  // Wrapping arithmetic through uint64: two's complement, no undefined behaviour.
+  auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  switch (op.binary) {
+  case BinaryOp::Add: map([&](int64_t x, int64_t y) { return wrap_int(u(x) + u(y), t); }); break;
+  case BinaryOp::Sub: map([&](int64_t x, int64_t y) { return wrap_int(u(x) - u(y), t); }); break;
+  case BinaryOp::Mul: map([&](int64_t x, int64_t y) { return wrap_int(u(x) * u(y), t); }); break;
+  case BinaryOp::Div: // truncates toward zero, as C; MIN / -1 wraps to MIN
+    divide_check();
+    map([&](int64_t x, int64_t y) { return y == -1 ? wrap_int(0 - u(x), t) : wrap_int(u(x / y), t); });
+    break;
+  case BinaryOp::Rem: // takes the sign of the dividend, as C
+    divide_check();
+    map([&](int64_t x, int64_t y) { return y == -1 ? int64_t{0} : x % y; });
+    break;
+  case BinaryOp::Min: map([](int64_t x, int64_t y) { return std::min(x, y); }); break;
+  case BinaryOp::Max: map([](int64_t x, int64_t y) { return std::max(x, y); }); break;
+  case BinaryOp::And: map([](int64_t x, int64_t y) { return x & y; }); break; // logical on i1 (0/1)
+  case BinaryOp::Or: map([](int64_t x, int64_t y) { return x | y; }); break;
+  case BinaryOp::Eq: map([](int64_t x, int64_t y) -> int64_t { return x == y; }); break;
+  case BinaryOp::Ne: map([](int64_t x, int64_t y) -> int64_t { return x != y; }); break;
+  case BinaryOp::Lt: map([](int64_t x, int64_t y) -> int64_t { return x < y; }); break;
+  case BinaryOp::Le: map([](int64_t x, int64_t y) -> int64_t { return x <= y; }); break;
+  case BinaryOp::Gt: map([](int64_t x, int64_t y) -> int64_t { return x > y; }); break;
+  case BinaryOp::Ge: map([](int64_t x, int64_t y) -> int64_t { return x >= y; }); break;
+  }
+}
+
+void Interpreter::exec_cast(const Op& op) {
+  const DType from = type(op.operands[0]).elem, to = type(op.result()).elem;
+  const Tile& x = val(op.operands[0]);
+  Tile& out = val(op.result());
+  if (is_float(from) && is_float(to)) {
+    out.f = x.f;
+    round_all(out.f, to);
+  } else if (is_float(from)) {
+    out.i.resize(x.f.size());
+    for (size_t j = 0; j < x.f.size(); ++j)
+      out.i[j] = float_to_int(x.f[j], to);
+  } else if (is_float(to)) {
+    out.f.resize(x.i.size());
+    for (size_t j = 0; j < x.i.size(); ++j)
+      out.f[j] = int_to_float(x.i[j], to);
+  } else {
+    out.i.resize(x.i.size());
+    for (size_t j = 0; j < x.i.size(); ++j)
+      out.i[j] = wrap_int(static_cast<uint64_t>(x.i[j]), to);
+  }
+}
+
+void Interpreter::exec_where(const Op& op) {
+  const Tile &c = val(op.operands[0]), &a = val(op.operands[1]), &b = val(op.operands[2]);
+  Tile& out = val(op.result());
+  size_t n = c.i.size();
+  switch (rep_of(type(op.result()))) {
+  case Rep::Float:
+    out.f.resize(n);
+    for (size_t j = 0; j < n; ++j)
+      out.f[j] = c.i[j] ? a.f[j] : b.f[j];
+    return;
+  case Rep::Pointer:
+    out.buf.resize(n);
+    for (size_t j = 0; j < n; ++j)
+      out.buf[j] = c.i[j] ? a.buf[j] : b.buf[j];
+    [[fallthrough]];
+  case Rep::Int:
+    out.i.resize(n);
+    for (size_t j = 0; j < n; ++j)
+      out.i[j] = c.i[j] ? a.i[j] : b.i[j];
+    return;
+  case Rep::Block: out = c.i[0] ? a : b; return;
+  }
+}
+
+// c (M, N) = acc + a (M, K) @ b (K, N). Each output element accumulates in k order, starting from
+// acc, rounding to the accumulator dtype after every multiply-add:
+//   f16/bf16: products are exact in f32, so c = f32(c + a*b);
+//   f32 with tf32: operands rounded to tf32 first, products again exact in f32;
+//   f32: a fused multiply-add in f32 (fmaf), as the scalar-FMA path computes it;
+//   f64: a fused multiply-add in f64.
+void Interpreter::exec_dot(const Op& op) {
+  const Type& at = type(op.operands[0]);
+  const Type& bt = type(op.operands[1]);
+  const int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
+  const Tile &a = val(op.operands[0]), &b = val(op.operands[1]), &acc = val(op.operands[2]);
+  Tile& out = val(op.result());
+  if (at.elem == DType::f64) {
+    out.f = acc.f;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k) {
+        const double aik = a.f[i * K + k];
+        const double* brow = &b.f[k * N];
+        double* crow = &out.f[i * N];
+        for (int64_t j = 0; j < N; ++j)
+          crow[j] = std::fma(aik, brow[j], crow[j]);
+      }
+    return;
+  }
+  dot_a_.assign(a.f.begin(), a.f.end());
+  dot_b_.assign(b.f.begin(), b.f.end());
+  dot_c_.assign(acc.f.begin(), acc.f.end());
+  const bool fused = at.elem == DType::f32 && !op.tf32;
+  if (op.tf32) {
+    for (float& v : dot_a_)
+      v = round_to_tf32(v);
+    for (float& v : dot_b_)
+      v = round_to_tf32(v);
+  }
+  for (int64_t i = 0; i < M; ++i) {
+    float* crow = &dot_c_[i * N];
+    for (int64_t k = 0; k < K; ++k) {
+      const float aik = dot_a_[i * K + k];
+      const float* brow = &dot_b_[k * N];
+      if (fused)
+        for (int64_t j = 0; j < N; ++j)
+          crow[j] = std::fma(aik, brow[j], crow[j]);
+      else // the product is exact in f32, so this is the same single rounding as an fma
+        for (int64_t j = 0; j < N; ++j)
+          crow[j] = crow[j] + aik * brow[j];
+    }
+  }
+  out.f.assign(dot_c_.begin(), dot_c_.end());
+}
+
+// Sum, max, min and argmax along op.axis. Float sums accumulate in double and round once; max/min
+// ignore NaN unless every element is NaN; argmax gives the first index of the maximum.
+void Interpreter::exec_reduce(const Op& op) {
+  const Type& xt = type(op.operands[0]);
+  const DType t = xt.elem;
+  const Tile& x = val(op.operands[0]);
+  Tile& out = val(op.result());
+  int64_t outer = 1, len = xt.shape[op.axis], inner = 1;
+  for (int d = 0; d < op.axis; ++d)
+    outer *= xt.shape[d];
+  for (int d = op.axis + 1; d < xt.rank(); ++d)
+    inner *= xt.shape[d];
+  const bool argmax = op.kind == OpKind::ArgMax;
+  const bool is_sum = !argmax && op.reduce == ReduceOp::Sum;
+  const bool is_min = !argmax && op.reduce == ReduceOp::Min;
+  const bool result_float = is_float(t) && !argmax;
+  (result_float ? (void)out.f.resize(outer * inner) : (void)out.i.resize(outer * inner));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      const int64_t first = o * len * inner + in, r = o * inner + in;
+      if (is_float(t)) {
+        double best = x.f[first];
+        int64_t best_at = 0;
+        for (int64_t l = 1; l < len; ++l) {
+          double v = x.f[first + l * inner];
+          if (is_sum)
+            best += v;
+          else if (std::isnan(best) || (is_min ? v < best : v > best)) {
+            if (!std::isnan(v))
+              best = v, best_at = l;
+          }
+        }
+        if (argmax)
+          out.i[r] = best_at;
+        else
+          out.f[r] = round_to_dtype(best, t);
+      } else {
+        int64_t best = x.i[first];
+        uint64_t total = static_cast<uint64_t>(best);
+        int64_t best_at = 0;
+        for (int64_t l = 1; l < len; ++l) {
+          int64_t v = x.i[first + l * inner];
+          total += static_cast<uint64_t>(v);
+          if (is_min ? v < best : v > best)
+            best = v, best_at = l;
+        }
+        out.i[r] = argmax ? best_at : is_sum ? wrap_int(total, t) : best;
+      }
+    }
+}
+
+void Interpreter::out_of_bounds(const Op& op, const HostBuffer* b, int64_t index, const std::string& which) const {
+  fail_at(op.loc, "{}: {} addresses element {} of '{}', which is out of bounds (the buffer holds {} elements of {})",
+          op_name(op.kind), which, index, buffer_name(b), b->numel(), dtype_name(b->dtype));
+}
+
+void Interpreter::exec_load(const Op& op) {
+  const Type& t = type(op.result());
+  const Tile& p = val(op.operands[0]);
+  const Tile* mask = op.has_mask ? &val(op.operands[1]) : nullptr;
+  const Tile* other = op.has_mask ? &val(op.operands[2]) : nullptr;
+  Tile& out = val(op.result());
+  size_t n = p.i.size();
+  const bool as_float = is_float(t.elem);
+  (as_float ? (void)out.f.resize(n) : (void)out.i.resize(n));
+  for (size_t j = 0; j < n; ++j) {
+    if (mask && !mask->i[j]) { // masked off: `other`, and memory is not touched
+      (as_float ? (void)(out.f[j] = other->f[j]) : (void)(out.i[j] = other->i[j]));
+      continue;
+    }
+    check_in_bounds(op, p.buf[j], p.i[j], static_cast<int64_t>(j));
+    (as_float ? (void)(out.f[j] = read_float(*p.buf[j], p.i[j])) : (void)(out.i[j] = read_int(*p.buf[j], p.i[j])));
+  }
+}
+
+// Every unmasked lane is checked before any is written, so a failing store writes nothing.
+void Interpreter::exec_store(const Op& op) {
+  const Tile &p = val(op.operands[0]), &v = val(op.operands[1]);
+  const Tile* mask = op.has_mask ? &val(op.operands[2]) : nullptr;
+  const bool as_float = is_float(type(op.operands[1]).elem);
+  size_t n = p.i.size();
+  for (size_t j = 0; j < n; ++j)
+    if (!mask || mask->i[j])
+      check_in_bounds(op, p.buf[j], p.i[j], static_cast<int64_t>(j));
+  for (size_t j = 0; j < n; ++j) {
+    if (mask && !mask->i[j])
+      continue;
+    (as_float ? write_float(*p.buf[j], p.i[j], v.f[j]) : write_int(*p.buf[j], p.i[j], v.i[j]));
+  }
+}
+
+// Lanes apply in order, so lanes hitting one address accumulate; masked-off lanes return 0.
+void Interpreter::exec_atomic_add(const Op& op) {
+  const Tile &p = val(op.operands[0]), &v = val(op.operands[1]);
+  const Tile* mask = op.has_mask ? &val(op.operands[2]) : nullptr;
+  const DType t = type(op.operands[1]).elem;
+  Tile& out = val(op.result());
+  size_t n = p.i.size();
+  for (size_t j = 0; j < n; ++j)
+    if (!mask || mask->i[j])
+      check_in_bounds(op, p.buf[j], p.i[j], static_cast<int64_t>(j));
+  (is_float(t) ? out.f.assign(n, 0.0) : out.i.assign(n, 0));
+  for (size_t j = 0; j < n; ++j) {
+    if (mask && !mask->i[j])
+      continue;
+    HostBuffer& b = *p.buf[j];
+    if (is_float(t)) {
+      out.f[j] = read_float(b, p.i[j]);
+      write_float(b, p.i[j], round_to_dtype(out.f[j] + v.f[j], t));
+    } else {
+      out.i[j] = read_int(b, p.i[j]);
+      write_int(b, p.i[j], wrap_int(static_cast<uint64_t>(out.i[j]) + static_cast<uint64_t>(v.i[j]), t));
+    }
+  }
+}
+
+void Interpreter::exec_make_block_ptr(const Op& op) {
+  const int r = type(op.result()).rank();
+  const Tile& base = val(op.operands[0]);
+  BlockPtrState& s = val(op.result()).block;
+  s.buffer = base.buf[0];
+  s.base = base.i[0];
+  s.shape.resize(r);
+  s.strides.resize(r);
+  s.offsets.resize(r);
+  for (int d = 0; d < r; ++d) {
+    s.shape[d] = scalar_int(op.operands[1 + d]);
+    s.strides[d] = scalar_int(op.operands[1 + r + d]);
+    s.offsets[d] = scalar_int(op.operands[1 + 2 * r + d]);
+  }
+}
+
+// load/store through a block pointer: element (i0, i1, ...) of the block is tensor element
+// (offsets[d] + i_d) at base + sum (offsets[d] + i_d) * strides[d]. Along boundary-checked dims an
+// index outside [0, shape[d]) is padded on load and skipped on store; along the others it is not
+// masked, and an address outside the buffer is an Error.
+void Interpreter::exec_block_access(const Op& op) {
+  const bool is_load = op.kind == OpKind::LoadBlock;
+  const Type& bt = type(op.operands[0]);
+  const BlockPtrState& s = val(op.operands[0]).block;
+  const int r = bt.rank();
+  const bool as_float = is_float(bt.elem);
+  llvm::SmallVector<bool, 3> checked(r, false);
+  for (int64_t d : op.ints)
+    checked[d] = true;
+
+  const int64_t n = bt.numel();
+  // Address of each element, or -1 where a boundary check masks it. Computed first so that a
+  // store that fails writes nothing.
+  positions_.resize(n);
+  llvm::SmallVector<int64_t, 3> idx(r, 0);
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t addr = s.base;
+    bool masked = false;
+    for (int d = 0; d < r; ++d) {
+      int64_t at = s.offsets[d] + idx[d];
+      if (checked[d] && (at < 0 || at >= s.shape[d]))
+        masked = true;
+      addr += at * s.strides[d];
+    }
+    if (!masked && (addr < 0 || addr >= s.buffer->numel())) {
+      llvm::SmallVector<int64_t, 3> at(r);
+      for (int d = 0; d < r; ++d)
+        at[d] = s.offsets[d] + idx[d];
+      out_of_bounds(op, s.buffer, addr,
+                    fmt::format("block element {} (tensor index {} of shape {}, boundary_check={{{}}})",
+                                index_str(idx), index_str(at), index_str(s.shape), fmt::join(op.ints, ", ")));
+    }
+    positions_[j] = masked ? -1 : addr;
+    for (int d = r - 1; d >= 0; --d) {
+      if (++idx[d] < bt.shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+
+  if (is_load) {
+    Tile& out = val(op.result());
+    if (as_float) {
+      const double pad = op.padding == Padding::NaN ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+      out.f.resize(n);
+      for (int64_t j = 0; j < n; ++j)
+        out.f[j] = positions_[j] < 0 ? pad : read_float(*s.buffer, positions_[j]);
+    } else {
+      out.i.resize(n);
+      for (int64_t j = 0; j < n; ++j)
+        out.i[j] = positions_[j] < 0 ? 0 : read_int(*s.buffer, positions_[j]);
+    }
+    return;
+  }
+  const Tile& v = val(op.operands[1]);
+  for (int64_t j = 0; j < n; ++j) {
+    if (positions_[j] < 0)
+      continue;
+    (as_float ? write_float(*s.buffer, positions_[j], v.f[j]) : write_int(*s.buffer, positions_[j], v.i[j]));
+  }
+}
+
+void Interpreter::exec_for(const Op& op) {
+  const int64_t lo = scalar_int(op.operands[0]), hi = scalar_int(op.operands[1]), step = scalar_int(op.operands[2]);
+  if (step <= 0)
+    fail_at(op.loc, "for_range step must be positive, got {}", step);
+  const Region& body = op.regions[0];
+  const Op& yield = *body.ops.back();
+  const size_t carried = op.results.size();
+  for (size_t n = 0; n < carried; ++n)
+    val(body.args[1 + n]) = val(op.operands[3 + n]);
+  // Yielded values go through `next` so that a body that swaps carried values reads the old ones.
+  std::vector<Tile> next(carried);
+  for (int64_t iv = lo; iv < hi; iv += step) {
+    val(body.args[0]).i.assign(1, iv);
+    run_region(body);
+    for (size_t n = 0; n < carried; ++n)
+      next[n] = val(yield.operands[n]);
+    for (size_t n = 0; n < carried; ++n)
+      std::swap(val(body.args[1 + n]), next[n]);
+  }
+  for (size_t n = 0; n < carried; ++n)
+    val(op.results[n]) = val(body.args[1 + n]);
+}
+
+void Interpreter::exec_if(const Op& op) {
+  const Region& taken = op.regions[scalar_int(op.operands[0]) ? 0 : 1];
+  run_region(taken);
+  const Op& yield = *taken.ops.back();
+  for (size_t n = 0; n < op.results.size(); ++n)
+    val(op.results[n]) = val(yield.operands[n]);
+}
+
+} // namespace
+
+// ---- HostBuffer ----
+
+HostBuffer::HostBuffer(DType t, int64_t numel, std::string n) : dtype(t), name(std::move(n)) {
+  if (numel < 0)
+    fail("buffer '{}': element count must be >= 0, got {}", name, numel);
+  bytes.assign(static_cast<size_t>(numel) * dtype_bytes(t), 0);
+}
+
+namespace {
+void check_host_index(const HostBuffer& b, int64_t i) {
+  if (i < 0 || i >= b.numel())
+    fail("buffer '{}': index {} is out of bounds ({} elements)", b.name, i, b.numel());
+}
+} // namespace
+
+double HostBuffer::get(int64_t i) const {
+  check_host_index(*this, i);
+  return is_float(dtype) ? read_float(*this, i) : static_cast<double>(read_int(*this, i));
+}
+
+void HostBuffer::set(int64_t i, double v) {
+  check_host_index(*this, i);
+  if (is_float(dtype))
+    write_float(*this, i, v);
+  else
+    write_int(*this, i, float_to_int(v, dtype));
+}
+
+int64_t HostBuffer::get_int(int64_t i) const {
+  check_host_index(*this, i);
+  if (is_float(dtype))
+    fail("buffer '{}' holds {}, not integers; use get()", name, dtype_name(dtype));
+  return read_int(*this, i);
+}
+
+void HostBuffer::set_int(int64_t i, int64_t v) {
+  check_host_index(*this, i);
+  if (is_float(dtype))
+    fail("buffer '{}' holds {}, not integers; use set()", name, dtype_name(dtype));
+  write_int(*this, i, v);
+}
+
+// ---- entry points ----
+
+void interpret(const Kernel& k, const Grid& grid, llvm::ArrayRef<InterpArg> args) {
+  Interpreter interp(k, grid);
+  interp.bind(args);
+  interp.run_grid();
+}
+
+bool interpret_requested() {
+  const char* v = std::getenv("KILN_INTERPRET");
+  if (!v)
+    return false;
+  std::string s(v);
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s == "1" || s == "true" || s == "yes" || s == "on";
+}
+
+} // namespace kiln
