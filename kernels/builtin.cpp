@@ -1,5 +1,9 @@
 #include "kernels/builtin.h"
 
+#include "kernels/attention/fa1_fwd.h"
+#include "kernels/attention/fa2_fwd.h"
+#include "kernels/matmul/matmul.h"
+#include "kernels/softmax/softmax.h"
 #include "kernels/vector_add/vector_add.h"
 
 namespace kiln {
@@ -8,6 +12,10 @@ const KernelRegistry& builtin_kernels() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
     r.add(vector_add_def());
+    r.add(softmax_def());
+    r.add(matmul_def());
+    r.add(fa2_fwd_def());
+    r.add(fa1_fwd_def());
     return r;
   }();
   return registry;

@@ -1,0 +1,261 @@
+#include "kernels/attention/attention_problem.h"
+
+#include "kernels/attention/fa1_fwd.h"
+#include "kernels/attention/fa2_fwd.h"
+#include "kernels/dtype_param.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace kiln {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+TensorStrides strides_of(const AttentionProblem& p, int64_t heads, int64_t n) {
+  if (p.bshd_layout) // [B, N, heads, D]
+    return TensorStrides{n * heads * p.D, p.D, heads * p.D};
+  return TensorStrides{heads * n * p.D, n * p.D, p.D}; // [B, heads, N, D]
+}
+
+int64_t at(const TensorStrides& s, int64_t b, int64_t h, int64_t n, int64_t d) {
+  return b * s.b + h * s.h + n * s.n + d;
+}
+
+void poison(HostBuffer& b) {
+  for (int64_t i = 0; i < b.numel(); ++i)
+    b.set(i, std::nan(""));
+}
+
+// Whether query i sees key j (the kernels' CAUSAL rule).
+bool visible(const AttentionProblem& p, int64_t i, int64_t j) {
+  switch (p.causal) {
+  case 1: return j <= i;
+  case 2: return j <= i + (p.N_K - p.N_Q);
+  default: return true;
+  }
+}
+
+// Problem-bound params of `p` applied to `c`.
+Config with_problem(Config c, const AttentionProblem& p) {
+  c.set("HEAD_DIM", p.head_dim_tile());
+  c.set("EVEN_D", p.D == p.head_dim_tile() ? 1 : 0);
+  c.set("CAUSAL", p.causal);
+  c.set("K_TRANSPOSED", p.k_transposed ? 1 : 0);
+  c.set("DTYPE", dtype_param(p.dtype, "attention"));
+  c.set("TF32", p.tf32 ? 1 : 0);
+  return c;
+}
+} // namespace
+
+double AttentionProblem::scale() const { return sm_scale != 0 ? sm_scale : 1.0 / std::sqrt(static_cast<double>(D)); }
+
+int64_t AttentionProblem::head_dim_tile() const {
+  int64_t t = 16;
+  while (t < D)
+    t *= 2;
+  return t;
+}
+
+std::string AttentionProblem::str() const {
+  return fmt::format("B{} H{} H_KV{} N_Q{} N_K{} D{} {}{} causal={} {} {}", B, H, H_KV, N_Q, N_K, D, dtype_name(dtype),
+                     tf32 ? "(tf32)" : "", causal, bshd_layout ? "bshd" : "bhsd", k_transposed ? "kT" : "k");
+}
+
+void check_attention_problem(const AttentionProblem& p) {
+  for (auto [name, v] : {std::pair{"B", p.B}, {"H", p.H}, {"H_KV", p.H_KV}, {"N_Q", p.N_Q}, {"N_K", p.N_K}, {"D", p.D}})
+    if (v < 1)
+      fail("attention: {} must be at least 1, got {}", name, v);
+  if (p.H % p.H_KV != 0)
+    fail("attention: H={} must be a multiple of H_KV={} (each kv head serves H / H_KV query heads)", p.H, p.H_KV);
+  if (p.D > 256)
+    fail("attention: head dim D={} exceeds 256, the widest tile the kernels support", p.D);
+  if (p.causal < 0 || p.causal > 2)
+    fail("attention: causal={} is not a mode; expected 0 (none), 1 (top-left) or 2 (bottom-right)", p.causal);
+  if (p.tf32 && p.dtype != DType::f32)
+    fail("attention: tf32 applies to f32 inputs, but the dtype is {}", dtype_name(p.dtype));
+  (void)dtype_param(p.dtype, "attention");
+}
+
+AttentionStrides attention_strides(const AttentionProblem& p) {
+  AttentionStrides s;
+  s.q = s.o = strides_of(p, p.H, p.N_Q);
+  s.k = s.v = strides_of(p, p.H_KV, p.N_K);
+  return s;
+}
+
+int64_t q_numel(const AttentionProblem& p) { return p.B * p.H * p.N_Q * p.D; }
+int64_t kv_numel(const AttentionProblem& p) { return p.B * p.H_KV * p.N_K * p.D; }
+
+AttentionInputs make_inputs(const AttentionProblem& p, uint64_t seed, double scale) {
+  check_attention_problem(p);
+  AttentionInputs in{HostBuffer(p.dtype, q_numel(p), "Q"), HostBuffer(p.dtype, kv_numel(p), "K"),
+                     HostBuffer(p.dtype, kv_numel(p), "V")};
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(-scale, scale);
+  for (HostBuffer* b : {&in.q, &in.k, &in.v})
+    for (int64_t i = 0; i < b->numel(); ++i)
+      b->set(i, dist(rng));
+  return in;
+}
+
+AttentionResult reference(const AttentionProblem& p, const AttentionInputs& in) {
+  check_attention_problem(p);
+  const AttentionStrides s = attention_strides(p);
+  const double scale = p.scale();
+  AttentionResult r;
+  r.o.assign(static_cast<size_t>(p.B * p.H * p.N_Q * p.D), 0.0);
+  r.lse.assign(static_cast<size_t>(p.B * p.H * p.N_Q), -kInf);
+  std::vector<double> q(static_cast<size_t>(p.D)), scores(static_cast<size_t>(p.N_K));
+  for (int64_t b = 0; b < p.B; ++b)
+    for (int64_t h = 0; h < p.H; ++h) {
+      const int64_t hk = h / (p.H / p.H_KV);
+      for (int64_t i = 0; i < p.N_Q; ++i) {
+        for (int64_t d = 0; d < p.D; ++d)
+          q[static_cast<size_t>(d)] = in.q.get(at(s.q, b, h, i, d));
+        double m = -kInf;
+        for (int64_t j = 0; j < p.N_K; ++j) {
+          double dotp = 0;
+          for (int64_t d = 0; d < p.D; ++d)
+            dotp += q[static_cast<size_t>(d)] * in.k.get(at(s.k, b, hk, j, d));
+          scores[static_cast<size_t>(j)] = visible(p, i, j) ? dotp * scale : -kInf;
+          m = std::max(m, scores[static_cast<size_t>(j)]);
+        }
+        const size_t row = static_cast<size_t>((b * p.H + h) * p.N_Q + i);
+        if (m == -kInf)
+          continue; // no visible key: O = 0, LSE = -inf
+        double l = 0;
+        double* o = &r.o[row * static_cast<size_t>(p.D)];
+        for (int64_t j = 0; j < p.N_K; ++j) {
+          double w = std::exp(scores[static_cast<size_t>(j)] - m);
+          if (w == 0)
+            continue;
+          l += w;
+          for (int64_t d = 0; d < p.D; ++d)
+            o[d] += w * in.v.get(at(s.v, b, hk, j, d));
+        }
+        for (int64_t d = 0; d < p.D; ++d)
+          o[d] /= l;
+        r.lse[row] = m + std::log(l);
+      }
+    }
+  return r;
+}
+
+Config default_fa2_config(const AttentionProblem& p) {
+  Config c = with_problem(fa2_fwd_def().default_config(), p);
+  const int64_t hd = p.head_dim_tile();
+  // 128 x 64 tiles as FlashAttention-2 uses on sm_80+; wider heads and f32 halve the K/V tile so that
+  // the staged K/V ring still fits in shared memory.
+  c.set("BLOCK_M", 128);
+  c.set("BLOCK_N", hd > 128 || p.dtype == DType::f32 ? 32 : 64);
+  c.num_warps = hd >= 128 ? 8 : 4;
+  c.num_stages = hd >= 128 ? 2 : 3;
+  return c;
+}
+
+Config default_fa1_config(const AttentionProblem& p) {
+  Config c = with_problem(fa1_fwd_def().default_config(), p);
+  c.set("BLOCK_M", 64);
+  c.set("BLOCK_N", p.head_dim_tile() > 128 || p.dtype == DType::f32 ? 32 : 64);
+  c.num_warps = 4;
+  c.num_stages = 2;
+  return c;
+}
+
+std::vector<Config> fa2_config_space(const AttentionProblem& p) {
+  std::vector<Config> cs;
+  for (const Config& c : fa2_fwd_def().config_space())
+    cs.push_back(with_problem(c, p));
+  return cs;
+}
+
+void check_attention_config(const AttentionProblem& p, const Config& config) {
+  Config want = with_problem(config, p);
+  for (const char* name : {"HEAD_DIM", "EVEN_D", "CAUSAL", "K_TRANSPOSED", "DTYPE", "TF32"})
+    if (config.get(name) != want.get(name))
+      fail("attention: config has {}={} but the problem ({}) needs {}={}", name, config.get(name), p.str(), name,
+           want.get(name));
+}
+
+SizeArgs attention_size_args(const AttentionProblem& p) {
+  return {{"B", p.B}, {"H", p.H}, {"H_KV", p.H_KV}, {"N_Q", p.N_Q}, {"N_K", p.N_K}, {"D", p.D}};
+}
+
+AttentionOutputs make_outputs(const AttentionProblem& p) {
+  AttentionOutputs out{HostBuffer(p.dtype, q_numel(p), "O"), HostBuffer(DType::f32, p.B * p.H * p.N_Q, "LSE")};
+  poison(out.o);
+  poison(out.lse);
+  return out;
+}
+
+Fa1Scratch make_fa1_scratch(const AttentionProblem& p) {
+  const int64_t rows = p.B * p.H * p.N_Q;
+  Fa1Scratch s{HostBuffer(DType::f32, rows * p.head_dim_tile(), "OACC"), HostBuffer(DType::f32, rows, "L"),
+               HostBuffer(DType::f32, rows, "M")};
+  poison(s.oacc);
+  poison(s.l);
+  poison(s.m);
+  return s;
+}
+
+std::vector<InterpArg> fa2_interp_args(const AttentionProblem& p, AttentionInputs& in, AttentionOutputs& out) {
+  const AttentionStrides s = attention_strides(p);
+  std::vector<InterpArg> args = {InterpArg::ptr(in.q), InterpArg::ptr(in.k), InterpArg::ptr(in.v),
+                                 InterpArg::ptr(out.o), InterpArg::ptr(out.lse), InterpArg::of_float(p.scale())};
+  for (int64_t v : {p.B, p.H, p.H_KV, p.N_Q, p.N_K, p.D})
+    args.push_back(InterpArg::of_int(v));
+  for (const TensorStrides* t : {&s.q, &s.k, &s.v, &s.o})
+    for (int64_t v : {t->b, t->h, t->n})
+      args.push_back(InterpArg::of_int(v));
+  return args;
+}
+
+std::vector<InterpArg> fa1_interp_args(const AttentionProblem& p, AttentionInputs& in, AttentionOutputs& out,
+                                       Fa1Scratch& scratch) {
+  std::vector<InterpArg> args = fa2_interp_args(p, in, out);
+  args.push_back(InterpArg::ptr(scratch.oacc));
+  args.push_back(InterpArg::ptr(scratch.l));
+  args.push_back(InterpArg::ptr(scratch.m));
+  return args;
+}
+
+AttentionResult gather_outputs(const AttentionProblem& p, const AttentionOutputs& out) {
+  const AttentionStrides s = attention_strides(p);
+  AttentionResult r;
+  r.o.resize(static_cast<size_t>(q_numel(p)));
+  r.lse.resize(static_cast<size_t>(p.B * p.H * p.N_Q));
+  size_t n = 0;
+  for (int64_t b = 0; b < p.B; ++b)
+    for (int64_t h = 0; h < p.H; ++h)
+      for (int64_t i = 0; i < p.N_Q; ++i)
+        for (int64_t d = 0; d < p.D; ++d)
+          r.o[n++] = out.o.get(at(s.o, b, h, i, d));
+  for (size_t i = 0; i < r.lse.size(); ++i)
+    r.lse[i] = out.lse.get(static_cast<int64_t>(i));
+  return r;
+}
+
+AttentionResult run_fa2_interpreted(const AttentionProblem& p, const Config& config, const AttentionInputs& in) {
+  check_attention_problem(p);
+  check_attention_config(p, config);
+  AttentionInputs inputs = in;
+  AttentionOutputs out = make_outputs(p);
+  interpret(build_fa2_fwd(config), fa2_fwd_def().grid(config, attention_size_args(p)),
+            fa2_interp_args(p, inputs, out));
+  return gather_outputs(p, out);
+}
+
+AttentionResult run_fa1_interpreted(const AttentionProblem& p, const Config& config, const AttentionInputs& in) {
+  check_attention_problem(p);
+  check_attention_config(p, config);
+  AttentionInputs inputs = in;
+  AttentionOutputs out = make_outputs(p);
+  Fa1Scratch scratch = make_fa1_scratch(p);
+  interpret(build_fa1_fwd(config), fa1_fwd_def().grid(config, attention_size_args(p)),
+            fa1_interp_args(p, inputs, out, scratch));
+  return gather_outputs(p, out);
+}
+
+} // namespace kiln

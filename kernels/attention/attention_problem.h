@@ -1,0 +1,91 @@
+// Host-side attention problems: shapes, layouts and strides, random inputs, the double-precision
+// reference (O and LSE), configs that match a problem, and interpreted runs of FA1/FA2. Tests,
+// benchmarks and the GPU checks all describe attention through AttentionProblem.
+#pragma once
+
+#include "dsl/interpreter.h"
+#include "dsl/registry.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct AttentionProblem {
+  int64_t B = 1, H = 1, H_KV = 1, N_Q = 1, N_K = 1, D = 64;
+  DType dtype = DType::f16;
+  int causal = 0;           // 0 none, 1 top-left, 2 bottom-right (the CAUSAL param)
+  bool bshd_layout = false; // tensors stored [B, N, H, D] rather than [B, H, N, D]
+  double sm_scale = 0;      // 0 → 1 / sqrt(D)
+  bool k_transposed = true; // which K variant of the kernels to run (K_TRANSPOSED)
+  bool tf32 = false;        // f32 only: tf32 dots
+
+  double scale() const;
+  int64_t head_dim_tile() const; // HEAD_DIM: the power of two >= max(D, 16)
+  std::string str() const;       // "B1 H4 H_KV2 N_Q17 N_K100 D96 f16 causal=2 bshd"
+};
+
+// A problem kiln's kernels cannot run is a kiln::Error naming the field (H % H_KV, D > 256, ...).
+void check_attention_problem(const AttentionProblem& p);
+
+// Strides in elements of one [B, heads, N, D] tensor in the problem's layout; D has stride 1.
+struct TensorStrides {
+  int64_t b = 0, h = 0, n = 0;
+};
+struct AttentionStrides {
+  TensorStrides q, k, v, o;
+};
+AttentionStrides attention_strides(const AttentionProblem& p);
+int64_t q_numel(const AttentionProblem& p);  // Q and O
+int64_t kv_numel(const AttentionProblem& p); // K and V
+
+struct AttentionInputs {
+  HostBuffer q, k, v; // in the problem's dtype and layout
+};
+// Q, K, V uniformly random in [-scale, scale], rounded to the problem's dtype.
+AttentionInputs make_inputs(const AttentionProblem& p, uint64_t seed, double scale);
+
+// Outputs in logical order, whatever the layout: O [B, H, N_Q, D] and LSE [B, H, N_Q].
+struct AttentionResult {
+  std::vector<double> o, lse;
+};
+// softmax(Q Kᵀ · scale) V and the natural-log logsumexp in double precision from the rounded inputs.
+// A query row that sees no key gets O = 0 and LSE = −inf.
+AttentionResult reference(const AttentionProblem& p, const AttentionInputs& in);
+
+// Configs whose problem-bound params (HEAD_DIM, EVEN_D, CAUSAL, K_TRANSPOSED, DTYPE, TF32) match `p`,
+// with GPU-sized tiles; tests shrink BLOCK_M/BLOCK_N for the interpreter.
+Config default_fa2_config(const AttentionProblem& p);
+Config default_fa1_config(const AttentionProblem& p);
+// The kernel's config space with `p`'s problem-bound params applied.
+std::vector<Config> fa2_config_space(const AttentionProblem& p);
+// A kiln::Error when `config` disagrees with `p` (e.g. HEAD_DIM < D, EVEN_D wrong, DTYPE differs).
+void check_attention_config(const AttentionProblem& p, const Config& config);
+SizeArgs attention_size_args(const AttentionProblem& p);
+
+// The kernels' output buffers: O in the problem's dtype and layout, LSE f32 [B, H, N_Q]; and FA1's
+// f32 scratch (OACC [B, H, N_Q, HEAD_DIM], L and M [B, H, N_Q]).
+struct AttentionOutputs {
+  HostBuffer o, lse;
+};
+struct Fa1Scratch {
+  HostBuffer oacc, l, m;
+};
+AttentionOutputs make_outputs(const AttentionProblem& p); // poisoned with NaN
+Fa1Scratch make_fa1_scratch(const AttentionProblem& p);    // poisoned with NaN (the kernel initialises it)
+
+// Interpreter arguments in the kernels' order (see fa2_fwd.h / fa1_fwd.h). The buffers are referenced,
+// not copied: they must outlive the run.
+std::vector<InterpArg> fa2_interp_args(const AttentionProblem& p, AttentionInputs& in, AttentionOutputs& out);
+std::vector<InterpArg> fa1_interp_args(const AttentionProblem& p, AttentionInputs& in, AttentionOutputs& out,
+                                       Fa1Scratch& scratch);
+
+// O and LSE of the outputs, in logical order (see AttentionResult).
+AttentionResult gather_outputs(const AttentionProblem& p, const AttentionOutputs& out);
+
+// Runs the kernel in the interpreter on outputs poisoned with NaN and returns them in logical order.
+AttentionResult run_fa2_interpreted(const AttentionProblem& p, const Config& config, const AttentionInputs& in);
+AttentionResult run_fa1_interpreted(const AttentionProblem& p, const Config& config, const AttentionInputs& in);
+
+} // namespace kiln

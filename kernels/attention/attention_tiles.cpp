@@ -1,0 +1,170 @@
+#include "kernels/attention/attention_tiles.h"
+
+#include "dsl/dsl.h"
+#include "dsl/registry.h"
+#include "kernels/dtype_param.h"
+
+namespace kiln {
+
+namespace {
+bool power_of_two(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+} // namespace
+
+AttentionTileParams attention_tile_params(const Config& config, const char* kernel) {
+  AttentionTileParams tp;
+  tp.block_m = config.get("BLOCK_M");
+  tp.block_n = config.get("BLOCK_N");
+  tp.head_dim = config.get("HEAD_DIM");
+  tp.even_d = config.get("EVEN_D") != 0;
+  int64_t causal = config.get("CAUSAL");
+  tp.k_transposed = config.get("K_TRANSPOSED") != 0;
+  tp.dtype = dtype_from_param(config.get("DTYPE"), kernel);
+  tp.tf32 = config.get("TF32") != 0;
+  for (auto [name, v] : {std::pair{"BLOCK_M", tp.block_m}, {"BLOCK_N", tp.block_n}, {"HEAD_DIM", tp.head_dim}})
+    if (!power_of_two(v) || v < 16)
+      fail("{}: {}={} must be a power of two >= 16 (tensor-core tiles are at least 16 wide)", kernel, name, v);
+  if (causal < 0 || causal > 2)
+    fail("{}: CAUSAL={} is not a mode; expected 0 (none), 1 (top-left) or 2 (bottom-right)", kernel, causal);
+  tp.causal = static_cast<CausalMode>(causal);
+  if (tp.tf32 && tp.dtype != DType::f32)
+    fail("{}: TF32=1 applies to f32 inputs (DTYPE=2), but DTYPE is {}", kernel, dtype_name(tp.dtype));
+  return tp;
+}
+
+std::vector<ParamDef> attention_param_defs() {
+  return {{"BLOCK_M", 128, "query rows per tile"},
+          {"BLOCK_N", 64, "keys per K/V tile"},
+          {"HEAD_DIM", 64, "tile width along the head dim: a power of two >= D"},
+          {"EVEN_D", 1, "1 when D == HEAD_DIM (no boundary check along D)"},
+          {"CAUSAL", 0, "0 none, 1 top-left (PyTorch is_causal), 2 bottom-right (FlashAttention >= 2.1)"},
+          {"K_TRANSPOSED", 1, "1 reads K^T through a block pointer with order (0, 1); 0 transposes K tiles on chip"},
+          {"DTYPE", 0, "element type of Q, K, V, O: 0 f16, 1 bf16, 2 f32"},
+          {"TF32", 0, "f32 only: 1 multiplies in tf32 on tensor cores"}};
+}
+
+BoundaryCheck AttentionTileParams::row_tile_check() const { return even_d ? BoundaryCheck{0} : BoundaryCheck{0, 1}; }
+
+BoundaryCheck AttentionTileParams::k_tile_check(bool masked) const {
+  // Kᵀ tiles are (HEAD_DIM, BLOCK_N): keys along dim 1; K tiles (BLOCK_N, HEAD_DIM): keys along dim 0.
+  int key_dim = k_transposed ? 1 : 0, d_dim = 1 - key_dim;
+  BoundaryCheck c;
+  if (masked)
+    c.dims.push_back(key_dim);
+  if (!even_d)
+    c.dims.push_back(d_dim);
+  return c;
+}
+
+BoundaryCheck AttentionTileParams::v_tile_check(bool masked) const {
+  BoundaryCheck c;
+  if (masked)
+    c.dims.push_back(0);
+  if (!even_d)
+    c.dims.push_back(1);
+  return c;
+}
+
+AttentionArgs declare_attention_args(KernelBuilder& kb, DType dt) {
+  AttentionArgs a;
+  a.q = kb.arg_ptr("Q", dt);
+  a.k = kb.arg_ptr("K", dt);
+  a.v = kb.arg_ptr("V", dt);
+  a.o = kb.arg_ptr("O", dt);
+  a.lse = kb.arg_ptr("LSE", f32);
+  a.sm_scale = kb.arg("sm_scale", f32);
+  a.B = kb.arg("B", i32);
+  a.H = kb.arg("H", i32);
+  a.H_KV = kb.arg("H_KV", i32);
+  a.N_Q = kb.arg("N_Q", i32);
+  a.N_K = kb.arg("N_K", i32);
+  a.D = kb.arg("D", i32);
+  for (auto [v, name] : {std::pair{&a.stride_qb, "stride_qb"}, {&a.stride_qh, "stride_qh"},
+                         {&a.stride_qn, "stride_qn"}, {&a.stride_kb, "stride_kb"}, {&a.stride_kh, "stride_kh"},
+                         {&a.stride_kn, "stride_kn"}, {&a.stride_vb, "stride_vb"}, {&a.stride_vh, "stride_vh"},
+                         {&a.stride_vn, "stride_vn"}, {&a.stride_ob, "stride_ob"}, {&a.stride_oh, "stride_oh"},
+                         {&a.stride_on, "stride_on"}})
+    *v = kb.arg(name, i64);
+  return a;
+}
+
+AttentionHeadBases attention_head_bases(const AttentionArgs& a, const Value& off_hz) {
+  Value off_b = (off_hz / a.H).to(i64);
+  Value off_h = off_hz % a.H;
+  Value off_hkv = (off_h / (a.H / a.H_KV)).to(i64); // GQA/MQA: H / H_KV query heads share one kv head
+  Value off_h64 = off_h.to(i64);
+  AttentionHeadBases b;
+  b.q = (a.q + (off_b * a.stride_qb + off_h64 * a.stride_qh)).named("q_base");
+  b.k = (a.k + (off_b * a.stride_kb + off_hkv * a.stride_kh)).named("k_base");
+  b.v = (a.v + (off_b * a.stride_vb + off_hkv * a.stride_vh)).named("v_base");
+  b.o = (a.o + (off_b * a.stride_ob + off_h64 * a.stride_oh)).named("o_base");
+  b.lse_row0 = (off_hz.to(i64) * a.N_Q).named("lse_row0");
+  return b;
+}
+
+Value q_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
+                  const Operand& offset) {
+  return make_block_ptr(b.q, {a.N_Q, a.D}, {a.stride_qn, 1}, {offset, 0}, {tp.block_m, tp.head_dim}, {1, 0})
+      .named("q_ptr");
+}
+
+Value o_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
+                  const Operand& offset) {
+  return make_block_ptr(b.o, {a.N_Q, a.D}, {a.stride_on, 1}, {offset, 0}, {tp.block_m, tp.head_dim}, {1, 0})
+      .named("o_ptr");
+}
+
+Value k_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
+                  const Operand& offset) {
+  if (tp.k_transposed) // Kᵀ: (D, N_K) with the head dim contiguous, so order (0, 1)
+    return make_block_ptr(b.k, {a.D, a.N_K}, {1, a.stride_kn}, {0, offset}, {tp.head_dim, tp.block_n}, {0, 1});
+  return make_block_ptr(b.k, {a.N_K, a.D}, {a.stride_kn, 1}, {offset, 0}, {tp.block_n, tp.head_dim}, {1, 0});
+}
+
+Value v_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
+                  const Operand& offset) {
+  return make_block_ptr(b.v, {a.N_K, a.D}, {a.stride_vn, 1}, {offset, 0}, {tp.block_n, tp.head_dim}, {1, 0});
+}
+
+Value advance_k(const Value& k_ptr, const AttentionTileParams& tp) {
+  return tp.k_transposed ? advance(k_ptr, {0, tp.block_n}) : advance(k_ptr, {tp.block_n, 0});
+}
+
+Value causal_diagonal(const AttentionArgs& a, const AttentionTileParams& tp) {
+  if (tp.causal == CausalMode::BottomRight)
+    return (a.N_K - a.N_Q).named("diag");
+  return scalar(0, i32);
+}
+
+Value visible_keys(const AttentionArgs& a, const AttentionTileParams& tp, const Value& offs_m, const Value& offs_n) {
+  Value cols = offs_n.expand_dims(0); // (1, BN)
+  Value mask = broadcast_to(cols < a.N_K, {tp.block_m, tp.block_n});
+  if (tp.causal != CausalMode::None)
+    mask = mask && (cols <= offs_m.expand_dims(1) + causal_diagonal(a, tp)); // (BM, BN)
+  return mask;
+}
+
+KeyRange key_range(const AttentionArgs& a, const AttentionTileParams& tp, const Value& m0) {
+  const int64_t BM = tp.block_m, BN = tp.block_n;
+  Value full_tiles_end = a.N_K / BN * BN; // keys in whole tiles
+  if (tp.causal == CausalMode::None)
+    return KeyRange{full_tiles_end, a.N_K};
+  Value diag = causal_diagonal(a, tp);
+  // Row m0 (the tile's first) sees keys j <= m0 + diag: whole tiles up to there need no mask.
+  Value seen_by_first_row = maximum(m0 + diag + 1, 0);
+  Value unmasked_end = minimum(seen_by_first_row / BN * BN, full_tiles_end);
+  // The tile's last row sees keys j <= m0 + BM - 1 + diag; nothing past that is visited.
+  Value end = maximum(minimum(a.N_K, m0 + BM + diag), unmasked_end);
+  return KeyRange{unmasked_end.named("unmasked_end"), end.named("keys_end")};
+}
+
+void store_attention_rows(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
+                          const Value& m0, const Value& offs_m, const Value& acc, const Value& l, const Value& m) {
+  Value seen = l > 0.0;                   // (BM,) rows that saw at least one key
+  Value l_safe = where(seen, l, 1.0);     // rows that saw none keep acc = 0 and so O = 0
+  Value out = acc / l_safe.expand_dims(1); // (BM, HD) f32
+  store(o_block_ptr(a, b, tp, m0), out.to(tp.dtype), tp.row_tile_check());
+  Value lse = where(seen, (m + log2(l_safe)) * kLn2, -kInfinity); // natural-log logsumexp
+  store(a.lse + b.lse_row0 + offs_m, lse, offs_m < a.N_Q);
+}
+
+} // namespace kiln

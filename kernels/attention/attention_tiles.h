@@ -1,0 +1,92 @@
+// The DSL pieces FA1 and FA2 forward share: their compile-time parameters, their argument list, the
+// per-(batch, head) base pointers (GQA), the block pointers over Q/K/V/O, the key-visibility mask
+// (N_K tail, causal top-left / bottom-right), the key range a Q tile visits, and the final
+// normalisation into O and LSE. Both kernels are written in terms of these, so that the two
+// algorithms differ only in their loop structure.
+#pragma once
+
+#include "dsl/builder.h"
+#include "dsl/registry.h"
+
+#include <limits>
+#include <vector>
+
+namespace kiln {
+
+inline constexpr double kLog2e = 1.4426950408889634;
+inline constexpr double kLn2 = 0.6931471805599453;
+inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// CAUSAL parameter values.
+enum class CausalMode : int64_t { None = 0, TopLeft = 1, BottomRight = 2 };
+
+struct AttentionTileParams {
+  int64_t block_m = 0, block_n = 0, head_dim = 0;
+  bool even_d = true;
+  CausalMode causal = CausalMode::None;
+  bool k_transposed = true;
+  DType dtype = DType::f16;
+  bool tf32 = false;
+
+  // (rows, HEAD_DIM) tiles of Q, O: rows checked against N_Q, D only when D < HEAD_DIM.
+  BoundaryCheck row_tile_check() const;
+  // K and V tiles: keys checked against N_K only in `masked` (tail) tiles, D when D < HEAD_DIM.
+  BoundaryCheck k_tile_check(bool masked) const;
+  BoundaryCheck v_tile_check(bool masked) const;
+};
+
+// Reads and checks the attention params of `config` (a kiln::Error naming `kernel` on a bad value).
+AttentionTileParams attention_tile_params(const Config& config, const char* kernel);
+// BLOCK_M, BLOCK_N, HEAD_DIM, EVEN_D, CAUSAL, K_TRANSPOSED, DTYPE, TF32 with their defaults.
+std::vector<ParamDef> attention_param_defs();
+
+// The kernel arguments FA1 and FA2 share, declared in their documented order (see fa2_fwd.h).
+struct AttentionArgs {
+  Value q, k, v, o, lse, sm_scale;
+  Value B, H, H_KV, N_Q, N_K, D;
+  Value stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn;
+  Value stride_vb, stride_vh, stride_vn, stride_ob, stride_oh, stride_on;
+};
+AttentionArgs declare_attention_args(KernelBuilder& kb, DType dtype);
+
+// Base pointers of one (batch, head): Q/O of head h, K/V of its kv head h / (H / H_KV); offsets in i64
+// so that large batches cannot overflow. lse_row0 is the index of this head's first row in LSE.
+struct AttentionHeadBases {
+  Value q, k, v, o;
+  Value lse_row0; // i64: off_hz * N_Q
+};
+AttentionHeadBases attention_head_bases(const AttentionArgs& a, const Value& off_hz);
+
+// Block pointers at row (or key) `offset`: Q/O (BLOCK_M, HEAD_DIM); V (BLOCK_N, HEAD_DIM); K as Kᵀ
+// (HEAD_DIM, BLOCK_N) with order (0, 1) when K_TRANSPOSED, else (BLOCK_N, HEAD_DIM) row-major.
+Value q_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
+                  const Operand& offset);
+Value o_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
+                  const Operand& offset);
+Value k_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
+                  const Operand& offset);
+Value v_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
+                  const Operand& offset);
+// Moves a K block pointer on by BLOCK_N keys (along dim 1 of Kᵀ, dim 0 of K).
+Value advance_k(const Value& k_ptr, const AttentionTileParams& tp);
+
+// (BLOCK_M, BLOCK_N) i1: key offs_n[j] exists (< N_K) and, when causal, is visible to query offs_m[i].
+Value visible_keys(const AttentionArgs& a, const AttentionTileParams& tp, const Value& offs_m, const Value& offs_n);
+// First key row a causal query 0 cannot see, minus 1: 0 for top-left, N_K - N_Q for bottom-right.
+Value causal_diagonal(const AttentionArgs& a, const AttentionTileParams& tp);
+
+// The keys the Q tile starting at row m0 visits: [0, unmasked_end) in whole tiles that every row
+// sees entirely, then [unmasked_end, end) in tiles that need the mask. Both multiples of BLOCK_N
+// from 0 (end is exclusive and need not be).
+struct KeyRange {
+  Value unmasked_end, end;
+};
+KeyRange key_range(const AttentionArgs& a, const AttentionTileParams& tp, const Value& m0);
+
+// O[m0 : m0 + BLOCK_M] = acc / l (0 where l == 0: a row that saw no key) in the output dtype, and
+// LSE = (m + log2 l) · ln 2 (−inf where l == 0). m is the running max in the log2 domain.
+void store_attention_rows(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
+                          const Value& m0, const Value& offs_m, const Value& acc, const Value& l,
+                          const Value& m);
+
+} // namespace kiln

@@ -1,0 +1,102 @@
+#include "kernels/attention/fa2_fwd.h"
+
+#include "dsl/dsl.h"
+#include "kernels/attention/attention_tiles.h"
+
+namespace kiln {
+
+Kernel build_fa2_fwd(const Config& config) {
+  const AttentionTileParams tp = attention_tile_params(config, "fa2_fwd");
+  const int64_t BM = tp.block_m, BN = tp.block_n, HD = tp.head_dim;
+
+  KernelBuilder kb("fa2_fwd", config);
+  AttentionArgs a = declare_attention_args(kb, tp.dtype);
+
+  Value start_m = program_id(0).named("start_m");
+  Value off_hz = program_id(1).named("off_hz");
+  AttentionHeadBases bases = attention_head_bases(a, off_hz);
+  Value m0 = start_m * BM;
+
+  Value q_ptr = q_block_ptr(a, bases, tp, m0);
+  Value k_ptr = k_block_ptr(a, bases, tp, 0).named("k_ptr");
+  Value v_ptr = v_block_ptr(a, bases, tp, 0).named("v_ptr");
+  Value q = load(q_ptr, tp.row_tile_check()).named("q"); // (BM, HD), zero past N_Q (and D)
+
+  Value offs_m = (m0 + arange(0, BM)).named("offs_m"); // (BM,) i32
+  Value qk_scale = (a.sm_scale * kLog2e).named("qk_scale"); // exp(x·s) = exp2(x·s·log2 e): one multiply
+  Value m_i = full({BM}, -kInfinity, f32).named("m_i"); // running row max, log2 domain
+  Value l_i = zeros({BM}, f32).named("l_i");             // running row sum of p
+  Value acc = zeros({BM, HD}, f32).named("acc");         // (BM, HD) unnormalised output
+
+  // One K/V tile: qk, the online-softmax update, acc += p v. `masked` tiles hide keys past N_K and,
+  // when causal, keys above the diagonal; unmasked tiles skip that work entirely.
+  auto attend = [&](const Value& start_n, bool masked) {
+    Value k = load(k_ptr, tp.k_tile_check(masked));
+    Value kt = tp.k_transposed ? k : trans(k);           // (HD, BN)
+    Value qk = dot(q, kt, Value(), tp.tf32).named("qk"); // (BM, BN) f32
+    Value m_ij;
+    Value m_shift; // what the exponents subtract: m_ij, or 0 where a row has seen no key yet
+    if (masked) {
+      Value offs_n = start_n + arange(0, BN); // (BN,) i32
+      qk = where(visible_keys(a, tp, offs_m, offs_n), qk, -kInfinity);
+      m_ij = maximum(m_i, max(qk, 1) * qk_scale);
+      m_shift = where(m_ij == -kInfinity, 0.0, m_ij); // exp2(-inf - -inf) would be NaN
+    } else {
+      m_ij = maximum(m_i, max(qk, 1) * qk_scale);
+      m_shift = m_ij;
+    }
+    Value p = exp2(qk * qk_scale - m_shift.expand_dims(1)).named("p"); // (BM, BN) f32
+    Value alpha = exp2(m_i - m_shift).named("alpha");                    // (BM,) rescale of the old state
+    l_i = l_i * alpha + sum(p, 1);
+    acc = acc * alpha.expand_dims(1);
+    Value v = load(v_ptr, tp.v_tile_check(masked)); // (BN, HD)
+    acc = dot(tp.dtype == f32 ? p : p.to(tp.dtype), v, acc, tp.tf32);
+    m_i = m_ij;
+    k_ptr = advance_k(k_ptr, tp);
+    v_ptr = advance(v_ptr, {BN, 0});
+  };
+
+  // Stage 1: key tiles every row of this Q tile sees whole (no mask). Stage 2: the tiles that cross
+  // N_K or the causal diagonal, masked. Tiles wholly above the diagonal are never visited.
+  KeyRange keys = key_range(a, tp, m0);
+  for_range(0, keys.unmasked_end, BN, [&](Value start_n) { attend(start_n, false); });
+  for_range(keys.unmasked_end, keys.end, BN, [&](Value start_n) { attend(start_n, true); });
+
+  store_attention_rows(a, bases, tp, m0, offs_m, acc, l_i, m_i);
+  return kb.finish();
+}
+
+KernelDef fa2_fwd_def() {
+  KernelDef d;
+  d.name = "fa2_fwd";
+  d.summary = "FlashAttention-2 forward: O and LSE of softmax(Q K^T * sm_scale) V, one program per Q tile";
+  d.params = attention_param_defs();
+  d.default_num_warps = 4;
+  d.default_num_stages = 2;
+  d.build = build_fa2_fwd;
+  d.config_space = [] {
+    std::vector<Config> cs;
+    for (int64_t bm : {64, 128})
+      for (int64_t bn : {32, 64, 128})
+        for (int warps : {4, 8})
+          for (int stages : {2, 3}) {
+            if (bm == 64 && warps == 8)
+              continue; // 16 rows per warp is the least an m16 MMA tile can use
+            Config c = fa2_fwd_def().default_config();
+            c.set("BLOCK_M", bm).set("BLOCK_N", bn);
+            c.num_warps = warps;
+            c.num_stages = stages;
+            cs.push_back(c);
+          }
+    return cs;
+  };
+  d.size_args = {"B", "H", "H_KV", "N_Q", "N_K", "D"};
+  d.tuning_key = {"B", "H", "N_Q", "N_K"};
+  d.grid = [](const Config& c, const SizeArgs& s) {
+    int64_t bm = c.get("BLOCK_M");
+    return Grid{(s.at("N_Q") + bm - 1) / bm, s.at("B") * s.at("H"), 1};
+  };
+  return d;
+}
+
+} // namespace kiln

@@ -1,0 +1,27 @@
+// FlashAttention-2 forward: O = softmax(Q Kᵀ · sm_scale) V and the row logsumexp LSE, one program
+// per (BLOCK_M rows of Q, batch·head), streaming K/V tiles with an online softmax in the log2 domain.
+//
+// Args, in order: Q, K, V, O (pointers of the DTYPE element type), LSE (f32 pointer, [B, H, N_Q]
+// contiguous), sm_scale (f32), B, H, H_KV, N_Q, N_K, D (i32; D is the real head dim), then i64
+// strides in elements: stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn, stride_vb,
+// stride_vh, stride_vn, stride_ob, stride_oh, stride_on. The head dim is contiguous (stride 1) in
+// every tensor. Q/O have H heads, K/V H_KV (GQA/MQA: query head h reads kv head h / (H / H_KV)).
+//
+// Params: BLOCK_M, BLOCK_N (powers of two ≥ 16), HEAD_DIM (power of two ≥ max(D, 16): the tile
+// width), EVEN_D (1 when D == HEAD_DIM: no boundary check along D), CAUSAL (0 none, 1 top-left as
+// PyTorch is_causal: key j visible to query i iff j ≤ i; 2 bottom-right as FlashAttention ≥ 2.1:
+// iff j ≤ i + N_K − N_Q), K_TRANSPOSED (1: K is read through a block pointer over Kᵀ, (HEAD_DIM,
+// BLOCK_N) with order (0, 1); 0: K tiles are loaded row-major and transposed on chip), DTYPE (0 f16,
+// 1 bf16, 2 f32), TF32 (f32 only: the two dots in tf32).
+//
+// Grid: (cdiv(N_Q, BLOCK_M), B·H, 1). A query row with no visible key gets O = 0 and LSE = −inf.
+#pragma once
+
+#include "dsl/registry.h"
+
+namespace kiln {
+
+Kernel build_fa2_fwd(const Config& config);
+KernelDef fa2_fwd_def();
+
+} // namespace kiln

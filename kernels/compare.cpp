@@ -1,0 +1,81 @@
+#include "kernels/compare.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+namespace kiln {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+bool same_nonfinite(double out, double ref) {
+  if (std::isnan(ref))
+    return false; // a NaN reference is a broken reference; never call it matched
+  return out == ref;
+}
+} // namespace
+
+Comparison compare_to_reference(llvm::ArrayRef<double> out, llvm::ArrayRef<double> ref) {
+  Comparison c;
+  if (out.size() != ref.size()) {
+    c.relative_error = kInf;
+    c.nonfinite_mismatches = static_cast<int64_t>(std::max(out.size(), ref.size()));
+    c.first_mismatch = static_cast<int64_t>(std::min(out.size(), ref.size()));
+    return c;
+  }
+  double diff2 = 0, ref2 = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    bool mismatch = false;
+    if (!std::isfinite(ref[i]))
+      mismatch = !same_nonfinite(out[i], ref[i]);
+    else if (!std::isfinite(out[i]))
+      mismatch = true;
+    else {
+      double d = out[i] - ref[i];
+      diff2 += d * d;
+      ref2 += ref[i] * ref[i];
+    }
+    if (mismatch) {
+      if (c.first_mismatch < 0)
+        c.first_mismatch = static_cast<int64_t>(i);
+      ++c.nonfinite_mismatches;
+    }
+  }
+  c.relative_error = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+  return c;
+}
+
+double relative_error(llvm::ArrayRef<double> out, llvm::ArrayRef<double> ref) {
+  Comparison c = compare_to_reference(out, ref);
+  return c.nonfinite_mismatches > 0 ? kInf : c.relative_error;
+}
+
+std::string Comparison::str() const {
+  std::string s = fmt::format("relative error {:.3e}, {} non-finite mismatches", relative_error, nonfinite_mismatches);
+  if (first_mismatch >= 0)
+    s += fmt::format(" (first at index {})", first_mismatch);
+  return s;
+}
+
+double unit_roundoff(DType t, bool tf32) {
+  switch (t) {
+  case DType::f16: return std::ldexp(1.0, -11);
+  case DType::bf16: return std::ldexp(1.0, -8);
+  case DType::f32: return tf32 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -24);
+  case DType::f64: return std::ldexp(1.0, -53);
+  default: return 0; // integers are exact
+  }
+}
+
+double tolerance(DType t, bool tf32) {
+  double u = unit_roundoff(t, tf32);
+  if (t == DType::f32 && !tf32)
+    return 128 * u;
+  if (t == DType::f64)
+    return 1024 * u;
+  return 8 * u;
+}
+
+} // namespace kiln

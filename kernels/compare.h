@@ -1,0 +1,53 @@
+// Comparing a kernel's output with its double-precision reference: the relative L2 error, exact
+// agreement on non-finite reference values (a row with no visible key has LSE = -inf), and the
+// tolerance each dtype earns. Shared by every kernel's tests and by the GPU checks.
+#pragma once
+
+#include "dsl/dtype.h"
+
+#include <llvm/ADT/ArrayRef.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+// ‖out − ref‖₂ / ‖ref‖₂ over the elements where ref is finite. When ‖ref‖₂ is 0 the absolute
+// ‖out − ref‖₂ is returned instead (so an exact zero output scores 0 and anything else scores its
+// size). Infinity when the sizes differ or any element fails compare_to_reference's non-finite rule.
+double relative_error(llvm::ArrayRef<double> out, llvm::ArrayRef<double> ref);
+
+struct Comparison {
+  double relative_error = 0;   // over the elements where ref is finite
+  int64_t nonfinite_mismatches = 0; // ref is ±inf/NaN and out is not the same value, or out is not finite
+  int64_t first_mismatch = -1; // index of the first non-finite mismatch, -1 when none
+  bool ok(double tolerance) const { return nonfinite_mismatches == 0 && relative_error <= tolerance; }
+  std::string str() const; // "relative error 1.2e-04, 0 non-finite mismatches"
+};
+
+// Compares elementwise: a non-finite reference value must be matched exactly (−inf by −inf), and every
+// other element enters the relative error. A NaN anywhere in `out` is always a mismatch.
+Comparison compare_to_reference(llvm::ArrayRef<double> out, llvm::ArrayRef<double> ref);
+
+// The unit roundoff of the precision a kernel's products are formed in: 2^-11 for f16 and tf32
+// (10 stored mantissa bits), 2^-8 for bf16, 2^-24 for f32.
+double unit_roundoff(DType t, bool tf32 = false);
+
+// The relative L2 error a kernel with inputs of dtype `t` may show against a double reference.
+// Derived from the unit roundoff u: 16-bit operands (and tf32) are rounded once on the way into the
+// tensor core and the output is rounded once more on store, so the error is a few u: 8u gives
+// f16/tf32 3.9e-3 and bf16 3.1e-2. Exact f32 accumulates in f32 over up to thousands of terms and
+// through exp2, whose error grows with the size of the scores; 128u (7.6e-6) leaves that headroom
+// while still failing any real bug (a wrong mask or a missed rescale shows as > 1e-2).
+double tolerance(DType t, bool tf32 = false);
+
+// Every element of `b` as a double (a HostBuffer's contents, for comparisons).
+template <typename Buffer> std::vector<double> to_doubles(const Buffer& b) {
+  std::vector<double> out(static_cast<size_t>(b.numel()));
+  for (int64_t i = 0; i < b.numel(); ++i)
+    out[static_cast<size_t>(i)] = b.get(i);
+  return out;
+}
+
+} // namespace kiln

@@ -1,0 +1,18 @@
+// The DTYPE compile-time parameter shared by matmul and the attention kernels: which element type
+// the kernel's input and output tensors hold (0 f16, 1 bf16, 2 f32). Softmax has its own encoding
+// (see softmax.h).
+#pragma once
+
+#include "dsl/dtype.h"
+
+#include <cstdint>
+#include <string_view>
+
+namespace kiln {
+
+// The element type DTYPE=`code` selects; a kiln::Error naming `kernel` for any other code.
+DType dtype_from_param(int64_t code, std::string_view kernel);
+// The DTYPE code of `t`; a kiln::Error naming `kernel` when `t` is not f16, bf16 or f32.
+int64_t dtype_param(DType t, std::string_view kernel);
+
+} // namespace kiln

@@ -1,0 +1,159 @@
+#include "kernels/matmul/matmul.h"
+
+#include "dsl/dsl.h"
+#include "kernels/dtype_param.h"
+
+#include <cmath>
+#include <random>
+
+namespace kiln {
+
+Kernel build_matmul(const Config& config) {
+  const int64_t BM = config.get("BLOCK_M"), BN = config.get("BLOCK_N"), BK = config.get("BLOCK_K");
+  const int64_t GROUP_M = config.get("GROUP_M");
+  const DType dt = dtype_from_param(config.get("DTYPE"), "matmul");
+  const bool tf32 = config.get("TF32") != 0;
+  static_check(!tf32 || dt == DType::f32, "TF32=1 needs f32 inputs (DTYPE=2)");
+  static_check(GROUP_M >= 1, "GROUP_M must be at least 1");
+  // order lists dims fastest-varying first: (1, 0) row-major, (0, 1) column-major.
+  const llvm::SmallVector<int, 2> a_order = config.get_or("A_COL_MAJOR", 0) ? llvm::SmallVector<int, 2>{0, 1}
+                                                                           : llvm::SmallVector<int, 2>{1, 0};
+  const llvm::SmallVector<int, 2> b_order = config.get_or("B_COL_MAJOR", 0) ? llvm::SmallVector<int, 2>{0, 1}
+                                                                           : llvm::SmallVector<int, 2>{1, 0};
+
+  KernelBuilder kb("matmul", config);
+  Value a_base = kb.arg_ptr("A", dt), b_base = kb.arg_ptr("B", dt), c_base = kb.arg_ptr("C", dt);
+  Value M = kb.arg("M", i32), N = kb.arg("N", i32), K = kb.arg("K", i32);
+  Value stride_am = kb.arg("stride_am", i64), stride_ak = kb.arg("stride_ak", i64);
+  Value stride_bk = kb.arg("stride_bk", i64), stride_bn = kb.arg("stride_bn", i64);
+  Value stride_cm = kb.arg("stride_cm", i64), stride_cn = kb.arg("stride_cn", i64);
+
+  // Grouped ordering: consecutive programs walk GROUP_M rows of tiles down a column of tiles, so
+  // that the B tiles they share stay in L2.
+  Value pid = program_id(0);
+  Value num_pid_m = cdiv(M, BM), num_pid_n = cdiv(N, BN);
+  Value num_pid_in_group = GROUP_M * num_pid_n;
+  Value group_id = pid / num_pid_in_group;
+  Value first_pid_m = group_id * GROUP_M;
+  Value group_size_m = minimum(num_pid_m - first_pid_m, GROUP_M);
+  Value pid_m = (first_pid_m + (pid % num_pid_in_group) % group_size_m).named("pid_m");
+  Value pid_n = ((pid % num_pid_in_group) / group_size_m).named("pid_n");
+
+  Value a_ptr = make_block_ptr(a_base, {M, K}, {stride_am, stride_ak}, {pid_m * BM, 0}, {BM, BK}, a_order)
+                    .named("a_ptr");
+  Value b_ptr = make_block_ptr(b_base, {K, N}, {stride_bk, stride_bn}, {0, pid_n * BN}, {BK, BN}, b_order)
+                    .named("b_ptr");
+  Value acc = zeros({BM, BN}, f32).named("acc"); // (BM, BN) f32
+  for_range(0, K, BK, [&](Value) {
+    Value a = load(a_ptr, BoundaryCheck{0, 1}); // (BM, BK), zero past M and K
+    Value b = load(b_ptr, BoundaryCheck{0, 1}); // (BK, BN), zero past K and N
+    acc = dot(a, b, acc, tf32);
+    a_ptr = advance(a_ptr, {0, BK});
+    b_ptr = advance(b_ptr, {BK, 0});
+  });
+  Value c_ptr = make_block_ptr(c_base, {M, N}, {stride_cm, stride_cn}, {pid_m * BM, pid_n * BN}, {BM, BN}, {1, 0});
+  store(c_ptr, acc.to(dt), BoundaryCheck{0, 1});
+  return kb.finish();
+}
+
+KernelDef matmul_def() {
+  KernelDef d;
+  d.name = "matmul";
+  d.summary = "C = A @ B with block pointers, f32 accumulation and grouped program ordering";
+  d.params = {{"BLOCK_M", 128, "rows of C per program"},
+              {"BLOCK_N", 128, "columns of C per program"},
+              {"BLOCK_K", 32, "depth of each A/B tile"},
+              {"GROUP_M", 8, "rows of tiles per program group (L2 reuse)"},
+              {"DTYPE", 0, "element type of A, B and C: 0 f16, 1 bf16, 2 f32"},
+              {"TF32", 0, "f32 only: 1 multiplies on tensor cores in tf32"},
+              {"A_COL_MAJOR", 0, "1 when A's M dim is the contiguous one"},
+              {"B_COL_MAJOR", 0, "1 when B's K dim is the contiguous one"}};
+  d.default_num_warps = 8;
+  d.default_num_stages = 3;
+  d.build = build_matmul;
+  d.config_space = [] {
+    struct Tile {
+      int64_t m, n, k;
+      int warps, stages;
+    };
+    // Triton tutorial 03's candidates for sm_80+.
+    const Tile tiles[] = {{128, 256, 64, 8, 3}, {64, 256, 32, 4, 4}, {128, 128, 32, 4, 4}, {128, 64, 32, 4, 4},
+                          {64, 128, 32, 4, 4},  {128, 32, 32, 4, 4}, {64, 32, 32, 2, 5},   {128, 128, 64, 8, 3},
+                          {256, 128, 64, 8, 3}};
+    std::vector<Config> cs;
+    for (const Tile& t : tiles) {
+      Config c = matmul_def().default_config();
+      c.set("BLOCK_M", t.m).set("BLOCK_N", t.n).set("BLOCK_K", t.k);
+      c.num_warps = t.warps;
+      c.num_stages = t.stages;
+      cs.push_back(c);
+    }
+    return cs;
+  };
+  d.size_args = {"M", "N", "K"};
+  d.tuning_key = {"M", "N", "K"};
+  d.grid = [](const Config& c, const SizeArgs& s) {
+    int64_t bm = c.get("BLOCK_M"), bn = c.get("BLOCK_N");
+    return Grid{((s.at("M") + bm - 1) / bm) * ((s.at("N") + bn - 1) / bn), 1, 1};
+  };
+  return d;
+}
+
+Config default_matmul_config(const MatmulProblem& p) {
+  Config c = matmul_def().default_config();
+  c.set("DTYPE", dtype_param(p.dtype, "matmul"));
+  c.set("TF32", p.tf32 ? 1 : 0);
+  c.set("A_COL_MAJOR", p.a_col_major ? 1 : 0);
+  c.set("B_COL_MAJOR", p.b_col_major ? 1 : 0);
+  if (p.dtype == DType::f32) // f32 tiles take twice the shared memory
+    c.set("BLOCK_K", 16);
+  return c;
+}
+
+namespace {
+// Element (r, c) of a rows x cols matrix stored row- or column-major.
+int64_t index_of(int64_t r, int64_t c, int64_t rows, int64_t cols, bool col_major) {
+  return col_major ? c * rows + r : r * cols + c;
+}
+} // namespace
+
+MatmulInputs make_matmul_inputs(const MatmulProblem& p, uint64_t seed, double scale) {
+  MatmulInputs in{HostBuffer(p.dtype, p.M * p.K, "A"), HostBuffer(p.dtype, p.K * p.N, "B")};
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(-scale, scale);
+  for (HostBuffer* b : {&in.a, &in.b})
+    for (int64_t i = 0; i < b->numel(); ++i)
+      b->set(i, dist(rng));
+  return in;
+}
+
+std::vector<double> matmul_reference(const MatmulProblem& p, const MatmulInputs& in) {
+  std::vector<double> c(static_cast<size_t>(p.M * p.N), 0.0);
+  for (int64_t m = 0; m < p.M; ++m)
+    for (int64_t k = 0; k < p.K; ++k) {
+      double a = in.a.get(index_of(m, k, p.M, p.K, p.a_col_major));
+      for (int64_t n = 0; n < p.N; ++n)
+        c[static_cast<size_t>(m * p.N + n)] += a * in.b.get(index_of(k, n, p.K, p.N, p.b_col_major));
+    }
+  return c;
+}
+
+std::vector<double> run_matmul_interpreted(const MatmulProblem& p, const Config& config, const MatmulInputs& in) {
+  HostBuffer a = in.a, b = in.b, c(p.dtype, p.M * p.N, "C");
+  for (int64_t i = 0; i < c.numel(); ++i)
+    c.set(i, std::nan(""));
+  // Strides in elements: row-major (rows, cols) is (cols, 1), column-major is (1, rows).
+  int64_t sam = p.a_col_major ? 1 : p.K, sak = p.a_col_major ? p.M : 1;
+  int64_t sbk = p.b_col_major ? 1 : p.N, sbn = p.b_col_major ? p.K : 1;
+  std::vector<InterpArg> args = {InterpArg::ptr(a),       InterpArg::ptr(b),        InterpArg::ptr(c),
+                                 InterpArg::of_int(p.M),  InterpArg::of_int(p.N),   InterpArg::of_int(p.K),
+                                 InterpArg::of_int(sam),  InterpArg::of_int(sak),   InterpArg::of_int(sbk),
+                                 InterpArg::of_int(sbn),  InterpArg::of_int(p.N),   InterpArg::of_int(1)};
+  interpret(build_matmul(config), matmul_def().grid(config, {{"M", p.M}, {"N", p.N}, {"K", p.K}}), args);
+  std::vector<double> out(static_cast<size_t>(c.numel()));
+  for (int64_t i = 0; i < c.numel(); ++i)
+    out[static_cast<size_t>(i)] = c.get(i);
+  return out;
+}
+
+} // namespace kiln

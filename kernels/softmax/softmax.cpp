@@ -1,0 +1,144 @@
+#include "kernels/softmax/softmax.h"
+
+#include "dsl/dsl.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace kiln {
+
+namespace {
+constexpr double kLog2e = 1.4426950408889634;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+int64_t next_power_of_two(int64_t x) {
+  int64_t p = 1;
+  while (p < x)
+    p *= 2;
+  return p;
+}
+} // namespace
+
+DType softmax_dtype_from_param(int64_t code) {
+  switch (code) {
+  case 0: return DType::f32;
+  case 1: return DType::f16;
+  case 2: return DType::bf16;
+  default: fail("softmax: DTYPE={} is not a known element type; expected 0 (f32), 1 (f16) or 2 (bf16)", code);
+  }
+}
+
+int64_t softmax_dtype_param(DType t) {
+  switch (t) {
+  case DType::f32: return 0;
+  case DType::f16: return 1;
+  case DType::bf16: return 2;
+  default: fail("softmax: element type {} is not supported; expected f32, f16 or bf16", dtype_name(t));
+  }
+}
+
+Kernel build_softmax(const Config& config) {
+  const int64_t BLOCK = config.get("BLOCK");
+  const DType dt = softmax_dtype_from_param(config.get("DTYPE"));
+  KernelBuilder kb("softmax", config);
+  Value out = kb.arg_ptr("out", dt), in = kb.arg_ptr("in", dt);
+  Value in_row_stride = kb.arg("in_row_stride", i64), out_row_stride = kb.arg("out_row_stride", i64);
+  Value n_rows = kb.arg("n_rows", i32), n_cols = kb.arg("n_cols", i32);
+  (void)n_rows; // the grid has one program per row
+
+  Value row = program_id(0).to(i64);
+  Value cols = arange(0, BLOCK).named("cols"); // (BLOCK,) i32
+  Value mask = cols < n_cols;
+  Value x = load(in + row * in_row_stride + cols, mask, -kInf).to(f32).named("x"); // (BLOCK,) f32
+  // exp(x - max) as exp2((x - max) * log2 e): one multiply, and exp2 is the hardware instruction.
+  Value shifted = (x - max(x, 0)) * kLog2e;
+  Value num = exp2(shifted).named("num"); // masked lanes: exp2(-inf) = 0
+  Value y = num / sum(num, 0);
+  store(out + row * out_row_stride + cols, y.to(dt), mask);
+  return kb.finish();
+}
+
+KernelDef softmax_def() {
+  KernelDef d;
+  d.name = "softmax";
+  d.summary = "row softmax of an [n_rows, n_cols] tensor, one program per row";
+  d.params = {{"BLOCK", 1024, "row tile: a power of two >= n_cols"},
+              {"DTYPE", 0, "element type: 0 f32, 1 f16, 2 bf16"}};
+  d.build = build_softmax;
+  d.config_space = [] {
+    // BLOCK is set by the host to the row length; the autotuner varies the warps only.
+    std::vector<Config> cs;
+    for (int w : {1, 2, 4, 8, 16}) {
+      Config c = softmax_def().default_config();
+      c.num_warps = w;
+      c.num_stages = 1;
+      cs.push_back(c);
+    }
+    return cs;
+  };
+  d.size_args = {"n_rows", "n_cols"};
+  d.tuning_key = {"n_cols"};
+  d.grid = [](const Config& c, const SizeArgs& s) {
+    int64_t block = c.get("BLOCK"), n_cols = s.at("n_cols");
+    if (block < n_cols)
+      fail("softmax: BLOCK={} is smaller than n_cols={}; one program holds a whole row, so BLOCK must be a power "
+           "of two >= n_cols",
+           block, n_cols);
+    return Grid{s.at("n_rows"), 1, 1};
+  };
+  return d;
+}
+
+Config softmax_config(const SoftmaxProblem& p) {
+  Config c = softmax_def().default_config();
+  c.set("BLOCK", next_power_of_two(p.n_cols));
+  c.set("DTYPE", softmax_dtype_param(p.dtype));
+  int64_t block = c.get("BLOCK");
+  c.num_warps = block >= 8192 ? 16 : block >= 2048 ? 8 : 4;
+  c.num_stages = 1;
+  return c;
+}
+
+HostBuffer make_softmax_input(const SoftmaxProblem& p, uint64_t seed, double scale) {
+  HostBuffer in(p.dtype, (p.n_rows - 1) * p.in_stride() + p.n_cols, "in");
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(-scale, scale);
+  for (int64_t i = 0; i < in.numel(); ++i)
+    in.set(i, dist(rng));
+  return in;
+}
+
+std::vector<double> softmax_reference(const SoftmaxProblem& p, const HostBuffer& in) {
+  std::vector<double> out(static_cast<size_t>(p.n_rows * p.n_cols));
+  for (int64_t r = 0; r < p.n_rows; ++r) {
+    double m = -kInf;
+    for (int64_t c = 0; c < p.n_cols; ++c)
+      m = std::max(m, in.get(r * p.in_stride() + c));
+    double s = 0;
+    for (int64_t c = 0; c < p.n_cols; ++c)
+      s += std::exp(in.get(r * p.in_stride() + c) - m);
+    for (int64_t c = 0; c < p.n_cols; ++c)
+      out[static_cast<size_t>(r * p.n_cols + c)] = std::exp(in.get(r * p.in_stride() + c) - m) / s;
+  }
+  return out;
+}
+
+std::vector<double> run_softmax_interpreted(const SoftmaxProblem& p, const Config& config, const HostBuffer& in) {
+  HostBuffer out(p.dtype, (p.n_rows - 1) * p.out_stride() + p.n_cols, "out");
+  for (int64_t i = 0; i < out.numel(); ++i)
+    out.set(i, std::nan(""));
+  Kernel k = build_softmax(config);
+  HostBuffer input = in;
+  std::vector<InterpArg> args = {InterpArg::ptr(out),          InterpArg::ptr(input),
+                                 InterpArg::of_int(p.in_stride()), InterpArg::of_int(p.out_stride()),
+                                 InterpArg::of_int(p.n_rows),  InterpArg::of_int(p.n_cols)};
+  interpret(k, softmax_def().grid(config, {{"n_rows", p.n_rows}, {"n_cols", p.n_cols}}), args);
+  std::vector<double> dense(static_cast<size_t>(p.n_rows * p.n_cols));
+  for (int64_t r = 0; r < p.n_rows; ++r)
+    for (int64_t c = 0; c < p.n_cols; ++c)
+      dense[static_cast<size_t>(r * p.n_cols + c)] = out.get(r * p.out_stride() + c);
+  return dense;
+}
+
+} // namespace kiln
