@@ -1,0 +1,1336 @@
+#include "codegen/emit_cuda.h"
+
+#include "dsl/printer.h"
+#include "dsl/verifier.h"
+
+#include <cmath>
+#include <map>
+#include <sstream>
+
+namespace kiln {
+
+namespace {
+
+std::string ctype(DType t) {
+  switch (t) {
+  case DType::i1: return "bool";
+  case DType::u8: return "unsigned char";
+  case DType::i32: return "int";
+  case DType::i64: return "long long";
+  case DType::f16: return "kiln::f16";
+  case DType::bf16: return "kiln::bf16";
+  case DType::f32: return "float";
+  case DType::f64: return "double";
+  }
+  return "?";
+}
+
+std::string ctype_of(const Type& t) { return t.is_pointer() ? ctype(t.elem) + "*" : ctype(t.elem); }
+
+bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
+
+std::string literal(double v, DType t) {
+  if (is_float(t)) {
+    if (std::isinf(v))
+      return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+    if (std::isnan(v))
+      return "__int_as_float(0x7fffffff)";
+    std::string s = fmt::format("{:.17g}", v);
+    if (s.find_first_of(".e") == std::string::npos)
+      s += ".0";
+    if (t == DType::f64)
+      return s;
+    s += "f";
+    return t == DType::f32 ? s : fmt::format("kiln::cvt<{}>({})", ctype(t), s);
+  }
+  if (t == DType::i1)
+    return v != 0 ? "true" : "false";
+  if (t == DType::i64)
+    return fmt::format("{}LL", static_cast<int64_t>(v));
+  return fmt::format("{}", static_cast<int64_t>(v));
+}
+
+// Arithmetic on f16/bf16 happens in f32 and rounds back, which is exact rounding for + - * /.
+std::string as_math(const std::string& x, DType t) { return is_half(t) ? "kiln::cvt<float>(" + x + ")" : x; }
+std::string from_math(const std::string& x, DType t) {
+  return is_half(t) ? fmt::format("kiln::cvt<{}>({})", ctype(t), x) : x;
+}
+
+std::string unary_expr(UnaryOp u, const std::string& x0, DType t) {
+  std::string x = as_math(x0, t);
+  bool f64 = t == DType::f64;
+  std::string e;
+  switch (u) {
+  case UnaryOp::Neg: e = "(-" + x + ")"; break;
+  case UnaryOp::Not: return "(!" + x0 + ")";
+  case UnaryOp::Exp: e = f64 ? "exp(" + x + ")" : "kiln::exp_fast(" + x + ")"; break;
+  case UnaryOp::Exp2: e = f64 ? "exp2(" + x + ")" : "kiln::ex2(" + x + ")"; break;
+  case UnaryOp::Log: e = f64 ? "log(" + x + ")" : "kiln::log_fast(" + x + ")"; break;
+  case UnaryOp::Log2: e = f64 ? "log2(" + x + ")" : "kiln::lg2(" + x + ")"; break;
+  case UnaryOp::Sqrt: e = f64 ? "sqrt(" + x + ")" : "kiln::sqrt_rn(" + x + ")"; break;
+  case UnaryOp::Rsqrt: e = f64 ? "(1.0 / sqrt(" + x + "))" : "kiln::rsqrt_fast(" + x + ")"; break;
+  case UnaryOp::Abs: e = is_float(t) ? (f64 ? "fabs(" + x + ")" : "fabsf(" + x + ")") : "(" + x + " < 0 ? -" + x + " : " + x + ")"; break;
+  }
+  return from_math(e, t);
+}
+
+std::string binary_expr(BinaryOp b, const std::string& a0, const std::string& b0, DType t) {
+  std::string a = as_math(a0, t), c = as_math(b0, t);
+  auto wrap = [&](const std::string& e) { return from_math(e, t); };
+  bool f = is_float(t);
+  switch (b) {
+  case BinaryOp::Add: return wrap("(" + a + " + " + c + ")");
+  case BinaryOp::Sub: return wrap("(" + a + " - " + c + ")");
+  case BinaryOp::Mul: return wrap("(" + a + " * " + c + ")");
+  case BinaryOp::Div: return wrap("(" + a + " / " + c + ")");
+  case BinaryOp::Rem:
+    return wrap(f ? (t == DType::f64 ? "fmod(" : "fmodf(") + a + ", " + c + ")" : "(" + a + " % " + c + ")");
+  case BinaryOp::Min: return wrap(f ? "kiln::min_propagate_nan(" + a + ", " + c + ")" : "(" + a + " < " + c + " ? " + a + " : " + c + ")");
+  case BinaryOp::Max: return wrap(f ? "kiln::max_propagate_nan(" + a + ", " + c + ")" : "(" + a + " > " + c + " ? " + a + " : " + c + ")");
+  case BinaryOp::And: return t == DType::i1 ? "(" + a + " && " + c + ")" : "(" + a + " & " + c + ")";
+  case BinaryOp::Or: return t == DType::i1 ? "(" + a + " || " + c + ")" : "(" + a + " | " + c + ")";
+  case BinaryOp::Eq: return "(" + a + " == " + c + ")";
+  case BinaryOp::Ne: return "(" + a + " != " + c + ")";
+  case BinaryOp::Lt: return "(" + a + " < " + c + ")";
+  case BinaryOp::Le: return "(" + a + " <= " + c + ")";
+  case BinaryOp::Gt: return "(" + a + " > " + c + ")";
+  case BinaryOp::Ge: return "(" + a + " >= " + c + ")";
+  }
+  return "?";
+}
+
+std::string reduce_combine(ReduceOp r, const std::string& a, const std::string& b, DType t) {
+  switch (r) {
+  case ReduceOp::Sum: return binary_expr(BinaryOp::Add, a, b, t);
+  case ReduceOp::Max: return binary_expr(BinaryOp::Max, a, b, t);
+  case ReduceOp::Min: return binary_expr(BinaryOp::Min, a, b, t);
+  }
+  return "?";
+}
+
+std::string reduce_identity(ReduceOp r, DType t) {
+  switch (r) {
+  case ReduceOp::Sum: return literal(0, t);
+  case ReduceOp::Max:
+    return is_float(t) ? literal(-INFINITY, t) : t == DType::i64 ? "(-9223372036854775807LL - 1)" : "(-2147483647 - 1)";
+  case ReduceOp::Min: return is_float(t) ? literal(INFINITY, t) : t == DType::i64 ? "9223372036854775807LL" : "2147483647";
+  }
+  return "?";
+}
+
+std::string identifier(const std::string& hint) {
+  std::string s;
+  for (char c : hint)
+    s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
+    s = "v" + s;
+  return s;
+}
+
+std::string layout_key(const Layout& l) {
+  std::string s;
+  for (int64_t d : l.shape)
+    s += std::to_string(d) + ",";
+  for (auto* bases : {&l.reg, &l.lane, &l.warp}) {
+    s += "|";
+    for (const Coord& c : *bases) {
+      for (int64_t x : c)
+        s += std::to_string(x) + ".";
+      s += ";";
+    }
+  }
+  return s;
+}
+
+class Emitter {
+public:
+  Emitter(const Kernel& k, const LoweringPlan& plan, const Target& target, const CodegenOptions& options)
+      : k_(k), plan_(plan), target_(target), opt_(options), threads_(32 * plan.num_warps) {}
+
+  EmittedKernel run();
+
+private:
+  const Kernel& k_;
+  const LoweringPlan& plan_;
+  const Target& target_;
+  const CodegenOptions& opt_;
+  const int threads_;
+  std::string out_;
+  int indent_ = 1;
+  int next_id_ = 0;
+  int64_t scratch_bytes_ = 0;
+  int conversions_ = 0;
+  std::unordered_map<ValueId, std::string> name_;
+  std::vector<std::map<std::string, std::string>> scopes_{1}; // cached materialisations per scope
+  std::map<std::string, int> layout_ids_;
+  std::vector<std::string> layout_decls_;
+  std::map<const Op*, std::string> stage_var_; // pipelined load -> its loop's stage counter
+
+  // ---- text ----
+  template <typename... Args> void line(fmt::format_string<Args...> f, Args&&... args) {
+    out_ += std::string(2 * indent_, ' ') + fmt::format(f, std::forward<Args>(args)...) + "\n";
+  }
+  std::string fresh(const std::string& hint) { return identifier(hint) + std::to_string(next_id_++); }
+  std::string value_hint(ValueId v) const {
+    const std::string& n = k_.info(v).name;
+    return n.empty() ? "t" : n;
+  }
+  void open() { ++indent_, scopes_.emplace_back(); }
+  void close() { --indent_, scopes_.pop_back(); }
+  std::string* cached(const std::string& key) {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      auto f = it->find(key);
+      if (f != it->end())
+        return &f->second;
+    }
+    return nullptr;
+  }
+  void cache(const std::string& key, const std::string& name) { scopes_.back()[key] = name; }
+  void need_scratch(int64_t bytes) { scratch_bytes_ = std::max(scratch_bytes_, bytes); }
+  std::string scratch() const { return fmt::format("(kiln_smem + {})", plan_.tiles_bytes); }
+
+  // ---- layouts and coordinates ----
+  int layout_id(const Layout& l) {
+    std::string key = layout_key(l);
+    auto it = layout_ids_.find(key);
+    if (it != layout_ids_.end())
+      return it->second;
+    int id = static_cast<int>(layout_ids_.size());
+    layout_ids_[key] = id;
+    layout_decls_.push_back(fmt::format("// L{}: {}", id, l.str()));
+    for (int d = 0; d < l.rank(); ++d) {
+      std::string e = "0";
+      for (size_t b = 0; b < l.lane.size(); ++b)
+        if (l.lane[b][d])
+          e += fmt::format(" + ((kiln_lane >> {}) & 1) * {}", b, l.lane[b][d]);
+      for (size_t b = 0; b < l.warp.size(); ++b)
+        if (l.warp[b][d])
+          e += fmt::format(" + ((kiln_warp >> {}) & 1) * {}", b, l.warp[b][d]);
+      layout_decls_.push_back(fmt::format("const int L{}_t{} = {};", id, d, e));
+    }
+    return id;
+  }
+  // Coordinate of register `r` (a loop variable or constant) along dim d of layout l.
+  std::string coord(const Layout& l, int d, const std::string& r) {
+    std::string e = fmt::format("L{}_t{}", layout_id(l), d);
+    for (size_t b = 0; b < l.reg.size(); ++b)
+      if (l.reg[b][d])
+        e += fmt::format(" + (({} >> {}) & 1) * {}", r, b, l.reg[b][d]);
+    return "(" + e + ")";
+  }
+  // Row-major linear index of register r's element in a tile of `shape`.
+  std::string linear(const Layout& l, const Shape& shape, const std::string& r) {
+    std::string e = "0";
+    int64_t stride = 1;
+    for (int d = l.rank() - 1; d >= 0; --d) {
+      e = fmt::format("{} + {} * {}", e, coord(l, d, r), stride);
+      stride *= shape[d];
+    }
+    return "(" + e + ")";
+  }
+  void for_regs(int n, const std::string& var = "r") {
+    line("#pragma unroll");
+    line("for (int {0} = 0; {0} < {1}; ++{0}) {{", var, n);
+  }
+
+  // ---- values ----
+  std::string scalar(ValueId v) {
+    auto it = name_.find(v);
+    KILN_INTERNAL_CHECK(it != name_.end(), "scalar %{} has no name", v);
+    return it->second;
+  }
+  const Layout& layout_of(ValueId v) const { return plan_.layout.at(v); }
+  std::string regs(ValueId v, const Layout& want);
+  std::string materialize(ValueId v, const Layout& want);
+  std::string convert(const std::string& src, const Layout& from, const Layout& to, DType t, const Shape& from_shape);
+  std::string declare_regs(ValueId v, const Layout& l, const std::string& hint = "") {
+    std::string n = fresh(hint.empty() ? value_hint(v) : hint);
+    line("{} {}[{}];", ctype_of(k_.type(v)), n, l.num_regs());
+    return n;
+  }
+
+  // ---- ops ----
+  void emit_region(const Region& r);
+  void emit_op(const Op& op);
+  void emit_scalar_op(const Op& op);
+  void emit_elementwise(const Op& op);
+  void emit_broadcast(const Op& op);
+  void emit_reduce(const Op& op);
+  void emit_dot(const Op& op);
+  void emit_dot_mma(const Op& op, const std::string& d);
+  void emit_dot_fma(const Op& op, const std::string& d);
+  void emit_pointer_load(const Op& op);
+  void emit_pointer_store(const Op& op);
+  void emit_block_load(const Op& op);
+  void emit_block_store(const Op& op);
+  void emit_tile_issue(const SharedTile& tile, const std::string& bp, const std::string& stage);
+  void emit_for(const Op& op);
+  void emit_if(const Op& op);
+
+  // Shared-memory tile addressing.
+  std::string tile_base(const SharedTile& t) {
+    auto it = stage_var_.find(t.load);
+    return it != stage_var_.end() ? fmt::format("({} + {} * {})", t.offset, it->second, t.bytes_per_stage())
+                                  : std::to_string(t.offset);
+  }
+  bool is_pipelined(const SharedTile& t) const {
+    for (const auto& [loop, loads] : plan_.pipelined)
+      for (const Op* l : loads)
+        if (l == t.load)
+          return true;
+    return false;
+  }
+  std::string swizzled(const SharedTile& t, const std::string& row, const std::string& chunk) {
+    int cpr = static_cast<int>(t.cols * t.elem_bytes / 16);
+    if (!opt_.swizzle || cpr <= 1)
+      return chunk;
+    return fmt::format("kiln::swizzle_chunk<{}>({}, {})", cpr, row, chunk);
+  }
+  // Byte offset (from kiln_smem) of logical element (a, b) of a shared value.
+  std::string tile_elem(ValueId v, const std::string& a, const std::string& b) {
+    const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
+    int contig = plan_.transposed.at(v) ? 1 - t.contig_dim : t.contig_dim;
+    std::string row = contig == 1 ? a : b, col = contig == 1 ? b : a;
+    int per_chunk = 16 / t.elem_bytes;
+    return fmt::format("({} + ({}) * {} + {} * 16 + (({}) % {}) * {})", tile_base(t), row, t.cols * t.elem_bytes,
+                       swizzled(t, row, fmt::format("(({}) / {})", col, per_chunk)), col, per_chunk, t.elem_bytes);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+
+std::string Emitter::regs(ValueId v, const Layout& want) {
+  Placement p = plan_.where(v);
+  if (p == Placement::Flexible)
+    return materialize(v, want);
+  KILN_INTERNAL_CHECK(p == Placement::Registers, "%{} is not in registers", v);
+  const Layout& have = layout_of(v);
+  if (have.same_bases(want))
+    return name_.at(v);
+  std::string key = fmt::format("cvt:{}:{}", v, layout_key(want));
+  if (std::string* c = cached(key))
+    return *c;
+  std::string n = convert(name_.at(v), have, want, k_.type(v).elem, k_.type(v).shape);
+  cache(key, n);
+  return n;
+}
+
+// A layout conversion through shared memory: every thread writes what it holds at the element's
+// row-major position, then reads what the new layout gives it. Counted, since each costs two barriers.
+std::string Emitter::convert(const std::string& src, const Layout& from, const Layout& to, DType t,
+                             const Shape& from_shape) {
+  ++conversions_;
+  int64_t numel = 1;
+  for (int64_t d : to.shape)
+    numel *= d;
+  int bytes = t == DType::i1 ? 1 : dtype_bytes(t);
+  need_scratch(numel * bytes);
+  std::string n = fresh("cvt");
+  std::string ty = ctype(t);
+  line("// convert {} -> {} through shared memory", from.str(), to.str());
+  line("{} {}[{}];", ty, n, to.num_regs());
+  line("{{");
+  open();
+  line("{0}* kiln_x = reinterpret_cast<{0}*>({1});", ty, scratch());
+  line("__syncthreads();");
+  for_regs(from.num_regs());
+  line("  kiln_x[{}] = {}[r];", linear(from, from_shape, "r"), src);
+  line("}}");
+  line("__syncthreads();");
+  for_regs(to.num_regs());
+  line("  {}[r] = kiln_x[{}];", n, linear(to, to.shape, "r"));
+  line("}}");
+  line("__syncthreads();");
+  close();
+  line("}}");
+  return n;
+}
+
+// Flexible values are recomputed in whatever layout a user wants them, from element coordinates.
+std::string Emitter::materialize(ValueId v, const Layout& want) {
+  std::string key = fmt::format("mat:{}:{}", v, layout_key(want));
+  if (std::string* c = cached(key))
+    return *c;
+  const Op& op = *k_.info(v).def;
+  const Type& t = k_.type(v);
+  int R = want.num_regs();
+  std::string n;
+  auto operand = [&](ValueId x, const Layout& l) -> std::string {
+    return k_.type(x).shape.empty() ? scalar(x) + "" : regs(x, l) + "[r]";
+  };
+  switch (op.kind) {
+  case OpKind::Constant:
+    n = declare_regs(v, want, "c");
+    for_regs(R);
+    line("  {}[r] = {};", n, literal(op.f, t.elem));
+    line("}}");
+    break;
+  case OpKind::Arange:
+    n = declare_regs(v, want, "range");
+    for_regs(R);
+    line("  {}[r] = {} + {};", n, op.ints[0], coord(want, 0, "r"));
+    line("}}");
+    break;
+  case OpKind::ExpandDims: {
+    Layout inner = want;
+    inner.shape.erase(inner.shape.begin() + op.axis);
+    for (auto* bases : {&inner.reg, &inner.lane, &inner.warp})
+      for (Coord& c : *bases)
+        c.erase(c.begin() + op.axis);
+    return regs(op.operands[0], inner); // same registers, one dim fewer
+  }
+  case OpKind::Broadcast: {
+    ValueId x = op.operands[0];
+    if (k_.type(x).shape.empty()) {
+      n = declare_regs(v, want, "splat");
+      for_regs(R);
+      line("  {}[r] = {};", n, scalar(x));
+      line("}}");
+      break;
+    }
+    // The source seen through the same registers, with the broadcast dims' coordinates zeroed.
+    Layout src = want;
+    src.shape = k_.type(x).shape;
+    for (auto* bases : {&src.reg, &src.lane, &src.warp})
+      for (Coord& c : *bases)
+        for (size_t d = 0; d < c.size(); ++d)
+          if (src.shape[d] == 1)
+            c[d] = 0;
+    return regs(x, src);
+  }
+  case OpKind::Trans: return regs(op.operands[0], trans_layout(want));
+  case OpKind::Reshape: {
+    ValueId x = op.operands[0];
+    if (k_.type(x).shape.empty()) {
+      n = declare_regs(v, want, "splat");
+      for_regs(R);
+      line("  {}[r] = {};", n, scalar(x));
+      line("}}");
+      break;
+    }
+    Layout src = default_layout(k_.type(x).shape, k_.type(x).elem, plan_.num_warps);
+    n = convert(regs(x, src), src, want, t.elem, k_.type(x).shape);
+    break;
+  }
+  case OpKind::Unary:
+  case OpKind::Binary:
+  case OpKind::Cast:
+  case OpKind::Where:
+  case OpKind::AddPtr: {
+    std::vector<std::string> ins;
+    for (ValueId x : op.operands)
+      ins.push_back(operand(x, want));
+    n = declare_regs(v, want);
+    for_regs(R);
+    DType in_t = k_.type(op.operands[0]).elem;
+    std::string e;
+    if (op.kind == OpKind::Unary)
+      e = unary_expr(op.unary, ins[0], in_t);
+    else if (op.kind == OpKind::Binary)
+      e = binary_expr(op.binary, ins[0], ins[1], in_t);
+    else if (op.kind == OpKind::Cast)
+      e = fmt::format("kiln::cvt<{}>({})", ctype(t.elem), ins[0]);
+    else if (op.kind == OpKind::Where)
+      e = fmt::format("({} ? {} : {})", ins[0], ins[1], ins[2]);
+    else
+      e = fmt::format("({} + {})", ins[0], ins[1]);
+    line("  {}[r] = {};", n, e);
+    line("}}");
+    break;
+  }
+  default: throw InternalError(fmt::format("cannot materialize {}", op_name(op.kind)));
+  }
+  cache(key, n);
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void Emitter::emit_region(const Region& r) {
+  for (const auto& op : r.ops)
+    if (op->kind != OpKind::Yield)
+      emit_op(*op);
+}
+
+void Emitter::emit_op(const Op& op) {
+  if (op.kind == OpKind::For)
+    return emit_for(op);
+  if (op.kind == OpKind::If)
+    return emit_if(op);
+  ValueId r = op.result();
+  if (r != kNoValue) {
+    Placement p = plan_.where(r);
+    if (p == Placement::Flexible)
+      return; // computed at its uses
+    if (p == Placement::Scalar || p == Placement::BlockPtr)
+      return emit_scalar_op(op);
+  }
+  line("// {} {}", op_name(op.kind), op.loc.str());
+  switch (op.kind) {
+  case OpKind::Unary:
+  case OpKind::Binary:
+  case OpKind::Cast:
+  case OpKind::Where:
+  case OpKind::AddPtr: return emit_elementwise(op);
+  case OpKind::Broadcast: return emit_broadcast(op);
+  case OpKind::ExpandDims:
+  case OpKind::Trans:
+    if (plan_.where(r) == Placement::Shared)
+      return;
+    name_[r] = regs(op.operands[0], op.kind == OpKind::Trans ? trans_layout(layout_of(r)) : [&] {
+      Layout inner = layout_of(r);
+      inner.shape.erase(inner.shape.begin() + op.axis);
+      for (auto* bases : {&inner.reg, &inner.lane, &inner.warp})
+        for (Coord& c : *bases)
+          c.erase(c.begin() + op.axis);
+      return inner;
+    }());
+    return;
+  case OpKind::Reshape: {
+    ValueId x = op.operands[0];
+    const Layout& want = layout_of(r);
+    std::string src = regs(x, plan_.where(x) == Placement::Flexible ? default_layout(k_.type(x).shape, k_.type(x).elem, plan_.num_warps) : layout_of(x));
+    const Layout& from = plan_.where(x) == Placement::Flexible ? default_layout(k_.type(x).shape, k_.type(x).elem, plan_.num_warps) : layout_of(x);
+    name_[r] = convert(src, from, want, k_.type(r).elem, k_.type(x).shape);
+    return;
+  }
+  case OpKind::Reduce:
+  case OpKind::ArgMax: return emit_reduce(op);
+  case OpKind::Dot: return emit_dot(op);
+  case OpKind::Load: return emit_pointer_load(op);
+  case OpKind::Store:
+  case OpKind::AtomicAdd: return emit_pointer_store(op);
+  case OpKind::LoadBlock: return emit_block_load(op);
+  case OpKind::StoreBlock: return emit_block_store(op);
+  case OpKind::Constant:
+  case OpKind::Arange: name_[r] = materialize(r, layout_of(r)); return;
+  default: throw InternalError(fmt::format("emit_cuda: unhandled {}", op_name(op.kind)));
+  }
+}
+
+void Emitter::emit_scalar_op(const Op& op) {
+  ValueId r = op.result();
+  const Type& t = k_.type(r);
+  std::string n = fresh(value_hint(r));
+  name_[r] = n;
+  auto s = [&](int i) { return scalar(op.operands[i]); };
+  std::string ty = t.is_block_ptr() ? "auto" : "const " + ctype_of(t);
+  switch (op.kind) {
+  case OpKind::Constant: line("{} {} = {};", ty, n, literal(op.f, t.elem)); return;
+  case OpKind::ProgramId: line("{} {} = (int)blockIdx.{};", ty, n, "xyz"[op.axis]); return;
+  case OpKind::NumPrograms: line("{} {} = (int)gridDim.{};", ty, n, "xyz"[op.axis]); return;
+  case OpKind::Unary: line("{} {} = {};", ty, n, unary_expr(op.unary, s(0), k_.type(op.operands[0]).elem)); return;
+  case OpKind::Binary:
+    line("{} {} = {};", ty, n, binary_expr(op.binary, s(0), s(1), k_.type(op.operands[0]).elem));
+    return;
+  case OpKind::Cast: line("{} {} = kiln::cvt<{}>({});", ty, n, ctype(t.elem), s(0)); return;
+  case OpKind::Where: line("{} {} = {} ? {} : {};", ty, n, s(0), s(1), s(2)); return;
+  case OpKind::AddPtr: line("{} {} = {} + {};", ty, n, s(0), s(1)); return;
+  case OpKind::Reshape:
+  case OpKind::Broadcast: line("{} {} = {};", ty, n, s(0)); return;
+  case OpKind::Load:
+    if (op.has_mask)
+      line("{} {} = {} ? *{} : {};", ty, n, s(1), s(0), s(2));
+    else
+      line("{} {} = *{};", ty, n, s(0));
+    return;
+  case OpKind::MakeBlockPtr: {
+    int rank = t.rank();
+    auto list = [&](int from) {
+      std::string l;
+      for (int d = 0; d < rank; ++d)
+        l += (d ? ", " : "") + fmt::format("(long long)({})", s(from + d));
+      return l;
+    };
+    line("kiln::BlockPtr<{}, {}> {} = {{{}, {{{}}}, {{{}}}, {{{}}}}};", ctype(t.elem), rank, n, s(0), list(1),
+         list(1 + rank), list(1 + 2 * rank));
+    return;
+  }
+  case OpKind::Advance: {
+    std::string d;
+    for (size_t i = 1; i < op.operands.size(); ++i)
+      d += (i > 1 ? ", " : "") + fmt::format("(long long)({})", s(static_cast<int>(i)));
+    line("auto {} = {}.advanced({{{}}});", n, s(0), d);
+    return;
+  }
+  case OpKind::Reduce:
+  case OpKind::ArgMax: {
+    name_.erase(r);
+    emit_reduce(op);
+    return;
+  }
+  case OpKind::AtomicAdd:
+    line("{} {} = kiln::atomic_add({}, {});", ty, n, s(0), s(1));
+    return;
+  default: throw InternalError(fmt::format("emit_cuda: unhandled scalar {}", op_name(op.kind)));
+  }
+}
+
+void Emitter::emit_elementwise(const Op& op) {
+  ValueId r = op.result();
+  const Layout& L = layout_of(r);
+  std::vector<std::string> ins;
+  for (ValueId x : op.operands)
+    ins.push_back(k_.type(x).shape.empty() ? scalar(x) : regs(x, L) + "[r]");
+  std::string n = declare_regs(r, L);
+  name_[r] = n;
+  DType in_t = k_.type(op.operands[0]).elem;
+  std::string e;
+  switch (op.kind) {
+  case OpKind::Unary: e = unary_expr(op.unary, ins[0], in_t); break;
+  case OpKind::Binary: e = binary_expr(op.binary, ins[0], ins[1], in_t); break;
+  case OpKind::Cast: e = fmt::format("kiln::cvt<{}>({})", ctype(k_.type(r).elem), ins[0]); break;
+  case OpKind::Where: e = fmt::format("({} ? {} : {})", ins[0], ins[1], ins[2]); break;
+  default: e = fmt::format("({} + {})", ins[0], ins[1]); break;
+  }
+  for_regs(L.num_regs());
+  line("  {}[r] = {};", n, e);
+  line("}}");
+}
+
+void Emitter::emit_broadcast(const Op& op) {
+  ValueId r = op.result(), x = op.operands[0];
+  const Layout& L = layout_of(r);
+  std::string n = declare_regs(r, L);
+  name_[r] = n;
+  if (k_.type(x).shape.empty()) {
+    for_regs(L.num_regs());
+    line("  {}[r] = {};", n, scalar(x));
+    line("}}");
+    return;
+  }
+  Layout src = collapse_layout(L, k_.type(x).shape);
+  std::string xs = regs(x, src);
+  std::vector<int> map = broadcast_register_map(src, L);
+  KILN_INTERNAL_CHECK(!map.empty(), "broadcast map");
+  std::string m = fresh("bmap");
+  line("constexpr int {}[{}] = {{{}}};", m, map.size(), fmt::join(map, ", "));
+  for_regs(L.num_regs());
+  line("  {}[r] = {}[{}[r]];", n, xs, m);
+  line("}}");
+}
+
+// Reduction along one dim: registers within a thread, then lanes by xor-shuffles, then warps through
+// shared memory. Every thread ends with the result for the elements its slice layout gives it.
+void Emitter::emit_reduce(const Op& op) {
+  ValueId r = op.result(), x = op.operands[0];
+  const Type& xt = k_.type(x);
+  const Layout& in = plan_.where(x) == Placement::Registers ? layout_of(x) : default_layout(xt.shape, xt.elem, plan_.num_warps);
+  std::string xs = regs(x, in);
+  Layout out = slice_layout(in, op.axis);
+  ReductionPlan rp = reduction_plan(in, op.axis);
+  bool arg = op.kind == OpKind::ArgMax;
+  DType t = xt.elem;
+  std::string ty = ctype(t);
+  std::string n = fresh(value_hint(r));
+  std::string idx = n + "_i";
+  int RO = out.num_regs();
+  // Map each input register to its output register: drop the register bits along the axis.
+  std::vector<int> omap(in.num_regs());
+  for (int ri = 0; ri < in.num_regs(); ++ri) {
+    int o = 0, ob = 0;
+    for (size_t b = 0; b < in.reg.size(); ++b) {
+      bool along = std::find(rp.reg_bits.begin(), rp.reg_bits.end(), static_cast<int>(b)) != rp.reg_bits.end();
+      bool zero_elsewhere = true;
+      for (int d = 0; d < in.rank(); ++d)
+        if (d != op.axis && in.reg[b][d])
+          zero_elsewhere = false;
+      if (along)
+        continue;
+      if (zero_elsewhere && in.reg[b][op.axis] == 0)
+        continue; // a replica bit: same element
+      if (ri >> b & 1)
+        o |= 1 << ob;
+      ++ob;
+    }
+    omap[ri] = o;
+  }
+  std::string m = fresh("rmap");
+  line("// {} {} along axis {}", arg ? "argmax" : reduce_name(op.reduce), op.loc.str(), op.axis);
+  line("constexpr int {}[{}] = {{{}}};", m, omap.size(), fmt::join(omap, ", "));
+  line("{} {}[{}];", ty, n, RO);
+  if (arg)
+    line("int {}[{}];", idx, RO);
+  for_regs(RO);
+  line("  {}[r] = {};", n, reduce_identity(arg ? ReduceOp::Max : op.reduce, t));
+  if (arg)
+    line("  {}[r] = 0x7fffffff;", idx);
+  line("}}");
+  for_regs(in.num_regs());
+  if (arg) {
+    line("  int kiln_j = {};", coord(in, op.axis, "r"));
+    line("  {0} kiln_v = {1}[r]; {0} kiln_b = {2}[{3}[r]];", ty, xs, n, m);
+    line("  if (kiln::cvt<float>(kiln_v) > kiln::cvt<float>(kiln_b) || (kiln::cvt<float>(kiln_v) == kiln::cvt<float>(kiln_b) && kiln_j < {0}[{1}[r]])) {{ {2}[{1}[r]] = kiln_v; {0}[{1}[r]] = kiln_j; }}", idx, m, n);
+  } else {
+    line("  {0}[{1}[r]] = {2};", n, m, reduce_combine(op.reduce, n + "[" + m + "[r]]", xs + "[r]", t));
+  }
+  line("}}");
+  for (int b : rp.lane_bits) {
+    for_regs(RO);
+    if (arg) {
+      line("  {0} kiln_v = kiln::shfl_xor({1}[r], {2}); int kiln_j = kiln::shfl_xor({3}[r], {2});", ty, n, 1 << b, idx);
+      line("  if (kiln::cvt<float>(kiln_v) > kiln::cvt<float>({0}[r]) || (kiln::cvt<float>(kiln_v) == kiln::cvt<float>({0}[r]) && kiln_j < {1}[r])) {{ {0}[r] = kiln_v; {1}[r] = kiln_j; }}", n, idx);
+    } else {
+      line("  {0}[r] = {1};", n, reduce_combine(op.reduce, n + "[r]", fmt::format("kiln::shfl_xor({}[r], {})", n, 1 << b), t));
+    }
+    line("}}");
+  }
+  if (!rp.warp_bits.empty()) {
+    int64_t numel = 1;
+    for (int64_t d : out.shape)
+      numel *= d;
+    int W = 1 << rp.warp_bits.size();
+    int eb = std::max(4, dtype_bytes(t));
+    need_scratch(W * numel * (eb + (arg ? 4 : 0)));
+    std::string wd = "0";
+    for (size_t i = 0; i < rp.warp_bits.size(); ++i)
+      wd += fmt::format(" + ((kiln_warp >> {}) & 1) * {}", rp.warp_bits[i], 1 << i);
+    line("{{");
+    open();
+    line("{0}* kiln_x = reinterpret_cast<{0}*>({1});", ty, scratch());
+    line("int* kiln_xi = reinterpret_cast<int*>({} + {});", scratch(), W * numel * eb);
+    line("const int kiln_wd = {};", wd);
+    line("__syncthreads();");
+    for_regs(RO);
+    line("  kiln_x[kiln_wd * {} + {}] = {}[r];", numel, linear(out, out.shape, "r"), n);
+    if (arg)
+      line("  kiln_xi[kiln_wd * {} + {}] = {}[r];", numel, linear(out, out.shape, "r"), idx);
+    line("}}");
+    line("__syncthreads();");
+    for_regs(RO);
+    line("  {}[r] = kiln_x[{}];", n, linear(out, out.shape, "r"));
+    if (arg)
+      line("  {}[r] = kiln_xi[{}];", idx, linear(out, out.shape, "r"));
+    line("  for (int w = 1; w < {}; ++w) {{", W);
+    line("    {0} kiln_v = kiln_x[w * {1} + {2}];", ty, numel, linear(out, out.shape, "r"));
+    if (arg) {
+      line("    int kiln_j = kiln_xi[w * {} + {}];", numel, linear(out, out.shape, "r"));
+      line("    if (kiln::cvt<float>(kiln_v) > kiln::cvt<float>({0}[r]) || (kiln::cvt<float>(kiln_v) == kiln::cvt<float>({0}[r]) && kiln_j < {1}[r])) {{ {0}[r] = kiln_v; {1}[r] = kiln_j; }}", n, idx);
+    } else {
+      line("    {}[r] = {};", n, reduce_combine(op.reduce, n + "[r]", "kiln_v", t));
+    }
+    line("  }}");
+    line("}}");
+    line("__syncthreads();");
+    close();
+    line("}}");
+  }
+  std::string result = arg ? idx : n;
+  if (plan_.where(r) == Placement::Scalar) {
+    std::string s = fresh(value_hint(r));
+    line("const {} {} = {}[0];", ctype(k_.type(r).elem), s, result);
+    name_[r] = s;
+    return;
+  }
+  const Layout& want = layout_of(r);
+  Layout have = op.keepdims ? expand_layout(out, op.axis) : out;
+  KILN_INTERNAL_CHECK(have.same_bases(want), "reduce result layout");
+  name_[r] = result;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void Emitter::emit_dot(const Op& op) {
+  ValueId r = op.result();
+  const Layout& L = layout_of(r);
+  std::string acc = regs(op.operands[2], L);
+  std::string d = declare_regs(r, L, "acc");
+  name_[r] = d;
+  for_regs(L.num_regs());
+  line("  {}[r] = {}[r];", d, acc);
+  line("}}");
+  DType in = k_.type(op.operands[0]).elem;
+  bool mma = opt_.tensor_cores && (is_half(in) || (in == DType::f32 && op.tf32)) && L.kind == "mma";
+  if (mma)
+    emit_dot_mma(op, d);
+  else
+    emit_dot_fma(op, d);
+}
+
+void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
+  ValueId a = op.operands[0], b = op.operands[1];
+  const Shape& as = k_.type(a).shape;
+  const Shape& bs = k_.type(b).shape;
+  int64_t M = as[0], K = as[1], N = bs[1];
+  DType in = k_.type(a).elem;
+  bool tf32 = in == DType::f32;
+  int kinst = tf32 ? 8 : 16;
+  int wm = plan_.warps_m, wn = plan_.warps_n;
+  int64_t WM = M / wm, WN = N / wn, MT = WM / 16, NT = WN / 8, KT = K / kinst;
+  line("// mma.m16n8k{}: ({}, {}) x ({}, {}) over {}x{} warps, {}x{} fragments per warp", kinst, M, K, K, N, wm, wn,
+       MT, NT);
+  bool a_smem = plan_.where(a) == Placement::Shared, b_smem = plan_.where(b) == Placement::Shared;
+  std::string ar = a_smem ? "" : regs(a, mma_a_layout(M, K, wm, wn, kinst));
+  std::string br = b_smem ? "" : regs(b, mma_b_layout(K, N, wm, wn, kinst));
+  std::string mma_fn = tf32 ? "kiln::mma_m16n8k8_tf32" : in == DType::f16 ? "kiln::mma_m16n8k16_f16" : "kiln::mma_m16n8k16_bf16";
+  std::string pack = in == DType::bf16 ? "kiln::pack2" : "kiln::pack2";
+  line("{{");
+  open();
+  line("const int kiln_wm = (kiln_warp % {}) * {};", wm, WM);
+  line("const int kiln_wn = (kiln_warp / {}) * {};", wm, WN);
+  line("#pragma unroll");
+  line("for (int kt = 0; kt < {}; ++kt) {{", KT);
+  open();
+  line("kiln::u32 fa[{}][4];", MT);
+  line("kiln::u32 fb[{}][2];", NT);
+  // A fragments.
+  if (a_smem) {
+    const SharedTile& t = plan_.tiles[plan_.tile_of.at(a)];
+    int contig = plan_.transposed.at(a) ? 1 - t.contig_dim : t.contig_dim;
+    line("#pragma unroll");
+    line("for (int mt = 0; mt < {}; ++mt) {{", MT);
+    if (contig == 1) { // K contiguous: rows are m
+      line("  const int row = kiln_wm + mt * 16 + (kiln_lane % 16);");
+      line("  const int chunk = kt * {} + kiln_lane / 16;", kinst * t.elem_bytes / 16);
+      line("  kiln::ldmatrix_x4(kiln::smem_u32(kiln_smem + {} + row * {} + {} * 16), fa[mt]);", tile_base(t),
+           t.cols * t.elem_bytes, swizzled(t, "row", "chunk"));
+    } else if (!tf32) { // M contiguous: rows are k
+      line("  const int row = kt * 16 + (kiln_lane % 8) + ((kiln_lane / 8) / 2) * 8;");
+      line("  const int chunk = (kiln_wm + mt * 16) / 8 + (kiln_lane / 8) % 2;");
+      line("  kiln::ldmatrix_x4_trans(kiln::smem_u32(kiln_smem + {} + row * {} + {} * 16), fa[mt]);", tile_base(t),
+           t.cols * t.elem_bytes, swizzled(t, "row", "chunk"));
+    } else {
+      line("  const int g = kiln_lane / 4, q = kiln_lane % 4, m0 = kiln_wm + mt * 16, k0 = kt * 8;");
+      for (int i = 0; i < 4; ++i)
+        line("  fa[mt][{}] = kiln::to_tf32(*reinterpret_cast<const float*>(kiln_smem + {}));", i,
+             tile_elem(a, fmt::format("m0 + g + {}", (i % 2) * 8), fmt::format("k0 + q + {}", (i / 2) * 4)));
+    }
+    line("}}");
+  } else {
+    line("#pragma unroll");
+    line("for (int mt = 0; mt < {}; ++mt) {{", MT);
+    if (tf32) {
+      for (int i = 0; i < 4; ++i)
+        line("  fa[mt][{0}] = kiln::to_tf32({1}[4 * (kt + {2} * mt) + {0}]);", i, ar, KT);
+    } else {
+      for (int i = 0; i < 4; ++i)
+        line("  fa[mt][{0}] = {1}({2}[8 * (kt + {3} * mt) + {4}], {2}[8 * (kt + {3} * mt) + {5}]);", i, pack, ar, KT,
+             2 * i, 2 * i + 1);
+    }
+    line("}}");
+  }
+  // B fragments.
+  if (b_smem) {
+    const SharedTile& t = plan_.tiles[plan_.tile_of.at(b)];
+    int contig = plan_.transposed.at(b) ? 1 - t.contig_dim : t.contig_dim;
+    std::string addr = fmt::format("kiln::smem_u32(kiln_smem + {} + row * {} + {} * 16)", tile_base(t),
+                                   t.cols * t.elem_bytes, swizzled(t, "row", "chunk"));
+    if (contig == 0 || tf32) {
+      if (contig == 0 && NT % 2 == 0) { // K contiguous: rows are n; x4 covers two n-tiles
+        line("#pragma unroll");
+        line("for (int nt = 0; nt < {}; nt += 2) {{", NT);
+        line("  const int row = kiln_wn + nt * 8 + (kiln_lane % 8) + (kiln_lane / 16) * 8;");
+        line("  const int chunk = kt * {} + (kiln_lane / 8) % 2;", kinst * t.elem_bytes / 16);
+        line("  kiln::u32 q[4];");
+        line("  kiln::ldmatrix_x4({}, q);", addr);
+        line("  fb[nt][0] = q[0]; fb[nt][1] = q[1]; fb[nt + 1][0] = q[2]; fb[nt + 1][1] = q[3];");
+        line("}}");
+      } else if (contig == 0) {
+        line("#pragma unroll");
+        line("for (int nt = 0; nt < {}; ++nt) {{", NT);
+        line("  const int row = kiln_wn + nt * 8 + (kiln_lane % 8);");
+        line("  const int chunk = kt * {} + (kiln_lane / 8) % 2;", kinst * t.elem_bytes / 16);
+        line("  kiln::ldmatrix_x2({}, fb[nt]);", addr);
+        line("}}");
+      } else { // tf32 with N contiguous: plain shared loads
+        line("#pragma unroll");
+        line("for (int nt = 0; nt < {}; ++nt) {{", NT);
+        line("  const int g = kiln_lane / 4, q = kiln_lane % 4, n0 = kiln_wn + nt * 8, k0 = kt * 8;");
+        for (int i = 0; i < 2; ++i)
+          line("  fb[nt][{}] = kiln::to_tf32(*reinterpret_cast<const float*>(kiln_smem + {}));", i,
+               tile_elem(b, fmt::format("k0 + q + {}", i * 4), "n0 + g"));
+        line("}}");
+      }
+    } else { // N contiguous: rows are k, transposed loads
+      if (NT % 2 == 0) {
+        line("#pragma unroll");
+        line("for (int nt = 0; nt < {}; nt += 2) {{", NT);
+        line("  const int row = kt * 16 + (kiln_lane % 8) + ((kiln_lane / 8) % 2) * 8;");
+        line("  const int chunk = (kiln_wn + nt * 8) / 8 + kiln_lane / 16;");
+        line("  kiln::u32 q[4];");
+        line("  kiln::ldmatrix_x4_trans({}, q);", addr);
+        line("  fb[nt][0] = q[0]; fb[nt][1] = q[1]; fb[nt + 1][0] = q[2]; fb[nt + 1][1] = q[3];");
+        line("}}");
+      } else {
+        line("#pragma unroll");
+        line("for (int nt = 0; nt < {}; ++nt) {{", NT);
+        line("  const int row = kt * 16 + (kiln_lane % 8) + ((kiln_lane / 8) % 2) * 8;");
+        line("  const int chunk = (kiln_wn + nt * 8) / 8;");
+        line("  kiln::ldmatrix_x2_trans({}, fb[nt]);", addr);
+        line("}}");
+      }
+    }
+  } else {
+    line("#pragma unroll");
+    line("for (int nt = 0; nt < {}; ++nt) {{", NT);
+    if (tf32) {
+      for (int i = 0; i < 2; ++i)
+        line("  fb[nt][{0}] = kiln::to_tf32({1}[2 * (kt + {2} * nt) + {0}]);", i, br, KT);
+    } else {
+      for (int i = 0; i < 2; ++i)
+        line("  fb[nt][{0}] = {1}({2}[4 * (kt + {3} * nt) + {4}], {2}[4 * (kt + {3} * nt) + {5}]);", i, pack, br, KT,
+             2 * i, 2 * i + 1);
+    }
+    line("}}");
+  }
+  line("#pragma unroll");
+  line("for (int mt = 0; mt < {}; ++mt) {{", MT);
+  line("  #pragma unroll");
+  line("  for (int nt = 0; nt < {}; ++nt) {{", NT);
+  line("    {}(*reinterpret_cast<float(*)[4]>(&{}[4 * (nt + {} * mt)]), fa[mt], fb[nt]);", mma_fn, d, NT);
+  line("  }}");
+  line("}}");
+  close();
+  line("}}");
+  close();
+  line("}}");
+}
+
+// Exact f32/f64 (and f16 without tensor cores): each thread accumulates its own elements from
+// shared memory. Register operands are staged to shared memory first.
+void Emitter::emit_dot_fma(const Op& op, const std::string& d) {
+  ValueId r = op.result();
+  const Layout& L = layout_of(r);
+  ValueId a = op.operands[0], b = op.operands[1];
+  int64_t K = k_.type(a).shape[1];
+  DType in = k_.type(a).elem;
+  std::string acc_t = ctype(k_.type(r).elem);
+  auto reader = [&](ValueId v, int which) -> std::function<std::string(const std::string&, const std::string&)> {
+    if (plan_.where(v) == Placement::Shared) {
+      return [this, v, in](const std::string& i, const std::string& j) {
+        return fmt::format("kiln::cvt<float>(*reinterpret_cast<const {}*>(kiln_smem + {}))", ctype(in), tile_elem(v, i, j));
+      };
+    }
+    // Stage into scratch, row-major; `which` keeps A and B apart.
+    const Type& t = k_.type(v);
+    Layout have = plan_.where(v) == Placement::Registers ? layout_of(v) : default_layout(t.shape, t.elem, plan_.num_warps);
+    std::string src = regs(v, have);
+    int64_t offset = which == 0 ? 0 : k_.type(a).numel() * dtype_bytes(in);
+    need_scratch(k_.type(a).numel() * dtype_bytes(in) + k_.type(b).numel() * dtype_bytes(in));
+    line("__syncthreads();");
+    for_regs(have.num_regs());
+    line("  reinterpret_cast<{}*>({} + {})[{}] = {}[r];", ctype(in), scratch(), offset, linear(have, t.shape, "r"), src);
+    line("}}");
+    line("__syncthreads();");
+    int64_t cols = t.shape[1];
+    std::string base = fmt::format("reinterpret_cast<const {}*>({} + {})", ctype(in), scratch(), offset);
+    return [base, cols](const std::string& i, const std::string& j) {
+      return fmt::format("kiln::cvt<float>({}[({}) * {} + ({})])", base, i, cols, j);
+    };
+  };
+  auto ra = reader(a, 0);
+  auto rb = reader(b, 1);
+  if (in == DType::f64) {
+    ra = [ra](const std::string& i, const std::string& j) {
+      std::string e = ra(i, j);
+      return e.replace(0, std::string("kiln::cvt<float>(").size(), "kiln::cvt<double>(");
+    };
+    rb = [rb](const std::string& i, const std::string& j) {
+      std::string e = rb(i, j);
+      return e.replace(0, std::string("kiln::cvt<float>(").size(), "kiln::cvt<double>(");
+    };
+  }
+  line("// dot by fused multiply-add ({} accumulation)", acc_t);
+  for_regs(L.num_regs());
+  line("  const int i = {}, j = {};", coord(L, 0, "r"), coord(L, 1, "r"));
+  line("  {} s = {}[r];", acc_t, d);
+  line("  #pragma unroll 8");
+  line("  for (int kk = 0; kk < {}; ++kk) s = {}({}, {}, s);", K, in == DType::f64 ? "fma" : "fmaf", ra("i", "kk"),
+       rb("kk", "j"));
+  line("  {}[r] = s;", d);
+  line("}}");
+  if (plan_.where(a) != Placement::Shared || plan_.where(b) != Placement::Shared)
+    line("__syncthreads();");
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void Emitter::emit_pointer_load(const Op& op) {
+  ValueId r = op.result();
+  const Layout& L = layout_of(r);
+  std::string p = regs(op.operands[0], L);
+  std::string m = op.has_mask ? regs(op.operands[1], L) : "";
+  std::string o = op.has_mask ? regs(op.operands[2], L) : "";
+  std::string n = declare_regs(r, L);
+  name_[r] = n;
+  for_regs(L.num_regs());
+  if (op.has_mask)
+    line("  {0}[r] = {1}[r] ? *{2}[r] : {3}[r];", n, m, p, o);
+  else
+    line("  {}[r] = *{}[r];", n, p);
+  line("}}");
+}
+
+void Emitter::emit_pointer_store(const Op& op) {
+  ValueId v = op.operands[1];
+  const Layout& L = plan_.where(v) == Placement::Registers ? layout_of(v)
+                    : op.kind == OpKind::AtomicAdd      ? layout_of(op.result())
+                                                        : default_layout(k_.type(v).shape, k_.type(v).elem, plan_.num_warps);
+  std::string p = regs(op.operands[0], L);
+  std::string x = regs(v, L);
+  std::string m = op.has_mask ? regs(op.operands[2], L) : "";
+  // Replicated lanes and registers hold the same element; one of them writes it.
+  std::string owner = "true";
+  for (size_t b = 0; b < L.lane.size(); ++b)
+    if (std::all_of(L.lane[b].begin(), L.lane[b].end(), [](int64_t c) { return c == 0; }))
+      owner += fmt::format(" && ((kiln_lane >> {}) & 1) == 0", b);
+  for (size_t b = 0; b < L.warp.size(); ++b)
+    if (std::all_of(L.warp[b].begin(), L.warp[b].end(), [](int64_t c) { return c == 0; }))
+      owner += fmt::format(" && ((kiln_warp >> {}) & 1) == 0", b);
+  std::string result;
+  if (op.kind == OpKind::AtomicAdd) {
+    result = declare_regs(op.result(), L);
+    name_[op.result()] = result;
+  }
+  line("if ({}) {{", owner);
+  open();
+  for_regs(L.num_regs());
+  std::string guard = op.has_mask ? m + "[r]" : "true";
+  if (op.kind == OpKind::AtomicAdd)
+    line("  if ({}) {}[r] = kiln::atomic_add({}[r], {}[r]);", guard, result, p, x);
+  else
+    line("  if ({}) *{}[r] = {}[r];", guard, p, x);
+  line("}}");
+  close();
+  line("}}");
+}
+
+// A block-pointer load: into shared memory (a dot operand: cp.async, maybe pipelined) or registers.
+void Emitter::emit_block_load(const Op& op) {
+  ValueId r = op.result();
+  std::string bp = scalar(op.operands[0]);
+  const Type& bt = k_.type(op.operands[0]);
+  if (plan_.where(r) == Placement::Shared) {
+    const SharedTile& t = plan_.tiles[plan_.tile_of.at(r)];
+    if (is_pipelined(t)) { // issued ahead by emit_for; the first load of the loop waits for the stage
+      for (const auto& [loop, loads] : plan_.pipelined)
+        if (loads.front() == &op) {
+          line("kiln::cp_async_wait<{}>();", t.stages - 2);
+          line("__syncthreads();");
+        }
+      return;
+    }
+    line("__syncthreads(); // the tile's previous readers are done");
+    emit_tile_issue(t, bp, "0");
+    line("kiln::cp_async_commit();");
+    line("kiln::cp_async_wait_all();");
+    line("__syncthreads();");
+    return;
+  }
+  const Layout& L = layout_of(r);
+  std::string n = declare_regs(r, L);
+  name_[r] = n;
+  std::string pad = op.padding == Padding::NaN ? literal(NAN, bt.elem) : literal(0, bt.elem);
+  for_regs(L.num_regs());
+  std::string ok = "true", addr = "0";
+  for (int d = 0; d < bt.rank(); ++d) {
+    line("  const long long c{} = {}.off[{}] + {};", d, bp, d, coord(L, d, "r"));
+    if (std::find(op.ints.begin(), op.ints.end(), d) != op.ints.end())
+      ok += fmt::format(" && c{0} >= 0 && c{0} < {1}.shape[{0}]", d, bp);
+    addr += fmt::format(" + c{0} * {1}.stride[{0}]", d, bp);
+  }
+  line("  {}[r] = ({}) ? {}.base[{}] : {};", n, ok, bp, addr, pad);
+  line("}}");
+}
+
+void Emitter::emit_block_store(const Op& op) {
+  std::string bp = scalar(op.operands[0]);
+  const Type& bt = k_.type(op.operands[0]);
+  ValueId v = op.operands[1];
+  const Layout& L = plan_.where(v) == Placement::Registers ? layout_of(v) : default_layout(k_.type(v).shape, k_.type(v).elem, plan_.num_warps);
+  std::string x = regs(v, L);
+  std::string owner = "true";
+  for (size_t b = 0; b < L.lane.size(); ++b)
+    if (std::all_of(L.lane[b].begin(), L.lane[b].end(), [](int64_t c) { return c == 0; }))
+      owner += fmt::format(" && ((kiln_lane >> {}) & 1) == 0", b);
+  for (size_t b = 0; b < L.warp.size(); ++b)
+    if (std::all_of(L.warp[b].begin(), L.warp[b].end(), [](int64_t c) { return c == 0; }))
+      owner += fmt::format(" && ((kiln_warp >> {}) & 1) == 0", b);
+  line("if ({}) {{", owner);
+  open();
+  for_regs(L.num_regs());
+  std::string ok = "true", addr = "0";
+  for (int d = 0; d < bt.rank(); ++d) {
+    line("  const long long c{} = {}.off[{}] + {};", d, bp, d, coord(L, d, "r"));
+    if (std::find(op.ints.begin(), op.ints.end(), d) != op.ints.end())
+      ok += fmt::format(" && c{0} >= 0 && c{0} < {1}.shape[{0}]", d, bp);
+    addr += fmt::format(" + c{0} * {1}.stride[{0}]", d, bp);
+  }
+  line("  if ({}) {}.base[{}] = {}[r];", ok, bp, addr, x);
+  line("}}");
+  close();
+  line("}}");
+}
+
+// Copies a block into a shared tile (stage `stage` of its ring): 16-byte cp.async chunks with zero
+// fill outside the boundary when the block is aligned, element by element otherwise.
+void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const std::string& stage) {
+  const Op& op = *t.load;
+  int cdim = t.contig_dim, sdim = 1 - cdim;
+  int per_chunk = 16 / t.elem_bytes;
+  int64_t cpr = t.cols / per_chunk, chunks = t.rows * cpr;
+  bool check_c = std::find(op.ints.begin(), op.ints.end(), cdim) != op.ints.end();
+  bool check_s = std::find(op.ints.begin(), op.ints.end(), sdim) != op.ints.end();
+  std::string base = fmt::format("({} + ({}) * {})", t.offset, stage, t.bytes_per_stage());
+  std::string ty = ctype(k_.type(op.result()).elem);
+  line("{{ // {} -> shared [{} x {}] {}", op.loc.str(), t.rows, t.cols, ty);
+  open();
+  line("const bool kiln_fast = {0}.stride[{1}] == 1 && (reinterpret_cast<unsigned long long>({0}.base) % 16) == 0 && "
+       "{0}.stride[{2}] % {3} == 0 && {0}.off[{1}] % {3} == 0{4};",
+       bp, cdim, sdim, per_chunk, check_c ? fmt::format(" && {}.shape[{}] % {} == 0", bp, cdim, per_chunk) : "");
+  if (opt_.async_copy) {
+    line("if (kiln_fast) {{");
+    open();
+    line("#pragma unroll");
+    line("for (int i = 0; i < {}; ++i) {{", (chunks + threads_ - 1) / threads_);
+    line("  const int c = threadIdx.x + i * {};", threads_);
+    if (chunks % threads_)
+      line("  if (c >= {}) break;", chunks);
+    line("  const int row = c / {}, chunk = c % {};", cpr, cpr);
+    line("  const long long gs = {}.off[{}] + row, gc = {}.off[{}] + chunk * {};", bp, sdim, bp, cdim, per_chunk);
+    std::string ok = "true";
+    if (check_s)
+      ok += fmt::format(" && gs >= 0 && gs < {}.shape[{}]", bp, sdim);
+    if (check_c)
+      ok += fmt::format(" && gc >= 0 && gc < {}.shape[{}]", bp, cdim);
+    line("  const bool ok = {};", ok);
+    line("  const {}* src = ok ? {}.base + gs * {}.stride[{}] + gc : {}.base;", ty, bp, bp, sdim, bp);
+    line("  kiln::cp_async_16(kiln::smem_u32(kiln_smem + {} + row * {} + {} * 16), src, ok);", base,
+         t.cols * t.elem_bytes, swizzled(t, "row", "chunk"));
+    line("}}");
+    close();
+    line("}} else {{");
+  } else {
+    line("{{");
+  }
+  open();
+  line("for (int e = threadIdx.x; e < {}; e += {}) {{", t.rows * t.cols, threads_);
+  line("  const int row = e / {}, col = e % {};", t.cols, t.cols);
+  line("  const long long gs = {}.off[{}] + row, gc = {}.off[{}] + col;", bp, sdim, bp, cdim);
+  std::string ok = "true";
+  if (check_s)
+    ok += fmt::format(" && gs >= 0 && gs < {}.shape[{}]", bp, sdim);
+  if (check_c)
+    ok += fmt::format(" && gc >= 0 && gc < {}.shape[{}]", bp, cdim);
+  std::string pad = op.padding == Padding::NaN ? literal(NAN, k_.type(op.result()).elem) : literal(0, k_.type(op.result()).elem);
+  line("  const {} v = ({}) ? {}.base[gs * {}.stride[{}] + gc * {}.stride[{}]] : {};", ty, ok, bp, bp, sdim, bp, cdim, pad);
+  line("  *reinterpret_cast<{}*>(kiln_smem + {} + row * {} + {} * 16 + (col % {}) * {}) = v;", ty, base,
+       t.cols * t.elem_bytes, swizzled(t, "row", fmt::format("(col / {})", per_chunk)), per_chunk, t.elem_bytes);
+  line("}}");
+  close();
+  line("}}");
+  close();
+  line("}}");
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void Emitter::emit_for(const Op& op) {
+  const Region& body = op.regions[0];
+  const Op& yield = *body.ops.back();
+  line("// for {}", op.loc.str());
+  std::string lo = scalar(op.operands[0]), hi = scalar(op.operands[1]), step = scalar(op.operands[2]);
+  // Carried values live in variables declared before the loop; the results are those variables.
+  std::vector<std::string> vars;
+  for (size_t i = 0; i < op.results.size(); ++i) {
+    ValueId arg = body.args[i + 1], init = op.operands[3 + i];
+    const Type& t = k_.type(arg);
+    std::string n = fresh(value_hint(arg));
+    Placement p = plan_.where(arg);
+    if (p == Placement::Registers) {
+      const Layout& L = layout_of(arg);
+      std::string src = regs(init, L);
+      line("{} {}[{}];", ctype_of(t), n, L.num_regs());
+      for_regs(L.num_regs());
+      line("  {}[r] = {}[r];", n, src);
+      line("}}");
+    } else {
+      line("{} {} = {};", t.is_block_ptr() ? "auto" : ctype_of(t), n, scalar(init));
+    }
+    vars.push_back(n);
+    name_[arg] = n;
+    name_[op.results[i]] = n;
+  }
+  // Pipelining: issue the first num_stages - 1 iterations' tiles before the loop.
+  auto pit = plan_.pipelined.find(&op);
+  std::string stage;
+  int stages = 0;
+  if (pit != plan_.pipelined.end()) {
+    const std::vector<const Op*>& loads = pit->second;
+    stages = plan_.tiles[plan_.tile_of.at(loads.front()->result())].stages;
+    stage = fresh("stage");
+    line("__syncthreads(); // shared tiles of earlier code are free");
+    for (int s = 0; s < stages - 1; ++s) {
+      line("if ({} + {} * {} < {}) {{", lo, s, step, hi);
+      open();
+      for (const Op* l : loads) {
+        ValueId bp = l->operands[0];
+        size_t idx = std::find(body.args.begin(), body.args.end(), bp) - body.args.begin();
+        const Op* adv = k_.info(yield.operands[idx - 1]).def;
+        std::string deltas;
+        for (size_t j = 1; j < adv->operands.size(); ++j)
+          deltas += (j > 1 ? ", " : "") + fmt::format("(long long)({}) * {}", scalar(adv->operands[j]), s);
+        std::string b = fresh("bp");
+        line("const auto {} = {}.advanced({{{}}});", b, vars[idx - 1], deltas);
+        emit_tile_issue(plan_.tiles[plan_.tile_of.at(l->result())], b, std::to_string(s));
+      }
+      close();
+      line("}}");
+      line("kiln::cp_async_commit();");
+    }
+    line("int {} = 0;", stage);
+    for (const Op* l : loads)
+      stage_var_[l] = stage;
+  }
+  std::string iv = fresh("i");
+  name_[body.args[0]] = iv;
+  line("for ({} {} = {}; {} < {}; {} += {}) {{", ctype(k_.type(body.args[0]).elem), iv, lo, iv, hi, iv, step);
+  open();
+  if (pit != plan_.pipelined.end()) {
+    // Emit the body, issuing iteration i + stages - 1 right after this iteration's wait.
+    bool issued = false;
+    for (const auto& inner : body.ops) {
+      if (inner->kind == OpKind::Yield)
+        continue;
+      emit_op(*inner);
+      if (!issued && inner.get() == pit->second.front()) {
+        issued = true;
+        line("if ({} + {} * {} < {}) {{", iv, stages - 1, step, hi);
+        open();
+        for (const Op* l : pit->second) {
+          ValueId bp = l->operands[0];
+          size_t idx = std::find(body.args.begin(), body.args.end(), bp) - body.args.begin();
+          const Op* adv = k_.info(yield.operands[idx - 1]).def;
+          std::string deltas;
+          for (size_t j = 1; j < adv->operands.size(); ++j)
+            deltas += (j > 1 ? ", " : "") + fmt::format("(long long)({}) * {}", scalar(adv->operands[j]), stages - 1);
+          std::string b = fresh("bp");
+          line("const auto {} = {}.advanced({{{}}});", b, vars[idx - 1], deltas);
+          emit_tile_issue(plan_.tiles[plan_.tile_of.at(l->result())], b,
+                          fmt::format("(({} + {}) % {})", stage, stages - 1, stages));
+        }
+        close();
+        line("}}");
+        line("kiln::cp_async_commit();");
+      }
+    }
+  } else {
+    emit_region(body);
+  }
+  // Yield: compute every next value before assigning any (a yield may read another carried value).
+  std::vector<std::string> next;
+  for (size_t i = 0; i < op.results.size(); ++i) {
+    ValueId arg = body.args[i + 1], y = yield.operands[i];
+    Placement p = plan_.where(arg);
+    if (p == Placement::Registers) {
+      const Layout& L = layout_of(arg);
+      std::string src = regs(y, L);
+      if (src == vars[i]) {
+        next.push_back("");
+        continue;
+      }
+      std::string n = fresh("next");
+      line("{} {}[{}];", ctype_of(k_.type(arg)), n, L.num_regs());
+      for_regs(L.num_regs());
+      line("  {}[r] = {}[r];", n, src);
+      line("}}");
+      next.push_back(n);
+    } else {
+      std::string n = fresh("next");
+      line("const {} {} = {};", k_.type(arg).is_block_ptr() ? "auto" : ctype_of(k_.type(arg)), n, scalar(y));
+      next.push_back(n);
+    }
+  }
+  for (size_t i = 0; i < op.results.size(); ++i) {
+    if (next[i].empty())
+      continue;
+    ValueId arg = body.args[i + 1];
+    if (plan_.where(arg) == Placement::Registers) {
+      for_regs(layout_of(arg).num_regs());
+      line("  {}[r] = {}[r];", vars[i], next[i]);
+      line("}}");
+    } else {
+      line("{} = {};", vars[i], next[i]);
+    }
+  }
+  if (!stage.empty())
+    line("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", stage, stages);
+  close();
+  line("}}");
+  if (!stage.empty()) {
+    line("kiln::cp_async_wait_all();");
+    line("__syncthreads();");
+    for (const Op* l : pit->second)
+      stage_var_.erase(l);
+  }
+}
+
+void Emitter::emit_if(const Op& op) {
+  line("// if {}", op.loc.str());
+  std::vector<std::string> vars;
+  for (ValueId res : op.results) {
+    const Type& t = k_.type(res);
+    std::string n = fresh(value_hint(res));
+    if (plan_.where(res) == Placement::Registers)
+      line("{} {}[{}];", ctype_of(t), n, layout_of(res).num_regs());
+    else
+      line("{} {};", t.is_block_ptr() ? "decltype(" + scalar(op.regions[0].ops.back()->operands[&res - &op.results[0]]) + ")" : ctype_of(t), n);
+    vars.push_back(n);
+  }
+  for (int branch = 0; branch < 2; ++branch) {
+    if (branch == 0)
+      line("if ({}) {{", scalar(op.operands[0]));
+    else
+      line("}} else {{");
+    open();
+    emit_region(op.regions[branch]);
+    const Op& y = *op.regions[branch].ops.back();
+    for (size_t i = 0; i < op.results.size(); ++i) {
+      ValueId res = op.results[i];
+      if (plan_.where(res) == Placement::Registers) {
+        std::string src = regs(y.operands[i], layout_of(res));
+        for_regs(layout_of(res).num_regs());
+        line("  {}[r] = {}[r];", vars[i], src);
+        line("}}");
+      } else {
+        line("{} = {};", vars[i], scalar(y.operands[i]));
+      }
+    }
+    close();
+  }
+  line("}}");
+  for (size_t i = 0; i < op.results.size(); ++i)
+    name_[op.results[i]] = vars[i];
+}
+
+EmittedKernel Emitter::run() {
+  std::string params;
+  for (size_t i = 0; i < k_.params.size(); ++i) {
+    const Param& p = k_.params[i];
+    std::string n = identifier(p.name);
+    name_[p.value] = n;
+    params += fmt::format("{}{} {}", i ? ", " : "", ctype_of(k_.type(p.value)), n);
+  }
+  emit_region(k_.body);
+  std::string body = std::move(out_);
+  EmittedKernel e;
+  e.scratch_bytes = scratch_bytes_;
+  e.conversions = conversions_;
+  std::string head = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", threads_,
+                                 identifier(k_.name), params);
+  head += "  extern __shared__ __align__(128) unsigned char kiln_smem[];\n";
+  head += "  const int kiln_lane = threadIdx.x % 32;\n  const int kiln_warp = threadIdx.x / 32;\n";
+  for (const std::string& d : layout_decls_)
+    head += "  " + d + "\n";
+  e.body = head + body + "}\n";
+  return e;
+}
+
+} // namespace
+
+EmittedKernel emit_cuda(const Kernel& k, const LoweringPlan& plan, const Target& target,
+                        const CodegenOptions& options) {
+  return Emitter(k, plan, target, options).run();
+}
+
+} // namespace kiln
