@@ -134,7 +134,7 @@ __device__ __forceinline__ u32 pack2(bf16 lo, bf16 hi) {
   return static_cast<u32>(lo.bits) | (static_cast<u32>(hi.bits) << 16);
 }
 // x rounded to tf32 (10-bit mantissa, round to nearest, ties away: cvt.rna.tf32.f32), as the b32 operand
-// mma.m16n8k8.tf32 takes; the low 13 bits of the result are zero.
+// mma.m16n8k8.tf32 takes (the mma reads the top 19 bits; rounding first beats the mma's truncation).
 __device__ __forceinline__ u32 to_tf32(float x) {
   u32 r;
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
