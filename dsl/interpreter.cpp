@@ -31,44 +31,72 @@ template <typename T> void write_raw(HostBuffer& b, int64_t i, T v) {
 
 double read_float(const HostBuffer& b, int64_t i) {
   switch (b.dtype) {
-  case DType::f16: return f16_bits_to_float(read_raw<uint16_t>(b, i));
-  case DType::bf16: return bf16_bits_to_float(read_raw<uint16_t>(b, i));
-  case DType::f32: return read_raw<float>(b, i);
-  case DType::f64: return read_raw<double>(b, i);
-  default: break;
+  case DType::f16:
+    return f16_bits_to_float(read_raw<uint16_t>(b, i));
+  case DType::bf16:
+    return bf16_bits_to_float(read_raw<uint16_t>(b, i));
+  case DType::f32:
+    return read_raw<float>(b, i);
+  case DType::f64:
+    return read_raw<double>(b, i);
+  default:
+    break;
   }
   throw InternalError("read_float on an integer buffer");
 }
 
 int64_t read_int(const HostBuffer& b, int64_t i) {
   switch (b.dtype) {
-  case DType::i1: return read_raw<uint8_t>(b, i) != 0;
-  case DType::u8: return read_raw<uint8_t>(b, i);
-  case DType::i32: return read_raw<int32_t>(b, i);
-  case DType::i64: return read_raw<int64_t>(b, i);
-  default: break;
+  case DType::i1:
+    return read_raw<uint8_t>(b, i) != 0;
+  case DType::u8:
+    return read_raw<uint8_t>(b, i);
+  case DType::i32:
+    return read_raw<int32_t>(b, i);
+  case DType::i64:
+    return read_raw<int64_t>(b, i);
+  default:
+    break;
   }
   throw InternalError("read_int on a floating-point buffer");
 }
 
 void write_float(HostBuffer& b, int64_t i, double v) {
   switch (b.dtype) {
-  case DType::f16: write_raw<uint16_t>(b, i, float_to_f16_bits(static_cast<float>(v))); return;
-  case DType::bf16: write_raw<uint16_t>(b, i, float_to_bf16_bits(static_cast<float>(v))); return;
-  case DType::f32: write_raw<float>(b, i, static_cast<float>(v)); return;
-  case DType::f64: write_raw<double>(b, i, v); return;
-  default: break;
+  case DType::f16:
+    write_raw<uint16_t>(b, i, float_to_f16_bits(static_cast<float>(v)));
+    return;
+  case DType::bf16:
+    write_raw<uint16_t>(b, i, float_to_bf16_bits(static_cast<float>(v)));
+    return;
+  case DType::f32:
+    write_raw<float>(b, i, static_cast<float>(v));
+    return;
+  case DType::f64:
+    write_raw<double>(b, i, v);
+    return;
+  default:
+    break;
   }
   throw InternalError("write_float on an integer buffer");
 }
 
 void write_int(HostBuffer& b, int64_t i, int64_t v) {
   switch (b.dtype) {
-  case DType::i1: write_raw<uint8_t>(b, i, v != 0); return;
-  case DType::u8: write_raw<uint8_t>(b, i, static_cast<uint8_t>(v)); return;
-  case DType::i32: write_raw<int32_t>(b, i, static_cast<int32_t>(v)); return;
-  case DType::i64: write_raw<int64_t>(b, i, v); return;
-  default: break;
+  case DType::i1:
+    write_raw<uint8_t>(b, i, v != 0);
+    return;
+  case DType::u8:
+    write_raw<uint8_t>(b, i, static_cast<uint8_t>(v));
+    return;
+  case DType::i32:
+    write_raw<int32_t>(b, i, static_cast<int32_t>(v));
+    return;
+  case DType::i64:
+    write_raw<int64_t>(b, i, v);
+    return;
+  default:
+    break;
   }
   throw InternalError("write_int on a floating-point buffer");
 }
@@ -76,10 +104,14 @@ void write_int(HostBuffer& b, int64_t i, int64_t v) {
 // An integer wrapped to the width of `t` (two's complement, as C++20 and the GPU do).
 inline int64_t wrap_int(uint64_t v, DType t) {
   switch (t) {
-  case DType::i1: return v != 0;
-  case DType::u8: return static_cast<uint8_t>(v);
-  case DType::i32: return static_cast<int32_t>(v);
-  default: return static_cast<int64_t>(v);
+  case DType::i1:
+    return v != 0;
+  case DType::u8:
+    return static_cast<uint8_t>(v);
+  case DType::i32:
+    return static_cast<int32_t>(v);
+  default:
+    return static_cast<int64_t>(v);
   }
 }
 
@@ -92,9 +124,15 @@ int64_t float_to_int(double x, DType t) {
     return 0;
   double lo, hi;
   switch (t) {
-  case DType::u8: lo = 0, hi = 255; break;
-  case DType::i32: lo = -2147483648.0, hi = 2147483647.0; break;
-  default: lo = -9223372036854775808.0, hi = 9223372036854775808.0; break; // 2^63 is not an int64
+  case DType::u8:
+    lo = 0, hi = 255;
+    break;
+  case DType::i32:
+    lo = -2147483648.0, hi = 2147483647.0;
+    break;
+  default:
+    lo = -9223372036854775808.0, hi = 9223372036854775808.0;
+    break; // 2^63 is not an int64
   }
   x = std::trunc(x);
   if (x <= lo)
@@ -106,16 +144,20 @@ int64_t float_to_int(double x, DType t) {
 
 double int_to_float(int64_t v, DType t) {
   switch (t) {
-  case DType::f64: return static_cast<double>(v);
-  case DType::f32: return static_cast<float>(v); // one rounding, straight from the integer
-  default: return round_to_dtype(static_cast<double>(static_cast<float>(v)), t);
+  case DType::f64:
+    return static_cast<double>(v);
+  case DType::f32:
+    return static_cast<float>(v); // one rounding, straight from the integer
+  default:
+    return round_to_dtype(static_cast<double>(static_cast<float>(v)), t);
   }
 }
 
 // Rounds every element to dtype `t`, with the dtype switch outside the loop.
 void round_all(std::vector<double>& xs, DType t) {
   switch (t) {
-  case DType::f64: return;
+  case DType::f64:
+    return;
   case DType::f32:
     for (double& x : xs)
       x = static_cast<float>(x);
@@ -148,9 +190,12 @@ enum class Rep : uint8_t { Float, Int, Pointer, Block };
 
 Rep rep_of(const Type& t) {
   switch (t.kind) {
-  case TypeKind::Tensor: return is_float(t.elem) ? Rep::Float : Rep::Int;
-  case TypeKind::Pointer: return Rep::Pointer;
-  case TypeKind::BlockPtr: return Rep::Block;
+  case TypeKind::Tensor:
+    return is_float(t.elem) ? Rep::Float : Rep::Int;
+  case TypeKind::Pointer:
+    return Rep::Pointer;
+  case TypeKind::BlockPtr:
+    return Rep::Block;
   }
   return Rep::Float;
 }
@@ -163,10 +208,10 @@ struct BlockPtrState {
 
 // The run-time value of one IR value. Which members are in use follows from its Type (rep_of).
 struct Tile {
-  std::vector<double> f;          // floating-point tensors
-  std::vector<int64_t> i;         // integer tensors (i1 as 0/1); element offsets of pointer tensors
-  std::vector<HostBuffer*> buf;   // pointer tensors: the buffer each element points into
-  BlockPtrState block;            // block pointers
+  std::vector<double> f;        // floating-point tensors
+  std::vector<int64_t> i;       // integer tensors (i1 as 0/1); element offsets of pointer tensors
+  std::vector<HostBuffer*> buf; // pointer tensors: the buffer each element points into
+  BlockPtrState block;          // block pointers
 };
 
 // For each element of `shape` in row-major order, the source position sum(index[d] * strides[d]).
@@ -236,7 +281,8 @@ private:
   void exec_for(const Op& op);
   void exec_if(const Op& op);
 
-  [[noreturn]] void out_of_bounds(const Op& op, const HostBuffer* b, int64_t index, const std::string& which) const;
+  [[noreturn]] void out_of_bounds(const Op& op, const HostBuffer* b, int64_t index, const std::string& which,
+                                  const std::string& hint = {}) const;
   void check_in_bounds(const Op& op, const HostBuffer* b, int64_t index, int64_t lane) const {
     if (index < 0 || index >= b->numel())
       out_of_bounds(op, b, index, fmt::format("lane {} of the pointer tile", lane));
@@ -247,8 +293,8 @@ private:
   int64_t pid_[3] = {0, 0, 0};
   std::vector<Tile> vals_;
   std::unordered_map<const HostBuffer*, std::string> names_; // for error messages
-  std::vector<int64_t> positions_;                            // scratch for gathers
-  std::vector<float> dot_a_, dot_b_, dot_c_;                  // scratch for dot
+  std::vector<int64_t> positions_;                           // scratch for gathers
+  std::vector<float> dot_a_, dot_b_, dot_c_;                 // scratch for dot
 };
 
 void Interpreter::bind(llvm::ArrayRef<InterpArg> args) {
@@ -283,7 +329,8 @@ void Interpreter::bind(llvm::ArrayRef<InterpArg> args) {
       continue;
     }
     if (a.f != static_cast<double>(a.i))
-      fail("argument '{}' of kernel '{}' is {} but got the non-integer value {}", p.name, k_.name, t.str(), a.f);
+      fail("argument '{}' of kernel '{}' is {} but got the non-integer value {}", p.name, k_.name, t.str(),
+           a.f);
     if (wrap_int(static_cast<uint64_t>(a.i), t.elem) != a.i)
       fail("argument '{}' of kernel '{}' is {} but {} does not fit in it", p.name, k_.name, t.str(), a.i);
     v.i.assign(1, a.i);
@@ -309,7 +356,8 @@ void Interpreter::run_region(const Region& r) {
 
 void Interpreter::exec(const Op& op) {
   switch (op.kind) {
-  case OpKind::Constant: return exec_constant(op);
+  case OpKind::Constant:
+    return exec_constant(op);
   case OpKind::Arange: {
     Tile& out = val(op.result());
     int64_t lo = op.ints[0], n = op.ints[1] - op.ints[0];
@@ -318,19 +366,33 @@ void Interpreter::exec(const Op& op) {
       out.i[j] = lo + j;
     return;
   }
-  case OpKind::ProgramId: val(op.result()).i.assign(1, pid_[op.axis]); return;
-  case OpKind::NumPrograms: val(op.result()).i.assign(1, grid_[op.axis]); return;
-  case OpKind::Broadcast: return exec_broadcast(op);
+  case OpKind::ProgramId:
+    val(op.result()).i.assign(1, pid_[op.axis]);
+    return;
+  case OpKind::NumPrograms:
+    val(op.result()).i.assign(1, grid_[op.axis]);
+    return;
+  case OpKind::Broadcast:
+    return exec_broadcast(op);
   case OpKind::ExpandDims:
-  case OpKind::Reshape: val(op.result()) = val(op.operands[0]); return; // row-major data is unchanged
-  case OpKind::Trans: return exec_trans(op);
-  case OpKind::Unary: return exec_unary(op);
-  case OpKind::Binary: return exec_binary(op);
-  case OpKind::Cast: return exec_cast(op);
-  case OpKind::Where: return exec_where(op);
-  case OpKind::Dot: return exec_dot(op);
+  case OpKind::Reshape:
+    val(op.result()) = val(op.operands[0]);
+    return; // row-major data is unchanged
+  case OpKind::Trans:
+    return exec_trans(op);
+  case OpKind::Unary:
+    return exec_unary(op);
+  case OpKind::Binary:
+    return exec_binary(op);
+  case OpKind::Cast:
+    return exec_cast(op);
+  case OpKind::Where:
+    return exec_where(op);
+  case OpKind::Dot:
+    return exec_dot(op);
   case OpKind::Reduce:
-  case OpKind::ArgMax: return exec_reduce(op);
+  case OpKind::ArgMax:
+    return exec_reduce(op);
   case OpKind::AddPtr: {
     const Tile &p = val(op.operands[0]), &off = val(op.operands[1]);
     Tile& out = val(op.result());
@@ -340,10 +402,14 @@ void Interpreter::exec(const Op& op) {
       out.i[j] = p.i[j] + off.i[j];
     return;
   }
-  case OpKind::Load: return exec_load(op);
-  case OpKind::Store: return exec_store(op);
-  case OpKind::AtomicAdd: return exec_atomic_add(op);
-  case OpKind::MakeBlockPtr: return exec_make_block_ptr(op);
+  case OpKind::Load:
+    return exec_load(op);
+  case OpKind::Store:
+    return exec_store(op);
+  case OpKind::AtomicAdd:
+    return exec_atomic_add(op);
+  case OpKind::MakeBlockPtr:
+    return exec_make_block_ptr(op);
   case OpKind::Advance: {
     Tile& out = val(op.result());
     out.block = val(op.operands[0]).block;
@@ -352,10 +418,14 @@ void Interpreter::exec(const Op& op) {
     return;
   }
   case OpKind::LoadBlock:
-  case OpKind::StoreBlock: return exec_block_access(op);
-  case OpKind::For: return exec_for(op);
-  case OpKind::If: return exec_if(op);
-  case OpKind::Yield: return;
+  case OpKind::StoreBlock:
+    return exec_block_access(op);
+  case OpKind::For:
+    return exec_for(op);
+  case OpKind::If:
+    return exec_if(op);
+  case OpKind::Yield:
+    return;
   }
   throw InternalError(fmt::format("interpreter: unknown op kind {}", static_cast<int>(op.kind)));
 }
@@ -394,7 +464,9 @@ void Interpreter::exec_gather(const Op& op, llvm::ArrayRef<int64_t> src_strides)
     for (size_t j = 0; j < n; ++j)
       out.i[j] = x.i[positions_[j]];
     return;
-  case Rep::Block: out = x; return;
+  case Rep::Block:
+    out = x;
+    return;
   }
 }
 
@@ -428,10 +500,17 @@ void Interpreter::exec_unary(const Op& op) {
     for (size_t j = 0; j < x.i.size(); ++j) {
       uint64_t v = static_cast<uint64_t>(x.i[j]);
       switch (op.unary) {
-      case UnaryOp::Not: out.i[j] = v == 0; break;
-      case UnaryOp::Neg: out.i[j] = wrap_int(0 - v, t.elem); break;
-      case UnaryOp::Abs: out.i[j] = wrap_int(x.i[j] < 0 ? 0 - v : v, t.elem); break;
-      default: throw InternalError(fmt::format("{} on integers", unary_name(op.unary)));
+      case UnaryOp::Not:
+        out.i[j] = v == 0;
+        break;
+      case UnaryOp::Neg:
+        out.i[j] = wrap_int(0 - v, t.elem);
+        break;
+      case UnaryOp::Abs:
+        out.i[j] = wrap_int(x.i[j] < 0 ? 0 - v : v, t.elem);
+        break;
+      default:
+        throw InternalError(fmt::format("{} on integers", unary_name(op.unary)));
       }
     }
     return;
@@ -444,15 +523,32 @@ void Interpreter::exec_unary(const Op& op) {
   };
   // Computed in double, then rounded once to the dtype below.
   switch (op.unary) {
-  case UnaryOp::Neg: map([](double v) { return -v; }); break;
-  case UnaryOp::Abs: map([](double v) { return std::fabs(v); }); break;
-  case UnaryOp::Exp: map([](double v) { return std::exp(v); }); break;
-  case UnaryOp::Exp2: map([](double v) { return std::exp2(v); }); break;
-  case UnaryOp::Log: map([](double v) { return std::log(v); }); break;
-  case UnaryOp::Log2: map([](double v) { return std::log2(v); }); break;
-  case UnaryOp::Sqrt: map([](double v) { return std::sqrt(v); }); break;
-  case UnaryOp::Rsqrt: map([](double v) { return 1.0 / std::sqrt(v); }); break;
-  case UnaryOp::Not: throw InternalError("not on floats");
+  case UnaryOp::Neg:
+    map([](double v) { return -v; });
+    break;
+  case UnaryOp::Abs:
+    map([](double v) { return std::fabs(v); });
+    break;
+  case UnaryOp::Exp:
+    map([](double v) { return std::exp(v); });
+    break;
+  case UnaryOp::Exp2:
+    map([](double v) { return std::exp2(v); });
+    break;
+  case UnaryOp::Log:
+    map([](double v) { return std::log(v); });
+    break;
+  case UnaryOp::Log2:
+    map([](double v) { return std::log2(v); });
+    break;
+  case UnaryOp::Sqrt:
+    map([](double v) { return std::sqrt(v); });
+    break;
+  case UnaryOp::Rsqrt:
+    map([](double v) { return 1.0 / std::sqrt(v); });
+    break;
+  case UnaryOp::Not:
+    throw InternalError("not on floats");
   }
   round_all(out.f, t.elem);
 }
@@ -471,13 +567,26 @@ void Interpreter::exec_binary(const Op& op) {
         out.i[j] = fn(a.f[j], b.f[j]);
     };
     switch (op.binary) {
-    case BinaryOp::Eq: cmp([](double x, double y) { return x == y; }); break;
-    case BinaryOp::Ne: cmp([](double x, double y) { return x != y; }); break;
-    case BinaryOp::Lt: cmp([](double x, double y) { return x < y; }); break;
-    case BinaryOp::Le: cmp([](double x, double y) { return x <= y; }); break;
-    case BinaryOp::Gt: cmp([](double x, double y) { return x > y; }); break;
-    case BinaryOp::Ge: cmp([](double x, double y) { return x >= y; }); break;
-    default: break;
+    case BinaryOp::Eq:
+      cmp([](double x, double y) { return x == y; });
+      break;
+    case BinaryOp::Ne:
+      cmp([](double x, double y) { return x != y; });
+      break;
+    case BinaryOp::Lt:
+      cmp([](double x, double y) { return x < y; });
+      break;
+    case BinaryOp::Le:
+      cmp([](double x, double y) { return x <= y; });
+      break;
+    case BinaryOp::Gt:
+      cmp([](double x, double y) { return x > y; });
+      break;
+    case BinaryOp::Ge:
+      cmp([](double x, double y) { return x >= y; });
+      break;
+    default:
+      break;
     }
     return;
   }
@@ -489,14 +598,29 @@ void Interpreter::exec_binary(const Op& op) {
   // Exact in double for +, -, *, / of f32/f16/bf16 operands up to the final rounding, which is
   // therefore the correctly rounded result the GPU computes.
   switch (op.binary) {
-  case BinaryOp::Add: map([](double x, double y) { return x + y; }); break;
-  case BinaryOp::Sub: map([](double x, double y) { return x - y; }); break;
-  case BinaryOp::Mul: map([](double x, double y) { return x * y; }); break;
-  case BinaryOp::Div: map([](double x, double y) { return x / y; }); break;
-  case BinaryOp::Rem: map([](double x, double y) { return std::fmod(x, y); }); break;
-  case BinaryOp::Min: map(min_ignoring_nan); break;
-  case BinaryOp::Max: map(max_ignoring_nan); break;
-  default: throw InternalError(fmt::format("{} on floats", binary_name(op.binary)));
+  case BinaryOp::Add:
+    map([](double x, double y) { return x + y; });
+    break;
+  case BinaryOp::Sub:
+    map([](double x, double y) { return x - y; });
+    break;
+  case BinaryOp::Mul:
+    map([](double x, double y) { return x * y; });
+    break;
+  case BinaryOp::Div:
+    map([](double x, double y) { return x / y; });
+    break;
+  case BinaryOp::Rem:
+    map([](double x, double y) { return std::fmod(x, y); });
+    break;
+  case BinaryOp::Min:
+    map(min_ignoring_nan);
+    break;
+  case BinaryOp::Max:
+    map(max_ignoring_nan);
+    break;
+  default:
+    throw InternalError(fmt::format("{} on floats", binary_name(op.binary)));
   }
   round_all(out.f, t);
 }
@@ -517,9 +641,15 @@ void Interpreter::exec_binary_int(const Op& op, const Tile& a, const Tile& b, Ti
   // Wrapping arithmetic through uint64: two's complement, no undefined behaviour.
   auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
   switch (op.binary) {
-  case BinaryOp::Add: map([&](int64_t x, int64_t y) { return wrap_int(u(x) + u(y), t); }); break;
-  case BinaryOp::Sub: map([&](int64_t x, int64_t y) { return wrap_int(u(x) - u(y), t); }); break;
-  case BinaryOp::Mul: map([&](int64_t x, int64_t y) { return wrap_int(u(x) * u(y), t); }); break;
+  case BinaryOp::Add:
+    map([&](int64_t x, int64_t y) { return wrap_int(u(x) + u(y), t); });
+    break;
+  case BinaryOp::Sub:
+    map([&](int64_t x, int64_t y) { return wrap_int(u(x) - u(y), t); });
+    break;
+  case BinaryOp::Mul:
+    map([&](int64_t x, int64_t y) { return wrap_int(u(x) * u(y), t); });
+    break;
   case BinaryOp::Div: // truncates toward zero, as C; MIN / -1 wraps to MIN
     divide_check();
     map([&](int64_t x, int64_t y) { return y == -1 ? wrap_int(0 - u(x), t) : wrap_int(u(x / y), t); });
@@ -528,16 +658,36 @@ void Interpreter::exec_binary_int(const Op& op, const Tile& a, const Tile& b, Ti
     divide_check();
     map([&](int64_t x, int64_t y) { return y == -1 ? int64_t{0} : x % y; });
     break;
-  case BinaryOp::Min: map([](int64_t x, int64_t y) { return std::min(x, y); }); break;
-  case BinaryOp::Max: map([](int64_t x, int64_t y) { return std::max(x, y); }); break;
-  case BinaryOp::And: map([](int64_t x, int64_t y) { return x & y; }); break; // logical on i1 (0/1)
-  case BinaryOp::Or: map([](int64_t x, int64_t y) { return x | y; }); break;
-  case BinaryOp::Eq: map([](int64_t x, int64_t y) -> int64_t { return x == y; }); break;
-  case BinaryOp::Ne: map([](int64_t x, int64_t y) -> int64_t { return x != y; }); break;
-  case BinaryOp::Lt: map([](int64_t x, int64_t y) -> int64_t { return x < y; }); break;
-  case BinaryOp::Le: map([](int64_t x, int64_t y) -> int64_t { return x <= y; }); break;
-  case BinaryOp::Gt: map([](int64_t x, int64_t y) -> int64_t { return x > y; }); break;
-  case BinaryOp::Ge: map([](int64_t x, int64_t y) -> int64_t { return x >= y; }); break;
+  case BinaryOp::Min:
+    map([](int64_t x, int64_t y) { return std::min(x, y); });
+    break;
+  case BinaryOp::Max:
+    map([](int64_t x, int64_t y) { return std::max(x, y); });
+    break;
+  case BinaryOp::And:
+    map([](int64_t x, int64_t y) { return x & y; });
+    break; // logical on i1 (0/1)
+  case BinaryOp::Or:
+    map([](int64_t x, int64_t y) { return x | y; });
+    break;
+  case BinaryOp::Eq:
+    map([](int64_t x, int64_t y) -> int64_t { return x == y; });
+    break;
+  case BinaryOp::Ne:
+    map([](int64_t x, int64_t y) -> int64_t { return x != y; });
+    break;
+  case BinaryOp::Lt:
+    map([](int64_t x, int64_t y) -> int64_t { return x < y; });
+    break;
+  case BinaryOp::Le:
+    map([](int64_t x, int64_t y) -> int64_t { return x <= y; });
+    break;
+  case BinaryOp::Gt:
+    map([](int64_t x, int64_t y) -> int64_t { return x > y; });
+    break;
+  case BinaryOp::Ge:
+    map([](int64_t x, int64_t y) -> int64_t { return x >= y; });
+    break;
   }
 }
 
@@ -583,7 +733,9 @@ void Interpreter::exec_where(const Op& op) {
     for (size_t j = 0; j < n; ++j)
       out.i[j] = c.i[j] ? a.i[j] : b.i[j];
     return;
-  case Rep::Block: out = c.i[0] ? a : b; return;
+  case Rep::Block:
+    out = c.i[0] ? a : b;
+    return;
   }
 }
 
@@ -688,9 +840,12 @@ void Interpreter::exec_reduce(const Op& op) {
     }
 }
 
-void Interpreter::out_of_bounds(const Op& op, const HostBuffer* b, int64_t index, const std::string& which) const {
-  fail_at(op.loc, "{}: {} addresses element {} of '{}', which is out of bounds (the buffer holds {} elements of {})",
-          op_name(op.kind), which, index, buffer_name(b), b->numel(), dtype_name(b->dtype));
+void Interpreter::out_of_bounds(const Op& op, const HostBuffer* b, int64_t index, const std::string& which,
+                                const std::string& hint) const {
+  fail_at(
+      op.loc,
+      "{}: {} addresses element {} of '{}', which is out of bounds (the buffer holds {} elements of {}){}",
+      op_name(op.kind), which, index, buffer_name(b), b->numel(), dtype_name(b->dtype), hint);
 }
 
 void Interpreter::exec_load(const Op& op) {
@@ -708,7 +863,8 @@ void Interpreter::exec_load(const Op& op) {
       continue;
     }
     check_in_bounds(op, p.buf[j], p.i[j], static_cast<int64_t>(j));
-    (as_float ? (void)(out.f[j] = read_float(*p.buf[j], p.i[j])) : (void)(out.i[j] = read_int(*p.buf[j], p.i[j])));
+    (as_float ? (void)(out.f[j] = read_float(*p.buf[j], p.i[j]))
+              : (void)(out.i[j] = read_int(*p.buf[j], p.i[j])));
   }
 }
 
@@ -799,11 +955,17 @@ void Interpreter::exec_block_access(const Op& op) {
     }
     if (!masked && (addr < 0 || addr >= s.buffer->numel())) {
       llvm::SmallVector<int64_t, 3> at(r);
-      for (int d = 0; d < r; ++d)
+      std::string hint;
+      for (int d = 0; d < r; ++d) {
         at[d] = s.offsets[d] + idx[d];
+        if (!checked[d] && (at[d] < 0 || at[d] >= s.shape[d]) && hint.empty())
+          hint = fmt::format(
+              "; dim {} is outside the tensor and unchecked: add it to boundary_check to pad it", d);
+      }
       out_of_bounds(op, s.buffer, addr,
                     fmt::format("block element {} (tensor index {} of shape {}, boundary_check={{{}}})",
-                                index_str(idx), index_str(at), index_str(s.shape), fmt::join(op.ints, ", ")));
+                                index_str(idx), index_str(at), index_str(s.shape), fmt::join(op.ints, ", ")),
+                    hint);
     }
     positions_[j] = masked ? -1 : addr;
     for (int d = r - 1; d >= 0; --d) {
@@ -836,7 +998,8 @@ void Interpreter::exec_block_access(const Op& op) {
 }
 
 void Interpreter::exec_for(const Op& op) {
-  const int64_t lo = scalar_int(op.operands[0]), hi = scalar_int(op.operands[1]), step = scalar_int(op.operands[2]);
+  const int64_t lo = scalar_int(op.operands[0]), hi = scalar_int(op.operands[1]),
+                step = scalar_int(op.operands[2]);
   if (step <= 0)
     fail_at(op.loc, "for_range step must be positive, got {}", step);
   const Region& body = op.regions[0];
@@ -892,8 +1055,8 @@ void HostBuffer::set(int64_t i, double v) {
   check_host_index(*this, i);
   if (is_float(dtype))
     write_float(*this, i, v);
-  else
-    write_int(*this, i, float_to_int(v, dtype));
+  else // truncated, then wrapped to the width like set_int (round_to_dtype's rule for integers)
+    write_int(*this, i, float_to_int(v, DType::i64));
 }
 
 int64_t HostBuffer::get_int(int64_t i) const {

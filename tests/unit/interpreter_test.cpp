@@ -138,7 +138,8 @@ TEST(Interpreter, CastsTruncateAndWrap) {
 
 TEST(Interpreter, IntegerDivisionTruncatesTowardZero) {
   KernelBuilder kb("divrem");
-  Value a = kb.arg_ptr("a", i32), b = kb.arg_ptr("b", i32), q = kb.arg_ptr("q", i32), r = kb.arg_ptr("r", i32);
+  Value a = kb.arg_ptr("a", i32), b = kb.arg_ptr("b", i32), q = kb.arg_ptr("q", i32),
+        r = kb.arg_ptr("r", i32);
   Value offs = arange(0, 64);
   Value va = load(a + offs), vb = load(b + offs);
   store(q + offs, va / vb);
@@ -182,7 +183,8 @@ TEST(Interpreter, I32ArithmeticWraps) {
 
 TEST(Interpreter, ComparisonsAndWhere) {
   KernelBuilder kb("cmp");
-  Value a = kb.arg_ptr("a", f32), b = kb.arg_ptr("b", f32), w = kb.arg_ptr("w", f32), c = kb.arg_ptr("c", i32);
+  Value a = kb.arg_ptr("a", f32), b = kb.arg_ptr("b", f32), w = kb.arg_ptr("w", f32),
+        c = kb.arg_ptr("c", i32);
   Value offs = arange(0, 32);
   Value va = load(a + offs), vb = load(b + offs);
   store(w + offs, where(va < vb, va, vb * 2.0f));
@@ -215,16 +217,17 @@ TEST(Interpreter, ShapesBroadcastExpandTransReshape) {
   KernelBuilder kb("shapes");
   Value x = kb.arg_ptr("x", f32), row = kb.arg_ptr("row", f32);
   Value t = kb.arg_ptr("t", f32), r = kb.arg_ptr("r", f32), s = kb.arg_ptr("s", f32);
-  Value tile = load(x + tile_offsets(4, 8, 8));                     // (4, 8)
-  Value rv = load(row + arange(0, 8)).expand_dims(0);               // (1, 8)
-  store(s + tile_offsets(4, 8, 8), tile + rv);                      // row broadcast down the rows
-  store(t + tile_offsets(8, 4, 4), trans(tile));                    // (8, 4)
-  store(r + tile_offsets(2, 16, 16), reshape(tile, {2, 16}));       // row-major reinterpretation
+  Value tile = load(x + tile_offsets(4, 8, 8));               // (4, 8)
+  Value rv = load(row + arange(0, 8)).expand_dims(0);         // (1, 8)
+  store(s + tile_offsets(4, 8, 8), tile + rv);                // row broadcast down the rows
+  store(t + tile_offsets(8, 4, 4), trans(tile));              // (8, 4)
+  store(r + tile_offsets(2, 16, 16), reshape(tile, {2, 16})); // row-major reinterpretation
   Kernel k = kb.finish();
   HostBuffer hx = random_floats(f32, 32, "x", 20), hrow = random_floats(f32, 8, "row", 21);
   HostBuffer ht = poisoned(f32, 32, "t"), hr = poisoned(f32, 32, "r"), hs = poisoned(f32, 32, "s");
-  interpret(k, kOne,
-            {InterpArg::ptr(hx), InterpArg::ptr(hrow), InterpArg::ptr(ht), InterpArg::ptr(hr), InterpArg::ptr(hs)});
+  interpret(
+      k, kOne,
+      {InterpArg::ptr(hx), InterpArg::ptr(hrow), InterpArg::ptr(ht), InterpArg::ptr(hr), InterpArg::ptr(hs)});
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 8; ++j) {
       EXPECT_EQ(ht.get(j * 4 + i), hx.get(i * 8 + j));
@@ -237,7 +240,7 @@ TEST(Interpreter, ShapesBroadcastExpandTransReshape) {
 TEST(Interpreter, ScalarSplatAndColumnBroadcast) {
   KernelBuilder kb("splat");
   Value out = kb.arg_ptr("out", i32);
-  Value col = arange(0, 4).expand_dims(1);          // (4, 1)
+  Value col = arange(0, 4).expand_dims(1);         // (4, 1)
   Value grid = broadcast_to(col, {4, 8}) * 10 + 7; // scalar 10 and 7 splat
   store(out + tile_offsets(4, 8, 8), grid);
   Kernel k = kb.finish();
@@ -254,7 +257,7 @@ TEST(Interpreter, Reductions) {
   Value x = kb.arg_ptr("x", f32);
   Value s0 = kb.arg_ptr("sum0", f32), s1 = kb.arg_ptr("sum1", f32), mx = kb.arg_ptr("max1", f32);
   Value mn = kb.arg_ptr("min0", f32), am = kb.arg_ptr("argmax1", i32), kd = kb.arg_ptr("keep", f32);
-  Value tile = load(x + tile_offsets(R, C, C));          // (4, 8)
+  Value tile = load(x + tile_offsets(R, C, C));           // (4, 8)
   store(s0 + arange(0, C), sum(tile, 0));                 // (8,)
   store(s1 + arange(0, R), sum(tile, 1));                 // (4,)
   store(mx + arange(0, R), max(tile, 1));                 // (4,)
@@ -265,7 +268,7 @@ TEST(Interpreter, Reductions) {
   Kernel k = kb.finish();
   HostBuffer hx = random_floats(f32, R * C, "x", 22);
   hx.set(1 * C + 5, 9.0), hx.set(1 * C + 6, 9.0); // a tie: argmax takes the first
-  HostBuffer h[6] = {poisoned(f32, C, "sum0"), poisoned(f32, R, "sum1"),   poisoned(f32, R, "max1"),
+  HostBuffer h[6] = {poisoned(f32, C, "sum0"), poisoned(f32, R, "sum1"),    poisoned(f32, R, "max1"),
                      poisoned(f32, C, "min0"), poisoned(i32, R, "argmax1"), poisoned(f32, R * C, "keep")};
   interpret(k, kOne,
             {InterpArg::ptr(hx), InterpArg::ptr(h[0]), InterpArg::ptr(h[1]), InterpArg::ptr(h[2]),
@@ -312,7 +315,8 @@ TEST(Interpreter, MaxMinIgnoreNaNUnlessAllAreNaN) {
   HostBuffer hmx = poisoned(f32, 2, "mx"), hmn = poisoned(f32, 2, "mn"), ham = poisoned(i32, 2, "am");
   HostBuffer hem = poisoned(f32, 8, "em");
   interpret(k, kOne,
-            {InterpArg::ptr(hx), InterpArg::ptr(hmx), InterpArg::ptr(hmn), InterpArg::ptr(ham), InterpArg::ptr(hem)});
+            {InterpArg::ptr(hx), InterpArg::ptr(hmx), InterpArg::ptr(hmn), InterpArg::ptr(ham),
+             InterpArg::ptr(hem)});
   EXPECT_EQ(hmx.get(0), 3);
   EXPECT_EQ(hmn.get(0), -1);
   EXPECT_EQ(ham.get_int(0), 1);
@@ -327,11 +331,12 @@ TEST(Interpreter, MaxMinIgnoreNaNUnlessAllAreNaN) {
 TEST(Interpreter, DotF16AccumulatesInF32) {
   const int M = 32, N = 16, K = 16;
   KernelBuilder kb("dot");
-  Value a = kb.arg_ptr("a", f16), b = kb.arg_ptr("b", f16), c = kb.arg_ptr("c", f32), out = kb.arg_ptr("out", f32);
-  Value va = load(a + tile_offsets(M, K, K));            // (M, K) f16
-  Value vb = load(b + tile_offsets(K, N, N));            // (K, N) f16
-  Value acc = load(c + tile_offsets(M, N, N));           // (M, N) f32
-  store(out + tile_offsets(M, N, N), dot(va, vb, acc));  // (M, N) f32
+  Value a = kb.arg_ptr("a", f16), b = kb.arg_ptr("b", f16), c = kb.arg_ptr("c", f32),
+        out = kb.arg_ptr("out", f32);
+  Value va = load(a + tile_offsets(M, K, K));           // (M, K) f16
+  Value vb = load(b + tile_offsets(K, N, N));           // (K, N) f16
+  Value acc = load(c + tile_offsets(M, N, N));          // (M, N) f32
+  store(out + tile_offsets(M, N, N), dot(va, vb, acc)); // (M, N) f32
   Kernel k = kb.finish();
   HostBuffer ha = random_ints(f16, M * K, "a", 23, -8, 8), hb = random_ints(f16, K * N, "b", 24, -8, 8);
   HostBuffer hc = random_ints(f32, M * N, "c", 25, -100, 100), ho = poisoned(f32, M * N, "out");
@@ -369,8 +374,8 @@ TEST(Interpreter, MaskedLoadTakesOtherAndMaskedStoreSkips) {
   KernelBuilder kb("masked");
   Value x = kb.arg_ptr("x", f32), y = kb.arg_ptr("y", f32), n = kb.arg("n", i32);
   Value offs = arange(0, 16);
-  Value v = load(x + offs, offs < n, -7.5f);      // lanes >= n read nothing
-  store(y + offs, v, (offs % 2) == 0);            // odd lanes are not written
+  Value v = load(x + offs, offs < n, -7.5f); // lanes >= n read nothing
+  store(y + offs, v, (offs % 2) == 0);       // odd lanes are not written
   Kernel k = kb.finish();
   HostBuffer hx = random_floats(f32, 10, "x", 26); // shorter than the tile: lanes 10.. would be out of bounds
   HostBuffer hy = poisoned(f32, 16, "y");
@@ -422,7 +427,8 @@ TEST(Interpreter, BlockPointerAdvanceAndCheckedStore) {
       if (i < 3 && j < 3)
         EXPECT_EQ(hy.get(i * 8 + j), hx.get((i + 1) * 8 + j + 2)) << i << "," << j;
       else
-        EXPECT_TRUE(std::isnan(hy.get(i * 8 + j))) << "checked-out element " << i << "," << j << " was written";
+        EXPECT_TRUE(std::isnan(hy.get(i * 8 + j)))
+            << "checked-out element " << i << "," << j << " was written";
     }
 }
 
@@ -478,7 +484,8 @@ TEST(Interpreter, ForLoopStepMustBePositive) {
     interpret(k, kOne, {InterpArg::ptr(ho), InterpArg::of_int(0)});
     FAIL() << "a zero step must fail";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("for_range step must be positive, got 0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("for_range step must be positive, got 0"), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("interpreter_test.cpp:"), std::string::npos) << e.what();
   }
 }
@@ -487,7 +494,8 @@ TEST(Interpreter, IfTakesOneBranch) {
   KernelBuilder kb("branch");
   Value out = kb.arg_ptr("out", f32), n = kb.arg("n", i32);
   Value v = full({4}, 10, f32);
-  if_(n > 4, [&] { v = v + 1.0f; }, [&] { v = v - 1.0f; });
+  if_(
+      n > 4, [&] { v = v + 1.0f; }, [&] { v = v - 1.0f; });
   store(out + arange(0, 4), v);
   Kernel k = kb.finish();
   for (int64_t count : {3, 4, 5, 100}) {
@@ -502,7 +510,8 @@ TEST(Interpreter, ProgramIdsAndAtomicAdd) {
   // Every program adds its linear id to one counter and records the counter's old value.
   KernelBuilder kb("atomics");
   Value counter = kb.arg_ptr("counter", i32), olds = kb.arg_ptr("olds", i32);
-  Value pid = program_id(0) + program_id(1) * num_programs(0) + program_id(2) * num_programs(0) * num_programs(1);
+  Value pid =
+      program_id(0) + program_id(1) * num_programs(0) + program_id(2) * num_programs(0) * num_programs(1);
   Value old = atomic_add(counter, pid + 1);
   store(olds + pid, old);
   Kernel k = kb.finish();
@@ -516,7 +525,8 @@ TEST(Interpreter, ProgramIdsAndAtomicAdd) {
 TEST(Interpreter, VectorAddMatchesReference) {
   const int64_t n = 1000, block = 256; // n is not a multiple of BLOCK
   Kernel k = build_vector_add(Config().set("BLOCK", block));
-  HostBuffer x = random_floats(f32, n, "x", 30), y = random_floats(f32, n, "y", 31), out = poisoned(f32, n, "out");
+  HostBuffer x = random_floats(f32, n, "x", 30), y = random_floats(f32, n, "y", 31),
+             out = poisoned(f32, n, "out");
   interpret(k, Grid{(n + block - 1) / block, 1, 1},
             {InterpArg::ptr(x), InterpArg::ptr(y), InterpArg::ptr(out), InterpArg::of_int(n)});
   std::vector<float> want(n);
@@ -560,6 +570,7 @@ TEST(Interpreter, UncheckedBlockOutsideTheBufferIsAnError) {
   EXPECT_NE(msg.find("out of bounds"), std::string::npos) << msg;
   EXPECT_NE(msg.find("load_block"), std::string::npos) << msg;
   EXPECT_NE(msg.find("interpreter_test.cpp:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("dim 0 is outside the tensor and unchecked"), std::string::npos) << msg;
 }
 
 TEST(Interpreter, OutOfBoundsStoreWritesNothing) {
@@ -578,12 +589,14 @@ TEST(Interpreter, WrongArgumentsNameTheParameter) {
   std::string count = error_of([&] { interpret(k, kOne, {InterpArg::ptr(x), InterpArg::ptr(y)}); });
   EXPECT_NE(count.find("takes 4 arguments (x, y, out, n), got 2"), std::string::npos) << count;
 
-  std::string scalar_for_ptr = error_of(
-      [&] { interpret(k, kOne, {InterpArg::ptr(x), InterpArg::of_int(3), InterpArg::ptr(out), InterpArg::of_int(16)}); });
+  std::string scalar_for_ptr = error_of([&] {
+    interpret(k, kOne, {InterpArg::ptr(x), InterpArg::of_int(3), InterpArg::ptr(out), InterpArg::of_int(16)});
+  });
   EXPECT_NE(scalar_for_ptr.find("argument 'y'"), std::string::npos) << scalar_for_ptr;
 
-  std::string ptr_for_scalar = error_of(
-      [&] { interpret(k, kOne, {InterpArg::ptr(x), InterpArg::ptr(y), InterpArg::ptr(out), InterpArg::ptr(x)}); });
+  std::string ptr_for_scalar = error_of([&] {
+    interpret(k, kOne, {InterpArg::ptr(x), InterpArg::ptr(y), InterpArg::ptr(out), InterpArg::ptr(x)});
+  });
   EXPECT_NE(ptr_for_scalar.find("argument 'n'"), std::string::npos) << ptr_for_scalar;
 
   std::string wrong_dtype = error_of([&] {
@@ -598,7 +611,8 @@ TEST(Interpreter, WrongArgumentsNameTheParameter) {
   EXPECT_NE(fraction.find("argument 'n'"), std::string::npos) << fraction;
 
   std::string grid = error_of([&] {
-    interpret(k, Grid{0, 1, 1}, {InterpArg::ptr(x), InterpArg::ptr(y), InterpArg::ptr(out), InterpArg::of_int(16)});
+    interpret(k, Grid{0, 1, 1},
+              {InterpArg::ptr(x), InterpArg::ptr(y), InterpArg::ptr(out), InterpArg::of_int(16)});
   });
   EXPECT_NE(grid.find("grid must be at least 1"), std::string::npos) << grid;
 }
