@@ -1,0 +1,84 @@
+// FlashAttention-2 forward in the interpreter over the shared attention sweep (attention_test_cases.h),
+// plus the properties that only FA2's structure has: the grid, and the stage split of the key loop.
+#include "attention_test_cases.h"
+
+#include "dsl/printer.h"
+#include "kernels/attention/fa2_fwd.h"
+
+using namespace kiln;
+using namespace kiln::testing_support;
+
+namespace {
+
+class Fa2Interp : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(Fa2Interp, MatchesReference) {
+  const AttentionCase& c = GetParam();
+  Config config = default_fa2_config(c.problem);
+  config.set("BLOCK_M", c.block_m).set("BLOCK_N", c.block_n);
+  check_attention_case(c, run_fa2_interpreted, config);
+}
+
+INSTANTIATE_TEST_SUITE_P(fa2, Fa2Interp, ::testing::ValuesIn(attention_sweep()),
+                         [](const auto& info) { return attention_case_name(info.param); });
+
+TEST(Fa2Kernel, RowsWithNoVisibleKeyGiveZeroAndMinusInfinity) {
+  // Bottom-right causal with N_Q > N_K: query i sees keys j <= i - (N_Q - N_K), so the first 83 rows see none.
+  AttentionCase c = make_case(100, 17, 64, 2, f16, 2, 1);
+  Config config = default_fa2_config(c.problem);
+  config.set("BLOCK_M", 32).set("BLOCK_N", 16);
+  AttentionInputs in = make_inputs(c.problem, 99, 3.0);
+  AttentionResult out = run_fa2_interpreted(c.problem, config, in);
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i = 0; i < 100; ++i) {
+      size_t row = static_cast<size_t>(h * 100 + i);
+      if (i < 83) {
+        EXPECT_EQ(out.lse[row], -std::numeric_limits<double>::infinity()) << "h " << h << " row " << i;
+        for (int64_t d = 0; d < 64; ++d)
+          ASSERT_EQ(out.o[row * 64 + static_cast<size_t>(d)], 0.0) << "h " << h << " row " << i;
+      } else {
+        EXPECT_TRUE(std::isfinite(out.lse[row])) << "h " << h << " row " << i;
+      }
+    }
+}
+
+TEST(Fa2Kernel, CausalSplitsTheKeyLoopIntoUnmaskedAndMaskedStages) {
+  AttentionProblem p;
+  p.causal = 1;
+  Kernel k = build_fa2_fwd(default_fa2_config(p));
+  int loops = 0, dots = 0;
+  walk(k.body, [&](const Op& op) {
+    loops += op.kind == OpKind::For;
+    dots += op.kind == OpKind::Dot;
+  });
+  EXPECT_EQ(loops, 2) << print_kernel(k);
+  EXPECT_EQ(dots, 4) << "two dots per stage\n" << print_kernel(k);
+}
+
+TEST(Fa2Kernel, GridIsQTilesByBatchHeads) {
+  AttentionProblem p;
+  p.B = 3;
+  p.H = 5;
+  p.H_KV = 5;
+  p.N_Q = 300;
+  p.N_K = 10;
+  Config c = default_fa2_config(p);
+  Grid g = fa2_fwd_def().grid(c, attention_size_args(p));
+  EXPECT_EQ(g, (Grid{3, 15, 1})); // cdiv(300, 128) = 3
+}
+
+TEST(Fa2Kernel, ConfigThatDisagreesWithTheProblemIsAnError) {
+  AttentionProblem p;
+  p.D = 96;
+  Config c = default_fa2_config(p);
+  c.set("EVEN_D", 1);
+  AttentionInputs in = make_inputs(p, 1, 1.0);
+  try {
+    run_fa2_interpreted(p, c, in);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("EVEN_D=1"), std::string::npos) << e.what();
+  }
+}
+
+} // namespace
