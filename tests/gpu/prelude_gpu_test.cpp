@@ -193,7 +193,8 @@ extern "C" __global__ void prelude_shuffle(const float* fin, const int* iin, con
     d += kiln::shfl_xor(d, m);
     h = kiln::cvt<kiln::f16>(kiln::fmax_nan(kiln::cvt<float>(h), kiln::cvt<float>(kiln::shfl_xor(h, m))));
     bh = kiln::cvt<kiln::bf16>(kiln::fmax_nan(kiln::cvt<float>(bh), kiln::cvt<float>(kiln::shfl_xor(bh, m))));
-    b = b || kiln::shfl_xor(b, m);
+    const bool other = kiln::shfl_xor(b, m);  // outside the ||: every lane must reach the shuffle
+    b = b || other;
   }
   fout[tid] = f;
   iout[tid] = v;
