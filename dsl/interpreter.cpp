@@ -115,31 +115,23 @@ inline int64_t wrap_int(uint64_t v, DType t) {
   }
 }
 
-// Float to integer: truncation toward zero; out-of-range values saturate and NaN gives 0 (what
-// CUDA's cvt.rzi does); to i1 it is `x != 0`, so NaN gives 1 as in C++.
+// Float to integer, the rule the device prelude's cvt<> implements: truncate toward zero to i64
+// (saturating at i64's range, NaN giving 0, as PTX's cvt.rzi.s64 does), then wrap to the width of
+// `t` like any integer narrowing. To i1 it is `x != 0`, so NaN gives 1 as in C++.
 int64_t float_to_int(double x, DType t) {
   if (t == DType::i1)
     return x != 0;
   if (std::isnan(x))
     return 0;
-  double lo, hi;
-  switch (t) {
-  case DType::u8:
-    lo = 0, hi = 255;
-    break;
-  case DType::i32:
-    lo = -2147483648.0, hi = 2147483647.0;
-    break;
-  default:
-    lo = -9223372036854775808.0, hi = 9223372036854775808.0;
-    break; // 2^63 is not an int64
-  }
   x = std::trunc(x);
-  if (x <= lo)
-    return static_cast<int64_t>(lo);
-  if (x >= hi)
-    return t == DType::i64 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(hi);
-  return static_cast<int64_t>(x);
+  int64_t v;
+  if (x <= -9223372036854775808.0)
+    v = std::numeric_limits<int64_t>::min();
+  else if (x >= 9223372036854775808.0) // 2^63 is not an int64
+    v = std::numeric_limits<int64_t>::max();
+  else
+    v = static_cast<int64_t>(x);
+  return wrap_int(static_cast<uint64_t>(v), t);
 }
 
 double int_to_float(int64_t v, DType t) {
@@ -1056,7 +1048,7 @@ void HostBuffer::set(int64_t i, double v) {
   if (is_float(dtype))
     write_float(*this, i, v);
   else // truncated, then wrapped to the width like set_int (round_to_dtype's rule for integers)
-    write_int(*this, i, float_to_int(v, DType::i64));
+    write_int(*this, i, float_to_int(v, dtype));
 }
 
 int64_t HostBuffer::get_int(int64_t i) const {

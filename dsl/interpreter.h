@@ -43,11 +43,16 @@ struct InterpArg {
 };
 
 // Runs `k` for every program in `grid`, one after another (program id x fastest, then y, then z).
-// NaN rule: max/min (elementwise maximum/minimum and the max/min reductions) ignore NaN unless every
-// operand is NaN, like CUDA's fmaxf/fminf; argmax likewise skips NaN (index 0 when all are NaN).
-// Sums accumulate in double and round once to the result dtype. Arguments follow k.params in order; a wrong count or kind is
-// an Error naming the parameter. An access outside a buffer through an unmasked pointer is an Error
-// naming the op's call site, the buffer and the index; nothing is written past a buffer.
+// Arguments follow k.params in order; a wrong count or kind is an Error naming the parameter. An
+// access outside a buffer through an unmasked pointer is an Error naming the op's call site, the
+// buffer and the index; nothing is written past a buffer. Numeric rules the code generator follows:
+// - every result is rounded to its dtype; dot accumulates in f32 (f64 for f64) in k order from acc,
+//   f32 operands through fmaf (or rounded to tf32 first when asked);
+// - max/min (elementwise maximum/minimum and the max/min reductions) ignore NaN unless every operand
+//   is NaN, like CUDA's fmaxf/fminf; argmax skips NaN too (index 0 when all are NaN);
+// - sums accumulate in double and round once to the result dtype;
+// - float -> int truncates toward zero through i64 (saturating, NaN -> 0), then wraps to the width;
+//   anything -> i1 is `x != 0`; integer / and % truncate like C, and a zero divisor is an Error.
 void interpret(const Kernel& k, const Grid& grid, llvm::ArrayRef<InterpArg> args);
 
 // Whether KILN_INTERPRET=1 asks for the interpreter even where a GPU exists.
