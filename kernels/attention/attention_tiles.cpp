@@ -129,17 +129,17 @@ Value advance_k(const Value& k_ptr, const AttentionTileParams& tp) {
   return tp.k_transposed ? advance(k_ptr, {0, tp.block_n}) : advance(k_ptr, {tp.block_n, 0});
 }
 
-Value causal_diagonal(const AttentionArgs& a, const AttentionTileParams& tp) {
+Value last_visible_key(const AttentionArgs& a, const AttentionTileParams& tp, const Value& row) {
   if (tp.causal == CausalMode::BottomRight)
-    return (a.N_K - a.N_Q).named("diag");
-  return scalar(0, i32);
+    return row + (a.N_K - a.N_Q);
+  return row;
 }
 
 Value visible_keys(const AttentionArgs& a, const AttentionTileParams& tp, const Value& offs_m, const Value& offs_n) {
   Value cols = offs_n.expand_dims(0); // (1, BN)
   Value mask = broadcast_to(cols < a.N_K, {tp.block_m, tp.block_n});
   if (tp.causal != CausalMode::None)
-    mask = mask && (cols <= offs_m.expand_dims(1) + causal_diagonal(a, tp)); // (BM, BN)
+    mask = mask && (cols <= last_visible_key(a, tp, offs_m.expand_dims(1))); // (BM, BN)
   return mask;
 }
 
@@ -148,12 +148,11 @@ KeyRange key_range(const AttentionArgs& a, const AttentionTileParams& tp, const 
   Value full_tiles_end = a.N_K / BN * BN; // keys in whole tiles
   if (tp.causal == CausalMode::None)
     return KeyRange{full_tiles_end, a.N_K};
-  Value diag = causal_diagonal(a, tp);
-  // Row m0 (the tile's first) sees keys j <= m0 + diag: whole tiles up to there need no mask.
-  Value seen_by_first_row = maximum(m0 + diag + 1, 0);
+  // Row m0 (the tile's first) sees keys j <= last_visible_key(m0): whole tiles up to there need no mask.
+  Value seen_by_first_row = maximum(last_visible_key(a, tp, m0) + 1, 0);
   Value unmasked_end = minimum(seen_by_first_row / BN * BN, full_tiles_end);
-  // The tile's last row sees keys j <= m0 + BM - 1 + diag; nothing past that is visited.
-  Value end = maximum(minimum(a.N_K, m0 + BM + diag), unmasked_end);
+  // The tile's last row, m0 + BM - 1, bounds the keys visited.
+  Value end = maximum(minimum(a.N_K, last_visible_key(a, tp, m0 + (BM - 1)) + 1), unmasked_end);
   return KeyRange{unmasked_end.named("unmasked_end"), end.named("keys_end")};
 }
 

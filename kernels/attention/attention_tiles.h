@@ -72,8 +72,9 @@ Value advance_k(const Value& k_ptr, const AttentionTileParams& tp);
 
 // (BLOCK_M, BLOCK_N) i1: key offs_n[j] exists (< N_K) and, when causal, is visible to query offs_m[i].
 Value visible_keys(const AttentionArgs& a, const AttentionTileParams& tp, const Value& offs_m, const Value& offs_n);
-// First key row a causal query 0 cannot see, minus 1: 0 for top-left, N_K - N_Q for bottom-right.
-Value causal_diagonal(const AttentionArgs& a, const AttentionTileParams& tp);
+// The last key query row `row` sees under the causal rule: row itself (top-left) or
+// row + N_K - N_Q (bottom-right). `row` is a scalar or a tile of i32 row indices.
+Value last_visible_key(const AttentionArgs& a, const AttentionTileParams& tp, const Value& row);
 
 // The keys the Q tile starting at row m0 visits: [0, unmasked_end) in whole tiles that every row
 // sees entirely, then [unmasked_end, end) in tiles that need the mask. Both multiples of BLOCK_N

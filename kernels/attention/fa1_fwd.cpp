@@ -43,10 +43,13 @@ Kernel build_fa1_fwd(const Config& config) {
     Value kt = tp.k_transposed ? k : trans(k);     // (HD, BN)
     Value v = load(v_ptr, tp.v_tile_check(true));  // (BN, HD)
     Value offs_n = start_n + arange(0, BN);        // (BN,) i32
-    // Causal: query i sees key j iff j <= i + diag, so rows below start_n - diag see none of this tile.
+    // Causal: query i sees key j iff j <= i (top-left) or j <= i + N_K - N_Q (bottom-right), so the
+    // rows before start_n (or start_n - (N_K - N_Q)) see none of this tile.
     Value q_lo = scalar(0, i32);
-    if (tp.causal != CausalMode::None)
-      q_lo = maximum(start_n - causal_diagonal(a, tp), 0) / BM * BM;
+    if (tp.causal == CausalMode::TopLeft)
+      q_lo = start_n / BM * BM;
+    if (tp.causal == CausalMode::BottomRight)
+      q_lo = maximum(start_n - (a.N_K - a.N_Q), 0) / BM * BM;
     Value q_ptr = q_block_ptr(a, bases, tp, q_lo);
     Value oacc_ptr = oacc_block_ptr(q_lo);
     for_range(q_lo, a.N_Q, BM, [&](Value start_m) {
