@@ -12,7 +12,7 @@
 
 #include <functional>
 #include <source_location>
-#include <unordered_set>
+#include <unordered_map>
 
 namespace kiln {
 
@@ -29,8 +29,11 @@ public:
   Value& operator=(const Value& o);
   ~Value();
 
+  // False for a handle that was declared but never assigned, or whose kernel was finished or whose
+  // builder is gone: such handles are empty, and using one is an Error, never a dangling access.
   bool valid() const { return id_ != kNoValue; }
   ValueId id() const { return id_; }
+  const KernelBuilder* builder() const { return b_; }
   const Type& type() const;
   const Shape& shape() const { return type().shape; }
   DType dtype() const { return type().elem; }
@@ -46,7 +49,9 @@ public:
 
 private:
   friend class KernelBuilder;
-  Value(KernelBuilder* b, ValueId id);
+  // Takes the builder by reference so that a braced pair like `{0, 1}` can never convert to a
+  // Value: `load(bp, {0, 1})` must pick the boundary_check overload.
+  Value(KernelBuilder& b, ValueId id);
   KernelBuilder* b_ = nullptr;
   ValueId id_ = kNoValue;
 };
@@ -86,8 +91,9 @@ public:
   Value arg(const std::string& name, DType t, CallSite where = CallSite::current());
 
   const Config& config() const { return kernel_.config; }
-  // Verifies the kernel and hands it over; the builder is empty afterwards.
-  Kernel finish();
+  // Verifies the kernel and hands it over; the builder is finished afterwards, and every Value
+  // handle on it is empty.
+  Kernel finish(CallSite where = CallSite::current());
 
   // The builder of the kernel being built on this thread; an Error when there is none.
   static KernelBuilder& current(CallSite where);
@@ -96,7 +102,7 @@ public:
   // Appends an op at the insertion point, infers (and so verifies) its result type, and returns
   // a handle to its result (an invalid Value for ops without one).
   Value emit(std::unique_ptr<Op> op);
-  Value make(ValueId id) { return Value(this, id); }
+  Value make(ValueId id) { return Value(*this, id); }
   Value literal(const Operand& o, DType t, CallSite where);
   Value operand(const Operand& o, DType literal_type);
   Kernel& kernel() { return kernel_; }
@@ -112,8 +118,21 @@ private:
 
   Kernel kernel_;
   std::vector<Region*> insertion_; // innermost region last
-  std::unordered_set<Value*> live_; // every Value handle alive on this builder
+  // Every Value handle alive on this builder, with the order it registered in: snapshots sort
+  // handles that hold the same value by it, so that the IR does not depend on addresses.
+  std::unordered_map<Value*, uint64_t> live_;
+  uint64_t next_handle_ = 0;
+  bool finished_ = false;
   KernelBuilder* previous_ = nullptr;
+
+  void register_handle(Value* v) { live_.emplace(v, next_handle_++); }
+  // Whether the handle registered as `seq` is still alive (its address may have been reused).
+  bool alive(const Value* v, uint64_t seq) const {
+    auto it = live_.find(const_cast<Value*>(v));
+    return it != live_.end() && it->second == seq;
+  }
+  // Errors for variables that a region left in a state that cannot be carried out of it.
+  void check_region_escapes(const Snapshot& snap, ValueId first_inner, CallSite where, const char* what) const;
 };
 
 } // namespace kiln

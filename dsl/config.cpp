@@ -4,10 +4,15 @@
 
 namespace kiln {
 
-int64_t Config::get(const std::string& name) const {
+int64_t Config::get(const std::string& name, std::source_location where) const {
   auto it = params.find(name);
-  if (it == params.end())
-    fail("config has no parameter '{}' (config: {})", name, str());
+  if (it == params.end()) {
+    std::string names;
+    for (const auto& [k, v] : params)
+      names += (names.empty() ? "" : ", ") + k;
+    fail_at(SourceLoc::current(where), "config has no parameter '{}'; it has {} (config: {})", name,
+            names.empty() ? "no parameters" : names, str());
+  }
   return it->second;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <source_location>
 #include <string>
 
 namespace kiln {
@@ -13,8 +14,9 @@ struct Config {
   int num_warps = 4;
   int num_stages = 2;
 
-  // The value of a parameter; throws kiln::Error naming the parameter when it is absent.
-  int64_t get(const std::string& name) const;
+  // The value of a parameter; throws kiln::Error naming the parameter, the parameters there are and
+  // the caller's line when it is absent.
+  int64_t get(const std::string& name, std::source_location where = std::source_location::current()) const;
   int64_t get_or(const std::string& name, int64_t fallback) const;
   Config& set(const std::string& name, int64_t value) {
     params[name] = value;

@@ -12,6 +12,20 @@ namespace {
 
 KernelBuilder& B(CallSite w) { return KernelBuilder::current(w); }
 
+// The handle passed to `fn`, checked to hold a value of the kernel being built; an Error at the call
+// site otherwise (never an out-of-range access).
+const Value& use(const Value& v, std::string_view fn, CallSite where) {
+  KernelBuilder& b = B(where);
+  if (!v.valid())
+    fail_at(loc_of(where),
+            "{}: an operand holds no value (a kiln::Value declared but never assigned, or left over from a "
+            "finished kernel)",
+            fn);
+  if (v.builder() != &b)
+    fail_at(loc_of(where), "{}: an operand belongs to another kernel's builder; values cannot cross kernels", fn);
+  return v;
+}
+
 std::unique_ptr<Op> new_op(OpKind k, CallSite where) {
   auto op = std::make_unique<Op>();
   op->kind = k;
@@ -39,24 +53,27 @@ DType literal_type(const Operand& lit, const Value* other) {
   return t;
 }
 
-Value value_of(const Operand& o, const Operand& partner, CallSite where) {
-  if (!o.is_literal) {
-    if (!o.value->valid())
-      fail_at(loc_of(where), "operand holds no value (a kiln::Value declared but never assigned)");
-    return *o.value;
-  }
-  return B(where).literal(o, literal_type(o, partner.is_literal ? nullptr : partner.value), where);
+Value value_of(const Operand& o, const Operand& partner, std::string_view fn, CallSite where) {
+  if (!o.is_literal)
+    return use(*o.value, fn, where);
+  const Value* other = partner.is_literal || !partner.value->valid() ? nullptr : partner.value;
+  return B(where).literal(o, literal_type(o, other), where);
 }
 
-Shape broadcast_shape(const Shape& a, const Shape& b, CallSite where) {
+// The numpy broadcast of two shapes: ranks are aligned at the right, and each pair of dims must be
+// equal or contain a 1. `fn` and the roles name the operands in the error.
+Shape broadcast_shape(const Shape& a, const Shape& b, std::string_view fn, CallSite where,
+                      std::string_view a_role = "left operand", std::string_view b_role = "right operand") {
   size_t r = std::max(a.size(), b.size());
   Shape out(r, 1);
   for (size_t i = 0; i < r; ++i) {
     int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
     int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
     if (da != db && da != 1 && db != 1)
-      fail_at(loc_of(where), "cannot broadcast shapes {} and {}: dim {} is {} vs {}", shape_str(a), shape_str(b),
-              i, da, db);
+      fail_at(loc_of(where),
+              "{}: the {} shape {} and the {} shape {} do not broadcast: dim {} of the aligned shapes is {} vs {} "
+              "(dims must be equal or 1)",
+              fn, a_role, shape_str(a), b_role, shape_str(b), i, da, db);
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -65,9 +82,10 @@ Shape broadcast_shape(const Shape& a, const Shape& b, CallSite where) {
 Value cast_to(const Value& x, DType t, CallSite where) { return x.dtype() == t ? x : x.to(t, where); }
 
 // Both operands of an elementwise op at one shape and, unless `keep_types`, one dtype.
-std::pair<Value, Value> unify(const Operand& oa, const Operand& ob, CallSite where, bool keep_types = false) {
-  Value a = value_of(oa, ob, where), b = value_of(ob, oa, where);
-  Shape s = broadcast_shape(a.shape(), b.shape(), where);
+std::pair<Value, Value> unify(const Operand& oa, const Operand& ob, std::string_view fn, CallSite where,
+                              bool keep_types = false) {
+  Value a = value_of(oa, ob, fn, where), b = value_of(ob, oa, fn, where);
+  Shape s = broadcast_shape(a.shape(), b.shape(), fn, where);
   a = broadcast_to(a, s, where);
   b = broadcast_to(b, s, where);
   if (!keep_types && a.type().is_tensor() && b.type().is_tensor()) {
@@ -79,21 +97,27 @@ std::pair<Value, Value> unify(const Operand& oa, const Operand& ob, CallSite whe
 }
 
 Value binary(const Operand& oa, const Operand& ob, BinaryOp k, CallSite where) {
+  std::string_view fn = binary_name(k);
+  const Type* ta = oa.is_literal ? nullptr : &use(*oa.value, fn, where).type();
+  const Type* tb = ob.is_literal ? nullptr : &use(*ob.value, fn, where).type();
+  if ((ta && ta->is_block_ptr()) || (tb && tb->is_block_ptr()))
+    fail_at(loc_of(where), "{}: arithmetic on a block pointer ({}) is not supported; move it with advance(bp, "
+            "{{deltas}})", fn, (ta && ta->is_block_ptr() ? ta : tb)->str());
   // Pointer arithmetic: ptr + offsets (either order), ptr - offsets.
-  bool a_ptr = !oa.is_literal && oa.value->valid() && oa.value->type().is_pointer();
-  bool b_ptr = !ob.is_literal && ob.value->valid() && ob.value->type().is_pointer();
+  bool a_ptr = ta && ta->is_pointer();
+  bool b_ptr = tb && tb->is_pointer();
   if (a_ptr || b_ptr) {
     if ((k != BinaryOp::Add && !(k == BinaryOp::Sub && a_ptr)) || (a_ptr && b_ptr))
-      fail_at(loc_of(where), "pointers support only `pointer + offsets` and `pointer - offsets`, not {}",
-              binary_name(k));
-    auto [p, off] = a_ptr ? unify(oa, ob, where, true) : unify(ob, oa, where, true);
+      fail_at(loc_of(where), "{}: pointers support only `pointer + offsets` and `pointer - offsets`; got {} {} {}",
+              fn, oa.is_literal ? "a literal" : ta->str(), fn, ob.is_literal ? "a literal" : tb->str());
+    auto [p, off] = a_ptr ? unify(oa, ob, "addptr", where, true) : unify(ob, oa, "addptr", where, true);
     if (k == BinaryOp::Sub)
       off = -off;
     auto op = new_op(OpKind::AddPtr, where);
     op->operands = {p.id(), off.id()};
     return B(where).emit(std::move(op));
   }
-  auto [a, b] = unify(oa, ob, where);
+  auto [a, b] = unify(oa, ob, fn, where);
   auto op = new_op(OpKind::Binary, where);
   op->binary = k;
   op->operands = {a.id(), b.id()};
@@ -101,6 +125,7 @@ Value binary(const Operand& oa, const Operand& ob, BinaryOp k, CallSite where) {
 }
 
 Value reduce(const Value& x, int axis, bool keepdims, OpKind kind, ReduceOp r, CallSite where) {
+  use(x, kind == OpKind::ArgMax ? "argmax" : reduce_name(r), where);
   auto op = new_op(kind, where);
   op->reduce = r;
   op->axis = axis < 0 ? axis + x.rank() : axis;
@@ -119,9 +144,9 @@ Value declared(OpKind k, const Value& x, Type t, CallSite where) {
 llvm::SmallVector<ValueId, 4> int_scalars(llvm::ArrayRef<Operand> xs, const char* role, CallSite where) {
   llvm::SmallVector<ValueId, 4> ids;
   for (const Operand& o : xs) {
-    Value v = B(where).operand(o, DType::i32);
+    Value v = o.is_literal ? B(where).operand(o, DType::i32) : use(*o.value, role, where);
     if (!v.type().is_tensor() || !v.type().is_scalar() || !is_int(v.dtype()) || v.dtype() == DType::i1)
-      fail_at(loc_of(where), "{} must be integer scalars, got {}", role, v.type().str());
+      fail_at(loc_of(where), "{} must be integer scalars (i32 or i64), got {}", role, v.type().str());
     ids.push_back(v.id());
   }
   return ids;
@@ -132,8 +157,9 @@ llvm::SmallVector<ValueId, 4> int_scalars(llvm::ArrayRef<Operand> xs, const char
 // ---- Value members ----
 
 Value Value::to(DType t, CallSite where) const {
+  use(*this, "to", where);
   if (!type().is_tensor())
-    fail_at(loc_of(where), "cannot convert {} to {}; only numbers convert", type().str(), dtype_name(t));
+    fail_at(loc_of(where), "to: cannot convert {} to {}; only numbers convert", type().str(), dtype_name(t));
   if (t == dtype())
     return *this;
   return declared(OpKind::Cast, *this, type().with_elem(t), where);
@@ -163,20 +189,30 @@ Value arange(int64_t lo, int64_t hi, CallSite where) {
   return B(where).emit(std::move(op));
 }
 
-Value full(const Shape& shape, double value, DType t, CallSite where) {
+Value constant(std::string_view fn, const Shape& shape, double value, DType t, CallSite where) {
+  for (int64_t d : shape)
+    if (!is_power_of_two(d))
+      fail_at(loc_of(where),
+              "{}: shape {} has a dim that is not a power of two ({}); tile dims must be powers of two (round up "
+              "and mask the extra elements)",
+              fn, shape_str(shape), d);
   auto op = new_op(OpKind::Constant, where);
   op->f = value;
   if (!is_float(t)) {
-    if (value != std::floor(value))
-      fail_at(loc_of(where), "full: {} is not an integer but the dtype is {}", value, dtype_name(t));
+    if (!int_dtype_holds(t, value)) {
+      auto [lo, hi] = int_range(t);
+      fail_at(loc_of(where), "{}: the value {} is not an integer in the range of {} ([{}, {}]); use a float dtype "
+              "or an integer value", fn, value, dtype_name(t), lo, hi);
+    }
     op->ints = {static_cast<int64_t>(value)};
   }
   op->results.push_back(B(where).kernel().new_value(Type::tensor(t, shape)));
   return B(where).emit(std::move(op));
 }
 
-Value zeros(const Shape& shape, DType t, CallSite where) { return full(shape, 0.0, t, where); }
-Value scalar(double value, DType t, CallSite where) { return full({}, value, t, where); }
+Value full(const Shape& shape, double value, DType t, CallSite where) { return constant("full", shape, value, t, where); }
+Value zeros(const Shape& shape, DType t, CallSite where) { return constant("zeros", shape, 0.0, t, where); }
+Value scalar(double value, DType t, CallSite where) { return constant("scalar", {}, value, t, where); }
 
 // ---- elementwise ----
 
@@ -199,8 +235,16 @@ KILN_BINARY_OPERATOR(&, And)
 KILN_BINARY_OPERATOR(|, Or)
 #undef KILN_BINARY_OPERATOR
 
-Value operator-(const Value& a) { return unary_op(a, UnaryOp::Neg, CallSite::current()); }
-Value operator!(const Value& a) { return unary_op(a, UnaryOp::Not, CallSite::current()); }
+Value operator-(const Operand& a) {
+  if (a.is_literal)
+    throw InternalError("unary minus of a literal reached the DSL");
+  return unary_op(*a.value, UnaryOp::Neg, a.where);
+}
+Value operator!(const Operand& a) {
+  if (a.is_literal)
+    throw InternalError("`!` of a literal reached the DSL");
+  return unary_op(*a.value, UnaryOp::Not, a.where);
+}
 Value& operator+=(Value& a, const Operand& b) { return a = binary(Operand(a, b.where), b, BinaryOp::Add, b.where); }
 Value& operator-=(Value& a, const Operand& b) { return a = binary(Operand(a, b.where), b, BinaryOp::Sub, b.where); }
 Value& operator*=(Value& a, const Operand& b) { return a = binary(Operand(a, b.where), b, BinaryOp::Mul, b.where); }
@@ -210,9 +254,9 @@ Value minimum(const Operand& a, const Operand& b, CallSite where) { return binar
 Value maximum(const Operand& a, const Operand& b, CallSite where) { return binary(a, b, BinaryOp::Max, where); }
 
 Value where(const Operand& cond, const Operand& a, const Operand& b, CallSite w) {
-  Value c = B(w).operand(cond, DType::i1);
-  auto [x, y] = unify(a, b, w);
-  Shape s = broadcast_shape(broadcast_shape(c.shape(), x.shape(), w), y.shape(), w);
+  Value c = cond.is_literal ? B(w).operand(cond, DType::i1) : use(*cond.value, "where", w);
+  auto [x, y] = unify(a, b, "where", w);
+  Shape s = broadcast_shape(c.shape(), x.shape(), "where", w, "condition", "value");
   c = broadcast_to(c, s, w);
   x = broadcast_to(x, s, w);
   y = broadcast_to(y, s, w);
@@ -222,7 +266,7 @@ Value where(const Operand& cond, const Operand& a, const Operand& b, CallSite w)
 }
 
 Value cdiv(const Operand& a, const Operand& b, CallSite where) {
-  auto [x, y] = unify(a, b, where);
+  auto [x, y] = unify(a, b, "cdiv", where);
   return binary(binary(binary(x, y, BinaryOp::Add, where), 1, BinaryOp::Sub, where), y, BinaryOp::Div, where);
 }
 
@@ -237,6 +281,7 @@ Value abs(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Abs, w); }
 // ---- shapes ----
 
 Value expand_dims(const Value& x, int axis, CallSite where) {
+  use(x, "expand_dims", where);
   auto op = new_op(OpKind::ExpandDims, where);
   op->axis = axis < 0 ? axis + x.rank() + 1 : axis;
   op->operands = {x.id()};
@@ -244,7 +289,7 @@ Value expand_dims(const Value& x, int axis, CallSite where) {
 }
 
 Value broadcast_to(const Value& x, const Shape& shape, CallSite where) {
-  Value v = x;
+  Value v = use(x, "broadcast_to", where);
   if (v.rank() > 0 && v.rank() < static_cast<int>(shape.size())) { // numpy: missing leading dims are 1
     Shape padded(shape.size() - v.rank(), 1);
     padded.append(v.shape().begin(), v.shape().end());
@@ -256,7 +301,7 @@ Value broadcast_to(const Value& x, const Shape& shape, CallSite where) {
 }
 
 Value reshape(const Value& x, const Shape& shape, CallSite where) {
-  if (x.shape() == shape)
+  if (use(x, "reshape", where).shape() == shape)
     return x;
   return declared(OpKind::Reshape, x, x.type().with_shape(shape), where);
 }
@@ -270,6 +315,8 @@ Value trans(const Value& x, CallSite where) {
 // ---- dot and reductions ----
 
 Value dot(const Value& a, const Value& b, const Value& acc, bool tf32, CallSite where) {
+  use(a, "dot", where);
+  use(b, "dot", where);
   Value c = acc;
   if (!c.valid()) {
     if (a.rank() != 2 || b.rank() != 2)
@@ -299,15 +346,20 @@ Value argmax(const Value& x, int axis, bool keepdims, CallSite w) {
 // ---- memory ----
 
 Value load(const Value& ptrs, const Value& mask, const Operand& other, CallSite where) {
-  if (!ptrs.type().is_pointer())
-    fail_at(loc_of(where), "load: a mask needs a tensor of pointers, got {}{}", ptrs.type().str(),
-            ptrs.type().is_block_ptr() ? " (block pointers take boundary_check instead)" : "");
-  Shape s = broadcast_shape(ptrs.shape(), mask.shape(), where);
+  const Type& pt = use(ptrs, "load", where).type();
+  if (!pt.is_pointer())
+    fail_at(loc_of(where), "load: a mask needs a tensor of pointers, got {}{}", pt.str(),
+            pt.is_block_ptr() ? "; block pointers take boundary_check and padding instead: load(bp, {0, 1})" : "");
+  use(mask, "load", where);
+  Shape s = broadcast_shape(pt.shape, mask.shape(), "load", where, "pointers'", "mask's");
   Value p = broadcast_to(ptrs, s, where);
   Value m = broadcast_to(mask, s, where);
-  Value o = B(where).operand(other, ptrs.dtype());
+  Value o = other.is_literal ? B(where).operand(other, ptrs.dtype()) : use(*other.value, "load", where);
   if (o.type().is_tensor() && o.dtype() != ptrs.dtype() && other.is_literal)
     o = o.to(ptrs.dtype(), where);
+  if (broadcast_shape(s, o.shape(), "load", where, "pointers'", "`other`'s") != s)
+    fail_at(loc_of(where), "load: `other` has shape {}, larger than the pointers' shape {}", shape_str(o.shape()),
+            shape_str(s));
   o = broadcast_to(o, s, where);
   auto op = new_op(OpKind::Load, where);
   op->has_mask = true;
@@ -316,9 +368,14 @@ Value load(const Value& ptrs, const Value& mask, const Operand& other, CallSite 
 }
 
 void store(const Value& ptrs, const Value& value, const Value& mask, CallSite where) {
-  if (!ptrs.type().is_pointer())
-    fail_at(loc_of(where), "store: a mask needs a tensor of pointers, got {}", ptrs.type().str());
-  Shape s = broadcast_shape(broadcast_shape(ptrs.shape(), mask.shape(), where), value.shape(), where);
+  const Type& pt = use(ptrs, "store", where).type();
+  if (!pt.is_pointer())
+    fail_at(loc_of(where), "store: a mask needs a tensor of pointers, got {}{}", pt.str(),
+            pt.is_block_ptr() ? "; block pointers take boundary_check instead: store(bp, value, {0, 1})" : "");
+  use(value, "store", where);
+  use(mask, "store", where);
+  Shape s = broadcast_shape(broadcast_shape(pt.shape, mask.shape(), "store", where, "pointers'", "mask's"),
+                            value.shape(), "store", where, "pointers'", "value's");
   auto op = new_op(OpKind::Store, where);
   op->has_mask = true;
   op->operands = {broadcast_to(ptrs, s, where).id(), broadcast_to(value, s, where).id(),
@@ -327,10 +384,12 @@ void store(const Value& ptrs, const Value& value, const Value& mask, CallSite wh
 }
 
 Value atomic_add(const Value& ptrs, const Value& value, const Value& mask, CallSite where) {
+  use(ptrs, "atomic_add", where);
+  use(value, "atomic_add", where);
   auto op = new_op(OpKind::AtomicAdd, where);
-  Shape s = broadcast_shape(ptrs.shape(), value.shape(), where);
+  Shape s = broadcast_shape(ptrs.shape(), value.shape(), "atomic_add", where, "pointers'", "value's");
   if (mask.valid())
-    s = broadcast_shape(s, mask.shape(), where);
+    s = broadcast_shape(s, use(mask, "atomic_add", where).shape(), "atomic_add", where, "pointers'", "mask's");
   op->operands = {broadcast_to(ptrs, s, where).id(), broadcast_to(value, s, where).id()};
   if (mask.valid()) {
     op->has_mask = true;
@@ -345,14 +404,16 @@ Value make_block_ptr(const Value& base, llvm::ArrayRef<Operand> shape, llvm::Arr
   size_t r = block_shape.size();
   if (shape.size() != r || strides.size() != r || offsets.size() != r || order.size() != r)
     fail_at(loc_of(where),
-            "make_block_ptr: shape, strides, offsets and order must each have one entry per block dim ({}); got "
-            "{}, {}, {} and {}",
-            r, shape.size(), strides.size(), offsets.size(), order.size());
-  if (!base.type().is_pointer() || !base.type().is_scalar())
-    fail_at(loc_of(where), "make_block_ptr: base must be a pointer argument, got {}", base.type().str());
+            "make_block_ptr: shape, strides, offsets and order must each have one entry per block dim ({} for "
+            "block_shape {}); got {}, {}, {} and {}",
+            r, shape_str(block_shape), shape.size(), strides.size(), offsets.size(), order.size());
+  const Type& bt = use(base, "make_block_ptr", where).type();
+  if (!bt.is_pointer() || !bt.is_scalar())
+    fail_at(loc_of(where), "make_block_ptr: base must be a pointer argument (ptr<T>), got {}", bt.str());
   auto op = new_op(OpKind::MakeBlockPtr, where);
   op->operands.push_back(base.id());
-  for (auto [xs, role] : {std::pair{shape, "shape"}, {strides, "strides"}, {offsets, "offsets"}})
+  for (auto [xs, role] : {std::pair{shape, "make_block_ptr: shape"}, {strides, "make_block_ptr: strides"},
+                          {offsets, "make_block_ptr: offsets"}})
     for (ValueId id : int_scalars(xs, role, where))
       op->operands.push_back(id);
   llvm::SmallVector<int, 4> ord(order.begin(), order.end());
@@ -361,21 +422,28 @@ Value make_block_ptr(const Value& base, llvm::ArrayRef<Operand> shape, llvm::Arr
 }
 
 Value advance(const Value& block_ptr, llvm::ArrayRef<Operand> deltas, CallSite where) {
+  use(block_ptr, "advance", where);
   auto op = new_op(OpKind::Advance, where);
   op->operands.push_back(block_ptr.id());
-  for (ValueId id : int_scalars(deltas, "advance offsets", where))
+  for (ValueId id : int_scalars(deltas, "advance: offsets", where))
     op->operands.push_back(id);
   return B(where).emit(std::move(op));
 }
 
 Value load(const Value& ptr, BoundaryCheck boundary_check, Padding padding, CallSite where) {
-  if (ptr.type().is_pointer()) {
+  const Type& t = use(ptr, "load", where).type();
+  if (t.is_pointer()) {
     if (!boundary_check.dims.empty())
-      fail_at(loc_of(where), "load: boundary_check applies to block pointers; a tensor of pointers takes a mask");
+      fail_at(loc_of(where),
+              "load: boundary_check applies to block pointers, got {}; a tensor of pointers takes a mask: "
+              "load(ptrs, mask, other)",
+              t.str());
     auto op = new_op(OpKind::Load, where);
     op->operands = {ptr.id()};
     return B(where).emit(std::move(op));
   }
+  if (!t.is_block_ptr())
+    fail_at(loc_of(where), "load: expected a tensor of pointers or a block pointer, got {}", t.str());
   auto op = new_op(OpKind::LoadBlock, where);
   op->operands = {ptr.id()};
   op->ints.assign(boundary_check.dims.begin(), boundary_check.dims.end());
@@ -384,16 +452,27 @@ Value load(const Value& ptr, BoundaryCheck boundary_check, Padding padding, Call
 }
 
 void store(const Value& ptr, const Value& value, BoundaryCheck boundary_check, CallSite where) {
-  if (ptr.type().is_pointer()) {
+  const Type& t = use(ptr, "store", where).type();
+  const Type& vt = use(value, "store", where).type();
+  if (t.is_pointer()) {
     if (!boundary_check.dims.empty())
-      fail_at(loc_of(where), "store: boundary_check applies to block pointers; a tensor of pointers takes a mask");
+      fail_at(loc_of(where),
+              "store: boundary_check applies to block pointers, got {}; a tensor of pointers takes a mask: "
+              "store(ptrs, value, mask)",
+              t.str());
+    if (broadcast_shape(t.shape, vt.shape, "store", where, "pointers'", "value's") != t.shape)
+      fail_at(loc_of(where), "store: the value shape {} is larger than the pointers' shape {}", shape_str(vt.shape),
+              shape_str(t.shape));
     auto op = new_op(OpKind::Store, where);
-    op->operands = {ptr.id(), broadcast_to(value, ptr.shape(), where).id()};
+    op->operands = {ptr.id(), broadcast_to(value, t.shape, where).id()};
     B(where).emit(std::move(op));
     return;
   }
+  if (!t.is_block_ptr())
+    fail_at(loc_of(where), "store: expected a tensor of pointers or a block pointer, got {}", t.str());
+  Value v = vt.is_tensor() && vt.is_scalar() ? broadcast_to(value, t.shape, where) : value; // a scalar fills the block
   auto op = new_op(OpKind::StoreBlock, where);
-  op->operands = {ptr.id(), value.id()};
+  op->operands = {ptr.id(), v.id()};
   op->ints.assign(boundary_check.dims.begin(), boundary_check.dims.end());
   B(where).emit(std::move(op));
 }
@@ -415,6 +494,7 @@ void if_(const Value& cond, const std::function<void()>& then_body, const std::f
 Value multiple_of(const Value& x, int64_t divisor, CallSite where) {
   if (divisor <= 0)
     fail_at(loc_of(where), "multiple_of: divisor must be positive, got {}", divisor);
+  use(x, "multiple_of", where);
   B(where).kernel().values[x.id()].divisibility = divisor;
   return x;
 }
@@ -422,6 +502,7 @@ Value multiple_of(const Value& x, int64_t divisor, CallSite where) {
 Value max_contiguous(const Value& x, int64_t run, CallSite where) {
   if (run <= 0)
     fail_at(loc_of(where), "max_contiguous: run length must be positive, got {}", run);
+  use(x, "max_contiguous", where);
   B(where).kernel().values[x.id()].contiguity = run;
   return x;
 }

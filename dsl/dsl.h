@@ -39,8 +39,9 @@ Value operator&&(const Operand& a, const Operand& b);
 Value operator||(const Operand& a, const Operand& b);
 Value operator&(const Operand& a, const Operand& b);
 Value operator|(const Operand& a, const Operand& b);
-Value operator-(const Value& a);
-Value operator!(const Value& a);
+// Unary operators take an Operand so that the conversion captures the user's call site.
+Value operator-(const Operand& a);
+Value operator!(const Operand& a);
 Value& operator+=(Value& a, const Operand& b);
 Value& operator-=(Value& a, const Operand& b);
 Value& operator*=(Value& a, const Operand& b);

@@ -1,6 +1,10 @@
 #include "dsl/dtype.h"
 
+#include "support/error.h"
+
 #include <array>
+#include <cmath>
+#include <limits>
 
 namespace kiln {
 
@@ -32,6 +36,28 @@ int dtype_rank(DType t) {
   case DType::f64: return 6;
   }
   return 0;
+}
+
+std::pair<int64_t, int64_t> int_range(DType t) {
+  switch (t) {
+  case DType::i1: return {0, 1};
+  case DType::u8: return {0, 255};
+  case DType::i32: return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+  case DType::i64: return {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+  default: break;
+  }
+  throw InternalError(fmt::format("int_range of the floating-point dtype {}", dtype_name(t)));
+}
+
+bool int_dtype_holds(DType t, double v) {
+  if (!std::isfinite(v) || v != std::floor(v))
+    return false;
+  auto [lo, hi] = int_range(t);
+  // 2^63 is exactly representable while INT64_MAX is not: compare against the bounds as doubles,
+  // excluding the upper one for i64, whose double rounds up past the range.
+  if (t == DType::i64)
+    return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+  return v >= static_cast<double>(lo) && v <= static_cast<double>(hi);
 }
 
 DType promote(DType a, DType b) {

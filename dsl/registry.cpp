@@ -14,10 +14,14 @@ Config KernelDef::default_config() const {
 Config KernelDef::with_overrides(Config base, const std::map<std::string, int64_t>& overrides) const {
   for (const auto& [k, v] : overrides) {
     if (k == "num_warps") {
+      if (v < 1 || v > 32 || (v & (v - 1)) != 0)
+        fail("kernel '{}': num_warps must be a power of two from 1 to 32, got {}", name, v);
       base.num_warps = static_cast<int>(v);
       continue;
     }
     if (k == "num_stages") {
+      if (v < 1 || v > 8)
+        fail("kernel '{}': num_stages must be from 1 to 8, got {}", name, v);
       base.num_stages = static_cast<int>(v);
       continue;
     }

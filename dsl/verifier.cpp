@@ -21,7 +21,12 @@ struct Checker {
 
   template <typename... Args> [[noreturn]] void error(fmt::format_string<Args...> f, Args&&... args) const {
     std::string what = fmt::format(f, std::forward<Args>(args)...);
-    fail_at(op.loc, "{}: {}", op_name(op.kind), what);
+    // Arithmetic and reductions are named as the user wrote them (exp, add, sum), not by op kind.
+    std::string_view name = op.kind == OpKind::Reduce   ? reduce_name(op.reduce)
+                            : op.kind == OpKind::Unary  ? unary_name(op.unary)
+                            : op.kind == OpKind::Binary ? binary_name(op.binary)
+                                                        : op_name(op.kind);
+    fail_at(op.loc, "{}: {}", name, what);
   }
 
   void expect_operands(size_t n) const {
@@ -143,8 +148,11 @@ std::optional<Type> infer_memory(const Checker& c) {
       c.error("expected a block pointer, got {}", bp.str());
     llvm::SmallVector<bool, 4> seen(bp.rank(), false);
     for (int64_t d : op.ints) {
-      if (d < 0 || d >= bp.rank() || seen[d])
-        c.error("boundary_check dim {} is out of range or repeated for a rank-{} block", d, bp.rank());
+      if (d < 0 || d >= bp.rank())
+        c.error("boundary_check dim {} is out of range for a rank-{} block ({}); valid dims are 0 to {}", d,
+                bp.rank(), bp.str(), bp.rank() - 1);
+      if (seen[d])
+        c.error("boundary_check lists dim {} twice", d);
       seen[d] = true;
     }
     Type tile = Type::tensor(bp.elem, bp.shape);
@@ -169,6 +177,9 @@ std::optional<Type> infer_dot(const Checker& c) {
   const Op& op = c.op;
   c.expect_operands(3);
   const Type &a = c.ty(0), &b = c.ty(1), &acc = c.ty(2);
+  if (a.is_block_ptr() || b.is_block_ptr())
+    c.error("operands must be tiles, got a: {} and b: {}; load a block pointer first: dot(load(bp), ...)", a.str(),
+            b.str());
   if (!a.is_tensor() || a.rank() != 2 || !b.is_tensor() || b.rank() != 2)
     c.error("operands must be 2-D tiles, got a: {} and b: {}", a.str(), b.str());
   if (a.shape[1] != b.shape[0])
@@ -262,6 +273,8 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
     return t;
   }
   case OpKind::Arange: {
+    if (op.ints.size() != 2)
+      throw InternalError("arange needs its bounds in ints");
     int64_t lo = op.ints[0], hi = op.ints[1];
     if (hi <= lo)
       c.error("range [{}, {}) is empty; hi must exceed lo", lo, hi);
@@ -279,8 +292,15 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
     c.expect_operands(1);
     const Type& x = c.ty(0);
     const Type& t = c.declared();
+    if (x.is_block_ptr() || t.is_block_ptr())
+      c.error("cannot broadcast a block pointer ({}); load it first", x.str());
     if (x.elem != t.elem || x.kind != t.kind || (x.rank() != t.rank() && x.rank() != 0))
-      c.error("cannot broadcast {} to {}", x.str(), t.str());
+      c.error("cannot broadcast {} to {}: the target must have the same rank (or the source be a scalar)",
+              x.str(), t.str());
+    for (int64_t d : t.shape)
+      if (!is_power_of_two(d))
+        c.error("target shape {} has a dim that is not a power of two; tile dims must be powers of two",
+                shape_str(t.shape));
     if (x.rank() == 0) // a scalar splats to any shape
       return t;
     for (int i = 0; i < x.rank(); ++i)
@@ -303,15 +323,19 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
   case OpKind::Reshape: {
     c.expect_operands(1);
     const Type& t = c.declared();
-    if (c.ty(0).numel() != t.numel() || c.ty(0).is_block_ptr())
-      c.error("cannot reshape {} to {}: element counts differ", c.ty(0).str(), t.str());
+    if (c.ty(0).is_block_ptr())
+      c.error("cannot reshape a block pointer ({}); load it first", c.ty(0).str());
+    if (c.ty(0).numel() != t.numel())
+      c.error("cannot reshape {} to {}: element counts differ ({} vs {})", c.ty(0).str(), shape_str(t.shape),
+              c.ty(0).numel(), t.numel());
     return t;
   }
   case OpKind::Trans: {
     c.expect_operands(1);
     const Type& x = c.ty(0);
     if (x.rank() != 2 || x.is_block_ptr())
-      c.error("trans takes a 2-D tile, got {}", x.str());
+      c.error("trans takes a 2-D tile, got {} (rank {}); for other ranks use reshape or expand_dims", x.str(),
+              x.rank());
     return x.with_shape({x.shape[1], x.shape[0]});
   }
   case OpKind::Unary: {
@@ -321,17 +345,17 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
     switch (op.unary) {
     case UnaryOp::Not:
       if (t != DType::i1)
-        c.error("not takes a boolean (i1) operand, got {}", c.ty(0).str());
+        c.error("takes a boolean (i1) operand, got {}; for numbers compare instead (x == 0)", c.ty(0).str());
       break;
     case UnaryOp::Neg:
     case UnaryOp::Abs:
       if (t == DType::i1)
-        c.error("{} takes a number, got {}", unary_name(op.unary), c.ty(0).str());
+        c.error("takes a number, got {}{}", c.ty(0).str(),
+                op.unary == UnaryOp::Neg ? "; to negate a boolean use `!`" : "; convert it with .to(i32)");
       break;
     default:
       if (!is_float(t))
-        c.error("{} takes a floating-point operand, got {}; convert it with .to(f32)", unary_name(op.unary),
-                c.ty(0).str());
+        c.error("takes a floating-point operand, got {}; convert it with .to(f32)", c.ty(0).str());
     }
     return c.ty(0);
   }
@@ -343,9 +367,9 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
       c.error("operands differ: {} vs {}", c.ty(0).str(), c.ty(1).str());
     DType t = c.ty(0).elem;
     if ((op.binary == BinaryOp::And || op.binary == BinaryOp::Or) && is_float(t))
-      c.error("{} takes booleans or integers, got {}", binary_name(op.binary), c.ty(0).str());
+      c.error("takes booleans or integers, got {}", c.ty(0).str());
     if (!is_comparison(op.binary) && op.binary != BinaryOp::And && op.binary != BinaryOp::Or && t == DType::i1)
-      c.error("{} takes numbers, got booleans ({})", binary_name(op.binary), c.ty(0).str());
+      c.error("takes numbers, got booleans ({}); convert them with .to(i32)", c.ty(0).str());
     return is_comparison(op.binary) ? c.ty(0).with_elem(DType::i1) : c.ty(0);
   }
   case OpKind::Cast: {
@@ -373,9 +397,10 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
     c.expect_tensor(0, "operand");
     const Type& x = c.ty(0);
     if (x.rank() == 0)
-      c.error("cannot reduce a scalar");
+      c.error("cannot reduce a scalar ({}); reductions take a tile of rank 1 or more", x.str());
     if (op.axis < 0 || op.axis >= x.rank())
-      c.error("axis {} is out of range for {} (rank {})", op.axis, x.str(), x.rank());
+      c.error("axis {} is out of range for {} (rank {}); valid axes are 0 to {} (or negative from the end)",
+              op.axis, x.str(), x.rank(), x.rank() - 1);
     if (x.elem == DType::i1)
       c.error("cannot reduce booleans; convert with .to(i32)");
     Shape s = x.shape;
@@ -402,9 +427,21 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
 
 namespace {
 
-void verify_region(const Region& r, const Kernel& k, std::unordered_set<ValueId>& defined) {
+// `defined`: values visible at this point; `ever`: every value defined anywhere so far, so that a
+// value defined twice is caught.
+void verify_region(const Region& r, const Kernel& k, std::unordered_set<ValueId>& defined,
+                   std::unordered_set<ValueId>& ever) {
+  auto define = [&](ValueId v, const Op* by) {
+    if (v < 0 || static_cast<size_t>(v) >= k.values.size())
+      throw InternalError(fmt::format("{} defines %{}, which is not a value of the kernel",
+                                      by ? op_name(by->kind) : std::string_view("a region"), v));
+    if (!ever.insert(v).second)
+      throw InternalError(fmt::format("%{} is defined twice (again by {})", v,
+                                      by ? op_name(by->kind) : std::string_view("a region argument")));
+    defined.insert(v);
+  };
   for (ValueId a : r.args)
-    defined.insert(a);
+    define(a, nullptr);
   for (const auto& op : r.ops) {
     for (ValueId v : op->operands)
       if (!defined.count(v))
@@ -414,26 +451,37 @@ void verify_region(const Region& r, const Kernel& k, std::unordered_set<ValueId>
       throw InternalError("yield must end its region");
     for (const Region& sub : op->regions) {
       std::unordered_set<ValueId> inner = defined; // values defined inside do not escape
-      verify_region(sub, k, inner);
+      verify_region(sub, k, inner, ever);
     }
-    std::optional<Type> t = infer_result_type(*op, k);
+    // The builder checked every op as it was made, so an ill-typed op here was broken by kiln
+    // (a pass, or hand-made IR), not by the user.
+    std::optional<Type> t;
+    try {
+      t = infer_result_type(*op, k);
+    } catch (const Error& e) {
+      throw InternalError(fmt::format("verify: ill-typed IR: {}", e.what()));
+    }
     if (op->kind != OpKind::For && op->kind != OpKind::If) {
       if (t.has_value() != !op->results.empty() || (t && k.type(op->results[0]) != *t))
         throw InternalError(fmt::format("{} at {}: result type differs from its inferred type",
                                         op_name(op->kind), op->loc.str()));
     }
     for (ValueId v : op->results)
-      defined.insert(v);
+      define(v, op.get());
   }
 }
 
 } // namespace
 
 void verify(const Kernel& k) {
-  std::unordered_set<ValueId> defined;
-  for (const Param& p : k.params)
+  std::unordered_set<ValueId> defined, ever;
+  for (const Param& p : k.params) {
+    if (p.value < 0 || static_cast<size_t>(p.value) >= k.values.size())
+      throw InternalError(fmt::format("parameter '{}' is not a value of the kernel", p.name));
     defined.insert(p.value);
-  verify_region(k.body, k, defined);
+    ever.insert(p.value);
+  }
+  verify_region(k.body, k, defined, ever);
 }
 
 } // namespace kiln

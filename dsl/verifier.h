@@ -14,8 +14,9 @@ namespace kiln {
 // Ill-formed ops raise kiln::Error naming the op, the operand types and the call site.
 std::optional<Type> infer_result_type(const Op& op, const Kernel& k);
 
-// Checks every op of the kernel: types, regions, yields, and that every operand is defined before
-// its use in an enclosing scope. User mistakes raise kiln::Error; IR broken by kiln raises InternalError.
+// Checks every op of the kernel: types, regions, yields, that every value is defined once, and that
+// every operand is defined before its use in an enclosing scope. The builder has already reported
+// user mistakes at their call sites, so any failure here is IR broken by kiln: InternalError.
 void verify(const Kernel& k);
 
 inline bool is_power_of_two(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
