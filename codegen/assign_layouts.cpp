@@ -11,7 +11,6 @@ struct Assigner {
   const CodegenOptions& options;
   LoweringPlan plan;
   std::unordered_map<ValueId, std::vector<const Op*>> users;
-  std::unordered_map<ValueId, Layout> slice_parent; // reduction results (expanded) -> the layout they came from
 
   bool is_flexible(ValueId v) const {
     auto it = plan.placement.find(v);
@@ -167,20 +166,14 @@ struct Assigner {
     case OpKind::ArgMax: {
       const Layout& in = plan.layout.at(op.operands[0]);
       Layout s = slice_layout(in, op.axis);
-      if (op.keepdims) {
+      if (op.keepdims)
         s = expand_layout(s, op.axis);
-        slice_parent[r] = in;
-      }
       set_registers(r, s);
       return;
     }
     case OpKind::ExpandDims: {
       ValueId x = op.operands[0];
       set_registers(r, expand_layout(plan.layout.at(x), op.axis));
-      // A reduced row vector expanded back is broadcast into its parent for free.
-      if (auto def = k.info(x).def; def && (def->kind == OpKind::Reduce || def->kind == OpKind::ArgMax) &&
-                                    def->axis == op.axis)
-        slice_parent[r] = plan.layout.at(def->operands[0]);
       return;
     }
     case OpKind::Trans:
@@ -193,11 +186,8 @@ struct Assigner {
       set_registers(r, trans_layout(plan.layout.at(op.operands[0])));
       return;
     case OpKind::Broadcast: {
-      auto it = slice_parent.find(op.operands[0]);
-      if (it != slice_parent.end() && it->second.shape == t.shape)
-        set_registers(r, it->second);
-      else
-        set_registers(r, default_layout(t.shape, t.elem, plan.num_warps));
+      std::optional<Layout> p = broadcast_parent(plan.layout.at(op.operands[0]), t.shape);
+      set_registers(r, p ? *p : default_layout(t.shape, t.elem, plan.num_warps));
       return;
     }
     case OpKind::Reshape: set_registers(r, default_layout(t.shape, t.elem, plan.num_warps)); return;
@@ -301,8 +291,10 @@ struct Assigner {
         if (!step || step->kind != OpKind::Advance || step->operands[0] != bp)
           continue;
         bool invariant = true;
-        for (size_t i = 1; i < step->operands.size(); ++i)
-          invariant &= !defined_inside.count(step->operands[i]);
+        for (size_t i = 1; i < step->operands.size(); ++i) {
+          const Op* def = k.info(step->operands[i]).def;
+          invariant &= !defined_inside.count(step->operands[i]) || (def && def->kind == OpKind::Constant);
+        }
         if (!invariant)
           continue;
         plan.pipelined[op.get()].push_back(inner.get());
@@ -315,7 +307,7 @@ struct Assigner {
 } // namespace
 
 LoweringPlan assign_layouts(const Kernel& k, const CodegenOptions& options) {
-  Assigner a{k, options, {}, {}, {}, {}};
+  Assigner a{k, options, {}, {}, {}};
   a.plan.num_warps = k.config.num_warps;
   if (k.config.num_warps < 1 || k.config.num_warps > 32 || !is_power_of_two(k.config.num_warps))
     fail("num_warps must be a power of two from 1 to 32, got {}", k.config.num_warps);

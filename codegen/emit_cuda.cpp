@@ -85,8 +85,8 @@ std::string binary_expr(BinaryOp b, const std::string& a0, const std::string& b0
   case BinaryOp::Div: return wrap("(" + a + " / " + c + ")");
   case BinaryOp::Rem:
     return wrap(f ? (t == DType::f64 ? "fmod(" : "fmodf(") + a + ", " + c + ")" : "(" + a + " % " + c + ")");
-  case BinaryOp::Min: return wrap(f ? "kiln::min_propagate_nan(" + a + ", " + c + ")" : "(" + a + " < " + c + " ? " + a + " : " + c + ")");
-  case BinaryOp::Max: return wrap(f ? "kiln::max_propagate_nan(" + a + ", " + c + ")" : "(" + a + " > " + c + " ? " + a + " : " + c + ")");
+  case BinaryOp::Min: return wrap(f ? "kiln::min_ignore_nan(" + a + ", " + c + ")" : "(" + a + " < " + c + " ? " + a + " : " + c + ")");
+  case BinaryOp::Max: return wrap(f ? "kiln::max_ignore_nan(" + a + ", " + c + ")" : "(" + a + " > " + c + " ? " + a + " : " + c + ")");
   case BinaryOp::And: return t == DType::i1 ? "(" + a + " && " + c + ")" : "(" + a + " & " + c + ")";
   case BinaryOp::Or: return t == DType::i1 ? "(" + a + " || " + c + ")" : "(" + a + " | " + c + ")";
   case BinaryOp::Eq: return "(" + a + " == " + c + ")";
@@ -240,6 +240,11 @@ private:
     return it->second;
   }
   const Layout& layout_of(ValueId v) const { return plan_.layout.at(v); }
+  // A loop-invariant scalar, usable before the loop body has been emitted (constants inline).
+  std::string invariant(ValueId v) {
+    const Op* def = k_.info(v).def;
+    return def && def->kind == OpKind::Constant ? literal(def->f, k_.type(v).elem) : scalar(v);
+  }
   std::string regs(ValueId v, const Layout& want);
   std::string materialize(ValueId v, const Layout& want);
   std::string convert(const std::string& src, const Layout& from, const Layout& to, DType t, const Shape& from_shape);
@@ -514,7 +519,7 @@ void Emitter::emit_scalar_op(const Op& op) {
   std::string n = fresh(value_hint(r));
   name_[r] = n;
   auto s = [&](int i) { return scalar(op.operands[i]); };
-  std::string ty = t.is_block_ptr() ? "auto" : "const " + ctype_of(t);
+  std::string ty = t.is_block_ptr() ? "auto" : t.is_pointer() ? ctype_of(t) + " const" : "const " + ctype_of(t);
   switch (op.kind) {
   case OpKind::Constant: line("{} {} = {};", ty, n, literal(op.f, t.elem)); return;
   case OpKind::ProgramId: line("{} {} = (int)blockIdx.{};", ty, n, "xyz"[op.axis]); return;
@@ -1169,7 +1174,7 @@ void Emitter::emit_for(const Op& op) {
         const Op* adv = k_.info(yield.operands[idx - 1]).def;
         std::string deltas;
         for (size_t j = 1; j < adv->operands.size(); ++j)
-          deltas += (j > 1 ? ", " : "") + fmt::format("(long long)({}) * {}", scalar(adv->operands[j]), s);
+          deltas += (j > 1 ? ", " : "") + fmt::format("(long long)({}) * {}", invariant(adv->operands[j]), s);
         std::string b = fresh("bp");
         line("const auto {} = {}.advanced({{{}}});", b, vars[idx - 1], deltas);
         emit_tile_issue(plan_.tiles[plan_.tile_of.at(l->result())], b, std::to_string(s));
@@ -1203,7 +1208,7 @@ void Emitter::emit_for(const Op& op) {
           const Op* adv = k_.info(yield.operands[idx - 1]).def;
           std::string deltas;
           for (size_t j = 1; j < adv->operands.size(); ++j)
-            deltas += (j > 1 ? ", " : "") + fmt::format("(long long)({}) * {}", scalar(adv->operands[j]), stages - 1);
+            deltas += (j > 1 ? ", " : "") + fmt::format("(long long)({}) * {}", invariant(adv->operands[j]), stages - 1);
           std::string b = fresh("bp");
           line("const auto {} = {}.advanced({{{}}});", b, vars[idx - 1], deltas);
           emit_tile_issue(plan_.tiles[plan_.tile_of.at(l->result())], b,
@@ -1237,7 +1242,7 @@ void Emitter::emit_for(const Op& op) {
       next.push_back(n);
     } else {
       std::string n = fresh("next");
-      line("const {} {} = {};", k_.type(arg).is_block_ptr() ? "auto" : ctype_of(k_.type(arg)), n, scalar(y));
+      line("const {} {} = {};", k_.type(arg).is_block_ptr() ? "auto" : ctype_of(k_.type(arg)), n, scalar(y));  // NOLINT
       next.push_back(n);
     }
   }

@@ -180,6 +180,8 @@ Layout mma_b_layout(int64_t K, int64_t N, int warps_m, int warps_n, int kinst) {
 Layout slice_layout(const Layout& p, int dim) {
   Layout l;
   l.kind = "slice";
+  l.parent = std::make_shared<const Layout>(p);
+  l.parent_dim = dim;
   l.shape = p.shape;
   l.shape.erase(l.shape.begin() + dim);
   auto drop = [&](const Coord& c) {
@@ -201,6 +203,9 @@ Layout slice_layout(const Layout& p, int dim) {
 
 Layout expand_layout(const Layout& x, int axis) {
   Layout l = x;
+  if (!(x.parent && !x.expanded && axis == x.parent_dim))
+    l.parent.reset();
+  l.expanded = l.parent != nullptr;
   l.shape.insert(l.shape.begin() + axis, 1);
   for (auto* bases : {&l.reg, &l.lane, &l.warp})
     for (Coord& c : *bases)
@@ -208,8 +213,15 @@ Layout expand_layout(const Layout& x, int axis) {
   return l;
 }
 
+std::optional<Layout> broadcast_parent(const Layout& x, const Shape& shape) {
+  if (x.parent && x.expanded && x.parent->shape == shape)
+    return *x.parent;
+  return std::nullopt;
+}
+
 Layout trans_layout(const Layout& x) {
   Layout l = x;
+  l.parent.reset();
   std::swap(l.shape[0], l.shape[1]);
   for (auto* bases : {&l.reg, &l.lane, &l.warp})
     for (Coord& c : *bases)

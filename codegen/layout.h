@@ -10,6 +10,7 @@
 #include "dsl/type.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,11 @@ struct Layout {
   std::vector<Coord> lane; // basis of lane bit b (5 bits)
   std::vector<Coord> warp; // basis of warp bit b (log2 num_warps bits)
   std::string kind;        // "blocked", "mma", "mma_a", "mma_b", "slice", ... for printing only
+  // For a slice (a reduction's result): the layout it was reduced from and along which dim, so that
+  // expanding it back and broadcasting lands in the parent for free. Not part of equality.
+  std::shared_ptr<const Layout> parent;
+  int parent_dim = -1;
+  bool expanded = false; // the parent's dim has been re-inserted (size 1)
 
   int rank() const { return static_cast<int>(shape.size()); }
   int num_regs() const { return 1 << reg.size(); }
@@ -49,6 +55,8 @@ Layout mma_b_layout(int64_t K, int64_t N, int warps_m, int warps_n, int k_per_in
 Layout slice_layout(const Layout& parent, int dim);
 // A size-1 dim inserted at `axis` (registers unchanged).
 Layout expand_layout(const Layout& x, int axis);
+// The layout a broadcast of a value in `x` to `shape` gets for free: the slice's parent, if any.
+std::optional<Layout> broadcast_parent(const Layout& x, const Shape& shape);
 // x's dims permuted as trans does (registers unchanged).
 Layout trans_layout(const Layout& x);
 // If `src` is `dst` with the broadcast dims (dims of size 1 in src) collapsed, returns for each
