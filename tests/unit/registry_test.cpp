@@ -1,0 +1,138 @@
+// The kernel registry and configs: lookup by name, overrides, defaults, and the properties every
+// registered kernel definition must have.
+#include "dsl/registry.h"
+#include "kernels/builtin.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+using namespace kiln;
+
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a kiln::Error";
+  return "";
+}
+
+KernelDef toy_def() {
+  KernelDef d;
+  d.name = "toy";
+  d.params = {{"BLOCK_M", 64, "rows"}, {"BLOCK_N", 32, "cols"}};
+  d.default_num_warps = 8;
+  d.default_num_stages = 3;
+  return d;
+}
+
+TEST(Registry, FindWithAWrongNameListsTheKnownKernels) {
+  const KernelRegistry& reg = builtin_kernels();
+  std::string msg = error_of([&] { reg.find("vector_ad"); });
+  EXPECT_NE(msg.find("no kernel named 'vector_ad'"), std::string::npos) << msg;
+  for (const KernelDef& d : reg.all())
+    EXPECT_NE(msg.find(d.name), std::string::npos) << "the message lists " << d.name << ": " << msg;
+}
+
+TEST(Registry, FindReturnsEachRegisteredKernel) {
+  const KernelRegistry& reg = builtin_kernels();
+  for (const KernelDef& d : reg.all())
+    EXPECT_EQ(&reg.find(d.name), &d);
+  EXPECT_EQ(reg.find("vector_add").name, "vector_add");
+}
+
+TEST(Registry, AddingANameTwiceIsInternal) {
+  KernelRegistry reg;
+  reg.add(toy_def());
+  EXPECT_THROW(reg.add(toy_def()), InternalError);
+  EXPECT_EQ(reg.all().size(), 1u);
+}
+
+TEST(Registry, DefaultConfig) {
+  Config c = toy_def().default_config();
+  EXPECT_EQ(c.get("BLOCK_M"), 64);
+  EXPECT_EQ(c.get("BLOCK_N"), 32);
+  EXPECT_EQ(c.params.size(), 2u);
+  EXPECT_EQ(c.num_warps, 8);
+  EXPECT_EQ(c.num_stages, 3);
+  EXPECT_EQ(c.str(), "BLOCK_M=64 BLOCK_N=32 num_warps=8 num_stages=3");
+}
+
+TEST(Registry, WithOverridesSetsKnownParameters) {
+  KernelDef d = toy_def();
+  Config c = d.with_overrides(d.default_config(), {{"BLOCK_N", 128}, {"num_warps", 2}, {"num_stages", 4}});
+  EXPECT_EQ(c.get("BLOCK_M"), 64);
+  EXPECT_EQ(c.get("BLOCK_N"), 128);
+  EXPECT_EQ(c.num_warps, 2);
+  EXPECT_EQ(c.num_stages, 4);
+}
+
+TEST(Registry, WithOverridesRejectsAnUnknownParameterNamingTheParameters) {
+  KernelDef d = toy_def();
+  std::string msg = error_of([&] { d.with_overrides(d.default_config(), {{"BLOCK_K", 16}}); });
+  EXPECT_NE(msg.find("kernel 'toy' has no parameter 'BLOCK_K'"), std::string::npos) << msg;
+  for (const char* p : {"BLOCK_M", "BLOCK_N", "num_warps", "num_stages"})
+    EXPECT_NE(msg.find(p), std::string::npos) << p << " in: " << msg;
+}
+
+TEST(Registry, WithOverridesRejectsBadLaunchKnobs) {
+  KernelDef d = toy_def();
+  for (int64_t w : {0, 3, 64, -4})
+    EXPECT_NE(error_of([&] { d.with_overrides(d.default_config(), {{"num_warps", w}}); }).find("num_warps"),
+              std::string::npos)
+        << w;
+  EXPECT_NE(error_of([&] { d.with_overrides(d.default_config(), {{"num_stages", 0}}); }).find("num_stages"),
+            std::string::npos);
+}
+
+TEST(Registry, EveryBuiltinDefinitionIsComplete) {
+  std::set<std::string> names;
+  for (const KernelDef& d : builtin_kernels().all()) {
+    SCOPED_TRACE(d.name);
+    EXPECT_TRUE(names.insert(d.name).second) << "names are unique";
+    EXPECT_FALSE(d.summary.empty());
+    EXPECT_TRUE(static_cast<bool>(d.build));
+    EXPECT_TRUE(static_cast<bool>(d.grid));
+    ASSERT_TRUE(static_cast<bool>(d.config_space));
+    std::vector<Config> space = d.config_space();
+    EXPECT_FALSE(space.empty());
+    std::set<std::string> params;
+    for (const ParamDef& p : d.params)
+      EXPECT_TRUE(params.insert(p.name).second) << "parameter " << p.name << " is declared once";
+    for (const Config& c : space)
+      for (const auto& [name, v] : c.params)
+        EXPECT_TRUE(params.count(name)) << "config " << c.str() << " sets the undeclared parameter " << name;
+    for (const std::string& k : d.tuning_key)
+      EXPECT_NE(std::find(d.size_args.begin(), d.size_args.end(), k), d.size_args.end())
+          << "tuning key " << k << " is one of the size args";
+  }
+}
+
+TEST(Config, GetOrAndEquality) {
+  Config a;
+  a.set("X", 3);
+  EXPECT_EQ(a.get_or("X", 9), 3);
+  EXPECT_EQ(a.get_or("Y", 9), 9);
+  Config b = a;
+  EXPECT_EQ(a, b);
+  b.num_stages = 3;
+  EXPECT_FALSE(a == b);
+  EXPECT_EQ(Config().str(), "num_warps=4 num_stages=2");
+}
+
+TEST(Config, GetOfAMissingParameterIsAUserError) {
+  Config c;
+  c.set("BLOCK", 128);
+  std::string msg = error_of([&] { c.get("BLOKC"); });
+  EXPECT_NE(msg.find("no parameter 'BLOKC'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("it has BLOCK"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("registry_test.cpp:"), std::string::npos) << msg;
+  EXPECT_NE(error_of([] { Config().get("X"); }).find("no parameters"), std::string::npos);
+}
+
+} // namespace
