@@ -54,31 +54,32 @@ struct Assigner {
       }
     });
     int w = plan.num_warps;
-    plan.warps_m = w;
-    plan.warps_n = 1;
+    plan.warps = WarpSplit{1, 1, w};
     if (M == 0)
       return;
+    // Warps beyond what the tile can split among (16-row, 8-column instructions) hold replicas.
     if (row_reductions) { // rows stay within a warp, so row statistics need no shared memory
-      plan.warps_m = static_cast<int>(std::min<int64_t>(w, M / 16));
-      plan.warps_n = w / plan.warps_m;
+      plan.warps.warps_m = static_cast<int>(std::min<int64_t>(w, M / 16));
+      plan.warps.warps_n = static_cast<int>(std::min<int64_t>(w / plan.warps.warps_m, N / 8));
       return;
     }
     int64_t best = -1;
-    for (int wm = 1; wm <= w; wm *= 2) {
-      int wn = w / wm;
-      if (M % (16 * wm) || N % (8 * wn))
-        continue;
-      int64_t cost = M / wm + N / wn; // operand traffic per warp per k step
-      if (best < 0 || cost < best) {
-        best = cost;
-        plan.warps_m = wm;
-        plan.warps_n = wn;
+    for (int wm = 1; wm <= w; wm *= 2)
+      for (int wn = 1; wm * wn <= w; wn *= 2) {
+        if (M % (16 * wm) || N % (8 * wn))
+          continue;
+        // Operand traffic per warp per k step, and replicas count as idle warps.
+        int64_t cost = (M / wm + N / wn) * (w / (wm * wn));
+        if (best < 0 || cost < best) {
+          best = cost;
+          plan.warps.warps_m = wm;
+          plan.warps.warps_n = wn;
+        }
       }
-    }
   }
 
   Layout mma_layout_for(const Type& t) const {
-    return mma_acc_layout(t.shape[0], t.shape[1], plan.warps_m, plan.warps_n);
+    return mma_acc_layout(t.shape[0], t.shape[1], plan.warps);
   }
 
   static int priority(const Layout& l) {

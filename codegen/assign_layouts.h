@@ -39,7 +39,7 @@ struct LoweringPlan {
   std::unordered_map<ValueId, int> tile_of;     // Shared values -> tiles index (through trans too)
   std::unordered_map<ValueId, bool> transposed; // Shared values reached through an odd number of trans
   std::map<const Op*, std::vector<const Op*>> pipelined; // for op -> its pipelined loads, in order
-  int warps_m = 1, warps_n = 1;
+  WarpSplit warps;
   int num_warps = 4;
   int64_t tiles_bytes = 0; // shared memory for tiles; scratch follows
 

@@ -22,7 +22,7 @@ bool log_passes() {
 
 std::string describe_plan(const Kernel& k, const LoweringPlan& plan, const EmittedKernel& e) {
   std::string s = fmt::format("// lowered {} for {} warps (mma warps {}x{})\n", k.name, plan.num_warps,
-                              plan.warps_m, plan.warps_n);
+                              plan.warps.warps_m, plan.warps.warps_n);
   for (const SharedTile& t : plan.tiles)
     s += fmt::format("//   shared tile %{}: {} x {} ({} B/elem) x {} stage(s) at byte {}{}\n", t.value, t.rows, t.cols,
                      t.elem_bytes, t.stages, t.offset, t.stages > 1 ? ", cp.async pipelined" : "");

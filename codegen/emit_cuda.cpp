@@ -165,6 +165,22 @@ private:
   std::map<std::string, int> layout_ids_;
   std::vector<std::string> layout_decls_;
   std::map<const Op*, std::string> stage_var_; // pipelined load -> its loop's stage counter
+  // A program may read back what its own threads stored (FA1 does): a barrier separates a global
+  // store from the next global load.
+  bool global_write_pending_ = false;
+  void order_global_memory() {
+    if (global_write_pending_) {
+      line("__syncthreads(); // make this program's global stores visible to its loads");
+      global_write_pending_ = false;
+    }
+  }
+  static bool stores_globally(const Region& r) {
+    bool any = false;
+    walk(r, [&](const Op& o) {
+      any |= o.kind == OpKind::Store || o.kind == OpKind::StoreBlock || o.kind == OpKind::AtomicAdd;
+    });
+    return any;
+  }
 
   // ---- text ----
   template <typename... Args> void line(fmt::format_string<Args...> f, Args&&... args) {
@@ -760,19 +776,19 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
   DType in = k_.type(a).elem;
   bool tf32 = in == DType::f32;
   int kinst = tf32 ? 8 : 16;
-  int wm = plan_.warps_m, wn = plan_.warps_n;
+  int wm = plan_.warps.warps_m, wn = plan_.warps.warps_n;
   int64_t WM = M / wm, WN = N / wn, MT = WM / 16, NT = WN / 8, KT = K / kinst;
   line("// mma.m16n8k{}: ({}, {}) x ({}, {}) over {}x{} warps, {}x{} fragments per warp", kinst, M, K, K, N, wm, wn,
        MT, NT);
   bool a_smem = plan_.where(a) == Placement::Shared, b_smem = plan_.where(b) == Placement::Shared;
-  std::string ar = a_smem ? "" : regs(a, mma_a_layout(M, K, wm, wn, kinst));
-  std::string br = b_smem ? "" : regs(b, mma_b_layout(K, N, wm, wn, kinst));
+  std::string ar = a_smem ? "" : regs(a, mma_a_layout(M, K, plan_.warps, kinst));
+  std::string br = b_smem ? "" : regs(b, mma_b_layout(K, N, plan_.warps, kinst));
   std::string mma_fn = tf32 ? "kiln::mma_m16n8k8_tf32" : in == DType::f16 ? "kiln::mma_m16n8k16_f16" : "kiln::mma_m16n8k16_bf16";
   std::string pack = in == DType::bf16 ? "kiln::pack2" : "kiln::pack2";
   line("{{");
   open();
   line("const int kiln_wm = (kiln_warp % {}) * {};", wm, WM);
-  line("const int kiln_wn = (kiln_warp / {}) * {};", wm, WN);
+  line("const int kiln_wn = ((kiln_warp / {}) % {}) * {};", wm, wn, WN);
   line("#pragma unroll");
   line("for (int kt = 0; kt < {}; ++kt) {{", KT);
   open();
@@ -951,6 +967,7 @@ void Emitter::emit_dot_fma(const Op& op, const std::string& d) {
 // ---------------------------------------------------------------------------------------------
 
 void Emitter::emit_pointer_load(const Op& op) {
+  order_global_memory();
   ValueId r = op.result();
   const Layout& L = layout_of(r);
   std::string p = regs(op.operands[0], L);
@@ -982,6 +999,7 @@ void Emitter::emit_pointer_store(const Op& op) {
   for (size_t b = 0; b < L.warp.size(); ++b)
     if (std::all_of(L.warp[b].begin(), L.warp[b].end(), [](int64_t c) { return c == 0; }))
       owner += fmt::format(" && ((kiln_warp >> {}) & 1) == 0", b);
+  global_write_pending_ = true;
   std::string result;
   if (op.kind == OpKind::AtomicAdd) {
     result = declare_regs(op.result(), L);
@@ -1002,6 +1020,7 @@ void Emitter::emit_pointer_store(const Op& op) {
 
 // A block-pointer load: into shared memory (a dot operand: cp.async, maybe pipelined) or registers.
 void Emitter::emit_block_load(const Op& op) {
+  order_global_memory();
   ValueId r = op.result();
   std::string bp = scalar(op.operands[0]);
   const Type& bt = k_.type(op.operands[0]);
@@ -1039,6 +1058,7 @@ void Emitter::emit_block_load(const Op& op) {
 }
 
 void Emitter::emit_block_store(const Op& op) {
+  global_write_pending_ = true;
   std::string bp = scalar(op.operands[0]);
   const Type& bt = k_.type(op.operands[0]);
   ValueId v = op.operands[1];
@@ -1070,6 +1090,7 @@ void Emitter::emit_block_store(const Op& op) {
 // Copies a block into a shared tile (stage `stage` of its ring): 16-byte cp.async chunks with zero
 // fill outside the boundary when the block is aligned, element by element otherwise.
 void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const std::string& stage) {
+  order_global_memory();
   const Op& op = *t.load;
   int cdim = t.contig_dim, sdim = 1 - cdim;
   int per_chunk = 16 / t.elem_bytes;
@@ -1189,8 +1210,10 @@ void Emitter::emit_for(const Op& op) {
   }
   std::string iv = fresh("i");
   name_[body.args[0]] = iv;
+  bool loop_stores = stores_globally(body);
   line("for ({} {} = {}; {} < {}; {} += {}) {{", ctype(k_.type(body.args[0]).elem), iv, lo, iv, hi, iv, step);
   open();
+  global_write_pending_ |= loop_stores; // the previous iteration's stores
   if (pit != plan_.pipelined.end()) {
     // Emit the body, issuing iteration i + stages - 1 right after this iteration's wait.
     bool issued = false;

@@ -101,11 +101,13 @@ namespace {
 // The warp split shared by the mma layouts: warp bit b goes along M for the first log2(warps_m)
 // bits, then along N; `along_m`/`along_n` say whether this operand spans that dim (a zero basis
 // replicates the operand over the warps that split the other one).
-void mma_warps(Layout& l, int dim_m, int dim_n, int64_t tile_m, int64_t tile_n, int warps_m, int warps_n) {
-  for (int b = 0; (1 << b) < warps_m; ++b)
+void mma_warps(Layout& l, int dim_m, int dim_n, int64_t tile_m, int64_t tile_n, const WarpSplit& w) {
+  for (int b = 0; (1 << b) < w.warps_m; ++b)
     l.warp.push_back(dim_m >= 0 ? unit(l.rank(), dim_m, tile_m << b) : Coord(l.rank(), 0));
-  for (int b = 0; (1 << b) < warps_n; ++b)
+  for (int b = 0; (1 << b) < w.warps_n; ++b)
     l.warp.push_back(dim_n >= 0 ? unit(l.rank(), dim_n, tile_n << b) : Coord(l.rank(), 0));
+  while ((1 << l.warp.size()) < w.num_warps) // replicas
+    l.warp.push_back(Coord(l.rank(), 0));
 }
 
 void check_mma_tile(int64_t M, int64_t N, int warps_m, int warps_n, int64_t inst_m, int64_t inst_n) {
@@ -116,7 +118,8 @@ void check_mma_tile(int64_t M, int64_t N, int warps_m, int warps_n, int64_t inst
 
 } // namespace
 
-Layout mma_acc_layout(int64_t M, int64_t N, int warps_m, int warps_n) {
+Layout mma_acc_layout(int64_t M, int64_t N, const WarpSplit& w) {
+  const int warps_m = w.warps_m, warps_n = w.warps_n;
   check_mma_tile(M, N, warps_m, warps_n, 16, 8);
   Layout l;
   l.shape = {M, N};
@@ -129,11 +132,12 @@ Layout mma_acc_layout(int64_t M, int64_t N, int warps_m, int warps_n) {
   for (int64_t m = 16; m < wm; m *= 2)
     l.reg.push_back(unit(2, 0, m));
   l.lane = {unit(2, 1, 2), unit(2, 1, 4), unit(2, 0, 1), unit(2, 0, 2), unit(2, 0, 4)};
-  mma_warps(l, 0, 1, wm, wn, warps_m, warps_n);
+  mma_warps(l, 0, 1, wm, wn, w);
   return l;
 }
 
-Layout mma_a_layout(int64_t M, int64_t K, int warps_m, int warps_n, int kinst) {
+Layout mma_a_layout(int64_t M, int64_t K, const WarpSplit& w, int kinst) {
+  const int warps_m = w.warps_m;
   check_mma_tile(M, K, warps_m, 1, 16, kinst);
   Layout l;
   l.shape = {M, K};
@@ -151,11 +155,12 @@ Layout mma_a_layout(int64_t M, int64_t K, int warps_m, int warps_n, int kinst) {
     l.lane = {unit(2, 1, 2), unit(2, 1, 4), unit(2, 0, 1), unit(2, 0, 2), unit(2, 0, 4)};
   else
     l.lane = {unit(2, 1, 1), unit(2, 1, 2), unit(2, 0, 1), unit(2, 0, 2), unit(2, 0, 4)};
-  mma_warps(l, 0, -1, wm, 0, warps_m, warps_n);
+  mma_warps(l, 0, -1, wm, 0, w);
   return l;
 }
 
-Layout mma_b_layout(int64_t K, int64_t N, int warps_m, int warps_n, int kinst) {
+Layout mma_b_layout(int64_t K, int64_t N, const WarpSplit& w, int kinst) {
+  const int warps_n = w.warps_n;
   check_mma_tile(K, N, 1, warps_n, kinst, 8);
   Layout l;
   l.shape = {K, N};
@@ -173,7 +178,7 @@ Layout mma_b_layout(int64_t K, int64_t N, int warps_m, int warps_n, int kinst) {
     l.lane = {unit(2, 0, 2), unit(2, 0, 4), unit(2, 1, 1), unit(2, 1, 2), unit(2, 1, 4)};
   else
     l.lane = {unit(2, 0, 1), unit(2, 0, 2), unit(2, 1, 1), unit(2, 1, 2), unit(2, 1, 4)};
-  mma_warps(l, -1, 1, 0, wn, warps_m, warps_n);
+  mma_warps(l, -1, 1, 0, wn, w);
   return l;
 }
 

@@ -44,11 +44,16 @@ Layout blocked_layout(const Shape& shape, int num_warps, int vec, llvm::ArrayRef
 // The default register layout for a tile of `shape` and `elem` (16-byte vectors along the last dim).
 Layout default_layout(const Shape& shape, DType elem, int num_warps);
 
-// mma.m16n8k16 accumulator for an (M, N) tile split over warps_m x warps_n warps.
-Layout mma_acc_layout(int64_t M, int64_t N, int warps_m, int warps_n);
-// mma operand A (M, K) and B (K, N) layouts for the same warp split (k_per_inst = 16 for f16/bf16).
-Layout mma_a_layout(int64_t M, int64_t K, int warps_m, int warps_n, int k_per_inst = 16);
-Layout mma_b_layout(int64_t K, int64_t N, int warps_m, int warps_n, int k_per_inst = 16);
+// How a CTA's warps share an mma tile: warps_m x warps_n distinct tiles; when the tile is too small
+// for every warp, the remaining warps (num_warps / (warps_m * warps_n)) hold replicas.
+struct WarpSplit {
+  int warps_m = 1, warps_n = 1, num_warps = 1;
+};
+// mma.m16n8k16 accumulator for an (M, N) tile.
+Layout mma_acc_layout(int64_t M, int64_t N, const WarpSplit& w);
+// mma operand A (M, K) and B (K, N) layouts for the same warp split (k_per_inst = 16 for f16/bf16, 8 for tf32).
+Layout mma_a_layout(int64_t M, int64_t K, const WarpSplit& w, int k_per_inst = 16);
+Layout mma_b_layout(int64_t K, int64_t N, const WarpSplit& w, int k_per_inst = 16);
 
 // The layout of a reduction's result along `dim`: bases along dim dropped, registers that only moved
 // along dim removed; lanes/warps that did become replicas.

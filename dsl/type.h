@@ -4,6 +4,7 @@
 
 #include "dsl/dtype.h"
 
+#include <llvm/ADT/ArrayRef.h>
 #include <llvm/ADT/SmallVector.h>
 
 #include <string>

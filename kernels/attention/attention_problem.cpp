@@ -237,23 +237,25 @@ AttentionResult gather_outputs(const AttentionProblem& p, const AttentionOutputs
   return r;
 }
 
-AttentionResult run_fa2_interpreted(const AttentionProblem& p, const Config& config, const AttentionInputs& in) {
+AttentionResult run_fa2_interpreted(const AttentionProblem& p, const Config& config, const AttentionInputs& in,
+                                    Executor executor) {
   check_attention_problem(p);
   check_attention_config(p, config);
   AttentionInputs inputs = in;
   AttentionOutputs out = make_outputs(p);
-  interpret(build_fa2_fwd(config), fa2_fwd_def().grid(config, attention_size_args(p)),
+  execute(executor, build_fa2_fwd(config), fa2_fwd_def().grid(config, attention_size_args(p)),
             fa2_interp_args(p, inputs, out));
   return gather_outputs(p, out);
 }
 
-AttentionResult run_fa1_interpreted(const AttentionProblem& p, const Config& config, const AttentionInputs& in) {
+AttentionResult run_fa1_interpreted(const AttentionProblem& p, const Config& config, const AttentionInputs& in,
+                                    Executor executor) {
   check_attention_problem(p);
   check_attention_config(p, config);
   AttentionInputs inputs = in;
   AttentionOutputs out = make_outputs(p);
   Fa1Scratch scratch = make_fa1_scratch(p);
-  interpret(build_fa1_fwd(config), fa1_fwd_def().grid(config, attention_size_args(p)),
+  execute(executor, build_fa1_fwd(config), fa1_fwd_def().grid(config, attention_size_args(p)),
             fa1_interp_args(p, inputs, out, scratch));
   return gather_outputs(p, out);
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "dsl/interpreter.h"
+#include "kernels/executor.h"
 #include "dsl/registry.h"
 
 #include <cstdint>
@@ -85,7 +86,9 @@ std::vector<InterpArg> fa1_interp_args(const AttentionProblem& p, AttentionInput
 AttentionResult gather_outputs(const AttentionProblem& p, const AttentionOutputs& out);
 
 // Runs the kernel in the interpreter on outputs poisoned with NaN and returns them in logical order.
-AttentionResult run_fa2_interpreted(const AttentionProblem& p, const Config& config, const AttentionInputs& in);
-AttentionResult run_fa1_interpreted(const AttentionProblem& p, const Config& config, const AttentionInputs& in);
+AttentionResult run_fa2_interpreted(const AttentionProblem& p, const Config& config, const AttentionInputs& in,
+                                    Executor executor = Executor::Interpreter);
+AttentionResult run_fa1_interpreted(const AttentionProblem& p, const Config& config, const AttentionInputs& in,
+                                    Executor executor = Executor::Interpreter);
 
 } // namespace kiln

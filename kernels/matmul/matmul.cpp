@@ -138,7 +138,8 @@ std::vector<double> matmul_reference(const MatmulProblem& p, const MatmulInputs&
   return c;
 }
 
-std::vector<double> run_matmul_interpreted(const MatmulProblem& p, const Config& config, const MatmulInputs& in) {
+std::vector<double> run_matmul_interpreted(const MatmulProblem& p, const Config& config, const MatmulInputs& in,
+                                           Executor executor) {
   HostBuffer a = in.a, b = in.b, c(p.dtype, p.M * p.N, "C");
   for (int64_t i = 0; i < c.numel(); ++i)
     c.set(i, std::nan(""));
@@ -149,7 +150,7 @@ std::vector<double> run_matmul_interpreted(const MatmulProblem& p, const Config&
                                  InterpArg::of_int(p.M),  InterpArg::of_int(p.N),   InterpArg::of_int(p.K),
                                  InterpArg::of_int(sam),  InterpArg::of_int(sak),   InterpArg::of_int(sbk),
                                  InterpArg::of_int(sbn),  InterpArg::of_int(p.N),   InterpArg::of_int(1)};
-  interpret(build_matmul(config), matmul_def().grid(config, {{"M", p.M}, {"N", p.N}, {"K", p.K}}), args);
+  execute(executor, build_matmul(config), matmul_def().grid(config, {{"M", p.M}, {"N", p.N}, {"K", p.K}}), args);
   std::vector<double> out(static_cast<size_t>(c.numel()));
   for (int64_t i = 0; i < c.numel(); ++i)
     out[static_cast<size_t>(i)] = c.get(i);

@@ -10,6 +10,8 @@
 // Grid: (cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N), 1, 1).
 #pragma once
 
+#include "kernels/executor.h"
+
 #include "dsl/interpreter.h"
 #include "dsl/registry.h"
 
@@ -38,6 +40,7 @@ MatmulInputs make_matmul_inputs(const MatmulProblem& p, uint64_t seed, double sc
 // C = A @ B in double precision from the (rounded) inputs; row-major [M, N].
 std::vector<double> matmul_reference(const MatmulProblem& p, const MatmulInputs& in);
 // Runs the kernel in the interpreter into a C poisoned with NaN; returns C row-major [M, N].
-std::vector<double> run_matmul_interpreted(const MatmulProblem& p, const Config& config, const MatmulInputs& in);
+std::vector<double> run_matmul_interpreted(const MatmulProblem& p, const Config& config, const MatmulInputs& in,
+                                           Executor executor = Executor::Interpreter);
 
 } // namespace kiln

@@ -124,7 +124,8 @@ std::vector<double> softmax_reference(const SoftmaxProblem& p, const HostBuffer&
   return out;
 }
 
-std::vector<double> run_softmax_interpreted(const SoftmaxProblem& p, const Config& config, const HostBuffer& in) {
+std::vector<double> run_softmax_interpreted(const SoftmaxProblem& p, const Config& config, const HostBuffer& in,
+                                            Executor executor) {
   HostBuffer out(p.dtype, (p.n_rows - 1) * p.out_stride() + p.n_cols, "out");
   for (int64_t i = 0; i < out.numel(); ++i)
     out.set(i, std::nan(""));
@@ -133,7 +134,7 @@ std::vector<double> run_softmax_interpreted(const SoftmaxProblem& p, const Confi
   std::vector<InterpArg> args = {InterpArg::ptr(out),          InterpArg::ptr(input),
                                  InterpArg::of_int(p.in_stride()), InterpArg::of_int(p.out_stride()),
                                  InterpArg::of_int(p.n_rows),  InterpArg::of_int(p.n_cols)};
-  interpret(k, softmax_def().grid(config, {{"n_rows", p.n_rows}, {"n_cols", p.n_cols}}), args);
+  execute(executor, k, softmax_def().grid(config, {{"n_rows", p.n_rows}, {"n_cols", p.n_cols}}), args);
   std::vector<double> dense(static_cast<size_t>(p.n_rows * p.n_cols));
   for (int64_t r = 0; r < p.n_rows; ++r)
     for (int64_t c = 0; c < p.n_cols; ++c)

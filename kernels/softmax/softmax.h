@@ -6,6 +6,8 @@
 // Params: BLOCK (power of two ≥ n_cols), DTYPE (0 f32, 1 f16, 2 bf16). Grid: (n_rows, 1, 1).
 #pragma once
 
+#include "kernels/executor.h"
+
 #include "dsl/interpreter.h"
 #include "dsl/registry.h"
 
@@ -36,6 +38,7 @@ HostBuffer make_softmax_input(const SoftmaxProblem& p, uint64_t seed, double sca
 // Row softmax in double precision from the (rounded) input; dense [n_rows, n_cols].
 std::vector<double> softmax_reference(const SoftmaxProblem& p, const HostBuffer& in);
 // Runs the kernel in the interpreter into an output poisoned with NaN; returns it dense [n_rows, n_cols].
-std::vector<double> run_softmax_interpreted(const SoftmaxProblem& p, const Config& config, const HostBuffer& in);
+std::vector<double> run_softmax_interpreted(const SoftmaxProblem& p, const Config& config, const HostBuffer& in,
+                                            Executor executor = Executor::Interpreter);
 
 } // namespace kiln

@@ -51,8 +51,9 @@ TEST_P(KernelsCompile, NvrtcAcceptsGeneratedCuda) {
     EXPECT_EQ(ck.usage.spill_store_bytes, 0) << ck.log;
     EXPECT_EQ(ck.usage.spill_load_bytes, 0) << ck.log;
   }
-  if (ck.usage.stack_frame_bytes >= 0)
+  if (ck.usage.stack_frame_bytes >= 0) {
     EXPECT_EQ(ck.usage.stack_frame_bytes, 0) << ck.log;
+  }
   std::printf("%s %s %s: %d registers, %d B dynamic shared\n%s", c.kernel.c_str(), c.label.c_str(), arch.c_str(),
               ck.usage.registers, g.shared_bytes, g.lowered.c_str());
 }

@@ -103,18 +103,19 @@ inline std::vector<AttentionCase> attention_sweep() {
   return cases;
 }
 
-// Runs `run` (an interpreted FA kernel) on a case and checks O and LSE against the reference.
+// Runs `run` (an FA kernel, interpreted or on the GPU) on a case and checks O and LSE against the reference.
 inline void check_attention_case(
     const AttentionCase& c,
-    const std::function<AttentionResult(const AttentionProblem&, const Config&, const AttentionInputs&)>& run,
-    const Config& config) {
+    const std::function<AttentionResult(const AttentionProblem&, const Config&, const AttentionInputs&, Executor)>&
+        run,
+    const Config& config, Executor executor = Executor::Interpreter) {
   const AttentionProblem& p = c.problem;
   const uint64_t seed = 0x5eed + static_cast<uint64_t>(p.N_Q * 7919 + p.N_K * 104729 + p.D * 31 + p.causal * 3 +
                                                        p.H * 11 + p.H_KV * 13 + (p.bshd_layout ? 17 : 0) +
                                                        static_cast<int>(p.dtype) * 1009);
   AttentionInputs in = make_inputs(p, seed, c.input_scale);
   AttentionResult ref = reference(p, in);
-  AttentionResult out = run(p, config, in);
+  AttentionResult out = run(p, config, in, executor);
 
   const double tol = tolerance(p.dtype, p.tf32);
   Comparison o = compare_to_reference(out.o, ref.o);

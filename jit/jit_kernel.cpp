@@ -1,0 +1,127 @@
+#include "jit/jit_kernel.h"
+
+#include "dsl/printer.h"
+#include "runtime/compile_cache.h"
+#include "runtime/dump.h"
+
+#include <cstring>
+#include <limits>
+
+namespace kiln {
+
+std::shared_ptr<JitKernel> JitKernel::compile(const Kernel& k, const std::string& arch_in,
+                                              const CodegenOptions& options) {
+  std::string arch = arch_in.empty() ? rt::current_device().arch : arch_in;
+  auto jk = std::make_shared<JitKernel>();
+  jk->generated_ = generate_cuda(k, Target::parse(arch), options);
+  rt::CompileRequest req;
+  req.source = jk->generated_.source;
+  req.kernel_name = jk->generated_.name;
+  req.arch = arch;
+  jk->compiled_ = rt::compile_cached(req);
+  if (!rt::dump_dir_from_env().empty())
+    rt::dump_artifacts(jk->generated_.name,
+                       {{"cu", req.source}, {"ir", print_kernel(k)}, {"lowered", jk->generated_.lowered}});
+  jk->loaded_ = rt::LoadedKernel::load(jk->compiled_);
+  jk->params_ = k.params;
+  for (const Param& p : k.params)
+    jk->param_types_.push_back(k.type(p.value));
+  return jk;
+}
+
+namespace {
+
+// Kernel arguments as the driver wants them: one host slot per parameter, of the parameter's size.
+struct PackedArgs {
+  std::vector<std::array<uint8_t, 8>> slots;
+  std::vector<void*> pointers;
+};
+
+template <typename T> void put(std::array<uint8_t, 8>& slot, T v) { std::memcpy(slot.data(), &v, sizeof(T)); }
+
+PackedArgs pack(const std::string& kernel, const std::vector<Param>& params, const std::vector<Type>& types,
+                const std::vector<LaunchArg>& args) {
+  if (args.size() != params.size())
+    fail("kernel '{}' takes {} arguments, got {}", kernel, params.size(), args.size());
+  PackedArgs packed;
+  packed.slots.resize(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Type& t = types[i];
+    const LaunchArg& a = args[i];
+    const std::string& name = params[i].name;
+    if (t.is_pointer()) {
+      if (a.kind != LaunchArg::Kind::Pointer)
+        fail("kernel '{}': argument '{}' is a pointer to {}, got a scalar", kernel, name, dtype_name(t.elem));
+      put(packed.slots[i], a.ptr);
+      continue;
+    }
+    if (a.kind == LaunchArg::Kind::Pointer)
+      fail("kernel '{}': argument '{}' is a scalar {}, got a pointer", kernel, name, dtype_name(t.elem));
+    switch (t.elem) {
+    case DType::i32:
+      if (a.kind != LaunchArg::Kind::Int || a.i < std::numeric_limits<int32_t>::min() ||
+          a.i > std::numeric_limits<int32_t>::max())
+        fail("kernel '{}': argument '{}' is an i32, got {}", kernel, name,
+             a.kind == LaunchArg::Kind::Int ? std::to_string(a.i) + " (out of range)" : "a float");
+      put(packed.slots[i], static_cast<int32_t>(a.i));
+      break;
+    case DType::i64:
+      if (a.kind != LaunchArg::Kind::Int)
+        fail("kernel '{}': argument '{}' is an i64, got a float", kernel, name);
+      put(packed.slots[i], a.i);
+      break;
+    case DType::f32:
+      put(packed.slots[i], static_cast<float>(a.kind == LaunchArg::Kind::Float ? a.f : static_cast<double>(a.i)));
+      break;
+    default: throw InternalError("unsupported scalar parameter type");
+    }
+  }
+  for (auto& s : packed.slots)
+    packed.pointers.push_back(s.data());
+  return packed;
+}
+
+} // namespace
+
+void JitKernel::launch(const Grid& grid, const std::vector<LaunchArg>& args, const rt::Stream& stream) const {
+  for (int d = 0; d < 3; ++d)
+    if (grid[d] < 1 || grid[d] > (d == 0 ? 2147483647LL : 65535LL))
+      fail("kernel '{}': grid dim {} must be in [1, {}], got {}", name(), d, d == 0 ? 2147483647LL : 65535LL, grid[d]);
+  PackedArgs packed = pack(name(), params_, param_types_, args);
+  loaded_->launch(rt::Dim3{static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2])},
+                  rt::Dim3{static_cast<unsigned>(generated_.threads), 1, 1},
+                  static_cast<size_t>(generated_.shared_bytes), packed.pointers.data(), stream);
+}
+
+void run_on_gpu(const JitKernel& kernel, const Grid& grid, llvm::ArrayRef<InterpArg> args) {
+  std::vector<rt::DeviceBuffer> buffers;
+  std::vector<LaunchArg> launch_args;
+  const auto& types = kernel.param_types();
+  if (args.size() != types.size())
+    fail("kernel '{}' takes {} arguments, got {}", kernel.name(), types.size(), args.size());
+  buffers.reserve(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (types[i].is_pointer()) {
+      if (!args[i].buffer)
+        fail("kernel '{}': argument '{}' needs a buffer", kernel.name(), kernel.params()[i].name);
+      HostBuffer& hb = *args[i].buffer;
+      buffers.emplace_back(std::max<size_t>(hb.bytes.size(), 16));
+      buffers.back().copy_from_host(hb.bytes.data(), hb.bytes.size());
+      launch_args.push_back(LaunchArg::pointer(buffers.back()));
+    } else if (is_float(types[i].elem)) {
+      launch_args.push_back(LaunchArg::of_float(args[i].f));
+    } else {
+      launch_args.push_back(LaunchArg::of_int(args[i].i));
+    }
+  }
+  rt::Stream stream;
+  kernel.launch(grid, launch_args, stream);
+  size_t b = 0;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (types[i].is_pointer()) {
+      HostBuffer& hb = *args[i].buffer;
+      buffers[b++].copy_to_host(hb.bytes.data(), hb.bytes.size());
+    }
+}
+
+} // namespace kiln

@@ -1,0 +1,61 @@
+// Running a DSL kernel on the GPU: build its IR for a config, generate CUDA for the current device,
+// compile through the cache, load, and launch with arguments checked against the kernel's parameters.
+#pragma once
+
+#include "codegen/codegen.h"
+#include "dsl/interpreter.h"
+#include "dsl/registry.h"
+#include "runtime/compiler.h"
+#include "runtime/device.h"
+#include "runtime/module.h"
+
+#include <memory>
+#include <variant>
+#include <vector>
+
+namespace kiln {
+
+// One launch argument: a device pointer (an address the user owns, or a DeviceBuffer's) or a scalar.
+struct LaunchArg {
+  enum class Kind : uint8_t { Pointer, Int, Float } kind = Kind::Int;
+  uint64_t ptr = 0;
+  int64_t i = 0;
+  double f = 0;
+
+  static LaunchArg pointer(uint64_t address) { return {Kind::Pointer, address, 0, 0}; }
+  static LaunchArg pointer(const rt::DeviceBuffer& b) { return {Kind::Pointer, b.ptr(), 0, 0}; }
+  static LaunchArg of_int(int64_t v) { return {Kind::Int, 0, v, 0}; }
+  static LaunchArg of_float(double v) { return {Kind::Float, 0, 0, v}; }
+};
+
+// A kernel compiled for one config on the current device.
+class JitKernel {
+public:
+  // Builds, generates and compiles (through the compile cache). `arch` empty: the current device's.
+  static std::shared_ptr<JitKernel> compile(const Kernel& k, const std::string& arch = {},
+                                            const CodegenOptions& options = {});
+
+  // Launches over `grid`; the arguments follow the kernel's parameters (count, pointer vs scalar,
+  // integer vs float and range are checked, each mismatch an Error naming the parameter).
+  void launch(const Grid& grid, const std::vector<LaunchArg>& args, const rt::Stream& stream = rt::Stream()) const;
+
+  const std::string& name() const { return generated_.name; }
+  const GeneratedKernel& generated() const { return generated_; }
+  const rt::CompiledKernel& compiled() const { return compiled_; }
+  const std::vector<Param>& params() const { return params_; }
+  const std::vector<Type>& param_types() const { return param_types_; }
+
+private:
+  std::vector<Param> params_;
+  std::vector<Type> param_types_;
+  GeneratedKernel generated_;
+  rt::CompiledKernel compiled_;
+  std::shared_ptr<rt::LoadedKernel> loaded_;
+};
+
+// Runs a kernel on the GPU with the interpreter's argument list: host buffers are copied to the
+// device, the kernel runs, and every buffer is copied back. This is how GPU tests hold generated
+// code to the interpreter's semantics on identical inputs.
+void run_on_gpu(const JitKernel& kernel, const Grid& grid, llvm::ArrayRef<InterpArg> args);
+
+} // namespace kiln

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The whole GPU check, run on a GPU machine: device info, the runtime and GPU test suites, and a
+# compute-sanitizer pass over one config of each kernel. Logs go to $OUT (or ./gpu-check-logs);
+# a short table is printed last.
+# Usage: scripts/gpu_check.sh [BIN_DIR]   (BIN_DIR holds kiln_*_tests; default build/tests)
+set -uo pipefail
+bin=${1:-build/tests}
+out=${OUT:-gpu-check-logs}
+mkdir -p "$out"
+export KILN_CACHE_DIR=${KILN_CACHE_DIR:-/tmp/kiln-cache}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/device.txt" 2>&1
+declare -A status
+run() { # name, command...
+  local name=$1; shift
+  local t0=$(date +%s)
+  "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  status[$name]="rc=$rc $(( $(date +%s) - t0 ))s $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$name.log" | tr '\n' ' ')"
+}
+run runtime_tests "$bin/kiln_runtime_tests"
+run gpu_tests "$bin/kiln_gpu_tests"
+if command -v compute-sanitizer >/dev/null; then
+  run sanitizer_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/kiln_gpu_tests" \
+    --gtest_filter='GpuVectorAdd*:GpuMatmul*M128*:GpuFa2Big*N1024_D64_c1*:GpuSoftmax*'
+  run sanitizer_racecheck compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/kiln_gpu_tests" \
+    --gtest_filter='GpuMatmul*M128*:GpuFa2Big*N1024_D64_c0*'
+fi
+echo "== device"; cat "$out/device.txt"
+echo "== failures"; grep -h -E '^\[  FAILED  \]' "$out"/*.log | sort -u | head -40
+echo "== summary"
+for k in "${!status[@]}"; do printf '%-22s %s\n' "$k" "${status[$k]}"; done | sort
