@@ -288,7 +288,10 @@ Value expand_dims(const Value& x, int axis, CallSite where) {
   return B(where).emit(std::move(op));
 }
 
-Value broadcast_to(const Value& x, const Shape& shape, CallSite where) {
+Value broadcast_to(const Value& x, const Shape& target, CallSite where) {
+  // A copy: callers pass shapes that live in the kernel's value table (ptr.shape()), which the
+  // reshape below may reallocate.
+  const Shape shape = target;
   Value v = use(x, "broadcast_to", where);
   if (v.rank() > 0 && v.rank() < static_cast<int>(shape.size())) { // numpy: missing leading dims are 1
     Shape padded(shape.size() - v.rank(), 1);

@@ -147,4 +147,21 @@ TEST(Broadcast, MaskedLoadLiteralOtherTakesThePointee) {
   EXPECT_EQ(scalar_mask.type(), Type::tensor(bf16, {64}));
 }
 
+TEST(Broadcast, StoreValueOfLowerRankThanThePointers) {
+  // broadcast_to received ptr.shape(), a reference into the kernel's value table, and reshaped
+  // (adding values) while reading it. Vary the table's size so that some call reallocates it.
+  for (int pad = 0; pad < 40; ++pad) {
+    KernelBuilder kb("store_row");
+    Value p = kb.arg_ptr("p", f32);
+    for (int i = 0; i < pad; ++i)
+      scalar(i, f32);
+    Value ptrs = p + arange(0, 16).expand_dims(1) * 16 + arange(0, 16).expand_dims(0); // (16, 16)
+    store(ptrs, arange(0, 16).to(f32));                                              // (16,) -> (16, 16)
+    Kernel k = kb.finish();
+    const Op* st = k.body.ops.back().get();
+    ASSERT_EQ(st->kind, OpKind::Store);
+    EXPECT_EQ(k.type(st->operands[1]), Type::tensor(f32, {16, 16})) << "pad " << pad;
+  }
+}
+
 } // namespace
