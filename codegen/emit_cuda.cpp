@@ -31,10 +31,13 @@ bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
 
 std::string literal(double v, DType t) {
   if (is_float(t)) {
+    auto wrap = [&](const std::string& f32) {
+      return t == DType::f32 ? f32 : t == DType::f64 ? "(double)" + f32 : fmt::format("kiln::cvt<{}>({})", ctype(t), f32);
+    };
     if (std::isinf(v))
-      return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+      return wrap(v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)");
     if (std::isnan(v))
-      return "__int_as_float(0x7fffffff)";
+      return wrap("__int_as_float(0x7fffffff)");
     std::string s = fmt::format("{:.17g}", v);
     if (s.find_first_of(".e") == std::string::npos)
       s += ".0";
