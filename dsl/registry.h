@@ -16,6 +16,14 @@ namespace kiln {
 using SizeArgs = std::map<std::string, int64_t>;
 using Grid = std::array<int64_t, 3>;
 
+// The least power of two >= v (1 for v <= 1): the usual bucket for sequence lengths.
+inline int64_t next_pow2(int64_t v) {
+  int64_t p = 1;
+  while (p < v)
+    p *= 2;
+  return p;
+}
+
 struct ParamDef {
   std::string name;
   int64_t default_value;
@@ -33,6 +41,12 @@ struct KernelDef {
   std::function<Grid(const Config&, const SizeArgs&)> grid;
   std::vector<std::string> size_args;  // names the grid and tuning key may read
   std::vector<std::string> tuning_key; // subset of size_args (plus dtypes/flags via params)
+  // The bucket a tuning-key size falls in (e.g. next_pow2 of a sequence length), so that nearby sizes share
+  // one tuning result; empty: sizes are keyed exactly.
+  std::function<int64_t(const std::string& size_name, int64_t value)> bucket;
+  // Why the autotuner should not try `config` for these sizes (e.g. a tile larger than the problem needs),
+  // or "" to try it; empty: every config is tried. Must be thread-safe.
+  std::function<std::string(const Config&, const SizeArgs&)> prune;
 
   Config default_config() const;
   // `base` with NAME=VALUE overrides applied; an unknown name is an Error listing the parameters.

@@ -12,16 +12,22 @@ namespace kiln {
 std::shared_ptr<JitKernel> JitKernel::compile(const Kernel& k, const std::string& arch_in,
                                               const CodegenOptions& options) {
   std::string arch = arch_in.empty() ? rt::current_device().arch : arch_in;
-  auto jk = std::make_shared<JitKernel>();
-  jk->generated_ = generate_cuda(k, Target::parse(arch), options);
+  GeneratedKernel generated = generate_cuda(k, Target::parse(arch), options);
   rt::CompileRequest req;
-  req.source = jk->generated_.source;
-  req.kernel_name = jk->generated_.name;
+  req.source = generated.source;
+  req.kernel_name = generated.name;
   req.arch = arch;
-  jk->compiled_ = rt::compile_cached(req);
+  rt::CompiledKernel compiled = rt::compile_cached(req);
   if (!rt::dump_dir_from_env().empty())
-    rt::dump_artifacts(jk->generated_.name,
-                       {{"cu", req.source}, {"ir", print_kernel(k)}, {"lowered", jk->generated_.lowered}});
+    rt::dump_artifacts(generated.name, {{"cu", req.source}, {"ir", print_kernel(k)}, {"lowered", generated.lowered}});
+  return from_compiled(k, std::move(generated), std::move(compiled));
+}
+
+std::shared_ptr<JitKernel> JitKernel::from_compiled(const Kernel& k, GeneratedKernel generated,
+                                                    rt::CompiledKernel compiled) {
+  auto jk = std::make_shared<JitKernel>();
+  jk->generated_ = std::move(generated);
+  jk->compiled_ = std::move(compiled);
   jk->loaded_ = rt::LoadedKernel::load(jk->compiled_);
   jk->params_ = k.params;
   for (const Param& p : k.params)

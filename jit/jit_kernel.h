@@ -34,6 +34,10 @@ public:
   // Builds, generates and compiles (through the compile cache). `arch` empty: the current device's.
   static std::shared_ptr<JitKernel> compile(const Kernel& k, const std::string& arch = {},
                                             const CodegenOptions& options = {});
+  // A kernel from code generated and compiled elsewhere (the autotuner's compile threads): loads it into the
+  // current device's context. `generated` and `compiled` must come from `k`.
+  static std::shared_ptr<JitKernel> from_compiled(const Kernel& k, GeneratedKernel generated,
+                                                  rt::CompiledKernel compiled);
 
   // Launches over `grid`; the arguments follow the kernel's parameters (count, pointer vs scalar,
   // integer vs float and range are checked, each mismatch an Error naming the parameter).

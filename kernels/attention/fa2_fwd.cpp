@@ -3,6 +3,8 @@
 #include "dsl/dsl.h"
 #include "kernels/attention/attention_tiles.h"
 
+#include <algorithm>
+
 namespace kiln {
 
 Kernel build_fa2_fwd(const Config& config) {
@@ -92,6 +94,20 @@ KernelDef fa2_fwd_def() {
   };
   d.size_args = {"B", "H", "H_KV", "N_Q", "N_K", "D"};
   d.tuning_key = {"B", "H", "N_Q", "N_K"};
+  d.bucket = [](const std::string&, int64_t v) { return next_pow2(v); };
+  // A tile wider than the (power-of-two padded) sequence only computes padding. The floors are the space's
+  // smallest tiles, so that a short sequence keeps at least one config.
+  d.prune = [](const Config& c, const SizeArgs& s) -> std::string {
+    const int64_t rows = std::max<int64_t>(64, next_pow2(s.at("N_Q")));
+    const int64_t keys = std::max<int64_t>(32, next_pow2(s.at("N_K")));
+    if (c.get("BLOCK_M") > rows)
+      return fmt::format("BLOCK_M={} is wider than the {} query rows it needs (N_Q={})", c.get("BLOCK_M"), rows,
+                         s.at("N_Q"));
+    if (c.get("BLOCK_N") > keys)
+      return fmt::format("BLOCK_N={} is wider than the {} keys it needs (N_K={})", c.get("BLOCK_N"), keys,
+                         s.at("N_K"));
+    return "";
+  };
   d.grid = [](const Config& c, const SizeArgs& s) {
     int64_t bm = c.get("BLOCK_M");
     return Grid{(s.at("N_Q") + bm - 1) / bm, s.at("B") * s.at("H"), 1};

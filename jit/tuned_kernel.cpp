@@ -1,0 +1,265 @@
+// Autotuned launches: candidates and tuning keys from a KernelDef, and the prune/compile/time hooks.
+#include "jit/tuned_kernel.h"
+
+#include "support/error.h"
+
+#include <algorithm>
+#include <set>
+
+namespace kiln {
+
+namespace {
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// `base` checked against the kernel's params (an Error naming an unknown one) and completed with defaults.
+Config complete_base(const KernelDef& def, const Config& base) {
+  Config c = def.with_overrides(def.default_config(), base.params);
+  c.num_warps = base.num_warps;
+  c.num_stages = base.num_stages;
+  return c;
+}
+
+std::vector<Config> space_of(const KernelDef& def) {
+  return def.config_space ? def.config_space() : std::vector<Config>{};
+}
+
+// "BLOCK_M=128 BLOCK_N=64 w=8 s=3": what tells one candidate from another, for progress lines.
+std::string short_label(const Config& c, const std::vector<std::string>& varied) {
+  std::string out;
+  for (const std::string& name : varied)
+    out += fmt::format("{}={} ", name, c.get(name));
+  return out + fmt::format("w={} s={}", c.num_warps, c.num_stages);
+}
+
+// Per-candidate state shared by the hooks; each slot is touched by one pool thread at a time.
+struct CandidateSlot {
+  std::optional<Kernel> ir;
+  GeneratedKernel generated;
+  std::string codegen_error;
+  rt::CompiledKernel compiled;
+  std::shared_ptr<JitKernel> loaded;
+};
+
+// Whether the current context still works after a failed launch: resource failures (too many registers or
+// too much shared memory for the launch) leave it usable and only disqualify the candidate; a sticky error
+// (an illegal address) does not, and must stop the tuning.
+bool context_usable() { return rt::driver().cuCtxSynchronize() == rt::cu::kSuccess; }
+
+} // namespace
+
+std::vector<std::string> varied_params(const std::vector<Config>& space) {
+  std::set<std::string> names;
+  for (const Config& c : space)
+    for (const auto& [name, value] : c.params)
+      names.insert(name);
+  std::vector<std::string> varied;
+  for (const std::string& name : names) {
+    std::set<int64_t> values;
+    bool everywhere = true;
+    for (const Config& c : space) {
+      auto it = c.params.find(name);
+      everywhere &= it != c.params.end();
+      if (it != c.params.end())
+        values.insert(it->second);
+    }
+    if (values.size() > 1 || !everywhere)
+      varied.push_back(name);
+  }
+  return varied;
+}
+
+std::vector<Config> tuning_candidates(const KernelDef& def, const Config& base_in) {
+  const Config base = complete_base(def, base_in);
+  const std::vector<Config> space = space_of(def);
+  if (space.empty())
+    return {base};
+  const std::vector<std::string> varied = varied_params(space);
+  std::vector<Config> out;
+  for (const Config& c : space) {
+    Config cand = base;
+    for (const std::string& name : varied)
+      if (auto it = c.params.find(name); it != c.params.end())
+        cand.params[name] = it->second;
+    cand.num_warps = c.num_warps;
+    cand.num_stages = c.num_stages;
+    out.push_back(cand);
+  }
+  return out;
+}
+
+std::string tuning_key_text(const KernelDef& def, const SizeArgs& sizes, const Config& base_in) {
+  auto known = [&](const std::string& name) {
+    return std::find(def.size_args.begin(), def.size_args.end(), name) != def.size_args.end();
+  };
+  for (const auto& [name, value] : sizes)
+    if (!known(name))
+      fail("kernel '{}' has no size argument '{}'; its size arguments are: {}", def.name, name, join(def.size_args));
+  std::string key;
+  for (const std::string& name : def.tuning_key) {
+    if (!known(name))
+      fail("kernel '{}': tuning key '{}' is not one of its size arguments ({})", def.name, name, join(def.size_args));
+    auto it = sizes.find(name);
+    if (it == sizes.end())
+      fail("kernel '{}': size argument '{}' is part of the tuning key but was not given; pass all of: {}", def.name,
+           name, join(def.tuning_key));
+    key += fmt::format("{}{}={}", key.empty() ? "" : " ", name, def.bucket ? def.bucket(name, it->second) : it->second);
+  }
+  const Config base = complete_base(def, base_in);
+  const std::vector<std::string> varied = varied_params(space_of(def));
+  key += " |";
+  for (const auto& [name, value] : base.params)
+    if (std::find(varied.begin(), varied.end(), name) == varied.end())
+      key += fmt::format(" {}={}", name, value);
+  return key;
+}
+
+KernelTuner::KernelTuner(rt::CompileCache& compile_cache, rt::AutotunerOptions options)
+    : compile_cache_(compile_cache), autotuner_(compile_cache.dir(), std::move(options)) {}
+
+TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, const SizeArgs& sizes,
+                                const std::vector<LaunchArg>& args, const std::vector<OutputArg>& outputs,
+                                const TuneOptions& options) {
+  const rt::AutotuneMode mode = options.mode ? *options.mode : rt::autotune_mode_from_env();
+  const Config base = complete_base(def, base_in);
+  const std::vector<Config> candidates = tuning_candidates(def, base);
+  const std::vector<std::string> varied = varied_params(space_of(def));
+  for (const OutputArg& o : outputs)
+    if (o.index >= args.size() || args[o.index].kind != LaunchArg::Kind::Pointer || o.bytes == 0)
+      fail("kernel '{}': output argument {} must name one of the {} launch arguments, a pointer, with a size in "
+           "bytes above 0 (got {} bytes)",
+           def.name, o.index, args.size(), o.bytes);
+
+  const rt::DeviceInfo& device = rt::current_device();
+  const std::string arch = options.arch.empty() ? device.arch : options.arch;
+  rt::TuneRequest request;
+  request.key = rt::TuningKey{def.name, tuning_key_text(def, sizes, base), arch, device.name, ""};
+  for (const Config& c : candidates) {
+    request.ids.push_back(c.str());
+    request.labels.push_back(short_label(c, varied));
+  }
+  request.flops = options.flops;
+  request.mode = mode;
+
+  // Picks made earlier by this object. Mode off keys its default separately; force always re-tunes.
+  const std::string memo = (mode == rt::AutotuneMode::Off ? "off:" : "") + request.key.hash() + ":" +
+                           rt::config_space_hash(request.ids);
+  if (mode != rt::AutotuneMode::Force) {
+    std::lock_guard lock(mutex_);
+    if (auto it = chosen_.find(memo); it != chosen_.end())
+      return TunedLaunch{it->second.config, it->second.kernel, def.grid(it->second.config, sizes), it->second.result};
+  }
+
+  const Target target = Target::parse(arch);
+  std::vector<CandidateSlot> slots(candidates.size());
+  auto generate = [&](size_t i) {
+    CandidateSlot& s = slots[i];
+    try {
+      s.ir = def.build(candidates[i]);
+      s.generated = generate_cuda(*s.ir, target, options.codegen);
+    } catch (const std::exception& e) {
+      s.codegen_error = std::string("code generation failed: ") + e.what();
+    }
+  };
+  auto compile = [&](size_t i) -> rt::CompileOutcome {
+    CandidateSlot& s = slots[i];
+    if (!s.ir && s.codegen_error.empty())
+      generate(i);
+    if (!s.codegen_error.empty())
+      return {s.codegen_error, -1, -1};
+    rt::CompileRequest req;
+    req.source = s.generated.source;
+    req.kernel_name = s.generated.name;
+    req.arch = arch;
+    s.compiled = compile_cache_.get(req);
+    return {"", s.compiled.usage.registers,
+            s.generated.shared_bytes + std::max<int64_t>(0, s.compiled.usage.shared_bytes)};
+  };
+  auto load = [&](size_t i) {
+    CandidateSlot& s = slots[i];
+    if (!s.loaded) {
+      if (s.compiled.cubin.empty()) {
+        rt::CompileOutcome c = compile(i);
+        if (!c.error.empty())
+          fail("kernel '{}': the chosen config {} no longer compiles: {}", def.name, candidates[i].str(), c.error);
+      }
+      s.loaded = JitKernel::from_compiled(*s.ir, s.generated, s.compiled);
+    }
+    return s.loaded;
+  };
+
+  rt::TuneHooks hooks;
+  hooks.prune = [&](size_t i) -> std::string {
+    if (def.prune)
+      if (std::string why = def.prune(candidates[i], sizes); !why.empty())
+        return why;
+    generate(i);
+    if (slots[i].ir && slots[i].generated.shared_bytes > device.max_shared_per_block_optin)
+      return fmt::format("needs {} bytes of shared memory; device '{}' allows {} per block (opt-in limit)",
+                         slots[i].generated.shared_bytes, device.name, device.max_shared_per_block_optin);
+    return "";
+  };
+  hooks.compile = compile;
+
+  // Outputs go to scratch copies of the caller's buffers (copied, so kernels that read their output see the
+  // same data), allocated on the first timed candidate.
+  std::vector<rt::DeviceBuffer> scratch;
+  std::vector<LaunchArg> timed_args = args;
+  hooks.time = [&](size_t i) -> rt::TimeOutcome {
+    if (scratch.empty() && !outputs.empty())
+      for (const OutputArg& o : outputs) {
+        scratch.emplace_back(o.bytes);
+        KILN_CU_CHECK(cuMemcpyDtoD, "copying an output buffer to the tuner's scratch copy", scratch.back().ptr(),
+                      args[o.index].ptr, o.bytes);
+        timed_args[o.index] = LaunchArg::pointer(scratch.back());
+      }
+    try {
+      std::shared_ptr<JitKernel> k = load(i);
+      const Grid grid = def.grid(candidates[i], sizes);
+      double ms = rt::time_kernel_ms([&](rt::Stream& stream) { k->launch(grid, timed_args, stream); }, options.timing);
+      return {ms, ""};
+    } catch (const Error& e) {
+      if (!context_usable())
+        throw;
+      return {0, e.what()};
+    }
+  };
+
+  rt::TuneResult result = autotuner_.tune(request, hooks);
+  Chosen chosen;
+  if (result.best) {
+    chosen.config = candidates[*result.best];
+    chosen.kernel = load(*result.best);
+  } else {
+    // Mode off, or cached with nothing remembered: the kernel's default, compiled through the same cache.
+    chosen.config = base;
+    Kernel ir = def.build(base);
+    GeneratedKernel generated = generate_cuda(ir, target, options.codegen);
+    rt::CompileRequest req;
+    req.source = generated.source;
+    req.kernel_name = generated.name;
+    req.arch = arch;
+    chosen.kernel = JitKernel::from_compiled(ir, std::move(generated), compile_cache_.get(req));
+  }
+  chosen.result = std::move(result);
+  {
+    std::lock_guard lock(mutex_);
+    chosen_[memo] = chosen;
+  }
+  return TunedLaunch{chosen.config, chosen.kernel, def.grid(chosen.config, sizes), chosen.result};
+}
+
+TunedLaunch KernelTuner::launch(const KernelDef& def, const Config& base, const SizeArgs& sizes,
+                                const std::vector<LaunchArg>& args, const std::vector<OutputArg>& outputs,
+                                const TuneOptions& options, const rt::Stream& stream) {
+  TunedLaunch t = select(def, base, sizes, args, outputs, options);
+  t.kernel->launch(t.grid, args, stream);
+  return t;
+}
+
+} // namespace kiln

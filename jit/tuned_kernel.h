@@ -1,0 +1,92 @@
+// Autotuned launches of registered kernels: the glue between a KernelDef and the generic rt::Autotuner.
+// For a kernel, a base config and the problem's sizes it builds the candidates (the base config with the tile
+// params the kernel's config space varies), the tuning key (the kernel's tuning_key sizes, bucketed, plus the
+// params the problem fixes: dtypes, flags, head dim), prunes by the kernel's rule and the device's shared-memory
+// opt-in limit (from generated code, before any NVRTC compile), compiles in parallel, times on the GPU on the
+// caller's inputs with every output redirected to a scratch copy, and remembers the pick.
+#pragma once
+
+#include "jit/jit_kernel.h"
+#include "runtime/autotuner.h"
+#include "runtime/compile_cache.h"
+#include "runtime/timing.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+// The params a config space varies (their values differ between its configs), sorted.
+std::vector<std::string> varied_params(const std::vector<Config>& space);
+
+// The configs to tune: `base` (the problem-fixed params set; unknown params are an Error) with each config of
+// def.config_space()'s varied params, num_warps and num_stages; {base} when the kernel has no space.
+std::vector<Config> tuning_candidates(const KernelDef& def, const Config& base);
+
+// "B=1 H=4 N_Q=1024 N_K=1024 | CAUSAL=0 DTYPE=0 ...": the kernel's tuning_key sizes through def.bucket,
+// then base's params that the space does not vary. A size name outside def.size_args, or a tuning_key size
+// missing from `sizes`, is a kiln::Error naming it and the valid names.
+std::string tuning_key_text(const KernelDef& def, const SizeArgs& sizes, const Config& base);
+
+// A launch argument the kernel writes: tuning runs write a scratch copy of its `bytes` bytes instead.
+struct OutputArg {
+  size_t index = 0;  // into the launch arguments
+  size_t bytes = 0;
+};
+
+struct TuneOptions {
+  std::optional<rt::AutotuneMode> mode;  // nullopt: KILN_AUTOTUNE
+  double flops = 0;                      // per launch, for TFLOP/s in the result table; 0: not reported
+  rt::TimingOptions timing;              // warm-up and repetitions per candidate
+  std::string arch;                      // "": the current device's
+  CodegenOptions codegen;
+};
+
+// The config chosen for one problem, loaded and ready to launch.
+struct TunedLaunch {
+  Config config;
+  std::shared_ptr<JitKernel> kernel;
+  Grid grid;               // def.grid(config, sizes) for the exact (not bucketed) sizes
+  rt::TuneResult result;   // where the choice came from, and the full table when there is one
+};
+
+class KernelTuner {
+public:
+  // Compiles through `compile_cache`; tuning results live beside it (<its dir>/tune).
+  explicit KernelTuner(rt::CompileCache& compile_cache = rt::default_compile_cache(),
+                       rt::AutotunerOptions options = {});
+
+  // The config for (def, base, sizes): the default (`base` itself) with mode off, else a remembered result,
+  // else (modes on and force) the fastest candidate timed on `args`. Picks are kept for this object's life,
+  // so a repeated call with sizes in the same bucket neither tunes nor compiles; force re-tunes every call.
+  // `outputs` name every pointer argument the kernel writes (tuning never writes the caller's buffers).
+  TunedLaunch select(const KernelDef& def, const Config& base, const SizeArgs& sizes,
+                     const std::vector<LaunchArg>& args, const std::vector<OutputArg>& outputs,
+                     const TuneOptions& options = {});
+
+  // select(), then one launch of the chosen kernel on the caller's arguments.
+  TunedLaunch launch(const KernelDef& def, const Config& base, const SizeArgs& sizes,
+                     const std::vector<LaunchArg>& args, const std::vector<OutputArg>& outputs,
+                     const TuneOptions& options = {}, const rt::Stream& stream = rt::Stream());
+
+  rt::Autotuner& autotuner() { return autotuner_; }
+  rt::CompileCache& compile_cache() { return compile_cache_; }
+
+private:
+  struct Chosen {
+    Config config;
+    std::shared_ptr<JitKernel> kernel;
+    rt::TuneResult result;
+  };
+
+  rt::CompileCache& compile_cache_;
+  rt::Autotuner autotuner_;
+  std::mutex mutex_;
+  std::map<std::string, Chosen> chosen_;  // by tuning-key hash (+ mode off's default)
+};
+
+} // namespace kiln

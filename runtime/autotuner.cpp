@@ -1,0 +1,254 @@
+// The autotuner: mode handling, parallel pruning and compiling, serial timing, the pick and its memory.
+#include "runtime/autotuner.h"
+
+#include "support/error.h"
+
+#include <llvm/Support/ThreadPool.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+namespace kiln::rt {
+
+namespace {
+
+constexpr AutotuneMode kAllModes[] = {AutotuneMode::Off, AutotuneMode::Cached, AutotuneMode::On, AutotuneMode::Force};
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// Runs work(i) for every i in [0, n) on a pool; work must not throw.
+void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>& work) {
+  if (n == 0)
+    return;
+  llvm::ThreadPool pool(llvm::hardware_concurrency(threads));
+  for (size_t i = 0; i < n; ++i)
+    pool.async([&work, i] { work(i); });
+  pool.wait();
+}
+
+std::string what_of(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
+// Prints progress lines once a run has taken longer than a threshold; before that, lines wait, so that a
+// quick run stays silent and a slow one still shows every candidate.
+class Progress {
+public:
+  explicit Progress(const AutotunerOptions& o) : options_(o), start_(std::chrono::steady_clock::now()) {}
+  void line(std::string text) {
+    pending_.push_back(std::move(text));
+    if (options_.progress_after_s < 0)
+      return;
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (elapsed < options_.progress_after_s)
+      return;
+    for (const std::string& l : pending_) {
+      if (options_.progress)
+        options_.progress(l);
+      else
+        std::fprintf(stderr, "%s\n", l.c_str());
+    }
+    pending_.clear();
+  }
+
+private:
+  const AutotunerOptions& options_;
+  std::chrono::steady_clock::time_point start_;
+  std::vector<std::string> pending_;
+};
+
+void check_request(const TuneRequest& r, const TuneHooks& hooks) {
+  if (r.ids.empty())
+    fail("autotune {}: the config space is empty", r.key.kernel);
+  std::set<std::string> seen;
+  for (const std::string& id : r.ids)
+    if (!seen.insert(id).second)
+      fail("autotune {}: config '{}' appears twice in the config space", r.key.kernel, id);
+  if (!r.labels.empty() && r.labels.size() != r.ids.size())
+    fail("autotune {}: {} labels for {} configs", r.key.kernel, r.labels.size(), r.ids.size());
+  if (!hooks.compile || !hooks.time)
+    throw InternalError("autotune " + r.key.kernel + ": compile and time hooks are required");
+}
+
+} // namespace
+
+AutotuneMode parse_autotune_mode(std::string_view text) {
+  for (AutotuneMode m : kAllModes)
+    if (text == autotune_mode_name(m))
+      return m;
+  fail("KILN_AUTOTUNE='{}' is not a mode; expected one of: off, cached, on, force", text);
+}
+
+const char* autotune_mode_name(AutotuneMode mode) {
+  switch (mode) {
+  case AutotuneMode::Off: return "off";
+  case AutotuneMode::Cached: return "cached";
+  case AutotuneMode::On: return "on";
+  case AutotuneMode::Force: return "force";
+  }
+  return "unknown";
+}
+
+AutotuneMode autotune_mode_from_env() {
+  const char* v = std::getenv("KILN_AUTOTUNE");
+  return v && *v ? parse_autotune_mode(v) : AutotuneMode::On;
+}
+
+const char* tune_source_name(TuneSource source) {
+  switch (source) {
+  case TuneSource::Default: return "default";
+  case TuneSource::Memory: return "memory";
+  case TuneSource::Disk: return "disk";
+  case TuneSource::Tuned: return "tuned";
+  }
+  return "unknown";
+}
+
+std::string format_tune_table(const std::vector<CandidateResult>& table, const std::string& best_id) {
+  std::string out = fmt::format("  {:<60} {:>10} {:>8} {:>5} {:>8}  {}\n", "config", "ms", "TFLOP/s", "regs", "smem",
+                                "status");
+  for (const CandidateResult& r : table) {
+    std::string ms = std::isfinite(r.ms) ? fmt::format("{:.4f}", r.ms) : "inf";
+    std::string tflops = r.tflops > 0 ? fmt::format("{:.1f}", r.tflops) : "-";
+    std::string status = candidate_status_name(r.status);
+    if (!r.reason.empty())
+      status += ": " + first_line(r.reason);
+    out += fmt::format("{} {:<60} {:>10} {:>8} {:>5} {:>8}  {}\n", r.id == best_id ? "*" : " ", r.id, ms, tflops,
+                       r.registers, r.shared_bytes, status);
+  }
+  return out;
+}
+
+Autotuner::Autotuner(std::string cache_dir, AutotunerOptions options)
+    : cache_(std::move(cache_dir)), options_(std::move(options)) {}
+
+TuneResult Autotuner::tune(const TuneRequest& request, const TuneHooks& hooks) {
+  check_request(request, hooks);
+  const AutotuneMode mode = request.mode ? *request.mode : autotune_mode_from_env();
+  TuningKey key = request.key;
+  key.space_hash = config_space_hash(request.ids);
+
+  TuneResult result;
+  result.key = key;
+  if (mode == AutotuneMode::Off)
+    return result;
+  if (mode != AutotuneMode::Force) {
+    const TuningCacheStats before = cache_.stats();
+    if (std::optional<TuningRecord> record = cache_.find(key)) {
+      for (size_t i = 0; i < request.ids.size(); ++i)
+        if (request.ids[i] == record->best_id) {
+          result.best = i;
+          result.best_ms = record->best_ms;
+          result.table = std::move(record->table);
+          result.source = cache_.stats().memory_hits > before.memory_hits ? TuneSource::Memory : TuneSource::Disk;
+          return result;
+        }
+      // The space hash matched, so the winner is in the space; reaching here means a hash collision.
+    }
+    if (mode == AutotuneMode::Cached)
+      return result;
+  }
+  return run(request, key, hooks);
+}
+
+TuneResult Autotuner::run(const TuneRequest& request, const TuningKey& key, const TuneHooks& hooks) {
+  const size_t n = request.ids.size();
+  auto label = [&](size_t i) { return request.labels.empty() ? request.ids[i] : request.labels[i]; };
+  Progress progress(options_);
+
+  std::vector<CandidateResult> table(n);
+  for (size_t i = 0; i < n; ++i)
+    table[i].id = request.ids[i];
+
+  // 1. Prune, before any compile. A prune hook that throws leaves the candidate to fail at compile time.
+  if (hooks.prune) {
+    parallel_for(n, options_.threads, [&](size_t i) {
+      try {
+        std::string reason = hooks.prune(i);
+        if (!reason.empty()) {
+          table[i].status = CandidateStatus::Pruned;
+          table[i].reason = std::move(reason);
+        }
+      } catch (...) {
+      }
+    });
+  }
+  std::vector<size_t> alive;
+  for (size_t i = 0; i < n; ++i)
+    if (table[i].status != CandidateStatus::Pruned)
+      alive.push_back(i);
+  if (alive.empty()) {
+    std::string list;
+    for (const CandidateResult& r : table)
+      list += fmt::format("\n  {}: {}", r.id, r.reason);
+    fail("autotune {}: every config was pruned, none is left to run; the configs and why each fell:{}", key.str(),
+         list);
+  }
+
+  // 2. Compile the survivors in parallel.
+  std::vector<char> compiled(n, 0);
+  parallel_for(alive.size(), options_.threads, [&](size_t k) {
+    const size_t i = alive[k];
+    CandidateResult& r = table[i];
+    try {
+      CompileOutcome c = hooks.compile(i);
+      r.registers = c.registers;
+      r.shared_bytes = c.shared_bytes;
+      if (c.error.empty()) {
+        compiled[i] = 1;
+        return;
+      }
+      r.reason = std::move(c.error);
+    } catch (...) {
+      r.reason = what_of(std::current_exception());
+    }
+    r.status = CandidateStatus::CompileFailed;
+  });
+
+  // 3. Time one at a time: concurrent kernels would disturb each other's timings.
+  std::optional<size_t> best;
+  for (size_t k = 0; k < alive.size(); ++k) {
+    const size_t i = alive[k];
+    CandidateResult& r = table[i];
+    if (compiled[i]) {
+      TimeOutcome t = hooks.time(i);
+      if (t.failure.empty() && std::isfinite(t.ms) && t.ms >= 0) {
+        r.status = CandidateStatus::Ok;
+        r.ms = t.ms;
+        if (request.flops > 0 && t.ms > 0)
+          r.tflops = request.flops / (t.ms * 1e-3) / 1e12;
+        if (!best || r.ms < table[*best].ms)
+          best = i;
+      } else {
+        r.status = CandidateStatus::LaunchFailed;
+        r.reason = t.failure.empty() ? fmt::format("the timer returned {} ms", t.ms) : t.failure;
+      }
+    }
+    std::string outcome = r.status == CandidateStatus::Ok
+                              ? fmt::format("{:.3f} ms", r.ms)
+                              : fmt::format("{}: {}", candidate_status_name(r.status), first_line(r.reason));
+    progress.line(fmt::format("tuning {} [{}/{}] {}  {}", key.kernel, k + 1, alive.size(), label(i), outcome));
+  }
+  if (!best)
+    fail("autotune {}: no config ran; every one was pruned or failed:\n{}", key.str(), format_tune_table(table));
+
+  TuneResult result;
+  result.best = best;
+  result.best_ms = table[*best].ms;
+  result.source = TuneSource::Tuned;
+  result.key = key;
+  result.table = table;
+  cache_.store(key, TuningRecord{table[*best].id, table[*best].ms, std::move(table)});
+  return result;
+}
+
+} // namespace kiln::rt
