@@ -1,11 +1,104 @@
-// The `kiln` command line.
-#include "dsl/printer.h"
-#include "kernels/builtin.h"
+// The `kiln` command line: picks the subcommand, parses options with llvm::cl, and turns every kiln::Error
+// (and every option error) into "kiln: error: <message>" with exit code 1.
+#include "support/error.h"
+#include "support/version.h"
+#include "tools/cli.h"
 
-#include <cstdio>
+#include <llvm/ADT/StringRef.h>
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/raw_ostream.h>
 
-int main() {
-  const kiln::KernelDef& d = kiln::builtin_kernels().find("vector_add");
-  std::printf("%s", kiln::print_kernel(d.build(d.default_config())).c_str());
-  return 0;
+#include <exception>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace {
+
+using kiln::cli::Command;
+
+std::vector<Command> all_commands() {
+  namespace c = kiln::cli;
+  return {c::info_command(),      c::list_command(),          c::emit_command(),  c::attention_command(),
+          c::compare_loads_command(), c::cache_command(), c::model_command(), c::demo_command()};
+}
+
+std::string command_names(const std::vector<Command>& cmds) {
+  std::string s;
+  for (const Command& c : cmds)
+    s += (s.empty() ? "" : ", ") + c.sub->getName().str();
+  return s;
+}
+
+int print_error(const std::string& message) {
+  llvm::outs().flush();
+  llvm::errs() << "kiln: error: " << message << "\n";
+  return 1;
+}
+
+// llvm::cl reports "<program>[ <sub>]: <message>" lines; restate each as a kiln error.
+int report_option_errors(const std::string& text) {
+  llvm::SmallVector<llvm::StringRef, 4> lines;
+  llvm::StringRef(text).split(lines, '\n', -1, false);
+  llvm::outs().flush();
+  for (llvm::StringRef line : lines) {
+    line = line.trim();
+    if (line.startswith("kiln")) {
+      size_t colon = line.find(": ");
+      if (colon != llvm::StringRef::npos)
+        line = line.drop_front(colon + 2);
+    }
+    llvm::errs() << "kiln: error: " << line << "\n";
+  }
+  return 1;
+}
+
+int run(int argc, char** argv) {
+  std::vector<Command> cmds = all_commands();
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream& os) { os << "kiln " << kiln::version() << "\n"; });
+  llvm::cl::HideUnrelatedOptions(kiln::cli::kiln_category());
+  for (const Command& c : cmds)
+    llvm::cl::HideUnrelatedOptions(kiln::cli::kiln_category(), *c.sub);
+
+  if (argc < 2)
+    return print_error("no subcommand given; expected one of: " + command_names(cmds) + " (see 'kiln --help')");
+  llvm::StringRef first = argv[1];
+  if (!first.startswith("-")) {
+    bool known = false;
+    for (const Command& c : cmds)
+      known |= c.sub->getName() == first;
+    if (!known)
+      return print_error("unknown subcommand '" + first.str() + "'; expected one of: " + command_names(cmds) +
+                         " (see 'kiln --help')");
+  }
+
+  std::string option_errors;
+  llvm::raw_string_ostream errs(option_errors);
+  if (!llvm::cl::ParseCommandLineOptions(argc, argv,
+                                         "kiln: a tile language for GPU kernels, embedded in C++\n\n"
+                                         "  kiln <subcommand> --help   describes each subcommand\n",
+                                         &errs)) {
+    errs.flush();
+    return report_option_errors(option_errors);
+  }
+  for (const Command& c : cmds)
+    if (*c.sub)
+      return c.run();
+  return print_error("no subcommand given; expected one of: " + command_names(cmds) + " (see 'kiln --help')");
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const kiln::Error& e) {
+    return print_error(e.what());
+  } catch (const kiln::InternalError& e) {
+    return print_error(std::string(e.what()) + " (please report this bug)");
+  } catch (const std::bad_alloc&) {
+    return print_error("out of host memory");
+  } catch (const std::exception& e) {
+    return print_error(e.what());
+  }
 }

@@ -1,0 +1,392 @@
+#include "codegen/perf_model.h"
+
+#include "support/error.h"
+#include "support/half.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <vector>
+
+namespace kiln {
+
+Cost& Cost::operator+=(const Cost& o) {
+  matrix_flops += o.matrix_flops;
+  vector_flops += o.vector_flops;
+  bytes_loaded += o.bytes_loaded;
+  bytes_stored += o.bytes_stored;
+  return *this;
+}
+
+Cost CostEstimate::per_program() const {
+  Cost c = total;
+  double n = programs > 0 ? static_cast<double>(programs) : 1.0;
+  c.matrix_flops /= n;
+  c.vector_flops /= n;
+  c.bytes_loaded /= n;
+  c.bytes_stored /= n;
+  return c;
+}
+
+double CostEstimate::intensity() const { return total.bytes() > 0 ? total.matrix_flops / total.bytes() : 0; }
+
+Roofline roofline(const CostEstimate& e, double peak_tflops, double peak_gbps) {
+  if (!(peak_tflops > 0) || !(peak_gbps > 0))
+    fail("roofline: peaks must be positive, got {} TFLOP/s and {} GB/s", peak_tflops, peak_gbps);
+  Roofline r;
+  r.peak_flops_per_s = peak_tflops * 1e12;
+  r.peak_bytes_per_s = peak_gbps * 1e9;
+  r.compute_s = e.total.matrix_flops / r.peak_flops_per_s;
+  r.memory_s = e.total.bytes() / r.peak_bytes_per_s;
+  return r;
+}
+
+namespace {
+
+// A scalar whose value the model knows (program ids, given arguments and what follows from them) or not
+// (pointers, tensor-derived values, arguments not given).
+struct Scalar {
+  bool known = false;
+  double v = 0;
+};
+
+struct BlockPtrState {
+  llvm::SmallVector<Scalar, 4> shape, offsets;
+};
+
+// Walks one program's ops, evaluating scalars and adding up the cost of tensor ops.
+class ProgramWalker {
+public:
+  ProgramWalker(const Kernel& k, const Grid& grid, const ScalarArgs& args) : k_(k), grid_(grid) {
+    scalars_.resize(k.values.size());
+    for (const Param& p : k.params) {
+      const Type& t = k.type(p.value);
+      auto it = args.find(p.name);
+      if (t.is_tensor() && t.is_scalar() && it != args.end())
+        scalars_[static_cast<size_t>(p.value)] = Scalar{true, round_to_dtype(it->second, t.elem)};
+    }
+  }
+
+  Cost run(const std::array<int64_t, 3>& pid) {
+    pid_ = pid;
+    cost_ = Cost{};
+    walk_region(k_.body);
+    return cost_;
+  }
+
+private:
+  Scalar& s(ValueId v) { return scalars_[static_cast<size_t>(v)]; }
+  bool scalar_typed(ValueId v) const {
+    const Type& t = k_.type(v);
+    return t.is_tensor() && t.is_scalar();
+  }
+  static double dbytes(DType t) { return static_cast<double>(dtype_bytes(t)); }
+
+  int64_t need_int(ValueId v, const Op& op, const char* what) {
+    const Scalar& x = s(v);
+    if (!x.known)
+      fail_at(op.loc,
+              "performance model: the {} of this {} depends on a value the model cannot evaluate ({}); give every "
+              "scalar argument it depends on with --shape",
+              what, op_name(op.kind), k_.info(v).name.empty() ? "a tensor or pointer value" : k_.info(v).name);
+    return static_cast<int64_t>(x.v);
+  }
+
+  void walk_region(const Region& r) {
+    for (const auto& op : r.ops)
+      visit(*op);
+  }
+
+  // Rounded to a float dtype, or truncated and wrapped to an integer's width.
+  static double wrap(double v, DType t) { return round_to_dtype(v, t); }
+
+  Scalar binary(const Op& op, Scalar a, Scalar b, DType operand_t, DType result_t) {
+    if (!a.known || !b.known)
+      return {};
+    const bool integer = is_int(operand_t);
+    double r = 0;
+    switch (op.binary) {
+    case BinaryOp::Add: r = a.v + b.v; break;
+    case BinaryOp::Sub: r = a.v - b.v; break;
+    case BinaryOp::Mul: r = a.v * b.v; break;
+    case BinaryOp::Div:
+      if (integer) {
+        if (b.v == 0)
+          return {};
+        r = static_cast<double>(static_cast<int64_t>(a.v) / static_cast<int64_t>(b.v));
+      } else {
+        r = a.v / b.v;
+      }
+      break;
+    case BinaryOp::Rem:
+      if (integer) {
+        if (b.v == 0)
+          return {};
+        r = static_cast<double>(static_cast<int64_t>(a.v) % static_cast<int64_t>(b.v));
+      } else {
+        r = std::fmod(a.v, b.v);
+      }
+      break;
+    case BinaryOp::Min: r = std::min(a.v, b.v); break;
+    case BinaryOp::Max: r = std::max(a.v, b.v); break;
+    case BinaryOp::And:
+      r = static_cast<double>(static_cast<int64_t>(a.v) & static_cast<int64_t>(b.v));
+      break;
+    case BinaryOp::Or: r = static_cast<double>(static_cast<int64_t>(a.v) | static_cast<int64_t>(b.v)); break;
+    case BinaryOp::Eq: r = a.v == b.v; break;
+    case BinaryOp::Ne: r = a.v != b.v; break;
+    case BinaryOp::Lt: r = a.v < b.v; break;
+    case BinaryOp::Le: r = a.v <= b.v; break;
+    case BinaryOp::Gt: r = a.v > b.v; break;
+    case BinaryOp::Ge: r = a.v >= b.v; break;
+    }
+    return Scalar{true, wrap(r, result_t)};
+  }
+
+  Scalar unary(const Op& op, Scalar x, DType t) {
+    if (!x.known)
+      return {};
+    double r = 0;
+    switch (op.unary) {
+    case UnaryOp::Neg: r = -x.v; break;
+    case UnaryOp::Not: r = is_float(t) ? (x.v == 0) : static_cast<double>(~static_cast<int64_t>(x.v)); break;
+    case UnaryOp::Exp: r = std::exp(x.v); break;
+    case UnaryOp::Exp2: r = std::exp2(x.v); break;
+    case UnaryOp::Log: r = std::log(x.v); break;
+    case UnaryOp::Log2: r = std::log2(x.v); break;
+    case UnaryOp::Sqrt: r = std::sqrt(x.v); break;
+    case UnaryOp::Rsqrt: r = 1.0 / std::sqrt(x.v); break;
+    case UnaryOp::Abs: r = std::fabs(x.v); break;
+    }
+    if (t == DType::i1)
+      r = r != 0;
+    return Scalar{true, wrap(r, t)};
+  }
+
+  // Elements of a block pointer's tile that lie inside the tensor along the boundary-checked dims.
+  double block_elements(ValueId bp, llvm::ArrayRef<int64_t> checked) {
+    const Type& t = k_.type(bp);
+    auto it = blocks_.find(bp);
+    double n = 1;
+    for (int d = 0; d < t.rank(); ++d) {
+      double extent = static_cast<double>(t.shape[static_cast<size_t>(d)]);
+      bool is_checked = std::find(checked.begin(), checked.end(), d) != checked.end();
+      if (is_checked && it != blocks_.end()) {
+        const Scalar& shape = it->second.shape[static_cast<size_t>(d)];
+        const Scalar& off = it->second.offsets[static_cast<size_t>(d)];
+        if (shape.known && off.known)
+          extent = std::clamp(shape.v - off.v, 0.0, extent);
+      }
+      n *= extent;
+    }
+    return n;
+  }
+
+  void visit(const Op& op) {
+    const ValueId res = op.result();
+    switch (op.kind) {
+    case OpKind::Constant:
+      if (scalar_typed(res)) {
+        const DType t = k_.type(res).elem;
+        s(res) = Scalar{true, is_float(t) || op.ints.empty() ? wrap(op.f, t) : static_cast<double>(op.ints[0])};
+      }
+      return;
+    case OpKind::ProgramId: s(res) = Scalar{true, static_cast<double>(pid_[static_cast<size_t>(op.axis)])}; return;
+    case OpKind::NumPrograms:
+      s(res) = Scalar{true, static_cast<double>(grid_[static_cast<size_t>(op.axis)])};
+      return;
+    case OpKind::Unary: {
+      const Type& t = k_.type(res);
+      if (is_float(t.elem))
+        cost_.vector_flops += static_cast<double>(std::max<int64_t>(1, t.numel()));
+      if (t.is_scalar())
+        s(res) = unary(op, s(op.operands[0]), t.elem);
+      return;
+    }
+    case OpKind::Binary: {
+      const Type& t = k_.type(res);
+      const DType operand_t = k_.type(op.operands[0]).elem;
+      if (is_float(operand_t))
+        cost_.vector_flops += static_cast<double>(std::max<int64_t>(1, t.numel()));
+      if (t.is_tensor() && t.is_scalar())
+        s(res) = binary(op, s(op.operands[0]), s(op.operands[1]), operand_t, t.elem);
+      return;
+    }
+    case OpKind::Cast:
+      if (scalar_typed(res)) {
+        const DType t = k_.type(res).elem;
+        const Scalar x = s(op.operands[0]);
+        s(res) = x.known ? Scalar{true, t == DType::i1 ? (x.v != 0 ? 1.0 : 0.0) : wrap(is_int(t) ? std::trunc(x.v) : x.v, t)}
+                         : Scalar{};
+      }
+      return;
+    case OpKind::Where:
+      if (scalar_typed(res)) {
+        const Scalar c = s(op.operands[0]);
+        s(res) = c.known ? s(op.operands[c.v != 0 ? 1 : 2]) : Scalar{};
+      }
+      return;
+    case OpKind::Dot: {
+      const Type& a = k_.type(op.operands[0]);
+      const Type& b = k_.type(op.operands[1]);
+      cost_.matrix_flops += 2.0 * static_cast<double>(a.shape[0]) * static_cast<double>(b.shape[1]) *
+                            static_cast<double>(a.shape[1]);
+      return;
+    }
+    case OpKind::Reduce:
+    case OpKind::ArgMax:
+      if (is_float(k_.type(op.operands[0]).elem))
+        cost_.vector_flops += static_cast<double>(k_.type(op.operands[0]).numel());
+      return;
+    case OpKind::Load: {
+      const Type& t = k_.type(res);
+      cost_.bytes_loaded += static_cast<double>(t.numel()) * dbytes(t.elem);
+      return;
+    }
+    case OpKind::Store: {
+      const Type& t = k_.type(op.operands[1]);
+      cost_.bytes_stored += static_cast<double>(t.numel()) * dbytes(t.elem);
+      return;
+    }
+    case OpKind::AtomicAdd: {
+      const Type& t = k_.type(op.operands[1]);
+      double b = static_cast<double>(t.numel()) * dbytes(t.elem);
+      cost_.bytes_loaded += b;
+      cost_.bytes_stored += b;
+      return;
+    }
+    case OpKind::MakeBlockPtr: {
+      const int r = k_.type(res).rank();
+      BlockPtrState st;
+      for (int d = 0; d < r; ++d) {
+        st.shape.push_back(s(op.operands[static_cast<size_t>(1 + d)]));
+        st.offsets.push_back(s(op.operands[static_cast<size_t>(1 + 2 * r + d)]));
+      }
+      blocks_[res] = st;
+      return;
+    }
+    case OpKind::Advance: {
+      auto it = blocks_.find(op.operands[0]);
+      if (it == blocks_.end())
+        return;
+      BlockPtrState st = it->second;
+      for (size_t d = 0; d < st.offsets.size(); ++d) {
+        const Scalar delta = s(op.operands[1 + d]);
+        st.offsets[d] = st.offsets[d].known && delta.known ? Scalar{true, st.offsets[d].v + delta.v} : Scalar{};
+      }
+      blocks_[res] = st;
+      return;
+    }
+    case OpKind::LoadBlock:
+      cost_.bytes_loaded += block_elements(op.operands[0], op.ints) * dbytes(k_.type(res).elem);
+      return;
+    case OpKind::StoreBlock:
+      cost_.bytes_stored += block_elements(op.operands[0], op.ints) * dbytes(k_.type(op.operands[1]).elem);
+      return;
+    case OpKind::For: return visit_for(op);
+    case OpKind::If: {
+      const Region& taken = op.regions[need_int(op.operands[0], op, "condition") ? 0 : 1];
+      walk_region(taken);
+      carry_yield(taken, op.results);
+      return;
+    }
+    default: return; // shape ops, arange, pointer arithmetic, yield: no cost, no scalar to track
+    }
+  }
+
+  // Copies a region's yielded scalars and block pointers to `dest`.
+  void carry_yield(const Region& r, llvm::ArrayRef<ValueId> dest) {
+    if (r.ops.empty() || r.ops.back()->kind != OpKind::Yield)
+      return;
+    const Op& y = *r.ops.back();
+    std::vector<Scalar> sv;
+    std::vector<std::optional<BlockPtrState>> bv;
+    for (ValueId v : y.operands) {
+      sv.push_back(s(v));
+      auto it = blocks_.find(v);
+      bv.push_back(it == blocks_.end() ? std::nullopt : std::optional<BlockPtrState>(it->second));
+    }
+    for (size_t n = 0; n < dest.size() && n < sv.size(); ++n) {
+      s(dest[n]) = sv[n];
+      if (bv[n])
+        blocks_[dest[n]] = *bv[n];
+      else
+        blocks_.erase(dest[n]);
+    }
+  }
+
+  void copy_value(ValueId from, ValueId to) {
+    s(to) = s(from);
+    auto it = blocks_.find(from);
+    if (it != blocks_.end())
+      blocks_[to] = it->second;
+    else
+      blocks_.erase(to);
+  }
+
+  void visit_for(const Op& op) {
+    const int64_t lo = need_int(op.operands[0], op, "lower bound"), hi = need_int(op.operands[1], op, "upper bound"),
+                  step = need_int(op.operands[2], op, "step");
+    if (step <= 0)
+      fail_at(op.loc, "performance model: for_range step must be positive, got {}", step);
+    const Region& body = op.regions[0];
+    const size_t carried = op.results.size();
+    for (size_t n = 0; n < carried; ++n)
+      copy_value(op.operands[3 + n], body.args[1 + n]);
+    for (int64_t iv = lo; iv < hi; iv += step) {
+      s(body.args[0]) = Scalar{true, static_cast<double>(iv)};
+      walk_region(body);
+      carry_yield(body, llvm::ArrayRef<ValueId>(body.args).drop_front(1));
+    }
+    for (size_t n = 0; n < carried; ++n)
+      copy_value(body.args[1 + n], op.results[n]);
+  }
+
+  const Kernel& k_;
+  Grid grid_;
+  std::array<int64_t, 3> pid_{};
+  std::vector<Scalar> scalars_;
+  std::map<ValueId, BlockPtrState> blocks_;
+  Cost cost_;
+};
+
+} // namespace
+
+CostEstimate estimate_cost(const Kernel& k, const Grid& grid, const ScalarArgs& args, int64_t max_programs) {
+  for (int64_t g : grid)
+    if (g < 0)
+      fail("performance model: grid ({}, {}, {}) has a negative dimension", grid[0], grid[1], grid[2]);
+  for (const auto& [name, value] : args) {
+    (void)value;
+    bool known = std::any_of(k.params.begin(), k.params.end(), [&](const Param& p) { return p.name == name; });
+    if (!known) {
+      std::string names;
+      for (const Param& p : k.params)
+        if (k.type(p.value).is_tensor())
+          names += (names.empty() ? "" : ", ") + p.name;
+      fail("performance model: kernel '{}' has no scalar argument '{}'; its scalar arguments are: {}", k.name, name,
+           names);
+    }
+  }
+  CostEstimate e;
+  e.programs = grid[0] * grid[1] * grid[2];
+  if (e.programs == 0)
+    return e;
+  const int64_t stride = max_programs > 0 && e.programs > max_programs ? (e.programs + max_programs - 1) / max_programs : 1;
+  ProgramWalker walker(k, grid, args);
+  for (int64_t linear = 0; linear < e.programs; linear += stride) {
+    std::array<int64_t, 3> pid{linear % grid[0], (linear / grid[0]) % grid[1], linear / (grid[0] * grid[1])};
+    e.total += walker.run(pid);
+    ++e.programs_evaluated;
+  }
+  if (e.programs_evaluated != e.programs) {
+    double scale = static_cast<double>(e.programs) / static_cast<double>(e.programs_evaluated);
+    e.total.matrix_flops *= scale;
+    e.total.vector_flops *= scale;
+    e.total.bytes_loaded *= scale;
+    e.total.bytes_stored *= scale;
+  }
+  return e;
+}
+
+} // namespace kiln

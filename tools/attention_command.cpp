@@ -1,0 +1,206 @@
+// `kiln attention`: FlashAttention-2 forward on given (.npy) or random inputs, in the interpreter or on the
+// GPU; optionally checked against the double-precision reference and timed. Outputs are written only after
+// the run (and the check) succeeded, through temporary files and renames.
+#include "kernels/attention/attention_problem.h"
+#include "kernels/attention/fa2_fwd.h"
+#include "kernels/compare.h"
+#include "support/error.h"
+#include "support/npy.h"
+#include "tools/attention_runs.h"
+#include "tools/cli.h"
+
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
+
+namespace kiln::cli {
+namespace {
+
+namespace cl = llvm::cl;
+
+cl::SubCommand attention_sub("attention", "Run FlashAttention-2 forward on random or .npy inputs");
+cl::OptionCategory& cat = kiln_category();
+cl::opt<int64_t> batch("batch", cl::desc("Batch size B"), cl::Required, cl::sub(attention_sub), cl::cat(cat));
+cl::opt<int64_t> heads("heads", cl::desc("Query heads H"), cl::Required, cl::sub(attention_sub), cl::cat(cat));
+cl::opt<int64_t> kv_heads("kv-heads", cl::desc("Key/value heads (default: --heads; fewer for GQA/MQA)"),
+                          cl::init(0), cl::sub(attention_sub), cl::cat(cat));
+cl::opt<int64_t> seq_q("seq-q", cl::desc("Query length N_Q"), cl::Required, cl::sub(attention_sub), cl::cat(cat));
+cl::opt<int64_t> seq_k("seq-k", cl::desc("Key length N_K (default: --seq-q)"), cl::init(0), cl::sub(attention_sub),
+                       cl::cat(cat));
+cl::opt<int64_t> head_dim("head-dim", cl::desc("Head dim D"), cl::Required, cl::sub(attention_sub), cl::cat(cat));
+cl::opt<std::string> dtype("dtype", cl::desc("f16 | bf16 | f32: the dtype the kernel runs in (default f16)"),
+                           cl::init("f16"), cl::sub(attention_sub), cl::cat(cat));
+cl::opt<std::string> causal("causal", cl::desc("none | top-left | bottom-right (default none)"), cl::init("none"),
+                            cl::sub(attention_sub), cl::cat(cat));
+cl::opt<std::string> layout("layout", cl::desc("bhsd | bshd: the layout of Q, K, V and O (default bhsd)"),
+                            cl::init("bhsd"), cl::sub(attention_sub), cl::cat(cat));
+cl::opt<std::string> k_load("k-load", cl::desc("transposed | row-major: how K tiles are loaded (default transposed)"),
+                            cl::init("transposed"), cl::sub(attention_sub), cl::cat(cat));
+cl::opt<std::string> q_file("q", cl::desc("Q as .npy (with --k and --v)"), cl::value_desc("FILE.npy"),
+                            cl::sub(attention_sub), cl::cat(cat));
+cl::opt<std::string> k_file("k", cl::desc("K as .npy"), cl::value_desc("FILE.npy"), cl::sub(attention_sub),
+                            cl::cat(cat));
+cl::opt<std::string> v_file("v", cl::desc("V as .npy"), cl::value_desc("FILE.npy"), cl::sub(attention_sub),
+                            cl::cat(cat));
+cl::opt<std::string> out_file("out", cl::desc("Write O as .npy (shape follows --layout)"), cl::value_desc("FILE.npy"),
+                              cl::sub(attention_sub), cl::cat(cat));
+cl::opt<std::string> lse_file("lse", cl::desc("Write LSE [B, H, N_Q] as .npy"), cl::value_desc("FILE.npy"),
+                              cl::sub(attention_sub), cl::cat(cat));
+cl::opt<std::string> out_dtype("out-dtype", cl::desc("f32 | f16 | f64: dtype of the .npy outputs (default f32)"),
+                               cl::init("f32"), cl::sub(attention_sub), cl::cat(cat));
+cl::opt<bool> interpret("interpret", cl::desc("Run in the CPU interpreter (also KILN_INTERPRET=1)"),
+                        cl::sub(attention_sub), cl::cat(cat));
+cl::opt<bool> check("check", cl::desc("Compare with the double-precision reference"), cl::sub(attention_sub),
+                    cl::cat(cat));
+cl::opt<bool> bench("bench", cl::desc("Time the kernel on the GPU (median of --reps launches)"),
+                    cl::sub(attention_sub), cl::cat(cat));
+cl::opt<int> reps("reps", cl::desc("Timed launches for --bench (default 20)"), cl::init(20), cl::sub(attention_sub),
+                  cl::cat(cat));
+cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random inputs (default 1)"), cl::init(1),
+                       cl::sub(attention_sub), cl::cat(cat));
+cl::list<std::string> sets("set", cl::desc("Override a kernel parameter: NAME=VALUE (e.g. BLOCK_M=64)"),
+                           cl::value_desc("NAME=VALUE"), cl::sub(attention_sub), cl::cat(cat));
+
+// The file's shape for a [B, heads, n, D] tensor in the problem's layout.
+std::vector<int64_t> file_shape(const AttentionProblem& p, int64_t h, int64_t n) {
+  return p.bshd_layout ? std::vector<int64_t>{p.B, n, h, p.D} : std::vector<int64_t>{p.B, h, n, p.D};
+}
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string t = "(";
+  for (size_t i = 0; i < s.size(); ++i)
+    t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + ")";
+}
+
+HostBuffer read_input(const std::string& path, const char* name, const AttentionProblem& p, int64_t h, int64_t n) {
+  NpyArray a = read_npy(path);
+  if (!a.is_float())
+    fail("'{}' ({}): dtype {} ('{}') is not supported for attention inputs; expected float16, float32 or float64",
+         path, name, a.dtype_str(), a.descr());
+  const std::vector<int64_t> want = file_shape(p, h, n);
+  if (a.shape != want)
+    fail("'{}' ({}): shape {} does not match the problem; expected {} ([{}] with --layout {})", path, name,
+         a.shape_str(), shape_text(want), p.bshd_layout ? "B, N, H, D" : "B, H, N, D", p.bshd_layout ? "bshd" : "bhsd");
+  HostBuffer b(p.dtype, a.numel(), name);
+  for (int64_t i = 0; i < a.numel(); ++i)
+    b.set(i, round_exactly_to(a.values[static_cast<size_t>(i)], p.dtype));
+  return b;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty())
+    return false;
+  if (a == b || llvm::sys::fs::equivalent(a, b))
+    return true;
+  llvm::SmallString<256> ra(a), rb(b);
+  llvm::sys::fs::make_absolute(ra);
+  llvm::sys::fs::make_absolute(rb);
+  llvm::sys::path::remove_dots(ra, true);
+  llvm::sys::path::remove_dots(rb, true);
+  return ra == rb;
+}
+
+// O in logical order [B, H, N_Q, D] rearranged to the layout's order.
+std::vector<double> o_in_layout(const AttentionProblem& p, const std::vector<double>& o) {
+  if (!p.bshd_layout)
+    return o;
+  std::vector<double> out(o.size());
+  for (int64_t b = 0; b < p.B; ++b)
+    for (int64_t h = 0; h < p.H; ++h)
+      for (int64_t n = 0; n < p.N_Q; ++n)
+        for (int64_t d = 0; d < p.D; ++d)
+          out[static_cast<size_t>(((b * p.N_Q + n) * p.H + h) * p.D + d)] =
+              o[static_cast<size_t>(((b * p.H + h) * p.N_Q + n) * p.D + d)];
+  return out;
+}
+
+int run_attention() {
+  AttentionProblem p;
+  p.B = batch;
+  p.H = heads;
+  p.H_KV = kv_heads.getNumOccurrences() ? int64_t(kv_heads) : int64_t(heads);
+  p.N_Q = seq_q;
+  p.N_K = seq_k.getNumOccurrences() ? int64_t(seq_k) : int64_t(seq_q);
+  p.D = head_dim;
+  p.dtype = parse_attention_dtype(dtype, "--dtype");
+  p.causal = parse_causal(causal, "--causal");
+  if (layout != "bhsd" && layout != "bshd")
+    fail("--layout must be bhsd or bshd; got '{}'", std::string(layout));
+  p.bshd_layout = layout == "bshd";
+  if (k_load != "transposed" && k_load != "row-major")
+    fail("--k-load must be transposed or row-major; got '{}'", std::string(k_load));
+  p.k_transposed = k_load == "transposed";
+  check_attention_problem(p);
+
+  const std::optional<DType> odt = parse_dtype(std::string(out_dtype));
+  if (!odt || (*odt != DType::f16 && *odt != DType::f32 && *odt != DType::f64))
+    fail("--out-dtype must be f16, f32 or f64 (NumPy has no bfloat16); got '{}'", std::string(out_dtype));
+
+  const int given = !q_file.empty() + !k_file.empty() + !v_file.empty();
+  if (given != 0 && given != 3)
+    fail("--q, --k and --v go together: give all three .npy inputs or none (random inputs)");
+  for (const std::string* in : {&q_file.getValue(), &k_file.getValue(), &v_file.getValue()})
+    for (const std::string* out : {&out_file.getValue(), &lse_file.getValue()})
+      if (same_file(*in, *out))
+        fail("refusing to overwrite the input '{}' with an output; choose another --out/--lse path", *in);
+  if (same_file(out_file, lse_file))
+    fail("--out and --lse name the same file '{}'", std::string(out_file));
+
+  Config config = default_fa2_config(p);
+  config = fa2_fwd_def().with_overrides(config, parse_assignments(sets, "--set"));
+  check_attention_config(p, config);
+
+  const Executor executor = choose_executor(interpret);
+  if (bench && executor == Executor::Interpreter)
+    fail("--bench times the kernel on the GPU; it cannot be combined with --interpret or KILN_INTERPRET=1");
+
+  AttentionInputs inputs;
+  if (given == 3) {
+    inputs.q = read_input(q_file, "Q", p, p.H, p.N_Q);
+    inputs.k = read_input(k_file, "K", p, p.H_KV, p.N_K);
+    inputs.v = read_input(v_file, "V", p, p.H_KV, p.N_K);
+  } else {
+    inputs = make_inputs(p, seed, 1.0);
+  }
+
+  llvm::outs() << fmt::format("fa2_fwd {} on {} ({})\n", p.str(),
+                              executor == Executor::Gpu ? "the GPU" : "the interpreter", config.str());
+  AttentionResult result = run_fa2_interpreted(p, config, inputs, executor);
+
+  bool ok = true;
+  if (check) {
+    AttentionResult ref = reference(p, inputs);
+    const double tol = tolerance(p.dtype);
+    Comparison co = compare_to_reference(result.o, ref.o);
+    Comparison cmp_lse = compare_to_reference(result.lse, ref.lse);
+    llvm::outs() << fmt::format("check O:   {} (tolerance {:.1e}) {}\n", co.str(), tol, co.ok(tol) ? "ok" : "FAIL");
+    llvm::outs() << fmt::format("check LSE: {} (tolerance {:.1e}) {}\n", cmp_lse.str(), tol, cmp_lse.ok(tol) ? "ok" : "FAIL");
+    ok = co.ok(tol) && cmp_lse.ok(tol);
+  }
+  if (bench) {
+    GpuTiming t = time_fa2_on_gpu(p, config, inputs, 3, reps);
+    const double tflops = attention_flops(p) / (t.median_ms * 1e-3) / 1e12;
+    llvm::outs() << fmt::format("bench: median {:.4f} ms (min {:.4f}, max {:.4f}, {} runs), {:.1f} TFLOP/s\n",
+                                t.median_ms, t.min_ms, t.max_ms, t.reps, tflops);
+  }
+  if (!ok) {
+    llvm::errs() << "kiln: error: the result does not match the reference; no output written\n";
+    return 1;
+  }
+
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!out_file.empty())
+    files.emplace_back(out_file, serialize_npy(*odt, file_shape(p, p.H, p.N_Q), o_in_layout(p, result.o)));
+  if (!lse_file.empty())
+    files.emplace_back(lse_file, serialize_npy(*odt, {p.B, p.H, p.N_Q}, result.lse));
+  write_files_atomically(files);
+  for (const auto& f : files)
+    llvm::outs() << "wrote " << f.first << "\n";
+  return 0;
+}
+
+} // namespace
+
+Command attention_command() { return {&attention_sub, run_attention}; }
+
+} // namespace kiln::cli

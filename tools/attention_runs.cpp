@@ -1,0 +1,97 @@
+#include "tools/attention_runs.h"
+
+#include "jit/jit_kernel.h"
+#include "kernels/attention/fa2_fwd.h"
+#include "runtime/device.h"
+#include "support/error.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace kiln::cli {
+
+int parse_causal(const std::string& text, const char* flag) {
+  if (text == "none")
+    return 0;
+  if (text == "top-left")
+    return 1;
+  if (text == "bottom-right")
+    return 2;
+  fail("{} must be none, top-left or bottom-right; got '{}'", flag, text);
+}
+
+const char* causal_name(int causal) {
+  switch (causal) {
+  case 1: return "top-left";
+  case 2: return "bottom-right";
+  default: return "none";
+  }
+}
+
+DType parse_attention_dtype(const std::string& text, const char* flag) {
+  if (text == "f16")
+    return DType::f16;
+  if (text == "bf16")
+    return DType::bf16;
+  if (text == "f32")
+    return DType::f32;
+  fail("{} must be f16, bf16 or f32; got '{}'", flag, text);
+}
+
+double attention_flops(const AttentionProblem& p) {
+  double f = 4.0 * static_cast<double>(p.B) * static_cast<double>(p.H) * static_cast<double>(p.N_Q) *
+             static_cast<double>(p.N_K) * static_cast<double>(p.D);
+  return p.causal != 0 ? f / 2 : f;
+}
+
+GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const AttentionInputs& in, int warmup,
+                          int reps) {
+  if (reps < 1 || warmup < 0)
+    fail("timing needs at least 1 repetition and no negative warmup; got {} and {}", reps, warmup);
+  std::shared_ptr<JitKernel> kernel = JitKernel::compile(build_fa2_fwd(config));
+  AttentionInputs inputs = in;
+  AttentionOutputs outputs = make_outputs(p);
+  std::vector<InterpArg> host_args = fa2_interp_args(p, inputs, outputs);
+
+  // Device copies of every buffer argument; scalars pass by value, typed by the kernel's parameters.
+  std::vector<rt::DeviceBuffer> buffers;
+  buffers.reserve(host_args.size());
+  std::vector<LaunchArg> args;
+  const std::vector<Type>& types = kernel->param_types();
+  KILN_INTERNAL_CHECK(types.size() == host_args.size(), "fa2_fwd takes {} arguments, {} given", types.size(),
+                      host_args.size());
+  for (size_t i = 0; i < host_args.size(); ++i) {
+    const InterpArg& a = host_args[i];
+    if (a.buffer) {
+      buffers.emplace_back(a.buffer->bytes.size());
+      buffers.back().copy_from_host(a.buffer->bytes.data(), a.buffer->bytes.size());
+      args.push_back(LaunchArg::pointer(buffers.back()));
+    } else if (is_float(types[i].elem)) {
+      args.push_back(LaunchArg::of_float(a.f));
+    } else {
+      args.push_back(LaunchArg::of_int(a.i));
+    }
+  }
+  const Grid grid = fa2_fwd_def().grid(config, attention_size_args(p));
+  rt::Stream stream = rt::Stream::create();
+  for (int i = 0; i < warmup; ++i)
+    kernel->launch(grid, args, stream);
+  std::vector<double> ms;
+  for (int i = 0; i < reps; ++i) {
+    rt::Event start, end;
+    start.record(stream);
+    kernel->launch(grid, args, stream);
+    end.record(stream);
+    end.synchronize();
+    ms.push_back(rt::Event::elapsed_ms(start, end));
+  }
+  std::sort(ms.begin(), ms.end());
+  GpuTiming t;
+  t.reps = reps;
+  t.min_ms = ms.front();
+  t.max_ms = ms.back();
+  t.median_ms = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+  return t;
+}
+
+} // namespace kiln::cli

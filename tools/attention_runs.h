@@ -1,0 +1,30 @@
+// What `kiln attention`, `kiln compare-loads` and `kiln demo` share: option spellings of the causal modes,
+// attention FLOPs, and timing FA2 on the GPU (median, min, max over repeated launches).
+#pragma once
+
+#include "kernels/attention/attention_problem.h"
+
+#include <string>
+
+namespace kiln::cli {
+
+// "none" | "top-left" | "bottom-right" -> the CAUSAL param; a kiln::Error naming `flag` otherwise.
+int parse_causal(const std::string& text, const char* flag);
+const char* causal_name(int causal);
+// "f16" | "bf16" | "f32" (the dtypes FA2 runs in).
+DType parse_attention_dtype(const std::string& text, const char* flag);
+
+// 4·B·H·N_Q·N_K·D (two matmuls of 2·N_Q·N_K·D each per head), halved when causal.
+double attention_flops(const AttentionProblem& p);
+
+struct GpuTiming {
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+  int reps = 0;
+};
+
+// Compiles FA2 for `config`, copies the inputs to the GPU once, and times `reps` launches (after
+// `warmup` untimed ones) with events around each.
+GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const AttentionInputs& in, int warmup,
+                          int reps);
+
+} // namespace kiln::cli

@@ -1,0 +1,156 @@
+// `kiln cache path|list|clear`: where the compile cache and the autotune results live, what they hold
+// (kernel, arch, size, age) and clearing them.
+#include "runtime/compile_cache.h"
+#include "support/error.h"
+#include "tools/cli.h"
+
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/FormatVariadic.h>
+#include <llvm/Support/JSON.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/Path.h>
+
+#include <chrono>
+
+namespace kiln::cli {
+namespace {
+
+namespace cl = llvm::cl;
+
+cl::SubCommand cache_sub("cache", "Show (path, list) or clear the compile and autotune caches");
+cl::opt<std::string> action(cl::Positional, cl::Required, cl::desc("<path|list|clear>"), cl::sub(cache_sub),
+                            cl::cat(kiln_category()));
+cl::opt<bool> json("json", cl::desc("Machine-readable output"), cl::sub(cache_sub), cl::cat(kiln_category()));
+
+struct TuneEntry {
+  std::string path, kernel;
+  uint64_t size = 0;
+  double age_seconds = 0;
+};
+
+std::string tune_dir(const std::string& root) {
+  llvm::SmallString<256> p(root);
+  llvm::sys::path::append(p, "tune");
+  return p.str().str();
+}
+
+std::string compile_dir(const std::string& root) {
+  llvm::SmallString<256> p(root);
+  llvm::sys::path::append(p, "compile");
+  return p.str().str();
+}
+
+// Autotune results: one JSON file per (kernel, key, arch); the kernel named inside when readable.
+std::vector<TuneEntry> list_tune(const std::string& dir) {
+  std::vector<TuneEntry> out;
+  std::error_code ec;
+  const auto now = std::chrono::system_clock::now();
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (llvm::sys::path::extension(it->path()) != ".json")
+      continue;
+    llvm::sys::fs::file_status st;
+    if (llvm::sys::fs::status(it->path(), st) || st.type() != llvm::sys::fs::file_type::regular_file)
+      continue;
+    TuneEntry e;
+    e.path = it->path();
+    e.size = st.getSize();
+    e.age_seconds = std::chrono::duration<double>(now - st.getLastModificationTime()).count();
+    if (auto buf = llvm::MemoryBuffer::getFile(e.path)) {
+      if (auto v = llvm::json::parse((*buf)->getBuffer())) {
+        if (const llvm::json::Object* o = v->getAsObject())
+          if (auto k = o->getString("kernel"))
+            e.kernel = k->str();
+      } else {
+        llvm::consumeError(v.takeError());
+      }
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::string age_text(double s) {
+  if (s < 120)
+    return fmt::format("{:.0f} s", s);
+  if (s < 7200)
+    return fmt::format("{:.0f} min", s / 60);
+  if (s < 172800)
+    return fmt::format("{:.0f} h", s / 3600);
+  return fmt::format("{:.0f} days", s / 86400);
+}
+
+int run_cache() {
+  const std::string root = rt::CompileCache::default_dir();
+  const std::string act = action;
+  if (act != "path" && act != "list" && act != "clear")
+    fail("kiln cache expects path, list or clear; got '{}'", act);
+  if (root.empty())
+    fail("no cache directory: set KILN_CACHE_DIR (or XDG_CACHE_HOME or HOME) to choose one");
+
+  if (act == "path") {
+    if (json)
+      llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
+                                                  {"root", root}, {"compile", compile_dir(root)}, {"tune", tune_dir(root)}}))
+                   << "\n";
+    else
+      llvm::outs() << fmt::format("cache:   {}\ncompile: {}\ntune:    {}\n", root, compile_dir(root), tune_dir(root));
+    return 0;
+  }
+
+  rt::CompileCache cache(root);
+  if (act == "clear") {
+    const size_t compiled = cache.clear();
+    size_t tuned = 0;
+    for (const TuneEntry& e : list_tune(tune_dir(root)))
+      if (!llvm::sys::fs::remove(e.path))
+        ++tuned;
+    llvm::outs() << fmt::format("removed {} compile cache file(s) from {} and {} autotune result(s) from {}\n",
+                                compiled, compile_dir(root), tuned, tune_dir(root));
+    return 0;
+  }
+
+  const std::vector<rt::CacheEntryInfo> entries = cache.list();
+  const std::vector<TuneEntry> tuned = list_tune(tune_dir(root));
+  if (json) {
+    llvm::json::Array c, t;
+    for (const rt::CacheEntryInfo& e : entries)
+      c.push_back(llvm::json::Object{{"path", e.path},
+                                     {"kernel", e.kernel_name},
+                                     {"arch", e.arch},
+                                     {"size_bytes", static_cast<int64_t>(e.size_bytes)},
+                                     {"age_seconds", e.age_seconds},
+                                     {"valid", e.valid},
+                                     {"problem", e.problem}});
+    for (const TuneEntry& e : tuned)
+      t.push_back(llvm::json::Object{{"path", e.path},
+                                     {"kernel", e.kernel},
+                                     {"size_bytes", static_cast<int64_t>(e.size)},
+                                     {"age_seconds", e.age_seconds}});
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
+                                               {"root", root}, {"compile", std::move(c)}, {"tune", std::move(t)}}))
+                 << "\n";
+    return 0;
+  }
+  uint64_t total = 0;
+  llvm::outs() << fmt::format("compile cache {}: {} entr{}\n", compile_dir(root), entries.size(),
+                              entries.size() == 1 ? "y" : "ies");
+  for (const rt::CacheEntryInfo& e : entries) {
+    total += e.size_bytes;
+    llvm::outs() << fmt::format("  {:<24} {:<8} {:>10} {:>9} old  {}\n", e.valid ? e.kernel_name : "(corrupt)", e.arch,
+                                human_bytes(static_cast<double>(e.size_bytes)), age_text(e.age_seconds),
+                                e.valid ? llvm::sys::path::filename(e.path).str() : e.problem);
+  }
+  llvm::outs() << fmt::format("  total {}\n", human_bytes(static_cast<double>(total)));
+  llvm::outs() << fmt::format("autotune results {}: {} file(s)\n", tune_dir(root), tuned.size());
+  for (const TuneEntry& e : tuned)
+    llvm::outs() << fmt::format("  {:<24} {:>10} {:>9} old  {}\n", e.kernel.empty() ? "?" : e.kernel,
+                                human_bytes(static_cast<double>(e.size)), age_text(e.age_seconds),
+                                llvm::sys::path::filename(e.path).str());
+  return 0;
+}
+
+} // namespace
+
+Command cache_command() { return {&cache_sub, run_cache}; }
+
+} // namespace kiln::cli

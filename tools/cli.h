@@ -1,0 +1,57 @@
+// What the `kiln` subcommands share: the option category, the table of subcommands, output to a file or
+// stdout, NAME=VALUE lists, the interpreter/GPU choice, and the "no CUDA driver" error.
+// Each subcommand lives in its own <name>_command.cpp with its llvm::cl options and a run function.
+#pragma once
+
+#include "kernels/executor.h"
+
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln::cli {
+
+// The category every kiln option belongs to; LLVM's own options are hidden from --help.
+llvm::cl::OptionCategory& kiln_category();
+
+struct Command {
+  llvm::cl::SubCommand* sub;
+  int (*run)(); // exit code; throws kiln::Error on a user mistake
+};
+
+// Each subcommand's registration (defined in its file).
+Command info_command();
+Command list_command();
+Command emit_command();
+Command attention_command();
+Command compare_loads_command();
+Command cache_command();
+Command model_command();
+Command demo_command();
+
+// Writes `text` to `path` (atomically), or to stdout when `path` is empty or "-".
+void write_output(const std::string& path, const std::string& text);
+
+// "A=1,B=2" items (each --set may hold one or several) into a map; a malformed item is a kiln::Error
+// naming `flag`.
+std::map<std::string, int64_t> parse_assignments(const std::vector<std::string>& items, const char* flag);
+
+// The interpreter when asked (--interpret or KILN_INTERPRET=1); else the GPU, which must have a driver:
+// otherwise the "no CUDA driver found" kiln::Error, suggesting --interpret.
+Executor choose_executor(bool interpret_flag);
+
+// Throws "no CUDA driver found: <why>; <what> needs a GPU" when the driver cannot be loaded.
+void require_gpu(const std::string& what);
+
+// The arch kiln generates for by default: the current device's, else sm_90a.
+std::string default_arch();
+
+// "1.23 ms" / "456 us", short human numbers.
+std::string human_bytes(double bytes);
+std::string human_seconds(double s);
+
+} // namespace kiln::cli

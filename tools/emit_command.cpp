@@ -1,0 +1,126 @@
+// `kiln emit KERNEL`: a kernel at one stage of lowering: its IR, the lowering decisions, the generated CUDA,
+// PTX from NVRTC (no GPU needed) or SASS through cuobjdump; with the resource usage ptxas reports.
+#include "codegen/codegen.h"
+#include "dsl/printer.h"
+#include "kernels/builtin.h"
+#include "runtime/compiler.h"
+#include "support/error.h"
+#include "tools/cli.h"
+
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/Program.h>
+
+#include <cstdlib>
+
+namespace kiln::cli {
+namespace {
+
+namespace cl = llvm::cl;
+
+cl::SubCommand emit_sub("emit", "Print a kernel at one stage: ir, lowered, cuda, ptx or sass");
+cl::opt<std::string> kernel_name(cl::Positional, cl::Required, cl::desc("<kernel>"), cl::sub(emit_sub),
+                                 cl::cat(kiln_category()));
+cl::list<std::string> sets("set", cl::desc("Override a parameter: NAME=VALUE (repeatable, or comma-separated)"),
+                           cl::value_desc("NAME=VALUE"), cl::sub(emit_sub), cl::cat(kiln_category()));
+cl::opt<std::string> stage("stage", cl::desc("ir | lowered | cuda | ptx | sass (default cuda)"), cl::init("cuda"),
+                           cl::sub(emit_sub), cl::cat(kiln_category()));
+cl::opt<std::string> arch("arch", cl::desc("Target arch, e.g. sm_80, sm_90a (default: this GPU's, else sm_90a)"),
+                          cl::sub(emit_sub), cl::cat(kiln_category()));
+cl::opt<std::string> output("o", cl::desc("Write to FILE instead of stdout"), cl::value_desc("FILE"),
+                            cl::sub(emit_sub), cl::cat(kiln_category()));
+
+std::string usage_line(const rt::CompiledKernel& c, int dynamic_shared) {
+  const rt::ResourceUsage& u = c.usage;
+  auto field = [](int64_t v, const char* unit) { return v < 0 ? std::string("n/a") : fmt::format("{} {}", v, unit); };
+  return fmt::format("{} on {}: registers {}, static shared {}, dynamic shared {} bytes, stack {}, spill stores {}, "
+                     "spill loads {}",
+                     c.kernel_name, c.arch, field(u.registers, "per thread"), field(u.shared_bytes, "bytes"),
+                     dynamic_shared, field(u.stack_frame_bytes, "bytes"), field(u.spill_store_bytes, "bytes"),
+                     field(u.spill_load_bytes, "bytes"));
+}
+
+// cuobjdump from PATH, $CUDA_HOME/bin or /usr/local/cuda/bin; "" when none exists.
+std::string find_cuobjdump() {
+  if (auto p = llvm::sys::findProgramByName("cuobjdump"))
+    return *p;
+  llvm::SmallVector<llvm::StringRef, 2> extra;
+  std::string cuda_home = std::getenv("CUDA_HOME") ? std::string(std::getenv("CUDA_HOME")) + "/bin" : "";
+  if (!cuda_home.empty())
+    extra.push_back(cuda_home);
+  extra.push_back("/usr/local/cuda/bin");
+  if (auto p = llvm::sys::findProgramByName("cuobjdump", extra))
+    return *p;
+  return "";
+}
+
+std::string disassemble(const std::string& cubin) {
+  const std::string tool = find_cuobjdump();
+  if (tool.empty())
+    fail("--stage sass needs cuobjdump, which was not found (searched PATH, $CUDA_HOME/bin and "
+         "/usr/local/cuda/bin); install the CUDA toolkit's cuobjdump or use --stage ptx");
+  llvm::SmallString<128> cubin_path, out_path;
+  int fd = -1;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("kiln-emit", "cubin", fd, cubin_path))
+    fail("--stage sass: cannot create a temporary file: {}", ec.message());
+  {
+    llvm::raw_fd_ostream os(fd, true);
+    os << cubin;
+  }
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("kiln-emit", "sass", out_path)) {
+    llvm::sys::fs::remove(cubin_path);
+    fail("--stage sass: cannot create a temporary file: {}", ec.message());
+  }
+  std::string err;
+  llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, llvm::StringRef(out_path), llvm::StringRef(out_path)};
+  llvm::StringRef args[] = {tool, "-sass", cubin_path.str()};
+  int rc = llvm::sys::ExecuteAndWait(tool, args, llvm::None, redirects, 60, 0, &err);
+  auto text = llvm::MemoryBuffer::getFile(out_path);
+  std::string sass = text ? (*text)->getBuffer().str() : "";
+  llvm::sys::fs::remove(cubin_path);
+  llvm::sys::fs::remove(out_path);
+  if (rc != 0)
+    fail("cuobjdump -sass failed (exit {}): {}{}", rc, err, sass);
+  return sass;
+}
+
+int run_emit() {
+  const KernelDef& def = builtin_kernels().find(kernel_name);
+  const Config config = def.with_overrides(def.default_config(), parse_assignments(sets, "--set"));
+  const std::string s = stage;
+  if (s != "ir" && s != "lowered" && s != "cuda" && s != "ptx" && s != "sass")
+    fail("--stage must be one of ir, lowered, cuda, ptx, sass; got '{}'", s);
+  const std::string target_arch = arch.empty() ? default_arch() : std::string(arch);
+  const Target target = Target::parse(target_arch); // rejects unknown arches before any work
+  const Kernel k = def.build(config);
+  if (s == "ir") {
+    write_output(output, print_kernel(k));
+    return 0;
+  }
+  const GeneratedKernel g = generate_cuda(k, target);
+  if (s == "lowered") {
+    write_output(output, print_kernel(k) + "\n" + g.lowered + (g.lowered.ends_with("\n") ? "" : "\n"));
+    return 0;
+  }
+  if (s == "cuda") {
+    write_output(output, g.source);
+    return 0;
+  }
+  rt::validate_arch(target.arch());
+  rt::CompileRequest req;
+  req.source = g.source;
+  req.kernel_name = g.name;
+  req.arch = target.arch();
+  req.want_ptx = true;
+  const rt::CompiledKernel c = rt::compile_cuda(req);
+  const std::string text = s == "ptx" ? c.ptx : disassemble(c.cubin);
+  write_output(output, text);
+  llvm::errs() << "kiln: resource usage: " << usage_line(c, g.shared_bytes) << "\n";
+  return 0;
+}
+
+} // namespace
+
+Command emit_command() { return {&emit_sub, run_emit}; }
+
+} // namespace kiln::cli

@@ -1,0 +1,155 @@
+// `kiln model KERNEL --shape ...`: the roofline model of codegen/perf_model.h for one launch: FLOPs and
+// global bytes per program and in total, operational intensity, the predicted time against peak rates and
+// the bound; with --measure, the measured time beside it (GPU).
+#include "codegen/perf_model.h"
+#include "kernels/attention/attention_problem.h"
+#include "kernels/builtin.h"
+#include "kernels/dtype_param.h"
+#include "runtime/device.h"
+#include "support/error.h"
+#include "tools/attention_runs.h"
+#include "tools/cli.h"
+
+#include <llvm/Support/FormatVariadic.h>
+#include <llvm/Support/JSON.h>
+
+namespace kiln::cli {
+namespace {
+
+namespace cl = llvm::cl;
+
+cl::SubCommand model_sub("model", "Roofline model of a kernel launch from its IR: FLOPs, bytes, intensity, bound");
+cl::opt<std::string> kernel_name(cl::Positional, cl::Required, cl::desc("<kernel>"), cl::sub(model_sub),
+                                 cl::cat(kiln_category()));
+cl::list<std::string> shape("shape", cl::desc("Size arguments: NAME=VALUE,... (see `kiln list` for each kernel's)"),
+                            cl::value_desc("NAME=V,..."), cl::sub(model_sub), cl::cat(kiln_category()));
+cl::list<std::string> sets("set", cl::desc("Override a parameter: NAME=VALUE"), cl::value_desc("NAME=VALUE"),
+                           cl::sub(model_sub), cl::cat(kiln_category()));
+cl::opt<double> peak_tflops("peak-tflops",
+                            cl::desc("Peak dense tensor-core rate in TFLOP/s (default: from the GPU, else 989, H100 SXM f16)"),
+                            cl::init(0), cl::sub(model_sub), cl::cat(kiln_category()));
+cl::opt<double> peak_gbps("peak-gbps", cl::desc("Peak DRAM bandwidth in GB/s (default: from the GPU, else 3350, H100 SXM)"),
+                          cl::init(0), cl::sub(model_sub), cl::cat(kiln_category()));
+cl::opt<bool> measure("measure", cl::desc("Also time the kernel on the GPU (fa2_fwd)"), cl::sub(model_sub),
+                      cl::cat(kiln_category()));
+cl::opt<bool> json("json", cl::desc("Machine-readable output"), cl::sub(model_sub), cl::cat(kiln_category()));
+
+struct Peaks {
+  double tflops = 989, gbps = 3350;
+  std::string source = "H100 SXM defaults";
+};
+
+// Dense f16 tensor-core FLOPs per SM per clock by architecture (FMA = 2 FLOPs): Hopper 4096, A100 2048,
+// GA10x/AD10x 512 with f32 accumulation. Bandwidth: memory clock x 2 (double data rate) x bus width.
+Peaks device_peaks() {
+  Peaks p;
+  if (!rt::driver_available() || rt::device_count() == 0)
+    return p;
+  const rt::DeviceInfo& d = rt::current_device();
+  const int cc = d.cc_major * 10 + d.cc_minor;
+  const double per_sm_clock = cc >= 90 ? 4096 : cc == 80 ? 2048 : 512;
+  p.tflops = per_sm_clock * d.sm_count * d.clock_khz * 1e3 / 1e12;
+  p.gbps = 2.0 * d.memory_clock_khz * 1e3 * (d.memory_bus_bits / 8.0) / 1e9;
+  p.source = d.name;
+  return p;
+}
+
+int run_model() {
+  const KernelDef& def = builtin_kernels().find(kernel_name);
+  const Config config = def.with_overrides(def.default_config(), parse_assignments(sets, "--set"));
+  const std::map<std::string, int64_t> sizes = parse_assignments(shape, "--shape");
+  std::string missing;
+  for (const std::string& s : def.size_args)
+    if (!sizes.count(s))
+      missing += (missing.empty() ? "" : ", ") + s;
+  if (!missing.empty()) {
+    std::string all;
+    for (const std::string& s : def.size_args)
+      all += (all.empty() ? "" : ",") + s + "=...";
+    fail("kernel '{}' needs --shape values for {}; e.g. --shape {}", def.name, missing, all);
+  }
+  SizeArgs size_args(sizes.begin(), sizes.end());
+  ScalarArgs scalars;
+  for (const auto& [k, v] : sizes)
+    scalars[k] = static_cast<double>(v);
+
+  const Kernel k = def.build(config);
+  const Grid grid = def.grid(config, size_args);
+  const CostEstimate e = estimate_cost(k, grid, scalars);
+
+  Peaks peaks = device_peaks();
+  if (peak_tflops.getNumOccurrences())
+    peaks.tflops = peak_tflops, peaks.source = "flags";
+  if (peak_gbps.getNumOccurrences())
+    peaks.gbps = peak_gbps, peaks.source = "flags";
+  const Roofline r = roofline(e, peaks.tflops, peaks.gbps);
+
+  double measured_ms = -1;
+  if (measure) {
+    if (def.name != "fa2_fwd")
+      fail("--measure runs fa2_fwd only (kernels with a host harness here); for '{}' use kiln_bench", def.name);
+    require_gpu("--measure times the kernel on the GPU");
+    AttentionProblem p;
+    p.B = size_args.at("B"), p.H = size_args.at("H"), p.H_KV = size_args.at("H_KV");
+    p.N_Q = size_args.at("N_Q"), p.N_K = size_args.at("N_K"), p.D = size_args.at("D");
+    p.dtype = dtype_from_param(config.get("DTYPE"), def.name);
+    p.causal = static_cast<int>(config.get("CAUSAL"));
+    p.k_transposed = config.get("K_TRANSPOSED") != 0;
+    p.tf32 = config.get("TF32") != 0;
+    check_attention_config(p, config);
+    measured_ms = time_fa2_on_gpu(p, config, make_inputs(p, 1, 1.0), 3, 20).median_ms;
+  }
+
+  const Cost per = e.per_program();
+  if (json) {
+    llvm::json::Object o{{"kernel", def.name},
+                         {"config", config.str()},
+                         {"grid", llvm::json::Array{grid[0], grid[1], grid[2]}},
+                         {"programs", e.programs},
+                         {"programs_evaluated", e.programs_evaluated},
+                         {"matrix_flops", e.total.matrix_flops},
+                         {"vector_flops", e.total.vector_flops},
+                         {"bytes_loaded", e.total.bytes_loaded},
+                         {"bytes_stored", e.total.bytes_stored},
+                         {"intensity_flop_per_byte", e.intensity()},
+                         {"peak_tflops", peaks.tflops},
+                         {"peak_gbps", peaks.gbps},
+                         {"peaks_from", peaks.source},
+                         {"compute_ms", r.compute_s * 1e3},
+                         {"memory_ms", r.memory_s * 1e3},
+                         {"predicted_ms", r.time_s() * 1e3},
+                         {"bound", r.compute_bound() ? "compute" : "memory"}};
+    if (measured_ms >= 0)
+      o["measured_ms"] = measured_ms;
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(o))) << "\n";
+    return 0;
+  }
+  auto g = [](double v) { return fmt::format("{:.4g}", v); };
+  llvm::outs() << fmt::format("{} ({})\n", def.name, config.str());
+  llvm::outs() << fmt::format("grid ({}, {}, {}) = {} programs{}\n", grid[0], grid[1], grid[2], e.programs,
+                              e.programs_evaluated != e.programs
+                                  ? fmt::format(" ({} evaluated, totals scaled)", e.programs_evaluated)
+                                  : "");
+  llvm::outs() << fmt::format("                 {:>14} {:>14}\n", "per program", "total");
+  llvm::outs() << fmt::format("matrix FLOPs     {:>14} {:>14}\n", g(per.matrix_flops), g(e.total.matrix_flops));
+  llvm::outs() << fmt::format("vector FLOPs     {:>14} {:>14}\n", g(per.vector_flops), g(e.total.vector_flops));
+  llvm::outs() << fmt::format("bytes loaded     {:>14} {:>14}\n", g(per.bytes_loaded), g(e.total.bytes_loaded));
+  llvm::outs() << fmt::format("bytes stored     {:>14} {:>14}\n", g(per.bytes_stored), g(e.total.bytes_stored));
+  llvm::outs() << fmt::format("intensity        {:.2f} FLOP/byte (ridge point {:.1f})\n", e.intensity(),
+                              r.ridge_intensity());
+  llvm::outs() << fmt::format("peaks            {:.0f} TFLOP/s, {:.0f} GB/s ({})\n", peaks.tflops, peaks.gbps,
+                              peaks.source);
+  llvm::outs() << fmt::format("roofline         compute {}, memory {} -> predicted {} ({}-bound)\n",
+                              human_seconds(r.compute_s), human_seconds(r.memory_s), human_seconds(r.time_s()),
+                              r.compute_bound() ? "compute" : "memory");
+  if (measured_ms >= 0)
+    llvm::outs() << fmt::format("measured         {} ({:.0f}% of the roofline prediction's speed)\n",
+                                human_seconds(measured_ms * 1e-3), 100.0 * r.time_s() / (measured_ms * 1e-3));
+  return 0;
+}
+
+} // namespace
+
+Command model_command() { return {&model_sub, run_model}; }
+
+} // namespace kiln::cli
