@@ -49,10 +49,10 @@ Value::~Value() {
     b_->live_.erase(this);
 }
 
-const Type& Value::type() const {
+const Type& Value::type(CallSite where) const {
   if (!b_ || id_ == kNoValue)
-    throw Error("use of a kiln::Value that holds no value (declared but never assigned, or its kernel was "
-                "already finished)");
+    fail_at(loc_of(where), "use of a kiln::Value that holds no value (declared but never assigned, or its kernel "
+            "was already finished)");
   return b_->kernel_.type(id_);
 }
 

@@ -34,10 +34,11 @@ public:
   bool valid() const { return id_ != kNoValue; }
   ValueId id() const { return id_; }
   const KernelBuilder* builder() const { return b_; }
-  const Type& type() const;
-  const Shape& shape() const { return type().shape; }
-  DType dtype() const { return type().elem; }
-  int rank() const { return type().rank(); }
+  // An Error at the caller's line when the handle is empty.
+  const Type& type(CallSite where = CallSite::current()) const;
+  const Shape& shape(CallSite where = CallSite::current()) const { return type(where).shape; }
+  DType dtype(CallSite where = CallSite::current()) const { return type(where).elem; }
+  int rank(CallSite where = CallSite::current()) const { return type(where).rank(); }
 
   Value to(DType t, CallSite where = CallSite::current()) const;
   Value expand_dims(int axis, CallSite where = CallSite::current()) const;
