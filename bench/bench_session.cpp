@@ -1,0 +1,74 @@
+#include "bench/bench_session.h"
+
+#include "codegen/codegen.h"
+#include "runtime/compile_cache.h"
+#include "support/error.h"
+
+#include <llvm/ADT/StringRef.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace kiln::bench {
+
+const JitKernel& Session::kernel(const KernelDef& def, const Config& config) {
+  std::string id = def.name + " " + config.str();
+  auto it = kernels_.find(id);
+  if (it == kernels_.end())
+    it = kernels_.emplace(id, JitKernel::compile(def.build(config))).first;
+  return *it->second;
+}
+
+void Session::precompile(const KernelDef& def, const Config& config, const std::string& arch) {
+  GeneratedKernel g = generate_cuda(def.build(config), Target::parse(arch));
+  rt::CompileRequest req;
+  req.source = g.source;
+  req.kernel_name = g.name;
+  req.arch = arch;
+  (void)rt::compile_cached(req);
+}
+
+void Session::run_case(BenchCase& c) {
+  CaseRecord& r = c.record;
+  r.config = c.config.str();
+  try {
+    const JitKernel& k = kernel(c.def, c.config);
+    c.run(*this, k, r);
+    if (!r.check.ok && r.error.empty())
+      r.error = "output does not match the reference; not timed";
+  } catch (const Error& e) {
+    r.error = e.what();
+  } catch (const InternalError& e) {
+    r.error = e.what();
+  }
+}
+
+void Session::time(CaseRecord& r, const std::function<void(rt::Stream&)>& launch, bool flush_l2) {
+  // One launch tells how many fit in the budget; slow kernels (FA1 at long sequences) get fewer reps.
+  const double once = rt::time_kernel_ms(launch, rt::TimingOptions{0, 1, flush_l2});
+  int reps = options_.reps;
+  if (once > 0)
+    reps = static_cast<int>(std::clamp(std::floor(options_.case_budget_ms / once), 3.0, double(options_.reps)));
+  reps = std::min(reps, options_.reps);
+  const int warmup = std::min(options_.warmup, reps);
+  r.time_ms = rt::time_kernel_ms(launch, rt::TimingOptions{warmup, reps, flush_l2});
+  r.reps = reps;
+  r.warmup = warmup;
+  r.l2_flushed = flush_l2;
+}
+
+std::map<std::string, int64_t> parse_overrides(const std::string& text, const std::string& option) {
+  std::map<std::string, int64_t> out;
+  llvm::SmallVector<llvm::StringRef, 8> items;
+  llvm::StringRef(text).split(items, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef item : items) {
+    auto [name, value] = item.trim().split('=');
+    int64_t v = 0;
+    if (name.empty() || value.trim().getAsInteger(10, v))
+      fail("--{}: expected NAME=INTEGER items separated by commas, got '{}' in '{}'", option, item.str(), text);
+    out[name.trim().str()] = v;
+  }
+  return out;
+}
+
+} // namespace kiln::bench

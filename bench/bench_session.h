@@ -1,0 +1,68 @@
+// The benchmark run: options, the list of cases, one compiled kernel per distinct config, and the
+// rule every case follows: compile, run once on poisoned outputs, check against the reference, and
+// only then time (median of event-timed launches, repetitions capped by a per-case time budget).
+#pragma once
+
+#include "bench/bench_record.h"
+
+#include "dsl/registry.h"
+#include "jit/jit_kernel.h"
+#include "runtime/timing.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::bench {
+
+struct BenchOptions {
+  bool quick = false;          // a small subset of every suite, for smoke runs
+  int reps = 20;               // timed launches per case (at most; see case_budget_ms)
+  int warmup = 3;              // untimed launches before them
+  double case_budget_ms = 1500; // fewer reps (never below 3) when reps launches would take longer
+  uint64_t seed = 20240607;    // inputs are random from this seed
+  std::map<std::string, int64_t> fa2_overrides;    // --config NAME=V,... applied to every FA2 case
+  std::map<std::string, int64_t> matmul_overrides; // --matmul-config
+  std::string filter;          // run only cases whose key or system contains this
+};
+
+class Session;
+
+// One case: its identity and work (in `record`), the kernel and config it runs, and the body that
+// checks and times it on the GPU.
+struct BenchCase {
+  CaseRecord record;
+  KernelDef def;
+  Config config;
+  std::function<void(Session&, const JitKernel&, CaseRecord&)> run;
+};
+
+class Session {
+public:
+  explicit Session(BenchOptions options) : options_(std::move(options)) {}
+  const BenchOptions& options() const { return options_; }
+
+  // The kernel for (def, config), compiled for the current device once per run.
+  const JitKernel& kernel(const KernelDef& def, const Config& config);
+  // Generates and compiles (through the on-disk cache) for `arch` without loading: warms the cache,
+  // and on a machine with no GPU shows that every config compiles.
+  static void precompile(const KernelDef& def, const Config& config, const std::string& arch);
+
+  // Runs a case end to end; a kiln::Error (compile failure, launch failure, ...) is recorded on the case
+  // rather than ending the run.
+  void run_case(BenchCase& c);
+
+  // The median time of `launch` into r.time_ms, with reps adapted to the case budget.
+  void time(CaseRecord& r, const std::function<void(rt::Stream&)>& launch, bool flush_l2);
+
+private:
+  BenchOptions options_;
+  std::map<std::string, std::shared_ptr<JitKernel>> kernels_;
+};
+
+// Parses "NAME=V,NAME=V" (integers) into overrides; a kiln::Error naming the bad item.
+std::map<std::string, int64_t> parse_overrides(const std::string& text, const std::string& option);
+
+} // namespace kiln::bench

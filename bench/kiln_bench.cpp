@@ -1,0 +1,269 @@
+// kiln_bench: measures kiln's kernels on the current GPU (attention FA2/FA1, matmul, memory-bound
+// kernels, the seed experiments). Every case is checked against a double-precision reference before it
+// is timed; results go to stderr as they come and to a JSON file (rewritten after every case, so an
+// interrupted run keeps what it measured). See docs/bench/README.md.
+#include "bench/attention_bench.h"
+#include "bench/bench_session.h"
+#include "bench/matmul_bench.h"
+#include "bench/memory_bench.h"
+
+#include "runtime/cuda_driver.h"
+#include "runtime/device.h"
+#include "runtime/nvrtc.h"
+#include "support/error.h"
+
+#include <llvm/Support/CommandLine.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/FormatVariadic.h>
+#include <llvm/Support/JSON.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+namespace cl = llvm::cl;
+using namespace kiln;
+using namespace kiln::bench;
+
+namespace {
+
+cl::OptionCategory category("kiln_bench options");
+
+cl::list<std::string> suite_args(cl::Positional, cl::desc("[suite...]"), cl::cat(category));
+cl::list<std::string> suite_opt("suite", cl::desc("Suites to run: attention, matmul, memory, seeds, all (default all)"),
+                                cl::CommaSeparated, cl::value_desc("name,..."), cl::cat(category));
+cl::opt<std::string> json_path("json", cl::desc("Write every result to this JSON file"), cl::value_desc("FILE"),
+                               cl::cat(category));
+cl::opt<bool> quick("quick", cl::desc("A small subset of every suite (smoke runs)"), cl::cat(category));
+cl::opt<int> reps("reps", cl::desc("Timed launches per case, at most (median reported)"), cl::init(20),
+                  cl::cat(category));
+cl::opt<int> warmup("warmup", cl::desc("Untimed launches before timing"), cl::init(3), cl::cat(category));
+cl::opt<double> case_budget_ms("case-budget-ms",
+                               cl::desc("Fewer reps (at least 3) when --reps launches would take longer than this"),
+                               cl::init(1500), cl::cat(category));
+cl::opt<std::string> fa2_config("config", cl::desc("Override FA2 params in every FA2 case: NAME=V,... "
+                                                   "(BLOCK_M, BLOCK_N, num_warps, num_stages, ...)"),
+                                cl::value_desc("NAME=V,..."), cl::cat(category));
+cl::opt<std::string> matmul_config("matmul-config", cl::desc("Override matmul params: NAME=V,..."),
+                                   cl::value_desc("NAME=V,..."), cl::cat(category));
+cl::opt<std::string> filter("filter", cl::desc("Only cases whose key or system contains this text"),
+                            cl::cat(category));
+cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random inputs"), cl::init(20240607), cl::cat(category));
+cl::opt<bool> list_only("list", cl::desc("List the cases (and write them to --json) without running anything"),
+                        cl::cat(category));
+cl::opt<bool> precompile("precompile",
+                         cl::desc("Only generate and compile every case's kernel into the compile cache (no GPU "
+                                  "needed with --arch)"),
+                         cl::cat(category));
+cl::opt<std::string> arch("arch", cl::desc("Target of --precompile (default: the current device's)"),
+                          cl::value_desc("sm_XY"), cl::cat(category));
+cl::opt<std::string> shard("shard", cl::desc("With --precompile: compile only the I-th of N parts (0-based), so "
+                                             "that N processes can share the work"),
+                           cl::value_desc("I/N"), cl::cat(category));
+
+std::set<std::string> selected_suites() {
+  std::set<std::string> s;
+  for (const std::string& name : suite_args)
+    s.insert(name);
+  for (const std::string& name : suite_opt)
+    s.insert(name);
+  if (s.empty() || s.count("all"))
+    return {"attention", "matmul", "memory", "seeds"};
+  for (const std::string& name : s)
+    if (name != "attention" && name != "matmul" && name != "memory" && name != "seeds")
+      fail("unknown suite '{}'; expected attention, matmul, memory, seeds or all", name);
+  return s;
+}
+
+std::vector<BenchCase> collect_cases(const BenchOptions& options, const std::set<std::string>& suites) {
+  std::vector<BenchCase> all;
+  auto add = [&](std::vector<BenchCase> cs) {
+    for (BenchCase& c : cs) {
+      c.record.config = c.config.str();
+      if (options.filter.empty() || c.record.key.find(options.filter) != std::string::npos ||
+          c.record.system.find(options.filter) != std::string::npos)
+        all.push_back(std::move(c));
+    }
+  };
+  // Cheapest compiles and data first, so that a quick look at the output shows every suite early.
+  if (suites.count("memory"))
+    add(memory_cases(options));
+  if (suites.count("matmul"))
+    add(matmul_cases(options));
+  if (suites.count("attention"))
+    add(attention_cases(options));
+  if (suites.count("seeds"))
+    add(seed_cases(options));
+  return all;
+}
+
+llvm::json::Object device_json() {
+  std::string why;
+  if (!rt::driver_available(&why))
+    return llvm::json::Object{{"available", false}, {"why", why}};
+  const rt::DeviceInfo& d = rt::current_device();
+  return llvm::json::Object{{"available", true},
+                            {"name", d.name},
+                            {"ordinal", d.ordinal},
+                            {"arch", d.arch},
+                            {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
+                            {"sm_count", d.sm_count},
+                            {"clock_khz", d.clock_khz},
+                            {"memory_clock_khz", d.memory_clock_khz},
+                            {"memory_bus_bits", d.memory_bus_bits},
+                            {"l2_bytes", d.l2_bytes},
+                            {"total_memory_bytes", d.total_memory_bytes},
+                            {"driver_version", d.driver_version}};
+}
+
+llvm::json::Value nvrtc_version_json() {
+  if (!rt::nvrtc_available())
+    return nullptr;
+  return rt::nvrtc().version_string();
+}
+
+void write_json(const std::string& path, const llvm::json::Object& header, const std::vector<BenchCase>& cases,
+                size_t done) {
+  llvm::json::Object doc = header;
+  llvm::json::Array records;
+  for (size_t i = 0; i < done; ++i)
+    records.push_back(to_json(cases[i].record));
+  doc["cases"] = std::move(records);
+  // Written beside the target and renamed, so that a reader never sees half a file.
+  const std::string tmp = path + ".tmp";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(tmp, ec);
+    if (ec)
+      fail("cannot write '{}': {}", tmp, ec.message());
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))) << "\n";
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(tmp, path))
+    fail("cannot rename '{}' to '{}': {}", tmp, path, ec.message());
+}
+
+std::string describe(const CaseRecord& r) {
+  if (!r.error.empty())
+    return "FAILED: " + r.error;
+  std::string rate = r.flops > 0 ? fmt::format("{:8.1f} TFLOP/s", r.tflops()) : fmt::format("{:8.1f} GB/s", r.gbps());
+  return fmt::format("{:9.4f} ms {}  err {:.1e} ({}, reps {})", r.time_ms, rate, r.check.error, r.check.method,
+                     r.reps);
+}
+
+int run_precompile(const std::vector<BenchCase>& cases) {
+  std::string target = arch;
+  if (target.empty()) // the device's arch, read without creating a context (many shards run at once)
+    target = rt::query_device(std::getenv("KILN_DEVICE") ? std::atoi(std::getenv("KILN_DEVICE")) : 0).arch;
+  int64_t part = 0, parts = 1;
+  if (!shard.empty()) {
+    auto [i, n] = llvm::StringRef(shard).split('/');
+    if (i.getAsInteger(10, part) || n.getAsInteger(10, parts) || parts < 1 || part < 0 || part >= parts)
+      fail("--shard: expected I/N with 0 <= I < N, got '{}'", shard.getValue());
+  }
+  std::set<std::string> seen;
+  int64_t index = 0, failures = 0;
+  for (const BenchCase& c : cases) {
+    std::string id = c.def.name + " " + c.config.str();
+    if (!seen.insert(id).second || index++ % parts != part)
+      continue;
+    auto start = std::chrono::steady_clock::now();
+    try {
+      Session::precompile(c.def, c.config, target);
+      double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      fmt::print(stderr, "compiled {} for {} in {:.1f} s\n", id, target, s);
+    } catch (const std::exception& e) {
+      ++failures;
+      fmt::print(stderr, "FAILED to compile {} for {}: {}\n", id, target, e.what());
+    }
+  }
+  return failures ? 1 : 0;
+}
+
+int run(int argc, char** argv) {
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "kiln_bench: kiln's kernels on the current GPU, checked, then timed.\n\n"
+                              "  kiln_bench [attention|matmul|memory|seeds|all]... [--quick] [--json FILE]\n");
+  if (reps < 1 || warmup < 0)
+    fail("--reps must be at least 1 and --warmup at least 0, got {} and {}", reps.getValue(), warmup.getValue());
+  BenchOptions options;
+  options.quick = quick;
+  options.reps = reps;
+  options.warmup = warmup;
+  options.case_budget_ms = case_budget_ms;
+  options.seed = seed;
+  options.filter = filter;
+  options.fa2_overrides = parse_overrides(fa2_config, "config");
+  options.matmul_overrides = parse_overrides(matmul_config, "matmul-config");
+  const std::set<std::string> suites = selected_suites();
+  std::vector<BenchCase> cases = collect_cases(options, suites);
+
+  llvm::json::Array suite_names;
+  for (const std::string& s : suites)
+    suite_names.push_back(s);
+  llvm::json::Object header{
+      {"schema", "kiln-bench/1"},
+      {"tool", "kiln_bench"},
+      {"kiln_version", KILN_VERSION_STRING},
+      {"nvrtc_version", nvrtc_version_json()},
+      {"options", llvm::json::Object{{"suites", std::move(suite_names)},
+                                     {"quick", options.quick},
+                                     {"reps", options.reps},
+                                     {"warmup", options.warmup},
+                                     {"case_budget_ms", options.case_budget_ms},
+                                     {"seed", static_cast<int64_t>(options.seed)},
+                                     {"config", fa2_config.getValue()},
+                                     {"matmul_config", matmul_config.getValue()},
+                                     {"filter", options.filter}}}};
+
+  if (list_only) {
+    for (const BenchCase& c : cases)
+      fmt::print("{:48} {:16} {}\n", c.record.key, c.record.system, c.config.str());
+    if (!json_path.empty()) {
+      header["device"] = llvm::json::Object{{"available", false}, {"why", "--list runs nothing"}};
+      write_json(json_path, header, cases, cases.size());
+    }
+    return 0;
+  }
+  if (precompile)
+    return run_precompile(cases);
+
+  std::string why;
+  if (!rt::driver_available(&why))
+    fail("no GPU to measure on: {}", why);
+  header["device"] = device_json();
+  fmt::print(stderr, "kiln_bench: {} cases on {} (NVRTC {})\n", cases.size(), rt::current_device().name,
+             rt::nvrtc().version_string());
+
+  Session session(options);
+  int failures = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    CaseRecord& r = cases[i].record;
+    session.run_case(cases[i]);
+    failures += r.ok() ? 0 : 1;
+    fmt::print(stderr, "[{}/{}] {:44} {:14} {}\n", i + 1, cases.size(), r.key, r.system, describe(r));
+    if (!json_path.empty())
+      write_json(json_path, header, cases, i + 1);
+  }
+  fmt::print(stderr, "kiln_bench: {} of {} cases ok\n", cases.size() - failures, cases.size());
+  return failures ? 1 : 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const Error& e) {
+    fmt::print(stderr, "kiln_bench: {}\n", e.what());
+    return 2;
+  } catch (const InternalError& e) {
+    fmt::print(stderr, "kiln_bench: {}\n", e.what());
+    return 3;
+  }
+}

@@ -1,0 +1,98 @@
+#include "bench/matmul_bench.h"
+
+#include "bench/random_fill.h"
+
+#include "kernels/compare.h"
+#include "kernels/matmul/matmul.h"
+
+#include <random>
+#include <tuple>
+
+namespace kiln::bench {
+
+namespace {
+
+constexpr int64_t kSampledEntries = 512;
+
+// C = A @ B at kSampledEntries random (m, n) in double from the rounded inputs: a full reference of an
+// 8192³ product is 5·10¹¹ multiply-adds.
+CheckResult check_matmul(const MatmulProblem& p, const HostBuffer& a, const HostBuffer& b, const rt::DeviceBuffer& c,
+                         uint64_t seed) {
+  HostBuffer c_host = download(c, p.dtype, p.M * p.N, "C");
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> row(0, p.M - 1), col(0, p.N - 1);
+  std::vector<double> got, want;
+  for (int64_t s = 0; s < kSampledEntries; ++s) {
+    // The corners are always in the sample: edge tiles are where boundary handling goes wrong.
+    int64_t m = s == 0 ? 0 : s == 1 ? p.M - 1 : row(rng), n = s == 0 ? 0 : s == 1 ? p.N - 1 : col(rng);
+    double acc = 0;
+    for (int64_t k = 0; k < p.K; ++k)
+      acc += a.get(m * p.K + k) * b.get(k * p.N + n);
+    want.push_back(acc);
+    got.push_back(c_host.get(m * p.N + n));
+  }
+  Comparison cmp = compare_to_reference(got, want);
+  CheckResult r;
+  r.method = "sampled";
+  r.elements = kSampledEntries;
+  r.error = cmp.relative_error;
+  r.tolerance = tolerance(p.dtype, p.tf32);
+  r.nonfinite_mismatches = cmp.nonfinite_mismatches;
+  r.ok = cmp.ok(r.tolerance);
+  return r;
+}
+
+void run_matmul(Session& s, const JitKernel& k, CaseRecord& r, const MatmulProblem& p, const Config& config) {
+  HostBuffer a(p.dtype, p.M * p.K, "A"), b(p.dtype, p.K * p.N, "B");
+  fill_uniform(a, s.options().seed + 11, 1.0);
+  fill_uniform(b, s.options().seed + 12, 1.0);
+  rt::DeviceBuffer da = upload(a), db = upload(b), dc = poisoned_device_buffer(p.dtype, p.M * p.N);
+  // Row-major A (M, K), B (K, N), C (M, N): strides in elements, matmul.h's argument order.
+  const std::vector<LaunchArg> args = {
+      LaunchArg::pointer(da),  LaunchArg::pointer(db),  LaunchArg::pointer(dc), LaunchArg::of_int(p.M),
+      LaunchArg::of_int(p.N),  LaunchArg::of_int(p.K),  LaunchArg::of_int(p.K), LaunchArg::of_int(1),
+      LaunchArg::of_int(p.N),  LaunchArg::of_int(1),    LaunchArg::of_int(p.N), LaunchArg::of_int(1)};
+  const Grid grid = matmul_def().grid(config, {{"M", p.M}, {"N", p.N}, {"K", p.K}});
+  k.launch(grid, args);
+  r.check = check_matmul(p, a, b, dc, s.options().seed ^ 0xC0FFEE);
+  if (!r.check.ok)
+    return;
+  s.time(r, [&](rt::Stream& stream) { k.launch(grid, args, stream); }, /*flush_l2=*/false);
+}
+
+BenchCase matmul_case(const MatmulProblem& p, const BenchOptions& options) {
+  BenchCase c;
+  CaseRecord& r = c.record;
+  r.suite = "matmul";
+  r.op = "matmul";
+  r.system = "kiln_matmul";
+  r.dtype = std::string(dtype_name(p.dtype));
+  r.shape = {{"M", p.M}, {"N", p.N}, {"K", p.K}};
+  r.key = case_key(r.op, r.dtype, r.shape, -1);
+  r.flops = 2.0 * double(p.M) * double(p.N) * double(p.K);
+  c.def = matmul_def();
+  c.config = c.def.with_overrides(default_matmul_config(p), options.matmul_overrides);
+  c.run = [p, config = c.config](Session& s, const JitKernel& k, CaseRecord& rec) { run_matmul(s, k, rec, p, config); };
+  return c;
+}
+
+} // namespace
+
+std::vector<BenchCase> matmul_cases(const BenchOptions& options) {
+  std::vector<BenchCase> cases;
+  const bool q = options.quick;
+  for (DType dtype : {DType::f16, DType::bf16}) {
+    if (q && dtype == DType::bf16)
+      continue;
+    for (int64_t n : {1024, 2048, 4096, 8192})
+      if (!q || n == 1024 || n == 4096)
+        cases.push_back(matmul_case(MatmulProblem{n, n, n, dtype}, options));
+    // Skinny: tall A, wide B, and a long reduction.
+    for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{16384, 1024, 1024}, {1024, 16384, 1024}, {1024, 1024, 16384}})
+      if (!q || M == 16384)
+        cases.push_back(matmul_case(MatmulProblem{M, N, K, dtype}, options));
+  }
+  return cases;
+}
+
+} // namespace kiln::bench

@@ -1,0 +1,14 @@
+// The memory-bound benchmark cases: vector_add (f32) and row softmax, reported in GB/s of bytes read plus
+// bytes written, with L2 flushed before every timed launch; peers.py measures a device-to-device copy as
+// the ceiling they are compared with.
+#pragma once
+
+#include "bench/bench_session.h"
+
+#include <vector>
+
+namespace kiln::bench {
+
+std::vector<BenchCase> memory_cases(const BenchOptions& options);
+
+} // namespace kiln::bench

@@ -1,0 +1,482 @@
+#!/usr/bin/env python3
+"""The peers kiln is measured against, on the same shapes and with the same FLOP convention as kiln_bench.
+
+Attention: torch.nn.functional.scaled_dot_product_attention with one backend forced at a time
+(FlashAttention-2 "sdpa_flash", cuDNN "sdpa_cudnn", memory-efficient "sdpa_efficient", and the unfused
+math path "sdpa_math" for small shapes only), layout [B, H, N, D]. Matmul: torch.matmul (cuBLAS,
+"cublas"). Memory: torch.add / torch.softmax on kiln's memory shapes, and a device-to-device copy_
+("torch_copy"), the bandwidth ceiling the memory-bound kernels are compared with.
+
+Timing follows kiln_bench: CUDA events around each launch, warm-up launches first, the median of the
+timed launches, repetitions capped by a per-case time budget, L2 flushed before every launch of the
+memory-bound cases only. A backend that cannot run a shape is recorded with available=false and the
+reason, never a crash.
+
+Every record carries the same "key" as kiln_bench's (see case_key), so report.py can join the two.
+With --kiln-json, the attention and matmul shapes are taken from kiln_bench's output so that the two
+cover the same keys; otherwise this script's own lists (which mirror bench/*.cpp) are used.
+
+Runs on the GPU machine (Python 3.12, torch, triton); nothing to install.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+import warnings
+
+import torch
+import torch.nn.functional as F
+
+try:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+except ImportError:  # very old torch: no per-call backend selection
+    SDPBackend = None
+    sdpa_kernel = None
+
+SCHEMA = "kiln-bench/1"
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+# Relative L2 error each dtype may show against a double reference: kernels/compare.h's rule
+# (8 unit roundoffs for 16-bit inputs, 128 for exact f32).
+TOLERANCE = {"f16": 8 * 2.0**-11, "bf16": 8 * 2.0**-8, "f32": 128 * 2.0**-24}
+# The unfused math backend materialises B*H*N*N scores: only where that stays small.
+MATH_MAX_SCORES = 1 << 28
+
+
+def case_key(op, dtype, shape, causal=-1):
+    """kiln_bench's key: "<op>:<dtype>:<name><value>:...[:causal<c>]" (bench/bench_record.cpp)."""
+    key = f"{op}:{dtype}" + "".join(f":{name}{value}" for name, value in shape)
+    if causal >= 0:
+        key += f":causal{causal}"
+    return key
+
+
+# ---------------------------------------------------------------- case lists (mirror bench/*.cpp)
+
+
+def attention_shapes(quick):
+    """(suite, dtype, B, H, N, D, causal) of bench/attention_bench.cpp's sweep and seeds."""
+    out = []
+    for dtype in ("f16", "bf16"):
+        if quick and dtype == "bf16":
+            continue
+        for D in (64, 128):
+            for causal in (0, 1):
+                for N in (1024, 2048, 4096, 8192, 16384):
+                    if quick and N not in (1024, 4096):
+                        continue
+                    out.append(("attention", dtype, 16384 // N, 2048 // D, N, D, causal))
+    if quick:
+        out.append(("attention", "bf16", 4, 16, 4096, 128, 0))
+    for causal in (0, 1):
+        if quick and causal:
+            continue
+        out.append(("attention", "f16", 1, 1, 16384, 64, causal))
+    for N in (64, 128, 256, 512, 1024, 2048):
+        if quick and N not in (128, 1024):
+            continue
+        out.append(("seeds", "f16", 1, 1, N, 64, 0))
+    for H in (1, 32):
+        if quick and H != 32:
+            continue
+        out.append(("seeds", "f16", 1, H, 16384, 64, 0))
+    out.append(("seeds", "f32", 1, 1, 8192, 32, 0))
+    return out
+
+
+def matmul_shapes(quick):
+    """(dtype, M, N, K) of bench/matmul_bench.cpp, plus the 4096³ / 8192³ ceilings (already in the squares)."""
+    out = []
+    for dtype in ("f16", "bf16"):
+        if quick and dtype == "bf16":
+            continue
+        for n in (1024, 2048, 4096, 8192):
+            if not quick or n in (1024, 4096):
+                out.append((dtype, n, n, n))
+        for M, N, K in ((16384, 1024, 1024), (1024, 16384, 1024), (1024, 1024, 16384)):
+            if not quick or M == 16384:
+                out.append((dtype, M, N, K))
+    return out
+
+
+def memory_shapes(quick):
+    """vector_add n and softmax (dtype, rows, cols) of bench/memory_bench.cpp; copies of the vector_add sizes
+    and one of 1 GiB."""
+    adds = [1 << 24] if quick else [1 << 24, 1 << 27]
+    softmaxes = [("f16", 16384, 1024)] if quick else [
+        (dt, 16384, cols) for dt in ("f32", "f16") for cols in (1024, 4096)]
+    copies = sorted(set(adds + [1 << 28]))
+    return adds, softmaxes, copies
+
+
+def shapes_from_kiln(path):
+    """The attention and matmul shapes kiln_bench measured, so that the peers cover the same keys."""
+    with open(path) as f:
+        doc = json.load(f)
+    attn, mm = [], []
+    seen = set()
+    for c in doc.get("cases", []):
+        s = c.get("shape", {})
+        if c.get("op") == "attention":
+            item = (c.get("suite", "attention"), c["dtype"], s["B"], s["H"], s["N"], s["D"], c.get("causal", 0))
+            if item[1:] not in seen:
+                seen.add(item[1:])
+                attn.append(item)
+        elif c.get("op") == "matmul":
+            item = (c["dtype"], s["M"], s["N"], s["K"])
+            if item not in seen:
+                seen.add(item)
+                mm.append(item)
+    return attn, mm
+
+
+# ---------------------------------------------------------------- timing
+
+
+class Timer:
+    """CUDA-event timing with kiln_bench's policy (runtime/timing.cpp + bench/bench_session.cpp)."""
+
+    def __init__(self, reps, warmup, budget_ms):
+        self.reps, self.warmup, self.budget_ms = reps, warmup, budget_ms
+        l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 64 << 20)
+        # Twice the L2, written before each launch of a memory-bound case (kiln's L2Flusher).
+        self.flush_buffer = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device="cuda")
+
+    def _time(self, fn, warmup, reps, flush):
+        for _ in range(warmup):
+            fn()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        for i in range(reps):
+            if flush:
+                self.flush_buffer.fill_(i & 0xFF)
+            starts[i].record()
+            fn()
+            ends[i].record()
+        torch.cuda.synchronize()
+        ms = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
+        n = len(ms)
+        return ms[n // 2] if n % 2 else 0.5 * (ms[n // 2 - 1] + ms[n // 2])
+
+    def __call__(self, fn, flush=False):
+        once = self._time(fn, 0, 1, flush)
+        reps = self.reps
+        if once > 0:
+            reps = int(min(max(math.floor(self.budget_ms / once), 3), self.reps))
+        reps = min(reps, self.reps)
+        warmup = min(self.warmup, reps)
+        return self._time(fn, warmup, reps, flush), reps, warmup
+
+
+# ---------------------------------------------------------------- records
+
+
+def record(suite, op, system, dtype, shape, causal=-1, flops=0.0, nbytes=0.0, note=""):
+    return {
+        "key": case_key(op, dtype, shape, causal),
+        "suite": suite,
+        "op": op,
+        "system": system,
+        "dtype": dtype,
+        "shape": dict(shape),
+        "note": note,
+        "flops": flops,
+        "bytes": nbytes,
+        "config": "",
+        "check": {"method": "", "elements": 0, "error": None, "lse_error": None, "tolerance": None,
+                  "nonfinite_mismatches": 0, "ok": False},
+        "time_ms": None,
+        "tflops": None,
+        "gbps": None,
+        "reps": 0,
+        "warmup": 0,
+        "l2_flushed": False,
+        "available": True,
+        "ok": False,
+        "error": None,
+        **({"causal": causal} if causal >= 0 else {}),
+    }
+
+
+def finish(rec, ms, reps, warmup, flushed):
+    rec["time_ms"], rec["reps"], rec["warmup"], rec["l2_flushed"] = ms, reps, warmup, flushed
+    rec["ok"] = bool(rec["check"]["ok"])
+    if rec["flops"]:
+        rec["tflops"] = rec["flops"] / (ms * 1e-3) / 1e12
+    if rec["bytes"]:
+        rec["gbps"] = rec["bytes"] / (ms * 1e-3) / 1e9
+
+
+def set_check(rec, method, elements, err, tol, nonfinite=0):
+    rec["check"].update(method=method, elements=int(elements), error=float(err), tolerance=tol,
+                        nonfinite_mismatches=int(nonfinite), ok=bool(nonfinite == 0 and err <= tol))
+
+
+def rel_l2(got, want):
+    got, want = got.double(), want.double()
+    nonfinite = int((~torch.isfinite(got)).sum().item())
+    den = torch.linalg.vector_norm(want).item()
+    num = torch.linalg.vector_norm(torch.nan_to_num(got) - want).item()
+    return (num / den if den else num), nonfinite
+
+
+def short(err):
+    text = str(err).strip().splitlines()
+    return text[0][:300] if text else type(err).__name__
+
+
+# ---------------------------------------------------------------- attention
+
+
+def attention_reference_rows(q, k, v, causal, rows, bh):
+    """Double-precision softmax(QKᵀ/√D)V for the query rows `rows` of the (b, h) pairs `bh`."""
+    outs = []
+    for b, h in bh:
+        qs = q[b, h, rows].double()  # (R, D)
+        s = qs @ k[b, h].double().T / math.sqrt(q.shape[-1])  # (R, N_K)
+        if causal:
+            j = torch.arange(k.shape[2], device=q.device)
+            s = s.masked_fill(j[None, :] > rows[:, None], float("-inf"))
+        outs.append(torch.softmax(s, dim=-1) @ v[b, h].double())
+    return torch.stack(outs)  # (pairs, R, D)
+
+
+def attention_backends(B, H, N, dtype):
+    if SDPBackend is None:
+        return [("sdpa_default", None)]
+    out = [("sdpa_flash", SDPBackend.FLASH_ATTENTION), ("sdpa_cudnn", SDPBackend.CUDNN_ATTENTION),
+           ("sdpa_efficient", SDPBackend.EFFICIENT_ATTENTION)]
+    if B * H * N * N <= MATH_MAX_SCORES:
+        out.append(("sdpa_math", SDPBackend.MATH))
+    return out
+
+
+def bench_attention(shapes, timer, log):
+    out = []
+    gen = torch.Generator(device="cuda")
+    for suite, dtype, B, H, N, D, causal in shapes:
+        gen.manual_seed(1234 + N + D)
+        dt = DTYPES[dtype]
+        q, k, v = ((torch.rand(B, H, N, D, device="cuda", dtype=torch.float32, generator=gen) * 2 - 1).to(dt)
+                   for _ in range(3))
+        flops = 4.0 * B * H * N * N * D / (2.0 if causal else 1.0)
+        shape = [("B", B), ("H", H), ("N", N), ("D", D)]
+        # The check's sample: up to two (b, h) pairs, the first and last query rows and random ones.
+        picks = torch.randint(0, N, (30,), generator=torch.Generator().manual_seed(N))
+        rows = torch.unique(torch.cat([torch.tensor([0, N - 1]), picks])).cuda()
+        bh = sorted({(0, 0), (B - 1, H - 1)})
+        want = attention_reference_rows(q, k, v, causal, rows, bh)
+        for system, backend in attention_backends(B, H, N, dtype):
+            rec = record(suite, "attention", system, dtype, shape, causal, flops=flops)
+            try:
+                def run():
+                    if backend is None:
+                        return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+                    with sdpa_kernel([backend]):
+                        return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+
+                o = run()
+                torch.cuda.synchronize()
+                got = torch.stack([o[b, h, rows] for b, h in bh])
+                err, nonfinite = rel_l2(got, want)
+                set_check(rec, "sampled", got.numel(), err, TOLERANCE[dtype], nonfinite)
+                del o
+                ms, reps, warmup = timer(run)
+                finish(rec, ms, reps, warmup, False)
+            except Exception as e:  # unsupported dtype/shape/arch for this backend, or out of memory
+                rec["available"] = False
+                rec["error"] = short(e)
+                torch.cuda.synchronize()
+            out.append(rec)
+            log(rec)
+        del q, k, v
+    return out
+
+
+# ---------------------------------------------------------------- matmul
+
+
+def bench_matmul(shapes, timer, log):
+    out = []
+    gen = torch.Generator(device="cuda")
+    for dtype, M, N, K in shapes:
+        gen.manual_seed(99 + M + N + K)
+        dt = DTYPES[dtype]
+        a = (torch.rand(M, K, device="cuda", generator=gen) * 2 - 1).to(dt)
+        b = (torch.rand(K, N, device="cuda", generator=gen) * 2 - 1).to(dt)
+        c = torch.empty(M, N, device="cuda", dtype=dt)
+        rec = record("matmul", "matmul", "cublas", dtype, [("M", M), ("N", N), ("K", K)],
+                     flops=2.0 * M * N * K, note="torch.matmul")
+        try:
+            run = lambda: torch.matmul(a, b, out=c)  # noqa: E731
+            run()
+            torch.cuda.synchronize()
+            r = torch.randint(0, M, (16,), device="cuda")
+            s = torch.randint(0, N, (32,), device="cuda")
+            want = a[r].double() @ b[:, s].double()
+            err, nonfinite = rel_l2(c[r][:, s], want)
+            set_check(rec, "sampled", want.numel(), err, TOLERANCE[dtype], nonfinite)
+            ms, reps, warmup = timer(run)
+            finish(rec, ms, reps, warmup, False)
+        except Exception as e:
+            rec["available"] = False
+            rec["error"] = short(e)
+        out.append(rec)
+        log(rec)
+        del a, b, c
+    return out
+
+
+# ---------------------------------------------------------------- memory
+
+
+def bench_memory(quick, timer, log):
+    adds, softmaxes, copies = memory_shapes(quick)
+    out = []
+    for n in copies:
+        x = torch.rand(n, device="cuda")
+        y = torch.empty_like(x)
+        rec = record("memory", "copy", "torch_copy", "f32", [("n", n)], nbytes=2.0 * 4 * n,
+                     note="Tensor.copy_ (device to device)")
+        run = lambda: y.copy_(x)  # noqa: E731
+        run()
+        torch.cuda.synchronize()
+        set_check(rec, "exact", n, 0.0 if torch.equal(x, y) else math.inf, 0.0)
+        finish(rec, *timer(run, flush=True), True)
+        out.append(rec)
+        log(rec)
+        del x, y
+    for n in adds:
+        x, y = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
+        z = torch.empty_like(x)
+        rec = record("memory", "vector_add", "torch_add", "f32", [("n", n)], nbytes=3.0 * 4 * n, note="torch.add")
+        run = lambda: torch.add(x, y, out=z)  # noqa: E731
+        run()
+        torch.cuda.synchronize()
+        set_check(rec, "exact", n, 0.0 if torch.equal(z, x + y) else math.inf, 0.0)
+        finish(rec, *timer(run, flush=True), True)
+        out.append(rec)
+        log(rec)
+        del x, y, z
+    for dtype, rows, cols in softmaxes:
+        dt = DTYPES[dtype]
+        x = ((torch.rand(rows, cols, device="cuda") * 2 - 1) * 8).to(dt)
+        rec = record("memory", "softmax", "torch_softmax", dtype, [("rows", rows), ("cols", cols)],
+                     nbytes=2.0 * rows * cols * x.element_size(), note="torch.softmax")
+        run = lambda: torch.softmax(x, dim=-1)  # noqa: E731
+        got = run()
+        torch.cuda.synchronize()
+        err, nonfinite = rel_l2(got[:64], torch.softmax(x[:64].double(), dim=-1))
+        set_check(rec, "sampled", 64 * cols, err, TOLERANCE[dtype], nonfinite)
+        finish(rec, *timer(run, flush=True), True)
+        out.append(rec)
+        log(rec)
+        del x, got
+    return out
+
+
+# ---------------------------------------------------------------- main
+
+
+def device_info():
+    p = torch.cuda.get_device_properties(0)
+    return {
+        "available": True,
+        "name": torch.cuda.get_device_name(0),
+        "compute_capability": f"{p.major}.{p.minor}",
+        "sm_count": p.multi_processor_count,
+        "l2_bytes": getattr(p, "L2_cache_size", None),
+        "total_memory_bytes": p.total_memory,
+    }
+
+
+def versions():
+    out = {"torch": torch.__version__, "cuda": torch.version.cuda, "python": sys.version.split()[0]}
+    try:
+        out["cudnn"] = torch.backends.cudnn.version()
+    except Exception:
+        out["cudnn"] = None
+    try:
+        import triton
+
+        out["triton"] = triton.__version__
+    except ImportError:
+        out["triton"] = None
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("suites", nargs="*", default=[], help="attention, matmul, memory, seeds, all (default all)")
+    ap.add_argument("--json", required=True, help="output file")
+    ap.add_argument("--quick", action="store_true", help="the --quick subset of kiln_bench")
+    ap.add_argument("--kiln-json", help="take attention/matmul shapes from kiln_bench's output")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--case-budget-ms", type=float, default=1500)
+    args = ap.parse_args(argv)
+    suites = set(args.suites) or {"all"}
+    if "all" in suites:
+        suites = {"attention", "matmul", "memory", "seeds"}
+    unknown = suites - {"attention", "matmul", "memory", "seeds"}
+    if unknown:
+        ap.error(f"unknown suite(s) {sorted(unknown)}; expected attention, matmul, memory, seeds or all")
+    # A forced backend that cannot run a shape warns before it raises; the raise is what gets recorded.
+    warnings.filterwarnings("ignore", category=UserWarning)
+    if not torch.cuda.is_available():
+        print("peers.py: no CUDA device visible to torch", file=sys.stderr)
+        return 2
+
+    if args.kiln_json and os.path.exists(args.kiln_json):
+        attn, mm = shapes_from_kiln(args.kiln_json)
+    else:
+        attn, mm = attention_shapes(args.quick), matmul_shapes(args.quick)
+    attn = [s for s in attn if s[0] in suites]
+    if "matmul" not in suites:
+        mm = []
+
+    timer = Timer(args.reps, args.warmup, args.case_budget_ms)
+    doc = {
+        "schema": SCHEMA,
+        "tool": "peers",
+        "versions": versions(),
+        "device": device_info(),
+        "options": {"suites": sorted(suites), "quick": args.quick, "reps": args.reps, "warmup": args.warmup,
+                    "case_budget_ms": args.case_budget_ms},
+        "cases": [],
+    }
+    start = time.time()
+
+    def write():
+        tmp = args.json + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(doc, f, indent=2)
+        os.replace(tmp, args.json)
+
+    def log(rec):
+        doc["cases"].append(rec)
+        if rec["available"]:
+            rate = f"{rec['tflops']:8.1f} TFLOP/s" if rec["tflops"] else f"{rec['gbps']:8.1f} GB/s"
+            status = f"{rec['time_ms']:9.4f} ms {rate}  err {rec['check']['error']:.1e}" + (
+                "" if rec["ok"] else "  CHECK FAILED")
+        else:
+            status = "unavailable: " + rec["error"]
+        print(f"[peers {time.time() - start:6.1f}s] {rec['key']:44} {rec['system']:15} {status}", file=sys.stderr,
+              flush=True)
+        write()
+
+    if "memory" in suites:
+        bench_memory(args.quick, timer, log)
+    if mm:
+        bench_matmul(mm, timer, log)
+    if attn:
+        bench_attention(attn, timer, log)
+    write()
+    print(f"peers.py: {len(doc['cases'])} records in {time.time() - start:.0f} s -> {args.json}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
