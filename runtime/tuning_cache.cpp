@@ -73,9 +73,11 @@ std::optional<CandidateResult> parse_result(const llvm::json::Value& v, std::str
     *problem = "unknown status '" + status->str() + "'";
     return std::nullopt;
   }
-  if (auto ms = o->getNumber("ms"))
-    r.ms = *ms;
-  else if (!o->getNull("ms")) {
+  // Not Object::getNull: its Optional<nullptr_t> result crashes across the LLVM 14 library boundary.
+  const llvm::json::Value* ms = o->get("ms");
+  if (ms && ms->getAsNumber())
+    r.ms = *ms->getAsNumber();
+  else if (!ms || ms->kind() != llvm::json::Value::Null) {
     *problem = "a result's ms is neither a number nor null";
     return std::nullopt;
   }

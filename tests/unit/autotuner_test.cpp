@@ -1,0 +1,609 @@
+// The autotuner without a GPU: an injected compiler and timer stand in for NVRTC and events, so these tests
+// check the tuner's decisions (winner, pruning, failures), its keys and buckets, its memory in-process and on
+// disk (fresh objects stand in for new processes; fork gives real ones), and the KILN_AUTOTUNE modes.
+#include "jit/tuned_kernel.h"
+#include "kernels/attention/attention_problem.h"
+#include "kernels/attention/fa2_fwd.h"
+#include "runtime/autotuner.h"
+
+#include <gtest/gtest.h>
+#include <llvm/ADT/SmallString.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/MemoryBuffer.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace kiln;
+using namespace kiln::rt;
+
+namespace {
+
+// A temporary cache root, removed afterwards.
+class TempDir {
+public:
+  TempDir() {
+    llvm::SmallString<128> p;
+    if (llvm::sys::fs::createUniqueDirectory("kiln-autotuner-test", p))
+      throw std::runtime_error("cannot create a temporary directory");
+    path_ = p.str().str();
+  }
+  ~TempDir() { llvm::sys::fs::remove_directories(path_); }
+  const std::string& path() const { return path_; }
+
+private:
+  std::string path_;
+};
+
+// A fake config space: each id has a time, or fails to compile, or fails to launch, or is pruned.
+struct FakeKernel {
+  std::map<std::string, double> ms;
+  std::map<std::string, std::string> prune_reason, compile_error, launch_error;
+  std::vector<std::string> ids;
+  std::atomic<int> compiles{0}, prunes{0}, timed{0};
+  std::atomic<bool> compile_started{false}, pruned_after_compile{false};
+
+  FakeKernel& add(const std::string& id, double t) {
+    ids.push_back(id);
+    ms[id] = t;
+    return *this;
+  }
+  TuneHooks hooks() {
+    TuneHooks h;
+    h.prune = [this](size_t i) {
+      ++prunes;
+      if (compile_started)
+        pruned_after_compile = true;
+      auto it = prune_reason.find(ids[i]);
+      return it == prune_reason.end() ? std::string() : it->second;
+    };
+    h.compile = [this](size_t i) {
+      compile_started = true;
+      ++compiles;
+      auto it = compile_error.find(ids[i]);
+      if (it != compile_error.end())
+        return CompileOutcome{it->second, -1, -1};
+      return CompileOutcome{"", 40 + static_cast<int>(i), 1024 * static_cast<int64_t>(i)};
+    };
+    h.time = [this](size_t i) {
+      ++timed;
+      auto it = launch_error.find(ids[i]);
+      if (it != launch_error.end())
+        return TimeOutcome{0, it->second};
+      return TimeOutcome{ms.at(ids[i]), ""};
+    };
+    return h;
+  }
+  TuneRequest request(const std::string& key = "N=1024", std::optional<AutotuneMode> mode = AutotuneMode::On) const {
+    TuneRequest r;
+    r.key = TuningKey{"fake", key, "sm_90a", "Fake GPU", ""};
+    r.ids = ids;
+    r.mode = mode;
+    return r;
+  }
+};
+
+FakeKernel& three_configs(FakeKernel& k) { return k.add("BM=64", 0.5).add("BM=128", 0.2).add("BM=256", 0.3); }
+
+AutotunerOptions quiet() {
+  AutotunerOptions o;
+  o.progress_after_s = -1;
+  return o;
+}
+
+const CandidateResult& row(const TuneResult& r, const std::string& id) {
+  for (const CandidateResult& c : r.table)
+    if (c.id == id)
+      return c;
+  throw std::runtime_error("no row " + id);
+}
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name))
+      old_ = old;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(Autotuner, FastestWinsAndFailuresScoreInfinityWithReasons) {
+  FakeKernel k;
+  three_configs(k).add("BM=512", 0.01).add("BM=1024", 0.02).add("BM=32", 0.05);
+  k.compile_error["BM=512"] = "ptxas: too many registers";
+  k.launch_error["BM=1024"] = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
+  k.prune_reason["BM=32"] = "tile narrower than an MMA";
+  Autotuner tuner("", quiet());
+  TuneRequest req = k.request();
+  req.flops = 2e9;
+  TuneResult r = tuner.tune(req, k.hooks());
+  ASSERT_TRUE(r.best.has_value());
+  EXPECT_EQ(k.ids[*r.best], "BM=128");
+  EXPECT_EQ(r.source, TuneSource::Tuned);
+  EXPECT_DOUBLE_EQ(r.best_ms, 0.2);
+  ASSERT_EQ(r.table.size(), 6u);
+  EXPECT_EQ(row(r, "BM=512").status, CandidateStatus::CompileFailed);
+  EXPECT_EQ(row(r, "BM=512").reason, "ptxas: too many registers");
+  EXPECT_TRUE(std::isinf(row(r, "BM=512").ms));
+  EXPECT_EQ(row(r, "BM=1024").status, CandidateStatus::LaunchFailed);
+  EXPECT_NE(row(r, "BM=1024").reason.find("OUT_OF_RESOURCES"), std::string::npos);
+  EXPECT_TRUE(std::isinf(row(r, "BM=1024").ms));
+  EXPECT_EQ(row(r, "BM=32").status, CandidateStatus::Pruned);
+  EXPECT_EQ(row(r, "BM=32").reason, "tile narrower than an MMA");
+  // TFLOP/s = 2e9 FLOP / 0.2 ms; resources come through from the compile hook.
+  EXPECT_NEAR(row(r, "BM=128").tflops, 10.0, 1e-9);
+  EXPECT_EQ(row(r, "BM=128").registers, 41);
+  EXPECT_EQ(row(r, "BM=128").shared_bytes, 1024);
+  EXPECT_EQ(k.compiles, 5); // all but the pruned one
+  EXPECT_EQ(k.timed, 4);    // all that compiled
+  std::string table = format_tune_table(r.table, "BM=128");
+  EXPECT_NE(table.find("* BM=128"), std::string::npos) << table;
+  EXPECT_NE(table.find("pruned: tile narrower than an MMA"), std::string::npos) << table;
+}
+
+TEST(Autotuner, EveryCandidateIsPrunedBeforeAnyCompile) {
+  FakeKernel k;
+  for (int i = 0; i < 40; ++i)
+    k.add("c" + std::to_string(i), 1.0 + i);
+  Autotuner tuner("", quiet());
+  TuneResult r = tuner.tune(k.request(), k.hooks());
+  EXPECT_EQ(k.prunes, 40);
+  EXPECT_FALSE(k.pruned_after_compile);
+  EXPECT_EQ(k.ids[*r.best], "c0");
+}
+
+TEST(Autotuner, NothingLeftAfterPruningListsEveryConfigAndWhy) {
+  FakeKernel k;
+  three_configs(k);
+  k.prune_reason = {{"BM=64", "needs 300000 bytes of shared memory"},
+                    {"BM=128", "BLOCK_M=128 is wider than the 64 query rows"},
+                    {"BM=256", "BLOCK_M=256 is wider than the 64 query rows"}};
+  Autotuner tuner("", quiet());
+  try {
+    tuner.tune(k.request(), k.hooks());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("every config was pruned"), std::string::npos) << msg;
+    for (const auto& [id, why] : k.prune_reason)
+      EXPECT_NE(msg.find(id + ": " + why), std::string::npos) << msg;
+  }
+  EXPECT_EQ(k.compiles, 0);
+}
+
+TEST(Autotuner, EveryCandidateFailingIsAnErrorWithTheTable) {
+  FakeKernel k;
+  k.add("a", 1).add("b", 2);
+  k.compile_error["a"] = "syntax error";
+  k.launch_error["b"] = "out of resources";
+  Autotuner tuner("", quiet());
+  try {
+    tuner.tune(k.request(), k.hooks());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("compile-failed: syntax error"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("launch-failed: out of resources"), std::string::npos) << msg;
+  }
+}
+
+TEST(Autotuner, MalformedRequestsAreErrors) {
+  FakeKernel k;
+  k.add("a", 1).add("a", 2);
+  Autotuner tuner("", quiet());
+  EXPECT_THROW(tuner.tune(k.request(), k.hooks()), Error);
+  FakeKernel empty;
+  EXPECT_THROW(tuner.tune(empty.request(), empty.hooks()), Error);
+}
+
+TEST(Autotuner, SameKeyIsRememberedWithZeroCompilesAndANewKeyTunes) {
+  TempDir dir;
+  FakeKernel k;
+  three_configs(k);
+  Autotuner tuner(dir.path(), quiet());
+  TuneResult first = tuner.tune(k.request("N=1024"), k.hooks());
+  EXPECT_EQ(first.source, TuneSource::Tuned);
+  EXPECT_EQ(k.compiles, 3);
+  TuneResult again = tuner.tune(k.request("N=1024"), k.hooks());
+  EXPECT_EQ(again.source, TuneSource::Memory);
+  EXPECT_EQ(again.best, first.best);
+  EXPECT_EQ(again.table.size(), 3u);
+  EXPECT_EQ(k.compiles, 3);
+  EXPECT_EQ(k.prunes, 3);
+  TuneResult other = tuner.tune(k.request("N=2048"), k.hooks());
+  EXPECT_EQ(other.source, TuneSource::Tuned);
+  EXPECT_EQ(k.compiles, 6);
+}
+
+TEST(Autotuner, ResultSurvivesIntoAFreshTunerThroughTheFile) {
+  TempDir dir;
+  FakeKernel k;
+  three_configs(k);
+  TuneRequest req = k.request();
+  req.flops = 1e9;
+  std::string path;
+  {
+    Autotuner tuner(dir.path(), quiet());
+    tuner.tune(req, k.hooks());
+    path = tuner.cache().file_path(TuningKey{req.key.kernel, req.key.key, req.key.arch, req.key.device,
+                                             config_space_hash(req.ids)});
+  }
+  EXPECT_TRUE(llvm::sys::fs::exists(path)) << path;
+  EXPECT_NE(path.find(dir.path() + "/tune/"), std::string::npos);
+  FakeKernel fresh;
+  three_configs(fresh);
+  Autotuner tuner(dir.path(), quiet()); // a new process, in effect: empty memory
+  TuneResult r = tuner.tune(req, fresh.hooks());
+  EXPECT_EQ(r.source, TuneSource::Disk);
+  EXPECT_EQ(fresh.ids[*r.best], "BM=128");
+  EXPECT_EQ(fresh.compiles, 0);
+  EXPECT_EQ(fresh.prunes, 0);
+  // The table comes back whole, infinities and all.
+  ASSERT_EQ(r.table.size(), 3u);
+  EXPECT_NEAR(row(r, "BM=128").tflops, 5.0, 1e-9);
+  EXPECT_DOUBLE_EQ(row(r, "BM=64").ms, 0.5);
+  EXPECT_EQ(tuner.cache().stats().disk_hits, 1u);
+}
+
+TEST(Autotuner, InfiniteTimesRoundTripThroughJson) {
+  TuningKey key{"k", "N=1", "sm_80", "dev", "h"};
+  TuningRecord rec;
+  rec.best_id = "a";
+  rec.best_ms = 0.25;
+  rec.table = {CandidateResult{"a", CandidateStatus::Ok, "", 0.25, 3.5, 96, 4096},
+               CandidateResult{"b \"quoted\"", CandidateStatus::CompileFailed, "line 1\nline 2", INFINITY, 0, -1, -1}};
+  std::string text = serialize_tuning_record(key, rec);
+  std::string problem;
+  auto back = parse_tuning_record(text, key, &problem);
+  ASSERT_TRUE(back) << problem << "\n" << text;
+  ASSERT_EQ(back->table.size(), 2u);
+  EXPECT_EQ(back->table[1].id, "b \"quoted\"");
+  EXPECT_EQ(back->table[1].reason, "line 1\nline 2");
+  EXPECT_TRUE(std::isinf(back->table[1].ms));
+  EXPECT_EQ(back->table[0].registers, 96);
+  // The same text under another key is not trusted.
+  TuningKey other = key;
+  other.device = "another GPU";
+  EXPECT_FALSE(parse_tuning_record(text, other, &problem));
+  EXPECT_NE(problem.find("device"), std::string::npos) << problem;
+  EXPECT_FALSE(parse_tuning_record(text.substr(0, text.size() / 2), key, &problem));
+}
+
+TEST(Autotuner, CorruptFileIsIgnoredAndRewritten) {
+  TempDir dir;
+  FakeKernel k;
+  three_configs(k);
+  TuneRequest req = k.request();
+  TuningKey key = req.key;
+  key.space_hash = config_space_hash(req.ids);
+  std::string path;
+  {
+    Autotuner tuner(dir.path(), quiet());
+    tuner.tune(req, k.hooks());
+    path = tuner.cache().file_path(key);
+  }
+  for (const char* garbage : {"{\"format\": \"kiln-tune-1\", \"kernel\": ", "not json at all", ""}) {
+    {
+      std::ofstream f(path, std::ios::trunc);
+      f << garbage;
+    }
+    const int compiles_before = k.compiles;
+    Autotuner tuner(dir.path(), quiet());
+    ::testing::internal::CaptureStderr();
+    TuneResult r = tuner.tune(req, k.hooks());
+    std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(r.source, TuneSource::Tuned) << garbage;
+    EXPECT_EQ(k.compiles, compiles_before + 3);
+    EXPECT_EQ(tuner.cache().stats().corrupt_files, 1u);
+    EXPECT_NE(err.find("warning: ignoring autotune file"), std::string::npos) << err;
+    EXPECT_NE(err.find(path), std::string::npos) << err;
+    auto text = llvm::MemoryBuffer::getFile(path);
+    ASSERT_TRUE(text);
+    EXPECT_TRUE(parse_tuning_record((*text)->getBuffer().str(), key)) << "the file was not rewritten";
+  }
+}
+
+TEST(Autotuner, ConcurrentProcessesWritingOneFileLeaveAValidOne) {
+  TempDir dir;
+  FakeKernel k;
+  three_configs(k);
+  const TuneRequest req = k.request();
+  constexpr int kProcesses = 6;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int status = 0;
+      try {
+        // Each process gets its own timings, so the processes disagree about the winner.
+        FakeKernel mine;
+        mine.add("BM=64", 0.1 + 0.01 * ((p + 0) % 3)).add("BM=128", 0.1 + 0.01 * ((p + 1) % 3));
+        mine.add("BM=256", 0.1 + 0.01 * ((p + 2) % 3));
+        Autotuner tuner(dir.path(), quiet());
+        for (int round = 0; round < 20; ++round)
+          tuner.tune(mine.request("N=1024", AutotuneMode::Force), mine.hooks());
+      } catch (...) {
+        status = 1;
+      }
+      _exit(status);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  Autotuner tuner(dir.path(), quiet());
+  TuneResult r = tuner.tune(k.request("N=1024", AutotuneMode::Cached), k.hooks());
+  EXPECT_EQ(r.source, TuneSource::Disk);
+  EXPECT_TRUE(r.best.has_value());
+  EXPECT_EQ(tuner.cache().stats().corrupt_files, 0u);
+  EXPECT_EQ(k.compiles, 0);
+  // No temporary file is left behind: one result file in tune/.
+  std::error_code ec;
+  int files = 0;
+  for (llvm::sys::fs::directory_iterator it(dir.path() + "/tune", ec), end; it != end && !ec; it.increment(ec))
+    ++files;
+  EXPECT_EQ(files, 1);
+}
+
+TEST(Autotuner, ChangingTheConfigSpaceRetunesButReorderingDoesNot) {
+  TempDir dir;
+  FakeKernel k;
+  three_configs(k);
+  Autotuner tuner(dir.path(), quiet());
+  tuner.tune(k.request(), k.hooks());
+  EXPECT_EQ(k.compiles, 3);
+
+  FakeKernel reordered;
+  reordered.add("BM=256", 0.3).add("BM=64", 0.5).add("BM=128", 0.2);
+  Autotuner fresh(dir.path(), quiet());
+  TuneResult same = fresh.tune(reordered.request(), reordered.hooks());
+  EXPECT_EQ(same.source, TuneSource::Disk);
+  EXPECT_EQ(reordered.ids[*same.best], "BM=128");
+  EXPECT_EQ(reordered.compiles, 0);
+
+  FakeKernel grown;
+  three_configs(grown).add("BM=32", 0.1);
+  TuneResult r = fresh.tune(grown.request(), grown.hooks());
+  EXPECT_EQ(r.source, TuneSource::Tuned);
+  EXPECT_EQ(grown.compiles, 4);
+  EXPECT_EQ(grown.ids[*r.best], "BM=32");
+}
+
+TEST(Autotuner, ModesOffCachedOnForce) {
+  TempDir dir;
+  FakeKernel k;
+  three_configs(k);
+  Autotuner tuner(dir.path(), quiet());
+
+  TuneResult off = tuner.tune(k.request("N=1", AutotuneMode::Off), k.hooks());
+  EXPECT_EQ(off.source, TuneSource::Default);
+  EXPECT_FALSE(off.best);
+  TuneResult cached_miss = tuner.tune(k.request("N=1", AutotuneMode::Cached), k.hooks());
+  EXPECT_EQ(cached_miss.source, TuneSource::Default);
+  EXPECT_EQ(k.compiles, 0);
+  EXPECT_EQ(k.prunes, 0);
+
+  TuneResult on = tuner.tune(k.request("N=1", AutotuneMode::On), k.hooks());
+  EXPECT_EQ(on.source, TuneSource::Tuned);
+  EXPECT_EQ(k.compiles, 3);
+  TuneResult cached_hit = tuner.tune(k.request("N=1", AutotuneMode::Cached), k.hooks());
+  EXPECT_EQ(cached_hit.source, TuneSource::Memory);
+  EXPECT_EQ(cached_hit.best, on.best);
+  TuneResult off_after = tuner.tune(k.request("N=1", AutotuneMode::Off), k.hooks());
+  EXPECT_FALSE(off_after.best) << "off ignores remembered results";
+
+  // force re-tunes and replaces the remembered pick.
+  k.ms["BM=64"] = 0.01;
+  TuneResult forced = tuner.tune(k.request("N=1", AutotuneMode::Force), k.hooks());
+  EXPECT_EQ(forced.source, TuneSource::Tuned);
+  EXPECT_EQ(k.compiles, 6);
+  EXPECT_EQ(k.ids[*forced.best], "BM=64");
+  Autotuner fresh(dir.path(), quiet());
+  TuneResult after = fresh.tune(k.request("N=1", AutotuneMode::Cached), k.hooks());
+  EXPECT_EQ(after.source, TuneSource::Disk);
+  EXPECT_EQ(k.ids[*after.best], "BM=64");
+}
+
+TEST(Autotuner, ModeComesFromTheEnvironment) {
+  {
+    ScopedEnv env("KILN_AUTOTUNE", nullptr);
+    EXPECT_EQ(autotune_mode_from_env(), AutotuneMode::On);
+  }
+  for (auto [text, mode] : {std::pair{"off", AutotuneMode::Off}, {"cached", AutotuneMode::Cached},
+                            {"on", AutotuneMode::On}, {"force", AutotuneMode::Force}}) {
+    ScopedEnv env("KILN_AUTOTUNE", text);
+    EXPECT_EQ(autotune_mode_from_env(), mode) << text;
+  }
+  {
+    ScopedEnv env("KILN_AUTOTUNE", "off");
+    FakeKernel k;
+    three_configs(k);
+    Autotuner tuner("", quiet());
+    EXPECT_EQ(tuner.tune(k.request("N=1", std::nullopt), k.hooks()).source, TuneSource::Default);
+    EXPECT_EQ(k.compiles, 0);
+  }
+  ScopedEnv env("KILN_AUTOTUNE", "sometimes");
+  try {
+    autotune_mode_from_env();
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("'sometimes'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("off, cached, on, force"), std::string::npos) << msg;
+  }
+}
+
+TEST(Autotuner, ProgressLinesNameTheCandidateAndItsTime) {
+  FakeKernel k;
+  three_configs(k);
+  k.compile_error["BM=256"] = "ptxas error\nmore detail";
+  std::vector<std::string> lines;
+  AutotunerOptions o;
+  o.progress_after_s = 0;
+  o.progress = [&](const std::string& l) { lines.push_back(l); };
+  Autotuner tuner("", o);
+  TuneRequest req = k.request();
+  req.labels = {"BLOCK_M=64 w=4 s=2", "BLOCK_M=128 w=8 s=3", "BLOCK_M=256 w=8 s=3"};
+  tuner.tune(req, k.hooks());
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "tuning fake [1/3] BLOCK_M=64 w=4 s=2  0.500 ms");
+  EXPECT_EQ(lines[1], "tuning fake [2/3] BLOCK_M=128 w=8 s=3  0.200 ms");
+  EXPECT_EQ(lines[2], "tuning fake [3/3] BLOCK_M=256 w=8 s=3  compile-failed: ptxas error");
+
+  // A run quicker than the threshold prints nothing.
+  lines.clear();
+  o.progress_after_s = 3600;
+  Autotuner patient("", o);
+  patient.tune(req, k.hooks());
+  EXPECT_TRUE(lines.empty());
+}
+
+// Keys and candidates of a real kernel: FA2 forward.
+
+AttentionProblem fa2_problem(int64_t n_q, int64_t n_k) {
+  AttentionProblem p;
+  p.B = 1;
+  p.H = 4;
+  p.H_KV = 4;
+  p.N_Q = n_q;
+  p.N_K = n_k;
+  p.D = 64;
+  p.dtype = DType::f16;
+  return p;
+}
+
+TEST(TuningKey, SizesAreBucketedAndProblemFixedParamsAreInTheKey) {
+  const KernelDef def = fa2_fwd_def();
+  auto key = [&](const AttentionProblem& p) {
+    return tuning_key_text(def, attention_size_args(p), default_fa2_config(p));
+  };
+  const std::string k1024 = key(fa2_problem(1024, 1024));
+  EXPECT_EQ(k1024.substr(0, k1024.find(" |")), "B=1 H=4 N_Q=1024 N_K=1024");
+  for (const char* fixed : {"CAUSAL=0", "DTYPE=0", "EVEN_D=1", "HEAD_DIM=64", "K_TRANSPOSED=1", "TF32=0"})
+    EXPECT_NE(k1024.find(fixed), std::string::npos) << k1024;
+  for (const char* tile : {"BLOCK_M", "BLOCK_N", "num_warps"})
+    EXPECT_EQ(k1024.find(tile), std::string::npos) << k1024;
+  EXPECT_EQ(key(fa2_problem(1000, 600)), key(fa2_problem(1024, 1024))) << "same bucket";
+  EXPECT_NE(key(fa2_problem(1025, 1024)), k1024) << "next bucket";
+  AttentionProblem causal = fa2_problem(1024, 1024);
+  causal.causal = 1;
+  EXPECT_NE(key(causal), k1024) << "flags are part of the key";
+  AttentionProblem bf = fa2_problem(1024, 1024);
+  bf.dtype = DType::bf16;
+  EXPECT_NE(key(bf), k1024) << "dtypes are part of the key";
+}
+
+TEST(TuningKey, UnknownOrMissingSizeNamesAreErrors) {
+  const KernelDef def = fa2_fwd_def();
+  const AttentionProblem p = fa2_problem(128, 128);
+  SizeArgs sizes = attention_size_args(p);
+  sizes["SEQ"] = 128;
+  try {
+    tuning_key_text(def, sizes, default_fa2_config(p));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("'SEQ'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("B, H, H_KV, N_Q, N_K, D"), std::string::npos) << msg;
+  }
+  sizes = attention_size_args(p);
+  sizes.erase("N_K");
+  try {
+    tuning_key_text(def, sizes, default_fa2_config(p));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("'N_K'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("B, H, N_Q, N_K"), std::string::npos) << msg;
+  }
+  Config bad = default_fa2_config(p);
+  bad.set("BLOCKM", 64);
+  EXPECT_THROW(tuning_key_text(def, attention_size_args(p), bad), Error);
+}
+
+TEST(TuningKey, CandidatesVaryOnlyTileParamsAroundTheBase) {
+  const KernelDef def = fa2_fwd_def();
+  AttentionProblem p = fa2_problem(1024, 1024);
+  p.D = 128;
+  p.causal = 2;
+  const Config base = default_fa2_config(p);
+  const std::vector<Config> cands = tuning_candidates(def, base);
+  EXPECT_EQ(cands.size(), def.config_space().size());
+  std::set<std::string> ids;
+  for (const Config& c : cands) {
+    ids.insert(c.str());
+    for (const char* fixed : {"CAUSAL", "DTYPE", "EVEN_D", "HEAD_DIM", "K_TRANSPOSED", "TF32"})
+      EXPECT_EQ(c.get(fixed), base.get(fixed)) << fixed << " in " << c.str();
+  }
+  EXPECT_EQ(ids.size(), cands.size()) << "candidates are distinct";
+  EXPECT_EQ(varied_params(def.config_space()), (std::vector<std::string>{"BLOCK_M", "BLOCK_N"}));
+}
+
+TEST(TuningKey, Fa2PrunesTilesWiderThanTheProblemButKeepsOne) {
+  const KernelDef def = fa2_fwd_def();
+  const AttentionProblem p = fa2_problem(50, 20);
+  const SizeArgs sizes = attention_size_args(p);
+  int kept = 0;
+  for (const Config& c : tuning_candidates(def, default_fa2_config(p))) {
+    std::string why = def.prune(c, sizes);
+    if (why.empty()) {
+      ++kept;
+      EXPECT_EQ(c.get("BLOCK_M"), 64);
+      EXPECT_EQ(c.get("BLOCK_N"), 32);
+    } else if (c.get("BLOCK_M") == 128) {
+      EXPECT_NE(why.find("BLOCK_M=128"), std::string::npos) << why;
+      EXPECT_NE(why.find("N_Q=50"), std::string::npos) << why;
+    } else {
+      EXPECT_NE(why.find("N_K=20"), std::string::npos) << why;
+    }
+  }
+  EXPECT_GT(kept, 0);
+  for (const Config& c : tuning_candidates(def, default_fa2_config(fa2_problem(4096, 4096))))
+    EXPECT_EQ(def.prune(c, attention_size_args(fa2_problem(4096, 4096))), "") << c.str();
+}
+
+// Keys from tuning_key_text drive the generic tuner: a new bucket tunes, the same bucket compiles nothing.
+TEST(TuningKey, BucketsDecideBetweenRetuneAndCacheHit) {
+  const KernelDef def = fa2_fwd_def();
+  TempDir dir;
+  FakeKernel k;
+  three_configs(k);
+  Autotuner tuner(dir.path(), quiet());
+  auto tune_for = [&](int64_t n) {
+    AttentionProblem p = fa2_problem(n, n);
+    return tuner.tune(k.request(tuning_key_text(def, attention_size_args(p), default_fa2_config(p))), k.hooks());
+  };
+  EXPECT_EQ(tune_for(700).source, TuneSource::Tuned);
+  EXPECT_EQ(k.compiles, 3);
+  EXPECT_EQ(tune_for(1024).source, TuneSource::Memory);
+  EXPECT_EQ(tune_for(513).source, TuneSource::Memory);
+  EXPECT_EQ(k.compiles, 3);
+  EXPECT_EQ(tune_for(1025).source, TuneSource::Tuned);
+  EXPECT_EQ(k.compiles, 6);
+}
+
+} // namespace
