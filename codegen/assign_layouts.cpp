@@ -144,8 +144,10 @@ struct Assigner {
     };
     switch (op.kind) {
     case OpKind::Constant:
-    case OpKind::Arange: plan.placement[r] = Placement::Flexible; return;
-    case OpKind::Broadcast:
+    case OpKind::Arange:
+    // A broadcast is computed where it is used, in the user's layout: a row vector broadcast into an
+    // mma tile is then free whichever tile (S or O) it meets.
+    case OpKind::Broadcast: plan.placement[r] = Placement::Flexible; return;
     case OpKind::ExpandDims:
     case OpKind::Reshape:
     case OpKind::Trans:
@@ -186,11 +188,6 @@ struct Assigner {
       }
       set_registers(r, trans_layout(plan.layout.at(op.operands[0])));
       return;
-    case OpKind::Broadcast: {
-      std::optional<Layout> p = broadcast_parent(plan.layout.at(op.operands[0]), t.shape);
-      set_registers(r, p ? *p : default_layout(t.shape, t.elem, plan.num_warps));
-      return;
-    }
     case OpKind::Reshape: set_registers(r, default_layout(t.shape, t.elem, plan.num_warps)); return;
     case OpKind::LoadBlock:
       if (plan.tile_of.count(r)) // loops are assigned twice; a tile is made once
@@ -323,7 +320,8 @@ LoweringPlan assign_layouts(const Kernel& k, const CodegenOptions& options) {
 }
 
 int64_t plan_shared_memory(LoweringPlan& plan) {
-  auto size = [](const SharedTile& t) { return (t.bytes_per_stage() * t.stages + 127) / 128 * 128; };
+  // 1024-byte alignment keeps a tile's swizzle field clear of its base address (see fragment_base).
+  auto size = [](const SharedTile& t) { return (t.bytes_per_stage() * t.stages + 1023) / 1024 * 1024; };
   // Tiles loaded outside loops live for the whole kernel; the tiles of one top-level loop are dead
   // once it ends (the emitter drains cp.async and syncs at every loop exit), so loops share space.
   int64_t fixed = 0;

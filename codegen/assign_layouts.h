@@ -1,6 +1,6 @@
 // Pass: decide where every value lives before any CUDA is written.
 //   - scalars are plain C++ variables, block pointers small structs;
-//   - "flexible" tiles (constants, aranges, splats, index arithmetic on them) are computed wherever
+//   - "flexible" tiles (constants, aranges, broadcasts, index arithmetic on them) are computed wherever
 //     they are used, directly in the user's layout, so they never need a conversion;
 //   - dot results take the mma accumulator layout; reductions the slice of their input; elementwise
 //     ops the layout of their most constrained operand; loads a coalesced blocked layout;

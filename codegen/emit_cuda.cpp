@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <sstream>
+#include <unordered_set>
 
 namespace kiln {
 
@@ -282,6 +283,11 @@ private:
   void emit_reduce(const Op& op);
   void emit_dot(const Op& op);
   void emit_dot_mma(const Op& op, const std::string& d);
+  std::string fragment_base(ValueId v, const std::string& lane_row, const std::string& lane_chunk);
+  std::string fragment_addr(ValueId v, const std::string& base, const std::string& chunk, const std::string& row);
+  // f32 -> f16/bf16 casts whose only use is an mma A operand: packed by the dot, never materialised.
+  std::unordered_set<ValueId> fused_casts_;
+  void find_fused_casts();
   void emit_dot_fma(const Op& op, const std::string& d);
   void emit_pointer_load(const Op& op);
   void emit_pointer_store(const Op& op);
@@ -412,15 +418,29 @@ std::string Emitter::materialize(ValueId v, const Layout& want) {
       line("}}");
       break;
     }
-    // The source seen through the same registers, with the broadcast dims' coordinates zeroed.
-    Layout src = want;
-    src.shape = k_.type(x).shape;
-    for (auto* bases : {&src.reg, &src.lane, &src.warp})
-      for (Coord& c : *bases)
-        for (size_t d = 0; d < c.size(); ++d)
-          if (src.shape[d] == 1)
-            c[d] = 0;
-    return regs(x, src);
+    if (plan_.where(x) == Placement::Flexible) {
+      // The source seen through the same registers, with the broadcast dims' coordinates zeroed.
+      Layout src = want;
+      src.shape = k_.type(x).shape;
+      for (auto* bases : {&src.reg, &src.lane, &src.warp})
+        for (Coord& c : *bases)
+          for (size_t d = 0; d < c.size(); ++d)
+            if (src.shape[d] == 1)
+              c[d] = 0;
+      return regs(x, src);
+    }
+    // A value held in registers: free when `want` collapsed over the broadcast dims is its layout.
+    Layout src = collapse_layout(want, k_.type(x).shape);
+    std::string xs = regs(x, src);
+    std::vector<int> map = broadcast_register_map(src, want);
+    KILN_INTERNAL_CHECK(!map.empty(), "broadcast register map");
+    n = declare_regs(v, want, "bcast");
+    std::string m = fresh("bmap");
+    line("constexpr int {}[{}] = {{{}}};", m, map.size(), fmt::join(map, ", "));
+    for_regs(R);
+    line("  {}[r] = {}[{}[r]];", n, xs, m);
+    line("}}");
+    break;
   }
   case OpKind::Trans: return regs(op.operands[0], trans_layout(want));
   case OpKind::Reshape: {
@@ -491,9 +511,12 @@ void Emitter::emit_op(const Op& op) {
   }
   line("// {} {}", op_name(op.kind), op.loc.str());
   switch (op.kind) {
+  case OpKind::Cast:
+    if (fused_casts_.count(r))
+      return;
+    return emit_elementwise(op);
   case OpKind::Unary:
   case OpKind::Binary:
-  case OpKind::Cast:
   case OpKind::Where:
   case OpKind::AddPtr: return emit_elementwise(op);
   case OpKind::Broadcast: return emit_broadcast(op);
@@ -771,6 +794,25 @@ void Emitter::emit_dot(const Op& op) {
     emit_dot_fma(op, d);
 }
 
+// Shared-memory fragment addressing. A fragment's row is lane_row + R (R a multiple of 8) and its
+// 16-byte chunk lane_chunk + C (C even, lane_chunk 0 or 1), so with the XOR swizzle (whose phase
+// depends on row % 8 only) its byte address is (T ^ 16C) + R * row_bytes, where the thread base T
+// holds everything lane-dependent. T is computed once per dot; each fragment costs one XOR and one
+// add, and nothing per fragment is kept live across the loop (which would cost a register each).
+std::string Emitter::fragment_base(ValueId v, const std::string& lane_row, const std::string& lane_chunk) {
+  const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
+  std::string n = fresh("frag_base");
+  line("const kiln::u32 {} = kiln::smem_u32(kiln_smem) + {} + ({}) * {} + {} * 16;", n, tile_base(t), lane_row,
+       t.cols * t.elem_bytes, swizzled(t, "(" + lane_row + ")", "(" + lane_chunk + ")"));
+  return n;
+}
+
+std::string Emitter::fragment_addr(ValueId v, const std::string& base, const std::string& chunk,
+                                   const std::string& row) {
+  const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
+  return fmt::format("(({} ^ (({}) * 16)) + ({}) * {})", base, chunk, row, t.cols * t.elem_bytes);
+}
+
 void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
   ValueId a = op.operands[0], b = op.operands[1];
   const Shape& as = k_.type(a).shape;
@@ -784,125 +826,102 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
   line("// mma.m16n8k{}: ({}, {}) x ({}, {}) over {}x{} warps, {}x{} fragments per warp", kinst, M, K, K, N, wm, wn,
        MT, NT);
   bool a_smem = plan_.where(a) == Placement::Shared, b_smem = plan_.where(b) == Placement::Shared;
-  std::string ar = a_smem ? "" : regs(a, mma_a_layout(M, K, plan_.warps, kinst));
+  // A register operand that is an f32 -> f16/bf16 cast of an mma result is packed straight from f32.
+  const Op* a_cast = fused_casts_.count(a) ? k_.info(a).def : nullptr;
+  Layout a_layout = mma_a_layout(M, K, plan_.warps, kinst);
+  std::string ar = a_smem ? "" : a_cast ? regs(a_cast->operands[0], a_layout) : regs(a, a_layout);
   std::string br = b_smem ? "" : regs(b, mma_b_layout(K, N, plan_.warps, kinst));
   std::string mma_fn = tf32 ? "kiln::mma_m16n8k8_tf32" : in == DType::f16 ? "kiln::mma_m16n8k16_f16" : "kiln::mma_m16n8k16_bf16";
-  std::string pack = in == DType::bf16 ? "kiln::pack2" : "kiln::pack2";
+  std::string pack2 = a_cast ? (in == DType::bf16 ? "kiln::pack_bf16x2" : "kiln::pack_f16x2") : "kiln::pack2";
   line("{{");
   open();
   line("const int kiln_wm = (kiln_warp % {}) * {};", wm, WM);
   line("const int kiln_wn = ((kiln_warp / {}) % {}) * {};", wm, wn, WN);
+  // Thread bases of the shared operands and how each fragment's (chunk, row) follows from (mt|nt, kt).
+  auto contig = [&](ValueId v) {
+    const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
+    return plan_.transposed.at(v) ? 1 - t.contig_dim : t.contig_dim;
+  };
+  int kc = kinst * dtype_bytes(in) / 16; // 16-byte chunks per k step
+  std::string a_base, b_base;
+  bool a_ldm = a_smem && (contig(a) == 1 || !tf32), b_ldm = b_smem && (contig(b) == 0 || !tf32);
+  if (a_smem && a_ldm)
+    a_base = contig(a) == 1 ? fragment_base(a, "kiln_wm + kiln_lane % 16", "kiln_lane / 16")
+                            : fragment_base(a, "kiln_lane % 8 + (kiln_lane / 16) * 8", "(kiln_lane / 8) % 2");
+  bool b_pairs = NT % 2 == 0;
+  if (b_smem && b_ldm) {
+    if (contig(b) == 0)
+      b_base = b_pairs ? fragment_base(b, "kiln_wn + kiln_lane % 8 + (kiln_lane / 16) * 8", "(kiln_lane / 8) % 2")
+                       : fragment_base(b, "kiln_wn + kiln_lane % 8", "(kiln_lane / 8) % 2");
+    else
+      b_base = fragment_base(b, "kiln_lane % 8 + ((kiln_lane / 8) % 2) * 8", b_pairs ? "kiln_lane / 16" : "0");
+  }
   line("#pragma unroll");
   line("for (int kt = 0; kt < {}; ++kt) {{", KT);
   open();
   line("kiln::u32 fa[{}][4];", MT);
-  line("kiln::u32 fb[{}][2];", NT);
-  // A fragments.
-  if (a_smem) {
-    const SharedTile& t = plan_.tiles[plan_.tile_of.at(a)];
-    int contig = plan_.transposed.at(a) ? 1 - t.contig_dim : t.contig_dim;
-    line("#pragma unroll");
-    line("for (int mt = 0; mt < {}; ++mt) {{", MT);
-    if (contig == 1) { // K contiguous: rows are m
-      line("  const int row = kiln_wm + mt * 16 + (kiln_lane % 16);");
-      line("  const int chunk = kt * {} + kiln_lane / 16;", kinst * t.elem_bytes / 16);
-      line("  kiln::ldmatrix_x4(kiln::smem_u32(kiln_smem + {} + row * {} + {} * 16), fa[mt]);", tile_base(t),
-           t.cols * t.elem_bytes, swizzled(t, "row", "chunk"));
-    } else if (!tf32) { // M contiguous: rows are k
-      line("  const int row = kt * 16 + (kiln_lane % 8) + ((kiln_lane / 8) / 2) * 8;");
-      line("  const int chunk = (kiln_wm + mt * 16) / 8 + (kiln_lane / 8) % 2;");
-      line("  kiln::ldmatrix_x4_trans(kiln::smem_u32(kiln_smem + {} + row * {} + {} * 16), fa[mt]);", tile_base(t),
-           t.cols * t.elem_bytes, swizzled(t, "row", "chunk"));
-    } else {
-      line("  const int g = kiln_lane / 4, q = kiln_lane % 4, m0 = kiln_wm + mt * 16, k0 = kt * 8;");
-      for (int i = 0; i < 4; ++i)
-        line("  fa[mt][{}] = kiln::to_tf32(*reinterpret_cast<const float*>(kiln_smem + {}));", i,
-             tile_elem(a, fmt::format("m0 + g + {}", (i % 2) * 8), fmt::format("k0 + q + {}", (i / 2) * 4)));
-    }
-    line("}}");
+  line("#pragma unroll");
+  line("for (int mt = 0; mt < {}; ++mt) {{", MT);
+  if (a_smem && a_ldm) {
+    if (contig(a) == 1)
+      line("  kiln::ldmatrix_x4({}, fa[mt]);", fragment_addr(a, a_base, fmt::format("kt * {}", kc), "mt * 16"));
+    else
+      line("  kiln::ldmatrix_x4_trans({}, fa[mt]);", fragment_addr(a, a_base, "(kiln_wm + mt * 16) / 8", "kt * 16"));
+  } else if (a_smem) { // tf32 with M contiguous: plain shared loads
+    line("  const int g = kiln_lane / 4, q = kiln_lane % 4, m0 = kiln_wm + mt * 16, k0 = kt * 8;");
+    for (int i = 0; i < 4; ++i)
+      line("  fa[mt][{}] = kiln::to_tf32(*reinterpret_cast<const float*>(kiln_smem + {}));", i,
+           tile_elem(a, fmt::format("m0 + g + {}", (i % 2) * 8), fmt::format("k0 + q + {}", (i / 2) * 4)));
+  } else if (tf32) {
+    for (int i = 0; i < 4; ++i)
+      line("  fa[mt][{0}] = kiln::to_tf32({1}[4 * (kt + {2} * mt) + {0}]);", i, ar, KT);
   } else {
-    line("#pragma unroll");
-    line("for (int mt = 0; mt < {}; ++mt) {{", MT);
-    if (tf32) {
-      for (int i = 0; i < 4; ++i)
-        line("  fa[mt][{0}] = kiln::to_tf32({1}[4 * (kt + {2} * mt) + {0}]);", i, ar, KT);
-    } else {
-      for (int i = 0; i < 4; ++i)
-        line("  fa[mt][{0}] = {1}({2}[8 * (kt + {3} * mt) + {4}], {2}[8 * (kt + {3} * mt) + {5}]);", i, pack, ar, KT,
-             2 * i, 2 * i + 1);
-    }
-    line("}}");
+    for (int i = 0; i < 4; ++i)
+      line("  fa[mt][{0}] = {1}({2}[8 * (kt + {3} * mt) + {4}], {2}[8 * (kt + {3} * mt) + {5}]);", i, pack2, ar, KT,
+           2 * i, 2 * i + 1);
   }
-  // B fragments.
-  if (b_smem) {
-    const SharedTile& t = plan_.tiles[plan_.tile_of.at(b)];
-    int contig = plan_.transposed.at(b) ? 1 - t.contig_dim : t.contig_dim;
-    std::string addr = fmt::format("kiln::smem_u32(kiln_smem + {} + row * {} + {} * 16)", tile_base(t),
-                                   t.cols * t.elem_bytes, swizzled(t, "row", "chunk"));
-    if (contig == 0 || tf32) {
-      if (contig == 0 && NT % 2 == 0) { // K contiguous: rows are n; x4 covers two n-tiles
-        line("#pragma unroll");
-        line("for (int nt = 0; nt < {}; nt += 2) {{", NT);
-        line("  const int row = kiln_wn + nt * 8 + (kiln_lane % 8) + (kiln_lane / 16) * 8;");
-        line("  const int chunk = kt * {} + (kiln_lane / 8) % 2;", kinst * t.elem_bytes / 16);
-        line("  kiln::u32 q[4];");
-        line("  kiln::ldmatrix_x4({}, q);", addr);
-        line("  fb[nt][0] = q[0]; fb[nt][1] = q[1]; fb[nt + 1][0] = q[2]; fb[nt + 1][1] = q[3];");
-        line("}}");
-      } else if (contig == 0) {
-        line("#pragma unroll");
-        line("for (int nt = 0; nt < {}; ++nt) {{", NT);
-        line("  const int row = kiln_wn + nt * 8 + (kiln_lane % 8);");
-        line("  const int chunk = kt * {} + (kiln_lane / 8) % 2;", kinst * t.elem_bytes / 16);
-        line("  kiln::ldmatrix_x2({}, fb[nt]);", addr);
-        line("}}");
-      } else { // tf32 with N contiguous: plain shared loads
-        line("#pragma unroll");
-        line("for (int nt = 0; nt < {}; ++nt) {{", NT);
-        line("  const int g = kiln_lane / 4, q = kiln_lane % 4, n0 = kiln_wn + nt * 8, k0 = kt * 8;");
-        for (int i = 0; i < 2; ++i)
-          line("  fb[nt][{}] = kiln::to_tf32(*reinterpret_cast<const float*>(kiln_smem + {}));", i,
-               tile_elem(b, fmt::format("k0 + q + {}", i * 4), "n0 + g"));
-        line("}}");
-      }
-    } else { // N contiguous: rows are k, transposed loads
-      if (NT % 2 == 0) {
-        line("#pragma unroll");
-        line("for (int nt = 0; nt < {}; nt += 2) {{", NT);
-        line("  const int row = kt * 16 + (kiln_lane % 8) + ((kiln_lane / 8) % 2) * 8;");
-        line("  const int chunk = (kiln_wn + nt * 8) / 8 + kiln_lane / 16;");
-        line("  kiln::u32 q[4];");
-        line("  kiln::ldmatrix_x4_trans({}, q);", addr);
-        line("  fb[nt][0] = q[0]; fb[nt][1] = q[1]; fb[nt + 1][0] = q[2]; fb[nt + 1][1] = q[3];");
-        line("}}");
-      } else {
-        line("#pragma unroll");
-        line("for (int nt = 0; nt < {}; ++nt) {{", NT);
-        line("  const int row = kt * 16 + (kiln_lane % 8) + ((kiln_lane / 8) % 2) * 8;");
-        line("  const int chunk = (kiln_wn + nt * 8) / 8;");
-        line("  kiln::ldmatrix_x2_trans({}, fb[nt]);", addr);
-        line("}}");
-      }
-    }
-  } else {
-    line("#pragma unroll");
-    line("for (int nt = 0; nt < {}; ++nt) {{", NT);
-    if (tf32) {
-      for (int i = 0; i < 2; ++i)
-        line("  fb[nt][{0}] = kiln::to_tf32({1}[2 * (kt + {2} * nt) + {0}]);", i, br, KT);
+  line("}}");
+  // B fragments, a pair of n-tiles at a time, each pair consumed by the mmas right away.
+  int step = b_smem && b_ldm && b_pairs ? 2 : 1;
+  line("#pragma unroll");
+  line("for (int nt = 0; nt < {}; nt += {}) {{", NT, step);
+  open();
+  line("kiln::u32 fb[2][2];");
+  if (b_smem && b_ldm) {
+    if (contig(b) == 0 && b_pairs) {
+      line("kiln::u32 q[4];");
+      line("kiln::ldmatrix_x4({}, q);", fragment_addr(b, b_base, fmt::format("kt * {}", kc), "nt * 8"));
+      line("fb[0][0] = q[0]; fb[0][1] = q[1]; fb[1][0] = q[2]; fb[1][1] = q[3];");
+    } else if (contig(b) == 0) {
+      line("kiln::ldmatrix_x2({}, fb[0]);", fragment_addr(b, b_base, fmt::format("kt * {}", kc), "nt * 8"));
+    } else if (b_pairs) {
+      line("kiln::u32 q[4];");
+      line("kiln::ldmatrix_x4_trans({}, q);", fragment_addr(b, b_base, "kiln_wn / 8 + nt", "kt * 16"));
+      line("fb[0][0] = q[0]; fb[0][1] = q[1]; fb[1][0] = q[2]; fb[1][1] = q[3];");
     } else {
-      for (int i = 0; i < 2; ++i)
-        line("  fb[nt][{0}] = {1}({2}[4 * (kt + {3} * nt) + {4}], {2}[4 * (kt + {3} * nt) + {5}]);", i, pack, br, KT,
-             2 * i, 2 * i + 1);
+      line("kiln::ldmatrix_x2_trans({}, fb[0]);", fragment_addr(b, b_base, "kiln_wn / 8 + nt", "kt * 16"));
     }
-    line("}}");
+  } else if (b_smem) { // tf32 with N contiguous: plain shared loads
+    line("const int g = kiln_lane / 4, q = kiln_lane % 4, n0 = kiln_wn + nt * 8, k0 = kt * 8;");
+    for (int i = 0; i < 2; ++i)
+      line("fb[0][{}] = kiln::to_tf32(*reinterpret_cast<const float*>(kiln_smem + {}));", i,
+           tile_elem(b, fmt::format("k0 + q + {}", i * 4), "n0 + g"));
+  } else if (tf32) {
+    for (int i = 0; i < 2; ++i)
+      line("fb[0][{0}] = kiln::to_tf32({1}[2 * (kt + {2} * nt) + {0}]);", i, br, KT);
+  } else {
+    for (int i = 0; i < 2; ++i)
+      line("fb[0][{0}] = kiln::pack2({1}[4 * (kt + {2} * nt) + {3}], {1}[4 * (kt + {2} * nt) + {4}]);", i, br, KT,
+           2 * i, 2 * i + 1);
   }
   line("#pragma unroll");
   line("for (int mt = 0; mt < {}; ++mt) {{", MT);
   line("  #pragma unroll");
-  line("  for (int nt = 0; nt < {}; ++nt) {{", NT);
-  line("    {}(*reinterpret_cast<float(*)[4]>(&{}[4 * (nt + {} * mt)]), fa[mt], fb[nt]);", mma_fn, d, NT);
+  line("  for (int j = 0; j < {}; ++j) {{", step);
+  line("    {}(*reinterpret_cast<float(*)[4]>(&{}[4 * (nt + j + {} * mt)]), fa[mt], fb[j]);", mma_fn, d, NT);
   line("  }}");
+  line("}}");
+  close();
   line("}}");
   close();
   line("}}");
@@ -1334,7 +1353,28 @@ void Emitter::emit_if(const Op& op) {
     name_[op.results[i]] = vars[i];
 }
 
+void Emitter::find_fused_casts() {
+  if (!opt_.tensor_cores)
+    return;
+  std::unordered_map<ValueId, int> uses;
+  walk(k_.body, [&](const Op& o) {
+    for (ValueId v : o.operands)
+      ++uses[v];
+  });
+  walk(k_.body, [&](const Op& o) {
+    if (o.kind != OpKind::Dot || o.tf32)
+      return;
+    ValueId a = o.operands[0];
+    const Op* def = k_.info(a).def;
+    if (def && def->kind == OpKind::Cast && uses[a] == 1 && k_.type(def->operands[0]).elem == DType::f32 &&
+        is_half(k_.type(a).elem) && plan_.where(a) == Placement::Registers &&
+        plan_.where(def->operands[0]) == Placement::Registers)
+      fused_casts_.insert(a);
+  });
+}
+
 EmittedKernel Emitter::run() {
+  find_fused_casts();
   std::string params;
   for (size_t i = 0; i < k_.params.size(); ++i) {
     const Param& p = k_.params[i];
@@ -1347,9 +1387,9 @@ EmittedKernel Emitter::run() {
   EmittedKernel e;
   e.scratch_bytes = scratch_bytes_;
   e.conversions = conversions_;
-  std::string head = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", threads_,
+  std::string head = fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}({}) {{\n", threads_,
                                  identifier(k_.name), params);
-  head += "  extern __shared__ __align__(128) unsigned char kiln_smem[];\n";
+  head += "  extern __shared__ __align__(1024) unsigned char kiln_smem[];\n";
   head += "  const int kiln_lane = threadIdx.x % 32;\n  const int kiln_warp = threadIdx.x / 32;\n";
   for (const std::string& d : layout_decls_)
     head += "  " + d + "\n";

@@ -73,7 +73,7 @@ KernelDef fa2_fwd_def() {
   d.name = "fa2_fwd";
   d.summary = "FlashAttention-2 forward: O and LSE of softmax(Q K^T * sm_scale) V, one program per Q tile";
   d.params = attention_param_defs();
-  d.default_num_warps = 4;
+  d.default_num_warps = 8; // 16 rows per warp: no spills on sm_80 or sm_90 (4 warps spill on sm_80)
   d.default_num_stages = 2;
   d.build = build_fa2_fwd;
   d.config_space = [] {
