@@ -50,7 +50,8 @@ void Session::time(CaseRecord& r, const std::function<void(rt::Stream&)>& launch
   if (once > 0)
     reps = static_cast<int>(std::clamp(std::floor(options_.case_budget_ms / once), 3.0, double(options_.reps)));
   reps = std::min(reps, options_.reps);
-  const int warmup = std::min(options_.warmup, reps);
+  // A launch that alone takes a third of the budget is warm after one more.
+  const int warmup = std::min(once > options_.case_budget_ms / 3 ? 1 : options_.warmup, reps);
   r.time_ms = rt::time_kernel_ms(launch, rt::TimingOptions{warmup, reps, flush_l2});
   r.reps = reps;
   r.warmup = warmup;

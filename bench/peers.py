@@ -166,7 +166,7 @@ class Timer:
         if once > 0:
             reps = int(min(max(math.floor(self.budget_ms / once), 3), self.reps))
         reps = min(reps, self.reps)
-        warmup = min(self.warmup, reps)
+        warmup = min(1 if once > self.budget_ms / 3 else self.warmup, reps)
         return self._time(fn, warmup, reps, flush), reps, warmup
 
 
@@ -431,6 +431,8 @@ def main(argv=None):
 
     if args.kiln_json and os.path.exists(args.kiln_json):
         attn, mm = shapes_from_kiln(args.kiln_json)
+        with open(args.kiln_json) as f:  # measure only the suites kiln_bench ran
+            suites &= set((json.load(f).get("options") or {}).get("suites") or suites)
     else:
         attn, mm = attention_shapes(args.quick), matmul_shapes(args.quick)
     attn = [s for s in attn if s[0] in suites]
