@@ -150,9 +150,9 @@ Config default_fa2_config(const AttentionProblem& p) {
   // the staged K/V ring still fits in shared memory.
   c.set("BLOCK_M", 128);
   c.set("BLOCK_N", hd > 128 || p.dtype == DType::f32 ? 32 : 64);
-  // Measured on an H200 (docs/worklog.md): 4 warps and 2 stages are fastest at D = 64, where 32 rows
-  // per warp still fit the register file on sm_90; wider heads need 8 warps.
-  c.num_warps = hd >= 128 ? 8 : 4;
+  // Measured on an H200 (docs/worklog.md): 128 x 64 tiles, 4 warps (32 rows each) and 2 stages are
+  // fastest at D = 64 and D = 128; D = 256 needs 8 warps to keep the O tile in registers.
+  c.num_warps = hd > 128 ? 8 : 4;
   c.num_stages = 2;
   return c;
 }
