@@ -40,6 +40,8 @@ void Session::run_case(BenchCase& c) {
     r.error = e.what();
   } catch (const InternalError& e) {
     r.error = e.what();
+  } catch (const std::exception& e) { // out of host memory, say: the other cases may still run
+    r.error = e.what();
   }
 }
 

@@ -6,6 +6,7 @@
 #include "bench/bench_session.h"
 #include "bench/matmul_bench.h"
 #include "bench/memory_bench.h"
+#include "bench/self_test.h"
 
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
@@ -60,6 +61,8 @@ cl::opt<bool> precompile("precompile",
                          cl::desc("Only generate and compile every case's kernel into the compile cache (no GPU "
                                   "needed with --arch)"),
                          cl::cat(category));
+cl::opt<bool> self_test("self-test", cl::desc("Check the harness itself on the CPU (references, fills, keys)"),
+                        cl::cat(category));
 cl::opt<std::string> arch("arch", cl::desc("Target of --precompile (default: the current device's)"),
                           cl::value_desc("sm_XY"), cl::cat(category));
 cl::opt<std::string> shard("shard", cl::desc("With --precompile: compile only the I-th of N parts (0-based), so "
@@ -189,6 +192,8 @@ int run(int argc, char** argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "kiln_bench: kiln's kernels on the current GPU, checked, then timed.\n\n"
                               "  kiln_bench [attention|matmul|memory|seeds|all]... [--quick] [--json FILE]\n");
+  if (self_test)
+    return run_self_test() ? 1 : 0;
   if (reps < 1 || warmup < 0)
     fail("--reps must be at least 1 and --warmup at least 0, got {} and {}", reps.getValue(), warmup.getValue());
   BenchOptions options;

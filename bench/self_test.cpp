@@ -1,0 +1,115 @@
+#include "bench/self_test.h"
+
+#include "bench/attention_sampled_reference.h"
+#include "bench/bench_record.h"
+#include "bench/random_fill.h"
+
+#include "kernels/compare.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string>
+
+namespace kiln::bench {
+
+namespace {
+
+int report(bool ok, const std::string& what) {
+  fmt::print(stderr, "self-test {}: {}\n", ok ? "ok  " : "FAIL", what);
+  return ok ? 0 : 1;
+}
+
+// The sampled reference must reproduce reference() on the rows it samples, for every masking mode,
+// GQA and both layouts; and gather_rows must pick the same rows out of the kernel's output layout.
+int check_sampled_reference() {
+  int failures = 0;
+  struct Shape {
+    int64_t B, H, H_KV, N_Q, N_K, D;
+    int causal;
+    bool bshd;
+  };
+  for (Shape s : {Shape{2, 4, 2, 37, 53, 24, 0, false}, Shape{1, 3, 3, 64, 64, 16, 1, true},
+                  Shape{3, 2, 1, 40, 29, 8, 2, false}, Shape{1, 1, 1, 29, 40, 32, 1, false}}) {
+    AttentionProblem p;
+    p.B = s.B, p.H = s.H, p.H_KV = s.H_KV, p.N_Q = s.N_Q, p.N_K = s.N_K, p.D = s.D;
+    p.causal = s.causal;
+    p.bshd_layout = s.bshd;
+    AttentionInputs in{HostBuffer(p.dtype, q_numel(p), "Q"), HostBuffer(p.dtype, kv_numel(p), "K"),
+                       HostBuffer(p.dtype, kv_numel(p), "V")};
+    fill_uniform(in.q, 1, 1.0);
+    fill_uniform(in.k, 2, 1.0);
+    fill_uniform(in.v, 3, 1.0);
+    const AttentionResult full = reference(p, in);
+    const std::vector<QueryRow> rows = sample_query_rows(p, 24, 7);
+    const AttentionResult sampled = sampled_reference(p, in, rows);
+    AttentionResult want;
+    for (const QueryRow& r : rows) {
+      const size_t row = static_cast<size_t>((r.b * p.H + r.h) * p.N_Q + r.i);
+      for (int64_t d = 0; d < p.D; ++d)
+        want.o.push_back(full.o[row * static_cast<size_t>(p.D) + static_cast<size_t>(d)]);
+      want.lse.push_back(full.lse[row]);
+    }
+    Comparison co = compare_to_reference(sampled.o, want.o), cl = compare_to_reference(sampled.lse, want.lse);
+    failures += report(co.ok(1e-13) && cl.ok(1e-13) && !rows.empty(),
+                       fmt::format("sampled reference = reference on {} rows of {}: O {}, LSE {}", rows.size(),
+                                   p.str(), co.str(), cl.str()));
+
+    // An output buffer in the problem's layout holding the reference, read back through gather_rows.
+    AttentionOutputs out{HostBuffer(p.dtype, q_numel(p), "O"), HostBuffer(DType::f32, p.B * p.H * p.N_Q, "LSE")};
+    const AttentionStrides st = attention_strides(p);
+    for (int64_t b = 0; b < p.B; ++b)
+      for (int64_t h = 0; h < p.H; ++h)
+        for (int64_t i = 0; i < p.N_Q; ++i) {
+          const size_t row = static_cast<size_t>((b * p.H + h) * p.N_Q + i);
+          for (int64_t d = 0; d < p.D; ++d)
+            out.o.set(b * st.o.b + h * st.o.h + i * st.o.n + d, full.o[row * static_cast<size_t>(p.D) + d]);
+          out.lse.set(static_cast<int64_t>(row), full.lse[row]);
+        }
+    const AttentionResult gathered = gather_rows(p, out.o, out.lse, rows);
+    const AttentionResult all = gather_outputs(p, out);
+    bool same = gathered.o.size() == want.o.size();
+    for (size_t r = 0; same && r < rows.size(); ++r) {
+      const size_t row = static_cast<size_t>((rows[r].b * p.H + rows[r].h) * p.N_Q + rows[r].i);
+      for (size_t d = 0; d < static_cast<size_t>(p.D); ++d)
+        same &= gathered.o[r * p.D + d] == all.o[row * p.D + d];
+      same &= gathered.lse[r] == all.lse[row] || (std::isinf(gathered.lse[r]) && std::isinf(all.lse[row]));
+    }
+    failures += report(same, fmt::format("gather_rows agrees with gather_outputs ({})", p.str()));
+  }
+  return failures;
+}
+
+int check_fill() {
+  int failures = 0;
+  for (DType t : {DType::f16, DType::bf16, DType::f32}) {
+    HostBuffer a(t, 4096, "a"), b(t, 4096, "b");
+    fill_uniform(a, 42, 2.0);
+    fill_uniform(b, 42, 2.0);
+    double lo = 0, hi = 0, sum = 0;
+    bool nonzero = false;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const double v = a.get(i);
+      lo = std::min(lo, v), hi = std::max(hi, v), sum += v;
+      nonzero |= v != 0;
+    }
+    failures += report(a.bytes == b.bytes && nonzero && lo >= -2 && hi <= 2 && lo < -1.5 && hi > 1.5 &&
+                           std::fabs(sum / 4096) < 0.1,
+                       fmt::format("fill_uniform {}: deterministic, in [-2, 2] (min {:.3f}, max {:.3f}, mean {:.3f})",
+                                   dtype_name(t), lo, hi, sum / 4096));
+  }
+  return failures;
+}
+
+int check_keys() {
+  const std::string k = case_key("attention", "f16", {{"B", 16}, {"H", 16}, {"N", 1024}, {"D", 128}}, 1);
+  const std::string m = case_key("matmul", "bf16", {{"M", 4096}, {"N", 4096}, {"K", 4096}}, -1);
+  return report(k == "attention:f16:B16:H16:N1024:D128:causal1" && m == "matmul:bf16:M4096:N4096:K4096",
+                fmt::format("case keys as peers.py writes them: {} and {}", k, m));
+}
+
+} // namespace
+
+int run_self_test() { return check_sampled_reference() + check_fill() + check_keys(); }
+
+} // namespace kiln::bench
