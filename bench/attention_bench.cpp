@@ -83,17 +83,21 @@ CheckResult check_attention(const AttentionProblem& p, const AttentionInputs& in
   return c;
 }
 
-void run_attention(Session& s, const JitKernel& k, CaseRecord& r, const AttentionProblem& p, const Config& config,
-                   bool fa1, AttentionDataCache& cache) {
+void run_attention(Session& s, const JitKernel& k, CaseRecord& r, const AttentionProblem& p,
+                   const Config& config, bool fa1, AttentionDataCache& cache) {
   check_attention_config(p, config);
   AttentionData& data = cache.get(p, s.options().seed);
   rt::DeviceBuffer o = poisoned_device_buffer(p.dtype, q_numel(p));
   rt::DeviceBuffer lse = poisoned_device_buffer(DType::f32, p.B * p.H * p.N_Q);
   // Host stand-ins only name the outputs for the argument list; the kernel writes the device buffers.
   AttentionOutputs out{HostBuffer(p.dtype, 0, "O"), HostBuffer(DType::f32, 0, "LSE")};
-  Fa1Scratch scratch{HostBuffer(DType::f32, 0, "OACC"), HostBuffer(DType::f32, 0, "L"), HostBuffer(DType::f32, 0, "M")};
-  DeviceMirrors mirrors = {{&data.host.q, &data.q}, {&data.host.k, &data.k}, {&data.host.v, &data.v},
-                           {&out.o, &o},            {&out.lse, &lse}};
+  Fa1Scratch scratch{HostBuffer(DType::f32, 0, "OACC"), HostBuffer(DType::f32, 0, "L"),
+                     HostBuffer(DType::f32, 0, "M")};
+  DeviceMirrors mirrors = {{&data.host.q, &data.q},
+                           {&data.host.k, &data.k},
+                           {&data.host.v, &data.v},
+                           {&out.o, &o},
+                           {&out.lse, &lse}};
   std::vector<InterpArg> interp_args;
   rt::DeviceBuffer oacc, l, m;
   if (fa1) {
@@ -114,7 +118,8 @@ void run_attention(Session& s, const JitKernel& k, CaseRecord& r, const Attentio
   r.check = check_attention(p, data.host, o, lse, s.options().seed ^ 0x5A5A);
   if (!r.check.ok)
     return;
-  s.time(r, [&](rt::Stream& stream) { k.launch(grid, args, stream); }, /*flush_l2=*/false);
+  s.time(
+      r, [&](rt::Stream& stream) { k.launch(grid, args, stream); }, /*flush_l2=*/false);
 }
 
 AttentionProblem sweep_problem(DType dtype, int64_t N, int64_t D, int causal) {
@@ -153,7 +158,8 @@ BenchCase attention_case(const std::string& suite, const std::string& system, co
   r.causal = p.causal;
   r.key = case_key(r.op, r.dtype, r.shape, r.causal);
   // 2·N_Q·N_K·D for QKᵀ and as many for PV, per (batch, head); a causal mask skips half of both.
-  r.flops = 4.0 * double(p.B) * double(p.H) * double(p.N_Q) * double(p.N_K) * double(p.D) / (p.causal ? 2.0 : 1.0);
+  r.flops =
+      4.0 * double(p.B) * double(p.H) * double(p.N_Q) * double(p.N_K) * double(p.D) / (p.causal ? 2.0 : 1.0);
   if (fa1) {
     c.def = fa1_fwd_def();
     c.config = default_fa1_config(p);
@@ -183,19 +189,20 @@ std::vector<BenchCase> attention_cases(const BenchOptions& options) {
         for (int64_t N : {1024, 2048, 4096, 8192, 16384}) {
           if (q && N != 1024 && N != 4096)
             continue;
-          cases.push_back(attention_case("attention", "kiln_fa2", "", sweep_problem(dtype, N, D, causal), false,
-                                         options, cache));
+          cases.push_back(attention_case("attention", "kiln_fa2", "", sweep_problem(dtype, N, D, causal),
+                                         false, options, cache));
         }
   }
   if (q)
-    cases.push_back(attention_case("attention", "kiln_fa2", "", sweep_problem(DType::bf16, 4096, 128, 0), false,
-                                   options, cache));
+    cases.push_back(attention_case("attention", "kiln_fa2", "", sweep_problem(DType::bf16, 4096, 128, 0),
+                                   false, options, cache));
   // The long single head: one (batch, head), so N_Q / BLOCK_M programs only.
   for (int causal : {0, 1}) {
     if (q && causal)
       continue;
     cases.push_back(attention_case("attention", "kiln_fa2", "single head",
-                                   single_problem(DType::f16, 1, 1, 16384, 64, causal), false, options, cache));
+                                   single_problem(DType::f16, 1, 1, 16384, 64, causal), false, options,
+                                   cache));
   }
   // FA1 parallelises over (batch, head) only and round-trips its state through memory: slow by design,
   // so a few shapes where it still fills the GPU.
@@ -204,8 +211,8 @@ std::vector<BenchCase> attention_cases(const BenchOptions& options) {
       for (int causal : {0, 1}) {
         if ((q && (D != 64 || N != 1024 || causal)) || (N == 4096 && causal))
           continue;
-        cases.push_back(
-            attention_case("attention", "kiln_fa1", "", sweep_problem(DType::f16, N, D, causal), true, options, cache));
+        cases.push_back(attention_case("attention", "kiln_fa1", "", sweep_problem(DType::f16, N, D, causal),
+                                       true, options, cache));
       }
   return cases;
 }
@@ -218,8 +225,8 @@ std::vector<BenchCase> seed_cases(const BenchOptions& options) {
   for (int64_t N : {64, 128, 256, 512, 1024, 2048}) {
     if (q && N != 128 && N != 1024)
       continue;
-    cases.push_back(
-        attention_case("seeds", "kiln_fa2", "", single_problem(DType::f16, 1, 1, N, 64, 0), false, options, cache));
+    cases.push_back(attention_case("seeds", "kiln_fa2", "", single_problem(DType::f16, 1, 1, N, 64, 0), false,
+                                   options, cache));
   }
   // K read through a transposed block pointer (K_TRANSPOSED=1) vs row-major tiles transposed on chip.
   for (int64_t H : {1, 32}) {
@@ -236,8 +243,8 @@ std::vector<BenchCase> seed_cases(const BenchOptions& options) {
   for (bool tf32 : {false, true}) {
     AttentionProblem p = single_problem(DType::f32, 1, 1, 8192, 32, 0);
     p.tf32 = tf32;
-    cases.push_back(attention_case("seeds", tf32 ? "kiln_fa2_tf32" : "kiln_fa2", tf32 ? "TF32=1" : "exact f32", p,
-                                   false, options, cache));
+    cases.push_back(attention_case("seeds", tf32 ? "kiln_fa2_tf32" : "kiln_fa2",
+                                   tf32 ? "TF32=1" : "exact f32", p, false, options, cache));
   }
   return cases;
 }

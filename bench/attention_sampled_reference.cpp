@@ -27,8 +27,8 @@ bool key_visible(const AttentionProblem& p, int64_t i, int64_t j) {
 }
 
 // The rows of one (b, h) pair against that pair's kv head, converted once to double.
-void reference_for_head(const AttentionProblem& p, const AttentionInputs& in, const std::vector<QueryRow>& rows,
-                        size_t first, size_t last, AttentionResult& out) {
+void reference_for_head(const AttentionProblem& p, const AttentionInputs& in,
+                        const std::vector<QueryRow>& rows, size_t first, size_t last, AttentionResult& out) {
   const AttentionStrides s = attention_strides(p);
   const int64_t b = rows[first].b, h = rows[first].h, hk = h / (p.H / p.H_KV);
   const size_t D = static_cast<size_t>(p.D), NK = static_cast<size_t>(p.N_K);
@@ -108,7 +108,8 @@ AttentionResult sampled_reference(const AttentionProblem& p, const AttentionInpu
     size_t last = first;
     while (last < rows.size() && rows[last].b == rows[first].b && rows[last].h == rows[first].h)
       ++last;
-    tasks.push_back(std::async(std::launch::async, [&, first, last] { reference_for_head(p, in, rows, first, last, out); }));
+    tasks.push_back(std::async(std::launch::async,
+                               [&, first, last] { reference_for_head(p, in, rows, first, last, out); }));
     first = last;
   }
   for (auto& t : tasks)

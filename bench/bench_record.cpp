@@ -53,6 +53,7 @@ llvm::json::Value to_json(const CaseRecord& r) {
                        {"reps", r.reps},
                        {"warmup", r.warmup},
                        {"l2_flushed", r.l2_flushed},
+                       {"wall_seconds", r.wall_seconds},
                        {"ok", r.ok()},
                        {"error", r.error.empty() ? llvm::json::Value(nullptr) : llvm::json::Value(r.error)}};
   if (r.causal >= 0)

@@ -30,24 +30,25 @@ struct CaseRecord {
   // Identity. `key` names the problem (suite, op, dtype, shape, masking) and is what peers.py writes too;
   // `system` names who solved it ("kiln_fa2", "kiln_fa2_krow", "sdpa_flash", ...).
   std::string key;
-  std::string suite;  // "attention", "matmul", "memory", "seeds"
-  std::string op;     // "attention", "matmul", "vector_add", "softmax"
+  std::string suite; // "attention", "matmul", "memory", "seeds"
+  std::string op;    // "attention", "matmul", "vector_add", "softmax"
   std::string system;
   std::string dtype;
   std::vector<std::pair<std::string, int64_t>> shape; // ordered, e.g. B, H, N, D
-  int causal = -1;                                     // attention: 0 none, 1 top-left; -1 elsewhere
-  std::string note;                                    // what distinguishes this system's variant, if anything
+  int causal = -1;                                    // attention: 0 none, 1 top-left; -1 elsewhere
+  std::string note;                                   // what distinguishes this system's variant, if anything
 
   // Work, fixed by the shape: FLOPs for compute-bound ops, bytes read + written for memory-bound ones.
   double flops = 0, bytes = 0;
 
   // Filled in by the run.
-  std::string config;  // Config::str() of the kernel that ran
+  std::string config; // Config::str() of the kernel that ran
   CheckResult check;
   double time_ms = kNotMeasured; // median of `reps` event-timed launches
   int reps = 0, warmup = 0;
   bool l2_flushed = false;
-  std::string error;             // why the case has no time (compile failure, wrong output, ...)
+  std::string error;       // why the case has no time (compile failure, wrong output, ...)
+  double wall_seconds = 0; // the whole case on the host clock: compile, inputs, check, timing
 
   bool ok() const { return check.ok && error.empty() && time_ms == time_ms; }
   double tflops() const { return flops > 0 && ok() ? flops / (time_ms * 1e-3) / 1e12 : kNotMeasured; }

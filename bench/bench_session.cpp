@@ -7,6 +7,7 @@
 #include <llvm/ADT/StringRef.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 namespace kiln::bench {
@@ -31,6 +32,7 @@ void Session::precompile(const KernelDef& def, const Config& config, const std::
 void Session::run_case(BenchCase& c) {
   CaseRecord& r = c.record;
   r.config = c.config.str();
+  const auto start = std::chrono::steady_clock::now();
   try {
     const JitKernel& k = kernel(c.def, c.config);
     c.run(*this, k, r);
@@ -43,6 +45,7 @@ void Session::run_case(BenchCase& c) {
   } catch (const std::exception& e) { // out of host memory, say: the other cases may still run
     r.error = e.what();
   }
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void Session::time(CaseRecord& r, const std::function<void(rt::Stream&)>& launch, bool flush_l2) {
@@ -50,7 +53,8 @@ void Session::time(CaseRecord& r, const std::function<void(rt::Stream&)>& launch
   const double once = rt::time_kernel_ms(launch, rt::TimingOptions{0, 1, flush_l2});
   int reps = options_.reps;
   if (once > 0)
-    reps = static_cast<int>(std::clamp(std::floor(options_.case_budget_ms / once), 3.0, double(options_.reps)));
+    reps =
+        static_cast<int>(std::clamp(std::floor(options_.case_budget_ms / once), 3.0, double(options_.reps)));
   reps = std::min(reps, options_.reps);
   // A launch that alone takes a third of the budget is warm after one more.
   const int warmup = std::min(once > options_.case_budget_ms / 3 ? 1 : options_.warmup, reps);
@@ -68,7 +72,8 @@ std::map<std::string, int64_t> parse_overrides(const std::string& text, const st
     auto [name, value] = item.trim().split('=');
     int64_t v = 0;
     if (name.empty() || value.trim().getAsInteger(10, v))
-      fail("--{}: expected NAME=INTEGER items separated by commas, got '{}' in '{}'", option, item.str(), text);
+      fail("--{}: expected NAME=INTEGER items separated by commas, got '{}' in '{}'", option, item.str(),
+           text);
     out[name.trim().str()] = v;
   }
   return out;

@@ -18,14 +18,14 @@
 namespace kiln::bench {
 
 struct BenchOptions {
-  bool quick = false;          // a small subset of every suite, for smoke runs
-  int reps = 20;               // timed launches per case (at most; see case_budget_ms)
-  int warmup = 3;              // untimed launches before them
+  bool quick = false;           // a small subset of every suite, for smoke runs
+  int reps = 20;                // timed launches per case (at most; see case_budget_ms)
+  int warmup = 3;               // untimed launches before them
   double case_budget_ms = 1500; // fewer reps (never below 3) when reps launches would take longer
-  uint64_t seed = 20240607;    // inputs are random from this seed
+  uint64_t seed = 20240607;     // inputs are random from this seed
   std::map<std::string, int64_t> fa2_overrides;    // --config NAME=V,... applied to every FA2 case
   std::map<std::string, int64_t> matmul_overrides; // --matmul-config
-  std::string filter;          // run only cases whose key or system contains this
+  std::string filter;                              // run only cases whose key or system contains this
 };
 
 class Session;

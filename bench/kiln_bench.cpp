@@ -36,37 +36,44 @@ namespace {
 cl::OptionCategory category("kiln_bench options");
 
 cl::list<std::string> suite_args(cl::Positional, cl::desc("[suite...]"), cl::cat(category));
-cl::list<std::string> suite_opt("suite", cl::desc("Suites to run: attention, matmul, memory, seeds, all (default all)"),
-                                cl::CommaSeparated, cl::value_desc("name,..."), cl::cat(category));
-cl::opt<std::string> json_path("json", cl::desc("Write every result to this JSON file"), cl::value_desc("FILE"),
-                               cl::cat(category));
+cl::list<std::string>
+    suite_opt("suite", cl::desc("Suites to run: attention, matmul, memory, seeds, all (default all)"),
+              cl::CommaSeparated, cl::value_desc("name,..."), cl::cat(category));
+cl::opt<std::string> json_path("json", cl::desc("Write every result to this JSON file"),
+                               cl::value_desc("FILE"), cl::cat(category));
 cl::opt<bool> quick("quick", cl::desc("A small subset of every suite (smoke runs)"), cl::cat(category));
 cl::opt<int> reps("reps", cl::desc("Timed launches per case, at most (median reported)"), cl::init(20),
                   cl::cat(category));
 cl::opt<int> warmup("warmup", cl::desc("Untimed launches before timing"), cl::init(3), cl::cat(category));
-cl::opt<double> case_budget_ms("case-budget-ms",
-                               cl::desc("Fewer reps (at least 3) when --reps launches would take longer than this"),
-                               cl::init(1500), cl::cat(category));
-cl::opt<std::string> fa2_config("config", cl::desc("Override FA2 params in every FA2 case: NAME=V,... "
-                                                   "(BLOCK_M, BLOCK_N, num_warps, num_stages, ...)"),
+cl::opt<double>
+    case_budget_ms("case-budget-ms",
+                   cl::desc("Fewer reps (at least 3) when --reps launches would take longer than this"),
+                   cl::init(1500), cl::cat(category));
+cl::opt<std::string> fa2_config("config",
+                                cl::desc("Override FA2 params in every FA2 case: NAME=V,... "
+                                         "(BLOCK_M, BLOCK_N, num_warps, num_stages, ...)"),
                                 cl::value_desc("NAME=V,..."), cl::cat(category));
 cl::opt<std::string> matmul_config("matmul-config", cl::desc("Override matmul params: NAME=V,..."),
                                    cl::value_desc("NAME=V,..."), cl::cat(category));
 cl::opt<std::string> filter("filter", cl::desc("Only cases whose key or system contains this text"),
                             cl::cat(category));
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random inputs"), cl::init(20240607), cl::cat(category));
-cl::opt<bool> list_only("list", cl::desc("List the cases (and write them to --json) without running anything"),
+cl::opt<bool> list_only("list",
+                        cl::desc("List the cases (and write them to --json) without running anything"),
                         cl::cat(category));
-cl::opt<bool> precompile("precompile",
-                         cl::desc("Only generate and compile every case's kernel into the compile cache (no GPU "
-                                  "needed with --arch)"),
-                         cl::cat(category));
-cl::opt<bool> self_test("self-test", cl::desc("Check the harness itself on the CPU (references, fills, keys)"),
+cl::opt<bool>
+    precompile("precompile",
+               cl::desc("Only generate and compile every case's kernel into the compile cache (no GPU "
+                        "needed with --arch)"),
+               cl::cat(category));
+cl::opt<bool> self_test("self-test",
+                        cl::desc("Check the harness itself on the CPU (references, fills, keys)"),
                         cl::cat(category));
 cl::opt<std::string> arch("arch", cl::desc("Target of --precompile (default: the current device's)"),
                           cl::value_desc("sm_XY"), cl::cat(category));
-cl::opt<std::string> shard("shard", cl::desc("With --precompile: compile only the I-th of N parts (0-based), so "
-                                             "that N processes can share the work"),
+cl::opt<std::string> shard("shard",
+                           cl::desc("With --precompile: compile only the I-th of N parts (0-based), so "
+                                    "that N processes can share the work"),
                            cl::value_desc("I/N"), cl::cat(category));
 
 std::set<std::string> selected_suites() {
@@ -130,8 +137,8 @@ llvm::json::Value nvrtc_version_json() {
   return rt::nvrtc().version_string();
 }
 
-void write_json(const std::string& path, const llvm::json::Object& header, const std::vector<BenchCase>& cases,
-                size_t done) {
+void write_json(const std::string& path, const llvm::json::Object& header,
+                const std::vector<BenchCase>& cases, size_t done) {
   llvm::json::Object doc = header;
   llvm::json::Array records;
   for (size_t i = 0; i < done; ++i)
@@ -153,9 +160,10 @@ void write_json(const std::string& path, const llvm::json::Object& header, const
 std::string describe(const CaseRecord& r) {
   if (!r.error.empty())
     return "FAILED: " + r.error;
-  std::string rate = r.flops > 0 ? fmt::format("{:8.1f} TFLOP/s", r.tflops()) : fmt::format("{:8.1f} GB/s", r.gbps());
-  return fmt::format("{:9.4f} ms {}  err {:.1e} ({}, reps {})", r.time_ms, rate, r.check.error, r.check.method,
-                     r.reps);
+  std::string rate =
+      r.flops > 0 ? fmt::format("{:8.1f} TFLOP/s", r.tflops()) : fmt::format("{:8.1f} GB/s", r.gbps());
+  return fmt::format("{:9.4f} ms {}  err {:.1e} ({}, reps {}, {:.1f} s)", r.time_ms, rate, r.check.error,
+                     r.check.method, r.reps, r.wall_seconds);
 }
 
 int run_precompile(const std::vector<BenchCase>& cases) {
@@ -189,13 +197,15 @@ int run_precompile(const std::vector<BenchCase>& cases) {
 
 int run(int argc, char** argv) {
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(argc, argv,
-                              "kiln_bench: kiln's kernels on the current GPU, checked, then timed.\n\n"
-                              "  kiln_bench [attention|matmul|memory|seeds|all]... [--quick] [--json FILE]\n");
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "kiln_bench: kiln's kernels on the current GPU, checked, then timed.\n\n"
+      "  kiln_bench [attention|matmul|memory|seeds|all]... [--quick] [--json FILE]\n");
   if (self_test)
     return run_self_test() ? 1 : 0;
   if (reps < 1 || warmup < 0)
-    fail("--reps must be at least 1 and --warmup at least 0, got {} and {}", reps.getValue(), warmup.getValue());
+    fail("--reps must be at least 1 and --warmup at least 0, got {} and {}", reps.getValue(),
+         warmup.getValue());
   BenchOptions options;
   options.quick = quick;
   options.reps = reps;
@@ -211,20 +221,19 @@ int run(int argc, char** argv) {
   llvm::json::Array suite_names;
   for (const std::string& s : suites)
     suite_names.push_back(s);
-  llvm::json::Object header{
-      {"schema", "kiln-bench/1"},
-      {"tool", "kiln_bench"},
-      {"kiln_version", KILN_VERSION_STRING},
-      {"nvrtc_version", nvrtc_version_json()},
-      {"options", llvm::json::Object{{"suites", std::move(suite_names)},
-                                     {"quick", options.quick},
-                                     {"reps", options.reps},
-                                     {"warmup", options.warmup},
-                                     {"case_budget_ms", options.case_budget_ms},
-                                     {"seed", static_cast<int64_t>(options.seed)},
-                                     {"config", fa2_config.getValue()},
-                                     {"matmul_config", matmul_config.getValue()},
-                                     {"filter", options.filter}}}};
+  llvm::json::Object header{{"schema", "kiln-bench/1"},
+                            {"tool", "kiln_bench"},
+                            {"kiln_version", KILN_VERSION_STRING},
+                            {"nvrtc_version", nvrtc_version_json()},
+                            {"options", llvm::json::Object{{"suites", std::move(suite_names)},
+                                                           {"quick", options.quick},
+                                                           {"reps", options.reps},
+                                                           {"warmup", options.warmup},
+                                                           {"case_budget_ms", options.case_budget_ms},
+                                                           {"seed", static_cast<int64_t>(options.seed)},
+                                                           {"config", fa2_config.getValue()},
+                                                           {"matmul_config", matmul_config.getValue()},
+                                                           {"filter", options.filter}}}};
 
   if (list_only) {
     for (const BenchCase& c : cases)

@@ -16,8 +16,8 @@ constexpr int64_t kSampledEntries = 512;
 
 // C = A @ B at kSampledEntries random (m, n) in double from the rounded inputs: a full reference of an
 // 8192³ product is 5·10¹¹ multiply-adds.
-CheckResult check_matmul(const MatmulProblem& p, const HostBuffer& a, const HostBuffer& b, const rt::DeviceBuffer& c,
-                         uint64_t seed) {
+CheckResult check_matmul(const MatmulProblem& p, const HostBuffer& a, const HostBuffer& b,
+                         const rt::DeviceBuffer& c, uint64_t seed) {
   HostBuffer c_host = download(c, p.dtype, p.M * p.N, "C");
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int64_t> row(0, p.M - 1), col(0, p.N - 1);
@@ -48,16 +48,17 @@ void run_matmul(Session& s, const JitKernel& k, CaseRecord& r, const MatmulProbl
   fill_uniform(b, s.options().seed + 12, 1.0);
   rt::DeviceBuffer da = upload(a), db = upload(b), dc = poisoned_device_buffer(p.dtype, p.M * p.N);
   // Row-major A (M, K), B (K, N), C (M, N): strides in elements, matmul.h's argument order.
-  const std::vector<LaunchArg> args = {
-      LaunchArg::pointer(da),  LaunchArg::pointer(db),  LaunchArg::pointer(dc), LaunchArg::of_int(p.M),
-      LaunchArg::of_int(p.N),  LaunchArg::of_int(p.K),  LaunchArg::of_int(p.K), LaunchArg::of_int(1),
-      LaunchArg::of_int(p.N),  LaunchArg::of_int(1),    LaunchArg::of_int(p.N), LaunchArg::of_int(1)};
+  const std::vector<LaunchArg> args = {LaunchArg::pointer(da), LaunchArg::pointer(db), LaunchArg::pointer(dc),
+                                       LaunchArg::of_int(p.M), LaunchArg::of_int(p.N), LaunchArg::of_int(p.K),
+                                       LaunchArg::of_int(p.K), LaunchArg::of_int(1),   LaunchArg::of_int(p.N),
+                                       LaunchArg::of_int(1),   LaunchArg::of_int(p.N), LaunchArg::of_int(1)};
   const Grid grid = matmul_def().grid(config, {{"M", p.M}, {"N", p.N}, {"K", p.K}});
   k.launch(grid, args);
   r.check = check_matmul(p, a, b, dc, s.options().seed ^ 0xC0FFEE);
   if (!r.check.ok)
     return;
-  s.time(r, [&](rt::Stream& stream) { k.launch(grid, args, stream); }, /*flush_l2=*/false);
+  s.time(
+      r, [&](rt::Stream& stream) { k.launch(grid, args, stream); }, /*flush_l2=*/false);
 }
 
 BenchCase matmul_case(const MatmulProblem& p, const BenchOptions& options) {
@@ -72,7 +73,9 @@ BenchCase matmul_case(const MatmulProblem& p, const BenchOptions& options) {
   r.flops = 2.0 * double(p.M) * double(p.N) * double(p.K);
   c.def = matmul_def();
   c.config = c.def.with_overrides(default_matmul_config(p), options.matmul_overrides);
-  c.run = [p, config = c.config](Session& s, const JitKernel& k, CaseRecord& rec) { run_matmul(s, k, rec, p, config); };
+  c.run = [p, config = c.config](Session& s, const JitKernel& k, CaseRecord& rec) {
+    run_matmul(s, k, rec, p, config);
+  };
   return c;
 }
 
@@ -88,7 +91,8 @@ std::vector<BenchCase> matmul_cases(const BenchOptions& options) {
       if (!q || n == 1024 || n == 4096)
         cases.push_back(matmul_case(MatmulProblem{n, n, n, dtype}, options));
     // Skinny: tall A, wide B, and a long reduction.
-    for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{16384, 1024, 1024}, {1024, 16384, 1024}, {1024, 1024, 16384}})
+    for (auto [M, N, K] :
+         {std::tuple<int64_t, int64_t, int64_t>{16384, 1024, 1024}, {1024, 16384, 1024}, {1024, 1024, 16384}})
       if (!q || M == 16384)
         cases.push_back(matmul_case(MatmulProblem{M, N, K, dtype}, options));
   }

@@ -20,8 +20,8 @@ void run_vector_add(Session& s, const JitKernel& k, CaseRecord& r, int64_t n, co
   fill_uniform(x, s.options().seed + 21, 100.0);
   fill_uniform(y, s.options().seed + 22, 100.0);
   rt::DeviceBuffer dx = upload(x), dy = upload(y), dout = poisoned_device_buffer(DType::f32, n);
-  const std::vector<LaunchArg> args = {LaunchArg::pointer(dx), LaunchArg::pointer(dy), LaunchArg::pointer(dout),
-                                       LaunchArg::of_int(n)};
+  const std::vector<LaunchArg> args = {LaunchArg::pointer(dx), LaunchArg::pointer(dy),
+                                       LaunchArg::pointer(dout), LaunchArg::of_int(n)};
   const Grid grid = vector_add_def().grid(config, {{"n", n}});
   k.launch(grid, args);
   // f32 addition is exact to the bit on both sides: every element must agree.
@@ -34,7 +34,8 @@ void run_vector_add(Session& s, const JitKernel& k, CaseRecord& r, int64_t n, co
     const float got = out.data<float>()[i];
     if (got != want[static_cast<size_t>(i)]) {
       ++mismatches;
-      max_diff = std::isnan(got) ? INFINITY : std::max(max_diff, double(std::fabs(got - want[static_cast<size_t>(i)])));
+      max_diff = std::isnan(got) ? INFINITY
+                                 : std::max(max_diff, double(std::fabs(got - want[static_cast<size_t>(i)])));
     }
   }
   r.check.method = "exact";
@@ -45,10 +46,12 @@ void run_vector_add(Session& s, const JitKernel& k, CaseRecord& r, int64_t n, co
   r.check.ok = mismatches == 0;
   if (!r.check.ok)
     return;
-  s.time(r, [&](rt::Stream& stream) { k.launch(grid, args, stream); }, /*flush_l2=*/true);
+  s.time(
+      r, [&](rt::Stream& stream) { k.launch(grid, args, stream); }, /*flush_l2=*/true);
 }
 
-void run_softmax(Session& s, const JitKernel& k, CaseRecord& r, const SoftmaxProblem& p, const Config& config) {
+void run_softmax(Session& s, const JitKernel& k, CaseRecord& r, const SoftmaxProblem& p,
+                 const Config& config) {
   HostBuffer in(p.dtype, p.n_rows * p.n_cols, "in");
   fill_uniform(in, s.options().seed + 31, 8.0);
   rt::DeviceBuffer din = upload(in), dout = poisoned_device_buffer(p.dtype, p.n_rows * p.n_cols);
@@ -80,7 +83,8 @@ void run_softmax(Session& s, const JitKernel& k, CaseRecord& r, const SoftmaxPro
   r.check.ok = cmp.ok(r.check.tolerance);
   if (!r.check.ok)
     return;
-  s.time(r, [&](rt::Stream& stream) { k.launch(grid, args, stream); }, /*flush_l2=*/true);
+  s.time(
+      r, [&](rt::Stream& stream) { k.launch(grid, args, stream); }, /*flush_l2=*/true);
 }
 
 BenchCase vector_add_case(int64_t n) {
@@ -113,7 +117,9 @@ BenchCase softmax_case(const SoftmaxProblem& p) {
   r.bytes = 2.0 * double(p.n_rows) * double(p.n_cols) * dtype_bytes(p.dtype); // in read, out written
   c.def = softmax_def();
   c.config = softmax_config(p);
-  c.run = [p, config = c.config](Session& s, const JitKernel& k, CaseRecord& rec) { run_softmax(s, k, rec, p, config); };
+  c.run = [p, config = c.config](Session& s, const JitKernel& k, CaseRecord& rec) {
+    run_softmax(s, k, rec, p, config);
+  };
   return c;
 }
 

@@ -48,7 +48,8 @@ void fill_uniform(HostBuffer& b, uint64_t seed, double scale_in) {
       p[i] = static_cast<double>(uniform_pm1(state)) * scale_in;
     return;
   }
-  default: fail("fill_uniform: buffer '{}' holds {}, expected a float dtype", b.name, dtype_name(b.dtype));
+  default:
+    fail("fill_uniform: buffer '{}' holds {}, expected a float dtype", b.name, dtype_name(b.dtype));
   }
 }
 

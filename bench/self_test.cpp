@@ -52,11 +52,12 @@ int check_sampled_reference() {
     }
     Comparison co = compare_to_reference(sampled.o, want.o), cl = compare_to_reference(sampled.lse, want.lse);
     failures += report(co.ok(1e-13) && cl.ok(1e-13) && !rows.empty(),
-                       fmt::format("sampled reference = reference on {} rows of {}: O {}, LSE {}", rows.size(),
-                                   p.str(), co.str(), cl.str()));
+                       fmt::format("sampled reference = reference on {} rows of {}: O {}, LSE {}",
+                                   rows.size(), p.str(), co.str(), cl.str()));
 
     // An output buffer in the problem's layout holding the reference, read back through gather_rows.
-    AttentionOutputs out{HostBuffer(p.dtype, q_numel(p), "O"), HostBuffer(DType::f32, p.B * p.H * p.N_Q, "LSE")};
+    AttentionOutputs out{HostBuffer(p.dtype, q_numel(p), "O"),
+                         HostBuffer(DType::f32, p.B * p.H * p.N_Q, "LSE")};
     const AttentionStrides st = attention_strides(p);
     for (int64_t b = 0; b < p.B; ++b)
       for (int64_t h = 0; h < p.H; ++h)
@@ -93,10 +94,11 @@ int check_fill() {
       lo = std::min(lo, v), hi = std::max(hi, v), sum += v;
       nonzero |= v != 0;
     }
-    failures += report(a.bytes == b.bytes && nonzero && lo >= -2 && hi <= 2 && lo < -1.5 && hi > 1.5 &&
-                           std::fabs(sum / 4096) < 0.1,
-                       fmt::format("fill_uniform {}: deterministic, in [-2, 2] (min {:.3f}, max {:.3f}, mean {:.3f})",
-                                   dtype_name(t), lo, hi, sum / 4096));
+    failures +=
+        report(a.bytes == b.bytes && nonzero && lo >= -2 && hi <= 2 && lo < -1.5 && hi > 1.5 &&
+                   std::fabs(sum / 4096) < 0.1,
+               fmt::format("fill_uniform {}: deterministic, in [-2, 2] (min {:.3f}, max {:.3f}, mean {:.3f})",
+                           dtype_name(t), lo, hi, sum / 4096));
   }
   return failures;
 }
