@@ -36,7 +36,7 @@ if [[ ! -x "$bin" ]]; then
   exit 2
 fi
 # Stage limits in seconds: precompile, kiln_bench, peers.
-if [[ -n "$quick" ]]; then limits=(30 40 25); else limits=(60 260 120); fi
+if [[ -n "$quick" ]]; then limits=(25 50 25); else limits=(60 260 120); fi
 
 stage() { echo "== bench.sh: $* ($(date +%T))" >&2; }
 
