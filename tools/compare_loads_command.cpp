@@ -13,6 +13,7 @@
 
 #include <llvm/ADT/StringRef.h>
 
+#include <algorithm>
 #include <regex>
 
 namespace kiln::cli {
@@ -44,25 +45,35 @@ cl::opt<int> reps("reps", cl::desc("Timed launches per variant (default 20)"), c
 // memory (cp.async in 16-byte chunks on the aligned path, element by element otherwise) and block loads
 // into registers (one element per access).
 std::string describe_loads(const GeneratedKernel& g) {
-  std::string out;
-  const std::regex copy_re(R"(// (\S+) -> shared \[(\d+) x (\d+)\] (\w+))");
-  int copies = 0;
+  // One line per load site (call site, tile, element type), with how many places issue its copies
+  // (prologue, steady state and drain of a pipelined loop each issue one).
+  const std::regex copy_re(R"(// (\S+) -> shared \[(\d+) x (\d+)\] ([\w:]+))");
+  std::vector<std::pair<std::string, int>> sites;
   for (auto it = std::sregex_iterator(g.source.begin(), g.source.end(), copy_re); it != std::sregex_iterator(); ++it) {
     const std::smatch& m = *it;
-    ++copies;
-    out += fmt::format("    {} -> shared [{} x {}] {}: 16-byte cp.async chunks when aligned (else element-wise)\n",
-                       m[1].str(), m[2].str(), m[3].str(), m[4].str());
+    std::string type = m[4].str();
+    if (type.rfind("kiln::", 0) == 0)
+      type = type.substr(6);
+    const int bytes = type == "f16" || type == "bf16" ? 2 : type == "double" ? 8 : 4;
+    std::string line = fmt::format("{} -> shared [{} x {}] {}: cp.async 16-byte vectors ({} elements) when aligned, "
+                                   "element-wise otherwise",
+                                   m[1].str(), m[2].str(), m[3].str(), type, 16 / bytes);
+    auto found = std::find_if(sites.begin(), sites.end(), [&](const auto& s) { return s.first == line; });
+    if (found == sites.end())
+      sites.emplace_back(line, 1);
+    else
+      ++found->second;
   }
-  size_t cp_async = 0, register_loads = 0;
-  for (size_t pos = 0; (pos = g.source.find("kiln::cp_async_16(", pos)) != std::string::npos; ++pos)
-    ++cp_async;
+  std::string out;
+  for (const auto& [line, n] : sites)
+    out += fmt::format("    {} ({} issue site{})\n", line, n, n == 1 ? "" : "s");
+  size_t register_loads = 0;
   const std::regex reg_load_re(R"(\[r\] = \(.*\) \? \w+\.base\[)");
   for (auto it = std::sregex_iterator(g.source.begin(), g.source.end(), reg_load_re); it != std::sregex_iterator(); ++it)
     ++register_loads;
-  out += fmt::format("    {} shared-tile copies, {} cp.async issue site(s), {} element-wise register load site(s), "
-                     "pipelined: {}\n",
-                     copies, cp_async, register_loads,
-                     g.source.find("cp_async_wait<") != std::string::npos ? "yes (cp.async ring)" : "no");
+  out += fmt::format("    block loads into registers (one element per access): {}; cp.async pipelining: {}\n",
+                     register_loads,
+                     g.source.find("cp_async_wait<") != std::string::npos ? "yes (multi-stage ring)" : "no");
   return out;
 }
 

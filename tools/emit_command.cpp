@@ -54,11 +54,15 @@ std::string find_cuobjdump() {
   return "";
 }
 
-std::string disassemble(const std::string& cubin) {
-  const std::string tool = find_cuobjdump();
+std::string require_cuobjdump() {
+  std::string tool = find_cuobjdump();
   if (tool.empty())
     fail("--stage sass needs cuobjdump, which was not found (searched PATH, $CUDA_HOME/bin and "
          "/usr/local/cuda/bin); install the CUDA toolkit's cuobjdump or use --stage ptx");
+  return tool;
+}
+
+std::string disassemble(const std::string& tool, const std::string& cubin) {
   llvm::SmallString<128> cubin_path, out_path;
   int fd = -1;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile("kiln-emit", "cubin", fd, cubin_path))
@@ -107,13 +111,14 @@ int run_emit() {
     return 0;
   }
   rt::validate_arch(target.arch());
+  const std::string cuobjdump = s == "sass" ? require_cuobjdump() : ""; // before the compile, to fail fast
   rt::CompileRequest req;
   req.source = g.source;
   req.kernel_name = g.name;
   req.arch = target.arch();
   req.want_ptx = true;
   const rt::CompiledKernel c = rt::compile_cuda(req);
-  const std::string text = s == "ptx" ? c.ptx : disassemble(c.cubin);
+  const std::string text = s == "ptx" ? c.ptx : disassemble(cuobjdump, c.cubin);
   write_output(output, text);
   llvm::errs() << "kiln: resource usage: " << usage_line(c, g.shared_bytes) << "\n";
   return 0;

@@ -49,10 +49,10 @@ void lcs_edits(const std::vector<std::string_view>& a, size_t lo_a, size_t hi_a,
     if (i < n && j < m && a[lo_a + i] == b[lo_b + j]) {
       out.push_back({' ', a[lo_a + i]});
       ++i, ++j;
-    } else if (j < m && (i == n || at(i, j + 1) >= at(i + 1, j))) {
-      out.push_back({'+', b[lo_b + j++]});
+    } else if (i < n && (j == m || at(i + 1, j) >= at(i, j + 1))) {
+      out.push_back({'-', a[lo_a + i++]}); // deletions first, as diff -u prints them
     } else {
-      out.push_back({'-', a[lo_a + i++]});
+      out.push_back({'+', b[lo_b + j++]});
     }
   }
 }

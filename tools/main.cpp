@@ -6,12 +6,16 @@
 
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Support/CommandLine.h>
+#include <llvm/Support/FileSystem.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <exception>
 #include <new>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 
@@ -53,6 +57,49 @@ int report_option_errors(const std::string& text) {
   return 1;
 }
 
+// Redirects file descriptor 2 to a temporary file until finish() (or destruction) and returns what was
+// written. Where no temporary file can be made, stderr is left alone.
+class StderrCapture {
+public:
+  StderrCapture() {
+    if (llvm::sys::fs::createTemporaryFile("kiln-stderr", "txt", fd_, path_))
+      return;
+    llvm::errs().flush();
+    saved_ = ::dup(2);
+    if (saved_ < 0 || ::dup2(fd_, 2) < 0) {
+      restore();
+      llvm::sys::fs::remove(path_);
+    }
+  }
+  ~StderrCapture() { finish(); }
+  std::string finish() {
+    if (fd_ < 0)
+      return "";
+    llvm::errs().flush();
+    restore();
+    std::string text;
+    if (auto buf = llvm::MemoryBuffer::getFile(path_))
+      text = (*buf)->getBuffer().str();
+    llvm::sys::fs::remove(path_);
+    return text;
+  }
+
+private:
+  void restore() {
+    if (saved_ >= 0) {
+      ::dup2(saved_, 2);
+      ::close(saved_);
+      saved_ = -1;
+    }
+    if (fd_ >= 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  int fd_ = -1, saved_ = -1;
+  llvm::SmallString<128> path_;
+};
+
 int run(int argc, char** argv) {
   std::vector<Command> cmds = all_commands();
   llvm::cl::SetVersionPrinter([](llvm::raw_ostream& os) { os << "kiln " << kiln::version() << "\n"; });
@@ -73,14 +120,30 @@ int run(int argc, char** argv) {
   }
 
   std::string option_errors;
-  llvm::raw_string_ostream errs(option_errors);
-  if (!llvm::cl::ParseCommandLineOptions(argc, argv,
-                                         "kiln: a tile language for GPU kernels, embedded in C++\n\n"
-                                         "  kiln <subcommand> --help   describes each subcommand\n",
-                                         &errs)) {
+  bool parsed = false;
+  {
+    // llvm::cl writes some diagnostics (bad values, repeated options) straight to stderr rather than to
+    // the stream it is given; capture fd 2 while parsing so that every one becomes a kiln error line.
+    // --help and --version exit inside the parser: leave stderr alone for them (no temporary file left).
+    bool exits = false;
+    for (int i = 1; i < argc; ++i)
+      exits |= llvm::StringRef(argv[i]).startswith("--help") || llvm::StringRef(argv[i]).startswith("-help") ||
+               llvm::StringRef(argv[i]) == "--version" || llvm::StringRef(argv[i]) == "-version";
+    llvm::Optional<StderrCapture> capture;
+    if (!exits)
+      capture.emplace();
+    llvm::raw_string_ostream errs(option_errors);
+    parsed = llvm::cl::ParseCommandLineOptions(argc, argv,
+                                               "kiln: a tile language for GPU kernels, embedded in C++\n\n"
+                                               "  kiln <subcommand> --help   describes each subcommand\n",
+                                               &errs);
     errs.flush();
-    return report_option_errors(option_errors);
+    option_errors = (capture ? capture->finish() : std::string()) + option_errors;
   }
+  if (!parsed)
+    return report_option_errors(option_errors);
+  if (!option_errors.empty()) // warnings of a successful parse
+    llvm::errs() << option_errors;
   for (const Command& c : cmds)
     if (*c.sub)
       return c.run();
