@@ -99,16 +99,19 @@ std::string tuning_key_text(const KernelDef& def, const SizeArgs& sizes, const C
   };
   for (const auto& [name, value] : sizes)
     if (!known(name))
-      fail("kernel '{}' has no size argument '{}'; its size arguments are: {}", def.name, name, join(def.size_args));
+      fail("kernel '{}' has no size argument '{}'; its size arguments are: {}", def.name, name,
+           join(def.size_args));
   std::string key;
   for (const std::string& name : def.tuning_key) {
     if (!known(name))
-      fail("kernel '{}': tuning key '{}' is not one of its size arguments ({})", def.name, name, join(def.size_args));
+      fail("kernel '{}': tuning key '{}' is not one of its size arguments ({})", def.name, name,
+           join(def.size_args));
     auto it = sizes.find(name);
     if (it == sizes.end())
-      fail("kernel '{}': size argument '{}' is part of the tuning key but was not given; pass all of: {}", def.name,
-           name, join(def.tuning_key));
-    key += fmt::format("{}{}={}", key.empty() ? "" : " ", name, def.bucket ? def.bucket(name, it->second) : it->second);
+      fail("kernel '{}': size argument '{}' is part of the tuning key but was not given; pass all of: {}",
+           def.name, name, join(def.tuning_key));
+    key += fmt::format("{}{}={}", key.empty() ? "" : " ", name,
+                       def.bucket ? def.bucket(name, it->second) : it->second);
   }
   const Config base = complete_base(def, base_in);
   const std::vector<std::string> varied = varied_params(space_of(def));
@@ -131,7 +134,8 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
   const std::vector<std::string> varied = varied_params(space_of(def));
   for (const OutputArg& o : outputs)
     if (o.index >= args.size() || args[o.index].kind != LaunchArg::Kind::Pointer || o.bytes == 0)
-      fail("kernel '{}': output argument {} must name one of the {} launch arguments, a pointer, with a size in "
+      fail("kernel '{}': output argument {} must name one of the {} launch arguments, a pointer, with a size "
+           "in "
            "bytes above 0 (got {} bytes)",
            def.name, o.index, args.size(), o.bytes);
 
@@ -146,13 +150,15 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
   request.flops = options.flops;
   request.mode = mode;
 
-  // Picks made earlier by this object. Mode off keys its default separately; force always re-tunes.
-  const std::string memo = (mode == rt::AutotuneMode::Off ? "off:" : "") + request.key.hash() + ":" +
+  // Picks made earlier by this object. Mode off keys its default separately; force always re-tunes; a cached
+  // miss (the default, for now) is not kept, so that a later call in mode on still tunes.
+  const std::string memo = (mode == rt::AutotuneMode::Off ? "off:" : "picked:") + request.key.hash() + ":" +
                            rt::config_space_hash(request.ids);
   if (mode != rt::AutotuneMode::Force) {
     std::lock_guard lock(mutex_);
     if (auto it = chosen_.find(memo); it != chosen_.end())
-      return TunedLaunch{it->second.config, it->second.kernel, def.grid(it->second.config, sizes), it->second.result};
+      return TunedLaunch{it->second.config, it->second.kernel, def.grid(it->second.config, sizes),
+                         it->second.result};
   }
 
   const Target target = Target::parse(arch);
@@ -186,7 +192,8 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
       if (s.compiled.cubin.empty()) {
         rt::CompileOutcome c = compile(i);
         if (!c.error.empty())
-          fail("kernel '{}': the chosen config {} no longer compiles: {}", def.name, candidates[i].str(), c.error);
+          fail("kernel '{}': the chosen config {} no longer compiles: {}", def.name, candidates[i].str(),
+               c.error);
       }
       s.loaded = JitKernel::from_compiled(*s.ir, s.generated, s.compiled);
     }
@@ -214,14 +221,15 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
     if (scratch.empty() && !outputs.empty())
       for (const OutputArg& o : outputs) {
         scratch.emplace_back(o.bytes);
-        KILN_CU_CHECK(cuMemcpyDtoD, "copying an output buffer to the tuner's scratch copy", scratch.back().ptr(),
-                      args[o.index].ptr, o.bytes);
+        KILN_CU_CHECK(cuMemcpyDtoD, "copying an output buffer to the tuner's scratch copy",
+                      scratch.back().ptr(), args[o.index].ptr, o.bytes);
         timed_args[o.index] = LaunchArg::pointer(scratch.back());
       }
     try {
       std::shared_ptr<JitKernel> k = load(i);
       const Grid grid = def.grid(candidates[i], sizes);
-      double ms = rt::time_kernel_ms([&](rt::Stream& stream) { k->launch(grid, timed_args, stream); }, options.timing);
+      double ms = rt::time_kernel_ms([&](rt::Stream& stream) { k->launch(grid, timed_args, stream); },
+                                     options.timing);
       return {ms, ""};
     } catch (const Error& e) {
       if (!context_usable())
@@ -247,7 +255,7 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
     chosen.kernel = JitKernel::from_compiled(ir, std::move(generated), compile_cache_.get(req));
   }
   chosen.result = std::move(result);
-  {
+  if (mode == rt::AutotuneMode::Off || chosen.result.best) {
     std::lock_guard lock(mutex_);
     chosen_[memo] = chosen;
   }

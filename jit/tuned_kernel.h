@@ -1,9 +1,9 @@
 // Autotuned launches of registered kernels: the glue between a KernelDef and the generic rt::Autotuner.
 // For a kernel, a base config and the problem's sizes it builds the candidates (the base config with the tile
 // params the kernel's config space varies), the tuning key (the kernel's tuning_key sizes, bucketed, plus the
-// params the problem fixes: dtypes, flags, head dim), prunes by the kernel's rule and the device's shared-memory
-// opt-in limit (from generated code, before any NVRTC compile), compiles in parallel, times on the GPU on the
-// caller's inputs with every output redirected to a scratch copy, and remembers the pick.
+// params the problem fixes: dtypes, flags, head dim), prunes by the kernel's rule and the device's
+// shared-memory opt-in limit (from generated code, before any NVRTC compile), compiles in parallel, times on
+// the GPU on the caller's inputs with every output redirected to a scratch copy, and remembers the pick.
 #pragma once
 
 #include "jit/jit_kernel.h"
@@ -34,15 +34,15 @@ std::string tuning_key_text(const KernelDef& def, const SizeArgs& sizes, const C
 
 // A launch argument the kernel writes: tuning runs write a scratch copy of its `bytes` bytes instead.
 struct OutputArg {
-  size_t index = 0;  // into the launch arguments
+  size_t index = 0; // into the launch arguments
   size_t bytes = 0;
 };
 
 struct TuneOptions {
-  std::optional<rt::AutotuneMode> mode;  // nullopt: KILN_AUTOTUNE
-  double flops = 0;                      // per launch, for TFLOP/s in the result table; 0: not reported
-  rt::TimingOptions timing;              // warm-up and repetitions per candidate
-  std::string arch;                      // "": the current device's
+  std::optional<rt::AutotuneMode> mode; // nullopt: KILN_AUTOTUNE
+  double flops = 0;                     // per launch, for TFLOP/s in the result table; 0: not reported
+  rt::TimingOptions timing;             // warm-up and repetitions per candidate
+  std::string arch;                     // "": the current device's
   CodegenOptions codegen;
 };
 
@@ -50,8 +50,8 @@ struct TuneOptions {
 struct TunedLaunch {
   Config config;
   std::shared_ptr<JitKernel> kernel;
-  Grid grid;               // def.grid(config, sizes) for the exact (not bucketed) sizes
-  rt::TuneResult result;   // where the choice came from, and the full table when there is one
+  Grid grid;             // def.grid(config, sizes) for the exact (not bucketed) sizes
+  rt::TuneResult result; // where the choice came from, and the full table when there is one
 };
 
 class KernelTuner {
@@ -86,7 +86,7 @@ private:
   rt::CompileCache& compile_cache_;
   rt::Autotuner autotuner_;
   std::mutex mutex_;
-  std::map<std::string, Chosen> chosen_;  // by tuning-key hash (+ mode off's default)
+  std::map<std::string, Chosen> chosen_; // by tuning-key hash (+ mode off's default)
 };
 
 } // namespace kiln

@@ -15,7 +15,8 @@ namespace kiln::rt {
 
 namespace {
 
-constexpr AutotuneMode kAllModes[] = {AutotuneMode::Off, AutotuneMode::Cached, AutotuneMode::On, AutotuneMode::Force};
+constexpr AutotuneMode kAllModes[] = {AutotuneMode::Off, AutotuneMode::Cached, AutotuneMode::On,
+                                      AutotuneMode::Force};
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
@@ -90,10 +91,14 @@ AutotuneMode parse_autotune_mode(std::string_view text) {
 
 const char* autotune_mode_name(AutotuneMode mode) {
   switch (mode) {
-  case AutotuneMode::Off: return "off";
-  case AutotuneMode::Cached: return "cached";
-  case AutotuneMode::On: return "on";
-  case AutotuneMode::Force: return "force";
+  case AutotuneMode::Off:
+    return "off";
+  case AutotuneMode::Cached:
+    return "cached";
+  case AutotuneMode::On:
+    return "on";
+  case AutotuneMode::Force:
+    return "force";
   }
   return "unknown";
 }
@@ -105,25 +110,29 @@ AutotuneMode autotune_mode_from_env() {
 
 const char* tune_source_name(TuneSource source) {
   switch (source) {
-  case TuneSource::Default: return "default";
-  case TuneSource::Memory: return "memory";
-  case TuneSource::Disk: return "disk";
-  case TuneSource::Tuned: return "tuned";
+  case TuneSource::Default:
+    return "default";
+  case TuneSource::Memory:
+    return "memory";
+  case TuneSource::Disk:
+    return "disk";
+  case TuneSource::Tuned:
+    return "tuned";
   }
   return "unknown";
 }
 
 std::string format_tune_table(const std::vector<CandidateResult>& table, const std::string& best_id) {
-  std::string out = fmt::format("  {:<60} {:>10} {:>8} {:>5} {:>8}  {}\n", "config", "ms", "TFLOP/s", "regs", "smem",
-                                "status");
+  std::string out = fmt::format("  {:<60} {:>10} {:>8} {:>5} {:>8}  {}\n", "config", "ms", "TFLOP/s", "regs",
+                                "smem", "status");
   for (const CandidateResult& r : table) {
     std::string ms = std::isfinite(r.ms) ? fmt::format("{:.4f}", r.ms) : "inf";
     std::string tflops = r.tflops > 0 ? fmt::format("{:.1f}", r.tflops) : "-";
     std::string status = candidate_status_name(r.status);
     if (!r.reason.empty())
       status += ": " + first_line(r.reason);
-    out += fmt::format("{} {:<60} {:>10} {:>8} {:>5} {:>8}  {}\n", r.id == best_id ? "*" : " ", r.id, ms, tflops,
-                       r.registers, r.shared_bytes, status);
+    out += fmt::format("{} {:<60} {:>10} {:>8} {:>5} {:>8}  {}\n", r.id == best_id ? "*" : " ", r.id, ms,
+                       tflops, r.registers, r.shared_bytes, status);
   }
   return out;
 }
@@ -149,7 +158,8 @@ TuneResult Autotuner::tune(const TuneRequest& request, const TuneHooks& hooks) {
           result.best = i;
           result.best_ms = record->best_ms;
           result.table = std::move(record->table);
-          result.source = cache_.stats().memory_hits > before.memory_hits ? TuneSource::Memory : TuneSource::Disk;
+          result.source =
+              cache_.stats().memory_hits > before.memory_hits ? TuneSource::Memory : TuneSource::Disk;
           return result;
         }
       // The space hash matched, so the winner is in the space; reaching here means a hash collision.
@@ -190,8 +200,8 @@ TuneResult Autotuner::run(const TuneRequest& request, const TuningKey& key, cons
     std::string list;
     for (const CandidateResult& r : table)
       list += fmt::format("\n  {}: {}", r.id, r.reason);
-    fail("autotune {}: every config was pruned, none is left to run; the configs and why each fell:{}", key.str(),
-         list);
+    fail("autotune {}: every config was pruned, none is left to run; the configs and why each fell:{}",
+         key.str(), list);
   }
 
   // 2. Compile the survivors in parallel.
@@ -236,10 +246,12 @@ TuneResult Autotuner::run(const TuneRequest& request, const TuningKey& key, cons
     std::string outcome = r.status == CandidateStatus::Ok
                               ? fmt::format("{:.3f} ms", r.ms)
                               : fmt::format("{}: {}", candidate_status_name(r.status), first_line(r.reason));
-    progress.line(fmt::format("tuning {} [{}/{}] {}  {}", key.kernel, k + 1, alive.size(), label(i), outcome));
+    progress.line(
+        fmt::format("tuning {} [{}/{}] {}  {}", key.kernel, k + 1, alive.size(), label(i), outcome));
   }
   if (!best)
-    fail("autotune {}: no config ran; every one was pruned or failed:\n{}", key.str(), format_tune_table(table));
+    fail("autotune {}: no config ran; every one was pruned or failed:\n{}", key.str(),
+         format_tune_table(table));
 
   TuneResult result;
   result.best = best;

@@ -1,6 +1,6 @@
-// The autotuner: picks the fastest of a list of candidate configs and remembers the pick. Generic: a candidate
-// is an opaque string id, and the work is injected as three hooks (prune, compile, time), so that the same
-// machinery tunes any kernel and unit tests run it without a GPU.
+// The autotuner: picks the fastest of a list of candidate configs and remembers the pick. Generic: a
+// candidate is an opaque string id, and the work is injected as three hooks (prune, compile, time), so that
+// the same machinery tunes any kernel and unit tests run it without a GPU.
 //
 // One tuning run: prune every candidate (in parallel, before any compile; an Error listing every candidate
 // and its reason when none is left) -> compile the survivors in parallel on an llvm::ThreadPool (one thread
@@ -20,10 +20,10 @@
 namespace kiln::rt {
 
 enum class AutotuneMode : uint8_t {
-  Off,     // the kernel's default config; the cache is not read
-  Cached,  // a remembered result, else the default config; never tunes
-  On,      // a remembered result, else tune now (the default)
-  Force,   // tune now even when a result is remembered, and replace it
+  Off,    // the kernel's default config; the cache is not read
+  Cached, // a remembered result, else the default config; never tunes
+  On,     // a remembered result, else tune now (the default)
+  Force,  // tune now even when a result is remembered, and replace it
 };
 // "off", "cached", "on", "force"; anything else is a kiln::Error listing those.
 AutotuneMode parse_autotune_mode(std::string_view text);
@@ -33,7 +33,7 @@ AutotuneMode autotune_mode_from_env();
 
 // What compiling one candidate produced: an error (the candidate scores +inf), or its resource usage.
 struct CompileOutcome {
-  std::string error;  // "" on success
+  std::string error; // "" on success
   int registers = -1;
   int64_t shared_bytes = -1;
 };
@@ -41,7 +41,7 @@ struct CompileOutcome {
 // What timing one candidate produced: a median time, or why it could not run (it scores +inf).
 struct TimeOutcome {
   double ms = 0;
-  std::string failure;  // "" on success
+  std::string failure; // "" on success
 };
 
 // The work of a tuning run, by candidate index. Exceptions from prune/compile are caught and recorded as that
@@ -65,27 +65,27 @@ struct TuneRequest {
 };
 
 enum class TuneSource : uint8_t {
-  Default,  // no result: the caller uses its default config (mode off, or cached with nothing remembered)
-  Memory,   // remembered in this process
-  Disk,     // remembered in a file
-  Tuned,    // tuned by this call
+  Default, // no result: the caller uses its default config (mode off, or cached with nothing remembered)
+  Memory,  // remembered in this process
+  Disk,    // remembered in a file
+  Tuned,   // tuned by this call
 };
 const char* tune_source_name(TuneSource source);
 
 struct TuneResult {
-  std::optional<size_t> best;          // index into TuneRequest::ids; nullopt with TuneSource::Default
+  std::optional<size_t> best; // index into TuneRequest::ids; nullopt with TuneSource::Default
   double best_ms = 0;
   TuneSource source = TuneSource::Default;
-  std::vector<CandidateResult> table;  // every candidate (from the run that tuned them); empty for Default
-  TuningKey key;                       // with space_hash filled in
+  std::vector<CandidateResult> table; // every candidate (from the run that tuned them); empty for Default
+  TuningKey key;                      // with space_hash filled in
 };
 
 // A human-readable table: config, time, TFLOP/s, registers, shared bytes, status/reason; the best marked.
 std::string format_tune_table(const std::vector<CandidateResult>& table, const std::string& best_id = {});
 
 struct AutotunerOptions {
-  unsigned threads = 0;           // compile threads; 0: one per hardware thread
-  double progress_after_s = 1.0;  // progress lines start once a run has taken this long; < 0: never
+  unsigned threads = 0;          // compile threads; 0: one per hardware thread
+  double progress_after_s = 1.0; // progress lines start once a run has taken this long; < 0: never
   // Where progress lines go; empty: stderr.
   std::function<void(const std::string&)> progress;
 };

@@ -23,8 +23,9 @@ namespace kiln::rt {
 namespace {
 constexpr const char* kFormat = "kiln-tune-1";
 
-const CandidateStatus kAllStatuses[] = {CandidateStatus::Ok, CandidateStatus::Pruned, CandidateStatus::CompileFailed,
-                                        CandidateStatus::LaunchFailed, CandidateStatus::NotRun};
+const CandidateStatus kAllStatuses[] = {CandidateStatus::Ok, CandidateStatus::Pruned,
+                                        CandidateStatus::CompileFailed, CandidateStatus::LaunchFailed,
+                                        CandidateStatus::NotRun};
 
 // JSON has no infinity: a time that is not finite is written as null.
 llvm::json::Value time_value(double ms) {
@@ -32,12 +33,9 @@ llvm::json::Value time_value(double ms) {
 }
 
 llvm::json::Object result_object(const CandidateResult& r) {
-  return llvm::json::Object{{"config", r.id},
-                            {"status", candidate_status_name(r.status)},
-                            {"ms", time_value(r.ms)},
-                            {"tflops", r.tflops},
-                            {"registers", r.registers},
-                            {"shared_bytes", r.shared_bytes},
+  return llvm::json::Object{{"config", r.id},           {"status", candidate_status_name(r.status)},
+                            {"ms", time_value(r.ms)},   {"tflops", r.tflops},
+                            {"registers", r.registers}, {"shared_bytes", r.shared_bytes},
                             {"reason", r.reason}};
 }
 
@@ -120,17 +118,30 @@ std::string write_atomically(const std::string& dir, const std::string& path, co
 
 const char* candidate_status_name(CandidateStatus s) {
   switch (s) {
-  case CandidateStatus::Ok: return "ok";
-  case CandidateStatus::Pruned: return "pruned";
-  case CandidateStatus::CompileFailed: return "compile-failed";
-  case CandidateStatus::LaunchFailed: return "launch-failed";
-  case CandidateStatus::NotRun: return "not-run";
+  case CandidateStatus::Ok:
+    return "ok";
+  case CandidateStatus::Pruned:
+    return "pruned";
+  case CandidateStatus::CompileFailed:
+    return "compile-failed";
+  case CandidateStatus::LaunchFailed:
+    return "launch-failed";
+  case CandidateStatus::NotRun:
+    return "not-run";
   }
   return "unknown";
 }
 
 std::string TuningKey::hash() const {
-  return HashBuilder().add("kiln-tune").add(kernel).add(key).add(arch).add(device).add(version()).add(space_hash).hex();
+  return HashBuilder()
+      .add("kiln-tune")
+      .add(kernel)
+      .add(key)
+      .add(arch)
+      .add(device)
+      .add(version())
+      .add(space_hash)
+      .hex();
 }
 
 std::string TuningKey::str() const { return fmt::format("{} [{}] on {} ({})", kernel, key, arch, device); }
@@ -177,10 +188,13 @@ std::optional<TuningRecord> parse_tuning_record(std::string_view text, const Tun
     return std::nullopt;
   }
   // Every key field must match: a file for another key (a hash collision, a copied file) is not trusted.
-  const std::pair<const char*, std::string> fields[] = {
-      {"format", kFormat},           {"kernel", expected.kernel}, {"key", expected.key},
-      {"arch", expected.arch},       {"device", expected.device}, {"kiln_version", version()},
-      {"space_hash", expected.space_hash}};
+  const std::pair<const char*, std::string> fields[] = {{"format", kFormat},
+                                                        {"kernel", expected.kernel},
+                                                        {"key", expected.key},
+                                                        {"arch", expected.arch},
+                                                        {"device", expected.device},
+                                                        {"kiln_version", version()},
+                                                        {"space_hash", expected.space_hash}};
   for (const auto& [name, want] : fields) {
     auto got = o->getString(name);
     if (!got) {
@@ -241,7 +255,8 @@ std::optional<TuningRecord> TuningCache::find(const TuningKey& key) {
       llvm::StringRef text = (*file)->getBuffer();
       record = parse_tuning_record(std::string_view(text.data(), text.size()), key, &problem);
       if (!record) {
-        std::fprintf(stderr, "kiln: warning: ignoring autotune file %s (%s); it will be rewritten after tuning\n",
+        std::fprintf(stderr,
+                     "kiln: warning: ignoring autotune file %s (%s); it will be rewritten after tuning\n",
                      path.c_str(), problem.c_str());
         std::lock_guard lock(mutex_);
         ++stats_.corrupt_files;
@@ -265,7 +280,8 @@ void TuningCache::store(const TuningKey& key, const TuningRecord& record) {
   }
   if (dir_.empty())
     return;
-  std::string problem = write_atomically(tune_dir(dir_), file_path(key), serialize_tuning_record(key, record));
+  std::string problem =
+      write_atomically(tune_dir(dir_), file_path(key), serialize_tuning_record(key, record));
   std::lock_guard lock(mutex_);
   if (problem.empty()) {
     ++stats_.writes;
@@ -274,8 +290,9 @@ void TuningCache::store(const TuningKey& key, const TuningRecord& record) {
   ++stats_.write_failures;
   if (!warned_write_failure_) {
     // An unwritable cache costs a re-tune in the next process, not correctness; say so once and go on.
-    std::fprintf(stderr, "kiln: warning: autotune result not saved (set KILN_CACHE_DIR to a writable directory): %s\n",
-                 problem.c_str());
+    std::fprintf(
+        stderr, "kiln: warning: autotune result not saved (set KILN_CACHE_DIR to a writable directory): %s\n",
+        problem.c_str());
     warned_write_failure_ = true;
   }
 }

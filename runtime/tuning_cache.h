@@ -1,9 +1,9 @@
-// Autotune results remembered in memory and on disk: one JSON file per tuning key under <dir>/tune, beside the
-// compile cache. A key is the kernel, its tuning key text (bucketed sizes, dtypes, flags), the arch, the device
-// name, kiln's version and a hash of the config space, so that a changed space re-tunes. Files are written to a
-// unique temporary name and renamed into place (concurrent processes never see half a file); a file that does
-// not parse, or parses to another key, is ignored with a warning on stderr and rewritten by the next store.
-// Knows nothing of kernels or codegen: configs are opaque string ids.
+// Autotune results remembered in memory and on disk: one JSON file per tuning key under <dir>/tune, beside
+// the compile cache. A key is the kernel, its tuning key text (bucketed sizes, dtypes, flags), the arch, the
+// device name, kiln's version and a hash of the config space, so that a changed space re-tunes. Files are
+// written to a unique temporary name and renamed into place (concurrent processes never see half a file); a
+// file that does not parse, or parses to another key, is ignored with a warning on stderr and rewritten by
+// the next store. Knows nothing of kernels or codegen: configs are opaque string ids.
 #pragma once
 
 #include <cstdint>
@@ -18,36 +18,36 @@
 namespace kiln::rt {
 
 enum class CandidateStatus : uint8_t {
-  Ok,             // timed
-  Pruned,         // rejected before compiling (reason says why)
-  CompileFailed,  // code generation or NVRTC failed
-  LaunchFailed,   // loading or launching failed, e.g. out of resources
-  NotRun,         // never reached
+  Ok,            // timed
+  Pruned,        // rejected before compiling (reason says why)
+  CompileFailed, // code generation or NVRTC failed
+  LaunchFailed,  // loading or launching failed, e.g. out of resources
+  NotRun,        // never reached
 };
-const char* candidate_status_name(CandidateStatus s);  // "ok", "pruned", "compile-failed", ...
+const char* candidate_status_name(CandidateStatus s); // "ok", "pruned", "compile-failed", ...
 
 // One row of a tuning run's result table.
 struct CandidateResult {
-  std::string id;  // the config's stable text (Config::str() for kiln kernels)
+  std::string id; // the config's stable text (Config::str() for kiln kernels)
   CandidateStatus status = CandidateStatus::NotRun;
-  std::string reason;                                    // why it was pruned or failed; "" when Ok
-  double ms = std::numeric_limits<double>::infinity();  // median time; +inf unless Ok
-  double tflops = 0;                                     // 0 when the caller gave no FLOP count
-  int registers = -1;                                    // per thread; -1 when unknown
-  int64_t shared_bytes = -1;                             // per block; -1 when unknown
+  std::string reason;                                  // why it was pruned or failed; "" when Ok
+  double ms = std::numeric_limits<double>::infinity(); // median time; +inf unless Ok
+  double tflops = 0;                                   // 0 when the caller gave no FLOP count
+  int registers = -1;                                  // per thread; -1 when unknown
+  int64_t shared_bytes = -1;                           // per block; -1 when unknown
 };
 
 // What one tuning result is remembered under.
 struct TuningKey {
-  std::string kernel;      // "fa2_fwd"
-  std::string key;         // bucketed sizes + problem-fixed params, e.g. "N_Q=1024 N_K=1024 | CAUSAL=0 DTYPE=0"
-  std::string arch;        // "sm_90a"
-  std::string device;      // the device's name
-  std::string space_hash;  // config_space_hash() of the candidate ids
+  std::string kernel; // "fa2_fwd"
+  std::string key;    // bucketed sizes + problem-fixed params, e.g. "N_Q=1024 N_K=1024 | CAUSAL=0 DTYPE=0"
+  std::string arch;   // "sm_90a"
+  std::string device; // the device's name
+  std::string space_hash; // config_space_hash() of the candidate ids
 
   // SHA-256 of every field above plus kiln's version: the file name and the in-memory map key.
   std::string hash() const;
-  std::string str() const;  // "fa2_fwd [N_Q=1024 ...] on sm_90a (NVIDIA H100)"
+  std::string str() const; // "fa2_fwd [N_Q=1024 ...] on sm_90a (NVIDIA H100)"
 };
 
 // A hash of a config space that ignores the candidates' order.
@@ -64,9 +64,9 @@ struct TuningCacheStats {
   uint64_t memory_hits = 0;
   uint64_t disk_hits = 0;
   uint64_t misses = 0;
-  uint64_t corrupt_files = 0;   // files ignored (they are rewritten by the next store)
-  uint64_t writes = 0;          // files written
-  uint64_t write_failures = 0;  // files that could not be written (the result is still kept in memory)
+  uint64_t corrupt_files = 0;  // files ignored (they are rewritten by the next store)
+  uint64_t writes = 0;         // files written
+  uint64_t write_failures = 0; // files that could not be written (the result is still kept in memory)
 };
 
 class TuningCache {
@@ -79,9 +79,9 @@ public:
   // Remembers record in memory and (atomically) on disk.
   void store(const TuningKey& key, const TuningRecord& record);
 
-  std::string file_path(const TuningKey& key) const;  // "" for a memory-only cache
+  std::string file_path(const TuningKey& key) const; // "" for a memory-only cache
   const std::string& dir() const { return dir_; }
-  void clear_memory();  // forget in-memory records, as a new process would start
+  void clear_memory(); // forget in-memory records, as a new process would start
   TuningCacheStats stats() const;
 
 private:

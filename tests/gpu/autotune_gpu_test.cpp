@@ -19,11 +19,11 @@ using namespace kiln;
 
 namespace {
 
-#define KILN_REQUIRE_GPU()                                                                                         \
-  do {                                                                                                             \
-    std::string why;                                                                                               \
-    if (!rt::driver_available(&why))                                                                               \
-      GTEST_SKIP() << "no GPU: " << why;                                                                           \
+#define KILN_REQUIRE_GPU()                                                                                   \
+  do {                                                                                                       \
+    std::string why;                                                                                         \
+    if (!rt::driver_available(&why))                                                                         \
+      GTEST_SKIP() << "no GPU: " << why;                                                                     \
   } while (0)
 
 class TempDir {
@@ -43,8 +43,8 @@ private:
 
 // The interpreter's argument list on the device: buffers copied up, scalars typed by the kernel's params.
 struct DeviceArgs {
-  std::vector<rt::DeviceBuffer> buffers;  // in argument order, one per pointer argument
-  std::vector<size_t> buffer_arg;         // the argument index of each buffer
+  std::vector<rt::DeviceBuffer> buffers; // in argument order, one per pointer argument
+  std::vector<size_t> buffer_arg;        // the argument index of each buffer
   std::vector<LaunchArg> args;
 };
 
@@ -76,17 +76,18 @@ TEST(GpuAutotune, Fa2ForwardTunedWinnerIsCorrectAndRememberedAcrossTuners) {
   const SizeArgs sizes = attention_size_args(p);
 
   AttentionInputs in = make_inputs(p, 4242, 2.0);
-  AttentionOutputs out = make_outputs(p);  // NaN-poisoned
+  AttentionOutputs out = make_outputs(p); // NaN-poisoned
   std::vector<InterpArg> interp = fa2_interp_args(p, in, out);
   DeviceArgs dev = to_device(def.build(base), interp);
-  rt::DeviceBuffer& o_dev = dev.buffers[3];    // Q, K, V, O, LSE
+  rt::DeviceBuffer& o_dev = dev.buffers[3]; // Q, K, V, O, LSE
   rt::DeviceBuffer& lse_dev = dev.buffers[4];
-  const std::vector<OutputArg> outputs = {{dev.buffer_arg[3], o_dev.bytes()}, {dev.buffer_arg[4], lse_dev.bytes()}};
+  const std::vector<OutputArg> outputs = {{dev.buffer_arg[3], o_dev.bytes()},
+                                          {dev.buffer_arg[4], lse_dev.bytes()}};
 
   TempDir dir;
   TuneOptions options;
   options.mode = rt::AutotuneMode::On;
-  options.flops = 4.0 * p.B * p.H * p.N_Q * p.N_K * p.D;  // two GEMMs
+  options.flops = 4.0 * p.B * p.H * p.N_Q * p.N_K * p.D; // two GEMMs
   options.timing.warmup = 2;
   options.timing.reps = 10;
 
@@ -140,8 +141,8 @@ TEST(GpuAutotune, Fa2ForwardTunedWinnerIsCorrectAndRememberedAcrossTuners) {
   const uint64_t misses = cache.stats().misses;
   AttentionProblem near = p;
   near.N_Q = near.N_K = 1000;
-  TunedLaunch again = tuner.select(def, default_fa2_config(near), attention_size_args(near), dev.args, outputs,
-                                   options);
+  TunedLaunch again =
+      tuner.select(def, default_fa2_config(near), attention_size_args(near), dev.args, outputs, options);
   EXPECT_EQ(again.config, tuned.config);
   EXPECT_EQ(again.grid[0], (1000 + tuned.config.get("BLOCK_M") - 1) / tuned.config.get("BLOCK_M"));
   EXPECT_EQ(cache.stats().misses, misses);

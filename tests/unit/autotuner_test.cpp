@@ -80,7 +80,8 @@ struct FakeKernel {
     };
     return h;
   }
-  TuneRequest request(const std::string& key = "N=1024", std::optional<AutotuneMode> mode = AutotuneMode::On) const {
+  TuneRequest request(const std::string& key = "N=1024",
+                      std::optional<AutotuneMode> mode = AutotuneMode::On) const {
     TuneRequest r;
     r.key = TuningKey{"fake", key, "sm_90a", "Fake GPU", ""};
     r.ids = ids;
@@ -245,8 +246,8 @@ TEST(Autotuner, ResultSurvivesIntoAFreshTunerThroughTheFile) {
   {
     Autotuner tuner(dir.path(), quiet());
     tuner.tune(req, k.hooks());
-    path = tuner.cache().file_path(TuningKey{req.key.kernel, req.key.key, req.key.arch, req.key.device,
-                                             config_space_hash(req.ids)});
+    path = tuner.cache().file_path(
+        TuningKey{req.key.kernel, req.key.key, req.key.arch, req.key.device, config_space_hash(req.ids)});
   }
   EXPECT_TRUE(llvm::sys::fs::exists(path)) << path;
   EXPECT_NE(path.find(dir.path() + "/tune/"), std::string::npos);
@@ -270,8 +271,9 @@ TEST(Autotuner, InfiniteTimesRoundTripThroughJson) {
   TuningRecord rec;
   rec.best_id = "a";
   rec.best_ms = 0.25;
-  rec.table = {CandidateResult{"a", CandidateStatus::Ok, "", 0.25, 3.5, 96, 4096},
-               CandidateResult{"b \"quoted\"", CandidateStatus::CompileFailed, "line 1\nline 2", INFINITY, 0, -1, -1}};
+  rec.table = {
+      CandidateResult{"a", CandidateStatus::Ok, "", 0.25, 3.5, 96, 4096},
+      CandidateResult{"b \"quoted\"", CandidateStatus::CompileFailed, "line 1\nline 2", INFINITY, 0, -1, -1}};
   std::string text = serialize_tuning_record(key, rec);
   std::string problem;
   auto back = parse_tuning_record(text, key, &problem);
@@ -364,7 +366,8 @@ TEST(Autotuner, ConcurrentProcessesWritingOneFileLeaveAValidOne) {
   // No temporary file is left behind: one result file in tune/.
   std::error_code ec;
   int files = 0;
-  for (llvm::sys::fs::directory_iterator it(dir.path() + "/tune", ec), end; it != end && !ec; it.increment(ec))
+  for (llvm::sys::fs::directory_iterator it(dir.path() + "/tune", ec), end; it != end && !ec;
+       it.increment(ec))
     ++files;
   EXPECT_EQ(files, 1);
 }
@@ -433,8 +436,10 @@ TEST(Autotuner, ModeComesFromTheEnvironment) {
     ScopedEnv env("KILN_AUTOTUNE", nullptr);
     EXPECT_EQ(autotune_mode_from_env(), AutotuneMode::On);
   }
-  for (auto [text, mode] : {std::pair{"off", AutotuneMode::Off}, {"cached", AutotuneMode::Cached},
-                            {"on", AutotuneMode::On}, {"force", AutotuneMode::Force}}) {
+  for (auto [text, mode] : {std::pair{"off", AutotuneMode::Off},
+                            {"cached", AutotuneMode::Cached},
+                            {"on", AutotuneMode::On},
+                            {"force", AutotuneMode::Force}}) {
     ScopedEnv env("KILN_AUTOTUNE", text);
     EXPECT_EQ(autotune_mode_from_env(), mode) << text;
   }
@@ -595,7 +600,8 @@ TEST(TuningKey, BucketsDecideBetweenRetuneAndCacheHit) {
   Autotuner tuner(dir.path(), quiet());
   auto tune_for = [&](int64_t n) {
     AttentionProblem p = fa2_problem(n, n);
-    return tuner.tune(k.request(tuning_key_text(def, attention_size_args(p), default_fa2_config(p))), k.hooks());
+    return tuner.tune(k.request(tuning_key_text(def, attention_size_args(p), default_fa2_config(p))),
+                      k.hooks());
   };
   EXPECT_EQ(tune_for(700).source, TuneSource::Tuned);
   EXPECT_EQ(k.compiles, 3);
