@@ -47,8 +47,16 @@ template <typename T> void put(std::array<uint8_t, 8>& slot, T v) { std::memcpy(
 
 PackedArgs pack(const std::string& kernel, const std::vector<Param>& params, const std::vector<Type>& types,
                 const std::vector<LaunchArg>& args) {
-  if (args.size() != params.size())
-    fail("kernel '{}' takes {} arguments, got {}", kernel, params.size(), args.size());
+  if (args.size() != params.size()) {
+    // Name the parameters and the first one missing (or how many are extra), not only the counts.
+    std::string names;
+    for (const Param& p : params)
+      names += (names.empty() ? "" : ", ") + p.name;
+    std::string what = args.size() < params.size()
+                           ? fmt::format("missing '{}'", params[args.size()].name)
+                           : fmt::format("{} extra", args.size() - params.size());
+    fail("kernel '{}' takes {} arguments ({}), got {}: {}", kernel, params.size(), names, args.size(), what);
+  }
   PackedArgs packed;
   packed.slots.resize(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
@@ -88,6 +96,13 @@ PackedArgs pack(const std::string& kernel, const std::vector<Param>& params, con
 }
 
 } // namespace
+
+void check_launch_args(const Kernel& k, const std::vector<LaunchArg>& args) {
+  std::vector<Type> types;
+  for (const Param& p : k.params)
+    types.push_back(k.type(p.value));
+  pack(k.name, k.params, types, args);
+}
 
 void JitKernel::launch(const Grid& grid, const std::vector<LaunchArg>& args, const rt::Stream& stream) const {
   for (int d = 0; d < 3; ++d)

@@ -57,6 +57,10 @@ private:
   std::shared_ptr<rt::LoadedKernel> loaded_;
 };
 
+// The argument check launch() makes (count, pointer vs scalar, integer vs float, range; each mismatch an
+// Error naming the parameter), without a GPU.
+void check_launch_args(const Kernel& k, const std::vector<LaunchArg>& args);
+
 // Runs a kernel on the GPU with the interpreter's argument list: host buffers are copied to the
 // device, the kernel runs, and every buffer is copied back. This is how GPU tests hold generated
 // code to the interpreter's semantics on identical inputs.
