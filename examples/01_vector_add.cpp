@@ -45,8 +45,9 @@ int main() {
     DeviceBuffer dout = DeviceBuffer::from_host(out.bytes);
     std::shared_ptr<JitKernel> add = JitKernel::compile(k); // generate CUDA, NVRTC (cached), load
     Stream stream = Stream::create();
-    add->launch(grid, {LaunchArg::pointer(dx.ptr()), LaunchArg::pointer(dy.ptr()), LaunchArg::pointer(dout.ptr()),
-                       LaunchArg::of_int(n)},
+    add->launch(grid,
+                {LaunchArg::pointer(dx.ptr()), LaunchArg::pointer(dy.ptr()), LaunchArg::pointer(dout.ptr()),
+                 LaunchArg::of_int(n)},
                 stream);
     stream.synchronize();
     dout.copy_to_host(out.bytes.data(), out.bytes.size());

@@ -20,12 +20,12 @@ Kernel build_softmax(const Config& config) {
   Value row_stride = kb.arg("row_stride", i64), n_cols = kb.arg("n_cols", i32);
 
   Value row = program_id(0).to(i64);
-  Value cols = arange(0, BLOCK);                                          // (BLOCK,) i32
-  Value mask = cols < n_cols;                                             // (BLOCK,) i1
-  Value x = load(in + row * row_stride + cols, mask, -inf).to(f32);       // (BLOCK,) f32
+  Value cols = arange(0, BLOCK);                                    // (BLOCK,) i32
+  Value mask = cols < n_cols;                                       // (BLOCK,) i1
+  Value x = load(in + row * row_stride + cols, mask, -inf).to(f32); // (BLOCK,) f32
   // Subtracting the row max keeps exp from overflowing; exp(z) is computed as exp2(z * log2 e), the
   // hardware's instruction.
-  Value num = exp2((x - max(x, 0)) * log2e);                              // (BLOCK,) f32
+  Value num = exp2((x - max(x, 0)) * log2e); // (BLOCK,) f32
   store(out + row * row_stride + cols, (num / sum(num, 0)).to(f16), mask);
   return kb.finish();
 }
@@ -50,11 +50,14 @@ int main() {
   std::string why;
   if (gpu_available(&why)) {
     std::printf("running on the GPU: %s\n", current_device().name.c_str());
-    run_on_gpu(*JitKernel::compile(k), grid,
-               {InterpArg::ptr(out), InterpArg::ptr(in), InterpArg::of_int(n_cols), InterpArg::of_int(n_cols)});
+    run_on_gpu(
+        *JitKernel::compile(k), grid,
+        {InterpArg::ptr(out), InterpArg::ptr(in), InterpArg::of_int(n_cols), InterpArg::of_int(n_cols)});
   } else {
     std::printf("running in the interpreter (no GPU: %s)\n", why.substr(0, why.find(';')).c_str());
-    interpret(k, grid, {InterpArg::ptr(out), InterpArg::ptr(in), InterpArg::of_int(n_cols), InterpArg::of_int(n_cols)});
+    interpret(
+        k, grid,
+        {InterpArg::ptr(out), InterpArg::ptr(in), InterpArg::of_int(n_cols), InterpArg::of_int(n_cols)});
   }
 
   // Against a double-precision softmax of the same (f16-rounded) inputs. The output is f16, so an error up

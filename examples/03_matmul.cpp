@@ -50,9 +50,9 @@ KernelDef matmul_def() {
   d.build = build_matmul;
   d.config_space = [] {
     std::vector<Config> space;
-    for (auto [bm, bn, bk, warps, stages] : {std::tuple{128, 128, 32, 4, 4}, std::tuple{128, 64, 32, 4, 4},
-                                             std::tuple{64, 128, 32, 4, 4}, std::tuple{128, 256, 64, 8, 3},
-                                             std::tuple{64, 64, 32, 4, 3}}) {
+    for (auto [bm, bn, bk, warps, stages] :
+         {std::tuple{128, 128, 32, 4, 4}, std::tuple{128, 64, 32, 4, 4}, std::tuple{64, 128, 32, 4, 4},
+          std::tuple{128, 256, 64, 8, 3}, std::tuple{64, 64, 32, 4, 3}}) {
       Config c;
       c.set("BLOCK_M", bm).set("BLOCK_N", bn).set("BLOCK_K", bk);
       c.num_warps = warps;
@@ -115,8 +115,8 @@ int main() {
     DeviceBuffer da = DeviceBuffer::from_host(a.bytes), db = DeviceBuffer::from_host(b.bytes);
     DeviceBuffer dc = DeviceBuffer::from_host(c.bytes);
     const std::vector<LaunchArg> args{LaunchArg::pointer(da.ptr()), LaunchArg::pointer(db.ptr()),
-                                      LaunchArg::pointer(dc.ptr()), LaunchArg::of_int(M), LaunchArg::of_int(N),
-                                      LaunchArg::of_int(K)};
+                                      LaunchArg::pointer(dc.ptr()), LaunchArg::of_int(M),
+                                      LaunchArg::of_int(N),         LaunchArg::of_int(K)};
     TuneOptions options;
     options.flops = 2.0 * M * N * K; // for TFLOP/s in the table
     KernelTuner tuner;
@@ -131,8 +131,8 @@ int main() {
     HostBuffer band(f16, rows * N, "C rows");
     std::copy(c.bytes.begin(), c.bytes.begin() + band.bytes.size(), band.bytes.begin());
     const double err = check(a, b, band, rows, N, K);
-    std::printf("first %lld rows of C: worst error %.3f of tolerance: %s\n", static_cast<long long>(rows), err,
-                err <= 1 ? "ok" : "FAILED");
+    std::printf("first %lld rows of C: worst error %.3f of tolerance: %s\n", static_cast<long long>(rows),
+                err, err <= 1 ? "ok" : "FAILED");
     return err <= 1 ? 0 : 1;
   }
 
@@ -141,11 +141,12 @@ int main() {
   const Config config = def.default_config();
   const Grid grid = def.grid(config, sizes);
   interpret(build_matmul(config), grid,
-            {InterpArg::ptr(a), InterpArg::ptr(b), InterpArg::ptr(c), InterpArg::of_int(M), InterpArg::of_int(N),
-             InterpArg::of_int(K)});
+            {InterpArg::ptr(a), InterpArg::ptr(b), InterpArg::ptr(c), InterpArg::of_int(M),
+             InterpArg::of_int(N), InterpArg::of_int(K)});
   const double err = check(a, b, c, M, N, K);
-  std::printf("%s, grid %lldx%lld, M=%lld N=%lld K=%lld: worst error %.3f of tolerance: %s\n", config.str().c_str(),
-              static_cast<long long>(grid[0]), static_cast<long long>(grid[1]), static_cast<long long>(M),
-              static_cast<long long>(N), static_cast<long long>(K), err, err <= 1 ? "ok" : "FAILED");
+  std::printf("%s, grid %lldx%lld, M=%lld N=%lld K=%lld: worst error %.3f of tolerance: %s\n",
+              config.str().c_str(), static_cast<long long>(grid[0]), static_cast<long long>(grid[1]),
+              static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K), err,
+              err <= 1 ? "ok" : "FAILED");
   return err <= 1 ? 0 : 1;
 }

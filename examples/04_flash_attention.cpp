@@ -31,28 +31,28 @@ Kernel build_attention(const Config& config) {
   Value v_ptr = make_block_ptr(v_base + head, {N, D}, {D, 1}, {0, 0}, {BN, D}, {1, 0});
   Value o_ptr = make_block_ptr(o_base + head, {N, D}, {D, 1}, {start_m, 0}, {BM, D}, {1, 0});
 
-  Value q = load(q_ptr, BoundaryCheck{0});      // (BM, D) f16, loaded once
-  Value offs_m = start_m + arange(0, BM);       // (BM,) i32
-  Value qk_scale = sm_scale * log2e;            // scores in the log2 domain: exp2 is one instruction
-  Value m_i = full({BM}, -inf, f32);            // (BM,) running row max
-  Value l_i = zeros({BM}, f32);                 // (BM,) running row sum of exp2(s - m_i)
-  Value acc = zeros({BM, D}, f32);              // (BM, D) running P·V
+  Value q = load(q_ptr, BoundaryCheck{0}); // (BM, D) f16, loaded once
+  Value offs_m = start_m + arange(0, BM);  // (BM,) i32
+  Value qk_scale = sm_scale * log2e;       // scores in the log2 domain: exp2 is one instruction
+  Value m_i = full({BM}, -inf, f32);       // (BM,) running row max
+  Value l_i = zeros({BM}, f32);            // (BM,) running row sum of exp2(s - m_i)
+  Value acc = zeros({BM, D}, f32);         // (BM, D) running P·V
   // Causal (top-left: query i sees key j iff j <= i): keys at or past start_m + BM are invisible to every
   // row of this program, so the loop stops there instead of masking whole tiles.
   Value hi = causal ? minimum(start_m + BM, N) : N;
   for_range(0, hi, BN, [&](Value start_n) {
-    Value kt = load(kt_ptr, BoundaryCheck{1}); // (D, BN) f16
-    Value v = load(v_ptr, BoundaryCheck{0});   // (BN, D) f16
-    Value offs_n = start_n + arange(0, BN);    // (BN,) i32
+    Value kt = load(kt_ptr, BoundaryCheck{1});  // (D, BN) f16
+    Value v = load(v_ptr, BoundaryCheck{0});    // (BN, D) f16
+    Value offs_n = start_n + arange(0, BN);     // (BN,) i32
     Value visible = expand_dims(offs_n, 0) < N; // (1, BN): keys past N padded the tile
     if (causal)
       visible = visible && (expand_dims(offs_m, 1) >= expand_dims(offs_n, 0)); // (BM, BN)
-    Value s = where(visible, dot(q, kt) * qk_scale, -inf); // (BM, BN) f32
-    Value m_new = maximum(m_i, max(s, 1));                  // (BM,)
-    Value p = exp2(s - expand_dims(m_new, 1));              // (BM, BN) f32
-    Value alpha = exp2(m_i - m_new);                        // (BM,) rescales what came before
+    Value s = where(visible, dot(q, kt) * qk_scale, -inf);                     // (BM, BN) f32
+    Value m_new = maximum(m_i, max(s, 1));                                     // (BM,)
+    Value p = exp2(s - expand_dims(m_new, 1));                                 // (BM, BN) f32
+    Value alpha = exp2(m_i - m_new); // (BM,) rescales what came before
     l_i = l_i * alpha + sum(p, 1);
-    acc = dot(p.to(f16), v, acc * expand_dims(alpha, 1));   // (BM, D) f32
+    acc = dot(p.to(f16), v, acc * expand_dims(alpha, 1)); // (BM, D) f32
     m_i = m_new;
     kt_ptr = advance(kt_ptr, {0, BN});
     v_ptr = advance(v_ptr, {BN, 0});
@@ -62,8 +62,8 @@ Kernel build_attention(const Config& config) {
 }
 
 // Max |O - reference| over every element, the reference in double from the f16 inputs.
-double max_error(const HostBuffer& q, const HostBuffer& k, const HostBuffer& v, const HostBuffer& o, int64_t BH,
-                 int64_t N, int64_t D, double sm_scale, bool causal) {
+double max_error(const HostBuffer& q, const HostBuffer& k, const HostBuffer& v, const HostBuffer& o,
+                 int64_t BH, int64_t N, int64_t D, double sm_scale, bool causal) {
   double worst = 0;
   std::vector<double> s(N);
   for (int64_t h = 0; h < BH; ++h)
@@ -98,7 +98,8 @@ int main() {
   std::printf("B=%lld H=%lld N=%lld D=%lld, BLOCK_M=%lld BLOCK_N=%lld, on %s\n", static_cast<long long>(B),
               static_cast<long long>(H), static_cast<long long>(N), static_cast<long long>(D),
               static_cast<long long>(BM), static_cast<long long>(BN),
-              gpu ? current_device().name.c_str() : ("the interpreter (no GPU: " + why.substr(0, why.find(';')) + ")").c_str());
+              gpu ? current_device().name.c_str()
+                  : ("the interpreter (no GPU: " + why.substr(0, why.find(';')) + ")").c_str());
 
   HostBuffer q(f16, B * H * N * D, "Q"), k(f16, B * H * N * D, "K"), v(f16, B * H * N * D, "V");
   std::mt19937 rng(4);
@@ -118,8 +119,12 @@ int main() {
     for (int64_t i = 0; i < o.numel(); ++i)
       o.set(i, std::nan(""));
     const Grid grid{(N + BM - 1) / BM, B * H, 1};
-    const std::vector<InterpArg> args{InterpArg::ptr(q), InterpArg::ptr(k), InterpArg::ptr(v), InterpArg::ptr(o),
-                                      InterpArg::of_float(sm_scale), InterpArg::of_int(N)};
+    const std::vector<InterpArg> args{InterpArg::ptr(q),
+                                      InterpArg::ptr(k),
+                                      InterpArg::ptr(v),
+                                      InterpArg::ptr(o),
+                                      InterpArg::of_float(sm_scale),
+                                      InterpArg::of_int(N)};
     if (gpu)
       run_on_gpu(*JitKernel::compile(kernel), grid, args);
     else

@@ -96,7 +96,8 @@ int main() {
   if (std::isnan(between + to_ref))
     between = to_ref = INFINITY;
   const bool ok = changed > 0 && to_ref < 1e-2;
-  std::printf("ran both on %s: max |O(K_TRANSPOSED=0) - O(K_TRANSPOSED=1)| = %.2e, max |O - reference| = %.2e: %s\n",
-              gpu ? current_device().name.c_str() : "the interpreter", between, to_ref, ok ? "ok" : "FAILED");
+  std::printf(
+      "ran both on %s: max |O(K_TRANSPOSED=0) - O(K_TRANSPOSED=1)| = %.2e, max |O - reference| = %.2e: %s\n",
+      gpu ? current_device().name.c_str() : "the interpreter", between, to_ref, ok ? "ok" : "FAILED");
   return ok ? 0 : 1;
 }

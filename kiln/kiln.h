@@ -14,7 +14,8 @@
 //   }
 //   Kernel k = build_saxpy(Config().set("BLOCK", 256));
 //   interpret(k, {cdiv, 1, 1}, {InterpArg::ptr(x), ...});         // 2a. run it on the CPU, or
-//   JitKernel::compile(k)->launch({cdiv, 1, 1}, {LaunchArg::pointer(d_x), ...}, Stream::wrap(my_stream));  // 2b.
+//   JitKernel::compile(k)->launch({cdiv, 1, 1}, {LaunchArg::pointer(d_x), ...}, Stream::wrap(my_stream));  //
+//   2b.
 //
 // Everything here lives in namespace kiln. This header re-exports the pieces of kiln's layers that make up
 // the public surface (listed below) and adds no implementation of its own beyond two one-line conveniences;
@@ -22,8 +23,8 @@
 //
 // Public surface:
 // - The DSL (dsl/dsl.h, dsl/builder.h): KernelBuilder (arg_ptr, arg, finish), Value, Operand, the dtypes
-//   (i1 u8 i32 i64 f16 bf16 f32 f64), program_id/arange/full/zeros, elementwise operators and math, shape ops,
-//   dot, sum/max/min/argmax, load/store through pointer tensors (with masks) and block pointers
+//   (i1 u8 i32 i64 f16 bf16 f32 f64), program_id/arange/full/zeros, elementwise operators and math, shape
+//   ops, dot, sum/max/min/argmax, load/store through pointer tensors (with masks) and block pointers
 //   (make_block_ptr, advance, BoundaryCheck, Padding), for_range, if_, static_check. Mistakes are kiln::Error
 //   naming the op, the shapes/dtypes and the line of the user's DSL call.
 // - Config (named integer compile-time parameters + num_warps/num_stages) and KernelDef (a kernel's build
@@ -33,8 +34,8 @@
 //   DeviceBuffer's), check_launch_args, run_on_gpu (host buffers in and out), Stream (an opaque handle: own a
 //   new one, or Stream::wrap(void*) a cudaStream_t/CUstream without owning it), DeviceBuffer, current_device.
 // - Autotuning a user-declared config space and key: KernelTuner::select / launch with a KernelDef whose
-//   config_space and tuning_key the user fills in, TuneOptions (mode, timing, flops), TunedLaunch; AutotuneMode
-//   (KILN_AUTOTUNE=off|cached|on|force).
+//   config_space and tuning_key the user fills in, TuneOptions (mode, timing, flops), TunedLaunch;
+//   AutotuneMode (KILN_AUTOTUNE=off|cached|on|force).
 // - Inspection: print_kernel (the IR), generate_cuda (the CUDA C++ and the `lowered` summary of layouts,
 //   shared memory and pipelining for a Target), estimate_cost / roofline (FLOPs and bytes from the IR).
 // - kiln::version(), gpu_available().
@@ -42,20 +43,20 @@
 //   kiln::InternalError (a bug in kiln).
 #pragma once
 
-#include "codegen/codegen.h"     // generate_cuda, CodegenOptions, GeneratedKernel, Target
-#include "codegen/perf_model.h"  // estimate_cost, roofline, Cost, CostEstimate
-#include "dsl/config.h"          // Config
-#include "dsl/dsl.h"             // the DSL
-#include "dsl/interpreter.h"     // HostBuffer, InterpArg, interpret
-#include "dsl/printer.h"         // print_kernel
-#include "dsl/registry.h"        // KernelDef, Grid, SizeArgs
-#include "jit/jit_kernel.h"      // JitKernel, LaunchArg, run_on_gpu, check_launch_args
-#include "jit/tuned_kernel.h"    // KernelTuner, TuneOptions, TunedLaunch
-#include "runtime/autotuner.h"   // AutotuneMode
-#include "runtime/device.h"      // Stream, DeviceBuffer, DeviceInfo
-#include "runtime/nvrtc.h"       // nvrtc_available (for gpu_available)
-#include "support/error.h"       // Error, InternalError
-#include "support/version.h"     // version()
+#include "codegen/codegen.h"    // generate_cuda, CodegenOptions, GeneratedKernel, Target
+#include "codegen/perf_model.h" // estimate_cost, roofline, Cost, CostEstimate
+#include "dsl/config.h"         // Config
+#include "dsl/dsl.h"            // the DSL
+#include "dsl/interpreter.h"    // HostBuffer, InterpArg, interpret
+#include "dsl/printer.h"        // print_kernel
+#include "dsl/registry.h"       // KernelDef, Grid, SizeArgs
+#include "jit/jit_kernel.h"     // JitKernel, LaunchArg, run_on_gpu, check_launch_args
+#include "jit/tuned_kernel.h"   // KernelTuner, TuneOptions, TunedLaunch
+#include "runtime/autotuner.h"  // AutotuneMode
+#include "runtime/device.h"     // Stream, DeviceBuffer, DeviceInfo
+#include "runtime/nvrtc.h"      // nvrtc_available (for gpu_available)
+#include "support/error.h"      // Error, InternalError
+#include "support/version.h"    // version()
 
 #include <string>
 
@@ -71,10 +72,10 @@ using DeviceBuffer = rt::DeviceBuffer;
 using DeviceInfo = rt::DeviceInfo;
 using AutotuneMode = rt::AutotuneMode;
 using rt::autotune_mode_from_env;
-using rt::autotune_mode_name;  // "off", "cached", "on", "force"
-using rt::format_tune_table;   // the tuning result's table: config, time, TFLOP/s, registers, status
-using rt::tune_source_name;    // where a pick came from: "default", "memory", "disk", "tuned"
-using rt::current_device; // the device kiln launches on (KILN_DEVICE, default 0), its context current
+using rt::autotune_mode_name; // "off", "cached", "on", "force"
+using rt::current_device;     // the device kiln launches on (KILN_DEVICE, default 0), its context current
+using rt::format_tune_table;  // the tuning result's table: config, time, TFLOP/s, registers, status
+using rt::tune_source_name;   // where a pick came from: "default", "memory", "disk", "tuned"
 
 // Whether kernels can run on a GPU here: a CUDA driver with at least one device and NVRTC, and
 // KILN_INTERPRET=1 not set. When false, `why` (if given) says what is missing; never throws.

@@ -25,7 +25,7 @@ Kernel build_scaled_row_sum(const Config& c) {
   Value row_ok = expand_dims(rows, 1) < n_rows;              // (BLOCK_R, 1) i1
   Value acc = zeros({BLOCK_R}, f32);                         // (BLOCK_R,) f32, carried across the loop
   for_range(0, n_cols, BLOCK_C, [&](Value c0) {
-    Value cols = c0 + arange(0, BLOCK_C);                          // (BLOCK_C,) i32
+    Value cols = c0 + arange(0, BLOCK_C);                              // (BLOCK_C,) i32
     Value offs = expand_dims(rows, 1) * n_cols + expand_dims(cols, 0); // (BLOCK_R, BLOCK_C) i32
     Value tile = load(x + offs, row_ok && (expand_dims(cols, 0) < n_cols), 0.0f);
     acc = acc + sum(tile, 1);
@@ -89,7 +89,8 @@ int main() {
     const double err = std::abs(out.get(r) - ref);
     worst = std::isnan(err) ? INFINITY : std::max(worst, err);
   }
-  expect(worst < 1e-4, "scaled row sums match the double reference (max error " + std::to_string(worst) + ")");
+  expect(worst < 1e-4,
+         "scaled row sums match the double reference (max error " + std::to_string(worst) + ")");
 
   // Launch arguments are checked against the kernel's signature; a missing one is named.
   try {

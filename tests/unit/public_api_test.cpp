@@ -1,6 +1,7 @@
 // The public header kiln/kiln.h: a user's kernel written with it alone; launch arguments checked against the
-// kernel's signature without a GPU (a missing argument, a scalar for a pointer and the reverse, an out-of-range
-// i32 are each an Error naming the parameter); gpu_available answers without throwing; version().
+// kernel's signature without a GPU (a missing argument, a scalar for a pointer and the reverse, an
+// out-of-range i32 are each an Error naming the parameter); gpu_available answers without throwing;
+// version().
 #include <kiln/kiln.h>
 
 #include <gtest/gtest.h>
@@ -31,13 +32,14 @@ std::string launch_error(const Kernel& k, const std::vector<LaunchArg>& args) {
 
 TEST(PublicApi, CorrectArgumentsPass) {
   Kernel k = saxpy(128);
-  EXPECT_NO_THROW(check_launch_args(
-      k, {LaunchArg::pointer(0x1000), LaunchArg::pointer(0x2000), LaunchArg::of_float(2.5), LaunchArg::of_int(77)}));
+  EXPECT_NO_THROW(check_launch_args(k, {LaunchArg::pointer(0x1000), LaunchArg::pointer(0x2000),
+                                        LaunchArg::of_float(2.5), LaunchArg::of_int(77)}));
 }
 
 TEST(PublicApi, MissingArgumentIsNamed) {
   Kernel k = saxpy(128);
-  std::string msg = launch_error(k, {LaunchArg::pointer(0x1000), LaunchArg::pointer(0x2000), LaunchArg::of_float(2)});
+  std::string msg =
+      launch_error(k, {LaunchArg::pointer(0x1000), LaunchArg::pointer(0x2000), LaunchArg::of_float(2)});
   EXPECT_NE(msg.find("missing 'n'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("takes 4 arguments (x, y, a, n), got 3"), std::string::npos) << msg;
   msg = launch_error(k, {LaunchArg::pointer(0x1000)});
@@ -53,10 +55,11 @@ TEST(PublicApi, ExtraArgumentsAreCounted) {
 
 TEST(PublicApi, WrongKindNamesTheParameter) {
   Kernel k = saxpy(64);
-  std::string msg = launch_error(k, {LaunchArg::pointer(1), LaunchArg::of_int(2), LaunchArg::of_float(2),
-                                     LaunchArg::of_int(3)});
+  std::string msg = launch_error(
+      k, {LaunchArg::pointer(1), LaunchArg::of_int(2), LaunchArg::of_float(2), LaunchArg::of_int(3)});
   EXPECT_NE(msg.find("argument 'y' is a pointer to f32, got a scalar"), std::string::npos) << msg;
-  msg = launch_error(k, {LaunchArg::pointer(1), LaunchArg::pointer(2), LaunchArg::pointer(3), LaunchArg::of_int(3)});
+  msg = launch_error(
+      k, {LaunchArg::pointer(1), LaunchArg::pointer(2), LaunchArg::pointer(3), LaunchArg::of_int(3)});
   EXPECT_NE(msg.find("argument 'a' is a scalar f32, got a pointer"), std::string::npos) << msg;
   msg = launch_error(k, {LaunchArg::pointer(1), LaunchArg::pointer(2), LaunchArg::of_float(1),
                          LaunchArg::of_int(int64_t{1} << 40)});
