@@ -86,9 +86,11 @@ private:
     const Scalar& x = s(v);
     if (!x.known)
       fail_at(op.loc,
-              "performance model: the {} of this {} depends on a value the model cannot evaluate ({}); give every "
+              "performance model: the {} of this {} depends on a value the model cannot evaluate ({}); give "
+              "every "
               "scalar argument it depends on with --shape",
-              what, op_name(op.kind), k_.info(v).name.empty() ? "a tensor or pointer value" : k_.info(v).name);
+              what, op_name(op.kind),
+              k_.info(v).name.empty() ? "a tensor or pointer value" : k_.info(v).name);
     return static_cast<int64_t>(x.v);
   }
 
@@ -106,9 +108,15 @@ private:
     const bool integer = is_int(operand_t);
     double r = 0;
     switch (op.binary) {
-    case BinaryOp::Add: r = a.v + b.v; break;
-    case BinaryOp::Sub: r = a.v - b.v; break;
-    case BinaryOp::Mul: r = a.v * b.v; break;
+    case BinaryOp::Add:
+      r = a.v + b.v;
+      break;
+    case BinaryOp::Sub:
+      r = a.v - b.v;
+      break;
+    case BinaryOp::Mul:
+      r = a.v * b.v;
+      break;
     case BinaryOp::Div:
       if (integer) {
         if (b.v == 0)
@@ -127,18 +135,36 @@ private:
         r = std::fmod(a.v, b.v);
       }
       break;
-    case BinaryOp::Min: r = std::min(a.v, b.v); break;
-    case BinaryOp::Max: r = std::max(a.v, b.v); break;
+    case BinaryOp::Min:
+      r = std::min(a.v, b.v);
+      break;
+    case BinaryOp::Max:
+      r = std::max(a.v, b.v);
+      break;
     case BinaryOp::And:
       r = static_cast<double>(static_cast<int64_t>(a.v) & static_cast<int64_t>(b.v));
       break;
-    case BinaryOp::Or: r = static_cast<double>(static_cast<int64_t>(a.v) | static_cast<int64_t>(b.v)); break;
-    case BinaryOp::Eq: r = a.v == b.v; break;
-    case BinaryOp::Ne: r = a.v != b.v; break;
-    case BinaryOp::Lt: r = a.v < b.v; break;
-    case BinaryOp::Le: r = a.v <= b.v; break;
-    case BinaryOp::Gt: r = a.v > b.v; break;
-    case BinaryOp::Ge: r = a.v >= b.v; break;
+    case BinaryOp::Or:
+      r = static_cast<double>(static_cast<int64_t>(a.v) | static_cast<int64_t>(b.v));
+      break;
+    case BinaryOp::Eq:
+      r = a.v == b.v;
+      break;
+    case BinaryOp::Ne:
+      r = a.v != b.v;
+      break;
+    case BinaryOp::Lt:
+      r = a.v < b.v;
+      break;
+    case BinaryOp::Le:
+      r = a.v <= b.v;
+      break;
+    case BinaryOp::Gt:
+      r = a.v > b.v;
+      break;
+    case BinaryOp::Ge:
+      r = a.v >= b.v;
+      break;
     }
     return Scalar{true, wrap(r, result_t)};
   }
@@ -148,15 +174,33 @@ private:
       return {};
     double r = 0;
     switch (op.unary) {
-    case UnaryOp::Neg: r = -x.v; break;
-    case UnaryOp::Not: r = is_float(t) ? (x.v == 0) : static_cast<double>(~static_cast<int64_t>(x.v)); break;
-    case UnaryOp::Exp: r = std::exp(x.v); break;
-    case UnaryOp::Exp2: r = std::exp2(x.v); break;
-    case UnaryOp::Log: r = std::log(x.v); break;
-    case UnaryOp::Log2: r = std::log2(x.v); break;
-    case UnaryOp::Sqrt: r = std::sqrt(x.v); break;
-    case UnaryOp::Rsqrt: r = 1.0 / std::sqrt(x.v); break;
-    case UnaryOp::Abs: r = std::fabs(x.v); break;
+    case UnaryOp::Neg:
+      r = -x.v;
+      break;
+    case UnaryOp::Not:
+      r = is_float(t) ? (x.v == 0) : static_cast<double>(~static_cast<int64_t>(x.v));
+      break;
+    case UnaryOp::Exp:
+      r = std::exp(x.v);
+      break;
+    case UnaryOp::Exp2:
+      r = std::exp2(x.v);
+      break;
+    case UnaryOp::Log:
+      r = std::log(x.v);
+      break;
+    case UnaryOp::Log2:
+      r = std::log2(x.v);
+      break;
+    case UnaryOp::Sqrt:
+      r = std::sqrt(x.v);
+      break;
+    case UnaryOp::Rsqrt:
+      r = 1.0 / std::sqrt(x.v);
+      break;
+    case UnaryOp::Abs:
+      r = std::fabs(x.v);
+      break;
     }
     if (t == DType::i1)
       r = r != 0;
@@ -188,10 +232,13 @@ private:
     case OpKind::Constant:
       if (scalar_typed(res)) {
         const DType t = k_.type(res).elem;
-        s(res) = Scalar{true, is_float(t) || op.ints.empty() ? wrap(op.f, t) : static_cast<double>(op.ints[0])};
+        s(res) =
+            Scalar{true, is_float(t) || op.ints.empty() ? wrap(op.f, t) : static_cast<double>(op.ints[0])};
       }
       return;
-    case OpKind::ProgramId: s(res) = Scalar{true, static_cast<double>(pid_[static_cast<size_t>(op.axis)])}; return;
+    case OpKind::ProgramId:
+      s(res) = Scalar{true, static_cast<double>(pid_[static_cast<size_t>(op.axis)])};
+      return;
     case OpKind::NumPrograms:
       s(res) = Scalar{true, static_cast<double>(grid_[static_cast<size_t>(op.axis)])};
       return;
@@ -216,7 +263,8 @@ private:
       if (scalar_typed(res)) {
         const DType t = k_.type(res).elem;
         const Scalar x = s(op.operands[0]);
-        s(res) = x.known ? Scalar{true, t == DType::i1 ? (x.v != 0 ? 1.0 : 0.0) : wrap(is_int(t) ? std::trunc(x.v) : x.v, t)}
+        s(res) = x.known ? Scalar{true, t == DType::i1 ? (x.v != 0 ? 1.0 : 0.0)
+                                                       : wrap(is_int(t) ? std::trunc(x.v) : x.v, t)}
                          : Scalar{};
       }
       return;
@@ -272,7 +320,8 @@ private:
       BlockPtrState st = it->second;
       for (size_t d = 0; d < st.offsets.size(); ++d) {
         const Scalar delta = s(op.operands[1 + d]);
-        st.offsets[d] = st.offsets[d].known && delta.known ? Scalar{true, st.offsets[d].v + delta.v} : Scalar{};
+        st.offsets[d] =
+            st.offsets[d].known && delta.known ? Scalar{true, st.offsets[d].v + delta.v} : Scalar{};
       }
       blocks_[res] = st;
       return;
@@ -283,14 +332,16 @@ private:
     case OpKind::StoreBlock:
       cost_.bytes_stored += block_elements(op.operands[0], op.ints) * dbytes(k_.type(op.operands[1]).elem);
       return;
-    case OpKind::For: return visit_for(op);
+    case OpKind::For:
+      return visit_for(op);
     case OpKind::If: {
       const Region& taken = op.regions[need_int(op.operands[0], op, "condition") ? 0 : 1];
       walk_region(taken);
       carry_yield(taken, op.results);
       return;
     }
-    default: return; // shape ops, arange, pointer arithmetic, yield: no cost, no scalar to track
+    default:
+      return; // shape ops, arange, pointer arithmetic, yield: no cost, no scalar to track
     }
   }
 
@@ -325,7 +376,8 @@ private:
   }
 
   void visit_for(const Op& op) {
-    const int64_t lo = need_int(op.operands[0], op, "lower bound"), hi = need_int(op.operands[1], op, "upper bound"),
+    const int64_t lo = need_int(op.operands[0], op, "lower bound"),
+                  hi = need_int(op.operands[1], op, "upper bound"),
                   step = need_int(op.operands[2], op, "step");
     if (step <= 0)
       fail_at(op.loc, "performance model: for_range step must be positive, got {}", step);
@@ -358,21 +410,23 @@ CostEstimate estimate_cost(const Kernel& k, const Grid& grid, const ScalarArgs& 
       fail("performance model: grid ({}, {}, {}) has a negative dimension", grid[0], grid[1], grid[2]);
   for (const auto& [name, value] : args) {
     (void)value;
-    bool known = std::any_of(k.params.begin(), k.params.end(), [&](const Param& p) { return p.name == name; });
+    bool known =
+        std::any_of(k.params.begin(), k.params.end(), [&](const Param& p) { return p.name == name; });
     if (!known) {
       std::string names;
       for (const Param& p : k.params)
         if (k.type(p.value).is_tensor())
           names += (names.empty() ? "" : ", ") + p.name;
-      fail("performance model: kernel '{}' has no scalar argument '{}'; its scalar arguments are: {}", k.name, name,
-           names);
+      fail("performance model: kernel '{}' has no scalar argument '{}'; its scalar arguments are: {}", k.name,
+           name, names);
     }
   }
   CostEstimate e;
   e.programs = grid[0] * grid[1] * grid[2];
   if (e.programs == 0)
     return e;
-  const int64_t stride = max_programs > 0 && e.programs > max_programs ? (e.programs + max_programs - 1) / max_programs : 1;
+  const int64_t stride =
+      max_programs > 0 && e.programs > max_programs ? (e.programs + max_programs - 1) / max_programs : 1;
   ProgramWalker walker(k, grid, args);
   for (int64_t linear = 0; linear < e.programs; linear += stride) {
     std::array<int64_t, 3> pid{linear % grid[0], (linear / grid[0]) % grid[1], linear / (grid[0] * grid[1])};

@@ -28,9 +28,9 @@
 namespace kiln {
 
 struct Cost {
-  double matrix_flops = 0;  // dot
-  double vector_flops = 0;  // elementwise and reductions
-  double bytes_loaded = 0;  // global memory
+  double matrix_flops = 0; // dot
+  double vector_flops = 0; // elementwise and reductions
+  double bytes_loaded = 0; // global memory
   double bytes_stored = 0;
 
   double flops() const { return matrix_flops + vector_flops; }
@@ -39,23 +39,24 @@ struct Cost {
 };
 
 struct CostEstimate {
-  Cost total;                  // over the grid
-  int64_t programs = 0;        // grid size
+  Cost total;           // over the grid
+  int64_t programs = 0; // grid size
   int64_t programs_evaluated = 0;
-  Cost per_program() const;    // total / programs
-  double intensity() const;    // matrix FLOPs per byte
+  Cost per_program() const; // total / programs
+  double intensity() const; // matrix FLOPs per byte
 };
 
 // Scalar kernel arguments by parameter name (integers and floats); pointers are not needed.
 using ScalarArgs = std::map<std::string, double>;
 
-CostEstimate estimate_cost(const Kernel& k, const Grid& grid, const ScalarArgs& args, int64_t max_programs = 65536);
+CostEstimate estimate_cost(const Kernel& k, const Grid& grid, const ScalarArgs& args,
+                           int64_t max_programs = 65536);
 
 struct Roofline {
   double peak_flops_per_s = 0;
   double peak_bytes_per_s = 0;
-  double compute_s = 0;  // matrix FLOPs / peak
-  double memory_s = 0;   // bytes / bandwidth
+  double compute_s = 0; // matrix FLOPs / peak
+  double memory_s = 0;  // bytes / bandwidth
   double time_s() const { return compute_s > memory_s ? compute_s : memory_s; }
   bool compute_bound() const { return compute_s >= memory_s; }
   double ridge_intensity() const { return peak_flops_per_s / peak_bytes_per_s; } // FLOP/byte

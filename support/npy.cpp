@@ -67,8 +67,8 @@ public:
 
 private:
   [[noreturn]] void bad(const std::string& what) const {
-    fail("'{}' is not a valid .npy file: expected {} in its header at character {}, got \"{}\"", file_, what, pos_,
-         text_.substr(0, 120));
+    fail("'{}' is not a valid .npy file: expected {} in its header at character {}, got \"{}\"", file_, what,
+         pos_, text_.substr(0, 120));
   }
   void skip_space() {
     while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\t'))
@@ -159,8 +159,10 @@ double decode(const unsigned char* p, const NpyArray& a) {
     int shift = 64 - 8 * a.item_bytes; // sign-extend
     return static_cast<double>(static_cast<int64_t>(raw << shift) >> shift);
   }
-  case 'u': return static_cast<double>(raw);
-  default: return raw != 0 ? 1.0 : 0.0; // 'b'
+  case 'u':
+    return static_cast<double>(raw);
+  default:
+    return raw != 0 ? 1.0 : 0.0; // 'b'
   }
 }
 
@@ -191,10 +193,14 @@ std::string NpyArray::descr() const {
 
 std::string NpyArray::dtype_str() const {
   switch (kind) {
-  case 'f': return fmt::format("float{}", item_bytes * 8);
-  case 'i': return fmt::format("int{}", item_bytes * 8);
-  case 'u': return fmt::format("uint{}", item_bytes * 8);
-  default: return "bool";
+  case 'f':
+    return fmt::format("float{}", item_bytes * 8);
+  case 'i':
+    return fmt::format("int{}", item_bytes * 8);
+  case 'u':
+    return fmt::format("uint{}", item_bytes * 8);
+  default:
+    return "bool";
   }
 }
 
@@ -211,15 +217,16 @@ NpyArray parse_npy(std::string_view bytes, std::string_view name) {
   const auto* u = reinterpret_cast<const unsigned char*>(bytes.data());
   const int major = u[6];
   if (major < 1 || major > 3)
-    fail("'{}': .npy format version {}.{} is not supported (expected 1.0, 2.0 or 3.0)", name, major, int{u[7]});
+    fail("'{}': .npy format version {}.{} is not supported (expected 1.0, 2.0 or 3.0)", name, major,
+         int{u[7]});
   const size_t len_bytes = major == 1 ? 2 : 4;
   if (bytes.size() < 8 + len_bytes)
     fail("'{}' is truncated: the .npy header length is cut off", name);
   const size_t header_len = static_cast<size_t>(read_uint(u + 8, static_cast<int>(len_bytes), false));
   const size_t data_start = 8 + len_bytes + header_len;
   if (bytes.size() < data_start)
-    fail("'{}' is truncated: its header says {} bytes but the file has {} after the preamble", name, header_len,
-         bytes.size() - 8 - len_bytes);
+    fail("'{}' is truncated: its header says {} bytes but the file has {} after the preamble", name,
+         header_len, bytes.size() - 8 - len_bytes);
   Header h = HeaderParser(bytes.substr(8 + len_bytes, header_len), name).parse();
 
   NpyArray a;
@@ -233,10 +240,10 @@ NpyArray parse_npy(std::string_view bytes, std::string_view name) {
     char* end = nullptr;
     long bytes_per = std::strtol(d.c_str() + 2, &end, 10);
     a.item_bytes = static_cast<int>(bytes_per);
-    valid = *end == '\0' &&
-            ((a.kind == 'f' && (bytes_per == 2 || bytes_per == 4 || bytes_per == 8)) ||
-             ((a.kind == 'i' || a.kind == 'u') && (bytes_per == 1 || bytes_per == 2 || bytes_per == 4 || bytes_per == 8)) ||
-             (a.kind == 'b' && bytes_per == 1));
+    valid = *end == '\0' && ((a.kind == 'f' && (bytes_per == 2 || bytes_per == 4 || bytes_per == 8)) ||
+                             ((a.kind == 'i' || a.kind == 'u') &&
+                              (bytes_per == 1 || bytes_per == 2 || bytes_per == 4 || bytes_per == 8)) ||
+                             (a.kind == 'b' && bytes_per == 1));
   }
   if (!valid)
     fail("'{}': dtype '{}' is not supported; expected a float (f2, f4, f8), integer or bool array", name, d);
@@ -250,11 +257,11 @@ NpyArray parse_npy(std::string_view bytes, std::string_view name) {
   const size_t need = static_cast<size_t>(numel) * static_cast<size_t>(a.item_bytes);
   const size_t have = bytes.size() - data_start;
   if (have < need)
-    fail("'{}' is truncated: shape {} of {} needs {} data bytes, the file has {}", name, a.shape_str(), a.dtype_str(),
-         need, have);
+    fail("'{}' is truncated: shape {} of {} needs {} data bytes, the file has {}", name, a.shape_str(),
+         a.dtype_str(), need, have);
   if (have > need)
-    fail("'{}' has {} bytes after its data (shape {} of {} needs {}); not a single .npy array", name, have - need,
-         a.shape_str(), a.dtype_str(), need);
+    fail("'{}' has {} bytes after its data (shape {} of {} needs {}); not a single .npy array", name,
+         have - need, a.shape_str(), a.dtype_str(), need);
 
   a.values.resize(static_cast<size_t>(numel));
   const unsigned char* data = u + data_start;
@@ -299,23 +306,31 @@ std::string serialize_npy(DType dtype, const std::vector<int64_t>& shape, const 
   std::string descr;
   int bytes = 0;
   switch (dtype) {
-  case DType::f16: descr = "<f2", bytes = 2; break;
-  case DType::f32: descr = "<f4", bytes = 4; break;
-  case DType::f64: descr = "<f8", bytes = 8; break;
+  case DType::f16:
+    descr = "<f2", bytes = 2;
+    break;
+  case DType::f32:
+    descr = "<f4", bytes = 4;
+    break;
+  case DType::f64:
+    descr = "<f8", bytes = 8;
+    break;
   case DType::bf16:
     fail(".npy output as bf16 is not supported: NumPy has no bfloat16 dtype; use f32, f16 or f64");
-  default: fail(".npy output supports f16, f32 and f64 only");
+  default:
+    fail(".npy output supports f16, f32 and f64 only");
   }
   int64_t numel = 1;
   for (int64_t d : shape)
     numel *= d;
-  KILN_INTERNAL_CHECK(numel == static_cast<int64_t>(values.size()), "shape holds {} elements, {} values given",
-                      numel, values.size());
+  KILN_INTERNAL_CHECK(numel == static_cast<int64_t>(values.size()),
+                      "shape holds {} elements, {} values given", numel, values.size());
   std::string shape_text = "(";
   for (size_t i = 0; i < shape.size(); ++i)
     shape_text += (i ? ", " : "") + std::to_string(shape[i]);
   shape_text += shape.size() == 1 ? ",)" : ")";
-  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr, shape_text);
+  std::string dict =
+      fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr, shape_text);
   // Pad with spaces so that the data starts on a 64-byte boundary; the header ends with '\n'.
   size_t total = kMagic.size() + 2 + 2 + dict.size() + 1;
   dict.append((64 - total % 64) % 64, ' ');

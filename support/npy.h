@@ -15,17 +15,17 @@
 namespace kiln {
 
 struct NpyArray {
-  char kind = 'f';             // NumPy's kind letter: 'f' float, 'i' signed, 'u' unsigned, 'b' bool
-  int item_bytes = 4;          // bytes per element in the file
-  bool big_endian = false;     // the file's byte order ('>'); values are byte-swapped on read
-  bool fortran_order = false;  // the file's order; values are always returned in C order
+  char kind = 'f';            // NumPy's kind letter: 'f' float, 'i' signed, 'u' unsigned, 'b' bool
+  int item_bytes = 4;         // bytes per element in the file
+  bool big_endian = false;    // the file's byte order ('>'); values are byte-swapped on read
+  bool fortran_order = false; // the file's order; values are always returned in C order
   std::vector<int64_t> shape;
-  std::vector<double> values;  // numel() values in C order
+  std::vector<double> values; // numel() values in C order
 
   int64_t numel() const;
-  std::string descr() const;        // "<f4", ">f2", "|b1", ...
-  std::string dtype_str() const;    // "float32", "int32", ...
-  std::string shape_str() const;    // "(2, 3)"
+  std::string descr() const;     // "<f4", ">f2", "|b1", ...
+  std::string dtype_str() const; // "float32", "int32", ...
+  std::string shape_str() const; // "(2, 3)"
   bool is_float() const { return kind == 'f'; }
 };
 

@@ -20,20 +20,24 @@ namespace cl = llvm::cl;
 cl::SubCommand attention_sub("attention", "Run FlashAttention-2 forward on random or .npy inputs");
 cl::OptionCategory& cat = kiln_category();
 cl::opt<int64_t> batch("batch", cl::desc("Batch size B"), cl::Required, cl::sub(attention_sub), cl::cat(cat));
-cl::opt<int64_t> heads("heads", cl::desc("Query heads H"), cl::Required, cl::sub(attention_sub), cl::cat(cat));
+cl::opt<int64_t> heads("heads", cl::desc("Query heads H"), cl::Required, cl::sub(attention_sub),
+                       cl::cat(cat));
 cl::opt<int64_t> kv_heads("kv-heads", cl::desc("Key/value heads (default: --heads; fewer for GQA/MQA)"),
                           cl::init(0), cl::sub(attention_sub), cl::cat(cat));
-cl::opt<int64_t> seq_q("seq-q", cl::desc("Query length N_Q"), cl::Required, cl::sub(attention_sub), cl::cat(cat));
-cl::opt<int64_t> seq_k("seq-k", cl::desc("Key length N_K (default: --seq-q)"), cl::init(0), cl::sub(attention_sub),
+cl::opt<int64_t> seq_q("seq-q", cl::desc("Query length N_Q"), cl::Required, cl::sub(attention_sub),
                        cl::cat(cat));
-cl::opt<int64_t> head_dim("head-dim", cl::desc("Head dim D"), cl::Required, cl::sub(attention_sub), cl::cat(cat));
+cl::opt<int64_t> seq_k("seq-k", cl::desc("Key length N_K (default: --seq-q)"), cl::init(0),
+                       cl::sub(attention_sub), cl::cat(cat));
+cl::opt<int64_t> head_dim("head-dim", cl::desc("Head dim D"), cl::Required, cl::sub(attention_sub),
+                          cl::cat(cat));
 cl::opt<std::string> dtype("dtype", cl::desc("f16 | bf16 | f32: the dtype the kernel runs in (default f16)"),
                            cl::init("f16"), cl::sub(attention_sub), cl::cat(cat));
-cl::opt<std::string> causal("causal", cl::desc("none | top-left | bottom-right (default none)"), cl::init("none"),
-                            cl::sub(attention_sub), cl::cat(cat));
+cl::opt<std::string> causal("causal", cl::desc("none | top-left | bottom-right (default none)"),
+                            cl::init("none"), cl::sub(attention_sub), cl::cat(cat));
 cl::opt<std::string> layout("layout", cl::desc("bhsd | bshd: the layout of Q, K, V and O (default bhsd)"),
                             cl::init("bhsd"), cl::sub(attention_sub), cl::cat(cat));
-cl::opt<std::string> k_load("k-load", cl::desc("transposed | row-major: how K tiles are loaded (default transposed)"),
+cl::opt<std::string> k_load("k-load",
+                            cl::desc("transposed | row-major: how K tiles are loaded (default transposed)"),
                             cl::init("transposed"), cl::sub(attention_sub), cl::cat(cat));
 cl::opt<std::string> q_file("q", cl::desc("Q as .npy (with --k and --v)"), cl::value_desc("FILE.npy"),
                             cl::sub(attention_sub), cl::cat(cat));
@@ -41,11 +45,12 @@ cl::opt<std::string> k_file("k", cl::desc("K as .npy"), cl::value_desc("FILE.npy
                             cl::cat(cat));
 cl::opt<std::string> v_file("v", cl::desc("V as .npy"), cl::value_desc("FILE.npy"), cl::sub(attention_sub),
                             cl::cat(cat));
-cl::opt<std::string> out_file("out", cl::desc("Write O as .npy (shape follows --layout)"), cl::value_desc("FILE.npy"),
-                              cl::sub(attention_sub), cl::cat(cat));
+cl::opt<std::string> out_file("out", cl::desc("Write O as .npy (shape follows --layout)"),
+                              cl::value_desc("FILE.npy"), cl::sub(attention_sub), cl::cat(cat));
 cl::opt<std::string> lse_file("lse", cl::desc("Write LSE [B, H, N_Q] as .npy"), cl::value_desc("FILE.npy"),
                               cl::sub(attention_sub), cl::cat(cat));
-cl::opt<std::string> out_dtype("out-dtype", cl::desc("f32 | f16 | f64: dtype of the .npy outputs (default f32)"),
+cl::opt<std::string> out_dtype("out-dtype",
+                               cl::desc("f32 | f16 | f64: dtype of the .npy outputs (default f32)"),
                                cl::init("f32"), cl::sub(attention_sub), cl::cat(cat));
 cl::opt<bool> interpret("interpret", cl::desc("Run in the CPU interpreter (also KILN_INTERPRET=1)"),
                         cl::sub(attention_sub), cl::cat(cat));
@@ -53,8 +58,8 @@ cl::opt<bool> check("check", cl::desc("Compare with the double-precision referen
                     cl::cat(cat));
 cl::opt<bool> bench("bench", cl::desc("Time the kernel on the GPU (median of --reps launches)"),
                     cl::sub(attention_sub), cl::cat(cat));
-cl::opt<int> reps("reps", cl::desc("Timed launches for --bench (default 20)"), cl::init(20), cl::sub(attention_sub),
-                  cl::cat(cat));
+cl::opt<int> reps("reps", cl::desc("Timed launches for --bench (default 20)"), cl::init(20),
+                  cl::sub(attention_sub), cl::cat(cat));
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random inputs (default 1)"), cl::init(1),
                        cl::sub(attention_sub), cl::cat(cat));
 cl::list<std::string> sets("set", cl::desc("Override a kernel parameter: NAME=VALUE (e.g. BLOCK_M=64)"),
@@ -72,15 +77,18 @@ std::string shape_text(const std::vector<int64_t>& s) {
   return t + ")";
 }
 
-HostBuffer read_input(const std::string& path, const char* name, const AttentionProblem& p, int64_t h, int64_t n) {
+HostBuffer read_input(const std::string& path, const char* name, const AttentionProblem& p, int64_t h,
+                      int64_t n) {
   NpyArray a = read_npy(path);
   if (!a.is_float())
-    fail("'{}' ({}): dtype {} ('{}') is not supported for attention inputs; expected float16, float32 or float64",
+    fail("'{}' ({}): dtype {} ('{}') is not supported for attention inputs; expected float16, float32 or "
+         "float64",
          path, name, a.dtype_str(), a.descr());
   const std::vector<int64_t> want = file_shape(p, h, n);
   if (a.shape != want)
     fail("'{}' ({}): shape {} does not match the problem; expected {} ([{}] with --layout {})", path, name,
-         a.shape_str(), shape_text(want), p.bshd_layout ? "B, N, H, D" : "B, H, N, D", p.bshd_layout ? "bshd" : "bhsd");
+         a.shape_str(), shape_text(want), p.bshd_layout ? "B, N, H, D" : "B, H, N, D",
+         p.bshd_layout ? "bshd" : "bhsd");
   HostBuffer b(p.dtype, a.numel(), name);
   for (int64_t i = 0; i < a.numel(); ++i)
     b.set(i, round_exactly_to(a.values[static_cast<size_t>(i)], p.dtype));
@@ -173,8 +181,10 @@ int run_attention() {
     const double tol = tolerance(p.dtype);
     Comparison co = compare_to_reference(result.o, ref.o);
     Comparison cmp_lse = compare_to_reference(result.lse, ref.lse);
-    llvm::outs() << fmt::format("check O:   {} (tolerance {:.1e}) {}\n", co.str(), tol, co.ok(tol) ? "ok" : "FAIL");
-    llvm::outs() << fmt::format("check LSE: {} (tolerance {:.1e}) {}\n", cmp_lse.str(), tol, cmp_lse.ok(tol) ? "ok" : "FAIL");
+    llvm::outs() << fmt::format("check O:   {} (tolerance {:.1e}) {}\n", co.str(), tol,
+                                co.ok(tol) ? "ok" : "FAIL");
+    llvm::outs() << fmt::format("check LSE: {} (tolerance {:.1e}) {}\n", cmp_lse.str(), tol,
+                                cmp_lse.ok(tol) ? "ok" : "FAIL");
     ok = co.ok(tol) && cmp_lse.ok(tol);
   }
   if (bench) {

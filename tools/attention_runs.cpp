@@ -22,9 +22,12 @@ int parse_causal(const std::string& text, const char* flag) {
 
 const char* causal_name(int causal) {
   switch (causal) {
-  case 1: return "top-left";
-  case 2: return "bottom-right";
-  default: return "none";
+  case 1:
+    return "top-left";
+  case 2:
+    return "bottom-right";
+  default:
+    return "none";
   }
 }
 
@@ -44,8 +47,8 @@ double attention_flops(const AttentionProblem& p) {
   return p.causal != 0 ? f / 2 : f;
 }
 
-GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const AttentionInputs& in, int warmup,
-                          int reps) {
+GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const AttentionInputs& in,
+                          int warmup, int reps) {
   if (reps < 1 || warmup < 0)
     fail("timing needs at least 1 repetition and no negative warmup; got {} and {}", reps, warmup);
   std::shared_ptr<JitKernel> kernel = JitKernel::compile(build_fa2_fwd(config));

@@ -24,7 +24,7 @@ struct GpuTiming {
 
 // Compiles FA2 for `config`, copies the inputs to the GPU once, and times `reps` launches (after
 // `warmup` untimed ones) with events around each.
-GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const AttentionInputs& in, int warmup,
-                          int reps);
+GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const AttentionInputs& in,
+                          int warmup, int reps);
 
 } // namespace kiln::cli

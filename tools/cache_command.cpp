@@ -89,11 +89,14 @@ int run_cache() {
 
   if (act == "path") {
     if (json)
-      llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
-                                                  {"root", root}, {"compile", compile_dir(root)}, {"tune", tune_dir(root)}}))
+      llvm::outs() << llvm::formatv("{0:2}",
+                                    llvm::json::Value(llvm::json::Object{{"root", root},
+                                                                         {"compile", compile_dir(root)},
+                                                                         {"tune", tune_dir(root)}}))
                    << "\n";
     else
-      llvm::outs() << fmt::format("cache:   {}\ncompile: {}\ntune:    {}\n", root, compile_dir(root), tune_dir(root));
+      llvm::outs() << fmt::format("cache:   {}\ncompile: {}\ntune:    {}\n", root, compile_dir(root),
+                                  tune_dir(root));
     return 0;
   }
 
@@ -104,8 +107,9 @@ int run_cache() {
     for (const TuneEntry& e : list_tune(tune_dir(root)))
       if (!llvm::sys::fs::remove(e.path))
         ++tuned;
-    llvm::outs() << fmt::format("removed {} compile cache file(s) from {} and {} autotune result(s) from {}\n",
-                                compiled, compile_dir(root), tuned, tune_dir(root));
+    llvm::outs() << fmt::format(
+        "removed {} compile cache file(s) from {} and {} autotune result(s) from {}\n", compiled,
+        compile_dir(root), tuned, tune_dir(root));
     return 0;
   }
 
@@ -126,8 +130,9 @@ int run_cache() {
                                      {"kernel", e.kernel},
                                      {"size_bytes", static_cast<int64_t>(e.size)},
                                      {"age_seconds", e.age_seconds}});
-    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
-                                               {"root", root}, {"compile", std::move(c)}, {"tune", std::move(t)}}))
+    llvm::outs() << llvm::formatv("{0:2}",
+                                  llvm::json::Value(llvm::json::Object{
+                                      {"root", root}, {"compile", std::move(c)}, {"tune", std::move(t)}}))
                  << "\n";
     return 0;
   }
@@ -136,7 +141,8 @@ int run_cache() {
                               entries.size() == 1 ? "y" : "ies");
   for (const rt::CacheEntryInfo& e : entries) {
     total += e.size_bytes;
-    llvm::outs() << fmt::format("  {:<24} {:<8} {:>10} {:>9} old  {}\n", e.valid ? e.kernel_name : "(corrupt)", e.arch,
+    llvm::outs() << fmt::format("  {:<24} {:<8} {:>10} {:>9} old  {}\n",
+                                e.valid ? e.kernel_name : "(corrupt)", e.arch,
                                 human_bytes(static_cast<double>(e.size_bytes)), age_text(e.age_seconds),
                                 e.valid ? llvm::sys::path::filename(e.path).str() : e.problem);
   }

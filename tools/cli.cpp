@@ -36,7 +36,8 @@ std::map<std::string, int64_t> parse_assignments(const std::vector<std::string>&
       auto [name, value] = part.trim().split('=');
       long long v = 0;
       if (name.empty() || !part.contains('=') || value.trim().getAsInteger(0, v))
-        fail("{} expects NAME=VALUE with an integer VALUE (e.g. {} BLOCK_M=64), got '{}'", flag, flag, part.str());
+        fail("{} expects NAME=VALUE with an integer VALUE (e.g. {} BLOCK_M=64), got '{}'", flag, flag,
+             part.str());
       out[name.trim().str()] = static_cast<int64_t>(v);
     }
   }

@@ -21,25 +21,29 @@ namespace {
 
 namespace cl = llvm::cl;
 
-cl::SubCommand compare_sub("compare-loads", "Compare FA2's two K load paths: results, timing, load code, diff");
+cl::SubCommand compare_sub("compare-loads",
+                           "Compare FA2's two K load paths: results, timing, load code, diff");
 cl::OptionCategory& cat = kiln_category();
-cl::opt<int64_t> seq("seq", cl::desc("Sequence length (queries and keys)"), cl::Required, cl::sub(compare_sub),
-                     cl::cat(cat));
-cl::opt<int64_t> head_dim("head-dim", cl::desc("Head dim D"), cl::Required, cl::sub(compare_sub), cl::cat(cat));
-cl::opt<int64_t> batch("batch", cl::desc("Batch size (default 1)"), cl::init(1), cl::sub(compare_sub), cl::cat(cat));
-cl::opt<int64_t> heads("heads", cl::desc("Heads (default 1)"), cl::init(1), cl::sub(compare_sub), cl::cat(cat));
-cl::opt<std::string> dtype("dtype", cl::desc("f16 | bf16 | f32 (default f16)"), cl::init("f16"), cl::sub(compare_sub),
-                           cl::cat(cat));
-cl::opt<std::string> causal("causal", cl::desc("none | top-left | bottom-right (default none)"), cl::init("none"),
-                            cl::sub(compare_sub), cl::cat(cat));
+cl::opt<int64_t> seq("seq", cl::desc("Sequence length (queries and keys)"), cl::Required,
+                     cl::sub(compare_sub), cl::cat(cat));
+cl::opt<int64_t> head_dim("head-dim", cl::desc("Head dim D"), cl::Required, cl::sub(compare_sub),
+                          cl::cat(cat));
+cl::opt<int64_t> batch("batch", cl::desc("Batch size (default 1)"), cl::init(1), cl::sub(compare_sub),
+                       cl::cat(cat));
+cl::opt<int64_t> heads("heads", cl::desc("Heads (default 1)"), cl::init(1), cl::sub(compare_sub),
+                       cl::cat(cat));
+cl::opt<std::string> dtype("dtype", cl::desc("f16 | bf16 | f32 (default f16)"), cl::init("f16"),
+                           cl::sub(compare_sub), cl::cat(cat));
+cl::opt<std::string> causal("causal", cl::desc("none | top-left | bottom-right (default none)"),
+                            cl::init("none"), cl::sub(compare_sub), cl::cat(cat));
 cl::opt<std::string> arch("arch", cl::desc("Arch to generate for (default: this GPU's, else sm_90a)"),
                           cl::sub(compare_sub), cl::cat(cat));
-cl::opt<bool> diff("diff", cl::desc("Print a unified diff of the two generated CUDA sources"), cl::sub(compare_sub),
-                   cl::cat(cat));
-cl::opt<bool> interpret("interpret", cl::desc("Run both in the CPU interpreter (no timing)"), cl::sub(compare_sub),
-                        cl::cat(cat));
-cl::opt<int> reps("reps", cl::desc("Timed launches per variant (default 20)"), cl::init(20), cl::sub(compare_sub),
-                  cl::cat(cat));
+cl::opt<bool> diff("diff", cl::desc("Print a unified diff of the two generated CUDA sources"),
+                   cl::sub(compare_sub), cl::cat(cat));
+cl::opt<bool> interpret("interpret", cl::desc("Run both in the CPU interpreter (no timing)"),
+                        cl::sub(compare_sub), cl::cat(cat));
+cl::opt<int> reps("reps", cl::desc("Timed launches per variant (default 20)"), cl::init(20),
+                  cl::sub(compare_sub), cl::cat(cat));
 
 // The global-memory load paths of a generated kernel, read off its source: block copies into shared
 // memory (cp.async in 16-byte chunks on the aligned path, element by element otherwise) and block loads
@@ -49,15 +53,17 @@ std::string describe_loads(const GeneratedKernel& g) {
   // (prologue, steady state and drain of a pipelined loop each issue one).
   const std::regex copy_re(R"(// (\S+) -> shared \[(\d+) x (\d+)\] ([\w:]+))");
   std::vector<std::pair<std::string, int>> sites;
-  for (auto it = std::sregex_iterator(g.source.begin(), g.source.end(), copy_re); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(g.source.begin(), g.source.end(), copy_re);
+       it != std::sregex_iterator(); ++it) {
     const std::smatch& m = *it;
     std::string type = m[4].str();
     if (type.rfind("kiln::", 0) == 0)
       type = type.substr(6);
     const int bytes = type == "f16" || type == "bf16" ? 2 : type == "double" ? 8 : 4;
-    std::string line = fmt::format("{} -> shared [{} x {}] {}: cp.async 16-byte vectors ({} elements) when aligned, "
-                                   "element-wise otherwise",
-                                   m[1].str(), m[2].str(), m[3].str(), type, 16 / bytes);
+    std::string line =
+        fmt::format("{} -> shared [{} x {}] {}: cp.async 16-byte vectors ({} elements) when aligned, "
+                    "element-wise otherwise",
+                    m[1].str(), m[2].str(), m[3].str(), type, 16 / bytes);
     auto found = std::find_if(sites.begin(), sites.end(), [&](const auto& s) { return s.first == line; });
     if (found == sites.end())
       sites.emplace_back(line, 1);
@@ -69,7 +75,8 @@ std::string describe_loads(const GeneratedKernel& g) {
     out += fmt::format("    {} ({} issue site{})\n", line, n, n == 1 ? "" : "s");
   size_t register_loads = 0;
   const std::regex reg_load_re(R"(\[r\] = \(.*\) \? \w+\.base\[)");
-  for (auto it = std::sregex_iterator(g.source.begin(), g.source.end(), reg_load_re); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(g.source.begin(), g.source.end(), reg_load_re);
+       it != std::sregex_iterator(); ++it)
     ++register_loads;
   out += fmt::format("    block loads into registers (one element per access): {}; cp.async pipelining: {}\n",
                      register_loads,
@@ -91,10 +98,12 @@ int run_compare_loads() {
   pt.k_transposed = true;
   pr.k_transposed = false;
   const Config ct = default_fa2_config(pt), cr = default_fa2_config(pr);
-  const GeneratedKernel gt = generate_cuda(build_fa2_fwd(ct), target), gr = generate_cuda(build_fa2_fwd(cr), target);
+  const GeneratedKernel gt = generate_cuda(build_fa2_fwd(ct), target),
+                        gr = generate_cuda(build_fa2_fwd(cr), target);
 
   const AttentionInputs in = make_inputs(p, 3, 1.0);
-  llvm::outs() << fmt::format("FA2 {} on {}\n", p.str(), executor == Executor::Gpu ? "the GPU" : "the interpreter");
+  llvm::outs() << fmt::format("FA2 {} on {}\n", p.str(),
+                              executor == Executor::Gpu ? "the GPU" : "the interpreter");
   const AttentionResult rt_ = run_fa2_interpreted(pt, ct, in, executor);
   const AttentionResult rr = run_fa2_interpreted(pr, cr, in, executor);
 
@@ -102,39 +111,42 @@ int run_compare_loads() {
   const double tol = tolerance(p.dtype);
   const bool identical = rt_.o == rr.o && rt_.lse == rr.lse;
   const Comparison between = compare_to_reference(rr.o, rt_.o);
-  llvm::outs() << fmt::format("K_TRANSPOSED=1 vs 0: {} ({})\n", identical ? "bitwise identical" : between.str(),
+  llvm::outs() << fmt::format("K_TRANSPOSED=1 vs 0: {} ({})\n",
+                              identical ? "bitwise identical" : between.str(),
                               identical || between.ok(tol) ? "ok" : "FAIL");
   ok &= identical || between.ok(tol);
-  const double work = static_cast<double>(p.B * p.H) * static_cast<double>(p.N_Q) * static_cast<double>(p.N_K) *
-                      static_cast<double>(p.D);
+  const double work = static_cast<double>(p.B * p.H) * static_cast<double>(p.N_Q) *
+                      static_cast<double>(p.N_K) * static_cast<double>(p.D);
   if (work <= double(1 << 28)) {
     const AttentionResult ref = reference(p, in);
     for (const auto& [name, r] : {std::pair{"K_TRANSPOSED=1", &rt_}, std::pair{"K_TRANSPOSED=0", &rr}}) {
       const Comparison o = compare_to_reference(r->o, ref.o), l = compare_to_reference(r->lse, ref.lse);
       const bool good = o.ok(tol) && l.ok(tol);
-      llvm::outs() << fmt::format("{} vs reference: O {}, LSE {} (tolerance {:.1e}) {}\n", name, o.str(), l.str(), tol,
-                                  good ? "ok" : "FAIL");
+      llvm::outs() << fmt::format("{} vs reference: O {}, LSE {} (tolerance {:.1e}) {}\n", name, o.str(),
+                                  l.str(), tol, good ? "ok" : "FAIL");
       ok &= good;
     }
   } else {
     llvm::outs() << "reference check skipped (B*H*N*N*D above 2^28)\n";
   }
 
-  for (const auto& [name, config, g] : {std::tuple{"K_TRANSPOSED=1", &ct, &gt}, std::tuple{"K_TRANSPOSED=0", &cr, &gr}}) {
+  for (const auto& [name, config, g] :
+       {std::tuple{"K_TRANSPOSED=1", &ct, &gt}, std::tuple{"K_TRANSPOSED=0", &cr, &gr}}) {
     llvm::outs() << fmt::format("{} ({}), generated for {}:\n", name, config->str(), target.arch());
     llvm::outs() << describe_loads(*g);
     if (executor == Executor::Gpu) {
       const AttentionProblem& pp = config == &ct ? pt : pr;
       const GpuTiming t = time_fa2_on_gpu(pp, *config, in, 3, reps);
-      llvm::outs() << fmt::format("    time: median {:.4f} ms, min {:.4f}, max {:.4f} over {} runs ({:.1f} TFLOP/s)\n",
-                                  t.median_ms, t.min_ms, t.max_ms, t.reps,
-                                  attention_flops(p) / (t.median_ms * 1e-3) / 1e12);
+      llvm::outs() << fmt::format(
+          "    time: median {:.4f} ms, min {:.4f}, max {:.4f} over {} runs ({:.1f} TFLOP/s)\n", t.median_ms,
+          t.min_ms, t.max_ms, t.reps, attention_flops(p) / (t.median_ms * 1e-3) / 1e12);
     }
   }
   if (executor != Executor::Gpu)
     llvm::outs() << "timing skipped: the interpreter is not timed (run without --interpret on a GPU)\n";
   if (diff)
-    llvm::outs() << unified_line_diff(gt.source, gr.source, "fa2_fwd K_TRANSPOSED=1", "fa2_fwd K_TRANSPOSED=0");
+    llvm::outs() << unified_line_diff(gt.source, gr.source, "fa2_fwd K_TRANSPOSED=1",
+                                      "fa2_fwd K_TRANSPOSED=0");
   return ok ? 0 : 1;
 }
 

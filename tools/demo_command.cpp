@@ -17,7 +17,8 @@ namespace cl = llvm::cl;
 cl::SubCommand demo_sub("demo", "Run FA2 in the interpreter (and on the GPU where one exists) and check it");
 cl::opt<bool> interpret("interpret", cl::desc("Skip the GPU part even where a GPU exists"), cl::sub(demo_sub),
                         cl::cat(kiln_category()));
-cl::opt<bool> no_ir("no-ir", cl::desc("Do not print the kernel's IR"), cl::sub(demo_sub), cl::cat(kiln_category()));
+cl::opt<bool> no_ir("no-ir", cl::desc("Do not print the kernel's IR"), cl::sub(demo_sub),
+                    cl::cat(kiln_category()));
 
 // Runs one check and prints its line; true when O and LSE are within the dtype's tolerance.
 bool check_fa2(const AttentionProblem& p, Executor executor, const char* where) {
@@ -28,9 +29,10 @@ bool check_fa2(const AttentionProblem& p, Executor executor, const char* where) 
   const double tol = tolerance(p.dtype);
   const Comparison o = compare_to_reference(got.o, ref.o), lse = compare_to_reference(got.lse, ref.lse);
   const bool ok = o.ok(tol) && lse.ok(tol);
-  llvm::outs() << fmt::format("  {:<11} B={} H={} N={} D={} {} causal={:<9} O: {}  LSE: {}  (tolerance {:.1e})  {}\n",
-                              where, p.B, p.H, p.N_Q, p.D, dtype_name(p.dtype), causal_name(p.causal), o.str(),
-                              lse.str(), tol, ok ? "OK" : "FAIL");
+  llvm::outs() << fmt::format(
+      "  {:<11} B={} H={} N={} D={} {} causal={:<9} O: {}  LSE: {}  (tolerance {:.1e})  {}\n", where, p.B,
+      p.H, p.N_Q, p.D, dtype_name(p.dtype), causal_name(p.causal), o.str(), lse.str(), tol,
+      ok ? "OK" : "FAIL");
   llvm::outs().flush();
   return ok;
 }
@@ -61,7 +63,8 @@ int run_demo() {
     llvm::outs() << "\nGPU: none found, so the GPU checks and the timed run are skipped ("
                  << (why.empty() ? std::string("the driver reports no CUDA device") : why) << ")\n";
   } else {
-    llvm::outs() << "\nOn the GPU (" << rt::current_device().name << ", " << rt::current_device().arch << "):\n";
+    llvm::outs() << "\nOn the GPU (" << rt::current_device().name << ", " << rt::current_device().arch
+                 << "):\n";
     for (int causal : {0, 1})
       ok &= check_fa2(demo_problem(causal), Executor::Gpu, "GPU");
     AttentionProblem big;
@@ -69,9 +72,9 @@ int run_demo() {
     big.dtype = DType::f16;
     const Config config = default_fa2_config(big);
     const GpuTiming t = time_fa2_on_gpu(big, config, make_inputs(big, 5, 1.0), 3, 20);
-    llvm::outs() << fmt::format("  timed: {} ({}) median {:.3f} ms (min {:.3f}, max {:.3f}) = {:.1f} TFLOP/s\n",
-                                big.str(), config.str(), t.median_ms, t.min_ms, t.max_ms,
-                                attention_flops(big) / (t.median_ms * 1e-3) / 1e12);
+    llvm::outs() << fmt::format(
+        "  timed: {} ({}) median {:.3f} ms (min {:.3f}, max {:.3f}) = {:.1f} TFLOP/s\n", big.str(),
+        config.str(), t.median_ms, t.min_ms, t.max_ms, attention_flops(big) / (t.median_ms * 1e-3) / 1e12);
   }
   llvm::outs() << (ok ? "\nall checks OK\n" : "\nSOME CHECKS FAILED\n");
   return ok ? 0 : 1;

@@ -21,23 +21,28 @@ namespace cl = llvm::cl;
 cl::SubCommand emit_sub("emit", "Print a kernel at one stage: ir, lowered, cuda, ptx or sass");
 cl::opt<std::string> kernel_name(cl::Positional, cl::Required, cl::desc("<kernel>"), cl::sub(emit_sub),
                                  cl::cat(kiln_category()));
-cl::list<std::string> sets("set", cl::desc("Override a parameter: NAME=VALUE (repeatable, or comma-separated)"),
+cl::list<std::string> sets("set",
+                           cl::desc("Override a parameter: NAME=VALUE (repeatable, or comma-separated)"),
                            cl::value_desc("NAME=VALUE"), cl::sub(emit_sub), cl::cat(kiln_category()));
-cl::opt<std::string> stage("stage", cl::desc("ir | lowered | cuda | ptx | sass (default cuda)"), cl::init("cuda"),
-                           cl::sub(emit_sub), cl::cat(kiln_category()));
-cl::opt<std::string> arch("arch", cl::desc("Target arch, e.g. sm_80, sm_90a (default: this GPU's, else sm_90a)"),
+cl::opt<std::string> stage("stage", cl::desc("ir | lowered | cuda | ptx | sass (default cuda)"),
+                           cl::init("cuda"), cl::sub(emit_sub), cl::cat(kiln_category()));
+cl::opt<std::string> arch("arch",
+                          cl::desc("Target arch, e.g. sm_80, sm_90a (default: this GPU's, else sm_90a)"),
                           cl::sub(emit_sub), cl::cat(kiln_category()));
 cl::opt<std::string> output("o", cl::desc("Write to FILE instead of stdout"), cl::value_desc("FILE"),
                             cl::sub(emit_sub), cl::cat(kiln_category()));
 
 std::string usage_line(const rt::CompiledKernel& c, int dynamic_shared) {
   const rt::ResourceUsage& u = c.usage;
-  auto field = [](int64_t v, const char* unit) { return v < 0 ? std::string("n/a") : fmt::format("{} {}", v, unit); };
-  return fmt::format("{} on {}: registers {}, static shared {}, dynamic shared {} bytes, stack {}, spill stores {}, "
-                     "spill loads {}",
-                     c.kernel_name, c.arch, field(u.registers, "per thread"), field(u.shared_bytes, "bytes"),
-                     dynamic_shared, field(u.stack_frame_bytes, "bytes"), field(u.spill_store_bytes, "bytes"),
-                     field(u.spill_load_bytes, "bytes"));
+  auto field = [](int64_t v, const char* unit) {
+    return v < 0 ? std::string("n/a") : fmt::format("{} {}", v, unit);
+  };
+  return fmt::format(
+      "{} on {}: registers {}, static shared {}, dynamic shared {} bytes, stack {}, spill stores {}, "
+      "spill loads {}",
+      c.kernel_name, c.arch, field(u.registers, "per thread"), field(u.shared_bytes, "bytes"), dynamic_shared,
+      field(u.stack_frame_bytes, "bytes"), field(u.spill_store_bytes, "bytes"),
+      field(u.spill_load_bytes, "bytes"));
 }
 
 // cuobjdump from PATH, $CUDA_HOME/bin or /usr/local/cuda/bin; "" when none exists.
@@ -76,7 +81,8 @@ std::string disassemble(const std::string& tool, const std::string& cubin) {
     fail("--stage sass: cannot create a temporary file: {}", ec.message());
   }
   std::string err;
-  llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, llvm::StringRef(out_path), llvm::StringRef(out_path)};
+  llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, llvm::StringRef(out_path),
+                                                 llvm::StringRef(out_path)};
   llvm::StringRef args[] = {tool, "-sass", cubin_path.str()};
   int rc = llvm::sys::ExecuteAndWait(tool, args, llvm::None, redirects, 60, 0, &err);
   auto text = llvm::MemoryBuffer::getFile(out_path);

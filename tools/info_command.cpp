@@ -11,7 +11,8 @@
 namespace kiln::cli {
 namespace {
 
-llvm::cl::SubCommand info_sub("info", "Print kiln's version, NVRTC, the CUDA driver and each GPU's properties");
+llvm::cl::SubCommand info_sub("info",
+                              "Print kiln's version, NVRTC, the CUDA driver and each GPU's properties");
 llvm::cl::opt<bool> json("json", llvm::cl::desc("Machine-readable output"), llvm::cl::sub(info_sub),
                          llvm::cl::cat(kiln_category()));
 
@@ -36,7 +37,8 @@ int run_info() {
   if (!rt::driver_available(&driver_why)) {
     root["driver"] = llvm::json::Object{{"error", driver_why}};
     text += fmt::format("driver: none: {}\n", driver_why);
-    text += "GPUs:   none (kiln still generates CUDA, compiles it with NVRTC and runs kernels in the interpreter)\n";
+    text += "GPUs:   none (kiln still generates CUDA, compiles it with NVRTC and runs kernels in the "
+            "interpreter)\n";
   } else {
     const int count = rt::device_count();
     for (int i = 0; i < count; ++i) {
@@ -58,11 +60,12 @@ int run_info() {
                                         {"memory_clock_khz", d.memory_clock_khz},
                                         {"memory_bus_bits", d.memory_bus_bits},
                                         {"total_memory_bytes", d.total_memory_bytes}});
-      text += fmt::format("GPU {}:  {} ({}, compute capability {}.{})\n", d.ordinal, d.name, d.arch, d.cc_major,
-                          d.cc_minor);
-      text += fmt::format("        SMs {}, shared memory {} KiB per block ({} KiB opt-in), {} KiB per SM, L2 {} MiB\n",
-                          d.sm_count, d.max_shared_per_block / 1024, d.max_shared_per_block_optin / 1024,
-                          d.max_shared_per_sm / 1024, d.l2_bytes / (1024 * 1024));
+      text += fmt::format("GPU {}:  {} ({}, compute capability {}.{})\n", d.ordinal, d.name, d.arch,
+                          d.cc_major, d.cc_minor);
+      text += fmt::format(
+          "        SMs {}, shared memory {} KiB per block ({} KiB opt-in), {} KiB per SM, L2 {} MiB\n",
+          d.sm_count, d.max_shared_per_block / 1024, d.max_shared_per_block_optin / 1024,
+          d.max_shared_per_sm / 1024, d.l2_bytes / (1024 * 1024));
       text += fmt::format("        clocks: SM {} MHz, memory {} MHz, bus {} bits; memory {:.1f} GiB\n",
                           d.clock_khz / 1000, d.memory_clock_khz / 1000, d.memory_bus_bits,
                           static_cast<double>(d.total_memory_bytes) / (1024.0 * 1024 * 1024));

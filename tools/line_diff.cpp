@@ -28,8 +28,8 @@ struct Edit {
 };
 
 // Edits turning a[lo_a, hi_a) into b[lo_b, hi_b) by LCS; a plain replacement when the table would be huge.
-void lcs_edits(const std::vector<std::string_view>& a, size_t lo_a, size_t hi_a, const std::vector<std::string_view>& b,
-               size_t lo_b, size_t hi_b, std::vector<Edit>& out) {
+void lcs_edits(const std::vector<std::string_view>& a, size_t lo_a, size_t hi_a,
+               const std::vector<std::string_view>& b, size_t lo_b, size_t hi_b, std::vector<Edit>& out) {
   const size_t n = hi_a - lo_a, m = hi_b - lo_b;
   if (n * m > 50'000'000) {
     for (size_t i = lo_a; i < hi_a; ++i)

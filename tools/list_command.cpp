@@ -32,7 +32,8 @@ int run_list() {
       text += fmt::format("    {:<14} = {:<5} {}\n", p.name, p.default_value, p.help);
     }
     text += fmt::format("    {:<14} = {:<5} {}\n", "num_warps", d.default_num_warps, "warps per program");
-    text += fmt::format("    {:<14} = {:<5} {}\n", "num_stages", d.default_num_stages, "pipeline depth of staged loads");
+    text += fmt::format("    {:<14} = {:<5} {}\n", "num_stages", d.default_num_stages,
+                        "pipeline depth of staged loads");
     text += fmt::format("  config space: {} configs\n  size args:    {}\n  tuning key:   {}\n\n", space,
                         joined(d.size_args), joined(d.tuning_key));
     llvm::json::Array size_args, key;

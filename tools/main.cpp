@@ -23,7 +23,7 @@ using kiln::cli::Command;
 
 std::vector<Command> all_commands() {
   namespace c = kiln::cli;
-  return {c::info_command(),      c::list_command(),          c::emit_command(),  c::attention_command(),
+  return {c::info_command(),          c::list_command(),  c::emit_command(),  c::attention_command(),
           c::compare_loads_command(), c::cache_command(), c::model_command(), c::demo_command()};
 }
 
@@ -108,7 +108,8 @@ int run(int argc, char** argv) {
     llvm::cl::HideUnrelatedOptions(kiln::cli::kiln_category(), *c.sub);
 
   if (argc < 2)
-    return print_error("no subcommand given; expected one of: " + command_names(cmds) + " (see 'kiln --help')");
+    return print_error("no subcommand given; expected one of: " + command_names(cmds) +
+                       " (see 'kiln --help')");
   llvm::StringRef first = argv[1];
   if (!first.startswith("-")) {
     bool known = false;
@@ -127,8 +128,9 @@ int run(int argc, char** argv) {
     // --help and --version exit inside the parser: leave stderr alone for them (no temporary file left).
     bool exits = false;
     for (int i = 1; i < argc; ++i)
-      exits |= llvm::StringRef(argv[i]).startswith("--help") || llvm::StringRef(argv[i]).startswith("-help") ||
-               llvm::StringRef(argv[i]) == "--version" || llvm::StringRef(argv[i]) == "-version";
+      exits |= llvm::StringRef(argv[i]).startswith("--help") ||
+               llvm::StringRef(argv[i]).startswith("-help") || llvm::StringRef(argv[i]) == "--version" ||
+               llvm::StringRef(argv[i]) == "-version";
     llvm::Optional<StderrCapture> capture;
     if (!exits)
       capture.emplace();

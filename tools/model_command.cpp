@@ -18,18 +18,23 @@ namespace {
 
 namespace cl = llvm::cl;
 
-cl::SubCommand model_sub("model", "Roofline model of a kernel launch from its IR: FLOPs, bytes, intensity, bound");
+cl::SubCommand model_sub("model",
+                         "Roofline model of a kernel launch from its IR: FLOPs, bytes, intensity, bound");
 cl::opt<std::string> kernel_name(cl::Positional, cl::Required, cl::desc("<kernel>"), cl::sub(model_sub),
                                  cl::cat(kiln_category()));
-cl::list<std::string> shape("shape", cl::desc("Size arguments: NAME=VALUE,... (see `kiln list` for each kernel's)"),
+cl::list<std::string> shape("shape",
+                            cl::desc("Size arguments: NAME=VALUE,... (see `kiln list` for each kernel's)"),
                             cl::value_desc("NAME=V,..."), cl::sub(model_sub), cl::cat(kiln_category()));
 cl::list<std::string> sets("set", cl::desc("Override a parameter: NAME=VALUE"), cl::value_desc("NAME=VALUE"),
                            cl::sub(model_sub), cl::cat(kiln_category()));
-cl::opt<double> peak_tflops("peak-tflops",
-                            cl::desc("Peak dense tensor-core rate in TFLOP/s (default: from the GPU, else 989, H100 SXM f16)"),
-                            cl::init(0), cl::sub(model_sub), cl::cat(kiln_category()));
-cl::opt<double> peak_gbps("peak-gbps", cl::desc("Peak DRAM bandwidth in GB/s (default: from the GPU, else 3350, H100 SXM)"),
-                          cl::init(0), cl::sub(model_sub), cl::cat(kiln_category()));
+cl::opt<double> peak_tflops(
+    "peak-tflops",
+    cl::desc("Peak dense tensor-core rate in TFLOP/s (default: from the GPU, else 989, H100 SXM f16)"),
+    cl::init(0), cl::sub(model_sub), cl::cat(kiln_category()));
+cl::opt<double>
+    peak_gbps("peak-gbps",
+              cl::desc("Peak DRAM bandwidth in GB/s (default: from the GPU, else 3350, H100 SXM)"),
+              cl::init(0), cl::sub(model_sub), cl::cat(kiln_category()));
 cl::opt<bool> measure("measure", cl::desc("Also time the kernel on the GPU (fa2_fwd)"), cl::sub(model_sub),
                       cl::cat(kiln_category()));
 cl::opt<bool> json("json", cl::desc("Machine-readable output"), cl::sub(model_sub), cl::cat(kiln_category()));
@@ -87,7 +92,8 @@ int run_model() {
   double measured_ms = -1;
   if (measure) {
     if (def.name != "fa2_fwd")
-      fail("--measure runs fa2_fwd only (kernels with a host harness here); for '{}' use kiln_bench", def.name);
+      fail("--measure runs fa2_fwd only (kernels with a host harness here); for '{}' use kiln_bench",
+           def.name);
     require_gpu("--measure times the kernel on the GPU");
     AttentionProblem p;
     p.B = size_args.at("B"), p.H = size_args.at("H"), p.H_KV = size_args.at("H_KV");
@@ -131,20 +137,26 @@ int run_model() {
                                   ? fmt::format(" ({} evaluated, totals scaled)", e.programs_evaluated)
                                   : "");
   llvm::outs() << fmt::format("                 {:>14} {:>14}\n", "per program", "total");
-  llvm::outs() << fmt::format("matrix FLOPs     {:>14} {:>14}\n", g(per.matrix_flops), g(e.total.matrix_flops));
-  llvm::outs() << fmt::format("vector FLOPs     {:>14} {:>14}\n", g(per.vector_flops), g(e.total.vector_flops));
-  llvm::outs() << fmt::format("bytes loaded     {:>14} {:>14}\n", g(per.bytes_loaded), g(e.total.bytes_loaded));
-  llvm::outs() << fmt::format("bytes stored     {:>14} {:>14}\n", g(per.bytes_stored), g(e.total.bytes_stored));
+  llvm::outs() << fmt::format("matrix FLOPs     {:>14} {:>14}\n", g(per.matrix_flops),
+                              g(e.total.matrix_flops));
+  llvm::outs() << fmt::format("vector FLOPs     {:>14} {:>14}\n", g(per.vector_flops),
+                              g(e.total.vector_flops));
+  llvm::outs() << fmt::format("bytes loaded     {:>14} {:>14}\n", g(per.bytes_loaded),
+                              g(e.total.bytes_loaded));
+  llvm::outs() << fmt::format("bytes stored     {:>14} {:>14}\n", g(per.bytes_stored),
+                              g(e.total.bytes_stored));
   llvm::outs() << fmt::format("intensity        {:.2f} FLOP/byte (ridge point {:.1f})\n", e.intensity(),
                               r.ridge_intensity());
   llvm::outs() << fmt::format("peaks            {:.0f} TFLOP/s, {:.0f} GB/s ({})\n", peaks.tflops, peaks.gbps,
                               peaks.source);
   llvm::outs() << fmt::format("roofline         compute {}, memory {} -> predicted {} ({}-bound)\n",
-                              human_seconds(r.compute_s), human_seconds(r.memory_s), human_seconds(r.time_s()),
-                              r.compute_bound() ? "compute" : "memory");
+                              human_seconds(r.compute_s), human_seconds(r.memory_s),
+                              human_seconds(r.time_s()), r.compute_bound() ? "compute" : "memory");
   if (measured_ms >= 0)
     llvm::outs() << fmt::format("measured         {} ({:.0f}% of the roofline prediction's speed)\n",
                                 human_seconds(measured_ms * 1e-3), 100.0 * r.time_s() / (measured_ms * 1e-3));
+  llvm::outs() << "note: bytes count every program's global accesses with no cache reuse (an upper bound on DRAM "
+                  "traffic); only matrix FLOPs meet the tensor-core peak. See codegen/perf_model.h.\n";
   return 0;
 }
 

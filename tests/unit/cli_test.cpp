@@ -60,9 +60,11 @@ protected:
     const std::string out = path("stdout.txt"), err = path("stderr.txt");
     llvm::sys::fs::remove(out); // the redirects do not truncate an existing file
     llvm::sys::fs::remove(err);
-    llvm::Optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), llvm::StringRef(out), llvm::StringRef(err)};
+    llvm::Optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), llvm::StringRef(out),
+                                                   llvm::StringRef(err)};
     ToolRun r;
-    r.rc = llvm::sys::ExecuteAndWait(KILN_TOOL_PATH, argv, llvm::ArrayRef<llvm::StringRef>(envp), redirects, 600);
+    r.rc = llvm::sys::ExecuteAndWait(KILN_TOOL_PATH, argv, llvm::ArrayRef<llvm::StringRef>(envp), redirects,
+                                     600);
     r.out = slurp(out);
     r.err = slurp(err);
     return r;
@@ -170,7 +172,8 @@ TEST_F(CliTest, EmitSassNeedsCuobjdump) {
   std::string why;
   if (!rt::nvrtc_available(&why))
     GTEST_SKIP() << "NVRTC not available: " << why;
-  ToolRun r = kiln({"emit", "vector_add", "--stage", "sass", "--arch", "sm_90a"}, {{"PATH", "/nonexistent"}, {"CUDA_HOME", "/nonexistent"}});
+  ToolRun r = kiln({"emit", "vector_add", "--stage", "sass", "--arch", "sm_90a"},
+                   {{"PATH", "/nonexistent"}, {"CUDA_HOME", "/nonexistent"}});
   if (llvm::sys::fs::exists("/usr/local/cuda/bin/cuobjdump")) {
     EXPECT_EQ(r.rc, 0) << r.err; // found in the default CUDA location
     EXPECT_NE(r.out.find("vector_add"), std::string::npos);
@@ -197,7 +200,8 @@ struct Shape4 {
 };
 
 // Random f64 values written as `t` in [B, H, N, D] (or [B, N, H, D]) order.
-std::vector<double> write_tensor(const std::string& file, DType t, const std::vector<int64_t>& shape, uint64_t seed) {
+std::vector<double> write_tensor(const std::string& file, DType t, const std::vector<int64_t>& shape,
+                                 uint64_t seed) {
   int64_t n = 1;
   for (int64_t d : shape)
     n *= d;
@@ -217,13 +221,17 @@ TEST_F(CliTest, AttentionInterpretedWithNpyInputsMatchesReference) {
       const bool bshd = std::string(layout) == "bshd";
       AttentionProblem p;
       p.B = 1, p.H = 2, p.H_KV = 2, p.N_Q = 80, p.N_K = 48, p.D = 32, p.bshd_layout = bshd, p.causal = 1;
-      auto shape = [&](int64_t n) { return bshd ? std::vector<int64_t>{p.B, n, p.H, p.D} : std::vector<int64_t>{p.B, p.H, n, p.D}; };
+      auto shape = [&](int64_t n) {
+        return bshd ? std::vector<int64_t>{p.B, n, p.H, p.D} : std::vector<int64_t>{p.B, p.H, n, p.D};
+      };
       std::vector<double> q = write_tensor(path("q.npy"), in_t, shape(p.N_Q), 1);
       std::vector<double> k = write_tensor(path("k.npy"), in_t, shape(p.N_K), 2);
       std::vector<double> v = write_tensor(path("v.npy"), in_t, shape(p.N_K), 3);
-      ToolRun r = kiln({"attention", "--batch=1", "--heads=2", "--seq-q=80", "--seq-k=48", "--head-dim=32", "--dtype=f16",
-                    "--causal=top-left", "--layout", layout, "--q", path("q.npy"), "--k", path("k.npy"), "--v",
-                    path("v.npy"), "--out", path("o.npy"), "--lse", path("lse.npy"), "--interpret", "--check"});
+      ToolRun r = kiln(
+          {"attention",   "--batch=1",         "--heads=2",   "--seq-q=80",  "--seq-k=48", "--head-dim=32",
+           "--dtype=f16", "--causal=top-left", "--layout",    layout,        "--q",        path("q.npy"),
+           "--k",         path("k.npy"),       "--v",         path("v.npy"), "--out",      path("o.npy"),
+           "--lse",       path("lse.npy"),     "--interpret", "--check"});
       ASSERT_EQ(r.rc, 0) << r.out << r.err;
       EXPECT_NE(r.out.find("check O:"), std::string::npos);
       EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
@@ -256,8 +264,10 @@ TEST_F(CliTest, AttentionInterpretedWithNpyInputsMatchesReference) {
 }
 
 TEST_F(CliTest, AttentionRandomInputsOutDtypeAndGqa) {
-  ToolRun r = kiln({"attention", "--batch", "2", "--heads", "4", "--kv-heads", "2", "--seq-q", "40", "--head-dim", "48",
-                "--dtype", "bf16", "--interpret", "--check", "--seed", "9", "--out", path("o.npy"), "--out-dtype", "f16"});
+  ToolRun r =
+      kiln({"attention", "--batch", "2",          "--heads", "4",           "--kv-heads",  "2",
+            "--seq-q",   "40",      "--head-dim", "48",      "--dtype",     "bf16",        "--interpret",
+            "--check",   "--seed",  "9",          "--out",   path("o.npy"), "--out-dtype", "f16"});
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
   NpyArray o = read_npy(path("o.npy"));
@@ -266,12 +276,14 @@ TEST_F(CliTest, AttentionRandomInputsOutDtypeAndGqa) {
   for (double x : o.values)
     ASSERT_TRUE(std::isfinite(x));
   // The same seed gives the same output.
-  ToolRun again = kiln({"attention", "--batch", "2", "--heads", "4", "--kv-heads", "2", "--seq-q", "40", "--head-dim",
-                    "48", "--dtype", "bf16", "--interpret", "--seed", "9", "--out", path("o2.npy"), "--out-dtype", "f16"});
+  ToolRun again =
+      kiln({"attention", "--batch", "2",          "--heads",      "4",           "--kv-heads", "2",
+            "--seq-q",   "40",      "--head-dim", "48",           "--dtype",     "bf16",       "--interpret",
+            "--seed",    "9",       "--out",      path("o2.npy"), "--out-dtype", "f16"});
   ASSERT_EQ(again.rc, 0);
   EXPECT_EQ(slurp(path("o.npy")), slurp(path("o2.npy")));
-  expect_error(kiln({"attention", "--batch=1", "--heads=1", "--seq-q=16", "--head-dim=16", "--interpret", "--out",
-                     path("x.npy"), "--out-dtype", "bf16"}),
+  expect_error(kiln({"attention", "--batch=1", "--heads=1", "--seq-q=16", "--head-dim=16", "--interpret",
+                     "--out", path("x.npy"), "--out-dtype", "bf16"}),
                {"--out-dtype", "bfloat16"});
 }
 
@@ -281,8 +293,8 @@ TEST_F(CliTest, AttentionBigEndianAndFortranInputsGiveTheSameOutput) {
   write_tensor(path("k.npy"), DType::f32, shape, 5);
   write_tensor(path("v.npy"), DType::f32, shape, 6);
   auto run = [&](const std::string& qfile, const std::string& out) {
-    return kiln({"attention", "--batch=1", "--heads=1", "--seq-q=32", "--head-dim=16", "--interpret", "--q", qfile,
-                 "--k", path("k.npy"), "--v", path("v.npy"), "--out", out});
+    return kiln({"attention", "--batch=1", "--heads=1", "--seq-q=32", "--head-dim=16", "--interpret", "--q",
+                 qfile, "--k", path("k.npy"), "--v", path("v.npy"), "--out", out});
   };
   ASSERT_EQ(run(path("q.npy"), path("o_le.npy")).rc, 0);
 
@@ -319,8 +331,8 @@ TEST_F(CliTest, AttentionBadFilesAreRejectedAndNothingIsWritten) {
   write_tensor(path("v.npy"), DType::f32, shape, 9);
   const std::string out = path("out.npy"), lse = path("lse.npy");
   auto run = [&](const std::string& qfile) {
-    return kiln({"attention", "--batch=1", "--heads=1", "--seq-q=32", "--head-dim=16", "--interpret", "--q", qfile,
-                 "--k", path("k.npy"), "--v", path("v.npy"), "--out", out, "--lse", lse});
+    return kiln({"attention", "--batch=1", "--heads=1", "--seq-q=32", "--head-dim=16", "--interpret", "--q",
+                 qfile, "--k", path("k.npy"), "--v", path("v.npy"), "--out", out, "--lse", lse});
   };
   auto nothing_written = [&] {
     EXPECT_FALSE(llvm::sys::fs::exists(out));
@@ -357,8 +369,8 @@ TEST_F(CliTest, AttentionBadFilesAreRejectedAndNothingIsWritten) {
 
   // missing file, only some inputs
   expect_error(run(path("missing.npy")), {"missing.npy"});
-  expect_error(kiln({"attention", "--batch=1", "--heads=1", "--seq-q=32", "--head-dim=16", "--interpret", "--q",
-                     path("q.npy")}),
+  expect_error(kiln({"attention", "--batch=1", "--heads=1", "--seq-q=32", "--head-dim=16", "--interpret",
+                     "--q", path("q.npy")}),
                {"--q, --k and --v go together"});
   nothing_written();
 }
@@ -369,27 +381,30 @@ TEST_F(CliTest, AttentionRefusesToOverwriteAnInput) {
   write_tensor(path("k.npy"), DType::f32, shape, 12);
   write_tensor(path("v.npy"), DType::f32, shape, 13);
   const std::string before = slurp(path("k.npy"));
-  expect_error(kiln({"attention", "--batch=1", "--heads=1", "--seq-q=16", "--head-dim=16", "--interpret", "--q",
-                     path("q.npy"), "--k", path("k.npy"), "--v", path("v.npy"), "--out", path("k.npy")}),
-               {"refusing to overwrite the input"});
+  expect_error(
+      kiln({"attention", "--batch=1", "--heads=1", "--seq-q=16", "--head-dim=16", "--interpret", "--q",
+            path("q.npy"), "--k", path("k.npy"), "--v", path("v.npy"), "--out", path("k.npy")}),
+      {"refusing to overwrite the input"});
   EXPECT_EQ(slurp(path("k.npy")), before);
-  expect_error(kiln({"attention", "--batch=1", "--heads=1", "--seq-q=16", "--head-dim=16", "--interpret", "--q",
-                     path("q.npy"), "--k", path("k.npy"), "--v", path("v.npy"), "--lse",
-                     (dir_ + "/./q.npy").str()}),
-               {"refusing to overwrite the input"});
+  expect_error(
+      kiln({"attention", "--batch=1", "--heads=1", "--seq-q=16", "--head-dim=16", "--interpret", "--q",
+            path("q.npy"), "--k", path("k.npy"), "--v", path("v.npy"), "--lse", (dir_ + "/./q.npy").str()}),
+      {"refusing to overwrite the input"});
 }
 
 TEST_F(CliTest, AttentionOptionErrors) {
   expect_error(kiln({"attention", "--heads=1", "--seq-q=16", "--head-dim=16", "--interpret"}), {"--batch"});
-  expect_error(kiln({"attention", "--batch=x", "--heads=1", "--seq-q=16", "--head-dim=16", "--interpret"}), {"batch"});
-  const std::vector<std::string> base = {"attention", "--batch=1", "--heads=2", "--seq-q=16", "--head-dim=16",
-                                         "--interpret"};
+  expect_error(kiln({"attention", "--batch=x", "--heads=1", "--seq-q=16", "--head-dim=16", "--interpret"}),
+               {"batch"});
+  const std::vector<std::string> base = {"attention",  "--batch=1",     "--heads=2",
+                                         "--seq-q=16", "--head-dim=16", "--interpret"};
   auto with = [&](std::initializer_list<std::string> extra) {
     std::vector<std::string> a = base;
     a.insert(a.end(), extra);
     return kiln(a);
   };
-  expect_error(with({"--causal=diagonal"}), {"--causal must be none, top-left or bottom-right", "'diagonal'"});
+  expect_error(with({"--causal=diagonal"}),
+               {"--causal must be none, top-left or bottom-right", "'diagonal'"});
   expect_error(with({"--dtype=f8"}), {"--dtype must be f16, bf16 or f32"});
   expect_error(with({"--layout=sbhd"}), {"--layout must be bhsd or bshd"});
   expect_error(with({"--k-load=column"}), {"--k-load must be transposed or row-major"});
@@ -408,7 +423,7 @@ TEST_F(CliTest, AttentionWithoutGpuSuggestsInterpret) {
                {"no CUDA driver found", "--interpret"});
   // KILN_INTERPRET=1 runs in the interpreter instead.
   ToolRun r = kiln({"attention", "--batch=1", "--heads=1", "--seq-q=16", "--head-dim=16", "--check"},
-               {{"KILN_INTERPRET", "1"}});
+                   {{"KILN_INTERPRET", "1"}});
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("interpreter"), std::string::npos);
 }
@@ -416,8 +431,8 @@ TEST_F(CliTest, AttentionWithoutGpuSuggestsInterpret) {
 // ---- compare-loads, model, cache, demo ----
 
 TEST_F(CliTest, CompareLoadsInterpreted) {
-  ToolRun r = kiln({"compare-loads", "--seq", "64", "--head-dim", "32", "--heads", "2", "--causal", "bottom-right",
-                "--interpret", "--diff", "--arch", "sm_80"});
+  ToolRun r = kiln({"compare-loads", "--seq", "64", "--head-dim", "32", "--heads", "2", "--causal",
+                    "bottom-right", "--interpret", "--diff", "--arch", "sm_80"});
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("K_TRANSPOSED=1 vs 0"), std::string::npos);
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
@@ -436,8 +451,8 @@ double json_number(const llvm::json::Object& o, llvm::StringRef key) {
 }
 
 TEST_F(CliTest, ModelMatchesHandCounts) {
-  ToolRun m = kiln({"model", "matmul", "--shape", "M=512,N=256,K=128", "--set", "BLOCK_M=128,BLOCK_N=128,BLOCK_K=32",
-                "--json"});
+  ToolRun m = kiln({"model", "matmul", "--shape", "M=512,N=256,K=128", "--set",
+                    "BLOCK_M=128,BLOCK_N=128,BLOCK_K=32", "--json"});
   ASSERT_EQ(m.rc, 0) << m.err;
   auto v = llvm::json::parse(m.out);
   ASSERT_TRUE(bool(v)) << m.out;
@@ -446,10 +461,11 @@ TEST_F(CliTest, ModelMatchesHandCounts) {
   // A is read once per column of tiles (2), B once per row of tiles (4); f16.
   EXPECT_DOUBLE_EQ(json_number(o, "bytes_loaded"), (512.0 * 128 * 2 + 128.0 * 256 * 4) * 2);
   EXPECT_DOUBLE_EQ(json_number(o, "bytes_stored"), 512.0 * 256 * 2);
-  EXPECT_DOUBLE_EQ(json_number(o, "peak_tflops"), rt::driver_available() ? json_number(o, "peak_tflops") : 989);
+  EXPECT_DOUBLE_EQ(json_number(o, "peak_tflops"),
+                   rt::driver_available() ? json_number(o, "peak_tflops") : 989);
 
-  ToolRun f = kiln({"model", "fa2_fwd", "--shape", "B=2,H=4,H_KV=4,N_Q=512,N_K=512,D=64", "--peak-tflops", "100",
-                "--peak-gbps", "1000", "--json"});
+  ToolRun f = kiln({"model", "fa2_fwd", "--shape", "B=2,H=4,H_KV=4,N_Q=512,N_K=512,D=64", "--peak-tflops",
+                    "100", "--peak-gbps", "1000", "--json"});
   ASSERT_EQ(f.rc, 0) << f.err;
   auto fv = llvm::json::parse(f.out);
   ASSERT_TRUE(bool(fv));
@@ -459,12 +475,14 @@ TEST_F(CliTest, ModelMatchesHandCounts) {
   EXPECT_DOUBLE_EQ(json_number(fo, "compute_ms"), 4.0 * 2 * 4 * 512 * 512 * 64 / 100e12 * 1e3);
   EXPECT_DOUBLE_EQ(json_number(fo, "memory_ms"), bytes / 1000e9 * 1e3);
 
-  ToolRun text = kiln({"model", "fa2_fwd", "--shape", "B=1,H=1,H_KV=1,N_Q=256,N_K=256,D=64", "--set", "CAUSAL=1"});
+  ToolRun text =
+      kiln({"model", "fa2_fwd", "--shape", "B=1,H=1,H_KV=1,N_Q=256,N_K=256,D=64", "--set", "CAUSAL=1"});
   ASSERT_EQ(text.rc, 0);
   EXPECT_NE(text.out.find("-bound"), std::string::npos);
   EXPECT_NE(text.out.find("intensity"), std::string::npos);
 
-  expect_error(kiln({"model", "fa2_fwd", "--shape", "B=1,H=1"}), {"needs --shape values for H_KV, N_Q, N_K, D"});
+  expect_error(kiln({"model", "fa2_fwd", "--shape", "B=1,H=1"}),
+               {"needs --shape values for H_KV, N_Q, N_K, D"});
   expect_error(kiln({"model", "matmul", "--shape", "M=1,N=1,K=1,Q=4"}), {"no scalar argument 'Q'"});
   expect_error(kiln({"model", "matmul", "--shape", "M=1,N=1,K=1", "--peak-tflops", "-3"}), {"positive"});
   expect_error(kiln({"model", "matmul", "--shape", "M=64,N=64,K=64", "--measure"}), {"--measure"});
