@@ -67,8 +67,11 @@ public:
     }
   }
 
+  int64_t visits() const { return visits_; } // ops visited by the last run
+
   Cost run(const std::array<int64_t, 3>& pid) {
     pid_ = pid;
+    visits_ = 0;
     cost_ = Cost{};
     walk_region(k_.body);
     return cost_;
@@ -227,6 +230,7 @@ private:
   }
 
   void visit(const Op& op) {
+    ++visits_;
     const ValueId res = op.result();
     switch (op.kind) {
     case OpKind::Constant:
@@ -400,7 +404,11 @@ private:
   std::vector<Scalar> scalars_;
   std::map<ValueId, BlockPtrState> blocks_;
   Cost cost_;
+  int64_t visits_ = 0;
 };
+
+// How many op visits one estimate may spend (about a second); larger grids are sampled.
+constexpr int64_t kOpVisitBudget = 100'000'000;
 
 } // namespace
 
@@ -425,9 +433,13 @@ CostEstimate estimate_cost(const Kernel& k, const Grid& grid, const ScalarArgs& 
   e.programs = grid[0] * grid[1] * grid[2];
   if (e.programs == 0)
     return e;
-  const int64_t stride =
-      max_programs > 0 && e.programs > max_programs ? (e.programs + max_programs - 1) / max_programs : 1;
   ProgramWalker walker(k, grid, args);
+  // The last program usually does the most work (causal masks, tails): its op count sets how many
+  // programs the evaluation budget affords.
+  walker.run({grid[0] - 1, grid[1] - 1, grid[2] - 1});
+  const int64_t affordable = std::max<int64_t>(1, kOpVisitBudget / std::max<int64_t>(1, walker.visits()));
+  const int64_t limit = max_programs > 0 ? std::min(max_programs, affordable) : affordable;
+  const int64_t stride = e.programs > limit ? (e.programs + limit - 1) / limit : 1;
   for (int64_t linear = 0; linear < e.programs; linear += stride) {
     std::array<int64_t, 3> pid{linear % grid[0], (linear / grid[0]) % grid[1], linear / (grid[0] * grid[1])};
     e.total += walker.run(pid);

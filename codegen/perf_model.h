@@ -14,8 +14,8 @@
 // - trip counts and branches are runtime values: the model evaluates the kernel's scalar ops (program ids,
 //   scalar arguments, integer/float scalar arithmetic, block-pointer shapes and offsets) for every program,
 //   so causal masks, tails and per-program loop bounds are exact. A loop bound or branch that depends on a
-//   tensor or on an argument not given is a kiln::Error naming it. Grids above `max_programs` programs are
-//   sampled at a uniform stride and the totals scaled.
+//   tensor or on an argument not given is a kiln::Error naming it. Grids above `max_programs` programs, or
+//   whose evaluation would visit more than ~10^8 ops, are sampled at a uniform stride and the totals scaled.
 #pragma once
 
 #include "dsl/ir.h"
