@@ -13,6 +13,9 @@
 
 namespace kiln {
 
+// A kernel's config may carry MIN_BLOCKS_PER_SM (default 1): the second __launch_bounds__ argument,
+// which caps registers per thread so that that many CTAs can be resident on one SM.
+//
 // Code-generator switches: each optimisation can be turned off to measure what it is worth.
 struct CodegenOptions {
   bool tensor_cores = true;  // dot through mma.sync (else FMA on shared memory)

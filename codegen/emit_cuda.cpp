@@ -1387,7 +1387,9 @@ EmittedKernel Emitter::run() {
   EmittedKernel e;
   e.scratch_bytes = scratch_bytes_;
   e.conversions = conversions_;
-  std::string head = fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}({}) {{\n", threads_,
+  // MIN_BLOCKS_PER_SM (an optional config parameter) caps registers so that many CTAs fit on an SM.
+  std::string head = fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}({}) {{\n", threads_,
+                                 k_.config.get_or("MIN_BLOCKS_PER_SM", 1),
                                  identifier(k_.name), params);
   head += "  extern __shared__ __align__(1024) unsigned char kiln_smem[];\n";
   head += "  const int kiln_lane = threadIdx.x % 32;\n  const int kiln_warp = threadIdx.x / 32;\n";

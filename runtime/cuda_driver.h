@@ -43,6 +43,7 @@ constexpr int kFuncAttrConstSizeBytes = 2;
 constexpr int kFuncAttrLocalSizeBytes = 3;
 constexpr int kFuncAttrNumRegs = 4;
 constexpr int kFuncAttrMaxDynamicSharedSizeBytes = 8;
+constexpr int kFuncAttrPreferredSharedMemoryCarveout = 9;
 
 // CUjit_option
 constexpr int kJitInfoLogBuffer = 3;

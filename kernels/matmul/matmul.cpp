@@ -67,7 +67,8 @@ KernelDef matmul_def() {
               {"DTYPE", 0, "element type of A, B and C: 0 f16, 1 bf16, 2 f32"},
               {"TF32", 0, "f32 only: 1 multiplies on tensor cores in tf32"},
               {"A_COL_MAJOR", 0, "1 when A's M dim is the contiguous one"},
-              {"B_COL_MAJOR", 0, "1 when B's K dim is the contiguous one"}};
+              {"B_COL_MAJOR", 0, "1 when B's K dim is the contiguous one"},
+              {"MIN_BLOCKS_PER_SM", 2, "CTAs that must fit on one SM (caps registers; see codegen.h)"}};
   d.default_num_warps = 8;
   d.default_num_stages = 3;
   d.build = build_matmul;
@@ -86,6 +87,9 @@ KernelDef matmul_def() {
       c.set("BLOCK_M", t.m).set("BLOCK_N", t.n).set("BLOCK_K", t.k);
       c.num_warps = t.warps;
       c.num_stages = t.stages;
+      // Two resident CTAs hide the barrier of each k step (ncu: one 8-warp CTA per SM issued every
+      // 5 cycles); 8 warps with 64-deep tiles need more than the 128 registers that leaves.
+      c.set("MIN_BLOCKS_PER_SM", t.warps == 8 && t.k == 64 ? 1 : 2);
       cs.push_back(c);
     }
     return cs;
