@@ -50,7 +50,8 @@ LayoutInfo parse_layout(const std::string& layout, const std::source_location& w
     return LayoutInfo{false, 2, 1, "[B, H, N, D]"};
   if (layout == "bshd")
     return LayoutInfo{true, 1, 2, "[B, N, H, D]"};
-  reject(where, "options.layout is \"{}\"; expected \"bhsd\" ([B, H, N, D]) or \"bshd\" ([B, N, H, D])", layout);
+  reject(where, "options.layout is \"{}\"; expected \"bhsd\" ([B, H, N, D]) or \"bshd\" ([B, N, H, D])",
+         layout);
 }
 
 // Byte span of a tensor: the offset of its last element plus one element, or an error when that does not fit
@@ -59,14 +60,16 @@ uint64_t extent_bytes(const char* name, const TensorRef& t, const std::source_lo
   int64_t last = 0;
   for (size_t i = 0; i < t.shape.size(); ++i) {
     int64_t step = 0;
-    if (__builtin_mul_overflow(t.shape[i] - 1, t.strides[i], &step) || __builtin_add_overflow(last, step, &last))
-      reject(where, "{} ({}) spans more than 2^63 elements; its offsets overflow the kernels' 64-bit indices", name,
-             t.str());
+    if (__builtin_mul_overflow(t.shape[i] - 1, t.strides[i], &step) ||
+        __builtin_add_overflow(last, step, &last))
+      reject(where, "{} ({}) spans more than 2^63 elements; its offsets overflow the kernels' 64-bit indices",
+             name, t.str());
   }
   int64_t bytes = 0;
-  if (__builtin_add_overflow(last, int64_t{1}, &last) || __builtin_mul_overflow(last, int64_t{dtype_bytes(t.dtype)}, &bytes))
-    reject(where, "{} ({}) spans more than 2^63 bytes; its offsets overflow the kernels' 64-bit indices", name,
-           t.str());
+  if (__builtin_add_overflow(last, int64_t{1}, &last) ||
+      __builtin_mul_overflow(last, int64_t{dtype_bytes(t.dtype)}, &bytes))
+    reject(where, "{} ({}) spans more than 2^63 bytes; its offsets overflow the kernels' 64-bit indices",
+           name, t.str());
   uint64_t end = 0;
   if (__builtin_add_overflow(t.data, static_cast<uint64_t>(bytes), &end))
     reject(where, "{} ({}) runs past the end of the 64-bit address space", name, t.str());
@@ -103,21 +106,22 @@ void check_rank(const char* name, const TensorRef& t, size_t rank, const char* n
     reject(where, "{} must have rank {} {}, got rank {} with shape {}", name, rank, names, t.shape.size(),
            dims_str(t.shape));
   if (t.strides.size() != t.shape.size())
-    reject(where, "{} has {} strides for its {} dims (shape {}, strides {}); expected one stride per dim", name,
-           t.strides.size(), t.shape.size(), dims_str(t.shape), dims_str(t.strides));
+    reject(where, "{} has {} strides for its {} dims (shape {}, strides {}); expected one stride per dim",
+           name, t.strides.size(), t.shape.size(), dims_str(t.shape), dims_str(t.strides));
   for (size_t i = 0; i < rank; ++i) {
     if (t.shape[i] < 0)
       reject(where, "{} has a negative size {} in dim {} (shape {})", name, t.shape[i], i, dims_str(t.shape));
     if (t.strides[i] < 0)
-      reject(where, "{} has a negative stride {} in dim {} (strides {}); expected strides >= 0", name, t.strides[i],
-             i, dims_str(t.strides));
+      reject(where, "{} has a negative stride {} in dim {} (strides {}); expected strides >= 0", name,
+             t.strides[i], i, dims_str(t.strides));
   }
 }
 
 void check_size(const char* what, int64_t v, const std::source_location& where) {
   if (v >= kMaxSize)
-    reject(where, "{}={} is too large: the kernels index rows, keys and heads in i32, so sizes must be below "
-                  "2^31 - 2^16 = {}",
+    reject(where,
+           "{}={} is too large: the kernels index rows, keys and heads in i32, so sizes must be below "
+           "2^31 - 2^16 = {}",
            what, v, kMaxSize);
 }
 
@@ -125,14 +129,16 @@ void check_alignment(const char* name, const TensorRef& t, const std::source_loc
   if (t.data == 0)
     reject(where, "{} has a null data address; expected a device address", name);
   if (t.data % kAlignBytes != 0)
-    reject(where, "{}'s address {:#x} is not 16-byte aligned (it is {} bytes past a multiple of 16); the kernels "
-                  "move rows as 16-byte vectors",
+    reject(where,
+           "{}'s address {:#x} is not 16-byte aligned (it is {} bytes past a multiple of 16); the kernels "
+           "move rows as 16-byte vectors",
            name, t.data, t.data % kAlignBytes);
   const int64_t elem = dtype_bytes(t.dtype);
   for (size_t i = 0; i + 1 < t.shape.size(); ++i)
     if (t.shape[i] > 1 && (t.strides[i] * elem) % static_cast<int64_t>(kAlignBytes) != 0)
-      reject(where, "{}'s stride {} in dim {} is {} bytes, not a multiple of 16 (strides {}, {}); every row must "
-                    "start 16-byte aligned, i.e. strides a multiple of {} elements",
+      reject(where,
+             "{}'s stride {} in dim {} is {} bytes, not a multiple of 16 (strides {}, {}); every row must "
+             "start 16-byte aligned, i.e. strides a multiple of {} elements",
              name, t.strides[i], i, t.strides[i] * elem, dims_str(t.strides), dtype_name(t.dtype),
              static_cast<int64_t>(kAlignBytes) / elem);
 }
@@ -151,7 +157,8 @@ TensorRef TensorRef::contiguous(uint64_t data, DType dtype, llvm::ArrayRef<int64
 }
 
 std::string TensorRef::str() const {
-  return fmt::format("{} {} strides {} at {:#x}", dtype_name(dtype), dims_str(shape), dims_str(strides), data);
+  return fmt::format("{} {} strides {} at {:#x}", dtype_name(dtype), dims_str(shape), dims_str(strides),
+                     data);
 }
 
 ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,
@@ -169,8 +176,8 @@ ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& 
     reject(where, "q has dtype {}; expected f16, bf16 or f32", dtype_name(q.dtype));
   for (auto [name, t] : tensors)
     if (t->dtype != q.dtype)
-      reject(where, "{} has dtype {} but q has {}; q, k, v and o must share one dtype", name, dtype_name(t->dtype),
-             dtype_name(q.dtype));
+      reject(where, "{} has dtype {} but q has {}; q, k, v and o must share one dtype", name,
+             dtype_name(t->dtype), dtype_name(q.dtype));
   if (lse && lse->dtype != DType::f32)
     reject(where, "lse has dtype {}; expected f32", dtype_name(lse->dtype));
   if (options.tf32 && q.dtype != DType::f32)
@@ -179,10 +186,14 @@ ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& 
   // Shapes.
   auto dim = [&](const TensorRef& t, char which) {
     switch (which) {
-    case 'B': return t.shape[0];
-    case 'N': return t.shape[static_cast<size_t>(layout.seq_dim)];
-    case 'H': return t.shape[static_cast<size_t>(layout.head_dim_index)];
-    default: return t.shape[3];
+    case 'B':
+      return t.shape[0];
+    case 'N':
+      return t.shape[static_cast<size_t>(layout.seq_dim)];
+    case 'H':
+      return t.shape[static_cast<size_t>(layout.head_dim_index)];
+    default:
+      return t.shape[3];
     }
   };
   AttentionProblem p;
@@ -190,14 +201,15 @@ ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& 
   p.H_KV = dim(k, 'H'), p.N_K = dim(k, 'N');
   for (auto [name, t] : {std::pair{"k", &k}, {"v", &v}, {"o", &o}}) {
     if (dim(*t, 'D') != p.D)
-      reject(where, "{} has head dim {} but q has {} (q {}, {} {}, layout {}); expected equal head dims", name,
-             dim(*t, 'D'), p.D, dims_str(q.shape), name, dims_str(t->shape), layout.names);
+      reject(where, "{} has head dim {} but q has {} (q {}, {} {}, layout {}); expected equal head dims",
+             name, dim(*t, 'D'), p.D, dims_str(q.shape), name, dims_str(t->shape), layout.names);
     if (dim(*t, 'B') != p.B)
-      reject(where, "{} has batch {} but q has {} (q {}, {} {}); expected equal batch sizes", name, dim(*t, 'B'),
-             p.B, dims_str(q.shape), name, dims_str(t->shape));
+      reject(where, "{} has batch {} but q has {} (q {}, {} {}); expected equal batch sizes", name,
+             dim(*t, 'B'), p.B, dims_str(q.shape), name, dims_str(t->shape));
   }
   if (dim(v, 'N') != p.N_K)
-    reject(where, "v has {} keys but k has {} (k {}, v {}, layout {}); expected equal K and V sequence lengths",
+    reject(where,
+           "v has {} keys but k has {} (k {}, v {}, layout {}); expected equal K and V sequence lengths",
            dim(v, 'N'), p.N_K, dims_str(k.shape), dims_str(v.shape), layout.names);
   if (dim(v, 'H') != p.H_KV)
     reject(where, "v has {} heads but k has {} (k {}, v {}, layout {}); expected equal K and V head counts",
@@ -209,8 +221,9 @@ ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& 
     reject(where, "lse has shape {}; expected [B, H, N_Q] = {}", dims_str(lse->shape), dims_str(lse_shape));
 
   if (p.D == 0 || p.D > kMaxHeadDim || p.D % kHeadDimMultiple != 0)
-    reject(where, "head dim D={} is not supported; expected a multiple of {} in [{}, {}] (rows are read as "
-                  "16-byte vectors and the widest tile is {})",
+    reject(where,
+           "head dim D={} is not supported; expected a multiple of {} in [{}, {}] (rows are read as "
+           "16-byte vectors and the widest tile is {})",
            p.D, kHeadDimMultiple, kHeadDimMultiple, kMaxHeadDim, kMaxHeadDim);
   for (auto [what, n] : {std::pair{"H (q heads)", p.H}, {"H_KV (k/v heads)", p.H_KV}})
     if (n == 0)
@@ -218,15 +231,17 @@ ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& 
   if (p.N_K == 0)
     reject(where, "N_K (keys) is 0; expected at least 1 key, since softmax over no keys is undefined");
   if (p.H % p.H_KV != 0)
-    reject(where, "q has H={} heads, not a multiple of k/v's H_KV={}; each k/v head must serve H / H_KV query "
-                  "heads",
+    reject(where,
+           "q has H={} heads, not a multiple of k/v's H_KV={}; each k/v head must serve H / H_KV query "
+           "heads",
            p.H, p.H_KV);
   for (auto [what, n] : {std::pair{"B", p.B}, {"H", p.H}, {"H_KV", p.H_KV}, {"N_Q", p.N_Q}, {"N_K", p.N_K}})
     check_size(what, n, where);
 
   if (!std::isfinite(options.sm_scale) ||
       std::fabs(options.sm_scale) > static_cast<double>(std::numeric_limits<float>::max()))
-    reject(where, "options.sm_scale={} is not a finite f32 value; expected a finite scale, or 0 for 1/sqrt(D)",
+    reject(where,
+           "options.sm_scale={} is not a finite f32 value; expected a finite scale, or 0 for 1/sqrt(D)",
            options.sm_scale);
 
   p.dtype = q.dtype;
@@ -247,7 +262,8 @@ ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& 
   // Strides and addresses.
   for (auto [name, t] : tensors)
     if (t->strides[3] != 1 && t->shape[3] > 1)
-      reject(where, "{}'s head dim is not contiguous: stride {} (strides {}); expected stride 1 in the last dim",
+      reject(where,
+             "{}'s head dim is not contiguous: stride {} (strides {}); expected stride 1 in the last dim",
              name, t->strides[3], dims_str(t->strides));
   // Extents first: they bound every offset, so the checks below compute theirs without overflow.
   std::vector<ByteRange> ranges;
@@ -261,25 +277,28 @@ ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& 
     if (lse->data == 0)
       reject(where, "lse has a null data address; expected a device address (or no lse at all)");
     if (lse->data % kAlignBytes != 0)
-      reject(where, "lse's address {:#x} is not 16-byte aligned (it is {} bytes past a multiple of 16)", lse->data,
-             lse->data % kAlignBytes);
+      reject(where, "lse's address {:#x} is not 16-byte aligned (it is {} bytes past a multiple of 16)",
+             lse->data, lse->data % kAlignBytes);
     const TensorRef dense = TensorRef::contiguous(lse->data, DType::f32, lse_shape);
     for (size_t i = 0; i < 3; ++i)
       if (lse_shape[i] > 1 && lse->strides[i] != dense.strides[i])
-        reject(where, "lse has strides {}; expected the contiguous strides {} of [B, H, N_Q] (the kernels write it "
-                      "densely)",
+        reject(where,
+               "lse has strides {}; expected the contiguous strides {} of [B, H, N_Q] (the kernels write it "
+               "densely)",
                dims_str(lse->strides), dims_str(dense.strides));
   }
   // Outputs must not share memory with inputs (or with each other): the kernels read q/k/v while writing.
   if (!elements_distinct(o))
-    reject(where, "o's elements overlap each other (shape {}, strides {}): several outputs would be written to one "
-                  "place; expected strides that give every element its own memory",
+    reject(where,
+           "o's elements overlap each other (shape {}, strides {}): several outputs would be written to one "
+           "place; expected strides that give every element its own memory",
            dims_str(o.shape), dims_str(o.strides));
   for (size_t out = 3; out < ranges.size(); ++out)
     for (size_t other = 0; other < out; ++other)
       if (overlaps(ranges[out], ranges[other]))
-        reject(where, "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected outputs in memory of "
-                      "their own, since {}",
+        reject(where,
+               "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected outputs in memory of "
+               "their own, since {}",
                ranges[out].name, ranges[out].first, ranges[out].end, ranges[other].name, ranges[other].first,
                ranges[other].end,
                other < 3 ? fmt::format("writing {} would overwrite {} while it is read", ranges[out].name,
@@ -305,8 +324,9 @@ ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& 
   if (options.config) {
     for (const char* tile : {"BLOCK_M", "BLOCK_N"})
       if (!options.config->params.count(tile))
-        reject(where, "options.config ({}) has no {}; expected a full config, e.g. default_fa2_config(problem) "
-                      "with its tiles changed",
+        reject(where,
+               "options.config ({}) has no {}; expected a full config, e.g. default_fa2_config(problem) "
+               "with its tiles changed",
                options.config->str(), tile);
     try {
       check_attention_config(p, *options.config);
@@ -322,8 +342,9 @@ namespace {
 // The kernels' argument list (see fa2_fwd.h): Q, K, V, O, LSE, sm_scale, sizes, then strides.
 std::vector<LaunchArg> launch_args(const ValidatedAttention& a, uint64_t lse) {
   const AttentionProblem& p = a.problem;
-  std::vector<LaunchArg> args = {LaunchArg::pointer(a.q), LaunchArg::pointer(a.k), LaunchArg::pointer(a.v),
-                                 LaunchArg::pointer(a.o), LaunchArg::pointer(lse), LaunchArg::of_float(p.scale())};
+  std::vector<LaunchArg> args = {LaunchArg::pointer(a.q), LaunchArg::pointer(a.k),
+                                 LaunchArg::pointer(a.v), LaunchArg::pointer(a.o),
+                                 LaunchArg::pointer(lse), LaunchArg::of_float(p.scale())};
   for (int64_t n : {p.B, p.H, p.H_KV, p.N_Q, p.N_K, p.D})
     args.push_back(LaunchArg::of_int(n));
   for (const TensorStrides* t : {&a.strides.q, &a.strides.k, &a.strides.v, &a.strides.o})
@@ -356,19 +377,23 @@ void require_driver(const std::source_location& where) {
     reject(where, "no GPU is available to run on: {}", why);
 }
 
-uint64_t lse_bytes(const AttentionProblem& p) { return static_cast<uint64_t>(p.B * p.H * p.N_Q) * sizeof(float); }
+uint64_t lse_bytes(const AttentionProblem& p) {
+  return static_cast<uint64_t>(p.B * p.H * p.N_Q) * sizeof(float);
+}
 
 } // namespace
 
 void forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
-             const std::optional<TensorRef>& lse, const AttentionOptions& options, std::source_location where) {
+             const std::optional<TensorRef>& lse, const AttentionOptions& options,
+             std::source_location where) {
   const ValidatedAttention a = validate_attention_args(q, k, v, o, lse, options, where);
   if (a.empty)
     return;
   const AttentionProblem& p = a.problem;
   if (p.B * p.H > kMaxGridY)
-    reject(where, "B * H = {} * {} = {} exceeds {}: FA2 runs one program row per (batch, head) and CUDA's grid "
-                  "holds at most {} in y",
+    reject(where,
+           "B * H = {} * {} = {} exceeds {}: FA2 runs one program row per (batch, head) and CUDA's grid "
+           "holds at most {} in y",
            p.B, p.H, p.B * p.H, kMaxGridY, kMaxGridY);
   require_driver(where);
   rt::current_device(); // makes the context current before any allocation or launch
@@ -391,9 +416,10 @@ void forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const T
         {4, static_cast<size_t>(lse_bytes(p))},
     };
     TuneOptions tune;
-    tune.flops = 4.0 * static_cast<double>(p.B * p.H) * static_cast<double>(p.N_Q) * static_cast<double>(p.N_K) *
-                 static_cast<double>(p.D);
-    const TunedLaunch chosen = attention_tuner().select(def, default_fa2_config(p), sizes, args, outputs, tune);
+    tune.flops = 4.0 * static_cast<double>(p.B * p.H) * static_cast<double>(p.N_Q) *
+                 static_cast<double>(p.N_K) * static_cast<double>(p.D);
+    const TunedLaunch chosen =
+        attention_tuner().select(def, default_fa2_config(p), sizes, args, outputs, tune);
     chosen.kernel->launch(chosen.grid, args, stream);
   }
   if (lse_scratch)
@@ -401,7 +427,8 @@ void forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const T
 }
 
 void fa1_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
-                 const std::optional<TensorRef>& lse, const AttentionOptions& options, std::source_location where) {
+                 const std::optional<TensorRef>& lse, const AttentionOptions& options,
+                 std::source_location where) {
   const ValidatedAttention a = validate_attention_args(q, k, v, o, lse, options, where);
   if (a.empty)
     return;

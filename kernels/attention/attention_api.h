@@ -96,8 +96,8 @@ struct ValidatedAttention {
 //    tiles step one past the end), B * H above 65535 (the grid's y dimension), tensors whose extent in bytes
 //    overflows 64 bits;
 //  - o whose elements overlap each other (a zero or too-small stride), and o or lse whose memory range
-//    overlaps q, k, v (or each other): outputs would overwrite inputs while they are read. Ranges are compared
-//    as [first byte, last byte], so an o interleaved with an input in one buffer is rejected too;
+//    overlaps q, k, v (or each other): outputs would overwrite inputs while they are read. Ranges are
+//    compared as [first byte, last byte], so an o interleaved with an input in one buffer is rejected too;
 //  - options.config that disagrees with the problem (check_attention_config) or lacks a tile parameter.
 ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,
                                            const TensorRef& o, const std::optional<TensorRef>& lse,
@@ -119,9 +119,9 @@ void forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const T
              std::source_location where = std::source_location::current());
 
 // FlashAttention (v1) forward, the baseline FA2 improves on: same arguments, checks and results as forward().
-// It needs f32 scratch (the running output, row sums and maxima: (HEAD_DIM + 2) · 4 bytes per query row), which
-// is allocated here and freed after the stream is synchronized, so this call blocks until the kernel is done.
-// The config is options.config or default_fa1_config (FA1 is a reference point, not tuned).
+// It needs f32 scratch (the running output, row sums and maxima: (HEAD_DIM + 2) · 4 bytes per query row),
+// which is allocated here and freed after the stream is synchronized, so this call blocks until the kernel is
+// done. The config is options.config or default_fa1_config (FA1 is a reference point, not tuned).
 void fa1_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
                  const std::optional<TensorRef>& lse = std::nullopt, const AttentionOptions& options = {},
                  std::source_location where = std::source_location::current());

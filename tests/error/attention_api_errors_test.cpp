@@ -1,6 +1,6 @@
 // Error tests of the attention host API: each test breaks one thing in an otherwise valid forward call and
-// asserts that validate_attention_args (no GPU needed: the addresses are never dereferenced) or forward raises
-// a kiln::Error that names what was expected and what came.
+// asserts that validate_attention_args (no GPU needed: the addresses are never dereferenced) or forward
+// raises a kiln::Error that names what was expected and what came.
 #include "error/error_test_support.h"
 #include "kernels/attention/attention_api.h"
 
@@ -57,7 +57,8 @@ TEST(AttentionApiErrors, MessageCarriesCallersLine) {
 TEST(AttentionApiErrors, RankNotFour) {
   Call c = valid_call();
   c.k = TensorRef::contiguous(c.k.data, DType::f16, {2, 2, 80, 64, 1});
-  expect_mentions(validation_error(c), {"k must have rank 4 [B, H, N, D]", "got rank 5", "[2, 2, 80, 64, 1]"});
+  expect_mentions(validation_error(c),
+                  {"k must have rank 4 [B, H, N, D]", "got rank 5", "[2, 2, 80, 64, 1]"});
 }
 
 TEST(AttentionApiErrors, StridesCountDiffersFromRank) {
@@ -128,7 +129,8 @@ TEST(AttentionApiErrors, BatchDiffers) {
 TEST(AttentionApiErrors, KeyAndValueLengthsDiffer) {
   Call c = valid_call();
   c.v = TensorRef::contiguous(c.v.data, DType::f16, {2, 2, 81, 64});
-  expect_mentions(validation_error(c), {"v has 81 keys but k has 80", "expected equal K and V sequence lengths"});
+  expect_mentions(validation_error(c),
+                  {"v has 81 keys but k has 80", "expected equal K and V sequence lengths"});
 }
 
 TEST(AttentionApiErrors, KeyAndValueHeadsDiffer) {
@@ -167,13 +169,15 @@ TEST(AttentionApiErrors, LseShapeWrong) {
 TEST(AttentionApiErrors, LseNotContiguous) {
   Call c = valid_call();
   c.lse->strides = {4 * 128, 128, 1}; // rows padded to 128
-  expect_mentions(validation_error(c), {"lse has strides [512, 128, 1]", "expected the contiguous strides [256, 64, 1]"});
+  expect_mentions(validation_error(c),
+                  {"lse has strides [512, 128, 1]", "expected the contiguous strides [256, 64, 1]"});
 }
 
 TEST(AttentionApiErrors, HeadDimNotContiguous) {
   Call c = valid_call();
   c.k.strides = {2 * 80 * 128, 80 * 128, 128, 2}; // every other element of a wider buffer
-  expect_mentions(validation_error(c), {"k's head dim is not contiguous: stride 2", "expected stride 1 in the last dim"});
+  expect_mentions(validation_error(c),
+                  {"k's head dim is not contiguous: stride 2", "expected stride 1 in the last dim"});
 }
 
 TEST(AttentionApiErrors, HeadDimTooLarge) {
@@ -245,8 +249,8 @@ TEST(AttentionApiErrors, MisalignedLseAddress) {
 TEST(AttentionApiErrors, MisalignedRowStride) {
   Call c = valid_call();
   c.q.strides = {4 * 64 * 68, 64 * 68, 68, 1}; // rows of 68 f16 = 136 bytes
-  expect_mentions(validation_error(c), {"q's stride 68 in dim 2 is 136 bytes, not a multiple of 16",
-                                        "a multiple of 8 elements"});
+  expect_mentions(validation_error(c),
+                  {"q's stride 68 in dim 2 is 136 bytes, not a multiple of 16", "a multiple of 8 elements"});
 }
 
 TEST(AttentionApiErrors, SequenceTooLongForI32) {
@@ -326,11 +330,14 @@ TEST(AttentionApiErrors, Fa2GridTooTallForBatchTimesHeads) {
 }
 
 TEST(AttentionApiErrors, ForwardValidatesBeforeTouchingTheGpu) {
-  // The same mistake through forward() and fa1_forward(): reported as a kiln::Error whether or not a GPU exists.
+  // The same mistake through forward() and fa1_forward(): reported as a kiln::Error whether or not a GPU
+  // exists.
   Call c = valid_call();
   c.o.data = c.k.data;
-  expect_mentions(user_error([&] { forward(c.q, c.k, c.v, c.o, c.lse, c.options); }), {"o (bytes", "overlaps k"});
-  expect_mentions(user_error([&] { fa1_forward(c.q, c.k, c.v, c.o, c.lse, c.options); }), {"o (bytes", "overlaps k"});
+  expect_mentions(user_error([&] { forward(c.q, c.k, c.v, c.o, c.lse, c.options); }),
+                  {"o (bytes", "overlaps k"});
+  expect_mentions(user_error([&] { fa1_forward(c.q, c.k, c.v, c.o, c.lse, c.options); }),
+                  {"o (bytes", "overlaps k"});
 }
 
 } // namespace

@@ -1,0 +1,195 @@
+// The attention host API on a GPU: kiln::attention::forward and fa1_forward over device buffers the test
+// owns, described as TensorRefs (bhsd, bshd, views into packed QKV), held to the double-precision reference
+// with outputs poisoned (NaN) first so that every element is checked as written. Skips without a driver.
+//
+// The config comes from the autotuner as KILN_AUTOTUNE says; unless the caller set it, these tests set it to
+// "off" (the default config through the tuner's path) so that a test run does not tune every shape.
+#include "kernels/attention/attention_api.h"
+#include "kernels/compare.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/device.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+using namespace kiln;
+using namespace kiln::attention;
+
+namespace {
+
+#define KILN_REQUIRE_GPU()                                                                                   \
+  do {                                                                                                       \
+    std::string why;                                                                                         \
+    if (!rt::driver_available(&why))                                                                         \
+      GTEST_SKIP() << "no GPU: " << why;                                                                     \
+    setenv("KILN_AUTOTUNE", "off", /*overwrite=*/0);                                                         \
+  } while (0)
+
+rt::DeviceBuffer upload(const HostBuffer& b) {
+  rt::DeviceBuffer d(b.bytes.size());
+  d.copy_from_host(b.bytes.data(), b.bytes.size());
+  return d;
+}
+
+// A [B, heads, N, D] tensor of `p` at `data`, shaped and strided as the problem's layout stores it.
+TensorRef describe(const AttentionProblem& p, uint64_t data, int64_t heads, int64_t n,
+                   const TensorStrides& s) {
+  if (p.bshd_layout)
+    return TensorRef{data, p.dtype, {p.B, n, heads, p.D}, {s.b, s.n, s.h, 1}};
+  return TensorRef{data, p.dtype, {p.B, heads, n, p.D}, {s.b, s.h, s.n, 1}};
+}
+
+AttentionOptions options_for(const AttentionProblem& p) {
+  AttentionOptions o;
+  o.causal = static_cast<Causal>(p.causal);
+  o.sm_scale = p.sm_scale;
+  o.k_transposed = p.k_transposed;
+  o.tf32 = p.tf32;
+  o.layout = p.bshd_layout ? "bshd" : "bhsd";
+  return o;
+}
+
+enum class Variant { Fa2, Fa1 };
+
+struct RunSpec {
+  Variant variant = Variant::Fa2;
+  bool with_lse = true;
+  void* stream = nullptr;
+  std::optional<Config> config;
+};
+
+// Runs the API on device copies of seeded random inputs and checks O (and LSE) against the reference.
+void check_against_reference(const AttentionProblem& p, uint64_t seed, const RunSpec& spec = {}) {
+  SCOPED_TRACE(p.str());
+  const AttentionInputs in = make_inputs(p, seed, 2.0);
+  AttentionOutputs out = make_outputs(p); // NaN-poisoned
+  rt::DeviceBuffer q = upload(in.q), k = upload(in.k), v = upload(in.v), o = upload(out.o),
+                   lse = upload(out.lse);
+  const AttentionStrides s = attention_strides(p);
+  std::optional<TensorRef> lse_ref;
+  if (spec.with_lse)
+    lse_ref = TensorRef::contiguous(lse.ptr(), DType::f32, {p.B, p.H, p.N_Q});
+  AttentionOptions opts = options_for(p);
+  opts.stream = spec.stream;
+  opts.config = spec.config;
+  const TensorRef tq = describe(p, q.ptr(), p.H, p.N_Q, s.q), tk = describe(p, k.ptr(), p.H_KV, p.N_K, s.k),
+                  tv = describe(p, v.ptr(), p.H_KV, p.N_K, s.v), to = describe(p, o.ptr(), p.H, p.N_Q, s.o);
+  if (spec.variant == Variant::Fa2)
+    forward(tq, tk, tv, to, lse_ref, opts);
+  else
+    fa1_forward(tq, tk, tv, to, lse_ref, opts);
+  rt::Stream::wrap(spec.stream).synchronize();
+
+  o.copy_to_host(out.o.bytes.data(), out.o.bytes.size());
+  lse.copy_to_host(out.lse.bytes.data(), out.lse.bytes.size());
+  const AttentionResult got = gather_outputs(p, out), ref = reference(p, in);
+  const double tol = tolerance(p.dtype, p.tf32);
+  Comparison co = compare_to_reference(got.o, ref.o);
+  EXPECT_TRUE(co.ok(tol)) << "O " << co.str();
+  if (spec.with_lse) {
+    Comparison cl = compare_to_reference(got.lse, ref.lse);
+    EXPECT_TRUE(cl.ok(tol)) << "LSE " << cl.str();
+  } else {
+    // Not asked for: the caller's LSE buffer is left as it was.
+    for (int64_t i = 0; i < out.lse.numel(); ++i)
+      ASSERT_TRUE(std::isnan(out.lse.get(i)))
+          << "LSE element " << i << " was written without being asked for";
+  }
+}
+
+AttentionProblem problem(int64_t B, int64_t H, int64_t H_KV, int64_t N_Q, int64_t N_K, int64_t D, DType dtype,
+                         int causal, bool bshd) {
+  AttentionProblem p;
+  p.B = B, p.H = H, p.H_KV = H_KV, p.N_Q = N_Q, p.N_K = N_K, p.D = D, p.dtype = dtype, p.causal = causal;
+  p.bshd_layout = bshd;
+  return p;
+}
+
+TEST(GpuAttentionApi, GroupedQueryBhsd) {
+  KILN_REQUIRE_GPU();
+  check_against_reference(problem(2, 8, 2, 200, 333, 64, DType::f16, 0, false), 101);
+}
+
+TEST(GpuAttentionApi, BshdCausalTopLeft) {
+  KILN_REQUIRE_GPU();
+  check_against_reference(problem(1, 4, 4, 130, 130, 128, DType::bf16, 1, true), 202);
+}
+
+TEST(GpuAttentionApi, CausalBottomRightDecodeLikeWithoutLse) {
+  KILN_REQUIRE_GPU();
+  AttentionProblem p = problem(2, 6, 3, 77, 300, 96, DType::f16, 2, false); // D pads to a 128-wide tile
+  p.k_transposed = false;
+  p.sm_scale = 0.07;
+  check_against_reference(p, 303, RunSpec{Variant::Fa2, /*with_lse=*/false, nullptr, std::nullopt});
+}
+
+TEST(GpuAttentionApi, BottomRightRowsWithoutKeysGiveZeroAndMinusInfinity) {
+  // N_Q > N_K with bottom-right causality: the first N_Q - N_K query rows see no key.
+  KILN_REQUIRE_GPU();
+  check_against_reference(problem(1, 2, 1, 150, 100, 32, DType::f32, 2, true), 404);
+}
+
+TEST(GpuAttentionApi, ExplicitConfig) {
+  KILN_REQUIRE_GPU();
+  AttentionProblem p = problem(1, 4, 2, 100, 180, 64, DType::f16, 1, false);
+  Config c = default_fa2_config(p);
+  c.set("BLOCK_M", 64).set("BLOCK_N", 32);
+  c.num_warps = 4;
+  check_against_reference(p, 505, RunSpec{Variant::Fa2, true, nullptr, c});
+}
+
+TEST(GpuAttentionApi, UserStreamAsOpaqueHandle) {
+  KILN_REQUIRE_GPU();
+  rt::current_device();
+  rt::Stream stream = rt::Stream::create(); // a non-blocking stream, as a framework's would be
+  void* handle = stream.handle();
+  check_against_reference(problem(2, 4, 4, 256, 256, 64, DType::f16, 0, true), 606,
+                          RunSpec{Variant::Fa2, true, handle, std::nullopt});
+  check_against_reference(problem(1, 4, 1, 64, 96, 64, DType::bf16, 2, false), 607,
+                          RunSpec{Variant::Fa2, false, handle, std::nullopt});
+}
+
+TEST(GpuAttentionApi, Fa1Forward) {
+  KILN_REQUIRE_GPU();
+  check_against_reference(problem(2, 4, 2, 100, 130, 64, DType::f16, 0, false), 707,
+                          RunSpec{Variant::Fa1, true, nullptr, std::nullopt});
+  check_against_reference(problem(1, 2, 2, 90, 60, 128, DType::bf16, 2, true), 708,
+                          RunSpec{Variant::Fa1, false, nullptr, std::nullopt});
+}
+
+TEST(GpuAttentionApi, ViewsIntoPackedQkv) {
+  // One [B, N, 3, H, D] buffer holds q, k and v interleaved per token, as a fused projection writes them.
+  KILN_REQUIRE_GPU();
+  const AttentionProblem p = problem(2, 4, 4, 96, 96, 64, DType::f16, 1, true);
+  const AttentionInputs in = make_inputs(p, 808, 2.0);
+  const int64_t row = p.H * p.D; // elements of one of q/k/v per token
+  HostBuffer packed(p.dtype, p.B * p.N_Q * 3 * row, "qkv");
+  for (int64_t b = 0; b < p.B; ++b)
+    for (int64_t n = 0; n < p.N_Q; ++n)
+      for (int64_t which = 0; which < 3; ++which) {
+        const HostBuffer& src = which == 0 ? in.q : which == 1 ? in.k : in.v;
+        for (int64_t e = 0; e < row; ++e)
+          packed.set(((b * p.N_Q + n) * 3 + which) * row + e, src.get((b * p.N_Q + n) * row + e));
+      }
+  AttentionOutputs out = make_outputs(p);
+  rt::DeviceBuffer qkv = upload(packed), o = upload(out.o), lse = upload(out.lse);
+  const int64_t elem = dtype_bytes(p.dtype);
+  auto view = [&](int64_t which) {
+    return TensorRef{qkv.ptr() + static_cast<uint64_t>(which * row * elem),
+                     p.dtype,
+                     {p.B, p.N_Q, p.H, p.D},
+                     {p.N_Q * 3 * row, 3 * row, p.D, 1}};
+  };
+  forward(view(0), view(1), view(2), TensorRef::contiguous(o.ptr(), p.dtype, {p.B, p.N_Q, p.H, p.D}),
+          TensorRef::contiguous(lse.ptr(), DType::f32, {p.B, p.H, p.N_Q}), options_for(p));
+  rt::Stream().synchronize();
+  o.copy_to_host(out.o.bytes.data(), out.o.bytes.size());
+  lse.copy_to_host(out.lse.bytes.data(), out.lse.bytes.size());
+  const AttentionResult got = gather_outputs(p, out), ref = reference(p, in);
+  Comparison co = compare_to_reference(got.o, ref.o), cl = compare_to_reference(got.lse, ref.lse);
+  EXPECT_TRUE(co.ok(tolerance(p.dtype))) << "O " << co.str();
+  EXPECT_TRUE(cl.ok(tolerance(p.dtype))) << "LSE " << cl.str();
+}
+
+} // namespace
