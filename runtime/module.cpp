@@ -14,6 +14,7 @@ struct LoadedKernel::Private {};
 namespace {
 // Without opt-in every device gives a block at most this much dynamic shared memory.
 constexpr int64_t kDefaultDynamicSmemLimit = 48 * 1024;
+constexpr int64_t kCarveoutThreshold = 16 * 1024; // dynamic shared bytes above which the carveout is maximised
 } // namespace
 
 std::shared_ptr<LoadedKernel> LoadedKernel::load(const CompiledKernel& kernel) {
@@ -50,10 +51,6 @@ LoadedKernel::LoadedKernel(const Private&, const CompiledKernel& kernel)
     fail("cuModuleGetFunction failed: {} while looking up kernel '{}' (symbol '{}') in its module",
          d.describe(r), name_, symbol);
   }
-  // Prefer the largest shared-memory carveout: left to the driver, an H200 gave a kernel with 48 KiB
-  // of tiles a 64 KiB carveout, so a second CTA could never be resident (measured with ncu).
-  d.check(d.cuFuncSetAttribute(function_, cu::kFuncAttrPreferredSharedMemoryCarveout, 100),
-          "cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT)", "loading kernel '" + name_ + "'");
 }
 
 LoadedKernel::~LoadedKernel() {
@@ -91,6 +88,13 @@ void LoadedKernel::launch(Dim3 grid, Dim3 block, size_t dynamic_smem, void** arg
     while (seen < smem && !dynamic_smem_limit_.compare_exchange_weak(seen, smem)) {
     }
   }
+  // Kernels that stage tiles in shared memory prefer the largest carveout: left to the driver, an H200
+  // gave a kernel with 48 KiB of tiles a 64 KiB carveout, so a second CTA could never be resident
+  // (ncu). Kernels with little shared memory keep the driver's choice, which leaves them more L1
+  // (vector add lost a quarter of its bandwidth under the maximum carveout).
+  if (smem > kCarveoutThreshold && !carveout_set_.exchange(true))
+    d.check(d.cuFuncSetAttribute(function_, cu::kFuncAttrPreferredSharedMemoryCarveout, 100),
+            "cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT)", describe_launch(grid, block, dynamic_smem));
   CUresult r = d.cuLaunchKernel(function_, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                 static_cast<unsigned>(dynamic_smem), stream.handle(), args, nullptr);
   if (r != cu::kSuccess) {

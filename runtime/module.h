@@ -49,6 +49,7 @@ private:
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
   mutable std::atomic<int64_t> dynamic_smem_limit_{48 * 1024};  // what the function is opted in to
+  mutable std::atomic<bool> carveout_set_{false};                // the shared-memory carveout preference
 };
 
 } // namespace kiln::rt
