@@ -284,6 +284,31 @@ private:
   void emit_dot(const Op& op);
   void emit_dot_mma(const Op& op, const std::string& d);
   std::string fragment_base(ValueId v, const std::string& lane_row, const std::string& lane_chunk);
+  // Replicated lanes and warps (zero bases) hold copies of the same element; the one with those bits
+  // clear writes it.
+  static std::string owner_predicate(const Layout& L) {
+    std::string owner = "true";
+    for (size_t b = 0; b < L.lane.size(); ++b)
+      if (std::all_of(L.lane[b].begin(), L.lane[b].end(), [](int64_t c) { return c == 0; }))
+        owner += fmt::format(" && ((kiln_lane >> {}) & 1) == 0", b);
+    for (size_t b = 0; b < L.warp.size(); ++b)
+      if (std::all_of(L.warp[b].begin(), L.warp[b].end(), [](int64_t c) { return c == 0; }))
+        owner += fmt::format(" && ((kiln_warp >> {}) & 1) == 0", b);
+    return owner;
+  }
+  // Inside a per-register loop: declares register r's block coordinates c0, c1, ... and returns the
+  // boundary-check predicate and the element offset from the block pointer's base.
+  std::pair<std::string, std::string> block_element(const Op& op, const std::string& bp, const Type& bt,
+                                                    const Layout& L) {
+    std::string ok = "true", addr = "0";
+    for (int d = 0; d < bt.rank(); ++d) {
+      line("  const long long c{} = {}.off[{}] + {};", d, bp, d, coord(L, d, "r"));
+      if (std::find(op.ints.begin(), op.ints.end(), d) != op.ints.end())
+        ok += fmt::format(" && c{0} >= 0 && c{0} < {1}.shape[{0}]", d, bp);
+      addr += fmt::format(" + c{0} * {1}.stride[{0}]", d, bp);
+    }
+    return {ok, addr};
+  }
   std::string fragment_addr(ValueId v, const std::string& base, const std::string& chunk, const std::string& row);
   // f32 -> f16/bf16 casts whose only use is an mma A operand: packed by the dot, never materialised.
   std::unordered_set<ValueId> fused_casts_;
@@ -1013,14 +1038,7 @@ void Emitter::emit_pointer_store(const Op& op) {
   std::string p = regs(op.operands[0], L);
   std::string x = regs(v, L);
   std::string m = op.has_mask ? regs(op.operands[2], L) : "";
-  // Replicated lanes and registers hold the same element; one of them writes it.
-  std::string owner = "true";
-  for (size_t b = 0; b < L.lane.size(); ++b)
-    if (std::all_of(L.lane[b].begin(), L.lane[b].end(), [](int64_t c) { return c == 0; }))
-      owner += fmt::format(" && ((kiln_lane >> {}) & 1) == 0", b);
-  for (size_t b = 0; b < L.warp.size(); ++b)
-    if (std::all_of(L.warp[b].begin(), L.warp[b].end(), [](int64_t c) { return c == 0; }))
-      owner += fmt::format(" && ((kiln_warp >> {}) & 1) == 0", b);
+  std::string owner = owner_predicate(L);
   global_write_pending_ = true;
   std::string result;
   if (op.kind == OpKind::AtomicAdd) {
@@ -1068,13 +1086,7 @@ void Emitter::emit_block_load(const Op& op) {
   name_[r] = n;
   std::string pad = op.padding == Padding::NaN ? literal(NAN, bt.elem) : literal(0, bt.elem);
   for_regs(L.num_regs());
-  std::string ok = "true", addr = "0";
-  for (int d = 0; d < bt.rank(); ++d) {
-    line("  const long long c{} = {}.off[{}] + {};", d, bp, d, coord(L, d, "r"));
-    if (std::find(op.ints.begin(), op.ints.end(), d) != op.ints.end())
-      ok += fmt::format(" && c{0} >= 0 && c{0} < {1}.shape[{0}]", d, bp);
-    addr += fmt::format(" + c{0} * {1}.stride[{0}]", d, bp);
-  }
+  auto [ok, addr] = block_element(op, bp, bt, L);
   line("  {}[r] = ({}) ? {}.base[{}] : {};", n, ok, bp, addr, pad);
   line("}}");
 }
@@ -1086,23 +1098,11 @@ void Emitter::emit_block_store(const Op& op) {
   ValueId v = op.operands[1];
   const Layout& L = plan_.where(v) == Placement::Registers ? layout_of(v) : default_layout(k_.type(v).shape, k_.type(v).elem, plan_.num_warps);
   std::string x = regs(v, L);
-  std::string owner = "true";
-  for (size_t b = 0; b < L.lane.size(); ++b)
-    if (std::all_of(L.lane[b].begin(), L.lane[b].end(), [](int64_t c) { return c == 0; }))
-      owner += fmt::format(" && ((kiln_lane >> {}) & 1) == 0", b);
-  for (size_t b = 0; b < L.warp.size(); ++b)
-    if (std::all_of(L.warp[b].begin(), L.warp[b].end(), [](int64_t c) { return c == 0; }))
-      owner += fmt::format(" && ((kiln_warp >> {}) & 1) == 0", b);
+  std::string owner = owner_predicate(L);
   line("if ({}) {{", owner);
   open();
   for_regs(L.num_regs());
-  std::string ok = "true", addr = "0";
-  for (int d = 0; d < bt.rank(); ++d) {
-    line("  const long long c{} = {}.off[{}] + {};", d, bp, d, coord(L, d, "r"));
-    if (std::find(op.ints.begin(), op.ints.end(), d) != op.ints.end())
-      ok += fmt::format(" && c{0} >= 0 && c{0} < {1}.shape[{0}]", d, bp);
-    addr += fmt::format(" + c{0} * {1}.stride[{0}]", d, bp);
-  }
+  auto [ok, addr] = block_element(op, bp, bt, L);
   line("  if ({}) {}.base[{}] = {}[r];", ok, bp, addr, x);
   line("}}");
   close();

@@ -1,6 +1,8 @@
 // The compile cache: key derivation, the entry file format, atomic writes, listing and clearing.
 #include "runtime/compile_cache.h"
 
+#include "support/atomic_file.h"
+
 #include "runtime/dump.h"
 #include "runtime/nvrtc.h"
 #include "support/error.h"
@@ -189,35 +191,7 @@ void CompileCache::write_disk(const std::string& key, const CompiledKernel& kern
   std::string final_path = entry_path(key);
   std::string dir = compile_dir(dir_);
   std::string bytes = serialize_cache_entry(key, kernel);
-  std::string problem;
-  llvm::SmallString<256> temp_path;
-  int fd = -1;
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
-    problem = fmt::format("cannot create {}: {}", dir, ec.message());
-  } else if (std::error_code ec = llvm::sys::fs::createUniqueFile(
-                 dir + "/" + key + kTempMarker + "%%%%%%%%%%%%", fd, temp_path, llvm::sys::fs::OF_None)) {
-    problem = fmt::format("cannot create a temporary file in {}: {}", dir, ec.message());
-  } else {
-    size_t done = 0;
-    while (done < bytes.size()) {
-      ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0) {
-        problem = fmt::format("cannot write {}: {}", temp_path.str().str(), std::strerror(errno));
-        break;
-      }
-      done += static_cast<size_t>(n);
-    }
-    if (::close(fd) != 0 && problem.empty())
-      problem = fmt::format("cannot close {}: {}", temp_path.str().str(), std::strerror(errno));
-    // rename() replaces atomically: readers see the old entry or the new one, never a mix.
-    if (problem.empty())
-      if (std::error_code ec = llvm::sys::fs::rename(temp_path, final_path))
-        problem = fmt::format("cannot rename {} to {}: {}", temp_path.str().str(), final_path, ec.message());
-    if (!problem.empty())
-      llvm::sys::fs::remove(temp_path);
-  }
+  std::string problem = write_file_atomically(dir, final_path, bytes, dir + "/" + key + kTempMarker + "%%%%%%%%%%%%");
   if (problem.empty())
     return;
   std::lock_guard lock(mutex_);

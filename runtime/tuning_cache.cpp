@@ -1,6 +1,8 @@
 // Autotune results in memory and as JSON files under <dir>/tune.
 #include "runtime/tuning_cache.h"
 
+#include "support/atomic_file.h"
+
 #include "support/error.h"
 #include "support/hash.h"
 #include "support/version.h"
@@ -84,36 +86,6 @@ std::optional<CandidateResult> parse_result(const llvm::json::Value& v, std::str
 
 std::string tune_dir(const std::string& root) { return root + "/tune"; }
 
-// Writes bytes to path through a unique temporary file in the same directory and a rename, which replaces
-// atomically: readers see the old file or the new one, never a mix. Returns "" or what went wrong.
-std::string write_atomically(const std::string& dir, const std::string& path, const std::string& bytes) {
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-    return fmt::format("cannot create {}: {}", dir, ec.message());
-  llvm::SmallString<256> temp;
-  int fd = -1;
-  if (std::error_code ec = llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%%%%%", fd, temp))
-    return fmt::format("cannot create a temporary file in {}: {}", dir, ec.message());
-  std::string problem;
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      problem = fmt::format("cannot write {}: {}", temp.str().str(), std::strerror(errno));
-      break;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0 && problem.empty())
-    problem = fmt::format("cannot close {}: {}", temp.str().str(), std::strerror(errno));
-  if (problem.empty())
-    if (std::error_code ec = llvm::sys::fs::rename(temp, path))
-      problem = fmt::format("cannot rename {} to {}: {}", temp.str().str(), path, ec.message());
-  if (!problem.empty())
-    llvm::sys::fs::remove(temp);
-  return problem;
-}
 } // namespace
 
 const char* candidate_status_name(CandidateStatus s) {
@@ -281,7 +253,8 @@ void TuningCache::store(const TuningKey& key, const TuningRecord& record) {
   if (dir_.empty())
     return;
   std::string problem =
-      write_atomically(tune_dir(dir_), file_path(key), serialize_tuning_record(key, record));
+      write_file_atomically(tune_dir(dir_), file_path(key), serialize_tuning_record(key, record),
+                            file_path(key) + ".tmp-%%%%%%%%%%%%");
   std::lock_guard lock(mutex_);
   if (problem.empty()) {
     ++stats_.writes;

@@ -4,6 +4,7 @@
 //
 // The config comes from the autotuner as KILN_AUTOTUNE says; unless the caller set it, these tests set it to
 // "off" (the default config through the tuner's path) so that a test run does not tune every shape.
+#include "gpu/gpu_skip.h"
 #include "kernels/attention/attention_api.h"
 #include "kernels/compare.h"
 #include "runtime/cuda_driver.h"
@@ -18,13 +19,6 @@ using namespace kiln::attention;
 
 namespace {
 
-#define KILN_REQUIRE_GPU()                                                                                   \
-  do {                                                                                                       \
-    std::string why;                                                                                         \
-    if (!rt::driver_available(&why))                                                                         \
-      GTEST_SKIP() << "no GPU: " << why;                                                                     \
-    setenv("KILN_AUTOTUNE", "off", /*overwrite=*/0);                                                         \
-  } while (0)
 
 rt::DeviceBuffer upload(const HostBuffer& b) {
   rt::DeviceBuffer d(b.bytes.size());

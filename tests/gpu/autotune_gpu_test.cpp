@@ -2,6 +2,7 @@
 // the caller's output buffers, the winner checked against the double-precision reference, and a second tuner
 // (a new process, in effect: fresh compile cache and tuning cache objects over the same directory) finding
 // the result on disk without compiling any config, loading only the winner.
+#include "gpu/gpu_skip.h"
 #include "jit/tuned_kernel.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa2_fwd.h"
@@ -19,12 +20,6 @@ using namespace kiln;
 
 namespace {
 
-#define KILN_REQUIRE_GPU()                                                                                   \
-  do {                                                                                                       \
-    std::string why;                                                                                         \
-    if (!rt::driver_available(&why))                                                                         \
-      GTEST_SKIP() << "no GPU: " << why;                                                                     \
-  } while (0)
 
 class TempDir {
 public:

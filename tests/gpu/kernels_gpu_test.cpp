@@ -1,5 +1,6 @@
 // Generated code on the GPU, held to the same references (and the same sweep) as the interpreter:
 // random inputs, outputs poisoned with NaN before every run, every element checked.
+#include "gpu/gpu_skip.h"
 #include "interp/attention_test_cases.h"
 #include "jit/jit_kernel.h"
 #include "kernels/attention/attention_problem.h"
@@ -21,12 +22,6 @@ using namespace kiln::testing_support;
 
 namespace {
 
-#define KILN_REQUIRE_GPU()                                                                                         \
-  do {                                                                                                             \
-    std::string why;                                                                                               \
-    if (!rt::driver_available(&why))                                                                               \
-      GTEST_SKIP() << "no GPU: " << why;                                                                           \
-  } while (0)
 
 TEST(GpuVectorAdd, ExactAndMatchesInterpreter) {
   KILN_REQUIRE_GPU();

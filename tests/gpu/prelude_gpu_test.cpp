@@ -2,6 +2,7 @@
 // from shared memory against host matmuls (exact), cp.async with zero fill, vector global loads/stores,
 // conversions against support/half.h bit for bit, warp shuffles, atomics, math and NaN rules, block
 // pointers. Skipped, with the reason printed, where there is no CUDA driver or no NVRTC.
+#include "gpu/gpu_skip.h"
 #include "codegen/prelude.h"
 #include "runtime/compile_cache.h"
 #include "runtime/device.h"
@@ -24,14 +25,6 @@
 namespace kiln {
 namespace {
 
-#define KILN_SKIP_WITHOUT_GPU()                                                                            \
-  do {                                                                                                     \
-    std::string why_;                                                                                      \
-    if (!::kiln::rt::driver_available(&why_))                                                              \
-      GTEST_SKIP() << "no usable CUDA driver: " << why_;                                                   \
-    if (!::kiln::rt::nvrtc_available(&why_))                                                               \
-      GTEST_SKIP() << "NVRTC not available: " << why_;                                                     \
-  } while (0)
 
 // Test kernels, compiled after the prelude. Each uses the prelude the way generated code will.
 const char* kTestKernels = R"(
@@ -361,17 +354,17 @@ void check_mma_k16(const char* kernel_name, uint16_t (*to_bits)(float), unsigned
 }
 
 TEST(PreludeGpu, MmaF16FromLdmatrixIsExact) {
-  KILN_SKIP_WITHOUT_GPU();
+  KILN_REQUIRE_GPU();
   check_mma_k16("prelude_mma_f16", float_to_f16_bits, 101);
 }
 
 TEST(PreludeGpu, MmaBf16FromLdmatrixIsExact) {
-  KILN_SKIP_WITHOUT_GPU();
+  KILN_REQUIRE_GPU();
   check_mma_k16("prelude_mma_bf16", float_to_bf16_bits, 202);
 }
 
 TEST(PreludeGpu, MmaTf32IsExact) {
-  KILN_SKIP_WITHOUT_GPU();
+  KILN_REQUIRE_GPU();
   const int problems = 8;
   std::mt19937 rng(303);
   std::vector<float> A = small_ints(problems * 128, -8, 8, rng), B = small_ints(problems * 64, -8, 8, rng),
@@ -388,7 +381,7 @@ TEST(PreludeGpu, MmaTf32IsExact) {
 // ---- memory movement ------------------------------------------------------------------------------------
 
 TEST(PreludeGpu, CpAsyncCopiesInBoundsChunksAndZeroFillsTheRest) {
-  KILN_SKIP_WITHOUT_GPU();
+  KILN_REQUIRE_GPU();
   std::mt19937 rng(404);
   std::vector<uint32_t> src(64 * 4);
   for (uint32_t& w : src)
@@ -418,7 +411,7 @@ TEST(PreludeGpu, CpAsyncCopiesInBoundsChunksAndZeroFillsTheRest) {
 }
 
 TEST(PreludeGpu, VectorGlobalLoadsAndStoresMoveExactBytes) {
-  KILN_SKIP_WITHOUT_GPU();
+  KILN_REQUIRE_GPU();
   const int threads = 64, bytes = 1792 + threads * 2;
   std::mt19937 rng(505);
   std::vector<unsigned char> src(bytes + 64);
@@ -464,7 +457,7 @@ bool is_f16_nan(uint16_t h) { return (h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) !=
 bool is_bf16_nan(uint16_t b) { return (b & 0x7f80u) == 0x7f80u && (b & 0x7fu) != 0; }
 
 TEST(PreludeGpu, ConversionsMatchTheHostRoundingBitForBit) {
-  KILN_SKIP_WITHOUT_GPU();
+  KILN_REQUIRE_GPU();
   std::vector<float> x = conversion_inputs(606);
   const int n = static_cast<int>(x.size());
   rt::DeviceBuffer dx = rt::DeviceBuffer::from_host(x);
@@ -546,7 +539,7 @@ TEST(PreludeGpu, ConversionsMatchTheHostRoundingBitForBit) {
 // ---- shuffles -------------------------------------------------------------------------------------------
 
 TEST(PreludeGpu, ShflXorButterflyReducesEveryType) {
-  KILN_SKIP_WITHOUT_GPU();
+  KILN_REQUIRE_GPU();
   const int warps = 4, n = warps * 32;
   std::mt19937 rng(707);
   std::uniform_int_distribution<int> small(-1000, 1000);
@@ -624,7 +617,7 @@ TEST(PreludeGpu, ShflXorButterflyReducesEveryType) {
 // ---- atomics --------------------------------------------------------------------------------------------
 
 TEST(PreludeGpu, AtomicAddReturnsEveryOldValueOnce) {
-  KILN_SKIP_WITHOUT_GPU();
+  KILN_REQUIRE_GPU();
   const int blocks = 4, threads = 256, n = blocks * threads;
   rt::DeviceBuffer icount(sizeof(int)), fsum(sizeof(float)), dsum(sizeof(double)), lsum(sizeof(long long)),
       hcount(2), bcount(2);
@@ -678,7 +671,7 @@ TEST(PreludeGpu, AtomicAddReturnsEveryOldValueOnce) {
 // ---- math -----------------------------------------------------------------------------------------------
 
 TEST(PreludeGpu, MathIsWithinItsDocumentedErrorAndNanRulesHold) {
-  KILN_SKIP_WITHOUT_GPU();
+  KILN_REQUIRE_GPU();
   std::mt19937 rng(808);
   std::uniform_real_distribution<float> dist(-20.f, 20.f);
   const int n = 4096;
@@ -753,7 +746,7 @@ struct HostBlockPtr2 {
 };
 
 TEST(PreludeGpu, BlockPtrAdvancedMovesOnlyTheOffsets) {
-  KILN_SKIP_WITHOUT_GPU();
+  KILN_REQUIRE_GPU();
   rt::DeviceBuffer storage(1024), out = poisoned<long long>(8);
   HostBlockPtr2 bp{storage.ptr(), {300, 500}, {500, 1}, {64, 128}};
   rt::CUdeviceptr po = out.ptr();

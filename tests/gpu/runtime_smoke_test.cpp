@@ -1,5 +1,6 @@
 // The runtime end to end on a real GPU: NVRTC compile, module load, launches on device buffers (exact
 // results), opt-in dynamic shared memory, event timing. Skipped, with the reason printed, without a driver.
+#include "gpu/gpu_skip.h"
 #include "runtime/compile_cache.h"
 #include "runtime/device.h"
 #include "runtime/module.h"
@@ -16,14 +17,6 @@
 namespace kiln::rt {
 namespace {
 
-#define KILN_SKIP_WITHOUT_GPU()                                                                            \
-  do {                                                                                                     \
-    std::string why_;                                                                                      \
-    if (!::kiln::rt::driver_available(&why_))                                                              \
-      GTEST_SKIP() << "no usable CUDA driver: " << why_;                                                   \
-    if (!::kiln::rt::nvrtc_available(&why_))                                                               \
-      GTEST_SKIP() << "NVRTC not available: " << why_;                                                     \
-  } while (0)
 
 const char* kVecAdd = R"(
 extern "C" __global__ void smoke_vec_add(const float* a, const float* b, float* c, int n) {
@@ -55,7 +48,7 @@ CompiledKernel compile_for_device(const char* source, const char* name) {
 }
 
 TEST(RuntimeSmoke, DeviceIsDescribed) {
-  KILN_SKIP_WITHOUT_GPU();
+  KILN_REQUIRE_GPU();
   const DeviceInfo& d = current_device();
   EXPECT_FALSE(d.name.empty());
   EXPECT_GE(d.cc_major, 8);
@@ -69,7 +62,7 @@ TEST(RuntimeSmoke, DeviceIsDescribed) {
 }
 
 TEST(RuntimeSmoke, VectorAddIsExact) {
-  KILN_SKIP_WITHOUT_GPU();
+  KILN_REQUIRE_GPU();
   CompiledKernel compiled = compile_for_device(kVecAdd, "smoke_vec_add");
   auto kernel = LoadedKernel::load(compiled);
   const int n = 1000003;  // not a multiple of the block size: the tail is bounds-checked
@@ -106,7 +99,7 @@ TEST(RuntimeSmoke, VectorAddIsExact) {
 }
 
 TEST(RuntimeSmoke, HundredKiBOfDynamicSharedMemoryLaunches) {
-  KILN_SKIP_WITHOUT_GPU();
+  KILN_REQUIRE_GPU();
   const DeviceInfo& d = current_device();
   const size_t smem = 100 * 1024;
   if (d.max_shared_per_block_optin < static_cast<int64_t>(smem))
@@ -136,7 +129,7 @@ TEST(RuntimeSmoke, HundredKiBOfDynamicSharedMemoryLaunches) {
 }
 
 TEST(RuntimeSmoke, EventsTimeAKernel) {
-  KILN_SKIP_WITHOUT_GPU();
+  KILN_REQUIRE_GPU();
   auto kernel = LoadedKernel::load(compile_for_device(kVecAdd, "smoke_vec_add"));
   const int n = 1 << 24;
   DeviceBuffer a(n * sizeof(float)), b(n * sizeof(float)), c(n * sizeof(float));
@@ -155,7 +148,7 @@ TEST(RuntimeSmoke, EventsTimeAKernel) {
 }
 
 TEST(RuntimeSmoke, LaunchErrorsNameTheKernelAndShape) {
-  KILN_SKIP_WITHOUT_GPU();
+  KILN_REQUIRE_GPU();
   auto kernel = LoadedKernel::load(compile_for_device(kVecAdd, "smoke_vec_add"));
   CUdeviceptr p = 0;
   int n = 0;
