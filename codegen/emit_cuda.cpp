@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <unordered_set>
 
@@ -315,6 +316,8 @@ private:
   void find_fused_casts();
   void emit_dot_fma(const Op& op, const std::string& d);
   void emit_pointer_load(const Op& op);
+  std::optional<int64_t> affine_coeff(ValueId v, int dim) const;
+  int vector_width(ValueId ptrs, const Layout& L) const;
   void emit_pointer_store(const Op& op);
   void emit_block_load(const Op& op);
   void emit_block_store(const Op& op);
@@ -1022,12 +1025,114 @@ void Emitter::emit_pointer_load(const Op& op) {
   std::string o = op.has_mask ? regs(op.operands[2], L) : "";
   std::string n = declare_regs(r, L);
   name_[r] = n;
+  int V = vector_width(op.operands[0], L);
+  if (V > 1) {
+    // Groups of V registers hold V consecutive elements: one vector load when the group is wholly
+    // unmasked and aligned, element by element otherwise.
+    int bytes = V * dtype_bytes(k_.type(r).elem);
+    std::string ty = ctype(k_.type(r).elem);
+    line("#pragma unroll");
+    line("for (int g = 0; g < {}; g += {}) {{", L.num_regs(), V);
+    std::string full = "true";
+    if (op.has_mask)
+      for (int i = 0; i < V; ++i)
+        full += fmt::format(" && {}[g + {}]", m, i);
+    line("  if ({} && reinterpret_cast<unsigned long long>({}[g]) % {} == 0) {{", full, p, bytes);
+    line("    alignas(16) {} kiln_v[{}];", ty, V);
+    line("    kiln::ld_global<{}>({}[g], kiln_v);", bytes, p);
+    line("    #pragma unroll");
+    line("    for (int i = 0; i < {}; ++i) {}[g + i] = kiln_v[i];", V, n);
+    line("  }} else {{");
+    line("    #pragma unroll");
+    line("    for (int i = 0; i < {}; ++i) {}[g + i] = {};", V, n,
+         op.has_mask ? fmt::format("{0}[g + i] ? *{1}[g + i] : {2}[g + i]", m, p, o) : fmt::format("*{}[g + i]", p));
+    line("  }}");
+    line("}}");
+    return;
+  }
   for_regs(L.num_regs());
   if (op.has_mask)
     line("  {0}[r] = {1}[r] ? *{2}[r] : {3}[r];", n, m, p, o);
   else
     line("  {}[r] = *{}[r];", n, p);
   line("}}");
+}
+
+// The coefficient with which a flexible integer (or pointer) tile changes along dimension `dim`:
+// arange gives 1, splats and constants 0, sums add and products with a constant scale. nullopt when
+// the tile is not affine along dim (or is computed by anything else).
+std::optional<int64_t> Emitter::affine_coeff(ValueId v, int dim) const {
+  if (plan_.where(v) != Placement::Flexible)
+    return k_.type(v).shape.empty() ? std::optional<int64_t>(0) : std::nullopt;
+  const Op& op = *k_.info(v).def;
+  const Type& t = k_.type(v);
+  auto sub = [&](int i, int d) { return affine_coeff(op.operands[i], d); };
+  auto constant_of = [&](ValueId x) -> std::optional<int64_t> {
+    const Op* d = k_.info(x).def;
+    while (d && (d->kind == OpKind::Broadcast || d->kind == OpKind::Reshape || d->kind == OpKind::ExpandDims))
+      d = k_.info(d->operands[0]).def;
+    if (d && d->kind == OpKind::Constant && !d->ints.empty())
+      return d->ints[0];
+    return std::nullopt;
+  };
+  switch (op.kind) {
+  case OpKind::Arange: return dim == 0 ? 1 : 0;
+  case OpKind::Constant: return 0;
+  case OpKind::Broadcast: {
+    const Type& x = k_.type(op.operands[0]);
+    if (x.shape.empty() || x.shape[dim] == 1)
+      return 0;
+    return sub(0, dim);
+  }
+  case OpKind::ExpandDims:
+    if (dim == op.axis)
+      return 0;
+    return sub(0, dim > op.axis ? dim - 1 : dim);
+  case OpKind::Cast:
+    return is_int(t.elem) && is_int(k_.type(op.operands[0]).elem) ? sub(0, dim) : std::nullopt;
+  case OpKind::AddPtr: {
+    auto a = sub(0, dim), b = sub(1, dim);
+    return a && b ? std::optional<int64_t>(*a + *b) : std::nullopt;
+  }
+  case OpKind::Binary: {
+    if (!is_int(t.elem) || t.elem == DType::i1)
+      return std::nullopt;
+    auto a = sub(0, dim), b = sub(1, dim);
+    if (op.binary == BinaryOp::Add && a && b)
+      return *a + *b;
+    if (op.binary == BinaryOp::Sub && a && b)
+      return *a - *b;
+    if (op.binary == BinaryOp::Mul) {
+      if (auto c = constant_of(op.operands[1]); c && a)
+        return *a * *c;
+      if (auto c = constant_of(op.operands[0]); c && b)
+        return *b * *c;
+    }
+    return std::nullopt;
+  }
+  default: return std::nullopt;
+  }
+}
+
+// How many registers of `L` form one contiguous run in memory through the pointer tile `ptrs`: the
+// layout's lowest register bits must step 1, 2, 4, ... along the last dim, where the pointers advance
+// by exactly one element; capped at 16 bytes.
+int Emitter::vector_width(ValueId ptrs, const Layout& L) const {
+  const Type& t = k_.type(ptrs);
+  if (!opt_.vectorize || t.shape.empty())
+    return 1;
+  int last = t.rank() - 1;
+  if (affine_coeff(ptrs, last) != std::optional<int64_t>(1))
+    return 1;
+  int v = 1;
+  for (size_t b = 0; b < L.reg.size(); ++b) {
+    Coord want(t.rank(), 0);
+    want[last] = v;
+    if (L.reg[b] != want || (v * 2) * dtype_bytes(t.elem) > 16)
+      break;
+    v *= 2;
+  }
+  return v;
 }
 
 void Emitter::emit_pointer_store(const Op& op) {
@@ -1047,6 +1152,30 @@ void Emitter::emit_pointer_store(const Op& op) {
   }
   line("if ({}) {{", owner);
   open();
+  int V = op.kind == OpKind::Store ? vector_width(op.operands[0], L) : 1;
+  if (V > 1) { // as in emit_pointer_load: whole aligned unmasked groups in one vector store
+    int bytes = V * dtype_bytes(k_.type(v).elem);
+    std::string full = "true";
+    if (op.has_mask)
+      for (int i = 0; i < V; ++i)
+        full += fmt::format(" && {}[g + {}]", m, i);
+    line("#pragma unroll");
+    line("for (int g = 0; g < {}; g += {}) {{", L.num_regs(), V);
+    line("  if ({} && reinterpret_cast<unsigned long long>({}[g]) % {} == 0) {{", full, p, bytes);
+    line("    alignas(16) {} kiln_v[{}];", ctype(k_.type(v).elem), V);
+    line("    #pragma unroll");
+    line("    for (int i = 0; i < {}; ++i) kiln_v[i] = {}[g + i];", V, x);
+    line("    kiln::st_global<{}>({}[g], kiln_v);", bytes, p);
+    line("  }} else {{");
+    line("    #pragma unroll");
+    line("    for (int i = 0; i < {}; ++i)", V);
+    line("      if ({}) *{}[g + i] = {}[g + i];", op.has_mask ? m + "[g + i]" : "true", p, x);
+    line("  }}");
+    line("}}");
+    close();
+    line("}}");
+    return;
+  }
   for_regs(L.num_regs());
   std::string guard = op.has_mask ? m + "[r]" : "true";
   if (op.kind == OpKind::AtomicAdd)

@@ -87,4 +87,17 @@ TEST(KernelsCodegen, MatmulUsesTensorCores) {
   EXPECT_NE(g.source.find("kiln::cp_async_16("), std::string::npos);
 }
 
+TEST(KernelsCodegen, ContiguousPointerTilesAreVectorised) {
+  // vector_add's `x + offs` advances one element per register along its 16-byte groups: the loads and
+  // the store become 16-byte accesses (with an element-wise path for partial or misaligned groups).
+  const KernelDef& def = builtin_kernels().find("vector_add");
+  GeneratedKernel g = generate_cuda(def.build(def.default_config()), Target::parse("sm_80"));
+  EXPECT_NE(g.source.find("kiln::ld_global<16>("), std::string::npos);
+  EXPECT_NE(g.source.find("kiln::st_global<16>("), std::string::npos);
+  CodegenOptions scalar;
+  scalar.vectorize = false;
+  GeneratedKernel s = generate_cuda(def.build(def.default_config()), Target::parse("sm_80"), scalar);
+  EXPECT_EQ(s.source.find("kiln::ld_global<16>("), std::string::npos) << "vectorize=false keeps element accesses";
+}
+
 } // namespace
