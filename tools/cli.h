@@ -32,6 +32,7 @@ Command compare_loads_command();
 Command cache_command();
 Command model_command();
 Command demo_command();
+Command tune_command();
 
 // Writes `text` to `path` (atomically), or to stdout when `path` is empty or "-".
 void write_output(const std::string& path, const std::string& text);

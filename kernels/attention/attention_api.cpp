@@ -383,13 +383,24 @@ uint64_t lse_bytes(const AttentionProblem& p) {
 
 } // namespace
 
-void forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
-             const std::optional<TensorRef>& lse, const AttentionOptions& options,
-             std::source_location where) {
-  const ValidatedAttention a = validate_attention_args(q, k, v, o, lse, options, where);
-  if (a.empty)
-    return;
-  const AttentionProblem& p = a.problem;
+namespace {
+
+// What forward() and tune_forward() share: validation, the GPU check, the launch arguments (with a
+// temporary LSE when the caller gave none) and, unless a config was given, the tuner's choice.
+struct PreparedForward {
+  ValidatedAttention a;
+  std::optional<rt::DeviceBuffer> lse_scratch;
+  std::vector<LaunchArg> args;
+  std::optional<TunedLaunch> tuned; // empty when options.config was given
+};
+
+PreparedForward prepare_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+                                const std::optional<TensorRef>& lse, const AttentionOptions& options,
+                                std::optional<rt::AutotuneMode> mode, std::source_location where) {
+  PreparedForward f{validate_attention_args(q, k, v, o, lse, options, where), {}, {}, {}};
+  if (f.a.empty)
+    return f;
+  const AttentionProblem& p = f.a.problem;
   if (p.B * p.H > kMaxGridY)
     reject(where,
            "B * H = {} * {} = {} exceeds {}: FA2 runs one program row per (batch, head) and CUDA's grid "
@@ -397,33 +408,56 @@ void forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const T
            p.B, p.H, p.B * p.H, kMaxGridY, kMaxGridY);
   require_driver(where);
   rt::current_device(); // makes the context current before any allocation or launch
-
-  std::optional<rt::DeviceBuffer> lse_scratch;
-  if (!a.lse)
-    lse_scratch.emplace(lse_bytes(p));
-  const uint64_t lse_ptr = a.lse ? *a.lse : lse_scratch->ptr();
-  const std::vector<LaunchArg> args = launch_args(a, lse_ptr);
-  const rt::Stream stream = rt::Stream::wrap(options.stream);
-  const KernelDef def = fa2_fwd_def();
-  const SizeArgs sizes = attention_size_args(p);
-
-  if (options.config) {
-    compiled_for(def, *options.config)->launch(def.grid(*options.config, sizes), args, stream);
-  } else {
+  if (!f.a.lse)
+    f.lse_scratch.emplace(lse_bytes(p));
+  f.args = launch_args(f.a, f.a.lse ? *f.a.lse : f.lse_scratch->ptr());
+  if (!options.config) {
     // Tuning launches write scratch copies of O and LSE, never the caller's.
     const std::vector<OutputArg> outputs = {
         {3, static_cast<size_t>(extent_bytes("o", o, where))},
         {4, static_cast<size_t>(lse_bytes(p))},
     };
     TuneOptions tune;
+    tune.mode = mode;
+    // ANCHORS.md's convention: 4·B·H·N_Q·N_K·D, halved when causal.
     tune.flops = 4.0 * static_cast<double>(p.B * p.H) * static_cast<double>(p.N_Q) *
-                 static_cast<double>(p.N_K) * static_cast<double>(p.D);
-    const TunedLaunch chosen =
-        attention_tuner().select(def, default_fa2_config(p), sizes, args, outputs, tune);
-    chosen.kernel->launch(chosen.grid, args, stream);
+                 static_cast<double>(p.N_K) * static_cast<double>(p.D) / (p.causal ? 2.0 : 1.0);
+    f.tuned = attention_tuner().select(fa2_fwd_def(), default_fa2_config(p), attention_size_args(p), f.args,
+                                       outputs, tune);
   }
-  if (lse_scratch)
+  return f;
+}
+
+} // namespace
+
+void forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+             const std::optional<TensorRef>& lse, const AttentionOptions& options,
+             std::source_location where) {
+  PreparedForward f = prepare_forward(q, k, v, o, lse, options, std::nullopt, where);
+  if (f.a.empty)
+    return;
+  const rt::Stream stream = rt::Stream::wrap(options.stream);
+  if (f.tuned) {
+    f.tuned->kernel->launch(f.tuned->grid, f.args, stream);
+  } else {
+    const KernelDef def = fa2_fwd_def();
+    compiled_for(def, *options.config)->launch(def.grid(*options.config, attention_size_args(f.a.problem)), f.args,
+                                               stream);
+  }
+  if (f.lse_scratch)
     stream.synchronize(); // the temporary LSE is freed on return
+}
+
+TunedLaunch tune_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+                         const std::optional<TensorRef>& lse, const AttentionOptions& options,
+                         std::optional<rt::AutotuneMode> mode, std::source_location where) {
+  if (options.config)
+    reject(where, "tune_forward chooses the config itself; options.config must be empty, got {}",
+           options.config->str());
+  PreparedForward f = prepare_forward(q, k, v, o, lse, options, mode, where);
+  if (f.a.empty)
+    reject(where, "nothing to tune: the problem is empty (B = 0 or N_Q = 0)");
+  return *f.tuned;
 }
 
 void fa1_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,

@@ -17,6 +17,7 @@
 
 #include "dsl/config.h"
 #include "dsl/dtype.h"
+#include "jit/tuned_kernel.h"
 #include "kernels/attention/attention_problem.h"
 
 #include <llvm/ADT/SmallVector.h>
@@ -117,6 +118,14 @@ ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& 
 void forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
              const std::optional<TensorRef>& lse = std::nullopt, const AttentionOptions& options = {},
              std::source_location where = std::source_location::current());
+
+// The autotuner's choice for forward() on these tensors, with its table, without the final launch: tunes
+// as `mode` says (nullopt: KILN_AUTOTUNE), timing on scratch outputs. For `kiln tune` and for callers that
+// want to see what was chosen and why. options.config must be empty.
+TunedLaunch tune_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+                         const std::optional<TensorRef>& lse, const AttentionOptions& options,
+                         std::optional<rt::AutotuneMode> mode,
+                         std::source_location where = std::source_location::current());
 
 // FlashAttention (v1) forward, the baseline FA2 improves on: same arguments, checks and results as forward().
 // It needs f32 scratch (the running output, row sums and maxima: (HEAD_DIM + 2) · 4 bytes per query row),

@@ -89,13 +89,22 @@ TEST_F(CliTest, NoSubcommandUnknownSubcommandAndUnknownOption) {
   expect_error(kiln({"list", "--bogus"}), {"bogus"});
 }
 
+TEST_F(CliTest, TuneChecksItsKernelAndNeedsAGpu) {
+  expect_error(kiln({"tune", "matmul", "--seq-q", "64", "--head-dim", "64"}), {"supports fa2_fwd", "'matmul'"});
+  expect_error(kiln({"tune", "fa2_fwd", "--head-dim", "64"}), {"seq-q"});
+  std::string why;
+  if (!rt::driver_available(&why))
+    expect_error(kiln({"tune", "fa2_fwd", "--seq-q", "256", "--head-dim", "64"}),
+                 {"no CUDA driver found", "kiln tune times every candidate on the GPU"});
+}
+
 TEST_F(CliTest, VersionAndHelp) {
   ToolRun v = kiln({"--version"});
   EXPECT_EQ(v.rc, 0);
   EXPECT_NE(v.out.find("kiln 0."), std::string::npos) << v.out;
   ToolRun h = kiln({"--help"});
   EXPECT_EQ(h.rc, 0);
-  for (const char* sub : {"info", "list", "emit", "attention", "compare-loads", "cache", "model", "demo"})
+  for (const char* sub : {"info", "list", "emit", "attention", "compare-loads", "cache", "model", "demo", "tune"})
     EXPECT_NE(h.out.find(sub), std::string::npos) << sub;
   ToolRun eh = kiln({"emit", "--help"});
   EXPECT_EQ(eh.rc, 0);
