@@ -269,6 +269,14 @@ private:
   std::string regs(ValueId v, const Layout& want);
   std::string materialize(ValueId v, const Layout& want);
   std::string convert(const std::string& src, const Layout& from, const Layout& to, DType t, const Shape& from_shape);
+  // A register tile of v's type in layout l with every element `value` (a scalar expression).
+  std::string splat(ValueId v, const Layout& l, const std::string& value) {
+    std::string n = declare_regs(v, l, "splat");
+    for_regs(l.num_regs());
+    line("  {}[r] = {};", n, value);
+    line("}}");
+    return n;
+  }
   std::string declare_regs(ValueId v, const Layout& l, const std::string& hint = "") {
     std::string n = fresh(hint.empty() ? value_hint(v) : hint);
     line("{} {}[{}];", ctype_of(k_.type(v)), n, l.num_regs());
@@ -440,10 +448,7 @@ std::string Emitter::materialize(ValueId v, const Layout& want) {
   case OpKind::Broadcast: {
     ValueId x = op.operands[0];
     if (k_.type(x).shape.empty()) {
-      n = declare_regs(v, want, "splat");
-      for_regs(R);
-      line("  {}[r] = {};", n, scalar(x));
-      line("}}");
+      n = splat(v, want, scalar(x));
       break;
     }
     if (plan_.where(x) == Placement::Flexible) {
@@ -474,10 +479,7 @@ std::string Emitter::materialize(ValueId v, const Layout& want) {
   case OpKind::Reshape: {
     ValueId x = op.operands[0];
     if (k_.type(x).shape.empty()) {
-      n = declare_regs(v, want, "splat");
-      for_regs(R);
-      line("  {}[r] = {};", n, scalar(x));
-      line("}}");
+      n = splat(v, want, scalar(x));
       break;
     }
     Layout src = default_layout(k_.type(x).shape, k_.type(x).elem, plan_.num_warps);

@@ -2,6 +2,7 @@
 // the caller's output buffers, the winner checked against the double-precision reference, and a second tuner
 // (a new process, in effect: fresh compile cache and tuning cache objects over the same directory) finding
 // the result on disk without compiling any config, loading only the winner.
+#include "temp_dir.h"
 #include "gpu/gpu_skip.h"
 #include "jit/tuned_kernel.h"
 #include "kernels/attention/attention_problem.h"
@@ -20,21 +21,9 @@ using namespace kiln;
 
 namespace {
 
+using kiln::testing_support::TempDir;
 
-class TempDir {
-public:
-  TempDir() {
-    llvm::SmallString<128> p;
-    if (llvm::sys::fs::createUniqueDirectory("kiln-autotune-gpu-test", p))
-      throw std::runtime_error("cannot create a temporary directory");
-    path_ = p.str().str();
-  }
-  ~TempDir() { llvm::sys::fs::remove_directories(path_); }
-  const std::string& path() const { return path_; }
 
-private:
-  std::string path_;
-};
 
 // The interpreter's argument list on the device: buffers copied up, scalars typed by the kernel's params.
 struct DeviceArgs {
@@ -79,7 +68,7 @@ TEST(GpuAutotune, Fa2ForwardTunedWinnerIsCorrectAndRememberedAcrossTuners) {
   const std::vector<OutputArg> outputs = {{dev.buffer_arg[3], o_dev.bytes()},
                                           {dev.buffer_arg[4], lse_dev.bytes()}};
 
-  TempDir dir;
+  TempDir dir{"kiln-autotune-gpu-test"};
   TuneOptions options;
   options.mode = rt::AutotuneMode::On;
   options.flops = 4.0 * p.B * p.H * p.N_Q * p.N_K * p.D; // two GEMMs

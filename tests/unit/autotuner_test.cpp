@@ -1,6 +1,7 @@
 // The autotuner without a GPU: an injected compiler and timer stand in for NVRTC and events, so these tests
 // check the tuner's decisions (winner, pruning, failures), its keys and buckets, its memory in-process and on
 // disk (fresh objects stand in for new processes; fork gives real ones), and the KILN_AUTOTUNE modes.
+#include "temp_dir.h"
 #include "jit/tuned_kernel.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa2_fwd.h"
@@ -25,21 +26,8 @@ using namespace kiln::rt;
 
 namespace {
 
-// A temporary cache root, removed afterwards.
-class TempDir {
-public:
-  TempDir() {
-    llvm::SmallString<128> p;
-    if (llvm::sys::fs::createUniqueDirectory("kiln-autotuner-test", p))
-      throw std::runtime_error("cannot create a temporary directory");
-    path_ = p.str().str();
-  }
-  ~TempDir() { llvm::sys::fs::remove_directories(path_); }
-  const std::string& path() const { return path_; }
+using kiln::testing_support::TempDir;
 
-private:
-  std::string path_;
-};
 
 // A fake config space: each id has a time, or fails to compile, or fails to launch, or is pruned.
 struct FakeKernel {
@@ -218,7 +206,7 @@ TEST(Autotuner, MalformedRequestsAreErrors) {
 }
 
 TEST(Autotuner, SameKeyIsRememberedWithZeroCompilesAndANewKeyTunes) {
-  TempDir dir;
+  TempDir dir{"kiln-autotuner-test"};
   FakeKernel k;
   three_configs(k);
   Autotuner tuner(dir.path(), quiet());
@@ -237,7 +225,7 @@ TEST(Autotuner, SameKeyIsRememberedWithZeroCompilesAndANewKeyTunes) {
 }
 
 TEST(Autotuner, ResultSurvivesIntoAFreshTunerThroughTheFile) {
-  TempDir dir;
+  TempDir dir{"kiln-autotuner-test"};
   FakeKernel k;
   three_configs(k);
   TuneRequest req = k.request();
@@ -292,7 +280,7 @@ TEST(Autotuner, InfiniteTimesRoundTripThroughJson) {
 }
 
 TEST(Autotuner, CorruptFileIsIgnoredAndRewritten) {
-  TempDir dir;
+  TempDir dir{"kiln-autotuner-test"};
   FakeKernel k;
   three_configs(k);
   TuneRequest req = k.request();
@@ -326,7 +314,7 @@ TEST(Autotuner, CorruptFileIsIgnoredAndRewritten) {
 }
 
 TEST(Autotuner, ConcurrentProcessesWritingOneFileLeaveAValidOne) {
-  TempDir dir;
+  TempDir dir{"kiln-autotuner-test"};
   FakeKernel k;
   three_configs(k);
   const TuneRequest req = k.request();
@@ -373,7 +361,7 @@ TEST(Autotuner, ConcurrentProcessesWritingOneFileLeaveAValidOne) {
 }
 
 TEST(Autotuner, ChangingTheConfigSpaceRetunesButReorderingDoesNot) {
-  TempDir dir;
+  TempDir dir{"kiln-autotuner-test"};
   FakeKernel k;
   three_configs(k);
   Autotuner tuner(dir.path(), quiet());
@@ -397,7 +385,7 @@ TEST(Autotuner, ChangingTheConfigSpaceRetunesButReorderingDoesNot) {
 }
 
 TEST(Autotuner, ModesOffCachedOnForce) {
-  TempDir dir;
+  TempDir dir{"kiln-autotuner-test"};
   FakeKernel k;
   three_configs(k);
   Autotuner tuner(dir.path(), quiet());
@@ -594,7 +582,7 @@ TEST(TuningKey, Fa2PrunesTilesWiderThanTheProblemButKeepsOne) {
 // Keys from tuning_key_text drive the generic tuner: a new bucket tunes, the same bucket compiles nothing.
 TEST(TuningKey, BucketsDecideBetweenRetuneAndCacheHit) {
   const KernelDef def = fa2_fwd_def();
-  TempDir dir;
+  TempDir dir{"kiln-autotuner-test"};
   FakeKernel k;
   three_configs(k);
   Autotuner tuner(dir.path(), quiet());
