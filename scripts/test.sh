@@ -8,3 +8,8 @@ cmake --preset ci >/dev/null
 cmake --build --preset ci -j "$(nproc)"
 bash scripts/check_static_deps.sh build-ci
 ctest --preset ci -j "$(nproc)"
+# ctest lists skipped tests without their reason; print it once (every GPU test skips for the same one).
+if build-ci/tests/kiln_gpu_tests --gtest_filter='GpuVectorAdd.*' 2>&1 | grep -q '\[  SKIPPED \]'; then
+  echo "GPU tests were skipped: $(build-ci/tests/kiln_gpu_tests --gtest_filter='GpuVectorAdd.*' 2>&1 |
+    grep -A1 ': Skipped' | tail -1)"
+fi
