@@ -7,6 +7,7 @@
 
 #include "dsl/registry.h"
 #include "jit/jit_kernel.h"
+#include "jit/tuned_kernel.h"
 #include "runtime/timing.h"
 
 #include <functional>
@@ -26,6 +27,7 @@ struct BenchOptions {
   std::map<std::string, int64_t> fa2_overrides;    // --config NAME=V,... applied to every FA2 case
   std::map<std::string, int64_t> matmul_overrides; // --matmul-config
   std::string filter;                              // run only cases whose key or system contains this
+  bool tune = false; // FA2 cases run the autotuner's pick for their shape (what kiln::attention::forward uses)
 };
 
 class Session;
@@ -43,6 +45,8 @@ class Session {
 public:
   explicit Session(BenchOptions options) : options_(std::move(options)) {}
   const BenchOptions& options() const { return options_; }
+  // The autotuner FA2 cases use with --tune (results beside the compile cache, like forward()'s).
+  KernelTuner& tuner() { return tuner_; }
 
   // The kernel for (def, config), compiled for the current device once per run.
   const JitKernel& kernel(const KernelDef& def, const Config& config);
@@ -58,6 +62,7 @@ public:
   void time(CaseRecord& r, const std::function<void(rt::Stream&)>& launch, bool flush_l2);
 
 private:
+  KernelTuner tuner_;
   BenchOptions options_;
   std::map<std::string, std::shared_ptr<JitKernel>> kernels_;
 };

@@ -42,6 +42,8 @@ cl::list<std::string>
 cl::opt<std::string> json_path("json", cl::desc("Write every result to this JSON file"),
                                cl::value_desc("FILE"), cl::cat(category));
 cl::opt<bool> quick("quick", cl::desc("A small subset of every suite (smoke runs)"), cl::cat(category));
+cl::opt<bool> tune("tune", cl::desc("Time FA2 with the autotuner's pick for each shape (as attention::forward does)"),
+                   cl::cat(category));
 cl::opt<int> reps("reps", cl::desc("Timed launches per case, at most (median reported)"), cl::init(20),
                   cl::cat(category));
 cl::opt<int> warmup("warmup", cl::desc("Untimed launches before timing"), cl::init(3), cl::cat(category));
@@ -208,6 +210,7 @@ int run(int argc, char** argv) {
          warmup.getValue());
   BenchOptions options;
   options.quick = quick;
+  options.tune = tune;
   options.reps = reps;
   options.warmup = warmup;
   options.case_budget_ms = case_budget_ms;
