@@ -170,9 +170,7 @@ BenchCase attention_case(const std::string& suite, const std::string& system, co
   r.shape = {{"B", p.B}, {"H", p.H}, {"N", p.N_Q}, {"D", p.D}};
   r.causal = p.causal;
   r.key = case_key(r.op, r.dtype, r.shape, r.causal);
-  // 2·N_Q·N_K·D for QKᵀ and as many for PV, per (batch, head); a causal mask skips half of both.
-  r.flops =
-      4.0 * double(p.B) * double(p.H) * double(p.N_Q) * double(p.N_K) * double(p.D) / (p.causal ? 2.0 : 1.0);
+  r.flops = attention_flops(p);
   if (fa1) {
     c.def = fa1_fwd_def();
     c.config = default_fa1_config(p);

@@ -41,12 +41,6 @@ DType parse_attention_dtype(const std::string& text, const char* flag) {
   fail("{} must be f16, bf16 or f32; got '{}'", flag, text);
 }
 
-double attention_flops(const AttentionProblem& p) {
-  double f = 4.0 * static_cast<double>(p.B) * static_cast<double>(p.H) * static_cast<double>(p.N_Q) *
-             static_cast<double>(p.N_K) * static_cast<double>(p.D);
-  return p.causal != 0 ? f / 2 : f;
-}
-
 GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const AttentionInputs& in,
                           int warmup, int reps) {
   if (reps < 1 || warmup < 0)

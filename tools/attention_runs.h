@@ -14,8 +14,6 @@ const char* causal_name(int causal);
 // "f16" | "bf16" | "f32" (the dtypes FA2 runs in).
 DType parse_attention_dtype(const std::string& text, const char* flag);
 
-// 4·B·H·N_Q·N_K·D (two matmuls of 2·N_Q·N_K·D each per head), halved when causal.
-double attention_flops(const AttentionProblem& p);
 
 struct GpuTiming {
   double median_ms = 0, min_ms = 0, max_ms = 0;

@@ -419,9 +419,7 @@ PreparedForward prepare_forward(const TensorRef& q, const TensorRef& k, const Te
     };
     TuneOptions tune;
     tune.mode = mode;
-    // ANCHORS.md's convention: 4·B·H·N_Q·N_K·D, halved when causal.
-    tune.flops = 4.0 * static_cast<double>(p.B * p.H) * static_cast<double>(p.N_Q) *
-                 static_cast<double>(p.N_K) * static_cast<double>(p.D) / (p.causal ? 2.0 : 1.0);
+    tune.flops = attention_flops(p);
     f.tuned = attention_tuner().select(fa2_fwd_def(), default_fa2_config(p), attention_size_args(p), f.args,
                                        outputs, tune);
   }

@@ -85,6 +85,12 @@ AttentionStrides attention_strides(const AttentionProblem& p) {
   return s;
 }
 
+double attention_flops(const AttentionProblem& p) {
+  double f = 4.0 * static_cast<double>(p.B) * static_cast<double>(p.H) * static_cast<double>(p.N_Q) *
+             static_cast<double>(p.N_K) * static_cast<double>(p.D);
+  return p.causal != 0 ? f / 2 : f;
+}
+
 int64_t q_numel(const AttentionProblem& p) { return p.B * p.H * p.N_Q * p.D; }
 int64_t kv_numel(const AttentionProblem& p) { return p.B * p.H_KV * p.N_K * p.D; }
 

@@ -39,6 +39,8 @@ struct AttentionStrides {
 };
 AttentionStrides attention_strides(const AttentionProblem& p);
 int64_t q_numel(const AttentionProblem& p);  // Q and O
+// ANCHORS.md's FLOP convention: 4·B·H·N_Q·N_K·D (two matmuls of 2·N_Q·N_K·D per head), halved when causal.
+double attention_flops(const AttentionProblem& p);
 int64_t kv_numel(const AttentionProblem& p); // K and V
 
 struct AttentionInputs {
