@@ -73,7 +73,9 @@ std::optional<CandidateResult> parse_result(const llvm::json::Value& v, std::str
     *problem = "unknown status '" + status->str() + "'";
     return std::nullopt;
   }
-  // Not Object::getNull: its Optional<nullptr_t> result crashes across the LLVM 14 library boundary.
+  // Not Object::getNull: LLVM 14's library (built by clang) returns its Optional<nullptr_t> through memory,
+  // while GCC reads that type from registers, so callers saw a garbage flag (UBSan: an invalid bool load).
+  // Value::kind() and getAsNumber() are inline, compiled on kiln's side of the boundary.
   const llvm::json::Value* ms = o->get("ms");
   if (ms && ms->getAsNumber())
     r.ms = *ms->getAsNumber();

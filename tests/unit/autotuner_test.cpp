@@ -279,6 +279,36 @@ TEST(Autotuner, InfiniteTimesRoundTripThroughJson) {
   EXPECT_FALSE(parse_tuning_record(text.substr(0, text.size() / 2), key, &problem));
 }
 
+// A row's "ms" is a number, or null for +inf; anything else (a bool, a string, nothing) makes the file
+// untrusted. This path once called llvm::json::Object::getNull, whose Optional<nullptr_t> result LLVM 14's
+// library (built by clang) returns through memory while GCC reads it from registers: UBSan saw an invalid
+// bool load (the Optional's flag) there. It now reads the Value's kind, compiled on kiln's side.
+TEST(Autotuner, RowTimesMustBeANumberOrNull) {
+  TuningKey key{"k", "N=1", "sm_80", "dev", "h"};
+  TuningRecord rec;
+  rec.best_id = "a";
+  rec.best_ms = 0.25;
+  rec.table = {CandidateResult{"a", CandidateStatus::Ok, "", 0.25, 3.5, 96, 4096},
+               CandidateResult{"b", CandidateStatus::LaunchFailed, "out of resources", INFINITY, 0, 255, 0}};
+  const std::string text = serialize_tuning_record(key, rec);
+  const std::string null_ms = "\"ms\": null";
+  const size_t at = text.find(null_ms);
+  ASSERT_NE(at, std::string::npos) << text;
+  std::string problem;
+  auto parsed = parse_tuning_record(text, key, &problem);
+  ASSERT_TRUE(parsed) << problem;
+  EXPECT_TRUE(std::isinf(parsed->table[1].ms));
+  EXPECT_GT(parsed->table[1].ms, 0);
+  EXPECT_EQ(parsed->table[0].ms, 0.25);
+  for (const char* bad : {"\"ms\": true", "\"ms\": false", "\"ms\": \"inf\"", "\"ms\": [1]", "\"unused\": 1"}) {
+    std::string edited = text;
+    edited.replace(at, null_ms.size(), bad);
+    problem.clear();
+    EXPECT_FALSE(parse_tuning_record(edited, key, &problem)) << bad;
+    EXPECT_NE(problem.find("ms is neither a number nor null"), std::string::npos) << bad << ": " << problem;
+  }
+}
+
 TEST(Autotuner, CorruptFileIsIgnoredAndRewritten) {
   TempDir dir{"kiln-autotuner-test"};
   FakeKernel k;
