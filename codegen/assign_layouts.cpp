@@ -1,5 +1,6 @@
 #include "codegen/assign_layouts.h"
 
+#include "codegen/wgmma.h"
 #include "dsl/verifier.h"
 
 namespace kiln {
@@ -8,6 +9,7 @@ namespace {
 
 struct Assigner {
   const Kernel& k;
+  const Target& target;
   const CodegenOptions& options;
   LoweringPlan plan;
   std::unordered_map<ValueId, std::vector<const Op*>> users;
@@ -45,12 +47,14 @@ struct Assigner {
   void choose_warp_split() {
     bool row_reductions = false;
     int64_t M = 0, N = 0;
+    DType dot_in = DType::f32;
     walk(k.body, [&](const Op& op) {
       if (op.kind == OpKind::Reduce && k.type(op.operands[0]).rank() == 2 && op.axis == 1)
         row_reductions = true;
       if (op.kind == OpKind::Dot && M == 0) {
         M = k.type(op.result()).shape[0];
         N = k.type(op.result()).shape[1];
+        dot_in = k.type(op.operands[0]).elem;
       }
     });
     int w = plan.num_warps;
@@ -63,19 +67,28 @@ struct Assigner {
       plan.warps.warps_n = static_cast<int>(std::min<int64_t>(w / plan.warps.warps_m, N / 8));
       return;
     }
-    int64_t best = -1;
-    for (int wm = 1; wm <= w; wm *= 2)
-      for (int wn = 1; wm * wn <= w; wn *= 2) {
-        if (M % (16 * wm) || N % (8 * wn))
-          continue;
-        // Operand traffic per warp per k step, and replicas count as idle warps.
-        int64_t cost = (M / wm + N / wn) * (w / (wm * wn));
-        if (best < 0 || cost < best) {
-          best = cost;
-          plan.warps.warps_m = wm;
-          plan.warps.warps_n = wn;
+    // On sm_90a, warpgroup MMA wants warps_m a multiple of 4 (a warpgroup's warps hold 64
+    // consecutive rows) and reads each operand once per instruction, so larger N per warpgroup is
+    // cheaper; mma.sync loads each warp's fragments itself.
+    bool wgmma = wgmma_enabled(target, options) && (dot_in == DType::f16 || dot_in == DType::bf16);
+    for (bool need_warpgroups : {wgmma, false}) {
+      int64_t best = -1;
+      for (int wm = 1; wm <= w; wm *= 2)
+        for (int wn = 1; wm * wn <= w; wn *= 2) {
+          if (M % (16 * wm) || N % (8 * wn) || (need_warpgroups && wm % 4))
+            continue;
+          int64_t replicas = w / (wm * wn);
+          // Operand rows read per k step: per warp for mma.sync, per warpgroup instruction for wgmma.
+          int64_t cost = need_warpgroups ? (M / (16 * wm)) * (64 + N / wn) * replicas : (M / wm + N / wn) * replicas;
+          if (best < 0 || cost < best) {
+            best = cost;
+            plan.warps.warps_m = wm;
+            plan.warps.warps_n = wn;
+          }
         }
-      }
+      if (best >= 0)
+        return;
+    }
   }
 
   Layout mma_layout_for(const Type& t) const {
@@ -304,8 +317,8 @@ struct Assigner {
 
 } // namespace
 
-LoweringPlan assign_layouts(const Kernel& k, const CodegenOptions& options) {
-  Assigner a{k, options, {}, {}, {}};
+LoweringPlan assign_layouts(const Kernel& k, const Target& target, const CodegenOptions& options) {
+  Assigner a{k, target, options, {}, {}, {}};
   a.plan.num_warps = k.config.num_warps;
   if (k.config.num_warps < 1 || k.config.num_warps > 32 || !is_power_of_two(k.config.num_warps))
     fail("num_warps must be a power of two from 1 to 32, got {}", k.config.num_warps);

@@ -10,6 +10,7 @@
 
 #include "codegen/codegen.h"
 #include "codegen/layout.h"
+#include "codegen/target.h"
 
 #include <map>
 #include <unordered_map>
@@ -46,7 +47,7 @@ struct LoweringPlan {
   Placement where(ValueId v) const { return placement.at(v); }
 };
 
-LoweringPlan assign_layouts(const Kernel& k, const CodegenOptions& options);
+LoweringPlan assign_layouts(const Kernel& k, const Target& target, const CodegenOptions& options);
 
 // Pass: lay the shared tiles out one after another (128-byte aligned); returns the bytes used.
 int64_t plan_shared_memory(LoweringPlan& plan);

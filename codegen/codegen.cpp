@@ -43,7 +43,7 @@ GeneratedKernel generate_cuda(const Kernel& k, const Target& target, const Codeg
   verify(k);
   if (log)
     std::fprintf(stderr, "// ---- after verify ----\n%s", print_kernel(k).c_str());
-  LoweringPlan plan = assign_layouts(k, options);
+  LoweringPlan plan = assign_layouts(k, target, options);
   int64_t tiles = plan_shared_memory(plan);
   EmittedKernel e = emit_cuda(k, plan, target, options);
   GeneratedKernel g;

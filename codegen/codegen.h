@@ -22,6 +22,7 @@ struct CodegenOptions {
   bool swizzle = true;       // XOR-swizzled shared-memory operand tiles
   bool async_copy = true;    // cp.async staging of operand tiles (num_stages-deep when in a loop)
   bool vectorize = true;     // 16-byte global accesses where contiguity is proven
+  bool wgmma = true;         // on sm_90a, dot through Hopper's warpgroup MMA where it applies (else mma.sync)
 };
 
 // What a launch needs besides the source: the entry point, the block size and dynamic shared memory.

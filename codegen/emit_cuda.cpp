@@ -1,5 +1,6 @@
 #include "codegen/emit_cuda.h"
 
+#include "codegen/wgmma.h"
 #include "dsl/printer.h"
 #include "dsl/verifier.h"
 
@@ -173,6 +174,23 @@ private:
   // A program may read back what its own threads stored (FA1 does): a barrier separates a global
   // store from the next global load.
   bool global_write_pending_ = false;
+  bool uses_wgmma_ = false;                  // some dot lowers to wgmma (wgmma.h)
+  std::vector<std::pair<std::string, std::string>> helpers_; // device functions before the kernel: name, source
+
+  void need_helper(const std::string& name, const std::string& source) {
+    for (const auto& h : helpers_)
+      if (h.first == name)
+        return;
+    helpers_.emplace_back(name, source);
+  }
+
+  // The barrier after this thread's copies into shared tiles have landed; wgmma reads shared memory
+  // through the async proxy, so the writes are fenced for it first.
+  void publish_shared_tiles() {
+    if (uses_wgmma_)
+      line("kiln::fence_proxy_async();");
+    line("__syncthreads();");
+  }
   void order_global_memory() {
     if (global_write_pending_) {
       line("__syncthreads(); // make this program's global stores visible to its loads");
@@ -292,6 +310,7 @@ private:
   void emit_reduce(const Op& op);
   void emit_dot(const Op& op);
   void emit_dot_mma(const Op& op, const std::string& d);
+  void emit_dot_wgmma(const Op& op, const std::string& d);
   std::string fragment_base(ValueId v, const std::string& lane_row, const std::string& lane_chunk);
   // Replicated lanes and warps (zero bases) hold copies of the same element; the one with those bits
   // clear writes it.
@@ -346,11 +365,25 @@ private:
           return true;
     return false;
   }
+  // Shared tiles are stored in 16-byte chunks. A row of at most 128 bytes is one line; wider rows
+  // are cut into 128-byte column panels stored one after another (all rows of panel 0, then panel
+  // 1, ...). Within a line, chunk c of row r sits at c ^ phase(r), the XOR pattern of Hopper's
+  // 128/64/32-byte swizzle modes (tile bases are 1024-byte aligned), so one layout serves ldmatrix
+  // without bank conflicts and wgmma's shared-memory descriptors alike.
+  static int64_t line_bytes(const SharedTile& t) { return std::min<int64_t>(128, t.cols * t.elem_bytes); }
   std::string swizzled(const SharedTile& t, const std::string& row, const std::string& chunk) {
-    int cpr = static_cast<int>(t.cols * t.elem_bytes / 16);
-    if (!opt_.swizzle || cpr <= 1)
+    int cpl = static_cast<int>(line_bytes(t) / 16);
+    if (!opt_.swizzle || cpl <= 1)
       return chunk;
-    return fmt::format("kiln::swizzle_chunk<{}>({}, {})", cpr, row, chunk);
+    return fmt::format("kiln::swizzle_chunk<{}>({}, {})", cpl, row, chunk);
+  }
+  // Byte offset within one stage of a tile of 16-byte chunk `chunk` of row `row`.
+  std::string stage_offset(const SharedTile& t, const std::string& row, const std::string& chunk) {
+    int64_t lb = line_bytes(t);
+    if (t.cols * t.elem_bytes == lb)
+      return fmt::format("({}) * {} + {} * 16", row, lb, swizzled(t, row, chunk));
+    return fmt::format("(({}) / 8) * {} + ({}) * 128 + {} * 16", chunk, t.rows * 128, row,
+                       swizzled(t, row, "((" + chunk + ") % 8)"));
   }
   // Byte offset (from kiln_smem) of logical element (a, b) of a shared value.
   std::string tile_elem(ValueId v, const std::string& a, const std::string& b) {
@@ -358,8 +391,8 @@ private:
     int contig = plan_.transposed.at(v) ? 1 - t.contig_dim : t.contig_dim;
     std::string row = contig == 1 ? a : b, col = contig == 1 ? b : a;
     int per_chunk = 16 / t.elem_bytes;
-    return fmt::format("({} + ({}) * {} + {} * 16 + (({}) % {}) * {})", tile_base(t), row, t.cols * t.elem_bytes,
-                       swizzled(t, row, fmt::format("(({}) / {})", col, per_chunk)), col, per_chunk, t.elem_bytes);
+    return fmt::format("({} + {} + (({}) % {}) * {})", tile_base(t),
+                       stage_offset(t, row, fmt::format("(({}) / {})", col, per_chunk)), col, per_chunk, t.elem_bytes);
   }
 };
 
@@ -818,7 +851,9 @@ void Emitter::emit_dot(const Op& op) {
   line("}}");
   DType in = k_.type(op.operands[0]).elem;
   bool mma = opt_.tensor_cores && (is_half(in) || (in == DType::f32 && op.tf32)) && L.kind == "mma";
-  if (mma)
+  if (mma && dot_uses_wgmma(k_, op, plan_, target_, opt_))
+    emit_dot_wgmma(op, d);
+  else if (mma)
     emit_dot_mma(op, d);
   else
     emit_dot_fma(op, d);
@@ -826,21 +861,25 @@ void Emitter::emit_dot(const Op& op) {
 
 // Shared-memory fragment addressing. A fragment's row is lane_row + R (R a multiple of 8) and its
 // 16-byte chunk lane_chunk + C (C even, lane_chunk 0 or 1), so with the XOR swizzle (whose phase
-// depends on row % 8 only) its byte address is (T ^ 16C) + R * row_bytes, where the thread base T
-// holds everything lane-dependent. T is computed once per dot; each fragment costs one XOR and one
+// depends on row % 8 only) its byte address is (T ^ 16C) + R * line_bytes (in a tile of 128-byte
+// panels, (T ^ 16 (C % 8)) + (C / 8) * panel_bytes + R * 128), where the thread base T holds
+// everything lane-dependent. T is computed once per dot; each fragment costs one XOR and one
 // add, and nothing per fragment is kept live across the loop (which would cost a register each).
 std::string Emitter::fragment_base(ValueId v, const std::string& lane_row, const std::string& lane_chunk) {
   const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
   std::string n = fresh("frag_base");
-  line("const kiln::u32 {} = kiln::smem_u32(kiln_smem) + {} + ({}) * {} + {} * 16;", n, tile_base(t), lane_row,
-       t.cols * t.elem_bytes, swizzled(t, "(" + lane_row + ")", "(" + lane_chunk + ")"));
+  line("const kiln::u32 {} = kiln::smem_u32(kiln_smem) + {} + {};", n, tile_base(t),
+       stage_offset(t, "(" + lane_row + ")", "(" + lane_chunk + ")"));
   return n;
 }
 
 std::string Emitter::fragment_addr(ValueId v, const std::string& base, const std::string& chunk,
                                    const std::string& row) {
   const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
-  return fmt::format("(({} ^ (({}) * 16)) + ({}) * {})", base, chunk, row, t.cols * t.elem_bytes);
+  int64_t lb = line_bytes(t);
+  if (t.cols * t.elem_bytes == lb)
+    return fmt::format("(({} ^ (({}) * 16)) + ({}) * {})", base, chunk, row, lb);
+  return fmt::format("(({} ^ ((({}) % 8) * 16)) + (({}) / 8) * {} + ({}) * 128)", base, chunk, chunk, t.rows * 128, row);
 }
 
 void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
@@ -865,7 +904,9 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
   std::string pack2 = a_cast ? (in == DType::bf16 ? "kiln::pack_bf16x2" : "kiln::pack_f16x2") : "kiln::pack2";
   line("{{");
   open();
-  line("const int kiln_wm = (kiln_warp % {}) * {};", wm, WM);
+  // Warps interleave along M at 16-row granularity (layout.cpp): fragment mt of this warp is at
+  // rows kiln_wm + mt * 16 * wm.
+  line("const int kiln_wm = (kiln_warp % {}) * 16;", wm);
   line("const int kiln_wn = ((kiln_warp / {}) % {}) * {};", wm, wn, WN);
   // Thread bases of the shared operands and how each fragment's (chunk, row) follows from (mt|nt, kt).
   auto contig = [&](ValueId v) {
@@ -894,11 +935,11 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
   line("for (int mt = 0; mt < {}; ++mt) {{", MT);
   if (a_smem && a_ldm) {
     if (contig(a) == 1)
-      line("  kiln::ldmatrix_x4({}, fa[mt]);", fragment_addr(a, a_base, fmt::format("kt * {}", kc), "mt * 16"));
+      line("  kiln::ldmatrix_x4({}, fa[mt]);", fragment_addr(a, a_base, fmt::format("kt * {}", kc), fmt::format("mt * {}", 16 * wm)));
     else
-      line("  kiln::ldmatrix_x4_trans({}, fa[mt]);", fragment_addr(a, a_base, "(kiln_wm + mt * 16) / 8", "kt * 16"));
+      line("  kiln::ldmatrix_x4_trans({}, fa[mt]);", fragment_addr(a, a_base, fmt::format("(kiln_wm + mt * {}) / 8", 16 * wm), "kt * 16"));
   } else if (a_smem) { // tf32 with M contiguous: plain shared loads
-    line("  const int g = kiln_lane / 4, q = kiln_lane % 4, m0 = kiln_wm + mt * 16, k0 = kt * 8;");
+    line("  const int g = kiln_lane / 4, q = kiln_lane % 4, m0 = kiln_wm + mt * {}, k0 = kt * 8;", 16 * wm);
     for (int i = 0; i < 4; ++i)
       line("  fa[mt][{}] = kiln::to_tf32(*reinterpret_cast<const float*>(kiln_smem + {}));", i,
            tile_elem(a, fmt::format("m0 + g + {}", (i % 2) * 8), fmt::format("k0 + q + {}", (i / 2) * 4)));
@@ -955,6 +996,75 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
   line("}}");
   close();
   line("}}");
+  close();
+  line("}}");
+}
+
+// Hopper warpgroup MMA. Each warpgroup (4 consecutive warps along M) issues, per 16-deep k step,
+// one m64nWNk16 instruction per 64-row block it owns (rows 64 * g + 16 * wm * mt, the interleaved
+// warp layout), reading B (and A unless A is in registers) from shared memory through descriptors.
+// The product completes before the accumulator is used (wait 0): the softmax or epilogue that
+// follows reads it straight away, and the next tile's loads are already in flight through cp.async.
+void Emitter::emit_dot_wgmma(const Op& op, const std::string& d) {
+  ValueId a = op.operands[0], b = op.operands[1];
+  int64_t M = k_.type(a).shape[0], K = k_.type(a).shape[1], N = k_.type(b).shape[1];
+  DType in = k_.type(a).elem;
+  int wm = plan_.warps.warps_m, wn = plan_.warps.warps_n;
+  int64_t WN = N / wn, MT = M / (16 * wm), NT = WN / 8, KT = K / 16;
+  auto contig = [&](ValueId v) {
+    const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
+    return plan_.transposed.at(v) ? 1 - t.contig_dim : t.contig_dim;
+  };
+  bool a_smem = plan_.where(a) == Placement::Shared;
+  const SharedTile& bt = plan_.tiles[plan_.tile_of.at(b)];
+  WgmmaOperand bo = *wgmma_operand(bt, contig(b) == 0);
+  std::optional<WgmmaOperand> ao;
+  if (a_smem)
+    ao = wgmma_operand(plan_.tiles[plan_.tile_of.at(a)], contig(a) == 1);
+  bool trans_a = a_smem && !ao->k_major, trans_b = !bo.k_major;
+  std::string fn = wgmma_function_name(static_cast<int>(WN), in, !a_smem, trans_a, trans_b);
+  need_helper(fn, wgmma_function_source(static_cast<int>(WN), in, !a_smem, trans_a, trans_b));
+  line("// wgmma.m64n{}k16: ({}, {}) x ({}, {}) over {}x{} warps ({} warpgroup(s) along M), {} m64 block(s) "
+       "per warpgroup, A {}, B {}-major",
+       WN, M, K, K, N, wm, wn, wm / 4, MT, a_smem ? (trans_a ? "M-major in shared" : "K-major in shared") : "in registers",
+       trans_b ? "N" : "K");
+  line("{{");
+  open();
+  line("const int kiln_wg_m = ((kiln_warp % {}) / 4) * 64;", wm);
+  line("const int kiln_wn = ((kiln_warp / {}) % {}) * {};", wm, wn, WN);
+  auto descriptor = [&](ValueId v, const WgmmaOperand& o, const std::string& mn) {
+    const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
+    std::string n = fresh("desc");
+    line("const kiln::u64 {} = kiln::wgmma_desc(kiln::smem_u32(kiln_smem) + {} + ({}) * {}, {}, {}, {});", n,
+         tile_base(t), mn, o.mn_stride(), o.lbo, o.sbo, o.swizzle_mode);
+    return n;
+  };
+  std::string da = a_smem ? descriptor(a, *ao, "kiln_wg_m") : "";
+  std::string db = descriptor(b, bo, "kiln_wn");
+  // A in registers: the mma.sync A fragment layout is wgmma's register-A layout (16 rows per warp).
+  const Op* a_cast = fused_casts_.count(a) ? k_.info(a).def : nullptr;
+  std::string ar;
+  if (!a_smem)
+    ar = a_cast ? regs(a_cast->operands[0], mma_a_layout(M, K, plan_.warps)) : regs(a, mma_a_layout(M, K, plan_.warps));
+  std::string pack2 = a_cast ? (in == DType::bf16 ? "kiln::pack_bf16x2" : "kiln::pack_f16x2") : "kiln::pack2";
+  line("kiln::wgmma_fence();");
+  for (int64_t kt = 0; kt < KT; ++kt)
+    for (int64_t mt = 0; mt < MT; ++mt) {
+      std::string acc = fmt::format("*reinterpret_cast<float(*)[{}]>(&{}[{}])", WN / 2, d, 4 * NT * mt);
+      std::string bk = fmt::format("{} + {}", db, bo.k_offset(16 * kt) / 16);
+      if (a_smem) {
+        int64_t off = ao->k_offset(16 * kt) + 16 * wm * mt * ao->mn_stride();
+        line("{}({}, {} + {}, {});", fn, acc, da, off / 16, bk);
+      } else {
+        int64_t base = 8 * (kt + KT * mt);
+        line("{{ const kiln::u32 fa[4] = {{{}({}[{}], {}[{}]), {}({}[{}], {}[{}]), {}({}[{}], {}[{}]), {}({}[{}], {}[{}])}};",
+             pack2, ar, base, ar, base + 1, pack2, ar, base + 2, ar, base + 3, pack2, ar, base + 4, ar, base + 5,
+             pack2, ar, base + 6, ar, base + 7);
+        line("  {}({}, fa, {}); }}", fn, acc, bk);
+      }
+    }
+  line("kiln::wgmma_commit();");
+  line("kiln::wgmma_wait<0>();");
   close();
   line("}}");
 }
@@ -1201,7 +1311,7 @@ void Emitter::emit_block_load(const Op& op) {
       for (const auto& [loop, loads] : plan_.pipelined)
         if (loads.front() == &op) {
           line("kiln::cp_async_wait<{}>();", t.stages - 2);
-          line("__syncthreads();");
+          publish_shared_tiles();
         }
       return;
     }
@@ -1209,7 +1319,7 @@ void Emitter::emit_block_load(const Op& op) {
     emit_tile_issue(t, bp, "0");
     line("kiln::cp_async_commit();");
     line("kiln::cp_async_wait_all();");
-    line("__syncthreads();");
+    publish_shared_tiles();
     return;
   }
   const Layout& L = layout_of(r);
@@ -1274,8 +1384,7 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
       ok += fmt::format(" && gc >= 0 && gc < {}.shape[{}]", bp, cdim);
     line("  const bool ok = {};", ok);
     line("  const {}* src = ok ? {}.base + gs * {}.stride[{}] + gc : {}.base;", ty, bp, bp, sdim, bp);
-    line("  kiln::cp_async_16(kiln::smem_u32(kiln_smem + {} + row * {} + {} * 16), src, ok);", base,
-         t.cols * t.elem_bytes, swizzled(t, "row", "chunk"));
+    line("  kiln::cp_async_16(kiln::smem_u32(kiln_smem + {} + {}), src, ok);", base, stage_offset(t, "row", "chunk"));
     line("}}");
     close();
     line("}} else {{");
@@ -1293,8 +1402,8 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
     ok += fmt::format(" && gc >= 0 && gc < {}.shape[{}]", bp, cdim);
   std::string pad = op.padding == Padding::NaN ? literal(NAN, k_.type(op.result()).elem) : literal(0, k_.type(op.result()).elem);
   line("  const {} v = ({}) ? {}.base[gs * {}.stride[{}] + gc * {}.stride[{}]] : {};", ty, ok, bp, bp, sdim, bp, cdim, pad);
-  line("  *reinterpret_cast<{}*>(kiln_smem + {} + row * {} + {} * 16 + (col % {}) * {}) = v;", ty, base,
-       t.cols * t.elem_bytes, swizzled(t, "row", fmt::format("(col / {})", per_chunk)), per_chunk, t.elem_bytes);
+  line("  *reinterpret_cast<{}*>(kiln_smem + {} + {} + (col % {}) * {}) = v;", ty, base,
+       stage_offset(t, "row", fmt::format("(col / {})", per_chunk)), per_chunk, t.elem_bytes);
   line("}}");
   close();
   line("}}");
@@ -1506,6 +1615,12 @@ void Emitter::find_fused_casts() {
 
 EmittedKernel Emitter::run() {
   find_fused_casts();
+  walk(k_.body, [&](const Op& o) {
+    if (o.kind == OpKind::Dot && dot_uses_wgmma(k_, o, plan_, target_, opt_))
+      uses_wgmma_ = true;
+  });
+  if (uses_wgmma_)
+    need_helper("kiln::wgmma_support", wgmma_support_source());
   std::string params;
   for (size_t i = 0; i < k_.params.size(); ++i) {
     const Param& p = k_.params[i];
@@ -1526,7 +1641,10 @@ EmittedKernel Emitter::run() {
   head += "  const int kiln_lane = threadIdx.x % 32;\n  const int kiln_warp = threadIdx.x / 32;\n";
   for (const std::string& d : layout_decls_)
     head += "  " + d + "\n";
-  e.body = head + body + "}\n";
+  std::string helpers;
+  for (const auto& [name, source] : helpers_)
+    helpers += source + "\n";
+  e.body = helpers + head + body + "}\n";
   return e;
 }
 

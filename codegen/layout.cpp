@@ -99,11 +99,15 @@ Layout default_layout(const Shape& shape, DType elem, int num_warps) {
 namespace {
 
 // The warp split shared by the mma layouts: warp bit b goes along M for the first log2(warps_m)
-// bits, then along N; `along_m`/`along_n` say whether this operand spans that dim (a zero basis
-// replicates the operand over the warps that split the other one).
-void mma_warps(Layout& l, int dim_m, int dim_n, int64_t tile_m, int64_t tile_n, const WarpSplit& w) {
+// bits, then along N; `dim_m`/`dim_n` say which dim of this operand is M / N (-1: it does not span
+// it, and a zero basis replicates the operand over the warps that split the other one).
+// Along M the warps interleave at 16-row granularity (warp i holds rows 16i + 16 * warps_m * mt),
+// so that four consecutive warps hold 64 consecutive rows: the rows of one Hopper warpgroup MMA
+// (m64), whose accumulator is then the same layout as mma.sync's. Along N each warp holds a
+// contiguous block of tile_n columns.
+void mma_warps(Layout& l, int dim_m, int dim_n, int64_t tile_n, const WarpSplit& w) {
   for (int b = 0; (1 << b) < w.warps_m; ++b)
-    l.warp.push_back(dim_m >= 0 ? unit(l.rank(), dim_m, tile_m << b) : Coord(l.rank(), 0));
+    l.warp.push_back(dim_m >= 0 ? unit(l.rank(), dim_m, int64_t{16} << b) : Coord(l.rank(), 0));
   for (int b = 0; (1 << b) < w.warps_n; ++b)
     l.warp.push_back(dim_n >= 0 ? unit(l.rank(), dim_n, tile_n << b) : Coord(l.rank(), 0));
   while ((1 << l.warp.size()) < w.num_warps) // replicas
@@ -130,9 +134,9 @@ Layout mma_acc_layout(int64_t M, int64_t N, const WarpSplit& w) {
   for (int64_t n = 8; n < wn; n *= 2)
     l.reg.push_back(unit(2, 1, n));
   for (int64_t m = 16; m < wm; m *= 2)
-    l.reg.push_back(unit(2, 0, m));
+    l.reg.push_back(unit(2, 0, m * warps_m));
   l.lane = {unit(2, 1, 2), unit(2, 1, 4), unit(2, 0, 1), unit(2, 0, 2), unit(2, 0, 4)};
-  mma_warps(l, 0, 1, wm, wn, w);
+  mma_warps(l, 0, 1, wn, w);
   return l;
 }
 
@@ -150,12 +154,12 @@ Layout mma_a_layout(int64_t M, int64_t K, const WarpSplit& w, int kinst) {
   for (int64_t k = kinst; k < K; k *= 2)
     l.reg.push_back(unit(2, 1, k));
   for (int64_t m = 16; m < wm; m *= 2)
-    l.reg.push_back(unit(2, 0, m));
+    l.reg.push_back(unit(2, 0, m * warps_m));
   if (kinst == 16)
     l.lane = {unit(2, 1, 2), unit(2, 1, 4), unit(2, 0, 1), unit(2, 0, 2), unit(2, 0, 4)};
   else
     l.lane = {unit(2, 1, 1), unit(2, 1, 2), unit(2, 0, 1), unit(2, 0, 2), unit(2, 0, 4)};
-  mma_warps(l, 0, -1, wm, 0, w);
+  mma_warps(l, 0, -1, 0, w);
   return l;
 }
 
@@ -178,7 +182,7 @@ Layout mma_b_layout(int64_t K, int64_t N, const WarpSplit& w, int kinst) {
     l.lane = {unit(2, 0, 2), unit(2, 0, 4), unit(2, 1, 1), unit(2, 1, 2), unit(2, 1, 4)};
   else
     l.lane = {unit(2, 0, 1), unit(2, 0, 2), unit(2, 1, 1), unit(2, 1, 2), unit(2, 1, 4)};
-  mma_warps(l, -1, 1, 0, wn, w);
+  mma_warps(l, -1, 1, wn, w);
   return l;
 }
 

@@ -70,7 +70,7 @@ TEST(KernelsCodegen, Fa2UsesTensorCoresAndPipelinedLoads) {
   const KernelDef& def = builtin_kernels().find("fa2_fwd");
   Config config = def.default_config();
   config.num_stages = 3;
-  GeneratedKernel g = generate_cuda(def.build(config), Target::parse("sm_90a"));
+  GeneratedKernel g = generate_cuda(def.build(config), Target::parse("sm_80"));
   EXPECT_NE(g.source.find("kiln::mma_m16n8k16_f16("), std::string::npos);
   EXPECT_NE(g.source.find("kiln::ldmatrix_x4("), std::string::npos) << "K fragments by ldmatrix";
   EXPECT_NE(g.source.find("kiln::ldmatrix_x4_trans("), std::string::npos) << "V fragments by ldmatrix.trans";
@@ -78,6 +78,45 @@ TEST(KernelsCodegen, Fa2UsesTensorCoresAndPipelinedLoads) {
   EXPECT_NE(g.source.find("kiln::cp_async_wait<1>()"), std::string::npos) << "3 stages wait for 1 group in flight";
   EXPECT_NE(g.lowered.find("3 stage(s)"), std::string::npos) << g.lowered;
   EXPECT_NE(g.lowered.find("layout conversions through shared memory: 0"), std::string::npos) << g.lowered;
+}
+
+// On sm_90a both FA2 products are warpgroup MMAs: Q K^T with both operands read from shared memory
+// through descriptors, P V with P (the softmax, packed to f16 from its f32 registers) as the register
+// A operand and V read N-major. The shared tiles are fenced for the async proxy before use.
+TEST(KernelsCodegen, Fa2UsesWgmmaOnHopper) {
+  const KernelDef& def = builtin_kernels().find("fa2_fwd");
+  for (int k_transposed : {0, 1}) {
+    Config config = def.with_overrides(def.default_config(), {{"K_TRANSPOSED", k_transposed}});
+    GeneratedKernel g = generate_cuda(def.build(config), Target::parse("sm_90a"));
+    EXPECT_NE(g.source.find("kiln_wgmma_m64n64k16_f16_ss("), std::string::npos) << "Q K^T from shared memory";
+    EXPECT_NE(g.source.find("kiln_wgmma_m64n64k16_f16_rs_tb("), std::string::npos) << "P from registers, V N-major";
+    EXPECT_NE(g.source.find("kiln::pack_f16x2("), std::string::npos) << "P packed straight from f32";
+    EXPECT_NE(g.source.find("kiln::fence_proxy_async();"), std::string::npos);
+    EXPECT_NE(g.source.find("kiln::wgmma_wait<0>();"), std::string::npos);
+    EXPECT_EQ(g.source.find("kiln::mma_m16n8k16_f16("), std::string::npos) << "no mma.sync left";
+    EXPECT_NE(g.lowered.find("layout conversions through shared memory: 0"), std::string::npos) << g.lowered;
+  }
+  // The option turns it off: mma.sync fed by ldmatrix, and no proxy fences.
+  CodegenOptions no_wgmma;
+  no_wgmma.wgmma = false;
+  GeneratedKernel g = generate_cuda(def.build(def.default_config()), Target::parse("sm_90a"), no_wgmma);
+  EXPECT_NE(g.source.find("kiln::mma_m16n8k16_f16("), std::string::npos);
+  EXPECT_EQ(g.source.find("wgmma"), std::string::npos);
+}
+
+TEST(KernelsCodegen, MatmulUsesWgmmaOnHopper) {
+  const KernelDef& def = builtin_kernels().find("matmul");
+  for (int bf16 : {0, 1}) {
+    Config config = def.with_overrides(def.default_config(), {{"DTYPE", bf16}});
+    GeneratedKernel g = generate_cuda(def.build(config), Target::parse("sm_90a"));
+    // 128 x 128 over 8 warps: two warpgroups along M, each one m64n128 per k step; B (K, N) row-major is N-major.
+    EXPECT_NE(g.source.find(bf16 ? "kiln_wgmma_m64n128k16_bf16_ss_tb(" : "kiln_wgmma_m64n128k16_f16_ss_tb("),
+              std::string::npos)
+        << g.lowered;
+  }
+  // f32 (exact or tf32) keeps the older paths.
+  Config f32 = def.with_overrides(def.default_config(), {{"DTYPE", 2}, {"TF32", 1}});
+  EXPECT_EQ(generate_cuda(def.build(f32), Target::parse("sm_90a")).source.find("wgmma.mma_async"), std::string::npos);
 }
 
 TEST(KernelsCodegen, MatmulUsesTensorCores) {
