@@ -122,6 +122,19 @@ std::string tuning_key_text(const KernelDef& def, const SizeArgs& sizes, const C
   return key;
 }
 
+std::string device_prune_reason(const Config& config, int64_t shared_bytes, const rt::DeviceInfo& device) {
+  if (shared_bytes > device.max_shared_per_block_optin)
+    return fmt::format("needs {} bytes of shared memory; device '{}' allows {} per block (opt-in limit)",
+                       shared_bytes, device.name, device.max_shared_per_block_optin);
+  // __launch_bounds__(threads, MIN_BLOCKS_PER_SM) promises that many resident CTAs and ptxas caps registers
+  // for it; when their shared memory cannot fit on one SM, fewer reside and the cap costs registers for nothing.
+  const int64_t min_blocks = config.get_or("MIN_BLOCKS_PER_SM", 1);
+  if (min_blocks > 1 && min_blocks * shared_bytes > device.max_shared_per_sm)
+    return fmt::format("MIN_BLOCKS_PER_SM={} needs {} x {} bytes of shared memory on one SM; device '{}' has {}",
+                       min_blocks, min_blocks, shared_bytes, device.name, device.max_shared_per_sm);
+  return "";
+}
+
 KernelTuner::KernelTuner(rt::CompileCache& compile_cache, rt::AutotunerOptions options)
     : compile_cache_(compile_cache), autotuner_(compile_cache.dir(), std::move(options)) {}
 
@@ -206,10 +219,9 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
       if (std::string why = def.prune(candidates[i], sizes); !why.empty())
         return why;
     generate(i);
-    if (slots[i].ir && slots[i].generated.shared_bytes > device.max_shared_per_block_optin)
-      return fmt::format("needs {} bytes of shared memory; device '{}' allows {} per block (opt-in limit)",
-                         slots[i].generated.shared_bytes, device.name, device.max_shared_per_block_optin);
-    return "";
+    if (!slots[i].ir)
+      return ""; // code generation failed: the compile step reports why
+    return device_prune_reason(candidates[i], slots[i].generated.shared_bytes, device);
   };
   hooks.compile = compile;
 

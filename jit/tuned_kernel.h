@@ -32,6 +32,11 @@ std::vector<Config> tuning_candidates(const KernelDef& def, const Config& base);
 // missing from `sizes`, is a kiln::Error naming it and the valid names.
 std::string tuning_key_text(const KernelDef& def, const SizeArgs& sizes, const Config& base);
 
+// Why `config`, whose generated code needs `shared_bytes` of shared memory per block, cannot run well on
+// `device`, or "": more than the per-block opt-in limit, or MIN_BLOCKS_PER_SM blocks that cannot share one
+// SM's shared memory. The tuner's device-side prune, before any NVRTC compile.
+std::string device_prune_reason(const Config& config, int64_t shared_bytes, const rt::DeviceInfo& device);
+
 // A launch argument the kernel writes: tuning runs write a scratch copy of its `bytes` bytes instead.
 struct OutputArg {
   size_t index = 0; // into the launch arguments

@@ -73,23 +73,41 @@ KernelDef fa2_fwd_def() {
   d.name = "fa2_fwd";
   d.summary = "FlashAttention-2 forward: O and LSE of softmax(Q K^T * sm_scale) V, one program per Q tile";
   d.params = attention_param_defs();
+  // FA2 only: how many CTAs must fit on an SM (the second __launch_bounds__ argument, see codegen.h). 1 lets
+  // ptxas use every register a thread can have; 2 caps 8-warp CTAs at 128 registers, 4 caps 4-warp CTAs.
+  d.params.push_back({"MIN_BLOCKS_PER_SM", 1, "CTAs that must fit on one SM (caps registers; see codegen.h)"});
   d.default_num_warps = 8; // 16 rows per warp: no spills on sm_80 or sm_90 (4 warps spill on sm_80)
   d.default_num_stages = 2;
   d.build = build_fa2_fwd;
+  // 26 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
+  // exceeds the device's per-block limit, or whose MIN_BLOCKS_PER_SM CTAs cannot share an SM's shared memory.
   d.config_space = [] {
     std::vector<Config> cs;
+    auto add = [&](int64_t bm, int64_t bn, int warps, int stages, int64_t min_blocks) {
+      Config c = fa2_fwd_def().default_config();
+      c.set("BLOCK_M", bm).set("BLOCK_N", bn).set("MIN_BLOCKS_PER_SM", min_blocks);
+      c.num_warps = warps;
+      c.num_stages = stages;
+      cs.push_back(c);
+    };
+    // One CTA per SM with every register it wants: 64 or 128 query rows, 32/64/128 keys a tile, 2 or 3 K/V
+    // stages in flight. 64 rows with 8 warps would give a warp 8 rows, less than an m16 MMA tile.
     for (int64_t bm : {64, 128})
       for (int64_t bn : {32, 64, 128})
         for (int warps : {4, 8})
-          for (int stages : {2, 3}) {
-            if (bm == 64 && warps == 8)
-              continue; // 16 rows per warp is the least an m16 MMA tile can use
-            Config c = fa2_fwd_def().default_config();
-            c.set("BLOCK_M", bm).set("BLOCK_N", bn);
-            c.num_warps = warps;
-            c.num_stages = stages;
-            cs.push_back(c);
-          }
+          for (int stages : {2, 3})
+            if (!(bm == 64 && warps == 8))
+              add(bm, bn, warps, stages, 1);
+    // Two or four resident CTAs of 16-row warps (16 warps an SM) at <= 128 registers a thread: more warps to
+    // hide the softmax's latency between the two MMAs, when D is small enough that the O tile fits.
+    for (int64_t bn : {32, 64, 128}) {
+      add(128, bn, 8, 2, 2);
+      add(64, bn, 4, 2, 4);
+    }
+    // A deeper K/V ring for the 4-warp, 128-row tiles (the default's family): short key tiles leave little
+    // work per stage to cover the next load.
+    for (int64_t bn : {32, 64})
+      add(128, bn, 4, 4, 1);
     return cs;
   };
   d.size_args = {"B", "H", "H_KV", "N_Q", "N_K", "D"};

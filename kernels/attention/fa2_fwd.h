@@ -12,7 +12,8 @@
 // PyTorch is_causal: key j visible to query i iff j ≤ i; 2 bottom-right as FlashAttention ≥ 2.1:
 // iff j ≤ i + N_K − N_Q), K_TRANSPOSED (1: K is read through a block pointer over Kᵀ, (HEAD_DIM,
 // BLOCK_N) with order (0, 1); 0: K tiles are loaded row-major and transposed on chip), DTYPE (0 f16,
-// 1 bf16, 2 f32), TF32 (f32 only: the two dots in tf32).
+// 1 bf16, 2 f32), TF32 (f32 only: the two dots in tf32), MIN_BLOCKS_PER_SM (CTAs that must fit on an SM:
+// the launch bound that caps registers; a tuning knob, 1 by default).
 //
 // Grid: (cdiv(N_Q, BLOCK_M), B·H, 1). A query row with no visible key gets O = 0 and LSE = −inf.
 #pragma once

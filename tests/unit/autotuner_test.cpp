@@ -583,7 +583,61 @@ TEST(TuningKey, CandidatesVaryOnlyTileParamsAroundTheBase) {
       EXPECT_EQ(c.get(fixed), base.get(fixed)) << fixed << " in " << c.str();
   }
   EXPECT_EQ(ids.size(), cands.size()) << "candidates are distinct";
-  EXPECT_EQ(varied_params(def.config_space()), (std::vector<std::string>{"BLOCK_M", "BLOCK_N"}));
+  EXPECT_EQ(varied_params(def.config_space()),
+            (std::vector<std::string>{"BLOCK_M", "BLOCK_N", "MIN_BLOCKS_PER_SM"}));
+}
+
+// Issue 5 asks for at least 24 FA2 configs; each must be one the hardware can use: whole m16 MMA tiles per
+// warp, a register cap of exactly 128 wherever MIN_BLOCKS_PER_SM asks for more than one CTA an SM (the
+// point of those configs), and every tile a power of two the kernel builds.
+TEST(TuningKey, Fa2SpaceHasAtLeast24DistinctUsableConfigs) {
+  const KernelDef def = fa2_fwd_def();
+  const std::vector<Config> space = def.config_space();
+  EXPECT_GE(space.size(), 24u);
+  std::set<std::string> ids;
+  std::set<int> stages;
+  for (const Config& c : space) {
+    ids.insert(c.str());
+    stages.insert(c.num_stages);
+    const int64_t bm = c.get("BLOCK_M"), bn = c.get("BLOCK_N"), min_blocks = c.get("MIN_BLOCKS_PER_SM");
+    EXPECT_GE(bm / c.num_warps, 16) << c.str();
+    EXPECT_EQ(bm & (bm - 1), 0) << c.str();
+    EXPECT_EQ(bn & (bn - 1), 0) << c.str();
+    if (min_blocks > 1) {
+      EXPECT_EQ(65536 / (min_blocks * c.num_warps * 32), 128) << c.str();
+    }
+    AttentionProblem p = fa2_problem(256, 256);
+    Config built = default_fa2_config(p);
+    built.set("BLOCK_M", bm).set("BLOCK_N", bn).set("MIN_BLOCKS_PER_SM", min_blocks);
+    EXPECT_NO_THROW(def.build(built)) << c.str();
+  }
+  EXPECT_EQ(ids.size(), space.size()) << "configs are distinct";
+  EXPECT_EQ(stages, (std::set<int>{2, 3, 4}));
+}
+
+// The device-side prune: shared memory past the per-block opt-in limit, or MIN_BLOCKS_PER_SM blocks whose
+// shared memory cannot share one SM.
+TEST(TuningKey, DevicePruneChecksSharedMemoryPerBlockAndPerSm) {
+  rt::DeviceInfo h100;
+  h100.name = "Fake H100";
+  h100.max_shared_per_block_optin = 227 * 1024;
+  h100.max_shared_per_sm = 228 * 1024;
+  Config one;
+  one.set("BLOCK_M", 128);
+  EXPECT_EQ(device_prune_reason(one, 200 * 1024, h100), "");
+  std::string why = device_prune_reason(one, 230 * 1024, h100);
+  EXPECT_NE(why.find("235520 bytes"), std::string::npos) << why;
+  EXPECT_NE(why.find("opt-in"), std::string::npos) << why;
+  Config two = one;
+  two.set("MIN_BLOCKS_PER_SM", 2);
+  EXPECT_EQ(device_prune_reason(two, 100 * 1024, h100), "") << "2 x 100 KiB fit in 228 KiB";
+  why = device_prune_reason(two, 120 * 1024, h100);
+  EXPECT_NE(why.find("MIN_BLOCKS_PER_SM=2 needs 2 x 122880 bytes"), std::string::npos) << why;
+  EXPECT_NE(why.find("233472"), std::string::npos) << why;
+  Config four = one;
+  four.set("MIN_BLOCKS_PER_SM", 4);
+  EXPECT_NE(device_prune_reason(four, 60 * 1024, h100), "");
+  EXPECT_EQ(device_prune_reason(four, 56 * 1024, h100), "");
 }
 
 TEST(TuningKey, Fa2PrunesTilesWiderThanTheProblemButKeepsOne) {
