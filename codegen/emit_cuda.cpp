@@ -175,6 +175,16 @@ private:
   // store from the next global load.
   bool global_write_pending_ = false;
   bool uses_wgmma_ = false;                  // some dot lowers to wgmma (wgmma.h)
+  std::map<const Op*, const Op*> deferred_;  // pipelined loop -> its wgmma chain left in flight (wgmma.h)
+
+  // How many iterations ahead a pipelined loop's tiles are issued.
+  int lookahead(const Op* loop, int stages) const { return deferred_.count(loop) ? stages - 2 : stages - 1; }
+  bool is_deferred_dot(const Op& dot) const {
+    for (const auto& [loop, d] : deferred_)
+      if (d == &dot)
+        return true;
+    return false;
+  }
   std::vector<std::pair<std::string, std::string>> helpers_; // device functions before the kernel: name, source
 
   void need_helper(const std::string& name, const std::string& source) {
@@ -1030,7 +1040,8 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d) {
        trans_b ? "N" : "K");
   line("{{");
   open();
-  line("const int kiln_wg_m = ((kiln_warp % {}) / 4) * 64;", wm);
+  if (a_smem)
+    line("const int kiln_wg_m = ((kiln_warp % {}) / 4) * 64;", wm);
   line("const int kiln_wn = ((kiln_warp / {}) % {}) * {};", wm, wn, WN);
   auto descriptor = [&](ValueId v, const WgmmaOperand& o, const std::string& mn) {
     const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
@@ -1064,7 +1075,10 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d) {
       }
     }
   line("kiln::wgmma_commit();");
-  line("kiln::wgmma_wait<0>();");
+  if (is_deferred_dot(op))
+    line("kiln::wgmma_wait<1>(); // the previous iteration's product is done; this one stays in flight");
+  else
+    line("kiln::wgmma_wait<0>();");
   close();
   line("}}");
 }
@@ -1310,7 +1324,7 @@ void Emitter::emit_block_load(const Op& op) {
     if (is_pipelined(t)) { // issued ahead by emit_for; the first load of the loop waits for the stage
       for (const auto& [loop, loads] : plan_.pipelined)
         if (loads.front() == &op) {
-          line("kiln::cp_async_wait<{}>();", t.stages - 2);
+          line("kiln::cp_async_wait<{}>();", lookahead(loop, t.stages) - 1);
           publish_shared_tiles();
         }
       return;
@@ -1448,7 +1462,7 @@ void Emitter::emit_for(const Op& op) {
     stages = plan_.tiles[plan_.tile_of.at(loads.front()->result())].stages;
     stage = fresh("stage");
     line("__syncthreads(); // shared tiles of earlier code are free");
-    for (int s = 0; s < stages - 1; ++s) {
+    for (int s = 0; s < lookahead(&op, stages); ++s) {
       line("if ({} + {} * {} < {}) {{", lo, s, step, hi);
       open();
       for (const Op* l : loads) {
@@ -1485,7 +1499,7 @@ void Emitter::emit_for(const Op& op) {
       emit_op(*inner);
       if (!issued && inner.get() == pit->second.front()) {
         issued = true;
-        line("if ({} + {} * {} < {}) {{", iv, stages - 1, step, hi);
+        line("if ({} + {} * {} < {}) {{", iv, lookahead(&op, stages), step, hi);
         open();
         for (const Op* l : pit->second) {
           ValueId bp = l->operands[0];
@@ -1493,11 +1507,12 @@ void Emitter::emit_for(const Op& op) {
           const Op* adv = k_.info(yield.operands[idx - 1]).def;
           std::string deltas;
           for (size_t j = 1; j < adv->operands.size(); ++j)
-            deltas += (j > 1 ? ", " : "") + fmt::format("(long long)({}) * {}", invariant(adv->operands[j]), stages - 1);
+            deltas += (j > 1 ? ", " : "") +
+                      fmt::format("(long long)({}) * {}", invariant(adv->operands[j]), lookahead(&op, stages));
           std::string b = fresh("bp");
           line("const auto {} = {}.advanced({{{}}});", b, vars[idx - 1], deltas);
           emit_tile_issue(plan_.tiles[plan_.tile_of.at(l->result())], b,
-                          fmt::format("(({} + {}) % {})", stage, stages - 1, stages));
+                          fmt::format("(({} + {}) % {})", stage, lookahead(&op, stages), stages));
         }
         close();
         line("}}");
@@ -1547,6 +1562,8 @@ void Emitter::emit_for(const Op& op) {
     line("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", stage, stages);
   close();
   line("}}");
+  if (deferred_.count(&op))
+    line("kiln::wgmma_wait<0>(); // the last product");
   if (!stage.empty()) {
     line("kiln::cp_async_wait_all();");
     line("__syncthreads();");
@@ -1618,6 +1635,8 @@ EmittedKernel Emitter::run() {
   walk(k_.body, [&](const Op& o) {
     if (o.kind == OpKind::Dot && dot_uses_wgmma(k_, o, plan_, target_, opt_))
       uses_wgmma_ = true;
+    if (const Op* d = o.kind == OpKind::For ? deferred_wgmma_dot(k_, o, plan_, target_, opt_) : nullptr)
+      deferred_[&o] = d;
   });
   if (uses_wgmma_)
     need_helper("kiln::wgmma_support", wgmma_support_source());

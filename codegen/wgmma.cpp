@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace kiln {
 
 int64_t WgmmaOperand::k_offset(int64_t k) const {
@@ -96,6 +98,43 @@ bool dot_uses_wgmma(const Kernel& k, const Op& dot, const LoweringPlan& plan, co
     return fail(why, "A is neither in shared memory nor in registers");
   }
   return true;
+}
+
+const Op* deferred_wgmma_dot(const Kernel& k, const Op& loop, const LoweringPlan& plan, const Target& target,
+                             const CodegenOptions& options) {
+  auto pit = plan.pipelined.find(&loop);
+  if (loop.kind != OpKind::For || pit == plan.pipelined.end())
+    return nullptr;
+  if (plan.tiles[plan.tile_of.at(pit->second.front()->result())].stages < 3)
+    return nullptr;
+  const Region& body = loop.regions[0];
+  const Op& yield = *body.ops.back();
+  const Op* found = nullptr;
+  int dots = 0;
+  for (const auto& op : body.ops)
+    if (op->kind == OpKind::Dot) {
+      ++dots;
+      found = op.get();
+    }
+  if (dots != 1 || !dot_uses_wgmma(k, *found, plan, target, options))
+    return nullptr;
+  // The accumulator must be a carried value that only this dot reads, and the dot's result only the
+  // yield (into that same carried value).
+  ValueId acc = found->operands[2], result = found->result();
+  auto arg = std::find(body.args.begin() + 1, body.args.end(), acc);
+  if (arg == body.args.end())
+    return nullptr;
+  size_t slot = static_cast<size_t>(arg - body.args.begin() - 1);
+  if (yield.operands.size() <= slot || yield.operands[slot] != result)
+    return nullptr;
+  int acc_uses = 0, result_uses = 0;
+  walk(body, [&](const Op& o) {
+    for (ValueId v : o.operands) {
+      acc_uses += v == acc;
+      result_uses += v == result;
+    }
+  });
+  return acc_uses == 1 && result_uses == 1 ? found : nullptr;
 }
 
 std::string wgmma_support_source() {

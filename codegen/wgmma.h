@@ -45,6 +45,14 @@ bool wgmma_enabled(const Target& target, const CodegenOptions& options);
 bool dot_uses_wgmma(const Kernel& k, const Op& dot, const LoweringPlan& plan, const Target& target,
                     const CodegenOptions& options, std::string* why = nullptr);
 
+// A pipelined loop whose only product is an accumulating wgmma chain (acc = dot(a, b, acc), acc used
+// by nothing else in the body, as in a matmul's k loop) need not wait for each product: one group
+// stays in flight while the next tiles are waited for and issued, keeping the tensor cores fed. The
+// price is one stage of the ring: the tile a product in flight reads must not be overwritten, so
+// loads run num_stages - 2 iterations ahead (num_stages >= 3). Returns that dot, or nullptr.
+const Op* deferred_wgmma_dot(const Kernel& k, const Op& loop, const LoweringPlan& plan, const Target& target,
+                             const CodegenOptions& options);
+
 // Device helpers every wgmma kernel uses (fences, commit/wait, the descriptor encoder).
 std::string wgmma_support_source();
 // The name and the definition of the device function issuing one
