@@ -13,15 +13,7 @@
 
 namespace kiln::bench {
 
-namespace {
-
-// Up to this many multiply-adds (B·H·N_Q·N_K·D) the whole output is checked against reference();
-// beyond it, a sample of rows (the sweep's shapes are 2^37 each, hours of double-precision CPU time).
-constexpr int64_t kFullReferenceMacs = int64_t{1} << 28;
-constexpr int64_t kSampledRows = 64;
-
-// Inputs on host and device for the most recent (dtype, sizes): consecutive cases of one dtype share them
-// (every sweep shape has B·N·H·D = 2^25 elements per tensor, so one upload serves the whole dtype).
+// Every sweep shape has B·N·H·D = 2^25 elements per tensor, so one upload serves the whole dtype.
 struct AttentionData {
   DType dtype = DType::f16;
   int64_t q_elems = 0, kv_elems = 0;
@@ -55,6 +47,17 @@ private:
   std::optional<AttentionData> data_;
 };
 
+std::shared_ptr<AttentionDataCache> make_attention_data_cache() {
+  return std::make_shared<AttentionDataCache>();
+}
+
+namespace {
+
+// Up to this many multiply-adds (B·H·N_Q·N_K·D) the whole output is checked against reference();
+// beyond it, a sample of rows (the sweep's shapes are 2^37 each, hours of double-precision CPU time).
+constexpr int64_t kFullReferenceMacs = int64_t{1} << 28;
+constexpr int64_t kSampledRows = 64;
+
 // Holds the kernel's output against the reference: the whole output for small problems, sampled rows
 // otherwise. O and LSE must both be within the dtype's tolerance, with no NaN anywhere checked.
 CheckResult check_attention(const AttentionProblem& p, const AttentionInputs& in, const rt::DeviceBuffer& o,
@@ -84,7 +87,7 @@ CheckResult check_attention(const AttentionProblem& p, const AttentionInputs& in
 }
 
 void run_attention(Session& s, const JitKernel& k, CaseRecord& r, const AttentionProblem& p,
-                   const Config& config, bool fa1, AttentionDataCache& cache) {
+                   const Config& config, bool fa1, bool tunable, AttentionDataCache& cache) {
   check_attention_config(p, config);
   AttentionData& data = cache.get(p, s.options().seed);
   rt::DeviceBuffer o = poisoned_device_buffer(p.dtype, q_numel(p));
@@ -115,8 +118,9 @@ void run_attention(Session& s, const JitKernel& k, CaseRecord& r, const Attentio
   Grid grid = def.grid(config, attention_size_args(p));
   const JitKernel* kernel = &k;
   std::optional<TunedLaunch> tuned;
-  if (s.options().tune && !fa1 && s.options().fa2_overrides.empty()) {
-    // The autotuner's pick for this shape bucket (tuned on a miss, then remembered), timed on scratch outputs.
+  if (tunable && s.options().tune && !fa1 && s.options().fa2_overrides.empty()) {
+    // The autotuner's pick for this shape bucket (tuned on a miss, then remembered), timed on scratch
+    // outputs.
     TuneOptions t;
     t.mode = rt::AutotuneMode::On;
     t.flops = r.flops;
@@ -134,6 +138,8 @@ void run_attention(Session& s, const JitKernel& k, CaseRecord& r, const Attentio
   s.time(
       r, [&](rt::Stream& stream) { kernel->launch(grid, args, stream); }, /*flush_l2=*/false);
 }
+
+} // namespace
 
 AttentionProblem sweep_problem(DType dtype, int64_t N, int64_t D, int causal) {
   AttentionProblem p;
@@ -157,52 +163,84 @@ AttentionProblem single_problem(DType dtype, int64_t B, int64_t H, int64_t N, in
   return p;
 }
 
-BenchCase attention_case(const std::string& suite, const std::string& system, const std::string& note,
-                         const AttentionProblem& p, bool fa1, const BenchOptions& options,
+BenchCase attention_case(const AttentionCaseSpec& spec, const BenchOptions& options,
                          const std::shared_ptr<AttentionDataCache>& cache) {
+  const AttentionProblem& p = spec.problem;
   BenchCase c;
   CaseRecord& r = c.record;
-  r.suite = suite;
+  r.suite = spec.suite;
   r.op = "attention";
-  r.system = system;
-  r.note = note;
+  r.system = spec.system;
+  r.note = spec.note;
   r.dtype = std::string(dtype_name(p.dtype));
   r.shape = {{"B", p.B}, {"H", p.H}, {"N", p.N_Q}, {"D", p.D}};
   r.causal = p.causal;
   r.key = case_key(r.op, r.dtype, r.shape, r.causal);
   r.flops = attention_flops(p);
-  if (fa1) {
+  if (!all_codegen_options_on(spec.codegen))
+    r.codegen = codegen_options_text(spec.codegen);
+  c.codegen = spec.codegen;
+  if (spec.fa1) {
     c.def = fa1_fwd_def();
-    c.config = default_fa1_config(p);
+    c.config = spec.config ? *spec.config : default_fa1_config(p);
   } else {
     c.def = fa2_fwd_def();
-    c.config = c.def.with_overrides(default_fa2_config(p), options.fa2_overrides);
+    c.config =
+        spec.config ? *spec.config : c.def.with_overrides(default_fa2_config(p), options.fa2_overrides);
   }
-  c.run = [p, fa1, cache, config = c.config](Session& s, const JitKernel& k, CaseRecord& rec) {
-    run_attention(s, k, rec, p, config, fa1, *cache);
+  c.run = [p, fa1 = spec.fa1, tunable = spec.tunable, cache,
+           config = c.config](Session& s, const JitKernel& k, CaseRecord& rec) {
+    run_attention(s, k, rec, p, config, fa1, tunable, *cache);
   };
   return c;
+}
+
+namespace {
+
+// The sweep's and the seeds' cases: default configs (or the tuner's pick with --tune), all switches on.
+BenchCase attention_case(const std::string& suite, const std::string& system, const std::string& note,
+                         const AttentionProblem& p, bool fa1, const BenchOptions& options,
+                         const std::shared_ptr<AttentionDataCache>& cache) {
+  AttentionCaseSpec spec;
+  spec.suite = suite;
+  spec.system = system;
+  spec.note = note;
+  spec.problem = p;
+  spec.fa1 = fa1;
+  return attention_case(spec, options, cache);
 }
 
 } // namespace
 
 std::vector<BenchCase> attention_cases(const BenchOptions& options) {
-  auto cache = std::make_shared<AttentionDataCache>();
+  auto cache = make_attention_data_cache();
   std::vector<BenchCase> cases;
   const bool q = options.quick;
   // Ordered dtype-major so that one upload serves all of a dtype's shapes, then config-major (D, causal)
   // so that one compiled kernel serves all N.
+  //
+  // FA1 beside FA2 on every f16 sweep shape: it parallelises over (batch, head) only and round-trips its
+  // state through memory, so it is slow by design where B·H is small (N = 16384: 32 programs for D = 64,
+  // about 0.2-0.3 s a launch; the case budget keeps it to a few launches). bf16 runs the same FA1 code
+  // and is left out to keep the sweep short.
   for (DType dtype : {DType::f16, DType::bf16}) {
     if (q && dtype == DType::bf16)
       continue;
     for (int64_t D : {64, 128})
-      for (int causal : {0, 1})
+      for (int causal : {0, 1}) {
         for (int64_t N : {1024, 2048, 4096, 8192, 16384}) {
           if (q && N != 1024 && N != 4096)
             continue;
           cases.push_back(attention_case("attention", "kiln_fa2", "", sweep_problem(dtype, N, D, causal),
                                          false, options, cache));
         }
+        for (int64_t N : {1024, 2048, 4096, 8192, 16384}) {
+          if (dtype != DType::f16 || (q && (D != 64 || N != 1024 || causal)))
+            continue;
+          cases.push_back(attention_case("attention", "kiln_fa1", "", sweep_problem(dtype, N, D, causal),
+                                         true, options, cache));
+        }
+      }
   }
   if (q)
     cases.push_back(attention_case("attention", "kiln_fa2", "", sweep_problem(DType::bf16, 4096, 128, 0),
@@ -215,21 +253,11 @@ std::vector<BenchCase> attention_cases(const BenchOptions& options) {
                                    single_problem(DType::f16, 1, 1, 16384, 64, causal), false, options,
                                    cache));
   }
-  // FA1 parallelises over (batch, head) only and round-trips its state through memory: slow by design,
-  // so a few shapes where it still fills the GPU.
-  for (int64_t D : {64, 128})
-    for (int64_t N : {1024, 4096})
-      for (int causal : {0, 1}) {
-        if ((q && (D != 64 || N != 1024 || causal)) || (N == 4096 && causal))
-          continue;
-        cases.push_back(attention_case("attention", "kiln_fa1", "", sweep_problem(DType::f16, N, D, causal),
-                                       true, options, cache));
-      }
   return cases;
 }
 
 std::vector<BenchCase> seed_cases(const BenchOptions& options) {
-  auto cache = std::make_shared<AttentionDataCache>();
+  auto cache = make_attention_data_cache();
   std::vector<BenchCase> cases;
   const bool q = options.quick;
   // Short single heads: launch- and latency-bound; where the fixed costs show.
@@ -258,6 +286,43 @@ std::vector<BenchCase> seed_cases(const BenchOptions& options) {
                                    tf32 ? "TF32=1" : "exact f32", p, false, options, cache));
   }
   return cases;
+}
+
+std::vector<OutputArg> Fa2DeviceProblem::outputs() const {
+  // fa2_fwd.h's argument order: Q, K, V, O, LSE, ...
+  return {{3, o.bytes()}, {4, lse.bytes()}};
+}
+
+void Fa2DeviceProblem::poison_outputs() {
+  o.fill_bytes(0xFF);
+  lse.fill_bytes(0xFF);
+}
+
+CheckResult Fa2DeviceProblem::check(uint64_t seed) const {
+  return check_attention(problem, host, o, lse, seed);
+}
+
+std::unique_ptr<Fa2DeviceProblem> make_fa2_device_problem(const AttentionProblem& p, uint64_t seed) {
+  check_attention_problem(p);
+  auto d = std::make_unique<Fa2DeviceProblem>();
+  d->problem = p;
+  d->host = AttentionInputs{HostBuffer(p.dtype, q_numel(p), "Q"), HostBuffer(p.dtype, kv_numel(p), "K"),
+                            HostBuffer(p.dtype, kv_numel(p), "V")};
+  fill_uniform(d->host.q, seed, 1.0);
+  fill_uniform(d->host.k, seed + 1, 1.0);
+  fill_uniform(d->host.v, seed + 2, 1.0);
+  d->q = upload(d->host.q);
+  d->k = upload(d->host.k);
+  d->v = upload(d->host.v);
+  d->o = poisoned_device_buffer(p.dtype, q_numel(p));
+  d->lse = poisoned_device_buffer(DType::f32, p.B * p.H * p.N_Q);
+  // Host stand-ins only name the outputs for the argument list; the kernel writes the device buffers.
+  AttentionOutputs out{HostBuffer(p.dtype, 0, "O"), HostBuffer(DType::f32, 0, "LSE")};
+  const DeviceMirrors mirrors = {
+      {&d->host.q, &d->q}, {&d->host.k, &d->k}, {&d->host.v, &d->v}, {&out.o, &d->o}, {&out.lse, &d->lse}};
+  const Kernel ir = fa2_fwd_def().build(default_fa2_config(p));
+  d->args = to_launch_args(ir, fa2_interp_args(p, d->host, out), mirrors);
+  return d;
 }
 
 } // namespace kiln::bench

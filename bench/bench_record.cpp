@@ -6,14 +6,11 @@
 
 namespace kiln::bench {
 
-namespace {
-// JSON has no NaN: a figure that was not measured is null.
 llvm::json::Value number_or_null(double v) {
   if (std::isfinite(v))
     return v;
   return nullptr;
 }
-} // namespace
 
 std::string case_key(const std::string& op, const std::string& dtype,
                      const std::vector<std::pair<std::string, int64_t>>& shape, int causal) {
@@ -58,6 +55,10 @@ llvm::json::Value to_json(const CaseRecord& r) {
                        {"error", r.error.empty() ? llvm::json::Value(nullptr) : llvm::json::Value(r.error)}};
   if (r.causal >= 0)
     o["causal"] = r.causal;
+  if (!r.codegen.empty())
+    o["codegen"] = r.codegen;
+  if (!r.extra.empty())
+    o["extra"] = llvm::json::Object(r.extra);
   return o;
 }
 

@@ -37,6 +37,7 @@ struct CaseRecord {
   std::vector<std::pair<std::string, int64_t>> shape; // ordered, e.g. B, H, N, D
   int causal = -1;                                    // attention: 0 none, 1 top-left; -1 elsewhere
   std::string note;                                   // what distinguishes this system's variant, if anything
+  std::string codegen; // the code generator's switches when not all on ("tensor_cores=1 swizzle=0 ...")
 
   // Work, fixed by the shape: FLOPs for compute-bound ops, bytes read + written for memory-bound ones.
   double flops = 0, bytes = 0;
@@ -49,7 +50,12 @@ struct CaseRecord {
   bool l2_flushed = false;
   std::string error;       // why the case has no time (compile failure, wrong output, ...)
   double wall_seconds = 0; // the whole case on the host clock: compile, inputs, check, timing
+  // Figures particular to a suite (the compile suite's phases, the tuner's table, the model's prediction),
+  // written under "extra" as they are; report.py reads them by name.
+  llvm::json::Object extra;
 
+  // time_ms is a kernel's event-timed median, or for the compile and autotune suites a host-clock latency
+  // (extra.timer says "host"); either way it counts only when the check passed.
   bool ok() const { return check.ok && error.empty() && time_ms == time_ms; }
   double tflops() const { return flops > 0 && ok() ? flops / (time_ms * 1e-3) / 1e12 : kNotMeasured; }
   double gbps() const { return bytes > 0 && ok() ? bytes / (time_ms * 1e-3) / 1e9 : kNotMeasured; }
@@ -62,5 +68,8 @@ std::string case_key(const std::string& op, const std::string& dtype,
                      const std::vector<std::pair<std::string, int64_t>>& shape, int causal);
 
 llvm::json::Value to_json(const CaseRecord& r);
+
+// JSON has no NaN or infinity: a figure that was not measured (or is infinite) is written as null.
+llvm::json::Value number_or_null(double v);
 
 } // namespace kiln::bench

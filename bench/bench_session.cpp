@@ -6,22 +6,34 @@
 
 #include <llvm/ADT/StringRef.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 
 namespace kiln::bench {
 
-const JitKernel& Session::kernel(const KernelDef& def, const Config& config) {
-  std::string id = def.name + " " + config.str();
+std::string codegen_options_text(const CodegenOptions& o) {
+  return fmt::format("tensor_cores={} swizzle={} async_copy={} vectorize={}", int(o.tensor_cores),
+                     int(o.swizzle), int(o.async_copy), int(o.vectorize));
+}
+
+bool all_codegen_options_on(const CodegenOptions& o) {
+  return o.tensor_cores && o.swizzle && o.async_copy && o.vectorize;
+}
+
+const JitKernel& Session::kernel(const KernelDef& def, const Config& config, const CodegenOptions& codegen) {
+  std::string id = def.name + " " + config.str() + " " + codegen_options_text(codegen);
   auto it = kernels_.find(id);
   if (it == kernels_.end())
-    it = kernels_.emplace(id, JitKernel::compile(def.build(config))).first;
+    it = kernels_.emplace(id, JitKernel::compile(def.build(config), {}, codegen)).first;
   return *it->second;
 }
 
-void Session::precompile(const KernelDef& def, const Config& config, const std::string& arch) {
-  GeneratedKernel g = generate_cuda(def.build(config), Target::parse(arch));
+void Session::precompile(const KernelDef& def, const Config& config, const CodegenOptions& codegen,
+                         const std::string& arch) {
+  GeneratedKernel g = generate_cuda(def.build(config), Target::parse(arch), codegen);
   rt::CompileRequest req;
   req.source = g.source;
   req.kernel_name = g.name;
@@ -31,11 +43,16 @@ void Session::precompile(const KernelDef& def, const Config& config, const std::
 
 void Session::run_case(BenchCase& c) {
   CaseRecord& r = c.record;
-  r.config = c.config.str();
+  if (!c.run_self)
+    r.config = c.config.str();
   const auto start = std::chrono::steady_clock::now();
   try {
-    const JitKernel& k = kernel(c.def, c.config);
-    c.run(*this, k, r);
+    if (c.run_self) {
+      c.run_self(*this, r);
+    } else {
+      const JitKernel& k = kernel(c.def, c.config, c.codegen);
+      c.run(*this, k, r);
+    }
     if (!r.check.ok && r.error.empty())
       r.error = "output does not match the reference; not timed";
   } catch (const Error& e) {

@@ -27,19 +27,31 @@ struct BenchOptions {
   std::map<std::string, int64_t> fa2_overrides;    // --config NAME=V,... applied to every FA2 case
   std::map<std::string, int64_t> matmul_overrides; // --matmul-config
   std::string filter;                              // run only cases whose key or system contains this
-  bool tune = false; // FA2 cases run the autotuner's pick for their shape (what kiln::attention::forward uses)
+  bool tune =
+      false; // FA2 cases run the autotuner's pick for their shape (what kiln::attention::forward uses)
+  // The compile suite without a GPU: compile for this target and skip loading ("" = the device's arch).
+  std::string arch;
 };
 
 class Session;
 
-// One case: its identity and work (in `record`), the kernel and config it runs, and the body that
-// checks and times it on the GPU.
+// One case: its identity and work (in `record`), the kernel, config and code-generator switches it runs,
+// and the body that checks and times it on the GPU.
 struct BenchCase {
   CaseRecord record;
   KernelDef def;
   Config config;
+  CodegenOptions codegen; // all on except in the ablation suite
   std::function<void(Session&, const JitKernel&, CaseRecord&)> run;
+  // Cases that manage their own kernels and processes (compile latency, autotuning) leave `def` empty and
+  // set this instead of `run`: nothing is compiled for them beforehand, and --precompile skips them.
+  std::function<void(Session&, CaseRecord&)> run_self;
 };
+
+// "tensor_cores=1 swizzle=0 async_copy=1 vectorize=1": the switches in a stable text (part of the kernel's
+// identity within a run, and the record's "codegen" field).
+std::string codegen_options_text(const CodegenOptions& options);
+bool all_codegen_options_on(const CodegenOptions& options);
 
 class Session {
 public:
@@ -48,11 +60,12 @@ public:
   // The autotuner FA2 cases use with --tune (results beside the compile cache, like forward()'s).
   KernelTuner& tuner() { return tuner_; }
 
-  // The kernel for (def, config), compiled for the current device once per run.
-  const JitKernel& kernel(const KernelDef& def, const Config& config);
+  // The kernel for (def, config, codegen), compiled for the current device once per run.
+  const JitKernel& kernel(const KernelDef& def, const Config& config, const CodegenOptions& codegen = {});
   // Generates and compiles (through the on-disk cache) for `arch` without loading: warms the cache,
   // and on a machine with no GPU shows that every config compiles.
-  static void precompile(const KernelDef& def, const Config& config, const std::string& arch);
+  static void precompile(const KernelDef& def, const Config& config, const CodegenOptions& codegen,
+                         const std::string& arch);
 
   // Runs a case end to end; a kiln::Error (compile failure, launch failure, ...) is recorded on the case
   // rather than ending the run.

@@ -2,10 +2,15 @@
 // kernels, the seed experiments). Every case is checked against a double-precision reference before it
 // is timed; results go to stderr as they come and to a JSON file (rewritten after every case, so an
 // interrupted run keeps what it measured). See docs/bench/README.md.
+#include "bench/ablation_bench.h"
 #include "bench/attention_bench.h"
+#include "bench/autotune_bench.h"
 #include "bench/bench_session.h"
+#include "bench/child_probe.h"
+#include "bench/compile_bench.h"
 #include "bench/matmul_bench.h"
 #include "bench/memory_bench.h"
+#include "bench/model_bench.h"
 #include "bench/self_test.h"
 
 #include "runtime/cuda_driver.h"
@@ -37,12 +42,15 @@ cl::OptionCategory category("kiln_bench options");
 
 cl::list<std::string> suite_args(cl::Positional, cl::desc("[suite...]"), cl::cat(category));
 cl::list<std::string>
-    suite_opt("suite", cl::desc("Suites to run: attention, matmul, memory, seeds, all (default all)"),
+    suite_opt("suite",
+              cl::desc("Suites to run: attention, matmul, memory, seeds, ablation, compile, "
+                       "autotune, model, all (default all)"),
               cl::CommaSeparated, cl::value_desc("name,..."), cl::cat(category));
 cl::opt<std::string> json_path("json", cl::desc("Write every result to this JSON file"),
                                cl::value_desc("FILE"), cl::cat(category));
 cl::opt<bool> quick("quick", cl::desc("A small subset of every suite (smoke runs)"), cl::cat(category));
-cl::opt<bool> tune("tune", cl::desc("Time FA2 with the autotuner's pick for each shape (as attention::forward does)"),
+cl::opt<bool> tune("tune",
+                   cl::desc("Time FA2 with the autotuner's pick for each shape (as attention::forward does)"),
                    cl::cat(category));
 cl::opt<int> reps("reps", cl::desc("Timed launches per case, at most (median reported)"), cl::init(20),
                   cl::cat(category));
@@ -71,12 +79,52 @@ cl::opt<bool>
 cl::opt<bool> self_test("self-test",
                         cl::desc("Check the harness itself on the CPU (references, fills, keys)"),
                         cl::cat(category));
-cl::opt<std::string> arch("arch", cl::desc("Target of --precompile (default: the current device's)"),
-                          cl::value_desc("sm_XY"), cl::cat(category));
+cl::opt<std::string>
+    arch("arch",
+         cl::desc("Target of --precompile, and of the compile suite on a machine with no GPU "
+                  "(compiles without loading; default: the current device's)"),
+         cl::value_desc("sm_XY"), cl::cat(category));
 cl::opt<std::string> shard("shard",
                            cl::desc("With --precompile: compile only the I-th of N parts (0-based), so "
                                     "that N processes can share the work"),
                            cl::value_desc("I/N"), cl::cat(category));
+
+// Hidden: the child side of the compile and autotune suites (see child_probe.h).
+cl::opt<std::string> probe("probe", cl::desc("Run one probe (compile, tune) and write its JSON"), cl::Hidden,
+                           cl::cat(category));
+cl::opt<std::string> probe_dir("probe-dir", cl::desc("The probe's cache root"), cl::Hidden,
+                               cl::cat(category));
+cl::opt<std::string> probe_out("probe-out", cl::desc("Where the probe writes its JSON"), cl::Hidden,
+                               cl::cat(category));
+cl::opt<std::string> probe_mode("probe-mode", cl::desc("The tune probe's autotune mode"), cl::Hidden,
+                                cl::cat(category));
+
+// Every suite in the order it runs (cheapest compiles and data first, so that a quick look at the output
+// shows the sweep's suites early), with the seconds it is expected to take on an H100/H200, standard and
+// --quick: printed before the run beside the actual times after it. The first four are the H200 run of
+// docs/bench (attention with --tune, FA1 on the whole f16 sweep added); the other four are estimates from
+// their parts (compiles ~1-1.5 s, tuning runs ~5-10 s) until a run measures them.
+struct SuiteInfo {
+  const char* name;
+  std::vector<BenchCase> (*cases)(const BenchOptions&);
+  double estimate_s, quick_estimate_s;
+};
+const std::vector<SuiteInfo>& suite_table() {
+  static const std::vector<SuiteInfo> table = {
+      {"memory", memory_cases, 5, 3},          {"matmul", matmul_cases, 10, 5},
+      {"attention", attention_cases, 150, 20}, {"seeds", seed_cases, 40, 15},
+      {"ablation", ablation_cases, 45, 15},    {"compile", compile_cases, 20, 10},
+      {"autotune", autotune_cases, 45, 35},    {"model", model_cases, 35, 10},
+  };
+  return table;
+}
+
+std::string suite_names() {
+  std::string names;
+  for (const SuiteInfo& s : suite_table())
+    names += std::string(names.empty() ? "" : ", ") + s.name;
+  return names;
+}
 
 std::set<std::string> selected_suites() {
   std::set<std::string> s;
@@ -84,34 +132,76 @@ std::set<std::string> selected_suites() {
     s.insert(name);
   for (const std::string& name : suite_opt)
     s.insert(name);
+  std::set<std::string> known;
+  for (const SuiteInfo& info : suite_table())
+    known.insert(info.name);
   if (s.empty() || s.count("all"))
-    return {"attention", "matmul", "memory", "seeds"};
+    return known;
   for (const std::string& name : s)
-    if (name != "attention" && name != "matmul" && name != "memory" && name != "seeds")
-      fail("unknown suite '{}'; expected attention, matmul, memory, seeds or all", name);
+    if (!known.count(name))
+      fail("unknown suite '{}'; expected {} or all", name, suite_names());
   return s;
 }
 
 std::vector<BenchCase> collect_cases(const BenchOptions& options, const std::set<std::string>& suites) {
   std::vector<BenchCase> all;
-  auto add = [&](std::vector<BenchCase> cs) {
-    for (BenchCase& c : cs) {
-      c.record.config = c.config.str();
+  for (const SuiteInfo& info : suite_table()) {
+    if (!suites.count(info.name))
+      continue;
+    for (BenchCase& c : info.cases(options)) {
+      if (!c.run_self)
+        c.record.config = c.config.str();
       if (options.filter.empty() || c.record.key.find(options.filter) != std::string::npos ||
           c.record.system.find(options.filter) != std::string::npos)
         all.push_back(std::move(c));
     }
-  };
-  // Cheapest compiles and data first, so that a quick look at the output shows every suite early.
-  if (suites.count("memory"))
-    add(memory_cases(options));
-  if (suites.count("matmul"))
-    add(matmul_cases(options));
-  if (suites.count("attention"))
-    add(attention_cases(options));
-  if (suites.count("seeds"))
-    add(seed_cases(options));
+  }
   return all;
+}
+
+// Expected seconds per selected suite before the run; the sum of the cases' wall-clock seconds after it.
+void print_suite_times(const std::set<std::string>& suites, const std::vector<BenchCase>* cases, bool quick,
+                       double total_s) {
+  std::string line;
+  double expected = 0;
+  for (const SuiteInfo& info : suite_table()) {
+    if (!suites.count(info.name))
+      continue;
+    const double estimate = quick ? info.quick_estimate_s : info.estimate_s;
+    expected += estimate;
+    if (!cases) {
+      line += fmt::format(" {} ~{:.0f} s,", info.name, estimate);
+      continue;
+    }
+    double actual = 0;
+    int n = 0;
+    for (const BenchCase& c : *cases)
+      if (c.record.suite == info.name)
+        actual += c.record.wall_seconds, ++n;
+    line += fmt::format(" {} {:.0f} s ({} cases, expected ~{:.0f}),", info.name, actual, n, estimate);
+  }
+  if (!line.empty())
+    line.pop_back();
+  if (!cases)
+    fmt::print(stderr, "kiln_bench: expected time per suite:{}; ~{:.0f} s in all\n", line, expected);
+  else
+    fmt::print(stderr, "kiln_bench: time per suite:{}; {:.0f} s in all (expected ~{:.0f})\n", line, total_s,
+               expected);
+}
+
+int run_probe_process() {
+  ProbeArgs a;
+  a.name = probe;
+  a.dir = probe_dir;
+  a.out = probe_out;
+  a.mode = probe_mode;
+  a.arch = arch;
+  a.seed = seed;
+  if (a.name == "compile")
+    return run_compile_probe(a);
+  if (a.name == "tune")
+    return run_tune_probe(a);
+  fail("--probe: expected compile or tune, got '{}'", a.name);
 }
 
 llvm::json::Object device_json() {
@@ -162,6 +252,8 @@ void write_json(const std::string& path, const llvm::json::Object& header,
 std::string describe(const CaseRecord& r) {
   if (!r.error.empty())
     return "FAILED: " + r.error;
+  if (r.flops == 0 && r.bytes == 0) // a latency (compile, tuning): no rate, no output error
+    return fmt::format("{:9.2f} ms (host clock, median of {}; {:.1f} s)", r.time_ms, r.reps, r.wall_seconds);
   std::string rate =
       r.flops > 0 ? fmt::format("{:8.1f} TFLOP/s", r.tflops()) : fmt::format("{:8.1f} GB/s", r.gbps());
   return fmt::format("{:9.4f} ms {}  err {:.1e} ({}, reps {}, {:.1f} s)", r.time_ms, rate, r.check.error,
@@ -181,12 +273,16 @@ int run_precompile(const std::vector<BenchCase>& cases) {
   std::set<std::string> seen;
   int64_t index = 0, failures = 0;
   for (const BenchCase& c : cases) {
+    if (c.run_self) // compiles its own kernels, cold on purpose (the compile suite) or through the tuner
+      continue;
     std::string id = c.def.name + " " + c.config.str();
+    if (!all_codegen_options_on(c.codegen))
+      id += " [" + codegen_options_text(c.codegen) + "]";
     if (!seen.insert(id).second || index++ % parts != part)
       continue;
     auto start = std::chrono::steady_clock::now();
     try {
-      Session::precompile(c.def, c.config, target);
+      Session::precompile(c.def, c.config, c.codegen, target);
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       fmt::print(stderr, "compiled {} for {} in {:.1f} s\n", id, target, s);
     } catch (const std::exception& e) {
@@ -202,7 +298,10 @@ int run(int argc, char** argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "kiln_bench: kiln's kernels on the current GPU, checked, then timed.\n\n"
-      "  kiln_bench [attention|matmul|memory|seeds|all]... [--quick] [--json FILE]\n");
+      "  kiln_bench [attention|matmul|memory|seeds|ablation|compile|autotune|model|all]... [--quick]\n"
+      "             [--json FILE]\n");
+  if (!probe.empty())
+    return run_probe_process();
   if (self_test)
     return run_self_test() ? 1 : 0;
   if (reps < 1 || warmup < 0)
@@ -216,6 +315,7 @@ int run(int argc, char** argv) {
   options.case_budget_ms = case_budget_ms;
   options.seed = seed;
   options.filter = filter;
+  options.arch = arch;
   options.fa2_overrides = parse_overrides(fa2_config, "config");
   options.matmul_overrides = parse_overrides(matmul_config, "matmul-config");
   const std::set<std::string> suites = selected_suites();
@@ -240,7 +340,9 @@ int run(int argc, char** argv) {
 
   if (list_only) {
     for (const BenchCase& c : cases)
-      fmt::print("{:48} {:16} {}\n", c.record.key, c.record.system, c.config.str());
+      fmt::print("{:48} {:16} {}\n", c.record.key, c.record.system,
+                 c.run_self ? std::string("(its own kernels, compiled and timed in child processes)")
+                            : c.config.str());
     if (!json_path.empty()) {
       header["device"] = llvm::json::Object{{"available", false}, {"why", "--list runs nothing"}};
       write_json(json_path, header, cases, cases.size());
@@ -251,11 +353,23 @@ int run(int argc, char** argv) {
     return run_precompile(cases);
 
   std::string why;
-  if (!rt::driver_available(&why))
-    fail("no GPU to measure on: {}", why);
+  const bool gpu = rt::driver_available(&why);
+  // The compile suite alone can run without a GPU when given a target: NVRTC compiles, nothing loads.
+  const bool compile_only_on_cpu = !gpu && suites == std::set<std::string>{"compile"} && !arch.empty();
+  if (!gpu && !compile_only_on_cpu)
+    fail("no GPU to measure on: {} (without a GPU, only `kiln_bench compile --arch sm_XY` runs)", why);
+  if (gpu && !arch.empty())
+    fail("--arch is for --precompile and for the compile suite on a machine with no GPU; on a GPU kiln_bench "
+         "measures the device's own arch");
   header["device"] = device_json();
-  fmt::print(stderr, "kiln_bench: {} cases on {} (NVRTC {})\n", cases.size(), rt::current_device().name,
-             rt::nvrtc().version_string());
+  if (gpu)
+    fmt::print(stderr, "kiln_bench: {} cases on {} (NVRTC {})\n", cases.size(), rt::current_device().name,
+               rt::nvrtc().version_string());
+  else
+    fmt::print(stderr, "kiln_bench: {} cases for {} without a GPU (compile only, nothing loaded; NVRTC {})\n",
+               cases.size(), arch.getValue(), rt::nvrtc().version_string());
+  print_suite_times(suites, nullptr, options.quick, 0);
+  const auto run_start = std::chrono::steady_clock::now();
 
   Session session(options);
   int failures = 0;
@@ -268,12 +382,15 @@ int run(int argc, char** argv) {
       write_json(json_path, header, cases, i + 1);
   }
   fmt::print(stderr, "kiln_bench: {} of {} cases ok\n", cases.size() - failures, cases.size());
+  print_suite_times(suites, &cases, options.quick,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count());
   return failures ? 1 : 0;
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
+  set_self_executable(argv[0]);
   try {
     return run(argc, argv);
   } catch (const Error& e) {

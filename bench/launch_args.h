@@ -18,5 +18,8 @@ using DeviceMirrors = std::vector<std::pair<const HostBuffer*, const rt::DeviceB
 // A kiln::Error naming the argument when a host buffer has no mirror.
 std::vector<LaunchArg> to_launch_args(const JitKernel& kernel, llvm::ArrayRef<InterpArg> args,
                                       const DeviceMirrors& mirrors);
+// The same from the kernel's IR, before anything is compiled (the autotuner's inputs).
+std::vector<LaunchArg> to_launch_args(const Kernel& kernel, llvm::ArrayRef<InterpArg> args,
+                                      const DeviceMirrors& mirrors);
 
 } // namespace kiln::bench

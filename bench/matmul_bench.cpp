@@ -61,12 +61,19 @@ void run_matmul(Session& s, const JitKernel& k, CaseRecord& r, const MatmulProbl
       r, [&](rt::Stream& stream) { k.launch(grid, args, stream); }, /*flush_l2=*/false);
 }
 
-BenchCase matmul_case(const MatmulProblem& p, const BenchOptions& options) {
+} // namespace
+
+BenchCase matmul_case(const MatmulProblem& p, const BenchOptions& options, const std::string& suite,
+                      const std::string& system, const std::string& note, const CodegenOptions& codegen) {
   BenchCase c;
   CaseRecord& r = c.record;
-  r.suite = "matmul";
+  r.suite = suite;
   r.op = "matmul";
-  r.system = "kiln_matmul";
+  r.system = system;
+  r.note = note;
+  if (!all_codegen_options_on(codegen))
+    r.codegen = codegen_options_text(codegen);
+  c.codegen = codegen;
   r.dtype = std::string(dtype_name(p.dtype));
   r.shape = {{"M", p.M}, {"N", p.N}, {"K", p.K}};
   r.key = case_key(r.op, r.dtype, r.shape, -1);
@@ -79,8 +86,6 @@ BenchCase matmul_case(const MatmulProblem& p, const BenchOptions& options) {
   return c;
 }
 
-} // namespace
-
 std::vector<BenchCase> matmul_cases(const BenchOptions& options) {
   std::vector<BenchCase> cases;
   const bool q = options.quick;
@@ -89,12 +94,12 @@ std::vector<BenchCase> matmul_cases(const BenchOptions& options) {
       continue;
     for (int64_t n : {1024, 2048, 4096, 8192})
       if (!q || n == 1024 || n == 4096)
-        cases.push_back(matmul_case(MatmulProblem{n, n, n, dtype}, options));
+        cases.push_back(matmul_case(MatmulProblem{n, n, n, dtype}, options, "matmul", "kiln_matmul"));
     // Skinny: tall A, wide B, and a long reduction.
     for (auto [M, N, K] :
          {std::tuple<int64_t, int64_t, int64_t>{16384, 1024, 1024}, {1024, 16384, 1024}, {1024, 1024, 16384}})
       if (!q || M == 16384)
-        cases.push_back(matmul_case(MatmulProblem{M, N, K, dtype}, options));
+        cases.push_back(matmul_case(MatmulProblem{M, N, K, dtype}, options, "matmul", "kiln_matmul"));
   }
   return cases;
 }

@@ -4,10 +4,20 @@
 
 #include "bench/bench_session.h"
 
+#include "kernels/matmul/matmul.h"
+
+#include <string>
+
 #include <vector>
 
 namespace kiln::bench {
 
 std::vector<BenchCase> matmul_cases(const BenchOptions& options);
+
+// One matmul case (default_matmul_config with --matmul-config applied), checked on sampled entries of C
+// before it is timed.
+BenchCase matmul_case(const MatmulProblem& p, const BenchOptions& options, const std::string& suite,
+                      const std::string& system, const std::string& note = {},
+                      const CodegenOptions& codegen = {});
 
 } // namespace kiln::bench

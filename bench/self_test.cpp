@@ -1,14 +1,25 @@
 #include "bench/self_test.h"
 
+#include "bench/ablation_bench.h"
+#include "bench/attention_bench.h"
 #include "bench/attention_sampled_reference.h"
+#include "bench/autotune_bench.h"
 #include "bench/bench_record.h"
+#include "bench/child_probe.h"
+#include "bench/compile_bench.h"
+#include "bench/matmul_bench.h"
+#include "bench/memory_bench.h"
+#include "bench/model_bench.h"
 #include "bench/random_fill.h"
 
 #include "kernels/compare.h"
+#include "runtime/nvrtc.h"
+#include "support/error.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
+#include <set>
 #include <string>
 
 namespace kiln::bench {
@@ -110,8 +121,114 @@ int check_keys() {
                 fmt::format("case keys as peers.py writes them: {} and {}", k, m));
 }
 
+// report.py indexes records by (key, system): two cases with the same pair would hide one of them.
+int check_unique_case_ids() {
+  int failures = 0;
+  for (bool quick : {false, true}) {
+    BenchOptions options;
+    options.quick = quick;
+    std::set<std::pair<std::string, std::string>> seen;
+    std::string duplicate;
+    size_t n = 0;
+    for (auto cases : {memory_cases, matmul_cases, attention_cases, seed_cases, ablation_cases, compile_cases,
+                       autotune_cases, model_cases})
+      for (const BenchCase& c : cases(options)) {
+        ++n;
+        if (!seen.insert({c.record.key, c.record.system}).second)
+          duplicate = c.record.key + " " + c.record.system;
+        if (c.record.suite.empty() || (!c.run && !c.run_self))
+          duplicate = "(incomplete case) " + c.record.key + " " + c.record.system;
+      }
+    failures += report(duplicate.empty(),
+                       fmt::format("{} {} cases, each (key, system) once{}", n, quick ? "quick" : "standard",
+                                   duplicate.empty() ? "" : ": repeated " + duplicate));
+  }
+  return failures;
+}
+
+int check_options_text() {
+  int failures = 0;
+  const std::map<std::string, int64_t> o = parse_overrides(" BLOCK_N=128, num_stages = 3", "config");
+  failures += report(o.size() == 2 && o.at("BLOCK_N") == 128 && o.at("num_stages") == 3,
+                     "parse_overrides reads NAME=V items with spaces");
+  std::string why;
+  try {
+    (void)parse_overrides("BLOCK_N=12x", "config");
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  failures +=
+      report(why.find("--config") != std::string::npos && why.find("BLOCK_N=12x") != std::string::npos,
+             "parse_overrides names the option and the bad item: " + why);
+  // Each ablation variant turns exactly one switch off, after the all-on baseline.
+  const std::vector<AblationVariant> variants = ablation_variants();
+  bool one_off_each = variants.size() == 5 && all_codegen_options_on(variants[0].options);
+  std::set<std::string> texts;
+  for (const AblationVariant& v : variants) {
+    const CodegenOptions& c = v.options;
+    const int off = !c.tensor_cores + !c.swizzle + !c.async_copy + !c.vectorize;
+    one_off_each &=
+        (&v == &variants[0] ? off == 0 : off == 1) && texts.insert(codegen_options_text(c)).second;
+  }
+  failures += report(one_off_each,
+                     fmt::format("{} ablation variants: all on, then one switch off each", variants.size()));
+  failures += report(median({3, 1, 2}) == 2 && median({4, 1, 2, 3}) == 2.5 && std::isnan(median({})),
+                     "median of odd, even and empty samples");
+  return failures;
+}
+
+// The model's matrix FLOPs for FA2 must be the FLOP convention's count when the tiles divide the problem.
+int check_model_prediction() {
+  AttentionProblem p = single_problem(DType::f16, 1, 2, 256, 64, 0);
+  Config config = default_fa2_config(p);
+  config.set("BLOCK_M", 64).set("BLOCK_N", 64);
+  DevicePeaks peaks{989, 3350, "self-test"};
+  const llvm::json::Object m = predict_fa2(p, config, peaks);
+  const double flops = m.getNumber("matrix_flops").getValueOr(-1);
+  const double predicted = m.getNumber("predicted_ms").getValueOr(-1);
+  const double compute = m.getNumber("compute_ms").getValueOr(-1),
+               memory = m.getNumber("memory_ms").getValueOr(-1);
+  return report(
+      flops == attention_flops(p) && predicted > 0 && predicted == std::max(compute, memory),
+      fmt::format("model of FA2 {}: {} matrix FLOPs (convention {}), predicted {:.4f} ms = max(compute "
+                  "{:.4f}, memory {:.4f})",
+                  p.str(), flops, attention_flops(p), predicted, compute, memory));
+}
+
+// The compile suite's child processes, end to end without a GPU: a cold compile into a fresh cache directory
+// misses, the next process finds the entry on disk.
+int check_compile_probe() {
+  std::string why;
+  if (!rt::nvrtc_available(&why)) {
+    fmt::print(stderr, "self-test skip: compile probe (no NVRTC: {})\n", why);
+    return 0;
+  }
+  ScratchDir dir("kiln-bench-self-test");
+  std::string outcome;
+  try {
+    ProbeRequest req;
+    req.name = "compile";
+    req.dir = dir.path();
+    req.args = {"--arch=sm_80"};
+    req.timeout_s = 120;
+    const llvm::json::Object cold = run_probe(req), warm = run_probe(req);
+    outcome = fmt::format("cold {} in {:.0f} ms, warm {} in {:.1f} ms", json_string(cold, "cache", "compile"),
+                          json_number(cold, "total_ms", "compile"), json_string(warm, "cache", "compile"),
+                          json_number(warm, "total_ms", "compile"));
+    const bool ok = json_string(cold, "cache", "compile") == "miss" &&
+                    json_string(warm, "cache", "compile") == "disk" &&
+                    json_number(warm, "total_ms", "compile") > 0 && !cold.getNumber("load_ms");
+    return report(ok, "compile probe in child processes: " + outcome);
+  } catch (const Error& e) {
+    return report(false, std::string("compile probe in child processes: ") + e.what());
+  }
+}
+
 } // namespace
 
-int run_self_test() { return check_sampled_reference() + check_fill() + check_keys(); }
+int run_self_test() {
+  return check_sampled_reference() + check_fill() + check_keys() + check_unique_case_ids() +
+         check_options_text() + check_model_prediction() + check_compile_probe();
+}
 
 } // namespace kiln::bench

@@ -13,6 +13,9 @@ std::shared_ptr<JitKernel> JitKernel::compile(const Kernel& k, const std::string
                                               const CodegenOptions& options) {
   std::string arch = arch_in.empty() ? rt::current_device().arch : arch_in;
   GeneratedKernel generated = generate_cuda(k, Target::parse(arch), options);
+  // `options` need no place of their own in the compile cache's key: they act only through the generated
+  // source, which the key hashes, so kernels that differ get different keys and a switch that changes
+  // nothing for this kernel rightly finds the same entry (and the same loaded module).
   rt::CompileRequest req;
   req.source = generated.source;
   req.kernel_name = generated.name;

@@ -1,0 +1,88 @@
+#include "bench/ablation_bench.h"
+
+#include "bench/attention_bench.h"
+#include "bench/matmul_bench.h"
+
+#include "codegen/codegen.h"
+
+namespace kiln::bench {
+
+std::vector<AblationVariant> ablation_variants() {
+  std::vector<AblationVariant> out;
+  out.push_back({"all_on", CodegenOptions{}});
+  CodegenOptions o;
+  o.tensor_cores = false;
+  out.push_back({"no_tensor_cores", o});
+  o = {};
+  o.swizzle = false;
+  out.push_back({"no_swizzle", o});
+  o = {};
+  o.async_copy = false;
+  out.push_back({"no_async_copy", o});
+  o = {};
+  o.vectorize = false;
+  out.push_back({"no_vectorize", o});
+  return out;
+}
+
+namespace {
+
+// Runs the case as usual, and records beside it which variant and workload it is and whether the switch
+// changed the generated code at all (a switch that does not apply to a kernel, such as tensor cores for
+// exact f32 dots, leaves the source as it was: its time is then a measure of run-to-run noise).
+BenchCase tag_variant(BenchCase c, const std::string& workload, const AblationVariant& variant) {
+  c.record.extra["workload"] = workload;
+  c.record.extra["variant"] = variant.name;
+  auto inner = std::move(c.run);
+  c.run = [inner, def = c.def, config = c.config,
+           all_on = all_codegen_options_on(variant.options)](Session& s, const JitKernel& k, CaseRecord& r) {
+    bool same = all_on;
+    if (!all_on) {
+      const GeneratedKernel reference = generate_cuda(def.build(config), Target::parse(k.compiled().arch));
+      same = reference.source == k.generated().source;
+    }
+    r.extra["same_code_as_all_on"] = same;
+    inner(s, k, r);
+  };
+  return c;
+}
+
+} // namespace
+
+std::vector<BenchCase> ablation_cases(const BenchOptions& options) {
+  auto cache = make_attention_data_cache();
+  std::vector<BenchCase> cases;
+  struct AttentionWorkload {
+    std::string label, system;
+    AttentionProblem problem;
+  };
+  std::vector<AttentionWorkload> attention;
+  // The CUDA worklog's shape: one head, N_Q = N_K = 8192, D = 32, f32 (exact FMA dots, and tf32 MMA).
+  AttentionProblem f32 = single_problem(DType::f32, 1, 1, 8192, 32, 0);
+  attention.push_back({"FA2 f32 exact, B1 H1 N8192 D32 (CUDA worklog)", "kiln_fa2", f32});
+  f32.tf32 = true;
+  if (!options.quick)
+    attention.push_back({"FA2 f32 tf32, B1 H1 N8192 D32 (CUDA worklog)", "kiln_fa2_tf32", f32});
+  attention.push_back({"FA2 f16, B4 H32 N4096 D64", "kiln_fa2", sweep_problem(DType::f16, 4096, 64, 0)});
+
+  for (const AttentionWorkload& w : attention)
+    for (const AblationVariant& v : ablation_variants()) {
+      AttentionCaseSpec spec;
+      spec.suite = "ablation";
+      spec.system = w.system + "/" + v.name;
+      spec.note = v.name;
+      spec.problem = w.problem;
+      spec.tunable =
+          false; // default_fa2_config (with --config), never the tuner's pick: one config throughout
+      spec.codegen = v.options;
+      cases.push_back(tag_variant(attention_case(spec, options, cache), w.label, v));
+    }
+  if (!options.quick)
+    for (const AblationVariant& v : ablation_variants())
+      cases.push_back(tag_variant(matmul_case(MatmulProblem{4096, 4096, 4096, DType::f16}, options,
+                                              "ablation", "kiln_matmul/" + v.name, v.name, v.options),
+                                  "matmul f16 4096³", v));
+  return cases;
+}
+
+} // namespace kiln::bench
