@@ -176,6 +176,7 @@ private:
   bool global_write_pending_ = false;
   bool uses_wgmma_ = false;                  // some dot lowers to wgmma (wgmma.h)
   std::map<const Op*, const Op*> deferred_;  // pipelined loop -> its wgmma chain left in flight (wgmma.h)
+  std::unordered_set<const Op*> unwaited_loads_; // shared loads whose wait a following pipelined loop does
 
   // How many iterations ahead a pipelined loop's tiles are issued.
   int lookahead(const Op* loop, int stages) const { return deferred_.count(loop) ? stages - 2 : stages - 1; }
@@ -351,6 +352,7 @@ private:
   // f32 -> f16/bf16 casts whose only use is an mma A operand: packed by the dot, never materialised.
   std::unordered_set<ValueId> fused_casts_;
   void find_fused_casts();
+  void find_unwaited_loads(const Region& r);
   void emit_dot_fma(const Op& op, const std::string& d);
   void emit_pointer_load(const Op& op);
   std::optional<int64_t> affine_coeff(ValueId v, int dim) const;
@@ -1332,6 +1334,10 @@ void Emitter::emit_block_load(const Op& op) {
     line("__syncthreads(); // the tile's previous readers are done");
     emit_tile_issue(t, bp, "0");
     line("kiln::cp_async_commit();");
+    if (unwaited_loads_.count(&op)) {
+      line("// waited for with the first tiles of the pipelined loop that reads it");
+      return;
+    }
     line("kiln::cp_async_wait_all();");
     publish_shared_tiles();
     return;
@@ -1566,7 +1572,7 @@ void Emitter::emit_for(const Op& op) {
     line("kiln::wgmma_wait<0>(); // the last product");
   if (!stage.empty()) {
     line("kiln::cp_async_wait_all();");
-    line("__syncthreads();");
+    publish_shared_tiles(); // also tiles loaded before the loop, should it have run no iteration
     for (const Op* l : pit->second)
       stage_var_.erase(l);
   }
@@ -1610,6 +1616,55 @@ void Emitter::emit_if(const Op& op) {
     name_[op.results[i]] = vars[i];
 }
 
+// A shared tile loaded before a pipelined loop and first read inside it, after the loop's first
+// wait for its own tiles, needs no wait of its own: cp.async groups complete in order, so that wait
+// covers it, and the load overlaps the loop's first tiles instead of being waited for alone (FA2's
+// Q tile). Anything reading the tile earlier, or a loop that is not pipelined, keeps the plain wait.
+void Emitter::find_unwaited_loads(const Region& r) {
+  auto reads_tile = [&](const Op& op, int tile) {
+    bool reads = false;
+    auto check = [&](const Op& o) {
+      for (ValueId v : o.operands) {
+        auto it = plan_.tile_of.find(v);
+        reads |= it != plan_.tile_of.end() && it->second == tile;
+      }
+    };
+    check(op);
+    for (const Region& sub : op.regions)
+      walk(sub, check);
+    return reads;
+  };
+  for (size_t i = 0; i < r.ops.size(); ++i) {
+    const Op& load = *r.ops[i];
+    for (const Region& sub : load.regions)
+      find_unwaited_loads(sub);
+    if (load.kind != OpKind::LoadBlock || plan_.where(load.result()) != Placement::Shared)
+      continue;
+    int tile = plan_.tile_of.at(load.result());
+    if (is_pipelined(plan_.tiles[tile]))
+      continue;
+    for (size_t j = i + 1; j < r.ops.size(); ++j) {
+      const Op& next = *r.ops[j];
+      auto pit = plan_.pipelined.find(&next);
+      if (pit == plan_.pipelined.end()) {
+        if (reads_tile(next, tile) || !next.regions.empty())
+          break;
+        continue;
+      }
+      const Region& body = next.regions[0];
+      bool ok = true;
+      for (const auto& inner : body.ops) {
+        if (inner.get() == pit->second.front())
+          break; // the loop's first wait is here; reads after it are covered
+        ok &= !reads_tile(*inner, tile);
+      }
+      if (ok)
+        unwaited_loads_.insert(&load);
+      break;
+    }
+  }
+}
+
 void Emitter::find_fused_casts() {
   if (!opt_.tensor_cores)
     return;
@@ -1632,6 +1687,7 @@ void Emitter::find_fused_casts() {
 
 EmittedKernel Emitter::run() {
   find_fused_casts();
+  find_unwaited_loads(k_.body);
   walk(k_.body, [&](const Op& o) {
     if (o.kind == OpKind::Dot && dot_uses_wgmma(k_, o, plan_, target_, opt_))
       uses_wgmma_ = true;

@@ -14,7 +14,9 @@ Kernel build_fa2_fwd(const Config& config) {
   KernelBuilder kb("fa2_fwd", config);
   AttentionArgs a = declare_attention_args(kb, tp.dtype);
 
-  Value start_m = program_id(0).named("start_m");
+  // Causal Q tiles lower down see more keys: launch them first (the grid starts at x = 0), so that
+  // the grid's last wave holds the light tiles instead of leaving a few heavy ones to run alone.
+  Value start_m = (tp.causal == CausalMode::None ? program_id(0) : num_programs(0) - 1 - program_id(0)).named("start_m");
   Value off_hz = program_id(1).named("off_hz");
   AttentionHeadBases bases = attention_head_bases(a, off_hz);
   Value m0 = start_m * BM;
