@@ -127,11 +127,13 @@ std::string device_prune_reason(const Config& config, int64_t shared_bytes, cons
     return fmt::format("needs {} bytes of shared memory; device '{}' allows {} per block (opt-in limit)",
                        shared_bytes, device.name, device.max_shared_per_block_optin);
   // __launch_bounds__(threads, MIN_BLOCKS_PER_SM) promises that many resident CTAs and ptxas caps registers
-  // for it; when their shared memory cannot fit on one SM, fewer reside and the cap costs registers for nothing.
+  // for it; when their shared memory cannot fit on one SM, fewer reside and the cap costs registers for
+  // nothing.
   const int64_t min_blocks = config.get_or("MIN_BLOCKS_PER_SM", 1);
   if (min_blocks > 1 && min_blocks * shared_bytes > device.max_shared_per_sm)
-    return fmt::format("MIN_BLOCKS_PER_SM={} needs {} x {} bytes of shared memory on one SM; device '{}' has {}",
-                       min_blocks, min_blocks, shared_bytes, device.name, device.max_shared_per_sm);
+    return fmt::format(
+        "MIN_BLOCKS_PER_SM={} needs {} x {} bytes of shared memory on one SM; device '{}' has {}", min_blocks,
+        min_blocks, shared_bytes, device.name, device.max_shared_per_sm);
   return "";
 }
 
@@ -146,7 +148,8 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
   const std::vector<Config> candidates = tuning_candidates(def, base);
   const std::vector<std::string> varied = varied_params(space_of(def));
   for (const OutputArg& o : outputs)
-    if (o.index >= args.size() || args[o.index].kind != LaunchArg::Kind::Pointer || o.bytes == 0)
+    if (o.index >= args.size() || args[o.index].kind != LaunchArg::Kind::Pointer || o.bytes == 0 ||
+        o.bytes_before > args[o.index].ptr)
       fail("kernel '{}': output argument {} must name one of the {} launch arguments, a pointer, with a size "
            "in "
            "bytes above 0 (got {} bytes)",
@@ -161,6 +164,7 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
     request.labels.push_back(short_label(c, varied));
   }
   request.flops = options.flops;
+  request.bytes = options.bytes;
   request.mode = mode;
 
   // Picks made earlier by this object. Mode off keys its default separately; force always re-tunes; a cached
@@ -232,10 +236,10 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
   hooks.time = [&](size_t i) -> rt::TimeOutcome {
     if (scratch.empty() && !outputs.empty())
       for (const OutputArg& o : outputs) {
-        scratch.emplace_back(o.bytes);
+        scratch.emplace_back(o.bytes_before + o.bytes);
         KILN_CU_CHECK(cuMemcpyDtoD, "copying an output buffer to the tuner's scratch copy",
-                      scratch.back().ptr(), args[o.index].ptr, o.bytes);
-        timed_args[o.index] = LaunchArg::pointer(scratch.back());
+                      scratch.back().ptr(), args[o.index].ptr - o.bytes_before, o.bytes_before + o.bytes);
+        timed_args[o.index] = LaunchArg::pointer(scratch.back().ptr() + o.bytes_before);
       }
     try {
       std::shared_ptr<JitKernel> k = load(i);

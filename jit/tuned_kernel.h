@@ -37,15 +37,19 @@ std::string tuning_key_text(const KernelDef& def, const SizeArgs& sizes, const C
 // SM's shared memory. The tuner's device-side prune, before any NVRTC compile.
 std::string device_prune_reason(const Config& config, int64_t shared_bytes, const rt::DeviceInfo& device);
 
-// A launch argument the kernel writes: tuning runs write a scratch copy of its `bytes` bytes instead.
+// A launch argument the kernel writes: tuning runs write a scratch copy of its memory instead, the `bytes`
+// bytes from the argument's address plus the `bytes_before` bytes just below it (for kernels that reach
+// below the address they are given).
 struct OutputArg {
   size_t index = 0; // into the launch arguments
   size_t bytes = 0;
+  size_t bytes_before = 0;
 };
 
 struct TuneOptions {
   std::optional<rt::AutotuneMode> mode; // nullopt: KILN_AUTOTUNE
   double flops = 0;                     // per launch, for TFLOP/s in the result table; 0: not reported
+  double bytes = 0;                     // per launch, for GB/s in the result table; 0: not reported
   rt::TimingOptions timing;             // warm-up and repetitions per candidate
   std::string arch;                     // "": the current device's
   CodegenOptions codegen;

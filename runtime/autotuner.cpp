@@ -123,16 +123,17 @@ const char* tune_source_name(TuneSource source) {
 }
 
 std::string format_tune_table(const std::vector<CandidateResult>& table, const std::string& best_id) {
-  std::string out = fmt::format("  {:<60} {:>10} {:>8} {:>5} {:>8}  {}\n", "config", "ms", "TFLOP/s", "regs",
-                                "smem", "status");
+  std::string out = fmt::format("  {:<60} {:>10} {:>8} {:>8} {:>5} {:>8}  {}\n", "config", "ms", "TFLOP/s",
+                                "GB/s", "regs", "smem", "status");
   for (const CandidateResult& r : table) {
     std::string ms = std::isfinite(r.ms) ? fmt::format("{:.4f}", r.ms) : "inf";
     std::string tflops = r.tflops > 0 ? fmt::format("{:.1f}", r.tflops) : "-";
+    std::string gbps = r.gbps > 0 ? fmt::format("{:.0f}", r.gbps) : "-";
     std::string status = candidate_status_name(r.status);
     if (!r.reason.empty())
       status += ": " + first_line(r.reason);
-    out += fmt::format("{} {:<60} {:>10} {:>8} {:>5} {:>8}  {}\n", r.id == best_id ? "*" : " ", r.id, ms,
-                       tflops, r.registers, r.shared_bytes, status);
+    out += fmt::format("{} {:<60} {:>10} {:>8} {:>8} {:>5} {:>8}  {}\n", r.id == best_id ? "*" : " ", r.id,
+                       ms, tflops, gbps, r.registers, r.shared_bytes, status);
   }
   return out;
 }
@@ -236,6 +237,8 @@ TuneResult Autotuner::run(const TuneRequest& request, const TuningKey& key, cons
         r.ms = t.ms;
         if (request.flops > 0 && t.ms > 0)
           r.tflops = request.flops / (t.ms * 1e-3) / 1e12;
+        if (request.bytes > 0 && t.ms > 0)
+          r.gbps = request.bytes / (t.ms * 1e-3) / 1e9;
         if (!best || r.ms < table[*best].ms)
           best = i;
       } else {

@@ -61,6 +61,7 @@ struct TuneRequest {
   std::vector<std::string> ids;     // each candidate's stable text; their set is the config space
   std::vector<std::string> labels;  // short text for progress lines ("BLOCK_M=128 w=8 s=3"); empty: ids
   double flops = 0;                 // per launch, for TFLOP/s in the table; 0: not reported
+  double bytes = 0;                 // per launch, for GB/s in the table; 0: not reported
   std::optional<AutotuneMode> mode; // nullopt: autotune_mode_from_env()
 };
 
@@ -80,7 +81,8 @@ struct TuneResult {
   TuningKey key;                      // with space_hash filled in
 };
 
-// A human-readable table: config, time, TFLOP/s, registers, shared bytes, status/reason; the best marked.
+// A human-readable table: config, time, TFLOP/s, GB/s ("-" where not reported), registers, shared bytes,
+// status/reason; the best marked.
 std::string format_tune_table(const std::vector<CandidateResult>& table, const std::string& best_id = {});
 
 struct AutotunerOptions {

@@ -38,7 +38,7 @@ llvm::json::Object result_object(const CandidateResult& r) {
   return llvm::json::Object{{"config", r.id},           {"status", candidate_status_name(r.status)},
                             {"ms", time_value(r.ms)},   {"tflops", r.tflops},
                             {"registers", r.registers}, {"shared_bytes", r.shared_bytes},
-                            {"reason", r.reason}};
+                            {"gbps", r.gbps},           {"reason", r.reason}};
 }
 
 std::optional<CandidateResult> parse_result(const llvm::json::Value& v, std::string* problem) {
@@ -63,6 +63,14 @@ std::optional<CandidateResult> parse_result(const llvm::json::Value& v, std::str
   r.registers = static_cast<int>(*regs);
   r.shared_bytes = *smem;
   r.tflops = *tflops;
+  // Absent from files written before GB/s was recorded; those rows simply report none.
+  if (const llvm::json::Value* gbps = o->get("gbps")) {
+    if (!gbps->getAsNumber()) {
+      *problem = "a result's gbps is not a number";
+      return std::nullopt;
+    }
+    r.gbps = *gbps->getAsNumber();
+  }
   bool known = false;
   for (CandidateStatus s : kAllStatuses)
     if (*status == candidate_status_name(s)) {

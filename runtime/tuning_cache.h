@@ -35,6 +35,7 @@ struct CandidateResult {
   double tflops = 0;                                   // 0 when the caller gave no FLOP count
   int registers = -1;                                  // per thread; -1 when unknown
   int64_t shared_bytes = -1;                           // per block; -1 when unknown
+  double gbps = 0;                                     // 0 when the caller gave no byte count
 };
 
 // What one tuning result is remembered under.

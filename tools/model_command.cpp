@@ -1,14 +1,17 @@
 // `kiln model KERNEL --shape ...`: the roofline model of codegen/perf_model.h for one launch: FLOPs and
 // global bytes per program and in total, operational intensity, the predicted time against peak rates and
-// the bound; with --measure, the measured time beside it (GPU).
+// the bound; with --measure, the measured time beside it (GPU; any kernel, on random inputs laid out by its
+// launch plan, kernels/launch_plan.h; fa2_fwd on attention inputs).
 #include "codegen/perf_model.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/builtin.h"
 #include "kernels/dtype_param.h"
 #include "runtime/device.h"
+#include "runtime/timing.h"
 #include "support/error.h"
 #include "tools/attention_runs.h"
 #include "tools/cli.h"
+#include "tools/kernel_problem.h"
 
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/JSON.h>
@@ -25,8 +28,8 @@ cl::opt<std::string> kernel_name(cl::Positional, cl::Required, cl::desc("<kernel
 cl::list<std::string> shape("shape",
                             cl::desc("Size arguments: NAME=VALUE,... (see `kiln list` for each kernel's)"),
                             cl::value_desc("NAME=V,..."), cl::sub(model_sub), cl::cat(kiln_category()));
-cl::list<std::string> sets("set", cl::desc("Override a parameter: NAME=VALUE"), cl::value_desc("NAME=VALUE"),
-                           cl::sub(model_sub), cl::cat(kiln_category()));
+cl::list<std::string> sets("set", cl::desc("Override a parameter (or give a size): NAME=VALUE"),
+                           cl::value_desc("NAME=VALUE"), cl::sub(model_sub), cl::cat(kiln_category()));
 cl::opt<double> peak_tflops(
     "peak-tflops",
     cl::desc("Peak dense tensor-core rate in TFLOP/s (default: from the GPU, else 989, H100 SXM f16)"),
@@ -35,8 +38,9 @@ cl::opt<double>
     peak_gbps("peak-gbps",
               cl::desc("Peak DRAM bandwidth in GB/s (default: from the GPU, else 3350, H100 SXM)"),
               cl::init(0), cl::sub(model_sub), cl::cat(kiln_category()));
-cl::opt<bool> measure("measure", cl::desc("Also time the kernel on the GPU (fa2_fwd)"), cl::sub(model_sub),
-                      cl::cat(kiln_category()));
+cl::opt<bool> measure("measure",
+                      cl::desc("Also time the kernel on the GPU (median of 20 launches on random inputs)"),
+                      cl::sub(model_sub), cl::cat(kiln_category()));
 cl::opt<bool> json("json", cl::desc("Machine-readable output"), cl::sub(model_sub), cl::cat(kiln_category()));
 
 struct Peaks {
@@ -59,27 +63,40 @@ Peaks device_peaks() {
   return p;
 }
 
+// The kernel launched `reps` times on random inputs laid out by its launch plan; the median time in ms.
+double measure_ms(const KernelProblem& problem, const Kernel& k, const Grid& grid) {
+  const LaunchPlan plan = plan_for(problem, problem.config);
+  require_gpu("--measure times the kernel on the GPU");
+  DeviceInputs inputs = upload_random_inputs(plan, 1);
+  std::shared_ptr<JitKernel> kernel = JitKernel::compile(k);
+  return rt::time_kernel_ms([&](rt::Stream& stream) { kernel->launch(grid, inputs.args, stream); }, 3, 20);
+}
+
+// fa2_fwd keeps its attention harness: the problem read back from the sizes and the config, checked as
+// kiln::attention::forward checks it, on inputs shaped as attention's.
+double measure_fa2_ms(const KernelProblem& problem, const Config& config) {
+  const SizeArgs& s = problem.sizes;
+  AttentionProblem p;
+  p.B = s.at("B"), p.H = s.at("H"), p.H_KV = s.at("H_KV");
+  p.N_Q = s.at("N_Q"), p.N_K = s.at("N_K"), p.D = s.at("D");
+  p.dtype = dtype_from_param(config.get("DTYPE"), "fa2_fwd");
+  p.causal = static_cast<int>(config.get("CAUSAL"));
+  p.k_transposed = config.get("K_TRANSPOSED") != 0;
+  p.tf32 = config.get("TF32") != 0;
+  check_attention_problem(p);
+  check_attention_config(p, config);
+  require_gpu("--measure times the kernel on the GPU");
+  return time_fa2_on_gpu(p, config, make_inputs(p, 1, 1.0), 3, 20).median_ms;
+}
+
 int run_model() {
   const KernelDef& def = builtin_kernels().find(kernel_name);
-  const Config config = def.with_overrides(def.default_config(), parse_assignments(sets, "--set"));
-  const std::map<std::string, int64_t> sizes = parse_assignments(shape, "--shape");
-  std::string missing;
-  for (const std::string& s : def.size_args)
-    if (!sizes.count(s))
-      missing += (missing.empty() ? "" : ", ") + s;
-  if (!missing.empty()) {
-    std::string all;
-    for (const std::string& s : def.size_args)
-      all += (all.empty() ? "" : ",") + s + "=...";
-    fail("kernel '{}' needs --shape values for {}; e.g. --shape {}", def.name, missing, all);
-  }
-  SizeArgs size_args(sizes.begin(), sizes.end());
-  ScalarArgs scalars;
-  for (const auto& [k, v] : sizes)
-    scalars[k] = static_cast<double>(v);
+  const KernelProblem problem = parse_kernel_problem(def, shape_and_set_assignments(shape, sets));
+  const Config& config = problem.config;
+  ScalarArgs scalars(problem.values.begin(), problem.values.end());
 
   const Kernel k = def.build(config);
-  const Grid grid = def.grid(config, size_args);
+  const Grid grid = def.grid(config, problem.sizes);
   const CostEstimate e = estimate_cost(k, grid, scalars);
 
   Peaks peaks = device_peaks();
@@ -90,21 +107,8 @@ int run_model() {
   const Roofline r = roofline(e, peaks.tflops, peaks.gbps);
 
   double measured_ms = -1;
-  if (measure) {
-    if (def.name != "fa2_fwd")
-      fail("--measure runs fa2_fwd only (kernels with a host harness here); for '{}' use kiln_bench",
-           def.name);
-    require_gpu("--measure times the kernel on the GPU");
-    AttentionProblem p;
-    p.B = size_args.at("B"), p.H = size_args.at("H"), p.H_KV = size_args.at("H_KV");
-    p.N_Q = size_args.at("N_Q"), p.N_K = size_args.at("N_K"), p.D = size_args.at("D");
-    p.dtype = dtype_from_param(config.get("DTYPE"), def.name);
-    p.causal = static_cast<int>(config.get("CAUSAL"));
-    p.k_transposed = config.get("K_TRANSPOSED") != 0;
-    p.tf32 = config.get("TF32") != 0;
-    check_attention_config(p, config);
-    measured_ms = time_fa2_on_gpu(p, config, make_inputs(p, 1, 1.0), 3, 20).median_ms;
-  }
+  if (measure)
+    measured_ms = def.name == "fa2_fwd" ? measure_fa2_ms(problem, config) : measure_ms(problem, k, grid);
 
   const Cost per = e.per_program();
   if (json) {
@@ -155,8 +159,9 @@ int run_model() {
   if (measured_ms >= 0)
     llvm::outs() << fmt::format("measured         {} ({:.0f}% of the roofline prediction's speed)\n",
                                 human_seconds(measured_ms * 1e-3), 100.0 * r.time_s() / (measured_ms * 1e-3));
-  llvm::outs() << "note: bytes count every program's global accesses with no cache reuse (an upper bound on DRAM "
-                  "traffic); only matrix FLOPs meet the tensor-core peak. See codegen/perf_model.h.\n";
+  llvm::outs()
+      << "note: bytes count every program's global accesses with no cache reuse (an upper bound on DRAM "
+         "traffic); only matrix FLOPs meet the tensor-core peak. See codegen/perf_model.h.\n";
   return 0;
 }
 

@@ -1,11 +1,11 @@
 // The autotuner without a GPU: an injected compiler and timer stand in for NVRTC and events, so these tests
 // check the tuner's decisions (winner, pruning, failures), its keys and buckets, its memory in-process and on
 // disk (fresh objects stand in for new processes; fork gives real ones), and the KILN_AUTOTUNE modes.
-#include "temp_dir.h"
 #include "jit/tuned_kernel.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "runtime/autotuner.h"
+#include "temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <llvm/ADT/SmallString.h>
@@ -27,7 +27,6 @@ using namespace kiln::rt;
 namespace {
 
 using kiln::testing_support::TempDir;
-
 
 // A fake config space: each id has a time, or fails to compile, or fails to launch, or is pruned.
 struct FakeKernel {
@@ -125,6 +124,7 @@ TEST(Autotuner, FastestWinsAndFailuresScoreInfinityWithReasons) {
   Autotuner tuner("", quiet());
   TuneRequest req = k.request();
   req.flops = 2e9;
+  req.bytes = 4e8;
   TuneResult r = tuner.tune(req, k.hooks());
   ASSERT_TRUE(r.best.has_value());
   EXPECT_EQ(k.ids[*r.best], "BM=128");
@@ -141,6 +141,8 @@ TEST(Autotuner, FastestWinsAndFailuresScoreInfinityWithReasons) {
   EXPECT_EQ(row(r, "BM=32").reason, "tile narrower than an MMA");
   // TFLOP/s = 2e9 FLOP / 0.2 ms; resources come through from the compile hook.
   EXPECT_NEAR(row(r, "BM=128").tflops, 10.0, 1e-9);
+  EXPECT_NEAR(row(r, "BM=128").gbps, 2000.0, 1e-9); // 4e8 bytes / 0.2 ms
+  EXPECT_EQ(row(r, "BM=512").gbps, 0) << "no rate for a config that did not run";
   EXPECT_EQ(row(r, "BM=128").registers, 41);
   EXPECT_EQ(row(r, "BM=128").shared_bytes, 1024);
   EXPECT_EQ(k.compiles, 5); // all but the pruned one
@@ -148,6 +150,8 @@ TEST(Autotuner, FastestWinsAndFailuresScoreInfinityWithReasons) {
   std::string table = format_tune_table(r.table, "BM=128");
   EXPECT_NE(table.find("* BM=128"), std::string::npos) << table;
   EXPECT_NE(table.find("pruned: tile narrower than an MMA"), std::string::npos) << table;
+  EXPECT_NE(table.find("GB/s"), std::string::npos) << table;
+  EXPECT_NE(table.find(" 2000 "), std::string::npos) << table;
 }
 
 TEST(Autotuner, EveryCandidateIsPrunedBeforeAnyCompile) {
@@ -260,7 +264,7 @@ TEST(Autotuner, InfiniteTimesRoundTripThroughJson) {
   rec.best_id = "a";
   rec.best_ms = 0.25;
   rec.table = {
-      CandidateResult{"a", CandidateStatus::Ok, "", 0.25, 3.5, 96, 4096},
+      CandidateResult{"a", CandidateStatus::Ok, "", 0.25, 3.5, 96, 4096, 812.5},
       CandidateResult{"b \"quoted\"", CandidateStatus::CompileFailed, "line 1\nline 2", INFINITY, 0, -1, -1}};
   std::string text = serialize_tuning_record(key, rec);
   std::string problem;
@@ -271,6 +275,14 @@ TEST(Autotuner, InfiniteTimesRoundTripThroughJson) {
   EXPECT_EQ(back->table[1].reason, "line 1\nline 2");
   EXPECT_TRUE(std::isinf(back->table[1].ms));
   EXPECT_EQ(back->table[0].registers, 96);
+  EXPECT_EQ(back->table[0].gbps, 812.5);
+  // Files written before rows carried GB/s still parse, with none reported.
+  std::string without_gbps = text;
+  for (size_t at; (at = without_gbps.find("\"gbps\":")) != std::string::npos;)
+    without_gbps.erase(at, without_gbps.find('\n', at) - at + 1);
+  auto old_file = parse_tuning_record(without_gbps, key, &problem);
+  ASSERT_TRUE(old_file) << problem << "\n" << without_gbps;
+  EXPECT_EQ(old_file->table[0].gbps, 0);
   // The same text under another key is not trusted.
   TuningKey other = key;
   other.device = "another GPU";
@@ -300,7 +312,8 @@ TEST(Autotuner, RowTimesMustBeANumberOrNull) {
   EXPECT_TRUE(std::isinf(parsed->table[1].ms));
   EXPECT_GT(parsed->table[1].ms, 0);
   EXPECT_EQ(parsed->table[0].ms, 0.25);
-  for (const char* bad : {"\"ms\": true", "\"ms\": false", "\"ms\": \"inf\"", "\"ms\": [1]", "\"unused\": 1"}) {
+  for (const char* bad :
+       {"\"ms\": true", "\"ms\": false", "\"ms\": \"inf\"", "\"ms\": [1]", "\"unused\": 1"}) {
     std::string edited = text;
     edited.replace(at, null_ms.size(), bad);
     problem.clear();

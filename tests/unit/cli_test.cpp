@@ -3,6 +3,7 @@
 // interpreter, bad files rejected with nothing written, the model's numbers, cache and demo.
 #include "kernels/attention/attention_problem.h"
 #include "kernels/compare.h"
+#include "kiln_tool_run.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/nvrtc.h"
 #include "support/npy.h"
@@ -19,20 +20,11 @@
 #include <map>
 #include <random>
 
-extern char** environ;
-
 namespace kiln {
 namespace {
 
-struct ToolRun {
-  int rc = -1;
-  std::string out, err;
-};
-
-std::string slurp(llvm::StringRef path) {
-  auto b = llvm::MemoryBuffer::getFile(path);
-  return b ? (*b)->getBuffer().str() : std::string();
-}
+using testing_support::slurp;
+using testing_support::ToolRun;
 
 class CliTest : public ::testing::Test {
 protected:
@@ -43,39 +35,12 @@ protected:
 
   // Runs kiln with `args`; the environment is this process's without KILN_INTERPRET, plus `env`.
   ToolRun kiln(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e; ++e) {
-      llvm::StringRef kv(*e);
-      std::string key = kv.split('=').first.str();
-      if (key != "KILN_INTERPRET" && !env.count(key))
-        env_strings.push_back(kv.str());
-    }
-    for (const auto& [k, v] : env)
-      env_strings.push_back(k + "=" + v);
-    std::vector<llvm::StringRef> argv = {KILN_TOOL_PATH}, envp;
-    for (const std::string& a : args)
-      argv.push_back(a);
-    for (const std::string& e : env_strings)
-      envp.push_back(e);
-    const std::string out = path("stdout.txt"), err = path("stderr.txt");
-    llvm::sys::fs::remove(out); // the redirects do not truncate an existing file
-    llvm::sys::fs::remove(err);
-    llvm::Optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), llvm::StringRef(out),
-                                                   llvm::StringRef(err)};
-    ToolRun r;
-    r.rc = llvm::sys::ExecuteAndWait(KILN_TOOL_PATH, argv, llvm::ArrayRef<llvm::StringRef>(envp), redirects,
-                                     600);
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
+    return testing_support::run_kiln(dir_.str().str(), args, env);
   }
 
   // Expects exit code 1 and a "kiln: error: " line containing every substring.
   void expect_error(const ToolRun& r, std::initializer_list<const char*> substrings) {
-    EXPECT_EQ(r.rc, 1) << r.out << r.err;
-    EXPECT_NE(r.err.find("kiln: error: "), std::string::npos) << r.err;
-    for (const char* s : substrings)
-      EXPECT_NE(r.err.find(s), std::string::npos) << "missing '" << s << "' in: " << r.err;
+    testing_support::expect_kiln_error(r, substrings);
   }
 
   llvm::SmallString<128> dir_;
@@ -89,13 +54,45 @@ TEST_F(CliTest, NoSubcommandUnknownSubcommandAndUnknownOption) {
   expect_error(kiln({"list", "--bogus"}), {"bogus"});
 }
 
-TEST_F(CliTest, TuneChecksItsKernelAndNeedsAGpu) {
-  expect_error(kiln({"tune", "matmul", "--seq-q", "64", "--head-dim", "64"}), {"supports fa2_fwd", "'matmul'"});
-  expect_error(kiln({"tune", "fa2_fwd", "--head-dim", "64"}), {"seq-q"});
+// `kiln tune` takes any registered kernel: everything it can check (names, sizes, the launch plan) is checked
+// before it looks for a GPU, so these errors are the same with or without one.
+TEST_F(CliTest, TuneParsesAnyKernelsProblemBeforeNeedingAGpu) {
+  expect_error(kiln({"tune", "nosuch"}), {"no kernel named 'nosuch'", "matmul", "vector_add"});
+  expect_error(kiln({"tune", "matmul", "--seq-q", "64", "--head-dim", "64"}),
+               {"describe an attention problem for fa2_fwd", "sizes of 'matmul'", "M, N, K"});
+  expect_error(kiln({"tune", "matmul", "--shape", "M=64"}),
+               {"needs --shape values for N, K", "M=...,N=...,K=..."});
+  expect_error(kiln({"tune", "matmul", "--shape", "M=64,N=64,K=64,Z=1"}),
+               {"no parameter, size or scalar argument 'Z'", "BLOCK_M", "stride_am"});
+  expect_error(kiln({"tune", "matmul", "--shape", "M=64,N=64,K=64", "--set", "BLOCKM=64"}),
+               {"no parameter, size or scalar argument 'BLOCKM'"});
+  expect_error(kiln({"tune", "matmul", "--shape", "M=64,N=64,K=64", "--set", "M=32"}),
+               {"M is given twice, as 64 (--shape) and 32 (--set)"});
+  expect_error(kiln({"tune", "matmul", "--shape", "M=64,N=x,K=64"}), {"--shape expects NAME=VALUE"});
+  // Strides of block pointers are derived; those of pointer tensors must be given.
+  expect_error(kiln({"tune", "softmax", "--shape", "n_rows=8,n_cols=100"}),
+               {"kernel 'softmax' needs a value for its integer arguments in_row_stride, out_row_stride"});
+  // fa2_fwd: the attention flags or --shape, not both; tiles are what it tunes.
+  expect_error(kiln({"tune", "fa2_fwd", "--head-dim", "64"}), {"needs --seq-q and --head-dim"});
+  expect_error(kiln({"tune", "fa2_fwd", "--shape", "B=1,H=2"}),
+               {"needs --shape values for H_KV, N_Q, N_K, D"});
+  expect_error(kiln({"tune", "fa2_fwd", "--seq-q", "64", "--shape", "B=1,H=1,H_KV=1,N_Q=64,N_K=64,D=64"}),
+               {"not both"});
+  expect_error(
+      kiln({"tune", "fa2_fwd", "--shape", "B=1,H=1,H_KV=1,N_Q=64,N_K=64,D=64", "--set", "BLOCK_M=64"}),
+      {"chooses BLOCK_M itself"});
+  expect_error(kiln({"tune", "fa2_fwd", "--seq-q", "64", "--head-dim", "12"}), {"D"});
   std::string why;
-  if (!rt::driver_available(&why))
-    expect_error(kiln({"tune", "fa2_fwd", "--seq-q", "256", "--head-dim", "64"}),
-                 {"no CUDA driver found", "kiln tune times every candidate on the GPU"});
+  if (!rt::driver_available(&why)) {
+    for (std::vector<std::string> args :
+         {std::vector<std::string>{"tune", "fa2_fwd", "--seq-q", "256", "--head-dim", "64"},
+          {"tune", "fa2_fwd", "--shape", "B=1,H=2,H_KV=1,N_Q=256,N_K=128,D=64"},
+          {"tune", "matmul", "--shape", "M=256,N=256,K=256", "--set", "DTYPE=1"},
+          {"tune", "vector_add", "--shape", "n=100000"},
+          {"tune", "fa1_fwd", "--shape", "B=1,H=1,H_KV=1,N_Q=64,N_K=64,D=64"},
+          {"tune", "softmax", "--shape", "n_rows=8,n_cols=100,in_row_stride=100,out_row_stride=128"}})
+      expect_error(kiln(args), {"no CUDA driver found", "kiln tune times every candidate on the GPU"});
+  }
 }
 
 TEST_F(CliTest, VersionAndHelp) {
@@ -104,7 +101,8 @@ TEST_F(CliTest, VersionAndHelp) {
   EXPECT_NE(v.out.find("kiln 0."), std::string::npos) << v.out;
   ToolRun h = kiln({"--help"});
   EXPECT_EQ(h.rc, 0);
-  for (const char* sub : {"info", "list", "emit", "attention", "compare-loads", "cache", "model", "demo", "tune"})
+  for (const char* sub :
+       {"info", "list", "emit", "attention", "compare-loads", "cache", "model", "demo", "tune"})
     EXPECT_NE(h.out.find(sub), std::string::npos) << sub;
   ToolRun eh = kiln({"emit", "--help"});
   EXPECT_EQ(eh.rc, 0);
@@ -492,9 +490,43 @@ TEST_F(CliTest, ModelMatchesHandCounts) {
 
   expect_error(kiln({"model", "fa2_fwd", "--shape", "B=1,H=1"}),
                {"needs --shape values for H_KV, N_Q, N_K, D"});
-  expect_error(kiln({"model", "matmul", "--shape", "M=1,N=1,K=1,Q=4"}), {"no scalar argument 'Q'"});
+  expect_error(kiln({"model", "matmul", "--shape", "M=1,N=1,K=1,Q=4"}),
+               {"no parameter, size or scalar argument 'Q'"});
   expect_error(kiln({"model", "matmul", "--shape", "M=1,N=1,K=1", "--peak-tflops", "-3"}), {"positive"});
-  expect_error(kiln({"model", "matmul", "--shape", "M=64,N=64,K=64", "--measure"}), {"--measure"});
+}
+
+// The attention kernels' head-dim tile follows D unless --set says otherwise; sizes may come through --set.
+TEST_F(CliTest, ModelOfAttentionFollowsTheHeadDimAndTakesSizesFromSet) {
+  ToolRun d128 = kiln({"model", "fa2_fwd", "--shape", "B=1,H=2,H_KV=2,N_Q=256,N_K=256,D=128", "--json"});
+  ASSERT_EQ(d128.rc, 0) << d128.err;
+  auto v = llvm::json::parse(d128.out);
+  ASSERT_TRUE(bool(v)) << d128.out;
+  const llvm::json::Object& o = *v->getAsObject();
+  EXPECT_DOUBLE_EQ(json_number(o, "matrix_flops"), 4.0 * 1 * 2 * 256 * 256 * 128);
+  ASSERT_TRUE(o.getString("config").hasValue()) << d128.out;
+  EXPECT_NE(o.getString("config")->str().find("HEAD_DIM=128"), std::string::npos) << d128.out;
+
+  ToolRun via_set = kiln({"model", "vector_add", "--set", "n=4096,BLOCK=1024", "--json"});
+  ASSERT_EQ(via_set.rc, 0) << via_set.err;
+  auto vv = llvm::json::parse(via_set.out);
+  ASSERT_TRUE(bool(vv)) << via_set.out;
+  EXPECT_DOUBLE_EQ(json_number(*vv->getAsObject(), "programs"), 4);
+  EXPECT_DOUBLE_EQ(json_number(*vv->getAsObject(), "bytes_loaded"), 2.0 * 4096 * 4);
+}
+
+// --measure runs any kernel; what needs no GPU is checked first.
+TEST_F(CliTest, ModelMeasureChecksTheLaunchBeforeNeedingAGpu) {
+  expect_error(kiln({"model", "softmax", "--shape", "n_rows=4,n_cols=64", "--set", "BLOCK=64", "--measure"}),
+               {"needs a value for its integer arguments in_row_stride, out_row_stride"});
+  std::string why;
+  if (!rt::driver_available(&why))
+    for (const char* k : {"matmul", "vector_add", "fa2_fwd"}) {
+      std::vector<std::string> args = {"model", k, "--measure", "--shape"};
+      args.push_back(std::string(k) == "matmul"       ? "M=64,N=64,K=64"
+                     : std::string(k) == "vector_add" ? "n=4096"
+                                                      : "B=1,H=1,H_KV=1,N_Q=128,N_K=128,D=64");
+      expect_error(kiln(args), {"no CUDA driver found", "--measure times the kernel on the GPU"});
+    }
 }
 
 TEST_F(CliTest, CachePathListClear) {

@@ -1,0 +1,153 @@
+// The `kiln` command line on a GPU, run as a process: `kiln tune` on kernels without a host harness (matmul,
+// vector add, softmax, FA1) and on FA2 through --shape; `kiln model --measure` on any kernel; `kiln
+// attention` picking its config through the autotuner as KILN_AUTOTUNE says. Each test has its own cache
+// directory, so "tuned now" and "remembered" are facts of that directory, not of earlier runs.
+#include "gpu/gpu_skip.h"
+#include "kiln_tool_run.h"
+#include "temp_dir.h"
+
+#include <gtest/gtest.h>
+#include <llvm/Support/JSON.h>
+
+#include <sstream>
+
+namespace kiln {
+namespace {
+
+using testing_support::TempDir;
+using testing_support::ToolRun;
+
+class CliGpuTest : public ::testing::Test {
+protected:
+  ToolRun kiln(const std::vector<std::string>& args, std::map<std::string, std::string> env = {}) {
+    env.emplace("KILN_CACHE_DIR", cache_.path());
+    return testing_support::run_kiln(scratch_.path(), args, env);
+  }
+
+  TempDir scratch_{"kiln-cli-gpu-test"};
+  TempDir cache_{"kiln-cli-gpu-cache"};
+};
+
+// One row of format_tune_table: the marker, then the 60-column config, then ms, TFLOP/s, GB/s, regs, smem,
+// status.
+struct TableRow {
+  bool best = false;
+  std::string config, ms, tflops, gbps, status;
+  int regs = 0;
+};
+
+std::vector<TableRow> table_rows(const std::string& out) {
+  std::vector<TableRow> rows;
+  std::istringstream lines(out);
+  std::string line;
+  bool in_table = false;
+  while (std::getline(lines, line)) {
+    if (line.find("config") != std::string::npos && line.find("GB/s") != std::string::npos) {
+      in_table = true;
+      continue;
+    }
+    if (!in_table || line.size() < 63 || (line[0] != '*' && line[0] != ' '))
+      continue;
+    TableRow r;
+    r.best = line[0] == '*';
+    r.config = line.substr(2, 60);
+    std::istringstream fields(line.substr(62));
+    int64_t smem = 0;
+    fields >> r.ms >> r.tflops >> r.gbps >> r.regs >> smem;
+    std::getline(fields, r.status);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+const TableRow* best_row(const std::vector<TableRow>& rows) {
+  for (const TableRow& r : rows)
+    if (r.best)
+      return &r;
+  return nullptr;
+}
+
+double number(const std::string& s) { return s == "-" ? 0 : std::stod(s); }
+
+TEST_F(CliGpuTest, TuneMatmulReportsTflopsAndRemembersTheWinner) {
+  KILN_REQUIRE_GPU();
+  ToolRun first = kiln({"tune", "matmul", "--shape", "M=512,N=512,K=256"});
+  ASSERT_EQ(first.rc, 0) << first.out << first.err;
+  EXPECT_NE(first.out.find("stride_am        = 256"), std::string::npos)
+      << "derived strides listed: " << first.out;
+  EXPECT_NE(first.out.find("chosen: "), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("tuned now"), std::string::npos) << first.out;
+  const std::vector<TableRow> rows = table_rows(first.out);
+  EXPECT_GE(rows.size(), 2u) << first.out;
+  const TableRow* best = best_row(rows);
+  ASSERT_NE(best, nullptr) << first.out;
+  EXPECT_NE(best->status.find("ok"), std::string::npos) << best->status;
+  EXPECT_GT(number(best->ms), 0);
+  EXPECT_GT(number(best->tflops), 0) << "matmul has a FLOP count";
+  EXPECT_GT(best->regs, 0);
+
+  ToolRun again = kiln({"tune", "matmul", "--shape", "M=500,N=512,K=256", "--cached"});
+  ASSERT_EQ(again.rc, 0) << again.out << again.err;
+  EXPECT_NE(again.out.find("remembered (tuning cache)"), std::string::npos) << "same bucket: " << again.out;
+  auto chosen_of = [](const std::string& out) {
+    const size_t at = out.find("chosen: ");
+    return at == std::string::npos ? std::string("(none)") : out.substr(at, out.find(" —", at) - at);
+  };
+  EXPECT_EQ(chosen_of(again.out), chosen_of(first.out));
+}
+
+TEST_F(CliGpuTest, TuneVectorAddReportsBandwidth) {
+  KILN_REQUIRE_GPU();
+  ToolRun r = kiln({"tune", "vector_add", "--shape", "n=1000000"});
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  const std::vector<TableRow> rows = table_rows(r.out);
+  EXPECT_EQ(rows.size(), 8u) << r.out;
+  const TableRow* best = best_row(rows);
+  ASSERT_NE(best, nullptr) << r.out;
+  EXPECT_EQ(best->tflops, "-") << "no dots, no FLOP count";
+  EXPECT_GT(number(best->gbps), 0) << r.out;
+}
+
+TEST_F(CliGpuTest, TuneKernelsWithoutAHostHarness) {
+  KILN_REQUIRE_GPU();
+  const std::vector<std::vector<std::string>> runs = {
+      {"tune", "softmax", "--shape", "n_rows=2048,n_cols=1000,in_row_stride=1000,out_row_stride=1024",
+       "--set", "BLOCK=1024,DTYPE=1"},
+      {"tune", "fa1_fwd", "--shape", "B=1,H=2,H_KV=2,N_Q=256,N_K=256,D=64"},
+      {"tune", "fa2_fwd", "--shape", "B=1,H=2,H_KV=1,N_Q=256,N_K=384,D=64", "--set", "CAUSAL=2"}};
+  for (const std::vector<std::string>& args : runs) {
+    ToolRun r = kiln(args);
+    ASSERT_EQ(r.rc, 0) << args[1] << ": " << r.out << r.err;
+    const TableRow* best = best_row(table_rows(r.out));
+    ASSERT_NE(best, nullptr) << r.out;
+    EXPECT_NE(best->status.find("ok"), std::string::npos) << r.out;
+  }
+  // fa2_fwd through --shape keys the problem as kiln::attention::forward does.
+  ToolRun fa2 = kiln(runs[2]);
+  EXPECT_NE(fa2.out.find("CAUSAL=2"), std::string::npos) << fa2.out;
+}
+
+TEST_F(CliGpuTest, ModelMeasuresAnyKernel) {
+  KILN_REQUIRE_GPU();
+  const std::vector<std::vector<std::string>> runs = {
+      {"model", "matmul", "--shape", "M=1024,N=1024,K=1024", "--measure", "--json"},
+      {"model", "vector_add", "--shape", "n=4194304", "--measure", "--json"},
+      {"model", "fa2_fwd", "--shape", "B=1,H=4,H_KV=4,N_Q=1024,N_K=1024,D=64", "--measure", "--json"},
+      {"model", "fa1_fwd", "--shape", "B=1,H=2,H_KV=2,N_Q=512,N_K=512,D=64", "--measure", "--json"}};
+  for (const std::vector<std::string>& args : runs) {
+    ToolRun r = kiln(args);
+    ASSERT_EQ(r.rc, 0) << args[1] << ": " << r.out << r.err;
+    auto v = llvm::json::parse(r.out);
+    ASSERT_TRUE(bool(v)) << r.out;
+    const llvm::json::Object& o = *v->getAsObject();
+    ASSERT_TRUE(o.getNumber("measured_ms").hasValue()) << r.out;
+    EXPECT_GT(*o.getNumber("measured_ms"), 0) << args[1];
+    EXPECT_GT(*o.getNumber("predicted_ms"), 0) << args[1];
+  }
+  ToolRun text = kiln({"model", "vector_add", "--shape", "n=1048576", "--measure"});
+  ASSERT_EQ(text.rc, 0) << text.err;
+  EXPECT_NE(text.out.find("measured"), std::string::npos) << text.out;
+}
+
+} // namespace
+} // namespace kiln

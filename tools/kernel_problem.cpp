@@ -1,0 +1,193 @@
+// Problems of any registered kernel from the command line, their launch plans and random device inputs.
+#include "tools/kernel_problem.h"
+
+#include "kernels/attention/attention_problem.h"
+#include "support/error.h"
+#include "tools/cli.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace kiln::cli {
+
+namespace {
+
+bool has(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+bool is_attention_kernel(const KernelDef& def) {
+  return def.size_args == std::vector<std::string>{"B", "H", "H_KV", "N_Q", "N_K", "D"};
+}
+
+std::vector<std::string> scalar_arg_names(const Kernel& k) {
+  std::vector<std::string> names;
+  for (const Param& p : k.params)
+    if (!k.info(p.value).type.is_pointer())
+      names.push_back(p.name);
+  return names;
+}
+
+// Dense [B, H, N, D] tensors, the softmax scale FlashAttention uses, and a head-dim tile that fits D: what
+// kiln::attention::forward would pass for contiguous bhsd inputs.
+void apply_attention_defaults(KernelProblem& p, const std::map<std::string, int64_t>& given,
+                              const std::vector<std::string>& scalars) {
+  AttentionProblem a;
+  a.B = p.sizes.at("B"), a.H = p.sizes.at("H"), a.H_KV = p.sizes.at("H_KV");
+  a.N_Q = p.sizes.at("N_Q"), a.N_K = p.sizes.at("N_K"), a.D = p.sizes.at("D");
+  if (!given.count("HEAD_DIM") && p.config.params.count("HEAD_DIM"))
+    p.config.set("HEAD_DIM", a.head_dim_tile());
+  if (!given.count("EVEN_D") && p.config.params.count("EVEN_D"))
+    p.config.set("EVEN_D", a.D == p.config.get("HEAD_DIM") ? 1 : 0);
+  const AttentionStrides s = attention_strides(a);
+  for (auto [t, name] : {std::pair{&s.q, 'q'}, {&s.k, 'k'}, {&s.v, 'v'}, {&s.o, 'o'}})
+    for (auto [stride, dim] : {std::pair{t->b, 'b'}, {t->h, 'h'}, {t->n, 'n'}}) {
+      const std::string arg = fmt::format("stride_{}{}", name, dim);
+      if (has(scalars, arg) && !p.values.count(arg))
+        p.values[arg] = static_cast<double>(stride);
+    }
+  if (has(scalars, "sm_scale") && !p.values.count("sm_scale"))
+    p.values["sm_scale"] = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(a.D, 1)));
+}
+
+std::string join_names(const std::vector<std::string>& names) {
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+} // namespace
+
+std::string KernelProblem::sizes_text() const {
+  std::string out;
+  for (const std::string& s : def->size_args)
+    out += fmt::format("{}{}={}", out.empty() ? "" : " ", s, sizes.at(s));
+  return out;
+}
+
+std::map<std::string, int64_t> shape_and_set_assignments(const std::vector<std::string>& shape,
+                                                         const std::vector<std::string>& sets) {
+  std::map<std::string, int64_t> all = parse_assignments(shape, "--shape");
+  for (const auto& [name, v] : parse_assignments(sets, "--set")) {
+    auto [it, inserted] = all.emplace(name, v);
+    if (!inserted && it->second != v)
+      fail("{} is given twice, as {} (--shape) and {} (--set)", name, it->second, v);
+  }
+  return all;
+}
+
+KernelProblem parse_kernel_problem(const KernelDef& def, const std::map<std::string, int64_t>& assignments) {
+  KernelProblem p;
+  p.def = &def;
+  std::map<std::string, int64_t> params;
+  std::map<std::string, int64_t> values;
+  std::vector<std::string> param_names;
+  for (const ParamDef& d : def.params)
+    param_names.push_back(d.name);
+  for (const auto& [name, v] : assignments)
+    (has(param_names, name) ? params : values)[name] = v;
+  p.config = def.with_overrides(def.default_config(), params);
+
+  std::vector<std::string> missing;
+  for (const std::string& s : def.size_args) {
+    auto it = values.find(s);
+    if (it == values.end())
+      missing.push_back(s);
+    else
+      p.sizes[s] = it->second;
+  }
+  if (!missing.empty()) {
+    std::string example;
+    for (const std::string& s : def.size_args)
+      example += (example.empty() ? "" : ",") + s + "=...";
+    fail("kernel '{}' needs --shape values for {}; e.g. --shape {}", def.name, join_names(missing), example);
+  }
+
+  // Names that are neither parameters nor sizes must be scalar arguments of the kernel.
+  const std::vector<std::string> scalars = scalar_arg_names(def.build(p.config));
+  for (const auto& [name, v] : values) {
+    if (!has(scalars, name) && !has(def.size_args, name))
+      fail("kernel '{}' has no parameter, size or scalar argument '{}'; its parameters are {}; its sizes and "
+           "scalar arguments are {}",
+           def.name, name, join_names(param_names), join_names(scalars));
+    if (has(scalars, name))
+      p.values[name] = static_cast<double>(v);
+  }
+  if (is_attention_kernel(def))
+    apply_attention_defaults(p, assignments, scalars);
+  return p;
+}
+
+LaunchPlan plan_for(const KernelProblem& problem, const Config& config) {
+  const KernelDef& def = *problem.def;
+  return plan_launch(def.build(config), def.grid(config, problem.sizes), problem.values);
+}
+
+LaunchPlan plan_covering(const KernelProblem& problem, const std::vector<Config>& configs) {
+  std::vector<LaunchPlan> plans;
+  std::optional<Error> first_error;
+  for (const Config& c : configs) {
+    try {
+      plans.push_back(plan_for(problem, c));
+    } catch (const Error& e) {
+      if (!first_error)
+        first_error = e; // the tuner reports this config's failure in its table
+    }
+  }
+  if (plans.empty()) {
+    if (first_error)
+      throw *first_error;
+    fail("kernel '{}': no config to plan a launch for", problem.def->name);
+  }
+  return merge_plans(plans);
+}
+
+std::string describe_plan(const LaunchPlan& plan) {
+  std::string out;
+  for (const PlannedArg& a : plan.args) {
+    if (a.is_buffer()) {
+      std::string use = a.read && a.written ? "read and written"
+                        : a.written         ? "written"
+                        : a.read            ? "read"
+                                            : "not accessed";
+      out += fmt::format("  {:<16} {} buffer of {} elements ({}{}), {}\n", a.name, dtype_name(a.dtype),
+                         a.elements(), human_bytes(static_cast<double>(a.bytes())),
+                         a.lo < 0 ? fmt::format(", {} before the address passed", -a.lo) : "", use);
+    } else {
+      out += fmt::format("  {:<16} = {:.6g} ({})\n", a.name, a.value, a.origin);
+    }
+  }
+  return out;
+}
+
+DeviceInputs upload_random_inputs(const LaunchPlan& plan, uint64_t seed) {
+  DeviceInputs in;
+  in.buffers.reserve(plan.args.size());
+  for (size_t i = 0; i < plan.args.size(); ++i) {
+    const PlannedArg& a = plan.args[i];
+    if (a.kind == PlannedArg::Kind::Int) {
+      in.args.push_back(LaunchArg::of_int(static_cast<int64_t>(a.value)));
+      continue;
+    }
+    if (a.kind == PlannedArg::Kind::Float) {
+      in.args.push_back(LaunchArg::of_float(a.value));
+      continue;
+    }
+    // Elements below the passed address are padded to 16 bytes, so the address stays as aligned as the
+    // allocation (kernels move 16-byte vectors).
+    const int64_t elem = dtype_bytes(a.dtype);
+    const int64_t before_bytes = (-a.lo * elem + 15) / 16 * 16;
+    PlannedArg padded = a;
+    padded.lo = -(before_bytes / elem);
+    const HostBuffer host = random_buffer(padded, seed + i);
+    in.buffers.emplace_back(host.bytes.size());
+    in.buffers.back().copy_from_host(host.bytes.data(), host.bytes.size());
+    in.args.push_back(LaunchArg::pointer(in.buffers.back().ptr() + static_cast<uint64_t>(before_bytes)));
+    if (a.written)
+      in.outputs.push_back(OutputArg{i, static_cast<size_t>(a.hi * elem), static_cast<size_t>(before_bytes)});
+  }
+  return in;
+}
+
+} // namespace kiln::cli

@@ -1,0 +1,53 @@
+// What `kiln tune` and `kiln model` share to run any registered kernel on synthetic data: the problem the
+// command line describes (NAME=VALUE items split into the config's parameters and the sizes and scalar
+// arguments), the defaults the attention kernels get, launch plans (kernels/launch_plan.h) and device buffers
+// of random data laid out as a plan says.
+#pragma once
+
+#include "jit/tuned_kernel.h"
+#include "kernels/launch_plan.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln::cli {
+
+struct KernelProblem {
+  const KernelDef* def = nullptr;
+  Config config;    // the kernel's default config with the parameters given
+  SizeArgs sizes;   // every one of def->size_args
+  ArgValues values; // the kernel's scalar arguments that were given (or defaulted, for attention)
+  std::string sizes_text() const; // "M=512 N=256 K=128", in def->size_args order
+};
+
+// The NAME=VALUE items of --shape and --set in one map; a name given twice with two values is a kiln::Error.
+std::map<std::string, int64_t> shape_and_set_assignments(const std::vector<std::string>& shape,
+                                                         const std::vector<std::string>& sets);
+
+// NAME=VALUE assignments (from --shape and --set) for `def`: a name among the kernel's parameters sets the
+// config; a size argument or a scalar argument of the kernel is a value; anything else is a kiln::Error
+// listing the names there are. Every size argument must be given ("needs --shape values for ...").
+// The attention kernels (sizes B, H, H_KV, N_Q, N_K, D) also get, unless given: dense [B, H, N, D] strides,
+// sm_scale = 1/sqrt(D), and HEAD_DIM / EVEN_D that follow D.
+KernelProblem parse_kernel_problem(const KernelDef& def, const std::map<std::string, int64_t>& assignments);
+
+// The launch plan of `config` for the problem (its grid from def->grid).
+LaunchPlan plan_for(const KernelProblem& problem, const Config& config);
+// One plan that covers every config of `configs` (those that fail to build are left out; when all fail, the
+// first one's error is thrown).
+LaunchPlan plan_covering(const KernelProblem& problem, const std::vector<Config>& configs);
+
+// "  A      f16 buffer, 512 x 128 = 65536 elements (131.07 KB), read\n  stride_am = 128 (the dense ...)\n".
+std::string describe_plan(const LaunchPlan& plan);
+
+// Device buffers holding random data as the plan lays it out, the launch arguments that point into them, and
+// the buffers the kernel writes (for the tuner's scratch copies). Needs a GPU.
+struct DeviceInputs {
+  std::vector<rt::DeviceBuffer> buffers;
+  std::vector<LaunchArg> args;
+  std::vector<OutputArg> outputs;
+};
+DeviceInputs upload_random_inputs(const LaunchPlan& plan, uint64_t seed);
+
+} // namespace kiln::cli
