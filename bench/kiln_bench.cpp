@@ -101,9 +101,9 @@ cl::opt<std::string> probe_mode("probe-mode", cl::desc("The tune probe's autotun
 
 // Every suite in the order it runs (cheapest compiles and data first, so that a quick look at the output
 // shows the sweep's suites early), with the seconds it is expected to take on an H100/H200, standard and
-// --quick: printed before the run beside the actual times after it. The first four are the H200 run of
-// docs/bench (attention with --tune, FA1 on the whole f16 sweep added); the other four are estimates from
-// their parts (compiles ~1-1.5 s, tuning runs ~5-10 s) until a run measures them.
+// --quick: printed before the run beside the actual times after it. The first four come from the H200 run
+// of docs/bench (attention with --tune, plus FA1 on the whole f16 sweep); the other four are estimates from
+// their parts (a compile ~1-1.5 s, a child process ~0.5 s, a tuning run ~5-10 s) until a run measures them.
 struct SuiteInfo {
   const char* name;
   std::vector<BenchCase> (*cases)(const BenchOptions&);
@@ -113,8 +113,8 @@ const std::vector<SuiteInfo>& suite_table() {
   static const std::vector<SuiteInfo> table = {
       {"memory", memory_cases, 5, 3},          {"matmul", matmul_cases, 10, 5},
       {"attention", attention_cases, 150, 20}, {"seeds", seed_cases, 40, 15},
-      {"ablation", ablation_cases, 45, 15},    {"compile", compile_cases, 20, 10},
-      {"autotune", autotune_cases, 45, 35},    {"model", model_cases, 35, 10},
+      {"ablation", ablation_cases, 30, 12},    {"compile", compile_cases, 15, 8},
+      {"autotune", autotune_cases, 30, 25},    {"model", model_cases, 20, 6},
   };
   return table;
 }

@@ -119,6 +119,10 @@ def shapes_from_kiln(path):
     attn, mm = [], []
     seen = set()
     for c in doc.get("cases", []):
+        # Only the suites that have peers: kiln_bench's other suites (ablation, model, autotune, ...) reuse
+        # these shapes, and the first record of a shape decides which suite the peers' record joins.
+        if c.get("suite", "attention") not in ("attention", "seeds", "matmul"):
+            continue
         s = c.get("shape", {})
         if c.get("op") == "attention":
             item = (c.get("suite", "attention"), c["dtype"], s["B"], s["H"], s["N"], s["D"], c.get("causal", 0))

@@ -2,8 +2,14 @@
 """Joins kiln_bench's and peers.py's JSON (by case key) into one report for the device they ran on:
 
   <out>/<device-slug>.json               every record of both, plus both headers
-  <out>/<device-slug>.md                 tables: attention vs SDPA, matmul vs cuBLAS, memory vs copy, seeds
+  <out>/<device-slug>.md                 tables: attention vs SDPA, matmul vs cuBLAS, memory vs copy, seeds,
+                                         the code-generator ablation, compile latency, the autotuner, and the
+                                         performance model against measurement
   <out>/<device-slug>-attention-<dtype>-d<D>.png   TFLOP/s vs N, one line per system (needs matplotlib)
+  <out>/<device-slug>-model.png          the performance model's predicted time vs the measured one
+
+--kiln may be given more than once (bench.sh runs the sweep and the other suites as two kiln_bench
+processes): the files' cases are joined, the first file's header is kept and the others' suites added.
 
 Works with the peers' file missing (or any suite missing): absent figures show as "—". A kiln case whose
 output failed its check has no time and shows as "✗"; a peer whose check failed is marked "!".
@@ -31,6 +37,28 @@ def load(path):
 
 def slug(name):
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unknown-device"
+
+
+def merge_kiln(docs):
+    """One kiln_bench document from several (None entries skipped): the first header, every case, the union of
+    the suites."""
+    docs = [d for d in docs if d]
+    if not docs:
+        return None
+    merged = {k: v for k, v in docs[0].items() if k != "cases"}
+    merged["cases"] = [c for d in docs for c in d.get("cases", [])]
+    suites = []
+    for d in docs:
+        for name in (d.get("options") or {}).get("suites") or []:
+            if name not in suites:
+                suites.append(name)
+    merged["options"] = dict(merged.get("options") or {}, suites=suites)
+    if not (merged.get("device") or {}).get("available"):
+        for d in docs[1:]:
+            if (d.get("device") or {}).get("available"):
+                merged["device"] = d["device"]
+                break
+    return merged
 
 
 def index(doc, source):
@@ -108,7 +136,7 @@ class Report:
         """(dtype, D, causal) -> [(N, key)] of the B·N = 16384, H·D = 2048 sweep, in N order."""
         groups = OrderedDict()
         keys = OrderedDict()
-        for rec in self.records(op="attention"):
+        for rec in self.records(op="attention", suite="attention"):
             s = rec["shape"]
             if s["B"] * s["N"] == 16384 and s["H"] * s["D"] == 2048:
                 keys[rec["key"]] = (rec["dtype"], s["D"], rec.get("causal", 0), s["N"])
@@ -170,7 +198,7 @@ class Report:
 
     def matmul(self):
         rows = []
-        keys = OrderedDict((r["key"], r) for r in self.records(op="matmul"))
+        keys = OrderedDict((r["key"], r) for r in self.records(op="matmul", suite="matmul"))
         for key, any_rec in keys.items():
             s = any_rec["shape"]
             k = self.get(key, "kiln_matmul")
@@ -205,6 +233,159 @@ class Report:
                 rows.append([rec["key"], rec["system"], (rec.get("error") or "").replace("|", "/")[:200]])
         return table(["case", "system", "why"], rows) if rows else ""
 
+    # ------------------------------------------------------------ ablation, compile, autotune, model
+
+    def ablation(self):
+        """Per workload: each code-generator switch off in turn, timed against all switches on."""
+        groups = OrderedDict()
+        for rec in self.records(source="kiln", suite="ablation"):
+            base = rec["system"].split("/")[0]
+            extra = rec.get("extra") or {}
+            groups.setdefault((extra.get("workload") or rec["key"], rec["key"], base), []).append(rec)
+        parts = []
+        for (workload, key, base), recs in groups.items():
+            on = next((r for r in recs if (r.get("extra") or {}).get("variant") == "all_on"), None)
+            rows = []
+            for r in recs:
+                extra = r.get("extra") or {}
+                variant = extra.get("variant") or r.get("note", "")
+                vs = DASH
+                if rate(r) and rate(on) and r is not on:
+                    vs = f"{r['time_ms'] / on['time_ms']:.2f}×"
+                elif r is on and rate(on):
+                    vs = "1.00×"
+                same = "same code" if extra.get("same_code_as_all_on") and r is not on else ""
+                rows.append([variant.replace("_", " "), fmt_ms(r) if rate(r) else "✗", cell(r), vs, same, err(r)])
+            peer = self.get(key, "sdpa_flash" if key.startswith("attention:") else "cublas")
+            note = ""
+            if rate(peer):
+                note = (f"\n\nSame shape: {peer['system']} {rate(peer):.1f} TFLOP/s"
+                        + (f" (all on is {rate(on) / rate(peer):.2f} of it)." if rate(on) else "."))
+            parts.append(f"**{workload}** (`{key}`, {base})\n\n"
+                         + table(["variant", "time ms", "TFLOP/s", "time vs all on", "", "check"], rows) + note)
+        if not parts:
+            return ""
+        intro = ("The same kernel and config (the defaults, never the tuner's pick) with one code-generator "
+                 "switch (`CodegenOptions`) off at a time. \"time vs all on\" above 1 is what the optimisation "
+                 "saves; \"same code\" marks a switch that does not change this kernel's generated CUDA (its "
+                 "ratio is run-to-run noise).")
+        return intro + "\n\n" + "\n\n".join(parts)
+
+    def compile_latency(self):
+        rows = []
+        for rec in self.records(source="kiln", suite="compile"):
+            x = rec.get("extra") or {}
+            what = {"kiln_compile_cold": "cold (empty cache, NVRTC)",
+                    "kiln_compile_warm": "warm (entry on disk, nothing in memory)"}.get(rec["system"], rec["system"])
+            phases = " + ".join(f"{name} {ms(x.get(field))}" for name, field in
+                                (("IR", "build_ir_ms"), ("codegen", "generate_ms"),
+                                 ("NVRTC" if x.get("cache") == "miss" else "cache read", "cache_ms"),
+                                 ("load", "load_ms")))
+            target = x.get("target_ms")
+            rows.append([what, fmt_ms(rec, 1) if rec.get("ok") else "✗", ms(target) if target else DASH,
+                         verdict(rec, x.get("meets_target")), phases,
+                         ", ".join(ms(v) for v in x.get("samples_ms") or []),
+                         f"context {ms(x.get('context_ms'))}, NVRTC dlopen {ms(x.get('nvrtc_load_ms'))}"])
+        if not rows:
+            return ""
+        return ("FA2 forward's default config (f16, D = 64), from nothing in memory to a loaded function, each "
+                "sample a new process (median shown). Outside the figure, paid once per process whatever kiln "
+                "does: creating the CUDA context and opening NVRTC.\n\n"
+                + table(["start", "median ms", "target", "meets", "phases (median ms)", "samples ms",
+                         "once per process (ms)"], rows))
+
+    def autotune(self):
+        rows, exhaustive = [], None
+        names = {"kiln_tune_cold": "tune, compile cache cold", "kiln_tune_warm_compile": "tune, compile cache warm",
+                 "kiln_tune_cached_start": "cached start (result on disk)"}
+        for rec in self.records(source="kiln", suite="autotune"):
+            x = rec.get("extra") or {}
+            if rec["system"] == "kiln_tune_vs_exhaustive":
+                exhaustive = rec
+                continue
+            counts = (f"{x.get('candidates', DASH)} / {x.get('timed', DASH)} / {x.get('pruned', DASH)} / "
+                      f"{x.get('failed', DASH)}")
+            rows.append([names.get(rec["system"], rec["system"]), fmt_ms(rec, 1) if rec.get("ok") else "✗",
+                         ms(x.get("target_ms")), verdict(rec, x.get("meets_target")), counts,
+                         x.get("compiles", DASH), x.get("source", DASH), rec.get("config") or DASH])
+        text = ""
+        if rows:
+            some = next(self.records(source="kiln", suite="autotune"))
+            text = (f"FA2 forward on `{some['key']}`, its whole config space, each run in a new process over a "
+                    "fresh cache directory; the tuned kernel's output is checked every time.\n\n"
+                    + table(["run", "ms", "target ms", "meets", "candidates / timed / pruned / failed", "compiles",
+                             "source", "pick"], rows))
+        if exhaustive:
+            x = exhaustive.get("extra") or {}
+            ratio = x.get("pick_over_best")
+            summary = table(["pick", "pick ms", "best (exhaustive)", "best ms", "pick / best", "within 3 %"],
+                            [[exhaustive.get("config") or DASH, ms(x.get("pick_ms"), 4), x.get("best_config") or DASH,
+                              ms(x.get("best_ms"), 4), f"{ratio:.3f}" if ratio else DASH,
+                              verdict(exhaustive, x.get("meets_target"))]])
+            detail = []
+            for row in x.get("table") or []:
+                detail.append([row.get("id", ""), ms(row.get("tuner_ms"), 4), ms(row.get("ms"), 4),
+                               f"{row['tflops']:.1f}" if row.get("tflops") else DASH,
+                               "" if row.get("status") == "ok" else (row.get("reason") or "")[:80].replace("|", "/")])
+            text += ("\n\nThe tuner's pick against every config of the space timed here "
+                     f"({x.get('reps_per_config', DASH)} launches each, median):\n\n" + summary)
+            if detail:
+                text += "\n\n" + table(["config", "tuner ms", "bench ms", "TFLOP/s", "why not timed"], detail)
+            if not exhaustive.get("ok"):
+                text += f"\n\n✗ {exhaustive.get('error') or 'failed'}"
+        return text
+
+    def model_records(self):
+        return [r for r in self.records(source="kiln", suite="model")]
+
+    def measured_ceilings(self):
+        """The best f16 cuBLAS TFLOP/s and copy GB/s the peers measured in this run (None when absent)."""
+        mm = [rate(r) for r in self.records(source="peers", system="cublas", dtype="f16") if rate(r)]
+        cp = self.copy_ceiling()
+        return (max(mm) if mm else None), (rate(cp) if cp else None)
+
+    def model(self):
+        recs = self.model_records()
+        if not recs:
+            return ""
+        peak_mm, peak_copy = self.measured_ceilings()
+        rows, best = [], OrderedDict()
+        for r in recs:
+            x = r.get("extra") or {}
+            pred = x.get("predicted_ms")
+            ceil_ms = None
+            if peak_mm and peak_copy and x.get("matrix_flops") is not None:
+                bytes_ = (x.get("bytes_loaded") or 0) + (x.get("bytes_stored") or 0)
+                ceil_ms = max(x["matrix_flops"] / (peak_mm * 1e9), bytes_ / (peak_copy * 1e6))
+            measured = r.get("time_ms") if r.get("ok") else None
+            N = r["shape"]["N"]
+            rows.append([N, f"{x.get('block_m', '?')}×{x.get('block_n', '?')}", ms(pred, 3), x.get("bound", DASH),
+                         ms(ceil_ms, 3), ms(measured, 3) if measured else "✗", cell(r),
+                         f"{pred / measured:.2f}" if pred and measured else DASH,
+                         f"{ceil_ms / measured:.2f}" if ceil_ms and measured else DASH])
+            entry = best.setdefault(N, {"measured": None, "predicted": None})
+            tile = f"{x.get('block_m')}×{x.get('block_n')}"
+            if measured and (entry["measured"] is None or measured < entry["measured"][1]):
+                entry["measured"] = (tile, measured)
+            if pred and (entry["predicted"] is None or pred < entry["predicted"][1]):
+                entry["predicted"] = (tile, pred)
+        x0 = recs[0].get("extra") or {}
+        text = ("FA2 forward, f16, D = 64, not causal (B·N = 16384, H = 32), 4 warps, 2 stages; the model "
+                "(codegen/perf_model.h) reads FLOPs and bytes off the IR, every access counted as DRAM traffic "
+                f"(no cache reuse). Roofline against the nominal peaks ({x0.get('peak_tflops', 0):.0f} TFLOP/s, "
+                f"{x0.get('peak_gbps', 0):.0f} GB/s from {x0.get('peaks_from', '?')})"
+                + (f" and against the ceilings measured in this run (cuBLAS f16 {peak_mm:.0f} TFLOP/s, copy "
+                   f"{peak_copy:.0f} GB/s)" if peak_mm and peak_copy else "")
+                + ". predicted / measured: 1 is a perfect model, below 1 the kernel is slower than its roofline.\n\n")
+        text += table(["N", "BLOCK_M×BLOCK_N", "predicted ms (nominal)", "bound", "predicted ms (measured ceilings)",
+                       "measured ms", "TFLOP/s", "predicted / measured", "ceilings / measured"], rows)
+        agree = [[N, e["measured"][0] if e["measured"] else DASH, e["predicted"][0] if e["predicted"] else DASH,
+                  "yes" if e["measured"] and e["predicted"] and e["measured"][0] == e["predicted"][0] else "no"]
+                 for N, e in best.items()]
+        text += "\n\nFastest tile per N, measured and as the model ranks them:\n\n" + table(
+            ["N", "fastest measured", "fastest predicted", "same"], agree)
+        return text
+
     # ------------------------------------------------------------ output
 
     def markdown(self):
@@ -233,14 +414,23 @@ class Report:
                   "output passed its check against a double-precision reference. ✗: kiln's output failed its "
                   "check (no time); n/a: the backend cannot run the shape; —: not measured; !: a peer's output "
                   "failed the same check. See docs/bench/README.md.", ""]
-        sections = [("Headline: kiln FA2 vs SDPA FlashAttention-2", self.headline()),
-                    ("Attention sweep (B·N = 16384, H·D = 2048), TFLOP/s", self.attention_sweep()),
-                    ("Other attention shapes, TFLOP/s", self.other_attention()),
-                    ("Seed experiments", self.seeds()),
-                    ("Matmul vs cuBLAS (torch.matmul)", self.matmul()),
-                    ("Memory-bound kernels vs copy bandwidth", self.memory()),
-                    ("kiln cases without a time", self.failures())]
-        for title, body in sections:
+        sections = [("Headline: kiln FA2 vs SDPA FlashAttention-2", self.headline),
+                    ("Attention sweep (B·N = 16384, H·D = 2048), TFLOP/s", self.attention_sweep),
+                    ("Other attention shapes, TFLOP/s", self.other_attention),
+                    ("Seed experiments", self.seeds),
+                    ("Matmul vs cuBLAS (torch.matmul)", self.matmul),
+                    ("Memory-bound kernels vs copy bandwidth", self.memory),
+                    ("What each code-generator optimisation is worth (automatic worklog)", self.ablation),
+                    ("Compile latency", self.compile_latency),
+                    ("Autotuner", self.autotune),
+                    ("Performance model vs measurement", self.model),
+                    ("kiln cases without a time", self.failures)]
+        for title, make in sections:
+            try:
+                body = make()
+            except Exception as e:  # one malformed record must not cost the rest of the report
+                print(f"report.py: section '{title}' failed: {e!r}", file=sys.stderr)
+                body = f"(this section could not be written: {e!r}; the records are in the JSON file)"
             if body:
                 lines += [f"## {title}", "", body, ""]
         return "\n".join(lines)
@@ -252,13 +442,8 @@ class Report:
                 "cases": list(self.all.values())}
 
     def plots(self, out_dir, name):
-        try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            print("report.py: matplotlib not available, no plots", file=sys.stderr)
+        plt = pyplot()
+        if plt is None:
             return []
         groups = OrderedDict()
         for (dtype, D, causal), items in self.sweep_keys().items():
@@ -290,6 +475,69 @@ class Report:
             written.append(path)
         return written
 
+    def plot_model(self, plt, out_dir, name):
+        """<name>-model.png: time against N per tile, measured and predicted; and predicted against measured."""
+        tiles = OrderedDict()
+        for r in self.model_records():
+            x = r.get("extra") or {}
+            if x.get("predicted_ms") is None:
+                continue
+            tiles.setdefault(f"{x.get('block_m')}×{x.get('block_n')}", []).append(
+                (r["shape"]["N"], x["predicted_ms"], r.get("time_ms") if r.get("ok") else None))
+        if not tiles:
+            return None
+        fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.4))
+        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        lo, hi = math.inf, 0.0
+        for i, (tile, pts) in enumerate(tiles.items()):
+            color = colors[i % len(colors)]
+            pts.sort()
+            left.plot([n for n, _, _ in pts], [p for _, p, _ in pts], "--", color=color, label=f"{tile} predicted")
+            measured = [(n, p, m) for n, p, m in pts if m]
+            if measured:
+                left.plot([n for n, _, _ in measured], [m for _, _, m in measured], "o-", color=color,
+                          label=f"{tile} measured")
+                right.scatter([m for _, _, m in measured], [p for _, p, _ in measured], color=color, label=tile)
+                lo = min([lo] + [v for _, p, m in measured for v in (p, m)])
+                hi = max([hi] + [v for _, p, m in measured for v in (p, m)])
+        left.set_xscale("log", base=2)
+        lengths = sorted({n for pts in tiles.values() for n, _, _ in pts})
+        left.set_xticks(lengths, [str(n) for n in lengths])
+        left.minorticks_off()
+        left.set_yscale("log")
+        left.set_xlabel("sequence length N (B·N = 16384, H = 32, D = 64, f16)")
+        left.set_ylabel("ms")
+        left.set_title("FA2 time per tile (BLOCK_M×BLOCK_N)")
+        left.grid(True, alpha=0.3)
+        left.legend(fontsize=7)
+        if hi > 0:
+            right.plot([lo, hi], [lo, hi], "k:", label="predicted = measured")
+            right.set_xscale("log")
+            right.set_yscale("log")
+        right.set_xlabel("measured ms")
+        right.set_ylabel("predicted ms (roofline, nominal peaks)")
+        right.set_title("model vs GPU")
+        right.grid(True, alpha=0.3)
+        right.legend(fontsize=7)
+        fig.suptitle(f"Performance model vs measurement on {self.device_name()}")
+        fig.tight_layout()
+        path = os.path.join(out_dir, f"{name}-model.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return path
+
+
+def pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("report.py: matplotlib not available, no plots", file=sys.stderr)
+        return None
+    return plt
+
 
 def err(rec):
     if rec is None:
@@ -300,18 +548,29 @@ def err(rec):
     return f"{c['error']:.1e} {c.get('method', '')}" + ("" if c.get("ok") else " FAIL")
 
 
-def fmt_ms(rec):
-    return f"{rec['time_ms']:.4f}" if rec and rec.get("time_ms") is not None else DASH
+def fmt_ms(rec, digits=4):
+    return f"{rec['time_ms']:.{digits}f}" if rec and rec.get("time_ms") is not None else DASH
+
+
+def ms(value, digits=1):
+    return DASH if value is None else f"{value:.{digits}f}"
+
+
+def verdict(rec, meets):
+    if not rec.get("ok"):
+        return "✗"
+    return DASH if meets is None else ("yes" if meets else "**no**")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kiln", help="kiln_bench's JSON")
+    ap.add_argument("--kiln", action="append", default=[],
+                    help="kiln_bench's JSON (repeatable: the cases of every file are joined)")
     ap.add_argument("--peers", help="peers.py's JSON (optional)")
     ap.add_argument("--out-dir", default="docs/bench")
     ap.add_argument("--headline", action="store_true", help="print the headline table to stdout")
     args = ap.parse_args(argv)
-    kiln, peers = load(args.kiln), load(args.peers)
+    kiln, peers = merge_kiln([load(path) for path in args.kiln]), load(args.peers)
     if kiln is None and peers is None:
         ap.error("neither --kiln nor --peers names a readable file")
     report = Report(kiln, peers)
@@ -324,10 +583,18 @@ def main(argv=None):
     with open(md_path, "w") as f:
         f.write(report.markdown())
     written = [json_path, md_path]
+    # A plot is a convenience: never lose the tables (or the other plots) over one.
     try:
         written += report.plots(args.out_dir, name)
-    except Exception as e:  # a plot is a convenience: never lose the tables over it
-        print(f"report.py: plots failed: {e}", file=sys.stderr)
+    except Exception as e:
+        print(f"report.py: attention plots failed: {e}", file=sys.stderr)
+    try:
+        plt = pyplot()
+        path = report.plot_model(plt, args.out_dir, name) if plt else None
+        if path:
+            written.append(path)
+    except Exception as e:
+        print(f"report.py: model plot failed: {e}", file=sys.stderr)
     for path in written:
         print(f"report.py: wrote {path}", file=sys.stderr)
     if args.headline:

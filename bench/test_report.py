@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""report.py on small fake results (no GPU): the sections of the new suites show the right figures, records
+of one suite never leak into another's table, several --kiln files join, and main() writes the files (the
+plots too where matplotlib is installed). Run: python3 bench/test_report.py"""
+
+import copy
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402
+
+DEVICE = {"available": True, "name": "NVIDIA Fake GPU", "sm_count": 132, "clock_khz": 1980000,
+          "memory_clock_khz": 2619000, "driver_version": 13000}
+
+
+def case(suite, system, key, shape, time_ms, flops=0.0, ok=True, dtype="f16", op="attention", causal=0,
+         extra=None, config="", note=""):
+    tflops = flops / (time_ms * 1e-3) / 1e12 if ok and flops else None
+    rec = {"key": key, "suite": suite, "op": op, "system": system, "dtype": dtype, "shape": shape, "note": note,
+           "flops": flops, "bytes": 0, "config": config,
+           "check": {"method": "sampled", "elements": 64, "error": 3e-4, "lse_error": 1e-7, "tolerance": 3.9e-3,
+                     "nonfinite_mismatches": 0, "ok": ok},
+           "time_ms": time_ms if ok else None, "tflops": tflops, "gbps": None, "reps": 20, "warmup": 3,
+           "l2_flushed": False, "wall_seconds": 1.0, "ok": ok, "error": None if ok else "wrong output"}
+    if causal >= 0:
+        rec["causal"] = causal
+    if extra is not None:
+        rec["extra"] = extra
+    return rec
+
+
+SWEEP_KEY = "attention:f16:B4:H32:N4096:D64:causal0"
+SWEEP_SHAPE = {"B": 4, "H": 32, "N": 4096, "D": 64}
+SWEEP_FLOPS = 4.0 * 4 * 32 * 4096 * 4096 * 64
+
+
+def sweep_doc():
+    return {"schema": "kiln-bench/1", "tool": "kiln_bench", "kiln_version": "0.1.0", "nvrtc_version": "13.0",
+            "device": DEVICE, "options": {"suites": ["attention"], "quick": False, "reps": 20, "warmup": 3},
+            "cases": [case("attention", "kiln_fa2", SWEEP_KEY, SWEEP_SHAPE, 2.0, SWEEP_FLOPS),
+                      case("attention", "kiln_fa1", SWEEP_KEY, SWEEP_SHAPE, 12.0, SWEEP_FLOPS)]}
+
+
+def extra_doc():
+    cases = []
+    # Ablation: all on 2 ms, no tensor cores 8 ms (4.00×), no vectorize the same code (2.02 ms).
+    for variant, ms, same in (("all_on", 2.0, True), ("no_tensor_cores", 8.0, False), ("no_vectorize", 2.02, True)):
+        cases.append(case("ablation", f"kiln_fa2/{variant}", SWEEP_KEY, SWEEP_SHAPE, ms, SWEEP_FLOPS, note=variant,
+                          extra={"workload": "FA2 f16, B4 H32 N4096 D64", "variant": variant,
+                                 "same_code_as_all_on": same}))
+    cases.append(case("ablation", "kiln_fa2/no_swizzle", SWEEP_KEY, SWEEP_SHAPE, 0, SWEEP_FLOPS, ok=False,
+                      note="no_swizzle", extra={"workload": "FA2 f16, B4 H32 N4096 D64", "variant": "no_swizzle",
+                                                "same_code_as_all_on": False}))
+    ckey, cshape = "compile:f16:D64:causal0", {"D": 64}
+    cases.append(case("compile", "kiln_compile_cold", ckey, cshape, 1234.5, op="compile",
+                      extra={"timer": "host", "samples_ms": [1200.0, 1234.5, 1300.0], "build_ir_ms": 0.3,
+                             "generate_ms": 1.1, "cache_ms": 1100.0, "load_ms": 3.0, "nvrtc_load_ms": 9.0,
+                             "context_ms": 250.0, "cache": "miss", "target_ms": 1500, "meets_target": True}))
+    cases.append(case("compile", "kiln_compile_warm", ckey, cshape, 25.5, op="compile",
+                      extra={"timer": "host", "samples_ms": [25.5], "build_ir_ms": 0.3, "generate_ms": 1.0,
+                             "cache_ms": 0.6, "load_ms": 23.0, "nvrtc_load_ms": 9.0, "context_ms": 250.0,
+                             "cache": "disk", "target_ms": 20, "meets_target": False}))
+    tkey = "autotune:f16:B4:H32:N4096:D64:causal0"
+    table = [{"id": "BLOCK_M=128 BLOCK_N=128 num_warps=4", "status": "ok", "ms": 1.90, "tflops": 289.0,
+              "tuner_ms": 1.91, "reason": ""},
+             {"id": "BLOCK_M=128 BLOCK_N=64 num_warps=4", "status": "ok", "ms": 1.95, "tflops": 281.0,
+              "tuner_ms": 1.89, "reason": ""},
+             {"id": "BLOCK_M=64 BLOCK_N=32 num_warps=8", "status": "not timed", "ms": None, "tflops": None,
+              "reason": "BLOCK_M=64 needs 16-row warps"}]
+    for system, ms, target, meets in (("kiln_tune_cold", 9000.0, 30000, True),
+                                      ("kiln_tune_warm_compile", 4000.0, 30000, True),
+                                      ("kiln_tune_cached_start", 12.0, 20, True)):
+        cases.append(case("autotune", system, tkey, SWEEP_SHAPE, ms, config="BLOCK_M=128 BLOCK_N=64 num_warps=4",
+                          extra={"timer": "host", "target_ms": target, "meets_target": meets, "candidates": 26,
+                                 "timed": 24, "pruned": 2, "failed": 0, "compiles": 24 if system == "kiln_tune_cold"
+                                 else 0, "source": "disk" if "cached" in system else "tuned"}))
+    cases.append(case("autotune", "kiln_tune_vs_exhaustive", tkey, SWEEP_SHAPE, 1.95, SWEEP_FLOPS,
+                      config="BLOCK_M=128 BLOCK_N=64 num_warps=4",
+                      extra={"timer": "events", "reps_per_config": 50, "best_config": table[0]["id"],
+                             "best_ms": 1.90, "pick_ms": 1.95, "pick_over_best": 1.95 / 1.90, "tolerance": 1.03,
+                             "meets_target": True, "table": table}))
+    # Model: two tiles at two lengths; 128×128 is fastest measured at both, the model prefers 128×64 at 1024.
+    for N, tiles in ((1024, ((128, 64, 0.40, 0.50), (128, 128, 0.45, 0.45))),
+                     (4096, ((128, 64, 1.50, 2.10), (128, 128, 1.40, 1.95)))):
+        shape = {"B": 16384 // N, "H": 32, "N": N, "D": 64}
+        flops = 4.0 * shape["B"] * 32 * N * N * 64
+        for bm, bn, pred, meas in tiles:
+            cases.append(case("model", f"kiln_fa2_m{bm}_n{bn}", f"attention:f16:B{shape['B']}:H32:N{N}:D64:causal0",
+                              shape, meas, flops, note=f"BLOCK_M={bm} BLOCK_N={bn}",
+                              extra={"block_m": bm, "block_n": bn, "predicted_ms": pred, "compute_ms": pred,
+                                     "memory_ms": pred / 2, "bound": "compute", "matrix_flops": flops,
+                                     "bytes_loaded": 1e9, "bytes_stored": 1e7, "peak_tflops": 1070.0,
+                                     "peak_gbps": 4800.0, "peaks_from": "NVIDIA Fake GPU"}))
+    return {"schema": "kiln-bench/1", "tool": "kiln_bench", "kiln_version": "0.1.0", "device": DEVICE,
+            "options": {"suites": ["ablation", "compile", "autotune", "model"], "quick": False}, "cases": cases}
+
+
+def peers_doc():
+    flash = case("attention", "sdpa_flash", SWEEP_KEY, SWEEP_SHAPE, 1.8, SWEEP_FLOPS)
+    flash["available"] = True
+    mm = case("matmul", "cublas", "matmul:f16:M8192:N8192:K8192", {"M": 8192, "N": 8192, "K": 8192}, 1.5,
+              2.0 * 8192 ** 3, op="matmul", causal=-1)
+    mm["available"] = True
+    copy_rec = case("memory", "torch_copy", "copy:f32:n268435456", {"n": 1 << 28}, 0.5, op="copy", dtype="f32",
+                    causal=-1)
+    copy_rec.update(bytes=2.0 * 4 * (1 << 28), flops=0, tflops=None, gbps=2.0 * 4 * (1 << 28) / 0.5e-3 / 1e9,
+                    available=True)
+    return {"schema": "kiln-bench/1", "tool": "peers", "device": DEVICE, "versions": {"torch": "2.x"},
+            "cases": [flash, mm, copy_rec]}
+
+
+class ReportTest(unittest.TestCase):
+    def setUp(self):
+        self.kiln = report.merge_kiln([sweep_doc(), extra_doc()])
+        self.report = report.Report(self.kiln, peers_doc())
+        self.md = self.report.markdown()
+
+    def section(self, title):
+        start = self.md.index(f"## {title}")
+        end = self.md.find("\n## ", start + 1)
+        return self.md[start:end if end >= 0 else len(self.md)]
+
+    def test_merge_keeps_every_case_and_suite(self):
+        self.assertEqual(len(self.kiln["cases"]), len(sweep_doc()["cases"]) + len(extra_doc()["cases"]))
+        self.assertEqual(self.kiln["options"]["suites"], ["attention", "ablation", "compile", "autotune", "model"])
+        self.assertIsNone(report.merge_kiln([None, None]))
+
+    def test_merged_json_keeps_records_that_share_a_key(self):
+        systems = {(c["key"], c["system"]) for c in self.report.merged()["cases"]}
+        self.assertIn((SWEEP_KEY, "kiln_fa2"), systems)
+        self.assertIn((SWEEP_KEY, "kiln_fa2/all_on"), systems)
+        self.assertEqual(len(self.report.merged()["cases"]), len(self.kiln["cases"]) + len(peers_doc()["cases"]))
+
+    def test_sweep_shows_fa1_and_only_the_sweep_suite(self):
+        sweep = self.section("Attention sweep")
+        self.assertIn("| f16 | 64 | no | 4096 | 4 | 32 | 274.9 | 45.8 |", sweep)  # FA2 2 ms, FA1 12 ms
+        self.assertEqual(sweep.count("| f16 | 64 | no | 4096 |"), 1)
+        self.assertNotIn("autotune:", self.md.split("## What each")[0])
+
+    def test_ablation_ratios_and_same_code(self):
+        text = self.section("What each code-generator optimisation is worth")
+        self.assertIn("| no tensor cores | 8.0000 | 68.7 | 4.00× |  |", text)
+        self.assertIn("| no vectorize | 2.0200 | 272.2 | 1.01× | same code |", text)
+        self.assertIn("| all on | 2.0000 | 274.9 | 1.00× |  |", text)
+        self.assertIn("| no swizzle | ✗ | ✗ |", text)
+        self.assertIn("sdpa_flash 305.4 TFLOP/s (all on is 0.90 of it)", text)
+
+    def test_compile_latency_targets(self):
+        text = self.section("Compile latency")
+        self.assertIn("| cold (empty cache, NVRTC) | 1234.5 | 1500.0 | yes |", text)
+        self.assertIn("| warm (entry on disk, nothing in memory) | 25.5 | 20.0 | **no** |", text)
+        self.assertIn("cache read 0.6", text)
+
+    def test_autotune_pick_against_exhaustive(self):
+        text = self.section("Autotuner")
+        self.assertIn("| tune, compile cache cold | 9000.0 | 30000.0 | yes | 26 / 24 / 2 / 0 | 24 | tuned |", text)
+        self.assertIn("| cached start (result on disk) | 12.0 | 20.0 | yes |", text)
+        self.assertIn("| 1.9500 | BLOCK_M=128 BLOCK_N=128 num_warps=4 | 1.9000 | 1.026 | yes |", text)
+        self.assertIn("BLOCK_M=64 needs 16-row warps", text)
+
+    def test_model_table_and_ranking(self):
+        text = self.section("Performance model vs measurement")
+        self.assertIn("| 1024 | 128×64 | 0.400 | compute |", text)
+        self.assertIn("0.80 |", text)  # predicted 0.40 / measured 0.50
+        # Measured ceilings: cuBLAS f16 8192³ at 1.5 ms and copy at 0.5 ms.
+        self.assertIn("cuBLAS f16 733 TFLOP/s, copy 4295 GB/s", text)
+        self.assertIn("| 1024 | 128×128 | 128×64 | no |", text)
+        self.assertIn("| 4096 | 128×128 | 128×128 | yes |", text)
+
+    def test_failures_list_the_failed_variant(self):
+        self.assertIn("kiln_fa2/no_swizzle", self.section("kiln cases without a time"))
+
+    def test_broken_record_costs_one_section_only(self):
+        kiln = copy.deepcopy(self.kiln)
+        for c in kiln["cases"]:
+            if c["suite"] == "model":
+                c["extra"]["predicted_ms"] = "not a number"
+        md = report.Report(kiln, peers_doc()).markdown()
+        self.assertIn("this section could not be written", md)
+        self.assertIn("## Compile latency", md)
+
+    def test_main_writes_the_files(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = []
+            for i, doc in enumerate((sweep_doc(), extra_doc(), peers_doc())):
+                paths.append(os.path.join(tmp, f"in{i}.json"))
+                with open(paths[-1], "w") as f:
+                    json.dump(doc, f)
+            out = os.path.join(tmp, "out")
+            self.assertEqual(report.main(["--kiln", paths[0], "--kiln", paths[1], "--peers", paths[2],
+                                          "--out-dir", out]), 0)
+            names = set(os.listdir(out))
+            self.assertIn("nvidia-fake-gpu.md", names)
+            self.assertIn("nvidia-fake-gpu.json", names)
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError:
+                return
+            self.assertIn("nvidia-fake-gpu-model.png", names)
+            self.assertIn("nvidia-fake-gpu-attention-f16-d64.png", names)
+
+
+if __name__ == "__main__":
+    unittest.main()
