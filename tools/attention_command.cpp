@@ -1,6 +1,8 @@
 // `kiln attention`: FlashAttention-2 forward on given (.npy) or random inputs, in the interpreter or on the
-// GPU; optionally checked against the double-precision reference and timed. Outputs are written only after
+// GPU (with the config the autotuner picks, as kiln::attention::forward, unless --set fixes parameters);
+// optionally checked against the double-precision reference and timed. Outputs are written only after
 // the run (and the check) succeeded, through temporary files and renames.
+#include "kernels/attention/attention_api.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "kernels/compare.h"
@@ -122,6 +124,48 @@ std::vector<double> o_in_layout(const AttentionProblem& p, const std::vector<dou
   return out;
 }
 
+// The autotuner's choice for the problem, as kiln::attention::forward makes it, on device copies of the
+// inputs (tuning writes scratch outputs only).
+TunedLaunch autotuned_launch(const AttentionProblem& p, const AttentionInputs& in) {
+  auto upload = [](const HostBuffer& b) {
+    rt::DeviceBuffer d(b.bytes.size());
+    d.copy_from_host(b.bytes.data(), b.bytes.size());
+    return d;
+  };
+  rt::DeviceBuffer q = upload(in.q), k = upload(in.k), v = upload(in.v), o(in.q.bytes.size());
+  auto shape = [&](int64_t h, int64_t n) {
+    return p.bshd_layout ? llvm::SmallVector<int64_t, 4>{p.B, n, h, p.D}
+                         : llvm::SmallVector<int64_t, 4>{p.B, h, n, p.D};
+  };
+  using attention::TensorRef;
+  attention::AttentionOptions options;
+  options.causal = static_cast<attention::Causal>(p.causal);
+  options.k_transposed = p.k_transposed;
+  options.tf32 = p.tf32;
+  options.sm_scale = p.sm_scale;
+  options.layout = p.bshd_layout ? "bshd" : "bhsd";
+  return attention::tune_forward(TensorRef::contiguous(q.ptr(), p.dtype, shape(p.H, p.N_Q)),
+                                 TensorRef::contiguous(k.ptr(), p.dtype, shape(p.H_KV, p.N_K)),
+                                 TensorRef::contiguous(v.ptr(), p.dtype, shape(p.H_KV, p.N_K)),
+                                 TensorRef::contiguous(o.ptr(), p.dtype, shape(p.H, p.N_Q)), std::nullopt,
+                                 options, std::nullopt);
+}
+
+std::string autotuned_source(rt::TuneSource source) {
+  switch (source) {
+  case rt::TuneSource::Tuned:
+    return "autotuned now";
+  case rt::TuneSource::Memory:
+  case rt::TuneSource::Disk:
+    return "autotuned, remembered in the tuning cache";
+  case rt::TuneSource::Default:
+    break;
+  }
+  return fmt::format(
+      "the default config: KILN_AUTOTUNE={}{}", rt::autotune_mode_name(rt::autotune_mode_from_env()),
+      rt::autotune_mode_from_env() == rt::AutotuneMode::Cached ? " and nothing remembered" : "");
+}
+
 int run_attention() {
   AttentionProblem p;
   p.B = batch;
@@ -154,8 +198,8 @@ int run_attention() {
   if (same_file(out_file, lse_file))
     fail("--out and --lse name the same file '{}'", std::string(out_file));
 
-  Config config = default_fa2_config(p);
-  config = fa2_fwd_def().with_overrides(config, parse_assignments(sets, "--set"));
+  const std::map<std::string, int64_t> overrides = parse_assignments(sets, "--set");
+  Config config = fa2_fwd_def().with_overrides(default_fa2_config(p), overrides);
   check_attention_config(p, config);
 
   const Executor executor = choose_executor(interpret);
@@ -171,8 +215,18 @@ int run_attention() {
     inputs = make_inputs(p, seed, 1.0);
   }
 
-  llvm::outs() << fmt::format("fa2_fwd {} on {} ({})\n", p.str(),
-                              executor == Executor::Gpu ? "the GPU" : "the interpreter", config.str());
+  // As kiln::attention::forward does: on the GPU the autotuner picks the config (KILN_AUTOTUNE says whether
+  // it may tune), unless --set fixed parameters. The interpreter runs the default: its speed says nothing.
+  std::string config_source = overrides.empty() ? "the default config" : "the default config with --set";
+  if (executor == Executor::Gpu && overrides.empty()) {
+    TunedLaunch tuned = autotuned_launch(p, inputs);
+    config = tuned.config;
+    config_source = autotuned_source(tuned.result.source);
+  }
+
+  llvm::outs() << fmt::format("fa2_fwd {} on {} ({}; {})\n", p.str(),
+                              executor == Executor::Gpu ? "the GPU" : "the interpreter", config.str(),
+                              config_source);
   AttentionResult result = run_fa2_interpreted(p, config, inputs, executor);
 
   bool ok = true;

@@ -149,5 +149,30 @@ TEST_F(CliGpuTest, ModelMeasuresAnyKernel) {
   EXPECT_NE(text.out.find("measured"), std::string::npos) << text.out;
 }
 
+// kiln attention on the GPU uses the autotuner's config unless --set fixes one, and its result is still
+// right.
+TEST_F(CliGpuTest, AttentionPicksItsConfigThroughTheAutotuner) {
+  KILN_REQUIRE_GPU();
+  const std::vector<std::string> args = {"attention", "--batch", "1",          "--heads", "2",
+                                         "--seq-q",   "200",     "--head-dim", "64",      "--check"};
+  auto run = [&](const char* mode, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), extra.begin(), extra.end());
+    ToolRun r = kiln(a, {{"KILN_AUTOTUNE", mode}});
+    EXPECT_EQ(r.rc, 0) << mode << ": " << r.out << r.err;
+    EXPECT_NE(r.out.find("check O:"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+    return r.out;
+  };
+  EXPECT_NE(run("cached").find("KILN_AUTOTUNE=cached and nothing remembered"), std::string::npos);
+  EXPECT_NE(run("force").find("autotuned now"), std::string::npos);
+  EXPECT_NE(run("on").find("remembered in the tuning cache"), std::string::npos);
+  EXPECT_NE(run("cached").find("remembered in the tuning cache"), std::string::npos);
+  EXPECT_NE(run("off").find("KILN_AUTOTUNE=off"), std::string::npos);
+  const std::string fixed = run("force", {"--set", "BLOCK_M=64,BLOCK_N=32"});
+  EXPECT_NE(fixed.find("the default config with --set"), std::string::npos) << fixed;
+  EXPECT_NE(fixed.find("BLOCK_M=64 BLOCK_N=32"), std::string::npos) << fixed;
+}
+
 } // namespace
 } // namespace kiln

@@ -294,6 +294,24 @@ TEST_F(CliTest, AttentionRandomInputsOutDtypeAndGqa) {
                {"--out-dtype", "bfloat16"});
 }
 
+// The interpreter runs the default config (or --set's): the autotuner times candidates on the GPU only, so
+// KILN_AUTOTUNE does not change an interpreted run.
+TEST_F(CliTest, AttentionSaysWhereItsConfigCameFrom) {
+  const std::vector<std::string> args = {"attention",     "--batch=1",   "--heads=1", "--seq-q=24",
+                                         "--head-dim=16", "--interpret", "--check"};
+  ToolRun plain = kiln(args, {{"KILN_AUTOTUNE", "force"}});
+  ASSERT_EQ(plain.rc, 0) << plain.out << plain.err;
+  EXPECT_NE(plain.out.find("on the interpreter (BLOCK_M=128 BLOCK_N=64"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("; the default config)"), std::string::npos) << plain.out;
+  std::vector<std::string> with_set = args;
+  with_set.insert(with_set.end(), {"--set", "BLOCK_M=16,BLOCK_N=16"});
+  ToolRun set = kiln(with_set);
+  ASSERT_EQ(set.rc, 0) << set.out << set.err;
+  EXPECT_NE(set.out.find("BLOCK_M=16 BLOCK_N=16"), std::string::npos) << set.out;
+  EXPECT_NE(set.out.find("; the default config with --set)"), std::string::npos) << set.out;
+  EXPECT_EQ(set.out.find("FAIL"), std::string::npos) << set.out;
+}
+
 TEST_F(CliTest, AttentionBigEndianAndFortranInputsGiveTheSameOutput) {
   const std::vector<int64_t> shape{1, 1, 32, 16};
   std::vector<double> q = write_tensor(path("q.npy"), DType::f32, shape, 4);
