@@ -51,7 +51,7 @@ extra_suites=(ablation compile autotune model)
 # is timed with the autotuner's pick per shape, as kiln::attention::forward runs it) costs the sweep
 # time. kiln_bench prints its own per-suite estimates and times too.
 if [[ -n "$quick" ]]; then
-  limits=(25 50 60 25)
+  limits=(25 50 75 25)
   expect=(10 35 35 20)
 else
   limits=(60 300 150 120)
