@@ -29,14 +29,6 @@ std::vector<Config> space_of(const KernelDef& def) {
   return def.config_space ? def.config_space() : std::vector<Config>{};
 }
 
-// "BLOCK_M=128 BLOCK_N=64 w=8 s=3": what tells one candidate from another, for progress lines.
-std::string short_label(const Config& c, const std::vector<std::string>& varied) {
-  std::string out;
-  for (const std::string& name : varied)
-    out += fmt::format("{}={} ", name, c.get(name));
-  return out + fmt::format("w={} s={}", c.num_warps, c.num_stages);
-}
-
 // Per-candidate state shared by the hooks; each slot is touched by one pool thread at a time.
 struct CandidateSlot {
   std::optional<Kernel> ir;
@@ -122,6 +114,22 @@ std::string tuning_key_text(const KernelDef& def, const SizeArgs& sizes, const C
   return key;
 }
 
+std::string candidate_label(const KernelDef& def, const Config& c, const std::vector<std::string>& varied) {
+  std::string tiles, others;
+  for (const std::string& name : varied) {
+    const int64_t v = c.get(name);
+    if (name.rfind("BLOCK_", 0) == 0) {
+      tiles += fmt::format("B{}={} ", name.substr(6), v);
+      continue;
+    }
+    auto d =
+        std::find_if(def.params.begin(), def.params.end(), [&](const ParamDef& p) { return p.name == name; });
+    if (d == def.params.end() || d->default_value != v)
+      others += fmt::format(" {}={}", name, v);
+  }
+  return tiles + fmt::format("w={} s={}", c.num_warps, c.num_stages) + others;
+}
+
 std::string device_prune_reason(const Config& config, int64_t shared_bytes, const rt::DeviceInfo& device) {
   if (shared_bytes > device.max_shared_per_block_optin)
     return fmt::format("needs {} bytes of shared memory; device '{}' allows {} per block (opt-in limit)",
@@ -161,7 +169,7 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
   request.key = rt::TuningKey{def.name, tuning_key_text(def, sizes, base), arch, device.name, ""};
   for (const Config& c : candidates) {
     request.ids.push_back(c.str());
-    request.labels.push_back(short_label(c, varied));
+    request.labels.push_back(candidate_label(def, c, varied));
   }
   request.flops = options.flops;
   request.bytes = options.bytes;

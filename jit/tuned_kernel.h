@@ -32,6 +32,11 @@ std::vector<Config> tuning_candidates(const KernelDef& def, const Config& base);
 // missing from `sizes`, is a kiln::Error naming it and the valid names.
 std::string tuning_key_text(const KernelDef& def, const SizeArgs& sizes, const Config& base);
 
+// What tells candidate `c` from the others in a progress line: its tile params (BLOCK_M as BM, BLOCK_N as
+// BN, ...), num_warps and num_stages, then any other param of `varied` that is not at the kernel's default:
+// "BM=128 BN=64 w=8 s=3", "BM=128 BN=64 w=8 s=2 MIN_BLOCKS_PER_SM=2".
+std::string candidate_label(const KernelDef& def, const Config& c, const std::vector<std::string>& varied);
+
 // Why `config`, whose generated code needs `shared_bytes` of shared memory per block, cannot run well on
 // `device`, or "": more than the per-block opt-in limit, or MIN_BLOCKS_PER_SM blocks that cannot share one
 // SM's shared memory. The tuner's device-side prune, before any NVRTC compile.

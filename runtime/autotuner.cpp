@@ -20,6 +20,11 @@ constexpr AutotuneMode kAllModes[] = {AutotuneMode::Off, AutotuneMode::Cached, A
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+// "0.41 ms", "0.0123 ms", "12.3 ms", "250 ms": three significant digits.
+std::string progress_ms(double ms) {
+  return ms >= 100 ? fmt::format("{:.0f} ms", ms) : fmt::format("{:.3g} ms", ms);
+}
+
 // Runs work(i) for every i in [0, n) on a pool; work must not throw.
 void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>& work) {
   if (n == 0)
@@ -247,7 +252,7 @@ TuneResult Autotuner::run(const TuneRequest& request, const TuningKey& key, cons
       }
     }
     std::string outcome = r.status == CandidateStatus::Ok
-                              ? fmt::format("{:.3f} ms", r.ms)
+                              ? progress_ms(r.ms)
                               : fmt::format("{}: {}", candidate_status_name(r.status), first_line(r.reason));
     progress.line(
         fmt::format("tuning {} [{}/{}] {}  {}", key.kernel, k + 1, alive.size(), label(i), outcome));

@@ -6,7 +6,9 @@
 // and its reason when none is left) -> compile the survivors in parallel on an llvm::ThreadPool (one thread
 // per hardware thread) -> time them one by one on the calling thread -> the least median time wins and is
 // stored in the TuningCache. Compile and launch failures score +infinity with their reason kept in the table.
-// KILN_AUTOTUNE (off | cached | on | force) says whether to tune at all.
+// KILN_AUTOTUNE (off | cached | on | force) says whether to tune at all. Once a run has taken a second, each
+// timed candidate gets a line on stderr: "tuning fa2_fwd [7/24] BM=128 BN=64 w=8 s=3  0.41 ms" (k of the
+// candidates left after pruning; a failure shows its status and reason instead of the time).
 #pragma once
 
 #include "runtime/tuning_cache.h"
@@ -59,7 +61,7 @@ struct TuneHooks {
 struct TuneRequest {
   TuningKey key;                    // key.space_hash is filled in from `ids`
   std::vector<std::string> ids;     // each candidate's stable text; their set is the config space
-  std::vector<std::string> labels;  // short text for progress lines ("BLOCK_M=128 w=8 s=3"); empty: ids
+  std::vector<std::string> labels;  // short text for progress lines ("BM=128 BN=64 w=8 s=3"); empty: ids
   double flops = 0;                 // per launch, for TFLOP/s in the table; 0: not reported
   double bytes = 0;                 // per launch, for GB/s in the table; 0: not reported
   std::optional<AutotuneMode> mode; // nullopt: autotune_mode_from_env()

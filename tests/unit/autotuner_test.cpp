@@ -503,12 +503,23 @@ TEST(Autotuner, ProgressLinesNameTheCandidateAndItsTime) {
   o.progress = [&](const std::string& l) { lines.push_back(l); };
   Autotuner tuner("", o);
   TuneRequest req = k.request();
-  req.labels = {"BLOCK_M=64 w=4 s=2", "BLOCK_M=128 w=8 s=3", "BLOCK_M=256 w=8 s=3"};
+  req.labels = {"BM=64 w=4 s=2", "BM=128 w=8 s=3", "BM=256 w=8 s=3"};
   tuner.tune(req, k.hooks());
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[0], "tuning fake [1/3] BLOCK_M=64 w=4 s=2  0.500 ms");
-  EXPECT_EQ(lines[1], "tuning fake [2/3] BLOCK_M=128 w=8 s=3  0.200 ms");
-  EXPECT_EQ(lines[2], "tuning fake [3/3] BLOCK_M=256 w=8 s=3  compile-failed: ptxas error");
+  EXPECT_EQ(lines[0], "tuning fake [1/3] BM=64 w=4 s=2  0.5 ms");
+  EXPECT_EQ(lines[1], "tuning fake [2/3] BM=128 w=8 s=3  0.2 ms");
+  EXPECT_EQ(lines[2], "tuning fake [3/3] BM=256 w=8 s=3  compile-failed: ptxas error");
+
+  // Times keep three significant digits without an exponent at kernel time scales.
+  k.ms = {{"BM=64", 0.41}, {"BM=128", 0.0123456}, {"BM=256", 1234.5}};
+  k.compile_error.clear();
+  lines.clear();
+  Autotuner again("", o);
+  again.tune(req, k.hooks());
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "tuning fake [1/3] BM=64 w=4 s=2  0.41 ms");
+  EXPECT_EQ(lines[1], "tuning fake [2/3] BM=128 w=8 s=3  0.0123 ms");
+  EXPECT_EQ(lines[2], "tuning fake [3/3] BM=256 w=8 s=3  1234 ms");
 
   // A run quicker than the threshold prints nothing.
   lines.clear();
@@ -598,6 +609,25 @@ TEST(TuningKey, CandidatesVaryOnlyTileParamsAroundTheBase) {
   EXPECT_EQ(ids.size(), cands.size()) << "candidates are distinct";
   EXPECT_EQ(varied_params(def.config_space()),
             (std::vector<std::string>{"BLOCK_M", "BLOCK_N", "MIN_BLOCKS_PER_SM"}));
+}
+
+// Progress lines name a candidate as issue 5 shows them: "BM=128 BN=64 w=8 s=3"; other varied params only
+// where they leave the kernel's default.
+TEST(TuningKey, CandidateLabelsAreShortAndSayWhatDiffers) {
+  const KernelDef def = fa2_fwd_def();
+  const std::vector<std::string> varied = varied_params(def.config_space());
+  Config c = default_fa2_config(fa2_problem(1024, 1024));
+  c.set("BLOCK_M", 128).set("BLOCK_N", 64).set("MIN_BLOCKS_PER_SM", 1);
+  c.num_warps = 8;
+  c.num_stages = 3;
+  EXPECT_EQ(candidate_label(def, c, varied), "BM=128 BN=64 w=8 s=3");
+  c.set("MIN_BLOCKS_PER_SM", 2);
+  c.num_stages = 2;
+  EXPECT_EQ(candidate_label(def, c, varied), "BM=128 BN=64 w=8 s=2 MIN_BLOCKS_PER_SM=2");
+  std::set<std::string> labels;
+  for (const Config& cand : tuning_candidates(def, default_fa2_config(fa2_problem(1024, 1024))))
+    labels.insert(candidate_label(def, cand, varied));
+  EXPECT_EQ(labels.size(), def.config_space().size()) << "every candidate's label is its own";
 }
 
 // Issue 5 asks for at least 24 FA2 configs; each must be one the hardware can use: whole m16 MMA tiles per
