@@ -95,6 +95,9 @@ TEST(KernelsCodegen, Fa2UsesWgmmaOnHopper) {
     EXPECT_NE(g.source.find("kiln::wgmma_wait<0>();"), std::string::npos);
     EXPECT_EQ(g.source.find("kiln::mma_m16n8k16_f16("), std::string::npos) << "no mma.sync left";
     EXPECT_NE(g.lowered.find("layout conversions through shared memory: 0"), std::string::npos) << g.lowered;
+    // Q is waited for with the loop's first K/V tiles, not alone before the loop.
+    EXPECT_NE(g.source.find("waited for with the first tiles of the pipelined loop"), std::string::npos);
+    EXPECT_EQ(g.source.find("kiln::wgmma_wait<1>"), std::string::npos) << "softmax reads each product at once";
   }
   // The option turns it off: mma.sync fed by ldmatrix, and no proxy fences.
   CodegenOptions no_wgmma;
@@ -113,6 +116,11 @@ TEST(KernelsCodegen, MatmulUsesWgmmaOnHopper) {
     EXPECT_NE(g.source.find(bf16 ? "kiln_wgmma_m64n128k16_bf16_ss_tb(" : "kiln_wgmma_m64n128k16_f16_ss_tb("),
               std::string::npos)
         << g.lowered;
+    // The k loop's product chain stays in flight: loads run num_stages - 2 = 1 tile ahead (wait for 0
+    // other groups), each iteration waits only for the previous product, the last after the loop.
+    EXPECT_NE(g.source.find("kiln::wgmma_wait<1>(); // the previous iteration's product"), std::string::npos);
+    EXPECT_NE(g.source.find("kiln::wgmma_wait<0>(); // the last product"), std::string::npos);
+    EXPECT_NE(g.source.find("kiln::cp_async_wait<0>();"), std::string::npos);
   }
   // f32 (exact or tf32) keeps the older paths.
   Config f32 = def.with_overrides(def.default_config(), {{"DTYPE", 2}, {"TF32", 1}});
