@@ -2,6 +2,7 @@
 
 #include "bench/attention_bench.h"
 #include "bench/matmul_bench.h"
+#include "bench/memory_bench.h"
 
 #include "codegen/codegen.h"
 
@@ -82,6 +83,12 @@ std::vector<BenchCase> ablation_cases(const BenchOptions& options) {
       cases.push_back(tag_variant(matmul_case(MatmulProblem{4096, 4096, 4096, DType::f16}, options,
                                               "ablation", "kiln_matmul/" + v.name, v.name, v.options),
                                   "matmul f16 4096³", v));
+  // Memory-bound: where 16-byte vectorised access shows (FA2 and matmul stage their tiles with cp.async,
+  // which the vectorize switch does not touch).
+  for (const AblationVariant& v : ablation_variants())
+    cases.push_back(tag_variant(softmax_case(SoftmaxProblem{16384, 4096, DType::f16}, "ablation",
+                                             "kiln_softmax/" + v.name, v.name, v.options),
+                                "row softmax f16 16384 × 4096", v));
   return cases;
 }
 

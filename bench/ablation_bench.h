@@ -2,8 +2,9 @@
 // (CodegenOptions: tensor cores, swizzled shared memory, cp.async staging, 16-byte vectorised access)
 // turned off in turn, beside all of them on, so that the report shows what each optimisation is worth on
 // the GPU at hand. Workloads: the CUDA worklog's FA2 shape (one head, N_Q = N_K = 8192, D = 32, f32
-// exact and tf32), FA2 f16 at B = 4, H = 32, N = 4096, D = 64, and matmul f16 4096³. Every variant is
-// checked against the reference before its time counts, exactly as the other suites' cases.
+// exact and tf32), FA2 f16 at B = 4, H = 32, N = 4096, D = 64, matmul f16 4096³, and row softmax f16
+// 16384 × 4096 (memory-bound, where vectorised access matters). Every variant is checked against the
+// reference before its time counts, exactly as the other suites' cases.
 #pragma once
 
 #include "bench/bench_session.h"

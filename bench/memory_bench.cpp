@@ -105,12 +105,19 @@ BenchCase vector_add_case(int64_t n) {
   return c;
 }
 
-BenchCase softmax_case(const SoftmaxProblem& p) {
+} // namespace
+
+BenchCase softmax_case(const SoftmaxProblem& p, const std::string& suite, const std::string& system,
+                       const std::string& note, const CodegenOptions& codegen) {
   BenchCase c;
   CaseRecord& r = c.record;
-  r.suite = "memory";
+  r.suite = suite;
   r.op = "softmax";
-  r.system = "kiln_softmax";
+  r.system = system;
+  r.note = note;
+  if (!all_codegen_options_on(codegen))
+    r.codegen = codegen_options_text(codegen);
+  c.codegen = codegen;
   r.dtype = std::string(dtype_name(p.dtype));
   r.shape = {{"rows", p.n_rows}, {"cols", p.n_cols}};
   r.key = case_key(r.op, r.dtype, r.shape, -1);
@@ -123,8 +130,6 @@ BenchCase softmax_case(const SoftmaxProblem& p) {
   return c;
 }
 
-} // namespace
-
 std::vector<BenchCase> memory_cases(const BenchOptions& options) {
   const bool q = options.quick;
   std::vector<BenchCase> cases;
@@ -134,7 +139,7 @@ std::vector<BenchCase> memory_cases(const BenchOptions& options) {
   for (DType dtype : {DType::f32, DType::f16})
     for (int64_t cols : {1024, 4096})
       if (!q || (dtype == DType::f16 && cols == 1024))
-        cases.push_back(softmax_case(SoftmaxProblem{16384, cols, dtype}));
+        cases.push_back(softmax_case(SoftmaxProblem{16384, cols, dtype}, "memory", "kiln_softmax"));
   return cases;
 }
 

@@ -256,13 +256,17 @@ class Report:
                     vs = "1.00×"
                 same = "same code" if extra.get("same_code_as_all_on") and r is not on else ""
                 rows.append([variant.replace("_", " "), fmt_ms(r) if rate(r) else "✗", cell(r), vs, same, err(r)])
-            peer = self.get(key, "sdpa_flash" if key.startswith("attention:") else "cublas")
+            peer = self.get(key, {"attention": "sdpa_flash", "matmul": "cublas", "softmax": "torch_softmax"}.get(
+                key.split(":")[0], ""))
             note = ""
             if rate(peer):
-                note = (f"\n\nSame shape: {peer['system']} {rate(peer):.1f} TFLOP/s"
+                unit = "TFLOP/s" if peer.get("flops") else "GB/s"
+                note = (f"\n\nSame shape: {peer['system']} {rate(peer):.1f} {unit}"
                         + (f" (all on is {rate(on) / rate(peer):.2f} of it)." if rate(on) else "."))
             parts.append(f"**{workload}** (`{key}`, {base})\n\n"
-                         + table(["variant", "time ms", "TFLOP/s", "time vs all on", "", "check"], rows) + note)
+                         + table(["variant", "time ms", "GB/s" if any(r.get("bytes") and not r.get("flops")
+                                                                     for r in recs) else "TFLOP/s",
+                                  "time vs all on", "", "check"], rows) + note)
         if not parts:
             return ""
         intro = ("The same kernel and config (the defaults, never the tuner's pick) with one code-generator "
