@@ -52,10 +52,10 @@ extra_suites=(ablation compile autotune model)
 # time. kiln_bench prints its own per-suite estimates and times too.
 if [[ -n "$quick" ]]; then
   limits=(25 50 75 25)
-  expect=(10 35 35 20)
+  expect=(10 35 40 20)
 else
   limits=(60 300 150 120)
-  expect=(30 215 95 90)
+  expect=(30 215 100 90)
   [[ -z "$tune" ]] && expect[1]=170
 fi
 
