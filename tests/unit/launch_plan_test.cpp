@@ -3,6 +3,7 @@
 // buffers of exactly the planned sizes: the interpreter rejects any access outside a buffer.
 #include "dsl/dsl.h"
 #include "kernels/attention/attention_problem.h"
+#include "kernels/attention/fa1_fwd.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "kernels/launch_plan.h"
 #include "kernels/matmul/matmul.h"
@@ -187,6 +188,31 @@ TEST(LaunchPlan, AttentionNeedsItsHeadStridesAndThenReachesWholeTensors) {
   for (const char* out : {"O", "LSE"})
     EXPECT_TRUE(plan.arg(out).written && !plan.arg(out).read) << out;
   PlannedRun run = planned_args(plan, 5);
+  EXPECT_NO_THROW(interpret(k, grid, run.args));
+}
+
+// FA1 adds f32 scratch (OACC, L, M) that it both reads and writes: planned like any other buffer.
+TEST(LaunchPlan, Fa1ScratchIsReadAndWritten) {
+  AttentionProblem p;
+  p.B = 1, p.H = 2, p.H_KV = 1, p.N_Q = 40, p.N_K = 56, p.D = 32, p.causal = 2;
+  Config c = default_fa1_config(p);
+  c.set("BLOCK_M", 16).set("BLOCK_N", 16);
+  const Kernel k = build_fa1_fwd(c);
+  const Grid grid = fa1_fwd_def().grid(c, attention_size_args(p));
+  ArgValues values;
+  for (const auto& [name, v] : attention_size_args(p))
+    values[name] = static_cast<double>(v);
+  const AttentionStrides s = attention_strides(p);
+  for (auto [t, name] : {std::pair{&s.q, "q"}, {&s.k, "k"}, {&s.v, "v"}, {&s.o, "o"}}) {
+    values[fmt::format("stride_{}b", name)] = static_cast<double>(t->b);
+    values[fmt::format("stride_{}h", name)] = static_cast<double>(t->h);
+  }
+  const LaunchPlan plan = plan_launch(k, grid, values);
+  for (const char* scratch : {"OACC", "L", "M"}) {
+    EXPECT_TRUE(plan.arg(scratch).read && plan.arg(scratch).written) << scratch;
+    EXPECT_GE(plan.arg(scratch).elements(), p.B * p.H * p.N_Q) << scratch;
+  }
+  PlannedRun run = planned_args(plan, 13);
   EXPECT_NO_THROW(interpret(k, grid, run.args));
 }
 
