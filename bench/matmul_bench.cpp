@@ -3,6 +3,7 @@
 #include "bench/random_fill.h"
 
 #include "kernels/compare.h"
+#include "jit/tuned_kernel.h"
 #include "kernels/matmul/matmul.h"
 
 #include <random>
@@ -42,7 +43,8 @@ CheckResult check_matmul(const MatmulProblem& p, const HostBuffer& a, const Host
   return r;
 }
 
-void run_matmul(Session& s, const JitKernel& k, CaseRecord& r, const MatmulProblem& p, const Config& config) {
+void run_matmul(Session& s, const JitKernel& k, CaseRecord& r, const MatmulProblem& p, const Config& config,
+                bool tunable) {
   HostBuffer a(p.dtype, p.M * p.K, "A"), b(p.dtype, p.K * p.N, "B");
   fill_uniform(a, s.options().seed + 11, 1.0);
   fill_uniform(b, s.options().seed + 12, 1.0);
@@ -52,13 +54,27 @@ void run_matmul(Session& s, const JitKernel& k, CaseRecord& r, const MatmulProbl
                                        LaunchArg::of_int(p.M), LaunchArg::of_int(p.N), LaunchArg::of_int(p.K),
                                        LaunchArg::of_int(p.K), LaunchArg::of_int(1),   LaunchArg::of_int(p.N),
                                        LaunchArg::of_int(1),   LaunchArg::of_int(p.N), LaunchArg::of_int(1)};
-  const Grid grid = matmul_def().grid(config, {{"M", p.M}, {"N", p.N}, {"K", p.K}});
-  k.launch(grid, args);
+  const SizeArgs sizes = {{"M", p.M}, {"N", p.N}, {"K", p.K}};
+  Grid grid = matmul_def().grid(config, sizes);
+  const JitKernel* kernel = &k;
+  std::optional<TunedLaunch> tuned;
+  if (tunable && s.options().tune && s.options().matmul_overrides.empty()) {
+    // As for FA2: the autotuner's pick for this shape (tuned on a miss, then remembered), on a scratch C.
+    TuneOptions t;
+    t.mode = rt::AutotuneMode::On;
+    t.flops = r.flops;
+    const std::vector<OutputArg> outputs = {{2, dc.bytes()}};
+    tuned = s.tuner().select(matmul_def(), config, sizes, args, outputs, t);
+    kernel = tuned->kernel.get();
+    grid = tuned->grid;
+    r.config = tuned->config.str();
+  }
+  kernel->launch(grid, args);
   r.check = check_matmul(p, a, b, dc, s.options().seed ^ 0xC0FFEE);
   if (!r.check.ok)
     return;
   s.time(
-      r, [&](rt::Stream& stream) { k.launch(grid, args, stream); }, /*flush_l2=*/false);
+      r, [&](rt::Stream& stream) { kernel->launch(grid, args, stream); }, /*flush_l2=*/false);
 }
 
 } // namespace
@@ -80,8 +96,10 @@ BenchCase matmul_case(const MatmulProblem& p, const BenchOptions& options, const
   r.flops = 2.0 * double(p.M) * double(p.N) * double(p.K);
   c.def = matmul_def();
   c.config = c.def.with_overrides(default_matmul_config(p), options.matmul_overrides);
-  c.run = [p, config = c.config](Session& s, const JitKernel& k, CaseRecord& rec) {
-    run_matmul(s, k, rec, p, config);
+  // Only the standard cases with every code-generator switch on are tuned (an ablation times one config).
+  const bool tunable = all_codegen_options_on(codegen);
+  c.run = [p, config = c.config, tunable](Session& s, const JitKernel& k, CaseRecord& rec) {
+    run_matmul(s, k, rec, p, config, tunable);
   };
   return c;
 }

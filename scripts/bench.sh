@@ -12,8 +12,11 @@
 # cases it finished (the JSON files are rewritten after every case).
 #
 # Usage: scripts/bench.sh [--quick] [--no-tune] [--no-extra] [extra kiln_bench options, e.g. --config BLOCK_N=128]
-# FA2 is timed with the autotuner's pick for each shape unless --no-tune (or --config) is given.
+# FA2 and matmul are timed with the autotuner's pick for each shape unless --no-tune (or --config) is given.
 # --no-extra skips stage 3 (the report then has no ablation, compile, autotune or model sections).
+# Where one command may run at most 10 minutes (the GPU tool), split the run in two:
+#   scripts/bench.sh --extra-only            stage 3 alone; its JSON goes to $OUT/kiln-extra.json
+#   scripts/bench.sh --extra-json FILE       stages 1, 2, 4, 5, reporting FILE as stage 3's results
 # Environment: KILN_BIN (default build/kiln_bench), PYTHON (default python3), OUT (when set, e.g. the
 # GPU tool's output folder, the report and the raw JSON are copied there too).
 set -uo pipefail
@@ -22,14 +25,24 @@ cd "$(dirname "$0")/.."
 quick=""
 tune="--tune"
 run_extra=1
+extra_only=0
+extra_json=""
 extra=()
+want_extra_json=0
 for arg in "$@"; do
+  if ((want_extra_json)); then
+    extra_json="$arg"
+    want_extra_json=0
+    continue
+  fi
   case "$arg" in
   --quick) quick="--quick" ;;
   --no-tune) tune="" ;;
   --no-extra) run_extra=0 ;;
+  --extra-only) extra_only=1 ;;
+  --extra-json) want_extra_json=1 run_extra=0 ;;
   -h | --help)
-    sed -n '2,20p' "$0"
+    sed -n '2,21p' "$0"
     exit 0
     ;;
   *) extra+=("$arg") ;;
@@ -72,6 +85,19 @@ stage_done() {
   echo "== bench.sh: $1 took ${took} s (expected ~${expect[$2]} s, limit ${limits[$2]} s)" >&2
 }
 
+if ((extra_only)); then
+  stage "kiln_bench ${extra_suites[*]} (limit ${limits[2]} s, expected ~${expect[2]} s)"
+  timeout "${limits[2]}" "$bin" "${extra_suites[@]}" $quick --json "$raw/kiln-extra.json" "${extra[@]}"
+  extra_status=$?
+  stage_done "kiln_bench extra suites" 2
+  [[ -n "${OUT:-}" ]] && cp "$raw/kiln-extra.json" "$OUT/kiln-extra.json"
+  exit "$extra_status"
+fi
+if [[ -n "$extra_json" && ! -f "$extra_json" ]]; then
+  echo "bench.sh: --extra-json: no file '$extra_json'" >&2
+  exit 2
+fi
+
 stage "precompiling (limit ${limits[0]} s, expected ~${expect[0]} s)"
 jobs="$(nproc 2>/dev/null || echo 4)"
 ((jobs > 16)) && jobs=16
@@ -95,6 +121,10 @@ stage_done "kiln_bench sweep" 1
 
 extra_status=0
 kiln_jsons=(--kiln "$raw/kiln.json")
+if [[ -n "$extra_json" ]]; then
+  cp "$extra_json" "$raw/kiln-extra.json"
+  kiln_jsons+=(--kiln "$raw/kiln-extra.json")
+fi
 if ((run_extra)); then
   stage "kiln_bench ${extra_suites[*]} (limit ${limits[2]} s, expected ~${expect[2]} s)"
   timeout "${limits[2]}" "$bin" "${extra_suites[@]}" $quick --json "$raw/kiln-extra.json" "${extra[@]}"

@@ -77,10 +77,12 @@ KernelDef matmul_def() {
       int64_t m, n, k;
       int warps, stages;
     };
-    // Triton tutorial 03's candidates for sm_80+.
+    // Triton tutorial 03's candidates for sm_80+, then deeper rings of the large tiles for sm_90a, where
+    // wgmma keeps one product in flight and loads run num_stages - 2 tiles ahead (worklog §8).
     const Tile tiles[] = {{128, 256, 64, 8, 3}, {64, 256, 32, 4, 4}, {128, 128, 32, 4, 4}, {128, 64, 32, 4, 4},
                           {64, 128, 32, 4, 4},  {128, 32, 32, 4, 4}, {64, 32, 32, 2, 5},   {128, 128, 64, 8, 3},
-                          {256, 128, 64, 8, 3}};
+                          {256, 128, 64, 8, 3}, {128, 256, 64, 8, 4}, {256, 128, 64, 8, 4}, {128, 128, 64, 8, 4},
+                          {128, 128, 64, 4, 4}};
     std::vector<Config> cs;
     for (const Tile& t : tiles) {
       Config c = matmul_def().default_config();
@@ -89,7 +91,7 @@ KernelDef matmul_def() {
       c.num_stages = t.stages;
       // Two resident CTAs hide the barrier of each k step (ncu: one 8-warp CTA per SM issued every
       // 5 cycles); 8 warps with 64-deep tiles need more than the 128 registers that leaves.
-      c.set("MIN_BLOCKS_PER_SM", t.warps == 8 && t.k == 64 ? 1 : 2);
+      c.set("MIN_BLOCKS_PER_SM", t.k == 64 && (t.warps == 8 || t.stages == 4) ? 1 : 2);
       cs.push_back(c);
     }
     return cs;
