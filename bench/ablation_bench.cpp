@@ -23,6 +23,9 @@ std::vector<AblationVariant> ablation_variants() {
   o = {};
   o.vectorize = false;
   out.push_back({"no_vectorize", o});
+  o = {};
+  o.wgmma = false; // sm_90a: mma.sync instead of warpgroup MMA (elsewhere the code does not change)
+  out.push_back({"no_wgmma", o});
   return out;
 }
 
@@ -36,7 +39,7 @@ BenchCase tag_variant(BenchCase c, const std::string& workload, const AblationVa
   c.record.extra["variant"] = variant.name;
   auto inner = std::move(c.run);
   c.run = [inner, def = c.def, config = c.config,
-           all_on = all_codegen_options_on(variant.options)](Session& s, const JitKernel& k, CaseRecord& r) {
+           all_on = variant.options.all_on()](Session& s, const JitKernel& k, CaseRecord& r) {
     bool same = all_on;
     if (!all_on) {
       const GeneratedKernel reference = generate_cuda(def.build(config), Target::parse(k.compiled().arch));

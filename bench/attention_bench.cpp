@@ -177,8 +177,8 @@ BenchCase attention_case(const AttentionCaseSpec& spec, const BenchOptions& opti
   r.causal = p.causal;
   r.key = case_key(r.op, r.dtype, r.shape, r.causal);
   r.flops = attention_flops(p);
-  if (!all_codegen_options_on(spec.codegen))
-    r.codegen = codegen_options_text(spec.codegen);
+  if (!spec.codegen.all_on())
+    r.codegen = spec.codegen.str();
   c.codegen = spec.codegen;
   if (spec.fa1) {
     c.def = fa1_fwd_def();

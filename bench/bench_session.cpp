@@ -14,17 +14,8 @@
 
 namespace kiln::bench {
 
-std::string codegen_options_text(const CodegenOptions& o) {
-  return fmt::format("tensor_cores={} swizzle={} async_copy={} vectorize={}", int(o.tensor_cores),
-                     int(o.swizzle), int(o.async_copy), int(o.vectorize));
-}
-
-bool all_codegen_options_on(const CodegenOptions& o) {
-  return o.tensor_cores && o.swizzle && o.async_copy && o.vectorize;
-}
-
 const JitKernel& Session::kernel(const KernelDef& def, const Config& config, const CodegenOptions& codegen) {
-  std::string id = def.name + " " + config.str() + " " + codegen_options_text(codegen);
+  std::string id = def.name + " " + config.str() + " " + codegen.str();
   auto it = kernels_.find(id);
   if (it == kernels_.end())
     it = kernels_.emplace(id, JitKernel::compile(def.build(config), {}, codegen)).first;

@@ -50,8 +50,6 @@ struct BenchCase {
 
 // "tensor_cores=1 swizzle=0 async_copy=1 vectorize=1": the switches in a stable text (part of the kernel's
 // identity within a run, and the record's "codegen" field).
-std::string codegen_options_text(const CodegenOptions& options);
-bool all_codegen_options_on(const CodegenOptions& options);
 
 class Session {
 public:

@@ -276,8 +276,8 @@ int run_precompile(const std::vector<BenchCase>& cases) {
     if (c.run_self) // compiles its own kernels, cold on purpose (the compile suite) or through the tuner
       continue;
     std::string id = c.def.name + " " + c.config.str();
-    if (!all_codegen_options_on(c.codegen))
-      id += " [" + codegen_options_text(c.codegen) + "]";
+    if (!c.codegen.all_on())
+      id += " [" + c.codegen.str() + "]";
     if (!seen.insert(id).second || index++ % parts != part)
       continue;
     auto start = std::chrono::steady_clock::now();

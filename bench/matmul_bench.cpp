@@ -87,8 +87,8 @@ BenchCase matmul_case(const MatmulProblem& p, const BenchOptions& options, const
   r.op = "matmul";
   r.system = system;
   r.note = note;
-  if (!all_codegen_options_on(codegen))
-    r.codegen = codegen_options_text(codegen);
+  if (!codegen.all_on())
+    r.codegen = codegen.str();
   c.codegen = codegen;
   r.dtype = std::string(dtype_name(p.dtype));
   r.shape = {{"M", p.M}, {"N", p.N}, {"K", p.K}};
@@ -97,7 +97,7 @@ BenchCase matmul_case(const MatmulProblem& p, const BenchOptions& options, const
   c.def = matmul_def();
   c.config = c.def.with_overrides(default_matmul_config(p), options.matmul_overrides);
   // Only the standard cases with every code-generator switch on are tuned (an ablation times one config).
-  const bool tunable = all_codegen_options_on(codegen);
+  const bool tunable = codegen.all_on();
   c.run = [p, config = c.config, tunable](Session& s, const JitKernel& k, CaseRecord& rec) {
     run_matmul(s, k, rec, p, config, tunable);
   };

@@ -115,8 +115,8 @@ BenchCase softmax_case(const SoftmaxProblem& p, const std::string& suite, const 
   r.op = "softmax";
   r.system = system;
   r.note = note;
-  if (!all_codegen_options_on(codegen))
-    r.codegen = codegen_options_text(codegen);
+  if (!codegen.all_on())
+    r.codegen = codegen.str();
   c.codegen = codegen;
   r.dtype = std::string(dtype_name(p.dtype));
   r.shape = {{"rows", p.n_rows}, {"cols", p.n_cols}};

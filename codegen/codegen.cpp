@@ -38,6 +38,11 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan, const Emitt
 
 } // namespace
 
+std::string CodegenOptions::str() const {
+  return fmt::format("tensor_cores={} swizzle={} async_copy={} vectorize={} wgmma={}", int(tensor_cores),
+                     int(swizzle), int(async_copy), int(vectorize), int(wgmma));
+}
+
 GeneratedKernel generate_cuda(const Kernel& k, const Target& target, const CodegenOptions& options) {
   bool log = log_passes();
   verify(k);

@@ -23,6 +23,9 @@ struct CodegenOptions {
   bool async_copy = true;    // cp.async staging of operand tiles (num_stages-deep when in a loop)
   bool vectorize = true;     // 16-byte global accesses where contiguity is proven
   bool wgmma = true;         // on sm_90a, dot through Hopper's warpgroup MMA where it applies (else mma.sync)
+
+  bool all_on() const { return tensor_cores && swizzle && async_copy && vectorize && wgmma; }
+  std::string str() const; // "tensor_cores=1 swizzle=1 async_copy=1 vectorize=1 wgmma=1"
 };
 
 // What a launch needs besides the source: the entry point, the block size and dynamic shared memory.

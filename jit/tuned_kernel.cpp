@@ -166,7 +166,11 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
   const rt::DeviceInfo& device = rt::current_device();
   const std::string arch = options.arch.empty() ? device.arch : options.arch;
   rt::TuneRequest request;
-  request.key = rt::TuningKey{def.name, tuning_key_text(def, sizes, base), arch, device.name, ""};
+  // Code-generator switches change the code, so a pick made with any of them off is its own result.
+  std::string key_text = tuning_key_text(def, sizes, base);
+  if (!options.codegen.all_on())
+    key_text += " | " + options.codegen.str();
+  request.key = rt::TuningKey{def.name, key_text, arch, device.name, ""};
   for (const Config& c : candidates) {
     request.ids.push_back(c.str());
     request.labels.push_back(candidate_label(def, c, varied));

@@ -8,6 +8,10 @@ bin=${1:-build/tests}
 out=${OUT:-gpu-check-logs}
 mkdir -p "$out"
 export KILN_CACHE_DIR=${KILN_CACHE_DIR:-/tmp/kiln-cache}
+# The CLI tests run the kiln binary that sits beside the test binaries' folder (build/kiln for build/tests).
+if [[ -z "${KILN_TOOL:-}" && -x "$(dirname "$bin")/kiln" ]]; then
+  export KILN_TOOL="$(cd "$(dirname "$bin")" && pwd)/kiln"
+fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/device.txt" 2>&1
 declare -A status
 run() { # name, command...

@@ -11,6 +11,7 @@
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Program.h>
 
+#include <cstdlib>
 #include <initializer_list>
 #include <map>
 #include <string>
@@ -30,6 +31,13 @@ inline std::string slurp(llvm::StringRef path) {
   return b ? (*b)->getBuffer().str() : std::string();
 }
 
+// The kiln binary: $KILN_TOOL when set (scripts/gpu_check.sh sets it beside the test binaries it is
+// given, which on a GPU machine are not where they were built), else the one this build made.
+inline std::string kiln_tool_path() {
+  const char* e = std::getenv("KILN_TOOL");
+  return e && *e ? std::string(e) : std::string(KILN_TOOL_PATH);
+}
+
 // Runs kiln with `args`; its output goes through files in `scratch_dir`.
 inline ToolRun run_kiln(const std::string& scratch_dir, const std::vector<std::string>& args,
                         const std::map<std::string, std::string>& env = {}) {
@@ -42,7 +50,8 @@ inline ToolRun run_kiln(const std::string& scratch_dir, const std::vector<std::s
   }
   for (const auto& [k, v] : env)
     env_strings.push_back(k + "=" + v);
-  std::vector<llvm::StringRef> argv = {KILN_TOOL_PATH}, envp;
+  const std::string tool = kiln_tool_path();
+  std::vector<llvm::StringRef> argv = {tool}, envp;
   for (const std::string& a : args)
     argv.push_back(a);
   for (const std::string& e : env_strings)
@@ -54,9 +63,11 @@ inline ToolRun run_kiln(const std::string& scratch_dir, const std::vector<std::s
                                                  llvm::StringRef(err)};
   ToolRun r;
   r.rc =
-      llvm::sys::ExecuteAndWait(KILN_TOOL_PATH, argv, llvm::ArrayRef<llvm::StringRef>(envp), redirects, 600);
+      llvm::sys::ExecuteAndWait(tool, argv, llvm::ArrayRef<llvm::StringRef>(envp), redirects, 600);
   r.out = slurp(out);
   r.err = slurp(err);
+  if (r.rc < 0 && !llvm::sys::fs::exists(tool))
+    r.err = "kiln_tool_run: no kiln binary at '" + tool + "' (set KILN_TOOL)\n" + r.err;
   return r;
 }
 
