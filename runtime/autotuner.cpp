@@ -5,6 +5,7 @@
 
 #include <llvm/Support/ThreadPool.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -128,7 +129,11 @@ const char* tune_source_name(TuneSource source) {
 }
 
 std::string format_tune_table(const std::vector<CandidateResult>& table, const std::string& best_id) {
-  std::string out = fmt::format("  {:<60} {:>10} {:>8} {:>8} {:>5} {:>8}  {}\n", "config", "ms", "TFLOP/s",
+  // The config column is as wide as the longest config (at least 60), so that the columns after it line up.
+  size_t width = 60;
+  for (const CandidateResult& r : table)
+    width = std::max(width, r.id.size());
+  std::string out = fmt::format("  {:<{}} {:>10} {:>8} {:>8} {:>5} {:>8}  {}\n", "config", width, "ms", "TFLOP/s",
                                 "GB/s", "regs", "smem", "status");
   for (const CandidateResult& r : table) {
     std::string ms = std::isfinite(r.ms) ? fmt::format("{:.4f}", r.ms) : "inf";
@@ -137,7 +142,7 @@ std::string format_tune_table(const std::vector<CandidateResult>& table, const s
     std::string status = candidate_status_name(r.status);
     if (!r.reason.empty())
       status += ": " + first_line(r.reason);
-    out += fmt::format("{} {:<60} {:>10} {:>8} {:>8} {:>5} {:>8}  {}\n", r.id == best_id ? "*" : " ", r.id,
+    out += fmt::format("{} {:<{}} {:>10} {:>8} {:>8} {:>5} {:>8}  {}\n", r.id == best_id ? "*" : " ", r.id, width,
                        ms, tflops, gbps, r.registers, r.shared_bytes, status);
   }
   return out;

@@ -28,8 +28,8 @@ protected:
   TempDir cache_{"kiln-cli-gpu-cache"};
 };
 
-// One row of format_tune_table: the marker, then the 60-column config, then ms, TFLOP/s, GB/s, regs, smem,
-// status.
+// One row of format_tune_table: the marker, then the config column (as wide as the longest config, at least
+// 60), then ms, TFLOP/s, GB/s, regs, smem, status.
 struct TableRow {
   bool best = false;
   std::string config, ms, tflops, gbps, status;
@@ -40,18 +40,18 @@ std::vector<TableRow> table_rows(const std::string& out) {
   std::vector<TableRow> rows;
   std::istringstream lines(out);
   std::string line;
-  bool in_table = false;
+  size_t width = 0; // of the config column, read off the header: "  config<pad> " then "ms" right-aligned in 10
   while (std::getline(lines, line)) {
-    if (line.find("config") != std::string::npos && line.find("GB/s") != std::string::npos) {
-      in_table = true;
+    if (line.rfind("  config", 0) == 0 && line.find("GB/s") != std::string::npos) {
+      width = line.find("ms") - 2 - 1 - 8;
       continue;
     }
-    if (!in_table || line.size() < 63 || (line[0] != '*' && line[0] != ' '))
+    if (width == 0 || line.size() < width + 3 || (line[0] != '*' && line[0] != ' '))
       continue;
     TableRow r;
     r.best = line[0] == '*';
-    r.config = line.substr(2, 60);
-    std::istringstream fields(line.substr(62));
+    r.config = line.substr(2, width);
+    std::istringstream fields(line.substr(2 + width));
     int64_t smem = 0;
     fields >> r.ms >> r.tflops >> r.gbps >> r.regs >> smem;
     std::getline(fields, r.status);

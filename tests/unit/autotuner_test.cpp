@@ -8,6 +8,8 @@
 #include "temp_dir.h"
 
 #include <gtest/gtest.h>
+
+#include <sstream>
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -152,6 +154,27 @@ TEST(Autotuner, FastestWinsAndFailuresScoreInfinityWithReasons) {
   EXPECT_NE(table.find("pruned: tile narrower than an MMA"), std::string::npos) << table;
   EXPECT_NE(table.find("GB/s"), std::string::npos) << table;
   EXPECT_NE(table.find(" 2000 "), std::string::npos) << table;
+}
+
+// Config ids longer than the 60-column minimum widen the config column instead of pushing their row's
+// figures out of line with the header.
+TEST(Autotuner, TableColumnsLineUpPastLongConfigs) {
+  std::vector<CandidateResult> table(2);
+  table[0].id = "short";
+  table[0].ms = 1.5;
+  table[0].status = CandidateStatus::Ok;
+  table[1].id = std::string(75, 'x');
+  table[1].ms = 2.25;
+  table[1].status = CandidateStatus::Ok;
+  std::istringstream lines(format_tune_table(table, "short"));
+  std::string header, first, second;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  std::getline(lines, second);
+  const size_t ms_end = header.find("ms") + 2;
+  ASSERT_GT(ms_end, 75u + 2) << header;
+  EXPECT_EQ(first.substr(ms_end - 6, 6), "1.5000") << header << "\n" << first;
+  EXPECT_EQ(second.substr(ms_end - 6, 6), "2.2500") << header << "\n" << second;
 }
 
 TEST(Autotuner, EveryCandidateIsPrunedBeforeAnyCompile) {
