@@ -98,6 +98,9 @@ KernelDef matmul_def() {
   };
   d.size_args = {"M", "N", "K"};
   d.tuning_key = {"M", "N", "K"};
+  // Sizes share a pick with the next power of two at or above them (as Triton users key on rounded sizes):
+  // a 4000-row product runs the tiles tuned for 4096.
+  d.bucket = [](const std::string&, int64_t v) { return next_pow2(v); };
   d.grid = [](const Config& c, const SizeArgs& s) {
     int64_t bm = c.get("BLOCK_M"), bn = c.get("BLOCK_N");
     return Grid{((s.at("M") + bm - 1) / bm) * ((s.at("N") + bn - 1) / bn), 1, 1};
