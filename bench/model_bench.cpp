@@ -11,7 +11,7 @@
 
 namespace kiln::bench {
 
-llvm::json::Object predict_fa2(const AttentionProblem& p, const Config& config, const DevicePeaks& peaks) {
+llvm::json::Object predict_fa2(const AttentionProblem& p, const Config& config, const rt::PeakRates& peaks) {
   const KernelDef def = fa2_fwd_def();
   const SizeArgs sizes = attention_size_args(p);
   ScalarArgs scalars;
@@ -67,7 +67,7 @@ std::vector<BenchCase> model_cases(const BenchOptions& options) {
       auto measure = std::move(c.run);
       c.run = [measure, p, config](Session& s, const JitKernel& k, CaseRecord& r) {
         // The prediction first (CPU only): a model that cannot evaluate the kernel fails the case.
-        llvm::json::Object predicted = predict_fa2(p, config, nominal_peaks(rt::current_device()));
+        llvm::json::Object predicted = predict_fa2(p, config, rt::nominal_peak_rates(rt::current_device()));
         for (auto& [name, value] : predicted)
           r.extra[name] = value;
         measure(s, k, r);

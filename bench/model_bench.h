@@ -6,7 +6,7 @@
 #pragma once
 
 #include "bench/bench_session.h"
-#include "bench/device_peaks.h"
+#include "runtime/device.h"
 
 #include "kernels/attention/attention_problem.h"
 
@@ -20,6 +20,6 @@ std::vector<BenchCase> model_cases(const BenchOptions& options);
 
 // The model's prediction for FA2 on `p` with `config` against `peaks`: FLOPs, bytes, compute and memory
 // times, the predicted (roofline) time and the bound, as the record's extra fields. CPU only.
-llvm::json::Object predict_fa2(const AttentionProblem& p, const Config& config, const DevicePeaks& peaks);
+llvm::json::Object predict_fa2(const AttentionProblem& p, const Config& config, const rt::PeakRates& peaks);
 
 } // namespace kiln::bench

@@ -182,7 +182,7 @@ int check_model_prediction() {
   AttentionProblem p = single_problem(DType::f16, 1, 2, 256, 64, 0);
   Config config = default_fa2_config(p);
   config.set("BLOCK_M", 64).set("BLOCK_N", 64);
-  DevicePeaks peaks{989, 3350, "self-test"};
+  rt::PeakRates peaks{989, 3350, "self-test"};
   const llvm::json::Object m = predict_fa2(p, config, peaks);
   const double flops = m.getNumber("matrix_flops").getValueOr(-1);
   const double predicted = m.getNumber("predicted_ms").getValueOr(-1);

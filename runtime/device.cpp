@@ -251,4 +251,15 @@ void DeviceBuffer::fill_bytes_async(uint8_t value, const Stream& stream) {
   KILN_CU_CHECK(cuMemsetD8Async, fmt::format("filling {} bytes", bytes_), ptr_, value, bytes_, stream.handle());
 }
 
+
+PeakRates nominal_peak_rates(const DeviceInfo& d) {
+  const int cc = d.cc_major * 10 + d.cc_minor;
+  const double per_sm_clock = cc >= 90 ? 4096 : cc == 80 ? 2048 : 512;
+  PeakRates p;
+  p.tflops = per_sm_clock * d.sm_count * d.clock_khz * 1e3 / 1e12;
+  p.gbps = 2.0 * d.memory_clock_khz * 1e3 * (d.memory_bus_bits / 8.0) / 1e9;
+  p.from = d.name;
+  return p;
+}
+
 } // namespace kiln::rt

@@ -29,6 +29,16 @@ struct DeviceInfo {
   int driver_version = 0;
 };
 
+// Nominal peak rates for a roofline: dense f16 tensor-core FLOP/s from the SM count, the SM clock and the
+// architecture's MMA rate per SM (an FMA is 2 FLOPs: Hopper 4096 per SM per clock, A100 2048, GA10x/AD10x
+// 512 with f32 accumulation), and DRAM bandwidth from the memory clock and bus width (double data rate).
+struct PeakRates {
+  double tflops = 0; // 10^12 FLOP/s
+  double gbps = 0;   // 10^9 bytes/s
+  std::string from;  // where the figures came from: the device's name, or what supplied them instead
+};
+PeakRates nominal_peak_rates(const DeviceInfo& d);
+
 int device_count();
 // Properties of device `ordinal`; throws kiln::Error naming the valid range when it does not exist.
 DeviceInfo query_device(int ordinal);

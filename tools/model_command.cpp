@@ -43,24 +43,11 @@ cl::opt<bool> measure("measure",
                       cl::sub(model_sub), cl::cat(kiln_category()));
 cl::opt<bool> json("json", cl::desc("Machine-readable output"), cl::sub(model_sub), cl::cat(kiln_category()));
 
-struct Peaks {
-  double tflops = 989, gbps = 3350;
-  std::string source = "H100 SXM defaults";
-};
-
-// Dense f16 tensor-core FLOPs per SM per clock by architecture (FMA = 2 FLOPs): Hopper 4096, A100 2048,
-// GA10x/AD10x 512 with f32 accumulation. Bandwidth: memory clock x 2 (double data rate) x bus width.
-Peaks device_peaks() {
-  Peaks p;
+// The current device's nominal rates, or H100 SXM's where there is no GPU.
+rt::PeakRates device_peaks() {
   if (!rt::driver_available() || rt::device_count() == 0)
-    return p;
-  const rt::DeviceInfo& d = rt::current_device();
-  const int cc = d.cc_major * 10 + d.cc_minor;
-  const double per_sm_clock = cc >= 90 ? 4096 : cc == 80 ? 2048 : 512;
-  p.tflops = per_sm_clock * d.sm_count * d.clock_khz * 1e3 / 1e12;
-  p.gbps = 2.0 * d.memory_clock_khz * 1e3 * (d.memory_bus_bits / 8.0) / 1e9;
-  p.source = d.name;
-  return p;
+    return rt::PeakRates{989, 3350, "H100 SXM defaults"};
+  return rt::nominal_peak_rates(rt::current_device());
 }
 
 // The kernel launched `reps` times on random inputs laid out by its launch plan; the median time in ms.
@@ -99,11 +86,11 @@ int run_model() {
   const Grid grid = def.grid(config, problem.sizes);
   const CostEstimate e = estimate_cost(k, grid, scalars);
 
-  Peaks peaks = device_peaks();
+  rt::PeakRates peaks = device_peaks();
   if (peak_tflops.getNumOccurrences())
-    peaks.tflops = peak_tflops, peaks.source = "flags";
+    peaks.tflops = peak_tflops, peaks.from = "flags";
   if (peak_gbps.getNumOccurrences())
-    peaks.gbps = peak_gbps, peaks.source = "flags";
+    peaks.gbps = peak_gbps, peaks.from = "flags";
   const Roofline r = roofline(e, peaks.tflops, peaks.gbps);
 
   double measured_ms = -1;
@@ -124,7 +111,7 @@ int run_model() {
                          {"intensity_flop_per_byte", e.intensity()},
                          {"peak_tflops", peaks.tflops},
                          {"peak_gbps", peaks.gbps},
-                         {"peaks_from", peaks.source},
+                         {"peaks_from", peaks.from},
                          {"compute_ms", r.compute_s * 1e3},
                          {"memory_ms", r.memory_s * 1e3},
                          {"predicted_ms", r.time_s() * 1e3},
@@ -152,7 +139,7 @@ int run_model() {
   llvm::outs() << fmt::format("intensity        {:.2f} FLOP/byte (ridge point {:.1f})\n", e.intensity(),
                               r.ridge_intensity());
   llvm::outs() << fmt::format("peaks            {:.0f} TFLOP/s, {:.0f} GB/s ({})\n", peaks.tflops, peaks.gbps,
-                              peaks.source);
+                              peaks.from);
   llvm::outs() << fmt::format("roofline         compute {}, memory {} -> predicted {} ({}-bound)\n",
                               human_seconds(r.compute_s), human_seconds(r.memory_s),
                               human_seconds(r.time_s()), r.compute_bound() ? "compute" : "memory");
