@@ -162,11 +162,11 @@ int check_options_text() {
              "parse_overrides names the option and the bad item: " + why);
   // Each ablation variant turns exactly one switch off, after the all-on baseline.
   const std::vector<AblationVariant> variants = ablation_variants();
-  bool one_off_each = variants.size() == 5 && variants[0].options.all_on();
+  bool one_off_each = variants.size() == 1 + CodegenOptions::kSwitches && variants[0].options.all_on();
   std::set<std::string> texts;
   for (const AblationVariant& v : variants) {
     const CodegenOptions& c = v.options;
-    const int off = !c.tensor_cores + !c.swizzle + !c.async_copy + !c.vectorize;
+    const int off = c.switches_off();
     one_off_each &=
         (&v == &variants[0] ? off == 0 : off == 1) && texts.insert(c.str()).second;
   }

@@ -24,7 +24,9 @@ struct CodegenOptions {
   bool vectorize = true;     // 16-byte global accesses where contiguity is proven
   bool wgmma = true;         // on sm_90a, dot through Hopper's warpgroup MMA where it applies (else mma.sync)
 
-  bool all_on() const { return tensor_cores && swizzle && async_copy && vectorize && wgmma; }
+  static constexpr int kSwitches = 5;
+  int switches_off() const { return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma; }
+  bool all_on() const { return switches_off() == 0; }
   std::string str() const; // "tensor_cores=1 swizzle=1 async_copy=1 vectorize=1 wgmma=1"
 };
 
