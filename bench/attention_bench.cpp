@@ -115,28 +115,17 @@ void run_attention(Session& s, const JitKernel& k, CaseRecord& r, const Attentio
   }
   const std::vector<LaunchArg> args = to_launch_args(k, interp_args, mirrors);
   const KernelDef def = fa1 ? fa1_fwd_def() : fa2_fwd_def();
-  Grid grid = def.grid(config, attention_size_args(p));
-  const JitKernel* kernel = &k;
-  std::optional<TunedLaunch> tuned;
-  if (tunable && s.options().tune && !fa1 && s.options().fa2_overrides.empty()) {
-    // The autotuner's pick for this shape bucket (tuned on a miss, then remembered), timed on scratch
-    // outputs.
-    TuneOptions t;
-    t.mode = rt::AutotuneMode::On;
-    t.flops = r.flops;
-    const std::vector<OutputArg> outputs = {{3, o.bytes()}, {4, lse.bytes()}};
-    tuned = s.tuner().select(def, config, attention_size_args(p), args, outputs, t);
-    kernel = tuned->kernel.get();
-    grid = tuned->grid;
-    r.config = tuned->config.str();
-  }
+  // FA1 runs its one config; FA2 the tuner's pick for the shape (with --tune and no --config).
+  const Session::Launch run =
+      s.launch_for(def, config, k, attention_size_args(p), args, {{3, o.bytes()}, {4, lse.bytes()}},
+                   tunable && !fa1 && s.options().fa2_overrides.empty(), r);
 
-  kernel->launch(grid, args);
+  run.kernel->launch(run.grid, args);
   r.check = check_attention(p, data.host, o, lse, s.options().seed ^ 0x5A5A);
   if (!r.check.ok)
     return;
   s.time(
-      r, [&](rt::Stream& stream) { kernel->launch(grid, args, stream); }, /*flush_l2=*/false);
+      r, [&](rt::Stream& stream) { run.kernel->launch(run.grid, args, stream); }, /*flush_l2=*/false);
 }
 
 } // namespace

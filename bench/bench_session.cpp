@@ -56,6 +56,26 @@ void Session::run_case(BenchCase& c) {
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+Session::Launch Session::launch_for(const KernelDef& def, const Config& config, const JitKernel& k,
+                                    const SizeArgs& sizes, const std::vector<LaunchArg>& args,
+                                    const std::vector<OutputArg>& outputs, bool tunable, CaseRecord& r) {
+  Launch l;
+  if (tunable && options_.tune) {
+    TuneOptions t;
+    t.mode = rt::AutotuneMode::On;
+    t.flops = r.flops;
+    t.bytes = r.bytes;
+    l.tuned = tuner_.select(def, config, sizes, args, outputs, t);
+    l.kernel = l.tuned->kernel.get();
+    l.grid = l.tuned->grid;
+    r.config = l.tuned->config.str();
+  } else {
+    l.kernel = &k;
+    l.grid = def.grid(config, sizes);
+  }
+  return l;
+}
+
 void Session::time(CaseRecord& r, const std::function<void(rt::Stream&)>& launch, bool flush_l2) {
   // One launch tells how many fit in the budget; slow kernels (FA1 at long sequences) get fewer reps.
   const double once = rt::time_kernel_ms(launch, rt::TimingOptions{0, 1, flush_l2});

@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,14 +49,11 @@ struct BenchCase {
   std::function<void(Session&, CaseRecord&)> run_self;
 };
 
-// "tensor_cores=1 swizzle=0 async_copy=1 vectorize=1": the switches in a stable text (part of the kernel's
-// identity within a run, and the record's "codegen" field).
-
 class Session {
 public:
   explicit Session(BenchOptions options) : options_(std::move(options)) {}
   const BenchOptions& options() const { return options_; }
-  // The autotuner FA2 cases use with --tune (results beside the compile cache, like forward()'s).
+  // The autotuner cases use with --tune (results beside the compile cache, like forward()'s).
   KernelTuner& tuner() { return tuner_; }
 
   // The kernel for (def, config, codegen), compiled for the current device once per run.
@@ -68,6 +66,18 @@ public:
   // Runs a case end to end; a kiln::Error (compile failure, launch failure, ...) is recorded on the case
   // rather than ending the run.
   void run_case(BenchCase& c);
+
+  // What a case launches: with --tune, when `tunable`, the autotuner's pick for the shape's bucket (tuned
+  // on a miss on scratch copies of `outputs`, remembered after; its config goes into r.config), as
+  // attention::forward picks; otherwise `k` at the case's config. `tuned` owns the picked kernel.
+  struct Launch {
+    const JitKernel* kernel = nullptr;
+    Grid grid;
+    std::optional<TunedLaunch> tuned;
+  };
+  Launch launch_for(const KernelDef& def, const Config& config, const JitKernel& k, const SizeArgs& sizes,
+                    const std::vector<LaunchArg>& args, const std::vector<OutputArg>& outputs, bool tunable,
+                    CaseRecord& r);
 
   // The median time of `launch` into r.time_ms, with reps adapted to the case budget.
   void time(CaseRecord& r, const std::function<void(rt::Stream&)>& launch, bool flush_l2);

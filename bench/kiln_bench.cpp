@@ -50,7 +50,8 @@ cl::opt<std::string> json_path("json", cl::desc("Write every result to this JSON
                                cl::value_desc("FILE"), cl::cat(category));
 cl::opt<bool> quick("quick", cl::desc("A small subset of every suite (smoke runs)"), cl::cat(category));
 cl::opt<bool> tune("tune",
-                   cl::desc("Time FA2 and matmul with the autotuner's pick for each shape (as attention::forward does)"),
+                   cl::desc("Time FA2, matmul, softmax and vector add with the autotuner's pick for each "
+                            "shape (as attention::forward does)"),
                    cl::cat(category));
 cl::opt<int> reps("reps", cl::desc("Timed launches per case, at most (median reported)"), cl::init(20),
                   cl::cat(category));

@@ -3,7 +3,6 @@
 #include "bench/random_fill.h"
 
 #include "kernels/compare.h"
-#include "jit/tuned_kernel.h"
 #include "kernels/matmul/matmul.h"
 
 #include <random>
@@ -55,26 +54,14 @@ void run_matmul(Session& s, const JitKernel& k, CaseRecord& r, const MatmulProbl
                                        LaunchArg::of_int(p.K), LaunchArg::of_int(1),   LaunchArg::of_int(p.N),
                                        LaunchArg::of_int(1),   LaunchArg::of_int(p.N), LaunchArg::of_int(1)};
   const SizeArgs sizes = {{"M", p.M}, {"N", p.N}, {"K", p.K}};
-  Grid grid = matmul_def().grid(config, sizes);
-  const JitKernel* kernel = &k;
-  std::optional<TunedLaunch> tuned;
-  if (tunable && s.options().tune && s.options().matmul_overrides.empty()) {
-    // As for FA2: the autotuner's pick for this shape (tuned on a miss, then remembered), on a scratch C.
-    TuneOptions t;
-    t.mode = rt::AutotuneMode::On;
-    t.flops = r.flops;
-    const std::vector<OutputArg> outputs = {{2, dc.bytes()}};
-    tuned = s.tuner().select(matmul_def(), config, sizes, args, outputs, t);
-    kernel = tuned->kernel.get();
-    grid = tuned->grid;
-    r.config = tuned->config.str();
-  }
-  kernel->launch(grid, args);
+  const Session::Launch l = s.launch_for(matmul_def(), config, k, sizes, args, {{2, dc.bytes()}},
+                                         tunable && s.options().matmul_overrides.empty(), r);
+  l.kernel->launch(l.grid, args);
   r.check = check_matmul(p, a, b, dc, s.options().seed ^ 0xC0FFEE);
   if (!r.check.ok)
     return;
   s.time(
-      r, [&](rt::Stream& stream) { kernel->launch(grid, args, stream); }, /*flush_l2=*/false);
+      r, [&](rt::Stream& stream) { l.kernel->launch(l.grid, args, stream); }, /*flush_l2=*/false);
 }
 
 } // namespace

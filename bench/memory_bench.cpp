@@ -15,15 +15,17 @@ namespace {
 
 constexpr int64_t kSampledSoftmaxRows = 64;
 
-void run_vector_add(Session& s, const JitKernel& k, CaseRecord& r, int64_t n, const Config& config) {
+void run_vector_add(Session& s, const JitKernel& k, CaseRecord& r, int64_t n, const Config& config,
+                    bool tunable) {
   HostBuffer x(DType::f32, n, "x"), y(DType::f32, n, "y");
   fill_uniform(x, s.options().seed + 21, 100.0);
   fill_uniform(y, s.options().seed + 22, 100.0);
   rt::DeviceBuffer dx = upload(x), dy = upload(y), dout = poisoned_device_buffer(DType::f32, n);
   const std::vector<LaunchArg> args = {LaunchArg::pointer(dx), LaunchArg::pointer(dy),
                                        LaunchArg::pointer(dout), LaunchArg::of_int(n)};
-  const Grid grid = vector_add_def().grid(config, {{"n", n}});
-  k.launch(grid, args);
+  const Session::Launch l =
+      s.launch_for(vector_add_def(), config, k, {{"n", n}}, args, {{2, dout.bytes()}}, tunable, r);
+  l.kernel->launch(l.grid, args);
   // f32 addition is exact to the bit on both sides: every element must agree.
   HostBuffer out = download(dout, DType::f32, n, "out");
   std::vector<float> want(static_cast<size_t>(n));
@@ -47,19 +49,21 @@ void run_vector_add(Session& s, const JitKernel& k, CaseRecord& r, int64_t n, co
   if (!r.check.ok)
     return;
   s.time(
-      r, [&](rt::Stream& stream) { k.launch(grid, args, stream); }, /*flush_l2=*/true);
+      r, [&](rt::Stream& stream) { l.kernel->launch(l.grid, args, stream); }, /*flush_l2=*/true);
 }
 
-void run_softmax(Session& s, const JitKernel& k, CaseRecord& r, const SoftmaxProblem& p,
-                 const Config& config) {
+void run_softmax(Session& s, const JitKernel& k, CaseRecord& r, const SoftmaxProblem& p, const Config& config,
+                 bool tunable) {
   HostBuffer in(p.dtype, p.n_rows * p.n_cols, "in");
   fill_uniform(in, s.options().seed + 31, 8.0);
   rt::DeviceBuffer din = upload(in), dout = poisoned_device_buffer(p.dtype, p.n_rows * p.n_cols);
   const std::vector<LaunchArg> args = {LaunchArg::pointer(dout),    LaunchArg::pointer(din),
                                        LaunchArg::of_int(p.n_cols), LaunchArg::of_int(p.n_cols),
                                        LaunchArg::of_int(p.n_rows), LaunchArg::of_int(p.n_cols)};
-  const Grid grid = softmax_def().grid(config, {{"n_rows", p.n_rows}, {"n_cols", p.n_cols}});
-  k.launch(grid, args);
+  const Session::Launch l =
+      s.launch_for(softmax_def(), config, k, {{"n_rows", p.n_rows}, {"n_cols", p.n_cols}}, args,
+                   {{0, dout.bytes()}}, tunable, r);
+  l.kernel->launch(l.grid, args);
   HostBuffer out = download(dout, p.dtype, p.n_rows * p.n_cols, "out");
   // A sample of rows (the first and last always), copied into a small problem for softmax_reference.
   std::mt19937_64 rng(s.options().seed ^ 0xABCD);
@@ -84,7 +88,7 @@ void run_softmax(Session& s, const JitKernel& k, CaseRecord& r, const SoftmaxPro
   if (!r.check.ok)
     return;
   s.time(
-      r, [&](rt::Stream& stream) { k.launch(grid, args, stream); }, /*flush_l2=*/true);
+      r, [&](rt::Stream& stream) { l.kernel->launch(l.grid, args, stream); }, /*flush_l2=*/true);
 }
 
 BenchCase vector_add_case(int64_t n) {
@@ -100,7 +104,7 @@ BenchCase vector_add_case(int64_t n) {
   c.def = vector_add_def();
   c.config = c.def.default_config();
   c.run = [n, config = c.config](Session& s, const JitKernel& k, CaseRecord& rec) {
-    run_vector_add(s, k, rec, n, config);
+    run_vector_add(s, k, rec, n, config, /*tunable=*/true);
   };
   return c;
 }
@@ -124,8 +128,10 @@ BenchCase softmax_case(const SoftmaxProblem& p, const std::string& suite, const 
   r.bytes = 2.0 * double(p.n_rows) * double(p.n_cols) * dtype_bytes(p.dtype); // in read, out written
   c.def = softmax_def();
   c.config = softmax_config(p);
-  c.run = [p, config = c.config](Session& s, const JitKernel& k, CaseRecord& rec) {
-    run_softmax(s, k, rec, p, config);
+  // Only the standard cases with every code-generator switch on are tuned (an ablation times one config).
+  c.run = [p, config = c.config, tunable = codegen.all_on()](Session& s, const JitKernel& k,
+                                                             CaseRecord& rec) {
+    run_softmax(s, k, rec, p, config, tunable);
   };
   return c;
 }

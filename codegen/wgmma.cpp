@@ -79,8 +79,8 @@ bool dot_uses_wgmma(const Kernel& k, const Op& dot, const LoweringPlan& plan, co
   int64_t M = k.type(a).shape[0], K = k.type(a).shape[1], N = k.type(b).shape[1];
   int64_t WN = N / w.warps_n;
   if (M % (16 * w.warps_m) || K % 16 || WN % 8 || WN > 256)
-    return fail(why, fmt::format("({}, {}) x ({}, {}) does not split into m64nNk16 over {}x{} warps", M, K, K, N,
-                                 w.warps_m, w.warps_n));
+    return fail(why, fmt::format("({}, {}) x ({}, {}) does not split into m64nNk16 over {}x{} warps", M, K, K,
+                                 N, w.warps_m, w.warps_n));
   if (plan.where(b) != Placement::Shared)
     return fail(why, "B is not in shared memory");
   auto bo = wgmma_operand(plan.tiles[plan.tile_of.at(b)], contiguous_dim(plan, b) == 0);
@@ -162,7 +162,10 @@ __device__ __forceinline__ u64 wgmma_desc(u32 addr, u32 lbo, u32 sbo, u32 mode) 
 
 std::string wgmma_function_name(int n, DType in, bool a_in_registers, bool trans_a, bool trans_b) {
   return fmt::format("kiln_wgmma_m64n{}k16_{}_{}{}{}", n, dtype_name(in), a_in_registers ? "rs" : "ss",
-                     a_in_registers ? "" : trans_a ? "_ta" : "", trans_b ? "_tb" : "");
+                     a_in_registers ? ""
+                     : trans_a      ? "_ta"
+                                    : "",
+                     trans_b ? "_tb" : "");
 }
 
 std::string wgmma_function_source(int n, DType in, bool a_in_registers, bool trans_a, bool trans_b) {
@@ -176,18 +179,23 @@ std::string wgmma_function_source(int n, DType in, bool a_in_registers, bool tra
   }
   std::string s;
   if (a_in_registers) {
-    s += fmt::format("__device__ __forceinline__ void {}(float (&d)[{}], const kiln::u32 (&a)[4], kiln::u64 b) {{\n",
-                     name, acc);
+    s += fmt::format(
+        "__device__ __forceinline__ void {}(float (&d)[{}], const kiln::u32 (&a)[4], kiln::u64 b) {{\n", name,
+        acc);
     s += fmt::format("  asm volatile(\"{{\\n\\t.reg .pred p;\\n\\tsetp.ne.b32 p, %{}, 0;\\n\\t"
-                     "wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, {{%{}, %{}, %{}, %{}}}, %{}, p, 1, 1, {};\\n}}\\n\"\n",
+                     "wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, {{%{}, %{}, %{}, %{}}}, %{}, "
+                     "p, 1, 1, {};\\n}}\\n\"\n",
                      acc + 5, n, ty, ty, d_list, acc, acc + 1, acc + 2, acc + 3, acc + 4, trans_b ? 1 : 0);
-    s += fmt::format("      : {}\n      : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b), \"r\"(1));\n}}\n",
-                     constraints);
+    s += fmt::format(
+        "      : {}\n      : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b), \"r\"(1));\n}}\n",
+        constraints);
   } else {
-    s += fmt::format("__device__ __forceinline__ void {}(float (&d)[{}], kiln::u64 a, kiln::u64 b) {{\n", name, acc);
-    s += fmt::format("  asm volatile(\"{{\\n\\t.reg .pred p;\\n\\tsetp.ne.b32 p, %{}, 0;\\n\\t"
-                     "wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, %{}, %{}, p, 1, 1, {}, {};\\n}}\\n\"\n",
-                     acc + 2, n, ty, ty, d_list, acc, acc + 1, trans_a ? 1 : 0, trans_b ? 1 : 0);
+    s += fmt::format("__device__ __forceinline__ void {}(float (&d)[{}], kiln::u64 a, kiln::u64 b) {{\n",
+                     name, acc);
+    s += fmt::format(
+        "  asm volatile(\"{{\\n\\t.reg .pred p;\\n\\tsetp.ne.b32 p, %{}, 0;\\n\\t"
+        "wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, %{}, %{}, p, 1, 1, {}, {};\\n}}\\n\"\n",
+        acc + 2, n, ty, ty, d_list, acc, acc + 1, trans_a ? 1 : 0, trans_b ? 1 : 0);
     s += fmt::format("      : {}\n      : \"l\"(a), \"l\"(b), \"r\"(1));\n}}\n", constraints);
   }
   return s;

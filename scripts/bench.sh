@@ -12,7 +12,8 @@
 # cases it finished (the JSON files are rewritten after every case).
 #
 # Usage: scripts/bench.sh [--quick] [--no-tune] [--no-extra] [extra kiln_bench options, e.g. --config BLOCK_N=128]
-# FA2 and matmul are timed with the autotuner's pick for each shape unless --no-tune (or --config) is given.
+# FA2, matmul, softmax and vector add are timed with the autotuner's pick for each shape unless --no-tune
+# (or --config) is given.
 # --no-extra skips stage 3 (the report then has no ablation, compile, autotune or model sections).
 # Where one command may run at most 10 minutes (the GPU tool), split the run in two:
 #   scripts/bench.sh --extra-only            stage 3 alone; its JSON goes to $OUT/kiln-extra.json
