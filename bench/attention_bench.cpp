@@ -267,6 +267,20 @@ std::vector<BenchCase> seed_cases(const BenchOptions& options) {
                                      kt ? "K_TRANSPOSED=1" : "K_TRANSPOSED=0", p, false, options, cache));
     }
   }
+  // Masking strategies at the same shape, causal: kiln's two stages (whole tiles below the diagonal
+  // unmasked, tiles above it never visited) vs every key tile visited with the mask applied.
+  for (bool every : {false, true}) {
+    AttentionCaseSpec spec;
+    spec.suite = "seeds";
+    spec.system = every ? "kiln_fa2_mask_every_tile" : "kiln_fa2_two_stage";
+    spec.note = every ? "MASK_EVERY_TILE=1" : "MASK_EVERY_TILE=0";
+    spec.problem = single_problem(DType::f16, 1, 1, 16384, 64, 1);
+    spec.tunable = false; // one config for both strategies
+    Config config = default_fa2_config(spec.problem);
+    config.set("MASK_EVERY_TILE", every ? 1 : 0);
+    spec.config = config;
+    cases.push_back(attention_case(spec, options, cache));
+  }
   // f32 inputs: exact f32 FMA dots vs tf32 tensor cores, one head of N_Q = N_K = 8192, D = 32.
   for (bool tf32 : {false, true}) {
     AttentionProblem p = single_problem(DType::f32, 1, 1, 8192, 32, 0);

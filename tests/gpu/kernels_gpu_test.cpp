@@ -109,6 +109,17 @@ TEST_P(GpuFa2Sweep, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(fa2, GpuFa2Sweep, ::testing::ValuesIn(attention_sweep()),
                          [](const auto& info) { return attention_case_name(info.param); });
 
+// FA2's plain masking strategy (MASK_EVERY_TILE=1, the bench's seeds comparison) on the GPU.
+TEST(GpuFa2, MaskingEveryTileMatchesReference) {
+  KILN_REQUIRE_GPU();
+  for (const AttentionCase& c : masking_strategy_cases()) {
+    Config config = default_fa2_config(c.problem);
+    config.set("BLOCK_M", 64).set("BLOCK_N", 32).set("MASK_EVERY_TILE", 1);
+    SCOPED_TRACE(attention_case_name(c));
+    check_attention_case(c, run_fa2_interpreted, config, Executor::Gpu);
+  }
+}
+
 class GpuFa1Sweep : public ::testing::TestWithParam<AttentionCase> {};
 TEST_P(GpuFa1Sweep, MatchesReference) {
   KILN_REQUIRE_GPU();

@@ -64,6 +64,14 @@ inline AttentionCase make_case(int64_t nq, int64_t nk, int64_t d, int causal, DT
 // The shared sweep: every (N_Q, N_K) pair below under each causal mode, with D, GQA, layout and the K
 // variant rotating so that each appears with masked and unmasked tails; then the dtypes; then large
 // inputs (scores in the hundreds: the online softmax must not overflow).
+// Shapes where FA2's two-stage key loop and MASK_EVERY_TILE=1 differ most: causal both ways, N_Q != N_K,
+// tails, rows with no visible key, GQA, f32.
+inline std::vector<AttentionCase> masking_strategy_cases() {
+  return {make_case(100, 100, 64, 1, DType::f16), make_case(17, 64, 32, 2, DType::f16),
+          make_case(64, 17, 64, 2, DType::bf16), make_case(128, 100, 64, 0, DType::f16, 2, 1),
+          make_case(255, 128, 96, 1, DType::f32)};
+}
+
 inline std::vector<AttentionCase> attention_sweep() {
   std::vector<AttentionCase> cases;
   const std::pair<int64_t, int64_t> sizes[] = {{1, 1},   {1, 255},  {17, 17},  {17, 100},

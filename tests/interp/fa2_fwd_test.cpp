@@ -55,6 +55,23 @@ TEST(Fa2Kernel, CausalSplitsTheKeyLoopIntoUnmaskedAndMaskedStages) {
   EXPECT_EQ(dots, 4) << "two dots per stage\n" << print_kernel(k);
 }
 
+// The plain masking strategy (every key tile visited, masked) computes what the two-stage loop does.
+TEST(Fa2Kernel, MaskingEveryTileMatchesTheReference) {
+  for (const AttentionCase& c : masking_strategy_cases()) {
+    Config config = default_fa2_config(c.problem);
+    config.set("BLOCK_M", 32).set("BLOCK_N", 16).set("MASK_EVERY_TILE", 1);
+    SCOPED_TRACE(attention_case_name(c));
+    check_attention_case(c, run_fa2_interpreted, config);
+  }
+  AttentionProblem p;
+  p.causal = 1;
+  Config config = default_fa2_config(p);
+  config.set("MASK_EVERY_TILE", 1);
+  int loops = 0;
+  walk(build_fa2_fwd(config).body, [&](const Op& op) { loops += op.kind == OpKind::For; });
+  EXPECT_EQ(loops, 1) << "one loop over every key tile";
+}
+
 TEST(Fa2Kernel, GridIsQTilesByBatchHeads) {
   AttentionProblem p;
   p.B = 3;
