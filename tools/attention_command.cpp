@@ -124,48 +124,6 @@ std::vector<double> o_in_layout(const AttentionProblem& p, const std::vector<dou
   return out;
 }
 
-// The autotuner's choice for the problem, as kiln::attention::forward makes it, on device copies of the
-// inputs (tuning writes scratch outputs only).
-TunedLaunch autotuned_launch(const AttentionProblem& p, const AttentionInputs& in) {
-  auto upload = [](const HostBuffer& b) {
-    rt::DeviceBuffer d(b.bytes.size());
-    d.copy_from_host(b.bytes.data(), b.bytes.size());
-    return d;
-  };
-  rt::DeviceBuffer q = upload(in.q), k = upload(in.k), v = upload(in.v), o(in.q.bytes.size());
-  auto shape = [&](int64_t h, int64_t n) {
-    return p.bshd_layout ? llvm::SmallVector<int64_t, 4>{p.B, n, h, p.D}
-                         : llvm::SmallVector<int64_t, 4>{p.B, h, n, p.D};
-  };
-  using attention::TensorRef;
-  attention::AttentionOptions options;
-  options.causal = static_cast<attention::Causal>(p.causal);
-  options.k_transposed = p.k_transposed;
-  options.tf32 = p.tf32;
-  options.sm_scale = p.sm_scale;
-  options.layout = p.bshd_layout ? "bshd" : "bhsd";
-  return attention::tune_forward(TensorRef::contiguous(q.ptr(), p.dtype, shape(p.H, p.N_Q)),
-                                 TensorRef::contiguous(k.ptr(), p.dtype, shape(p.H_KV, p.N_K)),
-                                 TensorRef::contiguous(v.ptr(), p.dtype, shape(p.H_KV, p.N_K)),
-                                 TensorRef::contiguous(o.ptr(), p.dtype, shape(p.H, p.N_Q)), std::nullopt,
-                                 options, std::nullopt);
-}
-
-std::string autotuned_source(rt::TuneSource source) {
-  switch (source) {
-  case rt::TuneSource::Tuned:
-    return "autotuned now";
-  case rt::TuneSource::Memory:
-  case rt::TuneSource::Disk:
-    return "autotuned, remembered in the tuning cache";
-  case rt::TuneSource::Default:
-    break;
-  }
-  return fmt::format(
-      "the default config: KILN_AUTOTUNE={}{}", rt::autotune_mode_name(rt::autotune_mode_from_env()),
-      rt::autotune_mode_from_env() == rt::AutotuneMode::Cached ? " and nothing remembered" : "");
-}
-
 int run_attention() {
   AttentionProblem p;
   p.B = batch;

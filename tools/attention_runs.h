@@ -1,7 +1,9 @@
 // What `kiln attention`, `kiln compare-loads` and `kiln demo` share: option spellings of the causal modes,
-// attention FLOPs, and timing FA2 on the GPU (median, min, max over repeated launches).
+// attention FLOPs, timing FA2 on the GPU (median, min, max over repeated launches), and the autotuner's
+// pick for a problem.
 #pragma once
 
+#include "jit/tuned_kernel.h"
 #include "kernels/attention/attention_problem.h"
 
 #include <string>
@@ -24,5 +26,11 @@ struct GpuTiming {
 // `warmup` untimed ones) with events around each.
 GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const AttentionInputs& in,
                           int warmup, int reps);
+
+// The autotuner's choice for the problem, as kiln::attention::forward makes it (KILN_AUTOTUNE decides
+// whether it tunes), on device copies of the inputs: tuning writes scratch outputs only.
+TunedLaunch autotuned_launch(const AttentionProblem& p, const AttentionInputs& in);
+// Where a TunedLaunch's config came from, in words ("autotuned now", "the default config: ...").
+std::string autotuned_source(rt::TuneSource source);
 
 } // namespace kiln::cli

@@ -1,7 +1,7 @@
 // `kiln compare-loads`: FA2 with K loaded through a transposed block pointer (K_TRANSPOSED=1) vs row-major
 // K tiles transposed on chip (K_TRANSPOSED=0): results checked against each other (and the reference at
-// small sizes), each timed on the GPU, the global-load paths each generated kernel uses, and optionally a
-// unified diff of the two generated CUDA sources.
+// small sizes), each timed on the GPU at the config the autotuner picks for it, the global-load paths each
+// generated kernel uses, and optionally a unified diff of the two generated CUDA sources.
 #include "codegen/codegen.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa2_fwd.h"
@@ -97,13 +97,21 @@ int run_compare_loads() {
   AttentionProblem pt = p, pr = p;
   pt.k_transposed = true;
   pr.k_transposed = false;
-  const Config ct = default_fa2_config(pt), cr = default_fa2_config(pr);
-  const GeneratedKernel gt = generate_cuda(build_fa2_fwd(ct), target),
-                        gr = generate_cuda(build_fa2_fwd(cr), target);
-
   const AttentionInputs in = make_inputs(p, 3, 1.0);
   llvm::outs() << fmt::format("FA2 {} on {}\n", p.str(),
                               executor == Executor::Gpu ? "the GPU" : "the interpreter");
+  // On the GPU each variant runs the config the autotuner picks for it (as attention::forward would), so
+  // that the comparison is of the two load paths at their best, not at one config that may suit one of them.
+  Config ct = default_fa2_config(pt), cr = default_fa2_config(pr);
+  if (executor == Executor::Gpu)
+    for (auto [problem, config] : {std::pair{&pt, &ct}, std::pair{&pr, &cr}}) {
+      const TunedLaunch t = autotuned_launch(*problem, in);
+      *config = t.config;
+      llvm::outs() << fmt::format("K_TRANSPOSED={}: {}\n", problem->k_transposed ? 1 : 0,
+                                  autotuned_source(t.result.source));
+    }
+  const GeneratedKernel gt = generate_cuda(build_fa2_fwd(ct), target),
+                        gr = generate_cuda(build_fa2_fwd(cr), target);
   const AttentionResult rt_ = run_fa2_interpreted(pt, ct, in, executor);
   const AttentionResult rr = run_fa2_interpreted(pr, cr, in, executor);
 
