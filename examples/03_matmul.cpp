@@ -28,7 +28,7 @@ Kernel build_matmul(const Config& config) {
   for_range(0, K, BK, [&](Value) {
     Value a = load(a_ptr, BoundaryCheck{0, 1}); // (BM, BK) f16
     Value b = load(b_ptr, BoundaryCheck{0, 1}); // (BK, BN) f16
-    acc = dot(a, b, acc);                       // mma.sync on f16, f32 accumulate
+    acc = dot(a, b, acc);                       // tensor cores on f16, f32 accumulate
     a_ptr = advance(a_ptr, {0, BK});
     b_ptr = advance(b_ptr, {BK, 0});
   });
