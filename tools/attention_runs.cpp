@@ -96,7 +96,8 @@ GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const
 
 // The autotuner's choice for the problem, as kiln::attention::forward makes it, on device copies of the
 // inputs (tuning writes scratch outputs only).
-TunedLaunch autotuned_launch(const AttentionProblem& p, const AttentionInputs& in) {
+TunedLaunch autotuned_launch(const AttentionProblem& p, const AttentionInputs& in,
+                             std::optional<rt::AutotuneMode> mode) {
   auto upload = [](const HostBuffer& b) {
     rt::DeviceBuffer d(b.bytes.size());
     d.copy_from_host(b.bytes.data(), b.bytes.size());
@@ -118,7 +119,7 @@ TunedLaunch autotuned_launch(const AttentionProblem& p, const AttentionInputs& i
                                  TensorRef::contiguous(k.ptr(), p.dtype, shape(p.H_KV, p.N_K)),
                                  TensorRef::contiguous(v.ptr(), p.dtype, shape(p.H_KV, p.N_K)),
                                  TensorRef::contiguous(o.ptr(), p.dtype, shape(p.H, p.N_Q)), std::nullopt,
-                                 options, std::nullopt);
+                                 options, mode);
 }
 
 std::string autotuned_source(rt::TuneSource source) {

@@ -6,6 +6,7 @@
 #include "jit/tuned_kernel.h"
 #include "kernels/attention/attention_problem.h"
 
+#include <optional>
 #include <string>
 
 namespace kiln::cli {
@@ -28,8 +29,9 @@ GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const
                           int warmup, int reps);
 
 // The autotuner's choice for the problem, as kiln::attention::forward makes it (KILN_AUTOTUNE decides
-// whether it tunes), on device copies of the inputs: tuning writes scratch outputs only.
-TunedLaunch autotuned_launch(const AttentionProblem& p, const AttentionInputs& in);
+// whether it tunes, unless `mode` is given), on device copies of the inputs: tuning writes scratch outputs only.
+TunedLaunch autotuned_launch(const AttentionProblem& p, const AttentionInputs& in,
+                             std::optional<rt::AutotuneMode> mode = std::nullopt);
 // Where a TunedLaunch's config came from, in words ("autotuned now", "the default config: ...").
 std::string autotuned_source(rt::TuneSource source);
 

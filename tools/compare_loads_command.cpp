@@ -1,7 +1,8 @@
 // `kiln compare-loads`: FA2 with K loaded through a transposed block pointer (K_TRANSPOSED=1) vs row-major
 // K tiles transposed on chip (K_TRANSPOSED=0): results checked against each other (and the reference at
-// small sizes), each timed on the GPU at the config the autotuner picks for it, the global-load paths each
-// generated kernel uses, and optionally a unified diff of the two generated CUDA sources.
+// small sizes), each timed on the GPU at the config the autotuner picks for it, with its shared-memory bank
+// conflicts (Nsight Compute, in a child process, where ncu exists), the global-load paths each generated
+// kernel uses, and optionally a unified diff of the two generated CUDA sources.
 #include "codegen/codegen.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa2_fwd.h"
@@ -9,7 +10,11 @@
 #include "support/error.h"
 #include "tools/attention_runs.h"
 #include "tools/cli.h"
+#include "tools/cuda_tools.h"
 #include "tools/line_diff.h"
+#include "tools/ncu_metrics.h"
+
+#include <llvm/Support/FileSystem.h>
 
 #include <llvm/ADT/StringRef.h>
 
@@ -44,6 +49,11 @@ cl::opt<bool> interpret("interpret", cl::desc("Run both in the CPU interpreter (
                         cl::sub(compare_sub), cl::cat(cat));
 cl::opt<int> reps("reps", cl::desc("Timed launches per variant (default 20)"), cl::init(20),
                   cl::sub(compare_sub), cl::cat(cat));
+cl::opt<bool> no_profile("no-profile",
+                         cl::desc("Skip the shared-memory bank-conflict count (taken with ncu where it exists)"),
+                         cl::sub(compare_sub), cl::cat(cat));
+// What the profiled child process runs: one variant (K_TRANSPOSED = the value), launched once.
+cl::opt<int> only_variant("only-variant", cl::Hidden, cl::init(-1), cl::sub(compare_sub), cl::cat(cat));
 
 // The global-memory load paths of a generated kernel, read off its source: block copies into shared
 // memory (cp.async in 16-byte chunks on the aligned path, element by element otherwise) and block loads
@@ -84,6 +94,55 @@ std::string describe_loads(const GeneratedKernel& g) {
   return out;
 }
 
+// This command again with the same problem, running only K_TRANSPOSED = `variant` once: what ncu profiles.
+std::vector<std::string> variant_command(int variant) {
+  static int anchor;
+  return {llvm::sys::fs::getMainExecutable(nullptr, &anchor),
+          "compare-loads",
+          "--seq=" + std::to_string(seq),
+          "--head-dim=" + std::to_string(head_dim),
+          "--batch=" + std::to_string(batch),
+          "--heads=" + std::to_string(heads),
+          "--dtype=" + std::string(dtype),
+          "--causal=" + std::string(causal),
+          "--no-profile",
+          "--only-variant=" + std::to_string(variant)};
+}
+
+// "shared-memory bank conflicts: ..." for one variant, measured by ncu in a child process, or why not.
+std::string bank_conflicts_line(int variant) {
+  const std::string ncu = find_cuda_tool("ncu");
+  if (ncu.empty())
+    return "shared-memory bank conflicts: not measured (Nsight Compute's ncu not found on PATH, $CUDA_HOME/bin "
+           "or /usr/local/cuda/bin)";
+  const std::vector<std::string> metrics = {kSharedBankConflicts, kSharedWavefronts};
+  const ToolOutput r = run_cuda_tool(ncu, ncu_arguments(metrics, "fa2_fwd", variant_command(variant)), 600);
+  if (r.rc != 0) {
+    std::string tail = r.output.size() > 600 ? r.output.substr(r.output.size() - 600) : r.output;
+    return fmt::format("shared-memory bank conflicts: not measured (ncu exited with {}{}): {}", r.rc,
+                       r.error.empty() ? "" : ", " + r.error, tail);
+  }
+  try {
+    const std::map<std::string, double> v = parse_ncu_csv(r.output, metrics);
+    const double conflicts = v.at(kSharedBankConflicts), wavefronts = v.at(kSharedWavefronts);
+    return fmt::format("shared-memory bank conflicts: {:.0f} over {:.0f} shared wavefronts ({:.1f} %, ncu)",
+                       conflicts, wavefronts, wavefronts > 0 ? 100.0 * conflicts / wavefronts : 0.0);
+  } catch (const Error& e) {
+    return std::string("shared-memory bank conflicts: not measured: ") + e.what();
+  }
+}
+
+// The profiled child: one variant at the config the tuning cache remembers (never tuning: the parent tuned
+// it already, and a tuning launch would be the one ncu profiles), launched once.
+int run_one_variant(const AttentionProblem& problem) {
+  AttentionProblem p = problem;
+  p.k_transposed = only_variant != 0;
+  const AttentionInputs in = make_inputs(p, 3, 1.0);
+  const Config config = autotuned_launch(p, in, rt::AutotuneMode::Cached).config;
+  time_fa2_on_gpu(p, config, in, 0, 1);
+  return 0;
+}
+
 int run_compare_loads() {
   AttentionProblem p;
   p.B = batch, p.H = heads, p.H_KV = heads, p.N_Q = seq, p.N_K = seq, p.D = head_dim;
@@ -93,6 +152,8 @@ int run_compare_loads() {
   const std::string target_arch = arch.empty() ? default_arch() : std::string(arch);
   const Target target = Target::parse(target_arch);
   const Executor executor = choose_executor(interpret);
+  if (only_variant >= 0)
+    return run_one_variant(p);
 
   AttentionProblem pt = p, pr = p;
   pt.k_transposed = true;
@@ -148,6 +209,8 @@ int run_compare_loads() {
       llvm::outs() << fmt::format(
           "    time: median {:.4f} ms, min {:.4f}, max {:.4f} over {} runs ({:.1f} TFLOP/s)\n", t.median_ms,
           t.min_ms, t.max_ms, t.reps, attention_flops(p) / (t.median_ms * 1e-3) / 1e12);
+      if (!no_profile)
+        llvm::outs() << "    " << bank_conflicts_line(pp.k_transposed ? 1 : 0) << "\n";
     }
   }
   if (executor != Executor::Gpu)

@@ -6,6 +6,7 @@
 #include "runtime/compiler.h"
 #include "support/error.h"
 #include "tools/cli.h"
+#include "tools/cuda_tools.h"
 
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -45,22 +46,8 @@ std::string usage_line(const rt::CompiledKernel& c, int dynamic_shared) {
       field(u.spill_load_bytes, "bytes"));
 }
 
-// cuobjdump from PATH, $CUDA_HOME/bin or /usr/local/cuda/bin; "" when none exists.
-std::string find_cuobjdump() {
-  if (auto p = llvm::sys::findProgramByName("cuobjdump"))
-    return *p;
-  llvm::SmallVector<llvm::StringRef, 2> extra;
-  std::string cuda_home = std::getenv("CUDA_HOME") ? std::string(std::getenv("CUDA_HOME")) + "/bin" : "";
-  if (!cuda_home.empty())
-    extra.push_back(cuda_home);
-  extra.push_back("/usr/local/cuda/bin");
-  if (auto p = llvm::sys::findProgramByName("cuobjdump", extra))
-    return *p;
-  return "";
-}
-
 std::string require_cuobjdump() {
-  std::string tool = find_cuobjdump();
+  std::string tool = find_cuda_tool("cuobjdump");
   if (tool.empty())
     fail("--stage sass needs cuobjdump, which was not found (searched PATH, $CUDA_HOME/bin and "
          "/usr/local/cuda/bin); install the CUDA toolkit's cuobjdump or use --stage ptx");
@@ -68,7 +55,7 @@ std::string require_cuobjdump() {
 }
 
 std::string disassemble(const std::string& tool, const std::string& cubin) {
-  llvm::SmallString<128> cubin_path, out_path;
+  llvm::SmallString<128> cubin_path;
   int fd = -1;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile("kiln-emit", "cubin", fd, cubin_path))
     fail("--stage sass: cannot create a temporary file: {}", ec.message());
@@ -76,22 +63,11 @@ std::string disassemble(const std::string& tool, const std::string& cubin) {
     llvm::raw_fd_ostream os(fd, true);
     os << cubin;
   }
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("kiln-emit", "sass", out_path)) {
-    llvm::sys::fs::remove(cubin_path);
-    fail("--stage sass: cannot create a temporary file: {}", ec.message());
-  }
-  std::string err;
-  llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, llvm::StringRef(out_path),
-                                                 llvm::StringRef(out_path)};
-  llvm::StringRef args[] = {tool, "-sass", cubin_path.str()};
-  int rc = llvm::sys::ExecuteAndWait(tool, args, llvm::None, redirects, 60, 0, &err);
-  auto text = llvm::MemoryBuffer::getFile(out_path);
-  std::string sass = text ? (*text)->getBuffer().str() : "";
+  const ToolOutput r = run_cuda_tool(tool, {"-sass", cubin_path.str().str()}, 60);
   llvm::sys::fs::remove(cubin_path);
-  llvm::sys::fs::remove(out_path);
-  if (rc != 0)
-    fail("cuobjdump -sass failed (exit {}): {}{}", rc, err, sass);
-  return sass;
+  if (r.rc != 0)
+    fail("cuobjdump -sass failed (exit {}): {}{}", r.rc, r.error, r.output);
+  return r.output;
 }
 
 int run_emit() {
