@@ -45,6 +45,12 @@ struct LoweringPlan {
   int64_t tiles_bytes = 0; // shared memory for tiles; scratch follows
 
   Placement where(ValueId v) const { return placement.at(v); }
+  // The logical dim of shared value `v` that is contiguous in shared memory (its tile's, flipped by an
+  // odd number of trans).
+  int contiguous_dim(ValueId v) const {
+    const SharedTile& t = tiles[tile_of.at(v)];
+    return transposed.at(v) ? 1 - t.contig_dim : t.contig_dim;
+  }
 };
 
 LoweringPlan assign_layouts(const Kernel& k, const Target& target, const CodegenOptions& options);

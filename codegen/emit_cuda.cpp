@@ -400,7 +400,7 @@ private:
   // Byte offset (from kiln_smem) of logical element (a, b) of a shared value.
   std::string tile_elem(ValueId v, const std::string& a, const std::string& b) {
     const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
-    int contig = plan_.transposed.at(v) ? 1 - t.contig_dim : t.contig_dim;
+    int contig = plan_.contiguous_dim(v);
     std::string row = contig == 1 ? a : b, col = contig == 1 ? b : a;
     int per_chunk = 16 / t.elem_bytes;
     return fmt::format("({} + {} + (({}) % {}) * {})", tile_base(t),
@@ -921,19 +921,15 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
   line("const int kiln_wm = (kiln_warp % {}) * 16;", wm);
   line("const int kiln_wn = ((kiln_warp / {}) % {}) * {};", wm, wn, WN);
   // Thread bases of the shared operands and how each fragment's (chunk, row) follows from (mt|nt, kt).
-  auto contig = [&](ValueId v) {
-    const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
-    return plan_.transposed.at(v) ? 1 - t.contig_dim : t.contig_dim;
-  };
   int kc = kinst * dtype_bytes(in) / 16; // 16-byte chunks per k step
   std::string a_base, b_base;
-  bool a_ldm = a_smem && (contig(a) == 1 || !tf32), b_ldm = b_smem && (contig(b) == 0 || !tf32);
+  bool a_ldm = a_smem && (plan_.contiguous_dim(a) == 1 || !tf32), b_ldm = b_smem && (plan_.contiguous_dim(b) == 0 || !tf32);
   if (a_smem && a_ldm)
-    a_base = contig(a) == 1 ? fragment_base(a, "kiln_wm + kiln_lane % 16", "kiln_lane / 16")
+    a_base = plan_.contiguous_dim(a) == 1 ? fragment_base(a, "kiln_wm + kiln_lane % 16", "kiln_lane / 16")
                             : fragment_base(a, "kiln_lane % 8 + (kiln_lane / 16) * 8", "(kiln_lane / 8) % 2");
   bool b_pairs = NT % 2 == 0;
   if (b_smem && b_ldm) {
-    if (contig(b) == 0)
+    if (plan_.contiguous_dim(b) == 0)
       b_base = b_pairs ? fragment_base(b, "kiln_wn + kiln_lane % 8 + (kiln_lane / 16) * 8", "(kiln_lane / 8) % 2")
                        : fragment_base(b, "kiln_wn + kiln_lane % 8", "(kiln_lane / 8) % 2");
     else
@@ -946,7 +942,7 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
   line("#pragma unroll");
   line("for (int mt = 0; mt < {}; ++mt) {{", MT);
   if (a_smem && a_ldm) {
-    if (contig(a) == 1)
+    if (plan_.contiguous_dim(a) == 1)
       line("  kiln::ldmatrix_x4({}, fa[mt]);", fragment_addr(a, a_base, fmt::format("kt * {}", kc), fmt::format("mt * {}", 16 * wm)));
     else
       line("  kiln::ldmatrix_x4_trans({}, fa[mt]);", fragment_addr(a, a_base, fmt::format("(kiln_wm + mt * {}) / 8", 16 * wm), "kt * 16"));
@@ -971,11 +967,11 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
   open();
   line("kiln::u32 fb[2][2];");
   if (b_smem && b_ldm) {
-    if (contig(b) == 0 && b_pairs) {
+    if (plan_.contiguous_dim(b) == 0 && b_pairs) {
       line("kiln::u32 q[4];");
       line("kiln::ldmatrix_x4({}, q);", fragment_addr(b, b_base, fmt::format("kt * {}", kc), "nt * 8"));
       line("fb[0][0] = q[0]; fb[0][1] = q[1]; fb[1][0] = q[2]; fb[1][1] = q[3];");
-    } else if (contig(b) == 0) {
+    } else if (plan_.contiguous_dim(b) == 0) {
       line("kiln::ldmatrix_x2({}, fb[0]);", fragment_addr(b, b_base, fmt::format("kt * {}", kc), "nt * 8"));
     } else if (b_pairs) {
       line("kiln::u32 q[4];");
@@ -1017,22 +1013,19 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
 // warp layout), reading B (and A unless A is in registers) from shared memory through descriptors.
 // The product completes before the accumulator is used (wait 0): the softmax or epilogue that
 // follows reads it straight away, and the next tile's loads are already in flight through cp.async.
+// A matmul-style chain is the exception (deferred_wgmma_dot): it waits only for the previous product.
 void Emitter::emit_dot_wgmma(const Op& op, const std::string& d) {
   ValueId a = op.operands[0], b = op.operands[1];
   int64_t M = k_.type(a).shape[0], K = k_.type(a).shape[1], N = k_.type(b).shape[1];
   DType in = k_.type(a).elem;
   int wm = plan_.warps.warps_m, wn = plan_.warps.warps_n;
   int64_t WN = N / wn, MT = M / (16 * wm), NT = WN / 8, KT = K / 16;
-  auto contig = [&](ValueId v) {
-    const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
-    return plan_.transposed.at(v) ? 1 - t.contig_dim : t.contig_dim;
-  };
   bool a_smem = plan_.where(a) == Placement::Shared;
   const SharedTile& bt = plan_.tiles[plan_.tile_of.at(b)];
-  WgmmaOperand bo = *wgmma_operand(bt, contig(b) == 0);
+  WgmmaOperand bo = *wgmma_operand(bt, plan_.contiguous_dim(b) == 0);
   std::optional<WgmmaOperand> ao;
   if (a_smem)
-    ao = wgmma_operand(plan_.tiles[plan_.tile_of.at(a)], contig(a) == 1);
+    ao = wgmma_operand(plan_.tiles[plan_.tile_of.at(a)], plan_.contiguous_dim(a) == 1);
   bool trans_a = a_smem && !ao->k_major, trans_b = !bo.k_major;
   std::string fn = wgmma_function_name(static_cast<int>(WN), in, !a_smem, trans_a, trans_b);
   need_helper(fn, wgmma_function_source(static_cast<int>(WN), in, !a_smem, trans_a, trans_b));

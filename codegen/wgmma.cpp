@@ -48,12 +48,6 @@ bool wgmma_enabled(const Target& target, const CodegenOptions& options) {
 
 namespace {
 
-// The logical dim of a shared value that is contiguous in shared memory.
-int contiguous_dim(const LoweringPlan& plan, ValueId v) {
-  const SharedTile& t = plan.tiles[plan.tile_of.at(v)];
-  return plan.transposed.at(v) ? 1 - t.contig_dim : t.contig_dim;
-}
-
 bool fail(std::string* why, std::string reason) {
   if (why)
     *why = std::move(reason);
@@ -83,7 +77,7 @@ bool dot_uses_wgmma(const Kernel& k, const Op& dot, const LoweringPlan& plan, co
                                  N, w.warps_m, w.warps_n));
   if (plan.where(b) != Placement::Shared)
     return fail(why, "B is not in shared memory");
-  auto bo = wgmma_operand(plan.tiles[plan.tile_of.at(b)], contiguous_dim(plan, b) == 0);
+  auto bo = wgmma_operand(plan.tiles[plan.tile_of.at(b)], plan.contiguous_dim(b) == 0);
   if (!bo)
     return fail(why, "B's shared lines are not 32, 64 or 128 bytes");
   if (WN % bo->mn_granule())
@@ -91,7 +85,7 @@ bool dot_uses_wgmma(const Kernel& k, const Op& dot, const LoweringPlan& plan, co
                                  bo->line_bytes));
   Placement pa = plan.where(a);
   if (pa == Placement::Shared) {
-    auto ao = wgmma_operand(plan.tiles[plan.tile_of.at(a)], contiguous_dim(plan, a) == 1);
+    auto ao = wgmma_operand(plan.tiles[plan.tile_of.at(a)], plan.contiguous_dim(a) == 1);
     if (!ao)
       return fail(why, "A's shared lines are not 32, 64 or 128 bytes");
   } else if (pa != Placement::Registers) {
