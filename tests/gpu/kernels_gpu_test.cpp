@@ -120,6 +120,32 @@ TEST(GpuFa2, MaskingEveryTileMatchesReference) {
   }
 }
 
+// On Hopper every f16/bf16 dot is a wgmma; this runs FA2 through mma.sync instead (CodegenOptions::wgmma
+// off), the code sm_80-class GPUs get: panelled 128-byte shared tiles read by ldmatrix (D = 128), warps
+// interleaved along M, both K-load variants, causal and not.
+TEST(GpuFa2, MmaSyncPathMatchesReference) {
+  KILN_REQUIRE_GPU();
+  CodegenOptions no_wgmma;
+  no_wgmma.wgmma = false;
+  auto run = [&](const AttentionProblem& p, const Config& config, const AttentionInputs& in, Executor) {
+    AttentionInputs inputs = in;
+    AttentionOutputs out = make_outputs(p);
+    std::shared_ptr<JitKernel> k = JitKernel::compile(build_fa2_fwd(config), {}, no_wgmma);
+    run_on_gpu(*k, fa2_fwd_def().grid(config, attention_size_args(p)), fa2_interp_args(p, inputs, out));
+    return gather_outputs(p, out);
+  };
+  for (int64_t d : {64, 128})
+    for (int causal : {0, 1})
+      for (bool k_transposed : {true, false}) {
+        const AttentionCase c = make_case(200, 200, d, causal, DType::f16, 2, 1, false, k_transposed);
+        Config config = default_fa2_config(c.problem);
+        config.set("BLOCK_M", 128).set("BLOCK_N", 64);
+        config.num_warps = 8;
+        SCOPED_TRACE(attention_case_name(c));
+        check_attention_case(c, run, config, Executor::Gpu);
+      }
+}
+
 class GpuFa1Sweep : public ::testing::TestWithParam<AttentionCase> {};
 TEST_P(GpuFa1Sweep, MatchesReference) {
   KILN_REQUIRE_GPU();
