@@ -156,18 +156,9 @@ BenchCase attention_case(const AttentionCaseSpec& spec, const BenchOptions& opti
                          const std::shared_ptr<AttentionDataCache>& cache) {
   const AttentionProblem& p = spec.problem;
   BenchCase c;
-  CaseRecord& r = c.record;
-  r.suite = spec.suite;
-  r.op = "attention";
-  r.system = spec.system;
-  r.note = spec.note;
-  r.dtype = std::string(dtype_name(p.dtype));
-  r.shape = {{"B", p.B}, {"H", p.H}, {"N", p.N_Q}, {"D", p.D}};
-  r.causal = p.causal;
-  r.key = case_key(r.op, r.dtype, r.shape, r.causal);
-  r.flops = attention_flops(p);
-  if (!spec.codegen.all_on())
-    r.codegen = spec.codegen.str();
+  c.record = case_record(spec.suite, "attention", spec.system, spec.note, p.dtype,
+                         {{"B", p.B}, {"H", p.H}, {"N", p.N_Q}, {"D", p.D}}, p.causal, spec.codegen);
+  c.record.flops = attention_flops(p);
   c.codegen = spec.codegen;
   if (spec.fa1) {
     c.def = fa1_fwd_def();

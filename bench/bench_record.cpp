@@ -22,6 +22,24 @@ std::string case_key(const std::string& op, const std::string& dtype,
   return key;
 }
 
+CaseRecord case_record(const std::string& suite, const std::string& op, const std::string& system,
+                       const std::string& note, DType dtype,
+                       std::vector<std::pair<std::string, int64_t>> shape, int causal,
+                       const CodegenOptions& codegen) {
+  CaseRecord r;
+  r.suite = suite;
+  r.op = op;
+  r.system = system;
+  r.note = note;
+  r.dtype = std::string(dtype_name(dtype));
+  r.shape = std::move(shape);
+  r.causal = causal;
+  r.key = case_key(r.op, r.dtype, r.shape, causal);
+  if (!codegen.all_on())
+    r.codegen = codegen.str();
+  return r;
+}
+
 llvm::json::Value to_json(const CaseRecord& r) {
   llvm::json::Object shape;
   for (const auto& [name, value] : r.shape)

@@ -3,6 +3,9 @@
 // before the time counted, and the time with its derived rate. Owns the JSON form of a record.
 #pragma once
 
+#include "codegen/codegen.h"
+#include "dsl/dtype.h"
+
 #include <llvm/Support/JSON.h>
 
 #include <cstdint>
@@ -66,6 +69,13 @@ struct CaseRecord {
 // same string from the same fields.
 std::string case_key(const std::string& op, const std::string& dtype,
                      const std::vector<std::pair<std::string, int64_t>>& shape, int causal);
+
+// A record's identity as every kernel suite fills it in: the fields, the key made from them, and the code
+// generator's switches (kept only when one is off).
+CaseRecord case_record(const std::string& suite, const std::string& op, const std::string& system,
+                       const std::string& note, DType dtype,
+                       std::vector<std::pair<std::string, int64_t>> shape, int causal,
+                       const CodegenOptions& codegen);
 
 llvm::json::Value to_json(const CaseRecord& r);
 

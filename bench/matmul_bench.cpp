@@ -69,18 +69,10 @@ void run_matmul(Session& s, const JitKernel& k, CaseRecord& r, const MatmulProbl
 BenchCase matmul_case(const MatmulProblem& p, const BenchOptions& options, const std::string& suite,
                       const std::string& system, const std::string& note, const CodegenOptions& codegen) {
   BenchCase c;
-  CaseRecord& r = c.record;
-  r.suite = suite;
-  r.op = "matmul";
-  r.system = system;
-  r.note = note;
-  if (!codegen.all_on())
-    r.codegen = codegen.str();
+  c.record =
+      case_record(suite, "matmul", system, note, p.dtype, {{"M", p.M}, {"N", p.N}, {"K", p.K}}, -1, codegen);
+  c.record.flops = 2.0 * double(p.M) * double(p.N) * double(p.K);
   c.codegen = codegen;
-  r.dtype = std::string(dtype_name(p.dtype));
-  r.shape = {{"M", p.M}, {"N", p.N}, {"K", p.K}};
-  r.key = case_key(r.op, r.dtype, r.shape, -1);
-  r.flops = 2.0 * double(p.M) * double(p.N) * double(p.K);
   c.def = matmul_def();
   c.config = c.def.with_overrides(default_matmul_config(p), options.matmul_overrides);
   // Only the standard cases with every code-generator switch on are tuned (an ablation times one config).

@@ -93,14 +93,8 @@ void run_softmax(Session& s, const JitKernel& k, CaseRecord& r, const SoftmaxPro
 
 BenchCase vector_add_case(int64_t n) {
   BenchCase c;
-  CaseRecord& r = c.record;
-  r.suite = "memory";
-  r.op = "vector_add";
-  r.system = "kiln_vector_add";
-  r.dtype = "f32";
-  r.shape = {{"n", n}};
-  r.key = case_key(r.op, r.dtype, r.shape, -1);
-  r.bytes = 3.0 * 4.0 * double(n); // x and y read, out written
+  c.record = case_record("memory", "vector_add", "kiln_vector_add", "", DType::f32, {{"n", n}}, -1, {});
+  c.record.bytes = 3.0 * 4.0 * double(n); // x and y read, out written
   c.def = vector_add_def();
   c.config = c.def.default_config();
   c.run = [n, config = c.config](Session& s, const JitKernel& k, CaseRecord& rec) {
@@ -114,18 +108,10 @@ BenchCase vector_add_case(int64_t n) {
 BenchCase softmax_case(const SoftmaxProblem& p, const std::string& suite, const std::string& system,
                        const std::string& note, const CodegenOptions& codegen) {
   BenchCase c;
-  CaseRecord& r = c.record;
-  r.suite = suite;
-  r.op = "softmax";
-  r.system = system;
-  r.note = note;
-  if (!codegen.all_on())
-    r.codegen = codegen.str();
+  c.record = case_record(suite, "softmax", system, note, p.dtype, {{"rows", p.n_rows}, {"cols", p.n_cols}},
+                         -1, codegen);
+  c.record.bytes = 2.0 * double(p.n_rows) * double(p.n_cols) * dtype_bytes(p.dtype); // in read, out written
   c.codegen = codegen;
-  r.dtype = std::string(dtype_name(p.dtype));
-  r.shape = {{"rows", p.n_rows}, {"cols", p.n_cols}};
-  r.key = case_key(r.op, r.dtype, r.shape, -1);
-  r.bytes = 2.0 * double(p.n_rows) * double(p.n_cols) * dtype_bytes(p.dtype); // in read, out written
   c.def = softmax_def();
   c.config = softmax_config(p);
   // Only the standard cases with every code-generator switch on are tuned (an ablation times one config).
