@@ -174,7 +174,7 @@ private:
   // A program may read back what its own threads stored (FA1 does): a barrier separates a global
   // store from the next global load.
   bool global_write_pending_ = false;
-  bool uses_wgmma_ = false;                  // some dot lowers to wgmma (wgmma.h)
+  std::unordered_set<const Op*> wgmma_dots_; // dots that lower to wgmma (wgmma.h), decided once
   std::map<const Op*, const Op*> deferred_;  // pipelined loop -> its wgmma chain left in flight (wgmma.h)
   std::unordered_set<const Op*> unwaited_loads_; // shared loads whose wait a following pipelined loop does
 
@@ -198,7 +198,7 @@ private:
   // The barrier after this thread's copies into shared tiles have landed; wgmma reads shared memory
   // through the async proxy, so the writes are fenced for it first.
   void publish_shared_tiles() {
-    if (uses_wgmma_)
+    if (!wgmma_dots_.empty())
       line("kiln::fence_proxy_async();");
     line("__syncthreads();");
   }
@@ -863,7 +863,7 @@ void Emitter::emit_dot(const Op& op) {
   line("}}");
   DType in = k_.type(op.operands[0]).elem;
   bool mma = opt_.tensor_cores && (is_half(in) || (in == DType::f32 && op.tf32)) && L.kind == "mma";
-  if (mma && dot_uses_wgmma(k_, op, plan_, target_, opt_))
+  if (wgmma_dots_.count(&op))
     emit_dot_wgmma(op, d);
   else if (mma)
     emit_dot_mma(op, d);
@@ -1683,11 +1683,11 @@ EmittedKernel Emitter::run() {
   find_unwaited_loads(k_.body);
   walk(k_.body, [&](const Op& o) {
     if (o.kind == OpKind::Dot && dot_uses_wgmma(k_, o, plan_, target_, opt_))
-      uses_wgmma_ = true;
+      wgmma_dots_.insert(&o);
     if (const Op* d = o.kind == OpKind::For ? deferred_wgmma_dot(k_, o, plan_, target_, opt_) : nullptr)
       deferred_[&o] = d;
   });
-  if (uses_wgmma_)
+  if (!wgmma_dots_.empty())
     need_helper("kiln::wgmma_support", wgmma_support_source());
   std::string params;
   for (size_t i = 0; i < k_.params.size(); ++i) {
