@@ -360,6 +360,8 @@ private:
   void emit_pointer_store(const Op& op);
   void emit_block_load(const Op& op);
   void emit_block_store(const Op& op);
+  bool emit_vector_block_store(const Op& op, const std::string& bp, const Type& bt, const Layout& L,
+                               const std::string& x);
   void emit_tile_issue(const SharedTile& tile, const std::string& bp, const std::string& stage);
   void emit_for(const Op& op);
   void emit_if(const Op& op);
@@ -1245,15 +1247,7 @@ int Emitter::vector_width(ValueId ptrs, const Layout& L) const {
   int last = t.rank() - 1;
   if (affine_coeff(ptrs, last) != std::optional<int64_t>(1))
     return 1;
-  int v = 1;
-  for (size_t b = 0; b < L.reg.size(); ++b) {
-    Coord want(t.rank(), 0);
-    want[last] = v;
-    if (L.reg[b] != want || (v * 2) * dtype_bytes(t.elem) > 16)
-      break;
-    v *= 2;
-  }
-  return v;
+  return register_run(L, last, 16 / dtype_bytes(t.elem));
 }
 
 void Emitter::emit_pointer_store(const Op& op) {
@@ -1352,6 +1346,8 @@ void Emitter::emit_block_store(const Op& op) {
   ValueId v = op.operands[1];
   const Layout& L = plan_.where(v) == Placement::Registers ? layout_of(v) : default_layout(k_.type(v).shape, k_.type(v).elem, plan_.num_warps);
   std::string x = regs(v, L);
+  if (emit_vector_block_store(op, bp, bt, L, x))
+    return;
   std::string owner = owner_predicate(L);
   line("if ({}) {{", owner);
   open();
@@ -1361,6 +1357,78 @@ void Emitter::emit_block_store(const Op& op) {
   line("}}");
   close();
   line("}}");
+}
+
+// A register tile stored through a block pointer in 16-byte pieces along the block's contiguous dim. Where
+// the layout's threads hold shorter runs there (an mma accumulator holds column pairs), lane bits that
+// continue the run are first exchanged with register bits (widen_register_run: one shuffle per register
+// pair and exchange), as Triton converts an accumulator to a coalesced layout before storing it, but
+// without a trip through shared memory. A piece that is misaligned or crosses the boundary is stored
+// element by element. Returns false (nothing emitted) when no run of 4 bytes or more can be formed.
+bool Emitter::emit_vector_block_store(const Op& op, const std::string& bp, const Type& bt, const Layout& L,
+                                      const std::string& x) {
+  const DType elem = bt.elem;
+  const int eb = dtype_bytes(elem);
+  if (!opt_.vectorize || bt.order.empty() || eb > 8)
+    return false;
+  const int cdim = bt.order[0];
+  std::vector<LaneRegisterSwap> swaps;
+  const Layout W = widen_register_run(L, cdim, 16 / eb, swaps);
+  const int run = register_run(W, cdim, 16 / eb);
+  // 16-bit values cross lanes in packed pairs, so their run must start as pairs in registers.
+  if (run * eb < 4 || (eb < 4 && !swaps.empty() && register_run(L, cdim, 2) < 2) || eb == 1)
+    return false;
+  const int n = W.num_regs();
+  std::string w = x;
+  if (!swaps.empty()) {
+    w = fresh("wide");
+    line("{} {}[{}];", ctype(elem), w, n);
+    line("#pragma unroll");
+    line("for (int r = 0; r < {}; ++r) {}[r] = {}[r];", n, w, x);
+    for (const LaneRegisterSwap& sw : swaps) {
+      const int other = 1 << sw.reg_bit, lane_mask = 1 << sw.lane_bit;
+      line("#pragma unroll");
+      line("for (int r = 0; r < {}; r += {}) {{", n, eb < 4 ? 2 : 1);
+      if (eb < 4)
+        line("  if (((r >> {}) & 1) == 0) kiln::exchange_lane_bit_pair({}[r], {}[r + 1], {}[r + {}], {}[r + {}], {});",
+             sw.reg_bit, w, w, w, other, w, other + 1, lane_mask);
+      else
+        line("  if (((r >> {}) & 1) == 0) kiln::exchange_lane_bit({}[r], {}[r + {}], {});", sw.reg_bit, w, w, other,
+             lane_mask);
+      line("}}");
+    }
+  }
+  const int bytes = run * eb;
+  line("if ({}) {{", owner_predicate(W));
+  open();
+  line("#pragma unroll");
+  line("for (int g = 0; g < {}; g += {}) {{", n, run);
+  std::string other_ok = "true", addr = "0";
+  for (int d = 0; d < bt.rank(); ++d) {
+    line("  const long long c{} = {}.off[{}] + {};", d, bp, d, coord(W, d, "g"));
+    if (d != cdim && std::find(op.ints.begin(), op.ints.end(), d) != op.ints.end())
+      other_ok += fmt::format(" && c{0} >= 0 && c{0} < {1}.shape[{0}]", d, bp);
+    addr += fmt::format(" + c{0} * {1}.stride[{0}]", d, bp);
+  }
+  const bool check_c = std::find(op.ints.begin(), op.ints.end(), cdim) != op.ints.end();
+  std::string whole = check_c ? fmt::format(" && c{0} >= 0 && c{0} + {2} <= {1}.shape[{0}]", cdim, bp, run) : "";
+  line("  {} * const kiln_p = {}.base + ({});", ctype(elem), bp, addr);
+  line("  if ({}{} && {}.stride[{}] == 1 && reinterpret_cast<unsigned long long>(kiln_p) % {} == 0) {{", other_ok,
+       whole, bp, cdim, bytes);
+  line("    alignas(16) {} kiln_v[{}];", ctype(elem), run);
+  line("    #pragma unroll");
+  line("    for (int i = 0; i < {}; ++i) kiln_v[i] = {}[g + i];", run, w);
+  line("    kiln::st_global<{}>(kiln_p, kiln_v);", bytes);
+  line("  }} else {{");
+  line("    #pragma unroll");
+  line("    for (int i = 0; i < {}; ++i)", run);
+  line("      if ({}{}) kiln_p[i * {}.stride[{}]] = {}[g + i];", other_ok,
+       check_c ? fmt::format(" && c{0} + i >= 0 && c{0} + i < {1}.shape[{0}]", cdim, bp) : "", bp, cdim, w);
+  line("  }}");
+  line("}}");
+  close();
+  line("}}");
+  return true;
 }
 
 // Copies a block into a shared tile (stage `stage` of its ring): 16-byte cp.async chunks with zero

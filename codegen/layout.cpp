@@ -285,6 +285,32 @@ std::vector<int> broadcast_register_map(const Layout& src, const Layout& dst) {
   return map;
 }
 
+int register_run(const Layout& x, int dim, int max_run) {
+  int run = 1;
+  for (size_t b = 0; b < x.reg.size() && run * 2 <= max_run; ++b) {
+    if (x.reg[b] != unit(x.rank(), dim, run))
+      break;
+    run *= 2;
+  }
+  return run;
+}
+
+Layout widen_register_run(const Layout& x, int dim, int max_run, std::vector<LaneRegisterSwap>& swaps) {
+  Layout w = x;
+  for (int run = register_run(w, dim, max_run); run * 2 <= max_run; run = register_run(w, dim, max_run)) {
+    const int k = log2i(run); // the register bit that should step `run` along dim next
+    if (k >= static_cast<int>(w.reg.size()))
+      break;
+    const Coord want = unit(w.rank(), dim, run);
+    auto lane = std::find(w.lane.begin(), w.lane.end(), want);
+    if (lane == w.lane.end())
+      break;
+    std::swap(*lane, w.reg[k]);
+    swaps.push_back({static_cast<int>(lane - w.lane.begin()), k});
+  }
+  return w;
+}
+
 ReductionPlan reduction_plan(const Layout& x, int dim) {
   ReductionPlan p;
   auto moves = [&](const Coord& c) {

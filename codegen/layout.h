@@ -70,6 +70,21 @@ std::vector<int> broadcast_register_map(const Layout& src, const Layout& dst);
 // The layout a broadcast source must have to broadcast into `dst` for free.
 Layout collapse_layout(const Layout& dst, const Shape& src_shape);
 
+// How many elements along `dim` one thread holds in consecutive registers: the lowest register bits step
+// 1, 2, 4, ... along `dim` (and nowhere else); at most `max_run`.
+int register_run(const Layout& x, int dim, int max_run);
+
+// One exchange of a register bit with a lane bit (a butterfly between lanes lane ^ (1 << lane_bit)).
+struct LaneRegisterSwap {
+  int lane_bit = 0, reg_bit = 0;
+};
+// Widens x's register run along `dim` (register_run) towards `max_run` by exchanging register bits with the
+// lane bits that continue it: where register bit k does not step 2^k along dim but a lane bit does, the two
+// bases trade places. An mma accumulator, whose threads hold pairs of columns, becomes one whose threads hold
+// 8-column runs, so that a 16-bit tile is stored in 16-byte pieces. Returns the new layout (the same elements,
+// spread differently) and appends the exchanges, in the order they must be made, to `swaps`.
+Layout widen_register_run(const Layout& x, int dim, int max_run, std::vector<LaneRegisterSwap>& swaps);
+
 // Register bits of `x` whose bases move along `dim`, lane bits likewise, warp bits likewise.
 struct ReductionPlan {
   std::vector<int> reg_bits, lane_bits, warp_bits;

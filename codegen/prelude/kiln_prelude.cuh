@@ -273,6 +273,30 @@ __device__ __forceinline__ double shfl_xor(double v, int lane_mask) {
 __device__ __forceinline__ bool shfl_xor(bool v, int lane_mask) {
   return detail::shfl_xor_b32(v ? 1u : 0u, lane_mask) != 0u;
 }
+
+// One exchange of a register bit with the lane bit `lane_mask` (codegen/layout.h, widen_register_run): x0 and
+// x1 are the registers that differ in that register bit. Afterwards a lane whose lane bit is clear holds its
+// own x0 and its partner's x0 (as x1); a lane whose bit is set holds its partner's x1 (as x0) and its own x1.
+template <typename T> __device__ __forceinline__ void exchange_lane_bit(T& x0, T& x1, int lane_mask) {
+  const bool high = (lane_id() & lane_mask) != 0;
+  const T got = shfl_xor(high ? x0 : x1, lane_mask);
+  const T new_x0 = high ? got : x0, new_x1 = high ? x1 : got;
+  x0 = new_x0;
+  x1 = new_x1;
+}
+// The same for 16-bit values, which cross lanes in packed pairs: (a0, a1) is x0, (b0, b1) is x1.
+template <typename H>
+__device__ __forceinline__ void exchange_lane_bit_pair(H& a0, H& a1, H& b0, H& b1, int lane_mask) {
+  const bool high = (lane_id() & lane_mask) != 0;
+  const u32 a = static_cast<u32>(a0.bits) | (static_cast<u32>(a1.bits) << 16);
+  const u32 b = static_cast<u32>(b0.bits) | (static_cast<u32>(b1.bits) << 16);
+  const u32 got = detail::shfl_xor_b32(high ? a : b, lane_mask);
+  const u32 new_a = high ? got : a, new_b = high ? b : got; // selects, not references: stays in registers
+  a0.bits = static_cast<unsigned short>(new_a & 0xffffu);
+  a1.bits = static_cast<unsigned short>(new_a >> 16);
+  b0.bits = static_cast<unsigned short>(new_b & 0xffffu);
+  b1.bits = static_cast<unsigned short>(new_b >> 16);
+}
 __device__ __forceinline__ f16 shfl_xor(f16 v, int lane_mask) {
   return f16{static_cast<unsigned short>(detail::shfl_xor_b32(v.bits, lane_mask))};
 }

@@ -160,7 +160,8 @@ void store_attention_rows(const AttentionArgs& a, const AttentionHeadBases& b, c
                           const Value& m0, const Value& offs_m, const Value& acc, const Value& l, const Value& m) {
   Value seen = l > 0.0;                   // (BM,) rows that saw at least one key
   Value l_safe = where(seen, l, 1.0);     // rows that saw none keep acc = 0 and so O = 0
-  Value out = acc / l_safe.expand_dims(1); // (BM, HD) f32
+  Value inv_l = (1.0 / l_safe).named("inv_l"); // one division a row, then a multiply an element
+  Value out = acc * inv_l.expand_dims(1);       // (BM, HD) f32
   store(o_block_ptr(a, b, tp, m0), out.to(tp.dtype), tp.row_tile_check());
   Value lse = where(seen, (m + log2(l_safe)) * kLn2, -kInfinity); // natural-log logsumexp
   store(a.lse + b.lse_row0 + offs_m, lse, offs_m < a.N_Q);

@@ -107,6 +107,23 @@ TEST(KernelsCodegen, Fa2UsesWgmmaOnHopper) {
   EXPECT_EQ(g.source.find("wgmma"), std::string::npos);
 }
 
+// The output tiles of FA2 and matmul leave registers in the mma accumulator layout (column pairs); the store
+// exchanges lane and register bits so that every thread writes 16-byte pieces (8 f16), not elements.
+TEST(KernelsCodegen, AccumulatorStoresAre16ByteVectors) {
+  for (const char* name : {"fa2_fwd", "matmul"}) {
+    const KernelDef& def = builtin_kernels().find(name);
+    for (const char* arch : {"sm_80", "sm_90a"}) {
+      GeneratedKernel g = generate_cuda(def.build(def.default_config()), Target::parse(arch));
+      EXPECT_NE(g.source.find("kiln::exchange_lane_bit_pair("), std::string::npos) << name << " " << arch;
+      EXPECT_NE(g.source.find("kiln::st_global<16>("), std::string::npos) << name << " " << arch;
+    }
+    CodegenOptions scalar;
+    scalar.vectorize = false;
+    GeneratedKernel g = generate_cuda(def.build(def.default_config()), Target::parse("sm_90a"), scalar);
+    EXPECT_EQ(g.source.find("kiln::exchange_lane_bit"), std::string::npos) << "vectorize off: element stores";
+  }
+}
+
 TEST(KernelsCodegen, MatmulUsesWgmmaOnHopper) {
   const KernelDef& def = builtin_kernels().find("matmul");
   for (int bf16 : {0, 1}) {
