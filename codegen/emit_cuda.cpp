@@ -453,8 +453,7 @@ std::string Emitter::convert(const std::string& src, const Layout& from, const L
   for_regs(to.num_regs());
   line("  {}[r] = kiln_x[{}];", n, linear(to, to.shape, "r"));
   line("}}");
-  line("__syncthreads();");
-  close();
+  close(); // no barrier after the reads: every user of the scratch starts with one
   line("}}");
   return n;
 }
@@ -835,8 +834,7 @@ void Emitter::emit_reduce(const Op& op) {
     }
     line("  }}");
     line("}}");
-    line("__syncthreads();");
-    close();
+    close(); // no barrier after the reads: every user of the scratch starts with one
     line("}}");
   }
   std::string result = arg ? idx : n;
@@ -1448,7 +1446,33 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
   line("const bool kiln_fast = {0}.stride[{1}] == 1 && (reinterpret_cast<unsigned long long>({0}.base) % 16) == 0 && "
        "{0}.stride[{2}] % {3} == 0 && {0}.off[{1}] % {3} == 0{4};",
        bp, cdim, sdim, per_chunk, check_c ? fmt::format(" && {}.shape[{}] % {} == 0", bp, cdim, per_chunk) : "");
-  if (opt_.async_copy) {
+  if (opt_.async_copy && threads_ % cpr == 0 && (threads_ / cpr) % 8 == 0) {
+    // Thread x copies chunk x % cpr of rows x / cpr + i * R (R = threads / cpr rows apart). R is a multiple
+    // of the swizzle's 8-row period, so every chunk a thread copies has the same swizzled column: the
+    // addresses are worked out once, and each further chunk is one step along global and shared memory.
+    const int64_t R = threads_ / cpr;
+    line("if (kiln_fast) {{");
+    open();
+    line("const int row0 = threadIdx.x / {}, chunk = threadIdx.x % {};", cpr, cpr);
+    line("const long long gs0 = {}.off[{}] + row0, gc = {}.off[{}] + chunk * {};", bp, sdim, bp, cdim, per_chunk);
+    line("const {0}* const src0 = {1}.base + gs0 * {1}.stride[{2}] + gc;", ty, bp, sdim);
+    line("const long long src_step = {}LL * {}.stride[{}];", R, bp, sdim);
+    line("const unsigned dst0 = kiln::smem_u32(kiln_smem + {} + {});", base, stage_offset(t, "row0", "chunk"));
+    std::string ok_c = check_c ? fmt::format("gc >= 0 && gc < {}.shape[{}]", bp, cdim) : "true";
+    line("const bool ok_c = {};", ok_c);
+    line("#pragma unroll");
+    line("for (int i = 0; i < {}; ++i) {{", (t.rows + R - 1) / R);
+    if (t.rows % R)
+      line("  if (row0 + i * {} >= {}) break;", R, t.rows);
+    std::string ok = "ok_c";
+    if (check_s)
+      ok += fmt::format(" && gs0 + i * {0} >= 0 && gs0 + i * {0} < {1}.shape[{2}]", R, bp, sdim);
+    line("  const bool ok = {};", ok);
+    line("  kiln::cp_async_16(dst0 + i * {}, ok ? src0 + i * src_step : {}.base, ok);", R * line_bytes(t), bp);
+    line("}}");
+    close();
+    line("}} else {{");
+  } else if (opt_.async_copy) {
     line("if (kiln_fast) {{");
     open();
     line("#pragma unroll");

@@ -54,7 +54,7 @@ Kernel build_softmax(const Config& config) {
   // exp(x - max) as exp2((x - max) * log2 e): one multiply, and exp2 is the hardware instruction.
   Value shifted = (x - max(x, 0)) * kLog2e;
   Value num = exp2(shifted).named("num"); // masked lanes: exp2(-inf) = 0
-  Value y = num / sum(num, 0);
+  Value y = num * (1.0 / sum(num, 0)); // one division a row, then a multiply an element
   store(out + row * out_row_stride + cols, y.to(dt), mask);
   return kb.finish();
 }
