@@ -2,6 +2,7 @@
 
 #include "dsl/dsl.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -64,17 +65,22 @@ KernelDef softmax_def() {
   d.name = "softmax";
   d.summary = "row softmax of an [n_rows, n_cols] tensor, one program per row";
   d.params = {{"BLOCK", 1024, "row tile: a power of two >= n_cols"},
-              {"DTYPE", 0, "element type: 0 f32, 1 f16, 2 bf16"}};
+              {"DTYPE", 0, "element type: 0 f32, 1 f16, 2 bf16"},
+              {"MIN_BLOCKS_PER_SM", 1, "CTAs that must fit on one SM (caps registers; see codegen.h)"}};
   d.build = build_softmax;
   d.config_space = [] {
-    // BLOCK is set by the host to the row length; the autotuner varies the warps only.
+    // BLOCK is set by the host to the row length; the autotuner varies the warps, and whether registers are
+    // capped so that an SM holds its full 64 warps (a row's loads are all a CTA has in flight: more resident
+    // CTAs, more bytes in flight).
     std::vector<Config> cs;
-    for (int w : {1, 2, 4, 8, 16}) {
-      Config c = softmax_def().default_config();
-      c.num_warps = w;
-      c.num_stages = 1;
-      cs.push_back(c);
-    }
+    for (int w : {1, 2, 4, 8, 16})
+      for (int64_t min_blocks : {int64_t{1}, std::min<int64_t>(32, 64 / w)}) { // at most 32 CTAs an SM
+        Config c = softmax_def().default_config();
+        c.num_warps = w;
+        c.num_stages = 1;
+        c.set("MIN_BLOCKS_PER_SM", min_blocks);
+        cs.push_back(c);
+      }
     return cs;
   };
   d.size_args = {"n_rows", "n_cols"};
