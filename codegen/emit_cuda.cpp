@@ -1460,16 +1460,46 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
     line("const unsigned dst0 = kiln::smem_u32(kiln_smem + {} + {});", base, stage_offset(t, "row0", "chunk"));
     std::string ok_c = check_c ? fmt::format("gc >= 0 && gc < {}.shape[{}]", bp, cdim) : "true";
     line("const bool ok_c = {};", ok_c);
-    line("#pragma unroll");
-    line("for (int i = 0; i < {}; ++i) {{", (t.rows + R - 1) / R);
-    if (t.rows % R)
-      line("  if (row0 + i * {} >= {}) break;", R, t.rows);
-    std::string ok = "ok_c";
-    if (check_s)
-      ok += fmt::format(" && gs0 + i * {0} >= 0 && gs0 + i * {0} < {1}.shape[{2}]", R, bp, sdim);
-    line("  const bool ok = {};", ok);
-    line("  kiln::cp_async_16(dst0 + i * {}, ok ? src0 + i * src_step : {}.base, ok);", R * line_bytes(t), bp);
-    line("}}");
+    auto copy_rows = [&](const std::string& ok) {
+      line("#pragma unroll");
+      line("for (int i = 0; i < {}; ++i) {{", (t.rows + R - 1) / R);
+      if (t.rows % R)
+        line("  if (row0 + i * {} >= {}) break;", R, t.rows);
+      line("  const bool ok = {};", ok);
+      line("  kiln::cp_async_16(dst0 + i * {}, ok ? src0 + i * src_step : {}.base, ok);", R * line_bytes(t), bp);
+      line("}}");
+    };
+    auto copy_checked_rows = [&] {
+      if (!check_s)
+        return copy_rows("ok_c");
+      // The rows inside, as a 32-bit window [rows_lo, rows_hi) of steps from row0 (clamped to the tile), so
+      // that each chunk's check is two compares with constants, not 64-bit arithmetic.
+      line("const long long kiln_hi = {}.shape[{}] - gs0;", bp, sdim);
+      line("const int rows_lo = gs0 >= 0 ? 0 : (gs0 < -{0} ? {0} : (int)-gs0);", t.rows);
+      line("const int rows_hi = kiln_hi <= 0 ? 0 : (kiln_hi > {0} ? {0} : (int)kiln_hi);", t.rows);
+      copy_rows(fmt::format("ok_c && i * {0} >= rows_lo && i * {0} < rows_hi", R));
+    };
+    if ((check_s || check_c) && t.loop && deferred_.count(t.loop)) {
+      // A matmul-style loop does nothing but copy and multiply, so its speed is the rate at which it issues
+      // copies: a tile wholly inside the tensor (every one but the edges) gets copies with no checks at all.
+      // Elsewhere (FA2's masked keys) the second copy of the code costs more registers than it saves.
+      std::string inside = "true";
+      for (int d : {sdim, cdim})
+        if (d == sdim ? check_s : check_c)
+          inside += fmt::format(" && {0}.off[{1}] >= 0 && {0}.off[{1}] + {2} <= {0}.shape[{1}]", bp, d,
+                                d == sdim ? t.rows : t.cols);
+      line("if ({}) {{", inside);
+      open();
+      copy_rows("true");
+      close();
+      line("}} else {{");
+      open();
+      copy_checked_rows();
+      close();
+      line("}}");
+    } else {
+      copy_checked_rows();
+    }
     close();
     line("}} else {{");
   } else if (opt_.async_copy) {

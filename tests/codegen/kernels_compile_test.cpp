@@ -124,6 +124,20 @@ TEST(KernelsCodegen, AccumulatorStoresAre16ByteVectors) {
   }
 }
 
+// cp.async copies: a thread's chunks share one swizzled column, so their addresses are stepped, not
+// recomputed; a matmul-style loop (nothing but copies and the wgmma chain) also gets an unchecked copy for
+// tiles wholly inside the tensor, FA2 (whose loop has the softmax to do) does not.
+TEST(KernelsCodegen, TileCopiesStepTheirAddresses) {
+  const KernelDef& mm = builtin_kernels().find("matmul");
+  GeneratedKernel g = generate_cuda(mm.build(mm.default_config()), Target::parse("sm_90a"));
+  EXPECT_NE(g.source.find("const long long src_step ="), std::string::npos);
+  EXPECT_NE(g.source.find("const bool ok = true;"), std::string::npos) << "unchecked copies inside the tensor";
+  const KernelDef& fa2 = builtin_kernels().find("fa2_fwd");
+  g = generate_cuda(fa2.build(fa2.default_config()), Target::parse("sm_90a"));
+  EXPECT_NE(g.source.find("const long long src_step ="), std::string::npos);
+  EXPECT_EQ(g.source.find("const bool ok = true;"), std::string::npos);
+}
+
 TEST(KernelsCodegen, MatmulUsesWgmmaOnHopper) {
   const KernelDef& def = builtin_kernels().find("matmul");
   for (int bf16 : {0, 1}) {
