@@ -52,8 +52,9 @@ Kernel build_softmax(const Config& config) {
   Value cols = arange(0, BLOCK).named("cols"); // (BLOCK,) i32
   Value mask = cols < n_cols;
   Value x = load(in + row * in_row_stride + cols, mask, -kInf).to(f32).named("x"); // (BLOCK,) f32
-  // exp(x - max) as exp2((x - max) * log2 e): one multiply, and exp2 is the hardware instruction.
-  Value shifted = (x - max(x, 0)) * kLog2e;
+  // exp(x - max) as exp2(x·log2 e - max·log2 e): one fused multiply-add an element (the row's max scaled
+  // once), and exp2 is the hardware instruction.
+  Value shifted = x * kLog2e - max(x, 0) * kLog2e;
   Value num = exp2(shifted).named("num"); // masked lanes: exp2(-inf) = 0
   Value y = num * (1.0 / sum(num, 0)); // one division a row, then a multiply an element
   store(out + row * out_row_stride + cols, y.to(dt), mask);
