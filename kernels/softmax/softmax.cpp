@@ -40,48 +40,52 @@ int64_t softmax_dtype_param(DType t) {
 }
 
 Kernel build_softmax(const Config& config) {
-  const int64_t BLOCK = config.get("BLOCK");
+  const int64_t BLOCK = config.get("BLOCK"), ROWS = config.get("ROWS");
   const DType dt = softmax_dtype_from_param(config.get("DTYPE"));
   KernelBuilder kb("softmax", config);
   Value out = kb.arg_ptr("out", dt), in = kb.arg_ptr("in", dt);
   Value in_row_stride = kb.arg("in_row_stride", i64), out_row_stride = kb.arg("out_row_stride", i64);
   Value n_rows = kb.arg("n_rows", i32), n_cols = kb.arg("n_cols", i32);
-  (void)n_rows; // the grid has one program per row
 
-  Value row = program_id(0).to(i64);
-  Value cols = arange(0, BLOCK).named("cols"); // (BLOCK,) i32
-  Value mask = cols < n_cols;
-  Value x = load(in + row * in_row_stride + cols, mask, -kInf).to(f32).named("x"); // (BLOCK,) f32
-  // exp(x - max) as exp2(x·log2 e - max·log2 e): one fused multiply-add an element (the row's max scaled
-  // once), and exp2 is the hardware instruction.
-  Value shifted = x * kLog2e - max(x, 0) * kLog2e;
+  // ROWS rows a program: more bytes in flight for each of the reductions' barriers.
+  Value rows = (program_id(0) * ROWS + arange(0, ROWS)).named("rows"); // (ROWS,) i32
+  Value cols = arange(0, BLOCK).named("cols");                         // (BLOCK,) i32
+  Value mask = (rows < n_rows).expand_dims(1) & (cols < n_cols).expand_dims(0); // (ROWS, BLOCK)
+  Value row_offs = rows.to(i64).expand_dims(1);                        // (ROWS, 1) i64
+  Value x = load(in + row_offs * in_row_stride + cols.expand_dims(0), mask, -kInf).to(f32).named("x");
+  // exp(x - max) as exp2(x·log2 e - max·log2 e): one fused multiply-add an element (each row's max scaled
+  // once), and exp2 is the hardware instruction. Rows past n_rows compute NaN and are never stored.
+  Value shifted = x * kLog2e - (max(x, 1) * kLog2e).expand_dims(1);
   Value num = exp2(shifted).named("num"); // masked lanes: exp2(-inf) = 0
-  Value y = num * (1.0 / sum(num, 0)); // one division a row, then a multiply an element
-  store(out + row * out_row_stride + cols, y.to(dt), mask);
+  Value y = num * (1.0 / sum(num, 1)).expand_dims(1); // one division a row, then a multiply an element
+  store(out + row_offs * out_row_stride + cols.expand_dims(0), y.to(dt), mask);
   return kb.finish();
 }
 
 KernelDef softmax_def() {
   KernelDef d;
   d.name = "softmax";
-  d.summary = "row softmax of an [n_rows, n_cols] tensor, one program per row";
+  d.summary = "row softmax of an [n_rows, n_cols] tensor, ROWS rows a program";
   d.params = {{"BLOCK", 1024, "row tile: a power of two >= n_cols"},
+              {"ROWS", 1, "rows a program normalises (a power of two)"},
               {"DTYPE", 0, "element type: 0 f32, 1 f16, 2 bf16"},
               {"MIN_BLOCKS_PER_SM", 1, "CTAs that must fit on one SM (caps registers; see codegen.h)"}};
   d.build = build_softmax;
   d.config_space = [] {
-    // BLOCK is set by the host to the row length; the autotuner varies the warps, and whether registers are
-    // capped so that an SM holds its full 64 warps (a row's loads are all a CTA has in flight: more resident
-    // CTAs, more bytes in flight).
+    // BLOCK is set by the host to the row length; the autotuner varies the warps, the rows a program takes,
+    // and whether registers are capped so that an SM holds its full 64 warps. A program's loads are all it
+    // has in flight before its reductions wait: more rows a program or more resident programs, more bytes
+    // in flight.
     std::vector<Config> cs;
     for (int w : {1, 2, 4, 8, 16})
-      for (int64_t min_blocks : {int64_t{1}, std::min<int64_t>(32, 64 / w)}) { // at most 32 CTAs an SM
-        Config c = softmax_def().default_config();
-        c.num_warps = w;
-        c.num_stages = 1;
-        c.set("MIN_BLOCKS_PER_SM", min_blocks);
-        cs.push_back(c);
-      }
+      for (int64_t rows : {1, 2, 4})
+        for (int64_t min_blocks : {int64_t{1}, std::min<int64_t>(32, 64 / w)}) { // at most 32 CTAs an SM
+          Config c = softmax_def().default_config();
+          c.num_warps = w;
+          c.num_stages = 1;
+          c.set("ROWS", rows).set("MIN_BLOCKS_PER_SM", min_blocks);
+          cs.push_back(c);
+        }
     return cs;
   };
   d.size_args = {"n_rows", "n_cols"};
@@ -92,7 +96,8 @@ KernelDef softmax_def() {
       fail("softmax: BLOCK={} is smaller than n_cols={}; one program holds a whole row, so BLOCK must be a power "
            "of two >= n_cols",
            block, n_cols);
-    return Grid{s.at("n_rows"), 1, 1};
+    const int64_t rows = c.get("ROWS");
+    return Grid{(s.at("n_rows") + rows - 1) / rows, 1, 1};
   };
   return d;
 }

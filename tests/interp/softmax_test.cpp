@@ -33,15 +33,21 @@ TEST_P(SoftmaxInterp, MatchesReference) {
   p.out_row_stride = tc.cols + 2 * tc.row_pad;
   const uint64_t seed = 7 + static_cast<uint64_t>(tc.rows * 1000 + tc.cols * 3 + tc.row_pad);
   HostBuffer in = make_softmax_input(p, seed, 8.0);
-  std::vector<double> out = run_softmax_interpreted(p, softmax_config(p), in);
   std::vector<double> ref = softmax_reference(p, in);
-  Comparison cmp = compare_to_reference(out, ref);
-  EXPECT_TRUE(cmp.ok(tolerance(p.dtype))) << cmp.str() << " tolerance " << tolerance(p.dtype);
-  for (int64_t r = 0; r < p.n_rows; ++r) { // each row sums to 1 up to the output rounding
-    double s = 0;
-    for (int64_t c = 0; c < p.n_cols; ++c)
-      s += out[static_cast<size_t>(r * p.n_cols + c)];
-    EXPECT_NEAR(s, 1.0, 4 * p.n_cols * unit_roundoff(p.dtype) + 1e-6) << "row " << r;
+  // One row a program, and several (the last program's extra rows masked off when ROWS does not divide).
+  for (int64_t rows_per_program : {1, 2, 4}) {
+    Config config = softmax_config(p);
+    config.set("ROWS", rows_per_program);
+    std::vector<double> out = run_softmax_interpreted(p, config, in);
+    Comparison cmp = compare_to_reference(out, ref);
+    EXPECT_TRUE(cmp.ok(tolerance(p.dtype))) << "ROWS=" << rows_per_program << ": " << cmp.str() << " tolerance "
+                                            << tolerance(p.dtype);
+    for (int64_t r = 0; r < p.n_rows; ++r) { // each row sums to 1 up to the output rounding
+      double s = 0;
+      for (int64_t c = 0; c < p.n_cols; ++c)
+        s += out[static_cast<size_t>(r * p.n_cols + c)];
+      EXPECT_NEAR(s, 1.0, 4 * p.n_cols * unit_roundoff(p.dtype) + 1e-6) << "ROWS=" << rows_per_program << " row " << r;
+    }
   }
 }
 
