@@ -1,9 +1,10 @@
-// Row softmax (Triton tutorial 02): out[r, :] = softmax(in[r, :]), one program per row, the whole
-// row in one tile of BLOCK ≥ n_cols elements, computed in f32.
+// Row softmax (Triton tutorial 02): out[r, :] = softmax(in[r, :]), ROWS rows a program, each whole row
+// in one (ROWS, BLOCK) tile of BLOCK ≥ n_cols columns, computed in f32.
 //
 // Args: out, in (pointers of the DTYPE element type), in_row_stride, out_row_stride (i64, in
 // elements; columns are contiguous), n_rows, n_cols (i32).
-// Params: BLOCK (power of two ≥ n_cols), DTYPE (0 f32, 1 f16, 2 bf16). Grid: (n_rows, 1, 1).
+// Params: BLOCK (power of two ≥ n_cols), ROWS (power of two, default 1), DTYPE (0 f32, 1 f16, 2 bf16),
+// MIN_BLOCKS_PER_SM (register cap, default 1). Grid: (cdiv(n_rows, ROWS), 1, 1).
 #pragma once
 
 #include "kernels/executor.h"
