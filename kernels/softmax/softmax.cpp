@@ -72,20 +72,25 @@ KernelDef softmax_def() {
               {"MIN_BLOCKS_PER_SM", 1, "CTAs that must fit on one SM (caps registers; see codegen.h)"}};
   d.build = build_softmax;
   d.config_space = [] {
-    // BLOCK is set by the host to the row length; the autotuner varies the warps, the rows a program takes,
-    // and whether registers are capped so that an SM holds its full 64 warps. A program's loads are all it
-    // has in flight before its reductions wait: more rows a program or more resident programs, more bytes
-    // in flight.
+    // BLOCK is set by the host to the row length; the autotuner varies the warps and whether registers are
+    // capped so that an SM holds its full 64 warps (a program's loads are all it has in flight before its
+    // reductions wait: more resident programs, more bytes in flight). Two or four rows a program are tried
+    // with 8 and 16 warps only: with fewer warps their registers grow past the cap (and spill under it);
+    // on an H200 they were never the fastest (worklog §12).
     std::vector<Config> cs;
+    auto add = [&](int warps, int64_t rows, int64_t min_blocks) {
+      Config c = softmax_def().default_config();
+      c.num_warps = warps;
+      c.num_stages = 1;
+      c.set("ROWS", rows).set("MIN_BLOCKS_PER_SM", min_blocks);
+      cs.push_back(c);
+    };
     for (int w : {1, 2, 4, 8, 16})
-      for (int64_t rows : {1, 2, 4})
-        for (int64_t min_blocks : {int64_t{1}, std::min<int64_t>(32, 64 / w)}) { // at most 32 CTAs an SM
-          Config c = softmax_def().default_config();
-          c.num_warps = w;
-          c.num_stages = 1;
-          c.set("ROWS", rows).set("MIN_BLOCKS_PER_SM", min_blocks);
-          cs.push_back(c);
-        }
+      for (int64_t min_blocks : {int64_t{1}, std::min<int64_t>(32, 64 / w)}) // at most 32 CTAs an SM
+        add(w, 1, min_blocks);
+    for (int w : {8, 16})
+      for (int64_t rows : {2, 4})
+        add(w, rows, 1);
     return cs;
   };
   d.size_args = {"n_rows", "n_cols"};
