@@ -1367,14 +1367,14 @@ bool Emitter::emit_vector_block_store(const Op& op, const std::string& bp, const
                                       const std::string& x) {
   const DType elem = bt.elem;
   const int eb = dtype_bytes(elem);
-  if (!opt_.vectorize || bt.order.empty() || eb > 8)
+  if (!opt_.vectorize || bt.order.empty() || eb == 1 || eb > 8)
     return false;
   const int cdim = bt.order[0];
   std::vector<LaneRegisterSwap> swaps;
   const Layout W = widen_register_run(L, cdim, 16 / eb, swaps);
   const int run = register_run(W, cdim, 16 / eb);
   // 16-bit values cross lanes in packed pairs, so their run must start as pairs in registers.
-  if (run * eb < 4 || (eb < 4 && !swaps.empty() && register_run(L, cdim, 2) < 2) || eb == 1)
+  if (run * eb < 4 || (eb == 2 && !swaps.empty() && register_run(L, cdim, 2) < 2))
     return false;
   const int n = W.num_regs();
   std::string w = x;
@@ -1386,8 +1386,8 @@ bool Emitter::emit_vector_block_store(const Op& op, const std::string& bp, const
     for (const LaneRegisterSwap& sw : swaps) {
       const int other = 1 << sw.reg_bit, lane_mask = 1 << sw.lane_bit;
       line("#pragma unroll");
-      line("for (int r = 0; r < {}; r += {}) {{", n, eb < 4 ? 2 : 1);
-      if (eb < 4)
+      line("for (int r = 0; r < {}; r += {}) {{", n, eb == 2 ? 2 : 1);
+      if (eb == 2)
         line("  if (((r >> {}) & 1) == 0) kiln::exchange_lane_bit_pair({}[r], {}[r + 1], {}[r + {}], {}[r + {}], {});",
              sw.reg_bit, w, w, w, other, w, other + 1, lane_mask);
       else
