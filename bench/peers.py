@@ -103,12 +103,16 @@ def matmul_shapes(quick):
 
 
 def memory_shapes(quick):
-    """vector_add n and softmax (dtype, rows, cols) of bench/memory_bench.cpp; copies of the vector_add sizes
-    and one of 1 GiB."""
+    """vector_add n and softmax (dtype, rows, cols) of bench/memory_bench.cpp; copies (f32 element counts) that
+    move as many bytes as each of them, plus one of 1 GiB (the ceiling): a short kernel is compared with a
+    copy as short as itself as well as with the longest."""
     adds = [1 << 24] if quick else [1 << 24, 1 << 27]
     softmaxes = [("f16", 16384, 1024)] if quick else [
         (dt, 16384, cols) for dt in ("f32", "f16") for cols in (1024, 4096)]
-    copies = sorted(set(adds + [1 << 28]))
+    elem = {"f32": 4, "f16": 2}
+    same_bytes = [3 * n // 2 for n in adds]  # a + b -> c: 12 bytes an element, a copy moves 8
+    same_bytes += [rows * cols * elem[dt] // 4 for dt, rows, cols in softmaxes]  # read and written once
+    copies = sorted(set(adds + same_bytes + [1 << 28]))
     return adds, softmaxes, copies
 
 

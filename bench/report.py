@@ -211,6 +211,13 @@ class Report:
         copies = [r for r in self.records(source="peers", op="copy") if rate(r)]
         return max(copies, key=rate) if copies else None
 
+    def same_size_copy(self, rec):
+        """The copy that moved as many bytes as `rec` (None when the peers measured none)."""
+        for c in self.records(source="peers", op="copy"):
+            if rate(c) and rec.get("bytes") and c.get("bytes") == rec["bytes"]:
+                return c
+        return None
+
     def memory(self):
         ceiling = self.copy_ceiling()
         rows = []
@@ -218,8 +225,10 @@ class Report:
         for rec in self.records(source="kiln", suite="memory"):
             peer = self.get(rec["key"], peer_of.get(rec["op"], ""))
             rows.append([rec["key"], cell(rec), cell(peer), ratio(rec, peer, percent=True),
-                         ratio(rec, ceiling, percent=True), err(rec)])
-        head = ["case", "kiln GB/s", "torch GB/s", "kiln % of torch", "kiln % of copy", "check"]
+                         ratio(rec, ceiling, percent=True), ratio(rec, self.same_size_copy(rec), percent=True),
+                         err(rec)])
+        head = ["case", "kiln GB/s", "torch GB/s", "kiln % of torch", "kiln % of copy",
+                "kiln % of a copy of its bytes", "check"]
         text = table(head, rows) if rows else ""
         if ceiling:
             text = (f"Copy ceiling: {rate(ceiling):.0f} GB/s (`{ceiling['key']}`, Tensor.copy_, bytes read + "

@@ -42,7 +42,20 @@ def sweep_doc():
     return {"schema": "kiln-bench/1", "tool": "kiln_bench", "kiln_version": "0.1.0", "nvrtc_version": "13.0",
             "device": DEVICE, "options": {"suites": ["attention"], "quick": False, "reps": 20, "warmup": 3},
             "cases": [case("attention", "kiln_fa2", SWEEP_KEY, SWEEP_SHAPE, 2.0, SWEEP_FLOPS),
-                      case("attention", "kiln_fa1", SWEEP_KEY, SWEEP_SHAPE, 12.0, SWEEP_FLOPS)]}
+                      case("attention", "kiln_fa1", SWEEP_KEY, SWEEP_SHAPE, 12.0, SWEEP_FLOPS),
+                      memory_case("kiln_softmax", SOFTMAX_KEY, SOFTMAX_SHAPE, SOFTMAX_BYTES, 0.025)]}
+
+
+# A memory-bound case: 64 MiB moved in 25 us is 2684 GB/s.
+SOFTMAX_KEY = "softmax:f16:rows16384:cols1024"
+SOFTMAX_SHAPE = {"rows": 16384, "cols": 1024}
+SOFTMAX_BYTES = 2 * 2 * 16384 * 1024
+
+
+def memory_case(system, key, shape, nbytes, time_ms, op="softmax", dtype="f16"):
+    rec = case("memory", system, key, shape, time_ms, op=op, dtype=dtype, causal=-1)
+    rec.update(bytes=nbytes, gbps=nbytes / (time_ms * 1e-3) / 1e9)
+    return rec
 
 
 def extra_doc():
@@ -105,12 +118,15 @@ def peers_doc():
     mm = case("matmul", "cublas", "matmul:f16:M8192:N8192:K8192", {"M": 8192, "N": 8192, "K": 8192}, 1.5,
               2.0 * 8192 ** 3, op="matmul", causal=-1)
     mm["available"] = True
-    copy_rec = case("memory", "torch_copy", "copy:f32:n268435456", {"n": 1 << 28}, 0.5, op="copy", dtype="f32",
-                    causal=-1)
-    copy_rec.update(bytes=2.0 * 4 * (1 << 28), flops=0, tflops=None, gbps=2.0 * 4 * (1 << 28) / 0.5e-3 / 1e9,
-                    available=True)
+    copy_rec = memory_case("torch_copy", "copy:f32:n268435456", {"n": 1 << 28}, 2.0 * 4 * (1 << 28), 0.5,
+                           op="copy", dtype="f32")
+    # A copy of the softmax's 64 MiB, in 20 us: 3355 GB/s (short copies do not reach the ceiling either).
+    short_copy = memory_case("torch_copy", "copy:f32:n8388608", {"n": 1 << 23}, 2.0 * 4 * (1 << 23), 0.02,
+                             op="copy", dtype="f32")
+    for rec in (copy_rec, short_copy):
+        rec["available"] = True
     return {"schema": "kiln-bench/1", "tool": "peers", "device": DEVICE, "versions": {"torch": "2.x"},
-            "cases": [flash, mm, copy_rec]}
+            "cases": [flash, mm, copy_rec, short_copy]}
 
 
 class ReportTest(unittest.TestCase):
@@ -170,6 +186,12 @@ class ReportTest(unittest.TestCase):
         self.assertIn("cuBLAS f16 733 TFLOP/s, copy 4295 GB/s", text)
         self.assertIn("| 1024 | 128×128 | 128×64 | no |", text)
         self.assertIn("| 4096 | 128×128 | 128×128 | yes |", text)
+
+    def test_memory_cases_against_the_ceiling_and_a_copy_of_their_bytes(self):
+        text = self.section("Memory-bound kernels vs copy bandwidth")
+        self.assertIn("Copy ceiling: 4295 GB/s", text)
+        # 2684 GB/s: 63 % of the 1 GiB copy's rate, 80 % of the 64 MiB copy's.
+        self.assertIn("| softmax:f16:rows16384:cols1024 | 2684.4 | — | — | 63% | 80% |", text)
 
     def test_failures_list_the_failed_variant(self):
         self.assertIn("kiln_fa2/no_swizzle", self.section("kiln cases without a time"))
