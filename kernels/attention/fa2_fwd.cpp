@@ -2,6 +2,7 @@
 
 #include "dsl/dsl.h"
 #include "kernels/attention/attention_tiles.h"
+#include "kernels/min_blocks_param.h"
 
 #include <algorithm>
 
@@ -83,7 +84,7 @@ KernelDef fa2_fwd_def() {
   d.params = attention_param_defs();
   // FA2 only: how many CTAs must fit on an SM (the second __launch_bounds__ argument, see codegen.h). 1 lets
   // ptxas use every register a thread can have; 2 caps 8-warp CTAs at 128 registers, 4 caps 4-warp CTAs.
-  d.params.push_back({"MIN_BLOCKS_PER_SM", 1, "CTAs that must fit on one SM (caps registers; see codegen.h)"});
+  d.params.push_back(min_blocks_per_sm_param(1));
   d.params.push_back({"MASK_EVERY_TILE", 0,
                       "1 masks every key tile (no unmasked stage, no skipping above the causal diagonal)"});
   d.default_num_warps = 8; // 16 rows per warp: no spills on sm_80 or sm_90 (4 warps spill on sm_80)

@@ -2,6 +2,7 @@
 
 #include "dsl/dsl.h"
 #include "kernels/dtype_param.h"
+#include "kernels/min_blocks_param.h"
 
 #include <cmath>
 #include <random>
@@ -68,7 +69,7 @@ KernelDef matmul_def() {
               {"TF32", 0, "f32 only: 1 multiplies on tensor cores in tf32"},
               {"A_COL_MAJOR", 0, "1 when A's M dim is the contiguous one"},
               {"B_COL_MAJOR", 0, "1 when B's K dim is the contiguous one"},
-              {"MIN_BLOCKS_PER_SM", 2, "CTAs that must fit on one SM (caps registers; see codegen.h)"}};
+              min_blocks_per_sm_param(2)};
   d.default_num_warps = 8;
   d.default_num_stages = 3;
   d.build = build_matmul;

@@ -1,6 +1,7 @@
 #include "kernels/softmax/softmax.h"
 
 #include "dsl/dsl.h"
+#include "kernels/min_blocks_param.h"
 
 #include <algorithm>
 #include <cmath>
@@ -69,7 +70,7 @@ KernelDef softmax_def() {
   d.params = {{"BLOCK", 1024, "row tile: a power of two >= n_cols"},
               {"ROWS", 1, "rows a program normalises (a power of two)"},
               {"DTYPE", 0, "element type: 0 f32, 1 f16, 2 bf16"},
-              {"MIN_BLOCKS_PER_SM", 1, "CTAs that must fit on one SM (caps registers; see codegen.h)"}};
+              min_blocks_per_sm_param(1)};
   d.build = build_softmax;
   d.config_space = [] {
     // BLOCK is set by the host to the row length; the autotuner varies the warps and whether registers are
