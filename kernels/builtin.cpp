@@ -1,6 +1,10 @@
 #include "kernels/builtin.h"
 
 #include "kernels/attention/fa1_fwd.h"
+#include "kernels/attention/fa2_bwd_dkdv.h"
+#include "kernels/attention/fa2_bwd_dq.h"
+#include "kernels/attention/fa2_bwd_dq_convert.h"
+#include "kernels/attention/fa2_bwd_preprocess.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/softmax/softmax.h"
@@ -16,6 +20,10 @@ const KernelRegistry& builtin_kernels() {
     r.add(matmul_def());
     r.add(fa2_fwd_def());
     r.add(fa1_fwd_def());
+    r.add(fa2_bwd_preprocess_def());
+    r.add(fa2_bwd_dkdv_def());
+    r.add(fa2_bwd_dq_def());
+    r.add(fa2_bwd_dq_convert_def());
     return r;
   }();
   return registry;

@@ -19,7 +19,11 @@ TensorStrides strides_of(const AttentionProblem& p, int64_t heads, int64_t n) {
   return TensorStrides{heads * n * p.D, n * p.D, p.D}; // [B, heads, N, D]
 }
 
-int64_t at(const TensorStrides& s, int64_t b, int64_t h, int64_t n, int64_t d) {
+int64_t at(const TensorStrides& s, int64_t b, int64_t h, int64_t n, int64_t d) { return element_offset(s, b, h, n, d); }
+Config with_problem(Config c, const AttentionProblem& p) { return with_attention_problem(std::move(c), p); }
+} // namespace
+
+int64_t element_offset(const TensorStrides& s, int64_t b, int64_t h, int64_t n, int64_t d) {
   return b * s.b + h * s.h + n * s.n + d;
 }
 
@@ -28,7 +32,6 @@ void poison(HostBuffer& b) {
     b.set(i, std::nan(""));
 }
 
-// Whether query i sees key j (the kernels' CAUSAL rule).
 bool visible(const AttentionProblem& p, int64_t i, int64_t j) {
   switch (p.causal) {
   case 1: return j <= i;
@@ -37,8 +40,7 @@ bool visible(const AttentionProblem& p, int64_t i, int64_t j) {
   }
 }
 
-// Problem-bound params of `p` applied to `c`.
-Config with_problem(Config c, const AttentionProblem& p) {
+Config with_attention_problem(Config c, const AttentionProblem& p) {
   c.set("HEAD_DIM", p.head_dim_tile());
   c.set("EVEN_D", p.D == p.head_dim_tile() ? 1 : 0);
   c.set("CAUSAL", p.causal);
@@ -47,7 +49,6 @@ Config with_problem(Config c, const AttentionProblem& p) {
   c.set("TF32", p.tf32 ? 1 : 0);
   return c;
 }
-} // namespace
 
 double AttentionProblem::scale() const { return sm_scale != 0 ? sm_scale : 1.0 / std::sqrt(static_cast<double>(D)); }
 
@@ -106,47 +107,72 @@ AttentionInputs make_inputs(const AttentionProblem& p, uint64_t seed, double sca
   return in;
 }
 
-AttentionResult reference(const AttentionProblem& p, const AttentionInputs& in) {
-  check_attention_problem(p);
+std::vector<double> logical_tensor(const HostBuffer& buf, const TensorStrides& s, int64_t B, int64_t heads,
+                                   int64_t n, int64_t D) {
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(B * heads * n * D));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t d = 0; d < D; ++d)
+          out.push_back(buf.get(at(s, b, h, i, d)));
+  return out;
+}
+
+AttentionTensors64 logical_tensors(const AttentionProblem& p, const AttentionInputs& in) {
   const AttentionStrides s = attention_strides(p);
+  return AttentionTensors64{logical_tensor(in.q, s.q, p.B, p.H, p.N_Q, p.D),
+                            logical_tensor(in.k, s.k, p.B, p.H_KV, p.N_K, p.D),
+                            logical_tensor(in.v, s.v, p.B, p.H_KV, p.N_K, p.D), {}};
+}
+
+AttentionResult reference_forward(const AttentionProblem& p, const AttentionTensors64& t) {
+  check_attention_problem(p);
   const double scale = p.scale();
+  const size_t D = static_cast<size_t>(p.D);
   AttentionResult r;
-  r.o.assign(static_cast<size_t>(p.B * p.H * p.N_Q * p.D), 0.0);
+  r.o.assign(static_cast<size_t>(p.B * p.H * p.N_Q) * D, 0.0);
   r.lse.assign(static_cast<size_t>(p.B * p.H * p.N_Q), -kInf);
-  std::vector<double> q(static_cast<size_t>(p.D)), scores(static_cast<size_t>(p.N_K));
+  std::vector<double> scores(static_cast<size_t>(p.N_K));
   for (int64_t b = 0; b < p.B; ++b)
     for (int64_t h = 0; h < p.H; ++h) {
       const int64_t hk = h / (p.H / p.H_KV);
+      const double* k = &t.k[static_cast<size_t>((b * p.H_KV + hk) * p.N_K) * D];
+      const double* v = &t.v[static_cast<size_t>((b * p.H_KV + hk) * p.N_K) * D];
       for (int64_t i = 0; i < p.N_Q; ++i) {
-        for (int64_t d = 0; d < p.D; ++d)
-          q[static_cast<size_t>(d)] = in.q.get(at(s.q, b, h, i, d));
+        const size_t row = static_cast<size_t>((b * p.H + h) * p.N_Q + i);
+        const double* q = &t.q[row * D];
         double m = -kInf;
         for (int64_t j = 0; j < p.N_K; ++j) {
           double dotp = 0;
-          for (int64_t d = 0; d < p.D; ++d)
-            dotp += q[static_cast<size_t>(d)] * in.k.get(at(s.k, b, hk, j, d));
+          for (size_t d = 0; d < D; ++d)
+            dotp += q[d] * k[static_cast<size_t>(j) * D + d];
           scores[static_cast<size_t>(j)] = visible(p, i, j) ? dotp * scale : -kInf;
           m = std::max(m, scores[static_cast<size_t>(j)]);
         }
-        const size_t row = static_cast<size_t>((b * p.H + h) * p.N_Q + i);
         if (m == -kInf)
           continue; // no visible key: O = 0, LSE = -inf
         double l = 0;
-        double* o = &r.o[row * static_cast<size_t>(p.D)];
+        double* o = &r.o[row * D];
         for (int64_t j = 0; j < p.N_K; ++j) {
           double w = std::exp(scores[static_cast<size_t>(j)] - m);
           if (w == 0)
             continue;
           l += w;
-          for (int64_t d = 0; d < p.D; ++d)
-            o[d] += w * in.v.get(at(s.v, b, hk, j, d));
+          for (size_t d = 0; d < D; ++d)
+            o[d] += w * v[static_cast<size_t>(j) * D + d];
         }
-        for (int64_t d = 0; d < p.D; ++d)
+        for (size_t d = 0; d < D; ++d)
           o[d] /= l;
         r.lse[row] = m + std::log(l);
       }
     }
   return r;
+}
+
+AttentionResult reference(const AttentionProblem& p, const AttentionInputs& in) {
+  check_attention_problem(p);
+  return reference_forward(p, logical_tensors(p, in));
 }
 
 Config default_fa2_config(const AttentionProblem& p) {

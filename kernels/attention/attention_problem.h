@@ -38,6 +38,12 @@ struct AttentionStrides {
   TensorStrides q, k, v, o;
 };
 AttentionStrides attention_strides(const AttentionProblem& p);
+// Where element (b, h, n, d) of a tensor with strides `s` sits, in elements.
+int64_t element_offset(const TensorStrides& s, int64_t b, int64_t h, int64_t n, int64_t d);
+// Whether query i sees key j under the problem's CAUSAL rule.
+bool visible(const AttentionProblem& p, int64_t i, int64_t j);
+// Every element of `b` set to NaN, so that an element a kernel never writes is seen.
+void poison(HostBuffer& b);
 int64_t q_numel(const AttentionProblem& p);  // Q and O
 // ANCHORS.md's FLOP convention: 4·B·H·N_Q·N_K·D (two matmuls of 2·N_Q·N_K·D per head), halved when causal.
 double attention_flops(const AttentionProblem& p);
@@ -53,10 +59,24 @@ AttentionInputs make_inputs(const AttentionProblem& p, uint64_t seed, double sca
 struct AttentionResult {
   std::vector<double> o, lse;
 };
+// Tensors in double and logical order: Q and dO [B, H, N_Q, D], K and V [B, H_KV, N_K, D].
+struct AttentionTensors64 {
+  std::vector<double> q, k, v, dout;
+};
+// The elements of `buf` (strides `s`) in logical order [B, heads, n, D].
+std::vector<double> logical_tensor(const HostBuffer& buf, const TensorStrides& s, int64_t B, int64_t heads,
+                                   int64_t n, int64_t D);
+// Q, K, V of `in` in logical order (dout left empty).
+AttentionTensors64 logical_tensors(const AttentionProblem& p, const AttentionInputs& in);
+// The forward in double on logical tensors (t.dout unused): O and LSE as reference() gives them.
+AttentionResult reference_forward(const AttentionProblem& p, const AttentionTensors64& t);
+
 // softmax(Q Kᵀ · scale) V and the natural-log logsumexp in double precision from the rounded inputs.
 // A query row that sees no key gets O = 0 and LSE = −inf.
 AttentionResult reference(const AttentionProblem& p, const AttentionInputs& in);
 
+// `c` with the problem-bound params of `p` applied (HEAD_DIM, EVEN_D, CAUSAL, K_TRANSPOSED, DTYPE, TF32).
+Config with_attention_problem(Config c, const AttentionProblem& p);
 // Configs whose problem-bound params (HEAD_DIM, EVEN_D, CAUSAL, K_TRANSPOSED, DTYPE, TF32) match `p`,
 // with GPU-sized tiles; tests shrink BLOCK_M/BLOCK_N for the interpreter.
 Config default_fa2_config(const AttentionProblem& p);

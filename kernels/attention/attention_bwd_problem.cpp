@@ -1,0 +1,192 @@
+#include "kernels/attention/attention_bwd_problem.h"
+
+#include "kernels/attention/fa2_bwd_dkdv.h"
+#include "kernels/attention/fa2_bwd_dq.h"
+#include "kernels/attention/fa2_bwd_dq_convert.h"
+#include "kernels/attention/fa2_bwd_preprocess.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace kiln {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+}
+
+HostBuffer make_dout(const AttentionProblem& p, uint64_t seed, double scale) {
+  check_attention_problem(p);
+  HostBuffer dout(p.dtype, q_numel(p), "dO");
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(-scale, scale);
+  for (int64_t i = 0; i < dout.numel(); ++i)
+    dout.set(i, dist(rng));
+  return dout;
+}
+
+AttentionTensors64 logical_bwd_tensors(const AttentionProblem& p, const AttentionInputs& in, const HostBuffer& dout) {
+  AttentionTensors64 t = logical_tensors(p, in);
+  t.dout = logical_tensor(dout, attention_strides(p).q, p.B, p.H, p.N_Q, p.D);
+  return t;
+}
+
+AttentionGrads reference_backward(const AttentionProblem& p, const AttentionTensors64& t) {
+  const AttentionResult fwd = reference_forward(p, t);
+  const double scale = p.scale();
+  const size_t D = static_cast<size_t>(p.D), NK = static_cast<size_t>(p.N_K);
+  AttentionGrads g;
+  g.dq.assign(t.q.size(), 0.0);
+  g.dk.assign(t.k.size(), 0.0);
+  g.dv.assign(t.v.size(), 0.0);
+  std::vector<double> prob(NK), dprob(NK);
+  for (int64_t b = 0; b < p.B; ++b)
+    for (int64_t h = 0; h < p.H; ++h) {
+      const size_t kv0 = static_cast<size_t>((b * p.H_KV + h / (p.H / p.H_KV)) * p.N_K) * D;
+      for (int64_t i = 0; i < p.N_Q; ++i) {
+        const size_t row = static_cast<size_t>((b * p.H + h) * p.N_Q + i);
+        if (fwd.lse[row] == -kInf)
+          continue; // no visible key: P = 0, nothing flows back
+        const double* q = &t.q[row * D];
+        const double* dout = &t.dout[row * D];
+        double delta = 0; // rowsum(P ∘ dP), which equals rowsum(dO ∘ O)
+        for (size_t j = 0; j < NK; ++j) {
+          prob[j] = dprob[j] = 0;
+          if (!visible(p, i, static_cast<int64_t>(j)))
+            continue;
+          double s = 0, dp = 0;
+          for (size_t d = 0; d < D; ++d) {
+            s += q[d] * t.k[kv0 + j * D + d];
+            dp += dout[d] * t.v[kv0 + j * D + d];
+          }
+          prob[j] = std::exp(s * scale - fwd.lse[row]);
+          dprob[j] = dp;
+          delta += prob[j] * dp;
+        }
+        for (size_t j = 0; j < NK; ++j) {
+          if (prob[j] == 0)
+            continue;
+          const double ds = prob[j] * (dprob[j] - delta) * scale; // dL/dS_ij · scale = dL/d(q·k)
+          for (size_t d = 0; d < D; ++d) {
+            g.dq[row * D + d] += ds * t.k[kv0 + j * D + d];
+            g.dk[kv0 + j * D + d] += ds * q[d];
+            g.dv[kv0 + j * D + d] += prob[j] * dout[d];
+          }
+        }
+      }
+    }
+  return g;
+}
+
+AttentionBwdBuffers make_bwd_buffers(const AttentionProblem& p, const AttentionInputs& in, const HostBuffer& dout) {
+  check_attention_problem(p);
+  const AttentionStrides s = attention_strides(p);
+  const int64_t rows = p.B * p.H * p.N_Q;
+  AttentionBwdBuffers b{in.q,
+                        in.k,
+                        in.v,
+                        HostBuffer(p.dtype, q_numel(p), "O"),
+                        dout,
+                        HostBuffer(DType::f32, rows, "LSE"),
+                        HostBuffer(DType::f32, rows, "Delta"),
+                        HostBuffer(p.dtype, q_numel(p), "dQ"),
+                        HostBuffer(p.dtype, kv_numel(p), "dK"),
+                        HostBuffer(p.dtype, kv_numel(p), "dV"),
+                        HostBuffer(DType::f32, rows * p.D, "DQ_ACC")};
+  // The forward's outputs as the forward kernel would leave them: O rounded to the dtype, LSE to f32.
+  const AttentionResult fwd = reference_forward(p, logical_tensors(p, in));
+  size_t n = 0;
+  for (int64_t bi = 0; bi < p.B; ++bi)
+    for (int64_t h = 0; h < p.H; ++h)
+      for (int64_t i = 0; i < p.N_Q; ++i)
+        for (int64_t d = 0; d < p.D; ++d)
+          b.o.set(element_offset(s.o, bi, h, i, d), fwd.o[n++]);
+  for (int64_t r = 0; r < rows; ++r)
+    b.lse.set(r, fwd.lse[static_cast<size_t>(r)]);
+  for (HostBuffer* out : {&b.delta, &b.dq, &b.dk, &b.dv, &b.dq_acc})
+    poison(*out);
+  return b;
+}
+
+std::vector<InterpArg> fa2_bwd_interp_args(const AttentionProblem& p, AttentionBwdBuffers& b) {
+  const AttentionStrides s = attention_strides(p);
+  std::vector<InterpArg> args;
+  for (HostBuffer* t : {&b.q, &b.k, &b.v, &b.o, &b.dout, &b.lse, &b.delta, &b.dq, &b.dk, &b.dv, &b.dq_acc})
+    args.push_back(InterpArg::ptr(*t));
+  args.push_back(InterpArg::of_float(p.scale()));
+  for (int64_t v : {p.B, p.H, p.H_KV, p.N_Q, p.N_K, p.D})
+    args.push_back(InterpArg::of_int(v));
+  // Q, K, V, O, dO, dQ, dK, dV: gradients share their input's layout.
+  for (const TensorStrides* t : {&s.q, &s.k, &s.v, &s.o, &s.q, &s.q, &s.k, &s.k})
+    for (int64_t v : {t->b, t->h, t->n})
+      args.push_back(InterpArg::of_int(v));
+  return args;
+}
+
+AttentionGrads gather_grads(const AttentionProblem& p, const AttentionBwdBuffers& b) {
+  const AttentionStrides s = attention_strides(p);
+  return AttentionGrads{logical_tensor(b.dq, s.q, p.B, p.H, p.N_Q, p.D),
+                        logical_tensor(b.dk, s.k, p.B, p.H_KV, p.N_K, p.D),
+                        logical_tensor(b.dv, s.k, p.B, p.H_KV, p.N_K, p.D)};
+}
+
+AttentionBwdConfigs default_bwd_configs(const AttentionProblem& p, bool atomic_dq) {
+  const int64_t hd = p.head_dim_tile();
+  const bool wide = hd > 128 || p.dtype == DType::f32; // halve the streamed tiles to keep shared memory small
+  AttentionBwdConfigs c{with_attention_problem(fa2_bwd_dkdv_def().default_config(), p),
+                        with_attention_problem(fa2_bwd_dq_def().default_config(), p)};
+  // dK/dV: 64 keys a program (their dK and dV accumulators stay in registers), 64 query rows a step.
+  c.dkdv.set("BLOCK_N", 64).set("BLOCK_M", wide ? 32 : 64).set("ATOMIC_DQ", atomic_dq ? 1 : 0);
+  c.dkdv.num_warps = 4;
+  c.dkdv.num_stages = 2;
+  // dQ: 64 query rows a program, 64 keys a step.
+  c.dq.set("BLOCK_M", 64).set("BLOCK_N", wide ? 32 : 64);
+  c.dq.num_warps = 4;
+  c.dq.num_stages = 2;
+  return c;
+}
+
+std::vector<Config> bwd_dkdv_config_space(const AttentionProblem& p, bool atomic_dq) {
+  std::vector<Config> cs;
+  for (Config c : fa2_bwd_dkdv_def().config_space())
+    cs.push_back(with_attention_problem(c.set("ATOMIC_DQ", atomic_dq ? 1 : 0), p));
+  return cs;
+}
+
+std::vector<Config> bwd_dq_config_space(const AttentionProblem& p) {
+  std::vector<Config> cs;
+  for (const Config& c : fa2_bwd_dq_def().config_space())
+    cs.push_back(with_attention_problem(c, p));
+  return cs;
+}
+
+Config bwd_preprocess_config(const AttentionProblem& p, const Config& dkdv) {
+  Config c = with_attention_problem(fa2_bwd_preprocess_def().default_config(), p);
+  c.set("BLOCK_M", 64).set("ATOMIC_DQ", dkdv.get("ATOMIC_DQ"));
+  return c;
+}
+
+Config bwd_dq_convert_config(const AttentionProblem& p) {
+  return with_attention_problem(fa2_bwd_dq_convert_def().default_config(), p).set("BLOCK_M", 64);
+}
+
+void run_bwd(const AttentionProblem& p, const AttentionBwdConfigs& configs, AttentionBwdBuffers& b,
+             Executor executor) {
+  check_attention_problem(p);
+  check_attention_config(p, configs.dkdv);
+  check_attention_config(p, configs.dq);
+  const SizeArgs sizes = attention_size_args(p);
+  const std::vector<InterpArg> args = fa2_bwd_interp_args(p, b);
+  const bool atomic_dq = configs.dkdv.get("ATOMIC_DQ") != 0;
+  const Config pre = bwd_preprocess_config(p, configs.dkdv);
+  execute(executor, build_fa2_bwd_preprocess(pre), fa2_bwd_preprocess_def().grid(pre, sizes), args);
+  execute(executor, build_fa2_bwd_dkdv(configs.dkdv), fa2_bwd_dkdv_def().grid(configs.dkdv, sizes), args);
+  if (atomic_dq) {
+    const Config conv = bwd_dq_convert_config(p);
+    execute(executor, build_fa2_bwd_dq_convert(conv), fa2_bwd_dq_convert_def().grid(conv, sizes), args);
+  } else {
+    execute(executor, build_fa2_bwd_dq(configs.dq), fa2_bwd_dq_def().grid(configs.dq, sizes), args);
+  }
+}
+
+} // namespace kiln

@@ -1,0 +1,145 @@
+#include "kernels/attention/fa2_bwd_dkdv.h"
+
+#include "dsl/dsl.h"
+#include "kernels/attention/attention_bwd_args.h"
+#include "kernels/attention/attention_bwd_space.h"
+
+namespace kiln {
+
+namespace {
+
+// The query rows the key tile [n0, n0 + BLOCK_N) sends gradients to, in BLOCK_M tiles from `begin` (a
+// multiple of BLOCK_M): [begin, unmasked_begin) crosses the causal diagonal (masked), [unmasked_begin,
+// unmasked_end) sees every key of the tile and lies inside N_Q (no mask), [unmasked_end, N_Q) is the query
+// tail (masked). A key tile that crosses N_K is masked throughout.
+struct QueryRange {
+  Value begin, unmasked_begin, unmasked_end;
+};
+
+QueryRange query_range(const AttentionArgs& a, const AttentionTileParams& tp, const Value& n0) {
+  const int64_t BM = tp.block_m, BN = tp.block_n;
+  Value full_rows_end = a.N_Q / BM * BM; // rows in whole query tiles
+  Value begin = zeros({}, i32), unmasked_begin = zeros({}, i32);
+  if (tp.causal != CausalMode::None) {
+    // Query i sees key j iff j <= last_visible_key(i) = i + shift: the first row that sees key n0 is
+    // n0 - shift, the first that sees the whole tile n0 + BN - 1 - shift.
+    Value shift = last_visible_key(a, tp, zeros({}, i32));
+    begin = maximum(n0 - shift, 0) / BM * BM;
+    unmasked_begin = maximum(cdiv(maximum(n0 + (BN - 1) - shift, 0), BM) * BM, begin);
+  }
+  unmasked_begin = minimum(unmasked_begin, maximum(full_rows_end, begin));
+  // The last key tile, when it crosses N_K, masks every step (its padded keys must not reach dQ).
+  unmasked_begin = where(n0 + BN > a.N_K, maximum(a.N_Q, begin), unmasked_begin);
+  Value unmasked_end = maximum(full_rows_end, unmasked_begin);
+  return QueryRange{begin.named("q_begin"), unmasked_begin.named("q_unmasked_begin"),
+                    unmasked_end.named("q_unmasked_end")};
+}
+
+} // namespace
+
+Kernel build_fa2_bwd_dkdv(const Config& config) {
+  const AttentionTileParams tp = attention_tile_params(config, "fa2_bwd_dkdv");
+  const int64_t BM = tp.block_m, BN = tp.block_n, HD = tp.head_dim;
+  const bool atomic_dq = config.get("ATOMIC_DQ") != 0;
+  const DType dt = tp.dtype;
+  auto low = [&](const Value& x) { return dt == f32 ? x : x.to(dt); }; // product operands in the input dtype
+
+  KernelBuilder kb("fa2_bwd_dkdv", config);
+  AttentionBwdArgs a = declare_attention_bwd_args(kb, dt);
+  const AttentionArgs& f = a.fwd;
+  Value n0 = (program_id(0) * BN).named("n0");
+  Value off_bkv = program_id(1);
+  Value off_b = off_bkv / f.H_KV;
+  Value group = (f.H / f.H_KV).named("group"); // query heads per kv head
+  Value head0 = (off_bkv % f.H_KV) * group;    // the group's first query head
+  AttentionBwdBases kvb = attention_bwd_bases(a, off_b, head0);
+
+  // This program's keys, on chip for the whole program; keys past N_K read as zero.
+  BoundaryCheck kv_check = tp.even_d ? BoundaryCheck{0} : BoundaryCheck{0, 1};
+  BoundaryCheck kt_check = tp.even_d ? BoundaryCheck{1} : BoundaryCheck{0, 1};
+  Value k_loaded = load(bwd_k_block_ptr(a, kvb, BN, tp, n0), tp.k_transposed ? kt_check : kv_check);
+  Value k = (tp.k_transposed ? trans(k_loaded) : k_loaded).named("k");                       // (BN, HD)
+  Value v = load(bwd_kv_block_ptr(a, kvb.v, f.stride_vn, BN, tp, n0), kv_check).named("v"); // (BN, HD)
+  Value offs_n = (n0 + arange(0, BN)).named("offs_n");                                        // (BN,) i32
+  Value qk_scale = (f.sm_scale * kLog2e).named("qk_scale");
+  Value dk = zeros({BN, HD}, f32).named("dk"); // (BN, HD) Σ dSᵀ Q, unscaled
+  Value dv = zeros({BN, HD}, f32).named("dv"); // (BN, HD) Σ Pᵀ dO
+  QueryRange range = query_range(f, tp, n0);
+
+  for_range(0, group, 1, [&](Value g) {
+    AttentionBwdBases hb = attention_bwd_bases(a, off_b, head0 + g);
+    Value q_ptr = bwd_q_block_ptr(a, hb.q, f.stride_qn, BM, tp, range.begin).named("q_ptr");
+    Value do_ptr = bwd_q_block_ptr(a, hb.dout, a.stride_don, BM, tp, range.begin).named("do_ptr");
+    Value lse_ptr = bwd_row_block_ptr(a, f.lse, hb.row0, BM, range.begin).named("lse_ptr");
+    Value delta_ptr = bwd_row_block_ptr(a, a.delta, hb.row0, BM, range.begin).named("delta_ptr");
+
+    // One query tile. `masked` tiles hide rows past N_Q, keys past N_K and keys a row may not see.
+    auto step = [&](const Value& start_m, bool masked) {
+      BoundaryCheck rows = masked ? BoundaryCheck{0} : BoundaryCheck{};
+      BoundaryCheck tile = masked ? tp.row_tile_check() : (tp.even_d ? BoundaryCheck{} : BoundaryCheck{1});
+      Value offs_m = start_m + arange(0, BM); // (BM,) i32
+      Value q = load(q_ptr, tile);             // (BM, HD)
+      Value lse = load(lse_ptr, rows);         // (BM,) f32
+      // exp2(x - LSE·log2 e); a row that sees no key (LSE = -inf) gets P = 0 through +inf.
+      Value lse2 = masked ? where(lse == -kInfinity, kInfinity, lse * kLog2e) : lse * kLog2e;
+      Value qkT = dot(k, trans(q), Value(), tp.tf32).named("qkT");                    // (BN, BM) f32
+      Value pT = exp2(qkT * qk_scale - lse2.expand_dims(0)).named("pT");             // (BN, BM) f32
+      if (masked) {
+        Value cols = offs_m.expand_dims(0); // (1, BM) query rows
+        Value keys = offs_n.expand_dims(1); // (BN, 1)
+        Value seen = broadcast_to((keys < f.N_K) && (cols < f.N_Q), {BN, BM});
+        if (tp.causal != CausalMode::None)
+          seen = seen && (keys <= last_visible_key(f, tp, cols));
+        pT = where(seen, pT, 0.0);
+      }
+      Value dout = load(do_ptr, tile);                                        // (BM, HD)
+      dv = dot(low(pT), dout, dv, tp.tf32);                                   // (BN, HD)
+      Value dpT = dot(v, trans(dout), Value(), tp.tf32).named("dpT");         // (BN, BM) f32
+      Value delta = load(delta_ptr, rows);                                    // (BM,) f32
+      Value dsT = (pT * (dpT - delta.expand_dims(0))).named("dsT");           // (BN, BM) f32
+      dk = dot(low(dsT), q, dk, tp.tf32);                                     // (BN, HD)
+      if (atomic_dq) {
+        Value dq = dot(trans(low(dsT)), k, Value(), tp.tf32);                 // (BM, HD) f32, unscaled
+        Value offs_d = arange(0, HD).expand_dims(0);                          // (1, HD)
+        Value row = (hb.row0 + offs_m.to(i64)).expand_dims(1);                // (BM, 1) i64
+        Value ptrs = a.dq_acc + (row * f.D.to(i64) + offs_d.to(i64));         // (BM, HD)
+        Value inside = broadcast_to((offs_m.expand_dims(1) < f.N_Q) && (offs_d < f.D), {BM, HD});
+        atomic_add(ptrs, dq, inside);
+      }
+      q_ptr = advance(q_ptr, {BM, 0});
+      do_ptr = advance(do_ptr, {BM, 0});
+      lse_ptr = advance(lse_ptr, {BM});
+      delta_ptr = advance(delta_ptr, {BM});
+    };
+    for_range(range.begin, range.unmasked_begin, BM, [&](Value start_m) { step(start_m, true); });
+    for_range(range.unmasked_begin, range.unmasked_end, BM, [&](Value start_m) { step(start_m, false); });
+    for_range(range.unmasked_end, f.N_Q, BM, [&](Value start_m) { step(start_m, true); });
+  });
+
+  store(bwd_kv_block_ptr(a, kvb.dk, a.stride_dkn, BN, tp, n0), (dk * f.sm_scale).to(dt), kv_check);
+  store(bwd_kv_block_ptr(a, kvb.dv, a.stride_dvn, BN, tp, n0), dv.to(dt), kv_check);
+  return kb.finish();
+}
+
+KernelDef fa2_bwd_dkdv_def() {
+  KernelDef d;
+  d.name = "fa2_bwd_dkdv";
+  d.summary = "attention backward: dK and dV of one key tile, looping over the query tiles (and heads) that see it";
+  d.params = attention_param_defs();
+  d.params.push_back(atomic_dq_param());
+  d.default_num_warps = 4;
+  d.default_num_stages = 2;
+  d.build = build_fa2_bwd_dkdv;
+  d.config_space = [] { return bwd_config_space(fa2_bwd_dkdv_def().default_config(), "BLOCK_N"); };
+  d.size_args = {"B", "H", "H_KV", "N_Q", "N_K", "D"};
+  d.tuning_key = {"B", "H", "H_KV", "N_Q", "N_K"};
+  d.bucket = [](const std::string&, int64_t v) { return next_pow2(v); };
+  d.prune = prune_bwd_config;
+  d.grid = [](const Config& c, const SizeArgs& s) {
+    int64_t bn = c.get("BLOCK_N");
+    return Grid{(s.at("N_K") + bn - 1) / bn, s.at("B") * s.at("H_KV"), 1};
+  };
+  return d;
+}
+
+} // namespace kiln

@@ -1,0 +1,22 @@
+// Attention backward, step 2: dK and dV of one key tile (and, with ATOMIC_DQ=1, dQ by f32 atomic adds).
+// One program per (BLOCK_N keys, batch·kv head); K_j and V_j stay on chip while the program walks the
+// query tiles that see them, for every query head of the kv head's group (GQA/MQA sum in the program, in
+// a fixed order: deterministic). Per query tile, written transposed so that every register operand of a
+// product is its left-hand side (as in Triton's tutorial):
+//   Sᵀ = K Qᵀ, Pᵀ = exp2(Sᵀ · scale · log2 e − LSE · log2 e), dV += Pᵀ dO,
+//   dPᵀ = V dOᵀ, dSᵀ = Pᵀ ∘ (dPᵀ − Delta), dK += dSᵀ Q          (dK scaled by sm_scale once, at the end)
+// Causal: query tiles wholly above the diagonal are never visited; only tiles that cross the diagonal, the
+// query tail or (for the last key tile) the key tail are masked.
+//
+// Args: the backward list (attention_bwd_args.h). Params: the attention params (BLOCK_M query rows per
+// step, BLOCK_N keys per program, ...) and ATOMIC_DQ. Grid: (cdiv(N_K, BLOCK_N), B·H_KV, 1).
+#pragma once
+
+#include "dsl/registry.h"
+
+namespace kiln {
+
+Kernel build_fa2_bwd_dkdv(const Config& config);
+KernelDef fa2_bwd_dkdv_def();
+
+} // namespace kiln

@@ -1,0 +1,80 @@
+#include "kernels/attention/fa2_bwd_dq.h"
+
+#include "dsl/dsl.h"
+#include "kernels/attention/attention_bwd_args.h"
+#include "kernels/attention/attention_bwd_space.h"
+
+namespace kiln {
+
+Kernel build_fa2_bwd_dq(const Config& config) {
+  const AttentionTileParams tp = attention_tile_params(config, "fa2_bwd_dq");
+  const int64_t BM = tp.block_m, BN = tp.block_n, HD = tp.head_dim;
+  const DType dt = tp.dtype;
+
+  KernelBuilder kb("fa2_bwd_dq", config);
+  AttentionBwdArgs a = declare_attention_bwd_args(kb, dt);
+  const AttentionArgs& f = a.fwd;
+  // Causal query tiles lower down see more keys: launch them first, as the forward does.
+  Value start_m = tp.causal == CausalMode::None ? program_id(0) : num_programs(0) - 1 - program_id(0);
+  Value off_hz = program_id(1);
+  AttentionBwdBases b = attention_bwd_bases(a, off_hz / f.H, off_hz % f.H);
+  Value m0 = (start_m * BM).named("m0");
+  Value offs_m = (m0 + arange(0, BM)).named("offs_m"); // (BM,) i32
+
+  BoundaryCheck rows = {0};
+  Value q = load(bwd_q_block_ptr(a, b.q, f.stride_qn, BM, tp, m0), tp.row_tile_check()).named("q");       // (BM, HD)
+  Value dout = load(bwd_q_block_ptr(a, b.dout, a.stride_don, BM, tp, m0), tp.row_tile_check()).named("do"); // (BM, HD)
+  Value lse = load(bwd_row_block_ptr(a, f.lse, b.row0, BM, m0), rows);     // (BM,) f32, 0 past N_Q
+  Value delta = load(bwd_row_block_ptr(a, a.delta, b.row0, BM, m0), rows); // (BM,) f32
+  // exp2(x - LSE·log2 e); a row that sees no key (LSE = -inf) gets P = 0 through +inf. Such rows occur only
+  // in masked tiles: a row in an unmasked tile sees all of its keys.
+  Value lse2 = where(lse == -kInfinity, kInfinity, lse * kLog2e).named("lse2").expand_dims(1); // (BM, 1)
+  Value delta_rows = delta.expand_dims(1);                                                   // (BM, 1)
+  Value qk_scale = (f.sm_scale * kLog2e).named("qk_scale");
+  Value dq = zeros({BM, HD}, f32).named("dq"); // (BM, HD) Σ dS K, unscaled
+
+  Value k_ptr = bwd_k_block_ptr(a, b, BN, tp, 0).named("k_ptr");
+  Value v_ptr = bwd_kv_block_ptr(a, b.v, f.stride_vn, BN, tp, 0).named("v_ptr");
+  auto step = [&](const Value& start_n, bool masked) {
+    Value k = load(k_ptr, tp.k_tile_check(masked));
+    Value kt = tp.k_transposed ? k : trans(k);                          // (HD, BN)
+    Value qk = dot(q, kt, Value(), tp.tf32).named("qk");                // (BM, BN) f32
+    Value p = exp2(qk * qk_scale - lse2).named("p");                    // (BM, BN) f32
+    if (masked)
+      p = where(visible_keys(f, tp, offs_m, start_n + arange(0, BN)), p, 0.0);
+    Value v = load(v_ptr, tp.v_tile_check(masked));                     // (BN, HD)
+    Value dp = dot(dout, trans(v), Value(), tp.tf32).named("dp");       // (BM, BN) f32
+    Value ds = (p * (dp - delta_rows)).named("ds");                     // (BM, BN) f32
+    dq = dot(dt == f32 ? ds : ds.to(dt), trans(kt), dq, tp.tf32);      // (BM, HD)
+    k_ptr = advance_k(k_ptr, tp);
+    v_ptr = advance(v_ptr, {BN, 0});
+  };
+  KeyRange keys = key_range(f, tp, m0);
+  for_range(0, keys.unmasked_end, BN, [&](Value start_n) { step(start_n, false); });
+  for_range(keys.unmasked_end, keys.end, BN, [&](Value start_n) { step(start_n, true); });
+
+  store(bwd_q_block_ptr(a, b.dq, a.stride_dqn, BM, tp, m0), (dq * f.sm_scale).to(dt), tp.row_tile_check());
+  return kb.finish();
+}
+
+KernelDef fa2_bwd_dq_def() {
+  KernelDef d;
+  d.name = "fa2_bwd_dq";
+  d.summary = "attention backward: dQ of one query tile, looping over the key tiles it sees (deterministic)";
+  d.params = attention_param_defs();
+  d.default_num_warps = 4;
+  d.default_num_stages = 2;
+  d.build = build_fa2_bwd_dq;
+  d.config_space = [] { return bwd_config_space(fa2_bwd_dq_def().default_config(), "BLOCK_M"); };
+  d.size_args = {"B", "H", "H_KV", "N_Q", "N_K", "D"};
+  d.tuning_key = {"B", "H", "N_Q", "N_K"};
+  d.bucket = [](const std::string&, int64_t v) { return next_pow2(v); };
+  d.prune = prune_bwd_config;
+  d.grid = [](const Config& c, const SizeArgs& s) {
+    int64_t bm = c.get("BLOCK_M");
+    return Grid{(s.at("N_Q") + bm - 1) / bm, s.at("B") * s.at("H"), 1};
+  };
+  return d;
+}
+
+} // namespace kiln

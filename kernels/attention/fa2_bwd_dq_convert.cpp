@@ -1,0 +1,42 @@
+#include "kernels/attention/fa2_bwd_dq_convert.h"
+
+#include "dsl/dsl.h"
+#include "kernels/attention/attention_bwd_args.h"
+
+namespace kiln {
+
+Kernel build_fa2_bwd_dq_convert(const Config& config) {
+  const AttentionTileParams tp = attention_tile_params(config, "fa2_bwd_dq_convert");
+  const int64_t BM = tp.block_m;
+  KernelBuilder kb("fa2_bwd_dq_convert", config);
+  AttentionBwdArgs a = declare_attention_bwd_args(kb, tp.dtype);
+  const AttentionArgs& f = a.fwd;
+  Value off_hz = program_id(1);
+  AttentionBwdBases b = attention_bwd_bases(a, off_hz / f.H, off_hz % f.H);
+  Value m0 = (program_id(0) * BM).named("m0");
+  Value acc_rows = make_block_ptr(a.dq_acc + b.row0 * f.D.to(i64), {f.N_Q, f.D}, {f.D, 1}, {m0, 0},
+                                  {BM, tp.head_dim}, {1, 0});
+  Value dq = load(acc_rows, {0, 1}); // (BM, HD) f32
+  store(bwd_q_block_ptr(a, b.dq, a.stride_dqn, BM, tp, m0), (dq * f.sm_scale).to(tp.dtype), {0, 1});
+  return kb.finish();
+}
+
+KernelDef fa2_bwd_dq_convert_def() {
+  KernelDef d;
+  d.name = "fa2_bwd_dq_convert";
+  d.summary = "attention backward (atomic dQ): dQ = the f32 accumulator times sm_scale, in the input dtype";
+  d.params = attention_param_defs();
+  d.default_num_warps = 4;
+  d.default_num_stages = 1;
+  d.build = build_fa2_bwd_dq_convert;
+  d.config_space = [] { return std::vector<Config>{fa2_bwd_dq_convert_def().default_config()}; };
+  d.size_args = {"B", "H", "H_KV", "N_Q", "N_K", "D"};
+  d.tuning_key = {"B", "H", "N_Q"};
+  d.grid = [](const Config& c, const SizeArgs& s) {
+    int64_t bm = c.get("BLOCK_M");
+    return Grid{(s.at("N_Q") + bm - 1) / bm, s.at("B") * s.at("H"), 1};
+  };
+  return d;
+}
+
+} // namespace kiln

@@ -1,0 +1,49 @@
+#include "kernels/attention/fa2_bwd_preprocess.h"
+
+#include "dsl/dsl.h"
+#include "kernels/attention/attention_bwd_args.h"
+
+namespace kiln {
+
+Kernel build_fa2_bwd_preprocess(const Config& config) {
+  const AttentionTileParams tp = attention_tile_params(config, "fa2_bwd_preprocess");
+  const int64_t BM = tp.block_m;
+  KernelBuilder kb("fa2_bwd_preprocess", config);
+  AttentionBwdArgs a = declare_attention_bwd_args(kb, tp.dtype);
+  Value off_hz = program_id(1);
+  AttentionBwdBases b = attention_bwd_bases(a, off_hz / a.fwd.H, off_hz % a.fwd.H);
+  Value m0 = (program_id(0) * BM).named("m0");
+
+  Value o = load(bwd_q_block_ptr(a, b.o, a.fwd.stride_on, BM, tp, m0), {0, 1}).to(f32);     // (BM, HD)
+  Value dout = load(bwd_q_block_ptr(a, b.dout, a.stride_don, BM, tp, m0), {0, 1}).to(f32); // (BM, HD)
+  Value delta = sum(o * dout, 1).named("delta");                                           // (BM,) f32
+  store(bwd_row_block_ptr(a, a.delta, b.row0, BM, m0), delta, {0});
+
+  if (config.get("ATOMIC_DQ") != 0) {
+    Value acc_rows = make_block_ptr(a.dq_acc + b.row0 * a.fwd.D.to(i64), {a.fwd.N_Q, a.fwd.D}, {a.fwd.D, 1},
+                                    {m0, 0}, {BM, tp.head_dim}, {1, 0});
+    store(acc_rows, zeros({BM, tp.head_dim}, f32), {0, 1});
+  }
+  return kb.finish();
+}
+
+KernelDef fa2_bwd_preprocess_def() {
+  KernelDef d;
+  d.name = "fa2_bwd_preprocess";
+  d.summary = "attention backward: Delta = rowsum(dO * O) (and a zeroed dQ accumulator when ATOMIC_DQ=1)";
+  d.params = attention_param_defs();
+  d.params.push_back(atomic_dq_param());
+  d.default_num_warps = 4;
+  d.default_num_stages = 1;
+  d.build = build_fa2_bwd_preprocess;
+  d.config_space = [] { return std::vector<Config>{fa2_bwd_preprocess_def().default_config()}; };
+  d.size_args = {"B", "H", "H_KV", "N_Q", "N_K", "D"};
+  d.tuning_key = {"B", "H", "N_Q"};
+  d.grid = [](const Config& c, const SizeArgs& s) {
+    int64_t bm = c.get("BLOCK_M");
+    return Grid{(s.at("N_Q") + bm - 1) / bm, s.at("B") * s.at("H"), 1};
+  };
+  return d;
+}
+
+} // namespace kiln

@@ -1,0 +1,76 @@
+// The attention backward's interpreter and GPU checks share this: running a whole backward on a case of the
+// attention sweep (attention_test_cases.h) and checking dQ, dK and dV against the analytic double-precision
+// gradients, every output element written (outputs start as NaN), no NaN anywhere, and rows with no visible
+// key sending exactly nothing back.
+#pragma once
+
+#include "attention_test_cases.h"
+#include "kernels/attention/attention_bwd_problem.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+namespace kiln::testing_support {
+
+// The relative L2 error a gradient may show. Beyond the forward's roundings, dV's product reads P rounded
+// to the input dtype and dK, dQ read dS rounded to it, where dS = P ∘ (dP − Delta) and Delta carries O's
+// rounding: twice the forward's tolerance. And P = exp(S − LSE) is recomputed from an f32 LSE, whose
+// rounding (|LSE| · u_f32) is an absolute error in the exponent that, unlike in the forward, no
+// normalisation cancels: it grows with the size of the scores (inputs of ±30 give |LSE| in the thousands).
+inline double grad_tolerance(DType t, bool tf32, double max_abs_lse) {
+  return 2 * tolerance(t, tf32) + 2 * unit_roundoff(DType::f32) * max_abs_lse;
+}
+
+inline uint64_t bwd_case_seed(const AttentionProblem& p) {
+  return 0xb4c4 + static_cast<uint64_t>(p.N_Q * 7919 + p.N_K * 104729 + p.D * 31 + p.causal * 3 + p.H * 11 +
+                                        p.H_KV * 13 + (p.bshd_layout ? 17 : 0) + static_cast<int>(p.dtype) * 1009);
+}
+
+// Runs the backward of `c` with `configs` and checks the three gradients; returns them for further checks.
+inline AttentionGrads check_bwd_case(const AttentionCase& c, const AttentionBwdConfigs& configs,
+                                     Executor executor = Executor::Interpreter) {
+  const AttentionProblem& p = c.problem;
+  const uint64_t seed = bwd_case_seed(p);
+  AttentionInputs in = make_inputs(p, seed, c.input_scale);
+  HostBuffer dout = make_dout(p, seed + 1, 1.0);
+  AttentionBwdBuffers buffers = make_bwd_buffers(p, in, dout);
+  run_bwd(p, configs, buffers, executor);
+  AttentionGrads out = gather_grads(p, buffers);
+  AttentionGrads ref = reference_backward(p, logical_bwd_tensors(p, in, dout));
+  double max_abs_lse = 0;
+  for (double l : reference_forward(p, logical_tensors(p, in)).lse)
+    if (std::isfinite(l))
+      max_abs_lse = std::max(max_abs_lse, std::abs(l));
+  const double tol = grad_tolerance(p.dtype, p.tf32, max_abs_lse);
+  // Gradients that must be exactly zero: dQ of a row that sees no key, dK and dV of a key no row sees.
+  std::vector<bool> dq_zero(out.dq.size(), false), kv_zero(out.dk.size(), true);
+  const size_t D = static_cast<size_t>(p.D);
+  for (int64_t b = 0; b < p.B; ++b)
+    for (int64_t h = 0; h < p.H; ++h)
+      for (int64_t i = 0; i < p.N_Q; ++i) {
+        bool sees_any = false;
+        for (int64_t j = 0; j < p.N_K; ++j)
+          if (visible(p, i, j)) {
+            sees_any = true;
+            const size_t key = static_cast<size_t>((b * p.H_KV + h / (p.H / p.H_KV)) * p.N_K + j);
+            std::fill_n(kv_zero.begin() + static_cast<std::ptrdiff_t>(key * D), D, false);
+          }
+        const size_t row = static_cast<size_t>((b * p.H + h) * p.N_Q + i);
+        std::fill_n(dq_zero.begin() + static_cast<std::ptrdiff_t>(row * D), D, !sees_any);
+      }
+  for (auto [name, got, want, zero] : {std::tuple{"dQ", &out.dq, &ref.dq, &dq_zero}, {"dK", &out.dk, &ref.dk, &kv_zero},
+                                       {"dV", &out.dv, &ref.dv, &kv_zero}}) {
+    Comparison cmp = compare_to_reference(*got, *want);
+    EXPECT_TRUE(cmp.ok(tol)) << name << ": " << cmp.str() << ", tolerance " << tol << " (" << p.str() << ")";
+    int64_t nonzero = 0, first = -1;
+    for (size_t i = 0; i < got->size(); ++i)
+      if ((*zero)[i] && (*got)[i] != 0.0 && nonzero++ == 0)
+        first = static_cast<int64_t>(i);
+    EXPECT_EQ(nonzero, 0) << name << ": " << nonzero << " elements that see nothing should be exactly 0, the first at "
+                          << first << " (" << p.str() << ")";
+  }
+  return out;
+}
+
+} // namespace kiln::testing_support

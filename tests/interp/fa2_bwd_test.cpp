@@ -1,0 +1,105 @@
+// The attention backward (preprocess, dK/dV, dQ, and the atomic-dQ variant) in the interpreter over the
+// shared attention sweep, against the analytic double-precision gradients; and those gradients themselves
+// against central finite differences of the double forward.
+#include "attention_bwd_test_cases.h"
+
+#include "dsl/printer.h"
+#include "kernels/attention/fa2_bwd_dkdv.h"
+
+#include <cmath>
+
+using namespace kiln;
+using namespace kiln::testing_support;
+
+namespace {
+
+// The sweep's tiles, shrunk for the interpreter: 16-wide step tiles so that every case crosses several.
+AttentionBwdConfigs interp_configs(const AttentionCase& c, bool atomic_dq) {
+  AttentionBwdConfigs configs = default_bwd_configs(c.problem, atomic_dq);
+  configs.dkdv.set("BLOCK_N", c.block_m).set("BLOCK_M", c.block_n);
+  configs.dq.set("BLOCK_M", c.block_m).set("BLOCK_N", c.block_n);
+  return configs;
+}
+
+class Fa2BwdInterp : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(Fa2BwdInterp, MatchesReference) { check_bwd_case(GetParam(), interp_configs(GetParam(), false)); }
+
+INSTANTIATE_TEST_SUITE_P(fa2_bwd, Fa2BwdInterp, ::testing::ValuesIn(attention_sweep()),
+                         [](const auto& info) { return attention_case_name(info.param); });
+
+// The atomic variant accumulates dQ in f32 inside dK/dV and converts it afterwards: same gradients.
+TEST(Fa2BwdKernel, AtomicDqMatchesReference) {
+  for (const AttentionCase& c : masking_strategy_cases()) {
+    SCOPED_TRACE(attention_case_name(c));
+    check_bwd_case(c, interp_configs(c, true));
+  }
+}
+
+// Rows with no visible key (bottom-right causal, N_Q > N_K) get dQ = 0 exactly, and keys no row sees get
+// dK = dV = 0 (top-left causal, N_K > N_Q), never NaN: check_bwd_case asserts exact zeros where the
+// reference has them; here the shapes are chosen so that there are many.
+TEST(Fa2BwdKernel, RowsAndKeysThatSeeNothingGetZeroGradients) {
+  for (const AttentionCase& c : {make_case(100, 17, 64, 2, f16, 2, 1), make_case(17, 100, 32, 1, bf16, 2, 2)}) {
+    SCOPED_TRACE(attention_case_name(c));
+    AttentionGrads g = check_bwd_case(c, interp_configs(c, false));
+    for (double x : g.dq)
+      ASSERT_TRUE(std::isfinite(x));
+  }
+}
+
+// GQA: one dK/dV program sums over the group's query heads, in a loop (no atomics).
+TEST(Fa2BwdKernel, DkDvLoopsOverTheGroupsQueryHeads) {
+  AttentionProblem p;
+  p.causal = 1;
+  Kernel k = build_fa2_bwd_dkdv(default_bwd_configs(p).dkdv);
+  int loops = 0, dots = 0, atomics = 0;
+  walk(k.body, [&](const Op& op) {
+    loops += op.kind == OpKind::For;
+    dots += op.kind == OpKind::Dot;
+    atomics += op.kind == OpKind::AtomicAdd;
+  });
+  EXPECT_EQ(loops, 4) << "the group loop around the masked, unmasked and tail query loops\n" << print_kernel(k);
+  EXPECT_EQ(dots, 12) << "four products per step, three loops\n" << print_kernel(k);
+  EXPECT_EQ(atomics, 0) << print_kernel(k);
+}
+
+// The analytic reference against central differences of the double forward: d/dx Σ O ∘ dO.
+TEST(Fa2BwdReference, MatchesFiniteDifferencesOfTheForward) {
+  for (int causal : {0, 1, 2}) {
+    AttentionProblem p;
+    p.H = 2;
+    p.H_KV = 1;
+    p.N_Q = 5;
+    p.N_K = 4;
+    p.D = 3;
+    p.causal = causal;
+    p.dtype = DType::f32;
+    AttentionInputs in = make_inputs(p, 7 + causal, 1.5);
+    HostBuffer dout = make_dout(p, 11 + causal, 1.0);
+    AttentionTensors64 t = logical_bwd_tensors(p, in, dout);
+    AttentionGrads g = reference_backward(p, t);
+    auto loss = [&](const AttentionTensors64& x) {
+      AttentionResult r = reference_forward(p, x);
+      double l = 0;
+      for (size_t i = 0; i < r.o.size(); ++i)
+        l += r.o[i] * x.dout[i];
+      return l;
+    };
+    const double h = 1e-5;
+    auto check = [&](std::vector<double> AttentionTensors64::*field, const std::vector<double>& grad, const char* name) {
+      for (size_t i = 0; i < grad.size(); ++i) {
+        AttentionTensors64 plus = t, minus = t;
+        (plus.*field)[i] += h;
+        (minus.*field)[i] -= h;
+        const double fd = (loss(plus) - loss(minus)) / (2 * h);
+        EXPECT_NEAR(grad[i], fd, 1e-7 * (1 + std::abs(fd))) << name << "[" << i << "] causal " << causal;
+      }
+    };
+    check(&AttentionTensors64::q, g.dq, "dQ");
+    check(&AttentionTensors64::k, g.dk, "dK");
+    check(&AttentionTensors64::v, g.dv, "dV");
+  }
+}
+
+} // namespace
