@@ -3,6 +3,9 @@
 #include "codegen/wgmma.h"
 #include "dsl/verifier.h"
 
+#include <functional>
+#include <set>
+
 namespace kiln {
 
 namespace {
@@ -90,6 +93,64 @@ struct Assigner {
         return;
     }
   }
+
+  // The layout a rank-1 register load should take so that no conversion follows it: a row or column
+  // vector (LSE, Delta, a bias) that, through elementwise ops of its own shape, is expanded to (1, C) or
+  // (R, 1) and then meets a (R, C) tile that some dot produces is loaded straight into the slice of that
+  // dot's accumulator layout, as the broadcast will read it. Several such uses must agree; otherwise none.
+  std::optional<Layout> wanted_vector_layout(ValueId loaded) const {
+    const Shape& shape = k.type(loaded).shape;
+    if (shape.size() != 1)
+      return std::nullopt;
+    std::optional<Layout> wanted;
+    bool conflict = false;
+    std::vector<ValueId> todo{loaded};
+    std::unordered_set<ValueId> seen;
+    while (!todo.empty() && !conflict) {
+      ValueId v = todo.back();
+      todo.pop_back();
+      if (!seen.insert(v).second)
+        continue;
+      auto it = users.find(v);
+      if (it == users.end())
+        continue;
+      for (const Op* u : it->second) {
+        if (u->results.empty())
+          continue;
+        const Shape& out = k.type(u->result()).shape;
+        bool elementwise = u->kind == OpKind::Unary || u->kind == OpKind::Binary || u->kind == OpKind::Cast ||
+                           u->kind == OpKind::Where;
+        if (elementwise && out == shape) {
+          todo.push_back(u->result());
+          continue;
+        }
+        if (u->kind != OpKind::ExpandDims || out.size() != 2)
+          continue;
+        // The 2-D tiles the expanded vector meets: shapes of elementwise users (through a broadcast).
+        std::vector<const Op*> meets;
+        for (const Op* w : users.count(u->result()) ? users.at(u->result()) : std::vector<const Op*>{}) {
+          if (w->kind == OpKind::Broadcast && users.count(w->result()))
+            for (const Op* x : users.at(w->result()))
+              meets.push_back(x);
+          else
+            meets.push_back(w);
+        }
+        for (const Op* w : meets) {
+          if (w->results.empty() || k.type(w->result()).rank() != 2 || !dot_shapes.count(std::vector<int64_t>(k.type(w->result()).shape.begin(), k.type(w->result()).shape.end())))
+            continue;
+          Layout l = slice_layout(mma_layout_for(k.type(w->result())), u->axis);
+          if (wanted && !wanted->same_bases(l))
+            conflict = true;
+          wanted = l;
+        }
+      }
+    }
+    if (conflict)
+      return std::nullopt;
+    return wanted;
+  }
+
+  std::set<std::vector<int64_t>> dot_shapes; // result shapes of the kernel's dots (mma accumulator layouts)
 
   Layout mma_layout_for(const Type& t) const {
     return mma_acc_layout(t.shape[0], t.shape[1], plan.warps);
@@ -214,18 +275,20 @@ struct Assigner {
         tile.cols = t.shape[tile.contig_dim];
         tile.rows = t.shape[1 - tile.contig_dim];
         tile.elem_bytes = dtype_bytes(t.elem);
-        tile.loop = loop_stack.empty() ? nullptr : loop_stack.front();
+        tile.loop = loop_stack.empty() ? nullptr : loop_stack.back();
+        tile.loop_nest = loop_stack;
         plan.placement[r] = Placement::Shared;
         plan.tile_of[r] = static_cast<int>(plan.tiles.size());
         plan.transposed[r] = false;
         plan.tiles.push_back(tile);
         return;
       }
-      set_registers(r, default_layout(t.shape, t.elem, plan.num_warps));
+      set_registers(r, wanted_vector_layout(r).value_or(default_layout(t.shape, t.elem, plan.num_warps)));
       return;
     case OpKind::Load: {
       ValueId p = op.operands[0];
-      set_registers(r, has_layout(p) ? plan.layout[p] : default_layout(t.shape, t.elem, plan.num_warps));
+      set_registers(r, has_layout(p) ? plan.layout[p]
+                                     : wanted_vector_layout(r).value_or(default_layout(t.shape, t.elem, plan.num_warps)));
       return;
     }
     case OpKind::AtomicAdd: {
@@ -318,12 +381,16 @@ struct Assigner {
 } // namespace
 
 LoweringPlan assign_layouts(const Kernel& k, const Target& target, const CodegenOptions& options) {
-  Assigner a{k, target, options, {}, {}, {}};
+  Assigner a{k, target, options, {}, {}, {}, {}};
   a.plan.num_warps = k.config.num_warps;
   if (k.config.num_warps < 1 || k.config.num_warps > 32 || !is_power_of_two(k.config.num_warps))
     fail("num_warps must be a power of two from 1 to 32, got {}", k.config.num_warps);
   a.collect_users(k.body);
   a.choose_warp_split();
+  walk(k.body, [&](const Op& op) {
+    if (op.kind == OpKind::Dot)
+      a.dot_shapes.insert(std::vector<int64_t>(k.type(op.result()).shape.begin(), k.type(op.result()).shape.end()));
+  });
   for (const Param& p : k.params)
     a.plan.placement[p.value] = Placement::Scalar;
   a.assign_region(k.body);
@@ -335,24 +402,37 @@ LoweringPlan assign_layouts(const Kernel& k, const Target& target, const Codegen
 int64_t plan_shared_memory(LoweringPlan& plan) {
   // 1024-byte alignment keeps a tile's swizzle field clear of its base address (see fragment_base).
   auto size = [](const SharedTile& t) { return (t.bytes_per_stage() * t.stages + 1023) / 1024 * 1024; };
-  // Tiles loaded outside loops live for the whole kernel; the tiles of one top-level loop are dead
-  // once it ends (the emitter drains cp.async and syncs at every loop exit), so loops share space.
-  int64_t fixed = 0;
-  for (SharedTile& t : plan.tiles)
-    if (!t.loop) {
-      t.offset = fixed;
-      fixed += size(t);
+  // The loop tree of the tiles: each loop's own tiles and the loops nested in it (nullptr: the kernel body).
+  // Tiles loaded outside any loop live for the whole kernel; the tiles of a loop are dead once it ends (the
+  // emitter drains cp.async and syncs at every pipelined loop's exit and before every other tile copy).
+  struct Node {
+    std::vector<SharedTile*> tiles;
+    std::vector<const Op*> children; // in program order of first appearance
+  };
+  std::map<const Op*, Node> tree;
+  for (SharedTile& t : plan.tiles) {
+    const Op* parent = nullptr;
+    for (const Op* loop : t.loop_nest) {
+      std::vector<const Op*>& siblings = tree[parent].children;
+      if (std::find(siblings.begin(), siblings.end(), loop) == siblings.end())
+        siblings.push_back(loop);
+      parent = loop;
     }
-  std::map<const Op*, int64_t> loop_bytes;
-  for (SharedTile& t : plan.tiles)
-    if (t.loop) {
-      t.offset = fixed + loop_bytes[t.loop];
-      loop_bytes[t.loop] += size(t);
+    tree[parent].tiles.push_back(&t);
+  }
+  // A loop's own tiles first, then its nested loops side by side at the same offset; returns the end.
+  std::function<int64_t(const Op*, int64_t)> place = [&](const Op* loop, int64_t offset) {
+    Node& n = tree[loop];
+    for (SharedTile* t : n.tiles) {
+      t->offset = offset;
+      offset += size(*t);
     }
-  int64_t widest = 0;
-  for (const auto& [loop, bytes] : loop_bytes)
-    widest = std::max(widest, bytes);
-  plan.tiles_bytes = fixed + widest;
+    int64_t end = offset;
+    for (const Op* child : n.children)
+      end = std::max(end, place(child, offset));
+    return end;
+  };
+  plan.tiles_bytes = place(nullptr, 0);
   return plan.tiles_bytes;
 }
 

@@ -29,7 +29,9 @@ struct SharedTile {
   int contig_dim = 1; // the logical dim of the loaded block that is contiguous in memory
   int stages = 1;     // ring depth when pipelined
   int64_t offset = 0; // bytes from the start of dynamic shared memory
-  const Op* loop = nullptr; // the outermost for op around the load; tiles of different loops share space
+  const Op* loop = nullptr;           // the innermost for op around the load (nullptr: none)
+  std::vector<const Op*> loop_nest;   // every for op around the load, outermost first
+  
   int64_t bytes_per_stage() const { return rows * cols * elem_bytes; }
 };
 
@@ -55,7 +57,9 @@ struct LoweringPlan {
 
 LoweringPlan assign_layouts(const Kernel& k, const Target& target, const CodegenOptions& options);
 
-// Pass: lay the shared tiles out one after another (128-byte aligned); returns the bytes used.
+// Pass: lay the shared tiles out (1024-byte aligned); returns the bytes used. A loop's tiles are dead once it
+// ends, so sibling loops (top-level or nested in the same loop) share space, while a tile loaded in a loop's
+// own body stays clear of the loops nested in it.
 int64_t plan_shared_memory(LoweringPlan& plan);
 
 } // namespace kiln
