@@ -1,0 +1,105 @@
+#include "kernels/attention/attention_api_checks.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace kiln::attention::detail {
+
+std::string dims_str(llvm::ArrayRef<int64_t> v) { return fmt::format("[{}]", fmt::join(v, ", ")); }
+
+LayoutInfo parse_layout(const std::string& layout, const ApiSite& site) {
+  if (layout == "bhsd")
+    return LayoutInfo{false, 2, 1, "[B, H, N, D]"};
+  if (layout == "bshd")
+    return LayoutInfo{true, 1, 2, "[B, N, H, D]"};
+  reject(site, "options.layout is \"{}\"; expected \"bhsd\" ([B, H, N, D]) or \"bshd\" ([B, N, H, D])", layout);
+}
+
+TensorStrides layout_strides(const TensorRef& t, const LayoutInfo& layout) {
+  return TensorStrides{t.strides[0], t.strides[static_cast<size_t>(layout.head_dim_index)],
+                       t.strides[static_cast<size_t>(layout.seq_dim)]};
+}
+
+uint64_t extent_bytes(const char* name, const TensorRef& t, const ApiSite& site) {
+  int64_t last = 0;
+  for (size_t i = 0; i < t.shape.size(); ++i) {
+    int64_t step = 0;
+    if (__builtin_mul_overflow(t.shape[i] - 1, t.strides[i], &step) || __builtin_add_overflow(last, step, &last))
+      reject(site, "{} ({}) spans more than 2^63 elements; its offsets overflow the kernels' 64-bit indices", name,
+             t.str());
+  }
+  int64_t bytes = 0;
+  if (__builtin_add_overflow(last, int64_t{1}, &last) ||
+      __builtin_mul_overflow(last, int64_t{dtype_bytes(t.dtype)}, &bytes))
+    reject(site, "{} ({}) spans more than 2^63 bytes; its offsets overflow the kernels' 64-bit indices", name,
+           t.str());
+  uint64_t end = 0;
+  if (__builtin_add_overflow(t.data, static_cast<uint64_t>(bytes), &end))
+    reject(site, "{} ({}) runs past the end of the 64-bit address space", name, t.str());
+  return static_cast<uint64_t>(bytes);
+}
+
+// Walking the dims of size > 1 from the smallest stride up, each stride must step past everything the smaller
+// ones reach.
+bool elements_distinct(const TensorRef& t) {
+  std::vector<size_t> dims;
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    if (t.shape[i] > 1)
+      dims.push_back(i);
+  std::sort(dims.begin(), dims.end(), [&](size_t a, size_t b) { return t.strides[a] < t.strides[b]; });
+  int64_t reach = 1; // elements spanned by the dims walked so far
+  for (size_t i : dims) {
+    if (t.strides[i] < reach)
+      return false;
+    reach = t.strides[i] * (t.shape[i] - 1) + reach;
+  }
+  return true;
+}
+
+bool overlaps(const ByteRange& a, const ByteRange& b) { return a.first < b.end && b.first < a.end; }
+
+void check_rank(const char* name, const TensorRef& t, size_t rank, const char* names, const ApiSite& site) {
+  if (t.shape.size() != rank)
+    reject(site, "{} must have rank {} {}, got rank {} with shape {}", name, rank, names, t.shape.size(),
+           dims_str(t.shape));
+  if (t.strides.size() != t.shape.size())
+    reject(site, "{} has {} strides for its {} dims (shape {}, strides {}); expected one stride per dim", name,
+           t.strides.size(), t.shape.size(), dims_str(t.shape), dims_str(t.strides));
+  for (size_t i = 0; i < rank; ++i) {
+    if (t.shape[i] < 0)
+      reject(site, "{} has a negative size {} in dim {} (shape {})", name, t.shape[i], i, dims_str(t.shape));
+    if (t.strides[i] < 0)
+      reject(site, "{} has a negative stride {} in dim {} (strides {}); expected strides >= 0", name, t.strides[i],
+             i, dims_str(t.strides));
+  }
+}
+
+void check_size(const char* what, int64_t v, const ApiSite& site) {
+  if (v >= kMaxSize)
+    reject(site,
+           "{}={} is too large: the kernels index rows, keys and heads in i32, so sizes must be below "
+           "2^31 - 2^16 = {}",
+           what, v, kMaxSize);
+}
+
+void check_alignment(const char* name, const TensorRef& t, const ApiSite& site) {
+  if (t.data == 0)
+    reject(site, "{} has a null data address; expected a device address", name);
+  if (t.data % kAlignBytes != 0)
+    reject(site,
+           "{}'s address {:#x} is not 16-byte aligned (it is {} bytes past a multiple of 16); the kernels "
+           "move rows as 16-byte vectors",
+           name, t.data, t.data % kAlignBytes);
+  const int64_t elem = dtype_bytes(t.dtype);
+  for (size_t i = 0; i + 1 < t.shape.size(); ++i)
+    if (t.shape[i] > 1 && (t.strides[i] * elem) % static_cast<int64_t>(kAlignBytes) != 0)
+      reject(site,
+             "{}'s stride {} in dim {} is {} bytes, not a multiple of 16 (strides {}, {}); every row must "
+             "start 16-byte aligned, i.e. strides a multiple of {} elements",
+             name, t.strides[i], i, t.strides[i] * elem, dims_str(t.strides), dtype_name(t.dtype),
+             static_cast<int64_t>(kAlignBytes) / elem);
+}
+
+} // namespace kiln::attention::detail

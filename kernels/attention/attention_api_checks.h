@@ -1,0 +1,77 @@
+// What the attention host API's entry points (forward, tune_forward, fa1_forward, backward) share when they
+// check a caller's tensors: errors that name the entry point ("attention::backward: ...") and end in the
+// caller's line, and the checks on one TensorRef (rank, extent, alignment, elements overlapping each other)
+// or a pair (overlapping byte ranges). Internal to kernels/attention: the contract callers see is
+// validate_attention_args() and validate_attention_bwd_args().
+#pragma once
+
+#include "kernels/attention/attention_api.h"
+#include "support/error.h"
+
+#include <fmt/format.h>
+
+#include <source_location>
+#include <string>
+#include <utility>
+
+namespace kiln::attention::detail {
+
+// Rows and keys are i32 in the kernels, and a tile's indices run up to one tile past the end: the margin
+// covers any tile a config can ask for.
+constexpr int64_t kMaxSize = (int64_t{1} << 31) - (int64_t{1} << 16);
+constexpr int64_t kMaxGridY = 65535; // CUDA's limit on gridDim.y, which the kernels fill with B * H
+constexpr int64_t kMaxHeadDim = 256;
+constexpr int64_t kHeadDimMultiple = 8;
+constexpr uint64_t kAlignBytes = 16; // rows move as 16-byte vectors (ld/st.v4, cp.async.cg 16)
+
+// The entry point a check runs for, and the caller's line that its errors carry.
+struct ApiSite {
+  const char* entry = "forward"; // messages start "attention::<entry>: "
+  std::source_location where;
+};
+
+// Raises the validation error, prefixed with the entry point and ending in the caller's line.
+template <typename... Args>
+[[noreturn]] void reject(const ApiSite& site, fmt::format_string<Args...> f, Args&&... args) {
+  fail_at(SourceLoc{site.where.file_name(), static_cast<unsigned>(site.where.line())}, "attention::{}: {}",
+          site.entry, fmt::format(f, std::forward<Args>(args)...));
+}
+
+std::string dims_str(llvm::ArrayRef<int64_t> v); // "[2, 4, 64]"
+
+// Where the sequence and head dims sit in a 4-D shape of the chosen layout, and their names for messages.
+struct LayoutInfo {
+  bool bshd = false;
+  int seq_dim = 2, head_dim_index = 1;
+  const char* names = "[B, H, N, D]";
+};
+LayoutInfo parse_layout(const std::string& layout, const ApiSite& site);
+// A 4-D tensor's (batch, head, sequence) strides in the layout's order.
+TensorStrides layout_strides(const TensorRef& t, const LayoutInfo& layout);
+
+// Byte span of a tensor: the offset of its last element plus one element, or an error when that does not fit
+// in 64 bits. Strides are non-negative and dims positive when this runs.
+uint64_t extent_bytes(const char* name, const TensorRef& t, const ApiSite& site);
+
+// Whether distinct indices of `t` always reach distinct elements.
+bool elements_distinct(const TensorRef& t);
+
+struct ByteRange {
+  const char* name;
+  uint64_t first, end; // [first, end)
+};
+bool overlaps(const ByteRange& a, const ByteRange& b);
+
+// Rank, one stride per dim, no negative size or stride.
+void check_rank(const char* name, const TensorRef& t, size_t rank, const char* names, const ApiSite& site);
+// A size below kMaxSize (the kernels' i32 indices).
+void check_size(const char* what, int64_t v, const ApiSite& site);
+// A non-null, 16-byte aligned address and batch/head/sequence strides of a multiple of 16 bytes.
+void check_alignment(const char* name, const TensorRef& t, const ApiSite& site);
+
+// validate_attention_args() with errors that name `site`'s entry point.
+ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,
+                                           const TensorRef& o, const std::optional<TensorRef>& lse,
+                                           const AttentionOptions& options, const ApiSite& site);
+
+} // namespace kiln::attention::detail
