@@ -133,16 +133,19 @@ AttentionGrads gather_grads(const AttentionProblem& p, const AttentionBwdBuffers
 AttentionBwdConfigs default_bwd_configs(const AttentionProblem& p, bool atomic_dq) {
   const int64_t hd = p.head_dim_tile();
   const bool wide = hd > 128 || p.dtype == DType::f32; // halve the streamed tiles to keep shared memory small
+  const bool widest = hd > 128 && p.dtype == DType::f32; // 4-byte rows of 256: halve the resident tiles too
   AttentionBwdConfigs c{with_attention_problem(fa2_bwd_dkdv_def().default_config(), p),
                         with_attention_problem(fa2_bwd_dq_def().default_config(), p)};
-  // dK/dV: 64 keys a program (their dK and dV accumulators stay in registers), 64 query rows a step.
-  c.dkdv.set("BLOCK_N", 64).set("BLOCK_M", wide ? 32 : 64).set("ATOMIC_DQ", atomic_dq ? 1 : 0);
-  c.dkdv.num_warps = 4;
-  c.dkdv.num_stages = 2;
+  // dK/dV: 64 keys a program (their dK and dV accumulators stay in registers), 64 query rows a step. The
+  // atomic variant's dQ product has BLOCK_M rows: at least 16 a warp.
+  c.dkdv.set("BLOCK_N", widest ? 32 : 64).set("BLOCK_M", wide && !atomic_dq ? 32 : widest ? 32 : 64);
+  c.dkdv.set("ATOMIC_DQ", atomic_dq ? 1 : 0);
+  c.dkdv.num_warps = widest ? 2 : 4;
+  c.dkdv.num_stages = widest ? 1 : 2;
   // dQ: 64 query rows a program, 64 keys a step.
-  c.dq.set("BLOCK_M", 64).set("BLOCK_N", wide ? 32 : 64);
-  c.dq.num_warps = 4;
-  c.dq.num_stages = 2;
+  c.dq.set("BLOCK_M", widest ? 32 : 64).set("BLOCK_N", wide ? 32 : 64);
+  c.dq.num_warps = widest ? 2 : 4;
+  c.dq.num_stages = widest ? 1 : 2;
   return c;
 }
 

@@ -32,6 +32,9 @@ std::string prune_bwd_config(const Config& c, const SizeArgs& s) {
   if (c.get("BLOCK_N") > keys)
     return fmt::format("BLOCK_N={} is wider than the {} keys it needs (N_K={})", c.get("BLOCK_N"), keys,
                        s.at("N_K"));
+  if (c.get_or("ATOMIC_DQ", 0) != 0 && c.get("BLOCK_M") < 16 * c.num_warps)
+    return fmt::format("ATOMIC_DQ=1 needs BLOCK_M >= 16 * num_warps, got BLOCK_M={} with {} warps", c.get("BLOCK_M"),
+                       c.num_warps);
   return "";
 }
 

@@ -13,7 +13,8 @@ namespace kiln {
 std::vector<Config> bwd_config_space(const Config& base, const char* program_tile);
 
 // Why the autotuner should skip `c` for these sizes: a query or key tile wider than the (power-of-two
-// padded) sequence it covers, with floors of 64 and 32 so that short sequences keep a config. "" keeps it.
+// padded) sequence it covers, with a floor of 64 so that short sequences keep a config; or an atomic-dQ
+// config whose dQ product (BLOCK_M rows) cannot split over its warps. "" keeps it.
 std::string prune_bwd_config(const Config& c, const SizeArgs& s);
 
 } // namespace kiln

@@ -44,6 +44,11 @@ Kernel build_fa2_bwd_dkdv(const Config& config) {
   const DType dt = tp.dtype;
   auto low = [&](const Value& x) { return dt == f32 ? x : x.to(dt); }; // product operands in the input dtype
 
+  // The atomic dQ product is (BLOCK_M, HEAD_DIM): its rows must split over the warps in m16 fragments.
+  static_check(!atomic_dq || BM >= 16 * config.num_warps,
+               fmt::format("fa2_bwd_dkdv: ATOMIC_DQ=1 needs BLOCK_M >= 16 * num_warps (its dQ product has BLOCK_M "
+                           "rows), got BLOCK_M={} with {} warps",
+                           BM, config.num_warps));
   KernelBuilder kb("fa2_bwd_dkdv", config);
   AttentionBwdArgs a = declare_attention_bwd_args(kb, dt);
   const AttentionArgs& f = a.fwd;

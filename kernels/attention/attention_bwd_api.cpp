@@ -1,0 +1,297 @@
+#include "kernels/attention/attention_bwd_api.h"
+
+#include "kernels/attention/attention_api_checks.h"
+#include "kernels/attention/attention_bwd_problem.h"
+#include "kernels/attention/attention_launch.h"
+#include "kernels/attention/fa2_bwd_dkdv.h"
+#include "kernels/attention/fa2_bwd_dq.h"
+#include "kernels/attention/fa2_bwd_dq_convert.h"
+#include "kernels/attention/fa2_bwd_preprocess.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/device.h"
+
+#include <vector>
+
+namespace kiln::attention {
+
+using namespace detail;
+
+namespace {
+
+// Where the gradients and the dQ accumulator sit in the backward's argument list (attention_bwd_args.h).
+constexpr size_t kDqArg = 7, kDkArg = 8, kDvArg = 9, kDqAccArg = 10;
+
+// FLOPs per kernel for the tuning tables, splitting the convention's backward (2.5 × the forward: the five
+// products S, dV, dP, dK, dQ) by where each product is useful: dK/dV computes S, dV, dP, dK (2.0 ×) and, with
+// ATOMIC_DQ=1, dQ too (2.5 ×); the dQ kernel adds dQ (0.5 ×; its S and dP are recomputation).
+constexpr double kDkdvFlops = 2.0, kAtomicDkdvFlops = 2.5, kDqFlops = 0.5;
+
+// `c` with the kernel's defaults for the params it leaves out (e.g. ATOMIC_DQ).
+Config completed(const KernelDef& def, const Config& c) {
+  Config full = def.with_overrides(def.default_config(), c.params);
+  full.num_warps = c.num_warps;
+  full.num_stages = c.num_stages;
+  return full;
+}
+
+// A gradient (or dO) and the input it must be shaped like.
+struct Like {
+  const char* name;
+  const TensorRef* t;
+  const char* like_name;
+  const TensorRef* like;
+};
+
+// A head dim of stride 1, a 16-byte aligned address and 16-byte row strides.
+void check_rows(const char* name, const TensorRef& t, const ApiSite& site) {
+  if (t.strides[3] != 1 && t.shape[3] > 1)
+    reject(site, "{}'s head dim is not contiguous: stride {} (strides {}); expected stride 1 in the last dim", name,
+           t.strides[3], dims_str(t.strides));
+  check_alignment(name, t, site);
+}
+
+// `c`, a config for `def`, names only its params, has its tiles and agrees with the problem.
+void check_bwd_config(const char* what, const KernelDef& def, const Config& c, const AttentionProblem& p,
+                      const char* suggestion, const ApiSite& site) {
+  try {
+    (void)completed(def, c);
+  } catch (const Error& e) {
+    reject(site, "{} ({}): {}", what, c.str(), e.what());
+  }
+  for (const char* tile : {"BLOCK_M", "BLOCK_N"})
+    if (!c.params.count(tile))
+      reject(site, "{} ({}) has no {}; expected a full config, e.g. {} with its tiles changed", what, c.str(), tile,
+             suggestion);
+  try {
+    check_attention_config(p, c);
+  } catch (const Error& e) {
+    reject(site, "{}: {}", what, e.what());
+  }
+}
+
+std::vector<LaunchArg> bwd_launch_args(const ValidatedBackward& b, uint64_t delta, uint64_t dq_acc) {
+  const ValidatedAttention& a = b.fwd;
+  const AttentionProblem& p = a.problem;
+  std::vector<LaunchArg> args;
+  for (uint64_t ptr : {a.q, a.k, a.v, a.o, b.dout_data, *a.lse, delta, b.dq_data, b.dk_data, b.dv_data, dq_acc})
+    args.push_back(LaunchArg::pointer(ptr));
+  args.push_back(LaunchArg::of_float(p.scale()));
+  for (int64_t n : {p.B, p.H, p.H_KV, p.N_Q, p.N_K, p.D})
+    args.push_back(LaunchArg::of_int(n));
+  for (const TensorStrides* t : {&a.strides.q, &a.strides.k, &a.strides.v, &a.strides.o, &b.dout, &b.dq, &b.dk,
+                                 &b.dv})
+    for (int64_t s : {t->b, t->h, t->n})
+      args.push_back(LaunchArg::of_int(s));
+  return args;
+}
+
+// Every element of `t` set to zero on `stream`: one memset per run of contiguous elements (one in all for a
+// dense tensor).
+void zero_tensor(const char* name, const TensorRef& t, const rt::Stream& stream) {
+  for (int64_t n : t.shape)
+    if (n == 0)
+      return;
+  int64_t run = 1; // elements of the innermost contiguous run
+  size_t outer = t.shape.size();
+  while (outer > 0 && (t.shape[outer - 1] == 1 || t.strides[outer - 1] == run))
+    run *= t.shape[--outer];
+  const uint64_t elem = static_cast<uint64_t>(dtype_bytes(t.dtype));
+  std::vector<int64_t> index(outer, 0);
+  for (;;) {
+    int64_t offset = 0;
+    for (size_t i = 0; i < outer; ++i)
+      offset += index[i] * t.strides[i];
+    KILN_CU_CHECK(cuMemsetD8Async, fmt::format("zeroing {}", name), t.data + static_cast<uint64_t>(offset) * elem,
+                  0, static_cast<size_t>(run) * elem, stream.handle());
+    size_t d = outer;
+    while (d > 0 && ++index[d - 1] == t.shape[d - 1])
+      index[--d] = 0;
+    if (d == 0)
+      return;
+  }
+}
+
+// One kernel of the backward, ready to launch, with the tuner's time for it when there is one.
+struct BwdStep {
+  Config config;
+  std::shared_ptr<JitKernel> kernel;
+  Grid grid;
+  std::optional<double> ms;
+};
+
+BwdStep fixed_step(const KernelDef& def, const Config& config, const SizeArgs& sizes) {
+  return BwdStep{config, compiled_for(def, config), def.grid(config, sizes), std::nullopt};
+}
+
+BwdStep tuned_step(const KernelDef& def, const Config& base, const SizeArgs& sizes, const std::vector<LaunchArg>& args,
+                   const std::vector<OutputArg>& outputs, double flops) {
+  TuneOptions tune;
+  tune.flops = flops;
+  TunedLaunch t = attention_tuner().select(def, base, sizes, args, outputs, tune);
+  std::optional<double> ms;
+  if (t.result.best)
+    ms = t.result.best_ms;
+  return BwdStep{t.config, t.kernel, t.grid, ms};
+}
+
+} // namespace
+
+ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,
+                                              const TensorRef& o, const TensorRef& lse, const TensorRef& dout,
+                                              const TensorRef& dq, const TensorRef& dk, const TensorRef& dv,
+                                              const BackwardOptions& options, std::source_location where) {
+  const ApiSite site{"backward", where};
+  // The forward's checks of q, k, v, o, lse; options.config is the dK/dV kernel's, checked below.
+  AttentionOptions fwd_options = options;
+  fwd_options.config.reset();
+  ValidatedBackward r;
+  r.fwd = detail::validate_attention_args(q, k, v, o, lse, fwd_options, site);
+  const AttentionProblem& p = r.fwd.problem;
+  const LayoutInfo layout = parse_layout(options.layout, site);
+
+  const Like grads[] = {{"dout", &dout, "q", &q}, {"dq", &dq, "q", &q}, {"dk", &dk, "k", &k}, {"dv", &dv, "v", &v}};
+  for (const Like& g : grads) {
+    check_rank(g.name, *g.t, 4, layout.names, site);
+    if (g.t->dtype != q.dtype)
+      reject(site, "{} has dtype {} but q has {}; expected the inputs' dtype", g.name, dtype_name(g.t->dtype),
+             dtype_name(q.dtype));
+    if (g.t->shape != g.like->shape)
+      reject(site, "{} has shape {}; expected {}'s shape {}", g.name, dims_str(g.t->shape), g.like_name,
+             dims_str(g.like->shape));
+  }
+
+  const bool atomic_config = options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
+  if (options.deterministic && atomic_config)
+    reject(site,
+           "options.config has ATOMIC_DQ=1 (dQ added up by f32 atomics, in an order that varies from run to run) "
+           "but options.deterministic is true; set ATOMIC_DQ=0, or deterministic = false to allow it");
+  if (atomic_config && options.dq_config)
+    reject(site,
+           "options.dq_config ({}) is given, but options.config has ATOMIC_DQ=1, which computes dQ in the dK/dV "
+           "kernel and never runs the dQ kernel; drop one of them",
+           options.dq_config->str());
+
+  if (p.B == 0)
+    return r; // no tensor has an element
+  // With N_Q == 0 only dk and dv have elements (backward() zeroes them); q, k, v, o, lse are not read.
+  std::vector<std::pair<const char*, const TensorRef*>> inputs, outputs;
+  if (r.fwd.empty) {
+    outputs = {{"dk", &dk}, {"dv", &dv}};
+  } else {
+    inputs = {{"q", &q}, {"k", &k}, {"v", &v}, {"o", &o}, {"lse", &lse}, {"dout", &dout}};
+    outputs = {{"dq", &dq}, {"dk", &dk}, {"dv", &dv}};
+    check_rows("dout", dout, site);
+  }
+  std::vector<ByteRange> ranges; // inputs, then outputs
+  for (auto [name, t] : inputs)
+    ranges.push_back(ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)});
+  const size_t first_output = ranges.size();
+  for (auto [name, t] : outputs) {
+    ranges.push_back(ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)});
+    check_rows(name, *t, site);
+    if (!elements_distinct(*t))
+      reject(site,
+             "{}'s elements overlap each other (shape {}, strides {}): several gradients would be written to one "
+             "place; expected strides that give every element its own memory",
+             name, dims_str(t->shape), dims_str(t->strides));
+  }
+  for (size_t out = first_output; out < ranges.size(); ++out)
+    for (size_t other = 0; other < out; ++other)
+      if (overlaps(ranges[out], ranges[other]))
+        reject(site,
+               "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected gradients in memory of their "
+               "own, since {}",
+               ranges[out].name, ranges[out].first, ranges[out].end, ranges[other].name, ranges[other].first,
+               ranges[other].end,
+               other < first_output
+                   ? fmt::format("writing {} would overwrite {} while it is read", ranges[out].name, ranges[other].name)
+                   : fmt::format("{} and {} would be written to the same memory", ranges[out].name,
+                                 ranges[other].name));
+  r.dk = layout_strides(dk, layout), r.dv = layout_strides(dv, layout);
+  r.dk_data = dk.data, r.dv_data = dv.data;
+  if (r.fwd.empty)
+    return r;
+  r.dout = layout_strides(dout, layout), r.dq = layout_strides(dq, layout);
+  r.dout_data = dout.data, r.dq_data = dq.data;
+
+  if (p.B * p.H > kMaxGridY)
+    reject(site,
+           "B * H = {} * {} = {} exceeds {}: the backward runs one program row per (batch, head) and CUDA's grid "
+           "holds at most {} in y",
+           p.B, p.H, p.B * p.H, kMaxGridY, kMaxGridY);
+  if (options.config)
+    check_bwd_config("options.config (the dK/dV kernel's)", fa2_bwd_dkdv_def(), *options.config, p,
+                     "default_bwd_configs(problem).dkdv", site);
+  if (options.dq_config)
+    check_bwd_config("options.dq_config", fa2_bwd_dq_def(), *options.dq_config, p, "default_bwd_configs(problem).dq",
+                     site);
+  return r;
+}
+
+void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o, const TensorRef& lse,
+              const TensorRef& dout, const TensorRef& dq, const TensorRef& dk, const TensorRef& dv,
+              const BackwardOptions& options, std::source_location where) {
+  const ApiSite site{"backward", where};
+  const ValidatedBackward b = validate_attention_bwd_args(q, k, v, o, lse, dout, dq, dk, dv, options, where);
+  const AttentionProblem& p = b.fwd.problem;
+  if (p.B == 0)
+    return;
+  require_driver(site);
+  rt::current_device(); // makes the context current before any allocation or launch
+  const rt::Stream stream = rt::Stream::wrap(options.stream);
+  if (b.fwd.empty) { // N_Q == 0: no query sees a key, so nothing flows back to K and V
+    zero_tensor("dk", dk, stream);
+    zero_tensor("dv", dv, stream);
+    stream.synchronize();
+    return;
+  }
+
+  // The variant: options.config's ATOMIC_DQ when given; else, with deterministic = false and no dq_config,
+  // the faster of the two as the tuner timed them; else the deterministic dQ kernel.
+  const bool choose_variant = !options.deterministic && !options.config && !options.dq_config;
+  const bool atomic_given = options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
+  const uint64_t rows = static_cast<uint64_t>(p.B * p.H * p.N_Q);
+  rt::DeviceBuffer delta(rows * sizeof(float)); // f32 [B, H, N_Q]
+  std::optional<rt::DeviceBuffer> dq_acc;       // f32 [B, H, N_Q, D]
+  if (choose_variant || atomic_given)
+    dq_acc.emplace(rows * static_cast<uint64_t>(p.D) * sizeof(float));
+  const std::vector<LaunchArg> args = bwd_launch_args(b, delta.ptr(), dq_acc ? dq_acc->ptr() : 0);
+  const SizeArgs sizes = attention_size_args(p);
+  const double flops = attention_flops(p);
+
+  // Tuning launches write scratch copies of the gradients (and of the accumulator), never the caller's.
+  auto bytes = [&](const char* name, const TensorRef& t) { return static_cast<size_t>(extent_bytes(name, t, site)); };
+  auto dkdv_outputs = [&](bool atomic) {
+    std::vector<OutputArg> outs = {{kDkArg, bytes("dk", dk), 0}, {kDvArg, bytes("dv", dv), 0}};
+    if (atomic)
+      outs.push_back({kDqAccArg, dq_acc->bytes(), 0});
+    return outs;
+  };
+  const std::vector<OutputArg> dq_outputs = {{kDqArg, bytes("dq", dq), 0}};
+  const AttentionBwdConfigs defaults = default_bwd_configs(p);
+
+  BwdStep dkdv = options.config ? fixed_step(fa2_bwd_dkdv_def(), completed(fa2_bwd_dkdv_def(), *options.config), sizes)
+                                : tuned_step(fa2_bwd_dkdv_def(), defaults.dkdv, sizes, args, dkdv_outputs(false),
+                                             kDkdvFlops * flops);
+  BwdStep last = atomic_given ? fixed_step(fa2_bwd_dq_convert_def(), bwd_dq_convert_config(p), sizes)
+                 : options.dq_config
+                     ? fixed_step(fa2_bwd_dq_def(), completed(fa2_bwd_dq_def(), *options.dq_config), sizes)
+                     : tuned_step(fa2_bwd_dq_def(), defaults.dq, sizes, args, dq_outputs, kDqFlops * flops);
+  if (choose_variant) {
+    BwdStep atomic_dkdv = tuned_step(fa2_bwd_dkdv_def(), default_bwd_configs(p, /*atomic_dq=*/true).dkdv, sizes,
+                                     args, dkdv_outputs(true), kAtomicDkdvFlops * flops);
+    BwdStep convert = tuned_step(fa2_bwd_dq_convert_def(), bwd_dq_convert_config(p), sizes, args, dq_outputs, 0);
+    // Without times (KILN_AUTOTUNE=off, or cached with nothing remembered) the deterministic pair stays.
+    if (dkdv.ms && last.ms && atomic_dkdv.ms && convert.ms && *atomic_dkdv.ms + *convert.ms < *dkdv.ms + *last.ms) {
+      dkdv = std::move(atomic_dkdv);
+      last = std::move(convert);
+    }
+  }
+  BwdStep pre = fixed_step(fa2_bwd_preprocess_def(), bwd_preprocess_config(p, dkdv.config), sizes);
+
+  for (BwdStep* s : {&pre, &dkdv, &last})
+    s->kernel->launch(s->grid, args, stream);
+  stream.synchronize(); // Delta and the accumulator are freed on return
+}
+
+} // namespace kiln::attention

@@ -1,0 +1,56 @@
+// The attention backward host API: dQ, dK, dV of FlashAttention-2 over device tensors the caller owns, from
+// the forward's inputs, its output O and its LSE (forward() with an lse tensor), and the output gradient dO.
+//
+//   using namespace kiln::attention;
+//   forward(q, k, v, o, lse, opts);                        // keep lse: the backward recomputes P from it
+//   BackwardOptions bopts;  static_cast<AttentionOptions&>(bopts) = opts;
+//   backward(q, k, v, o, lse, dout, dq, dk, dv, bopts);   // dq like q, dk and dv like k and v
+//
+// Three kernels run (kernels/attention/fa2_bwd_*.h): the preprocess (Delta = rowsum(dO ∘ O)), dK/dV (one
+// program per key tile, GQA groups summed in the program) and dQ (one program per query tile). All are
+// deterministic; with deterministic = false the autotuner may instead pick dQ accumulated by f32 atomics
+// inside the dK/dV kernel, then cast (ATOMIC_DQ=1), when that is faster.
+#pragma once
+
+#include "kernels/attention/attention_api.h"
+
+namespace kiln::attention {
+
+struct BackwardOptions : AttentionOptions {
+  // true (the default): bitwise-reproducible gradients (no atomics). false: the autotuner may choose the
+  // atomic-dQ variant when it measures faster.
+  bool deterministic = true;
+  // options.config (inherited) is the dK/dV kernel's config; dq_config the dQ kernel's. Either may be given
+  // alone; each must agree with the problem (start from default_bwd_configs()).
+  std::optional<Config> dq_config;
+};
+
+// What validate_attention_bwd_args() derives: the forward's validation of q, k, v, o, lse plus the addresses
+// and strides of dO, dQ, dK, dV.
+struct ValidatedBackward {
+  ValidatedAttention fwd; // problem, strides of q, k, v, o; lse is required here
+  TensorStrides dout, dq, dk, dv;
+  uint64_t dout_data = 0, dq_data = 0, dk_data = 0, dv_data = 0;
+};
+
+// Every check forward() makes on q, k, v, o, lse (lse is required), and: dout shaped, typed and aligned like
+// q; dq like q, dk and dv like k and v (any strides with a contiguous head dim, 16-byte aligned rows);
+// gradients whose elements overlap each other; any gradient overlapping an input (q, k, v, o, lse, dout) or
+// another gradient; options.config / dq_config that disagree with the problem. A kiln::Error ending in
+// "(at file:line)" names the first mistake, what was expected and what came. Needs no GPU.
+ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,
+                                              const TensorRef& o, const TensorRef& lse, const TensorRef& dout,
+                                              const TensorRef& dq, const TensorRef& dk, const TensorRef& dv,
+                                              const BackwardOptions& options = {},
+                                              std::source_location where = std::source_location::current());
+
+// Validates, picks the configs (options.config / dq_config, else the autotuner's as KILN_AUTOTUNE says, each
+// kernel with its own space, tuning key and cache entries), and launches the backward on options.stream. It
+// allocates f32 scratch (Delta, and the dQ accumulator of the atomic variant) and synchronizes the stream
+// before freeing it, so the call returns when the gradients are written. B == 0 or N_Q == 0: dk and dv are
+// zeroed (no query sees a key), nothing else runs. Throws kiln::Error when no GPU driver is available.
+void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o, const TensorRef& lse,
+              const TensorRef& dout, const TensorRef& dq, const TensorRef& dk, const TensorRef& dv,
+              const BackwardOptions& options = {}, std::source_location where = std::source_location::current());
+
+} // namespace kiln::attention
