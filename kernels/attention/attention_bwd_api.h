@@ -10,6 +10,8 @@
 // program per key tile, GQA groups summed in the program) and dQ (one program per query tile). All are
 // deterministic; with deterministic = false the autotuner may instead pick dQ accumulated by f32 atomics
 // inside the dK/dV kernel, then cast (ATOMIC_DQ=1), when that is faster.
+//
+// Validation errors start "attention::backward:" and end in the caller's line, like the forward's.
 #pragma once
 
 #include "kernels/attention/attention_api.h"
@@ -17,11 +19,15 @@
 namespace kiln::attention {
 
 struct BackwardOptions : AttentionOptions {
-  // true (the default): bitwise-reproducible gradients (no atomics). false: the autotuner may choose the
-  // atomic-dQ variant when it measures faster.
+  // true (the default): bitwise-reproducible gradients (no atomics); a config with ATOMIC_DQ=1 is an error.
+  // false, with neither config given: both variants are tuned (dK/dV + dQ, and dK/dV with ATOMIC_DQ=1 + the
+  // dQ convert) and the pair with the smaller sum of the tuner's times runs; when the tuner has no times
+  // (KILN_AUTOTUNE=off, or cached with nothing remembered) the deterministic pair runs.
   bool deterministic = true;
-  // options.config (inherited) is the dK/dV kernel's config; dq_config the dQ kernel's. Either may be given
-  // alone; each must agree with the problem (start from default_bwd_configs()).
+  // options.config (inherited) is the dK/dV kernel's config, and its ATOMIC_DQ picks the variant; dq_config
+  // is the dQ kernel's (an error with ATOMIC_DQ=1, which runs no dQ kernel). Either may be given alone (the
+  // other is tuned); each must agree with the problem (start from default_bwd_configs()). Giving dq_config
+  // alone keeps the deterministic variant.
   std::optional<Config> dq_config;
 };
 
@@ -36,8 +42,11 @@ struct ValidatedBackward {
 // Every check forward() makes on q, k, v, o, lse (lse is required), and: dout shaped, typed and aligned like
 // q; dq like q, dk and dv like k and v (any strides with a contiguous head dim, 16-byte aligned rows);
 // gradients whose elements overlap each other; any gradient overlapping an input (q, k, v, o, lse, dout) or
-// another gradient; options.config / dq_config that disagree with the problem. A kiln::Error ending in
-// "(at file:line)" names the first mistake, what was expected and what came. Needs no GPU.
+// another gradient; B * H above CUDA's grid limit (65535); options.config / dq_config that disagree with the
+// problem, name params their kernel lacks or lack a tile; ATOMIC_DQ=1 with deterministic, or with a
+// dq_config. With N_Q == 0 only dk and dv (the tensors with elements) get the address and stride checks.
+// A kiln::Error starting "attention::backward:" and ending in "(at file:line)" names the first mistake, what
+// was expected and what came. Needs no GPU.
 ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,
                                               const TensorRef& o, const TensorRef& lse, const TensorRef& dout,
                                               const TensorRef& dq, const TensorRef& dk, const TensorRef& dv,
@@ -47,8 +56,10 @@ ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRe
 // Validates, picks the configs (options.config / dq_config, else the autotuner's as KILN_AUTOTUNE says, each
 // kernel with its own space, tuning key and cache entries), and launches the backward on options.stream. It
 // allocates f32 scratch (Delta, and the dQ accumulator of the atomic variant) and synchronizes the stream
-// before freeing it, so the call returns when the gradients are written. B == 0 or N_Q == 0: dk and dv are
-// zeroed (no query sees a key), nothing else runs. Throws kiln::Error when no GPU driver is available.
+// before freeing it, so the call returns when the gradients are written. B == 0: nothing to do (no driver
+// needed). N_Q == 0: dk and dv are zeroed (no query sees a key) on options.stream, nothing else runs.
+// Tuning tables count the convention's backward FLOPs (2.5 × the forward's) as dK/dV 2.0 × (2.5 × with
+// ATOMIC_DQ=1) and dQ 0.5 ×. Throws kiln::Error when no GPU driver is available.
 void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o, const TensorRef& lse,
               const TensorRef& dout, const TensorRef& dq, const TensorRef& dk, const TensorRef& dv,
               const BackwardOptions& options = {}, std::source_location where = std::source_location::current());
