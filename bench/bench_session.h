@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kiln::bench {
@@ -32,6 +33,9 @@ struct BenchOptions {
       false; // FA2 cases run the autotuner's pick for their shape (what kiln::attention::forward uses)
   // The compile suite without a GPU: compile for this target and skip loading ("" = the device's arch).
   std::string arch;
+  // The attention_bwd suite: tune the backward's dK/dV and dQ kernels per shape too (--tune-bwd; without it
+  // they run default_bwd_configs, and only the forward follows --tune).
+  bool tune_bwd = false;
 };
 
 class Session;
@@ -44,6 +48,9 @@ struct BenchCase {
   Config config;
   CodegenOptions codegen; // all on except in the ablation suite
   std::function<void(Session&, const JitKernel&, CaseRecord&)> run;
+  // Further kernels the case launches beside `def` (the backward's several kernels), at the configs it runs
+  // them with when not tuning: --precompile compiles them too.
+  std::vector<std::pair<KernelDef, Config>> more_kernels;
   // Cases that manage their own kernels and processes (compile latency, autotuning) leave `def` empty and
   // set this instead of `run`: nothing is compiled for them beforehand, and --precompile skips them.
   std::function<void(Session&, CaseRecord&)> run_self;

@@ -4,6 +4,7 @@
 // interrupted run keeps what it measured). See docs/bench/README.md.
 #include "bench/ablation_bench.h"
 #include "bench/attention_bench.h"
+#include "bench/attention_bwd_bench.h"
 #include "bench/autotune_bench.h"
 #include "bench/bench_session.h"
 #include "bench/child_probe.h"
@@ -43,7 +44,7 @@ cl::OptionCategory category("kiln_bench options");
 cl::list<std::string> suite_args(cl::Positional, cl::desc("[suite...]"), cl::cat(category));
 cl::list<std::string>
     suite_opt("suite",
-              cl::desc("Suites to run: attention, matmul, memory, seeds, ablation, compile, "
+              cl::desc("Suites to run: attention, attention_bwd, matmul, memory, seeds, ablation, compile, "
                        "autotune, model, all (default all)"),
               cl::CommaSeparated, cl::value_desc("name,..."), cl::cat(category));
 cl::opt<std::string> json_path("json", cl::desc("Write every result to this JSON file"),
@@ -53,6 +54,10 @@ cl::opt<bool> tune("tune",
                    cl::desc("Time FA2, matmul, softmax and vector add with the autotuner's pick for each "
                             "shape (as attention::forward does)"),
                    cl::cat(category));
+cl::opt<bool> tune_bwd("tune-bwd",
+                       cl::desc("attention_bwd: tune the backward's dK/dV and dQ kernels per shape too "
+                                "(implies --tune; without it they run default_bwd_configs)"),
+                       cl::cat(category));
 cl::opt<int> reps("reps", cl::desc("Timed launches per case, at most (median reported)"), cl::init(20),
                   cl::cat(category));
 cl::opt<int> warmup("warmup", cl::desc("Untimed launches before timing"), cl::init(3), cl::cat(category));
@@ -114,6 +119,7 @@ const std::vector<SuiteInfo>& suite_table() {
   static const std::vector<SuiteInfo> table = {
       {"memory", memory_cases, 5, 3},          {"matmul", matmul_cases, 10, 5},
       {"attention", attention_cases, 150, 20}, {"seeds", seed_cases, 40, 15},
+      {"attention_bwd", attention_bwd_cases, 120, 25},
       {"ablation", ablation_cases, 35, 15},    {"compile", compile_cases, 15, 8},
       {"autotune", autotune_cases, 30, 25},    {"model", model_cases, 20, 6},
   };
@@ -273,23 +279,28 @@ int run_precompile(const std::vector<BenchCase>& cases) {
   }
   std::set<std::string> seen;
   int64_t index = 0, failures = 0;
-  for (const BenchCase& c : cases) {
-    if (c.run_self) // compiles its own kernels, cold on purpose (the compile suite) or through the tuner
-      continue;
-    std::string id = c.def.name + " " + c.config.str();
-    if (!c.codegen.all_on())
-      id += " [" + c.codegen.str() + "]";
+  auto compile = [&](const KernelDef& def, const Config& config, const CodegenOptions& codegen) {
+    std::string id = def.name + " " + config.str();
+    if (!codegen.all_on())
+      id += " [" + codegen.str() + "]";
     if (!seen.insert(id).second || index++ % parts != part)
-      continue;
+      return;
     auto start = std::chrono::steady_clock::now();
     try {
-      Session::precompile(c.def, c.config, c.codegen, target);
+      Session::precompile(def, config, codegen, target);
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       fmt::print(stderr, "compiled {} for {} in {:.1f} s\n", id, target, s);
     } catch (const std::exception& e) {
       ++failures;
       fmt::print(stderr, "FAILED to compile {} for {}: {}\n", id, target, e.what());
     }
+  };
+  for (const BenchCase& c : cases) {
+    if (c.run_self) // compiles its own kernels, cold on purpose (the compile suite) or through the tuner
+      continue;
+    compile(c.def, c.config, c.codegen);
+    for (const auto& [def, config] : c.more_kernels)
+      compile(def, config, c.codegen);
   }
   return failures ? 1 : 0;
 }
@@ -299,7 +310,8 @@ int run(int argc, char** argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "kiln_bench: kiln's kernels on the current GPU, checked, then timed.\n\n"
-      "  kiln_bench [attention|matmul|memory|seeds|ablation|compile|autotune|model|all]... [--quick]\n"
+      "  kiln_bench [attention|attention_bwd|matmul|memory|seeds|ablation|compile|autotune|model|all]...\n"
+      "             [--quick]\n"
       "             [--json FILE]\n");
   if (!probe.empty())
     return run_probe_process();
@@ -310,7 +322,8 @@ int run(int argc, char** argv) {
          warmup.getValue());
   BenchOptions options;
   options.quick = quick;
-  options.tune = tune;
+  options.tune = tune || tune_bwd;
+  options.tune_bwd = tune_bwd;
   options.reps = reps;
   options.warmup = warmup;
   options.case_budget_ms = case_budget_ms;
@@ -335,6 +348,8 @@ int run(int argc, char** argv) {
                                                            {"warmup", options.warmup},
                                                            {"case_budget_ms", options.case_budget_ms},
                                                            {"seed", static_cast<int64_t>(options.seed)},
+                                                           {"tune", options.tune},
+                                                           {"tune_bwd", options.tune_bwd},
                                                            {"config", fa2_config.getValue()},
                                                            {"matmul_config", matmul_config.getValue()},
                                                            {"filter", options.filter}}}};

@@ -2,6 +2,8 @@
 
 #include "bench/ablation_bench.h"
 #include "bench/attention_bench.h"
+#include "bench/attention_bwd_bench.h"
+#include "bench/attention_bwd_reference.h"
 #include "bench/attention_sampled_reference.h"
 #include "bench/autotune_bench.h"
 #include "bench/bench_record.h"
@@ -12,6 +14,7 @@
 #include "bench/model_bench.h"
 #include "bench/random_fill.h"
 
+#include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/compare.h"
 #include "runtime/nvrtc.h"
 #include "support/error.h"
@@ -114,6 +117,117 @@ int check_fill() {
   return failures;
 }
 
+// The sampled backward reference must reproduce reference_backward on the elements it samples, for every
+// masking mode, GQA (dK, dV summed over a kv head's group) and both layouts; and gather_sampled_grads must
+// read the same elements out of the kernels' layouts.
+int check_sampled_backward_reference() {
+  int failures = 0;
+  struct Shape {
+    int64_t B, H, H_KV, N_Q, N_K, D;
+    int causal;
+    bool bshd;
+  };
+  for (Shape sh : {Shape{2, 4, 2, 37, 53, 24, 0, false}, Shape{1, 3, 3, 64, 64, 16, 1, true},
+                   Shape{3, 2, 1, 40, 29, 8, 2, false}, Shape{1, 1, 1, 29, 40, 32, 1, false}}) {
+    AttentionProblem p;
+    p.B = sh.B, p.H = sh.H, p.H_KV = sh.H_KV, p.N_Q = sh.N_Q, p.N_K = sh.N_K, p.D = sh.D;
+    p.causal = sh.causal;
+    p.bshd_layout = sh.bshd;
+    AttentionInputs in{HostBuffer(p.dtype, q_numel(p), "Q"), HostBuffer(p.dtype, kv_numel(p), "K"),
+                       HostBuffer(p.dtype, kv_numel(p), "V")};
+    fill_uniform(in.q, 1, 1.0);
+    fill_uniform(in.k, 2, 1.0);
+    fill_uniform(in.v, 3, 1.0);
+    HostBuffer dout(p.dtype, q_numel(p), "dO");
+    fill_uniform(dout, 4, 1.0);
+    const AttentionGrads full = reference_backward(p, logical_bwd_tensors(p, in, dout));
+    const BwdSample sample = sample_bwd(p, 2, 6, 5, 11);
+    const SampledGrads got = sampled_reference_backward(p, in, dout, sample);
+    SampledGrads want;
+    const size_t D = static_cast<size_t>(p.D);
+    for (const BwdSample::Row& r : sample.rows)
+      for (size_t d = 0; d < D; ++d)
+        want.dq.push_back(full.dq[static_cast<size_t>((r.b * p.H + r.h) * p.N_Q + r.i) * D + d]);
+    for (const BwdSample::Key& k : sample.keys)
+      for (size_t d = 0; d < D; ++d) {
+        want.dk.push_back(full.dk[static_cast<size_t>((k.b * p.H_KV + k.hk) * p.N_K + k.j) * D + d]);
+        want.dv.push_back(full.dv[static_cast<size_t>((k.b * p.H_KV + k.hk) * p.N_K + k.j) * D + d]);
+      }
+    const Comparison cq = compare_to_reference(got.dq, want.dq), ck = compare_to_reference(got.dk, want.dk),
+                     cv = compare_to_reference(got.dv, want.dv);
+    failures += report(cq.ok(1e-12) && ck.ok(1e-12) && cv.ok(1e-12) && !sample.rows.empty() &&
+                           !sample.keys.empty() && got.max_abs_lse > 0,
+                       fmt::format("sampled backward reference = reference_backward on {} dQ rows and {} keys of "
+                                   "{}: dQ {}, dK {}, dV {}",
+                                   sample.rows.size(), sample.keys.size(), p.str(), cq.str(), ck.str(), cv.str()));
+
+    // Gradient buffers in the kernels' layouts holding the full reference, read back through the sample.
+    const AttentionStrides st = attention_strides(p);
+    HostBuffer dq(p.dtype, q_numel(p), "dQ"), dk(p.dtype, kv_numel(p), "dK"), dv(p.dtype, kv_numel(p), "dV");
+    size_t n = 0;
+    for (int64_t b = 0; b < p.B; ++b)
+      for (int64_t h = 0; h < p.H; ++h)
+        for (int64_t i = 0; i < p.N_Q; ++i)
+          for (int64_t d = 0; d < p.D; ++d)
+            dq.set(element_offset(st.q, b, h, i, d), full.dq[n++]);
+    n = 0;
+    for (int64_t b = 0; b < p.B; ++b)
+      for (int64_t h = 0; h < p.H_KV; ++h)
+        for (int64_t j = 0; j < p.N_K; ++j)
+          for (int64_t d = 0; d < p.D; ++d, ++n) {
+            dk.set(element_offset(st.k, b, h, j, d), full.dk[n]);
+            dv.set(element_offset(st.k, b, h, j, d), full.dv[n]);
+          }
+    const SampledGrads gathered = gather_sampled_grads(p, dq, dk, dv, sample);
+    // The buffers round to f16: compare with the sample rounded the same way.
+    const Comparison gq = compare_to_reference(gathered.dq, want.dq), gk = compare_to_reference(gathered.dk, want.dk),
+                     gv = compare_to_reference(gathered.dv, want.dv);
+    failures += report(gathered.dq.size() == want.dq.size() && gathered.dk.size() == want.dk.size() &&
+                           gq.ok(tolerance(p.dtype)) && gk.ok(tolerance(p.dtype)) && gv.ok(tolerance(p.dtype)),
+                       fmt::format("gather_sampled_grads reads the sampled elements ({}): dQ {}, dK {}, dV {}", p.str(),
+                                   gq.str(), gk.str(), gv.str()));
+  }
+  // The sweep's budget: one kv head at N = 16384, D = 128 is 2·N²·D multiply-adds.
+  const AttentionProblem big = sweep_problem(DType::f16, 16384, 128, 0);
+  failures += report(sampled_backward_macs(big, 1) == 2.0 * 16384.0 * 16384.0 * 128.0,
+                     fmt::format("sampled backward reference cost at {}: {:.2e} multiply-adds per kv head", big.str(),
+                                 sampled_backward_macs(big, 1)));
+  return failures;
+}
+
+// The backward's FLOP convention (ANCHORS.md): 2.5 × the forward's, 3.5 × for a forward + backward step; the
+// forward's is 4·B·H·N²·D, halved when causal.
+int check_bwd_flops() {
+  int failures = 0;
+  for (int causal : {0, 1}) {
+    const AttentionProblem p = sweep_problem(DType::f16, 4096, 64, causal);
+    const double fwd = 4.0 * 4 * 32 * 4096.0 * 4096.0 * 64 / (causal ? 2 : 1);
+    failures += report(attention_flops(p) == fwd && attention_bwd_flops(p) == 2.5 * fwd &&
+                           attention_fwd_bwd_flops(p) == 3.5 * fwd,
+                       fmt::format("backward FLOPs of {}: {:.4e} = 2.5 × {:.4e}; step {:.4e}", p.str(),
+                                   attention_bwd_flops(p), fwd, attention_fwd_bwd_flops(p)));
+  }
+  // Three records per sweep shape with the keys peers.py writes for the same shapes.
+  BenchOptions options;
+  const std::vector<BenchCase> cases = attention_bwd_cases(options);
+  std::set<std::string> systems;
+  bool keys_ok = cases.size() == 3 * 40;
+  for (const BenchCase& c : cases) {
+    systems.insert(c.record.op + " " + c.record.system);
+    const auto& s = c.record.shape;
+    keys_ok &= c.record.key == case_key(c.record.op, c.record.dtype, s, c.record.causal) && s.size() == 4 &&
+               s[0].second * s[2].second == 16384 && s[1].second * s[3].second == 2048 && !c.more_kernels.empty();
+  }
+  keys_ok &= cases.empty() ? false
+                           : cases.front().record.key == "attention_bwd:f16:B16:H32:N1024:D64:causal0" &&
+                                 systems == std::set<std::string>{"attention_bwd kiln_fa2_bwd",
+                                                                  "attention_bwd kiln_fa2_bwd_atomic",
+                                                                  "attention_fwd_bwd kiln_fa2"};
+  failures += report(keys_ok, fmt::format("attention_bwd: {} cases, 3 per sweep shape, keys {}...", cases.size(),
+                                          cases.empty() ? "" : cases.front().record.key));
+  return failures;
+}
+
 int check_keys() {
   const std::string k = case_key("attention", "f16", {{"B", 16}, {"H", 16}, {"N", 1024}, {"D", 128}}, 1);
   const std::string m = case_key("matmul", "bf16", {{"M", 4096}, {"N", 4096}, {"K", 4096}}, -1);
@@ -130,8 +244,8 @@ int check_unique_case_ids() {
     std::set<std::pair<std::string, std::string>> seen;
     std::string duplicate;
     size_t n = 0;
-    for (auto cases : {memory_cases, matmul_cases, attention_cases, seed_cases, ablation_cases, compile_cases,
-                       autotune_cases, model_cases})
+    for (auto cases : {memory_cases, matmul_cases, attention_cases, seed_cases, attention_bwd_cases, ablation_cases,
+                       compile_cases, autotune_cases, model_cases})
       for (const BenchCase& c : cases(options)) {
         ++n;
         if (!seen.insert({c.record.key, c.record.system}).second)
@@ -227,7 +341,7 @@ int check_compile_probe() {
 } // namespace
 
 int run_self_test() {
-  return check_sampled_reference() + check_fill() + check_keys() + check_unique_case_ids() +
+  return check_sampled_reference() + check_sampled_backward_reference() + check_bwd_flops() + check_fill() + check_keys() + check_unique_case_ids() +
          check_options_text() + check_model_prediction() + check_compile_probe();
 }
 
