@@ -7,6 +7,12 @@ math path "sdpa_math" for small shapes only), layout [B, H, N, D]. Matmul: torch
 "cublas"). Memory: torch.add / torch.softmax on kiln's memory shapes, and a device-to-device copy_
 ("torch_copy"), the bandwidth ceiling the memory-bound kernels are compared with.
 
+Attention backward (suite "attention_bwd", the forward sweep's shapes): per SDPA backend (flash and cuDNN;
+memory-efficient with --bwd-efficient) the backward alone, torch.autograd.grad(o, (q, k, v), dO) on a graph
+kept from one forward (op "attention_bwd", 2.5 × the forward's FLOPs), and one training step, forward then
+that backward (op "attention_fwd_bwd", 3.5 ×); the gradients of one (b, h) head are checked against the
+whole head's gradients computed in double on the GPU.
+
 Timing follows kiln_bench: CUDA events around each launch, warm-up launches first, the median of the
 timed launches, repetitions capped by a per-case time budget, L2 flushed before every launch of the
 memory-bound cases only. A backend that cannot run a shape is recorded with available=false and the
@@ -120,9 +126,16 @@ def shapes_from_kiln(path):
     """The attention and matmul shapes kiln_bench measured, so that the peers cover the same keys."""
     with open(path) as f:
         doc = json.load(f)
-    attn, mm = [], []
+    attn, mm, bwd = [], [], []
     seen = set()
     for c in doc.get("cases", []):
+        if c.get("suite") == "attention_bwd":  # the backward's shapes, each once (three records a shape)
+            s = c.get("shape", {})
+            item = ("attention_bwd", c["dtype"], s["B"], s["H"], s["N"], s["D"], c.get("causal", 0))
+            if item not in seen:
+                seen.add(item)
+                bwd.append(item)
+            continue
         # Only the suites that have peers: kiln_bench's other suites (ablation, model, autotune, ...) reuse
         # these shapes, and the first record of a shape decides which suite the peers' record joins.
         if c.get("suite", "attention") not in ("attention", "seeds", "matmul"):
@@ -138,7 +151,7 @@ def shapes_from_kiln(path):
             if item not in seen:
                 seen.add(item)
                 mm.append(item)
-    return attn, mm
+    return attn, mm, bwd
 
 
 # ---------------------------------------------------------------- timing
@@ -300,6 +313,107 @@ def bench_attention(shapes, timer, log):
     return out
 
 
+def attention_bwd_shapes(quick):
+    """(suite, dtype, B, H, N, D, causal) of bench/attention_bwd_bench.cpp: the forward's sweep."""
+    out = []
+    for dtype in ("f16", "bf16"):
+        if quick and dtype == "bf16":
+            continue
+        for D in (64, 128):
+            for causal in (0, 1):
+                for N in (1024, 2048, 4096, 8192, 16384):
+                    if quick and (N not in (1024, 4096) or (D == 128 and causal)):
+                        continue
+                    out.append(("attention_bwd", dtype, 16384 // N, 2048 // D, N, D, causal))
+    return out
+
+
+def attention_head_grads(q, k, v, dout, causal):
+    """dQ, dK, dV of one head ([N, D] each) in double: P = softmax(S), dV = Pᵀ dO, dP = dO Vᵀ,
+    dS = P ∘ (dP − rowsum(P ∘ dP)), dQ = scale · dS K, dK = scale · dSᵀ Q."""
+    q, k, v, dout = (t.double() for t in (q, k, v, dout))
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    s = q @ k.T * scale
+    if causal:
+        n = s.shape[0]
+        s.masked_fill_(torch.ones(n, n, dtype=torch.bool, device=s.device).triu_(1), float("-inf"))
+    p = torch.softmax(s, dim=-1)
+    del s
+    dv = p.T @ dout
+    dp = dout @ v.T
+    dp -= (p * dp).sum(dim=-1, keepdim=True)
+    dp *= p  # dS
+    del p
+    return dp @ k * scale, dp.T @ q * scale, dv
+
+
+def bwd_backends():
+    if SDPBackend is None:
+        return [("sdpa_default", None)]
+    return [("sdpa_flash", SDPBackend.FLASH_ATTENTION), ("sdpa_cudnn", SDPBackend.CUDNN_ATTENTION),
+            ("sdpa_efficient", SDPBackend.EFFICIENT_ATTENTION)]
+
+
+def bench_attention_bwd(shapes, timer, log, efficient=False):
+    """Per shape and backend: the backward alone (autograd.grad on a graph kept from one forward) and the
+    forward + backward step, both checked through one head's gradients against attention_head_grads."""
+    out = []
+    gen = torch.Generator(device="cuda")
+    for suite, dtype, B, H, N, D, causal in shapes:
+        gen.manual_seed(4321 + N + D)
+        dt = DTYPES[dtype]
+        q, k, v, dout = ((torch.rand(B, H, N, D, device="cuda", dtype=torch.float32, generator=gen) * 2 - 1).to(dt)
+                         for _ in range(4))
+        for t in (q, k, v):
+            t.requires_grad_(True)
+        fwd_flops = 4.0 * B * H * N * N * D / (2.0 if causal else 1.0)
+        shape = [("B", B), ("H", H), ("N", N), ("D", D)]
+        b, h = B - 1, H - 1  # the checked head
+        want = attention_head_grads(q[b, h].detach(), k[b, h].detach(), v[b, h].detach(), dout[b, h], causal)
+        for system, backend in bwd_backends():
+            if system == "sdpa_efficient" and not efficient:
+                continue
+            bwd = record(suite, "attention_bwd", system, dtype, shape, causal, flops=2.5 * fwd_flops,
+                         note="torch.autograd.grad of the SDPA output")
+            step = record(suite, "attention_fwd_bwd", system, dtype, shape, causal, flops=3.5 * fwd_flops,
+                          note="SDPA forward + torch.autograd.grad")
+            try:
+                with sdpa_kernel([backend]) if backend is not None else contextlib.nullcontext():
+                    o = F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+                    grads = torch.autograd.grad(o, (q, k, v), dout, retain_graph=True)
+                    torch.cuda.synchronize()
+                    errs, nonfinite, n = [], 0, 0
+                    for g, w in zip(grads, want):
+                        e, nf = rel_l2(g[b, h], w)
+                        errs.append(e)
+                        nonfinite += nf
+                        n += w.numel()
+                    # The kernels' gradient tolerance: twice the forward's (tests/interp/attention_bwd_test_cases.h).
+                    for rec in (bwd, step):
+                        set_check(rec, "head", n, max(errs), 2 * TOLERANCE[dtype], nonfinite)
+                        rec["extra"] = {"dq_error": errs[0], "dk_error": errs[1], "dv_error": errs[2]}
+                    del grads
+                    run_bwd = lambda: torch.autograd.grad(o, (q, k, v), dout, retain_graph=True)  # noqa: E731
+                    finish(bwd, *timer(run_bwd), False)
+
+                    def run_step():
+                        torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal)),
+                                            (q, k, v), dout)
+
+                    del o
+                    finish(step, *timer(run_step), False)
+            except Exception as e:  # the backend cannot run this shape's backward, or out of memory
+                for rec in (bwd, step):
+                    if rec["time_ms"] is None:
+                        rec["available"] = False
+                        rec["error"] = short(e)
+            for rec in (bwd, step):
+                out.append(rec)
+                log(rec)
+        del want
+    return out
+
+
 # ---------------------------------------------------------------- matmul
 
 
@@ -410,20 +524,24 @@ def versions():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("suites", nargs="*", default=[], help="attention, matmul, memory, seeds, all (default all)")
+    ap.add_argument("suites", nargs="*", default=[],
+                    help="attention, attention_bwd, matmul, memory, seeds, all (default all)")
     ap.add_argument("--json", required=True, help="output file")
     ap.add_argument("--quick", action="store_true", help="the --quick subset of kiln_bench")
     ap.add_argument("--kiln-json", help="take attention/matmul shapes from kiln_bench's output")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--case-budget-ms", type=float, default=1500)
+    ap.add_argument("--bwd-efficient", action="store_true",
+                    help="attention_bwd: time SDPA's memory-efficient backward too (slow; off to keep the run short)")
     args = ap.parse_args(argv)
     suites = set(args.suites) or {"all"}
+    known = {"attention", "attention_bwd", "matmul", "memory", "seeds"}
     if "all" in suites:
-        suites = {"attention", "matmul", "memory", "seeds"}
-    unknown = suites - {"attention", "matmul", "memory", "seeds"}
+        suites = set(known)
+    unknown = suites - known
     if unknown:
-        ap.error(f"unknown suite(s) {sorted(unknown)}; expected attention, matmul, memory, seeds or all")
+        ap.error(f"unknown suite(s) {sorted(unknown)}; expected {', '.join(sorted(known))} or all")
     # A forced backend that cannot run a shape warns before it raises; the raise is what gets recorded.
     warnings.filterwarnings("ignore", category=UserWarning)
     if not torch.cuda.is_available():
@@ -431,12 +549,14 @@ def main(argv=None):
         return 2
 
     if args.kiln_json and os.path.exists(args.kiln_json):
-        attn, mm = shapes_from_kiln(args.kiln_json)
+        attn, mm, bwd = shapes_from_kiln(args.kiln_json)
         with open(args.kiln_json) as f:  # measure only the suites kiln_bench ran
             suites &= set((json.load(f).get("options") or {}).get("suites") or suites)
     else:
-        attn, mm = attention_shapes(args.quick), matmul_shapes(args.quick)
+        attn, mm, bwd = attention_shapes(args.quick), matmul_shapes(args.quick), attention_bwd_shapes(args.quick)
     attn = [s for s in attn if s[0] in suites]
+    if "attention_bwd" not in suites:
+        bwd = []
     if "matmul" not in suites:
         mm = []
 
@@ -447,7 +567,7 @@ def main(argv=None):
         "versions": versions(),
         "device": device_info(),
         "options": {"suites": sorted(suites), "quick": args.quick, "reps": args.reps, "warmup": args.warmup,
-                    "case_budget_ms": args.case_budget_ms},
+                    "case_budget_ms": args.case_budget_ms, "bwd_efficient": args.bwd_efficient},
         "cases": [],
     }
     start = time.time()
@@ -476,6 +596,8 @@ def main(argv=None):
         bench_matmul(mm, timer, log)
     if attn:
         bench_attention(attn, timer, log)
+    if bwd:
+        bench_attention_bwd(bwd, timer, log, efficient=args.bwd_efficient)
     write()
     print(f"peers.py: {len(doc['cases'])} records in {time.time() - start:.0f} s -> {args.json}", file=sys.stderr)
     return 0

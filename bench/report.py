@@ -2,7 +2,8 @@
 """Joins kiln_bench's and peers.py's JSON (by case key) into one report for the device they ran on:
 
   <out>/<device-slug>.json               every record of both, plus both headers
-  <out>/<device-slug>.md                 tables: attention vs SDPA, matmul vs cuBLAS, memory vs copy, seeds,
+  <out>/<device-slug>.md                 tables: attention vs SDPA (forward; backward, forward + backward and
+                                         kiln's deterministic vs atomic-dQ backward), matmul vs cuBLAS, memory vs copy, seeds,
                                          the code-generator ablation, compile latency, the autotuner, and the
                                          performance model against measurement
   <out>/<device-slug>-attention-<dtype>-d<D>.png   TFLOP/s vs N, one line per system (needs matplotlib)
@@ -193,6 +194,88 @@ class Report:
             rows.append([key, rec["system"], rec.get("note", ""), fmt_ms(rec), cell(rec, 2)] + peers + [err(rec)])
         return table(["case", "system", "variant", "time ms", "TFLOP/s"] + [n for _, n in ATTN_PEERS]
                      + ["SDPA math", "check"], rows) if rows else ""
+
+    # ------------------------------------------------------------ attention backward
+
+    def bwd_groups(self, op):
+        """(dtype, D) -> [(causal, N, key)] of `op`'s records (attention_bwd, attention_fwd_bwd) on the sweep's
+        shapes, f16 first, then by D, causal, N."""
+        keys = OrderedDict()
+        for rec in self.records(op=op):
+            s = rec.get("shape") or {}
+            if s.get("B", 0) * s.get("N", 0) == 16384 and s.get("H", 0) * s.get("D", 0) == 2048:
+                keys[rec["key"]] = (rec["dtype"] != "f16", rec["dtype"], s["D"], rec.get("causal", 0), s["N"])
+        groups = OrderedDict()
+        for key, (_, dtype, D, causal, N) in sorted(keys.items(), key=lambda kv: kv[1]):
+            groups.setdefault((dtype, D), []).append((causal, N, key))
+        return groups
+
+    def bwd_tables(self, op, kiln_system, label):
+        parts = []
+        for (dtype, D), items in self.bwd_groups(op).items():
+            rows = []
+            for causal, N, key in items:
+                k = self.get(key, kiln_system)
+                flash, cudnn = self.get(key, "sdpa_flash"), self.get(key, "sdpa_cudnn")
+                rows.append(["yes" if causal else "no", N, 16384 // N, 2048 // D, cell(k), fmt_ms(k, 3)]
+                            + [cell(self.get(key, s)) for s, _ in ATTN_PEERS]
+                            + [ratio(k, flash), ratio(k, cudnn), err(k)])
+            parts.append(f"**{dtype}, D = {D}**\n\n" + table(
+                ["causal", "N", "B", "H", label, "kiln ms"] + [n for _, n in ATTN_PEERS]
+                + ["kiln/flash", "kiln/cuDNN", "kiln check"], rows))
+        return "\n\n".join(parts)
+
+    def attention_bwd(self):
+        text = self.bwd_tables("attention_bwd", "kiln_fa2_bwd", "kiln bwd")
+        if not text:
+            return ""
+        return ("Backward alone, TFLOP/s at 2.5 × the forward's FLOPs. kiln: the deterministic backward "
+                "(preprocess, dK/dV, dQ; `BackwardOptions::deterministic`, the default) after its own forward; SDPA: "
+                "`torch.autograd.grad` of one forward's output with the backend forced. kiln's check: the largest "
+                "relative error of dQ, dK, dV on the sampled elements.\n\n" + text)
+
+    def attention_fwd_bwd(self):
+        text = self.bwd_tables("attention_fwd_bwd", "kiln_fa2", "kiln fwd+bwd")
+        if not text:
+            return ""
+        return ("One training step, forward then backward, TFLOP/s at 3.5 × the forward's FLOPs.\n\n" + text)
+
+    def bwd_atomic(self):
+        rows = []
+        for (dtype, D), items in self.bwd_groups("attention_bwd").items():
+            for causal, N, key in items:
+                det, atomic = self.get(key, "kiln_fa2_bwd"), self.get(key, "kiln_fa2_bwd_atomic")
+                if det is None and atomic is None:
+                    continue
+                speedup = (f"{det['time_ms'] / atomic['time_ms']:.2f}×" if rate(det) and rate(atomic) else DASH)
+                rows.append([dtype, D, "yes" if causal else "no", N, fmt_ms(det, 3), cell(det), fmt_ms(atomic, 3),
+                             cell(atomic), speedup, err(atomic)])
+        if not rows:
+            return ""
+        return ("kiln's backward with dQ from its own kernel (deterministic) against dQ accumulated by f32 atomics "
+                "in the dK/dV kernel, then cast (`ATOMIC_DQ=1`, what `deterministic = false` may pick). "
+                "\"atomic speedup\" is the deterministic time over the atomic one.\n\n"
+                + table(["dtype", "D", "causal", "N", "deterministic ms", "TFLOP/s", "atomic ms", "TFLOP/s",
+                         "atomic speedup", "atomic check"], rows))
+
+    def bwd_headline(self):
+        rows = []
+        for (dtype, D), items in self.bwd_groups("attention_bwd").items():
+            for causal in (0, 1):
+                keys = [(N, key) for c, N, key in items if c == causal]
+                if not keys:
+                    continue
+                fl = [rate(self.get(k, "kiln_fa2_bwd")) / rate(self.get(k, "sdpa_flash")) for _, k in keys
+                      if rate(self.get(k, "kiln_fa2_bwd")) and rate(self.get(k, "sdpa_flash"))]
+                cu = [rate(self.get(k, "kiln_fa2_bwd")) / rate(self.get(k, "sdpa_cudnn")) for _, k in keys
+                      if rate(self.get(k, "kiln_fa2_bwd")) and rate(self.get(k, "sdpa_cudnn"))]
+                N, key = keys[-1]
+                gf, gc = geomean(fl), geomean(cu)
+                rows.append([dtype, D, "yes" if causal else "no", N, cell(self.get(key, "kiln_fa2_bwd")),
+                             cell(self.get(key, "sdpa_flash")), cell(self.get(key, "sdpa_cudnn")),
+                             f"{gf:.2f}" if gf else DASH, f"{gc:.2f}" if gc else DASH])
+        return table(["dtype", "D", "causal", "N (largest)", "kiln bwd TFLOP/s", "SDPA flash bwd", "SDPA cuDNN bwd",
+                      "kiln/flash geomean over N", "kiln/cuDNN geomean over N"], rows) if rows else ""
 
     # ------------------------------------------------------------ matmul, memory
 
@@ -422,7 +505,8 @@ class Report:
         lines += ["- " + f for f in facts]
         if not p:
             lines += ["- peers: not measured (no peers JSON)"]
-        lines += ["", "Rates are TFLOP/s (attention 4·B·H·N²·D, halved when causal; matmul 2·M·N·K) or GB/s "
+        lines += ["", "Rates are TFLOP/s (attention 4·B·H·N²·D, halved when causal, its backward 2.5 × that and a "
+                  "forward + backward step 3.5 ×; matmul 2·M·N·K) or GB/s "
                   "(bytes read + written). Each is the median of event-timed launches, taken only after the "
                   "output passed its check against a double-precision reference. ✗: kiln's output failed its "
                   "check (no time); n/a: the backend cannot run the shape; —: not measured; !: a peer's output "
@@ -430,6 +514,10 @@ class Report:
         sections = [("Headline: kiln FA2 vs SDPA FlashAttention-2", self.headline),
                     ("Attention sweep (B·N = 16384, H·D = 2048), TFLOP/s", self.attention_sweep),
                     ("Other attention shapes, TFLOP/s", self.other_attention),
+                    ("Headline: kiln attention backward vs SDPA flash and cuDNN", self.bwd_headline),
+                    ("Attention backward (B·N = 16384, H·D = 2048), TFLOP/s", self.attention_bwd),
+                    ("Attention forward + backward step, TFLOP/s", self.attention_fwd_bwd),
+                    ("kiln backward: deterministic vs atomic dQ", self.bwd_atomic),
                     ("Seed experiments", self.seeds),
                     ("Matmul vs cuBLAS (torch.matmul)", self.matmul),
                     ("Memory-bound kernels vs copy bandwidth", self.memory),
@@ -611,8 +699,12 @@ def main(argv=None):
     for path in written:
         print(f"report.py: wrote {path}", file=sys.stderr)
     if args.headline:
-        print(f"## kiln FA2 vs SDPA FlashAttention-2 on {report.device_name()} (TFLOP/s)\n")
-        print(report.headline())
+        if report.sweep_keys() or not report.bwd_groups("attention_bwd"):
+            print(f"## kiln FA2 vs SDPA FlashAttention-2 on {report.device_name()} (TFLOP/s)\n")
+            print(report.headline())
+        if report.bwd_groups("attention_bwd"):
+            print(f"\n## kiln attention backward vs SDPA on {report.device_name()} (TFLOP/s, 2.5 × forward FLOPs)\n")
+            print(report.bwd_headline())
     return 0
 
 

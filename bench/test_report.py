@@ -129,10 +129,45 @@ def peers_doc():
             "cases": [flash, mm, copy_rec, short_copy]}
 
 
+# The backward at the sweep key's shape: fwd FLOPs 5.4976e11, backward 2.5 ×, a step 3.5 ×.
+BWD_KEY = "attention_bwd:f16:B4:H32:N4096:D64:causal0"
+STEP_KEY = "attention_fwd_bwd:f16:B4:H32:N4096:D64:causal0"
+BWD_FLOPS, STEP_FLOPS = 2.5 * SWEEP_FLOPS, 3.5 * SWEEP_FLOPS
+
+
+def bwd_doc():
+    cases = [case("attention_bwd", "kiln_fa2_bwd", BWD_KEY, SWEEP_SHAPE, 5.0, BWD_FLOPS, op="attention_bwd",
+                  extra={"dq_error": 1e-3, "dk_error": 2e-3, "dv_error": 5e-4}),
+             case("attention_bwd", "kiln_fa2_bwd_atomic", BWD_KEY, SWEEP_SHAPE, 4.0, BWD_FLOPS, op="attention_bwd"),
+             case("attention_bwd", "kiln_fa2", STEP_KEY, SWEEP_SHAPE, 7.0, STEP_FLOPS, op="attention_fwd_bwd"),
+             # bf16 D = 128 at N = 1024: the atomic variant failed its check (no time, no speedup).
+             case("attention_bwd", "kiln_fa2_bwd", "attention_bwd:bf16:B16:H16:N1024:D128:causal1",
+                  {"B": 16, "H": 16, "N": 1024, "D": 128}, 1.0, 2.5 * 4.0 * 16 * 16 * 1024 * 1024 * 128 / 2,
+                  op="attention_bwd", dtype="bf16", causal=1),
+             case("attention_bwd", "kiln_fa2_bwd_atomic", "attention_bwd:bf16:B16:H16:N1024:D128:causal1",
+                  {"B": 16, "H": 16, "N": 1024, "D": 128}, 1.0, 2.5 * 4.0 * 16 * 16 * 1024 * 1024 * 128 / 2,
+                  ok=False, op="attention_bwd", dtype="bf16", causal=1)]
+    return {"schema": "kiln-bench/1", "tool": "kiln_bench", "kiln_version": "0.1.0", "device": DEVICE,
+            "options": {"suites": ["attention_bwd"], "quick": False}, "cases": cases}
+
+
+def bwd_peers():
+    out = []
+    for system, bwd_ms, step_ms in (("sdpa_flash", 6.25, 8.75), ("sdpa_cudnn", 4.0, 5.6)):
+        for key, op, flops, ms in ((BWD_KEY, "attention_bwd", BWD_FLOPS, bwd_ms),
+                                   (STEP_KEY, "attention_fwd_bwd", STEP_FLOPS, step_ms)):
+            rec = case("attention_bwd", system, key, SWEEP_SHAPE, ms, flops, op=op)
+            rec["available"] = True
+            out.append(rec)
+    return out
+
+
 class ReportTest(unittest.TestCase):
     def setUp(self):
-        self.kiln = report.merge_kiln([sweep_doc(), extra_doc()])
-        self.report = report.Report(self.kiln, peers_doc())
+        self.kiln = report.merge_kiln([sweep_doc(), extra_doc(), bwd_doc()])
+        peers = peers_doc()
+        peers["cases"] += bwd_peers()
+        self.report = report.Report(self.kiln, peers)
         self.md = self.report.markdown()
 
     def section(self, title):
@@ -141,21 +176,51 @@ class ReportTest(unittest.TestCase):
         return self.md[start:end if end >= 0 else len(self.md)]
 
     def test_merge_keeps_every_case_and_suite(self):
-        self.assertEqual(len(self.kiln["cases"]), len(sweep_doc()["cases"]) + len(extra_doc()["cases"]))
-        self.assertEqual(self.kiln["options"]["suites"], ["attention", "ablation", "compile", "autotune", "model"])
+        self.assertEqual(len(self.kiln["cases"]),
+                         len(sweep_doc()["cases"]) + len(extra_doc()["cases"]) + len(bwd_doc()["cases"]))
+        self.assertEqual(self.kiln["options"]["suites"],
+                         ["attention", "ablation", "compile", "autotune", "model", "attention_bwd"])
         self.assertIsNone(report.merge_kiln([None, None]))
 
     def test_merged_json_keeps_records_that_share_a_key(self):
         systems = {(c["key"], c["system"]) for c in self.report.merged()["cases"]}
         self.assertIn((SWEEP_KEY, "kiln_fa2"), systems)
         self.assertIn((SWEEP_KEY, "kiln_fa2/all_on"), systems)
-        self.assertEqual(len(self.report.merged()["cases"]), len(self.kiln["cases"]) + len(peers_doc()["cases"]))
+        self.assertEqual(len(self.report.merged()["cases"]),
+                         len(self.kiln["cases"]) + len(peers_doc()["cases"]) + len(bwd_peers()))
 
     def test_sweep_shows_fa1_and_only_the_sweep_suite(self):
         sweep = self.section("Attention sweep")
         self.assertIn("| f16 | 64 | no | 4096 | 4 | 32 | 274.9 | 45.8 |", sweep)  # FA2 2 ms, FA1 12 ms
         self.assertEqual(sweep.count("| f16 | 64 | no | 4096 |"), 1)
         self.assertNotIn("autotune:", self.md.split("## What each")[0])
+
+    def test_backward_against_flash_and_cudnn(self):
+        text = self.section("Attention backward")
+        # kiln 5 ms = 274.9 TFLOP/s at 2.5 × the FLOPs; flash 6.25 ms (219.9), cuDNN 4 ms (343.6).
+        self.assertIn("**f16, D = 64**", text)
+        self.assertIn("| no | 4096 | 4 | 32 | 274.9 | 5.000 | 219.9 | 343.6 | — | 1.25 | 0.80 |", text)
+        self.assertIn("**bf16, D = 128**", text)
+        self.assertLess(text.index("**f16, D = 64**"), text.index("**bf16, D = 128**"))
+        # Backward records stay out of the forward's tables.
+        self.assertNotIn("attention_bwd", self.section("Other attention shapes") if "## Other attention" in self.md
+                         else "")
+        self.assertEqual(self.section("Attention sweep").count("| f16 | 64 | no | 4096 |"), 1)
+
+    def test_forward_backward_step(self):
+        text = self.section("Attention forward + backward step")
+        # kiln 7 ms at 3.5 × = 274.9; flash 8.75 ms (219.9), cuDNN 5.6 ms (343.6).
+        self.assertIn("| no | 4096 | 4 | 32 | 274.9 | 7.000 | 219.9 | 343.6 | — | 1.25 | 0.80 |", text)
+
+    def test_deterministic_vs_atomic(self):
+        text = self.section("kiln backward: deterministic vs atomic dQ")
+        self.assertIn("| f16 | 64 | no | 4096 | 5.000 | 274.9 | 4.000 | 343.6 | 1.25× |", text)
+        self.assertIn("| bf16 | 128 | yes | 1024 | 1.000 |", text)
+        self.assertIn("| 171.8 | — | ✗ | — | 3.0e-04 sampled FAIL |", text)
+
+    def test_backward_headline(self):
+        text = self.section("Headline: kiln attention backward")
+        self.assertIn("| f16 | 64 | no | 4096 | 274.9 | 219.9 | 343.6 | 1.25 | 0.80 |", text)
 
     def test_ablation_ratios_and_same_code(self):
         text = self.section("What each code-generator optimisation is worth")
