@@ -11,6 +11,7 @@
 
 --kiln may be given more than once (bench.sh runs the sweep and the other suites as two kiln_bench
 processes): the files' cases are joined, the first file's header is kept and the others' suites added.
+--peers likewise (a backward run made apart from the forward's, say).
 
 Works with the peers' file missing (or any suite missing): absent figures show as "—". A kiln case whose
 output failed its check has no time and shows as "✗"; a peer whose check failed is marked "!".
@@ -667,11 +668,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kiln", action="append", default=[],
                     help="kiln_bench's JSON (repeatable: the cases of every file are joined)")
-    ap.add_argument("--peers", help="peers.py's JSON (optional)")
+    ap.add_argument("--peers", action="append", default=[],
+                    help="peers.py's JSON (optional; repeatable like --kiln)")
     ap.add_argument("--out-dir", default="docs/bench")
     ap.add_argument("--headline", action="store_true", help="print the headline table to stdout")
     args = ap.parse_args(argv)
-    kiln, peers = merge_kiln([load(path) for path in args.kiln]), load(args.peers)
+    kiln, peers = merge_kiln([load(path) for path in args.kiln]), merge_kiln([load(path) for path in args.peers])
     if kiln is None and peers is None:
         ap.error("neither --kiln nor --peers names a readable file")
     report = Report(kiln, peers)

@@ -273,16 +273,22 @@ class ReportTest(unittest.TestCase):
     def test_main_writes_the_files(self):
         with tempfile.TemporaryDirectory() as tmp:
             paths = []
-            for i, doc in enumerate((sweep_doc(), extra_doc(), peers_doc())):
+            bwd_peers_doc = dict(peers_doc(), cases=bwd_peers())
+            for i, doc in enumerate((sweep_doc(), extra_doc(), peers_doc(), bwd_doc(), bwd_peers_doc)):
                 paths.append(os.path.join(tmp, f"in{i}.json"))
                 with open(paths[-1], "w") as f:
                     json.dump(doc, f)
             out = os.path.join(tmp, "out")
+            # The backward measured apart from the forward (bench.sh --kiln-json / --peers-json): both joined.
             self.assertEqual(report.main(["--kiln", paths[0], "--kiln", paths[1], "--peers", paths[2],
-                                          "--out-dir", out]), 0)
+                                          "--kiln", paths[3], "--peers", paths[4], "--out-dir", out]), 0)
             names = set(os.listdir(out))
             self.assertIn("nvidia-fake-gpu.md", names)
             self.assertIn("nvidia-fake-gpu.json", names)
+            with open(os.path.join(out, "nvidia-fake-gpu.md")) as f:
+                md = f.read()
+            self.assertIn("| no | 4096 | 4 | 32 | 274.9 | 5.000 | 219.9 | 343.6 | — | 1.25 | 0.80 |", md)
+            self.assertIn("| f16 | 64 | no | 4096 | 274.9 | 305.4 | 0.90 | 0.90 |", md)  # the forward peers too
             try:
                 import matplotlib  # noqa: F401
             except ImportError:

@@ -1,23 +1,31 @@
 #!/usr/bin/env bash
 # The whole benchmark on a GPU machine, in one command:
 #   1. kiln_bench --precompile, sharded over the CPU cores (warms the on-disk compile cache),
-#   2. kiln_bench attention matmul memory seeds (kiln's kernels, each checked against a double reference,
-#      then timed) -> raw/kiln.json,
+#   2. kiln_bench attention matmul memory seeds attention_bwd (kiln's kernels, each checked against a double
+#      reference, then timed; --suites picks others) -> raw/kiln.json,
 #   3. kiln_bench ablation compile autotune model (each code-generator switch off in turn, compile latency,
 #      the autotuner's checks, the performance model against measurement) -> raw/kiln-extra.json,
-#   4. bench/peers.py (PyTorch SDPA backends, cuBLAS, copy bandwidth on the same case keys),
+#   4. bench/peers.py (PyTorch SDPA backends forward and backward, cuBLAS, copy bandwidth on the same keys),
 #   5. bench/report.py (merged JSON, markdown tables, PNG plots under docs/bench/<device-slug>*),
-# then prints the headline table and each stage's time against its estimate. Each stage has a time limit
-# so that the standard sweep ends within about 8 minutes (--quick: about 2); a stage cut short keeps the
-# cases it finished (the JSON files are rewritten after every case).
+# then prints the headline table and each stage's time against its estimate. Each stage has a time limit,
+# the sum of its suites' estimates with a margin; a stage cut short keeps the cases it finished (the JSON
+# files are rewritten after every case). The whole standard run takes about 13 minutes (--quick: about 3).
 #
-# Usage: scripts/bench.sh [--quick] [--no-tune] [--no-extra] [extra kiln_bench options, e.g. --config BLOCK_N=128]
+# Usage: scripts/bench.sh [--quick] [--no-tune] [--no-extra] [--suites a,b,...] [extra kiln_bench options,
+#        e.g. --config BLOCK_N=128]
+# --suites picks the sweep's suites (stages 2 and 4) among attention, matmul, memory, seeds, attention_bwd
+# (default all five); e.g. --suites attention_bwd --no-extra runs the attention backward alone (~4 minutes).
 # FA2, matmul, softmax and vector add are timed with the autotuner's pick for each shape unless --no-tune
 # (or --config) is given.
 # --no-extra skips stage 3 (the report then has no ablation, compile, autotune or model sections).
-# Where one command may run at most 10 minutes (the GPU tool), split the run in two:
+# Where one command may run at most 10 minutes (the GPU tool), split the run in three:
 #   scripts/bench.sh --extra-only            stage 3 alone; its JSON goes to $OUT/kiln-extra.json
-#   scripts/bench.sh --extra-json FILE       stages 1, 2, 4, 5, reporting FILE as stage 3's results
+#   scripts/bench.sh --suites attention_bwd --no-extra       the backward; $OUT/raw/{kiln,peers}.json
+#   scripts/bench.sh --suites attention,matmul,memory,seeds --extra-json FILE \
+#       --kiln-json BWD/kiln.json --peers-json BWD/peers.json
+#                                            stages 1, 2, 4, 5, reporting FILE as stage 3's results and the
+#                                            earlier backward run's JSON beside this run's
+# --kiln-json FILE / --peers-json FILE (repeatable): earlier results of other suites, joined into the report.
 # Environment: KILN_BIN (default build/kiln_bench), PYTHON (default python3), OUT (when set, e.g. the
 # GPU tool's output folder, the report and the raw JSON are copied there too).
 set -uo pipefail
@@ -29,11 +37,19 @@ run_extra=1
 extra_only=0
 extra_json=""
 extra=()
-want_extra_json=0
+want=""
+suites_arg=""
+more_kiln=()
+more_peers=()
 for arg in "$@"; do
-  if ((want_extra_json)); then
-    extra_json="$arg"
-    want_extra_json=0
+  case "$want" in
+  extra-json) extra_json="$arg" ;;
+  suites) suites_arg="$arg" ;;
+  kiln-json) more_kiln+=("$arg") ;;
+  peers-json) more_peers+=("$arg") ;;
+  esac
+  if [[ -n "$want" ]]; then
+    want=""
     continue
   fi
   case "$arg" in
@@ -41,9 +57,12 @@ for arg in "$@"; do
   --no-tune) tune="" ;;
   --no-extra) run_extra=0 ;;
   --extra-only) extra_only=1 ;;
-  --extra-json) want_extra_json=1 run_extra=0 ;;
+  --extra-json) want=extra-json run_extra=0 ;;
+  --suites) want=suites ;;
+  --kiln-json) want=kiln-json ;;
+  --peers-json) want=peers-json ;;
   -h | --help)
-    sed -n '2,21p' "$0"
+    sed -n '2,33p' "$0"
     exit 0
     ;;
   *) extra+=("$arg") ;;
@@ -58,20 +77,55 @@ if [[ ! -x "$bin" ]]; then
   echo "bench.sh: no kiln_bench at '$bin' (build it, or set KILN_BIN)" >&2
   exit 2
 fi
-sweep_suites=(attention matmul memory seeds)
-extra_suites=(ablation compile autotune model)
-# Per stage, in seconds: the limit, and what a run on an H100/H200 is expected to take (printed beside
-# the actual time). Stages: precompile, kiln sweep, kiln extra suites, peers. Tuning (the default: FA2
-# is timed with the autotuner's pick per shape, as kiln::attention::forward runs it) costs the sweep
-# time. kiln_bench prints its own per-suite estimates and times too.
-if [[ -n "$quick" ]]; then
-  limits=(25 50 75 25)
-  expect=(10 35 40 20)
-else
-  limits=(60 300 150 120)
-  expect=(30 215 100 90)
-  [[ -z "$tune" ]] && expect[1]=170
+for f in "${more_kiln[@]}" "${more_peers[@]}"; do
+  if [[ ! -f "$f" ]]; then
+    echo "bench.sh: --kiln-json/--peers-json: no file '$f'" >&2
+    exit 2
+  fi
+done
+sweep_suites=(attention matmul memory seeds attention_bwd)
+if [[ -n "$suites_arg" ]]; then
+  IFS=, read -r -a sweep_suites <<<"$suites_arg"
 fi
+extra_suites=(ablation compile autotune model)
+# Seconds a suite is expected to take on an H100/H200, in kiln_bench (stage 2) and in peers.py (stage 4),
+# standard and --quick. Tuning (the default: FA2 is timed with the autotuner's pick per shape, as
+# kiln::attention::forward runs it) costs the attention suite's time (about 45 s of it). attention_bwd:
+# 40 shapes, each a forward, the sampled double reference (seconds at N = 16384) and three timed cases;
+# its peers time flash's and cuDNN's backward and step with one head's gradients checked in double.
+declare -A kiln_est=([attention]=155 [matmul]=10 [memory]=5 [seeds]=45 [attention_bwd]=120)
+declare -A kiln_est_quick=([attention]=17 [matmul]=5 [memory]=3 [seeds]=10 [attention_bwd]=25)
+declare -A peers_est=([attention]=60 [matmul]=10 [memory]=10 [seeds]=10 [attention_bwd]=100)
+declare -A peers_est_quick=([attention]=12 [matmul]=3 [memory]=3 [seeds]=2 [attention_bwd]=20)
+sweep_expect=0
+peers_expect=0
+for s in "${sweep_suites[@]}"; do
+  if [[ -z "${kiln_est[$s]:-}" ]]; then
+    echo "bench.sh: --suites: unknown suite '$s' (expected attention, matmul, memory, seeds, attention_bwd)" >&2
+    exit 2
+  fi
+  if [[ -n "$quick" ]]; then
+    sweep_expect=$((sweep_expect + kiln_est_quick[$s]))
+    peers_expect=$((peers_expect + peers_est_quick[$s]))
+  else
+    sweep_expect=$((sweep_expect + kiln_est[$s]))
+    peers_expect=$((peers_expect + peers_est[$s]))
+  fi
+done
+[[ -z "$tune" && " ${sweep_suites[*]} " == *" attention "* ]] && sweep_expect=$((sweep_expect - 45))
+# Per stage, in seconds: the limit, and what a run is expected to take (printed beside the actual time).
+# Stages: precompile, kiln sweep, kiln extra suites, peers. The sweep's and the peers' limits are their
+# suites' estimates with a 40 % margin (and 20 s for start-up). kiln_bench prints its own per-suite
+# estimates and times too.
+if [[ -n "$quick" ]]; then
+  limits=(25 0 75 0)
+  expect=(10 "$sweep_expect" 40 "$peers_expect")
+else
+  limits=(60 0 150 0)
+  expect=(30 "$sweep_expect" 100 "$peers_expect")
+fi
+limits[1]=$((sweep_expect * 14 / 10 + 20))
+limits[3]=$((peers_expect * 14 / 10 + 20))
 
 timings=()
 stage_start=0
@@ -126,6 +180,9 @@ if [[ -n "$extra_json" ]]; then
   cp "$extra_json" "$raw/kiln-extra.json"
   kiln_jsons+=(--kiln "$raw/kiln-extra.json")
 fi
+for f in "${more_kiln[@]}"; do kiln_jsons+=(--kiln "$f"); done
+peers_jsons=(--peers "$raw/peers.json")
+for f in "${more_peers[@]}"; do peers_jsons+=(--peers "$f"); done
 if ((run_extra)); then
   stage "kiln_bench ${extra_suites[*]} (limit ${limits[2]} s, expected ~${expect[2]} s)"
   timeout "${limits[2]}" "$bin" "${extra_suites[@]}" $quick --json "$raw/kiln-extra.json" "${extra[@]}"
@@ -137,7 +194,7 @@ if ((run_extra)); then
 fi
 
 stage "peers.py (limit ${limits[3]} s, expected ~${expect[3]} s)"
-PYTHONUNBUFFERED=1 timeout "${limits[3]}" "$python" bench/peers.py $quick --json "$raw/peers.json" \
+PYTHONUNBUFFERED=1 timeout "${limits[3]}" "$python" bench/peers.py "${sweep_suites[@]}" $quick --json "$raw/peers.json" \
   --kiln-json "$raw/kiln.json"
 peers_status=$?
 ((peers_status != 0)) && echo "bench.sh: peers.py exited with $peers_status; reporting without what it missed" >&2
@@ -145,7 +202,7 @@ stage_done peers.py 3
 
 stage "report.py"
 touch "$raw/report.stamp"
-"$python" bench/report.py "${kiln_jsons[@]}" --peers "$raw/peers.json" --out-dir "$dest" --headline \
+"$python" bench/report.py "${kiln_jsons[@]}" "${peers_jsons[@]}" --out-dir "$dest" --headline \
   >"$raw/headline.md"
 report_status=$?
 
