@@ -1,13 +1,16 @@
 // `kiln attention`: FlashAttention-2 forward on given (.npy) or random inputs, in the interpreter or on the
 // GPU (with the config the autotuner picks, as kiln::attention::forward, unless --set fixes parameters);
-// optionally checked against the double-precision reference and timed. Outputs are written only after
+// optionally checked against the double-precision reference and timed. With --backward, the backward pass
+// (dQ, dK, dV for a given or random dO; tools/attention_backward.h) instead. Outputs are written only after
 // the run (and the check) succeeded, through temporary files and renames.
 #include "kernels/attention/attention_api.h"
+#include "kernels/attention/attention_bwd_tolerance.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "kernels/compare.h"
 #include "support/error.h"
 #include "support/npy.h"
+#include "tools/attention_backward.h"
 #include "tools/attention_runs.h"
 #include "tools/cli.h"
 
@@ -64,6 +67,22 @@ cl::opt<int> reps("reps", cl::desc("Timed launches for --bench (default 20)"), c
                   cl::sub(attention_sub), cl::cat(cat));
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random inputs (default 1)"), cl::init(1),
                        cl::sub(attention_sub), cl::cat(cat));
+cl::opt<bool> backward_pass("backward",
+                            cl::desc("Run the backward pass (dQ, dK, dV) instead: --check compares every gradient "
+                                     "with the double reference, --bench times backward and forward+backward"),
+                            cl::sub(attention_sub), cl::cat(cat));
+cl::opt<std::string> dout_file("dout", cl::desc("With --backward: dO as .npy, shaped like Q (default: random)"),
+                               cl::value_desc("FILE.npy"), cl::sub(attention_sub), cl::cat(cat));
+cl::opt<std::string> dq_file("dq", cl::desc("With --backward: write dQ as .npy (Q's shape)"), cl::value_desc("FILE.npy"),
+                             cl::sub(attention_sub), cl::cat(cat));
+cl::opt<std::string> dk_file("dk", cl::desc("With --backward: write dK as .npy (K's shape)"), cl::value_desc("FILE.npy"),
+                             cl::sub(attention_sub), cl::cat(cat));
+cl::opt<std::string> dv_file("dv", cl::desc("With --backward: write dV as .npy (V's shape)"), cl::value_desc("FILE.npy"),
+                             cl::sub(attention_sub), cl::cat(cat));
+cl::opt<bool> nondeterministic("nondeterministic",
+                               cl::desc("With --backward: allow dQ by f32 atomics (the interpreter runs that variant; "
+                                        "on the GPU the autotuner picks the faster)"),
+                               cl::sub(attention_sub), cl::cat(cat));
 cl::list<std::string> sets("set", cl::desc("Override a kernel parameter: NAME=VALUE (e.g. BLOCK_M=64)"),
                            cl::value_desc("NAME=VALUE"), cl::sub(attention_sub), cl::cat(cat));
 
@@ -110,18 +129,78 @@ bool same_file(const std::string& a, const std::string& b) {
   return ra == rb;
 }
 
-// O in logical order [B, H, N_Q, D] rearranged to the layout's order.
-std::vector<double> o_in_layout(const AttentionProblem& p, const std::vector<double>& o) {
+// A tensor in logical order [B, heads, n, D] rearranged to the layout's order.
+std::vector<double> in_layout(const AttentionProblem& p, int64_t heads, int64_t len, const std::vector<double>& t) {
   if (!p.bshd_layout)
-    return o;
-  std::vector<double> out(o.size());
+    return t;
+  std::vector<double> out(t.size());
   for (int64_t b = 0; b < p.B; ++b)
-    for (int64_t h = 0; h < p.H; ++h)
-      for (int64_t n = 0; n < p.N_Q; ++n)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t n = 0; n < len; ++n)
         for (int64_t d = 0; d < p.D; ++d)
-          out[static_cast<size_t>(((b * p.N_Q + n) * p.H + h) * p.D + d)] =
-              o[static_cast<size_t>(((b * p.H + h) * p.N_Q + n) * p.D + d)];
+          out[static_cast<size_t>(((b * len + n) * heads + h) * p.D + d)] =
+              t[static_cast<size_t>(((b * heads + h) * len + n) * p.D + d)];
   return out;
+}
+
+// Writes `files` through temporary names and renames, and says so.
+void write_outputs(const std::vector<std::pair<std::string, std::string>>& files) {
+  write_files_atomically(files);
+  for (const auto& f : files)
+    llvm::outs() << "wrote " << f.first << "\n";
+}
+
+// --backward: the gradients of the problem for dO (--dout or random), checked, timed and written as asked.
+int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::optional<Config>& fwd_config,
+                 Executor executor, DType out_dt) {
+  BackwardRequest r{p, std::move(inputs),
+                    dout_file.empty() ? make_dout(p, seed + 1, 1.0) : read_input(dout_file, "dO", p, p.H, p.N_Q),
+                    fwd_config, !nondeterministic};
+  llvm::outs() << fmt::format("fa2 backward {} on {} ({}; {})\n", p.str(),
+                              executor == Executor::Gpu ? "the GPU" : "the interpreter",
+                              r.deterministic ? "deterministic" : "nondeterministic",
+                              executor == Executor::Gpu ? "configs as kiln::attention::backward picks them"
+                                                        : "the default configs");
+  const AttentionGrads grads = run_attention_backward(r, executor);
+
+  bool ok = true;
+  if (check) {
+    const AttentionGrads ref = reference_backward(p, logical_bwd_tensors(p, r.inputs, r.dout));
+    const double tol = attention_grad_tolerance(p.dtype, p.tf32, max_abs_lse(p, r.inputs));
+    for (auto [name, got, want] : {std::tuple{"dQ", &grads.dq, &ref.dq}, {"dK", &grads.dk, &ref.dk},
+                                   {"dV", &grads.dv, &ref.dv}}) {
+      Comparison c = compare_to_reference(*got, *want);
+      llvm::outs() << fmt::format("check {}: {} (tolerance {:.1e}) {}\n", name, c.str(), tol,
+                                  c.ok(tol) ? "ok" : "FAIL");
+      ok = ok && c.ok(tol);
+    }
+  }
+  if (bench) {
+    const BackwardTiming t = time_attention_backward(r, reps);
+    const double fwd_flops = attention_flops(p);
+    auto line = [](const char* what, const GpuTiming& g, double flops) {
+      llvm::outs() << fmt::format("bench {}: median {:.4f} ms (min {:.4f}, max {:.4f}, {} runs), {:.1f} TFLOP/s\n",
+                                  what, g.median_ms, g.min_ms, g.max_ms, g.reps,
+                                  flops / (g.median_ms * 1e-3) / 1e12);
+    };
+    line("backward", t.backward, 2.5 * fwd_flops);        // ANCHORS.md: the backward is 2.5x the forward
+    line("forward+backward", t.step, 3.5 * fwd_flops);
+  }
+  if (!ok) {
+    llvm::errs() << "kiln: error: the gradients do not match the reference; no output written\n";
+    return 1;
+  }
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!dq_file.empty())
+    files.emplace_back(dq_file, serialize_npy(out_dt, file_shape(p, p.H, p.N_Q), in_layout(p, p.H, p.N_Q, grads.dq)));
+  if (!dk_file.empty())
+    files.emplace_back(dk_file,
+                       serialize_npy(out_dt, file_shape(p, p.H_KV, p.N_K), in_layout(p, p.H_KV, p.N_K, grads.dk)));
+  if (!dv_file.empty())
+    files.emplace_back(dv_file,
+                       serialize_npy(out_dt, file_shape(p, p.H_KV, p.N_K), in_layout(p, p.H_KV, p.N_K, grads.dv)));
+  write_outputs(files);
+  return 0;
 }
 
 int run_attention() {
@@ -149,12 +228,30 @@ int run_attention() {
   const int given = !q_file.empty() + !k_file.empty() + !v_file.empty();
   if (given != 0 && given != 3)
     fail("--q, --k and --v go together: give all three .npy inputs or none (random inputs)");
-  for (const std::string* in : {&q_file.getValue(), &k_file.getValue(), &v_file.getValue()})
-    for (const std::string* out : {&out_file.getValue(), &lse_file.getValue()})
+  if (!backward_pass)
+    for (auto [flag, value] : {std::pair{"--dout", &dout_file}, {"--dq", &dq_file}, {"--dk", &dk_file},
+                               {"--dv", &dv_file}})
+      if (!value->empty())
+        fail("{} belongs to the backward pass; add --backward (or drop {})", flag, flag);
+  if (!backward_pass && nondeterministic)
+    fail("--nondeterministic belongs to the backward pass; add --backward (or drop it)");
+  if (backward_pass && (!out_file.empty() || !lse_file.empty()))
+    fail("--out and --lse write the forward's outputs; with --backward write the gradients with --dq, --dk, --dv");
+  const std::pair<const char*, const std::string*> ins[] = {
+      {"--q", &q_file.getValue()}, {"--k", &k_file.getValue()}, {"--v", &v_file.getValue()},
+      {"--dout", &dout_file.getValue()}};
+  const std::pair<const char*, const std::string*> outs[] = {
+      {"--out", &out_file.getValue()}, {"--lse", &lse_file.getValue()}, {"--dq", &dq_file.getValue()},
+      {"--dk", &dk_file.getValue()}, {"--dv", &dv_file.getValue()}};
+  for (auto [in_flag, in] : ins)
+    for (auto [out_flag, out] : outs)
       if (same_file(*in, *out))
-        fail("refusing to overwrite the input '{}' with an output; choose another --out/--lse path", *in);
-  if (same_file(out_file, lse_file))
-    fail("--out and --lse name the same file '{}'", std::string(out_file));
+        fail("refusing to overwrite the input '{}' ({}) with an output; choose another {} path", *in, in_flag,
+             out_flag);
+  for (size_t i = 0; i < std::size(outs); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (same_file(*outs[i].second, *outs[j].second))
+        fail("{} and {} name the same file '{}'", outs[j].first, outs[i].first, *outs[i].second);
 
   const std::map<std::string, int64_t> overrides = parse_assignments(sets, "--set");
   Config config = fa2_fwd_def().with_overrides(default_fa2_config(p), overrides);
@@ -172,6 +269,10 @@ int run_attention() {
   } else {
     inputs = make_inputs(p, seed, 1.0);
   }
+
+  if (backward_pass)
+    return run_backward(p, std::move(inputs), overrides.empty() ? std::nullopt : std::optional<Config>(config),
+                        executor, *odt);
 
   // As kiln::attention::forward does: on the GPU the autotuner picks the config (KILN_AUTOTUNE says whether
   // it may tune), unless --set fixed parameters. The interpreter runs the default: its speed says nothing.
@@ -212,12 +313,10 @@ int run_attention() {
 
   std::vector<std::pair<std::string, std::string>> files;
   if (!out_file.empty())
-    files.emplace_back(out_file, serialize_npy(*odt, file_shape(p, p.H, p.N_Q), o_in_layout(p, result.o)));
+    files.emplace_back(out_file, serialize_npy(*odt, file_shape(p, p.H, p.N_Q), in_layout(p, p.H, p.N_Q, result.o)));
   if (!lse_file.empty())
     files.emplace_back(lse_file, serialize_npy(*odt, {p.B, p.H, p.N_Q}, result.lse));
-  write_files_atomically(files);
-  for (const auto& f : files)
-    llvm::outs() << "wrote " << f.first << "\n";
+  write_outputs(files);
   return 0;
 }
 

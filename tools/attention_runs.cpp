@@ -85,9 +85,14 @@ GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const
     end.synchronize();
     ms.push_back(rt::Event::elapsed_ms(start, end));
   }
+  return timing_of(std::move(ms));
+}
+
+GpuTiming timing_of(std::vector<double> ms) {
+  KILN_INTERNAL_CHECK(!ms.empty(), "a timing needs at least one run");
   std::sort(ms.begin(), ms.end());
   GpuTiming t;
-  t.reps = reps;
+  t.reps = static_cast<int>(ms.size());
   t.min_ms = ms.front();
   t.max_ms = ms.back();
   t.median_ms = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;

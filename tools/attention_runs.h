@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kiln::cli {
 
@@ -22,6 +23,9 @@ struct GpuTiming {
   double median_ms = 0, min_ms = 0, max_ms = 0;
   int reps = 0;
 };
+
+// Median, min and max of timed runs (at least one).
+GpuTiming timing_of(std::vector<double> ms);
 
 // Compiles FA2 for `config`, copies the inputs to the GPU once, and times `reps` launches (after
 // `warmup` untimed ones) with events around each.

@@ -1,6 +1,8 @@
 // The `kiln` command line, run as a process (KILN_TOOL_PATH): option parsing and errors of every
 // subcommand, emit at every stage that needs no GPU, attention with .npy inputs/outputs in the
 // interpreter, bad files rejected with nothing written, the model's numbers, cache and demo.
+#include "kernels/attention/attention_bwd_problem.h"
+#include "kernels/attention/attention_bwd_tolerance.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/compare.h"
 #include "kiln_tool_run.h"
@@ -451,6 +453,76 @@ TEST_F(CliTest, AttentionWithoutGpuSuggestsInterpret) {
                    {{"KILN_INTERPRET", "1"}});
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("interpreter"), std::string::npos);
+}
+
+// ---- attention --backward ----
+
+// Random inputs (the tool's seeds: inputs from --seed, dO from --seed + 1), GQA, bshd, bottom-right causal
+// with rows that see no key: every gradient checked by the tool, and the written dK, dV, dQ held to the
+// reference computed here.
+TEST_F(CliTest, AttentionBackwardInterpretedChecksAndWritesGradients) {
+  AttentionProblem p;
+  p.B = 1, p.H = 4, p.H_KV = 2, p.N_Q = 40, p.N_K = 24, p.D = 32, p.causal = 2, p.bshd_layout = true;
+  ToolRun r = kiln({"attention", "--batch=1", "--heads=4", "--kv-heads=2", "--seq-q=40", "--seq-k=24",
+                    "--head-dim=32", "--causal=bottom-right", "--layout=bshd", "--seed=3", "--backward", "--interpret",
+                    "--check", "--dq", path("dq.npy"), "--dk", path("dk.npy"), "--dv", path("dv.npy")});
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  for (const char* line : {"fa2 backward", "on the interpreter (deterministic", "check dQ:", "check dK:", "check dV:"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+
+  const AttentionInputs in = make_inputs(p, 3, 1.0);
+  const AttentionGrads ref = reference_backward(p, logical_bwd_tensors(p, in, make_dout(p, 4, 1.0)));
+  const double tol = attention_grad_tolerance(p.dtype, false, max_abs_lse(p, in));
+  const AttentionStrides s = attention_strides(p);
+  auto logical = [&](const std::string& file, int64_t heads, int64_t n, const TensorStrides& st) {
+    NpyArray a = read_npy(path(file));
+    EXPECT_EQ(a.shape, (std::vector<int64_t>{p.B, n, heads, p.D})) << file;
+    HostBuffer b(DType::f64, a.numel());
+    for (int64_t i = 0; i < a.numel(); ++i)
+      b.set(i, a.values[static_cast<size_t>(i)]);
+    return logical_tensor(b, st, p.B, heads, n, p.D);
+  };
+  EXPECT_TRUE(compare_to_reference(logical("dq.npy", p.H, p.N_Q, s.q), ref.dq).ok(tol));
+  EXPECT_TRUE(compare_to_reference(logical("dk.npy", p.H_KV, p.N_K, s.k), ref.dk).ok(tol));
+  EXPECT_TRUE(compare_to_reference(logical("dv.npy", p.H_KV, p.N_K, s.k), ref.dv).ok(tol));
+}
+
+TEST_F(CliTest, AttentionBackwardWithNpyDoutAndAtomicVariant) {
+  const std::vector<int64_t> shape{1, 2, 32, 16};
+  write_tensor(path("dout.npy"), DType::f32, shape, 21);
+  ToolRun r = kiln({"attention", "--batch=1", "--heads=2", "--seq-q=32", "--head-dim=16", "--dtype=bf16",
+                    "--backward", "--nondeterministic", "--interpret", "--check", "--dout", path("dout.npy"), "--dk",
+                    path("dk.npy")});
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("(nondeterministic"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  EXPECT_EQ(read_npy(path("dk.npy")).shape, shape);
+  EXPECT_FALSE(llvm::sys::fs::exists(path("dq.npy")));
+}
+
+TEST_F(CliTest, AttentionBackwardOptionErrors) {
+  const std::vector<std::string> base = {"attention",  "--batch=1",     "--heads=2",
+                                         "--seq-q=16", "--head-dim=16", "--interpret"};
+  auto with = [&](std::initializer_list<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra);
+    return kiln(a);
+  };
+  expect_error(with({"--dq", path("dq.npy")}), {"--dq belongs to the backward pass", "--backward"});
+  expect_error(with({"--nondeterministic"}), {"--nondeterministic belongs to the backward pass"});
+  expect_error(with({"--backward", "--out", path("o.npy")}), {"--out and --lse write the forward's outputs", "--dq"});
+  expect_error(with({"--backward", "--dq", path("g.npy"), "--dv", path("g.npy")}),
+               {"--dq and --dv name the same file"});
+  expect_error(with({"--backward", "--bench"}), {"--bench", "--interpret"});
+  write_tensor(path("dout.npy"), DType::f32, {1, 2, 15, 16}, 22);
+  expect_error(with({"--backward", "--dout", path("dout.npy")}), {"dout.npy", "(dO)", "does not match the problem"});
+  const std::string before = slurp(path("dout.npy"));
+  expect_error(with({"--backward", "--dout", path("dout.npy"), "--dk", path("dout.npy")}),
+               {"refusing to overwrite the input", "--dout"});
+  EXPECT_EQ(slurp(path("dout.npy")), before);
+  EXPECT_FALSE(llvm::sys::fs::exists(path("dq.npy")));
+  EXPECT_FALSE(llvm::sys::fs::exists(path("g.npy")));
 }
 
 // ---- compare-loads, model, cache, demo ----

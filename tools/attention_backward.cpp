@@ -1,0 +1,134 @@
+#include "tools/attention_backward.h"
+
+#include "kernels/attention/attention_bwd_api.h"
+#include "runtime/device.h"
+#include "support/error.h"
+
+#include <functional>
+
+namespace kiln::cli {
+namespace {
+
+AttentionGrads run_interpreted(const BackwardRequest& r) {
+  const AttentionProblem& p = r.problem;
+  // The forward's O and LSE as kiln's forward computes them, interpreted, in place of the reference's.
+  const AttentionResult fwd =
+      run_fa2_interpreted(p, r.fwd_config ? *r.fwd_config : default_fa2_config(p), r.inputs, Executor::Interpreter);
+  AttentionBwdBuffers b = make_bwd_buffers(p, r.inputs, r.dout);
+  const AttentionStrides s = attention_strides(p);
+  size_t n = 0;
+  for (int64_t bi = 0; bi < p.B; ++bi)
+    for (int64_t h = 0; h < p.H; ++h)
+      for (int64_t i = 0; i < p.N_Q; ++i)
+        for (int64_t d = 0; d < p.D; ++d)
+          b.o.set(element_offset(s.o, bi, h, i, d), fwd.o[n++]);
+  for (int64_t i = 0; i < b.lse.numel(); ++i)
+    b.lse.set(i, fwd.lse[static_cast<size_t>(i)]);
+  run_bwd(p, default_bwd_configs(p, /*atomic_dq=*/!r.deterministic), b, Executor::Interpreter);
+  return gather_grads(p, b);
+}
+
+rt::DeviceBuffer upload(const HostBuffer& b) {
+  rt::DeviceBuffer d(b.bytes.size());
+  d.copy_from_host(b.bytes.data(), b.bytes.size());
+  return d;
+}
+
+// Device copies of the request's tensors and the API calls over them (dense, in the problem's layout).
+struct DeviceBackward {
+  const BackwardRequest& r;
+  rt::DeviceBuffer q, k, v, dout, o, lse, dq, dk, dv;
+  attention::BackwardOptions options;
+
+  explicit DeviceBackward(const BackwardRequest& req)
+      : r(req), q(upload(req.inputs.q)), k(upload(req.inputs.k)), v(upload(req.inputs.v)), dout(upload(req.dout)),
+        o(req.inputs.q.bytes.size()),
+        lse(static_cast<size_t>(req.problem.B * req.problem.H * req.problem.N_Q) * sizeof(float)),
+        dq(req.inputs.q.bytes.size()), dk(req.inputs.k.bytes.size()), dv(req.inputs.k.bytes.size()) {
+    const AttentionProblem& p = r.problem;
+    options.causal = static_cast<attention::Causal>(p.causal);
+    options.k_transposed = p.k_transposed;
+    options.tf32 = p.tf32;
+    options.sm_scale = p.sm_scale;
+    options.layout = p.bshd_layout ? "bshd" : "bhsd";
+    options.deterministic = r.deterministic;
+  }
+
+  attention::TensorRef ref(const rt::DeviceBuffer& b, bool kv) const {
+    const AttentionProblem& p = r.problem;
+    const int64_t h = kv ? p.H_KV : p.H, n = kv ? p.N_K : p.N_Q;
+    return attention::TensorRef::contiguous(b.ptr(), p.dtype,
+                                            p.bshd_layout ? llvm::SmallVector<int64_t, 4>{p.B, n, h, p.D}
+                                                          : llvm::SmallVector<int64_t, 4>{p.B, h, n, p.D});
+  }
+  attention::TensorRef lse_ref() const {
+    return attention::TensorRef::contiguous(lse.ptr(), DType::f32, {r.problem.B, r.problem.H, r.problem.N_Q});
+  }
+
+  void forward() const {
+    attention::AttentionOptions fo = options;
+    fo.config = r.fwd_config;
+    attention::forward(ref(q, false), ref(k, true), ref(v, true), ref(o, false), lse_ref(), fo);
+  }
+  void backward() const {
+    attention::backward(ref(q, false), ref(k, true), ref(v, true), ref(o, false), lse_ref(), ref(dout, false),
+                        ref(dq, false), ref(dk, true), ref(dv, true), options);
+  }
+};
+
+HostBuffer download(const rt::DeviceBuffer& d, DType dtype, int64_t numel) {
+  HostBuffer h(dtype, numel);
+  d.copy_to_host(h.bytes.data(), h.bytes.size());
+  return h;
+}
+
+// The GPU time of `fn` (which returns with its work done), `reps` times after one untimed call.
+GpuTiming time_calls(const std::function<void()>& fn, int reps) {
+  const rt::Stream stream; // the legacy default stream, which the API calls launch on
+  fn();
+  std::vector<double> ms;
+  for (int i = 0; i < reps; ++i) {
+    rt::Event start, end;
+    start.record(stream);
+    fn();
+    end.record(stream);
+    end.synchronize();
+    ms.push_back(rt::Event::elapsed_ms(start, end));
+  }
+  return timing_of(std::move(ms));
+}
+
+} // namespace
+
+AttentionGrads run_attention_backward(const BackwardRequest& r, Executor executor) {
+  if (executor == Executor::Interpreter)
+    return run_interpreted(r);
+  const AttentionProblem& p = r.problem;
+  rt::current_device();
+  DeviceBackward d(r);
+  d.forward();
+  d.backward();
+  const AttentionStrides s = attention_strides(p);
+  return AttentionGrads{logical_tensor(download(d.dq, p.dtype, q_numel(p)), s.q, p.B, p.H, p.N_Q, p.D),
+                        logical_tensor(download(d.dk, p.dtype, kv_numel(p)), s.k, p.B, p.H_KV, p.N_K, p.D),
+                        logical_tensor(download(d.dv, p.dtype, kv_numel(p)), s.k, p.B, p.H_KV, p.N_K, p.D)};
+}
+
+BackwardTiming time_attention_backward(const BackwardRequest& r, int reps) {
+  if (reps < 1)
+    fail("timing needs at least 1 repetition; got {}", reps);
+  rt::current_device();
+  DeviceBackward d(r);
+  d.forward();
+  BackwardTiming t;
+  t.backward = time_calls([&] { d.backward(); }, reps);
+  t.step = time_calls(
+      [&] {
+        d.forward();
+        d.backward();
+      },
+      reps);
+  return t;
+}
+
+} // namespace kiln::cli
