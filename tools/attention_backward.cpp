@@ -12,8 +12,8 @@ namespace {
 AttentionGrads run_interpreted(const BackwardRequest& r) {
   const AttentionProblem& p = r.problem;
   // The forward's O and LSE as kiln's forward computes them, interpreted, in place of the reference's.
-  const AttentionResult fwd =
-      run_fa2_interpreted(p, r.fwd_config ? *r.fwd_config : default_fa2_config(p), r.inputs, Executor::Interpreter);
+  const AttentionResult fwd = run_fa2_interpreted(p, r.fwd_config ? *r.fwd_config : default_fa2_config(p),
+                                                  r.inputs, Executor::Interpreter);
   AttentionBwdBuffers b = make_bwd_buffers(p, r.inputs, r.dout);
   const AttentionStrides s = attention_strides(p);
   size_t n = 0;
@@ -41,8 +41,8 @@ struct DeviceBackward {
   attention::BackwardOptions options;
 
   explicit DeviceBackward(const BackwardRequest& req)
-      : r(req), q(upload(req.inputs.q)), k(upload(req.inputs.k)), v(upload(req.inputs.v)), dout(upload(req.dout)),
-        o(req.inputs.q.bytes.size()),
+      : r(req), q(upload(req.inputs.q)), k(upload(req.inputs.k)), v(upload(req.inputs.v)),
+        dout(upload(req.dout)), o(req.inputs.q.bytes.size()),
         lse(static_cast<size_t>(req.problem.B * req.problem.H * req.problem.N_Q) * sizeof(float)),
         dq(req.inputs.q.bytes.size()), dk(req.inputs.k.bytes.size()), dv(req.inputs.k.bytes.size()) {
     const AttentionProblem& p = r.problem;

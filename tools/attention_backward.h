@@ -15,7 +15,7 @@ struct BackwardRequest {
   AttentionInputs inputs;
   HostBuffer dout;                  // the problem's dtype and layout, like Q
   std::optional<Config> fwd_config; // the forward's config (--set); none: the API's choice
-  bool deterministic = true;        // false: the atomic-dQ variant in the interpreter, the API's choice on the GPU
+  bool deterministic = true; // false: the atomic-dQ variant in the interpreter, the API's choice on the GPU
 };
 
 // dQ, dK, dV in logical order.

@@ -67,22 +67,25 @@ cl::opt<int> reps("reps", cl::desc("Timed launches for --bench (default 20)"), c
                   cl::sub(attention_sub), cl::cat(cat));
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random inputs (default 1)"), cl::init(1),
                        cl::sub(attention_sub), cl::cat(cat));
-cl::opt<bool> backward_pass("backward",
-                            cl::desc("Run the backward pass (dQ, dK, dV) instead: --check compares every gradient "
-                                     "with the double reference, --bench times backward and forward+backward"),
-                            cl::sub(attention_sub), cl::cat(cat));
-cl::opt<std::string> dout_file("dout", cl::desc("With --backward: dO as .npy, shaped like Q (default: random)"),
+cl::opt<bool>
+    backward_pass("backward",
+                  cl::desc("Run the backward pass (dQ, dK, dV) instead: --check compares every gradient "
+                           "with the double reference, --bench times backward and forward+backward"),
+                  cl::sub(attention_sub), cl::cat(cat));
+cl::opt<std::string> dout_file("dout",
+                               cl::desc("With --backward: dO as .npy, shaped like Q (default: random)"),
                                cl::value_desc("FILE.npy"), cl::sub(attention_sub), cl::cat(cat));
-cl::opt<std::string> dq_file("dq", cl::desc("With --backward: write dQ as .npy (Q's shape)"), cl::value_desc("FILE.npy"),
-                             cl::sub(attention_sub), cl::cat(cat));
-cl::opt<std::string> dk_file("dk", cl::desc("With --backward: write dK as .npy (K's shape)"), cl::value_desc("FILE.npy"),
-                             cl::sub(attention_sub), cl::cat(cat));
-cl::opt<std::string> dv_file("dv", cl::desc("With --backward: write dV as .npy (V's shape)"), cl::value_desc("FILE.npy"),
-                             cl::sub(attention_sub), cl::cat(cat));
-cl::opt<bool> nondeterministic("nondeterministic",
-                               cl::desc("With --backward: allow dQ by f32 atomics (the interpreter runs that variant; "
-                                        "on the GPU the autotuner picks the faster)"),
-                               cl::sub(attention_sub), cl::cat(cat));
+cl::opt<std::string> dq_file("dq", cl::desc("With --backward: write dQ as .npy (Q's shape)"),
+                             cl::value_desc("FILE.npy"), cl::sub(attention_sub), cl::cat(cat));
+cl::opt<std::string> dk_file("dk", cl::desc("With --backward: write dK as .npy (K's shape)"),
+                             cl::value_desc("FILE.npy"), cl::sub(attention_sub), cl::cat(cat));
+cl::opt<std::string> dv_file("dv", cl::desc("With --backward: write dV as .npy (V's shape)"),
+                             cl::value_desc("FILE.npy"), cl::sub(attention_sub), cl::cat(cat));
+cl::opt<bool>
+    nondeterministic("nondeterministic",
+                     cl::desc("With --backward: allow dQ by f32 atomics (the interpreter runs that variant; "
+                              "on the GPU the autotuner picks the faster)"),
+                     cl::sub(attention_sub), cl::cat(cat));
 cl::list<std::string> sets("set", cl::desc("Override a kernel parameter: NAME=VALUE (e.g. BLOCK_M=64)"),
                            cl::value_desc("NAME=VALUE"), cl::sub(attention_sub), cl::cat(cat));
 
@@ -130,7 +133,8 @@ bool same_file(const std::string& a, const std::string& b) {
 }
 
 // A tensor in logical order [B, heads, n, D] rearranged to the layout's order.
-std::vector<double> in_layout(const AttentionProblem& p, int64_t heads, int64_t len, const std::vector<double>& t) {
+std::vector<double> in_layout(const AttentionProblem& p, int64_t heads, int64_t len,
+                              const std::vector<double>& t) {
   if (!p.bshd_layout)
     return t;
   std::vector<double> out(t.size());
@@ -154,21 +158,21 @@ void write_outputs(const std::vector<std::pair<std::string, std::string>>& files
 int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::optional<Config>& fwd_config,
                  Executor executor, DType out_dt) {
   BackwardRequest r{p, std::move(inputs),
-                    dout_file.empty() ? make_dout(p, seed + 1, 1.0) : read_input(dout_file, "dO", p, p.H, p.N_Q),
+                    dout_file.empty() ? make_dout(p, seed + 1, 1.0)
+                                      : read_input(dout_file, "dO", p, p.H, p.N_Q),
                     fwd_config, !nondeterministic};
-  llvm::outs() << fmt::format("fa2 backward {} on {} ({}; {})\n", p.str(),
-                              executor == Executor::Gpu ? "the GPU" : "the interpreter",
-                              r.deterministic ? "deterministic" : "nondeterministic",
-                              executor == Executor::Gpu ? "configs as kiln::attention::backward picks them"
-                                                        : "the default configs");
+  llvm::outs() << fmt::format(
+      "fa2 backward {} on {} ({}; {})\n", p.str(), executor == Executor::Gpu ? "the GPU" : "the interpreter",
+      r.deterministic ? "deterministic" : "nondeterministic",
+      executor == Executor::Gpu ? "configs as kiln::attention::backward picks them" : "the default configs");
   const AttentionGrads grads = run_attention_backward(r, executor);
 
   bool ok = true;
   if (check) {
     const AttentionGrads ref = reference_backward(p, logical_bwd_tensors(p, r.inputs, r.dout));
     const double tol = attention_grad_tolerance(p.dtype, p.tf32, max_abs_lse(p, r.inputs));
-    for (auto [name, got, want] : {std::tuple{"dQ", &grads.dq, &ref.dq}, {"dK", &grads.dk, &ref.dk},
-                                   {"dV", &grads.dv, &ref.dv}}) {
+    for (auto [name, got, want] :
+         {std::tuple{"dQ", &grads.dq, &ref.dq}, {"dK", &grads.dk, &ref.dk}, {"dV", &grads.dv, &ref.dv}}) {
       Comparison c = compare_to_reference(*got, *want);
       llvm::outs() << fmt::format("check {}: {} (tolerance {:.1e}) {}\n", name, c.str(), tol,
                                   c.ok(tol) ? "ok" : "FAIL");
@@ -179,11 +183,11 @@ int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::o
     const BackwardTiming t = time_attention_backward(r, reps);
     const double fwd_flops = attention_flops(p);
     auto line = [](const char* what, const GpuTiming& g, double flops) {
-      llvm::outs() << fmt::format("bench {}: median {:.4f} ms (min {:.4f}, max {:.4f}, {} runs), {:.1f} TFLOP/s\n",
-                                  what, g.median_ms, g.min_ms, g.max_ms, g.reps,
-                                  flops / (g.median_ms * 1e-3) / 1e12);
+      llvm::outs() << fmt::format(
+          "bench {}: median {:.4f} ms (min {:.4f}, max {:.4f}, {} runs), {:.1f} TFLOP/s\n", what, g.median_ms,
+          g.min_ms, g.max_ms, g.reps, flops / (g.median_ms * 1e-3) / 1e12);
     };
-    line("backward", t.backward, 2.5 * fwd_flops);        // ANCHORS.md: the backward is 2.5x the forward
+    line("backward", t.backward, 2.5 * fwd_flops); // ANCHORS.md: the backward is 2.5x the forward
     line("forward+backward", t.step, 3.5 * fwd_flops);
   }
   if (!ok) {
@@ -192,13 +196,14 @@ int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::o
   }
   std::vector<std::pair<std::string, std::string>> files;
   if (!dq_file.empty())
-    files.emplace_back(dq_file, serialize_npy(out_dt, file_shape(p, p.H, p.N_Q), in_layout(p, p.H, p.N_Q, grads.dq)));
+    files.emplace_back(dq_file,
+                       serialize_npy(out_dt, file_shape(p, p.H, p.N_Q), in_layout(p, p.H, p.N_Q, grads.dq)));
   if (!dk_file.empty())
-    files.emplace_back(dk_file,
-                       serialize_npy(out_dt, file_shape(p, p.H_KV, p.N_K), in_layout(p, p.H_KV, p.N_K, grads.dk)));
+    files.emplace_back(
+        dk_file, serialize_npy(out_dt, file_shape(p, p.H_KV, p.N_K), in_layout(p, p.H_KV, p.N_K, grads.dk)));
   if (!dv_file.empty())
-    files.emplace_back(dv_file,
-                       serialize_npy(out_dt, file_shape(p, p.H_KV, p.N_K), in_layout(p, p.H_KV, p.N_K, grads.dv)));
+    files.emplace_back(
+        dv_file, serialize_npy(out_dt, file_shape(p, p.H_KV, p.N_K), in_layout(p, p.H_KV, p.N_K, grads.dv)));
   write_outputs(files);
   return 0;
 }
@@ -229,20 +234,24 @@ int run_attention() {
   if (given != 0 && given != 3)
     fail("--q, --k and --v go together: give all three .npy inputs or none (random inputs)");
   if (!backward_pass)
-    for (auto [flag, value] : {std::pair{"--dout", &dout_file}, {"--dq", &dq_file}, {"--dk", &dk_file},
-                               {"--dv", &dv_file}})
+    for (auto [flag, value] :
+         {std::pair{"--dout", &dout_file}, {"--dq", &dq_file}, {"--dk", &dk_file}, {"--dv", &dv_file}})
       if (!value->empty())
         fail("{} belongs to the backward pass; add --backward (or drop {})", flag, flag);
   if (!backward_pass && nondeterministic)
     fail("--nondeterministic belongs to the backward pass; add --backward (or drop it)");
   if (backward_pass && (!out_file.empty() || !lse_file.empty()))
-    fail("--out and --lse write the forward's outputs; with --backward write the gradients with --dq, --dk, --dv");
-  const std::pair<const char*, const std::string*> ins[] = {
-      {"--q", &q_file.getValue()}, {"--k", &k_file.getValue()}, {"--v", &v_file.getValue()},
-      {"--dout", &dout_file.getValue()}};
-  const std::pair<const char*, const std::string*> outs[] = {
-      {"--out", &out_file.getValue()}, {"--lse", &lse_file.getValue()}, {"--dq", &dq_file.getValue()},
-      {"--dk", &dk_file.getValue()}, {"--dv", &dv_file.getValue()}};
+    fail("--out and --lse write the forward's outputs; with --backward write the gradients with --dq, --dk, "
+         "--dv");
+  const std::pair<const char*, const std::string*> ins[] = {{"--q", &q_file.getValue()},
+                                                            {"--k", &k_file.getValue()},
+                                                            {"--v", &v_file.getValue()},
+                                                            {"--dout", &dout_file.getValue()}};
+  const std::pair<const char*, const std::string*> outs[] = {{"--out", &out_file.getValue()},
+                                                             {"--lse", &lse_file.getValue()},
+                                                             {"--dq", &dq_file.getValue()},
+                                                             {"--dk", &dk_file.getValue()},
+                                                             {"--dv", &dv_file.getValue()}};
   for (auto [in_flag, in] : ins)
     for (auto [out_flag, out] : outs)
       if (same_file(*in, *out))
@@ -271,8 +280,8 @@ int run_attention() {
   }
 
   if (backward_pass)
-    return run_backward(p, std::move(inputs), overrides.empty() ? std::nullopt : std::optional<Config>(config),
-                        executor, *odt);
+    return run_backward(p, std::move(inputs),
+                        overrides.empty() ? std::nullopt : std::optional<Config>(config), executor, *odt);
 
   // As kiln::attention::forward does: on the GPU the autotuner picks the config (KILN_AUTOTUNE says whether
   // it may tune), unless --set fixed parameters. The interpreter runs the default: its speed says nothing.
@@ -313,7 +322,8 @@ int run_attention() {
 
   std::vector<std::pair<std::string, std::string>> files;
   if (!out_file.empty())
-    files.emplace_back(out_file, serialize_npy(*odt, file_shape(p, p.H, p.N_Q), in_layout(p, p.H, p.N_Q, result.o)));
+    files.emplace_back(out_file,
+                       serialize_npy(*odt, file_shape(p, p.H, p.N_Q), in_layout(p, p.H, p.N_Q, result.o)));
   if (!lse_file.empty())
     files.emplace_back(lse_file, serialize_npy(*odt, {p.B, p.H, p.N_Q}, result.lse));
   write_outputs(files);

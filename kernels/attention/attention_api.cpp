@@ -82,8 +82,8 @@ ValidatedAttention detail::validate_attention_args(const TensorRef& q, const Ten
   p.H_KV = dim(k, 'H'), p.N_K = dim(k, 'N');
   for (auto [name, t] : {std::pair{"k", &k}, {"v", &v}, {"o", &o}}) {
     if (dim(*t, 'D') != p.D)
-      reject(site, "{} has head dim {} but q has {} (q {}, {} {}, layout {}); expected equal head dims",
-             name, dim(*t, 'D'), p.D, dims_str(q.shape), name, dims_str(t->shape), layout.names);
+      reject(site, "{} has head dim {} but q has {} (q {}, {} {}, layout {}); expected equal head dims", name,
+             dim(*t, 'D'), p.D, dims_str(q.shape), name, dims_str(t->shape), layout.names);
     if (dim(*t, 'B') != p.B)
       reject(site, "{} has batch {} but q has {} (q {}, {} {}); expected equal batch sizes", name,
              dim(*t, 'B'), p.B, dims_str(q.shape), name, dims_str(t->shape));
@@ -121,8 +121,7 @@ ValidatedAttention detail::validate_attention_args(const TensorRef& q, const Ten
 
   if (!std::isfinite(options.sm_scale) ||
       std::fabs(options.sm_scale) > static_cast<double>(std::numeric_limits<float>::max()))
-    reject(site,
-           "options.sm_scale={} is not a finite f32 value; expected a finite scale, or 0 for 1/sqrt(D)",
+    reject(site, "options.sm_scale={} is not a finite f32 value; expected a finite scale, or 0 for 1/sqrt(D)",
            options.sm_scale);
 
   p.dtype = q.dtype;
@@ -187,8 +186,8 @@ ValidatedAttention detail::validate_attention_args(const TensorRef& q, const Ten
                          : fmt::format("{} and {} would be written to the same memory", ranges[out].name,
                                        ranges[other].name));
 
-  r.strides = AttentionStrides{layout_strides(q, layout), layout_strides(k, layout), layout_strides(v, layout),
-                               layout_strides(o, layout)};
+  r.strides = AttentionStrides{layout_strides(q, layout), layout_strides(k, layout),
+                               layout_strides(v, layout), layout_strides(o, layout)};
   r.q = q.data, r.k = k.data, r.v = v.data, r.o = o.data;
   if (lse)
     r.lse = lse->data;
@@ -244,9 +243,10 @@ struct PreparedForward {
   std::optional<TunedLaunch> tuned; // empty when options.config was given
 };
 
-PreparedForward prepare_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
-                                const std::optional<TensorRef>& lse, const AttentionOptions& options,
-                                std::optional<rt::AutotuneMode> mode, const ApiSite& site) {
+PreparedForward prepare_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v,
+                                const TensorRef& o, const std::optional<TensorRef>& lse,
+                                const AttentionOptions& options, std::optional<rt::AutotuneMode> mode,
+                                const ApiSite& site) {
   PreparedForward f{detail::validate_attention_args(q, k, v, o, lse, options, site), {}, {}, {}};
   if (f.a.empty)
     return f;

@@ -14,7 +14,8 @@ LayoutInfo parse_layout(const std::string& layout, const ApiSite& site) {
     return LayoutInfo{false, 2, 1, "[B, H, N, D]"};
   if (layout == "bshd")
     return LayoutInfo{true, 1, 2, "[B, N, H, D]"};
-  reject(site, "options.layout is \"{}\"; expected \"bhsd\" ([B, H, N, D]) or \"bshd\" ([B, N, H, D])", layout);
+  reject(site, "options.layout is \"{}\"; expected \"bhsd\" ([B, H, N, D]) or \"bshd\" ([B, N, H, D])",
+         layout);
 }
 
 TensorStrides layout_strides(const TensorRef& t, const LayoutInfo& layout) {
@@ -26,9 +27,10 @@ uint64_t extent_bytes(const char* name, const TensorRef& t, const ApiSite& site)
   int64_t last = 0;
   for (size_t i = 0; i < t.shape.size(); ++i) {
     int64_t step = 0;
-    if (__builtin_mul_overflow(t.shape[i] - 1, t.strides[i], &step) || __builtin_add_overflow(last, step, &last))
-      reject(site, "{} ({}) spans more than 2^63 elements; its offsets overflow the kernels' 64-bit indices", name,
-             t.str());
+    if (__builtin_mul_overflow(t.shape[i] - 1, t.strides[i], &step) ||
+        __builtin_add_overflow(last, step, &last))
+      reject(site, "{} ({}) spans more than 2^63 elements; its offsets overflow the kernels' 64-bit indices",
+             name, t.str());
   }
   int64_t bytes = 0;
   if (__builtin_add_overflow(last, int64_t{1}, &last) ||
@@ -65,14 +67,14 @@ void check_rank(const char* name, const TensorRef& t, size_t rank, const char* n
     reject(site, "{} must have rank {} {}, got rank {} with shape {}", name, rank, names, t.shape.size(),
            dims_str(t.shape));
   if (t.strides.size() != t.shape.size())
-    reject(site, "{} has {} strides for its {} dims (shape {}, strides {}); expected one stride per dim", name,
-           t.strides.size(), t.shape.size(), dims_str(t.shape), dims_str(t.strides));
+    reject(site, "{} has {} strides for its {} dims (shape {}, strides {}); expected one stride per dim",
+           name, t.strides.size(), t.shape.size(), dims_str(t.shape), dims_str(t.strides));
   for (size_t i = 0; i < rank; ++i) {
     if (t.shape[i] < 0)
       reject(site, "{} has a negative size {} in dim {} (shape {})", name, t.shape[i], i, dims_str(t.shape));
     if (t.strides[i] < 0)
-      reject(site, "{} has a negative stride {} in dim {} (strides {}); expected strides >= 0", name, t.strides[i],
-             i, dims_str(t.strides));
+      reject(site, "{} has a negative stride {} in dim {} (strides {}); expected strides >= 0", name,
+             t.strides[i], i, dims_str(t.strides));
   }
 }
 

@@ -45,8 +45,8 @@ struct Like {
 // A head dim of stride 1, a 16-byte aligned address and 16-byte row strides.
 void check_rows(const char* name, const TensorRef& t, const ApiSite& site) {
   if (t.strides[3] != 1 && t.shape[3] > 1)
-    reject(site, "{}'s head dim is not contiguous: stride {} (strides {}); expected stride 1 in the last dim", name,
-           t.strides[3], dims_str(t.strides));
+    reject(site, "{}'s head dim is not contiguous: stride {} (strides {}); expected stride 1 in the last dim",
+           name, t.strides[3], dims_str(t.strides));
   check_alignment(name, t, site);
 }
 
@@ -60,8 +60,8 @@ void check_bwd_config(const char* what, const KernelDef& def, const Config& c, c
   }
   for (const char* tile : {"BLOCK_M", "BLOCK_N"})
     if (!c.params.count(tile))
-      reject(site, "{} ({}) has no {}; expected a full config, e.g. {} with its tiles changed", what, c.str(), tile,
-             suggestion);
+      reject(site, "{} ({}) has no {}; expected a full config, e.g. {} with its tiles changed", what, c.str(),
+             tile, suggestion);
   try {
     check_attention_config(p, c);
   } catch (const Error& e) {
@@ -73,13 +73,14 @@ std::vector<LaunchArg> bwd_launch_args(const ValidatedBackward& b, uint64_t delt
   const ValidatedAttention& a = b.fwd;
   const AttentionProblem& p = a.problem;
   std::vector<LaunchArg> args;
-  for (uint64_t ptr : {a.q, a.k, a.v, a.o, b.dout_data, *a.lse, delta, b.dq_data, b.dk_data, b.dv_data, dq_acc})
+  for (uint64_t ptr :
+       {a.q, a.k, a.v, a.o, b.dout_data, *a.lse, delta, b.dq_data, b.dk_data, b.dv_data, dq_acc})
     args.push_back(LaunchArg::pointer(ptr));
   args.push_back(LaunchArg::of_float(p.scale()));
   for (int64_t n : {p.B, p.H, p.H_KV, p.N_Q, p.N_K, p.D})
     args.push_back(LaunchArg::of_int(n));
-  for (const TensorStrides* t : {&a.strides.q, &a.strides.k, &a.strides.v, &a.strides.o, &b.dout, &b.dq, &b.dk,
-                                 &b.dv})
+  for (const TensorStrides* t :
+       {&a.strides.q, &a.strides.k, &a.strides.v, &a.strides.o, &b.dout, &b.dq, &b.dk, &b.dv})
     for (int64_t s : {t->b, t->h, t->n})
       args.push_back(LaunchArg::of_int(s));
   return args;
@@ -101,8 +102,9 @@ void zero_tensor(const char* name, const TensorRef& t, const rt::Stream& stream)
     int64_t offset = 0;
     for (size_t i = 0; i < outer; ++i)
       offset += index[i] * t.strides[i];
-    KILN_CU_CHECK(cuMemsetD8Async, fmt::format("zeroing {}", name), t.data + static_cast<uint64_t>(offset) * elem,
-                  0, static_cast<size_t>(run) * elem, stream.handle());
+    KILN_CU_CHECK(cuMemsetD8Async, fmt::format("zeroing {}", name),
+                  t.data + static_cast<uint64_t>(offset) * elem, 0, static_cast<size_t>(run) * elem,
+                  stream.handle());
     size_t d = outer;
     while (d > 0 && ++index[d - 1] == t.shape[d - 1])
       index[--d] = 0;
@@ -123,8 +125,8 @@ BwdStep fixed_step(const KernelDef& def, const Config& config, const SizeArgs& s
   return BwdStep{config, compiled_for(def, config), def.grid(config, sizes), std::nullopt};
 }
 
-BwdStep tuned_step(const KernelDef& def, const Config& base, const SizeArgs& sizes, const std::vector<LaunchArg>& args,
-                   const std::vector<OutputArg>& outputs, double flops) {
+BwdStep tuned_step(const KernelDef& def, const Config& base, const SizeArgs& sizes,
+                   const std::vector<LaunchArg>& args, const std::vector<OutputArg>& outputs, double flops) {
   TuneOptions tune;
   tune.flops = flops;
   TunedLaunch t = attention_tuner().select(def, base, sizes, args, outputs, tune);
@@ -149,7 +151,8 @@ ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRe
   const AttentionProblem& p = r.fwd.problem;
   const LayoutInfo layout = parse_layout(options.layout, site);
 
-  const Like grads[] = {{"dout", &dout, "q", &q}, {"dq", &dq, "q", &q}, {"dk", &dk, "k", &k}, {"dv", &dv, "v", &v}};
+  const Like grads[] = {
+      {"dout", &dout, "q", &q}, {"dq", &dq, "q", &q}, {"dk", &dk, "k", &k}, {"dv", &dv, "v", &v}};
   for (const Like& g : grads) {
     check_rank(g.name, *g.t, 4, layout.names, site);
     if (g.t->dtype != q.dtype)
@@ -162,14 +165,15 @@ ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRe
 
   const bool atomic_config = options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
   if (options.deterministic && atomic_config)
-    reject(site,
-           "options.config has ATOMIC_DQ=1 (dQ added up by f32 atomics, in an order that varies from run to run) "
-           "but options.deterministic is true; set ATOMIC_DQ=0, or deterministic = false to allow it");
+    reject(site, "options.config has ATOMIC_DQ=1 (dQ added up by f32 atomics, in an order that varies from "
+                 "run to run) "
+                 "but options.deterministic is true; set ATOMIC_DQ=0, or deterministic = false to allow it");
   if (atomic_config && options.dq_config)
-    reject(site,
-           "options.dq_config ({}) is given, but options.config has ATOMIC_DQ=1, which computes dQ in the dK/dV "
-           "kernel and never runs the dQ kernel; drop one of them",
-           options.dq_config->str());
+    reject(
+        site,
+        "options.dq_config ({}) is given, but options.config has ATOMIC_DQ=1, which computes dQ in the dK/dV "
+        "kernel and never runs the dQ kernel; drop one of them",
+        options.dq_config->str());
 
   if (p.B == 0)
     return r; // no tensor has an element
@@ -191,7 +195,8 @@ ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRe
     check_rows(name, *t, site);
     if (!elements_distinct(*t))
       reject(site,
-             "{}'s elements overlap each other (shape {}, strides {}): several gradients would be written to one "
+             "{}'s elements overlap each other (shape {}, strides {}): several gradients would be written to "
+             "one "
              "place; expected strides that give every element its own memory",
              name, dims_str(t->shape), dims_str(t->strides));
   }
@@ -199,14 +204,15 @@ ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRe
     for (size_t other = 0; other < out; ++other)
       if (overlaps(ranges[out], ranges[other]))
         reject(site,
-               "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected gradients in memory of their "
+               "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected gradients in memory "
+               "of their "
                "own, since {}",
                ranges[out].name, ranges[out].first, ranges[out].end, ranges[other].name, ranges[other].first,
                ranges[other].end,
-               other < first_output
-                   ? fmt::format("writing {} would overwrite {} while it is read", ranges[out].name, ranges[other].name)
-                   : fmt::format("{} and {} would be written to the same memory", ranges[out].name,
-                                 ranges[other].name));
+               other < first_output ? fmt::format("writing {} would overwrite {} while it is read",
+                                                  ranges[out].name, ranges[other].name)
+                                    : fmt::format("{} and {} would be written to the same memory",
+                                                  ranges[out].name, ranges[other].name));
   r.dk = layout_strides(dk, layout), r.dv = layout_strides(dv, layout);
   r.dk_data = dk.data, r.dv_data = dv.data;
   if (r.fwd.empty)
@@ -216,21 +222,22 @@ ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRe
 
   if (p.B * p.H > kMaxGridY)
     reject(site,
-           "B * H = {} * {} = {} exceeds {}: the backward runs one program row per (batch, head) and CUDA's grid "
+           "B * H = {} * {} = {} exceeds {}: the backward runs one program row per (batch, head) and CUDA's "
+           "grid "
            "holds at most {} in y",
            p.B, p.H, p.B * p.H, kMaxGridY, kMaxGridY);
   if (options.config)
     check_bwd_config("options.config (the dK/dV kernel's)", fa2_bwd_dkdv_def(), *options.config, p,
                      "default_bwd_configs(problem).dkdv", site);
   if (options.dq_config)
-    check_bwd_config("options.dq_config", fa2_bwd_dq_def(), *options.dq_config, p, "default_bwd_configs(problem).dq",
-                     site);
+    check_bwd_config("options.dq_config", fa2_bwd_dq_def(), *options.dq_config, p,
+                     "default_bwd_configs(problem).dq", site);
   return r;
 }
 
-void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o, const TensorRef& lse,
-              const TensorRef& dout, const TensorRef& dq, const TensorRef& dk, const TensorRef& dv,
-              const BackwardOptions& options, std::source_location where) {
+void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+              const TensorRef& lse, const TensorRef& dout, const TensorRef& dq, const TensorRef& dk,
+              const TensorRef& dv, const BackwardOptions& options, std::source_location where) {
   const ApiSite site{"backward", where};
   const ValidatedBackward b = validate_attention_bwd_args(q, k, v, o, lse, dout, dq, dk, dv, options, where);
   const AttentionProblem& p = b.fwd.problem;
@@ -260,7 +267,9 @@ void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const 
   const double flops = attention_flops(p);
 
   // Tuning launches write scratch copies of the gradients (and of the accumulator), never the caller's.
-  auto bytes = [&](const char* name, const TensorRef& t) { return static_cast<size_t>(extent_bytes(name, t, site)); };
+  auto bytes = [&](const char* name, const TensorRef& t) {
+    return static_cast<size_t>(extent_bytes(name, t, site));
+  };
   auto dkdv_outputs = [&](bool atomic) {
     std::vector<OutputArg> outs = {{kDkArg, bytes("dk", dk), 0}, {kDvArg, bytes("dv", dv), 0}};
     if (atomic)
@@ -270,19 +279,22 @@ void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const 
   const std::vector<OutputArg> dq_outputs = {{kDqArg, bytes("dq", dq), 0}};
   const AttentionBwdConfigs defaults = default_bwd_configs(p);
 
-  BwdStep dkdv = options.config ? fixed_step(fa2_bwd_dkdv_def(), completed(fa2_bwd_dkdv_def(), *options.config), sizes)
-                                : tuned_step(fa2_bwd_dkdv_def(), defaults.dkdv, sizes, args, dkdv_outputs(false),
-                                             kDkdvFlops * flops);
+  BwdStep dkdv = options.config
+                     ? fixed_step(fa2_bwd_dkdv_def(), completed(fa2_bwd_dkdv_def(), *options.config), sizes)
+                     : tuned_step(fa2_bwd_dkdv_def(), defaults.dkdv, sizes, args, dkdv_outputs(false),
+                                  kDkdvFlops * flops);
   BwdStep last = atomic_given ? fixed_step(fa2_bwd_dq_convert_def(), bwd_dq_convert_config(p), sizes)
                  : options.dq_config
                      ? fixed_step(fa2_bwd_dq_def(), completed(fa2_bwd_dq_def(), *options.dq_config), sizes)
                      : tuned_step(fa2_bwd_dq_def(), defaults.dq, sizes, args, dq_outputs, kDqFlops * flops);
   if (choose_variant) {
-    BwdStep atomic_dkdv = tuned_step(fa2_bwd_dkdv_def(), default_bwd_configs(p, /*atomic_dq=*/true).dkdv, sizes,
-                                     args, dkdv_outputs(true), kAtomicDkdvFlops * flops);
-    BwdStep convert = tuned_step(fa2_bwd_dq_convert_def(), bwd_dq_convert_config(p), sizes, args, dq_outputs, 0);
+    BwdStep atomic_dkdv = tuned_step(fa2_bwd_dkdv_def(), default_bwd_configs(p, /*atomic_dq=*/true).dkdv,
+                                     sizes, args, dkdv_outputs(true), kAtomicDkdvFlops * flops);
+    BwdStep convert =
+        tuned_step(fa2_bwd_dq_convert_def(), bwd_dq_convert_config(p), sizes, args, dq_outputs, 0);
     // Without times (KILN_AUTOTUNE=off, or cached with nothing remembered) the deterministic pair stays.
-    if (dkdv.ms && last.ms && atomic_dkdv.ms && convert.ms && *atomic_dkdv.ms + *convert.ms < *dkdv.ms + *last.ms) {
+    if (dkdv.ms && last.ms && atomic_dkdv.ms && convert.ms &&
+        *atomic_dkdv.ms + *convert.ms < *dkdv.ms + *last.ms) {
       dkdv = std::move(atomic_dkdv);
       last = std::move(convert);
     }

@@ -60,8 +60,9 @@ ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRe
 // needed). N_Q == 0: dk and dv are zeroed (no query sees a key) on options.stream, nothing else runs.
 // Tuning tables count the convention's backward FLOPs (2.5 × the forward's) as dK/dV 2.0 × (2.5 × with
 // ATOMIC_DQ=1) and dQ 0.5 ×. Throws kiln::Error when no GPU driver is available.
-void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o, const TensorRef& lse,
-              const TensorRef& dout, const TensorRef& dq, const TensorRef& dk, const TensorRef& dv,
-              const BackwardOptions& options = {}, std::source_location where = std::source_location::current());
+void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+              const TensorRef& lse, const TensorRef& dout, const TensorRef& dq, const TensorRef& dk,
+              const TensorRef& dv, const BackwardOptions& options = {},
+              std::source_location where = std::source_location::current());
 
 } // namespace kiln::attention

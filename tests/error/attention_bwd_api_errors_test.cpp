@@ -65,7 +65,8 @@ TEST(AttentionBwdApiErrors, MessageNamesBackwardAndCarriesCallersLine) {
   Call c = valid_call();
   c.lse.dtype = DType::f16; // one of the forward's checks, reported for the backward
   const unsigned line = __LINE__ + 1;
-  std::string msg = user_error([&] { validate_attention_bwd_args(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv); });
+  auto call = [&] { validate_attention_bwd_args(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv); };
+  std::string msg = user_error(call);
   expect_mentions(msg, {"attention::backward: lse has dtype f16", "expected f32"});
   EXPECT_EQ(msg.find("attention::forward"), std::string::npos) << msg;
   expect_call_site(msg, line);
@@ -92,7 +93,8 @@ TEST(AttentionBwdApiErrors, DoutDtypeDiffers) {
 TEST(AttentionBwdApiErrors, DoutShapeDiffers) {
   Call c = valid_call();
   c.dout = TensorRef::contiguous(c.dout.data, DType::f16, {2, 4, 63, 64});
-  expect_mentions(validation_error(c), {"dout has shape [2, 4, 63, 64]", "expected q's shape [2, 4, 64, 64]"});
+  expect_mentions(validation_error(c),
+                  {"dout has shape [2, 4, 63, 64]", "expected q's shape [2, 4, 64, 64]"});
 }
 
 TEST(AttentionBwdApiErrors, DoutHeadDimNotContiguous) {
@@ -177,7 +179,8 @@ TEST(AttentionBwdApiErrors, GradientOverlapsDout) {
 TEST(AttentionBwdApiErrors, GradientsOverlapEachOther) {
   Call c = valid_call();
   c.dv.data = c.dk.data + 1024;
-  expect_mentions(validation_error(c), {"dv (bytes", "overlaps dk", "dv and dk would be written to the same memory"});
+  expect_mentions(validation_error(c),
+                  {"dv (bytes", "overlaps dk", "dv and dk would be written to the same memory"});
 }
 
 TEST(AttentionBwdApiErrors, GridTooTallForBatchTimesHeads) {
@@ -199,7 +202,8 @@ TEST(AttentionBwdApiErrors, ConfigDisagreesWithProblem) {
   Config config = default_bwd_configs(problem_of(c)).dkdv;
   config.set("HEAD_DIM", 32);
   c.options.config = config;
-  expect_mentions(validation_error(c), {"options.config (the dK/dV kernel's)", "HEAD_DIM=32", "needs HEAD_DIM=64"});
+  expect_mentions(validation_error(c),
+                  {"options.config (the dK/dV kernel's)", "HEAD_DIM=32", "needs HEAD_DIM=64"});
 }
 
 TEST(AttentionBwdApiErrors, ConfigWithoutTiles) {
@@ -207,15 +211,16 @@ TEST(AttentionBwdApiErrors, ConfigWithoutTiles) {
   Config config = default_bwd_configs(problem_of(c)).dkdv;
   config.params.erase("BLOCK_N");
   c.options.config = config;
-  expect_mentions(validation_error(c), {"options.config", "has no BLOCK_N", "default_bwd_configs(problem).dkdv"});
+  expect_mentions(validation_error(c),
+                  {"options.config", "has no BLOCK_N", "default_bwd_configs(problem).dkdv"});
 }
 
 TEST(AttentionBwdApiErrors, ConfigOfTheForward) {
   // A forward config passed by mistake: it has params of FA2 that the dK/dV kernel lacks.
   Call c = valid_call();
   c.options.config = default_fa2_config(problem_of(c));
-  expect_mentions(validation_error(c), {"options.config (the dK/dV kernel's)", "kernel 'fa2_bwd_dkdv' has no parameter",
-                                        "its parameters are"});
+  expect_mentions(validation_error(c), {"options.config (the dK/dV kernel's)",
+                                        "kernel 'fa2_bwd_dkdv' has no parameter", "its parameters are"});
 }
 
 TEST(AttentionBwdApiErrors, DqConfigDisagreesWithProblem) {
@@ -231,13 +236,15 @@ TEST(AttentionBwdApiErrors, DqConfigWithAtomicParam) {
   Config config = default_bwd_configs(problem_of(c)).dq;
   config.set("ATOMIC_DQ", 1);
   c.options.dq_config = config;
-  expect_mentions(validation_error(c), {"options.dq_config", "kernel 'fa2_bwd_dq' has no parameter 'ATOMIC_DQ'"});
+  expect_mentions(validation_error(c),
+                  {"options.dq_config", "kernel 'fa2_bwd_dq' has no parameter 'ATOMIC_DQ'"});
 }
 
 TEST(AttentionBwdApiErrors, DeterministicRejectsAtomicConfig) {
   Call c = valid_call();
   c.options.config = default_bwd_configs(problem_of(c), /*atomic_dq=*/true).dkdv;
-  expect_mentions(validation_error(c), {"ATOMIC_DQ=1", "options.deterministic is true", "deterministic = false"});
+  expect_mentions(validation_error(c),
+                  {"ATOMIC_DQ=1", "options.deterministic is true", "deterministic = false"});
 }
 
 TEST(AttentionBwdApiErrors, AtomicConfigLeavesNoRoomForDqConfig) {
@@ -277,8 +284,9 @@ TEST(AttentionBwdApiErrors, EmptyBatchPasses) {
 TEST(AttentionBwdApiErrors, BackwardValidatesBeforeTouchingTheGpu) {
   Call c = valid_call();
   c.dk.data = c.k.data;
-  expect_mentions(user_error([&] { backward(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv, c.options); }),
-                  {"attention::backward: dk (bytes", "overlaps k"});
+  expect_mentions(
+      user_error([&] { backward(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv, c.options); }),
+      {"attention::backward: dk (bytes", "overlaps k"});
 }
 
 } // namespace

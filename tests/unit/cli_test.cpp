@@ -464,10 +464,12 @@ TEST_F(CliTest, AttentionBackwardInterpretedChecksAndWritesGradients) {
   AttentionProblem p;
   p.B = 1, p.H = 4, p.H_KV = 2, p.N_Q = 40, p.N_K = 24, p.D = 32, p.causal = 2, p.bshd_layout = true;
   ToolRun r = kiln({"attention", "--batch=1", "--heads=4", "--kv-heads=2", "--seq-q=40", "--seq-k=24",
-                    "--head-dim=32", "--causal=bottom-right", "--layout=bshd", "--seed=3", "--backward", "--interpret",
-                    "--check", "--dq", path("dq.npy"), "--dk", path("dk.npy"), "--dv", path("dv.npy")});
+                    "--head-dim=32", "--causal=bottom-right", "--layout=bshd", "--seed=3", "--backward",
+                    "--interpret", "--check", "--dq", path("dq.npy"), "--dk", path("dk.npy"), "--dv",
+                    path("dv.npy")});
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
-  for (const char* line : {"fa2 backward", "on the interpreter (deterministic", "check dQ:", "check dK:", "check dV:"})
+  for (const char* line :
+       {"fa2 backward", "on the interpreter (deterministic", "check dQ:", "check dK:", "check dV:"})
     EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
 
@@ -492,8 +494,8 @@ TEST_F(CliTest, AttentionBackwardWithNpyDoutAndAtomicVariant) {
   const std::vector<int64_t> shape{1, 2, 32, 16};
   write_tensor(path("dout.npy"), DType::f32, shape, 21);
   ToolRun r = kiln({"attention", "--batch=1", "--heads=2", "--seq-q=32", "--head-dim=16", "--dtype=bf16",
-                    "--backward", "--nondeterministic", "--interpret", "--check", "--dout", path("dout.npy"), "--dk",
-                    path("dk.npy")});
+                    "--backward", "--nondeterministic", "--interpret", "--check", "--dout", path("dout.npy"),
+                    "--dk", path("dk.npy")});
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("(nondeterministic"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
@@ -511,12 +513,14 @@ TEST_F(CliTest, AttentionBackwardOptionErrors) {
   };
   expect_error(with({"--dq", path("dq.npy")}), {"--dq belongs to the backward pass", "--backward"});
   expect_error(with({"--nondeterministic"}), {"--nondeterministic belongs to the backward pass"});
-  expect_error(with({"--backward", "--out", path("o.npy")}), {"--out and --lse write the forward's outputs", "--dq"});
+  expect_error(with({"--backward", "--out", path("o.npy")}),
+               {"--out and --lse write the forward's outputs", "--dq"});
   expect_error(with({"--backward", "--dq", path("g.npy"), "--dv", path("g.npy")}),
                {"--dq and --dv name the same file"});
   expect_error(with({"--backward", "--bench"}), {"--bench", "--interpret"});
   write_tensor(path("dout.npy"), DType::f32, {1, 2, 15, 16}, 22);
-  expect_error(with({"--backward", "--dout", path("dout.npy")}), {"dout.npy", "(dO)", "does not match the problem"});
+  expect_error(with({"--backward", "--dout", path("dout.npy")}),
+               {"dout.npy", "(dO)", "does not match the problem"});
   const std::string before = slurp(path("dout.npy"));
   expect_error(with({"--backward", "--dout", path("dout.npy"), "--dk", path("dout.npy")}),
                {"refusing to overwrite the input", "--dout"});
