@@ -1,0 +1,232 @@
+// The attention backward's host API on a GPU: kiln::attention::forward then backward over device buffers
+// the test owns (bhsd, bshd, GQA, strided views of packed gradients, a user stream), dQ, dK, dV held to the
+// double-precision gradients (reference_backward) with the gradients poisoned (NaN) first so that every
+// element is checked as written. Skips without a driver.
+//
+// KILN_AUTOTUNE is set to "off" for this suite unless the caller set it (the default configs through the
+// tuner's path), except where a test needs the tuner's times to choose the non-deterministic variant.
+#include "gpu/gpu_skip.h"
+#include "interp/attention_bwd_test_cases.h"
+#include "kernels/attention/attention_bwd_api.h"
+#include "runtime/device.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <tuple>
+
+using namespace kiln;
+using namespace kiln::attention;
+using kiln::testing_support::grad_tolerance;
+
+namespace {
+
+rt::DeviceBuffer upload(const HostBuffer& b) {
+  rt::DeviceBuffer d(b.bytes.size());
+  d.copy_from_host(b.bytes.data(), b.bytes.size());
+  return d;
+}
+
+HostBuffer download(const rt::DeviceBuffer& d, DType dtype, int64_t numel) {
+  HostBuffer h(dtype, numel);
+  d.copy_to_host(h.bytes.data(), h.bytes.size());
+  return h;
+}
+
+// A [B, heads, N, D] tensor of `p` at `data`, shaped and strided as the problem's layout stores it.
+TensorRef describe(const AttentionProblem& p, uint64_t data, int64_t heads, int64_t n,
+                   const TensorStrides& s) {
+  if (p.bshd_layout)
+    return TensorRef{data, p.dtype, {p.B, n, heads, p.D}, {s.b, s.n, s.h, 1}};
+  return TensorRef{data, p.dtype, {p.B, heads, n, p.D}, {s.b, s.h, s.n, 1}};
+}
+
+BackwardOptions options_for(const AttentionProblem& p) {
+  BackwardOptions o;
+  o.causal = static_cast<Causal>(p.causal);
+  o.sm_scale = p.sm_scale;
+  o.k_transposed = p.k_transposed;
+  o.tf32 = p.tf32;
+  o.layout = p.bshd_layout ? "bshd" : "bhsd";
+  return o;
+}
+
+AttentionProblem problem(int64_t B, int64_t H, int64_t H_KV, int64_t N_Q, int64_t N_K, int64_t D, DType dtype,
+                         int causal, bool bshd) {
+  AttentionProblem p;
+  p.B = B, p.H = H, p.H_KV = H_KV, p.N_Q = N_Q, p.N_K = N_K, p.D = D, p.dtype = dtype, p.causal = causal;
+  p.bshd_layout = bshd;
+  return p;
+}
+
+// grad_tolerance for the inputs' largest finite |LSE|.
+double tolerance_for(const AttentionProblem& p, const AttentionInputs& in) {
+  return grad_tolerance(p.dtype, p.tf32, max_abs_lse(p, in));
+}
+
+class GpuAttentionBwdApi : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() { setenv("KILN_AUTOTUNE", "off", /*overwrite=*/0); }
+};
+
+// The forward through the API for O and LSE, then the backward on `options`; returns the gradients in
+// logical order and checks them against the reference.
+AttentionGrads check_backward(const AttentionProblem& p, uint64_t seed, BackwardOptions options) {
+  SCOPED_TRACE(p.str());
+  const AttentionInputs in = make_inputs(p, seed, 1.0);
+  const HostBuffer dout = make_dout(p, seed + 1, 1.0);
+  HostBuffer poisoned_q(p.dtype, q_numel(p)), poisoned_kv(p.dtype, kv_numel(p));
+  poison(poisoned_q);
+  poison(poisoned_kv);
+  rt::DeviceBuffer q = upload(in.q), k = upload(in.k), v = upload(in.v), d_out = upload(dout),
+                   o(in.q.bytes.size()), lse(static_cast<size_t>(p.B * p.H * p.N_Q) * sizeof(float)),
+                   dq = upload(poisoned_q), dk = upload(poisoned_kv), dv = upload(poisoned_kv);
+  const AttentionStrides s = attention_strides(p);
+  const TensorRef tq = describe(p, q.ptr(), p.H, p.N_Q, s.q), tk = describe(p, k.ptr(), p.H_KV, p.N_K, s.k),
+                  tv = describe(p, v.ptr(), p.H_KV, p.N_K, s.v), to = describe(p, o.ptr(), p.H, p.N_Q, s.o);
+  const TensorRef tlse = TensorRef::contiguous(lse.ptr(), DType::f32, {p.B, p.H, p.N_Q});
+  AttentionOptions fwd = options;
+  fwd.config.reset();
+  forward(tq, tk, tv, to, tlse, fwd);
+  backward(tq, tk, tv, to, tlse, describe(p, d_out.ptr(), p.H, p.N_Q, s.q),
+           describe(p, dq.ptr(), p.H, p.N_Q, s.q), describe(p, dk.ptr(), p.H_KV, p.N_K, s.k),
+           describe(p, dv.ptr(), p.H_KV, p.N_K, s.k), options);
+
+  const AttentionGrads out{logical_tensor(download(dq, p.dtype, q_numel(p)), s.q, p.B, p.H, p.N_Q, p.D),
+                           logical_tensor(download(dk, p.dtype, kv_numel(p)), s.k, p.B, p.H_KV, p.N_K, p.D),
+                           logical_tensor(download(dv, p.dtype, kv_numel(p)), s.k, p.B, p.H_KV, p.N_K, p.D)};
+  const AttentionGrads ref = reference_backward(p, logical_bwd_tensors(p, in, dout));
+  const double tol = tolerance_for(p, in);
+  for (auto [name, g, r] :
+       {std::tuple{"dQ", &out.dq, &ref.dq}, {"dK", &out.dk, &ref.dk}, {"dV", &out.dv, &ref.dv}}) {
+    Comparison cmp = compare_to_reference(*g, *r);
+    EXPECT_TRUE(cmp.ok(tol)) << name << ": " << cmp.str() << ", tolerance " << tol;
+  }
+  return out;
+}
+
+TEST_F(GpuAttentionBwdApi, GroupedQueryBhsd) {
+  KILN_REQUIRE_GPU();
+  const AttentionProblem p = problem(2, 8, 2, 200, 333, 64, DType::f16, 0, false);
+  check_backward(p, 11, options_for(p));
+}
+
+TEST_F(GpuAttentionBwdApi, BshdCausalTopLeft) {
+  KILN_REQUIRE_GPU();
+  const AttentionProblem p = problem(1, 4, 4, 130, 130, 128, DType::bf16, 1, true);
+  check_backward(p, 22, options_for(p));
+}
+
+TEST_F(GpuAttentionBwdApi, BottomRightGqaBshdWithRowsThatSeeNoKey) {
+  KILN_REQUIRE_GPU();
+  AttentionProblem p = problem(2, 6, 3, 150, 100, 96, DType::f16, 2, true); // the first 50 rows see no key
+  p.sm_scale = 0.07;
+  p.k_transposed = false;
+  check_backward(p, 33, options_for(p));
+}
+
+TEST_F(GpuAttentionBwdApi, ExplicitConfigsOfBothVariants) {
+  KILN_REQUIRE_GPU();
+  const AttentionProblem p = problem(1, 4, 2, 100, 180, 64, DType::f16, 1, false);
+  BackwardOptions o = options_for(p);
+  AttentionBwdConfigs c = default_bwd_configs(p);
+  c.dkdv.set("BLOCK_M", 32);
+  c.dq.set("BLOCK_N", 32);
+  o.config = c.dkdv;
+  o.dq_config = c.dq;
+  check_backward(p, 44, o);
+  o.dq_config.reset();
+  o.config = default_bwd_configs(p, /*atomic_dq=*/true).dkdv;
+  o.deterministic = false;
+  check_backward(p, 45, o);
+}
+
+TEST_F(GpuAttentionBwdApi, NonDeterministicChoosesByTheTunersTimes) {
+  // With the tuner on, both variants are timed and either may run; the gradients are right either way.
+  KILN_REQUIRE_GPU();
+  const char* before = std::getenv("KILN_AUTOTUNE");
+  const std::string saved = before ? before : "";
+  setenv("KILN_AUTOTUNE", "on", 1);
+  const AttentionProblem p = problem(2, 4, 2, 256, 256, 64, DType::f16, 1, false);
+  BackwardOptions o = options_for(p);
+  o.deterministic = false;
+  check_backward(p, 55, o);
+  setenv("KILN_AUTOTUNE", saved.c_str(), 1);
+}
+
+TEST_F(GpuAttentionBwdApi, DeterministicIsBitwiseReproducible) {
+  KILN_REQUIRE_GPU();
+  const AttentionProblem p = problem(1, 8, 2, 300, 400, 64, DType::f16, 0, false);
+  const AttentionGrads first = check_backward(p, 66, options_for(p));
+  const AttentionGrads second = check_backward(p, 66, options_for(p));
+  EXPECT_EQ(first.dq, second.dq);
+  EXPECT_EQ(first.dk, second.dk);
+  EXPECT_EQ(first.dv, second.dv);
+}
+
+TEST_F(GpuAttentionBwdApi, UserStreamAsOpaqueHandle) {
+  KILN_REQUIRE_GPU();
+  rt::current_device();
+  rt::Stream stream = rt::Stream::create();
+  const AttentionProblem p = problem(2, 4, 4, 128, 96, 64, DType::bf16, 2, false);
+  BackwardOptions o = options_for(p);
+  o.stream = stream.handle();
+  check_backward(p, 77, o);
+}
+
+// dK and dV interleaved in one [B, N_K, 2, H_KV, D] buffer (as a fused KV projection's gradient is); with
+// N_Q == 0 they are zeroed through those strided views.
+TEST_F(GpuAttentionBwdApi, PackedKeyValueGradientsAndNoQueries) {
+  KILN_REQUIRE_GPU();
+  for (int64_t n_q : {int64_t{70}, int64_t{0}}) {
+    SCOPED_TRACE("N_Q=" + std::to_string(n_q));
+    AttentionProblem p = problem(2, 4, 2, 70, 90, 64, DType::f16, 0, true);
+    const AttentionInputs in = make_inputs(p, 88, 1.0);
+    const HostBuffer dout = make_dout(p, 89, 1.0);
+    const AttentionGrads ref = reference_backward(p, logical_bwd_tensors(p, in, dout));
+    const double tol = tolerance_for(p, in);
+    const int64_t row = p.H_KV * p.D; // elements of one of dK/dV per key
+    HostBuffer packed(p.dtype, p.B * p.N_K * 2 * row);
+    poison(packed);
+    rt::DeviceBuffer q = upload(in.q), k = upload(in.k), v = upload(in.v), d_out = upload(dout),
+                     o(in.q.bytes.size()), dq(in.q.bytes.size()), dkv = upload(packed),
+                     lse(static_cast<size_t>(p.B * p.H * p.N_Q) * sizeof(float));
+    p.N_Q = n_q; // N_Q == 0: the same buffers, described as holding no query
+    const AttentionStrides s = attention_strides(p);
+    const TensorRef tq = describe(p, q.ptr(), p.H, p.N_Q, s.q), tk = describe(p, k.ptr(), p.H_KV, p.N_K, s.k),
+                    tv = describe(p, v.ptr(), p.H_KV, p.N_K, s.v), to = describe(p, o.ptr(), p.H, p.N_Q, s.o);
+    const TensorRef tlse = TensorRef::contiguous(lse.ptr(), DType::f32, {p.B, p.H, p.N_Q});
+    const int64_t elem = dtype_bytes(p.dtype);
+    auto view = [&](int64_t which) {
+      return TensorRef{dkv.ptr() + static_cast<uint64_t>(which * row * elem),
+                       p.dtype,
+                       {p.B, p.N_K, p.H_KV, p.D},
+                       {p.N_K * 2 * row, 2 * row, p.D, 1}};
+    };
+    forward(tq, tk, tv, to, tlse, options_for(p));
+    backward(tq, tk, tv, to, tlse, describe(p, d_out.ptr(), p.H, p.N_Q, s.q),
+             describe(p, dq.ptr(), p.H, p.N_Q, s.q), view(0), view(1), options_for(p));
+    const HostBuffer back = download(dkv, p.dtype, packed.numel());
+    HostBuffer dk(p.dtype, kv_numel(p)), dv(p.dtype, kv_numel(p));
+    for (int64_t t = 0; t < p.B * p.N_K; ++t)
+      for (int64_t e = 0; e < row; ++e) {
+        dk.set(t * row + e, back.get((t * 2 + 0) * row + e));
+        dv.set(t * row + e, back.get((t * 2 + 1) * row + e));
+      }
+    const std::vector<double> got_dk = logical_tensor(dk, s.k, p.B, p.H_KV, p.N_K, p.D),
+                              got_dv = logical_tensor(dv, s.k, p.B, p.H_KV, p.N_K, p.D);
+    if (n_q == 0) {
+      for (size_t i = 0; i < got_dk.size(); ++i)
+        ASSERT_TRUE(got_dk[i] == 0 && got_dv[i] == 0) << "element " << i << " was not zeroed";
+      continue;
+    }
+    Comparison ck = compare_to_reference(got_dk, ref.dk), cv = compare_to_reference(got_dv, ref.dv);
+    EXPECT_TRUE(ck.ok(tol)) << "dK " << ck.str();
+    EXPECT_TRUE(cv.ok(tol)) << "dV " << cv.str();
+  }
+}
+
+} // namespace
