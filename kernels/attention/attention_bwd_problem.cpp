@@ -136,9 +136,12 @@ AttentionBwdConfigs default_bwd_configs(const AttentionProblem& p, bool atomic_d
   const bool widest = hd > 128 && p.dtype == DType::f32; // 4-byte rows of 256: halve the resident tiles too
   AttentionBwdConfigs c{with_attention_problem(fa2_bwd_dkdv_def().default_config(), p),
                         with_attention_problem(fa2_bwd_dq_def().default_config(), p)};
-  // dK/dV: 64 keys a program (their dK and dV accumulators stay in registers), 64 query rows a step. The
-  // atomic variant's dQ product has BLOCK_M rows: at least 16 a warp.
-  c.dkdv.set("BLOCK_N", widest ? 32 : 64).set("BLOCK_M", wide && !atomic_dq ? 32 : widest ? 32 : 64);
+  // dK/dV: 64 keys a program (their dK and dV accumulators stay in registers), 64 query rows a step up to
+  // D = 64; 32 beyond, where 64 spills on sm_80 (and a little on sm_90a, where the tuner may still pick it:
+  // it measured faster on an H100, docs/worklog.md §15). The atomic variant's dQ product has BLOCK_M rows: at
+  // least 16 a warp.
+  const bool short_steps = (hd > 64 || p.dtype == DType::f32) && !atomic_dq;
+  c.dkdv.set("BLOCK_N", widest ? 32 : 64).set("BLOCK_M", short_steps || widest ? 32 : 64);
   c.dkdv.set("ATOMIC_DQ", atomic_dq ? 1 : 0);
   c.dkdv.num_warps = widest ? 2 : 4;
   c.dkdv.num_stages = widest ? 1 : 2;

@@ -1,5 +1,6 @@
 // Every shipped kernel's generated CUDA compiles with NVRTC for sm_80 and sm_90a, uses the tensor
-// core and async-copy paths where it should, and ptxas reports no spills or stack frame.
+// core and async-copy paths where it should, and ptxas reports no spills or stack frame (a few bytes, where
+// measured to pay, in the backward's dK/dV).
 #include "codegen/codegen.h"
 #include "kernels/builtin.h"
 #include "runtime/compiler.h"
@@ -15,6 +16,10 @@ struct Case {
   std::string kernel;
   std::map<std::string, int64_t> overrides;
   std::string label;
+  // Spill bytes ptxas may report, per arch: 0 for every kernel but the backward's dK/dV (four products and two
+  // resident (BLOCK_N, HEAD_DIM) accumulators a thread), where mma.sync's fragments leave sm_80 a few bytes
+  // short, and the atomic variant's fifth product.
+  int64_t spill_limit_sm80 = 0, spill_limit_sm90 = 0;
 };
 
 std::vector<Case> cases() {
@@ -27,6 +32,15 @@ std::vector<Case> cases() {
       {"fa2_fwd", {{"HEAD_DIM", 128}, {"BLOCK_M", 128}, {"num_warps", 8}, {"num_stages", 3}}, "d128_bm128_w8_s3"},
       {"fa2_fwd", {{"DTYPE", 1}}, "bf16"},
       {"fa1_fwd", {}, "default"},
+      // The backward at default_bwd_configs' tiles: five products a step (four in dK/dV, three in dQ).
+      {"fa2_bwd_preprocess", {{"BLOCK_M", 64}}, "default"},
+      {"fa2_bwd_dkdv", {{"BLOCK_N", 64}, {"BLOCK_M", 64}}, "d64", 16, 0},
+      {"fa2_bwd_dkdv", {{"BLOCK_N", 64}, {"BLOCK_M", 64}, {"CAUSAL", 1}, {"DTYPE", 1}}, "d64_causal_bf16", 16, 0},
+      {"fa2_bwd_dkdv", {{"BLOCK_N", 64}, {"BLOCK_M", 32}, {"HEAD_DIM", 128}}, "d128_bm32", 32, 0},
+      {"fa2_bwd_dkdv", {{"BLOCK_N", 64}, {"BLOCK_M", 64}, {"ATOMIC_DQ", 1}}, "d64_atomic", 64, 64},
+      {"fa2_bwd_dq", {{"BLOCK_M", 64}, {"BLOCK_N", 64}, {"CAUSAL", 2}}, "d64_causal"},
+      {"fa2_bwd_dq", {{"BLOCK_M", 64}, {"BLOCK_N", 64}, {"HEAD_DIM", 128}}, "d128"},
+      {"fa2_bwd_dq_convert", {{"BLOCK_M", 64}}, "default"},
   };
 }
 
@@ -47,12 +61,13 @@ TEST_P(KernelsCompile, NvrtcAcceptsGeneratedCuda) {
   req.arch = arch;
   rt::CompiledKernel ck = rt::compile_cuda(req);
   EXPECT_FALSE(ck.cubin.empty());
+  const int64_t spill_limit = arch == "sm_80" ? c.spill_limit_sm80 : c.spill_limit_sm90;
   if (ck.usage.spill_store_bytes >= 0) {
-    EXPECT_EQ(ck.usage.spill_store_bytes, 0) << ck.log;
-    EXPECT_EQ(ck.usage.spill_load_bytes, 0) << ck.log;
+    EXPECT_LE(ck.usage.spill_store_bytes, spill_limit) << ck.log;
+    EXPECT_LE(ck.usage.spill_load_bytes, 2 * spill_limit) << ck.log;
   }
   if (ck.usage.stack_frame_bytes >= 0) {
-    EXPECT_EQ(ck.usage.stack_frame_bytes, 0) << ck.log;
+    EXPECT_LE(ck.usage.stack_frame_bytes, spill_limit) << ck.log;
   }
   std::printf("%s %s %s: %d registers, %d B dynamic shared\n%s", c.kernel.c_str(), c.label.c_str(), arch.c_str(),
               ck.usage.registers, g.shared_bytes, g.lowered.c_str());
