@@ -25,9 +25,9 @@ run runtime_tests "$bin/kiln_runtime_tests"
 run gpu_tests "$bin/kiln_gpu_tests"
 if command -v compute-sanitizer >/dev/null; then
   run sanitizer_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/kiln_gpu_tests" \
-    --gtest_filter='*GpuVectorAdd*:*GpuMatmul*M128_*:*GpuFa2Big*N1024_D64_c1*:*GpuSoftmax*'
+    --gtest_filter='*GpuVectorAdd*:*GpuMatmul*M128_*:*GpuFa2Big*N1024_D64_c1*:*GpuSoftmax*:*GpuFa2BwdSmall*'
   run sanitizer_racecheck compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/kiln_gpu_tests" \
-    --gtest_filter='*GpuMatmul*M128_*:*GpuFa2Big*N1024_D64_c0*:*GpuSoftmax*'
+    --gtest_filter='*GpuMatmul*M128_*:*GpuFa2Big*N1024_D64_c0*:*GpuSoftmax*:*GpuFa2BwdSmall*'
 fi
 echo "== device"; cat "$out/device.txt"
 echo "== failures"; grep -h -E '^\[  FAILED  \]' "$out"/*.log | sort -u | head -40

@@ -1,0 +1,85 @@
+// The attention backward's generated code on the GPU, held to the interpreter's sweep and references
+// (interp/attention_bwd_test_cases.h) at GPU-sized tiles, plus what only the GPU can show: the default and
+// every tuning-space config compile and run right, the deterministic mode gives bitwise-equal gradients
+// twice, the atomic dQ agrees with it.
+#include "gpu/gpu_skip.h"
+#include "interp/attention_bwd_test_cases.h"
+#include "kernels/attention/fa2_bwd_dkdv.h"
+
+#include <gtest/gtest.h>
+
+using namespace kiln;
+using namespace kiln::testing_support;
+
+namespace {
+
+class GpuFa2Bwd : public ::testing::TestWithParam<AttentionCase> {};
+
+// The sweep at the default (GPU) configs, and with 32-row steps so that the masked and unmasked query loops
+// of dK/dV both run on the short sequences.
+TEST_P(GpuFa2Bwd, MatchesReference) {
+  KILN_REQUIRE_GPU();
+  const AttentionCase& c = GetParam();
+  check_bwd_case(c, default_bwd_configs(c.problem), Executor::Gpu);
+  AttentionBwdConfigs small = default_bwd_configs(c.problem);
+  small.dkdv.set("BLOCK_M", 32);
+  small.dq.set("BLOCK_N", 32);
+  check_bwd_case(c, small, Executor::Gpu);
+}
+
+INSTANTIATE_TEST_SUITE_P(fa2_bwd, GpuFa2Bwd, ::testing::ValuesIn(attention_sweep()),
+                         [](const auto& info) { return attention_case_name(info.param); });
+
+// One small shape through every backward kernel (preprocess, dK/dV, dQ; the atomic dK/dV and the dQ convert):
+// the case compute-sanitizer's memcheck and racecheck run (scripts/gpu_check.sh).
+TEST(GpuFa2BwdSmall, BothVariants) {
+  KILN_REQUIRE_GPU();
+  AttentionCase c = make_case(200, 150, 64, 2, f16, 4, 2);
+  check_bwd_case(c, default_bwd_configs(c.problem), Executor::Gpu);
+  check_bwd_case(c, default_bwd_configs(c.problem, /*atomic_dq=*/true), Executor::Gpu);
+}
+
+// Longer sequences and the widest head, which the interpreter cannot afford.
+TEST(GpuFa2BwdLarge, LongSequencesAndD256) {
+  KILN_REQUIRE_GPU();
+  for (AttentionCase c : {make_case(1000, 1000, 128, 1, f16, 2, 1), make_case(1537, 2048, 64, 2, bf16, 4, 4),
+                          make_case(4096, 4096, 64, 0, f16, 1, 1), make_case(300, 700, 256, 2, f16, 2, 2),
+                          make_case(257, 300, 256, 0, bf16, 1, 1), make_case(513, 513, 200, 1, f16, 1, 1)}) {
+    SCOPED_TRACE(attention_case_name(c));
+    check_bwd_case(c, default_bwd_configs(c.problem), Executor::Gpu);
+    check_bwd_case(c, default_bwd_configs(c.problem, /*atomic_dq=*/true), Executor::Gpu);
+  }
+}
+
+// Every config of both tuning spaces that fits the device runs and is right (the autotuner may pick any).
+TEST(GpuFa2BwdLarge, EveryTuningConfigIsRight) {
+  KILN_REQUIRE_GPU();
+  for (AttentionCase c : {make_case(300, 300, 64, 1, f16, 2, 1), make_case(200, 260, 128, 2, bf16, 2, 2)}) {
+    const AttentionBwdConfigs base = default_bwd_configs(c.problem);
+    for (const Config& dkdv : bwd_dkdv_config_space(c.problem)) {
+      SCOPED_TRACE(attention_case_name(c) + " dkdv " + dkdv.str());
+      check_bwd_case(c, AttentionBwdConfigs{dkdv, base.dq}, Executor::Gpu);
+    }
+    for (const Config& dq : bwd_dq_config_space(c.problem)) {
+      SCOPED_TRACE(attention_case_name(c) + " dq " + dq.str());
+      check_bwd_case(c, AttentionBwdConfigs{base.dkdv, dq}, Executor::Gpu);
+    }
+  }
+}
+
+// Deterministic mode: two runs give the same bits (GQA sums in a loop, dQ in its own kernel, no atomics).
+TEST(GpuFa2BwdLarge, DeterministicModeIsBitwiseReproducible) {
+  KILN_REQUIRE_GPU();
+  AttentionCase c = make_case(777, 1031, 64, 1, f16, 8, 2);
+  const AttentionProblem& p = c.problem;
+  AttentionInputs in = make_inputs(p, 5, 1.0);
+  HostBuffer dout = make_dout(p, 6, 1.0);
+  AttentionBwdBuffers first = make_bwd_buffers(p, in, dout), second = make_bwd_buffers(p, in, dout);
+  run_bwd(p, default_bwd_configs(p), first, Executor::Gpu);
+  run_bwd(p, default_bwd_configs(p), second, Executor::Gpu);
+  EXPECT_EQ(first.dq.bytes, second.dq.bytes);
+  EXPECT_EQ(first.dk.bytes, second.dk.bytes);
+  EXPECT_EQ(first.dv.bytes, second.dv.bytes);
+}
+
+} // namespace
