@@ -158,7 +158,7 @@ class Report:
                          cell(self.get(key, "sdpa_flash")), ratio(self.get(key, "kiln_fa2"), self.get(key, "sdpa_flash")),
                          f"{g:.2f}" if g else DASH])
         return table(["dtype", "D", "causal", "N (largest)", "kiln FA2 TFLOP/s", "SDPA flash TFLOP/s",
-                      "kiln/flash", "kiln/flash geomean over N"], rows)
+                      "kiln/flash", "kiln/flash geomean over N"], rows) if rows else ""
 
     def attention_sweep(self):
         rows = []
@@ -170,7 +170,7 @@ class Report:
                             + [cell(self.get(key, s)) for s, _ in ATTN_PEERS]
                             + [ratio(k2, self.get(key, "sdpa_flash")), err(k2)])
         return table(["dtype", "D", "causal", "N", "B", "H", "kiln FA2", "kiln FA1"] + [n for _, n in ATTN_PEERS]
-                     + ["FA2/flash", "FA2 check"], rows)
+                     + ["FA2/flash", "FA2 check"], rows) if rows else ""
 
     def other_attention(self):
         sweep = {k for items in self.sweep_keys().values() for _, k in items}

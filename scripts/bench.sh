@@ -9,12 +9,12 @@
 #   5. bench/report.py (merged JSON, markdown tables, PNG plots under docs/bench/<device-slug>*),
 # then prints the headline table and each stage's time against its estimate. Each stage has a time limit,
 # the sum of its suites' estimates with a margin; a stage cut short keeps the cases it finished (the JSON
-# files are rewritten after every case). The whole standard run takes about 13 minutes (--quick: about 3).
+# files are rewritten after every case). The whole standard run takes about 11 minutes (--quick: about 3).
 #
 # Usage: scripts/bench.sh [--quick] [--no-tune] [--no-extra] [--suites a,b,...] [extra kiln_bench options,
 #        e.g. --config BLOCK_N=128]
 # --suites picks the sweep's suites (stages 2 and 4) among attention, matmul, memory, seeds, attention_bwd
-# (default all five); e.g. --suites attention_bwd --no-extra runs the attention backward alone (~4 minutes).
+# (default all five); e.g. --suites attention_bwd --no-extra runs the attention backward alone (~3.5 minutes).
 # FA2, matmul, softmax and vector add are timed with the autotuner's pick for each shape unless --no-tune
 # (or --config) is given.
 # --no-extra skips stage 3 (the report then has no ablation, compile, autotune or model sections).
@@ -91,12 +91,13 @@ extra_suites=(ablation compile autotune model)
 # Seconds a suite is expected to take on an H100/H200, in kiln_bench (stage 2) and in peers.py (stage 4),
 # standard and --quick. Tuning (the default: FA2 is timed with the autotuner's pick per shape, as
 # kiln::attention::forward runs it) costs the attention suite's time (about 45 s of it). attention_bwd:
-# 40 shapes, each a forward, the sampled double reference (seconds at N = 16384) and three timed cases;
-# its peers time flash's and cuDNN's backward and step with one head's gradients checked in double.
-declare -A kiln_est=([attention]=155 [matmul]=10 [memory]=5 [seeds]=45 [attention_bwd]=120)
-declare -A kiln_est_quick=([attention]=17 [matmul]=5 [memory]=3 [seeds]=10 [attention_bwd]=25)
-declare -A peers_est=([attention]=60 [matmul]=10 [memory]=10 [seeds]=10 [attention_bwd]=100)
-declare -A peers_est_quick=([attention]=12 [matmul]=3 [memory]=3 [seeds]=2 [attention_bwd]=20)
+# 40 shapes, each a forward, the sampled double reference (seconds at N = 16384) and three timed cases
+# (152 s on an H100 SXM); its peers time flash's and cuDNN's backward and step with one head's gradients
+# checked in double (41 s there).
+declare -A kiln_est=([attention]=155 [matmul]=10 [memory]=5 [seeds]=45 [attention_bwd]=155)
+declare -A kiln_est_quick=([attention]=17 [matmul]=5 [memory]=3 [seeds]=10 [attention_bwd]=40)
+declare -A peers_est=([attention]=60 [matmul]=10 [memory]=10 [seeds]=10 [attention_bwd]=45)
+declare -A peers_est_quick=([attention]=12 [matmul]=3 [memory]=3 [seeds]=2 [attention_bwd]=10)
 sweep_expect=0
 peers_expect=0
 for s in "${sweep_suites[@]}"; do
