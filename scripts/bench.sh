@@ -62,7 +62,7 @@ for arg in "$@"; do
   --kiln-json) want=kiln-json ;;
   --peers-json) want=peers-json ;;
   -h | --help)
-    sed -n '2,33p' "$0"
+    sed -n '2,30p' "$0"
     exit 0
     ;;
   *) extra+=("$arg") ;;
