@@ -62,6 +62,39 @@ bool elements_distinct(const TensorRef& t) {
 
 bool overlaps(const ByteRange& a, const ByteRange& b) { return a.first < b.end && b.first < a.end; }
 
+namespace {
+// Whether delta = Σ c_i · strides[i] for integers |c_i| < shape[i], dims sorted by stride and nested (each
+// stride past the reach of the smaller ones): at each dim only the two multiples around delta can work.
+bool reachable(int64_t delta, const std::vector<std::pair<int64_t, int64_t>>& dims, size_t count) {
+  if (count == 0)
+    return delta == 0;
+  auto [stride, size] = dims[count - 1];
+  const int64_t low = delta >= 0 ? delta / stride : -((-delta + stride - 1) / stride); // floor(delta / stride)
+  for (int64_t c : {low, low + 1})
+    if (c > -size && c < size && reachable(delta - c * stride, dims, count - 1))
+      return true;
+  return false;
+}
+} // namespace
+
+std::optional<bool> same_layout_views_overlap(const TensorRef& a, const TensorRef& b) {
+  if (a.dtype != b.dtype || a.shape != b.shape || a.strides != b.strides || !elements_distinct(a))
+    return std::nullopt;
+  const uint64_t elem = static_cast<uint64_t>(dtype_bytes(a.dtype));
+  const uint64_t gap = a.data > b.data ? a.data - b.data : b.data - a.data;
+  if (gap % elem != 0)
+    return std::nullopt;
+  std::vector<std::pair<int64_t, int64_t>> dims; // (stride, size) of the dims that step, by stride
+  for (size_t i = 0; i < a.shape.size(); ++i) {
+    if (a.shape[i] == 0)
+      return false; // no elements
+    if (a.shape[i] > 1)
+      dims.emplace_back(a.strides[i], a.shape[i]);
+  }
+  std::sort(dims.begin(), dims.end());
+  return reachable(static_cast<int64_t>(gap / elem), dims, dims.size());
+}
+
 void check_rank(const char* name, const TensorRef& t, size_t rank, const char* names, const ApiSite& site) {
   if (t.shape.size() != rank)
     reject(site, "{} must have rank {} {}, got rank {} with shape {}", name, rank, names, t.shape.size(),

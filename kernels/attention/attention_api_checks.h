@@ -5,6 +5,8 @@
 // validate_attention_args() and validate_attention_bwd_args().
 #pragma once
 
+#include <optional>
+
 #include "kernels/attention/attention_api.h"
 #include "support/error.h"
 
@@ -61,6 +63,11 @@ struct ByteRange {
   uint64_t first, end; // [first, end)
 };
 bool overlaps(const ByteRange& a, const ByteRange& b);
+// Whether two views of one dtype, shape and strides, `a` and `b`, share an element, decided exactly when
+// each stride steps past everything the smaller ones reach (elements_distinct) and the views sit a whole
+// number of elements apart: the interleaved dK and dV of a fused KV gradient ([B, N, 2, H, D] viewed twice)
+// are disjoint although their byte ranges overlap. nullopt when the views are not of that kind.
+std::optional<bool> same_layout_views_overlap(const TensorRef& a, const TensorRef& b);
 
 // Rank, one stride per dim, no negative size or stride.
 void check_rank(const char* name, const TensorRef& t, size_t rank, const char* names, const ApiSite& site);

@@ -200,9 +200,14 @@ ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRe
              "place; expected strides that give every element its own memory",
              name, dims_str(t->shape), dims_str(t->strides));
   }
+  std::vector<const TensorRef*> tensors; // in the order of `ranges`
+  for (const auto& list : {inputs, outputs})
+    for (auto [name, t] : list)
+      tensors.push_back(t);
   for (size_t out = first_output; out < ranges.size(); ++out)
     for (size_t other = 0; other < out; ++other)
-      if (overlaps(ranges[out], ranges[other]))
+      if (overlaps(ranges[out], ranges[other]) &&
+          same_layout_views_overlap(*tensors[out], *tensors[other]).value_or(true))
         reject(site,
                "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected gradients in memory "
                "of their "

@@ -42,7 +42,8 @@ struct ValidatedBackward {
 // Every check forward() makes on q, k, v, o, lse (lse is required), and: dout shaped, typed and aligned like
 // q; dq like q, dk and dv like k and v (any strides with a contiguous head dim, 16-byte aligned rows);
 // gradients whose elements overlap each other; any gradient overlapping an input (q, k, v, o, lse, dout) or
-// another gradient; B * H above CUDA's grid limit (65535); options.config / dq_config that disagree with the
+// another gradient (byte ranges, or exactly, element by element, for two views of one layout: dK and dV
+// interleaved in one fused-KV gradient buffer are accepted); B * H above CUDA's grid limit (65535); options.config / dq_config that disagree with the
 // problem, name params their kernel lacks or lack a tile; ATOMIC_DQ=1 with deterministic, or with a
 // dq_config. With N_Q == 0 only dk and dv (the tensors with elements) get the address and stride checks.
 // A kiln::Error starting "attention::backward:" and ending in "(at file:line)" names the first mistake, what

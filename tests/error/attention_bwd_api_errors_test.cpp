@@ -183,6 +183,26 @@ TEST(AttentionBwdApiErrors, GradientsOverlapEachOther) {
                   {"dv (bytes", "overlaps dk", "dv and dk would be written to the same memory"});
 }
 
+// dK and dV interleaved in one [B, N_K, 2, H_KV, D] buffer (a fused KV projection's gradient) overlap as
+// byte ranges but share no element: accepted. The same views one head apart do share elements: rejected.
+TEST(AttentionBwdApiErrors, InterleavedKeyValueGradientsAreDisjoint) {
+  Call c = valid_call();
+  c.options.layout = "bshd";
+  for (TensorRef* t : {&c.q, &c.o, &c.dout, &c.dq})
+    *t = TensorRef::contiguous(t->data, DType::f16, {2, 64, 4, 64});
+  c.k = TensorRef::contiguous(c.k.data, DType::f16, {2, 80, 2, 64});
+  c.v = TensorRef::contiguous(c.v.data, DType::f16, {2, 80, 2, 64});
+  const int64_t row = 2 * 64; // H_KV · D elements of one of dK, dV per key
+  auto view = [&](uint64_t offset_elems) {
+    return TensorRef{0x80000000 + offset_elems * 2, DType::f16, {2, 80, 2, 64}, {80 * 2 * row, 2 * row, 64, 1}};
+  };
+  c.dk = view(0);
+  c.dv = view(row);
+  EXPECT_NO_THROW(validate(c));
+  c.dv = view(64); // dV's head 0 is dK's head 1
+  expect_mentions(validation_error(c), {"dv (bytes", "overlaps dk", "the same memory"});
+}
+
 TEST(AttentionBwdApiErrors, GridTooTallForBatchTimesHeads) {
   Call c;
   uint64_t at = 0x100000000;
