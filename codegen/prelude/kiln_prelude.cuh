@@ -510,6 +510,35 @@ __device__ __forceinline__ bf16 atomic_add(bf16* p, bf16 v) {
 }
 #endif
 
+// *p += v with no value returned (red): nothing waits for the old value, so updates pipeline.
+__device__ __forceinline__ void red_add(float* p, float v) {
+  asm volatile("red.add.f32 [%0], %1;" : : "l"(p), "f"(v) : "memory");
+}
+__device__ __forceinline__ void red_add(double* p, double v) {
+  asm volatile("red.add.f64 [%0], %1;" : : "l"(p), "d"(v) : "memory");
+}
+__device__ __forceinline__ void red_add(int* p, int v) {
+  asm volatile("red.add.s32 [%0], %1;" : : "l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void red_add(long long* p, long long v) {
+  asm volatile("red.add.u64 [%0], %1;" : : "l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void red_add(f16* p, f16 v) {
+  asm volatile("red.add.noftz.f16 [%0], %1;" : : "l"(p), "h"(v.bits) : "memory");
+}
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void red_add(bf16* p, bf16 v) {
+  asm volatile("red.add.noftz.bf16 [%0], %1;" : : "l"(p), "h"(v.bits) : "memory");
+}
+// Two or four consecutive f32 in global memory, 8- or 16-byte aligned, in one reduction (sm_90).
+__device__ __forceinline__ void red_add_v2(float* p, float a, float b) {
+  asm volatile("red.add.v2.f32 [%0], {%1, %2};" : : "l"(p), "f"(a), "f"(b) : "memory");
+}
+__device__ __forceinline__ void red_add_v4(float* p, float a, float b, float c, float d) {
+  asm volatile("red.add.v4.f32 [%0], {%1, %2, %3, %4};" : : "l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+}
+#endif
+
 // ---- block pointer ----------------------------------------------------------------------------------
 
 // The device side of a DSL block pointer: an R-dimensional view of `base` (shape and strides in

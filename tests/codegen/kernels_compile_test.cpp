@@ -194,3 +194,16 @@ TEST(KernelsCodegen, ContiguousPointerTilesAreVectorised) {
 }
 
 } // namespace
+
+// An atomic add whose old values nothing reads lowers to `red`; on sm_90 the backward's atomic dQ (f32 pairs
+// that the affine analysis proves contiguous, from the mma accumulator layout) goes two floats at a time.
+TEST(KernelsCodegen, UnreadAtomicAddsAreReductions) {
+  const KernelDef& def = builtin_kernels().find("fa2_bwd_dkdv");
+  Config config = def.with_overrides(def.default_config(), {{"BLOCK_N", 64}, {"BLOCK_M", 64}, {"ATOMIC_DQ", 1}});
+  GeneratedKernel hopper = generate_cuda(def.build(config), Target::parse("sm_90a"));
+  EXPECT_NE(hopper.source.find("kiln::red_add_v2("), std::string::npos) << hopper.lowered;
+  EXPECT_EQ(hopper.source.find("= kiln::atomic_add("), std::string::npos);
+  GeneratedKernel ampere = generate_cuda(def.build(config), Target::parse("sm_80"));
+  EXPECT_NE(ampere.source.find("kiln::red_add("), std::string::npos);
+  EXPECT_EQ(ampere.source.find("kiln::red_add_v"), std::string::npos);
+}
