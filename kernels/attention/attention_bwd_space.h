@@ -7,9 +7,10 @@
 
 namespace kiln {
 
-// `base` (a kernel's default config) with the program tile `program_tile` ("BLOCK_N" or "BLOCK_M") in
-// {64, 128}, the step tile in {32, 64, 128}, 4 or 8 warps (at least 16 program rows a warp: an m16
-// fragment) and 1 or 2 stages of the streamed tiles.
+// `base` (a kernel's default config) with seven measured (program tile, step tile, warps, stages)
+// candidates, `program_tile` naming the program's param ("BLOCK_N" or "BLOCK_M"): 64 × {64, 32, 128} with 4
+// warps and 2 stages, 64 × 64 with 3 stages, 128 × {64, 32} with 8 warps, 32 × 32 with 2 warps and 1 stage.
+// Every candidate gives each warp at least 16 program rows (an m16 fragment).
 std::vector<Config> bwd_config_space(const Config& base, const char* program_tile);
 
 // Why the autotuner should skip `c` for these sizes: a query or key tile wider than the (power-of-two
