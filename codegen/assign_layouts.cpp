@@ -94,7 +94,7 @@ struct Assigner {
     }
   }
 
-  // The layout a rank-1 register load should take so that no conversion follows it: a row or column
+  // The layout a rank-1 block-pointer load should take so that no conversion follows it: a row or column
   // vector (LSE, Delta, a bias) that, through elementwise ops of its own shape, is expanded to (1, C) or
   // (R, 1) and then meets a (R, C) tile that some dot produces is loaded straight into the slice of that
   // dot's accumulator layout, as the broadcast will read it. Several such uses must agree; otherwise none.
@@ -287,8 +287,9 @@ struct Assigner {
       return;
     case OpKind::Load: {
       ValueId p = op.operands[0];
-      set_registers(r, has_layout(p) ? plan.layout[p]
-                                     : wanted_vector_layout(r).value_or(default_layout(t.shape, t.elem, plan.num_warps)));
+      // (Only block-pointer loads take wanted_vector_layout so far: the pointer-tensor path in that layout has
+      // not run on a GPU yet.)
+      set_registers(r, has_layout(p) ? plan.layout[p] : default_layout(t.shape, t.elem, plan.num_warps));
       return;
     }
     case OpKind::AtomicAdd: {

@@ -15,15 +15,7 @@ AttentionGrads run_interpreted(const BackwardRequest& r) {
   const AttentionResult fwd = run_fa2_interpreted(p, r.fwd_config ? *r.fwd_config : default_fa2_config(p),
                                                   r.inputs, Executor::Interpreter);
   AttentionBwdBuffers b = make_bwd_buffers(p, r.inputs, r.dout);
-  const AttentionStrides s = attention_strides(p);
-  size_t n = 0;
-  for (int64_t bi = 0; bi < p.B; ++bi)
-    for (int64_t h = 0; h < p.H; ++h)
-      for (int64_t i = 0; i < p.N_Q; ++i)
-        for (int64_t d = 0; d < p.D; ++d)
-          b.o.set(element_offset(s.o, bi, h, i, d), fwd.o[n++]);
-  for (int64_t i = 0; i < b.lse.numel(); ++i)
-    b.lse.set(i, fwd.lse[static_cast<size_t>(i)]);
+  set_forward_outputs(p, fwd, b);
   run_bwd(p, default_bwd_configs(p, /*atomic_dq=*/!r.deterministic), b, Executor::Interpreter);
   return gather_grads(p, b);
 }

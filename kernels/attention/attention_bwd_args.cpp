@@ -79,6 +79,12 @@ Value bwd_row_block_ptr(const AttentionBwdArgs& a, const Value& ptr, const Value
   return make_block_ptr(ptr + row0, {a.fwd.N_Q}, {1}, {offset}, {rows}, {0});
 }
 
+Value bwd_dq_acc_block_ptr(const AttentionBwdArgs& a, const Value& row0, int64_t rows, const AttentionTileParams& tp,
+                           const Operand& offset) {
+  return make_block_ptr(a.dq_acc + row0 * a.fwd.D.to(i64), {a.fwd.N_Q, a.fwd.D}, {a.fwd.D, 1}, {offset, 0},
+                        {rows, tp.head_dim}, {1, 0});
+}
+
 ParamDef atomic_dq_param() {
   return {"ATOMIC_DQ", 0,
           "1 accumulates dQ with f32 atomic adds inside the dK/dV program (not deterministic), then casts it; "

@@ -41,6 +41,10 @@ Value bwd_k_block_ptr(const AttentionBwdArgs& a, const AttentionBwdBases& b, int
 Value bwd_row_block_ptr(const AttentionBwdArgs& a, const Value& ptr, const Value& row0, int64_t rows,
                         const Operand& offset);
 
+// (rows, HEAD_DIM) window of the f32 dQ accumulator DQ_ACC ([B, H, N_Q, D] contiguous) at query row `offset`.
+Value bwd_dq_acc_block_ptr(const AttentionBwdArgs& a, const Value& row0, int64_t rows, const AttentionTileParams& tp,
+                           const Operand& offset);
+
 // The parameters of the dK/dV and preprocess kernels beyond the attention tiles: ATOMIC_DQ.
 ParamDef atomic_dq_param();
 

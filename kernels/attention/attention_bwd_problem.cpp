@@ -80,7 +80,6 @@ AttentionGrads reference_backward(const AttentionProblem& p, const AttentionTens
 
 AttentionBwdBuffers make_bwd_buffers(const AttentionProblem& p, const AttentionInputs& in, const HostBuffer& dout) {
   check_attention_problem(p);
-  const AttentionStrides s = attention_strides(p);
   const int64_t rows = p.B * p.H * p.N_Q;
   AttentionBwdBuffers b{in.q,
                         in.k,
@@ -93,19 +92,23 @@ AttentionBwdBuffers make_bwd_buffers(const AttentionProblem& p, const AttentionI
                         HostBuffer(p.dtype, kv_numel(p), "dK"),
                         HostBuffer(p.dtype, kv_numel(p), "dV"),
                         HostBuffer(DType::f32, rows * p.D, "DQ_ACC")};
-  // The forward's outputs as the forward kernel would leave them: O rounded to the dtype, LSE to f32.
-  const AttentionResult fwd = reference_forward(p, logical_tensors(p, in));
+  // The forward's outputs as the forward kernel would leave them.
+  set_forward_outputs(p, reference_forward(p, logical_tensors(p, in)), b);
+  for (HostBuffer* out : {&b.delta, &b.dq, &b.dk, &b.dv, &b.dq_acc})
+    poison(*out);
+  return b;
+}
+
+void set_forward_outputs(const AttentionProblem& p, const AttentionResult& fwd, AttentionBwdBuffers& b) {
+  const AttentionStrides s = attention_strides(p);
   size_t n = 0;
   for (int64_t bi = 0; bi < p.B; ++bi)
     for (int64_t h = 0; h < p.H; ++h)
       for (int64_t i = 0; i < p.N_Q; ++i)
         for (int64_t d = 0; d < p.D; ++d)
           b.o.set(element_offset(s.o, bi, h, i, d), fwd.o[n++]);
-  for (int64_t r = 0; r < rows; ++r)
+  for (int64_t r = 0; r < b.lse.numel(); ++r)
     b.lse.set(r, fwd.lse[static_cast<size_t>(r)]);
-  for (HostBuffer* out : {&b.delta, &b.dq, &b.dk, &b.dv, &b.dq_acc})
-    poison(*out);
-  return b;
 }
 
 std::vector<InterpArg> fa2_bwd_interp_args(const AttentionProblem& p, AttentionBwdBuffers& b) {

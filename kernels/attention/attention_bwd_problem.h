@@ -32,6 +32,9 @@ struct AttentionBwdBuffers {
 // Inputs, dO and the forward's O and LSE (from reference_forward, rounded to the buffers' dtypes); outputs
 // and scratch poisoned with NaN.
 AttentionBwdBuffers make_bwd_buffers(const AttentionProblem& p, const AttentionInputs& in, const HostBuffer& dout);
+// O and LSE of `fwd` (logical order, as reference_forward or gather_outputs give them) written into `b`:
+// O rounded to the dtype in the problem's layout, LSE to f32.
+void set_forward_outputs(const AttentionProblem& p, const AttentionResult& fwd, AttentionBwdBuffers& b);
 // Interpreter arguments in the backward kernels' order (attention_bwd_args.h). Buffers are referenced.
 std::vector<InterpArg> fa2_bwd_interp_args(const AttentionProblem& p, AttentionBwdBuffers& b);
 // dQ, dK, dV of the buffers in logical order.

@@ -1,5 +1,7 @@
 #include "kernels/attention/attention_bwd_space.h"
 
+#include "kernels/attention/attention_tiles.h"
+
 #include <algorithm>
 #include <string_view>
 
@@ -30,14 +32,8 @@ std::vector<Config> bwd_config_space(const Config& base, const char* program_til
 }
 
 std::string prune_bwd_config(const Config& c, const SizeArgs& s) {
-  const int64_t rows = std::max<int64_t>(64, next_pow2(s.at("N_Q")));
-  const int64_t keys = std::max<int64_t>(64, next_pow2(s.at("N_K")));
-  if (c.get("BLOCK_M") > rows)
-    return fmt::format("BLOCK_M={} is wider than the {} query rows it needs (N_Q={})", c.get("BLOCK_M"), rows,
-                       s.at("N_Q"));
-  if (c.get("BLOCK_N") > keys)
-    return fmt::format("BLOCK_N={} is wider than the {} keys it needs (N_K={})", c.get("BLOCK_N"), keys,
-                       s.at("N_K"));
+  if (std::string why = prune_tiles_past_sequence(c, s, 64, 64); !why.empty())
+    return why;
   if (c.get_or("ATOMIC_DQ", 0) != 0 && c.get("BLOCK_M") < 16 * c.num_warps)
     return fmt::format("ATOMIC_DQ=1 needs BLOCK_M >= 16 * num_warps, got BLOCK_M={} with {} warps", c.get("BLOCK_M"),
                        c.num_warps);

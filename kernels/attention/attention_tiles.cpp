@@ -4,6 +4,8 @@
 #include "dsl/registry.h"
 #include "kernels/dtype_param.h"
 
+#include <algorithm>
+
 namespace kiln {
 
 namespace {
@@ -165,6 +167,23 @@ void store_attention_rows(const AttentionArgs& a, const AttentionHeadBases& b, c
   store(o_block_ptr(a, b, tp, m0), out.to(tp.dtype), tp.row_tile_check());
   Value lse = where(seen, (m + log2(l_safe)) * kLn2, -kInfinity); // natural-log logsumexp
   store(a.lse + b.lse_row0 + offs_m, lse, offs_m < a.N_Q);
+}
+
+Grid query_tile_grid(const Config& c, const SizeArgs& s) {
+  const int64_t bm = c.get("BLOCK_M");
+  return Grid{(s.at("N_Q") + bm - 1) / bm, s.at("B") * s.at("H"), 1};
+}
+
+std::string prune_tiles_past_sequence(const Config& c, const SizeArgs& s, int64_t min_rows, int64_t min_keys) {
+  const int64_t rows = std::max(min_rows, next_pow2(s.at("N_Q")));
+  const int64_t keys = std::max(min_keys, next_pow2(s.at("N_K")));
+  if (c.get("BLOCK_M") > rows)
+    return fmt::format("BLOCK_M={} is wider than the {} query rows it needs (N_Q={})", c.get("BLOCK_M"), rows,
+                       s.at("N_Q"));
+  if (c.get("BLOCK_N") > keys)
+    return fmt::format("BLOCK_N={} is wider than the {} keys it needs (N_K={})", c.get("BLOCK_N"), keys,
+                       s.at("N_K"));
+  return "";
 }
 
 } // namespace kiln

@@ -70,10 +70,7 @@ KernelDef fa2_bwd_dq_def() {
   d.tuning_key = {"B", "H", "N_Q", "N_K"};
   d.bucket = [](const std::string&, int64_t v) { return next_pow2(v); };
   d.prune = prune_bwd_config;
-  d.grid = [](const Config& c, const SizeArgs& s) {
-    int64_t bm = c.get("BLOCK_M");
-    return Grid{(s.at("N_Q") + bm - 1) / bm, s.at("B") * s.at("H"), 1};
-  };
+  d.grid = query_tile_grid;
   return d;
 }
 

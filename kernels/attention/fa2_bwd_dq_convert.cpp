@@ -14,9 +14,7 @@ Kernel build_fa2_bwd_dq_convert(const Config& config) {
   Value off_hz = program_id(1);
   AttentionBwdBases b = attention_bwd_bases(a, off_hz / f.H, off_hz % f.H);
   Value m0 = (program_id(0) * BM).named("m0");
-  Value acc_rows = make_block_ptr(a.dq_acc + b.row0 * f.D.to(i64), {f.N_Q, f.D}, {f.D, 1}, {m0, 0},
-                                  {BM, tp.head_dim}, {1, 0});
-  Value dq = load(acc_rows, {0, 1}); // (BM, HD) f32
+  Value dq = load(bwd_dq_acc_block_ptr(a, b.row0, BM, tp, m0), {0, 1}); // (BM, HD) f32
   store(bwd_q_block_ptr(a, b.dq, a.stride_dqn, BM, tp, m0), (dq * f.sm_scale).to(tp.dtype), {0, 1});
   return kb.finish();
 }
@@ -32,10 +30,7 @@ KernelDef fa2_bwd_dq_convert_def() {
   d.config_space = [] { return std::vector<Config>{fa2_bwd_dq_convert_def().default_config()}; };
   d.size_args = {"B", "H", "H_KV", "N_Q", "N_K", "D"};
   d.tuning_key = {"B", "H", "N_Q"};
-  d.grid = [](const Config& c, const SizeArgs& s) {
-    int64_t bm = c.get("BLOCK_M");
-    return Grid{(s.at("N_Q") + bm - 1) / bm, s.at("B") * s.at("H"), 1};
-  };
+  d.grid = query_tile_grid;
   return d;
 }
 

@@ -20,9 +20,7 @@ Kernel build_fa2_bwd_preprocess(const Config& config) {
   store(bwd_row_block_ptr(a, a.delta, b.row0, BM, m0), delta, {0});
 
   if (config.get("ATOMIC_DQ") != 0) {
-    Value acc_rows = make_block_ptr(a.dq_acc + b.row0 * a.fwd.D.to(i64), {a.fwd.N_Q, a.fwd.D}, {a.fwd.D, 1},
-                                    {m0, 0}, {BM, tp.head_dim}, {1, 0});
-    store(acc_rows, zeros({BM, tp.head_dim}, f32), {0, 1});
+    store(bwd_dq_acc_block_ptr(a, b.row0, BM, tp, m0), zeros({BM, tp.head_dim}, f32), {0, 1});
   }
   return kb.finish();
 }
@@ -39,10 +37,7 @@ KernelDef fa2_bwd_preprocess_def() {
   d.config_space = [] { return std::vector<Config>{fa2_bwd_preprocess_def().default_config()}; };
   d.size_args = {"B", "H", "H_KV", "N_Q", "N_K", "D"};
   d.tuning_key = {"B", "H", "N_Q"};
-  d.grid = [](const Config& c, const SizeArgs& s) {
-    int64_t bm = c.get("BLOCK_M");
-    return Grid{(s.at("N_Q") + bm - 1) / bm, s.at("B") * s.at("H"), 1};
-  };
+  d.grid = query_tile_grid;
   return d;
 }
 

@@ -126,21 +126,8 @@ KernelDef fa2_fwd_def() {
   d.bucket = [](const std::string&, int64_t v) { return next_pow2(v); };
   // A tile wider than the (power-of-two padded) sequence only computes padding. The floors are the space's
   // smallest tiles, so that a short sequence keeps at least one config.
-  d.prune = [](const Config& c, const SizeArgs& s) -> std::string {
-    const int64_t rows = std::max<int64_t>(64, next_pow2(s.at("N_Q")));
-    const int64_t keys = std::max<int64_t>(32, next_pow2(s.at("N_K")));
-    if (c.get("BLOCK_M") > rows)
-      return fmt::format("BLOCK_M={} is wider than the {} query rows it needs (N_Q={})", c.get("BLOCK_M"), rows,
-                         s.at("N_Q"));
-    if (c.get("BLOCK_N") > keys)
-      return fmt::format("BLOCK_N={} is wider than the {} keys it needs (N_K={})", c.get("BLOCK_N"), keys,
-                         s.at("N_K"));
-    return "";
-  };
-  d.grid = [](const Config& c, const SizeArgs& s) {
-    int64_t bm = c.get("BLOCK_M");
-    return Grid{(s.at("N_Q") + bm - 1) / bm, s.at("B") * s.at("H"), 1};
-  };
+  d.prune = [](const Config& c, const SizeArgs& s) { return prune_tiles_past_sequence(c, s, 64, 32); };
+  d.grid = query_tile_grid;
   return d;
 }
 
