@@ -73,7 +73,7 @@ struct Assigner {
     // On sm_90a, warpgroup MMA wants warps_m a multiple of 4 (a warpgroup's warps hold 64
     // consecutive rows) and reads each operand once per instruction, so larger N per warpgroup is
     // cheaper; mma.sync loads each warp's fragments itself.
-    bool wgmma = wgmma_enabled(target, options) && (dot_in == DType::f16 || dot_in == DType::bf16);
+    bool wgmma = wgmma_enabled(target, options) && is_half(dot_in);
     for (bool need_warpgroups : {wgmma, false}) {
       int64_t best = -1;
       for (int wm = 1; wm <= w; wm *= 2)

@@ -1,8 +1,11 @@
 // kiln's code generator: a verified Kernel and its config in, CUDA C++ out.
 //
-// Lowering script (lower_kernel in codegen.cpp):
-//   verify -> assign_layouts (register layouts, shared-memory operands, pipelined loads)
-//          -> plan_shared_memory -> emit_cuda (prelude + one __global__ function)
+// Lowering script (generate_cuda in codegen.cpp); the passes fill a LoweringPlan (codegen/lowering_plan.h)
+// that the emitter only prints:
+//   verify -> assign_layouts (register layouts, shared-memory operands, warp split, pipelined loads)
+//          -> plan_shared_memory (tile offsets) -> choose_dot_lowering (wgmma / mma.sync / FMA, fused casts)
+//          -> schedule_async_copies (products left in flight, loads waited for by a later loop)
+//          -> emit_cuda (prelude + one __global__ function)
 #pragma once
 
 #include "codegen/target.h"

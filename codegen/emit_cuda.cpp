@@ -30,8 +30,6 @@ std::string ctype(DType t) {
 
 std::string ctype_of(const Type& t) { return t.is_pointer() ? ctype(t.elem) + "*" : ctype(t.elem); }
 
-bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
-
 std::string literal(double v, DType t) {
   if (is_float(t)) {
     auto wrap = [&](const std::string& f32) {
@@ -166,6 +164,8 @@ private:
   int next_id_ = 0;
   int64_t scratch_bytes_ = 0;
   int conversions_ = 0;
+  std::vector<std::string> conversion_notes_;
+  const Op* current_op_ = nullptr; // the op being emitted, whose line a conversion it needs is charged to
   std::unordered_map<ValueId, std::string> name_;
   std::vector<std::map<std::string, std::string>> scopes_{1}; // cached materialisations per scope
   std::map<std::string, int> layout_ids_;
@@ -174,19 +174,7 @@ private:
   // A program may read back what its own threads stored (FA1 does): a barrier separates a global
   // store from the next global load.
   bool global_write_pending_ = false;
-  std::unordered_set<const Op*> wgmma_dots_; // dots that lower to wgmma (wgmma.h), decided once
-  std::map<const Op*, const Op*> deferred_;  // pipelined loop -> its wgmma chain left in flight (wgmma.h)
-  std::unordered_set<const Op*> unwaited_loads_; // shared loads whose wait a following pipelined loop does
   std::unordered_set<ValueId> used_;              // values some op reads (an unread atomic result lowers to red)
-
-  // How many iterations ahead a pipelined loop's tiles are issued.
-  int lookahead(const Op* loop, int stages) const { return deferred_.count(loop) ? stages - 2 : stages - 1; }
-  bool is_deferred_dot(const Op& dot) const {
-    for (const auto& [loop, d] : deferred_)
-      if (d == &dot)
-        return true;
-    return false;
-  }
   std::vector<std::pair<std::string, std::string>> helpers_; // device functions before the kernel: name, source
 
   void need_helper(const std::string& name, const std::string& source) {
@@ -199,7 +187,7 @@ private:
   // The barrier after this thread's copies into shared tiles have landed; wgmma reads shared memory
   // through the async proxy, so the writes are fenced for it first.
   void publish_shared_tiles() {
-    if (!wgmma_dots_.empty())
+    if (plan_.any_wgmma())
       line("kiln::fence_proxy_async();");
     line("__syncthreads();");
   }
@@ -351,9 +339,6 @@ private:
   }
   std::string fragment_addr(ValueId v, const std::string& base, const std::string& chunk, const std::string& row);
   // f32 -> f16/bf16 casts whose only use is an mma A operand: packed by the dot, never materialised.
-  std::unordered_set<ValueId> fused_casts_;
-  void find_fused_casts();
-  void find_unwaited_loads(const Region& r);
   void emit_dot_fma(const Op& op, const std::string& d);
   void emit_pointer_load(const Op& op);
   std::optional<int64_t> affine_coeff(ValueId v, int dim) const;
@@ -372,13 +357,6 @@ private:
     auto it = stage_var_.find(t.load);
     return it != stage_var_.end() ? fmt::format("({} + {} * {})", t.offset, it->second, t.bytes_per_stage())
                                   : std::to_string(t.offset);
-  }
-  bool is_pipelined(const SharedTile& t) const {
-    for (const auto& [loop, loads] : plan_.pipelined)
-      for (const Op* l : loads)
-        if (l == t.load)
-          return true;
-    return false;
   }
   // Shared tiles are stored in 16-byte chunks. A row of at most 128 bytes is one line; wider rows
   // are cut into 128-byte column panels stored one after another (all rows of panel 0, then panel
@@ -425,6 +403,11 @@ std::string Emitter::regs(ValueId v, const Layout& want) {
   if (std::string* c = cached(key))
     return *c;
   std::string n = convert(name_.at(v), have, want, k_.type(v).elem, k_.type(v).shape);
+  std::string layouts = have.str() == want.str()
+                            ? fmt::format("{} [{}] -> [{}]", have.str(), have.bases_str(), want.bases_str())
+                            : fmt::format("{} -> {}", have.str(), want.str());
+  conversion_notes_.push_back(
+      fmt::format("%{} at {}: {}", v, current_op_ ? current_op_->loc.str() : std::string("?"), layouts));
   cache(key, n);
   return n;
 }
@@ -574,6 +557,7 @@ void Emitter::emit_region(const Region& r) {
 }
 
 void Emitter::emit_op(const Op& op) {
+  current_op_ = &op;
   if (op.kind == OpKind::For)
     return emit_for(op);
   if (op.kind == OpKind::If)
@@ -589,7 +573,7 @@ void Emitter::emit_op(const Op& op) {
   line("// {} {}", op_name(op.kind), op.loc.str());
   switch (op.kind) {
   case OpKind::Cast:
-    if (fused_casts_.count(r))
+    if (plan_.fused_casts.count(r))
       return;
     return emit_elementwise(op);
   case OpKind::Unary:
@@ -862,14 +846,11 @@ void Emitter::emit_dot(const Op& op) {
   for_regs(L.num_regs());
   line("  {}[r] = {}[r];", d, acc);
   line("}}");
-  DType in = k_.type(op.operands[0]).elem;
-  bool mma = opt_.tensor_cores && (is_half(in) || (in == DType::f32 && op.tf32)) && L.kind == "mma";
-  if (wgmma_dots_.count(&op))
-    emit_dot_wgmma(op, d);
-  else if (mma)
-    emit_dot_mma(op, d);
-  else
-    emit_dot_fma(op, d);
+  switch (plan_.dots.at(&op).instruction) {
+  case DotInstruction::Wgmma: emit_dot_wgmma(op, d); break;
+  case DotInstruction::MmaSync: emit_dot_mma(op, d); break;
+  case DotInstruction::Fma: emit_dot_fma(op, d); break;
+  }
 }
 
 // Shared-memory fragment addressing. A fragment's row is lane_row + R (R a multiple of 8) and its
@@ -909,7 +890,7 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
        MT, NT);
   bool a_smem = plan_.where(a) == Placement::Shared, b_smem = plan_.where(b) == Placement::Shared;
   // A register operand that is an f32 -> f16/bf16 cast of an mma result is packed straight from f32.
-  const Op* a_cast = fused_casts_.count(a) ? k_.info(a).def : nullptr;
+  const Op* a_cast = plan_.fused_casts.count(a) ? k_.info(a).def : nullptr;
   Layout a_layout = mma_a_layout(M, K, plan_.warps, kinst);
   std::string ar = a_smem ? "" : a_cast ? regs(a_cast->operands[0], a_layout) : regs(a, a_layout);
   std::string br = b_smem ? "" : regs(b, mma_b_layout(K, N, plan_.warps, kinst));
@@ -1049,7 +1030,7 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d) {
   std::string da = a_smem ? descriptor(a, *ao, "kiln_wg_m") : "";
   std::string db = descriptor(b, bo, "kiln_wn");
   // A in registers: the mma.sync A fragment layout is wgmma's register-A layout (16 rows per warp).
-  const Op* a_cast = fused_casts_.count(a) ? k_.info(a).def : nullptr;
+  const Op* a_cast = plan_.fused_casts.count(a) ? k_.info(a).def : nullptr;
   std::string ar;
   if (!a_smem)
     ar = a_cast ? regs(a_cast->operands[0], mma_a_layout(M, K, plan_.warps)) : regs(a, mma_a_layout(M, K, plan_.warps));
@@ -1071,7 +1052,7 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d) {
       }
     }
   line("kiln::wgmma_commit();");
-  if (is_deferred_dot(op))
+  if (plan_.is_deferred_dot(op))
     line("kiln::wgmma_wait<1>(); // the previous iteration's product is done; this one stays in flight");
   else
     line("kiln::wgmma_wait<0>();");
@@ -1339,10 +1320,10 @@ void Emitter::emit_block_load(const Op& op) {
   const Type& bt = k_.type(op.operands[0]);
   if (plan_.where(r) == Placement::Shared) {
     const SharedTile& t = plan_.tiles[plan_.tile_of.at(r)];
-    if (is_pipelined(t)) { // issued ahead by emit_for; the first load of the loop waits for the stage
+    if (plan_.is_pipelined(t)) { // issued ahead by emit_for; the first load of the loop waits for the stage
       for (const auto& [loop, loads] : plan_.pipelined)
         if (loads.front() == &op) {
-          line("kiln::cp_async_wait<{}>();", lookahead(loop, t.stages) - 1);
+          line("kiln::cp_async_wait<{}>();", plan_.lookahead(loop, t.stages) - 1);
           publish_shared_tiles();
         }
       return;
@@ -1350,7 +1331,7 @@ void Emitter::emit_block_load(const Op& op) {
     line("__syncthreads(); // the tile's previous readers are done");
     emit_tile_issue(t, bp, "0");
     line("kiln::cp_async_commit();");
-    if (unwaited_loads_.count(&op)) {
+    if (plan_.unwaited_loads.count(&op)) {
       line("// waited for with the first tiles of the pipelined loop that reads it");
       return;
     }
@@ -1510,7 +1491,7 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
       line("const int rows_hi = kiln_hi <= 0 ? 0 : (kiln_hi > {0} ? {0} : (int)kiln_hi);", t.rows);
       copy_rows(fmt::format("ok_c && i * {0} >= rows_lo && i * {0} < rows_hi", R));
     };
-    if ((check_s || check_c) && t.loop && deferred_.count(t.loop)) {
+    if ((check_s || check_c) && t.loop && plan_.deferred_dots.count(t.loop)) {
       // A matmul-style loop does nothing but copy and multiply, so its speed is the rate at which it issues
       // copies: a tile wholly inside the tensor (every one but the edges) gets copies with no checks at all.
       // Elsewhere (FA2's masked keys) the second copy of the code costs more registers than it saves.
@@ -1614,7 +1595,7 @@ void Emitter::emit_for(const Op& op) {
     stages = plan_.tiles[plan_.tile_of.at(loads.front()->result())].stages;
     stage = fresh("stage");
     line("__syncthreads(); // shared tiles of earlier code are free");
-    for (int s = 0; s < lookahead(&op, stages); ++s) {
+    for (int s = 0; s < plan_.lookahead(&op, stages); ++s) {
       line("if ({} + {} * {} < {}) {{", lo, s, step, hi);
       open();
       for (const Op* l : loads) {
@@ -1651,7 +1632,7 @@ void Emitter::emit_for(const Op& op) {
       emit_op(*inner);
       if (!issued && inner.get() == pit->second.front()) {
         issued = true;
-        line("if ({} + {} * {} < {}) {{", iv, lookahead(&op, stages), step, hi);
+        line("if ({} + {} * {} < {}) {{", iv, plan_.lookahead(&op, stages), step, hi);
         open();
         for (const Op* l : pit->second) {
           ValueId bp = l->operands[0];
@@ -1660,11 +1641,11 @@ void Emitter::emit_for(const Op& op) {
           std::string deltas;
           for (size_t j = 1; j < adv->operands.size(); ++j)
             deltas += (j > 1 ? ", " : "") +
-                      fmt::format("(long long)({}) * {}", invariant(adv->operands[j]), lookahead(&op, stages));
+                      fmt::format("(long long)({}) * {}", invariant(adv->operands[j]), plan_.lookahead(&op, stages));
           std::string b = fresh("bp");
           line("const auto {} = {}.advanced({{{}}});", b, vars[idx - 1], deltas);
           emit_tile_issue(plan_.tiles[plan_.tile_of.at(l->result())], b,
-                          fmt::format("(({} + {}) % {})", stage, lookahead(&op, stages), stages));
+                          fmt::format("(({} + {}) % {})", stage, plan_.lookahead(&op, stages), stages));
         }
         close();
         line("}}");
@@ -1714,7 +1695,7 @@ void Emitter::emit_for(const Op& op) {
     line("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", stage, stages);
   close();
   line("}}");
-  if (deferred_.count(&op))
+  if (plan_.deferred_dots.count(&op))
     line("kiln::wgmma_wait<0>(); // the last product");
   if (!stage.empty()) {
     line("kiln::cp_async_wait_all();");
@@ -1762,86 +1743,9 @@ void Emitter::emit_if(const Op& op) {
     name_[op.results[i]] = vars[i];
 }
 
-// A shared tile loaded before a pipelined loop and first read inside it, after the loop's first
-// wait for its own tiles, needs no wait of its own: cp.async groups complete in order, so that wait
-// covers it, and the load overlaps the loop's first tiles instead of being waited for alone (FA2's
-// Q tile). Anything reading the tile earlier, or a loop that is not pipelined, keeps the plain wait.
-void Emitter::find_unwaited_loads(const Region& r) {
-  auto reads_tile = [&](const Op& op, int tile) {
-    bool reads = false;
-    auto check = [&](const Op& o) {
-      for (ValueId v : o.operands) {
-        auto it = plan_.tile_of.find(v);
-        reads |= it != plan_.tile_of.end() && it->second == tile;
-      }
-    };
-    check(op);
-    for (const Region& sub : op.regions)
-      walk(sub, check);
-    return reads;
-  };
-  for (size_t i = 0; i < r.ops.size(); ++i) {
-    const Op& load = *r.ops[i];
-    for (const Region& sub : load.regions)
-      find_unwaited_loads(sub);
-    if (load.kind != OpKind::LoadBlock || plan_.where(load.result()) != Placement::Shared)
-      continue;
-    int tile = plan_.tile_of.at(load.result());
-    if (is_pipelined(plan_.tiles[tile]))
-      continue;
-    for (size_t j = i + 1; j < r.ops.size(); ++j) {
-      const Op& next = *r.ops[j];
-      auto pit = plan_.pipelined.find(&next);
-      if (pit == plan_.pipelined.end()) {
-        if (reads_tile(next, tile) || !next.regions.empty())
-          break;
-        continue;
-      }
-      const Region& body = next.regions[0];
-      bool ok = true;
-      for (const auto& inner : body.ops) {
-        if (inner.get() == pit->second.front())
-          break; // the loop's first wait is here; reads after it are covered
-        ok &= !reads_tile(*inner, tile);
-      }
-      if (ok)
-        unwaited_loads_.insert(&load);
-      break;
-    }
-  }
-}
-
-void Emitter::find_fused_casts() {
-  if (!opt_.tensor_cores)
-    return;
-  std::unordered_map<ValueId, int> uses;
-  walk(k_.body, [&](const Op& o) {
-    for (ValueId v : o.operands)
-      ++uses[v];
-  });
-  walk(k_.body, [&](const Op& o) {
-    if (o.kind != OpKind::Dot || o.tf32)
-      return;
-    ValueId a = o.operands[0];
-    const Op* def = k_.info(a).def;
-    if (def && def->kind == OpKind::Cast && uses[a] == 1 && k_.type(def->operands[0]).elem == DType::f32 &&
-        is_half(k_.type(a).elem) && plan_.where(a) == Placement::Registers &&
-        plan_.where(def->operands[0]) == Placement::Registers)
-      fused_casts_.insert(a);
-  });
-}
-
 EmittedKernel Emitter::run() {
   walk(k_.body, [&](const Op& o) { used_.insert(o.operands.begin(), o.operands.end()); });
-  find_fused_casts();
-  find_unwaited_loads(k_.body);
-  walk(k_.body, [&](const Op& o) {
-    if (o.kind == OpKind::Dot && dot_uses_wgmma(k_, o, plan_, target_, opt_))
-      wgmma_dots_.insert(&o);
-    if (const Op* d = o.kind == OpKind::For ? deferred_wgmma_dot(k_, o, plan_, target_, opt_) : nullptr)
-      deferred_[&o] = d;
-  });
-  if (!wgmma_dots_.empty())
+  if (plan_.any_wgmma())
     need_helper("kiln::wgmma_support", wgmma_support_source());
   std::string params;
   for (size_t i = 0; i < k_.params.size(); ++i) {
@@ -1855,6 +1759,7 @@ EmittedKernel Emitter::run() {
   EmittedKernel e;
   e.scratch_bytes = scratch_bytes_;
   e.conversions = conversions_;
+  e.conversion_notes = conversion_notes_;
   // MIN_BLOCKS_PER_SM (an optional config parameter) caps registers so that many CTAs fit on an SM.
   std::string head = fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}({}) {{\n", threads_,
                                  k_.config.get_or("MIN_BLOCKS_PER_SM", 1),

@@ -11,6 +11,9 @@ struct EmittedKernel {
   std::string body;          // the __global__ function, without the prelude
   int64_t scratch_bytes = 0; // shared memory for layout conversions and cross-warp reductions
   int conversions = 0;       // layout conversions through shared memory (should be few)
+  // One line per conversion: the value, the DSL line of the op that needed it, the two layouts (with their
+  // bases when their summaries agree).
+  std::vector<std::string> conversion_notes;
 };
 
 EmittedKernel emit_cuda(const Kernel& k, const LoweringPlan& plan, const Target& target,

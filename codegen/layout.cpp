@@ -66,6 +66,20 @@ std::string Layout::str() const {
   return fmt::format("{}[{}] regs={}", kind, dims, num_regs());
 }
 
+std::string Layout::bases_str() const {
+  std::string s;
+  for (auto [name, bases] : {std::pair{"reg", &reg}, {"lane", &lane}, {"warp", &warp}}) {
+    s += (s.empty() ? "" : " ") + std::string(name);
+    for (const Coord& c : *bases) {
+      std::string coord;
+      for (size_t i = 0; i < c.size(); ++i)
+        coord += (i ? "," : "") + std::to_string(c[i]);
+      s += " (" + coord + ")";
+    }
+  }
+  return s;
+}
+
 Layout blocked_layout(const Shape& shape, int num_warps, int vec, llvm::ArrayRef<int> order_in) {
   Layout l;
   l.shape = shape;

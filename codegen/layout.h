@@ -36,6 +36,9 @@ struct Layout {
   int64_t reg_offset(int r, int dim) const;
   bool same_bases(const Layout& o) const { return shape == o.shape && reg == o.reg && lane == o.lane && warp == o.warp; }
   std::string str() const; // "mma[128x64] regs=32"
+  // The bases themselves, for telling apart two layouts whose str() agree:
+  // "reg (0,1) (0,2) lane (0,4) (0,8) (0,16) (1,0) (2,0) warp (4,0) (8,0)".
+  std::string bases_str() const;
 };
 
 // Coalesced layout: `vec` contiguous elements per thread along the fastest dim (order[0]), lanes then

@@ -15,6 +15,7 @@ std::optional<DType> parse_dtype(std::string_view name); // "f16" -> DType::f16
 int dtype_bytes(DType t);                                // i1 -> 1
 inline bool is_float(DType t) { return t >= DType::f16; }
 inline bool is_int(DType t) { return t <= DType::i64; } // i1 and u8 count as integers
+inline bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; } // the 16-bit floats
 int dtype_rank(DType t);                                 // promotion order: i1 < u8 < i32 < i64 < f16,bf16 < f32 < f64
 
 // The smallest and largest value an integer dtype holds (i1: 0 and 1). InternalError for floats.

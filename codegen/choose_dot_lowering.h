@@ -1,0 +1,17 @@
+// Pass: the instruction every dot lowers to, recorded in the plan (LoweringPlan::dots):
+//   - wgmma on sm_90a where its operands allow it (codegen/wgmma.h says when, and why not otherwise);
+//   - mma.sync for f16/bf16 (and f32 asking for tf32) whose result took the mma accumulator layout;
+//   - per-thread FMA from shared memory for everything else (exact f32/f64, tensor cores switched off).
+// And the fused casts: an f32 -> f16/bf16 cast of a register tile read only as a dot's A operand is packed
+// into the fragment straight from f32 instead of being materialised (FA2's P, the backward's Pᵀ and dSᵀ).
+#pragma once
+
+#include "codegen/codegen.h"
+#include "codegen/lowering_plan.h"
+#include "codegen/target.h"
+
+namespace kiln {
+
+void choose_dot_lowering(const Kernel& k, const Target& target, const CodegenOptions& options, LoweringPlan& plan);
+
+} // namespace kiln

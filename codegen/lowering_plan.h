@@ -1,0 +1,98 @@
+// The lowering plan: every decision the code generator's passes make about a kernel, recorded before any
+// CUDA is written, so that the emitter only prints it and `kiln emit --stage lowered` can show it.
+//   assign_layouts        placement and register layout of every value, shared operand tiles, the warp split,
+//                         pipelined loads
+//   plan_shared_memory    byte offsets of the shared tiles
+//   choose_dot_lowering   the instruction of each dot, fused casts of register operands
+//   schedule_async_copies products left in flight across iterations, loads whose wait a later loop covers
+#pragma once
+
+#include "codegen/layout.h"
+#include "dsl/ir.h"
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace kiln {
+
+enum class DotInstruction : uint8_t { Fma, MmaSync, Wgmma };
+const char* dot_instruction_name(DotInstruction i); // "fma", "mma.sync", "wgmma"
+
+struct DotPlan {
+  DotInstruction instruction = DotInstruction::Fma;
+  // On a target with wgmma, why a 16-bit dot stayed on mma.sync ("" otherwise).
+  std::string why_not_wgmma;
+};
+
+enum class Placement : uint8_t { Scalar, BlockPtr, Flexible, Registers, Shared, None };
+
+// A block-pointer load kept in shared memory: `rows` x `cols` in memory order (cols contiguous).
+struct SharedTile {
+  ValueId value = kNoValue;
+  const Op* load = nullptr;
+  int64_t rows = 0, cols = 0;
+  int elem_bytes = 2;
+  int contig_dim = 1; // the logical dim of the loaded block that is contiguous in memory
+  int stages = 1;     // ring depth when pipelined
+  int64_t offset = 0; // bytes from the start of dynamic shared memory
+  const Op* loop = nullptr;           // the innermost for op around the load (nullptr: none)
+  std::vector<const Op*> loop_nest;   // every for op around the load, outermost first
+  
+  int64_t bytes_per_stage() const { return rows * cols * elem_bytes; }
+};
+
+struct LoweringPlan {
+  std::unordered_map<ValueId, Placement> placement;
+  std::unordered_map<ValueId, Layout> layout; // Registers values
+  std::vector<SharedTile> tiles;
+  std::unordered_map<ValueId, int> tile_of;     // Shared values -> tiles index (through trans too)
+  std::unordered_map<ValueId, bool> transposed; // Shared values reached through an odd number of trans
+  std::map<const Op*, std::vector<const Op*>> pipelined; // for op -> its pipelined loads, in order
+  WarpSplit warps;
+  int num_warps = 4;
+  int64_t tiles_bytes = 0; // shared memory for tiles; scratch follows
+
+  // choose_dot_lowering: the instruction of every dot, and the f32 -> f16/bf16 casts packed straight into
+  // a register A operand instead of being materialised.
+  std::map<const Op*, DotPlan> dots;
+  std::unordered_set<ValueId> fused_casts;
+  // schedule_async_copies: matmul-style loops whose wgmma chain stays in flight (loop -> its dot), and shared
+  // tiles loaded before a pipelined loop whose wait that loop's first wait covers.
+  std::map<const Op*, const Op*> deferred_dots;
+  std::unordered_set<const Op*> unwaited_loads;
+
+  Placement where(ValueId v) const { return placement.at(v); }
+  // How many iterations ahead a pipelined loop issues its tiles: one stage less when its product stays in
+  // flight (the tile that product reads must not be overwritten).
+  int lookahead(const Op* loop, int stages) const { return deferred_dots.count(loop) ? stages - 2 : stages - 1; }
+  bool any_wgmma() const {
+    for (const auto& [dot, d] : dots)
+      if (d.instruction == DotInstruction::Wgmma)
+        return true;
+    return false;
+  }
+  bool is_deferred_dot(const Op& dot) const {
+    for (const auto& [loop, d] : deferred_dots)
+      if (d == &dot)
+        return true;
+    return false;
+  }
+  bool is_pipelined(const SharedTile& t) const {
+    for (const auto& [loop, loads] : pipelined)
+      for (const Op* l : loads)
+        if (l == t.load)
+          return true;
+    return false;
+  }
+  // The logical dim of shared value `v` that is contiguous in shared memory (its tile's, flipped by an
+  // odd number of trans).
+  int contiguous_dim(ValueId v) const {
+    const SharedTile& t = tiles[tile_of.at(v)];
+    return transposed.at(v) ? 1 - t.contig_dim : t.contig_dim;
+  }
+};
+
+} // namespace kiln
