@@ -304,6 +304,8 @@ private:
   // ---- ops ----
   void emit_region(const Region& r);
   void emit_op(const Op& op);
+  void emit_stage_issue(const Op& loop, const std::vector<std::string>& vars, const std::string& from, int ahead,
+                        const std::string& slot);
   void emit_scalar_op(const Op& op);
   void emit_elementwise(const Op& op);
   void emit_broadcast(const Op& op);
@@ -1560,6 +1562,31 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
 
 // ---------------------------------------------------------------------------------------------
 
+// Issues the tiles of pipelined loop `op` for iteration `from` + `ahead` (if it exists) into ring slot `slot`,
+// each block pointer advanced `ahead` steps from its carried value: the prologue calls it with from = lo and
+// ahead = 0, 1, ..., the steady state with the induction variable and the lookahead.
+void Emitter::emit_stage_issue(const Op& op, const std::vector<std::string>& vars, const std::string& from, int ahead,
+                               const std::string& slot) {
+  const Region& body = op.regions[0];
+  const Op& yield = *body.ops.back();
+  line("if ({} + {} * {} < {}) {{", from, ahead, scalar(op.operands[2]), scalar(op.operands[1]));
+  open();
+  for (const Op* l : plan_.pipelined.at(&op)) {
+    ValueId bp = l->operands[0];
+    size_t idx = std::find(body.args.begin(), body.args.end(), bp) - body.args.begin();
+    const Op* adv = k_.info(yield.operands[idx - 1]).def;
+    std::string deltas;
+    for (size_t j = 1; j < adv->operands.size(); ++j)
+      deltas += (j > 1 ? ", " : "") + fmt::format("(long long)({}) * {}", invariant(adv->operands[j]), ahead);
+    std::string b = fresh("bp");
+    line("const auto {} = {}.advanced({{{}}});", b, vars[idx - 1], deltas);
+    emit_tile_issue(plan_.tiles[plan_.tile_of.at(l->result())], b, slot);
+  }
+  close();
+  line("}}");
+  line("kiln::cp_async_commit();");
+}
+
 void Emitter::emit_for(const Op& op) {
   const Region& body = op.regions[0];
   const Op& yield = *body.ops.back();
@@ -1595,24 +1622,8 @@ void Emitter::emit_for(const Op& op) {
     stages = plan_.tiles[plan_.tile_of.at(loads.front()->result())].stages;
     stage = fresh("stage");
     line("__syncthreads(); // shared tiles of earlier code are free");
-    for (int s = 0; s < plan_.lookahead(&op, stages); ++s) {
-      line("if ({} + {} * {} < {}) {{", lo, s, step, hi);
-      open();
-      for (const Op* l : loads) {
-        ValueId bp = l->operands[0];
-        size_t idx = std::find(body.args.begin(), body.args.end(), bp) - body.args.begin();
-        const Op* adv = k_.info(yield.operands[idx - 1]).def;
-        std::string deltas;
-        for (size_t j = 1; j < adv->operands.size(); ++j)
-          deltas += (j > 1 ? ", " : "") + fmt::format("(long long)({}) * {}", invariant(adv->operands[j]), s);
-        std::string b = fresh("bp");
-        line("const auto {} = {}.advanced({{{}}});", b, vars[idx - 1], deltas);
-        emit_tile_issue(plan_.tiles[plan_.tile_of.at(l->result())], b, std::to_string(s));
-      }
-      close();
-      line("}}");
-      line("kiln::cp_async_commit();");
-    }
+    for (int s = 0; s < plan_.lookahead(&op, stages); ++s)
+      emit_stage_issue(op, vars, lo, s, std::to_string(s));
     line("int {} = 0;", stage);
     for (const Op* l : loads)
       stage_var_[l] = stage;
@@ -1632,24 +1643,8 @@ void Emitter::emit_for(const Op& op) {
       emit_op(*inner);
       if (!issued && inner.get() == pit->second.front()) {
         issued = true;
-        line("if ({} + {} * {} < {}) {{", iv, plan_.lookahead(&op, stages), step, hi);
-        open();
-        for (const Op* l : pit->second) {
-          ValueId bp = l->operands[0];
-          size_t idx = std::find(body.args.begin(), body.args.end(), bp) - body.args.begin();
-          const Op* adv = k_.info(yield.operands[idx - 1]).def;
-          std::string deltas;
-          for (size_t j = 1; j < adv->operands.size(); ++j)
-            deltas += (j > 1 ? ", " : "") +
-                      fmt::format("(long long)({}) * {}", invariant(adv->operands[j]), plan_.lookahead(&op, stages));
-          std::string b = fresh("bp");
-          line("const auto {} = {}.advanced({{{}}});", b, vars[idx - 1], deltas);
-          emit_tile_issue(plan_.tiles[plan_.tile_of.at(l->result())], b,
-                          fmt::format("(({} + {}) % {})", stage, plan_.lookahead(&op, stages), stages));
-        }
-        close();
-        line("}}");
-        line("kiln::cp_async_commit();");
+        const int ahead = plan_.lookahead(&op, stages);
+        emit_stage_issue(op, vars, iv, ahead, fmt::format("(({} + {}) % {})", stage, ahead, stages));
       }
     }
   } else {
