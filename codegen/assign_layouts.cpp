@@ -157,9 +157,10 @@ struct Assigner {
   }
 
   static int priority(const Layout& l) {
-    if (l.kind == "mma")
+    if (l.kind == LayoutKind::Mma && !l.collapsed)
       return 3;
-    if (l.kind == "slice" || l.kind.rfind("mma", 0) == 0)
+    if ((l.kind == LayoutKind::Slice && !l.collapsed) || l.kind == LayoutKind::Mma || l.kind == LayoutKind::MmaA ||
+        l.kind == LayoutKind::MmaB)
       return 2;
     return 1;
   }

@@ -20,7 +20,7 @@ void choose_dot_lowering(const Kernel& k, const Target& target, const CodegenOpt
     DotPlan d;
     const DType in = k.type(op.operands[0]).elem;
     const bool mma = options.tensor_cores && (is_half(in) || (in == DType::f32 && op.tf32)) &&
-                     plan.layout.at(op.result()).kind == "mma";
+                     plan.layout.at(op.result()).kind == LayoutKind::Mma && !plan.layout.at(op.result()).collapsed;
     std::string why;
     if (dot_uses_wgmma(k, op, plan, target, options, &why))
       d.instruction = DotInstruction::Wgmma;

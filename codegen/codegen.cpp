@@ -55,7 +55,7 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan, const Emitt
   });
   std::map<std::string, int> kinds;
   for (const auto& [v, l] : plan.layout)
-    kinds[l.kind]++;
+    kinds[l.kind_name()]++;
   for (const auto& [kind, n] : kinds)
     s += fmt::format("//   {} values in {} layouts\n", n, kind);
   s += fmt::format("//   shared memory: tiles {} B + scratch {} B; layout conversions through shared memory: {}\n",

@@ -59,11 +59,26 @@ int64_t Layout::reg_offset(int r, int dim) const {
   return off;
 }
 
+const char* layout_kind_name(LayoutKind k) {
+  switch (k) {
+  case LayoutKind::Mma: return "mma";
+  case LayoutKind::MmaA: return "mma_a";
+  case LayoutKind::MmaB: return "mma_b";
+  case LayoutKind::Slice: return "slice";
+  case LayoutKind::Blocked: break;
+  }
+  return "blocked";
+}
+
+std::string Layout::kind_name() const {
+  return std::string(layout_kind_name(kind)) + (collapsed ? "_collapsed" : "");
+}
+
 std::string Layout::str() const {
   std::string dims;
   for (size_t i = 0; i < shape.size(); ++i)
     dims += (i ? "x" : "") + std::to_string(shape[i]);
-  return fmt::format("{}[{}] regs={}", kind, dims, num_regs());
+  return fmt::format("{}[{}] regs={}", kind_name(), dims, num_regs());
 }
 
 std::string Layout::bases_str() const {
@@ -83,7 +98,7 @@ std::string Layout::bases_str() const {
 Layout blocked_layout(const Shape& shape, int num_warps, int vec, llvm::ArrayRef<int> order_in) {
   Layout l;
   l.shape = shape;
-  l.kind = "blocked";
+  l.kind = LayoutKind::Blocked;
   int r = l.rank();
   llvm::SmallVector<int, 4> order(order_in.begin(), order_in.end());
   if (order.empty())
@@ -141,7 +156,7 @@ Layout mma_acc_layout(int64_t M, int64_t N, const WarpSplit& w) {
   check_mma_tile(M, N, warps_m, warps_n, 16, 8);
   Layout l;
   l.shape = {M, N};
-  l.kind = "mma";
+  l.kind = LayoutKind::Mma;
   int64_t wm = M / warps_m, wn = N / warps_n; // per-warp tile
   // c0..c3 of one m16n8 fragment: (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)
   l.reg = {unit(2, 1, 1), unit(2, 0, 8)};
@@ -159,7 +174,7 @@ Layout mma_a_layout(int64_t M, int64_t K, const WarpSplit& w, int kinst) {
   check_mma_tile(M, K, warps_m, 1, 16, kinst);
   Layout l;
   l.shape = {M, K};
-  l.kind = "mma_a";
+  l.kind = LayoutKind::MmaA;
   int64_t wm = M / warps_m;
   if (kinst == 16) // a0..a7: (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..)
     l.reg = {unit(2, 1, 1), unit(2, 0, 8), unit(2, 1, 8)};
@@ -182,7 +197,7 @@ Layout mma_b_layout(int64_t K, int64_t N, const WarpSplit& w, int kinst) {
   check_mma_tile(K, N, 1, warps_n, kinst, 8);
   Layout l;
   l.shape = {K, N};
-  l.kind = "mma_b";
+  l.kind = LayoutKind::MmaB;
   int64_t wn = N / warps_n;
   if (kinst == 16) // b0..b3: (2t..2t+1, g), (2t+8..2t+9, g)
     l.reg = {unit(2, 0, 1), unit(2, 0, 8)};
@@ -202,7 +217,7 @@ Layout mma_b_layout(int64_t K, int64_t N, const WarpSplit& w, int kinst) {
 
 Layout slice_layout(const Layout& p, int dim) {
   Layout l;
-  l.kind = "slice";
+  l.kind = LayoutKind::Slice;
   l.parent = std::make_shared<const Layout>(p);
   l.parent_dim = dim;
   l.shape = p.shape;
@@ -254,7 +269,8 @@ Layout trans_layout(const Layout& x) {
 
 Layout collapse_layout(const Layout& dst, const Shape& src_shape) {
   Layout l;
-  l.kind = dst.kind + "_collapsed";
+  l.kind = dst.kind;
+  l.collapsed = true;
   l.shape = src_shape;
   auto collapse = [&](const Coord& c) {
     Coord out = c;

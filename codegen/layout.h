@@ -18,12 +18,18 @@ namespace kiln {
 
 using Coord = llvm::SmallVector<int64_t, 3>;
 
+// What a layout was made as. Decisions branch on it (an mma accumulator is what tensor cores produce; a
+// slice can be broadcast back into its parent for free); the bases, not the kind, say where elements are.
+enum class LayoutKind : uint8_t { Blocked, Mma, MmaA, MmaB, Slice };
+const char* layout_kind_name(LayoutKind k); // "blocked", "mma", "mma_a", "mma_b", "slice"
+
 struct Layout {
   Shape shape;
   std::vector<Coord> reg;  // basis of register bit b
   std::vector<Coord> lane; // basis of lane bit b (5 bits)
   std::vector<Coord> warp; // basis of warp bit b (log2 num_warps bits)
-  std::string kind;        // "blocked", "mma", "mma_a", "mma_b", "slice", ... for printing only
+  LayoutKind kind = LayoutKind::Blocked;
+  bool collapsed = false; // made by collapse_layout (a layout of another shape's size-1 dims dropped)
   // For a slice (a reduction's result): the layout it was reduced from and along which dim, so that
   // expanding it back and broadcasting lands in the parent for free. Not part of equality.
   std::shared_ptr<const Layout> parent;
@@ -35,7 +41,8 @@ struct Layout {
   // The compile-time part of register r's coordinate along `dim`.
   int64_t reg_offset(int r, int dim) const;
   bool same_bases(const Layout& o) const { return shape == o.shape && reg == o.reg && lane == o.lane && warp == o.warp; }
-  std::string str() const; // "mma[128x64] regs=32"
+  std::string kind_name() const; // "mma", "blocked_collapsed", ...
+  std::string str() const;       // "mma[128x64] regs=32"
   // The bases themselves, for telling apart two layouts whose str() agree:
   // "reg (0,1) (0,2) lane (0,4) (0,8) (0,16) (1,0) (2,0) warp (4,0) (8,0)".
   std::string bases_str() const;

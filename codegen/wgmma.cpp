@@ -65,7 +65,7 @@ bool dot_uses_wgmma(const Kernel& k, const Op& dot, const LoweringPlan& plan, co
   if (in != DType::f16 && in != DType::bf16)
     return fail(why, fmt::format("operands are {}, not f16/bf16", dtype_name(in)));
   auto layout = plan.layout.find(dot.result());
-  if (layout == plan.layout.end() || layout->second.kind != "mma")
+  if (layout == plan.layout.end() || layout->second.kind != LayoutKind::Mma || layout->second.collapsed)
     return fail(why, "the result is not in the mma accumulator layout");
   const WarpSplit& w = plan.warps;
   if (w.warps_m % 4)
