@@ -6,21 +6,26 @@ namespace kiln {
 
 const char* dot_instruction_name(DotInstruction i) {
   switch (i) {
-  case DotInstruction::Wgmma: return "wgmma";
-  case DotInstruction::MmaSync: return "mma.sync";
-  case DotInstruction::Fma: break;
+  case DotInstruction::Wgmma:
+    return "wgmma";
+  case DotInstruction::MmaSync:
+    return "mma.sync";
+  case DotInstruction::Fma:
+    break;
   }
   return "fma";
 }
 
-void choose_dot_lowering(const Kernel& k, const Target& target, const CodegenOptions& options, LoweringPlan& plan) {
+void choose_dot_lowering(const Kernel& k, const Target& target, const CodegenOptions& options,
+                         LoweringPlan& plan) {
   walk(k.body, [&](const Op& op) {
     if (op.kind != OpKind::Dot)
       return;
     DotPlan d;
     const DType in = k.type(op.operands[0]).elem;
     const bool mma = options.tensor_cores && (is_half(in) || (in == DType::f32 && op.tf32)) &&
-                     plan.layout.at(op.result()).kind == LayoutKind::Mma && !plan.layout.at(op.result()).collapsed;
+                     plan.layout.at(op.result()).kind == LayoutKind::Mma &&
+                     !plan.layout.at(op.result()).collapsed;
     std::string why;
     if (dot_uses_wgmma(k, op, plan, target, options, &why))
       d.instruction = DotInstruction::Wgmma;

@@ -12,6 +12,7 @@
 
 namespace kiln {
 
-void choose_dot_lowering(const Kernel& k, const Target& target, const CodegenOptions& options, LoweringPlan& plan);
+void choose_dot_lowering(const Kernel& k, const Target& target, const CodegenOptions& options,
+                         LoweringPlan& plan);
 
 } // namespace kiln

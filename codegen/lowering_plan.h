@@ -35,12 +35,12 @@ struct SharedTile {
   const Op* load = nullptr;
   int64_t rows = 0, cols = 0;
   int elem_bytes = 2;
-  int contig_dim = 1; // the logical dim of the loaded block that is contiguous in memory
-  int stages = 1;     // ring depth when pipelined
-  int64_t offset = 0; // bytes from the start of dynamic shared memory
-  const Op* loop = nullptr;           // the innermost for op around the load (nullptr: none)
-  std::vector<const Op*> loop_nest;   // every for op around the load, outermost first
-  
+  int contig_dim = 1;               // the logical dim of the loaded block that is contiguous in memory
+  int stages = 1;                   // ring depth when pipelined
+  int64_t offset = 0;               // bytes from the start of dynamic shared memory
+  const Op* loop = nullptr;         // the innermost for op around the load (nullptr: none)
+  std::vector<const Op*> loop_nest; // every for op around the load, outermost first
+
   int64_t bytes_per_stage() const { return rows * cols * elem_bytes; }
 };
 
@@ -67,7 +67,9 @@ struct LoweringPlan {
   Placement where(ValueId v) const { return placement.at(v); }
   // How many iterations ahead a pipelined loop issues its tiles: one stage less when its product stays in
   // flight (the tile that product reads must not be overwritten).
-  int lookahead(const Op* loop, int stages) const { return deferred_dots.count(loop) ? stages - 2 : stages - 1; }
+  int lookahead(const Op* loop, int stages) const {
+    return deferred_dots.count(loop) ? stages - 2 : stages - 1;
+  }
   bool any_wgmma() const {
     for (const auto& [dot, d] : dots)
       if (d.instruction == DotInstruction::Wgmma)

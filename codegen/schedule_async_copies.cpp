@@ -53,7 +53,8 @@ void find_unwaited_loads(const Region& r, LoweringPlan& plan) {
 
 } // namespace
 
-void schedule_async_copies(const Kernel& k, const Target& target, const CodegenOptions& options, LoweringPlan& plan) {
+void schedule_async_copies(const Kernel& k, const Target& target, const CodegenOptions& options,
+                           LoweringPlan& plan) {
   walk(k.body, [&](const Op& o) {
     if (const Op* d = o.kind == OpKind::For ? deferred_wgmma_dot(k, o, plan, target, options) : nullptr)
       plan.deferred_dots[&o] = d;

@@ -15,6 +15,7 @@
 
 namespace kiln {
 
-void schedule_async_copies(const Kernel& k, const Target& target, const CodegenOptions& options, LoweringPlan& plan);
+void schedule_async_copies(const Kernel& k, const Target& target, const CodegenOptions& options,
+                           LoweringPlan& plan);
 
 } // namespace kiln

@@ -1,0 +1,189 @@
+// Emitter: elementwise ops, broadcasts and reductions (see emitter.h).
+#include "codegen/emitter.h"
+
+namespace kiln::emit_detail {
+
+void Emitter::emit_elementwise(const Op& op) {
+  ValueId r = op.result();
+  const Layout& L = layout_of(r);
+  std::vector<std::string> ins;
+  for (ValueId x : op.operands)
+    ins.push_back(k_.type(x).shape.empty() ? scalar(x) : regs(x, L) + "[r]");
+  std::string n = declare_regs(r, L);
+  name_[r] = n;
+  DType in_t = k_.type(op.operands[0]).elem;
+  std::string e;
+  switch (op.kind) {
+  case OpKind::Unary:
+    e = unary_expr(op.unary, ins[0], in_t);
+    break;
+  case OpKind::Binary:
+    e = binary_expr(op.binary, ins[0], ins[1], in_t);
+    break;
+  case OpKind::Cast:
+    e = fmt::format("kiln::cvt<{}>({})", ctype(k_.type(r).elem), ins[0]);
+    break;
+  case OpKind::Where:
+    e = fmt::format("({} ? {} : {})", ins[0], ins[1], ins[2]);
+    break;
+  default:
+    e = fmt::format("({} + {})", ins[0], ins[1]);
+    break;
+  }
+  for_regs(L.num_regs());
+  line("  {}[r] = {};", n, e);
+  line("}}");
+}
+
+void Emitter::emit_broadcast(const Op& op) {
+  ValueId r = op.result(), x = op.operands[0];
+  const Layout& L = layout_of(r);
+  std::string n = declare_regs(r, L);
+  name_[r] = n;
+  if (k_.type(x).shape.empty()) {
+    for_regs(L.num_regs());
+    line("  {}[r] = {};", n, scalar(x));
+    line("}}");
+    return;
+  }
+  Layout src = collapse_layout(L, k_.type(x).shape);
+  std::string xs = regs(x, src);
+  std::vector<int> map = broadcast_register_map(src, L);
+  KILN_INTERNAL_CHECK(!map.empty(), "broadcast map");
+  std::string m = fresh("bmap");
+  line("constexpr int {}[{}] = {{{}}};", m, map.size(), fmt::join(map, ", "));
+  for_regs(L.num_regs());
+  line("  {}[r] = {}[{}[r]];", n, xs, m);
+  line("}}");
+}
+
+// Reduction along one dim: registers within a thread, then lanes by xor-shuffles, then warps through
+// shared memory. Every thread ends with the result for the elements its slice layout gives it.
+void Emitter::emit_reduce(const Op& op) {
+  ValueId r = op.result(), x = op.operands[0];
+  const Type& xt = k_.type(x);
+  const Layout& in = plan_.where(x) == Placement::Registers
+                         ? layout_of(x)
+                         : default_layout(xt.shape, xt.elem, plan_.num_warps);
+  std::string xs = regs(x, in);
+  Layout out = slice_layout(in, op.axis);
+  ReductionPlan rp = reduction_plan(in, op.axis);
+  bool arg = op.kind == OpKind::ArgMax;
+  DType t = xt.elem;
+  std::string ty = ctype(t);
+  std::string n = fresh(value_hint(r));
+  std::string idx = n + "_i";
+  int RO = out.num_regs();
+  // Map each input register to its output register: drop the register bits along the axis.
+  std::vector<int> omap(in.num_regs());
+  for (int ri = 0; ri < in.num_regs(); ++ri) {
+    int o = 0, ob = 0;
+    for (size_t b = 0; b < in.reg.size(); ++b) {
+      bool along =
+          std::find(rp.reg_bits.begin(), rp.reg_bits.end(), static_cast<int>(b)) != rp.reg_bits.end();
+      bool zero_elsewhere = true;
+      for (int d = 0; d < in.rank(); ++d)
+        if (d != op.axis && in.reg[b][d])
+          zero_elsewhere = false;
+      if (along)
+        continue;
+      if (zero_elsewhere && in.reg[b][op.axis] == 0)
+        continue; // a replica bit: same element
+      if (ri >> b & 1)
+        o |= 1 << ob;
+      ++ob;
+    }
+    omap[ri] = o;
+  }
+  std::string m = fresh("rmap");
+  line("// {} {} along axis {}", arg ? "argmax" : reduce_name(op.reduce), op.loc.str(), op.axis);
+  line("constexpr int {}[{}] = {{{}}};", m, omap.size(), fmt::join(omap, ", "));
+  line("{} {}[{}];", ty, n, RO);
+  if (arg)
+    line("int {}[{}];", idx, RO);
+  for_regs(RO);
+  line("  {}[r] = {};", n, reduce_identity(arg ? ReduceOp::Max : op.reduce, t));
+  if (arg)
+    line("  {}[r] = 0x7fffffff;", idx);
+  line("}}");
+  for_regs(in.num_regs());
+  if (arg) {
+    line("  int kiln_j = {};", coord(in, op.axis, "r"));
+    line("  {0} kiln_v = {1}[r]; {0} kiln_b = {2}[{3}[r]];", ty, xs, n, m);
+    line("  if (kiln::cvt<float>(kiln_v) > kiln::cvt<float>(kiln_b) || (kiln::cvt<float>(kiln_v) == "
+         "kiln::cvt<float>(kiln_b) && kiln_j < {0}[{1}[r]])) {{ {2}[{1}[r]] = kiln_v; {0}[{1}[r]] = kiln_j; "
+         "}}",
+         idx, m, n);
+  } else {
+    line("  {0}[{1}[r]] = {2};", n, m, reduce_combine(op.reduce, n + "[" + m + "[r]]", xs + "[r]", t));
+  }
+  line("}}");
+  for (int b : rp.lane_bits) {
+    for_regs(RO);
+    if (arg) {
+      line("  {0} kiln_v = kiln::shfl_xor({1}[r], {2}); int kiln_j = kiln::shfl_xor({3}[r], {2});", ty, n,
+           1 << b, idx);
+      line("  if (kiln::cvt<float>(kiln_v) > kiln::cvt<float>({0}[r]) || (kiln::cvt<float>(kiln_v) == "
+           "kiln::cvt<float>({0}[r]) && kiln_j < {1}[r])) {{ {0}[r] = kiln_v; {1}[r] = kiln_j; }}",
+           n, idx);
+    } else {
+      line("  {0}[r] = {1};", n,
+           reduce_combine(op.reduce, n + "[r]", fmt::format("kiln::shfl_xor({}[r], {})", n, 1 << b), t));
+    }
+    line("}}");
+  }
+  if (!rp.warp_bits.empty()) {
+    int64_t numel = 1;
+    for (int64_t d : out.shape)
+      numel *= d;
+    int W = 1 << rp.warp_bits.size();
+    int eb = std::max(4, dtype_bytes(t));
+    need_scratch(W * numel * (eb + (arg ? 4 : 0)));
+    std::string wd = "0";
+    for (size_t i = 0; i < rp.warp_bits.size(); ++i)
+      wd += fmt::format(" + ((kiln_warp >> {}) & 1) * {}", rp.warp_bits[i], 1 << i);
+    line("{{");
+    open();
+    line("{0}* kiln_x = reinterpret_cast<{0}*>({1});", ty, scratch());
+    line("int* kiln_xi = reinterpret_cast<int*>({} + {});", scratch(), W * numel * eb);
+    line("const int kiln_wd = {};", wd);
+    line("__syncthreads();");
+    for_regs(RO);
+    line("  kiln_x[kiln_wd * {} + {}] = {}[r];", numel, linear(out, out.shape, "r"), n);
+    if (arg)
+      line("  kiln_xi[kiln_wd * {} + {}] = {}[r];", numel, linear(out, out.shape, "r"), idx);
+    line("}}");
+    line("__syncthreads();");
+    for_regs(RO);
+    line("  {}[r] = kiln_x[{}];", n, linear(out, out.shape, "r"));
+    if (arg)
+      line("  {}[r] = kiln_xi[{}];", idx, linear(out, out.shape, "r"));
+    line("  for (int w = 1; w < {}; ++w) {{", W);
+    line("    {0} kiln_v = kiln_x[w * {1} + {2}];", ty, numel, linear(out, out.shape, "r"));
+    if (arg) {
+      line("    int kiln_j = kiln_xi[w * {} + {}];", numel, linear(out, out.shape, "r"));
+      line("    if (kiln::cvt<float>(kiln_v) > kiln::cvt<float>({0}[r]) || (kiln::cvt<float>(kiln_v) == "
+           "kiln::cvt<float>({0}[r]) && kiln_j < {1}[r])) {{ {0}[r] = kiln_v; {1}[r] = kiln_j; }}",
+           n, idx);
+    } else {
+      line("    {}[r] = {};", n, reduce_combine(op.reduce, n + "[r]", "kiln_v", t));
+    }
+    line("  }}");
+    line("}}");
+    close(); // no barrier after the reads: every user of the scratch starts with one
+    line("}}");
+  }
+  std::string result = arg ? idx : n;
+  if (plan_.where(r) == Placement::Scalar) {
+    std::string s = fresh(value_hint(r));
+    line("const {} {} = {}[0];", ctype(k_.type(r).elem), s, result);
+    name_[r] = s;
+    return;
+  }
+  const Layout& want = layout_of(r);
+  Layout have = op.keepdims ? expand_layout(out, op.axis) : out;
+  KILN_INTERNAL_CHECK(have.same_bases(want), "reduce result layout");
+  name_[r] = result;
+}
+
+} // namespace kiln::emit_detail

@@ -1,0 +1,187 @@
+// Emitter: for loops (with the pipelined loads' prologue and steady state) and ifs (see emitter.h).
+#include "codegen/emitter.h"
+
+namespace kiln::emit_detail {
+
+// Issues the tiles of pipelined loop `op` for iteration `from` + `ahead` (if it exists) into ring slot
+// `slot`, each block pointer advanced `ahead` steps from its carried value: the prologue calls it with from =
+// lo and ahead = 0, 1, ..., the steady state with the induction variable and the lookahead.
+void Emitter::emit_stage_issue(const Op& op, const std::vector<std::string>& vars, const std::string& from,
+                               int ahead, const std::string& slot) {
+  const Region& body = op.regions[0];
+  const Op& yield = *body.ops.back();
+  line("if ({} + {} * {} < {}) {{", from, ahead, scalar(op.operands[2]), scalar(op.operands[1]));
+  open();
+  for (const Op* l : plan_.pipelined.at(&op)) {
+    ValueId bp = l->operands[0];
+    size_t idx = std::find(body.args.begin(), body.args.end(), bp) - body.args.begin();
+    const Op* adv = k_.info(yield.operands[idx - 1]).def;
+    std::string deltas;
+    for (size_t j = 1; j < adv->operands.size(); ++j)
+      deltas += (j > 1 ? ", " : "") + fmt::format("(long long)({}) * {}", invariant(adv->operands[j]), ahead);
+    std::string b = fresh("bp");
+    line("const auto {} = {}.advanced({{{}}});", b, vars[idx - 1], deltas);
+    emit_tile_issue(plan_.tiles[plan_.tile_of.at(l->result())], b, slot);
+  }
+  close();
+  line("}}");
+  line("kiln::cp_async_commit();");
+}
+
+void Emitter::emit_for(const Op& op) {
+  const Region& body = op.regions[0];
+  const Op& yield = *body.ops.back();
+  line("// for {}", op.loc.str());
+  std::string lo = scalar(op.operands[0]), hi = scalar(op.operands[1]), step = scalar(op.operands[2]);
+  // Carried values live in variables declared before the loop; the results are those variables.
+  std::vector<std::string> vars;
+  for (size_t i = 0; i < op.results.size(); ++i) {
+    ValueId arg = body.args[i + 1], init = op.operands[3 + i];
+    const Type& t = k_.type(arg);
+    std::string n = fresh(value_hint(arg));
+    Placement p = plan_.where(arg);
+    if (p == Placement::Registers) {
+      const Layout& L = layout_of(arg);
+      std::string src = regs(init, L);
+      line("{} {}[{}];", ctype_of(t), n, L.num_regs());
+      for_regs(L.num_regs());
+      line("  {}[r] = {}[r];", n, src);
+      line("}}");
+    } else {
+      line("{} {} = {};", t.is_block_ptr() ? "auto" : ctype_of(t), n, scalar(init));
+    }
+    vars.push_back(n);
+    name_[arg] = n;
+    name_[op.results[i]] = n;
+  }
+  // Pipelining: issue the first num_stages - 1 iterations' tiles before the loop.
+  auto pit = plan_.pipelined.find(&op);
+  std::string stage;
+  int stages = 0;
+  if (pit != plan_.pipelined.end()) {
+    const std::vector<const Op*>& loads = pit->second;
+    stages = plan_.tiles[plan_.tile_of.at(loads.front()->result())].stages;
+    stage = fresh("stage");
+    line("__syncthreads(); // shared tiles of earlier code are free");
+    for (int s = 0; s < plan_.lookahead(&op, stages); ++s)
+      emit_stage_issue(op, vars, lo, s, std::to_string(s));
+    line("int {} = 0;", stage);
+    for (const Op* l : loads)
+      stage_var_[l] = stage;
+  }
+  std::string iv = fresh("i");
+  name_[body.args[0]] = iv;
+  bool loop_stores = stores_globally(body);
+  line("for ({} {} = {}; {} < {}; {} += {}) {{", ctype(k_.type(body.args[0]).elem), iv, lo, iv, hi, iv, step);
+  open();
+  global_write_pending_ |= loop_stores; // the previous iteration's stores
+  if (pit != plan_.pipelined.end()) {
+    // Emit the body, issuing iteration i + stages - 1 right after this iteration's wait.
+    bool issued = false;
+    for (const auto& inner : body.ops) {
+      if (inner->kind == OpKind::Yield)
+        continue;
+      emit_op(*inner);
+      if (!issued && inner.get() == pit->second.front()) {
+        issued = true;
+        const int ahead = plan_.lookahead(&op, stages);
+        emit_stage_issue(op, vars, iv, ahead, fmt::format("(({} + {}) % {})", stage, ahead, stages));
+      }
+    }
+  } else {
+    emit_region(body);
+  }
+  // Yield: compute every next value before assigning any (a yield may read another carried value).
+  std::vector<std::string> next;
+  for (size_t i = 0; i < op.results.size(); ++i) {
+    ValueId arg = body.args[i + 1], y = yield.operands[i];
+    Placement p = plan_.where(arg);
+    if (p == Placement::Registers) {
+      const Layout& L = layout_of(arg);
+      std::string src = regs(y, L);
+      if (src == vars[i]) {
+        next.push_back("");
+        continue;
+      }
+      std::string n = fresh("next");
+      line("{} {}[{}];", ctype_of(k_.type(arg)), n, L.num_regs());
+      for_regs(L.num_regs());
+      line("  {}[r] = {}[r];", n, src);
+      line("}}");
+      next.push_back(n);
+    } else {
+      std::string n = fresh("next");
+      line("const {} {} = {};", k_.type(arg).is_block_ptr() ? "auto" : ctype_of(k_.type(arg)), n,
+           scalar(y)); // NOLINT
+      next.push_back(n);
+    }
+  }
+  for (size_t i = 0; i < op.results.size(); ++i) {
+    if (next[i].empty())
+      continue;
+    ValueId arg = body.args[i + 1];
+    if (plan_.where(arg) == Placement::Registers) {
+      for_regs(layout_of(arg).num_regs());
+      line("  {}[r] = {}[r];", vars[i], next[i]);
+      line("}}");
+    } else {
+      line("{} = {};", vars[i], next[i]);
+    }
+  }
+  if (!stage.empty())
+    line("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", stage, stages);
+  close();
+  line("}}");
+  if (plan_.deferred_dots.count(&op))
+    line("kiln::wgmma_wait<0>(); // the last product");
+  if (!stage.empty()) {
+    line("kiln::cp_async_wait_all();");
+    publish_shared_tiles(); // also tiles loaded before the loop, should it have run no iteration
+    for (const Op* l : pit->second)
+      stage_var_.erase(l);
+  }
+}
+
+void Emitter::emit_if(const Op& op) {
+  line("// if {}", op.loc.str());
+  std::vector<std::string> vars;
+  for (ValueId res : op.results) {
+    const Type& t = k_.type(res);
+    std::string n = fresh(value_hint(res));
+    if (plan_.where(res) == Placement::Registers)
+      line("{} {}[{}];", ctype_of(t), n, layout_of(res).num_regs());
+    else
+      line("{} {};",
+           t.is_block_ptr()
+               ? "decltype(" + scalar(op.regions[0].ops.back()->operands[&res - &op.results[0]]) + ")"
+               : ctype_of(t),
+           n);
+    vars.push_back(n);
+  }
+  for (int branch = 0; branch < 2; ++branch) {
+    if (branch == 0)
+      line("if ({}) {{", scalar(op.operands[0]));
+    else
+      line("}} else {{");
+    open();
+    emit_region(op.regions[branch]);
+    const Op& y = *op.regions[branch].ops.back();
+    for (size_t i = 0; i < op.results.size(); ++i) {
+      ValueId res = op.results[i];
+      if (plan_.where(res) == Placement::Registers) {
+        std::string src = regs(y.operands[i], layout_of(res));
+        for_regs(layout_of(res).num_regs());
+        line("  {}[r] = {}[r];", vars[i], src);
+        line("}}");
+      } else {
+        line("{} = {};", vars[i], scalar(y.operands[i]));
+      }
+    }
+    close();
+  }
+  line("}}");
+  for (size_t i = 0; i < op.results.size(); ++i)
+    name_[op.results[i]] = vars[i];
+}
+
+} // namespace kiln::emit_detail

@@ -1,0 +1,309 @@
+// Emitter: dot products through FMA, mma.sync and wgmma, as LoweringPlan::dots says (see emitter.h).
+#include "codegen/emitter.h"
+
+namespace kiln::emit_detail {
+
+// ---------------------------------------------------------------------------------------------
+
+void Emitter::emit_dot(const Op& op) {
+  ValueId r = op.result();
+  const Layout& L = layout_of(r);
+  std::string acc = regs(op.operands[2], L);
+  std::string d = declare_regs(r, L, "acc");
+  name_[r] = d;
+  for_regs(L.num_regs());
+  line("  {}[r] = {}[r];", d, acc);
+  line("}}");
+  switch (plan_.dots.at(&op).instruction) {
+  case DotInstruction::Wgmma:
+    emit_dot_wgmma(op, d);
+    break;
+  case DotInstruction::MmaSync:
+    emit_dot_mma(op, d);
+    break;
+  case DotInstruction::Fma:
+    emit_dot_fma(op, d);
+    break;
+  }
+}
+
+// Shared-memory fragment addressing. A fragment's row is lane_row + R (R a multiple of 8) and its
+// 16-byte chunk lane_chunk + C (C even, lane_chunk 0 or 1), so with the XOR swizzle (whose phase
+// depends on row % 8 only) its byte address is (T ^ 16C) + R * line_bytes (in a tile of 128-byte
+// panels, (T ^ 16 (C % 8)) + (C / 8) * panel_bytes + R * 128), where the thread base T holds
+// everything lane-dependent. T is computed once per dot; each fragment costs one XOR and one
+// add, and nothing per fragment is kept live across the loop (which would cost a register each).
+std::string Emitter::fragment_base(ValueId v, const std::string& lane_row, const std::string& lane_chunk) {
+  const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
+  std::string n = fresh("frag_base");
+  line("const kiln::u32 {} = kiln::smem_u32(kiln_smem) + {} + {};", n, tile_base(t),
+       stage_offset(t, "(" + lane_row + ")", "(" + lane_chunk + ")"));
+  return n;
+}
+
+std::string Emitter::fragment_addr(ValueId v, const std::string& base, const std::string& chunk,
+                                   const std::string& row) {
+  const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
+  int64_t lb = line_bytes(t);
+  if (t.cols * t.elem_bytes == lb)
+    return fmt::format("(({} ^ (({}) * 16)) + ({}) * {})", base, chunk, row, lb);
+  return fmt::format("(({} ^ ((({}) % 8) * 16)) + (({}) / 8) * {} + ({}) * 128)", base, chunk, chunk,
+                     t.rows * 128, row);
+}
+
+void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
+  ValueId a = op.operands[0], b = op.operands[1];
+  const Shape& as = k_.type(a).shape;
+  const Shape& bs = k_.type(b).shape;
+  int64_t M = as[0], K = as[1], N = bs[1];
+  DType in = k_.type(a).elem;
+  bool tf32 = in == DType::f32;
+  int kinst = tf32 ? 8 : 16;
+  int wm = plan_.warps.warps_m, wn = plan_.warps.warps_n;
+  int64_t WM = M / wm, WN = N / wn, MT = WM / 16, NT = WN / 8, KT = K / kinst;
+  line("// mma.m16n8k{}: ({}, {}) x ({}, {}) over {}x{} warps, {}x{} fragments per warp", kinst, M, K, K, N,
+       wm, wn, MT, NT);
+  bool a_smem = plan_.where(a) == Placement::Shared, b_smem = plan_.where(b) == Placement::Shared;
+  // A register operand that is an f32 -> f16/bf16 cast of an mma result is packed straight from f32.
+  const Op* a_cast = plan_.fused_casts.count(a) ? k_.info(a).def : nullptr;
+  Layout a_layout = mma_a_layout(M, K, plan_.warps, kinst);
+  std::string ar = a_smem ? "" : a_cast ? regs(a_cast->operands[0], a_layout) : regs(a, a_layout);
+  std::string br = b_smem ? "" : regs(b, mma_b_layout(K, N, plan_.warps, kinst));
+  std::string mma_fn = tf32               ? "kiln::mma_m16n8k8_tf32"
+                       : in == DType::f16 ? "kiln::mma_m16n8k16_f16"
+                                          : "kiln::mma_m16n8k16_bf16";
+  std::string pack2 = a_cast ? (in == DType::bf16 ? "kiln::pack_bf16x2" : "kiln::pack_f16x2") : "kiln::pack2";
+  line("{{");
+  open();
+  // Warps interleave along M at 16-row granularity (layout.cpp): fragment mt of this warp is at
+  // rows kiln_wm + mt * 16 * wm.
+  line("const int kiln_wm = (kiln_warp % {}) * 16;", wm);
+  line("const int kiln_wn = ((kiln_warp / {}) % {}) * {};", wm, wn, WN);
+  // Thread bases of the shared operands and how each fragment's (chunk, row) follows from (mt|nt, kt).
+  int kc = kinst * dtype_bytes(in) / 16; // 16-byte chunks per k step
+  std::string a_base, b_base;
+  bool a_ldm = a_smem && (plan_.contiguous_dim(a) == 1 || !tf32),
+       b_ldm = b_smem && (plan_.contiguous_dim(b) == 0 || !tf32);
+  if (a_smem && a_ldm)
+    a_base = plan_.contiguous_dim(a) == 1
+                 ? fragment_base(a, "kiln_wm + kiln_lane % 16", "kiln_lane / 16")
+                 : fragment_base(a, "kiln_lane % 8 + (kiln_lane / 16) * 8", "(kiln_lane / 8) % 2");
+  bool b_pairs = NT % 2 == 0;
+  if (b_smem && b_ldm) {
+    if (plan_.contiguous_dim(b) == 0)
+      b_base = b_pairs
+                   ? fragment_base(b, "kiln_wn + kiln_lane % 8 + (kiln_lane / 16) * 8", "(kiln_lane / 8) % 2")
+                   : fragment_base(b, "kiln_wn + kiln_lane % 8", "(kiln_lane / 8) % 2");
+    else
+      b_base =
+          fragment_base(b, "kiln_lane % 8 + ((kiln_lane / 8) % 2) * 8", b_pairs ? "kiln_lane / 16" : "0");
+  }
+  line("#pragma unroll");
+  line("for (int kt = 0; kt < {}; ++kt) {{", KT);
+  open();
+  line("kiln::u32 fa[{}][4];", MT);
+  line("#pragma unroll");
+  line("for (int mt = 0; mt < {}; ++mt) {{", MT);
+  if (a_smem && a_ldm) {
+    if (plan_.contiguous_dim(a) == 1)
+      line("  kiln::ldmatrix_x4({}, fa[mt]);",
+           fragment_addr(a, a_base, fmt::format("kt * {}", kc), fmt::format("mt * {}", 16 * wm)));
+    else
+      line("  kiln::ldmatrix_x4_trans({}, fa[mt]);",
+           fragment_addr(a, a_base, fmt::format("(kiln_wm + mt * {}) / 8", 16 * wm), "kt * 16"));
+  } else if (a_smem) { // tf32 with M contiguous: plain shared loads
+    line("  const int g = kiln_lane / 4, q = kiln_lane % 4, m0 = kiln_wm + mt * {}, k0 = kt * 8;", 16 * wm);
+    for (int i = 0; i < 4; ++i)
+      line("  fa[mt][{}] = kiln::to_tf32(*reinterpret_cast<const float*>(kiln_smem + {}));", i,
+           tile_elem(a, fmt::format("m0 + g + {}", (i % 2) * 8), fmt::format("k0 + q + {}", (i / 2) * 4)));
+  } else if (tf32) {
+    for (int i = 0; i < 4; ++i)
+      line("  fa[mt][{0}] = kiln::to_tf32({1}[4 * (kt + {2} * mt) + {0}]);", i, ar, KT);
+  } else {
+    for (int i = 0; i < 4; ++i)
+      line("  fa[mt][{0}] = {1}({2}[8 * (kt + {3} * mt) + {4}], {2}[8 * (kt + {3} * mt) + {5}]);", i, pack2,
+           ar, KT, 2 * i, 2 * i + 1);
+  }
+  line("}}");
+  // B fragments, a pair of n-tiles at a time, each pair consumed by the mmas right away.
+  int step = b_smem && b_ldm && b_pairs ? 2 : 1;
+  line("#pragma unroll");
+  line("for (int nt = 0; nt < {}; nt += {}) {{", NT, step);
+  open();
+  line("kiln::u32 fb[2][2];");
+  if (b_smem && b_ldm) {
+    if (plan_.contiguous_dim(b) == 0 && b_pairs) {
+      line("kiln::u32 q[4];");
+      line("kiln::ldmatrix_x4({}, q);", fragment_addr(b, b_base, fmt::format("kt * {}", kc), "nt * 8"));
+      line("fb[0][0] = q[0]; fb[0][1] = q[1]; fb[1][0] = q[2]; fb[1][1] = q[3];");
+    } else if (plan_.contiguous_dim(b) == 0) {
+      line("kiln::ldmatrix_x2({}, fb[0]);", fragment_addr(b, b_base, fmt::format("kt * {}", kc), "nt * 8"));
+    } else if (b_pairs) {
+      line("kiln::u32 q[4];");
+      line("kiln::ldmatrix_x4_trans({}, q);", fragment_addr(b, b_base, "kiln_wn / 8 + nt", "kt * 16"));
+      line("fb[0][0] = q[0]; fb[0][1] = q[1]; fb[1][0] = q[2]; fb[1][1] = q[3];");
+    } else {
+      line("kiln::ldmatrix_x2_trans({}, fb[0]);", fragment_addr(b, b_base, "kiln_wn / 8 + nt", "kt * 16"));
+    }
+  } else if (b_smem) { // tf32 with N contiguous: plain shared loads
+    line("const int g = kiln_lane / 4, q = kiln_lane % 4, n0 = kiln_wn + nt * 8, k0 = kt * 8;");
+    for (int i = 0; i < 2; ++i)
+      line("fb[0][{}] = kiln::to_tf32(*reinterpret_cast<const float*>(kiln_smem + {}));", i,
+           tile_elem(b, fmt::format("k0 + q + {}", i * 4), "n0 + g"));
+  } else if (tf32) {
+    for (int i = 0; i < 2; ++i)
+      line("fb[0][{0}] = kiln::to_tf32({1}[2 * (kt + {2} * nt) + {0}]);", i, br, KT);
+  } else {
+    for (int i = 0; i < 2; ++i)
+      line("fb[0][{0}] = kiln::pack2({1}[4 * (kt + {2} * nt) + {3}], {1}[4 * (kt + {2} * nt) + {4}]);", i, br,
+           KT, 2 * i, 2 * i + 1);
+  }
+  line("#pragma unroll");
+  line("for (int mt = 0; mt < {}; ++mt) {{", MT);
+  line("  #pragma unroll");
+  line("  for (int j = 0; j < {}; ++j) {{", step);
+  line("    {}(*reinterpret_cast<float(*)[4]>(&{}[4 * (nt + j + {} * mt)]), fa[mt], fb[j]);", mma_fn, d, NT);
+  line("  }}");
+  line("}}");
+  close();
+  line("}}");
+  close();
+  line("}}");
+  close();
+  line("}}");
+}
+
+// Hopper warpgroup MMA. Each warpgroup (4 consecutive warps along M) issues, per 16-deep k step,
+// one m64nWNk16 instruction per 64-row block it owns (rows 64 * g + 16 * wm * mt, the interleaved
+// warp layout), reading B (and A unless A is in registers) from shared memory through descriptors.
+// The product completes before the accumulator is used (wait 0): the softmax or epilogue that
+// follows reads it straight away, and the next tile's loads are already in flight through cp.async.
+// A matmul-style chain is the exception (deferred_wgmma_dot): it waits only for the previous product.
+void Emitter::emit_dot_wgmma(const Op& op, const std::string& d) {
+  ValueId a = op.operands[0], b = op.operands[1];
+  int64_t M = k_.type(a).shape[0], K = k_.type(a).shape[1], N = k_.type(b).shape[1];
+  DType in = k_.type(a).elem;
+  int wm = plan_.warps.warps_m, wn = plan_.warps.warps_n;
+  int64_t WN = N / wn, MT = M / (16 * wm), NT = WN / 8, KT = K / 16;
+  bool a_smem = plan_.where(a) == Placement::Shared;
+  const SharedTile& bt = plan_.tiles[plan_.tile_of.at(b)];
+  WgmmaOperand bo = *wgmma_operand(bt, plan_.contiguous_dim(b) == 0);
+  std::optional<WgmmaOperand> ao;
+  if (a_smem)
+    ao = wgmma_operand(plan_.tiles[plan_.tile_of.at(a)], plan_.contiguous_dim(a) == 1);
+  bool trans_a = a_smem && !ao->k_major, trans_b = !bo.k_major;
+  std::string fn = wgmma_function_name(static_cast<int>(WN), in, !a_smem, trans_a, trans_b);
+  need_helper(fn, wgmma_function_source(static_cast<int>(WN), in, !a_smem, trans_a, trans_b));
+  line("// wgmma.m64n{}k16: ({}, {}) x ({}, {}) over {}x{} warps ({} warpgroup(s) along M), {} m64 block(s) "
+       "per warpgroup, A {}, B {}-major",
+       WN, M, K, K, N, wm, wn, wm / 4, MT,
+       a_smem ? (trans_a ? "M-major in shared" : "K-major in shared") : "in registers", trans_b ? "N" : "K");
+  line("{{");
+  open();
+  if (a_smem)
+    line("const int kiln_wg_m = ((kiln_warp % {}) / 4) * 64;", wm);
+  line("const int kiln_wn = ((kiln_warp / {}) % {}) * {};", wm, wn, WN);
+  auto descriptor = [&](ValueId v, const WgmmaOperand& o, const std::string& mn) {
+    const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
+    std::string n = fresh("desc");
+    line("const kiln::u64 {} = kiln::wgmma_desc(kiln::smem_u32(kiln_smem) + {} + ({}) * {}, {}, {}, {});", n,
+         tile_base(t), mn, o.mn_stride(), o.lbo, o.sbo, o.swizzle_mode);
+    return n;
+  };
+  std::string da = a_smem ? descriptor(a, *ao, "kiln_wg_m") : "";
+  std::string db = descriptor(b, bo, "kiln_wn");
+  // A in registers: the mma.sync A fragment layout is wgmma's register-A layout (16 rows per warp).
+  const Op* a_cast = plan_.fused_casts.count(a) ? k_.info(a).def : nullptr;
+  std::string ar;
+  if (!a_smem)
+    ar = a_cast ? regs(a_cast->operands[0], mma_a_layout(M, K, plan_.warps))
+                : regs(a, mma_a_layout(M, K, plan_.warps));
+  std::string pack2 = a_cast ? (in == DType::bf16 ? "kiln::pack_bf16x2" : "kiln::pack_f16x2") : "kiln::pack2";
+  line("kiln::wgmma_fence();");
+  for (int64_t kt = 0; kt < KT; ++kt)
+    for (int64_t mt = 0; mt < MT; ++mt) {
+      std::string acc = fmt::format("*reinterpret_cast<float(*)[{}]>(&{}[{}])", WN / 2, d, 4 * NT * mt);
+      std::string bk = fmt::format("{} + {}", db, bo.k_offset(16 * kt) / 16);
+      if (a_smem) {
+        int64_t off = ao->k_offset(16 * kt) + 16 * wm * mt * ao->mn_stride();
+        line("{}({}, {} + {}, {});", fn, acc, da, off / 16, bk);
+      } else {
+        int64_t base = 8 * (kt + KT * mt);
+        line("{{ const kiln::u32 fa[4] = {{{}({}[{}], {}[{}]), {}({}[{}], {}[{}]), {}({}[{}], {}[{}]), "
+             "{}({}[{}], {}[{}])}};",
+             pack2, ar, base, ar, base + 1, pack2, ar, base + 2, ar, base + 3, pack2, ar, base + 4, ar,
+             base + 5, pack2, ar, base + 6, ar, base + 7);
+        line("  {}({}, fa, {}); }}", fn, acc, bk);
+      }
+    }
+  line("kiln::wgmma_commit();");
+  if (plan_.is_deferred_dot(op))
+    line("kiln::wgmma_wait<1>(); // the previous iteration's product is done; this one stays in flight");
+  else
+    line("kiln::wgmma_wait<0>();");
+  close();
+  line("}}");
+}
+
+// Exact f32/f64 (and f16 without tensor cores): each thread accumulates its own elements from
+// shared memory. Register operands are staged to shared memory first.
+void Emitter::emit_dot_fma(const Op& op, const std::string& d) {
+  ValueId r = op.result();
+  const Layout& L = layout_of(r);
+  ValueId a = op.operands[0], b = op.operands[1];
+  int64_t K = k_.type(a).shape[1];
+  DType in = k_.type(a).elem;
+  std::string acc_t = ctype(k_.type(r).elem);
+  auto reader = [&](ValueId v,
+                    int which) -> std::function<std::string(const std::string&, const std::string&)> {
+    if (plan_.where(v) == Placement::Shared) {
+      return [this, v, in](const std::string& i, const std::string& j) {
+        return fmt::format("kiln::cvt<float>(*reinterpret_cast<const {}*>(kiln_smem + {}))", ctype(in),
+                           tile_elem(v, i, j));
+      };
+    }
+    // Stage into scratch, row-major; `which` keeps A and B apart.
+    const Type& t = k_.type(v);
+    Layout have = plan_.where(v) == Placement::Registers ? layout_of(v)
+                                                         : default_layout(t.shape, t.elem, plan_.num_warps);
+    std::string src = regs(v, have);
+    int64_t offset = which == 0 ? 0 : k_.type(a).numel() * dtype_bytes(in);
+    need_scratch(k_.type(a).numel() * dtype_bytes(in) + k_.type(b).numel() * dtype_bytes(in));
+    line("__syncthreads();");
+    for_regs(have.num_regs());
+    line("  reinterpret_cast<{}*>({} + {})[{}] = {}[r];", ctype(in), scratch(), offset,
+         linear(have, t.shape, "r"), src);
+    line("}}");
+    line("__syncthreads();");
+    int64_t cols = t.shape[1];
+    std::string base = fmt::format("reinterpret_cast<const {}*>({} + {})", ctype(in), scratch(), offset);
+    return [base, cols](const std::string& i, const std::string& j) {
+      return fmt::format("kiln::cvt<float>({}[({}) * {} + ({})])", base, i, cols, j);
+    };
+  };
+  auto ra = reader(a, 0);
+  auto rb = reader(b, 1);
+  if (in == DType::f64) {
+    ra = [ra](const std::string& i, const std::string& j) {
+      std::string e = ra(i, j);
+      return e.replace(0, std::string("kiln::cvt<float>(").size(), "kiln::cvt<double>(");
+    };
+    rb = [rb](const std::string& i, const std::string& j) {
+      std::string e = rb(i, j);
+      return e.replace(0, std::string("kiln::cvt<float>(").size(), "kiln::cvt<double>(");
+    };
+  }
+  line("// dot by fused multiply-add ({} accumulation)", acc_t);
+  for_regs(L.num_regs());
+  line("  const int i = {}, j = {};", coord(L, 0, "r"), coord(L, 1, "r"));
+  line("  {} s = {}[r];", acc_t, d);
+  line("  #pragma unroll 8");
+  line("  for (int kk = 0; kk < {}; ++kk) s = {}({}, {}, s);", K, in == DType::f64 ? "fma" : "fmaf",
+       ra("i", "kk"), rb("kk", "j"));
+  line("  {}[r] = s;", d);
+  line("}}");
+  if (plan_.where(a) != Placement::Shared || plan_.where(b) != Placement::Shared)
+    line("__syncthreads();");
+}
+
+} // namespace kiln::emit_detail

@@ -1,0 +1,468 @@
+// Emitter: global loads, stores and atomics through pointer tensors and block pointers, and the cp.async
+// copies of shared operand tiles (see emitter.h).
+#include "codegen/emitter.h"
+
+namespace kiln::emit_detail {
+
+// ---------------------------------------------------------------------------------------------
+
+void Emitter::emit_pointer_load(const Op& op) {
+  order_global_memory();
+  ValueId r = op.result();
+  const Layout& L = layout_of(r);
+  std::string p = regs(op.operands[0], L);
+  std::string m = op.has_mask ? regs(op.operands[1], L) : "";
+  std::string o = op.has_mask ? regs(op.operands[2], L) : "";
+  std::string n = declare_regs(r, L);
+  name_[r] = n;
+  int V = vector_width(op.operands[0], L);
+  if (V > 1) {
+    // Groups of V registers hold V consecutive elements: one vector load when the group is wholly
+    // unmasked and aligned, element by element otherwise.
+    int bytes = V * dtype_bytes(k_.type(r).elem);
+    std::string ty = ctype(k_.type(r).elem);
+    line("#pragma unroll");
+    line("for (int g = 0; g < {}; g += {}) {{", L.num_regs(), V);
+    std::string full = "true";
+    if (op.has_mask)
+      for (int i = 0; i < V; ++i)
+        full += fmt::format(" && {}[g + {}]", m, i);
+    line("  if ({} && reinterpret_cast<unsigned long long>({}[g]) % {} == 0) {{", full, p, bytes);
+    line("    alignas(16) {} kiln_v[{}];", ty, V);
+    line("    kiln::ld_global<{}>({}[g], kiln_v);", bytes, p);
+    line("    #pragma unroll");
+    line("    for (int i = 0; i < {}; ++i) {}[g + i] = kiln_v[i];", V, n);
+    line("  }} else {{");
+    line("    #pragma unroll");
+    line("    for (int i = 0; i < {}; ++i) {}[g + i] = {};", V, n,
+         op.has_mask ? fmt::format("{0}[g + i] ? *{1}[g + i] : {2}[g + i]", m, p, o)
+                     : fmt::format("*{}[g + i]", p));
+    line("  }}");
+    line("}}");
+    return;
+  }
+  for_regs(L.num_regs());
+  if (op.has_mask)
+    line("  {0}[r] = {1}[r] ? *{2}[r] : {3}[r];", n, m, p, o);
+  else
+    line("  {}[r] = *{}[r];", n, p);
+  line("}}");
+}
+
+// The coefficient with which a flexible integer (or pointer) tile changes along dimension `dim`:
+// arange gives 1, splats and constants 0, sums add and products with a constant scale. nullopt when
+// the tile is not affine along dim (or is computed by anything else).
+std::optional<int64_t> Emitter::affine_coeff(ValueId v, int dim) const {
+  if (plan_.where(v) != Placement::Flexible)
+    return k_.type(v).shape.empty() ? std::optional<int64_t>(0) : std::nullopt;
+  const Op& op = *k_.info(v).def;
+  const Type& t = k_.type(v);
+  auto sub = [&](int i, int d) { return affine_coeff(op.operands[i], d); };
+  auto constant_of = [&](ValueId x) -> std::optional<int64_t> {
+    const Op* d = k_.info(x).def;
+    while (d && (d->kind == OpKind::Broadcast || d->kind == OpKind::Reshape || d->kind == OpKind::ExpandDims))
+      d = k_.info(d->operands[0]).def;
+    if (d && d->kind == OpKind::Constant && !d->ints.empty())
+      return d->ints[0];
+    return std::nullopt;
+  };
+  switch (op.kind) {
+  case OpKind::Arange:
+    return dim == 0 ? 1 : 0;
+  case OpKind::Constant:
+    return 0;
+  case OpKind::Broadcast: {
+    const Type& x = k_.type(op.operands[0]);
+    if (x.shape.empty() || x.shape[dim] == 1)
+      return 0;
+    return sub(0, dim);
+  }
+  case OpKind::ExpandDims:
+    if (dim == op.axis)
+      return 0;
+    return sub(0, dim > op.axis ? dim - 1 : dim);
+  case OpKind::Cast:
+    return is_int(t.elem) && is_int(k_.type(op.operands[0]).elem) ? sub(0, dim) : std::nullopt;
+  case OpKind::AddPtr: {
+    auto a = sub(0, dim), b = sub(1, dim);
+    return a && b ? std::optional<int64_t>(*a + *b) : std::nullopt;
+  }
+  case OpKind::Binary: {
+    if (!is_int(t.elem) || t.elem == DType::i1)
+      return std::nullopt;
+    auto a = sub(0, dim), b = sub(1, dim);
+    if (op.binary == BinaryOp::Add && a && b)
+      return *a + *b;
+    if (op.binary == BinaryOp::Sub && a && b)
+      return *a - *b;
+    if (op.binary == BinaryOp::Mul) {
+      if (auto c = constant_of(op.operands[1]); c && a)
+        return *a * *c;
+      if (auto c = constant_of(op.operands[0]); c && b)
+        return *b * *c;
+    }
+    return std::nullopt;
+  }
+  default:
+    return std::nullopt;
+  }
+}
+
+// How many registers of `L` form one contiguous run in memory through the pointer tile `ptrs`: the
+// layout's lowest register bits must step 1, 2, 4, ... along the last dim, where the pointers advance
+// by exactly one element; capped at 16 bytes.
+int Emitter::vector_width(ValueId ptrs, const Layout& L) const {
+  const Type& t = k_.type(ptrs);
+  if (!opt_.vectorize || t.shape.empty())
+    return 1;
+  int last = t.rank() - 1;
+  if (affine_coeff(ptrs, last) != std::optional<int64_t>(1))
+    return 1;
+  return register_run(L, last, 16 / dtype_bytes(t.elem));
+}
+
+void Emitter::emit_pointer_store(const Op& op) {
+  ValueId v = op.operands[1];
+  const Layout& L = plan_.where(v) == Placement::Registers ? layout_of(v)
+                    : op.kind == OpKind::AtomicAdd
+                        ? layout_of(op.result())
+                        : default_layout(k_.type(v).shape, k_.type(v).elem, plan_.num_warps);
+  std::string p = regs(op.operands[0], L);
+  std::string x = regs(v, L);
+  std::string m = op.has_mask ? regs(op.operands[2], L) : "";
+  std::string owner = owner_predicate(L);
+  global_write_pending_ = true;
+  // An atomic add whose old values nobody reads is a reduction (`red`): no value comes back, so the updates
+  // pipeline; on sm_90, runs of f32 that the affine analysis proves contiguous go two or four at a time.
+  const bool reduce_only = op.kind == OpKind::AtomicAdd && !used_.count(op.result());
+  std::string result;
+  if (op.kind == OpKind::AtomicAdd && !reduce_only) {
+    result = declare_regs(op.result(), L);
+    name_[op.result()] = result;
+  }
+  line("if ({}) {{", owner);
+  open();
+  const bool vector_red = reduce_only && k_.type(v).elem == DType::f32 && target_.sm >= 90;
+  int V = op.kind == OpKind::Store || vector_red ? vector_width(op.operands[0], L) : 1;
+  if (vector_red && V > 1) {
+    V = std::min(V, 4);
+    int bytes = V * 4;
+    std::string full = "true";
+    if (op.has_mask)
+      for (int i = 0; i < V; ++i)
+        full += fmt::format(" && {}[g + {}]", m, i);
+    std::string args;
+    for (int i = 0; i < V; ++i)
+      args += fmt::format(", {}[g + {}]", x, i);
+    line("#pragma unroll");
+    line("for (int g = 0; g < {}; g += {}) {{", L.num_regs(), V);
+    line("  if ({} && reinterpret_cast<unsigned long long>({}[g]) % {} == 0) {{", full, p, bytes);
+    line("    kiln::red_add_v{}({}[g]{});", V, p, args);
+    line("  }} else {{");
+    line("    #pragma unroll");
+    line("    for (int i = 0; i < {}; ++i)", V);
+    line("      if ({}) kiln::red_add({}[g + i], {}[g + i]);", op.has_mask ? m + "[g + i]" : "true", p, x);
+    line("  }}");
+    line("}}");
+    close();
+    line("}}");
+    return;
+  }
+  if (V > 1) { // as in emit_pointer_load: whole aligned unmasked groups in one vector store
+    int bytes = V * dtype_bytes(k_.type(v).elem);
+    std::string full = "true";
+    if (op.has_mask)
+      for (int i = 0; i < V; ++i)
+        full += fmt::format(" && {}[g + {}]", m, i);
+    line("#pragma unroll");
+    line("for (int g = 0; g < {}; g += {}) {{", L.num_regs(), V);
+    line("  if ({} && reinterpret_cast<unsigned long long>({}[g]) % {} == 0) {{", full, p, bytes);
+    line("    alignas(16) {} kiln_v[{}];", ctype(k_.type(v).elem), V);
+    line("    #pragma unroll");
+    line("    for (int i = 0; i < {}; ++i) kiln_v[i] = {}[g + i];", V, x);
+    line("    kiln::st_global<{}>({}[g], kiln_v);", bytes, p);
+    line("  }} else {{");
+    line("    #pragma unroll");
+    line("    for (int i = 0; i < {}; ++i)", V);
+    line("      if ({}) *{}[g + i] = {}[g + i];", op.has_mask ? m + "[g + i]" : "true", p, x);
+    line("  }}");
+    line("}}");
+    close();
+    line("}}");
+    return;
+  }
+  for_regs(L.num_regs());
+  std::string guard = op.has_mask ? m + "[r]" : "true";
+  if (reduce_only)
+    line("  if ({}) kiln::red_add({}[r], {}[r]);", guard, p, x);
+  else if (op.kind == OpKind::AtomicAdd)
+    line("  if ({}) {}[r] = kiln::atomic_add({}[r], {}[r]);", guard, result, p, x);
+  else
+    line("  if ({}) *{}[r] = {}[r];", guard, p, x);
+  line("}}");
+  close();
+  line("}}");
+}
+
+// A block-pointer load: into shared memory (a dot operand: cp.async, maybe pipelined) or registers.
+void Emitter::emit_block_load(const Op& op) {
+  order_global_memory();
+  ValueId r = op.result();
+  std::string bp = scalar(op.operands[0]);
+  const Type& bt = k_.type(op.operands[0]);
+  if (plan_.where(r) == Placement::Shared) {
+    const SharedTile& t = plan_.tiles[plan_.tile_of.at(r)];
+    if (plan_.is_pipelined(t)) { // issued ahead by emit_for; the first load of the loop waits for the stage
+      for (const auto& [loop, loads] : plan_.pipelined)
+        if (loads.front() == &op) {
+          line("kiln::cp_async_wait<{}>();", plan_.lookahead(loop, t.stages) - 1);
+          publish_shared_tiles();
+        }
+      return;
+    }
+    line("__syncthreads(); // the tile's previous readers are done");
+    emit_tile_issue(t, bp, "0");
+    line("kiln::cp_async_commit();");
+    if (plan_.unwaited_loads.count(&op)) {
+      line("// waited for with the first tiles of the pipelined loop that reads it");
+      return;
+    }
+    line("kiln::cp_async_wait_all();");
+    publish_shared_tiles();
+    return;
+  }
+  const Layout& L = layout_of(r);
+  std::string n = declare_regs(r, L);
+  name_[r] = n;
+  std::string pad = op.padding == Padding::NaN ? literal(NAN, bt.elem) : literal(0, bt.elem);
+  for_regs(L.num_regs());
+  auto [ok, addr] = block_element(op, bp, bt, L);
+  line("  {}[r] = ({}) ? {}.base[{}] : {};", n, ok, bp, addr, pad);
+  line("}}");
+}
+
+void Emitter::emit_block_store(const Op& op) {
+  global_write_pending_ = true;
+  std::string bp = scalar(op.operands[0]);
+  const Type& bt = k_.type(op.operands[0]);
+  ValueId v = op.operands[1];
+  const Layout& L = plan_.where(v) == Placement::Registers
+                        ? layout_of(v)
+                        : default_layout(k_.type(v).shape, k_.type(v).elem, plan_.num_warps);
+  std::string x = regs(v, L);
+  if (emit_vector_block_store(op, bp, bt, L, x))
+    return;
+  std::string owner = owner_predicate(L);
+  line("if ({}) {{", owner);
+  open();
+  for_regs(L.num_regs());
+  auto [ok, addr] = block_element(op, bp, bt, L);
+  line("  if ({}) {}.base[{}] = {}[r];", ok, bp, addr, x);
+  line("}}");
+  close();
+  line("}}");
+}
+
+// A register tile stored through a block pointer in 16-byte pieces along the block's contiguous dim. Where
+// the layout's threads hold shorter runs there (an mma accumulator holds column pairs), lane bits that
+// continue the run are first exchanged with register bits (widen_register_run: one shuffle per register
+// pair and exchange), as Triton converts an accumulator to a coalesced layout before storing it, but
+// without a trip through shared memory. A piece that is misaligned or crosses the boundary is stored
+// element by element. Returns false (nothing emitted) when no run of 4 bytes or more can be formed.
+bool Emitter::emit_vector_block_store(const Op& op, const std::string& bp, const Type& bt, const Layout& L,
+                                      const std::string& x) {
+  const DType elem = bt.elem;
+  const int eb = dtype_bytes(elem);
+  if (!opt_.vectorize || bt.order.empty() || eb == 1 || eb > 8)
+    return false;
+  const int cdim = bt.order[0];
+  std::vector<LaneRegisterSwap> swaps;
+  const Layout W = widen_register_run(L, cdim, 16 / eb, swaps);
+  const int run = register_run(W, cdim, 16 / eb);
+  // 16-bit values cross lanes in packed pairs, so their run must start as pairs in registers.
+  if (run * eb < 4 || (eb == 2 && !swaps.empty() && register_run(L, cdim, 2) < 2))
+    return false;
+  const int n = W.num_regs();
+  std::string w = x;
+  if (!swaps.empty()) {
+    w = fresh("wide");
+    line("{} {}[{}];", ctype(elem), w, n);
+    line("#pragma unroll");
+    line("for (int r = 0; r < {}; ++r) {}[r] = {}[r];", n, w, x);
+    for (const LaneRegisterSwap& sw : swaps) {
+      const int other = 1 << sw.reg_bit, lane_mask = 1 << sw.lane_bit;
+      line("#pragma unroll");
+      line("for (int r = 0; r < {}; r += {}) {{", n, eb == 2 ? 2 : 1);
+      if (eb == 2)
+        line("  if (((r >> {}) & 1) == 0) kiln::exchange_lane_bit_pair({}[r], {}[r + 1], {}[r + {}], {}[r + "
+             "{}], {});",
+             sw.reg_bit, w, w, w, other, w, other + 1, lane_mask);
+      else
+        line("  if (((r >> {}) & 1) == 0) kiln::exchange_lane_bit({}[r], {}[r + {}], {});", sw.reg_bit, w, w,
+             other, lane_mask);
+      line("}}");
+    }
+  }
+  const int bytes = run * eb;
+  line("if ({}) {{", owner_predicate(W));
+  open();
+  line("#pragma unroll");
+  line("for (int g = 0; g < {}; g += {}) {{", n, run);
+  std::string other_ok = "true", addr = "0";
+  for (int d = 0; d < bt.rank(); ++d) {
+    line("  const long long c{} = {}.off[{}] + {};", d, bp, d, coord(W, d, "g"));
+    if (d != cdim && std::find(op.ints.begin(), op.ints.end(), d) != op.ints.end())
+      other_ok += fmt::format(" && c{0} >= 0 && c{0} < {1}.shape[{0}]", d, bp);
+    addr += fmt::format(" + c{0} * {1}.stride[{0}]", d, bp);
+  }
+  const bool check_c = std::find(op.ints.begin(), op.ints.end(), cdim) != op.ints.end();
+  std::string whole =
+      check_c ? fmt::format(" && c{0} >= 0 && c{0} + {2} <= {1}.shape[{0}]", cdim, bp, run) : "";
+  line("  {} * const kiln_p = {}.base + ({});", ctype(elem), bp, addr);
+  line("  if ({}{} && {}.stride[{}] == 1 && reinterpret_cast<unsigned long long>(kiln_p) % {} == 0) {{",
+       other_ok, whole, bp, cdim, bytes);
+  line("    alignas(16) {} kiln_v[{}];", ctype(elem), run);
+  line("    #pragma unroll");
+  line("    for (int i = 0; i < {}; ++i) kiln_v[i] = {}[g + i];", run, w);
+  line("    kiln::st_global<{}>(kiln_p, kiln_v);", bytes);
+  line("  }} else {{");
+  line("    #pragma unroll");
+  line("    for (int i = 0; i < {}; ++i)", run);
+  line("      if ({}{}) kiln_p[i * {}.stride[{}]] = {}[g + i];", other_ok,
+       check_c ? fmt::format(" && c{0} + i >= 0 && c{0} + i < {1}.shape[{0}]", cdim, bp) : "", bp, cdim, w);
+  line("  }}");
+  line("}}");
+  close();
+  line("}}");
+  return true;
+}
+
+// Copies a block into a shared tile (stage `stage` of its ring): 16-byte cp.async chunks with zero
+// fill outside the boundary when the block is aligned, element by element otherwise.
+void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const std::string& stage) {
+  order_global_memory();
+  const Op& op = *t.load;
+  int cdim = t.contig_dim, sdim = 1 - cdim;
+  int per_chunk = 16 / t.elem_bytes;
+  int64_t cpr = t.cols / per_chunk, chunks = t.rows * cpr;
+  bool check_c = std::find(op.ints.begin(), op.ints.end(), cdim) != op.ints.end();
+  bool check_s = std::find(op.ints.begin(), op.ints.end(), sdim) != op.ints.end();
+  std::string base = fmt::format("({} + ({}) * {})", t.offset, stage, t.bytes_per_stage());
+  std::string ty = ctype(k_.type(op.result()).elem);
+  line("{{ // {} -> shared [{} x {}] {}", op.loc.str(), t.rows, t.cols, ty);
+  open();
+  line("const bool kiln_fast = {0}.stride[{1}] == 1 && (reinterpret_cast<unsigned long long>({0}.base) % 16) "
+       "== 0 && "
+       "{0}.stride[{2}] % {3} == 0 && {0}.off[{1}] % {3} == 0{4};",
+       bp, cdim, sdim, per_chunk,
+       check_c ? fmt::format(" && {}.shape[{}] % {} == 0", bp, cdim, per_chunk) : "");
+  if (opt_.async_copy && threads_ % cpr == 0 && (threads_ / cpr) % 8 == 0) {
+    // Thread x copies chunk x % cpr of rows x / cpr + i * R (R = threads / cpr rows apart). R is a multiple
+    // of the swizzle's 8-row period, so every chunk a thread copies has the same swizzled column: the
+    // addresses are worked out once, and each further chunk is one step along global and shared memory.
+    const int64_t R = threads_ / cpr;
+    line("if (kiln_fast) {{");
+    open();
+    line("const int row0 = threadIdx.x / {}, chunk = threadIdx.x % {};", cpr, cpr);
+    line("const long long gs0 = {}.off[{}] + row0, gc = {}.off[{}] + chunk * {};", bp, sdim, bp, cdim,
+         per_chunk);
+    line("const {0}* const src0 = {1}.base + gs0 * {1}.stride[{2}] + gc;", ty, bp, sdim);
+    line("const long long src_step = {}LL * {}.stride[{}];", R, bp, sdim);
+    line("const unsigned dst0 = kiln::smem_u32(kiln_smem + {} + {});", base,
+         stage_offset(t, "row0", "chunk"));
+    std::string ok_c = check_c ? fmt::format("gc >= 0 && gc < {}.shape[{}]", bp, cdim) : "true";
+    line("const bool ok_c = {};", ok_c);
+    auto copy_rows = [&](const std::string& ok) {
+      line("#pragma unroll");
+      line("for (int i = 0; i < {}; ++i) {{", (t.rows + R - 1) / R);
+      if (t.rows % R)
+        line("  if (row0 + i * {} >= {}) break;", R, t.rows);
+      line("  const bool ok = {};", ok);
+      line("  kiln::cp_async_16(dst0 + i * {}, ok ? src0 + i * src_step : {}.base, ok);", R * line_bytes(t),
+           bp);
+      line("}}");
+    };
+    auto copy_checked_rows = [&] {
+      if (!check_s)
+        return copy_rows("ok_c");
+      // The rows inside, as a 32-bit window [rows_lo, rows_hi) of steps from row0 (clamped to the tile), so
+      // that each chunk's check is two compares with constants, not 64-bit arithmetic.
+      line("const long long kiln_hi = {}.shape[{}] - gs0;", bp, sdim);
+      line("const int rows_lo = gs0 >= 0 ? 0 : (gs0 < -{0} ? {0} : (int)-gs0);", t.rows);
+      line("const int rows_hi = kiln_hi <= 0 ? 0 : (kiln_hi > {0} ? {0} : (int)kiln_hi);", t.rows);
+      copy_rows(fmt::format("ok_c && i * {0} >= rows_lo && i * {0} < rows_hi", R));
+    };
+    if ((check_s || check_c) && t.loop && plan_.deferred_dots.count(t.loop)) {
+      // A matmul-style loop does nothing but copy and multiply, so its speed is the rate at which it issues
+      // copies: a tile wholly inside the tensor (every one but the edges) gets copies with no checks at all.
+      // Elsewhere (FA2's masked keys) the second copy of the code costs more registers than it saves.
+      std::string inside = "true";
+      for (int d : {sdim, cdim})
+        if (d == sdim ? check_s : check_c)
+          inside += fmt::format(" && {0}.off[{1}] >= 0 && {0}.off[{1}] + {2} <= {0}.shape[{1}]", bp, d,
+                                d == sdim ? t.rows : t.cols);
+      line("if ({}) {{", inside);
+      open();
+      copy_rows("true");
+      close();
+      line("}} else {{");
+      open();
+      copy_checked_rows();
+      close();
+      line("}}");
+    } else {
+      copy_checked_rows();
+    }
+    close();
+    line("}} else {{");
+  } else if (opt_.async_copy) {
+    line("if (kiln_fast) {{");
+    open();
+    line("#pragma unroll");
+    line("for (int i = 0; i < {}; ++i) {{", (chunks + threads_ - 1) / threads_);
+    line("  const int c = threadIdx.x + i * {};", threads_);
+    if (chunks % threads_)
+      line("  if (c >= {}) break;", chunks);
+    line("  const int row = c / {}, chunk = c % {};", cpr, cpr);
+    line("  const long long gs = {}.off[{}] + row, gc = {}.off[{}] + chunk * {};", bp, sdim, bp, cdim,
+         per_chunk);
+    std::string ok = "true";
+    if (check_s)
+      ok += fmt::format(" && gs >= 0 && gs < {}.shape[{}]", bp, sdim);
+    if (check_c)
+      ok += fmt::format(" && gc >= 0 && gc < {}.shape[{}]", bp, cdim);
+    line("  const bool ok = {};", ok);
+    line("  const {}* src = ok ? {}.base + gs * {}.stride[{}] + gc : {}.base;", ty, bp, bp, sdim, bp);
+    line("  kiln::cp_async_16(kiln::smem_u32(kiln_smem + {} + {}), src, ok);", base,
+         stage_offset(t, "row", "chunk"));
+    line("}}");
+    close();
+    line("}} else {{");
+  } else {
+    line("{{");
+  }
+  open();
+  line("for (int e = threadIdx.x; e < {}; e += {}) {{", t.rows * t.cols, threads_);
+  line("  const int row = e / {}, col = e % {};", t.cols, t.cols);
+  line("  const long long gs = {}.off[{}] + row, gc = {}.off[{}] + col;", bp, sdim, bp, cdim);
+  std::string ok = "true";
+  if (check_s)
+    ok += fmt::format(" && gs >= 0 && gs < {}.shape[{}]", bp, sdim);
+  if (check_c)
+    ok += fmt::format(" && gc >= 0 && gc < {}.shape[{}]", bp, cdim);
+  std::string pad = op.padding == Padding::NaN ? literal(NAN, k_.type(op.result()).elem)
+                                               : literal(0, k_.type(op.result()).elem);
+  line("  const {} v = ({}) ? {}.base[gs * {}.stride[{}] + gc * {}.stride[{}]] : {};", ty, ok, bp, bp, sdim,
+       bp, cdim, pad);
+  line("  *reinterpret_cast<{}*>(kiln_smem + {} + {} + (col % {}) * {}) = v;", ty, base,
+       stage_offset(t, "row", fmt::format("(col / {})", per_chunk)), per_chunk, t.elem_bytes);
+  line("}}");
+  close();
+  line("}}");
+  close();
+  line("}}");
+}
+
+// ---------------------------------------------------------------------------------------------
+
+} // namespace kiln::emit_detail

@@ -1,0 +1,270 @@
+// The CUDA emitter's state and its per-op-family printers (emit_cuda.cpp: values, layouts and dispatch;
+// emit_compute.cpp: elementwise ops, broadcasts, reductions; emit_dot.cpp: FMA, mma.sync and wgmma products;
+// emit_memory.cpp: global loads, stores and atomics, shared-tile copies; emit_control.cpp: loops, pipelining,
+// ifs). Every decision it prints comes from the LoweringPlan. Internal to the code generator.
+#pragma once
+
+#include "codegen/cuda_text.h"
+#include "codegen/emit_cuda.h"
+#include "codegen/wgmma.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace kiln::emit_detail {
+
+class Emitter {
+public:
+  Emitter(const Kernel& k, const LoweringPlan& plan, const Target& target, const CodegenOptions& options)
+      : k_(k), plan_(plan), target_(target), opt_(options), threads_(32 * plan.num_warps) {}
+
+  EmittedKernel run();
+
+private:
+  const Kernel& k_;
+  const LoweringPlan& plan_;
+  const Target& target_;
+  const CodegenOptions& opt_;
+  const int threads_;
+  std::string out_;
+  int indent_ = 1;
+  int next_id_ = 0;
+  int64_t scratch_bytes_ = 0;
+  int conversions_ = 0;
+  std::vector<std::string> conversion_notes_;
+  const Op* current_op_ = nullptr; // the op being emitted, whose line a conversion it needs is charged to
+  std::unordered_map<ValueId, std::string> name_;
+  std::vector<std::map<std::string, std::string>> scopes_{1}; // cached materialisations per scope
+  std::map<std::string, int> layout_ids_;
+  std::vector<std::string> layout_decls_;
+  std::map<const Op*, std::string> stage_var_; // pipelined load -> its loop's stage counter
+  // A program may read back what its own threads stored (FA1 does): a barrier separates a global
+  // store from the next global load.
+  bool global_write_pending_ = false;
+  std::unordered_set<ValueId> used_; // values some op reads (an unread atomic result lowers to red)
+  std::vector<std::pair<std::string, std::string>>
+      helpers_; // device functions before the kernel: name, source
+
+  void need_helper(const std::string& name, const std::string& source) {
+    for (const auto& h : helpers_)
+      if (h.first == name)
+        return;
+    helpers_.emplace_back(name, source);
+  }
+
+  // The barrier after this thread's copies into shared tiles have landed; wgmma reads shared memory
+  // through the async proxy, so the writes are fenced for it first.
+  void publish_shared_tiles() {
+    if (plan_.any_wgmma())
+      line("kiln::fence_proxy_async();");
+    line("__syncthreads();");
+  }
+  void order_global_memory() {
+    if (global_write_pending_) {
+      line("__syncthreads(); // make this program's global stores visible to its loads");
+      global_write_pending_ = false;
+    }
+  }
+  static bool stores_globally(const Region& r) {
+    bool any = false;
+    walk(r, [&](const Op& o) {
+      any |= o.kind == OpKind::Store || o.kind == OpKind::StoreBlock || o.kind == OpKind::AtomicAdd;
+    });
+    return any;
+  }
+
+  // ---- text ----
+  template <typename... Args> void line(fmt::format_string<Args...> f, Args&&... args) {
+    out_ += std::string(2 * indent_, ' ') + fmt::format(f, std::forward<Args>(args)...) + "\n";
+  }
+  std::string fresh(const std::string& hint) { return identifier(hint) + std::to_string(next_id_++); }
+  std::string value_hint(ValueId v) const {
+    const std::string& n = k_.info(v).name;
+    return n.empty() ? "t" : n;
+  }
+  void open() { ++indent_, scopes_.emplace_back(); }
+  void close() { --indent_, scopes_.pop_back(); }
+  std::string* cached(const std::string& key) {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      auto f = it->find(key);
+      if (f != it->end())
+        return &f->second;
+    }
+    return nullptr;
+  }
+  void cache(const std::string& key, const std::string& name) { scopes_.back()[key] = name; }
+  void need_scratch(int64_t bytes) { scratch_bytes_ = std::max(scratch_bytes_, bytes); }
+  std::string scratch() const { return fmt::format("(kiln_smem + {})", plan_.tiles_bytes); }
+
+  // ---- layouts and coordinates ----
+  int layout_id(const Layout& l) {
+    std::string key = layout_key(l);
+    auto it = layout_ids_.find(key);
+    if (it != layout_ids_.end())
+      return it->second;
+    int id = static_cast<int>(layout_ids_.size());
+    layout_ids_[key] = id;
+    layout_decls_.push_back(fmt::format("// L{}: {}", id, l.str()));
+    for (int d = 0; d < l.rank(); ++d) {
+      std::string e = "0";
+      for (size_t b = 0; b < l.lane.size(); ++b)
+        if (l.lane[b][d])
+          e += fmt::format(" + ((kiln_lane >> {}) & 1) * {}", b, l.lane[b][d]);
+      for (size_t b = 0; b < l.warp.size(); ++b)
+        if (l.warp[b][d])
+          e += fmt::format(" + ((kiln_warp >> {}) & 1) * {}", b, l.warp[b][d]);
+      layout_decls_.push_back(fmt::format("const int L{}_t{} = {};", id, d, e));
+    }
+    return id;
+  }
+  // Coordinate of register `r` (a loop variable or constant) along dim d of layout l.
+  std::string coord(const Layout& l, int d, const std::string& r) {
+    std::string e = fmt::format("L{}_t{}", layout_id(l), d);
+    for (size_t b = 0; b < l.reg.size(); ++b)
+      if (l.reg[b][d])
+        e += fmt::format(" + (({} >> {}) & 1) * {}", r, b, l.reg[b][d]);
+    return "(" + e + ")";
+  }
+  // Row-major linear index of register r's element in a tile of `shape`.
+  std::string linear(const Layout& l, const Shape& shape, const std::string& r) {
+    std::string e = "0";
+    int64_t stride = 1;
+    for (int d = l.rank() - 1; d >= 0; --d) {
+      e = fmt::format("{} + {} * {}", e, coord(l, d, r), stride);
+      stride *= shape[d];
+    }
+    return "(" + e + ")";
+  }
+  void for_regs(int n, const std::string& var = "r") {
+    line("#pragma unroll");
+    line("for (int {0} = 0; {0} < {1}; ++{0}) {{", var, n);
+  }
+
+  // ---- values ----
+  std::string scalar(ValueId v) {
+    auto it = name_.find(v);
+    KILN_INTERNAL_CHECK(it != name_.end(), "scalar %{} has no name", v);
+    return it->second;
+  }
+  const Layout& layout_of(ValueId v) const { return plan_.layout.at(v); }
+  // A loop-invariant scalar, usable before the loop body has been emitted (constants inline).
+  std::string invariant(ValueId v) {
+    const Op* def = k_.info(v).def;
+    return def && def->kind == OpKind::Constant ? literal(def->f, k_.type(v).elem) : scalar(v);
+  }
+  std::string regs(ValueId v, const Layout& want);
+  std::string materialize(ValueId v, const Layout& want);
+  std::string convert(const std::string& src, const Layout& from, const Layout& to, DType t,
+                      const Shape& from_shape);
+  // A register tile of v's type in layout l with every element `value` (a scalar expression).
+  std::string splat(ValueId v, const Layout& l, const std::string& value) {
+    std::string n = declare_regs(v, l, "splat");
+    for_regs(l.num_regs());
+    line("  {}[r] = {};", n, value);
+    line("}}");
+    return n;
+  }
+  std::string declare_regs(ValueId v, const Layout& l, const std::string& hint = "") {
+    std::string n = fresh(hint.empty() ? value_hint(v) : hint);
+    line("{} {}[{}];", ctype_of(k_.type(v)), n, l.num_regs());
+    return n;
+  }
+
+  // ---- ops ----
+  void emit_region(const Region& r);
+  void emit_op(const Op& op);
+  void emit_stage_issue(const Op& loop, const std::vector<std::string>& vars, const std::string& from,
+                        int ahead, const std::string& slot);
+  void emit_scalar_op(const Op& op);
+  void emit_elementwise(const Op& op);
+  void emit_broadcast(const Op& op);
+  void emit_reduce(const Op& op);
+  void emit_dot(const Op& op);
+  void emit_dot_mma(const Op& op, const std::string& d);
+  void emit_dot_wgmma(const Op& op, const std::string& d);
+  std::string fragment_base(ValueId v, const std::string& lane_row, const std::string& lane_chunk);
+  // Replicated lanes and warps (zero bases) hold copies of the same element; the one with those bits
+  // clear writes it.
+  static std::string owner_predicate(const Layout& L) {
+    std::string owner = "true";
+    for (size_t b = 0; b < L.lane.size(); ++b)
+      if (std::all_of(L.lane[b].begin(), L.lane[b].end(), [](int64_t c) { return c == 0; }))
+        owner += fmt::format(" && ((kiln_lane >> {}) & 1) == 0", b);
+    for (size_t b = 0; b < L.warp.size(); ++b)
+      if (std::all_of(L.warp[b].begin(), L.warp[b].end(), [](int64_t c) { return c == 0; }))
+        owner += fmt::format(" && ((kiln_warp >> {}) & 1) == 0", b);
+    return owner;
+  }
+  // Inside a per-register loop: declares register r's block coordinates c0, c1, ... and returns the
+  // boundary-check predicate and the element offset from the block pointer's base.
+  std::pair<std::string, std::string> block_element(const Op& op, const std::string& bp, const Type& bt,
+                                                    const Layout& L) {
+    std::string ok = "true", addr = "0";
+    for (int d = 0; d < bt.rank(); ++d) {
+      line("  const long long c{} = {}.off[{}] + {};", d, bp, d, coord(L, d, "r"));
+      if (std::find(op.ints.begin(), op.ints.end(), d) != op.ints.end())
+        ok += fmt::format(" && c{0} >= 0 && c{0} < {1}.shape[{0}]", d, bp);
+      addr += fmt::format(" + c{0} * {1}.stride[{0}]", d, bp);
+    }
+    return {ok, addr};
+  }
+  std::string fragment_addr(ValueId v, const std::string& base, const std::string& chunk,
+                            const std::string& row);
+  // f32 -> f16/bf16 casts whose only use is an mma A operand: packed by the dot, never materialised.
+  void emit_dot_fma(const Op& op, const std::string& d);
+  void emit_pointer_load(const Op& op);
+  std::optional<int64_t> affine_coeff(ValueId v, int dim) const;
+  int vector_width(ValueId ptrs, const Layout& L) const;
+  void emit_pointer_store(const Op& op);
+  void emit_block_load(const Op& op);
+  void emit_block_store(const Op& op);
+  bool emit_vector_block_store(const Op& op, const std::string& bp, const Type& bt, const Layout& L,
+                               const std::string& x);
+  void emit_tile_issue(const SharedTile& tile, const std::string& bp, const std::string& stage);
+  void emit_for(const Op& op);
+  void emit_if(const Op& op);
+
+  // Shared-memory tile addressing.
+  std::string tile_base(const SharedTile& t) {
+    auto it = stage_var_.find(t.load);
+    return it != stage_var_.end() ? fmt::format("({} + {} * {})", t.offset, it->second, t.bytes_per_stage())
+                                  : std::to_string(t.offset);
+  }
+  // Shared tiles are stored in 16-byte chunks. A row of at most 128 bytes is one line; wider rows
+  // are cut into 128-byte column panels stored one after another (all rows of panel 0, then panel
+  // 1, ...). Within a line, chunk c of row r sits at c ^ phase(r), the XOR pattern of Hopper's
+  // 128/64/32-byte swizzle modes (tile bases are 1024-byte aligned), so one layout serves ldmatrix
+  // without bank conflicts and wgmma's shared-memory descriptors alike.
+  static int64_t line_bytes(const SharedTile& t) { return std::min<int64_t>(128, t.cols * t.elem_bytes); }
+  std::string swizzled(const SharedTile& t, const std::string& row, const std::string& chunk) {
+    int cpl = static_cast<int>(line_bytes(t) / 16);
+    if (!opt_.swizzle || cpl <= 1)
+      return chunk;
+    return fmt::format("kiln::swizzle_chunk<{}>({}, {})", cpl, row, chunk);
+  }
+  // Byte offset within one stage of a tile of 16-byte chunk `chunk` of row `row`.
+  std::string stage_offset(const SharedTile& t, const std::string& row, const std::string& chunk) {
+    int64_t lb = line_bytes(t);
+    if (t.cols * t.elem_bytes == lb)
+      return fmt::format("({}) * {} + {} * 16", row, lb, swizzled(t, row, chunk));
+    return fmt::format("(({}) / 8) * {} + ({}) * 128 + {} * 16", chunk, t.rows * 128, row,
+                       swizzled(t, row, "((" + chunk + ") % 8)"));
+  }
+  // Byte offset (from kiln_smem) of logical element (a, b) of a shared value.
+  std::string tile_elem(ValueId v, const std::string& a, const std::string& b) {
+    const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
+    int contig = plan_.contiguous_dim(v);
+    std::string row = contig == 1 ? a : b, col = contig == 1 ? b : a;
+    int per_chunk = 16 / t.elem_bytes;
+    return fmt::format("({} + {} + (({}) % {}) * {})", tile_base(t),
+                       stage_offset(t, row, fmt::format("(({}) / {})", col, per_chunk)), col, per_chunk,
+                       t.elem_bytes);
+  }
+};
+
+} // namespace kiln::emit_detail
