@@ -1,6 +1,7 @@
 // The lowering script: one readable sequence of passes, each logged when KILN_LOG=passes.
 #include "codegen/codegen.h"
 
+#include "codegen/analyze_contiguity.h"
 #include "codegen/assign_layouts.h"
 #include "codegen/choose_dot_lowering.h"
 #include "codegen/emit_cuda.h"
@@ -45,6 +46,17 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan, const Emitt
                        b[0], b[1], op.loc.str(), dot_instruction_name(d.instruction), source(op.operands[0]),
                        source(op.operands[1]), plan.is_deferred_dot(op) ? ", one product left in flight" : "",
                        d.why_not_wgmma.empty() ? "" : " (not wgmma: " + d.why_not_wgmma + ")");
+    } else if (auto it = plan.accesses.find(&op); it != plan.accesses.end()) {
+      const AccessPlan& a = it->second;
+      if (a.vector > 1 || a.reduce_only)
+        s += fmt::format("//   {} at {}: {}{}{}\n",
+                         op.kind == OpKind::Load    ? "load"
+                         : op.kind == OpKind::Store ? "store"
+                                                    : "atomic_add",
+                         op.loc.str(),
+                         a.vector > 1 ? fmt::format("{}-element vectors", a.vector) : "element by element",
+                         a.aligned ? " (aligned by multiple_of)" : "",
+                         a.reduce_only ? ", as red (old values unread)" : "");
     } else if (op.kind == OpKind::For) {
       auto it = plan.pipelined.find(&op);
       if (it == plan.pipelined.end())
@@ -83,6 +95,7 @@ GeneratedKernel generate_cuda(const Kernel& k, const Target& target, const Codeg
   int64_t tiles = plan_shared_memory(plan);
   choose_dot_lowering(k, target, options, plan);
   schedule_async_copies(k, target, options, plan);
+  analyze_contiguity(k, target, options, plan);
   EmittedKernel e = emit_cuda(k, plan, target, options);
   GeneratedKernel g;
   g.name = k.name;

@@ -330,7 +330,6 @@ void Emitter::emit_scalar_op(const Op& op) {
 }
 
 EmittedKernel Emitter::run() {
-  walk(k_.body, [&](const Op& o) { used_.insert(o.operands.begin(), o.operands.end()); });
   if (plan_.any_wgmma())
     need_helper("kiln::wgmma_support", wgmma_support_source());
   std::string params;

@@ -6,6 +6,12 @@ namespace kiln::emit_detail {
 
 // ---------------------------------------------------------------------------------------------
 
+// The run-time half of "this group is one aligned vector": nothing when the plan knows the addresses are.
+std::string alignment_check(const AccessPlan& access, const std::string& p, int bytes) {
+  return access.aligned ? ""
+                        : fmt::format(" && reinterpret_cast<unsigned long long>({}[g]) % {} == 0", p, bytes);
+}
+
 void Emitter::emit_pointer_load(const Op& op) {
   order_global_memory();
   ValueId r = op.result();
@@ -15,7 +21,8 @@ void Emitter::emit_pointer_load(const Op& op) {
   std::string o = op.has_mask ? regs(op.operands[2], L) : "";
   std::string n = declare_regs(r, L);
   name_[r] = n;
-  int V = vector_width(op.operands[0], L);
+  const AccessPlan& access = plan_.accesses.at(&op);
+  int V = access.vector;
   if (V > 1) {
     // Groups of V registers hold V consecutive elements: one vector load when the group is wholly
     // unmasked and aligned, element by element otherwise.
@@ -27,7 +34,7 @@ void Emitter::emit_pointer_load(const Op& op) {
     if (op.has_mask)
       for (int i = 0; i < V; ++i)
         full += fmt::format(" && {}[g + {}]", m, i);
-    line("  if ({} && reinterpret_cast<unsigned long long>({}[g]) % {} == 0) {{", full, p, bytes);
+    line("  if ({}{}) {{", full, alignment_check(access, p, bytes));
     line("    alignas(16) {} kiln_v[{}];", ty, V);
     line("    kiln::ld_global<{}>({}[g], kiln_v);", bytes, p);
     line("    #pragma unroll");
@@ -49,78 +56,6 @@ void Emitter::emit_pointer_load(const Op& op) {
   line("}}");
 }
 
-// The coefficient with which a flexible integer (or pointer) tile changes along dimension `dim`:
-// arange gives 1, splats and constants 0, sums add and products with a constant scale. nullopt when
-// the tile is not affine along dim (or is computed by anything else).
-std::optional<int64_t> Emitter::affine_coeff(ValueId v, int dim) const {
-  if (plan_.where(v) != Placement::Flexible)
-    return k_.type(v).shape.empty() ? std::optional<int64_t>(0) : std::nullopt;
-  const Op& op = *k_.info(v).def;
-  const Type& t = k_.type(v);
-  auto sub = [&](int i, int d) { return affine_coeff(op.operands[i], d); };
-  auto constant_of = [&](ValueId x) -> std::optional<int64_t> {
-    const Op* d = k_.info(x).def;
-    while (d && (d->kind == OpKind::Broadcast || d->kind == OpKind::Reshape || d->kind == OpKind::ExpandDims))
-      d = k_.info(d->operands[0]).def;
-    if (d && d->kind == OpKind::Constant && !d->ints.empty())
-      return d->ints[0];
-    return std::nullopt;
-  };
-  switch (op.kind) {
-  case OpKind::Arange:
-    return dim == 0 ? 1 : 0;
-  case OpKind::Constant:
-    return 0;
-  case OpKind::Broadcast: {
-    const Type& x = k_.type(op.operands[0]);
-    if (x.shape.empty() || x.shape[dim] == 1)
-      return 0;
-    return sub(0, dim);
-  }
-  case OpKind::ExpandDims:
-    if (dim == op.axis)
-      return 0;
-    return sub(0, dim > op.axis ? dim - 1 : dim);
-  case OpKind::Cast:
-    return is_int(t.elem) && is_int(k_.type(op.operands[0]).elem) ? sub(0, dim) : std::nullopt;
-  case OpKind::AddPtr: {
-    auto a = sub(0, dim), b = sub(1, dim);
-    return a && b ? std::optional<int64_t>(*a + *b) : std::nullopt;
-  }
-  case OpKind::Binary: {
-    if (!is_int(t.elem) || t.elem == DType::i1)
-      return std::nullopt;
-    auto a = sub(0, dim), b = sub(1, dim);
-    if (op.binary == BinaryOp::Add && a && b)
-      return *a + *b;
-    if (op.binary == BinaryOp::Sub && a && b)
-      return *a - *b;
-    if (op.binary == BinaryOp::Mul) {
-      if (auto c = constant_of(op.operands[1]); c && a)
-        return *a * *c;
-      if (auto c = constant_of(op.operands[0]); c && b)
-        return *b * *c;
-    }
-    return std::nullopt;
-  }
-  default:
-    return std::nullopt;
-  }
-}
-
-// How many registers of `L` form one contiguous run in memory through the pointer tile `ptrs`: the
-// layout's lowest register bits must step 1, 2, 4, ... along the last dim, where the pointers advance
-// by exactly one element; capped at 16 bytes.
-int Emitter::vector_width(ValueId ptrs, const Layout& L) const {
-  const Type& t = k_.type(ptrs);
-  if (!opt_.vectorize || t.shape.empty())
-    return 1;
-  int last = t.rank() - 1;
-  if (affine_coeff(ptrs, last) != std::optional<int64_t>(1))
-    return 1;
-  return register_run(L, last, 16 / dtype_bytes(t.elem));
-}
-
 void Emitter::emit_pointer_store(const Op& op) {
   ValueId v = op.operands[1];
   const Layout& L = plan_.where(v) == Placement::Registers ? layout_of(v)
@@ -133,8 +68,9 @@ void Emitter::emit_pointer_store(const Op& op) {
   std::string owner = owner_predicate(L);
   global_write_pending_ = true;
   // An atomic add whose old values nobody reads is a reduction (`red`): no value comes back, so the updates
-  // pipeline; on sm_90, runs of f32 that the affine analysis proves contiguous go two or four at a time.
-  const bool reduce_only = op.kind == OpKind::AtomicAdd && !used_.count(op.result());
+  // pipeline; on sm_90, runs of f32 proven contiguous go two or four at a time (analyze_contiguity).
+  const AccessPlan& access = plan_.accesses.at(&op);
+  const bool reduce_only = access.reduce_only;
   std::string result;
   if (op.kind == OpKind::AtomicAdd && !reduce_only) {
     result = declare_regs(op.result(), L);
@@ -142,10 +78,8 @@ void Emitter::emit_pointer_store(const Op& op) {
   }
   line("if ({}) {{", owner);
   open();
-  const bool vector_red = reduce_only && k_.type(v).elem == DType::f32 && target_.sm >= 90;
-  int V = op.kind == OpKind::Store || vector_red ? vector_width(op.operands[0], L) : 1;
-  if (vector_red && V > 1) {
-    V = std::min(V, 4);
+  int V = access.vector;
+  if (reduce_only && V > 1) {
     int bytes = V * 4;
     std::string full = "true";
     if (op.has_mask)
@@ -156,7 +90,7 @@ void Emitter::emit_pointer_store(const Op& op) {
       args += fmt::format(", {}[g + {}]", x, i);
     line("#pragma unroll");
     line("for (int g = 0; g < {}; g += {}) {{", L.num_regs(), V);
-    line("  if ({} && reinterpret_cast<unsigned long long>({}[g]) % {} == 0) {{", full, p, bytes);
+    line("  if ({}{}) {{", full, alignment_check(access, p, bytes));
     line("    kiln::red_add_v{}({}[g]{});", V, p, args);
     line("  }} else {{");
     line("    #pragma unroll");
@@ -176,7 +110,7 @@ void Emitter::emit_pointer_store(const Op& op) {
         full += fmt::format(" && {}[g + {}]", m, i);
     line("#pragma unroll");
     line("for (int g = 0; g < {}; g += {}) {{", L.num_regs(), V);
-    line("  if ({} && reinterpret_cast<unsigned long long>({}[g]) % {} == 0) {{", full, p, bytes);
+    line("  if ({}{}) {{", full, alignment_check(access, p, bytes));
     line("    alignas(16) {} kiln_v[{}];", ctype(k_.type(v).elem), V);
     line("    #pragma unroll");
     line("    for (int i = 0; i < {}; ++i) kiln_v[i] = {}[g + i];", V, x);

@@ -46,7 +46,6 @@ private:
   // A program may read back what its own threads stored (FA1 does): a barrier separates a global
   // store from the next global load.
   bool global_write_pending_ = false;
-  std::unordered_set<ValueId> used_; // values some op reads (an unread atomic result lowers to red)
   std::vector<std::pair<std::string, std::string>>
       helpers_; // device functions before the kernel: name, source
 
@@ -218,8 +217,6 @@ private:
   // f32 -> f16/bf16 casts whose only use is an mma A operand: packed by the dot, never materialised.
   void emit_dot_fma(const Op& op, const std::string& d);
   void emit_pointer_load(const Op& op);
-  std::optional<int64_t> affine_coeff(ValueId v, int dim) const;
-  int vector_width(ValueId ptrs, const Layout& L) const;
   void emit_pointer_store(const Op& op);
   void emit_block_load(const Op& op);
   void emit_block_store(const Op& op);

@@ -5,6 +5,7 @@
 //   plan_shared_memory    byte offsets of the shared tiles
 //   choose_dot_lowering   the instruction of each dot, fused casts of register operands
 //   schedule_async_copies products left in flight across iterations, loads whose wait a later loop covers
+//   analyze_contiguity    the vector width of global accesses through pointer tensors (hints included)
 #pragma once
 
 #include "codegen/layout.h"
@@ -17,6 +18,13 @@
 #include <vector>
 
 namespace kiln {
+
+// One global access through a tensor of pointers (a load, store or atomic add).
+struct AccessPlan {
+  int vector = 1;           // registers per access (consecutive elements); 1: element by element
+  bool aligned = false;     // the addresses are known aligned to the vector (no run-time check)
+  bool reduce_only = false; // an atomic add whose old values nothing reads: a reduction (red)
+};
 
 enum class DotInstruction : uint8_t { Fma, MmaSync, Wgmma };
 const char* dot_instruction_name(DotInstruction i); // "fma", "mma.sync", "wgmma"
@@ -63,6 +71,8 @@ struct LoweringPlan {
   // tiles loaded before a pipelined loop whose wait that loop's first wait covers.
   std::map<const Op*, const Op*> deferred_dots;
   std::unordered_set<const Op*> unwaited_loads;
+  // analyze_contiguity: the width of every global access through pointer tensors.
+  std::map<const Op*, AccessPlan> accesses;
 
   Placement where(ValueId v) const { return placement.at(v); }
   // How many iterations ahead a pipelined loop issues its tiles: one stage less when its product stays in
