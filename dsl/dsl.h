@@ -104,6 +104,11 @@ void if_(const Value& cond, const std::function<void()>& then_body, const std::f
          CallSite where = CallSite::current());
 
 // ---- hints and compile-time checks ----
+// Facts the code generator cannot prove, as Triton's: multiple_of(x, d) says every element of x is a multiple
+// of d (for a tile of pointers, every address is a multiple of d bytes: vector accesses through it need no
+// run-time alignment check); max_contiguous(x, n) says x's last dim holds runs of n consecutive values, each
+// starting at an index that is a multiple of n (a gather through such offsets is vectorised). Both return x.
+// Hints are trusted, not checked: a false one gives wrong results on the GPU; the interpreter ignores them.
 Value multiple_of(const Value& x, int64_t divisor, CallSite where = CallSite::current());
 Value max_contiguous(const Value& x, int64_t run, CallSite where = CallSite::current());
 // Fails the kernel build with `message` when a compile-time condition on the config does not hold.
