@@ -1,6 +1,5 @@
-// The DTYPE compile-time parameter shared by matmul and the attention kernels: which element type
-// the kernel's input and output tensors hold (0 f16, 1 bf16, 2 f32). Softmax has its own encoding
-// (see softmax.h).
+// The DTYPE compile-time parameter every shipped kernel that has one shares (matmul, softmax, the attention
+// kernels): which element type the kernel's input and output tensors hold (0 f16, 1 bf16, 2 f32).
 #pragma once
 
 #include "dsl/dtype.h"

@@ -1,6 +1,7 @@
 #include "kernels/softmax/softmax.h"
 
 #include "dsl/dsl.h"
+#include "kernels/dtype_param.h"
 #include "kernels/min_blocks_param.h"
 
 #include <algorithm>
@@ -22,27 +23,9 @@ int64_t next_power_of_two(int64_t x) {
 }
 } // namespace
 
-DType softmax_dtype_from_param(int64_t code) {
-  switch (code) {
-  case 0: return DType::f32;
-  case 1: return DType::f16;
-  case 2: return DType::bf16;
-  default: fail("softmax: DTYPE={} is not a known element type; expected 0 (f32), 1 (f16) or 2 (bf16)", code);
-  }
-}
-
-int64_t softmax_dtype_param(DType t) {
-  switch (t) {
-  case DType::f32: return 0;
-  case DType::f16: return 1;
-  case DType::bf16: return 2;
-  default: fail("softmax: element type {} is not supported; expected f32, f16 or bf16", dtype_name(t));
-  }
-}
-
 Kernel build_softmax(const Config& config) {
   const int64_t BLOCK = config.get("BLOCK"), ROWS = config.get("ROWS");
-  const DType dt = softmax_dtype_from_param(config.get("DTYPE"));
+  const DType dt = dtype_from_param(config.get("DTYPE"), "softmax");
   KernelBuilder kb("softmax", config);
   Value out = kb.arg_ptr("out", dt), in = kb.arg_ptr("in", dt);
   Value in_row_stride = kb.arg("in_row_stride", i64), out_row_stride = kb.arg("out_row_stride", i64);
@@ -69,7 +52,7 @@ KernelDef softmax_def() {
   d.summary = "row softmax of an [n_rows, n_cols] tensor, ROWS rows a program";
   d.params = {{"BLOCK", 1024, "row tile: a power of two >= n_cols"},
               {"ROWS", 1, "rows a program normalises (a power of two)"},
-              {"DTYPE", 0, "element type: 0 f32, 1 f16, 2 bf16"},
+              {"DTYPE", 2, "element type: 0 f16, 1 bf16, 2 f32 (the encoding of every shipped kernel)"},
               min_blocks_per_sm_param(1)};
   d.build = build_softmax;
   d.config_space = [] {
@@ -111,7 +94,7 @@ KernelDef softmax_def() {
 Config softmax_config(const SoftmaxProblem& p) {
   Config c = softmax_def().default_config();
   c.set("BLOCK", next_power_of_two(p.n_cols));
-  c.set("DTYPE", softmax_dtype_param(p.dtype));
+  c.set("DTYPE", dtype_param(p.dtype, "softmax"));
   int64_t block = c.get("BLOCK");
   c.num_warps = block >= 8192 ? 16 : block >= 2048 ? 8 : 4;
   c.num_stages = 1;

@@ -3,7 +3,8 @@
 //
 // Args: out, in (pointers of the DTYPE element type), in_row_stride, out_row_stride (i64, in
 // elements; columns are contiguous), n_rows, n_cols (i32).
-// Params: BLOCK (power of two ≥ n_cols), ROWS (power of two, default 1), DTYPE (0 f32, 1 f16, 2 bf16),
+// Params: BLOCK (power of two ≥ n_cols), ROWS (power of two, default 1), DTYPE (kernels/dtype_param.h: 0 f16,
+// 1 bf16, 2 f32, the default),
 // MIN_BLOCKS_PER_SM (register cap, default 1). Grid: (cdiv(n_rows, ROWS), 1, 1).
 #pragma once
 
@@ -15,10 +16,6 @@
 #include <vector>
 
 namespace kiln {
-
-// softmax's DTYPE codes (its own encoding: f32 is the default).
-DType softmax_dtype_from_param(int64_t code);
-int64_t softmax_dtype_param(DType t);
 
 Kernel build_softmax(const Config& config);
 KernelDef softmax_def();
