@@ -188,4 +188,12 @@ std::string layout_key(const Layout& l) {
   return s;
 }
 
+std::string in_bounds(const std::string& c, const std::string& bp, int dim) {
+  return fmt::format("{0} >= 0 && {0} < {1}.shape[{2}]", c, bp, dim);
+}
+
+std::string run_in_bounds(const std::string& c, const std::string& bp, int dim, int64_t run) {
+  return fmt::format("{0} >= 0 && {0} + {3} <= {1}.shape[{2}]", c, bp, dim, run);
+}
+
 } // namespace kiln::emit_detail

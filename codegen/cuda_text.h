@@ -24,6 +24,11 @@ std::string binary_expr(BinaryOp b, const std::string& a0, const std::string& b0
 // The combining expression and the identity of a reduction.
 std::string reduce_combine(ReduceOp r, const std::string& a, const std::string& b, DType t);
 std::string reduce_identity(ReduceOp r, DType t);
+// The boundary check of a block-pointer access along `dim`: coordinate `c` (an expression) inside the
+// tensor, or (run) the `run` elements from c all inside it. Every checked access builds its predicate from
+// these, so that the rule lives in one place.
+std::string in_bounds(const std::string& c, const std::string& bp, int dim);
+std::string run_in_bounds(const std::string& c, const std::string& bp, int dim, int64_t run);
 // A C identifier from a value's name hint.
 std::string identifier(const std::string& hint);
 // A string that is equal for two layouts exactly when their shapes and bases are.

@@ -246,12 +246,11 @@ bool Emitter::emit_vector_block_store(const Op& op, const std::string& bp, const
   for (int d = 0; d < bt.rank(); ++d) {
     line("  const long long c{} = {}.off[{}] + {};", d, bp, d, coord(W, d, "g"));
     if (d != cdim && std::find(op.ints.begin(), op.ints.end(), d) != op.ints.end())
-      other_ok += fmt::format(" && c{0} >= 0 && c{0} < {1}.shape[{0}]", d, bp);
+      other_ok += " && " + in_bounds(fmt::format("c{}", d), bp, d);
     addr += fmt::format(" + c{0} * {1}.stride[{0}]", d, bp);
   }
   const bool check_c = std::find(op.ints.begin(), op.ints.end(), cdim) != op.ints.end();
-  std::string whole =
-      check_c ? fmt::format(" && c{0} >= 0 && c{0} + {2} <= {1}.shape[{0}]", cdim, bp, run) : "";
+  std::string whole = check_c ? " && " + run_in_bounds(fmt::format("c{}", cdim), bp, cdim, run) : "";
   line("  {} * const kiln_p = {}.base + ({});", ctype(elem), bp, addr);
   line("  if ({}{} && {}.stride[{}] == 1 && reinterpret_cast<unsigned long long>(kiln_p) % {} == 0) {{",
        other_ok, whole, bp, cdim, bytes);
@@ -263,7 +262,7 @@ bool Emitter::emit_vector_block_store(const Op& op, const std::string& bp, const
   line("    #pragma unroll");
   line("    for (int i = 0; i < {}; ++i)", run);
   line("      if ({}{}) kiln_p[i * {}.stride[{}]] = {}[g + i];", other_ok,
-       check_c ? fmt::format(" && c{0} + i >= 0 && c{0} + i < {1}.shape[{0}]", cdim, bp) : "", bp, cdim, w);
+       check_c ? " && " + in_bounds(fmt::format("c{} + i", cdim), bp, cdim) : "", bp, cdim, w);
   line("  }}");
   line("}}");
   close();
@@ -304,7 +303,7 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
     line("const long long src_step = {}LL * {}.stride[{}];", R, bp, sdim);
     line("const unsigned dst0 = kiln::smem_u32(kiln_smem + {} + {});", base,
          stage_offset(t, "row0", "chunk"));
-    std::string ok_c = check_c ? fmt::format("gc >= 0 && gc < {}.shape[{}]", bp, cdim) : "true";
+    std::string ok_c = check_c ? in_bounds("gc", bp, cdim) : "true";
     line("const bool ok_c = {};", ok_c);
     auto copy_rows = [&](const std::string& ok) {
       line("#pragma unroll");
@@ -333,8 +332,8 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
       std::string inside = "true";
       for (int d : {sdim, cdim})
         if (d == sdim ? check_s : check_c)
-          inside += fmt::format(" && {0}.off[{1}] >= 0 && {0}.off[{1}] + {2} <= {0}.shape[{1}]", bp, d,
-                                d == sdim ? t.rows : t.cols);
+          inside +=
+              " && " + run_in_bounds(fmt::format("{}.off[{}]", bp, d), bp, d, d == sdim ? t.rows : t.cols);
       line("if ({}) {{", inside);
       open();
       copy_rows("true");
@@ -362,9 +361,9 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
          per_chunk);
     std::string ok = "true";
     if (check_s)
-      ok += fmt::format(" && gs >= 0 && gs < {}.shape[{}]", bp, sdim);
+      ok += " && " + in_bounds("gs", bp, sdim);
     if (check_c)
-      ok += fmt::format(" && gc >= 0 && gc < {}.shape[{}]", bp, cdim);
+      ok += " && " + in_bounds("gc", bp, cdim);
     line("  const bool ok = {};", ok);
     line("  const {}* src = ok ? {}.base + gs * {}.stride[{}] + gc : {}.base;", ty, bp, bp, sdim, bp);
     line("  kiln::cp_async_16(kiln::smem_u32(kiln_smem + {} + {}), src, ok);", base,
@@ -381,9 +380,9 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
   line("  const long long gs = {}.off[{}] + row, gc = {}.off[{}] + col;", bp, sdim, bp, cdim);
   std::string ok = "true";
   if (check_s)
-    ok += fmt::format(" && gs >= 0 && gs < {}.shape[{}]", bp, sdim);
+    ok += " && " + in_bounds("gs", bp, sdim);
   if (check_c)
-    ok += fmt::format(" && gc >= 0 && gc < {}.shape[{}]", bp, cdim);
+    ok += " && " + in_bounds("gc", bp, cdim);
   std::string pad = op.padding == Padding::NaN ? literal(NAN, k_.type(op.result()).elem)
                                                : literal(0, k_.type(op.result()).elem);
   line("  const {} v = ({}) ? {}.base[gs * {}.stride[{}] + gc * {}.stride[{}]] : {};", ty, ok, bp, bp, sdim,

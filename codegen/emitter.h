@@ -207,7 +207,7 @@ private:
     for (int d = 0; d < bt.rank(); ++d) {
       line("  const long long c{} = {}.off[{}] + {};", d, bp, d, coord(L, d, "r"));
       if (std::find(op.ints.begin(), op.ints.end(), d) != op.ints.end())
-        ok += fmt::format(" && c{0} >= 0 && c{0} < {1}.shape[{0}]", d, bp);
+        ok += " && " + in_bounds(fmt::format("c{}", d), bp, d);
       addr += fmt::format(" + c{0} * {1}.stride[{0}]", d, bp);
     }
     return {ok, addr};
