@@ -7,6 +7,7 @@
 #include "codegen/emit_cuda.h"
 #include "codegen/prelude.h"
 #include "codegen/schedule_async_copies.h"
+#include "codegen/wgmma.h"
 #include "dsl/printer.h"
 #include "dsl/verifier.h"
 
@@ -36,8 +37,19 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan, const Emitt
     if (op.kind == OpKind::Dot) {
       const DotPlan& d = plan.dots.at(&op);
       auto source = [&](ValueId v) {
-        if (plan.where(v) == Placement::Shared)
-          return std::string("shared");
+        if (plan.where(v) == Placement::Shared) {
+          if (d.instruction != DotInstruction::Wgmma)
+            return std::string("shared");
+          // wgmma reads it through a descriptor: K-major when K is the tile's contiguous dim.
+          const bool is_a = v == op.operands[0];
+          const bool k_major = plan.contiguous_dim(v) == (is_a ? 1 : 0);
+          std::optional<WgmmaOperand> o = wgmma_operand(plan.tiles[plan.tile_of.at(v)], k_major);
+          return fmt::format("shared {}-major ({})",
+                             k_major ? "K"
+                             : is_a  ? "M"
+                                     : "N",
+                             o ? o->descriptor().str() : "no descriptor");
+        }
         return std::string(plan.fused_casts.count(v) ? "registers (cast fused)" : "registers");
       };
       const Shape& a = k.type(op.operands[0]).shape;

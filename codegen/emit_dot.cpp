@@ -207,7 +207,7 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d) {
     const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
     std::string n = fresh("desc");
     line("const kiln::u64 {} = kiln::wgmma_desc(kiln::smem_u32(kiln_smem) + {} + ({}) * {}, {}, {}, {});", n,
-         tile_base(t), mn, o.mn_stride(), o.lbo, o.sbo, o.swizzle_mode);
+         tile_base(t), mn, o.mn_stride(), o.lbo, o.sbo, static_cast<int>(o.swizzle_mode));
     return n;
   };
   std::string da = a_smem ? descriptor(a, *ao, "kiln_wg_m") : "";

@@ -20,6 +20,32 @@ int64_t WgmmaOperand::mn_stride() const {
   return panel_bytes / (line_bytes / elem_bytes);
 }
 
+const char* swizzle_mode_name(SwizzleMode m) {
+  switch (m) {
+  case SwizzleMode::Bytes128:
+    return "128-byte swizzle";
+  case SwizzleMode::Bytes64:
+    return "64-byte swizzle";
+  case SwizzleMode::Bytes32:
+    return "32-byte swizzle";
+  case SwizzleMode::None:
+    break;
+  }
+  return "no swizzle";
+}
+
+uint64_t WgmmaDescriptor::bits() const {
+  return static_cast<uint64_t>((start_address & 0x3FFFF) >> 4) |
+         (static_cast<uint64_t>((leading_byte_offset >> 4) & 0x3FFF) << 16) |
+         (static_cast<uint64_t>((stride_byte_offset >> 4) & 0x3FFF) << 32) |
+         (static_cast<uint64_t>(swizzle) << 62);
+}
+
+std::string WgmmaDescriptor::str() const {
+  return fmt::format("LBO {} B, SBO {} B, {}", leading_byte_offset, stride_byte_offset,
+                     swizzle_mode_name(swizzle));
+}
+
 std::optional<WgmmaOperand> wgmma_operand(const SharedTile& t, bool k_major) {
   WgmmaOperand o;
   o.k_major = k_major;
@@ -30,7 +56,9 @@ std::optional<WgmmaOperand> wgmma_operand(const SharedTile& t, bool k_major) {
     return std::nullopt;
   if (row_bytes % o.line_bytes || t.rows % 8)
     return std::nullopt;
-  o.swizzle_mode = o.line_bytes == 128 ? 1 : o.line_bytes == 64 ? 2 : 3;
+  o.swizzle_mode = o.line_bytes == 128  ? SwizzleMode::Bytes128
+                   : o.line_bytes == 64 ? SwizzleMode::Bytes64
+                                        : SwizzleMode::Bytes32;
   // Panels hold all rows of one line width; a single-panel tile still gets its size as the stride
   // (never used by an instruction that stays within the panel, but well defined).
   o.panel_bytes = t.rows * o.line_bytes;

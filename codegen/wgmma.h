@@ -12,15 +12,34 @@
 #include "codegen/assign_layouts.h"
 #include "codegen/target.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
 namespace kiln {
 
+// The swizzle of a shared tile's lines, as wgmma's descriptor encodes it (bits 62-63).
+enum class SwizzleMode : uint8_t { None = 0, Bytes128 = 1, Bytes64 = 2, Bytes32 = 3 };
+const char* swizzle_mode_name(SwizzleMode m); // "128-byte swizzle", ...
+
+// wgmma's 64-bit shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): the start address,
+// leading and stride byte offsets, each in 16-byte units in 14 bits, and the swizzle mode. The device code
+// builds the same bits at run time (kiln::wgmma_desc, whose start address is only known there); this is
+// the host's typed view of them, for printing and for checking the encoding.
+struct WgmmaDescriptor {
+  uint32_t start_address = 0;      // shared-memory byte address (bits 0-13 hold (address & 0x3FFFF) >> 4)
+  int64_t leading_byte_offset = 0; // bits 16-29, >> 4
+  int64_t stride_byte_offset = 0;  // bits 32-45, >> 4
+  SwizzleMode swizzle = SwizzleMode::Bytes128;
+
+  uint64_t bits() const;
+  std::string str() const; // "LBO 16 B, SBO 1024 B, 128-byte swizzle"
+};
+
 // How wgmma reads one shared operand tile.
 struct WgmmaOperand {
-  bool k_major = true;      // the tile's contiguous dim is the dot's K dim
-  int swizzle_mode = 1;     // the descriptor's field: 1 = 128-byte, 2 = 64-byte, 3 = 32-byte swizzle
+  bool k_major = true; // the tile's contiguous dim is the dot's K dim
+  SwizzleMode swizzle_mode = SwizzleMode::Bytes128;
   int64_t line_bytes = 128; // bytes of one swizzled line (the swizzle width)
   int64_t lbo = 0, sbo = 0; // the descriptor's leading / stride byte offsets
   int64_t panel_bytes = 0;  // bytes between 128-byte column panels (rows * 128), 0 with one panel
@@ -32,6 +51,8 @@ struct WgmmaOperand {
   // line when M/N-major).
   int64_t mn_stride() const;
   int64_t mn_granule() const { return k_major ? 8 : line_bytes / elem_bytes; }
+  // The descriptor of this operand at shared-memory address `start` (the tile's base for printing).
+  WgmmaDescriptor descriptor(uint32_t start = 0) const { return {start, lbo, sbo, swizzle_mode}; }
 };
 
 // The descriptor geometry of `t` read as a wgmma operand whose K dim is (or is not) the tile's

@@ -20,7 +20,7 @@ TEST(Wgmma, KMajorTileOfOneLine) {
   // Q or K tile (64 rows, D = 64 f16): 128-byte lines, one panel.
   auto o = wgmma_operand(tile(64, 64), /*k_major=*/true);
   ASSERT_TRUE(o);
-  EXPECT_EQ(o->swizzle_mode, 1);
+  EXPECT_EQ(o->swizzle_mode, SwizzleMode::Bytes128);
   EXPECT_EQ(o->line_bytes, 128);
   EXPECT_EQ(o->sbo, 1024) << "8 rows of 128 bytes between swizzle atoms";
   EXPECT_EQ(o->lbo, 16) << "unused for swizzled K-major layouts (PTX: assumed 1)";
@@ -55,12 +55,12 @@ TEST(Wgmma, MNMajorTile) {
 TEST(Wgmma, NarrowLinesUseNarrowerSwizzles) {
   auto o64 = wgmma_operand(tile(64, 32), true); // D = 32 f16: 64-byte lines
   ASSERT_TRUE(o64);
-  EXPECT_EQ(o64->swizzle_mode, 2);
+  EXPECT_EQ(o64->swizzle_mode, SwizzleMode::Bytes64);
   EXPECT_EQ(o64->sbo, 512);
   EXPECT_EQ(o64->k_offset(16), 32);
   auto o32 = wgmma_operand(tile(64, 16), true);
   ASSERT_TRUE(o32);
-  EXPECT_EQ(o32->swizzle_mode, 3);
+  EXPECT_EQ(o32->swizzle_mode, SwizzleMode::Bytes32);
   EXPECT_FALSE(wgmma_operand(tile(64, 8), true)) << "16-byte lines have no swizzle mode";
   EXPECT_FALSE(wgmma_operand(tile(12, 64), true)) << "rows must fill 8-row atoms";
 }
@@ -88,6 +88,26 @@ TEST(Wgmma, FunctionTextNamesTheShape) {
   EXPECT_NE(ss.find("m64n256k16.f32.bf16.bf16"), std::string::npos);
   EXPECT_NE(ss.find("p, 1, 1, 1, 0;"), std::string::npos) << "trans-a 1, trans-b 0";
   EXPECT_EQ(wgmma_function_name(256, DType::bf16, false, true, false), "kiln_wgmma_m64n256k16_bf16_ss_ta");
+}
+
+// The descriptor's bits as the PTX ISA lays them out: start address >> 4 in bits 0-13 (of an 18-bit
+// shared address), LBO >> 4 in 16-29, SBO >> 4 in 32-45, the swizzle mode in 62-63; the same formula as the
+// device's kiln::wgmma_desc.
+TEST(Wgmma, DescriptorBitsFollowThePtxLayout) {
+  WgmmaDescriptor d{0x12340, 16, 1024, SwizzleMode::Bytes128};
+  EXPECT_EQ(d.bits(), (uint64_t{0x1234}) | (uint64_t{1} << 16) | (uint64_t{64} << 32) | (uint64_t{1} << 62));
+  d.start_address = 0x7FFF0 | 0x40000; // bits past the 18-bit window are dropped
+  d.swizzle = SwizzleMode::Bytes32;
+  EXPECT_EQ(d.bits() & 0x3FFF, uint64_t{0x3FFF});
+  EXPECT_EQ(d.bits() >> 62, uint64_t{3});
+  EXPECT_EQ(d.str(), "LBO 16 B, SBO 1024 B, 32-byte swizzle");
+  // An operand's descriptor carries its geometry: 64 rows of 64 f16 (one 128-byte line), K-major.
+  SharedTile t;
+  t.rows = 64;
+  t.cols = 64;
+  std::optional<WgmmaOperand> o = wgmma_operand(t, true);
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->descriptor().str(), "LBO 16 B, SBO 1024 B, 128-byte swizzle");
 }
 
 } // namespace
