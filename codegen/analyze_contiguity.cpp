@@ -19,8 +19,8 @@ std::optional<int64_t> affine_coeff(const Kernel& k, const LoweringPlan& plan, V
     const Op* d = k.info(x).def;
     while (d && (d->kind == OpKind::Broadcast || d->kind == OpKind::Reshape || d->kind == OpKind::ExpandDims))
       d = k.info(d->operands[0]).def;
-    if (d && d->kind == OpKind::Constant && !d->ints.empty())
-      return d->ints[0];
+    if (d && d->kind == OpKind::Constant)
+      return d->exact_int();
     return std::nullopt;
   };
   switch (op.kind) {

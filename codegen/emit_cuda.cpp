@@ -82,7 +82,7 @@ std::string Emitter::materialize(ValueId v, const Layout& want) {
   case OpKind::Arange:
     n = declare_regs(v, want, "range");
     for_regs(R);
-    line("  {}[r] = {} + {};", n, op.ints[0], coord(want, 0, "r"));
+    line("  {}[r] = {} + {};", n, op.arange_lo(), coord(want, 0, "r"));
     line("}}");
     break;
   case OpKind::ExpandDims: {

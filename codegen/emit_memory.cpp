@@ -245,11 +245,11 @@ bool Emitter::emit_vector_block_store(const Op& op, const std::string& bp, const
   std::string other_ok = "true", addr = "0";
   for (int d = 0; d < bt.rank(); ++d) {
     line("  const long long c{} = {}.off[{}] + {};", d, bp, d, coord(W, d, "g"));
-    if (d != cdim && std::find(op.ints.begin(), op.ints.end(), d) != op.ints.end())
+    if (d != cdim && op.checks_dim(d))
       other_ok += " && " + in_bounds(fmt::format("c{}", d), bp, d);
     addr += fmt::format(" + c{0} * {1}.stride[{0}]", d, bp);
   }
-  const bool check_c = std::find(op.ints.begin(), op.ints.end(), cdim) != op.ints.end();
+  const bool check_c = op.checks_dim(cdim);
   std::string whole = check_c ? " && " + run_in_bounds(fmt::format("c{}", cdim), bp, cdim, run) : "";
   line("  {} * const kiln_p = {}.base + ({});", ctype(elem), bp, addr);
   line("  if ({}{} && {}.stride[{}] == 1 && reinterpret_cast<unsigned long long>(kiln_p) % {} == 0) {{",
@@ -278,8 +278,8 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
   int cdim = t.contig_dim, sdim = 1 - cdim;
   int per_chunk = 16 / t.elem_bytes;
   int64_t cpr = t.cols / per_chunk, chunks = t.rows * cpr;
-  bool check_c = std::find(op.ints.begin(), op.ints.end(), cdim) != op.ints.end();
-  bool check_s = std::find(op.ints.begin(), op.ints.end(), sdim) != op.ints.end();
+  bool check_c = op.checks_dim(cdim);
+  bool check_s = op.checks_dim(sdim);
   std::string base = fmt::format("({} + ({}) * {})", t.offset, stage, t.bytes_per_stage());
   std::string ty = ctype(k_.type(op.result()).elem);
   line("{{ // {} -> shared [{} x {}] {}", op.loc.str(), t.rows, t.cols, ty);

@@ -206,7 +206,7 @@ private:
     std::string ok = "true", addr = "0";
     for (int d = 0; d < bt.rank(); ++d) {
       line("  const long long c{} = {}.off[{}] + {};", d, bp, d, coord(L, d, "r"));
-      if (std::find(op.ints.begin(), op.ints.end(), d) != op.ints.end())
+      if (op.checks_dim(d))
         ok += " && " + in_bounds(fmt::format("c{}", d), bp, d);
       addr += fmt::format(" + c{0} * {1}.stride[{0}]", d, bp);
     }

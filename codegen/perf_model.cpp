@@ -237,7 +237,7 @@ private:
       if (scalar_typed(res)) {
         const DType t = k_.type(res).elem;
         s(res) =
-            Scalar{true, is_float(t) || op.ints.empty() ? wrap(op.f, t) : static_cast<double>(op.ints[0])};
+            Scalar{true, is_float(t) || !op.exact_int() ? wrap(op.f, t) : static_cast<double>(*op.exact_int())};
       }
       return;
     case OpKind::ProgramId:
@@ -331,10 +331,10 @@ private:
       return;
     }
     case OpKind::LoadBlock:
-      cost_.bytes_loaded += block_elements(op.operands[0], op.ints) * dbytes(k_.type(res).elem);
+      cost_.bytes_loaded += block_elements(op.operands[0], op.checked_dims()) * dbytes(k_.type(res).elem);
       return;
     case OpKind::StoreBlock:
-      cost_.bytes_stored += block_elements(op.operands[0], op.ints) * dbytes(k_.type(op.operands[1]).elem);
+      cost_.bytes_stored += block_elements(op.operands[0], op.checked_dims()) * dbytes(k_.type(op.operands[1]).elem);
       return;
     case OpKind::For:
       return visit_for(op);

@@ -352,7 +352,7 @@ void Interpreter::exec(const Op& op) {
     return exec_constant(op);
   case OpKind::Arange: {
     Tile& out = val(op.result());
-    int64_t lo = op.ints[0], n = op.ints[1] - op.ints[0];
+    int64_t lo = op.arange_lo(), n = op.arange_hi() - op.arange_lo();
     out.i.resize(n);
     for (int64_t j = 0; j < n; ++j)
       out.i[j] = lo + j;
@@ -429,7 +429,7 @@ void Interpreter::exec_constant(const Op& op) {
     out.f.assign(t.numel(), round_to_dtype(op.f, t.elem));
     return;
   }
-  int64_t v = op.ints.empty() ? float_to_int(op.f, t.elem) : op.ints[0];
+  int64_t v = op.exact_int() ? *op.exact_int() : float_to_int(op.f, t.elem);
   out.i.assign(t.numel(), wrap_int(static_cast<uint64_t>(v), t.elem));
 }
 
@@ -928,7 +928,7 @@ void Interpreter::exec_block_access(const Op& op) {
   const int r = bt.rank();
   const bool as_float = is_float(bt.elem);
   llvm::SmallVector<bool, 3> checked(r, false);
-  for (int64_t d : op.ints)
+  for (int64_t d : op.checked_dims())
     checked[d] = true;
 
   const int64_t n = bt.numel();
@@ -956,7 +956,7 @@ void Interpreter::exec_block_access(const Op& op) {
       }
       out_of_bounds(op, s.buffer, addr,
                     fmt::format("block element {} (tensor index {} of shape {}, boundary_check={{{}}})",
-                                index_str(idx), index_str(at), index_str(s.shape), fmt::join(op.ints, ", ")),
+                                index_str(idx), index_str(at), index_str(s.shape), fmt::join(op.checked_dims(), ", ")),
                     hint);
     }
     positions_[j] = masked ? -1 : addr;

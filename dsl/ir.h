@@ -9,6 +9,7 @@
 #include <llvm/ADT/SmallVector.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,13 +97,21 @@ struct Op {
   Padding padding = Padding::Zero;
 
   ValueId result() const { return results.empty() ? kNoValue : results[0]; }
+
+  // Typed views of `ints` for the kinds that use it (an InternalError on any other kind), so that no
+  // consumer decodes the encoding again.
+  int64_t arange_lo() const; // Arange: [lo, hi)
+  int64_t arange_hi() const;
+  llvm::ArrayRef<int64_t> checked_dims() const; // LoadBlock, StoreBlock: the boundary-checked dims
+  bool checks_dim(int64_t dim) const;
+  std::optional<int64_t> exact_int() const; // Constant: the value, when it was given as an exact integer
 };
 
 struct ValueInfo {
   Type type;
-  std::string name;       // a hint for printing and codegen ("acc"); may be empty
-  Op* def = nullptr;      // defining op; null for kernel params and region args
-  int param_index = -1;   // >= 0 for kernel parameters
+  std::string name;         // a hint for printing and codegen ("acc"); may be empty
+  Op* def = nullptr;        // defining op; null for kernel params and region args
+  int param_index = -1;     // >= 0 for kernel parameters
   int64_t divisibility = 1; // hint: the value (or every element) is a multiple of this
   int64_t contiguity = 1;   // hint: runs of this many consecutive elements along the last dim
 };

@@ -25,7 +25,7 @@ struct Printer {
   std::string attrs(const Op& op) {
     switch (op.kind) {
     case OpKind::Constant: return fmt::format(" {}", op.f);
-    case OpKind::Arange: return fmt::format(" {}, {}", op.ints[0], op.ints[1]);
+    case OpKind::Arange: return fmt::format(" {}, {}", op.arange_lo(), op.arange_hi());
     case OpKind::ProgramId:
     case OpKind::NumPrograms:
     case OpKind::ExpandDims: return fmt::format(" axis={}", op.axis);
@@ -38,9 +38,9 @@ struct Printer {
     case OpKind::Store:
     case OpKind::AtomicAdd: return op.has_mask ? " masked" : "";
     case OpKind::LoadBlock:
-      return fmt::format(" boundary_check=[{}] padding={}", fmt::join(op.ints, ","),
+      return fmt::format(" boundary_check=[{}] padding={}", fmt::join(op.checked_dims(), ","),
                          op.padding == Padding::Zero ? "zero" : "nan");
-    case OpKind::StoreBlock: return fmt::format(" boundary_check=[{}]", fmt::join(op.ints, ","));
+    case OpKind::StoreBlock: return fmt::format(" boundary_check=[{}]", fmt::join(op.checked_dims(), ","));
     default: return "";
     }
   }

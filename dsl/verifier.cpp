@@ -147,7 +147,7 @@ std::optional<Type> infer_memory(const Checker& c) {
     if (!bp.is_block_ptr())
       c.error("expected a block pointer, got {}", bp.str());
     llvm::SmallVector<bool, 4> seen(bp.rank(), false);
-    for (int64_t d : op.ints) {
+    for (int64_t d : op.checked_dims()) {
       if (d < 0 || d >= bp.rank())
         c.error("boundary_check dim {} is out of range for a rank-{} block ({}); valid dims are 0 to {}", d,
                 bp.rank(), bp.str(), bp.rank() - 1);

@@ -191,10 +191,10 @@ private:
     switch (op.kind) {
     case OpKind::Constant:
       if (is_int(k_.type(op.result()).elem))
-        result().range = Interval::exact(op.ints.empty() ? static_cast<int64_t>(op.f) : op.ints[0]);
+        result().range = Interval::exact(op.exact_int() ? *op.exact_int() : static_cast<int64_t>(op.f));
       return;
     case OpKind::Arange:
-      result().range = Interval::of(op.ints[0], op.ints[1] - 1);
+      result().range = Interval::of(op.arange_lo(), op.arange_hi() - 1);
       return;
     case OpKind::ProgramId:
       result().range = Interval::of(0, grid_[static_cast<size_t>(op.axis)] - 1);
