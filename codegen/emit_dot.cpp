@@ -44,11 +44,11 @@ std::string Emitter::fragment_base(ValueId v, const std::string& lane_row, const
 std::string Emitter::fragment_addr(ValueId v, const std::string& base, const std::string& chunk,
                                    const std::string& row) {
   const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
-  int64_t lb = line_bytes(t);
-  if (t.cols * t.elem_bytes == lb)
-    return fmt::format("(({} ^ (({}) * 16)) + ({}) * {})", base, chunk, row, lb);
+  const SharedTileGeometry g = geometry(t);
+  if (!g.panelled())
+    return fmt::format("(({} ^ (({}) * 16)) + ({}) * {})", base, chunk, row, g.line_bytes());
   return fmt::format("(({} ^ ((({}) % 8) * 16)) + (({}) / 8) * {} + ({}) * 128)", base, chunk, chunk,
-                     t.rows * 128, row);
+                     g.panel_bytes(), row);
 }
 
 void Emitter::emit_dot_mma(const Op& op, const std::string& d) {

@@ -311,7 +311,7 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
       if (t.rows % R)
         line("  if (row0 + i * {} >= {}) break;", R, t.rows);
       line("  const bool ok = {};", ok);
-      line("  kiln::cp_async_16(dst0 + i * {}, ok ? src0 + i * src_step : {}.base, ok);", R * line_bytes(t),
+      line("  kiln::cp_async_16(dst0 + i * {}, ok ? src0 + i * src_step : {}.base, ok);", R * geometry(t).line_bytes(),
            bp);
       line("}}");
     };

@@ -232,25 +232,11 @@ private:
     return it != stage_var_.end() ? fmt::format("({} + {} * {})", t.offset, it->second, t.bytes_per_stage())
                                   : std::to_string(t.offset);
   }
-  // Shared tiles are stored in 16-byte chunks. A row of at most 128 bytes is one line; wider rows
-  // are cut into 128-byte column panels stored one after another (all rows of panel 0, then panel
-  // 1, ...). Within a line, chunk c of row r sits at c ^ phase(r), the XOR pattern of Hopper's
-  // 128/64/32-byte swizzle modes (tile bases are 1024-byte aligned), so one layout serves ldmatrix
-  // without bank conflicts and wgmma's shared-memory descriptors alike.
-  static int64_t line_bytes(const SharedTile& t) { return std::min<int64_t>(128, t.cols * t.elem_bytes); }
-  std::string swizzled(const SharedTile& t, const std::string& row, const std::string& chunk) {
-    int cpl = static_cast<int>(line_bytes(t) / 16);
-    if (!opt_.swizzle || cpl <= 1)
-      return chunk;
-    return fmt::format("kiln::swizzle_chunk<{}>({}, {})", cpl, row, chunk);
-  }
+  // The tile format (swizzled 16-byte chunks, 128-byte panels) is SharedTileGeometry's.
+  SharedTileGeometry geometry(const SharedTile& t) const { return t.geometry(opt_.swizzle); }
   // Byte offset within one stage of a tile of 16-byte chunk `chunk` of row `row`.
-  std::string stage_offset(const SharedTile& t, const std::string& row, const std::string& chunk) {
-    int64_t lb = line_bytes(t);
-    if (t.cols * t.elem_bytes == lb)
-      return fmt::format("({}) * {} + {} * 16", row, lb, swizzled(t, row, chunk));
-    return fmt::format("(({}) / 8) * {} + ({}) * 128 + {} * 16", chunk, t.rows * 128, row,
-                       swizzled(t, row, "((" + chunk + ") % 8)"));
+  std::string stage_offset(const SharedTile& t, const std::string& row, const std::string& chunk) const {
+    return geometry(t).chunk_offset_expr(row, chunk);
   }
   // Byte offset (from kiln_smem) of logical element (a, b) of a shared value.
   std::string tile_elem(ValueId v, const std::string& a, const std::string& b) {

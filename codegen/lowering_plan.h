@@ -9,6 +9,7 @@
 #pragma once
 
 #include "codegen/layout.h"
+#include "codegen/shared_tile_geometry.h"
 #include "dsl/ir.h"
 
 #include <map>
@@ -50,6 +51,7 @@ struct SharedTile {
   std::vector<const Op*> loop_nest; // every for op around the load, outermost first
 
   int64_t bytes_per_stage() const { return rows * cols * elem_bytes; }
+  SharedTileGeometry geometry(bool swizzled = true) const { return {rows, cols, elem_bytes, swizzled}; }
 };
 
 struct LoweringPlan {

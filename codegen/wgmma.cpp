@@ -20,20 +20,6 @@ int64_t WgmmaOperand::mn_stride() const {
   return panel_bytes / (line_bytes / elem_bytes);
 }
 
-const char* swizzle_mode_name(SwizzleMode m) {
-  switch (m) {
-  case SwizzleMode::Bytes128:
-    return "128-byte swizzle";
-  case SwizzleMode::Bytes64:
-    return "64-byte swizzle";
-  case SwizzleMode::Bytes32:
-    return "32-byte swizzle";
-  case SwizzleMode::None:
-    break;
-  }
-  return "no swizzle";
-}
-
 uint64_t WgmmaDescriptor::bits() const {
   return static_cast<uint64_t>((start_address & 0x3FFFF) >> 4) |
          (static_cast<uint64_t>((leading_byte_offset >> 4) & 0x3FFF) << 16) |
@@ -50,15 +36,13 @@ std::optional<WgmmaOperand> wgmma_operand(const SharedTile& t, bool k_major) {
   WgmmaOperand o;
   o.k_major = k_major;
   o.elem_bytes = t.elem_bytes;
-  int64_t row_bytes = t.cols * t.elem_bytes;
-  o.line_bytes = std::min<int64_t>(128, row_bytes);
+  const SharedTileGeometry g = t.geometry();
+  o.line_bytes = g.line_bytes();
   if (o.line_bytes != 32 && o.line_bytes != 64 && o.line_bytes != 128)
     return std::nullopt;
-  if (row_bytes % o.line_bytes || t.rows % 8)
+  if (g.row_bytes() % o.line_bytes || t.rows % 8)
     return std::nullopt;
-  o.swizzle_mode = o.line_bytes == 128  ? SwizzleMode::Bytes128
-                   : o.line_bytes == 64 ? SwizzleMode::Bytes64
-                                        : SwizzleMode::Bytes32;
+  o.swizzle_mode = g.swizzle_mode();
   // Panels hold all rows of one line width; a single-panel tile still gets its size as the stride
   // (never used by an instruction that stays within the panel, but well defined).
   o.panel_bytes = t.rows * o.line_bytes;

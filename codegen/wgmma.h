@@ -18,10 +18,6 @@
 
 namespace kiln {
 
-// The swizzle of a shared tile's lines, as wgmma's descriptor encodes it (bits 62-63).
-enum class SwizzleMode : uint8_t { None = 0, Bytes128 = 1, Bytes64 = 2, Bytes32 = 3 };
-const char* swizzle_mode_name(SwizzleMode m); // "128-byte swizzle", ...
-
 // wgmma's 64-bit shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): the start address,
 // leading and stride byte offsets, each in 16-byte units in 14 bits, and the swizzle mode. The device code
 // builds the same bits at run time (kiln::wgmma_desc, whose start address is only known there); this is
