@@ -247,9 +247,18 @@ void Emitter::emit_op(const Op& op) {
   case OpKind::Arange:
     name_[r] = materialize(r, layout_of(r));
     return;
-  default:
-    throw InternalError(fmt::format("emit_cuda: unhandled {}", op_name(op.kind)));
+  // Handled above (scalars, block pointers, control flow) or by the enclosing op (yield). No default: a new
+  // op kind must be given its printer here before the code generator compiles.
+  case OpKind::ProgramId:
+  case OpKind::NumPrograms:
+  case OpKind::MakeBlockPtr:
+  case OpKind::Advance:
+  case OpKind::For:
+  case OpKind::If:
+  case OpKind::Yield:
+    break;
   }
+  throw InternalError(fmt::format("emit_cuda: {} is not a tile op", op_name(op.kind)));
 }
 
 void Emitter::emit_scalar_op(const Op& op) {
