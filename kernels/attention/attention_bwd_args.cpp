@@ -85,6 +85,14 @@ Value bwd_dq_acc_block_ptr(const AttentionBwdArgs& a, const Value& row0, int64_t
                         {rows, tp.head_dim}, {1, 0});
 }
 
+std::vector<ParamDef> attention_bwd_param_defs() {
+  std::vector<ParamDef> params = attention_param_defs();
+  for (ParamDef& p : params)
+    if (p.name == "BLOCK_M" || p.name == "BLOCK_N")
+      p.default_value = 64;
+  return params;
+}
+
 ParamDef atomic_dq_param() {
   return {"ATOMIC_DQ", 0,
           "1 accumulates dQ with f32 atomic adds inside the dK/dV program (not deterministic), then casts it; "

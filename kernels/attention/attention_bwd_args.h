@@ -45,6 +45,10 @@ Value bwd_row_block_ptr(const AttentionBwdArgs& a, const Value& ptr, const Value
 Value bwd_dq_acc_block_ptr(const AttentionBwdArgs& a, const Value& row0, int64_t rows, const AttentionTileParams& tp,
                            const Operand& offset);
 
+// The attention params with the backward's tiles as defaults (64 x 64, as default_bwd_configs picks at
+// D <= 64), so that `kiln emit` and a default config show what runs.
+std::vector<ParamDef> attention_bwd_param_defs();
+
 // The parameters of the dK/dV and preprocess kernels beyond the attention tiles: ATOMIC_DQ.
 ParamDef atomic_dq_param();
 

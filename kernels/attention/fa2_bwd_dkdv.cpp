@@ -130,7 +130,7 @@ KernelDef fa2_bwd_dkdv_def() {
   KernelDef d;
   d.name = "fa2_bwd_dkdv";
   d.summary = "attention backward: dK and dV of one key tile, looping over the query tiles (and heads) that see it";
-  d.params = attention_param_defs();
+  d.params = attention_bwd_param_defs();
   d.params.push_back(atomic_dq_param());
   d.default_num_warps = 4;
   d.default_num_stages = 2;

@@ -61,7 +61,7 @@ KernelDef fa2_bwd_dq_def() {
   KernelDef d;
   d.name = "fa2_bwd_dq";
   d.summary = "attention backward: dQ of one query tile, looping over the key tiles it sees (deterministic)";
-  d.params = attention_param_defs();
+  d.params = attention_bwd_param_defs();
   d.default_num_warps = 4;
   d.default_num_stages = 2;
   d.build = build_fa2_bwd_dq;

@@ -23,7 +23,7 @@ KernelDef fa2_bwd_dq_convert_def() {
   KernelDef d;
   d.name = "fa2_bwd_dq_convert";
   d.summary = "attention backward (atomic dQ): dQ = the f32 accumulator times sm_scale, in the input dtype";
-  d.params = attention_param_defs();
+  d.params = attention_bwd_param_defs();
   d.default_num_warps = 4;
   d.default_num_stages = 1;
   d.build = build_fa2_bwd_dq_convert;

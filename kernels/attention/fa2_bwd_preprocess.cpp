@@ -29,7 +29,7 @@ KernelDef fa2_bwd_preprocess_def() {
   KernelDef d;
   d.name = "fa2_bwd_preprocess";
   d.summary = "attention backward: Delta = rowsum(dO * O) (and a zeroed dQ accumulator when ATOMIC_DQ=1)";
-  d.params = attention_param_defs();
+  d.params = attention_bwd_param_defs();
   d.params.push_back(atomic_dq_param());
   d.default_num_warps = 4;
   d.default_num_stages = 1;
