@@ -78,32 +78,9 @@ void Emitter::emit_pointer_store(const Op& op) {
   }
   line("if ({}) {{", owner);
   open();
-  int V = access.vector;
-  if (reduce_only && V > 1) {
-    int bytes = V * 4;
-    std::string full = "true";
-    if (op.has_mask)
-      for (int i = 0; i < V; ++i)
-        full += fmt::format(" && {}[g + {}]", m, i);
-    std::string args;
-    for (int i = 0; i < V; ++i)
-      args += fmt::format(", {}[g + {}]", x, i);
-    line("#pragma unroll");
-    line("for (int g = 0; g < {}; g += {}) {{", L.num_regs(), V);
-    line("  if ({}{}) {{", full, alignment_check(access, p, bytes));
-    line("    kiln::red_add_v{}({}[g]{});", V, p, args);
-    line("  }} else {{");
-    line("    #pragma unroll");
-    line("    for (int i = 0; i < {}; ++i)", V);
-    line("      if ({}) kiln::red_add({}[g + i], {}[g + i]);", op.has_mask ? m + "[g + i]" : "true", p, x);
-    line("  }}");
-    line("}}");
-    close();
-    line("}}");
-    return;
-  }
-  if (V > 1) { // as in emit_pointer_load: whole aligned unmasked groups in one vector store
-    int bytes = V * dtype_bytes(k_.type(v).elem);
+  const int V = access.vector;
+  if (V > 1) { // as in emit_pointer_load: whole aligned unmasked groups in one vector store or reduction
+    const int bytes = V * dtype_bytes(k_.type(v).elem);
     std::string full = "true";
     if (op.has_mask)
       for (int i = 0; i < V; ++i)
@@ -111,14 +88,25 @@ void Emitter::emit_pointer_store(const Op& op) {
     line("#pragma unroll");
     line("for (int g = 0; g < {}; g += {}) {{", L.num_regs(), V);
     line("  if ({}{}) {{", full, alignment_check(access, p, bytes));
-    line("    alignas(16) {} kiln_v[{}];", ctype(k_.type(v).elem), V);
-    line("    #pragma unroll");
-    line("    for (int i = 0; i < {}; ++i) kiln_v[i] = {}[g + i];", V, x);
-    line("    kiln::st_global<{}>({}[g], kiln_v);", bytes, p);
+    if (reduce_only) {
+      std::string args;
+      for (int i = 0; i < V; ++i)
+        args += fmt::format(", {}[g + {}]", x, i);
+      line("    kiln::red_add_v{}({}[g]{});", V, p, args);
+    } else {
+      line("    alignas(16) {} kiln_v[{}];", ctype(k_.type(v).elem), V);
+      line("    #pragma unroll");
+      line("    for (int i = 0; i < {}; ++i) kiln_v[i] = {}[g + i];", V, x);
+      line("    kiln::st_global<{}>({}[g], kiln_v);", bytes, p);
+    }
     line("  }} else {{");
     line("    #pragma unroll");
     line("    for (int i = 0; i < {}; ++i)", V);
-    line("      if ({}) *{}[g + i] = {}[g + i];", op.has_mask ? m + "[g + i]" : "true", p, x);
+    const std::string guard = op.has_mask ? m + "[g + i]" : "true";
+    if (reduce_only)
+      line("      if ({}) kiln::red_add({}[g + i], {}[g + i]);", guard, p, x);
+    else
+      line("      if ({}) *{}[g + i] = {}[g + i];", guard, p, x);
     line("  }}");
     line("}}");
     close();
@@ -311,8 +299,8 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
       if (t.rows % R)
         line("  if (row0 + i * {} >= {}) break;", R, t.rows);
       line("  const bool ok = {};", ok);
-      line("  kiln::cp_async_16(dst0 + i * {}, ok ? src0 + i * src_step : {}.base, ok);", R * geometry(t).line_bytes(),
-           bp);
+      line("  kiln::cp_async_16(dst0 + i * {}, ok ? src0 + i * src_step : {}.base, ok);",
+           R * geometry(t).line_bytes(), bp);
       line("}}");
     };
     auto copy_checked_rows = [&] {
