@@ -6,6 +6,7 @@
 #include "bench/random_fill.h"
 
 #include "kernels/attention/attention_bwd_problem.h"
+#include "kernels/attention/attention_bwd_tolerance.h"
 #include "kernels/attention/fa2_bwd_dkdv.h"
 #include "kernels/attention/fa2_bwd_dq.h"
 #include "kernels/attention/fa2_bwd_dq_convert.h"
@@ -184,11 +185,10 @@ CheckResult check_grads(Session& s, const AttentionProblem& p, BwdShapeData& d, 
   const SampledGrads got =
       gather_sampled_grads(p, download(d.dgrad_q, p.dtype, d.q_elems, "dQ"), download(d.dgrad_k, p.dtype, d.kv_elems, "dK"),
                            download(d.dgrad_v, p.dtype, d.kv_elems, "dV"), *d.sample);
-  // kernels' gradient tolerance (tests/interp/attention_bwd_test_cases.h): twice the forward's, plus the
-  // f32 LSE's rounding, an absolute error in P's exponent.
+  // The kernels' gradient tolerance, as the tests and `kiln attention --backward --check` hold them to.
   CheckResult c;
   c.method = "sampled";
-  c.tolerance = 2 * tolerance(p.dtype, p.tf32) + 2 * unit_roundoff(DType::f32) * d.want->max_abs_lse;
+  c.tolerance = attention_grad_tolerance(p.dtype, p.tf32, d.want->max_abs_lse);
   c.error = 0;
   c.ok = true;
   for (auto [name, g, w] : {std::tuple{"dq_error", &got.dq, &d.want->dq}, {"dk_error", &got.dk, &d.want->dk},
