@@ -5,6 +5,7 @@
 #include "bench/launch_args.h"
 #include "bench/random_fill.h"
 
+#include "kernels/attention/attention_bwd_args.h"
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_bwd_tolerance.h"
 #include "kernels/attention/fa2_bwd_dkdv.h"
@@ -30,8 +31,8 @@ double attention_fwd_bwd_flops(const AttentionProblem& p) { return 3.5 * attenti
 namespace {
 
 // The sampled check: dQ of 32 rows per query head and dK, dV of 32 keys, in 2 (batch, kv head) pairs up to
-// N = 4096 and 1 beyond (the row statistics of a head cost 2·N²·D multiply-adds: 3.4·10¹⁰ at N = 16384, D = 64,
-// a few seconds over the CPU's threads, once per shape for the shape's three cases).
+// N = 4096 and 1 beyond (the row statistics of a head cost 2·N²·D multiply-adds: 3.4·10¹⁰ at N = 16384, D =
+// 64, a few seconds over the CPU's threads, once per shape for the shape's three cases).
 constexpr int64_t kRowsPerHead = 32, kKeysPerHead = 32;
 int64_t sampled_kv_heads(const AttentionProblem& p) { return p.N_Q <= 4096 ? 2 : 1; }
 
@@ -95,7 +96,8 @@ public:
       d.delta = poisoned_device_buffer(DType::f32, rows);
       // kiln's forward, as the attention suite runs it (its output is checked there); O and LSE feed the
       // backward.
-      AttentionInputs in{HostBuffer(p.dtype, 0, "Q"), HostBuffer(p.dtype, 0, "K"), HostBuffer(p.dtype, 0, "V")};
+      AttentionInputs in{HostBuffer(p.dtype, 0, "Q"), HostBuffer(p.dtype, 0, "K"),
+                         HostBuffer(p.dtype, 0, "V")};
       AttentionOutputs out{HostBuffer(p.dtype, 0, "O"), HostBuffer(DType::f32, 0, "LSE")};
       const DeviceMirrors mirrors = {
           {&in.q, &d.q_dev}, {&in.k, &d.k_dev}, {&in.v, &d.v_dev}, {&out.o, &d.o}, {&out.lse, &d.lse}};
@@ -105,8 +107,9 @@ public:
       d.fwd_args = to_launch_args(k, fa2_interp_args(p, in, out), mirrors);
       CaseRecord scratch; // the tuner's pick goes into the case's record by the caller
       scratch.flops = attention_flops(p);
-      d.fwd = s.launch_for(def, config, k, attention_size_args(p), d.fwd_args, {{3, d.o.bytes()}, {4, d.lse.bytes()}},
-                           s.options().fa2_overrides.empty(), scratch);
+      d.fwd =
+          s.launch_for(def, config, k, attention_size_args(p), d.fwd_args,
+                       {{3, d.o.bytes()}, {4, d.lse.bytes()}}, s.options().fa2_overrides.empty(), scratch);
       d.fwd_config = d.fwd->tuned ? scratch.config : config.str();
       d.fwd->kernel->launch(d.fwd->grid, d.fwd_args);
     }
@@ -137,10 +140,10 @@ BwdLaunches bwd_launches(Session& s, const AttentionProblem& p, bool atomic, Bwd
     *h = HostBuffer(p.dtype, 0, "T");
   for (HostBuffer* h : {&b.lse, &b.delta, &b.dq_acc})
     *h = HostBuffer(DType::f32, 0, "F");
-  const DeviceMirrors mirrors = {{&b.q, &d.q_dev},      {&b.k, &d.k_dev},       {&b.v, &d.v_dev},
-                                 {&b.o, &d.o},          {&b.dout, &d.dout_dev}, {&b.lse, &d.lse},
-                                 {&b.delta, &d.delta},  {&b.dq, &d.dgrad_q},    {&b.dk, &d.dgrad_k},
-                                 {&b.dv, &d.dgrad_v},   {&b.dq_acc, &d.dq_acc}};
+  const DeviceMirrors mirrors = {{&b.q, &d.q_dev},     {&b.k, &d.k_dev},       {&b.v, &d.v_dev},
+                                 {&b.o, &d.o},         {&b.dout, &d.dout_dev}, {&b.lse, &d.lse},
+                                 {&b.delta, &d.delta}, {&b.dq, &d.dgrad_q},    {&b.dk, &d.dgrad_k},
+                                 {&b.dv, &d.dgrad_v},  {&b.dq_acc, &d.dq_acc}};
   const AttentionBwdConfigs configs = default_bwd_configs(p, atomic);
   const Config pre = bwd_preprocess_config(p, configs.dkdv);
   const SizeArgs sizes = attention_size_args(p);
@@ -150,10 +153,9 @@ BwdLaunches bwd_launches(Session& s, const AttentionProblem& p, bool atomic, Bwd
   l.pre = s.launch_for(fa2_bwd_preprocess_def(), pre, kpre, sizes, l.args, {}, false, r);
   // Delta (and the zeroed accumulator) before dK/dV is tuned or run.
   l.pre.kernel->launch(l.pre.grid, l.args);
-  // Arguments the kernels write (attention_bwd_args.h's order): dQ 7, dK 8, dV 9, DQ_ACC 10.
-  std::vector<OutputArg> dkdv_out = {{8, d.dgrad_k.bytes()}, {9, d.dgrad_v.bytes()}};
+  std::vector<OutputArg> dkdv_out = {{kBwdArgDk, d.dgrad_k.bytes()}, {kBwdArgDv, d.dgrad_v.bytes()}};
   if (atomic)
-    dkdv_out.push_back({10, d.dq_acc.bytes()});
+    dkdv_out.push_back({kBwdArgDqAcc, d.dq_acc.bytes()});
   const bool tune = s.options().tune_bwd;
   CaseRecord tuned; // launch_for writes the picked config here; the case's record gets all of them
   tuned.flops = r.flops;
@@ -162,12 +164,12 @@ BwdLaunches bwd_launches(Session& s, const AttentionProblem& p, bool atomic, Bwd
   const std::string dkdv_config = tune ? tuned.config : configs.dkdv.str();
   if (atomic) {
     const Config conv = bwd_dq_convert_config(p);
-    l.last = s.launch_for(fa2_bwd_dq_convert_def(), conv, s.kernel(fa2_bwd_dq_convert_def(), conv), sizes, l.args,
-                          {}, false, tuned);
+    l.last = s.launch_for(fa2_bwd_dq_convert_def(), conv, s.kernel(fa2_bwd_dq_convert_def(), conv), sizes,
+                          l.args, {}, false, tuned);
     l.config = "dkdv: " + dkdv_config + " | dq: atomic in dkdv, then convert";
   } else {
     l.last = s.launch_for(fa2_bwd_dq_def(), configs.dq, s.kernel(fa2_bwd_dq_def(), configs.dq), sizes, l.args,
-                          {{7, d.dgrad_q.bytes()}}, tune, tuned);
+                          {{kBwdArgDq, d.dgrad_q.bytes()}}, tune, tuned);
     l.config = "dkdv: " + dkdv_config + " | dq: " + (tune ? tuned.config : configs.dq.str());
   }
   return l;
@@ -182,16 +184,17 @@ CheckResult check_grads(Session& s, const AttentionProblem& p, BwdShapeData& d, 
     r.extra["reference_seconds"] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  const SampledGrads got =
-      gather_sampled_grads(p, download(d.dgrad_q, p.dtype, d.q_elems, "dQ"), download(d.dgrad_k, p.dtype, d.kv_elems, "dK"),
-                           download(d.dgrad_v, p.dtype, d.kv_elems, "dV"), *d.sample);
+  const SampledGrads got = gather_sampled_grads(p, download(d.dgrad_q, p.dtype, d.q_elems, "dQ"),
+                                                download(d.dgrad_k, p.dtype, d.kv_elems, "dK"),
+                                                download(d.dgrad_v, p.dtype, d.kv_elems, "dV"), *d.sample);
   // The kernels' gradient tolerance, as the tests and `kiln attention --backward --check` hold them to.
   CheckResult c;
   c.method = "sampled";
   c.tolerance = attention_grad_tolerance(p.dtype, p.tf32, d.want->max_abs_lse);
   c.error = 0;
   c.ok = true;
-  for (auto [name, g, w] : {std::tuple{"dq_error", &got.dq, &d.want->dq}, {"dk_error", &got.dk, &d.want->dk},
+  for (auto [name, g, w] : {std::tuple{"dq_error", &got.dq, &d.want->dq},
+                            {"dk_error", &got.dk, &d.want->dk},
                             {"dv_error", &got.dv, &d.want->dv}}) {
     const Comparison cmp = compare_to_reference(*g, *w);
     r.extra[name] = number_or_null(cmp.relative_error);
@@ -205,7 +208,8 @@ CheckResult check_grads(Session& s, const AttentionProblem& p, BwdShapeData& d, 
   return c;
 }
 
-void run_bwd_case(Session& s, CaseRecord& r, const AttentionProblem& p, Variant variant, BwdDataCache& cache) {
+void run_bwd_case(Session& s, CaseRecord& r, const AttentionProblem& p, Variant variant,
+                  BwdDataCache& cache) {
   BwdShapeData& d = cache.get(s, p);
   const BwdLaunches l = bwd_launches(s, p, variant == Variant::AtomicDq, d, r);
   r.config = variant == Variant::ForwardBackward ? "fwd: " + d.fwd_config + " | " + l.config : l.config;
@@ -225,7 +229,8 @@ void run_bwd_case(Session& s, CaseRecord& r, const AttentionProblem& p, Variant 
   r.check = check_grads(s, p, d, r);
   if (!r.check.ok)
     return;
-  s.time(r, [&](rt::Stream& stream) { step(stream); }, /*flush_l2=*/false);
+  s.time(
+      r, [&](rt::Stream& stream) { step(stream); }, /*flush_l2=*/false);
 }
 
 BenchCase bwd_case(const AttentionProblem& p, Variant variant, const std::shared_ptr<BwdDataCache>& cache) {
@@ -233,9 +238,10 @@ BenchCase bwd_case(const AttentionProblem& p, Variant variant, const std::shared
   static const char* const notes[] = {"deterministic", "ATOMIC_DQ=1", "forward + deterministic backward"};
   const int v = static_cast<int>(variant);
   BenchCase c;
-  c.record = case_record("attention_bwd", variant == Variant::ForwardBackward ? "attention_fwd_bwd" : "attention_bwd",
-                         systems[v], notes[v], p.dtype, {{"B", p.B}, {"H", p.H}, {"N", p.N_Q}, {"D", p.D}}, p.causal,
-                         CodegenOptions{});
+  c.record = case_record("attention_bwd",
+                         variant == Variant::ForwardBackward ? "attention_fwd_bwd" : "attention_bwd",
+                         systems[v], notes[v], p.dtype, {{"B", p.B}, {"H", p.H}, {"N", p.N_Q}, {"D", p.D}},
+                         p.causal, CodegenOptions{});
   c.record.flops = variant == Variant::ForwardBackward ? attention_fwd_bwd_flops(p) : attention_bwd_flops(p);
   const AttentionBwdConfigs configs = default_bwd_configs(p, variant == Variant::AtomicDq);
   c.def = fa2_bwd_dkdv_def();
@@ -244,7 +250,9 @@ BenchCase bwd_case(const AttentionProblem& p, Variant variant, const std::shared
                     {variant == Variant::AtomicDq ? fa2_bwd_dq_convert_def() : fa2_bwd_dq_def(),
                      variant == Variant::AtomicDq ? bwd_dq_convert_config(p) : configs.dq},
                     {fa2_fwd_def(), default_fa2_config(p)}};
-  c.run = [p, variant, cache](Session& s, const JitKernel&, CaseRecord& rec) { run_bwd_case(s, rec, p, variant, *cache); };
+  c.run = [p, variant, cache](Session& s, const JitKernel&, CaseRecord& rec) {
+    run_bwd_case(s, rec, p, variant, *cache);
+  };
   return c;
 }
 

@@ -1,6 +1,7 @@
 #include "kernels/attention/attention_bwd_api.h"
 
 #include "kernels/attention/attention_api_checks.h"
+#include "kernels/attention/attention_bwd_args.h"
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/fa2_bwd_dkdv.h"
@@ -17,9 +18,6 @@ namespace kiln::attention {
 using namespace detail;
 
 namespace {
-
-// Where the gradients and the dQ accumulator sit in the backward's argument list (attention_bwd_args.h).
-constexpr size_t kDqArg = 7, kDkArg = 8, kDvArg = 9, kDqAccArg = 10;
 
 // FLOPs per kernel for the tuning tables, splitting the convention's backward (2.5 × the forward: the five
 // products S, dV, dP, dK, dQ) by where each product is useful: dK/dV computes S, dV, dP, dK (2.0 ×) and, with
@@ -276,12 +274,12 @@ void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const 
     return static_cast<size_t>(extent_bytes(name, t, site));
   };
   auto dkdv_outputs = [&](bool atomic) {
-    std::vector<OutputArg> outs = {{kDkArg, bytes("dk", dk), 0}, {kDvArg, bytes("dv", dv), 0}};
+    std::vector<OutputArg> outs = {{kBwdArgDk, bytes("dk", dk), 0}, {kBwdArgDv, bytes("dv", dv), 0}};
     if (atomic)
-      outs.push_back({kDqAccArg, dq_acc->bytes(), 0});
+      outs.push_back({kBwdArgDqAcc, dq_acc->bytes(), 0});
     return outs;
   };
-  const std::vector<OutputArg> dq_outputs = {{kDqArg, bytes("dq", dq), 0}};
+  const std::vector<OutputArg> dq_outputs = {{kBwdArgDq, bytes("dq", dq), 0}};
   const AttentionBwdConfigs defaults = default_bwd_configs(p);
 
   BwdStep dkdv = options.config

@@ -13,6 +13,9 @@
 
 namespace kiln {
 
+// Positions in that list of the tensors the kernels write (for tuning launches that redirect outputs).
+inline constexpr size_t kBwdArgDq = 7, kBwdArgDk = 8, kBwdArgDv = 9, kBwdArgDqAcc = 10;
+
 struct AttentionBwdArgs {
   AttentionArgs fwd; // Q, K, V, O, LSE, sm_scale, sizes and the strides of Q, K, V, O
   Value dout, delta, dq, dk, dv, dq_acc;
@@ -42,8 +45,8 @@ Value bwd_row_block_ptr(const AttentionBwdArgs& a, const Value& ptr, const Value
                         const Operand& offset);
 
 // (rows, HEAD_DIM) window of the f32 dQ accumulator DQ_ACC ([B, H, N_Q, D] contiguous) at query row `offset`.
-Value bwd_dq_acc_block_ptr(const AttentionBwdArgs& a, const Value& row0, int64_t rows, const AttentionTileParams& tp,
-                           const Operand& offset);
+Value bwd_dq_acc_block_ptr(const AttentionBwdArgs& a, const Value& row0, int64_t rows,
+                           const AttentionTileParams& tp, const Operand& offset);
 
 // The attention params with the backward's tiles as defaults (64 x 64, as default_bwd_configs picks at
 // D <= 64), so that `kiln emit` and a default config show what runs.
