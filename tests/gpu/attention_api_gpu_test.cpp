@@ -4,6 +4,7 @@
 //
 // The config comes from the autotuner as KILN_AUTOTUNE says (the caller's setting; scripts/gpu_check.sh
 // leaves it at its default, so a first run tunes each shape bucket and later runs read the cache).
+#include "gpu/attention_gpu_support.h"
 #include "gpu/gpu_skip.h"
 #include "kernels/attention/attention_api.h"
 #include "kernels/compare.h"
@@ -16,33 +17,9 @@
 
 using namespace kiln;
 using namespace kiln::attention;
+using namespace kiln::testing_support;
 
 namespace {
-
-
-rt::DeviceBuffer upload(const HostBuffer& b) {
-  rt::DeviceBuffer d(b.bytes.size());
-  d.copy_from_host(b.bytes.data(), b.bytes.size());
-  return d;
-}
-
-// A [B, heads, N, D] tensor of `p` at `data`, shaped and strided as the problem's layout stores it.
-TensorRef describe(const AttentionProblem& p, uint64_t data, int64_t heads, int64_t n,
-                   const TensorStrides& s) {
-  if (p.bshd_layout)
-    return TensorRef{data, p.dtype, {p.B, n, heads, p.D}, {s.b, s.n, s.h, 1}};
-  return TensorRef{data, p.dtype, {p.B, heads, n, p.D}, {s.b, s.h, s.n, 1}};
-}
-
-AttentionOptions options_for(const AttentionProblem& p) {
-  AttentionOptions o;
-  o.causal = static_cast<Causal>(p.causal);
-  o.sm_scale = p.sm_scale;
-  o.k_transposed = p.k_transposed;
-  o.tf32 = p.tf32;
-  o.layout = p.bshd_layout ? "bshd" : "bhsd";
-  return o;
-}
 
 enum class Variant { Fa2, Fa1 };
 
@@ -64,7 +41,7 @@ void check_against_reference(const AttentionProblem& p, uint64_t seed, const Run
   std::optional<TensorRef> lse_ref;
   if (spec.with_lse)
     lse_ref = TensorRef::contiguous(lse.ptr(), DType::f32, {p.B, p.H, p.N_Q});
-  AttentionOptions opts = options_for(p);
+  AttentionOptions opts = attention_options_for(p);
   opts.stream = spec.stream;
   opts.config = spec.config;
   const TensorRef tq = describe(p, q.ptr(), p.H, p.N_Q, s.q), tk = describe(p, k.ptr(), p.H_KV, p.N_K, s.k),
@@ -176,7 +153,7 @@ TEST(GpuAttentionApi, ViewsIntoPackedQkv) {
                      {p.N_Q * 3 * row, 3 * row, p.D, 1}};
   };
   forward(view(0), view(1), view(2), TensorRef::contiguous(o.ptr(), p.dtype, {p.B, p.N_Q, p.H, p.D}),
-          TensorRef::contiguous(lse.ptr(), DType::f32, {p.B, p.H, p.N_Q}), options_for(p));
+          TensorRef::contiguous(lse.ptr(), DType::f32, {p.B, p.H, p.N_Q}), attention_options_for(p));
   rt::Stream().synchronize();
   o.copy_to_host(out.o.bytes.data(), out.o.bytes.size());
   lse.copy_to_host(out.lse.bytes.data(), out.lse.bytes.size());

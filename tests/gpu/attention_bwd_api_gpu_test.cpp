@@ -5,6 +5,7 @@
 //
 // KILN_AUTOTUNE is set to "off" for this suite unless the caller set it (the default configs through the
 // tuner's path), except where a test needs the tuner's times to choose the non-deterministic variant.
+#include "gpu/attention_gpu_support.h"
 #include "gpu/gpu_skip.h"
 #include "interp/attention_bwd_test_cases.h"
 #include "kernels/attention/attention_bwd_api.h"
@@ -20,37 +21,13 @@
 
 using namespace kiln;
 using namespace kiln::attention;
-using kiln::testing_support::grad_tolerance;
+using namespace kiln::testing_support;
 
 namespace {
 
-rt::DeviceBuffer upload(const HostBuffer& b) {
-  rt::DeviceBuffer d(b.bytes.size());
-  d.copy_from_host(b.bytes.data(), b.bytes.size());
-  return d;
-}
-
-HostBuffer download(const rt::DeviceBuffer& d, DType dtype, int64_t numel) {
-  HostBuffer h(dtype, numel);
-  d.copy_to_host(h.bytes.data(), h.bytes.size());
-  return h;
-}
-
-// A [B, heads, N, D] tensor of `p` at `data`, shaped and strided as the problem's layout stores it.
-TensorRef describe(const AttentionProblem& p, uint64_t data, int64_t heads, int64_t n,
-                   const TensorStrides& s) {
-  if (p.bshd_layout)
-    return TensorRef{data, p.dtype, {p.B, n, heads, p.D}, {s.b, s.n, s.h, 1}};
-  return TensorRef{data, p.dtype, {p.B, heads, n, p.D}, {s.b, s.h, s.n, 1}};
-}
-
 BackwardOptions options_for(const AttentionProblem& p) {
   BackwardOptions o;
-  o.causal = static_cast<Causal>(p.causal);
-  o.sm_scale = p.sm_scale;
-  o.k_transposed = p.k_transposed;
-  o.tf32 = p.tf32;
-  o.layout = p.bshd_layout ? "bshd" : "bhsd";
+  static_cast<AttentionOptions&>(o) = attention_options_for(p);
   return o;
 }
 
