@@ -82,7 +82,8 @@ struct Assigner {
             continue;
           int64_t replicas = w / (wm * wn);
           // Operand rows read per k step: per warp for mma.sync, per warpgroup instruction for wgmma.
-          int64_t cost = need_warpgroups ? (M / (16 * wm)) * (64 + N / wn) * replicas : (M / wm + N / wn) * replicas;
+          int64_t cost =
+              need_warpgroups ? (M / (16 * wm)) * (64 + N / wn) * replicas : (M / wm + N / wn) * replicas;
           if (best < 0 || cost < best) {
             best = cost;
             plan.warps.warps_m = wm;
@@ -136,7 +137,9 @@ struct Assigner {
             meets.push_back(w);
         }
         for (const Op* w : meets) {
-          if (w->results.empty() || k.type(w->result()).rank() != 2 || !dot_shapes.count(std::vector<int64_t>(k.type(w->result()).shape.begin(), k.type(w->result()).shape.end())))
+          if (w->results.empty() || k.type(w->result()).rank() != 2 ||
+              !dot_shapes.count(
+                  std::vector<int64_t>(k.type(w->result()).shape.begin(), k.type(w->result()).shape.end())))
             continue;
           Layout l = slice_layout(mma_layout_for(k.type(w->result())), u->axis);
           if (wanted && !wanted->same_bases(l))
@@ -152,15 +155,13 @@ struct Assigner {
 
   std::set<std::vector<int64_t>> dot_shapes; // result shapes of the kernel's dots (mma accumulator layouts)
 
-  Layout mma_layout_for(const Type& t) const {
-    return mma_acc_layout(t.shape[0], t.shape[1], plan.warps);
-  }
+  Layout mma_layout_for(const Type& t) const { return mma_acc_layout(t.shape[0], t.shape[1], plan.warps); }
 
   static int priority(const Layout& l) {
     if (l.kind == LayoutKind::Mma && !l.collapsed)
       return 3;
-    if ((l.kind == LayoutKind::Slice && !l.collapsed) || l.kind == LayoutKind::Mma || l.kind == LayoutKind::MmaA ||
-        l.kind == LayoutKind::MmaB)
+    if ((l.kind == LayoutKind::Slice && !l.collapsed) || l.kind == LayoutKind::Mma ||
+        l.kind == LayoutKind::MmaA || l.kind == LayoutKind::MmaB)
       return 2;
     return 1;
   }
@@ -203,7 +204,9 @@ struct Assigner {
         if (k.type(res).shape.empty() || k.type(res).is_block_ptr())
           continue;
         ValueId y = op.regions[0].ops.back()->operands[i];
-        set_registers(res, has_layout(y) ? plan.layout[y] : default_layout(k.type(res).shape, k.type(res).elem, plan.num_warps));
+        set_registers(res, has_layout(y)
+                               ? plan.layout[y]
+                               : default_layout(k.type(res).shape, k.type(res).elem, plan.num_warps));
       }
       return;
     }
@@ -222,7 +225,9 @@ struct Assigner {
     case OpKind::Arange:
     // A broadcast is computed where it is used, in the user's layout: a row vector broadcast into an
     // mma tile is then free whichever tile (S or O) it meets.
-    case OpKind::Broadcast: plan.placement[r] = Placement::Flexible; return;
+    case OpKind::Broadcast:
+      plan.placement[r] = Placement::Flexible;
+      return;
     case OpKind::ExpandDims:
     case OpKind::Reshape:
     case OpKind::Trans:
@@ -236,10 +241,13 @@ struct Assigner {
         return;
       }
       break;
-    default: break;
+    default:
+      break;
     }
     switch (op.kind) {
-    case OpKind::Dot: set_registers(r, mma_layout_for(t)); return;
+    case OpKind::Dot:
+      set_registers(r, mma_layout_for(t));
+      return;
     case OpKind::Reduce:
     case OpKind::ArgMax: {
       const Layout& in = plan.layout.at(op.operands[0]);
@@ -263,7 +271,9 @@ struct Assigner {
       }
       set_registers(r, trans_layout(plan.layout.at(op.operands[0])));
       return;
-    case OpKind::Reshape: set_registers(r, default_layout(t.shape, t.elem, plan.num_warps)); return;
+    case OpKind::Reshape:
+      set_registers(r, default_layout(t.shape, t.elem, plan.num_warps));
+      return;
     case OpKind::LoadBlock:
       if (plan.tile_of.count(r)) // loops are assigned twice; a tile is made once
         return;
@@ -276,7 +286,6 @@ struct Assigner {
         tile.cols = t.shape[tile.contig_dim];
         tile.rows = t.shape[1 - tile.contig_dim];
         tile.elem_bytes = dtype_bytes(t.elem);
-        tile.loop = loop_stack.empty() ? nullptr : loop_stack.back();
         tile.loop_nest = loop_stack;
         plan.placement[r] = Placement::Shared;
         plan.tile_of[r] = static_cast<int>(plan.tiles.size());
@@ -288,8 +297,8 @@ struct Assigner {
       return;
     case OpKind::Load: {
       ValueId p = op.operands[0];
-      // (Only block-pointer loads take wanted_vector_layout so far: the pointer-tensor path in that layout has
-      // not run on a GPU yet.)
+      // (Only block-pointer loads take wanted_vector_layout so far: the pointer-tensor path in that layout
+      // has not run on a GPU yet.)
       set_registers(r, has_layout(p) ? plan.layout[p] : default_layout(t.shape, t.elem, plan.num_warps));
       return;
     }
@@ -391,7 +400,8 @@ LoweringPlan assign_layouts(const Kernel& k, const Target& target, const Codegen
   a.choose_warp_split();
   walk(k.body, [&](const Op& op) {
     if (op.kind == OpKind::Dot)
-      a.dot_shapes.insert(std::vector<int64_t>(k.type(op.result()).shape.begin(), k.type(op.result()).shape.end()));
+      a.dot_shapes.insert(
+          std::vector<int64_t>(k.type(op.result()).shape.begin(), k.type(op.result()).shape.end()));
   });
   for (const Param& p : k.params)
     a.plan.placement[p.value] = Placement::Scalar;

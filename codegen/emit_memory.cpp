@@ -313,7 +313,7 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
       line("const int rows_hi = kiln_hi <= 0 ? 0 : (kiln_hi > {0} ? {0} : (int)kiln_hi);", t.rows);
       copy_rows(fmt::format("ok_c && i * {0} >= rows_lo && i * {0} < rows_hi", R));
     };
-    if ((check_s || check_c) && t.loop && plan_.deferred_dots.count(t.loop)) {
+    if ((check_s || check_c) && t.loop() && plan_.deferred_dots.count(t.loop())) {
       // A matmul-style loop does nothing but copy and multiply, so its speed is the rate at which it issues
       // copies: a tile wholly inside the tensor (every one but the edges) gets copies with no checks at all.
       // Elsewhere (FA2's masked keys) the second copy of the code costs more registers than it saves.

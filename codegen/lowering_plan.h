@@ -47,10 +47,11 @@ struct SharedTile {
   int contig_dim = 1;               // the logical dim of the loaded block that is contiguous in memory
   int stages = 1;                   // ring depth when pipelined
   int64_t offset = 0;               // bytes from the start of dynamic shared memory
-  const Op* loop = nullptr;         // the innermost for op around the load (nullptr: none)
   std::vector<const Op*> loop_nest; // every for op around the load, outermost first
 
   int64_t bytes_per_stage() const { return rows * cols * elem_bytes; }
+  // The innermost for op around the load (nullptr: none).
+  const Op* loop() const { return loop_nest.empty() ? nullptr : loop_nest.back(); }
   SharedTileGeometry geometry(bool swizzled = true) const { return {rows, cols, elem_bytes, swizzled}; }
 };
 

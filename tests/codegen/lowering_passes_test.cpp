@@ -91,7 +91,7 @@ TEST(LoweringPasses, SiblingLoopsNestedInOneLoopShareSharedMemory) {
   ASSERT_EQ(p.plan.tiles.size(), 8u);
   std::set<int64_t> resident, streamed;
   for (const SharedTile& t : p.plan.tiles)
-    (t.loop ? streamed : resident).insert(t.offset);
+    (t.loop() ? streamed : resident).insert(t.offset);
   EXPECT_EQ(resident.size(), 2u) << "K and V apart";
   EXPECT_EQ(streamed.size(), 2u) << "each query loop's Q and dO rings at the same two offsets";
   for (int64_t off : streamed)
