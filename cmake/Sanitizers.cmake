@@ -1,0 +1,12 @@
+# Sanitizer instrumentation and the fuzz targets (the "sanitize" preset; docs/testing.md).
+#
+# KILN_SANITIZE: a -fsanitize= list (e.g. "address,undefined") applied to every target kiln builds. Undefined
+#   behaviour is fatal (-fno-sanitize-recover=all), so a test that hits it fails instead of printing and passing.
+# KILN_FUZZ: also builds the fuzz targets in tests/fuzz/ and registers their bounded runs as ctest tests.
+set(KILN_SANITIZE "" CACHE STRING "Sanitizers for every target, as a -fsanitize= list (empty: none)")
+option(KILN_FUZZ "Build the fuzz targets in tests/fuzz and run them (bounded) under ctest" OFF)
+
+if(KILN_SANITIZE)
+  add_compile_options(-fsanitize=${KILN_SANITIZE} -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=${KILN_SANITIZE})
+endif()
