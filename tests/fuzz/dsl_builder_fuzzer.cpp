@@ -1,8 +1,9 @@
 // Fuzzes the DSL (dsl/dsl.h) with random small programs: the input is read as a sequence of DSL calls on a
 // pool of values (sources, elementwise operators, casts, shape changes, reductions, dot, masked and
-// block-pointer loads and stores, loops and branches whose bodies are the calls that follow). A program must
-// either build, verify and run in the interpreter, or be refused with a kiln::Error at any of those steps;
-// any other exception (kiln::InternalError included), a crash, a hang or a sanitizer report is a bug.
+// block-pointer loads and stores, loops and branches whose bodies are the calls that follow). A call the DSL
+// refuses with a kiln::Error is skipped, as a user who catches it would go on; the program that remains must
+// either verify and run in the interpreter, or be refused with a kiln::Error there. Any other exception
+// (kiln::InternalError included), a crash, a hang or a sanitizer report is a bug.
 #include "dsl/dsl.h"
 #include "dsl/interpreter.h"
 #include "dsl/printer.h"
@@ -21,6 +22,7 @@ namespace {
 constexpr int64_t kBufferElements = 256; // x (read) and y (written); every program indexes into these
 constexpr int64_t kN = 100;              // the scalar argument n
 constexpr size_t kSlots = 8;             // values a program works on
+constexpr size_t kIndexSlot = 7;         // starts as an i32 scalar; a loop's index goes there
 constexpr int kMaxCalls = 32;            // DSL calls per program, bodies included
 constexpr int kMaxDepth = 2;             // nesting of loops and branches
 
@@ -72,10 +74,36 @@ private:
       call(depth + 1);
   }
 
+  // A refused call leaves the builder as it was (an op is appended only once its type checks), so the program
+  // goes on without it; a refused loop or branch ends the program.
   void call(int depth) {
     ++calls_;
+    const Call c = in_.choice<Call>();
+    if (c == Call::Loop || c == Call::Branch)
+      return control_flow(c, depth);
+    try {
+      simple_call(c);
+    } catch (const Error&) {
+    }
+  }
+
+  void control_flow(Call c, int depth) {
+    if (depth >= kMaxDepth)
+      return;
+    if (c == Call::Loop) {
+      const int64_t lo = small_int(), hi = small_int(), step = in_.integer<int64_t>(-1, 3);
+      for_range(lo, hi, step, [&](Value i) {
+        slots_[kIndexSlot] = i; // an i32 scalar there already, so that it carries across iterations
+        body(depth);
+      });
+    } else {
+      if_(slots_[kIndexSlot] > small_int(), [&] { body(depth); }, [&] { body(depth); });
+    }
+  }
+
+  void simple_call(Call c) {
     Value& out = slot();
-    switch (in_.choice<Call>()) {
+    switch (c) {
     case Call::Binary: {
       const Value &a = slot(), &b = slot();
       switch (in_.integer<int>(0, 16)) {
@@ -185,22 +213,9 @@ private:
       store(ptr, slot(), boundary_check());
       break;
     }
-    case Call::Loop: {
-      if (depth >= kMaxDepth)
-        break;
-      const int64_t lo = small_int(), hi = small_int(), step = in_.integer<int64_t>(-1, 3);
-      for_range(lo, hi, step, [&](Value i) {
-        slot() = i;
-        body(depth);
-      });
-      break;
-    }
-    case Call::Branch: {
-      if (depth >= kMaxDepth)
-        break;
-      if_(slot(), [&] { body(depth); }, [&] { body(depth); });
-      break;
-    }
+    case Call::Loop:
+    case Call::Branch:
+      break; // control_flow()
     }
   }
 

@@ -29,6 +29,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 // The sanitizers' hook, run before a report ends the process; absent from a build without sanitizers.
 extern "C" void __sanitizer_set_death_callback(void (*callback)()) __attribute__((weak));
 
+// A sanitizer report ends in abort(), which the fault handlers below catch to save the input (UBSan's runtime
+// does not run ASan's death callback); UBSan prints the stack of what it reports.
+extern "C" const char* __asan_default_options() { return "abort_on_error=1"; }
+extern "C" const char* __ubsan_default_options() { return "abort_on_error=1:print_stacktrace=1"; }
+
 namespace {
 
 namespace fs = std::filesystem;
