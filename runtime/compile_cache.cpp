@@ -1,24 +1,21 @@
 // The compile cache: key derivation, the entry file format, atomic writes, listing and clearing.
 #include "runtime/compile_cache.h"
 
-#include "support/atomic_file.h"
-
+#include "runtime/cache_dir.h"
 #include "runtime/dump.h"
 #include "runtime/nvrtc.h"
+#include "support/atomic_file.h"
 #include "support/error.h"
 #include "support/hash.h"
 #include "support/version.h"
 
 #include <llvm/Support/FileSystem.h>
-#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
 
 #include <array>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <unistd.h>
 
 namespace kiln::rt {
 
@@ -30,6 +27,7 @@ constexpr uint32_t kFieldCount = 8;  // key, kernel_name, lowered_name, arch, cu
 constexpr size_t kHeaderBytes = sizeof(kMagic) + 4 + 4 + 8 * kFieldCount + 8;
 constexpr const char* kEntrySuffix = ".kcubin";
 constexpr const char* kTempMarker = ".tmp-";
+constexpr uint64_t kMaxEntryBytes = uint64_t{1} << 30; // far above any cubin + PTX kiln writes
 
 void put_u32(std::string& out, uint32_t v) {
   for (int i = 0; i < 4; ++i)
@@ -169,15 +167,17 @@ std::string CompileCache::entry_path(std::string_view key) const {
 
 std::optional<CompiledKernel> CompileCache::read_disk(const std::string& key) {
   std::string path = entry_path(key);
-  if (path.empty() || !llvm::sys::fs::exists(path))
+  if (path.empty())
     return std::nullopt;
-  // Volatile: read, not mmap, so that a file replaced or truncated under us cannot fault.
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false,
-                                            /*IsVolatile=*/true);
   std::string problem;
   std::optional<CompiledKernel> k;
-  if (buffer)
-    k = parse_cache_entry((*buffer)->getBuffer(), key, &problem);
+  try {
+    std::optional<std::string> bytes = read_cache_file(path, kMaxEntryBytes);
+    if (!bytes)
+      return std::nullopt;
+    k = parse_cache_entry(*bytes, key, &problem);
+  } catch (const Error&) { // not a regular file, or too large: a corrupt entry, rewritten after the compile
+  }
   if (!k) {
     std::lock_guard lock(mutex_);
     ++stats_.corrupt_entries;
@@ -255,29 +255,24 @@ std::vector<CacheEntryInfo> CompileCache::list() const {
   std::vector<CacheEntryInfo> out;
   if (dir_.empty())
     return out;
-  std::string dir = compile_dir(dir_);
-  std::error_code ec;
-  auto now = std::chrono::system_clock::now();
-  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec; it.increment(ec)) {
-    std::string path = it->path();
-    llvm::StringRef name = llvm::sys::path::filename(path);
+  for (const CacheFile& file : list_cache_dir(compile_dir(dir_))) {
+    llvm::StringRef name = llvm::sys::path::filename(file.path);
     if (!name.endswith(kEntrySuffix))
       continue;
     CacheEntryInfo info;
-    info.path = path;
+    info.path = file.path;
     info.key = name.drop_back(std::strlen(kEntrySuffix)).str();
-    llvm::sys::fs::file_status st;
-    if (!llvm::sys::fs::status(path, st)) {
-      info.size_bytes = st.getSize();
-      info.age_seconds = std::chrono::duration<double>(now - st.getLastModificationTime()).count();
-    }
-    auto buffer = llvm::MemoryBuffer::getFile(path, false, false, true);
-    if (!buffer) {
-      info.problem = buffer.getError().message();
-    } else if (auto k = parse_cache_entry((*buffer)->getBuffer(), info.key, &info.problem)) {
-      info.valid = true;
-      info.kernel_name = k->kernel_name;
-      info.arch = k->arch;
+    info.size_bytes = file.size_bytes;
+    info.age_seconds = file.age_seconds;
+    try {
+      if (std::optional<std::string> bytes = read_cache_file(file.path, kMaxEntryBytes))
+        if (auto k = parse_cache_entry(*bytes, info.key, &info.problem)) {
+          info.valid = true;
+          info.kernel_name = k->kernel_name;
+          info.arch = k->arch;
+        }
+    } catch (const Error& e) {
+      info.problem = e.what();
     }
     out.push_back(std::move(info));
   }
@@ -288,17 +283,12 @@ size_t CompileCache::clear() {
   clear_memory();
   if (dir_.empty())
     return 0;
-  std::vector<std::string> doomed;
-  std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(compile_dir(dir_), ec), end; it != end && !ec; it.increment(ec)) {
-    llvm::StringRef name = llvm::sys::path::filename(it->path());
-    if (name.endswith(kEntrySuffix) || name.contains(kTempMarker))
-      doomed.push_back(it->path());
-  }
   size_t removed = 0;
-  for (const auto& path : doomed)
-    if (!llvm::sys::fs::remove(path))
+  for (const CacheFile& file : list_cache_dir(compile_dir(dir_))) {
+    llvm::StringRef name = llvm::sys::path::filename(file.path);
+    if ((name.endswith(kEntrySuffix) || name.contains(kTempMarker)) && remove_cache_file(file.path))
       ++removed;
+  }
   return removed;
 }
 

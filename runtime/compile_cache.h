@@ -1,7 +1,8 @@
 // The compile cache: compiled kernels kept in memory and on disk, content-addressed by a hash of the source,
 // NVRTC options, arch, NVRTC version and kiln version. Disk entries are written to a unique temporary file
-// and renamed into place, so concurrent processes never see half an entry; an entry that fails its magic,
-// length or checksum test is treated as a miss, recompiled and rewritten, never trusted.
+// and renamed into place, so concurrent processes never see half an entry; an entry that is not a regular
+// file, or fails its size cap, magic, length or checksum test, is treated as a miss, recompiled and
+// rewritten, never trusted.
 #pragma once
 
 #include "runtime/compiler.h"
@@ -52,6 +53,8 @@ public:
   const std::string& dir() const { return dir_; }
 
   void clear_memory();  // forget in-memory entries, as a new process would start
+  // Every disk entry, valid or not (an entry that is not a regular file is listed, never opened). Both throw
+  // a kiln::Error when the cache directory exists but cannot be listed (runtime/cache_dir.h).
   std::vector<CacheEntryInfo> list() const;
   size_t clear();  // removes every disk entry (and stale temporaries) and the in-memory map; returns files removed
 

@@ -3,10 +3,10 @@
 
 #include "support/error.h"
 #include "support/hash.h"
+#include "support/output_set.h"
 
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Path.h>
-#include <llvm/Support/raw_ostream.h>
 
 #include <cctype>
 #include <cstdlib>
@@ -41,24 +41,13 @@ std::vector<std::string> dump_artifacts_to(const std::string& dir, std::string_v
   if (std::error_code ec = llvm::sys::fs::create_directories(dir))
     fail("cannot create dump directory '{}' (KILN_DUMP_DIR): {}", dir, ec.message());
   std::string stem = dump_stem(kernel_name, artifacts);
-  std::vector<std::string> written;
+  OutputSet set; // a kernel's artifacts appear together or not at all
   for (const auto& [ext, content] : artifacts) {
     llvm::SmallString<256> path(dir);
     llvm::sys::path::append(path, stem + "." + ext);
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
-    if (ec)
-      fail("cannot write dump file '{}': {}", path.str().str(), ec.message());
-    os << content;
-    os.close();
-    if (os.has_error()) {
-      std::string why = os.error().message();
-      os.clear_error();  // an uncleared stream error aborts in raw_fd_ostream's destructor
-      fail("cannot write dump file '{}': {}", path.str().str(), why);
-    }
-    written.push_back(path.str().str());
+    set.stage({"KILN_DUMP_DIR", path.str().str()}, content);
   }
-  return written;
+  return set.commit();
 }
 
 std::vector<std::string> dump_artifacts(std::string_view kernel_name,

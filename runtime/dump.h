@@ -18,7 +18,8 @@ std::string dump_dir_from_env();
 std::string dump_stem(std::string_view kernel_name, const std::map<std::string, std::string>& artifacts);
 
 // Writes each artifact (key = extension: "ir", "lowered", "cu", "ptx", "cubin", "log", "usage.json") to dir,
-// creating it. Returns the paths written. Throws kiln::Error when dir cannot be written.
+// creating it, as one set of outputs (support/output_set.h: all or none). Returns the paths written. Throws
+// kiln::Error when dir cannot be written.
 std::vector<std::string> dump_artifacts_to(const std::string& dir, std::string_view kernel_name,
                                            const std::map<std::string, std::string>& artifacts);
 

@@ -1,8 +1,8 @@
 // Autotune results in memory and as JSON files under <dir>/tune.
 #include "runtime/tuning_cache.h"
 
+#include "runtime/cache_dir.h"
 #include "support/atomic_file.h"
-
 #include "support/error.h"
 #include "support/hash.h"
 #include "support/version.h"
@@ -11,7 +11,7 @@
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/JSON.h>
-#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/Path.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -24,6 +24,7 @@ namespace kiln::rt {
 
 namespace {
 constexpr const char* kFormat = "kiln-tune-1";
+constexpr uint64_t kMaxFileBytes = uint64_t{16} << 20; // a result table of thousands of configs is ~1 MB
 
 const CandidateStatus kAllStatuses[] = {CandidateStatus::Ok, CandidateStatus::Pruned,
                                         CandidateStatus::CompileFailed, CandidateStatus::LaunchFailed,
@@ -231,18 +232,21 @@ std::optional<TuningRecord> TuningCache::find(const TuningKey& key) {
   std::optional<TuningRecord> record;
   if (!dir_.empty()) {
     const std::string path = file_path(key);
-    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file = llvm::MemoryBuffer::getFile(path);
-    if (file) {
-      std::string problem;
-      llvm::StringRef text = (*file)->getBuffer();
-      record = parse_tuning_record(std::string_view(text.data(), text.size()), key, &problem);
-      if (!record) {
-        std::fprintf(stderr,
-                     "kiln: warning: ignoring autotune file %s (%s); it will be rewritten after tuning\n",
-                     path.c_str(), problem.c_str());
-        std::lock_guard lock(mutex_);
-        ++stats_.corrupt_files;
-      }
+    std::string problem;
+    try {
+      if (std::optional<std::string> text = read_cache_file(path, kMaxFileBytes))
+        record = parse_tuning_record(*text, key, &problem);
+      else
+        problem.clear();       // no file: a plain miss
+    } catch (const Error& e) { // not a regular file, or too large
+      problem = e.what();
+    }
+    if (!record && !problem.empty()) {
+      std::fprintf(stderr,
+                   "kiln: warning: ignoring autotune file %s (%s); it will be rewritten after tuning\n",
+                   path.c_str(), problem.c_str());
+      std::lock_guard lock(mutex_);
+      ++stats_.corrupt_files;
     }
   }
   std::lock_guard lock(mutex_);
@@ -278,6 +282,41 @@ void TuningCache::store(const TuningKey& key, const TuningRecord& record) {
         problem.c_str());
     warned_write_failure_ = true;
   }
+}
+
+std::vector<TuningFileInfo> TuningCache::list() const {
+  std::vector<TuningFileInfo> out;
+  if (dir_.empty())
+    return out;
+  for (const CacheFile& file : list_cache_dir(tune_dir(dir_))) {
+    if (llvm::sys::path::extension(file.path) != ".json")
+      continue;
+    TuningFileInfo info{file.path, "", file.size_bytes, file.age_seconds, ""};
+    try {
+      if (std::optional<std::string> text = read_cache_file(file.path, kMaxFileBytes)) {
+        llvm::Expected<llvm::json::Value> v = llvm::json::parse(*text);
+        if (!v)
+          info.problem = llvm::toString(v.takeError());
+        else if (const llvm::json::Object* o = v->getAsObject(); o && o->getString("kernel"))
+          info.kernel = o->getString("kernel")->str();
+        else
+          info.problem = "no \"kernel\" in the file";
+      }
+    } catch (const Error& e) {
+      info.problem = e.what();
+    }
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+size_t TuningCache::clear() {
+  clear_memory();
+  size_t removed = 0;
+  for (const TuningFileInfo& file : list())
+    if (remove_cache_file(file.path))
+      ++removed;
+  return removed;
 }
 
 void TuningCache::clear_memory() {

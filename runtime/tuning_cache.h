@@ -2,8 +2,9 @@
 // the compile cache. A key is the kernel, its tuning key text (bucketed sizes, dtypes, flags), the arch, the
 // device name, kiln's version and a hash of the config space, so that a changed space re-tunes. Files are
 // written to a unique temporary name and renamed into place (concurrent processes never see half a file); a
-// file that does not parse, or parses to another key, is ignored with a warning on stderr and rewritten by
-// the next store. Knows nothing of kernels or codegen: configs are opaque string ids.
+// file that is not a regular file, is too large, does not parse, or parses to another key, is ignored with a
+// warning on stderr and rewritten by the next store. Knows nothing of kernels or codegen: configs are opaque
+// string ids.
 #pragma once
 
 #include <cstdint>
@@ -70,6 +71,15 @@ struct TuningCacheStats {
   uint64_t write_failures = 0; // files that could not be written (the result is still kept in memory)
 };
 
+// An autotune result file, as `kiln cache list` shows it.
+struct TuningFileInfo {
+  std::string path;
+  std::string kernel; // the kernel it names; "" when it cannot be read
+  uint64_t size_bytes = 0;
+  double age_seconds = 0;
+  std::string problem; // why it cannot be read
+};
+
 class TuningCache {
 public:
   // dir: the cache root (files go under <dir>/tune); "" keeps results in memory only.
@@ -83,6 +93,11 @@ public:
   std::string file_path(const TuningKey& key) const; // "" for a memory-only cache
   const std::string& dir() const { return dir_; }
   void clear_memory(); // forget in-memory records, as a new process would start
+  // Every result file on disk (one that is not a regular file is listed, never opened), and removing them
+  // (with the in-memory records; returns files removed). Both throw a kiln::Error when the directory exists
+  // but cannot be listed (runtime/cache_dir.h).
+  std::vector<TuningFileInfo> list() const;
+  size_t clear();
   TuningCacheStats stats() const;
 
 private:

@@ -10,14 +10,12 @@
 
 namespace kiln {
 
-std::string write_file_atomically(const std::string& dir, const std::string& path, std::string_view bytes,
-                                  const std::string& temp_model) {
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-    return fmt::format("cannot create {}: {}", dir, ec.message());
+std::string write_unique_temporary(const std::string& temp_model, std::string_view bytes,
+                                   std::string* temp_path) {
   llvm::SmallString<256> temp;
   int fd = -1;
   if (std::error_code ec = llvm::sys::fs::createUniqueFile(temp_model, fd, temp))
-    return fmt::format("cannot create a temporary file in {}: {}", dir, ec.message());
+    return fmt::format("cannot create a temporary file like {}: {}", temp_model, ec.message());
   std::string problem;
   size_t done = 0;
   while (done < bytes.size()) {
@@ -32,12 +30,26 @@ std::string write_file_atomically(const std::string& dir, const std::string& pat
   }
   if (::close(fd) != 0 && problem.empty())
     problem = fmt::format("cannot close {}: {}", temp.str().str(), std::strerror(errno));
-  if (problem.empty())
-    if (std::error_code ec = llvm::sys::fs::rename(temp, path))
-      problem = fmt::format("cannot rename {} to {}: {}", temp.str().str(), path, ec.message());
-  if (!problem.empty())
+  if (!problem.empty()) {
     llvm::sys::fs::remove(temp);
-  return problem;
+    return problem;
+  }
+  *temp_path = temp.str().str();
+  return "";
+}
+
+std::string write_file_atomically(const std::string& dir, const std::string& path, std::string_view bytes,
+                                  const std::string& temp_model) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return fmt::format("cannot create {}: {}", dir, ec.message());
+  std::string temp;
+  if (std::string problem = write_unique_temporary(temp_model, bytes, &temp); !problem.empty())
+    return problem;
+  if (std::error_code ec = llvm::sys::fs::rename(temp, path)) {
+    llvm::sys::fs::remove(temp);
+    return fmt::format("cannot rename {} to {}: {}", temp, path, ec.message());
+  }
+  return "";
 }
 
 } // namespace kiln

@@ -2,12 +2,9 @@
 
 #include "support/error.h"
 #include "support/half.h"
+#include "support/regular_file.h"
 
-#include <llvm/Support/FileSystem.h>
-#include <llvm/Support/MemoryBuffer.h>
-#include <llvm/Support/Path.h>
-#include <llvm/Support/raw_ostream.h>
-
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -18,6 +15,7 @@ namespace kiln {
 namespace {
 
 constexpr std::string_view kMagic = "\x93NUMPY";
+constexpr size_t kMaxHeaderBytes = size_t{1} << 20; // NumPy itself writes a few hundred bytes
 
 // The header dictionary: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
 struct Header {
@@ -211,7 +209,11 @@ std::string NpyArray::shape_str() const {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
-NpyArray parse_npy(std::string_view bytes, std::string_view name) {
+namespace {
+
+// The preamble: magic, version and header length. Returns where the data starts (the header's end); `bytes`
+// needs only its first 12 bytes (fewer when the file is shorter).
+size_t npy_data_start(std::string_view bytes, std::string_view name) {
   if (bytes.size() < 10 || bytes.substr(0, 6) != kMagic)
     fail("'{}' is not an .npy file: it does not start with the NumPy magic \"\\x93NUMPY\"", name);
   const auto* u = reinterpret_cast<const unsigned char*>(bytes.data());
@@ -223,12 +225,22 @@ NpyArray parse_npy(std::string_view bytes, std::string_view name) {
   if (bytes.size() < 8 + len_bytes)
     fail("'{}' is truncated: the .npy header length is cut off", name);
   const size_t header_len = static_cast<size_t>(read_uint(u + 8, static_cast<int>(len_bytes), false));
-  const size_t data_start = 8 + len_bytes + header_len;
-  if (bytes.size() < data_start)
-    fail("'{}' is truncated: its header says {} bytes but the file has {} after the preamble", name,
-         header_len, bytes.size() - 8 - len_bytes);
-  Header h = HeaderParser(bytes.substr(8 + len_bytes, header_len), name).parse();
+  if (header_len > kMaxHeaderBytes)
+    fail("'{}': its .npy header says it is {} bytes long; kiln reads headers of at most {} bytes", name,
+         header_len, kMaxHeaderBytes);
+  return 8 + len_bytes + header_len;
+}
 
+void check_header_fits(size_t data_start, uint64_t file_bytes, std::string_view name) {
+  if (file_bytes < data_start)
+    fail("'{}' is truncated: its header ends at byte {} but the file has {} bytes", name, data_start,
+         file_bytes);
+}
+
+// The array described by the header in bytes [0, data_start), without its values.
+NpyArray parse_header(std::string_view bytes, size_t data_start, std::string_view name) {
+  const size_t header_start = bytes[6] == 1 ? 10 : 12;
+  Header h = HeaderParser(bytes.substr(header_start, data_start - header_start), name).parse();
   NpyArray a;
   a.fortran_order = h.fortran_order;
   a.shape = h.shape;
@@ -247,28 +259,43 @@ NpyArray parse_npy(std::string_view bytes, std::string_view name) {
   }
   if (!valid)
     fail("'{}': dtype '{}' is not supported; expected a float (f2, f4, f8), integer or bool array", name, d);
+  return a;
+}
 
-  int64_t numel = 1;
-  for (int64_t dim : a.shape) {
-    if (dim != 0 && numel > std::numeric_limits<int64_t>::max() / dim)
-      fail("'{}': shape {} has too many elements", name, a.shape_str());
-    numel *= dim;
+// The data bytes the header declares, checked against the `have` bytes the file holds after its header
+// before anything is allocated: a header may declare any size.
+uint64_t checked_data_bytes(const NpyArray& a, uint64_t have, size_t data_start, std::string_view name) {
+  const bool empty = std::find(a.shape.begin(), a.shape.end(), 0) != a.shape.end();
+  unsigned __int128 need = empty ? 0 : a.item_bytes; // each step stays below 2^64 * 2^63
+  bool huge = false;                                 // more than 2^64 bytes
+  for (size_t k = 0; k < a.shape.size() && !empty && !huge; ++k) {
+    need *= static_cast<uint64_t>(a.shape[k]);
+    huge = need > std::numeric_limits<uint64_t>::max();
   }
-  const size_t need = static_cast<size_t>(numel) * static_cast<size_t>(a.item_bytes);
-  const size_t have = bytes.size() - data_start;
-  if (have < need)
-    fail("'{}' is truncated: shape {} of {} needs {} data bytes, the file has {}", name, a.shape_str(),
-         a.dtype_str(), need, have);
-  if (have > need)
+  if (huge)
+    fail("'{}' is truncated: shape {} of {} declares more than 2^64 data bytes, but the file holds {} after "
+         "its {}-byte header",
+         name, a.shape_str(), a.dtype_str(), have, data_start);
+  const uint64_t n = static_cast<uint64_t>(need);
+  if (have < n)
+    fail("'{}' is truncated: shape {} of {} declares {} data bytes, but the file holds {} after its {}-byte "
+         "header",
+         name, a.shape_str(), a.dtype_str(), n, have, data_start);
+  if (have > n)
     fail("'{}' has {} bytes after its data (shape {} of {} needs {}); not a single .npy array", name,
-         have - need, a.shape_str(), a.dtype_str(), need);
+         have - n, a.shape_str(), a.dtype_str(), n);
+  return n;
+}
 
+// Fills a.values from the file's data bytes, in C order.
+void decode_values(NpyArray& a, std::string_view data_bytes) {
+  const int64_t numel = a.numel();
   a.values.resize(static_cast<size_t>(numel));
-  const unsigned char* data = u + data_start;
+  const auto* data = reinterpret_cast<const unsigned char*>(data_bytes.data());
   if (!a.fortran_order) {
     for (int64_t i = 0; i < numel; ++i)
       a.values[static_cast<size_t>(i)] = decode(data + i * a.item_bytes, a);
-    return a;
+    return;
   }
   // Fortran order: the first index varies fastest in the file. Walk C order and compute each file offset.
   const size_t rank = a.shape.size();
@@ -286,14 +313,27 @@ NpyArray parse_npy(std::string_view bytes, std::string_view name) {
       idx[k] = 0;
     }
   }
+}
+
+} // namespace
+
+NpyArray parse_npy(std::string_view bytes, std::string_view name) {
+  const size_t data_start = npy_data_start(bytes, name);
+  check_header_fits(data_start, bytes.size(), name);
+  NpyArray a = parse_header(bytes, data_start, name);
+  checked_data_bytes(a, bytes.size() - data_start, data_start, name);
+  decode_values(a, bytes.substr(data_start));
   return a;
 }
 
 NpyArray read_npy(const std::string& path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!buf)
-    fail("cannot read '{}': {}", path, buf.getError().message());
-  return parse_npy((*buf)->getBuffer(), path);
+  const RegularFile file(path, Symlinks::Follow);
+  const size_t data_start = npy_data_start(file.read(0, std::min<uint64_t>(file.size(), 12)), path);
+  check_header_fits(data_start, file.size(), path);
+  NpyArray a = parse_header(file.read(0, data_start), data_start, path);
+  const uint64_t data_bytes = checked_data_bytes(a, file.size() - data_start, data_start, path);
+  decode_values(a, file.read(data_start, data_bytes));
+  return a;
 }
 
 double round_exactly_to(double x, DType t) {
@@ -357,47 +397,6 @@ std::string serialize_npy(DType dtype, const std::vector<int64_t>& shape, const 
       out += static_cast<char>((raw >> (8 * i)) & 0xff);
   }
   return out;
-}
-
-void write_file_atomically(const std::string& path, std::string_view bytes) {
-  write_files_atomically({{path, std::string(bytes)}});
-}
-
-void write_files_atomically(const std::vector<std::pair<std::string, std::string>>& files) {
-  std::vector<std::string> temps;
-  auto remove_temps = [&] {
-    for (const std::string& t : temps)
-      llvm::sys::fs::remove(t);
-  };
-  for (const auto& [path, bytes] : files) {
-    llvm::SmallString<256> dir(path);
-    llvm::sys::path::remove_filename(dir);
-    if (dir.empty())
-      dir = ".";
-    llvm::SmallString<256> model(dir);
-    llvm::sys::path::append(model, llvm::sys::path::filename(path) + ".tmp-%%%%%%");
-    int fd = -1;
-    llvm::SmallString<256> tmp;
-    if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, fd, tmp)) {
-      remove_temps();
-      fail("cannot write '{}': creating a temporary file in '{}' failed: {}", path, dir.str(), ec.message());
-    }
-    temps.push_back(tmp.str().str());
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << bytes;
-    os.close();
-    if (os.has_error()) {
-      std::string why = os.error().message();
-      os.clear_error();
-      remove_temps();
-      fail("cannot write '{}': {}", path, why);
-    }
-  }
-  for (size_t i = 0; i < files.size(); ++i)
-    if (std::error_code ec = llvm::sys::fs::rename(temps[i], files[i].first)) {
-      remove_temps();
-      fail("cannot write '{}': renaming the temporary file failed: {}", files[i].first, ec.message());
-    }
 }
 
 } // namespace kiln

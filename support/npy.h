@@ -1,7 +1,8 @@
 // NumPy .npy files (format versions 1.0, 2.0 and 3.0): reading any float/int/bool array into doubles in
 // C (row-major) order, writing f16/f32/f64 arrays, and the exact rounding of those doubles to a kiln dtype.
-// Every malformed or unsupported file is a kiln::Error naming the file and what was wrong; writes go to a
-// temporary name in the same folder and are renamed into place, so a failed write leaves nothing behind.
+// Every malformed or unsupported file is a kiln::Error naming the file and what was wrong. A file is read
+// only when it is a regular file (support/regular_file.h), and only as many bytes as its header declares,
+// after checking that the file holds exactly that many. Writing files: support/output_set.h.
 #pragma once
 
 #include "dsl/dtype.h"
@@ -9,7 +10,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace kiln {
@@ -31,18 +31,12 @@ struct NpyArray {
 
 // Parses the bytes of an .npy file; `name` is used in error messages.
 NpyArray parse_npy(std::string_view bytes, std::string_view name);
-// Reads and parses `path`.
+// Reads and parses `path`, a regular file (or a symbolic link to one).
 NpyArray read_npy(const std::string& path);
 
 // An .npy file (format 1.0, little-endian, C order) holding `values` as `dtype` (f16, f32 or f64; anything
 // else is a kiln::Error). Each value is rounded to nearest even, exactly (see round_exactly_to).
 std::string serialize_npy(DType dtype, const std::vector<int64_t>& shape, const std::vector<double>& values);
-
-// Writes `bytes` to `path` through a temporary file in the same folder and a rename.
-void write_file_atomically(const std::string& path, std::string_view bytes);
-// Writes every (path, bytes) pair: all temporary files first, then the renames, so that a failure to
-// write any of them (a missing folder, a full disk) leaves none of the destinations touched.
-void write_files_atomically(const std::vector<std::pair<std::string, std::string>>& files);
 
 // `x` rounded to nearest even in `t` with a single rounding (f64 → f16/bf16 goes through a round-to-odd
 // f32, so that it never double-rounds). Integers follow round_to_dtype.

@@ -2,7 +2,8 @@
 // GPU (with the config the autotuner picks, as kiln::attention::forward, unless --set fixes parameters);
 // optionally checked against the double-precision reference and timed. With --backward, the backward pass
 // (dQ, dK, dV for a given or random dO; tools/attention_backward.h) instead. Outputs are written only after
-// the run (and the check) succeeded, through temporary files and renames.
+// the run (and the check) succeeded, as one set: all of them or none (support/output_set.h); their paths
+// are checked before the run.
 #include "kernels/attention/attention_api.h"
 #include "kernels/attention/attention_bwd_tolerance.h"
 #include "kernels/attention/attention_problem.h"
@@ -10,12 +11,10 @@
 #include "kernels/compare.h"
 #include "support/error.h"
 #include "support/npy.h"
+#include "support/output_set.h"
 #include "tools/attention_backward.h"
 #include "tools/attention_runs.h"
 #include "tools/cli.h"
-
-#include <llvm/Support/FileSystem.h>
-#include <llvm/Support/Path.h>
 
 namespace kiln::cli {
 namespace {
@@ -119,19 +118,6 @@ HostBuffer read_input(const std::string& path, const char* name, const Attention
   return b;
 }
 
-bool same_file(const std::string& a, const std::string& b) {
-  if (a.empty() || b.empty())
-    return false;
-  if (a == b || llvm::sys::fs::equivalent(a, b))
-    return true;
-  llvm::SmallString<256> ra(a), rb(b);
-  llvm::sys::fs::make_absolute(ra);
-  llvm::sys::fs::make_absolute(rb);
-  llvm::sys::path::remove_dots(ra, true);
-  llvm::sys::path::remove_dots(rb, true);
-  return ra == rb;
-}
-
 // A tensor in logical order [B, heads, n, D] rearranged to the layout's order.
 std::vector<double> in_layout(const AttentionProblem& p, int64_t heads, int64_t len,
                               const std::vector<double>& t) {
@@ -147,11 +133,13 @@ std::vector<double> in_layout(const AttentionProblem& p, int64_t heads, int64_t 
   return out;
 }
 
-// Writes `files` through temporary names and renames, and says so.
-void write_outputs(const std::vector<std::pair<std::string, std::string>>& files) {
-  write_files_atomically(files);
-  for (const auto& f : files)
-    llvm::outs() << "wrote " << f.first << "\n";
+// Writes `files` as one set (support/output_set.h: all or nothing), and says so.
+void write_outputs(const std::vector<std::pair<OutputPath, std::string>>& files) {
+  OutputSet set;
+  for (const auto& [output, bytes] : files)
+    set.stage(output, bytes);
+  for (const std::string& path : set.commit())
+    llvm::outs() << "wrote " << path << "\n";
 }
 
 // --backward: the gradients of the problem for dO (--dout or random), checked, timed and written as asked.
@@ -194,16 +182,16 @@ int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::o
     llvm::errs() << "kiln: error: the gradients do not match the reference; no output written\n";
     return 1;
   }
-  std::vector<std::pair<std::string, std::string>> files;
+  std::vector<std::pair<OutputPath, std::string>> files;
   if (!dq_file.empty())
-    files.emplace_back(dq_file,
+    files.emplace_back(OutputPath{"--dq", dq_file},
                        serialize_npy(out_dt, file_shape(p, p.H, p.N_Q), in_layout(p, p.H, p.N_Q, grads.dq)));
   if (!dk_file.empty())
-    files.emplace_back(
-        dk_file, serialize_npy(out_dt, file_shape(p, p.H_KV, p.N_K), in_layout(p, p.H_KV, p.N_K, grads.dk)));
+    files.emplace_back(OutputPath{"--dk", dk_file}, serialize_npy(out_dt, file_shape(p, p.H_KV, p.N_K),
+                                                                  in_layout(p, p.H_KV, p.N_K, grads.dk)));
   if (!dv_file.empty())
-    files.emplace_back(
-        dv_file, serialize_npy(out_dt, file_shape(p, p.H_KV, p.N_K), in_layout(p, p.H_KV, p.N_K, grads.dv)));
+    files.emplace_back(OutputPath{"--dv", dv_file}, serialize_npy(out_dt, file_shape(p, p.H_KV, p.N_K),
+                                                                  in_layout(p, p.H_KV, p.N_K, grads.dv)));
   write_outputs(files);
   return 0;
 }
@@ -243,24 +231,9 @@ int run_attention() {
   if (backward_pass && (!out_file.empty() || !lse_file.empty()))
     fail("--out and --lse write the forward's outputs; with --backward write the gradients with --dq, --dk, "
          "--dv");
-  const std::pair<const char*, const std::string*> ins[] = {{"--q", &q_file.getValue()},
-                                                            {"--k", &k_file.getValue()},
-                                                            {"--v", &v_file.getValue()},
-                                                            {"--dout", &dout_file.getValue()}};
-  const std::pair<const char*, const std::string*> outs[] = {{"--out", &out_file.getValue()},
-                                                             {"--lse", &lse_file.getValue()},
-                                                             {"--dq", &dq_file.getValue()},
-                                                             {"--dk", &dk_file.getValue()},
-                                                             {"--dv", &dv_file.getValue()}};
-  for (auto [in_flag, in] : ins)
-    for (auto [out_flag, out] : outs)
-      if (same_file(*in, *out))
-        fail("refusing to overwrite the input '{}' ({}) with an output; choose another {} path", *in, in_flag,
-             out_flag);
-  for (size_t i = 0; i < std::size(outs); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (same_file(*outs[i].second, *outs[j].second))
-        fail("{} and {} name the same file '{}'", outs[j].first, outs[i].first, *outs[i].second);
+  check_output_paths(
+      {{"--out", out_file}, {"--lse", lse_file}, {"--dq", dq_file}, {"--dk", dk_file}, {"--dv", dv_file}},
+      {{"--q", q_file}, {"--k", k_file}, {"--v", v_file}, {"--dout", dout_file}});
 
   const std::map<std::string, int64_t> overrides = parse_assignments(sets, "--set");
   Config config = fa2_fwd_def().with_overrides(default_fa2_config(p), overrides);
@@ -320,12 +293,12 @@ int run_attention() {
     return 1;
   }
 
-  std::vector<std::pair<std::string, std::string>> files;
+  std::vector<std::pair<OutputPath, std::string>> files;
   if (!out_file.empty())
-    files.emplace_back(out_file,
+    files.emplace_back(OutputPath{"--out", out_file},
                        serialize_npy(*odt, file_shape(p, p.H, p.N_Q), in_layout(p, p.H, p.N_Q, result.o)));
   if (!lse_file.empty())
-    files.emplace_back(lse_file, serialize_npy(*odt, {p.B, p.H, p.N_Q}, result.lse));
+    files.emplace_back(OutputPath{"--lse", lse_file}, serialize_npy(*odt, {p.B, p.H, p.N_Q}, result.lse));
   write_outputs(files);
   return 0;
 }

@@ -1,16 +1,13 @@
 // `kiln cache path|list|clear`: where the compile cache and the autotune results live, what they hold
 // (kernel, arch, size, age) and clearing them.
 #include "runtime/compile_cache.h"
+#include "runtime/tuning_cache.h"
 #include "support/error.h"
 #include "tools/cli.h"
 
-#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/JSON.h>
-#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/Path.h>
-
-#include <chrono>
 
 namespace kiln::cli {
 namespace {
@@ -22,12 +19,6 @@ cl::opt<std::string> action(cl::Positional, cl::Required, cl::desc("<path|list|c
                             cl::cat(kiln_category()));
 cl::opt<bool> json("json", cl::desc("Machine-readable output"), cl::sub(cache_sub), cl::cat(kiln_category()));
 
-struct TuneEntry {
-  std::string path, kernel;
-  uint64_t size = 0;
-  double age_seconds = 0;
-};
-
 std::string tune_dir(const std::string& root) {
   llvm::SmallString<256> p(root);
   llvm::sys::path::append(p, "tune");
@@ -38,35 +29,6 @@ std::string compile_dir(const std::string& root) {
   llvm::SmallString<256> p(root);
   llvm::sys::path::append(p, "compile");
   return p.str().str();
-}
-
-// Autotune results: one JSON file per (kernel, key, arch); the kernel named inside when readable.
-std::vector<TuneEntry> list_tune(const std::string& dir) {
-  std::vector<TuneEntry> out;
-  std::error_code ec;
-  const auto now = std::chrono::system_clock::now();
-  for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (llvm::sys::path::extension(it->path()) != ".json")
-      continue;
-    llvm::sys::fs::file_status st;
-    if (llvm::sys::fs::status(it->path(), st) || st.type() != llvm::sys::fs::file_type::regular_file)
-      continue;
-    TuneEntry e;
-    e.path = it->path();
-    e.size = st.getSize();
-    e.age_seconds = std::chrono::duration<double>(now - st.getLastModificationTime()).count();
-    if (auto buf = llvm::MemoryBuffer::getFile(e.path)) {
-      if (auto v = llvm::json::parse((*buf)->getBuffer())) {
-        if (const llvm::json::Object* o = v->getAsObject())
-          if (auto k = o->getString("kernel"))
-            e.kernel = k->str();
-      } else {
-        llvm::consumeError(v.takeError());
-      }
-    }
-    out.push_back(e);
-  }
-  return out;
 }
 
 std::string age_text(double s) {
@@ -101,12 +63,10 @@ int run_cache() {
   }
 
   rt::CompileCache cache(root);
+  rt::TuningCache tuning(root);
   if (act == "clear") {
     const size_t compiled = cache.clear();
-    size_t tuned = 0;
-    for (const TuneEntry& e : list_tune(tune_dir(root)))
-      if (!llvm::sys::fs::remove(e.path))
-        ++tuned;
+    const size_t tuned = tuning.clear();
     llvm::outs() << fmt::format(
         "removed {} compile cache file(s) from {} and {} autotune result(s) from {}\n", compiled,
         compile_dir(root), tuned, tune_dir(root));
@@ -114,7 +74,7 @@ int run_cache() {
   }
 
   const std::vector<rt::CacheEntryInfo> entries = cache.list();
-  const std::vector<TuneEntry> tuned = list_tune(tune_dir(root));
+  const std::vector<rt::TuningFileInfo> tuned = tuning.list();
   if (json) {
     llvm::json::Array c, t;
     for (const rt::CacheEntryInfo& e : entries)
@@ -125,11 +85,12 @@ int run_cache() {
                                      {"age_seconds", e.age_seconds},
                                      {"valid", e.valid},
                                      {"problem", e.problem}});
-    for (const TuneEntry& e : tuned)
+    for (const rt::TuningFileInfo& e : tuned)
       t.push_back(llvm::json::Object{{"path", e.path},
                                      {"kernel", e.kernel},
-                                     {"size_bytes", static_cast<int64_t>(e.size)},
-                                     {"age_seconds", e.age_seconds}});
+                                     {"size_bytes", static_cast<int64_t>(e.size_bytes)},
+                                     {"age_seconds", e.age_seconds},
+                                     {"problem", e.problem}});
     llvm::outs() << llvm::formatv("{0:2}",
                                   llvm::json::Value(llvm::json::Object{
                                       {"root", root}, {"compile", std::move(c)}, {"tune", std::move(t)}}))
@@ -148,10 +109,11 @@ int run_cache() {
   }
   llvm::outs() << fmt::format("  total {}\n", human_bytes(static_cast<double>(total)));
   llvm::outs() << fmt::format("autotune results {}: {} file(s)\n", tune_dir(root), tuned.size());
-  for (const TuneEntry& e : tuned)
-    llvm::outs() << fmt::format("  {:<24} {:>10} {:>9} old  {}\n", e.kernel.empty() ? "?" : e.kernel,
-                                human_bytes(static_cast<double>(e.size)), age_text(e.age_seconds),
-                                llvm::sys::path::filename(e.path).str());
+  for (const rt::TuningFileInfo& e : tuned)
+    llvm::outs() << fmt::format("  {:<24} {:>10} {:>9} old  {}\n",
+                                e.kernel.empty() ? "(unreadable)" : e.kernel,
+                                human_bytes(static_cast<double>(e.size_bytes)), age_text(e.age_seconds),
+                                e.problem.empty() ? llvm::sys::path::filename(e.path).str() : e.problem);
   return 0;
 }
 

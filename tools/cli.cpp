@@ -5,7 +5,7 @@
 #include "runtime/compiler.h"
 #include "runtime/device.h"
 #include "support/error.h"
-#include "support/npy.h"
+#include "support/output_set.h"
 
 #include <llvm/ADT/StringRef.h>
 
@@ -16,13 +16,13 @@ llvm::cl::OptionCategory& kiln_category() {
   return category;
 }
 
-void write_output(const std::string& path, const std::string& text) {
-  if (path.empty() || path == "-") {
+void write_output(const OutputPath& output, const std::string& text) {
+  if (output.path.empty()) {
     llvm::outs() << text;
     llvm::outs().flush();
     return;
   }
-  write_file_atomically(path, text);
+  write_output_file(output, text);
 }
 
 std::map<std::string, int64_t> parse_assignments(const std::vector<std::string>& items, const char* flag) {

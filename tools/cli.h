@@ -4,6 +4,7 @@
 #pragma once
 
 #include "kernels/executor.h"
+#include "support/output_set.h"
 
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/raw_ostream.h>
@@ -34,8 +35,8 @@ Command model_command();
 Command demo_command();
 Command tune_command();
 
-// Writes `text` to `path` (atomically), or to stdout when `path` is empty or "-".
-void write_output(const std::string& path, const std::string& text);
+// Writes `text` to the output's path (support/output_set.h), or to stdout when it is empty.
+void write_output(const OutputPath& output, const std::string& text);
 
 // "A=1,B=2" items (each --set may hold one or several) into a map; a malformed item is a kiln::Error
 // naming `flag`.

@@ -71,6 +71,9 @@ std::string disassemble(const std::string& tool, const std::string& cubin) {
 }
 
 int run_emit() {
+  // -o, checked before any work; "-" (or none) is stdout.
+  const OutputPath out{"-o", output == "-" ? std::string() : std::string(output)};
+  check_output_paths({out});
   const KernelDef& def = builtin_kernels().find(kernel_name);
   const Config config = def.with_overrides(def.default_config(), parse_assignments(sets, "--set"));
   const std::string s = stage;
@@ -80,16 +83,16 @@ int run_emit() {
   const Target target = Target::parse(target_arch); // rejects unknown arches before any work
   const Kernel k = def.build(config);
   if (s == "ir") {
-    write_output(output, print_kernel(k));
+    write_output(out, print_kernel(k));
     return 0;
   }
   const GeneratedKernel g = generate_cuda(k, target);
   if (s == "lowered") {
-    write_output(output, print_kernel(k) + "\n" + g.lowered + (g.lowered.ends_with("\n") ? "" : "\n"));
+    write_output(out, print_kernel(k) + "\n" + g.lowered + (g.lowered.ends_with("\n") ? "" : "\n"));
     return 0;
   }
   if (s == "cuda") {
-    write_output(output, g.source);
+    write_output(out, g.source);
     return 0;
   }
   rt::validate_arch(target.arch());
@@ -101,7 +104,7 @@ int run_emit() {
   req.want_ptx = true;
   const rt::CompiledKernel c = rt::compile_cuda(req);
   const std::string text = s == "ptx" ? c.ptx : disassemble(cuobjdump, c.cubin);
-  write_output(output, text);
+  write_output(out, text);
   llvm::errs() << "kiln: resource usage: " << usage_line(c, g.shared_bytes) << "\n";
   return 0;
 }

@@ -8,6 +8,7 @@
 #include "kernels/compare.h"
 #include "runtime/cuda_driver.h"
 #include "support/npy.h"
+#include "support/output_set.h"
 
 #include <gtest/gtest.h>
 #include <llvm/Support/FileSystem.h>
@@ -43,7 +44,7 @@ std::vector<double> write_tensor(const std::string& file, DType t, const std::ve
   std::vector<double> v(static_cast<size_t>(n));
   for (double& x : v)
     x = dist(rng);
-  write_file_atomically(file, serialize_npy(t, shape, v));
+  write_output_file({"test input", file}, serialize_npy(t, shape, v));
   return v;
 }
 
@@ -159,13 +160,13 @@ TEST_F(CliTest, AttentionBigEndianAndFortranInputsGiveTheSameOutput) {
     std::string word = le.substr(data + i * 4, 4);
     be += std::string(word.rbegin(), word.rend());
   }
-  write_file_atomically(path("q_be.npy"), be);
+  write_output_file({"test input", path("q_be.npy")}, be);
   std::string fo = header;
   fo.replace(fo.find("False"), 5, "True ");
   for (int64_t d = 0; d < 16; ++d) // Fortran order: the first index fastest
     for (int64_t n = 0; n < 32; ++n)
       fo += le.substr(data + static_cast<size_t>(n * 16 + d) * 4, 4);
-  write_file_atomically(path("q_f.npy"), fo);
+  write_output_file({"test input", path("q_f.npy")}, fo);
 
   ToolRun rb = run(path("q_be.npy"), path("o_be.npy"));
   ASSERT_EQ(rb.rc, 0) << rb.err;
@@ -197,7 +198,7 @@ TEST_F(CliTest, AttentionBadFilesAreRejectedAndNothingIsWritten) {
   {
     std::string bytes = serialize_npy(DType::f32, shape, std::vector<double>(512, 1.0));
     bytes.replace(bytes.find("'<f4'"), 5, "'<i4'");
-    write_file_atomically(path("q_i32.npy"), bytes);
+    write_output_file({"test input", path("q_i32.npy")}, bytes);
   }
   expect_error(run(path("q_i32.npy")), {"q_i32.npy", "int32", "not supported for attention inputs"});
   nothing_written();
@@ -209,12 +210,12 @@ TEST_F(CliTest, AttentionBadFilesAreRejectedAndNothingIsWritten) {
 
   // truncated
   std::string good = slurp(path("q.npy"));
-  write_file_atomically(path("q_trunc.npy"), good.substr(0, good.size() - 100));
+  write_output_file({"test input", path("q_trunc.npy")}, good.substr(0, good.size() - 100));
   expect_error(run(path("q_trunc.npy")), {"q_trunc.npy", "truncated"});
   nothing_written();
 
   // not .npy at all
-  write_file_atomically(path("q_text.npy"), "this is not numpy data\n");
+  write_output_file({"test input", path("q_text.npy")}, "this is not numpy data\n");
   expect_error(run(path("q_text.npy")), {"not an .npy file"});
   nothing_written();
 

@@ -5,6 +5,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/nvrtc.h"
 #include "support/npy.h"
+#include "support/output_set.h"
 
 #include <gtest/gtest.h>
 #include <llvm/Support/FileSystem.h>
@@ -279,7 +280,7 @@ TEST_F(CliTest, CachePathListClear) {
   EXPECT_NE(p.out.find(path("cache") + "/tune"), std::string::npos) << p.out;
 
   ASSERT_FALSE(llvm::sys::fs::create_directories(path("cache/tune")));
-  write_file_atomically(path("cache/tune/fa2.json"), R"({"kernel": "fa2_fwd", "entries": []})");
+  write_output_file({"test input", path("cache/tune/fa2.json")}, R"({"kernel": "fa2_fwd", "entries": []})");
   ToolRun l = kiln({"cache", "list", "--json"}, env);
   ASSERT_EQ(l.rc, 0) << l.err;
   auto v = llvm::json::parse(l.out);
