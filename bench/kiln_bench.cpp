@@ -270,7 +270,7 @@ std::string describe(const CaseRecord& r) {
 int run_precompile(const std::vector<BenchCase>& cases) {
   std::string target = arch;
   if (target.empty()) // the device's arch, read without creating a context (many shards run at once)
-    target = rt::query_device(std::getenv("KILN_DEVICE") ? std::atoi(std::getenv("KILN_DEVICE")) : 0).arch;
+    target = rt::query_device(rt::selected_device_ordinal()).arch;
   int64_t part = 0, parts = 1;
   if (!shard.empty()) {
     auto [i, n] = llvm::StringRef(shard).split('/');

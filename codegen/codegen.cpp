@@ -10,18 +10,34 @@
 #include "codegen/wgmma.h"
 #include "dsl/printer.h"
 #include "dsl/verifier.h"
+#include "support/env.h"
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 
 namespace kiln {
 
 namespace {
 
-bool log_passes() {
-  const char* v = std::getenv("KILN_LOG");
-  return v && std::strstr(v, "passes");
+bool log_passes() { return env_choice("KILN_LOG", {"passes"}).has_value(); }
+
+// MIN_BLOCKS_PER_SM CTAs of `threads` each must fit on one SM of the target.
+void check_resident_blocks(const Kernel& k, const Target& target, int64_t threads) {
+  const int64_t blocks = k.config.get_or("MIN_BLOCKS_PER_SM", 1);
+  if (blocks > target.max_blocks_per_sm() || blocks * threads > target.max_threads_per_sm())
+    throw TargetLimitError(fmt::format(
+        "kernel '{}' ({}): MIN_BLOCKS_PER_SM={} asks for {} resident CTAs of {} threads on one SM; {} holds at most "
+        "{} CTAs and {} threads an SM: lower MIN_BLOCKS_PER_SM or num_warps",
+        k.name, k.config.str(), blocks, blocks, threads, target.arch(), target.max_blocks_per_sm(),
+        target.max_threads_per_sm()));
+}
+
+// `bytes` of shared memory (`what` needs them) must fit in one block of the target.
+void check_shared_bytes(const Kernel& k, const Target& target, int64_t bytes, const char* what) {
+  if (bytes > target.max_shared_bytes_per_block())
+    throw TargetLimitError(fmt::format("kernel '{}' ({}): {} need {} bytes of shared memory; {} allows at most {} "
+                                       "per block: use smaller tiles or fewer stages",
+                                       k.name, k.config.str(), what, bytes, target.arch(),
+                                       target.max_shared_bytes_per_block()));
 }
 
 std::string describe_plan(const Kernel& k, const LoweringPlan& plan, const EmittedKernel& e) {
@@ -101,14 +117,17 @@ std::string CodegenOptions::str() const {
 GeneratedKernel generate_cuda(const Kernel& k, const Target& target, const CodegenOptions& options) {
   bool log = log_passes();
   verify(k);
+  check_resident_blocks(k, target, 32 * k.config.num_warps);
   if (log)
     std::fprintf(stderr, "// ---- after verify ----\n%s", print_kernel(k).c_str());
   LoweringPlan plan = assign_layouts(k, target, options);
   int64_t tiles = plan_shared_memory(plan);
+  check_shared_bytes(k, target, tiles, "its shared tiles"); // before emitting code for tiles that cannot exist
   choose_dot_lowering(k, target, options, plan);
   schedule_async_copies(k, target, options, plan);
   analyze_contiguity(k, target, options, plan);
   EmittedKernel e = emit_cuda(k, plan, target, options);
+  check_shared_bytes(k, target, tiles + e.scratch_bytes, "its shared tiles and conversion scratch");
   GeneratedKernel g;
   g.name = k.name;
   g.threads = 32 * k.config.num_warps;

@@ -11,6 +11,7 @@
 
 #include "codegen/target.h"
 #include "dsl/ir.h"
+#include "support/error.h"
 
 #include <string>
 #include <vector>
@@ -43,6 +44,16 @@ struct GeneratedKernel {
   std::string lowered;      // a summary of the lowering decisions (layouts, smem, pipelining)
 };
 
+// A config the target cannot run at all: shared tiles beyond the arch's per-block limit, or MIN_BLOCKS_PER_SM
+// CTAs that cannot be resident on one of its SMs. Raised before the CUDA is emitted; the autotuner prunes such
+// configs instead of counting them as failures.
+class TargetLimitError : public Error {
+public:
+  using Error::Error;
+};
+
+// Throws TargetLimitError (naming the kernel, its config, what it needs and the arch's limit) before emitting
+// anything when `k` exceeds `target`'s limits.
 GeneratedKernel generate_cuda(const Kernel& k, const Target& target, const CodegenOptions& options = {});
 
 } // namespace kiln

@@ -1,6 +1,7 @@
 // The GPU a kernel is generated for.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace kiln {
@@ -10,6 +11,11 @@ struct Target {
   bool arch_specific = true; // sm_90a rather than sm_90 (Hopper's wgmma/TMA need it)
 
   std::string arch() const { return "sm_" + std::to_string(sm) + (sm == 90 && arch_specific ? "a" : ""); }
+  // The arch's hardware limits (CUDA programming guide, compute capabilities table): the most shared memory a
+  // block can opt in to, and the most resident CTAs and threads an SM holds.
+  int64_t max_shared_bytes_per_block() const;
+  int64_t max_blocks_per_sm() const;
+  int64_t max_threads_per_sm() const;
   static Target parse(const std::string& arch); // "sm_80", "sm_90a"; Error for anything else
 };
 

@@ -4,10 +4,10 @@
 // rounds it to the result dtype, exactly as the GPU path must.
 #include "dsl/interpreter.h"
 
+#include "support/env.h"
 #include "support/half.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -1028,7 +1028,15 @@ void Interpreter::exec_if(const Op& op) {
 HostBuffer::HostBuffer(DType t, int64_t numel, std::string n) : dtype(t), name(std::move(n)) {
   if (numel < 0)
     fail("buffer '{}': element count must be >= 0, got {}", name, numel);
-  bytes.assign(static_cast<size_t>(numel) * dtype_bytes(t), 0);
+  const int64_t elem = dtype_bytes(t);
+  if (numel > std::numeric_limits<int64_t>::max() / elem)
+    fail("buffer '{}': {} elements of {} do not fit in 64-bit byte offsets", name, numel, dtype_name(t));
+  try {
+    bytes.assign(static_cast<size_t>(numel * elem), 0);
+  } catch (const std::exception&) { // std::bad_alloc, or std::length_error past the vector's maximum
+    fail("out of host memory: buffer '{}' needs {} bytes ({} elements of {})", name, numel * elem, numel,
+         dtype_name(t));
+  }
 }
 
 namespace {
@@ -1073,14 +1081,6 @@ void interpret(const Kernel& k, const Grid& grid, llvm::ArrayRef<InterpArg> args
   interp.run_grid();
 }
 
-bool interpret_requested() {
-  const char* v = std::getenv("KILN_INTERPRET");
-  if (!v)
-    return false;
-  std::string s(v);
-  for (char& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s == "1" || s == "true" || s == "yes" || s == "on";
-}
+bool interpret_requested() { return env_choice("KILN_INTERPRET", {"0", "1"}).value_or("0") == "1"; }
 
 } // namespace kiln

@@ -11,35 +11,75 @@ Config KernelDef::default_config() const {
   return c;
 }
 
+namespace {
+
+const ParamDef kNumWarps = ParamDef::power_of_two("num_warps", 4, "warps a program", 1, 32);
+const ParamDef kNumStages = ParamDef::count("num_stages", 2, "depth of pipelined loads", 1, 8);
+
+const ParamDef* find_param(const std::vector<ParamDef>& params, const std::string& name) {
+  for (const ParamDef& p : params)
+    if (p.name == name)
+      return &p;
+  return nullptr;
+}
+
+void check_value(const std::string& kernel, const ParamDef& p, int64_t v) {
+  if (!p.accepts(v))
+    fail("kernel '{}': {}={} is not allowed; {} takes {}", kernel, p.name, v, p.name, p.expected());
+}
+
+} // namespace
+
+void check_param_values(const std::string& kernel, const std::vector<ParamDef>& params, const Config& config) {
+  for (const ParamDef& p : params)
+    if (auto it = config.params.find(p.name); it != config.params.end())
+      check_value(kernel, p, it->second);
+}
+
+void check_grid(const std::string& kernel, const Grid& grid) {
+  for (size_t d = 0; d < grid.size(); ++d) {
+    const int64_t limit = d == 0 ? kMaxGridX : kMaxGridYZ;
+    if (grid[d] < 1 || grid[d] > limit)
+      fail("kernel '{}': grid ({}, {}, {}) has {} programs in dim {} ({}); CUDA allows 1 to {} there", kernel,
+           grid[0], grid[1], grid[2], grid[d], d, "xyz"[d], limit);
+  }
+}
+
 Config KernelDef::with_overrides(Config base, const std::map<std::string, int64_t>& overrides) const {
   for (const auto& [k, v] : overrides) {
-    if (k == "num_warps") {
-      if (v < 1 || v > 32 || (v & (v - 1)) != 0)
-        fail("kernel '{}': num_warps must be a power of two from 1 to 32, got {}", name, v);
+    if (k == kNumWarps.name) {
+      check_value(name, kNumWarps, v);
       base.num_warps = static_cast<int>(v);
-      continue;
-    }
-    if (k == "num_stages") {
-      if (v < 1 || v > 8)
-        fail("kernel '{}': num_stages must be from 1 to 8, got {}", name, v);
+    } else if (k == kNumStages.name) {
+      check_value(name, kNumStages, v);
       base.num_stages = static_cast<int>(v);
-      continue;
+    } else {
+      base.params[k] = v;
     }
-    bool known = false;
-    for (const ParamDef& p : params)
-      known |= p.name == k;
-    if (!known) {
-      std::string names = "num_warps, num_stages";
-      for (const ParamDef& p : params)
-        names += ", " + p.name;
-      fail("kernel '{}' has no parameter '{}'; its parameters are: {}", name, k, names);
-    }
-    base.params[k] = v;
   }
+  check(base);
   return base;
 }
 
+void KernelDef::check(const Config& config) const {
+  for (const auto& [k, v] : config.params) {
+    if (find_param(params, k))
+      continue;
+    std::string names = "num_warps, num_stages";
+    for (const ParamDef& d : params)
+      names += ", " + d.name;
+    fail("kernel '{}' has no parameter '{}'; its parameters are: {}", name, k, names);
+  }
+  check_param_values(name, params, config);
+  check_value(name, kNumWarps, config.num_warps);
+  check_value(name, kNumStages, config.num_stages);
+}
+
 void KernelRegistry::add(KernelDef def) {
+  for (const ParamDef& p : def.params)
+    if (p.min > p.max || !p.accepts(p.default_value))
+      throw InternalError(fmt::format("kernel {}: parameter {} declares no range holding its default {}",
+                                      def.name, p.name, p.default_value));
   for (const KernelDef& d : defs_)
     if (d.name == def.name)
       throw InternalError("kernel registered twice: " + def.name);

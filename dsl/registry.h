@@ -3,6 +3,7 @@
 #pragma once
 
 #include "dsl/ir.h"
+#include "dsl/param_def.h"
 
 #include <array>
 #include <functional>
@@ -24,16 +25,19 @@ inline int64_t next_pow2(int64_t v) {
   return p;
 }
 
-struct ParamDef {
-  std::string name;
-  int64_t default_value;
-  std::string help;
-};
+// Each parameter of `params` that `config` sets within its declared kind and range, else a kiln::Error naming
+// `kernel`, the parameter, what it takes and the value given (KernelDef::check runs it over every parameter).
+void check_param_values(const std::string& kernel, const std::vector<ParamDef>& params, const Config& config);
+
+// CUDA's limits on a launch grid: x from 1 to 2^31 - 1, y and z from 1 to 65535.
+inline constexpr int64_t kMaxGridX = 2147483647, kMaxGridYZ = 65535;
+// A kiln::Error naming `kernel`, the dim, its limit and `grid` when a dim is outside CUDA's limits.
+void check_grid(const std::string& kernel, const Grid& grid);
 
 struct KernelDef {
   std::string name;
   std::string summary;
-  std::vector<ParamDef> params; // compile-time parameters
+  std::vector<ParamDef> params; // compile-time parameters, each with the values it takes
   int default_num_warps = 4;
   int default_num_stages = 2;
   std::function<Kernel(const Config&)> build;
@@ -49,8 +53,12 @@ struct KernelDef {
   std::function<std::string(const Config&, const SizeArgs&)> prune;
 
   Config default_config() const;
-  // `base` with NAME=VALUE overrides applied; an unknown name is an Error listing the parameters.
+  // `base` with NAME=VALUE overrides applied, then check()ed; an unknown name is an Error listing the parameters.
   Config with_overrides(Config base, const std::map<std::string, int64_t>& overrides) const;
+  // Every parameter of `config` known and within its declared kind and range, num_warps a power of two from 1
+  // to 32 and num_stages from 1 to 8; else a kiln::Error naming the kernel, the parameter, what it takes and
+  // the value given. Every entry point (commands, host APIs, the tuner) runs it before building or launching.
+  void check(const Config& config) const;
 };
 
 class KernelRegistry {

@@ -42,9 +42,10 @@ Kernel build_matmul(const Config& config) {
 KernelDef matmul_def() {
   KernelDef d;
   d.name = "tutorial_matmul";
-  d.params = {{"BLOCK_M", 64, "rows of C per program"},
-              {"BLOCK_N", 64, "columns of C per program"},
-              {"BLOCK_K", 32, "depth of each A/B tile"}};
+  // Each parameter says what it takes, so that a bad value is refused (naming it) before any work.
+  d.params = {ParamDef::power_of_two("BLOCK_M", 64, "rows of C per program", 16, 256),
+              ParamDef::power_of_two("BLOCK_N", 64, "columns of C per program", 16, 256),
+              ParamDef::power_of_two("BLOCK_K", 32, "depth of each A/B tile", 16, 256)};
   d.default_num_warps = 4;
   d.default_num_stages = 3;
   d.build = build_matmul;

@@ -108,9 +108,7 @@ void check_launch_args(const Kernel& k, const std::vector<LaunchArg>& args) {
 }
 
 void JitKernel::launch(const Grid& grid, const std::vector<LaunchArg>& args, const rt::Stream& stream) const {
-  for (int d = 0; d < 3; ++d)
-    if (grid[d] < 1 || grid[d] > (d == 0 ? 2147483647LL : 65535LL))
-      fail("kernel '{}': grid dim {} must be in [1, {}], got {}", name(), d, d == 0 ? 2147483647LL : 65535LL, grid[d]);
+  check_grid(name(), grid);
   PackedArgs packed = pack(name(), params_, param_types_, args);
   loaded_->launch(rt::Dim3{static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2])},
                   rt::Dim3{static_cast<unsigned>(generated_.threads), 1, 1},

@@ -17,11 +17,13 @@ std::string join(const std::vector<std::string>& names) {
   return out;
 }
 
-// `base` checked against the kernel's params (an Error naming an unknown one) and completed with defaults.
+// `base` checked against the kernel's params (an Error naming an unknown one or a value outside its range) and
+// completed with defaults.
 Config complete_base(const KernelDef& def, const Config& base) {
   Config c = def.with_overrides(def.default_config(), base.params);
   c.num_warps = base.num_warps;
   c.num_stages = base.num_stages;
+  def.check(c);
   return c;
 }
 
@@ -34,6 +36,7 @@ struct CandidateSlot {
   std::optional<Kernel> ir;
   GeneratedKernel generated;
   std::string codegen_error;
+  std::string beyond_target; // why the target cannot run this config at all (a TargetLimitError): pruned
   rt::CompiledKernel compiled;
   std::shared_ptr<JitKernel> loaded;
 };
@@ -197,6 +200,9 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
     try {
       s.ir = def.build(candidates[i]);
       s.generated = generate_cuda(*s.ir, target, options.codegen);
+    } catch (const TargetLimitError& e) {
+      s.beyond_target = e.what();
+      s.codegen_error = std::string("code generation failed: ") + e.what();
     } catch (const std::exception& e) {
       s.codegen_error = std::string("code generation failed: ") + e.what();
     }
@@ -235,7 +241,9 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
       if (std::string why = def.prune(candidates[i], sizes); !why.empty())
         return why;
     generate(i);
-    if (!slots[i].ir)
+    if (!slots[i].beyond_target.empty())
+      return slots[i].beyond_target;
+    if (!slots[i].codegen_error.empty())
       return ""; // code generation failed: the compile step reports why
     return device_prune_reason(candidates[i], slots[i].generated.shared_bytes, device);
   };

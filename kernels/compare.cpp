@@ -59,6 +59,24 @@ std::string Comparison::str() const {
   return s;
 }
 
+std::string describe_nonfinite(const std::vector<NamedValues>& inputs) {
+  std::string out;
+  for (const NamedValues& in : inputs) {
+    int64_t nans = 0, infs = 0;
+    for (double v : in.values) {
+      nans += std::isnan(v) ? 1 : 0;
+      infs += std::isinf(v) ? 1 : 0;
+    }
+    if (nans == 0 && infs == 0)
+      continue;
+    std::string counts = nans > 0 && infs > 0 ? fmt::format("{} NaN and {} infinite", nans, infs)
+                         : nans > 0           ? fmt::format("{} NaN", nans)
+                                              : fmt::format("{} infinite", infs);
+    out += fmt::format("{}{} holds {} of {} elements", out.empty() ? "" : "; ", in.name, counts, in.values.size());
+  }
+  return out;
+}
+
 double unit_roundoff(DType t, bool tf32) {
   switch (t) {
   case DType::f16: return std::ldexp(1.0, -11);

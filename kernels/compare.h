@@ -30,6 +30,17 @@ struct Comparison {
 // other element enters the relative error. A NaN anywhere in `out` is always a mismatch.
 Comparison compare_to_reference(llvm::ArrayRef<double> out, llvm::ArrayRef<double> ref);
 
+// One input of a checked run, by name, for describe_nonfinite.
+struct NamedValues {
+  const char* name;
+  std::vector<double> values;
+};
+
+// "Q holds 3 NaN and 1 infinite of 256 elements; V holds 2 NaN of 256 elements": the inputs holding a
+// non-finite value, or "" when every value is finite. A check prints it beside its comparisons, so that
+// non-finite mismatches that follow from the inputs are not read as a fault of the kernel.
+std::string describe_nonfinite(const std::vector<NamedValues>& inputs);
+
 // The unit roundoff of the precision a kernel's products are formed in: 2^-11 for f16 and tf32
 // (10 stored mantissa bits), 2^-8 for bf16, 2^-24 for f32.
 double unit_roundoff(DType t, bool tf32 = false);

@@ -3,7 +3,10 @@
 namespace kiln {
 
 ParamDef min_blocks_per_sm_param(int64_t default_value) {
-  return {"MIN_BLOCKS_PER_SM", default_value, "CTAs that must fit on one SM (caps registers; see codegen.h)"};
+  // 32 is the most CTAs any supported arch keeps resident on one SM; the target's own limits (resident CTAs and
+  // threads an SM) are checked when code is generated for it (codegen/target.h).
+  return ParamDef::count("MIN_BLOCKS_PER_SM", default_value,
+                         "CTAs that must fit on one SM (caps registers; see codegen.h)", 1, 32);
 }
 
 } // namespace kiln

@@ -1,6 +1,7 @@
 // The autotuner: mode handling, parallel pruning and compiling, serial timing, the pick and its memory.
 #include "runtime/autotuner.h"
 
+#include "support/env.h"
 #include "support/error.h"
 
 #include <llvm/Support/ThreadPool.h>
@@ -110,8 +111,8 @@ const char* autotune_mode_name(AutotuneMode mode) {
 }
 
 AutotuneMode autotune_mode_from_env() {
-  const char* v = std::getenv("KILN_AUTOTUNE");
-  return v && *v ? parse_autotune_mode(v) : AutotuneMode::On;
+  const std::optional<std::string> v = env_choice("KILN_AUTOTUNE", {"off", "cached", "on", "force"});
+  return v ? parse_autotune_mode(*v) : AutotuneMode::On;
 }
 
 const char* tune_source_name(TuneSource source) {

@@ -2,9 +2,11 @@
 #include "runtime/device.h"
 
 #include "runtime/compiler.h"
+#include "support/env.h"
 #include "support/error.h"
 
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -82,21 +84,13 @@ DeviceInfo query_device(int ordinal) {
   return info;
 }
 
-namespace {
-int selected_ordinal() {
-  const char* env = std::getenv("KILN_DEVICE");
-  if (!env || !*env)
-    return 0;
-  char* end = nullptr;
-  long v = std::strtol(env, &end, 10);
-  if (*end != '\0' || v < 0)
-    fail("KILN_DEVICE='{}': expected a device ordinal (0, 1, ...)", env);
-  return static_cast<int>(v);
+int selected_device_ordinal() {
+  const int max = std::numeric_limits<int>::max();
+  return static_cast<int>(env_integer("KILN_DEVICE", 0, max, "a device ordinal").value_or(0));
 }
-} // namespace
 
 const DeviceInfo& current_device() {
-  static const DeviceInfo info = query_device(selected_ordinal());
+  static const DeviceInfo info = query_device(selected_device_ordinal());
   make_context_current(info.ordinal);
   return info;
 }

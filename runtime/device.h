@@ -45,6 +45,8 @@ DeviceInfo query_device(int ordinal);
 // Retains device `ordinal`'s primary context (once per process) and makes it current on this thread.
 CUcontext make_context_current(int ordinal);
 
+// The ordinal KILN_DEVICE names (default 0); a kiln::Error naming the variable when it is not a base-10 ordinal.
+int selected_device_ordinal();
 // The device kiln uses (ordinal from KILN_DEVICE, default 0), its context current on the calling thread.
 const DeviceInfo& current_device();
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds with the CI preset (warnings are errors),
-# runs every GoogleTest suite through ctest. GPU tests skip, saying why, where no GPU exists.
+# runs every GoogleTest suite through ctest. GPU tests skip, saying why, where no GPU exists. Then the
+# sanitize preset (ASan + UBSan): the unit, error and interp suites again, and every fuzz target for a
+# bounded time (docs/testing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
@@ -13,3 +15,8 @@ if build-ci/tests/kiln_gpu_tests --gtest_filter='GpuVectorAdd.*' 2>&1 | grep -q 
   echo "GPU tests were skipped: $(build-ci/tests/kiln_gpu_tests --gtest_filter='GpuVectorAdd.*' 2>&1 |
     grep -A1 ': Skipped' | tail -1)"
 fi
+echo "== sanitizers (ASan + UBSan): unit, error and interp suites, then each fuzz target for a bounded time =="
+cmake --preset sanitize >/dev/null
+cmake --build --preset sanitize -j "$(nproc)"
+ctest --preset sanitize -j "$(nproc)"
+grep -h '^fuzz driver:' build-sanitize/Testing/Temporary/LastTest.log || true # how many inputs each fuzz target ran

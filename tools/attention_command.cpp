@@ -15,6 +15,7 @@
 #include "tools/attention_backward.h"
 #include "tools/attention_runs.h"
 #include "tools/cli.h"
+#include "tools/decimal_flag.h"
 
 namespace kiln::cli {
 namespace {
@@ -23,17 +24,18 @@ namespace cl = llvm::cl;
 
 cl::SubCommand attention_sub("attention", "Run FlashAttention-2 forward on random or .npy inputs");
 cl::OptionCategory& cat = kiln_category();
-cl::opt<int64_t> batch("batch", cl::desc("Batch size B"), cl::Required, cl::sub(attention_sub), cl::cat(cat));
-cl::opt<int64_t> heads("heads", cl::desc("Query heads H"), cl::Required, cl::sub(attention_sub),
-                       cl::cat(cat));
-cl::opt<int64_t> kv_heads("kv-heads", cl::desc("Key/value heads (default: --heads; fewer for GQA/MQA)"),
-                          cl::init(0), cl::sub(attention_sub), cl::cat(cat));
-cl::opt<int64_t> seq_q("seq-q", cl::desc("Query length N_Q"), cl::Required, cl::sub(attention_sub),
-                       cl::cat(cat));
-cl::opt<int64_t> seq_k("seq-k", cl::desc("Key length N_K (default: --seq-q)"), cl::init(0),
-                       cl::sub(attention_sub), cl::cat(cat));
-cl::opt<int64_t> head_dim("head-dim", cl::desc("Head dim D"), cl::Required, cl::sub(attention_sub),
-                          cl::cat(cat));
+DecimalFlag<int64_t> batch("batch", cl::desc("Batch size B"), cl::Required, cl::sub(attention_sub),
+                           cl::cat(cat));
+DecimalFlag<int64_t> heads("heads", cl::desc("Query heads H"), cl::Required, cl::sub(attention_sub),
+                           cl::cat(cat));
+DecimalFlag<int64_t> kv_heads("kv-heads", cl::desc("Key/value heads (default: --heads; fewer for GQA/MQA)"),
+                              cl::init(0), cl::sub(attention_sub), cl::cat(cat));
+DecimalFlag<int64_t> seq_q("seq-q", cl::desc("Query length N_Q"), cl::Required, cl::sub(attention_sub),
+                           cl::cat(cat));
+DecimalFlag<int64_t> seq_k("seq-k", cl::desc("Key length N_K (default: --seq-q)"), cl::init(0),
+                           cl::sub(attention_sub), cl::cat(cat));
+DecimalFlag<int64_t> head_dim("head-dim", cl::desc("Head dim D"), cl::Required, cl::sub(attention_sub),
+                              cl::cat(cat));
 cl::opt<std::string> dtype("dtype", cl::desc("f16 | bf16 | f32: the dtype the kernel runs in (default f16)"),
                            cl::init("f16"), cl::sub(attention_sub), cl::cat(cat));
 cl::opt<std::string> causal("causal", cl::desc("none | top-left | bottom-right (default none)"),
@@ -62,10 +64,10 @@ cl::opt<bool> check("check", cl::desc("Compare with the double-precision referen
                     cl::cat(cat));
 cl::opt<bool> bench("bench", cl::desc("Time the kernel on the GPU (median of --reps launches)"),
                     cl::sub(attention_sub), cl::cat(cat));
-cl::opt<int> reps("reps", cl::desc("Timed launches for --bench (default 20)"), cl::init(20),
-                  cl::sub(attention_sub), cl::cat(cat));
-cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random inputs (default 1)"), cl::init(1),
-                       cl::sub(attention_sub), cl::cat(cat));
+DecimalFlag<int> reps("reps", cl::desc("Timed launches for --bench (default 20)"), cl::init(20),
+                      cl::sub(attention_sub), cl::cat(cat));
+DecimalFlag<uint64_t> seed("seed", cl::desc("Seed of the random inputs (default 1)"), cl::init(1),
+                           cl::sub(attention_sub), cl::cat(cat));
 cl::opt<bool>
     backward_pass("backward",
                   cl::desc("Run the backward pass (dQ, dK, dV) instead: --check compares every gradient "
@@ -142,6 +144,15 @@ void write_outputs(const std::vector<std::pair<OutputPath, std::string>>& files)
     llvm::outs() << "wrote " << path << "\n";
 }
 
+// What a check says of inputs that are not all finite ("" when they are): printed before its comparisons and
+// repeated in its failure, so that non-finite mismatches are not read as a fault of the kernel.
+std::string nonfinite_inputs_note(const std::vector<NamedValues>& inputs) {
+  const std::string which = describe_nonfinite(inputs);
+  if (which.empty())
+    return "";
+  return "the inputs are not all finite: " + which;
+}
+
 // --backward: the gradients of the problem for dO (--dout or random), checked, timed and written as asked.
 int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::optional<Config>& fwd_config,
                  Executor executor, DType out_dt) {
@@ -156,7 +167,14 @@ int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::o
   const AttentionGrads grads = run_attention_backward(r, executor);
 
   bool ok = true;
+  std::string nonfinite;
   if (check) {
+    nonfinite = nonfinite_inputs_note({{"Q", to_doubles(r.inputs.q)},
+                                       {"K", to_doubles(r.inputs.k)},
+                                       {"V", to_doubles(r.inputs.v)},
+                                       {"dO", to_doubles(r.dout)}});
+    if (!nonfinite.empty())
+      llvm::outs() << "check: " << nonfinite << "\n";
     const AttentionGrads ref = reference_backward(p, logical_bwd_tensors(p, r.inputs, r.dout));
     const double tol = attention_grad_tolerance(p.dtype, p.tf32, max_abs_lse(p, r.inputs));
     for (auto [name, got, want] :
@@ -179,7 +197,8 @@ int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::o
     line("forward+backward", t.step, 3.5 * fwd_flops);
   }
   if (!ok) {
-    llvm::errs() << "kiln: error: the gradients do not match the reference; no output written\n";
+    llvm::errs() << "kiln: error: the gradients do not match the reference; no output written"
+                 << (nonfinite.empty() ? "" : " (" + nonfinite + ")") << "\n";
     return 1;
   }
   std::vector<std::pair<OutputPath, std::string>> files;
@@ -271,7 +290,12 @@ int run_attention() {
   AttentionResult result = run_fa2_interpreted(p, config, inputs, executor);
 
   bool ok = true;
+  std::string nonfinite;
   if (check) {
+    nonfinite = nonfinite_inputs_note(
+        {{"Q", to_doubles(inputs.q)}, {"K", to_doubles(inputs.k)}, {"V", to_doubles(inputs.v)}});
+    if (!nonfinite.empty())
+      llvm::outs() << "check: " << nonfinite << "\n";
     AttentionResult ref = reference(p, inputs);
     const double tol = tolerance(p.dtype);
     Comparison co = compare_to_reference(result.o, ref.o);
@@ -289,7 +313,8 @@ int run_attention() {
                                 t.median_ms, t.min_ms, t.max_ms, t.reps, tflops);
   }
   if (!ok) {
-    llvm::errs() << "kiln: error: the result does not match the reference; no output written\n";
+    llvm::errs() << "kiln: error: the result does not match the reference; no output written"
+                 << (nonfinite.empty() ? "" : " (" + nonfinite + ")") << "\n";
     return 1;
   }
 

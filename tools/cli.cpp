@@ -35,8 +35,8 @@ std::map<std::string, int64_t> parse_assignments(const std::vector<std::string>&
     for (llvm::StringRef part : parts) {
       auto [name, value] = part.trim().split('=');
       long long v = 0;
-      if (name.empty() || !part.contains('=') || value.trim().getAsInteger(0, v))
-        fail("{} expects NAME=VALUE with an integer VALUE (e.g. {} BLOCK_M=64), got '{}'", flag, flag,
+      if (name.empty() || !part.contains('=') || value.trim().getAsInteger(10, v))
+        fail("{} expects NAME=VALUE with a base-10 integer VALUE (e.g. {} BLOCK_M=64), got '{}'", flag, flag,
              part.str());
       out[name.trim().str()] = static_cast<int64_t>(v);
     }
@@ -56,7 +56,7 @@ void require_gpu(const std::string& what) {
 }
 
 Executor choose_executor(bool interpret_flag) {
-  if (interpret_flag || interpret_requested())
+  if (interpret_requested() || interpret_flag) // KILN_INTERPRET is checked even when the flag is given
     return Executor::Interpreter;
   require_gpu("running on the GPU needs one; add --interpret (or set KILN_INTERPRET=1) to run in the CPU "
               "interpreter instead");

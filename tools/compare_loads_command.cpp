@@ -10,6 +10,7 @@
 #include "support/error.h"
 #include "tools/attention_runs.h"
 #include "tools/cli.h"
+#include "tools/decimal_flag.h"
 #include "tools/cuda_tools.h"
 #include "tools/line_diff.h"
 #include "tools/ncu_metrics.h"
@@ -29,13 +30,13 @@ namespace cl = llvm::cl;
 cl::SubCommand compare_sub("compare-loads",
                            "Compare FA2's two K load paths: results, timing, load code, diff");
 cl::OptionCategory& cat = kiln_category();
-cl::opt<int64_t> seq("seq", cl::desc("Sequence length (queries and keys)"), cl::Required,
+DecimalFlag<int64_t> seq("seq", cl::desc("Sequence length (queries and keys)"), cl::Required,
                      cl::sub(compare_sub), cl::cat(cat));
-cl::opt<int64_t> head_dim("head-dim", cl::desc("Head dim D"), cl::Required, cl::sub(compare_sub),
+DecimalFlag<int64_t> head_dim("head-dim", cl::desc("Head dim D"), cl::Required, cl::sub(compare_sub),
                           cl::cat(cat));
-cl::opt<int64_t> batch("batch", cl::desc("Batch size (default 1)"), cl::init(1), cl::sub(compare_sub),
+DecimalFlag<int64_t> batch("batch", cl::desc("Batch size (default 1)"), cl::init(1), cl::sub(compare_sub),
                        cl::cat(cat));
-cl::opt<int64_t> heads("heads", cl::desc("Heads (default 1)"), cl::init(1), cl::sub(compare_sub),
+DecimalFlag<int64_t> heads("heads", cl::desc("Heads (default 1)"), cl::init(1), cl::sub(compare_sub),
                        cl::cat(cat));
 cl::opt<std::string> dtype("dtype", cl::desc("f16 | bf16 | f32 (default f16)"), cl::init("f16"),
                            cl::sub(compare_sub), cl::cat(cat));
@@ -47,13 +48,13 @@ cl::opt<bool> diff("diff", cl::desc("Print a unified diff of the two generated C
                    cl::sub(compare_sub), cl::cat(cat));
 cl::opt<bool> interpret("interpret", cl::desc("Run both in the CPU interpreter (no timing)"),
                         cl::sub(compare_sub), cl::cat(cat));
-cl::opt<int> reps("reps", cl::desc("Timed launches per variant (default 20)"), cl::init(20),
+DecimalFlag<int> reps("reps", cl::desc("Timed launches per variant (default 20)"), cl::init(20),
                   cl::sub(compare_sub), cl::cat(cat));
 cl::opt<bool> no_profile("no-profile",
                          cl::desc("Skip the shared-memory bank-conflict count (taken with ncu where it exists)"),
                          cl::sub(compare_sub), cl::cat(cat));
 // What the profiled child process runs: one variant (K_TRANSPOSED = the value), launched once.
-cl::opt<int> only_variant("only-variant", cl::Hidden, cl::init(-1), cl::sub(compare_sub), cl::cat(cat));
+DecimalFlag<int> only_variant("only-variant", cl::Hidden, cl::init(-1), cl::sub(compare_sub), cl::cat(cat));
 
 // The global-memory load paths of a generated kernel, read off its source: block copies into shared
 // memory (cp.async in 16-byte chunks on the aligned path, element by element otherwise) and block loads

@@ -15,6 +15,9 @@ namespace kiln::cli {
 
 namespace {
 
+// The largest size argument: the kernels take sizes as i32.
+constexpr int64_t kMaxSize = 2147483647;
+
 bool has(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
@@ -38,6 +41,7 @@ void apply_attention_defaults(KernelProblem& p, const std::map<std::string, int6
   AttentionProblem a;
   a.B = p.sizes.at("B"), a.H = p.sizes.at("H"), a.H_KV = p.sizes.at("H_KV");
   a.N_Q = p.sizes.at("N_Q"), a.N_K = p.sizes.at("N_K"), a.D = p.sizes.at("D");
+  check_attention_problem(a); // H_KV dividing H, D from 1 to 256, sizes the kernels index, B * H in the grid
   if (!given.count("HEAD_DIM") && p.config.params.count("HEAD_DIM"))
     p.config.set("HEAD_DIM", a.head_dim_tile());
   if (!given.count("EVEN_D") && p.config.params.count("EVEN_D"))
@@ -94,6 +98,10 @@ KernelProblem parse_kernel_problem(const KernelDef& def, const std::map<std::str
     auto it = values.find(s);
     if (it == values.end())
       missing.push_back(s);
+    else if (it->second < 1 || it->second > kMaxSize)
+      fail("kernel '{}': size {}={} is out of range; expected an integer from 1 to {} (the kernels take sizes as "
+           "i32)",
+           def.name, s, it->second, kMaxSize);
     else
       p.sizes[s] = it->second;
   }
@@ -116,12 +124,15 @@ KernelProblem parse_kernel_problem(const KernelDef& def, const std::map<std::str
   }
   if (is_attention_kernel(def))
     apply_attention_defaults(p, assignments, scalars);
+  check_grid(def.name, def.grid(p.config, p.sizes));
   return p;
 }
 
 LaunchPlan plan_for(const KernelProblem& problem, const Config& config) {
   const KernelDef& def = *problem.def;
-  return plan_launch(def.build(config), def.grid(config, problem.sizes), problem.values);
+  const Grid grid = def.grid(config, problem.sizes);
+  check_grid(def.name, grid);
+  return plan_launch(def.build(config), grid, problem.values);
 }
 
 LaunchPlan plan_covering(const KernelProblem& problem, const std::vector<Config>& configs) {

@@ -28,8 +28,10 @@ int run_list() {
     llvm::json::Array params;
     text += fmt::format("{}\n  {}\n  params:\n", d.name, d.summary);
     for (const ParamDef& p : d.params) {
-      params.push_back(llvm::json::Object{{"name", p.name}, {"default", p.default_value}, {"help", p.help}});
-      text += fmt::format("    {:<14} = {:<5} {}\n", p.name, p.default_value, p.help);
+      params.push_back(llvm::json::Object{
+          {"name", p.name}, {"default", p.default_value}, {"help", p.help}, {"takes", p.expected()}});
+      text += fmt::format("    {:<14} = {:<5} {} [{}]\n", p.name, p.default_value, p.help,
+                          p.kind == ParamKind::Choice ? fmt::format("{} to {}", p.min, p.max) : p.expected());
     }
     text += fmt::format("    {:<14} = {:<5} {}\n", "num_warps", d.default_num_warps, "warps per program");
     text += fmt::format("    {:<14} = {:<5} {}\n", "num_stages", d.default_num_stages,

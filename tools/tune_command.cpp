@@ -15,6 +15,7 @@
 #include "support/half.h"
 #include "tools/attention_runs.h"
 #include "tools/cli.h"
+#include "tools/decimal_flag.h"
 #include "tools/kernel_problem.h"
 
 #include <fmt/ranges.h>
@@ -38,20 +39,20 @@ cl::list<std::string> sets("set", cl::desc("Fix a parameter (or give a size): NA
                            cl::value_desc("NAME=VALUE"), cl::sub(tune_sub), cl::cat(cat));
 cl::opt<bool> cached("cached", cl::desc("Use a remembered result when there is one (default: tune now)"),
                      cl::sub(tune_sub), cl::cat(cat));
-cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random inputs (default 1)"), cl::init(1),
+DecimalFlag<uint64_t> seed("seed", cl::desc("Seed of the random inputs (default 1)"), cl::init(1),
                        cl::sub(tune_sub), cl::cat(cat));
 // fa2_fwd's attention flags.
-cl::opt<int64_t> batch("batch", cl::desc("fa2_fwd: batch size (default 1)"), cl::init(1), cl::sub(tune_sub),
+DecimalFlag<int64_t> batch("batch", cl::desc("fa2_fwd: batch size (default 1)"), cl::init(1), cl::sub(tune_sub),
                        cl::cat(cat));
-cl::opt<int64_t> heads("heads", cl::desc("fa2_fwd: query heads (default 1)"), cl::init(1), cl::sub(tune_sub),
+DecimalFlag<int64_t> heads("heads", cl::desc("fa2_fwd: query heads (default 1)"), cl::init(1), cl::sub(tune_sub),
                        cl::cat(cat));
-cl::opt<int64_t> kv_heads("kv-heads", cl::desc("fa2_fwd: K/V heads (default: --heads)"), cl::init(0),
+DecimalFlag<int64_t> kv_heads("kv-heads", cl::desc("fa2_fwd: K/V heads (default: --heads)"), cl::init(0),
                           cl::sub(tune_sub), cl::cat(cat));
-cl::opt<int64_t> seq_q("seq-q", cl::desc("fa2_fwd: query sequence length"), cl::init(0), cl::sub(tune_sub),
+DecimalFlag<int64_t> seq_q("seq-q", cl::desc("fa2_fwd: query sequence length"), cl::init(0), cl::sub(tune_sub),
                        cl::cat(cat));
-cl::opt<int64_t> seq_k("seq-k", cl::desc("fa2_fwd: key sequence length (default: --seq-q)"), cl::init(0),
+DecimalFlag<int64_t> seq_k("seq-k", cl::desc("fa2_fwd: key sequence length (default: --seq-q)"), cl::init(0),
                        cl::sub(tune_sub), cl::cat(cat));
-cl::opt<int64_t> head_dim("head-dim", cl::desc("fa2_fwd: head dim D"), cl::init(0), cl::sub(tune_sub),
+DecimalFlag<int64_t> head_dim("head-dim", cl::desc("fa2_fwd: head dim D"), cl::init(0), cl::sub(tune_sub),
                           cl::cat(cat));
 cl::opt<std::string> dtype("dtype", cl::desc("fa2_fwd: f16 | bf16 | f32 (default f16)"), cl::init("f16"),
                            cl::sub(tune_sub), cl::cat(cat));

@@ -250,12 +250,7 @@ PreparedForward prepare_forward(const TensorRef& q, const TensorRef& k, const Te
   PreparedForward f{detail::validate_attention_args(q, k, v, o, lse, options, site), {}, {}, {}};
   if (f.a.empty)
     return f;
-  const AttentionProblem& p = f.a.problem;
-  if (p.B * p.H > kMaxGridY)
-    reject(site,
-           "B * H = {} * {} = {} exceeds {}: FA2 runs one program row per (batch, head) and CUDA's grid "
-           "holds at most {} in y",
-           p.B, p.H, p.B * p.H, kMaxGridY, kMaxGridY);
+  const AttentionProblem& p = f.a.problem; // B * H within the grid: check_attention_problem saw to that
   require_driver(site);
   rt::current_device(); // makes the context current before any allocation or launch
   if (!f.a.lse)

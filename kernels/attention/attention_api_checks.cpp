@@ -112,11 +112,11 @@ void check_rank(const char* name, const TensorRef& t, size_t rank, const char* n
 }
 
 void check_size(const char* what, int64_t v, const ApiSite& site) {
-  if (v >= kMaxSize)
+  if (v >= kMaxAttentionSize)
     reject(site,
            "{}={} is too large: the kernels index rows, keys and heads in i32, so sizes must be below "
            "2^31 - 2^16 = {}",
-           what, v, kMaxSize);
+           what, v, kMaxAttentionSize);
 }
 
 void check_alignment(const char* name, const TensorRef& t, const ApiSite& site) {

@@ -18,10 +18,6 @@
 
 namespace kiln::attention::detail {
 
-// Rows and keys are i32 in the kernels, and a tile's indices run up to one tile past the end: the margin
-// covers any tile a config can ask for.
-constexpr int64_t kMaxSize = (int64_t{1} << 31) - (int64_t{1} << 16);
-constexpr int64_t kMaxGridY = 65535; // CUDA's limit on gridDim.y, which the kernels fill with B * H
 constexpr int64_t kMaxHeadDim = 256;
 constexpr int64_t kHeadDimMultiple = 8;
 constexpr uint64_t kAlignBytes = 16; // rows move as 16-byte vectors (ld/st.v4, cp.async.cg 16)
@@ -71,7 +67,8 @@ std::optional<bool> same_layout_views_overlap(const TensorRef& a, const TensorRe
 
 // Rank, one stride per dim, no negative size or stride.
 void check_rank(const char* name, const TensorRef& t, size_t rank, const char* names, const ApiSite& site);
-// A size below kMaxSize (the kernels' i32 indices).
+// A size below kMaxAttentionSize (the kernels' i32 indices), checked before check_attention_problem because an
+// empty problem (B or N_Q of 0) returns before that runs.
 void check_size(const char* what, int64_t v, const ApiSite& site);
 // A non-null, 16-byte aligned address and batch/head/sequence strides of a multiple of 16 bytes.
 void check_alignment(const char* name, const TensorRef& t, const ApiSite& site);

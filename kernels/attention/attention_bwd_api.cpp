@@ -29,6 +29,7 @@ Config completed(const KernelDef& def, const Config& c) {
   Config full = def.with_overrides(def.default_config(), c.params);
   full.num_warps = c.num_warps;
   full.num_stages = c.num_stages;
+  def.check(full);
   return full;
 }
 
@@ -223,12 +224,6 @@ ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRe
   r.dout = layout_strides(dout, layout), r.dq = layout_strides(dq, layout);
   r.dout_data = dout.data, r.dq_data = dq.data;
 
-  if (p.B * p.H > kMaxGridY)
-    reject(site,
-           "B * H = {} * {} = {} exceeds {}: the backward runs one program row per (batch, head) and CUDA's "
-           "grid "
-           "holds at most {} in y",
-           p.B, p.H, p.B * p.H, kMaxGridY, kMaxGridY);
   if (options.config)
     check_bwd_config("options.config (the dK/dV kernel's)", fa2_bwd_dkdv_def(), *options.config, p,
                      "default_bwd_configs(problem).dkdv", site);

@@ -94,9 +94,9 @@ std::vector<ParamDef> attention_bwd_param_defs() {
 }
 
 ParamDef atomic_dq_param() {
-  return {"ATOMIC_DQ", 0,
-          "1 accumulates dQ with f32 atomic adds inside the dK/dV program (not deterministic), then casts it; "
-          "0 computes dQ in its own deterministic kernel"};
+  return ParamDef::flag("ATOMIC_DQ", 0,
+                        "1 accumulates dQ with f32 atomic adds inside the dK/dV program (not deterministic), then "
+                        "casts it; 0 computes dQ in its own deterministic kernel");
 }
 
 } // namespace kiln

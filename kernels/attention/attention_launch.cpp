@@ -15,8 +15,10 @@ std::shared_ptr<JitKernel> compiled_for(const KernelDef& def, const Config& conf
   const std::string key = def.name + " " + rt::current_device().arch + " " + config.str();
   std::lock_guard<std::mutex> lock(mutex);
   std::shared_ptr<JitKernel>& k = kernels[key];
-  if (!k)
+  if (!k) {
+    def.check(config);
     k = JitKernel::compile(def.build(config));
+  }
   return k;
 }
 

@@ -1,5 +1,6 @@
 #include "kernels/attention/attention_problem.h"
 
+#include "kernels/attention/attention_tiles.h"
 #include "kernels/attention/fa1_fwd.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "kernels/dtype_param.h"
@@ -68,6 +69,15 @@ void check_attention_problem(const AttentionProblem& p) {
   for (auto [name, v] : {std::pair{"B", p.B}, {"H", p.H}, {"H_KV", p.H_KV}, {"N_Q", p.N_Q}, {"N_K", p.N_K}, {"D", p.D}})
     if (v < 1)
       fail("attention: {} must be at least 1, got {}", name, v);
+  for (auto [name, v] : {std::pair{"B", p.B}, {"H", p.H}, {"H_KV", p.H_KV}, {"N_Q", p.N_Q}, {"N_K", p.N_K}})
+    if (v >= kMaxAttentionSize)
+      fail("attention: {}={} is too large: the kernels index rows, keys and heads in i32, so sizes must be below "
+           "2^31 - 2^16 = {}",
+           name, v, kMaxAttentionSize);
+  if (p.B * p.H > kMaxAttentionGridY) // both below 2^31: the product cannot overflow
+    fail("attention: B * H = {} * {} = {} exceeds {}: the kernels run one program row per (batch, head) and "
+         "CUDA's grid holds at most {} in y",
+         p.B, p.H, p.B * p.H, kMaxAttentionGridY, kMaxAttentionGridY);
   if (p.H % p.H_KV != 0)
     fail("attention: H={} must be a multiple of H_KV={} (each kv head serves H / H_KV query heads)", p.H, p.H_KV);
   if (p.D > 256)
@@ -206,6 +216,7 @@ std::vector<Config> fa2_config_space(const AttentionProblem& p) {
 }
 
 void check_attention_config(const AttentionProblem& p, const Config& config) {
+  check_param_values("attention", attention_param_defs(), config);
   Config want = with_problem(config, p);
   for (const char* name : {"HEAD_DIM", "EVEN_D", "CAUSAL", "K_TRANSPOSED", "DTYPE", "TF32"})
     if (config.get(name) != want.get(name))

@@ -27,7 +27,15 @@ struct AttentionProblem {
   std::string str() const;       // "B1 H4 H_KV2 N_Q17 N_K100 D96 f16 causal=2 bshd"
 };
 
-// A problem kiln's kernels cannot run is a kiln::Error naming the field (H % H_KV, D > 256, ...).
+// Rows and keys are i32 in the kernels, and a tile's indices run up to one tile past the end: the margin
+// covers any tile a config can ask for.
+inline constexpr int64_t kMaxAttentionSize = (int64_t{1} << 31) - (int64_t{1} << 16);
+// CUDA's limit on gridDim.y, which the kernels fill with B * H (B * H_KV for dK/dV).
+inline constexpr int64_t kMaxAttentionGridY = 65535;
+
+// A problem kiln's kernels cannot run is a kiln::Error naming the field (H % H_KV, D > 256, a size of
+// kMaxAttentionSize or more, B * H above kMaxAttentionGridY, ...). Sizes that pass keep every element count
+// and byte count of the problem's tensors far inside 64 bits.
 void check_attention_problem(const AttentionProblem& p);
 
 // Strides in elements of one [B, heads, N, D] tensor in the problem's layout; D has stride 1.
@@ -83,7 +91,8 @@ Config default_fa2_config(const AttentionProblem& p);
 Config default_fa1_config(const AttentionProblem& p);
 // The kernel's config space with `p`'s problem-bound params applied.
 std::vector<Config> fa2_config_space(const AttentionProblem& p);
-// A kiln::Error when `config` disagrees with `p` (e.g. HEAD_DIM < D, EVEN_D wrong, DTYPE differs).
+// A kiln::Error when an attention parameter of `config` is outside its declared range (BLOCK_M=0) or disagrees
+// with `p` (e.g. HEAD_DIM < D, EVEN_D wrong, DTYPE differs).
 void check_attention_config(const AttentionProblem& p, const Config& config);
 SizeArgs attention_size_args(const AttentionProblem& p);
 

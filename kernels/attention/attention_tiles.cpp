@@ -8,11 +8,8 @@
 
 namespace kiln {
 
-namespace {
-bool power_of_two(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
-} // namespace
-
 AttentionTileParams attention_tile_params(const Config& config, const char* kernel) {
+  check_param_values(kernel, attention_param_defs(), config);
   AttentionTileParams tp;
   tp.block_m = config.get("BLOCK_M");
   tp.block_n = config.get("BLOCK_N");
@@ -22,11 +19,6 @@ AttentionTileParams attention_tile_params(const Config& config, const char* kern
   tp.k_transposed = config.get("K_TRANSPOSED") != 0;
   tp.dtype = dtype_from_param(config.get("DTYPE"), kernel);
   tp.tf32 = config.get("TF32") != 0;
-  for (auto [name, v] : {std::pair{"BLOCK_M", tp.block_m}, {"BLOCK_N", tp.block_n}, {"HEAD_DIM", tp.head_dim}})
-    if (!power_of_two(v) || v < 16)
-      fail("{}: {}={} must be a power of two >= 16 (tensor-core tiles are at least 16 wide)", kernel, name, v);
-  if (causal < 0 || causal > 2)
-    fail("{}: CAUSAL={} is not a mode; expected 0 (none), 1 (top-left) or 2 (bottom-right)", kernel, causal);
   tp.causal = static_cast<CausalMode>(causal);
   if (tp.tf32 && tp.dtype != DType::f32)
     fail("{}: TF32=1 applies to f32 inputs (DTYPE=2), but DTYPE is {}", kernel, dtype_name(tp.dtype));
@@ -34,14 +26,18 @@ AttentionTileParams attention_tile_params(const Config& config, const char* kern
 }
 
 std::vector<ParamDef> attention_param_defs() {
-  return {{"BLOCK_M", 128, "query rows per tile"},
-          {"BLOCK_N", 64, "keys per K/V tile"},
-          {"HEAD_DIM", 64, "tile width along the head dim: a power of two >= D"},
-          {"EVEN_D", 1, "1 when D == HEAD_DIM (no boundary check along D)"},
-          {"CAUSAL", 0, "0 none, 1 top-left (PyTorch is_causal), 2 bottom-right (FlashAttention >= 2.1)"},
-          {"K_TRANSPOSED", 1, "1 reads K^T through a block pointer with order (0, 1); 0 transposes K tiles on chip"},
-          {"DTYPE", 0, "element type of Q, K, V, O: 0 f16, 1 bf16, 2 f32"},
-          {"TF32", 0, "f32 only: 1 multiplies in tf32 on tensor cores"}};
+  // Tiles are at least 16 wide (tensor-core tiles) and at most 256: the widest head dim the kernels support,
+  // and the most query rows or keys a program's registers and shared memory can hold.
+  return {ParamDef::power_of_two("BLOCK_M", 128, "query rows per tile", 16, 256),
+          ParamDef::power_of_two("BLOCK_N", 64, "keys per K/V tile", 16, 256),
+          ParamDef::power_of_two("HEAD_DIM", 64, "tile width along the head dim: a power of two >= D", 16, 256),
+          ParamDef::flag("EVEN_D", 1, "1 when D == HEAD_DIM (no boundary check along D)"),
+          ParamDef::choice("CAUSAL", 0,
+                           "0 none, 1 top-left (PyTorch is_causal), 2 bottom-right (FlashAttention >= 2.1)", 0, 2),
+          ParamDef::flag("K_TRANSPOSED", 1,
+                         "1 reads K^T through a block pointer with order (0, 1); 0 transposes K tiles on chip"),
+          ParamDef::choice("DTYPE", 0, "element type of Q, K, V, O: 0 f16, 1 bf16, 2 f32", 0, 2),
+          ParamDef::flag("TF32", 0, "f32 only: 1 multiplies in tf32 on tensor cores")};
 }
 
 BoundaryCheck AttentionTileParams::row_tile_check() const { return even_d ? BoundaryCheck{0} : BoundaryCheck{0, 1}; }

@@ -85,8 +85,8 @@ KernelDef fa2_fwd_def() {
   // FA2 only: how many CTAs must fit on an SM (the second __launch_bounds__ argument, see codegen.h). 1 lets
   // ptxas use every register a thread can have; 2 caps 8-warp CTAs at 128 registers, 4 caps 4-warp CTAs.
   d.params.push_back(min_blocks_per_sm_param(1));
-  d.params.push_back({"MASK_EVERY_TILE", 0,
-                      "1 masks every key tile (no unmasked stage, no skipping above the causal diagonal)"});
+  d.params.push_back(ParamDef::flag(
+      "MASK_EVERY_TILE", 0, "1 masks every key tile (no unmasked stage, no skipping above the causal diagonal)"));
   d.default_num_warps = 8; // 16 rows per warp: no spills on sm_80 or sm_90 (4 warps spill on sm_80)
   d.default_num_stages = 2;
   d.build = build_fa2_fwd;

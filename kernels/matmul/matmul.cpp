@@ -61,14 +61,15 @@ KernelDef matmul_def() {
   KernelDef d;
   d.name = "matmul";
   d.summary = "C = A @ B with block pointers, f32 accumulation and grouped program ordering";
-  d.params = {{"BLOCK_M", 128, "rows of C per program"},
-              {"BLOCK_N", 128, "columns of C per program"},
-              {"BLOCK_K", 32, "depth of each A/B tile"},
-              {"GROUP_M", 8, "rows of tiles per program group (L2 reuse)"},
-              {"DTYPE", 0, "element type of A, B and C: 0 f16, 1 bf16, 2 f32"},
-              {"TF32", 0, "f32 only: 1 multiplies on tensor cores in tf32"},
-              {"A_COL_MAJOR", 0, "1 when A's M dim is the contiguous one"},
-              {"B_COL_MAJOR", 0, "1 when B's K dim is the contiguous one"},
+  // Tiles from 16 (an mma tile) to 256 (what a program's registers and shared memory can hold).
+  d.params = {ParamDef::power_of_two("BLOCK_M", 128, "rows of C per program", 16, 256),
+              ParamDef::power_of_two("BLOCK_N", 128, "columns of C per program", 16, 256),
+              ParamDef::power_of_two("BLOCK_K", 32, "depth of each A/B tile", 16, 256),
+              ParamDef::count("GROUP_M", 8, "rows of tiles per program group (L2 reuse)", 1, 1024),
+              ParamDef::choice("DTYPE", 0, "element type of A, B and C: 0 f16, 1 bf16, 2 f32", 0, 2),
+              ParamDef::flag("TF32", 0, "f32 only: 1 multiplies on tensor cores in tf32"),
+              ParamDef::flag("A_COL_MAJOR", 0, "1 when A's M dim is the contiguous one"),
+              ParamDef::flag("B_COL_MAJOR", 0, "1 when B's K dim is the contiguous one"),
               min_blocks_per_sm_param(2)};
   d.default_num_warps = 8;
   d.default_num_stages = 3;

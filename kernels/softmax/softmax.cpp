@@ -14,6 +14,8 @@ namespace kiln {
 namespace {
 constexpr double kLog2e = 1.4426950408889634;
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// The longest row one program holds: 2^16 elements, 128 a thread at 16 warps.
+constexpr int64_t kMaxRowTile = int64_t{1} << 16;
 
 int64_t next_power_of_two(int64_t x) {
   int64_t p = 1;
@@ -50,9 +52,10 @@ KernelDef softmax_def() {
   KernelDef d;
   d.name = "softmax";
   d.summary = "row softmax of an [n_rows, n_cols] tensor, ROWS rows a program";
-  d.params = {{"BLOCK", 1024, "row tile: a power of two >= n_cols"},
-              {"ROWS", 1, "rows a program normalises (a power of two)"},
-              {"DTYPE", 2, "element type: 0 f16, 1 bf16, 2 f32 (the encoding of every shipped kernel)"},
+  d.params = {ParamDef::power_of_two("BLOCK", 1024, "row tile: a power of two >= n_cols", 1, kMaxRowTile),
+              ParamDef::power_of_two("ROWS", 1, "rows a program normalises (a power of two)", 1, 64),
+              ParamDef::choice("DTYPE", 2, "element type: 0 f16, 1 bf16, 2 f32 (the encoding of every shipped kernel)",
+                               0, 2),
               min_blocks_per_sm_param(1)};
   d.build = build_softmax;
   d.config_space = [] {

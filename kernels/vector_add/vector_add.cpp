@@ -19,7 +19,7 @@ KernelDef vector_add_def() {
   KernelDef d;
   d.name = "vector_add";
   d.summary = "out = x + y over f32 vectors of length n";
-  d.params = {{"BLOCK", 1024, "elements per program"}};
+  d.params = {ParamDef::power_of_two("BLOCK", 1024, "elements per program", 1, int64_t{1} << 16)};
   d.build = build_vector_add;
   d.config_space = [] {
     std::vector<Config> cs;

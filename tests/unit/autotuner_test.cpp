@@ -5,6 +5,7 @@
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "runtime/autotuner.h"
+#include "scoped_env.h"
 #include "temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -25,6 +26,7 @@
 
 using namespace kiln;
 using namespace kiln::rt;
+using kiln::testing_support::ScopedEnv;
 
 namespace {
 
@@ -93,29 +95,6 @@ const CandidateResult& row(const TuneResult& r, const std::string& id) {
       return c;
   throw std::runtime_error("no row " + id);
 }
-
-// Sets an environment variable for one scope.
-class ScopedEnv {
-public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name))
-      old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
-private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 TEST(Autotuner, FastestWinsAndFailuresScoreInfinityWithReasons) {
   FakeKernel k;

@@ -107,10 +107,40 @@ TEST(Registry, EveryBuiltinDefinitionIsComplete) {
     for (const Config& c : space)
       for (const auto& [name, v] : c.params)
         EXPECT_TRUE(params.count(name)) << "config " << c.str() << " sets the undeclared parameter " << name;
+    for (const ParamDef& p : d.params)
+      EXPECT_NE(p.expected(), "any integer") << "parameter " << p.name << " declares the values it takes";
+    EXPECT_NO_THROW(d.check(d.default_config()));
+    for (const Config& c : space)
+      EXPECT_NO_THROW(d.check(c)) << c.str();
     for (const std::string& k : d.tuning_key)
       EXPECT_NE(std::find(d.size_args.begin(), d.size_args.end(), k), d.size_args.end())
           << "tuning key " << k << " is one of the size args";
   }
+}
+
+TEST(ParamDef, EachKindAcceptsItsValuesAndSaysWhichTheyAre) {
+  const ParamDef flag = ParamDef::flag("F", 0, "a flag");
+  EXPECT_TRUE(flag.accepts(0) && flag.accepts(1));
+  EXPECT_FALSE(flag.accepts(5) || flag.accepts(-1));
+  EXPECT_EQ(flag.expected(), "0 or 1");
+  const ParamDef tile = ParamDef::power_of_two("T", 64, "a tile", 16, 256);
+  EXPECT_TRUE(tile.accepts(16) && tile.accepts(256));
+  EXPECT_FALSE(tile.accepts(0) || tile.accepts(48) || tile.accepts(8) || tile.accepts(512) || tile.accepts(-16));
+  EXPECT_EQ(tile.expected(), "a power of two from 16 to 256");
+  const ParamDef count = ParamDef::count("C", 1, "a count", 1, 32);
+  EXPECT_TRUE(count.accepts(3));
+  EXPECT_FALSE(count.accepts(0) || count.accepts(33));
+  EXPECT_EQ(count.expected(), "an integer from 1 to 32");
+  const ParamDef choice = ParamDef::choice("M", 0, "0 none, 1 some", 0, 1);
+  EXPECT_EQ(choice.expected(), "one of the codes 0 to 1 (0 none, 1 some)");
+  EXPECT_TRUE(ParamDef{"ANY", 3, "undeclared"}.accepts(-1000000));
+}
+
+TEST(Registry, AKernelWhoseDefaultIsOutsideItsRangeIsInternal) {
+  KernelDef d = toy_def();
+  d.params.push_back(ParamDef::flag("BAD", 2, "a flag with a default it does not take"));
+  KernelRegistry reg;
+  EXPECT_THROW(reg.add(d), InternalError);
 }
 
 TEST(Config, GetOrAndEquality) {
