@@ -178,7 +178,7 @@ std::vector<std::string> OutputSet::commit() {
   }
 
   for (size_t i = 0; i < staged_.size(); ++i) {
-    const Staged& failed = staged_[i];
+    const Staged failed = staged_[i]; // a copy: staged_ is cleared below
     const std::error_code ec = llvm::sys::fs::rename(failed.temp, failed.target);
     if (!ec)
       continue;
@@ -193,7 +193,9 @@ std::vector<std::string> OutputSet::commit() {
                         backups[j].empty() ? "" : fmt::format(", its old contents are in '{}'", backups[j]));
       backups[j].clear(); // put back, or kept where the message says
     }
-    staged_.erase(staged_.begin(), staged_.begin() + static_cast<std::ptrdiff_t>(i)); // renamed away
+    for (size_t k = i; k < staged_.size(); ++k) // the temporaries not renamed: the set is over
+      llvm::sys::fs::remove(staged_[k].temp);
+    staged_.clear();
     remove_backups();
     fail("cannot write {} {}: {}; {}{}", failed.output.flag, describe(failed.output, failed.target),
          ec.message(), i == 0 ? "no file was changed" : "the outputs written before it were restored", undo);
