@@ -1,6 +1,7 @@
 #include "bench/child_probe.h"
 
 #include "support/error.h"
+#include "support/output_set.h"
 
 #include <llvm/ADT/Optional.h>
 #include <llvm/ADT/SmallString.h>
@@ -126,16 +127,8 @@ llvm::json::Object run_probe(const ProbeRequest& request) {
 namespace {
 
 void write_probe_result(const std::string& path, const llvm::json::Object& result) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(tmp, ec);
-    if (ec)
-      fail("cannot write '{}': {}", tmp, ec.message());
-    os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object(result))) << "\n";
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(tmp, path))
-    fail("cannot rename '{}' to '{}': {}", tmp, path, ec.message());
+  write_output_file({"--probe-out", path},
+                    llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object(result))).str() + "\n");
 }
 
 } // namespace

@@ -18,9 +18,9 @@
 #include "runtime/device.h"
 #include "runtime/nvrtc.h"
 #include "support/error.h"
+#include "support/output_set.h"
 
 #include <llvm/Support/CommandLine.h>
-#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/JSON.h>
 #include <llvm/Support/raw_ostream.h>
@@ -243,17 +243,8 @@ void write_json(const std::string& path, const llvm::json::Object& header,
   for (size_t i = 0; i < done; ++i)
     records.push_back(to_json(cases[i].record));
   doc["cases"] = std::move(records);
-  // Written beside the target and renamed, so that a reader never sees half a file.
-  const std::string tmp = path + ".tmp";
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(tmp, ec);
-    if (ec)
-      fail("cannot write '{}': {}", tmp, ec.message());
-    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))) << "\n";
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(tmp, path))
-    fail("cannot rename '{}' to '{}': {}", tmp, path, ec.message());
+  // All or nothing, so that a reader never sees half a file (support/output_set.h).
+  write_output_file({"--json", path}, llvm::formatv("{0:2}", llvm::json::Value(std::move(doc))).str() + "\n");
 }
 
 std::string describe(const CaseRecord& r) {
@@ -354,6 +345,7 @@ int run(int argc, char** argv) {
                                                            {"matmul_config", matmul_config.getValue()},
                                                            {"filter", options.filter}}}};
 
+  check_output_paths({{"--json", json_path}}); // before hours of measurements
   if (list_only) {
     for (const BenchCase& c : cases)
       fmt::print("{:48} {:16} {}\n", c.record.key, c.record.system,
