@@ -131,8 +131,9 @@ TEST_F(CliTest, CheckOnNonFiniteInputsSaysSo) {
   EXPECT_NE(r.out.find("the inputs are not all finite: Q holds 1 NaN and 1 infinite of 256 elements"),
             std::string::npos)
       << r.out << r.err;
-  if (r.rc != 0) // a mismatch on those values names them in the failure too
+  if (r.rc != 0) { // a mismatch on those values names them in the failure too
     EXPECT_NE(r.err.find("the inputs are not all finite"), std::string::npos) << r.err;
+  }
 }
 
 } // namespace

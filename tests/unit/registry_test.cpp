@@ -133,7 +133,7 @@ TEST(ParamDef, EachKindAcceptsItsValuesAndSaysWhichTheyAre) {
   EXPECT_EQ(count.expected(), "an integer from 1 to 32");
   const ParamDef choice = ParamDef::choice("M", 0, "0 none, 1 some", 0, 1);
   EXPECT_EQ(choice.expected(), "one of the codes 0 to 1 (0 none, 1 some)");
-  EXPECT_TRUE(ParamDef{"ANY", 3, "undeclared"}.accepts(-1000000));
+  EXPECT_TRUE((ParamDef{"ANY", 3, "undeclared"}.accepts(-1000000)));
 }
 
 TEST(Registry, AKernelWhoseDefaultIsOutsideItsRangeIsInternal) {
