@@ -45,7 +45,8 @@ public:
   }
   // Up to max_length bytes, its length read first.
   std::string string(size_t max_length) {
-    const size_t length = std::min(integer<size_t>(0, max_length), remaining());
+    const size_t wanted = integer<size_t>(0, max_length); // read before remaining() is asked
+    const size_t length = std::min(wanted, remaining());
     std::string s(reinterpret_cast<const char*>(data_ + at_), length);
     at_ += length;
     return s;
