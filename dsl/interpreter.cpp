@@ -1081,6 +1081,10 @@ void interpret(const Kernel& k, const Grid& grid, llvm::ArrayRef<InterpArg> args
   interp.run_grid();
 }
 
-bool interpret_requested() { return env_choice("KILN_INTERPRET", {"0", "1"}).value_or("0") == "1"; }
+bool interpret_requested() {
+  const std::string v =
+      env_choice("KILN_INTERPRET", {"0", "1", "false", "true", "off", "on", "no", "yes"}).value_or("0");
+  return v == "1" || v == "true" || v == "on" || v == "yes";
+}
 
 } // namespace kiln

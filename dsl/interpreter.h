@@ -55,7 +55,8 @@ struct InterpArg {
 //   anything -> i1 is `x != 0`; integer / and % truncate like C, and a zero divisor is an Error.
 void interpret(const Kernel& k, const Grid& grid, llvm::ArrayRef<InterpArg> args);
 
-// Whether KILN_INTERPRET=1 asks for the interpreter even where a GPU exists.
+// Whether KILN_INTERPRET=1 (or true, on, yes) asks for the interpreter even where a GPU exists; 0, false, off, no
+// or unset do not, and any other value is a kiln::Error naming the variable.
 bool interpret_requested();
 
 } // namespace kiln

@@ -16,7 +16,7 @@ using kiln_test::expect_mentions;
 using kiln_test::user_error;
 
 TEST(EnvironmentErrors, KilnInterpretTakesZeroOrOne) {
-  for (const char* bad : {"2", "yes please", "true"}) {
+  for (const char* bad : {"2", "yes please", "TRUE"}) {
     ScopedEnv env("KILN_INTERPRET", bad);
     expect_mentions(user_error([] { (void)interpret_requested(); }),
                     {"KILN_INTERPRET", std::string("'") + bad + "'", "0, 1"});
