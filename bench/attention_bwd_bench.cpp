@@ -7,7 +7,7 @@
 
 #include "kernels/attention/attention_bwd_args.h"
 #include "kernels/attention/attention_bwd_problem.h"
-#include "kernels/attention/attention_bwd_tolerance.h"
+#include "kernels/attention/attention_tolerance.h"
 #include "kernels/attention/fa2_bwd_dkdv.h"
 #include "kernels/attention/fa2_bwd_dq.h"
 #include "kernels/attention/fa2_bwd_dq_convert.h"

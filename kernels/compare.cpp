@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -18,6 +19,11 @@ bool same_nonfinite(double out, double ref) {
 } // namespace
 
 Comparison compare_to_reference(llvm::ArrayRef<double> out, llvm::ArrayRef<double> ref) {
+  return compare_to_reference(out, ref, {});
+}
+
+Comparison compare_to_reference(llvm::ArrayRef<double> out, llvm::ArrayRef<double> ref,
+                                llvm::ArrayRef<double> magnitude) {
   Comparison c;
   if (out.size() != ref.size()) {
     c.relative_error = kInf;
@@ -25,7 +31,7 @@ Comparison compare_to_reference(llvm::ArrayRef<double> out, llvm::ArrayRef<doubl
     c.first_mismatch = static_cast<int64_t>(std::min(out.size(), ref.size()));
     return c;
   }
-  double diff2 = 0, ref2 = 0;
+  double diff2 = 0, ref2 = 0, magnitude2 = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
     bool mismatch = false;
     if (!std::isfinite(ref[i]))
@@ -36,6 +42,8 @@ Comparison compare_to_reference(llvm::ArrayRef<double> out, llvm::ArrayRef<doubl
       double d = out[i] - ref[i];
       diff2 += d * d;
       ref2 += ref[i] * ref[i];
+      if (i < magnitude.size())
+        magnitude2 += magnitude[i] * magnitude[i];
     }
     if (mismatch) {
       if (c.first_mismatch < 0)
@@ -43,7 +51,8 @@ Comparison compare_to_reference(llvm::ArrayRef<double> out, llvm::ArrayRef<doubl
       ++c.nonfinite_mismatches;
     }
   }
-  c.relative_error = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+  const double scale2 = std::max(ref2, magnitude2 / 16); // ‖magnitude‖ / 4, squared
+  c.relative_error = scale2 > 0 ? std::sqrt(diff2 / scale2) : std::sqrt(diff2);
   return c;
 }
 

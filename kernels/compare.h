@@ -30,6 +30,14 @@ struct Comparison {
 // other element enters the relative error. A NaN anywhere in `out` is always a mismatch.
 Comparison compare_to_reference(llvm::ArrayRef<double> out, llvm::ArrayRef<double> ref);
 
+// As above, for a result that is a sum of terms which may cancel (an attention gradient: dS = P ∘ (dP − Delta)
+// sums to zero along each row). Finite-precision errors scale with the terms, not with their sum, so the
+// error is measured against max(‖ref‖₂, ‖magnitude‖₂ / 4), where `magnitude` is the same sum taken over the
+// terms' absolute values: where the terms cancel to less than a quarter of their size, the error is
+// relative to that quarter. With magnitude == |ref| this is compare_to_reference.
+Comparison compare_to_reference(llvm::ArrayRef<double> out, llvm::ArrayRef<double> ref,
+                                llvm::ArrayRef<double> magnitude);
+
 // One input of a checked run, by name, for describe_nonfinite.
 struct NamedValues {
   const char* name;

@@ -101,9 +101,11 @@ AttentionGrads run_attention_backward(const BackwardRequest& r, Executor executo
   d.forward();
   d.backward();
   const AttentionStrides s = attention_strides(p);
-  return AttentionGrads{logical_tensor(download(d.dq, p.dtype, q_numel(p)), s.q, p.B, p.H, p.N_Q, p.D),
-                        logical_tensor(download(d.dk, p.dtype, kv_numel(p)), s.k, p.B, p.H_KV, p.N_K, p.D),
-                        logical_tensor(download(d.dv, p.dtype, kv_numel(p)), s.k, p.B, p.H_KV, p.N_K, p.D)};
+  AttentionGrads g;
+  g.dq = logical_tensor(download(d.dq, p.dtype, q_numel(p)), s.q, p.B, p.H, p.N_Q, p.D);
+  g.dk = logical_tensor(download(d.dk, p.dtype, kv_numel(p)), s.k, p.B, p.H_KV, p.N_K, p.D);
+  g.dv = logical_tensor(download(d.dv, p.dtype, kv_numel(p)), s.k, p.B, p.H_KV, p.N_K, p.D);
+  return g;
 }
 
 BackwardTiming time_attention_backward(const BackwardRequest& r, int reps) {

@@ -5,7 +5,7 @@
 // the run (and the check) succeeded, as one set: all of them or none (support/output_set.h); their paths
 // are checked before the run.
 #include "kernels/attention/attention_api.h"
-#include "kernels/attention/attention_bwd_tolerance.h"
+#include "kernels/attention/attention_tolerance.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "kernels/compare.h"
@@ -177,9 +177,7 @@ int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::o
       llvm::outs() << "check: " << nonfinite << "\n";
     const AttentionGrads ref = reference_backward(p, logical_bwd_tensors(p, r.inputs, r.dout));
     const double tol = attention_grad_tolerance(p.dtype, p.tf32, max_abs_lse(p, r.inputs));
-    for (auto [name, got, want] :
-         {std::tuple{"dQ", &grads.dq, &ref.dq}, {"dK", &grads.dk, &ref.dk}, {"dV", &grads.dv, &ref.dv}}) {
-      Comparison c = compare_to_reference(*got, *want);
+    for (const auto& [name, c] : compare_grads(grads, ref)) {
       llvm::outs() << fmt::format("check {}: {} (tolerance {:.1e}) {}\n", name, c.str(), tol,
                                   c.ok(tol) ? "ok" : "FAIL");
       ok = ok && c.ok(tol);
@@ -297,7 +295,7 @@ int run_attention() {
     if (!nonfinite.empty())
       llvm::outs() << "check: " << nonfinite << "\n";
     AttentionResult ref = reference(p, inputs);
-    const double tol = tolerance(p.dtype);
+    const double tol = attention_tolerance(p.dtype, p.tf32, max_abs_lse(ref));
     Comparison co = compare_to_reference(result.o, ref.o);
     Comparison cmp_lse = compare_to_reference(result.lse, ref.lse);
     llvm::outs() << fmt::format("check O:   {} (tolerance {:.1e}) {}\n", co.str(), tol,

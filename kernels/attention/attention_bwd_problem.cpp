@@ -39,7 +39,10 @@ AttentionGrads reference_backward(const AttentionProblem& p, const AttentionTens
   g.dq.assign(t.q.size(), 0.0);
   g.dk.assign(t.k.size(), 0.0);
   g.dv.assign(t.v.size(), 0.0);
-  std::vector<double> prob(NK), dprob(NK);
+  g.dq_magnitude.assign(t.q.size(), 0.0);
+  g.dk_magnitude.assign(t.k.size(), 0.0);
+  g.dv_magnitude.assign(t.v.size(), 0.0);
+  std::vector<double> prob(NK), dprob(NK), dprob_abs(NK);
   for (int64_t b = 0; b < p.B; ++b)
     for (int64_t h = 0; h < p.H; ++h) {
       const size_t kv0 = static_cast<size_t>((b * p.H_KV + h / (p.H / p.H_KV)) * p.N_K) * D;
@@ -49,33 +52,47 @@ AttentionGrads reference_backward(const AttentionProblem& p, const AttentionTens
           continue; // no visible key: P = 0, nothing flows back
         const double* q = &t.q[row * D];
         const double* dout = &t.dout[row * D];
-        double delta = 0; // rowsum(P ∘ dP), which equals rowsum(dO ∘ O)
+        double delta = 0, delta_abs = 0; // rowsum(P ∘ dP), which equals rowsum(dO ∘ O); and over |dP|'s terms
         for (size_t j = 0; j < NK; ++j) {
-          prob[j] = dprob[j] = 0;
+          prob[j] = dprob[j] = dprob_abs[j] = 0;
           if (!visible(p, i, static_cast<int64_t>(j)))
             continue;
-          double s = 0, dp = 0;
+          double s = 0, dp = 0, dp_abs = 0;
           for (size_t d = 0; d < D; ++d) {
             s += q[d] * t.k[kv0 + j * D + d];
             dp += dout[d] * t.v[kv0 + j * D + d];
+            dp_abs += std::abs(dout[d] * t.v[kv0 + j * D + d]);
           }
           prob[j] = std::exp(s * scale - fwd.lse[row]);
           dprob[j] = dp;
+          dprob_abs[j] = dp_abs;
           delta += prob[j] * dp;
+          delta_abs += prob[j] * dp_abs;
         }
         for (size_t j = 0; j < NK; ++j) {
           if (prob[j] == 0)
             continue;
           const double ds = prob[j] * (dprob[j] - delta) * scale; // dL/dS_ij · scale = dL/d(q·k)
+          const double ds_abs = prob[j] * (dprob_abs[j] + delta_abs) * std::abs(scale);
           for (size_t d = 0; d < D; ++d) {
-            g.dq[row * D + d] += ds * t.k[kv0 + j * D + d];
-            g.dk[kv0 + j * D + d] += ds * q[d];
-            g.dv[kv0 + j * D + d] += prob[j] * dout[d];
+            const size_t kd = kv0 + j * D + d;
+            g.dq[row * D + d] += ds * t.k[kd];
+            g.dk[kd] += ds * q[d];
+            g.dv[kd] += prob[j] * dout[d];
+            g.dq_magnitude[row * D + d] += ds_abs * std::abs(t.k[kd]);
+            g.dk_magnitude[kd] += ds_abs * std::abs(q[d]);
+            g.dv_magnitude[kd] += prob[j] * std::abs(dout[d]);
           }
         }
       }
     }
   return g;
+}
+
+std::array<GradComparison, 3> compare_grads(const AttentionGrads& out, const AttentionGrads& ref) {
+  return {GradComparison{"dQ", compare_to_reference(out.dq, ref.dq, ref.dq_magnitude)},
+          GradComparison{"dK", compare_to_reference(out.dk, ref.dk, ref.dk_magnitude)},
+          GradComparison{"dV", compare_to_reference(out.dv, ref.dv, ref.dv_magnitude)}};
 }
 
 AttentionBwdBuffers make_bwd_buffers(const AttentionProblem& p, const AttentionInputs& in, const HostBuffer& dout) {
@@ -128,9 +145,11 @@ std::vector<InterpArg> fa2_bwd_interp_args(const AttentionProblem& p, AttentionB
 
 AttentionGrads gather_grads(const AttentionProblem& p, const AttentionBwdBuffers& b) {
   const AttentionStrides s = attention_strides(p);
-  return AttentionGrads{logical_tensor(b.dq, s.q, p.B, p.H, p.N_Q, p.D),
-                        logical_tensor(b.dk, s.k, p.B, p.H_KV, p.N_K, p.D),
-                        logical_tensor(b.dv, s.k, p.B, p.H_KV, p.N_K, p.D)};
+  AttentionGrads g;
+  g.dq = logical_tensor(b.dq, s.q, p.B, p.H, p.N_Q, p.D);
+  g.dk = logical_tensor(b.dk, s.k, p.B, p.H_KV, p.N_K, p.D);
+  g.dv = logical_tensor(b.dv, s.k, p.B, p.H_KV, p.N_K, p.D);
+  return g;
 }
 
 AttentionBwdConfigs default_bwd_configs(const AttentionProblem& p, bool atomic_dq) {

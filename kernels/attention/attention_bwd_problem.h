@@ -5,7 +5,9 @@
 #pragma once
 
 #include "kernels/attention/attention_problem.h"
+#include "kernels/compare.h"
 
+#include <array>
 #include <vector>
 
 namespace kiln {
@@ -18,11 +20,24 @@ AttentionTensors64 logical_bwd_tensors(const AttentionProblem& p, const Attentio
 // Gradients in logical order: dQ [B, H, N_Q, D], dK and dV [B, H_KV, N_K, D].
 struct AttentionGrads {
   std::vector<double> dq, dk, dv;
+  // reference_backward only: the same sums over the terms' absolute values (|dS| bounded by
+  // P ∘ (|dO| |V|ᵀ + rowsum(P ∘ |dO| |V|ᵀ))), the scale of the rounding errors of any finite-precision
+  // computation of the gradients; compare_to_reference(out, ref, magnitude) measures errors against it where
+  // the terms cancel.
+  std::vector<double> dq_magnitude, dk_magnitude, dv_magnitude;
 };
 // The analytic gradients of Σ O ∘ dO in double: P = softmax(S), dV = Pᵀ dO, dP = dO Vᵀ,
 // dS = P ∘ (dP − rowsum(P ∘ dP)), dQ = scale · dS K, dK = scale · dSᵀ Q; GQA sums over each kv head's group.
 // A row with no visible key contributes nothing.
 AttentionGrads reference_backward(const AttentionProblem& p, const AttentionTensors64& t);
+
+// dQ, dK and dV of `out` against `ref` (reference_backward's), each measured against the reference's magnitude
+// where its terms cancel (compare_to_reference with a magnitude).
+struct GradComparison {
+  const char* name; // "dQ", "dK", "dV"
+  Comparison result;
+};
+std::array<GradComparison, 3> compare_grads(const AttentionGrads& out, const AttentionGrads& ref);
 
 // Every buffer the backward kernels read or write, in the problem's dtype and layout (dK, dV in K's layout),
 // LSE and Delta f32 [B, H, N_Q], DQ_ACC f32 [B, H, N_Q, D].

@@ -6,7 +6,7 @@
 
 #include "attention_test_cases.h"
 #include "kernels/attention/attention_bwd_problem.h"
-#include "kernels/attention/attention_bwd_tolerance.h"
+#include "kernels/attention/attention_tolerance.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +14,7 @@
 
 namespace kiln::testing_support {
 
-// The relative L2 error a gradient may show (kernels/attention/attention_bwd_tolerance.h says why).
+// The relative L2 error a gradient may show (kernels/attention/attention_tolerance.h says why).
 inline double grad_tolerance(DType t, bool tf32, double max_abs_lse) {
   return attention_grad_tolerance(t, tf32, max_abs_lse);
 }
@@ -22,6 +22,16 @@ inline double grad_tolerance(DType t, bool tf32, double max_abs_lse) {
 inline uint64_t bwd_case_seed(const AttentionProblem& p) {
   return 0xb4c4 + static_cast<uint64_t>(p.N_Q * 7919 + p.N_K * 104729 + p.D * 31 + p.causal * 3 + p.H * 11 +
                                         p.H_KV * 13 + (p.bshd_layout ? 17 : 0) + static_cast<int>(p.dtype) * 1009);
+}
+
+// A case's tiles (block_m, block_n) as the backward's, for the interpreter: 16-wide step tiles so that every case crosses several.
+inline AttentionBwdConfigs interp_bwd_configs(const AttentionCase& c, bool atomic_dq) {
+  AttentionBwdConfigs configs = default_bwd_configs(c.problem, atomic_dq);
+  configs.dkdv.set("BLOCK_N", c.block_m).set("BLOCK_M", c.block_n);
+  configs.dq.set("BLOCK_M", c.block_m).set("BLOCK_N", c.block_n);
+  if (atomic_dq) // its dQ product has BLOCK_M rows, 16 a warp (the interpreter ignores warps)
+    configs.dkdv.num_warps = 1;
+  return configs;
 }
 
 // Runs the backward of `c` with `configs` and checks the three gradients; returns them for further checks.
@@ -52,9 +62,10 @@ inline AttentionGrads check_bwd_case(const AttentionCase& c, const AttentionBwdC
         const size_t row = static_cast<size_t>((b * p.H + h) * p.N_Q + i);
         std::fill_n(dq_zero.begin() + static_cast<std::ptrdiff_t>(row * D), D, !sees_any);
       }
-  for (auto [name, got, want, zero] : {std::tuple{"dQ", &out.dq, &ref.dq, &dq_zero}, {"dK", &out.dk, &ref.dk, &kv_zero},
-                                       {"dV", &out.dv, &ref.dv, &kv_zero}}) {
-    Comparison cmp = compare_to_reference(*got, *want);
+  const std::array<GradComparison, 3> comparisons = compare_grads(out, ref);
+  for (auto [name, got, cmp, zero] : {std::tuple{"dQ", &out.dq, comparisons[0].result, &dq_zero},
+                                      {"dK", &out.dk, comparisons[1].result, &kv_zero},
+                                      {"dV", &out.dv, comparisons[2].result, &kv_zero}}) {
     EXPECT_TRUE(cmp.ok(tol)) << name << ": " << cmp.str() << ", tolerance " << tol << " (" << p.str() << ")";
     int64_t nonzero = 0, first = -1;
     for (size_t i = 0; i < got->size(); ++i)

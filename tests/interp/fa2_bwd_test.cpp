@@ -13,19 +13,9 @@ using namespace kiln::testing_support;
 
 namespace {
 
-// The sweep's tiles, shrunk for the interpreter: 16-wide step tiles so that every case crosses several.
-AttentionBwdConfigs interp_configs(const AttentionCase& c, bool atomic_dq) {
-  AttentionBwdConfigs configs = default_bwd_configs(c.problem, atomic_dq);
-  configs.dkdv.set("BLOCK_N", c.block_m).set("BLOCK_M", c.block_n);
-  configs.dq.set("BLOCK_M", c.block_m).set("BLOCK_N", c.block_n);
-  if (atomic_dq) // its dQ product has BLOCK_M rows, 16 a warp (the interpreter ignores warps)
-    configs.dkdv.num_warps = 1;
-  return configs;
-}
-
 class Fa2BwdInterp : public ::testing::TestWithParam<AttentionCase> {};
 
-TEST_P(Fa2BwdInterp, MatchesReference) { check_bwd_case(GetParam(), interp_configs(GetParam(), false)); }
+TEST_P(Fa2BwdInterp, MatchesReference) { check_bwd_case(GetParam(), interp_bwd_configs(GetParam(), false)); }
 
 INSTANTIATE_TEST_SUITE_P(fa2_bwd, Fa2BwdInterp, ::testing::ValuesIn(attention_sweep()),
                          [](const auto& info) { return attention_case_name(info.param); });
@@ -34,7 +24,7 @@ INSTANTIATE_TEST_SUITE_P(fa2_bwd, Fa2BwdInterp, ::testing::ValuesIn(attention_sw
 TEST(Fa2BwdKernel, AtomicDqMatchesReference) {
   for (const AttentionCase& c : masking_strategy_cases()) {
     SCOPED_TRACE(attention_case_name(c));
-    check_bwd_case(c, interp_configs(c, true));
+    check_bwd_case(c, interp_bwd_configs(c, true));
   }
 }
 
@@ -44,7 +34,7 @@ TEST(Fa2BwdKernel, AtomicDqMatchesReference) {
 TEST(Fa2BwdKernel, RowsAndKeysThatSeeNothingGetZeroGradients) {
   for (const AttentionCase& c : {make_case(100, 17, 64, 2, f16, 2, 1), make_case(17, 100, 32, 1, bf16, 2, 2)}) {
     SCOPED_TRACE(attention_case_name(c));
-    AttentionGrads g = check_bwd_case(c, interp_configs(c, false));
+    AttentionGrads g = check_bwd_case(c, interp_bwd_configs(c, false));
     for (double x : g.dq)
       ASSERT_TRUE(std::isfinite(x));
   }

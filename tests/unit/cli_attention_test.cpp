@@ -3,7 +3,7 @@
 // and the backward (--backward: gradients checked and written, a given dO, the atomic variant, its errors).
 #include "cli_test_fixture.h"
 #include "kernels/attention/attention_bwd_problem.h"
-#include "kernels/attention/attention_bwd_tolerance.h"
+#include "kernels/attention/attention_tolerance.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/compare.h"
 #include "runtime/cuda_driver.h"
