@@ -280,15 +280,27 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
     chosen.config = candidates[*result.best];
     chosen.kernel = load(*result.best);
   } else {
-    // Mode off, or cached with nothing remembered: the kernel's default, compiled through the same cache.
+    // Mode off, or cached with nothing remembered: the kernel's default, compiled through the same cache. Where
+    // the default exceeds this arch (shared memory: a default sized for sm_80/sm_90 on sm_86's 99 KiB), the first
+    // candidate of the space that fits it runs instead; when none does, the default's error stands.
     chosen.config = base;
-    Kernel ir = def.build(base);
-    GeneratedKernel generated = generate_cuda(ir, target, options.codegen);
-    rt::CompileRequest req;
-    req.source = generated.source;
-    req.kernel_name = generated.name;
-    req.arch = arch;
-    chosen.kernel = JitKernel::from_compiled(ir, std::move(generated), compile_cache_.get(req));
+    try {
+      Kernel ir = def.build(base);
+      GeneratedKernel generated = generate_cuda(ir, target, options.codegen);
+      rt::CompileRequest req;
+      req.source = generated.source;
+      req.kernel_name = generated.name;
+      req.arch = arch;
+      chosen.kernel = JitKernel::from_compiled(ir, std::move(generated), compile_cache_.get(req));
+    } catch (const TargetLimitError&) {
+      size_t fits = 0;
+      while (fits < candidates.size() && (!hooks.prune(fits).empty() || !slots[fits].codegen_error.empty()))
+        ++fits;
+      if (fits == candidates.size())
+        throw;
+      chosen.config = candidates[fits];
+      chosen.kernel = load(fits);
+    }
   }
   chosen.result = std::move(result);
   if (mode == rt::AutotuneMode::Off || chosen.result.best) {

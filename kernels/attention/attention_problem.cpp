@@ -196,6 +196,13 @@ Config default_fa2_config(const AttentionProblem& p) {
   // fastest at D = 64 and D = 128; D = 256 needs 8 warps to keep the O tile in registers.
   c.num_warps = hd > 128 ? 8 : 4;
   c.num_stages = 2;
+  if (p.dtype == DType::f32 && hd > 128) {
+    // 4-byte Q and K/V tiles at HEAD_DIM = 256: 64 x 16 tiles are the widest that fit both sm_80 (163 KiB a
+    // block) and sm_90 (227 KiB); 128 x 32 would need 304 KiB.
+    c.set("BLOCK_M", 64);
+    c.set("BLOCK_N", 16);
+    c.num_warps = 4;
+  }
   return c;
 }
 

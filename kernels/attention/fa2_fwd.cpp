@@ -90,7 +90,7 @@ KernelDef fa2_fwd_def() {
   d.default_num_warps = 8; // 16 rows per warp: no spills on sm_80 or sm_90 (4 warps spill on sm_80)
   d.default_num_stages = 2;
   d.build = build_fa2_fwd;
-  // 26 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
+  // 29 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
   // exceeds the device's per-block limit, or whose MIN_BLOCKS_PER_SM CTAs cannot share an SM's shared memory.
   d.config_space = [] {
     std::vector<Config> cs;
@@ -119,6 +119,12 @@ KernelDef fa2_fwd_def() {
     // work per stage to cover the next load.
     for (int64_t bn : {32, 64})
       add(128, bn, 4, 4, 1);
+    // Small tiles for the widest f32 heads, whose 4-byte tiles fit no config above (f32 at HEAD_DIM = 256 needs
+    // 232 KiB with 64 x 32 tiles and 2 stages): they fit sm_90's 227 KiB per block, sm_80's 163 KiB and, the
+    // last, sm_86's 99 KiB.
+    add(64, 32, 4, 1, 1);
+    add(64, 16, 4, 2, 1);
+    add(32, 16, 2, 1, 1);
     return cs;
   };
   d.size_args = {"B", "H", "H_KV", "N_Q", "N_K", "D"};

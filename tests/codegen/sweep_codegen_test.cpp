@@ -54,3 +54,39 @@ TEST(SweepCodegen, EveryConfigSpaceEntryGenerates) {
 }
 
 } // namespace
+
+namespace {
+
+// Whether `c` generates for `arch` (false: refused for the arch's limits).
+bool fits(const Config& c, const char* arch) {
+  try {
+    generate_cuda(fa2_fwd_def().build(c), Target::parse(arch));
+    return true;
+  } catch (const TargetLimitError&) {
+    return false;
+  }
+}
+
+TEST(SweepCodegen, EveryAttentionDtypeAndHeadDimHasConfigsThatFitEachArch) {
+  // f32 at HEAD_DIM = 256 once fitted no config of the space and not the default on any GPU. The default must
+  // fit sm_80 and sm_90a; the space must hold a config for every arch (the tuner falls back to it on sm_86).
+  for (DType dt : {DType::f16, DType::bf16, DType::f32})
+    for (int64_t d : {16, 64, 128, 160, 256}) {
+      AttentionProblem p;
+      p.dtype = dt;
+      p.D = d;
+      p.causal = 1;
+      SCOPED_TRACE(p.str());
+      const Config def = default_fa2_config(p);
+      EXPECT_TRUE(fits(def, "sm_80")) << def.str();
+      EXPECT_TRUE(fits(def, "sm_90a")) << def.str();
+      for (const char* arch : {"sm_80", "sm_86", "sm_90a"}) {
+        bool any = false;
+        for (const Config& c : fa2_config_space(p))
+          any = any || fits(c, arch);
+        EXPECT_TRUE(any) << "no config of the space fits " << arch;
+      }
+    }
+}
+
+} // namespace

@@ -10,6 +10,7 @@
 #include "kernels/compare.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
+#include "scoped_env.h"
 
 #include <gtest/gtest.h>
 
@@ -99,6 +100,23 @@ TEST(GpuAttentionApi, BottomRightRowsWithoutKeysGiveZeroAndMinusInfinity) {
   // N_Q > N_K with bottom-right causality: the first N_Q - N_K query rows see no key.
   KILN_REQUIRE_GPU();
   check_against_reference(problem(1, 2, 1, 150, 100, 32, DType::f32, 2, true), 404);
+}
+
+TEST(GpuAttentionApi, WideF32HeadsRunWithTheDefaultAndWithTuning) {
+  // f32 at D > 128 (HEAD_DIM = 256): 4-byte tiles fit only the space's small configs; the default is one of
+  // them, and tuning keeps at least one.
+  KILN_REQUIRE_GPU();
+  {
+    ScopedEnv off("KILN_AUTOTUNE", "off");
+    for (int64_t d : {160, 192, 224, 256}) {
+      SCOPED_TRACE("D " + std::to_string(d) + ", autotune off");
+      check_against_reference(problem(1, 2, 1, 100, 130, d, DType::f32, static_cast<int>(d % 3), d % 64 == 0),
+                              500 + static_cast<uint64_t>(d));
+    }
+  }
+  ScopedEnv on("KILN_AUTOTUNE", "force");
+  SCOPED_TRACE("D 192, autotune force");
+  check_against_reference(problem(1, 2, 2, 64, 64, 192, DType::f32, 1, false), 692);
 }
 
 TEST(GpuAttentionApi, ExplicitConfig) {

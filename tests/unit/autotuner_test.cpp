@@ -657,7 +657,7 @@ TEST(TuningKey, Fa2SpaceHasAtLeast24DistinctUsableConfigs) {
     EXPECT_NO_THROW(def.build(built)) << c.str();
   }
   EXPECT_EQ(ids.size(), space.size()) << "configs are distinct";
-  EXPECT_EQ(stages, (std::set<int>{2, 3, 4}));
+  EXPECT_EQ(stages, (std::set<int>{1, 2, 3, 4})); // 1: the small tiles for f32 at HEAD_DIM = 256
 }
 
 // The device-side prune: shared memory past the per-block opt-in limit, or MIN_BLOCKS_PER_SM blocks whose
@@ -692,10 +692,10 @@ TEST(TuningKey, Fa2PrunesTilesWiderThanTheProblemButKeepsOne) {
   int kept = 0;
   for (const Config& c : tuning_candidates(def, default_fa2_config(p))) {
     std::string why = def.prune(c, sizes);
-    if (why.empty()) {
+    if (why.empty()) { // the space's floors (64 rows, 32 keys) and the smaller tiles for wide f32 heads
       ++kept;
-      EXPECT_EQ(c.get("BLOCK_M"), 64);
-      EXPECT_EQ(c.get("BLOCK_N"), 32);
+      EXPECT_LE(c.get("BLOCK_M"), 64) << c.str();
+      EXPECT_LE(c.get("BLOCK_N"), 32) << c.str();
     } else if (c.get("BLOCK_M") == 128) {
       EXPECT_NE(why.find("BLOCK_M=128"), std::string::npos) << why;
       EXPECT_NE(why.find("N_Q=50"), std::string::npos) << why;
