@@ -5,8 +5,8 @@
 // the run (and the check) succeeded, as one set: all of them or none (support/output_set.h); their paths
 // are checked before the run.
 #include "kernels/attention/attention_api.h"
-#include "kernels/attention/attention_tolerance.h"
 #include "kernels/attention/attention_problem.h"
+#include "kernels/attention/attention_tolerance.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "kernels/compare.h"
 #include "support/error.h"
@@ -16,6 +16,9 @@
 #include "tools/attention_runs.h"
 #include "tools/cli.h"
 #include "tools/decimal_flag.h"
+
+#include <cmath>
+#include <limits>
 
 namespace kiln::cli {
 namespace {
@@ -135,6 +138,29 @@ std::vector<double> in_layout(const AttentionProblem& p, int64_t heads, int64_t 
   return out;
 }
 
+// `values` as the .npy bytes of `flag`'s file in `dt`, refused when a finite value lies beyond what `dt`
+// holds (f16 above 65504 would be written as inf after a check that passed on the f32 values).
+std::pair<OutputPath, std::string> output_npy(const char* flag, const std::string& path, DType dt,
+                                              const std::vector<int64_t>& shape,
+                                              const std::vector<double>& values) {
+  const double largest = dt == DType::f16   ? 65504.0
+                         : dt == DType::f32 ? std::numeric_limits<float>::max()
+                                            : std::numeric_limits<double>::max();
+  int64_t beyond = 0;
+  double worst = 0;
+  for (double v : values)
+    if (std::isfinite(v) && std::abs(v) > largest) {
+      ++beyond;
+      worst = std::max(worst, std::abs(v));
+    }
+  if (beyond > 0)
+    fail("{} '{}': {} of its {} values lie beyond {}'s range (largest magnitude {:g}, {} holds at most {:g}) "
+         "and "
+         "would be written as infinity; use --out-dtype f32",
+         flag, path, beyond, values.size(), dtype_name(dt), worst, dtype_name(dt), largest);
+  return {OutputPath{flag, path}, serialize_npy(dt, shape, values)};
+}
+
 // Writes `files` as one set (support/output_set.h: all or nothing), and says so.
 void write_outputs(const std::vector<std::pair<OutputPath, std::string>>& files) {
   OutputSet set;
@@ -201,14 +227,14 @@ int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::o
   }
   std::vector<std::pair<OutputPath, std::string>> files;
   if (!dq_file.empty())
-    files.emplace_back(OutputPath{"--dq", dq_file},
-                       serialize_npy(out_dt, file_shape(p, p.H, p.N_Q), in_layout(p, p.H, p.N_Q, grads.dq)));
+    files.push_back(
+        output_npy("--dq", dq_file, out_dt, file_shape(p, p.H, p.N_Q), in_layout(p, p.H, p.N_Q, grads.dq)));
   if (!dk_file.empty())
-    files.emplace_back(OutputPath{"--dk", dk_file}, serialize_npy(out_dt, file_shape(p, p.H_KV, p.N_K),
-                                                                  in_layout(p, p.H_KV, p.N_K, grads.dk)));
+    files.push_back(output_npy("--dk", dk_file, out_dt, file_shape(p, p.H_KV, p.N_K),
+                               in_layout(p, p.H_KV, p.N_K, grads.dk)));
   if (!dv_file.empty())
-    files.emplace_back(OutputPath{"--dv", dv_file}, serialize_npy(out_dt, file_shape(p, p.H_KV, p.N_K),
-                                                                  in_layout(p, p.H_KV, p.N_K, grads.dv)));
+    files.push_back(output_npy("--dv", dv_file, out_dt, file_shape(p, p.H_KV, p.N_K),
+                               in_layout(p, p.H_KV, p.N_K, grads.dv)));
   write_outputs(files);
   return 0;
 }
@@ -318,10 +344,10 @@ int run_attention() {
 
   std::vector<std::pair<OutputPath, std::string>> files;
   if (!out_file.empty())
-    files.emplace_back(OutputPath{"--out", out_file},
-                       serialize_npy(*odt, file_shape(p, p.H, p.N_Q), in_layout(p, p.H, p.N_Q, result.o)));
+    files.push_back(
+        output_npy("--out", out_file, *odt, file_shape(p, p.H, p.N_Q), in_layout(p, p.H, p.N_Q, result.o)));
   if (!lse_file.empty())
-    files.emplace_back(OutputPath{"--lse", lse_file}, serialize_npy(*odt, {p.B, p.H, p.N_Q}, result.lse));
+    files.push_back(output_npy("--lse", lse_file, *odt, {p.B, p.H, p.N_Q}, result.lse));
   write_outputs(files);
   return 0;
 }

@@ -227,6 +227,26 @@ TEST_F(CliTest, AttentionBadFilesAreRejectedAndNothingIsWritten) {
   nothing_written();
 }
 
+TEST_F(CliTest, AttentionRefusesAnOutDtypeThatCannotHoldTheResult) {
+  // V in the hundred thousands (f32 inputs): O does too, beyond f16's 65504. --out-dtype f16 used to write inf
+  // after "check ok"; now the outputs are refused, naming the flag, and no file is written.
+  const std::vector<int64_t> shape{1, 1, 16, 16};
+  write_tensor(path("q.npy"), DType::f32, shape, 7);
+  write_tensor(path("k.npy"), DType::f32, shape, 8);
+  write_output_file({"test input", path("v.npy")}, serialize_npy(DType::f32, shape, std::vector<double>(256, 1e5)));
+  auto run = [&](const char* out_dtype) {
+    return kiln({"attention", "--batch=1", "--heads=1", "--seq-q=16", "--head-dim=16", "--dtype=f32",
+                 "--interpret", "--check", "--q", path("q.npy"), "--k", path("k.npy"), "--v", path("v.npy"), "--out",
+                 path("o.npy"), "--out-dtype", out_dtype});
+  };
+  expect_error(run("f16"), {"--out", "o.npy", "256 of its 256 values lie beyond f16's range", "65504",
+                            "--out-dtype f32"});
+  EXPECT_FALSE(llvm::sys::fs::exists(path("o.npy")));
+  ToolRun ok = run("f32");
+  EXPECT_EQ(ok.rc, 0) << ok.out << ok.err;
+  EXPECT_TRUE(llvm::sys::fs::exists(path("o.npy")));
+}
+
 TEST_F(CliTest, AttentionRefusesToOverwriteAnInput) {
   const std::vector<int64_t> shape{1, 1, 16, 16};
   write_tensor(path("q.npy"), DType::f32, shape, 11);
