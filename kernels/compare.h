@@ -20,14 +20,16 @@ double relative_error(llvm::ArrayRef<double> out, llvm::ArrayRef<double> ref);
 
 struct Comparison {
   double relative_error = 0;   // over the elements where ref is finite
-  int64_t nonfinite_mismatches = 0; // ref is ±inf/NaN and out is not the same value, or out is not finite
+  int64_t nonfinite_mismatches = 0; // ref is ±inf/NaN and out is not the same, or ref is finite and out is not
   int64_t first_mismatch = -1; // index of the first non-finite mismatch, -1 when none
   bool ok(double tolerance) const { return nonfinite_mismatches == 0 && relative_error <= tolerance; }
   std::string str() const; // "relative error 1.2e-04, 0 non-finite mismatches"
 };
 
-// Compares elementwise: a non-finite reference value must be matched exactly (−inf by −inf), and every
-// other element enters the relative error. A NaN anywhere in `out` is always a mismatch.
+// Compares elementwise: a non-finite reference value must be matched exactly (−inf by −inf, NaN by NaN: a
+// NaN reference is what kiln's non-finite semantics give, docs/guarantees.md), and every other element enters
+// the relative error. A NaN in `out` where the reference is finite is a mismatch (outputs start as NaN, so an
+// element never written is one).
 Comparison compare_to_reference(llvm::ArrayRef<double> out, llvm::ArrayRef<double> ref);
 
 // As above, for a result that is a sum of terms which may cancel (an attention gradient: dS = P ∘ (dP − Delta)

@@ -5,6 +5,7 @@
 #include "kernels/attention/fa2_fwd.h"
 #include "kernels/dtype_param.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -152,16 +153,30 @@ AttentionResult reference_forward(const AttentionProblem& p, const AttentionTens
       for (int64_t i = 0; i < p.N_Q; ++i) {
         const size_t row = static_cast<size_t>((b * p.H + h) * p.N_Q + i);
         const double* q = &t.q[row * D];
+        // kiln's non-finite semantics (docs/guarantees.md): a score is Q·K in f32, so one beyond f32's range is
+        // ±inf; a NaN or +inf score among the row's visible keys makes its O and LSE NaN; a score of -inf is a
+        // masked key.
         double m = -kInf;
+        bool poisoned = false;
         for (int64_t j = 0; j < p.N_K; ++j) {
           double dotp = 0;
           for (size_t d = 0; d < D; ++d)
             dotp += q[d] * k[static_cast<size_t>(j) * D + d];
-          scores[static_cast<size_t>(j)] = visible(p, i, j) ? dotp * scale : -kInf;
-          m = std::max(m, scores[static_cast<size_t>(j)]);
+          if (std::abs(dotp) > std::numeric_limits<float>::max())
+            dotp = std::copysign(kInf, dotp);
+          const double s = visible(p, i, j) ? dotp * scale : -kInf;
+          scores[static_cast<size_t>(j)] = s;
+          poisoned = poisoned || std::isnan(s) || s == kInf;
+          if (!std::isnan(s))
+            m = std::max(m, s);
+        }
+        if (poisoned) {
+          std::fill_n(r.o.begin() + static_cast<std::ptrdiff_t>(row * D), D, std::nan(""));
+          r.lse[row] = std::nan("");
+          continue;
         }
         if (m == -kInf)
-          continue; // no visible key: O = 0, LSE = -inf
+          continue; // no visible key (or only scores of -inf): O = 0, LSE = -inf
         double l = 0;
         double* o = &r.o[row * D];
         for (int64_t j = 0; j < p.N_K; ++j) {

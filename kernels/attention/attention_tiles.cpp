@@ -156,8 +156,10 @@ KeyRange key_range(const AttentionArgs& a, const AttentionTileParams& tp, const 
 
 void store_attention_rows(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
                           const Value& m0, const Value& offs_m, const Value& acc, const Value& l, const Value& m) {
-  Value seen = l > 0.0;                   // (BM,) rows that saw at least one key
-  Value l_safe = where(seen, l, 1.0);     // rows that saw none keep acc = 0 and so O = 0
+  // (BM,) rows that saw at least one key. A row whose scores held NaN or +inf has l = NaN: it counts as seen, so
+  // that its O and LSE are NaN (docs/guarantees.md), not the O = 0, LSE = -inf of a row that sees no key.
+  Value seen = l != 0.0;
+  Value l_safe = where(seen, l, 1.0); // rows that saw none keep acc = 0 and so O = 0
   Value inv_l = (1.0 / l_safe).named("inv_l"); // one division a row, then a multiply an element
   Value out = acc * inv_l.expand_dims(1);       // (BM, HD) f32
   store(o_block_ptr(a, b, tp, m0), out.to(tp.dtype), tp.row_tile_check());

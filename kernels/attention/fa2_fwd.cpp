@@ -39,17 +39,14 @@ Kernel build_fa2_fwd(const Config& config) {
     Value k = load(k_ptr, tp.k_tile_check(masked));
     Value kt = tp.k_transposed ? k : trans(k);           // (HD, BN)
     Value qk = dot(q, kt, Value(), tp.tf32).named("qk"); // (BM, BN) f32
-    Value m_ij;
-    Value m_shift; // what the exponents subtract: m_ij, or 0 where a row has seen no key yet
     if (masked) {
       Value offs_n = start_n + arange(0, BN); // (BN,) i32
       qk = where(visible_keys(a, tp, offs_m, offs_n), qk, -kInfinity);
-      m_ij = maximum(m_i, max(qk, 1) * qk_scale);
-      m_shift = where(m_ij == -kInfinity, 0.0, m_ij); // exp2(-inf - -inf) would be NaN
-    } else {
-      m_ij = maximum(m_i, max(qk, 1) * qk_scale);
-      m_shift = m_ij;
     }
+    Value m_ij = maximum(m_i, max(qk, 1) * qk_scale);
+    // What the exponents subtract: m_ij, or 0 where a row has seen no key yet (all masked, or scores of -inf,
+    // which count as masked keys: docs/guarantees.md): exp2(-inf - -inf) would be NaN.
+    Value m_shift = where(m_ij == -kInfinity, 0.0, m_ij);
     Value p = exp2(qk * qk_scale - m_shift.expand_dims(1)).named("p"); // (BM, BN) f32
     Value alpha = exp2(m_i - m_shift).named("alpha");                    // (BM,) rescale of the old state
     l_i = l_i * alpha + sum(p, 1);
