@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 using namespace kiln;
 
 namespace {
@@ -21,6 +23,9 @@ struct Case {
   // short, and the atomic variant's fifth product.
   int64_t spill_limit_sm80 = 0, spill_limit_sm90 = 0;
 };
+
+// gtest (and so ctest's listing) prints a case by its kernel and label rather than its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.kernel << " " << c.label; }
 
 std::vector<Case> cases() {
   return {
