@@ -11,9 +11,11 @@ cmake --build --preset ci -j "$(nproc)"
 bash scripts/check_static_deps.sh build-ci
 ctest --preset ci -j "$(nproc)"
 # ctest lists skipped tests without their reason; print it once (every GPU test skips for the same one).
-if build-ci/tests/kiln_gpu_tests --gtest_filter='GpuVectorAdd.*' 2>&1 | grep -q '\[  SKIPPED \]'; then
-  echo "GPU tests were skipped: $(build-ci/tests/kiln_gpu_tests --gtest_filter='GpuVectorAdd.*' 2>&1 |
-    grep -A1 ': Skipped' | tail -1)"
+# (Captured first: `grep -q` on the pipe would close it early, and pipefail would read the test binary's SIGPIPE
+# as "not skipped".)
+gpu_probe=$(build-ci/tests/kiln_gpu_tests --gtest_filter='GpuVectorAdd.*' 2>&1 || true)
+if grep -q '\[  SKIPPED \]' <<<"$gpu_probe"; then
+  echo "GPU tests were skipped: $(grep -A1 ': Skipped' <<<"$gpu_probe" | tail -1)"
 fi
 echo "== sanitizers (ASan + UBSan): unit, error and interp suites, then each fuzz target for a bounded time =="
 cmake --preset sanitize >/dev/null
