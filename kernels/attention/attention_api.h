@@ -107,7 +107,8 @@ ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& 
 
 // FlashAttention-2 forward: o = softmax(q kᵀ · sm_scale) v per (batch, head), with GQA/MQA when k and v have
 // fewer heads than q (query head h reads kv head h / (H / H_KV)); lse, when given, receives each query row's
-// natural-log logsumexp (−inf, with o = 0, for a row that sees no key). Validates everything first (see
+// natural-log logsumexp (−inf, with o = 0, for a row that sees no key; NaN with o NaN for a row whose scores hold
+// NaN or +inf: docs/guarantees.md). Validates everything first (see
 // validate_attention_args), then picks the config: options.config when given, else the autotuner's (as
 // KILN_AUTOTUNE says: off → default_fa2_config, cached → a remembered pick or the default, on → tuned once
 // per shape bucket and remembered on disk, force → re-tuned), and launches on options.stream. Tuning runs its
