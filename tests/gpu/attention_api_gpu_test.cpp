@@ -70,14 +70,6 @@ void check_against_reference(const AttentionProblem& p, uint64_t seed, const Run
   }
 }
 
-AttentionProblem problem(int64_t B, int64_t H, int64_t H_KV, int64_t N_Q, int64_t N_K, int64_t D, DType dtype,
-                         int causal, bool bshd) {
-  AttentionProblem p;
-  p.B = B, p.H = H, p.H_KV = H_KV, p.N_Q = N_Q, p.N_K = N_K, p.D = D, p.dtype = dtype, p.causal = causal;
-  p.bshd_layout = bshd;
-  return p;
-}
-
 TEST(GpuAttentionApi, GroupedQueryBhsd) {
   KILN_REQUIRE_GPU();
   check_against_reference(problem(2, 8, 2, 200, 333, 64, DType::f16, 0, false), 101);

@@ -31,14 +31,6 @@ BackwardOptions options_for(const AttentionProblem& p) {
   return o;
 }
 
-AttentionProblem problem(int64_t B, int64_t H, int64_t H_KV, int64_t N_Q, int64_t N_K, int64_t D, DType dtype,
-                         int causal, bool bshd) {
-  AttentionProblem p;
-  p.B = B, p.H = H, p.H_KV = H_KV, p.N_Q = N_Q, p.N_K = N_K, p.D = D, p.dtype = dtype, p.causal = causal;
-  p.bshd_layout = bshd;
-  return p;
-}
-
 // grad_tolerance for the inputs' largest finite |LSE|.
 double tolerance_for(const AttentionProblem& p, const AttentionInputs& in) {
   return grad_tolerance(p.dtype, p.tf32, max_abs_lse(p, in));

@@ -27,6 +27,15 @@ inline attention::TensorRef describe(const AttentionProblem& p, uint64_t data, i
   return attention::TensorRef{data, p.dtype, {p.B, heads, n, p.D}, {s.b, s.h, s.n, 1}};
 }
 
+// A problem of the given sizes, dtype, causal mode (the CAUSAL code) and layout; the other fields default.
+inline AttentionProblem problem(int64_t B, int64_t H, int64_t H_KV, int64_t N_Q, int64_t N_K, int64_t D, DType dtype,
+                         int causal, bool bshd) {
+  AttentionProblem p;
+  p.B = B, p.H = H, p.H_KV = H_KV, p.N_Q = N_Q, p.N_K = N_K, p.D = D, p.dtype = dtype, p.causal = causal;
+  p.bshd_layout = bshd;
+  return p;
+}
+
 // The options that run `p`: causal mode, scale, K variant, tf32 and layout.
 inline attention::AttentionOptions attention_options_for(const AttentionProblem& p) {
   attention::AttentionOptions o;
