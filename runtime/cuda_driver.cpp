@@ -27,6 +27,11 @@ void resolve(void* lib, const char* symbol, Fn& slot, std::vector<std::string>& 
   slot = reinterpret_cast<Fn>(address);
 }
 
+// For functions kiln can do without on old drivers: the slot stays nullptr and the caller that needs it says so.
+template <typename Fn> void resolve_optional(void* lib, const char* symbol, Fn& slot) {
+  slot = reinterpret_cast<Fn>(dlsym(lib, symbol));
+}
+
 DriverLoad load_driver() {
   DriverLoad out;
   const char* candidates[] = {"libcuda.so.1", "libcuda.so"};
@@ -89,6 +94,7 @@ DriverLoad load_driver() {
   resolve(lib, "cuEventSynchronize", d->cuEventSynchronize, missing);
   resolve(lib, "cuEventElapsedTime", d->cuEventElapsedTime, missing);
   resolve(lib, "cuEventDestroy_v2", d->cuEventDestroy, missing);
+  resolve_optional(lib, "cuTensorMapEncodeTiled", d->cuTensorMapEncodeTiled);
   if (!missing.empty()) {
     std::string list;
     for (const auto& m : missing)

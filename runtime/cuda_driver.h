@@ -19,6 +19,17 @@ using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 
+// The driver's CUtensorMap: 128 opaque bytes (CU_TENSOR_MAP_NUM_QWORDS = 16 quadwords) that describe a tensor to
+// the Tensor Memory Accelerator. cuTensorMapEncodeTiled requires the object to be 64-byte aligned (driver API
+// reference, "Tensor Map Object Managment": "tensorMap address must be aligned to 64 bytes"); recent cuda.h
+// headers ask 128 of non-MSVC compilers, which only matters for a kernel parameter declared with that type,
+// and kiln declares its kernels' parameters itself. It reaches a kernel by value, as a __grid_constant__
+// parameter, so the bytes are copied into the launch and this object's lifetime ends with the call.
+struct alignas(64) CUtensorMap {
+  uint64_t opaque[16];
+};
+static_assert(sizeof(CUtensorMap) == 128 && alignof(CUtensorMap) == 64, "CUtensorMap must match the driver's");
+
 namespace cu {
 constexpr CUresult kSuccess = 0;
 constexpr CUresult kErrorNotReady = 600;
@@ -53,6 +64,36 @@ constexpr int kJitErrorLogBufferSizeBytes = 6;
 
 constexpr unsigned kStreamNonBlocking = 0x1;
 constexpr unsigned kEventDefault = 0x0;
+
+// The tensor-map enums, numbered as in the CUDA Driver API reference, section "Tensor Map Object Managment"
+// (docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TENSOR__MEMORY.html, cuTensorMapEncodeTiled), where
+// each enum counts up from its first member = 0. Only the members kiln uses are copied.
+// CUtensorMapDataType: UINT8 = 0, UINT16, UINT32, INT32, UINT64, INT64, FLOAT16, FLOAT32, FLOAT64, BFLOAT16, ...
+constexpr int kTensorMapDataTypeUint8 = 0;
+constexpr int kTensorMapDataTypeInt32 = 3;
+constexpr int kTensorMapDataTypeInt64 = 5;
+constexpr int kTensorMapDataTypeFloat16 = 6;
+constexpr int kTensorMapDataTypeFloat32 = 7;
+constexpr int kTensorMapDataTypeFloat64 = 8;
+constexpr int kTensorMapDataTypeBfloat16 = 9;
+// CUtensorMapInterleave
+constexpr int kTensorMapInterleaveNone = 0;
+constexpr int kTensorMapInterleave16B = 1;
+constexpr int kTensorMapInterleave32B = 2;
+// CUtensorMapSwizzle: 16-byte chunks permuted within a 32-, 64- or 128-byte span
+constexpr int kTensorMapSwizzleNone = 0;
+constexpr int kTensorMapSwizzle32B = 1;
+constexpr int kTensorMapSwizzle64B = 2;
+constexpr int kTensorMapSwizzle128B = 3;
+// CUtensorMapL2promotion
+constexpr int kTensorMapL2PromotionNone = 0;
+constexpr int kTensorMapL2Promotion64B = 1;
+constexpr int kTensorMapL2Promotion128B = 2;
+constexpr int kTensorMapL2Promotion256B = 3;
+// CUtensorMapFloatOOBfill: NONE fills out-of-bounds elements with zero; NAN_REQUEST_ZERO_FMA with a NaN that
+// tensor-core FMAs read as zero (floating-point element types only)
+constexpr int kTensorMapFloatOobFillNone = 0;
+constexpr int kTensorMapFloatOobFillNanRequestZeroFma = 1;
 } // namespace cu
 
 // Function pointers into libcuda, resolved once. Versioned symbols (_v2) are resolved by their real names.
@@ -106,6 +147,14 @@ struct Driver {
   CUresult (*cuEventSynchronize)(CUevent event) = nullptr;
   CUresult (*cuEventElapsedTime)(float* ms, CUevent start, CUevent end) = nullptr;
   CUresult (*cuEventDestroy)(CUevent event) = nullptr;
+
+  // Optional: drivers before CUDA 12.0 lack it, and kiln must still load there. nullptr when absent; the
+  // tensor-map encoder (runtime/tensor_map.h) reports that when a map is asked for. The enums are passed as
+  // int, which is how the C ABI passes the driver's enum types.
+  CUresult (*cuTensorMapEncodeTiled)(CUtensorMap* tensor_map, int data_type, uint32_t rank, void* global_address,
+                                     const uint64_t* global_dims, const uint64_t* global_strides,
+                                     const uint32_t* box_dims, const uint32_t* element_strides, int interleave,
+                                     int swizzle, int l2_promotion, int oob_fill) = nullptr;
 
   // "CUDA_ERROR_OUT_OF_MEMORY (out of memory)"; works for any code, known or not.
   std::string describe(CUresult result) const;
