@@ -70,7 +70,8 @@ bool dot_uses_wgmma(const Kernel& k, const Op& dot, const LoweringPlan& plan, co
 const Op* deferred_wgmma_dot(const Kernel& k, const Op& loop, const LoweringPlan& plan, const Target& target,
                              const CodegenOptions& options);
 
-// Device helpers every wgmma kernel uses (fences, commit/wait, the descriptor encoder).
+// Device helpers every wgmma kernel uses (fences, commit/wait, the descriptor encoder): the text of
+// codegen/prelude/kiln_wgmma.cuh.
 std::string wgmma_support_source();
 // The name and the definition of the device function issuing one
 // wgmma.mma_async.m64n{n}k16.f32.{in}.{in} with A from registers (4 x b32) or a descriptor.
