@@ -5,6 +5,9 @@
 // - the wgmma prelude, added to kernels that use Hopper's warpgroup MMA: fences, commit/wait, the
 //   shared-memory matrix descriptor encoder. (The per-shape wgmma instructions are generated:
 //   wgmma_function_source in codegen/wgmma.h.)
+// - the TMA prelude (sm_90+): the tensor-map parameter type, mbarrier init / arrive.expect_tx /
+//   try_wait.parity, TMA tile loads and stores with their bulk-group waits. Not yet used by the code
+//   generator (issue 15); tests/gpu/tma_gpu_test.cpp runs it against runtime/tensor_map.h's maps.
 #pragma once
 
 #include <string_view>
@@ -13,5 +16,6 @@ namespace kiln {
 
 std::string_view prelude_source();       // the text of codegen/prelude/kiln_prelude.cuh
 std::string_view wgmma_prelude_source(); // the text of codegen/prelude/kiln_wgmma.cuh
+std::string_view tma_prelude_source();   // the text of codegen/prelude/kiln_tma.cuh
 
 } // namespace kiln
