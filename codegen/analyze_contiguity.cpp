@@ -1,5 +1,7 @@
 #include "codegen/analyze_contiguity.h"
 
+#include "codegen/operand_layouts.h"
+
 #include <algorithm>
 
 namespace kiln {
@@ -91,6 +93,28 @@ int64_t floor_pow2(int64_t x) {
   return p;
 }
 
+// A block store writes up to 16 bytes of a thread's consecutive registers along the block's contiguous dim
+// at once (the block's order says which dim that is; the run-time check of stride and alignment stays). Where
+// the layout's threads hold shorter runs there (an mma accumulator holds column pairs), lane bits that continue
+// the run are first traded for register bits (widen_register_run; plan_layout_conversions records the
+// exchanges), as Triton converts an accumulator to a coalesced layout before storing it, without a trip
+// through shared memory. Pieces of under 4 bytes are not worth it.
+BlockStorePlan block_store_plan(const Kernel& k, const LoweringPlan& plan, const CodegenOptions& options,
+                                const Op& op) {
+  const Type& bt = k.type(op.operands[0]);
+  const int eb = dtype_bytes(bt.elem);
+  if (!options.vectorize || bt.order.empty() || eb == 1 || eb > 8)
+    return {};
+  const int cdim = bt.order[0];
+  const Layout stored = access_layout(k, plan, op);
+  std::vector<LaneRegisterSwap> swaps;
+  const int run = register_run(widen_register_run(stored, cdim, 16 / eb, swaps), cdim, 16 / eb);
+  // 16-bit values cross lanes in packed pairs, so their run must start as pairs in registers.
+  if (run * eb < 4 || (eb == 2 && !swaps.empty() && register_run(stored, cdim, 2) < 2))
+    return {};
+  return {run};
+}
+
 } // namespace
 
 void analyze_contiguity(const Kernel& k, const Target& target, const CodegenOptions& options,
@@ -98,18 +122,14 @@ void analyze_contiguity(const Kernel& k, const Target& target, const CodegenOpti
   std::unordered_set<ValueId> read;
   walk(k.body, [&](const Op& o) { read.insert(o.operands.begin(), o.operands.end()); });
   walk(k.body, [&](const Op& op) {
+    if (op.kind == OpKind::StoreBlock)
+      plan.block_stores[&op] = block_store_plan(k, plan, options, op);
     if (op.kind != OpKind::Load && op.kind != OpKind::Store && op.kind != OpKind::AtomicAdd)
       return;
     AccessPlan a;
     ValueId ptrs = op.operands[0];
     const Type& t = k.type(ptrs);
-    // The layout the emitter accesses the tile in: the loaded value's, the stored value's, or (a value not
-    // in registers) the atomic's result or the default.
     ValueId value = op.kind == OpKind::Load ? op.result() : op.operands[1];
-    const Layout L = plan.where(value) == Placement::Registers ? plan.layout.at(value)
-                     : op.kind == OpKind::AtomicAdd
-                         ? plan.layout.at(op.result())
-                         : default_layout(k.type(value).shape, k.type(value).elem, plan.num_warps);
     a.reduce_only = op.kind == OpKind::AtomicAdd && !read.count(op.result());
     // Vector atomics exist only as f32 reductions on sm_90 (red.add.v2/v4.f32).
     const bool may_vectorize = op.kind != OpKind::AtomicAdd ||
@@ -120,7 +140,7 @@ void analyze_contiguity(const Kernel& k, const Target& target, const CodegenOpti
       int64_t cap = 16 / eb;
       if (affine_coeff(k, plan, ptrs, last) != std::optional<int64_t>(1))
         cap = std::min(cap, floor_pow2(hinted_contiguity(k, plan, ptrs, last)));
-      a.vector = cap > 1 ? register_run(L, last, static_cast<int>(cap)) : 1;
+      a.vector = cap > 1 ? register_run(access_layout(k, plan, op), last, static_cast<int>(cap)) : 1;
       if (op.kind == OpKind::AtomicAdd)
         a.vector = std::min(a.vector, 4);
       // multiple_of on the pointer tile: every address a multiple of that many bytes.

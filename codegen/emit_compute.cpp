@@ -1,4 +1,4 @@
-// Emitter: elementwise ops, broadcasts and reductions (see emitter.h).
+// Emitter: elementwise ops and reductions (see emitter.h; broadcasts are recomputed where they are read).
 #include "codegen/emitter.h"
 
 namespace kiln::emit_detail {
@@ -35,36 +35,12 @@ void Emitter::emit_elementwise(const Op& op) {
   line("}}");
 }
 
-void Emitter::emit_broadcast(const Op& op) {
-  ValueId r = op.result(), x = op.operands[0];
-  const Layout& L = layout_of(r);
-  std::string n = declare_regs(r, L);
-  name_[r] = n;
-  if (k_.type(x).shape.empty()) {
-    for_regs(L.num_regs());
-    line("  {}[r] = {};", n, scalar(x));
-    line("}}");
-    return;
-  }
-  Layout src = collapse_layout(L, k_.type(x).shape);
-  std::string xs = regs(x, src);
-  std::vector<int> map = broadcast_register_map(src, L);
-  KILN_INTERNAL_CHECK(!map.empty(), "broadcast map");
-  std::string m = fresh("bmap");
-  line("constexpr int {}[{}] = {{{}}};", m, map.size(), fmt::join(map, ", "));
-  for_regs(L.num_regs());
-  line("  {}[r] = {}[{}[r]];", n, xs, m);
-  line("}}");
-}
-
 // Reduction along one dim: registers within a thread, then lanes by xor-shuffles, then warps through
 // shared memory. Every thread ends with the result for the elements its slice layout gives it.
 void Emitter::emit_reduce(const Op& op) {
   ValueId r = op.result(), x = op.operands[0];
   const Type& xt = k_.type(x);
-  const Layout& in = plan_.where(x) == Placement::Registers
-                         ? layout_of(x)
-                         : default_layout(xt.shape, xt.elem, plan_.num_warps);
+  const Layout in = reduce_input_layout(k_, plan_, op);
   std::string xs = regs(x, in);
   Layout out = slice_layout(in, op.axis);
   ReductionPlan rp = reduction_plan(in, op.axis);
@@ -138,7 +114,7 @@ void Emitter::emit_reduce(const Op& op) {
       numel *= d;
     int W = 1 << rp.warp_bits.size();
     int eb = std::max(4, dtype_bytes(t));
-    need_scratch(W * numel * (eb + (arg ? 4 : 0)));
+    use_scratch(cross_warp_reduction_bytes(in, op.axis, t, arg));
     std::string wd = "0";
     for (size_t i = 0; i < rp.warp_bits.size(); ++i)
       wd += fmt::format(" + ((kiln_warp >> {}) & 1) * {}", rp.warp_bits[i], 1 << i);

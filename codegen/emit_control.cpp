@@ -92,6 +92,7 @@ void Emitter::emit_for(const Op& op) {
     emit_region(body);
   }
   // Yield: compute every next value before assigning any (a yield may read another carried value).
+  reader_ = &yield;
   std::vector<std::string> next;
   for (size_t i = 0; i < op.results.size(); ++i) {
     ValueId arg = body.args[i + 1], y = yield.operands[i];
@@ -166,6 +167,7 @@ void Emitter::emit_if(const Op& op) {
     open();
     emit_region(op.regions[branch]);
     const Op& y = *op.regions[branch].ops.back();
+    reader_ = &y;
     for (size_t i = 0; i < op.results.size(); ++i) {
       ValueId res = op.results[i];
       if (plan_.where(res) == Placement::Registers) {

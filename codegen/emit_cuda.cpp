@@ -18,28 +18,41 @@ std::string Emitter::regs(ValueId v, const Layout& want) {
   if (have.same_bases(want))
     return name_.at(v);
   std::string key = fmt::format("cvt:{}:{}", v, layout_key(want));
-  if (std::string* c = cached(key))
+  if (std::string* c = cached(key)) // made earlier in this scope or an enclosing one
     return *c;
-  std::string n = convert(name_.at(v), have, want, k_.type(v).elem, k_.type(v).shape);
-  std::string layouts = have.str() == want.str()
-                            ? fmt::format("{} [{}] -> [{}]", have.str(), have.bases_str(), want.bases_str())
-                            : fmt::format("{} -> {}", have.str(), want.str());
-  conversion_notes_.push_back(
-      fmt::format("%{} at {}: {}", v, current_op_ ? current_op_->loc.str() : std::string("?"), layouts));
+  const LayoutConversion& c = *planned_conversion(v, ConversionMethod::SharedMemory, &want);
+  KILN_INTERNAL_CHECK(c.from.same_bases(have), "the plan converts %{} from {}, but it is in {}", v, c.from.str(),
+                      have.str());
+  std::string n = convert(name_.at(v), c);
   cache(key, n);
   return n;
 }
 
+const LayoutConversion* Emitter::planned_conversion(ValueId v, ConversionMethod method, const Layout* to,
+                                                    bool optional) {
+  for (size_t i = 0; i < plan_.conversions.size(); ++i) {
+    const LayoutConversion& c = plan_.conversions[i];
+    if (!conversion_made_[i] && c.user == reader_ && c.value == v && c.method == method &&
+        (!to || c.to.same_bases(*to))) {
+      conversion_made_[i] = true;
+      return &c;
+    }
+  }
+  KILN_INTERNAL_CHECK(optional, "{} at {} reads %{}{} {}, a conversion the plan lacks",
+                      reader_ ? op_name(reader_->kind) : "?", reader_ ? reader_->loc.str() : "?", v,
+                      to ? " in " + to->str() : std::string(), conversion_method_name(method));
+  return nullptr;
+}
+
 // A layout conversion through shared memory: every thread writes what it holds at the element's
-// row-major position, then reads what the new layout gives it. Counted, since each costs two barriers.
-std::string Emitter::convert(const std::string& src, const Layout& from, const Layout& to, DType t,
-                             const Shape& from_shape) {
-  ++conversions_;
-  int64_t numel = 1;
-  for (int64_t d : to.shape)
-    numel *= d;
-  int bytes = t == DType::i1 ? 1 : dtype_bytes(t);
-  need_scratch(numel * bytes);
+// row-major position, then reads what the new layout gives it.
+std::string Emitter::convert(const std::string& src, const LayoutConversion& c) {
+  KILN_INTERNAL_CHECK(c.method == ConversionMethod::SharedMemory, "convert: not through shared memory");
+  const Layout& from = c.from;
+  const Layout& to = c.to;
+  use_scratch(c.scratch_bytes);
+  const DType t = k_.type(c.value).elem;
+  const Shape& from_shape = from.shape;
   std::string n = fresh("cvt");
   std::string ty = ctype(t);
   line("// convert {} -> {} through shared memory", from.str(), to.str());
@@ -85,33 +98,19 @@ std::string Emitter::materialize(ValueId v, const Layout& want) {
     line("  {}[r] = {} + {};", n, op.arange_lo(), coord(want, 0, "r"));
     line("}}");
     break;
-  case OpKind::ExpandDims: {
-    Layout inner = want;
-    inner.shape.erase(inner.shape.begin() + op.axis);
-    for (auto* bases : {&inner.reg, &inner.lane, &inner.warp})
-      for (Coord& c : *bases)
-        c.erase(c.begin() + op.axis);
-    return regs(op.operands[0], inner); // same registers, one dim fewer
-  }
+  case OpKind::ExpandDims:
+    return regs(op.operands[0], squeeze_layout(want, op.axis)); // same registers, one dim fewer
   case OpKind::Broadcast: {
     ValueId x = op.operands[0];
     if (k_.type(x).shape.empty()) {
       n = splat(v, want, scalar(x));
       break;
     }
-    if (plan_.where(x) == Placement::Flexible) {
-      // The source seen through the same registers, with the broadcast dims' coordinates zeroed.
-      Layout src = want;
-      src.shape = k_.type(x).shape;
-      for (auto* bases : {&src.reg, &src.lane, &src.warp})
-        for (Coord& c : *bases)
-          for (size_t d = 0; d < c.size(); ++d)
-            if (src.shape[d] == 1)
-              c[d] = 0;
+    // A flexible source is seen through the same registers; one held in registers is free when `want`
+    // collapsed over the broadcast dims is its layout.
+    Layout src = broadcast_source_layout(k_, plan_, x, want);
+    if (plan_.where(x) == Placement::Flexible)
       return regs(x, src);
-    }
-    // A value held in registers: free when `want` collapsed over the broadcast dims is its layout.
-    Layout src = collapse_layout(want, k_.type(x).shape);
     std::string xs = regs(x, src);
     std::vector<int> map = broadcast_register_map(src, want);
     KILN_INTERNAL_CHECK(!map.empty(), "broadcast register map");
@@ -131,8 +130,8 @@ std::string Emitter::materialize(ValueId v, const Layout& want) {
       n = splat(v, want, scalar(x));
       break;
     }
-    Layout src = default_layout(k_.type(x).shape, k_.type(x).elem, plan_.num_warps);
-    n = convert(regs(x, src), src, want, t.elem, k_.type(x).shape);
+    std::string xs = regs(x, register_or_default_layout(k_, plan_, x));
+    n = convert(xs, *planned_conversion(x, ConversionMethod::SharedMemory, &want));
     break;
   }
   case OpKind::Unary:
@@ -177,7 +176,7 @@ void Emitter::emit_region(const Region& r) {
 }
 
 void Emitter::emit_op(const Op& op) {
-  current_op_ = &op;
+  reader_ = &op;
   if (op.kind == OpKind::For)
     return emit_for(op);
   if (op.kind == OpKind::If)
@@ -201,32 +200,17 @@ void Emitter::emit_op(const Op& op) {
   case OpKind::Where:
   case OpKind::AddPtr:
     return emit_elementwise(op);
-  case OpKind::Broadcast:
-    return emit_broadcast(op);
   case OpKind::ExpandDims:
   case OpKind::Trans:
     if (plan_.where(r) == Placement::Shared)
       return;
-    name_[r] = regs(
-        op.operands[0], op.kind == OpKind::Trans ? trans_layout(layout_of(r)) : [&] {
-          Layout inner = layout_of(r);
-          inner.shape.erase(inner.shape.begin() + op.axis);
-          for (auto* bases : {&inner.reg, &inner.lane, &inner.warp})
-            for (Coord& c : *bases)
-              c.erase(c.begin() + op.axis);
-          return inner;
-        }());
+    name_[r] = regs(op.operands[0], op.kind == OpKind::Trans ? trans_layout(layout_of(r))
+                                                             : squeeze_layout(layout_of(r), op.axis));
     return;
   case OpKind::Reshape: {
     ValueId x = op.operands[0];
-    const Layout& want = layout_of(r);
-    std::string src = regs(x, plan_.where(x) == Placement::Flexible
-                                  ? default_layout(k_.type(x).shape, k_.type(x).elem, plan_.num_warps)
-                                  : layout_of(x));
-    const Layout& from = plan_.where(x) == Placement::Flexible
-                             ? default_layout(k_.type(x).shape, k_.type(x).elem, plan_.num_warps)
-                             : layout_of(x);
-    name_[r] = convert(src, from, want, k_.type(r).elem, k_.type(x).shape);
+    std::string src = regs(x, register_or_default_layout(k_, plan_, x));
+    name_[r] = convert(src, *planned_conversion(x, ConversionMethod::SharedMemory, &layout_of(r)));
     return;
   }
   case OpKind::Reduce:
@@ -249,6 +233,8 @@ void Emitter::emit_op(const Op& op) {
     return;
   // Handled above (scalars, block pointers, control flow) or by the enclosing op (yield). No default: a new
   // op kind must be given its printer here before the code generator compiles.
+  // A tile broadcast is always flexible (assign_layouts): recomputed where it is read (materialize).
+  case OpKind::Broadcast:
   case OpKind::ProgramId:
   case OpKind::NumPrograms:
   case OpKind::MakeBlockPtr:
@@ -338,7 +324,8 @@ void Emitter::emit_scalar_op(const Op& op) {
   }
 }
 
-EmittedKernel Emitter::run() {
+std::string Emitter::run() {
+  conversion_made_.assign(plan_.conversions.size(), false);
   if (plan_.any_wgmma())
     need_helper("kiln::wgmma_support", wgmma_support_source());
   std::string params;
@@ -350,11 +337,13 @@ EmittedKernel Emitter::run() {
   }
   emit_region(k_.body);
   std::string body = std::move(out_);
-  EmittedKernel e;
-  e.scratch_bytes = scratch_bytes_;
-  e.conversions = conversions_;
-  e.conversion_notes = conversion_notes_;
-  // MIN_BLOCKS_PER_SM (an optional config parameter) caps registers so that many CTAs fit on an SM.
+  for (size_t i = 0; i < conversion_made_.size(); ++i) {
+    const LayoutConversion& c = plan_.conversions[i];
+    KILN_INTERNAL_CHECK(conversion_made_[i], "the plan converts %{} for {} at {}, which the emitter never needed",
+                        c.value, op_name(c.user->kind), c.loc().str());
+  }
+  KILN_INTERNAL_CHECK(largest_scratch_use_ == plan_.scratch_bytes, "{} bytes of scratch planned, {} used",
+                      plan_.scratch_bytes, largest_scratch_use_);  // MIN_BLOCKS_PER_SM (an optional config parameter) caps registers so that many CTAs fit on an SM.
   std::string head =
       fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}({}) {{\n", threads_,
                   k_.config.get_or("MIN_BLOCKS_PER_SM", 1), identifier(k_.name), params);
@@ -365,15 +354,14 @@ EmittedKernel Emitter::run() {
   std::string helpers;
   for (const auto& [name, source] : helpers_)
     helpers += source + "\n";
-  e.body = helpers + head + body + "}\n";
-  return e;
+  return helpers + head + body + "}\n";
 }
 
 } // namespace kiln::emit_detail
 
 namespace kiln {
 
-EmittedKernel emit_cuda(const Kernel& k, const LoweringPlan& plan, const Target& target,
+std::string emit_cuda(const Kernel& k, const LoweringPlan& plan, const Target& target,
                         const CodegenOptions& options) {
   return emit_detail::Emitter(k, plan, target, options).run();
 }

@@ -65,10 +65,9 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
        wm, wn, MT, NT);
   bool a_smem = plan_.where(a) == Placement::Shared, b_smem = plan_.where(b) == Placement::Shared;
   // A register operand that is an f32 -> f16/bf16 cast of an mma result is packed straight from f32.
-  const Op* a_cast = plan_.fused_casts.count(a) ? k_.info(a).def : nullptr;
-  Layout a_layout = mma_a_layout(M, K, plan_.warps, kinst);
-  std::string ar = a_smem ? "" : a_cast ? regs(a_cast->operands[0], a_layout) : regs(a, a_layout);
-  std::string br = b_smem ? "" : regs(b, mma_b_layout(K, N, plan_.warps, kinst));
+  const bool a_cast = plan_.fused_casts.count(a) > 0;
+  std::string ar = a_smem ? "" : regs(dot_a_register_value(k_, plan_, op), dot_a_layout(k_, plan_, op));
+  std::string br = b_smem ? "" : regs(b, dot_b_layout(k_, plan_, op));
   std::string mma_fn = tf32               ? "kiln::mma_m16n8k8_tf32"
                        : in == DType::f16 ? "kiln::mma_m16n8k16_f16"
                                           : "kiln::mma_m16n8k16_bf16";
@@ -213,11 +212,10 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d) {
   std::string da = a_smem ? descriptor(a, *ao, "kiln_wg_m") : "";
   std::string db = descriptor(b, bo, "kiln_wn");
   // A in registers: the mma.sync A fragment layout is wgmma's register-A layout (16 rows per warp).
-  const Op* a_cast = plan_.fused_casts.count(a) ? k_.info(a).def : nullptr;
+  const bool a_cast = plan_.fused_casts.count(a) > 0;
   std::string ar;
   if (!a_smem)
-    ar = a_cast ? regs(a_cast->operands[0], mma_a_layout(M, K, plan_.warps))
-                : regs(a, mma_a_layout(M, K, plan_.warps));
+    ar = regs(dot_a_register_value(k_, plan_, op), dot_a_layout(k_, plan_, op));
   std::string pack2 = a_cast ? (in == DType::bf16 ? "kiln::pack_bf16x2" : "kiln::pack_f16x2") : "kiln::pack2";
   line("kiln::wgmma_fence();");
   for (int64_t kt = 0; kt < KT; ++kt)
@@ -264,11 +262,10 @@ void Emitter::emit_dot_fma(const Op& op, const std::string& d) {
     }
     // Stage into scratch, row-major; `which` keeps A and B apart.
     const Type& t = k_.type(v);
-    Layout have = plan_.where(v) == Placement::Registers ? layout_of(v)
-                                                         : default_layout(t.shape, t.elem, plan_.num_warps);
+    Layout have = which == 0 ? dot_a_layout(k_, plan_, op) : dot_b_layout(k_, plan_, op);
     std::string src = regs(v, have);
     int64_t offset = which == 0 ? 0 : k_.type(a).numel() * dtype_bytes(in);
-    need_scratch(k_.type(a).numel() * dtype_bytes(in) + k_.type(b).numel() * dtype_bytes(in));
+    use_scratch(fma_staging_bytes(k_, op));
     line("__syncthreads();");
     for_regs(have.num_regs());
     line("  reinterpret_cast<{}*>({} + {})[{}] = {}[r];", ctype(in), scratch(), offset,

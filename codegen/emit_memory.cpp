@@ -58,10 +58,7 @@ void Emitter::emit_pointer_load(const Op& op) {
 
 void Emitter::emit_pointer_store(const Op& op) {
   ValueId v = op.operands[1];
-  const Layout& L = plan_.where(v) == Placement::Registers ? layout_of(v)
-                    : op.kind == OpKind::AtomicAdd
-                        ? layout_of(op.result())
-                        : default_layout(k_.type(v).shape, k_.type(v).elem, plan_.num_warps);
+  const Layout L = access_layout(k_, plan_, op);
   std::string p = regs(op.operands[0], L);
   std::string x = regs(v, L);
   std::string m = op.has_mask ? regs(op.operands[2], L) : "";
@@ -168,9 +165,7 @@ void Emitter::emit_block_store(const Op& op) {
   std::string bp = scalar(op.operands[0]);
   const Type& bt = k_.type(op.operands[0]);
   ValueId v = op.operands[1];
-  const Layout& L = plan_.where(v) == Placement::Registers
-                        ? layout_of(v)
-                        : default_layout(k_.type(v).shape, k_.type(v).elem, plan_.num_warps);
+  const Layout L = access_layout(k_, plan_, op);
   std::string x = regs(v, L);
   if (emit_vector_block_store(op, bp, bt, L, x))
     return;
@@ -185,25 +180,26 @@ void Emitter::emit_block_store(const Op& op) {
   line("}}");
 }
 
-// A register tile stored through a block pointer in 16-byte pieces along the block's contiguous dim. Where
-// the layout's threads hold shorter runs there (an mma accumulator holds column pairs), lane bits that
-// continue the run are first exchanged with register bits (widen_register_run: one shuffle per register
-// pair and exchange), as Triton converts an accumulator to a coalesced layout before storing it, but
-// without a trip through shared memory. A piece that is misaligned or crosses the boundary is stored
-// element by element. Returns false (nothing emitted) when no run of 4 bytes or more can be formed.
+// A register tile stored through a block pointer in the plan's pieces along the block's contiguous dim
+// (LoweringPlan::block_stores), after the plan's lane exchanges that widen the threads' runs, if any (a
+// conversion by register shuffles: one shuffle per register pair and exchange). A piece that is misaligned
+// or crosses the boundary is stored element by element. Returns false (nothing emitted) when the plan stores
+// the tile element by element.
 bool Emitter::emit_vector_block_store(const Op& op, const std::string& bp, const Type& bt, const Layout& L,
                                       const std::string& x) {
   const DType elem = bt.elem;
   const int eb = dtype_bytes(elem);
-  if (!opt_.vectorize || bt.order.empty() || eb == 1 || eb > 8)
+  const int run = plan_.block_stores.at(&op).piece;
+  if (run == 0)
     return false;
   const int cdim = bt.order[0];
-  std::vector<LaneRegisterSwap> swaps;
-  const Layout W = widen_register_run(L, cdim, 16 / eb, swaps);
-  const int run = register_run(W, cdim, 16 / eb);
-  // 16-bit values cross lanes in packed pairs, so their run must start as pairs in registers.
-  if (run * eb < 4 || (eb == 2 && !swaps.empty() && register_run(L, cdim, 2) < 2))
-    return false;
+  const LayoutConversion* widen =
+      planned_conversion(op.operands[1], ConversionMethod::RegisterShuffles, nullptr, /*optional=*/true);
+  const Layout& W = widen ? widen->to : L;
+  const std::vector<LaneRegisterSwap> swaps = widen ? widen->swaps : std::vector<LaneRegisterSwap>{};
+  KILN_INTERNAL_CHECK(register_run(W, cdim, 16 / eb) == run,
+                      "block store at {}: pieces of {} need a widening of the stored layout the plan lacks",
+                      op.loc.str(), run);
   const int n = W.num_regs();
   std::string w = x;
   if (!swaps.empty()) {

@@ -1,11 +1,14 @@
 // The CUDA emitter's state and its per-op-family printers (emit_cuda.cpp: values, layouts and dispatch;
 // emit_compute.cpp: elementwise ops, broadcasts, reductions; emit_dot.cpp: FMA, mma.sync and wgmma products;
 // emit_memory.cpp: global loads, stores and atomics, shared-tile copies; emit_control.cpp: loops, pipelining,
-// ifs). Every decision it prints comes from the LoweringPlan. Internal to the code generator.
+// ifs). Every decision it prints comes from the LoweringPlan: it reads operands in the layouts operand_layouts.h
+// gives, and each conversion that needs, and the scratch it uses, are the plan's. Internal to the code generator.
 #pragma once
 
 #include "codegen/cuda_text.h"
 #include "codegen/emit_cuda.h"
+#include "codegen/operand_layouts.h"
+#include "codegen/plan_scratch.h"
 #include "codegen/wgmma.h"
 
 #include <functional>
@@ -23,7 +26,7 @@ public:
   Emitter(const Kernel& k, const LoweringPlan& plan, const Target& target, const CodegenOptions& options)
       : k_(k), plan_(plan), target_(target), opt_(options), threads_(32 * plan.num_warps) {}
 
-  EmittedKernel run();
+  std::string run();
 
 private:
   const Kernel& k_;
@@ -34,10 +37,11 @@ private:
   std::string out_;
   int indent_ = 1;
   int next_id_ = 0;
-  int64_t scratch_bytes_ = 0;
-  int conversions_ = 0;
-  std::vector<std::string> conversion_notes_;
-  const Op* current_op_ = nullptr; // the op being emitted, whose line a conversion it needs is charged to
+  // The op whose operands are being read (a yield for a loop's or an if's carried values): the plan's
+  // conversions are looked up under it.
+  const Op* reader_ = nullptr;
+  std::vector<bool> conversion_made_; // per plan_.conversions entry
+  int64_t largest_scratch_use_ = 0;
   std::unordered_map<ValueId, std::string> name_;
   std::vector<std::map<std::string, std::string>> scopes_{1}; // cached materialisations per scope
   std::map<std::string, int> layout_ids_;
@@ -97,7 +101,13 @@ private:
     return nullptr;
   }
   void cache(const std::string& key, const std::string& name) { scopes_.back()[key] = name; }
-  void need_scratch(int64_t bytes) { scratch_bytes_ = std::max(scratch_bytes_, bytes); }
+  // Scratch is planned (plan_scratch); a use beyond it would overwrite memory the launch does not reserve,
+  // and planned scratch no use needs would be shared memory wasted (run() checks the largest use is the plan's).
+  void use_scratch(int64_t bytes) {
+    KILN_INTERNAL_CHECK(bytes <= plan_.scratch_bytes, "{} bytes of scratch needed, {} planned", bytes,
+                        plan_.scratch_bytes);
+    largest_scratch_use_ = std::max(largest_scratch_use_, bytes);
+  }
   std::string scratch() const { return fmt::format("(kiln_smem + {})", plan_.tiles_bytes); }
 
   // ---- layouts and coordinates ----
@@ -158,8 +168,11 @@ private:
   }
   std::string regs(ValueId v, const Layout& want);
   std::string materialize(ValueId v, const Layout& want);
-  std::string convert(const std::string& src, const Layout& from, const Layout& to, DType t,
-                      const Shape& from_shape);
+  // The plan's next conversion of `v` by `reader_` with `method` (into `to`, if given); an InternalError when
+  // the plan has none: the emitter makes no conversion the plan lacks. nullptr only when `optional`.
+  const LayoutConversion* planned_conversion(ValueId v, ConversionMethod method, const Layout* to,
+                                             bool optional = false);
+  std::string convert(const std::string& src, const LayoutConversion& c);
   // A register tile of v's type in layout l with every element `value` (a scalar expression).
   std::string splat(ValueId v, const Layout& l, const std::string& value) {
     std::string n = declare_regs(v, l, "splat");
@@ -181,7 +194,6 @@ private:
                         int ahead, const std::string& slot);
   void emit_scalar_op(const Op& op);
   void emit_elementwise(const Op& op);
-  void emit_broadcast(const Op& op);
   void emit_reduce(const Op& op);
   void emit_dot(const Op& op);
   void emit_dot_mma(const Op& op, const std::string& d);

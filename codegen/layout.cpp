@@ -251,6 +251,15 @@ Layout expand_layout(const Layout& x, int axis) {
   return l;
 }
 
+Layout squeeze_layout(const Layout& x, int axis) {
+  Layout l = x;
+  l.shape.erase(l.shape.begin() + axis);
+  for (auto* bases : {&l.reg, &l.lane, &l.warp})
+    for (Coord& c : *bases)
+      c.erase(c.begin() + axis);
+  return l;
+}
+
 std::optional<Layout> broadcast_parent(const Layout& x, const Shape& shape) {
   if (x.parent && x.expanded && x.parent->shape == shape)
     return *x.parent;

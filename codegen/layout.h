@@ -70,6 +70,9 @@ Layout mma_b_layout(int64_t K, int64_t N, const WarpSplit& w, int k_per_inst = 1
 Layout slice_layout(const Layout& parent, int dim);
 // A size-1 dim inserted at `axis` (registers unchanged).
 Layout expand_layout(const Layout& x, int axis);
+// The inverse: dim `axis` (of size 1) dropped, registers unchanged (the layout an expand_dims reads its
+// operand in, given the layout of its result). Kind and slice parent are kept.
+Layout squeeze_layout(const Layout& x, int axis);
 // The layout a broadcast of a value in `x` to `shape` gets for free: the slice's parent, if any.
 std::optional<Layout> broadcast_parent(const Layout& x, const Shape& shape);
 // x's dims permuted as trans does (registers unchanged).

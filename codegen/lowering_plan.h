@@ -1,11 +1,16 @@
 // The lowering plan: every decision the code generator's passes make about a kernel, recorded before any
-// CUDA is written, so that the emitter only prints it and `kiln emit --stage lowered` can show it.
-//   assign_layouts        placement and register layout of every value, shared operand tiles, the warp split,
-//                         pipelined loads
-//   plan_shared_memory    byte offsets of the shared tiles
-//   choose_dot_lowering   the instruction of each dot, fused casts of register operands
-//   schedule_async_copies products left in flight across iterations, loads whose wait a later loop covers
-//   analyze_contiguity    the vector width of global accesses through pointer tensors (hints included)
+// CUDA is written, so that the emitter only prints it and `kiln emit --stage lowered` (describe_plan) can show
+// it. The passes, in the order codegen.cpp runs them:
+//   assign_layouts          placement and register layout of every value, shared operand tiles, the warp
+//                           split, pipelined loads
+//   plan_shared_memory      byte offsets of the shared tiles
+//   choose_dot_lowering     the instruction of each dot, fused casts of register operands
+//   schedule_async_copies   products left in flight across iterations, loads whose wait a later loop covers
+//   analyze_contiguity      the vector width of global accesses through pointer tensors (hints included), the
+//                           pieces block stores are written in
+//   plan_layout_conversions every layout conversion: the value, the op that reads it, from and to layouts,
+//                           through shared memory (with its scratch) or by register shuffles
+//   plan_scratch            the scratch shared memory after the tiles
 #pragma once
 
 #include "codegen/layout.h"
@@ -25,6 +30,13 @@ struct AccessPlan {
   int vector = 1;           // registers per access (consecutive elements); 1: element by element
   bool aligned = false;     // the addresses are known aligned to the vector (no run-time check)
   bool reduce_only = false; // an atomic add whose old values nothing reads: a reduction (red)
+};
+
+// A block-pointer store of a register tile: in pieces of `piece` consecutive elements along the block's
+// contiguous dim (one st.global each where the piece is aligned and inside the tensor, element by element
+// where not), or element by element throughout (piece 0). A piece may be a single 4- or 8-byte element.
+struct BlockStorePlan {
+  int piece = 0;
 };
 
 enum class DotInstruction : uint8_t { Fma, MmaSync, Wgmma };
@@ -55,6 +67,26 @@ struct SharedTile {
   SharedTileGeometry geometry(bool swizzled = true) const { return {rows, cols, elem_bytes, swizzled}; }
 };
 
+// How a register tile moves from one layout to another.
+enum class ConversionMethod : uint8_t {
+  SharedMemory,     // every thread writes what it holds to scratch, a barrier, each reads what it needs
+  RegisterShuffles, // register bits traded with lane bits by warp shuffles (no shared memory, no barrier)
+};
+const char* conversion_method_name(ConversionMethod m); // "through shared memory", "by register shuffles"
+
+// One layout conversion the emitter performs: `value` (in registers, or recomputed in `from`) is read by
+// `user` in `to`. The user is the op whose DSL line needs it (a yield for a loop's or an if's carried value).
+struct LayoutConversion {
+  ValueId value = kNoValue;
+  const Op* user = nullptr;
+  Layout from, to;
+  ConversionMethod method = ConversionMethod::SharedMemory;
+  int64_t scratch_bytes = 0;           // SharedMemory: the scratch the round trip needs
+  std::vector<LaneRegisterSwap> swaps; // RegisterShuffles: the lane/register exchanges, in order
+
+  SourceLoc loc() const { return user->loc; }
+};
+
 struct LoweringPlan {
   std::unordered_map<ValueId, Placement> placement;
   std::unordered_map<ValueId, Layout> layout; // Registers values
@@ -74,10 +106,25 @@ struct LoweringPlan {
   // tiles loaded before a pipelined loop whose wait that loop's first wait covers.
   std::map<const Op*, const Op*> deferred_dots;
   std::unordered_set<const Op*> unwaited_loads;
-  // analyze_contiguity: the width of every global access through pointer tensors.
+  // analyze_contiguity: the width of every global access through pointer tensors, and the pieces block
+  // stores of register tiles are written in.
   std::map<const Op*, AccessPlan> accesses;
+  std::map<const Op*, BlockStorePlan> block_stores;
+  // plan_layout_conversions: every conversion between the layout a value is in and the layout an op reads it
+  // in, in the order the emitter performs them (a conversion already made in an enclosing scope is reused,
+  // and appears once).
+  std::vector<LayoutConversion> conversions;
+  // plan_scratch: bytes of shared memory after the tiles (at tiles_bytes) that conversions through shared
+  // memory, cross-warp reductions and FMA operand staging reuse, one at a time.
+  int64_t scratch_bytes = 0;
 
   Placement where(ValueId v) const { return placement.at(v); }
+  int conversions_by(ConversionMethod m) const {
+    int n = 0;
+    for (const LayoutConversion& c : conversions)
+      n += c.method == m;
+    return n;
+  }
   // How many iterations ahead a pipelined loop issues its tiles: one stage less when its product stays in
   // flight (the tile that product reads must not be overwritten).
   int lookahead(const Op* loop, int stages) const {

@@ -1,46 +1,18 @@
 // Properties of the lowering plan that the passes fill (codegen/lowering_plan.h), checked on the plan itself
 // rather than on the generated text: which instruction each dot became, which casts are fused, which loops
 // keep a product in flight, which loads a later loop waits for, and how sibling loops share shared memory.
-#include "codegen/analyze_contiguity.h"
-#include "codegen/assign_layouts.h"
-#include "codegen/choose_dot_lowering.h"
-#include "codegen/schedule_async_copies.h"
-#include "kernels/builtin.h"
+#include "planned_kernel.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
 using namespace kiln;
+using kiln_test::ops_of;
+using kiln_test::plan_for;
+using kiln_test::Planned;
 
 namespace {
-
-struct Planned {
-  Kernel kernel;
-  LoweringPlan plan;
-};
-
-Planned plan_for(const std::string& name, const std::map<std::string, int64_t>& overrides,
-                 const std::string& arch, const CodegenOptions& options = {}) {
-  const KernelDef& def = builtin_kernels().find(name);
-  Planned p{def.build(def.with_overrides(def.default_config(), overrides)), {}};
-  const Target t = Target::parse(arch);
-  p.plan = assign_layouts(p.kernel, t, options);
-  plan_shared_memory(p.plan);
-  choose_dot_lowering(p.kernel, t, options, p.plan);
-  schedule_async_copies(p.kernel, t, options, p.plan);
-  analyze_contiguity(p.kernel, t, options, p.plan);
-  return p;
-}
-
-std::vector<const Op*> ops_of(const Kernel& k, OpKind kind) {
-  std::vector<const Op*> out;
-  walk(k.body, [&](const Op& op) {
-    if (op.kind == kind)
-      out.push_back(&op);
-  });
-  return out;
-}
 
 TEST(LoweringPasses, Fa2DotsAreWgmmaOnHopperAndMmaSyncOnAmpere) {
   for (const char* arch : {"sm_90a", "sm_80"}) {

@@ -1,0 +1,98 @@
+#include "codegen/describe_plan.h"
+
+#include "codegen/wgmma.h"
+
+#include <fmt/format.h>
+
+namespace kiln {
+
+namespace {
+
+// "from -> to", with the bases where the two summaries agree (two layouts of one kind and shape differ only
+// there).
+std::string layouts(const Layout& from, const Layout& to) {
+  if (from.str() == to.str())
+    return fmt::format("{} [{}] -> [{}]", from.str(), from.bases_str(), to.bases_str());
+  return fmt::format("{} -> {}", from.str(), to.str());
+}
+
+} // namespace
+
+std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
+  std::string s = fmt::format("// lowered {} for {} warps (mma warps {}x{})\n", k.name, plan.num_warps,
+                              plan.warps.warps_m, plan.warps.warps_n);
+  for (const SharedTile& t : plan.tiles)
+    s += fmt::format("//   shared tile %{}: {} x {} ({} B/elem) x {} stage(s) at byte {}{}{}\n", t.value,
+                     t.rows, t.cols, t.elem_bytes, t.stages, t.offset,
+                     t.stages > 1 ? ", cp.async pipelined" : "",
+                     plan.unwaited_loads.count(t.load) ? ", waited for by the next pipelined loop" : "");
+  // Dots, vectorised accesses, block stores and pipelined loops in program order, with their DSL lines.
+  walk(k.body, [&](const Op& op) {
+    if (op.kind == OpKind::Dot) {
+      const DotPlan& d = plan.dots.at(&op);
+      auto source = [&](ValueId v) {
+        if (plan.where(v) == Placement::Shared) {
+          if (d.instruction != DotInstruction::Wgmma)
+            return std::string("shared");
+          // wgmma reads it through a descriptor: K-major when K is the tile's contiguous dim.
+          const bool is_a = v == op.operands[0];
+          const bool k_major = plan.contiguous_dim(v) == (is_a ? 1 : 0);
+          std::optional<WgmmaOperand> o = wgmma_operand(plan.tiles[plan.tile_of.at(v)], k_major);
+          return fmt::format("shared {}-major ({})",
+                             k_major ? "K"
+                             : is_a  ? "M"
+                                     : "N",
+                             o ? o->descriptor().str() : "no descriptor");
+        }
+        return std::string(plan.fused_casts.count(v) ? "registers (cast fused)" : "registers");
+      };
+      const Shape& a = k.type(op.operands[0]).shape;
+      const Shape& b = k.type(op.operands[1]).shape;
+      s += fmt::format("//   dot %{} ({}x{} @ {}x{}) at {}: {}, A {}, B {}{}{}\n", op.result(), a[0], a[1],
+                       b[0], b[1], op.loc.str(), dot_instruction_name(d.instruction), source(op.operands[0]),
+                       source(op.operands[1]), plan.is_deferred_dot(op) ? ", one product left in flight" : "",
+                       d.why_not_wgmma.empty() ? "" : " (not wgmma: " + d.why_not_wgmma + ")");
+    } else if (auto it = plan.accesses.find(&op); it != plan.accesses.end()) {
+      const AccessPlan& a = it->second;
+      if (a.vector > 1 || a.reduce_only)
+        s += fmt::format("//   {} at {}: {}{}{}\n",
+                         op.kind == OpKind::Load    ? "load"
+                         : op.kind == OpKind::Store ? "store"
+                                                    : "atomic_add",
+                         op.loc.str(),
+                         a.vector > 1 ? fmt::format("{}-element vectors", a.vector) : "element by element",
+                         a.aligned ? " (aligned by multiple_of)" : "",
+                         a.reduce_only ? ", as red (old values unread)" : "");
+    } else if (auto it = plan.block_stores.find(&op); it != plan.block_stores.end()) {
+      if (it->second.piece > 0)
+        s += fmt::format("//   block store at {}: {}-element pieces\n", op.loc.str(), it->second.piece);
+    } else if (op.kind == OpKind::For) {
+      auto it = plan.pipelined.find(&op);
+      if (it == plan.pipelined.end())
+        return;
+      const int stages = plan.tiles[plan.tile_of.at(it->second.front()->result())].stages;
+      s += fmt::format("//   loop at {}: {} tile(s) in a {}-stage ring, issued {} iteration(s) ahead\n",
+                       op.loc.str(), it->second.size(), stages, plan.lookahead(&op, stages));
+    }
+  });
+  std::map<std::string, int> kinds;
+  for (const auto& [v, l] : plan.layout)
+    kinds[l.kind_name()]++;
+  for (const auto& [kind, n] : kinds)
+    s += fmt::format("//   {} values in {} layouts\n", n, kind);
+  s += fmt::format("//   shared memory: tiles {} B + scratch {} B; layout conversions through shared memory: {}, "
+                   "by register shuffles: {}\n",
+                   plan.tiles_bytes, plan.scratch_bytes, plan.conversions_by(ConversionMethod::SharedMemory),
+                   plan.conversions_by(ConversionMethod::RegisterShuffles));
+  for (const LayoutConversion& c : plan.conversions) {
+    const std::string how = c.method == ConversionMethod::SharedMemory
+                                ? fmt::format("{} B of scratch", c.scratch_bytes)
+                                : fmt::format("{} lane exchange(s)", c.swaps.size());
+    s += fmt::format("//     convert %{} at {} ({}): {}, {} ({})\n", c.value, c.loc().str(), op_name(c.user->kind),
+                     layouts(c.from, c.to), conversion_method_name(c.method), how);
+  }
+  return s;
+}
+
+
+} // namespace kiln

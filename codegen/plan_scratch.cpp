@@ -1,0 +1,44 @@
+#include "codegen/plan_scratch.h"
+
+#include "codegen/operand_layouts.h"
+
+#include <algorithm>
+
+namespace kiln {
+
+int64_t cross_warp_reduction_bytes(const Layout& in, int axis, DType t, bool argmax) {
+  const ReductionPlan rp = reduction_plan(in, axis);
+  if (rp.warp_bits.empty())
+    return 0;
+  int64_t numel = 1;
+  for (int64_t d : slice_layout(in, axis).shape)
+    numel *= d;
+  const int64_t warps = int64_t{1} << rp.warp_bits.size();
+  return warps * numel * (std::max(4, dtype_bytes(t)) + (argmax ? 4 : 0));
+}
+
+int64_t fma_staging_bytes(const Kernel& k, const Op& dot) {
+  const DType in = k.type(dot.operands[0]).elem;
+  return (k.type(dot.operands[0]).numel() + k.type(dot.operands[1]).numel()) * dtype_bytes(in);
+}
+
+void plan_scratch(const Kernel& k, LoweringPlan& plan) {
+  int64_t bytes = 0;
+  for (const LayoutConversion& c : plan.conversions)
+    bytes = std::max(bytes, c.scratch_bytes);
+  walk(k.body, [&](const Op& op) {
+    if (op.kind == OpKind::Reduce || op.kind == OpKind::ArgMax) {
+      if (plan.where(op.result()) == Placement::Flexible)
+        return;
+      const ValueId x = op.operands[0];
+      bytes = std::max(bytes, cross_warp_reduction_bytes(reduce_input_layout(k, plan, op), op.axis,
+                                                         k.type(x).elem, op.kind == OpKind::ArgMax));
+    } else if (op.kind == OpKind::Dot && plan.dots.at(&op).instruction == DotInstruction::Fma &&
+               (plan.where(op.operands[0]) != Placement::Shared || plan.where(op.operands[1]) != Placement::Shared)) {
+      bytes = std::max(bytes, fma_staging_bytes(k, op));
+    }
+  });
+  plan.scratch_bytes = bytes;
+}
+
+} // namespace kiln

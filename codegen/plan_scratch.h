@@ -1,0 +1,22 @@
+// Pass: the scratch shared memory (LoweringPlan::scratch_bytes), decided before any CUDA is written so that a
+// kernel that needs more shared memory than its target has is refused up front. Scratch follows the tiles (at
+// LoweringPlan::tiles_bytes) and is reused by every op that needs it, one at a time (each use starts with a
+// barrier): conversions through shared memory (the sizes plan_layout_conversions recorded), reductions whose
+// warps combine their partial results, and FMA dots that stage register operands. It is sized as the largest
+// of them. Runs after plan_layout_conversions.
+#pragma once
+
+#include "codegen/lowering_plan.h"
+
+namespace kiln {
+
+void plan_scratch(const Kernel& k, LoweringPlan& plan);
+
+// Bytes a reduction of a tile in layout `in` along `axis` exchanges between warps: each warp's partial
+// results (at least 4 bytes an element), followed for an argmax by their indices. 0 when no warp bit moves
+// along the axis.
+int64_t cross_warp_reduction_bytes(const Layout& in, int axis, DType t, bool argmax);
+// Bytes an FMA dot stages its operands in when one is not a shared tile: A then B, row-major.
+int64_t fma_staging_bytes(const Kernel& k, const Op& dot);
+
+} // namespace kiln

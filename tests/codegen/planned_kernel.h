@@ -1,0 +1,52 @@
+// A shipped kernel built at a config and run through the lowering passes, for tests that check the plan
+// (codegen/lowering_plan.h) as data rather than the generated text.
+#pragma once
+
+#include "codegen/analyze_contiguity.h"
+#include "codegen/assign_layouts.h"
+#include "codegen/choose_dot_lowering.h"
+#include "codegen/plan_layout_conversions.h"
+#include "codegen/plan_scratch.h"
+#include "codegen/schedule_async_copies.h"
+#include "kernels/builtin.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln_test {
+
+using namespace kiln;
+
+struct Planned {
+  Kernel kernel;
+  LoweringPlan plan;
+};
+
+// Every pass generate_cuda runs before emission, in its order.
+inline Planned plan_for(const std::string& name, const std::map<std::string, int64_t>& overrides,
+                        const std::string& arch, const CodegenOptions& options = {}) {
+  const KernelDef& def = builtin_kernels().find(name);
+  Planned p{def.build(def.with_overrides(def.default_config(), overrides)), {}};
+  const Target t = Target::parse(arch);
+  p.plan = assign_layouts(p.kernel, t, options);
+  plan_shared_memory(p.plan);
+  choose_dot_lowering(p.kernel, t, options, p.plan);
+  schedule_async_copies(p.kernel, t, options, p.plan);
+  analyze_contiguity(p.kernel, t, options, p.plan);
+  plan_layout_conversions(p.kernel, p.plan);
+  plan_scratch(p.kernel, p.plan);
+  return p;
+}
+
+// The ops of `kind` in program order.
+inline std::vector<const Op*> ops_of(const Kernel& k, OpKind kind) {
+  std::vector<const Op*> out;
+  walk(k.body, [&](const Op& op) {
+    if (op.kind == kind)
+      out.push_back(&op);
+  });
+  return out;
+}
+
+} // namespace kiln_test
