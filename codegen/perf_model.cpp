@@ -1,10 +1,9 @@
 #include "codegen/perf_model.h"
 
+#include "dsl/scalar_eval.h"
 #include "support/error.h"
-#include "support/half.h"
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -43,12 +42,9 @@ Roofline roofline(const CostEstimate& e, double peak_tflops, double peak_gbps) {
 
 namespace {
 
-// A scalar whose value the model knows (program ids, given arguments and what follows from them) or not
-// (pointers, tensor-derived values, arguments not given).
-struct Scalar {
-  bool known = false;
-  double v = 0;
-};
+// A scalar whose value the model knows (program ids, given arguments and what follows from them, evaluated
+// with the interpreter's rules) or nullopt (pointers, tensor-derived values, arguments not given).
+using Scalar = std::optional<ScalarValue>;
 
 struct BlockPtrState {
   llvm::SmallVector<Scalar, 4> shape, offsets;
@@ -63,7 +59,7 @@ public:
       const Type& t = k.type(p.value);
       auto it = args.find(p.name);
       if (t.is_tensor() && t.is_scalar() && it != args.end())
-        scalars_[static_cast<size_t>(p.value)] = Scalar{true, round_to_dtype(it->second, t.elem)};
+        scalars_[static_cast<size_t>(p.value)] = ScalarValue::of_double(it->second, t.elem);
     }
   }
 
@@ -87,14 +83,14 @@ private:
 
   int64_t need_int(ValueId v, const Op& op, const char* what) {
     const Scalar& x = s(v);
-    if (!x.known)
+    if (!x)
       fail_at(op.loc,
               "performance model: the {} of this {} depends on a value the model cannot evaluate ({}); give "
               "every "
               "scalar argument it depends on with --shape",
               what, op_name(op.kind),
               k_.info(v).name.empty() ? "a tensor or pointer value" : k_.info(v).name);
-    return static_cast<int64_t>(x.v);
+    return x->i;
   }
 
   void walk_region(const Region& r) {
@@ -102,112 +98,12 @@ private:
       visit(*op);
   }
 
-  // Rounded to a float dtype, or truncated and wrapped to an integer's width.
-  static double wrap(double v, DType t) { return round_to_dtype(v, t); }
-
-  Scalar binary(const Op& op, Scalar a, Scalar b, DType operand_t, DType result_t) {
-    if (!a.known || !b.known)
-      return {};
-    const bool integer = is_int(operand_t);
-    double r = 0;
-    switch (op.binary) {
-    case BinaryOp::Add:
-      r = a.v + b.v;
-      break;
-    case BinaryOp::Sub:
-      r = a.v - b.v;
-      break;
-    case BinaryOp::Mul:
-      r = a.v * b.v;
-      break;
-    case BinaryOp::Div:
-      if (integer) {
-        if (b.v == 0)
-          return {};
-        r = static_cast<double>(static_cast<int64_t>(a.v) / static_cast<int64_t>(b.v));
-      } else {
-        r = a.v / b.v;
-      }
-      break;
-    case BinaryOp::Rem:
-      if (integer) {
-        if (b.v == 0)
-          return {};
-        r = static_cast<double>(static_cast<int64_t>(a.v) % static_cast<int64_t>(b.v));
-      } else {
-        r = std::fmod(a.v, b.v);
-      }
-      break;
-    case BinaryOp::Min:
-      r = std::min(a.v, b.v);
-      break;
-    case BinaryOp::Max:
-      r = std::max(a.v, b.v);
-      break;
-    case BinaryOp::And:
-      r = static_cast<double>(static_cast<int64_t>(a.v) & static_cast<int64_t>(b.v));
-      break;
-    case BinaryOp::Or:
-      r = static_cast<double>(static_cast<int64_t>(a.v) | static_cast<int64_t>(b.v));
-      break;
-    case BinaryOp::Eq:
-      r = a.v == b.v;
-      break;
-    case BinaryOp::Ne:
-      r = a.v != b.v;
-      break;
-    case BinaryOp::Lt:
-      r = a.v < b.v;
-      break;
-    case BinaryOp::Le:
-      r = a.v <= b.v;
-      break;
-    case BinaryOp::Gt:
-      r = a.v > b.v;
-      break;
-    case BinaryOp::Ge:
-      r = a.v >= b.v;
-      break;
-    }
-    return Scalar{true, wrap(r, result_t)};
-  }
-
-  Scalar unary(const Op& op, Scalar x, DType t) {
-    if (!x.known)
-      return {};
-    double r = 0;
-    switch (op.unary) {
-    case UnaryOp::Neg:
-      r = -x.v;
-      break;
-    case UnaryOp::Not:
-      r = is_float(t) ? (x.v == 0) : static_cast<double>(~static_cast<int64_t>(x.v));
-      break;
-    case UnaryOp::Exp:
-      r = std::exp(x.v);
-      break;
-    case UnaryOp::Exp2:
-      r = std::exp2(x.v);
-      break;
-    case UnaryOp::Log:
-      r = std::log(x.v);
-      break;
-    case UnaryOp::Log2:
-      r = std::log2(x.v);
-      break;
-    case UnaryOp::Sqrt:
-      r = std::sqrt(x.v);
-      break;
-    case UnaryOp::Rsqrt:
-      r = 1.0 / std::sqrt(x.v);
-      break;
-    case UnaryOp::Abs:
-      r = std::fabs(x.v);
-      break;
-    }
-    if (t == DType::i1)
-      r = r != 0;
-    return Scalar{true, wrap(r, t)};
+  // `op` on two known scalars; unknown when an operand is, or when it divides an integer by zero (an Error in
+  // the interpreter; the model only estimates, and only a loop bound or branch that needs the value fails).
+  static Scalar binary(BinaryOp op, const Scalar& a, const Scalar& b) {
+    if (!a || !b || (is_int(a->dtype) && divides_by_zero(op, b->i)))
+      return std::nullopt;
+    return eval_binary(op, *a, *b);
   }
 
   // Elements of a block pointer's tile that lie inside the tensor along the boundary-checked dims.
@@ -221,8 +117,8 @@ private:
       if (is_checked && it != blocks_.end()) {
         const Scalar& shape = it->second.shape[static_cast<size_t>(d)];
         const Scalar& off = it->second.offsets[static_cast<size_t>(d)];
-        if (shape.known && off.known)
-          extent = std::clamp(shape.v - off.v, 0.0, extent);
+        if (shape && off)
+          extent = std::clamp(shape->as_double() - off->as_double(), 0.0, extent);
       }
       n *= extent;
     }
@@ -234,24 +130,21 @@ private:
     const ValueId res = op.result();
     switch (op.kind) {
     case OpKind::Constant:
-      if (scalar_typed(res)) {
-        const DType t = k_.type(res).elem;
-        s(res) =
-            Scalar{true, is_float(t) || !op.exact_int() ? wrap(op.f, t) : static_cast<double>(*op.exact_int())};
-      }
+      if (scalar_typed(res))
+        s(res) = eval_constant(op, k_.type(res).elem);
       return;
     case OpKind::ProgramId:
-      s(res) = Scalar{true, static_cast<double>(pid_[static_cast<size_t>(op.axis)])};
+      s(res) = ScalarValue::of_int(pid_[static_cast<size_t>(op.axis)], k_.type(res).elem);
       return;
     case OpKind::NumPrograms:
-      s(res) = Scalar{true, static_cast<double>(grid_[static_cast<size_t>(op.axis)])};
+      s(res) = ScalarValue::of_int(grid_[static_cast<size_t>(op.axis)], k_.type(res).elem);
       return;
     case OpKind::Unary: {
       const Type& t = k_.type(res);
       if (is_float(t.elem))
         cost_.vector_flops += static_cast<double>(std::max<int64_t>(1, t.numel()));
       if (t.is_scalar())
-        s(res) = unary(op, s(op.operands[0]), t.elem);
+        s(res) = s(op.operands[0]) ? eval_unary(op.unary, *s(op.operands[0])) : Scalar{};
       return;
     }
     case OpKind::Binary: {
@@ -260,22 +153,17 @@ private:
       if (is_float(operand_t))
         cost_.vector_flops += static_cast<double>(std::max<int64_t>(1, t.numel()));
       if (t.is_tensor() && t.is_scalar())
-        s(res) = binary(op, s(op.operands[0]), s(op.operands[1]), operand_t, t.elem);
+        s(res) = binary(op.binary, s(op.operands[0]), s(op.operands[1]));
       return;
     }
     case OpKind::Cast:
-      if (scalar_typed(res)) {
-        const DType t = k_.type(res).elem;
-        const Scalar x = s(op.operands[0]);
-        s(res) = x.known ? Scalar{true, t == DType::i1 ? (x.v != 0 ? 1.0 : 0.0)
-                                                       : wrap(is_int(t) ? std::trunc(x.v) : x.v, t)}
-                         : Scalar{};
-      }
+      if (scalar_typed(res))
+        s(res) = s(op.operands[0]) ? eval_cast(*s(op.operands[0]), k_.type(res).elem) : Scalar{};
       return;
     case OpKind::Where:
       if (scalar_typed(res)) {
         const Scalar c = s(op.operands[0]);
-        s(res) = c.known ? s(op.operands[c.v != 0 ? 1 : 2]) : Scalar{};
+        s(res) = c ? s(op.operands[c->is_true() ? 1 : 2]) : Scalar{};
       }
       return;
     case OpKind::Dot: {
@@ -323,9 +211,12 @@ private:
         return;
       BlockPtrState st = it->second;
       for (size_t d = 0; d < st.offsets.size(); ++d) {
+        // Offsets move in i64, as the interpreter's block pointers do.
         const Scalar delta = s(op.operands[1 + d]);
-        st.offsets[d] =
-            st.offsets[d].known && delta.known ? Scalar{true, st.offsets[d].v + delta.v} : Scalar{};
+        st.offsets[d] = st.offsets[d] && delta
+                            ? eval_binary(BinaryOp::Add, eval_cast(*st.offsets[d], DType::i64),
+                                          eval_cast(*delta, DType::i64))
+                            : Scalar{};
       }
       blocks_[res] = st;
       return;
@@ -334,7 +225,8 @@ private:
       cost_.bytes_loaded += block_elements(op.operands[0], op.checked_dims()) * dbytes(k_.type(res).elem);
       return;
     case OpKind::StoreBlock:
-      cost_.bytes_stored += block_elements(op.operands[0], op.checked_dims()) * dbytes(k_.type(op.operands[1]).elem);
+      cost_.bytes_stored +=
+          block_elements(op.operands[0], op.checked_dims()) * dbytes(k_.type(op.operands[1]).elem);
       return;
     case OpKind::For:
       return visit_for(op);
@@ -390,7 +282,7 @@ private:
     for (size_t n = 0; n < carried; ++n)
       copy_value(op.operands[3 + n], body.args[1 + n]);
     for (int64_t iv = lo; iv < hi; iv += step) {
-      s(body.args[0]) = Scalar{true, static_cast<double>(iv)};
+      s(body.args[0]) = ScalarValue::of_int(iv, k_.type(body.args[0]).elem);
       walk_region(body);
       carry_yield(body, llvm::ArrayRef<ValueId>(body.args).drop_front(1));
     }

@@ -4,6 +4,7 @@
 // rounds it to the result dtype, exactly as the GPU path must.
 #include "dsl/interpreter.h"
 
+#include "dsl/scalar_eval.h"
 #include "support/env.h"
 #include "support/half.h"
 
@@ -101,63 +102,12 @@ void write_int(HostBuffer& b, int64_t i, int64_t v) {
   throw InternalError("write_int on a floating-point buffer");
 }
 
-// An integer wrapped to the width of `t` (two's complement, as C++20 and the GPU do).
-inline int64_t wrap_int(uint64_t v, DType t) {
-  switch (t) {
-  case DType::i1:
-    return v != 0;
-  case DType::u8:
-    return static_cast<uint8_t>(v);
-  case DType::i32:
-    return static_cast<int32_t>(v);
-  default:
-    return static_cast<int64_t>(v);
-  }
-}
-
-// Float to integer, the rule the device prelude's cvt<> implements: truncate toward zero to i64
-// (saturating at i64's range, NaN giving 0, as PTX's cvt.rzi.s64 does), then wrap to the width of
-// `t` like any integer narrowing. To i1 it is `x != 0`, so NaN gives 1 as in C++.
-int64_t float_to_int(double x, DType t) {
-  if (t == DType::i1)
-    return x != 0;
-  if (std::isnan(x))
-    return 0;
-  x = std::trunc(x);
-  int64_t v;
-  if (x <= -9223372036854775808.0)
-    v = std::numeric_limits<int64_t>::min();
-  else if (x >= 9223372036854775808.0) // 2^63 is not an int64
-    v = std::numeric_limits<int64_t>::max();
-  else
-    v = static_cast<int64_t>(x);
-  return wrap_int(static_cast<uint64_t>(v), t);
-}
-
-double int_to_float(int64_t v, DType t) {
-  switch (t) {
-  case DType::f64:
-    return static_cast<double>(v);
-  case DType::f32:
-    return static_cast<float>(v); // one rounding, straight from the integer
-  default:
-    return round_to_dtype(static_cast<double>(static_cast<float>(v)), t);
-  }
-}
-
-// Rounds every element to dtype `t`, with the dtype switch outside the loop.
+// Rounds every element to the float dtype `t` (the dtype chosen once, outside the loop).
 void round_all(std::vector<double>& xs, DType t) {
-  switch (t) {
-  case DType::f64:
-    return;
-  case DType::f32:
+  with_float_rounding(t, [&](auto round) {
     for (double& x : xs)
-      x = static_cast<float>(x);
-    return;
-  default:
-    for (double& x : xs)
-      x = round_to_dtype(x, t);
-  }
+      x = round(x);
+  });
 }
 
 // f32 rounded to tf32 (10 explicit mantissa bits, round to nearest even), as tensor cores read it.
@@ -171,10 +121,6 @@ float round_to_tf32(float x) {
   std::memcpy(&x, &u, 4);
   return x;
 }
-
-// NaN-ignoring max/min (see the NaN rule in interpreter.h).
-inline double max_ignoring_nan(double a, double b) { return std::fmax(a, b); }
-inline double min_ignoring_nan(double a, double b) { return std::fmin(a, b); }
 
 // ---- values ----
 
@@ -260,7 +206,6 @@ private:
   void exec_trans(const Op& op);
   void exec_unary(const Op& op);
   void exec_binary(const Op& op);
-  void exec_binary_int(const Op& op, const Tile& a, const Tile& b, Tile& out, DType t);
   void exec_cast(const Op& op);
   void exec_where(const Op& op);
   void exec_dot(const Op& op);
@@ -317,13 +262,13 @@ void Interpreter::bind(llvm::ArrayRef<InterpArg> args) {
       fail("argument '{}' of kernel '{}' is a scalar {} but got a buffer{}", p.name, k_.name, t.str(),
            a.buffer->name.empty() ? "" : " '" + a.buffer->name + "'");
     if (is_float(t.elem)) {
-      v.f.assign(1, round_to_dtype(a.f, t.elem));
+      v.f.assign(1, round_to_float(a.f, t.elem));
       continue;
     }
     if (a.f != static_cast<double>(a.i))
       fail("argument '{}' of kernel '{}' is {} but got the non-integer value {}", p.name, k_.name, t.str(),
            a.f);
-    if (wrap_int(static_cast<uint64_t>(a.i), t.elem) != a.i)
+    if (!int_fits(a.i, t.elem))
       fail("argument '{}' of kernel '{}' is {} but {} does not fit in it", p.name, k_.name, t.str(), a.i);
     v.i.assign(1, a.i);
   }
@@ -425,12 +370,8 @@ void Interpreter::exec(const Op& op) {
 void Interpreter::exec_constant(const Op& op) {
   const Type& t = type(op.result());
   Tile& out = val(op.result());
-  if (is_float(t.elem)) {
-    out.f.assign(t.numel(), round_to_dtype(op.f, t.elem));
-    return;
-  }
-  int64_t v = op.exact_int() ? *op.exact_int() : float_to_int(op.f, t.elem);
-  out.i.assign(t.numel(), wrap_int(static_cast<uint64_t>(v), t.elem));
+  const ScalarValue c = eval_constant(op, t.elem);
+  (is_float(t.elem) ? out.f.assign(t.numel(), c.f) : out.i.assign(t.numel(), c.i));
 }
 
 // out[j] = x[positions[j]] for a strided view of the operand; works for every kind of tensor.
@@ -484,203 +425,56 @@ void Interpreter::exec_trans(const Op& op) {
 }
 
 void Interpreter::exec_unary(const Op& op) {
-  const Type& t = type(op.result());
+  const DType t = type(op.result()).elem;
   const Tile& x = val(op.operands[0]);
   Tile& out = val(op.result());
-  if (!is_float(t.elem)) {
-    out.i.resize(x.i.size());
-    for (size_t j = 0; j < x.i.size(); ++j) {
-      uint64_t v = static_cast<uint64_t>(x.i[j]);
-      switch (op.unary) {
-      case UnaryOp::Not:
-        out.i[j] = v == 0;
-        break;
-      case UnaryOp::Neg:
-        out.i[j] = wrap_int(0 - v, t.elem);
-        break;
-      case UnaryOp::Abs:
-        out.i[j] = wrap_int(x.i[j] < 0 ? 0 - v : v, t.elem);
-        break;
-      default:
-        throw InternalError(fmt::format("{} on integers", unary_name(op.unary)));
-      }
-    }
+  if (is_float(t)) {
+    out.f.resize(x.f.size());
+    with_float_unary(op.unary, t, [&](auto fn) {
+      for (size_t j = 0; j < x.f.size(); ++j)
+        out.f[j] = fn(x.f[j]);
+    });
     return;
   }
-  size_t n = x.f.size();
-  out.f.resize(n);
-  auto map = [&](auto fn) {
-    for (size_t j = 0; j < n; ++j)
-      out.f[j] = fn(x.f[j]);
-  };
-  // Computed in double, then rounded once to the dtype below.
-  switch (op.unary) {
-  case UnaryOp::Neg:
-    map([](double v) { return -v; });
-    break;
-  case UnaryOp::Abs:
-    map([](double v) { return std::fabs(v); });
-    break;
-  case UnaryOp::Exp:
-    map([](double v) { return std::exp(v); });
-    break;
-  case UnaryOp::Exp2:
-    map([](double v) { return std::exp2(v); });
-    break;
-  case UnaryOp::Log:
-    map([](double v) { return std::log(v); });
-    break;
-  case UnaryOp::Log2:
-    map([](double v) { return std::log2(v); });
-    break;
-  case UnaryOp::Sqrt:
-    map([](double v) { return std::sqrt(v); });
-    break;
-  case UnaryOp::Rsqrt:
-    map([](double v) { return 1.0 / std::sqrt(v); });
-    break;
-  case UnaryOp::Not:
-    throw InternalError("not on floats");
-  }
-  round_all(out.f, t.elem);
+  out.i.resize(x.i.size());
+  with_int_unary(op.unary, t, [&](auto fn) {
+    for (size_t j = 0; j < x.i.size(); ++j)
+      out.i[j] = fn(x.i[j]).value;
+  });
 }
 
 void Interpreter::exec_binary(const Op& op) {
   const DType t = type(op.operands[0]).elem; // operand dtype; comparisons produce i1
   const Tile &a = val(op.operands[0]), &b = val(op.operands[1]);
   Tile& out = val(op.result());
-  if (!is_float(t))
-    return exec_binary_int(op, a, b, out, t);
-  size_t n = a.f.size();
+  if (!is_float(t)) {
+    const size_t n = a.i.size();
+    // The evaluator fails on a zero divisor too; checked here first so that the error names the op and lane.
+    for (size_t j = 0; j < n; ++j)
+      if (divides_by_zero(op.binary, b.i[j]))
+        fail_at(op.loc, "{}: integer division by zero ({} {} 0 in lane {})", binary_name(op.binary), a.i[j],
+                op.binary == BinaryOp::Div ? "/" : "%", j);
+    out.i.resize(n);
+    with_int_binary(op.binary, t, [&](auto fn) {
+      for (size_t j = 0; j < n; ++j)
+        out.i[j] = fn(a.i[j], b.i[j]).value;
+    });
+    return;
+  }
+  const size_t n = a.f.size();
   if (is_comparison(op.binary)) {
     out.i.resize(n);
-    auto cmp = [&](auto fn) {
+    with_float_comparison(op.binary, [&](auto fn) {
       for (size_t j = 0; j < n; ++j)
         out.i[j] = fn(a.f[j], b.f[j]);
-    };
-    switch (op.binary) {
-    case BinaryOp::Eq:
-      cmp([](double x, double y) { return x == y; });
-      break;
-    case BinaryOp::Ne:
-      cmp([](double x, double y) { return x != y; });
-      break;
-    case BinaryOp::Lt:
-      cmp([](double x, double y) { return x < y; });
-      break;
-    case BinaryOp::Le:
-      cmp([](double x, double y) { return x <= y; });
-      break;
-    case BinaryOp::Gt:
-      cmp([](double x, double y) { return x > y; });
-      break;
-    case BinaryOp::Ge:
-      cmp([](double x, double y) { return x >= y; });
-      break;
-    default:
-      break;
-    }
+    });
     return;
   }
   out.f.resize(n);
-  auto map = [&](auto fn) {
+  with_float_binary(op.binary, t, [&](auto fn) {
     for (size_t j = 0; j < n; ++j)
       out.f[j] = fn(a.f[j], b.f[j]);
-  };
-  // Exact in double for +, -, *, / of f32/f16/bf16 operands up to the final rounding, which is
-  // therefore the correctly rounded result the GPU computes.
-  switch (op.binary) {
-  case BinaryOp::Add:
-    map([](double x, double y) { return x + y; });
-    break;
-  case BinaryOp::Sub:
-    map([](double x, double y) { return x - y; });
-    break;
-  case BinaryOp::Mul:
-    map([](double x, double y) { return x * y; });
-    break;
-  case BinaryOp::Div:
-    map([](double x, double y) { return x / y; });
-    break;
-  case BinaryOp::Rem:
-    map([](double x, double y) { return std::fmod(x, y); });
-    break;
-  case BinaryOp::Min:
-    map(min_ignoring_nan);
-    break;
-  case BinaryOp::Max:
-    map(max_ignoring_nan);
-    break;
-  default:
-    throw InternalError(fmt::format("{} on floats", binary_name(op.binary)));
-  }
-  round_all(out.f, t);
-}
-
-void Interpreter::exec_binary_int(const Op& op, const Tile& a, const Tile& b, Tile& out, DType t) {
-  size_t n = a.i.size();
-  out.i.resize(n);
-  auto map = [&](auto fn) {
-    for (size_t j = 0; j < n; ++j)
-      out.i[j] = fn(a.i[j], b.i[j]);
-  };
-  auto divide_check = [&] {
-    for (size_t j = 0; j < n; ++j)
-      if (b.i[j] == 0)
-        fail_at(op.loc, "{}: integer division by zero ({} {} 0 in lane {})", binary_name(op.binary), a.i[j],
-                op.binary == BinaryOp::Div ? "/" : "%", j);
-  };
-  // Wrapping arithmetic through uint64: two's complement, no undefined behaviour.
-  auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
-  switch (op.binary) {
-  case BinaryOp::Add:
-    map([&](int64_t x, int64_t y) { return wrap_int(u(x) + u(y), t); });
-    break;
-  case BinaryOp::Sub:
-    map([&](int64_t x, int64_t y) { return wrap_int(u(x) - u(y), t); });
-    break;
-  case BinaryOp::Mul:
-    map([&](int64_t x, int64_t y) { return wrap_int(u(x) * u(y), t); });
-    break;
-  case BinaryOp::Div: // truncates toward zero, as C; MIN / -1 wraps to MIN
-    divide_check();
-    map([&](int64_t x, int64_t y) { return y == -1 ? wrap_int(0 - u(x), t) : wrap_int(u(x / y), t); });
-    break;
-  case BinaryOp::Rem: // takes the sign of the dividend, as C
-    divide_check();
-    map([&](int64_t x, int64_t y) { return y == -1 ? int64_t{0} : x % y; });
-    break;
-  case BinaryOp::Min:
-    map([](int64_t x, int64_t y) { return std::min(x, y); });
-    break;
-  case BinaryOp::Max:
-    map([](int64_t x, int64_t y) { return std::max(x, y); });
-    break;
-  case BinaryOp::And:
-    map([](int64_t x, int64_t y) { return x & y; });
-    break; // logical on i1 (0/1)
-  case BinaryOp::Or:
-    map([](int64_t x, int64_t y) { return x | y; });
-    break;
-  case BinaryOp::Eq:
-    map([](int64_t x, int64_t y) -> int64_t { return x == y; });
-    break;
-  case BinaryOp::Ne:
-    map([](int64_t x, int64_t y) -> int64_t { return x != y; });
-    break;
-  case BinaryOp::Lt:
-    map([](int64_t x, int64_t y) -> int64_t { return x < y; });
-    break;
-  case BinaryOp::Le:
-    map([](int64_t x, int64_t y) -> int64_t { return x <= y; });
-    break;
-  case BinaryOp::Gt:
-    map([](int64_t x, int64_t y) -> int64_t { return x > y; });
-    break;
-  case BinaryOp::Ge:
-    map([](int64_t x, int64_t y) -> int64_t { return x >= y; });
-    break;
-  }
+  });
 }
 
 void Interpreter::exec_cast(const Op& op) {
@@ -701,7 +495,7 @@ void Interpreter::exec_cast(const Op& op) {
   } else {
     out.i.resize(x.i.size());
     for (size_t j = 0; j < x.i.size(); ++j)
-      out.i[j] = wrap_int(static_cast<uint64_t>(x.i[j]), to);
+      out.i[j] = cast_int(x.i[j], to).value;
   }
 }
 
@@ -816,7 +610,7 @@ void Interpreter::exec_reduce(const Op& op) {
         if (argmax)
           out.i[r] = best_at;
         else
-          out.f[r] = round_to_dtype(best, t);
+          out.f[r] = round_to_float(best, t);
       } else {
         int64_t best = x.i[first];
         uint64_t total = static_cast<uint64_t>(best);
@@ -827,7 +621,7 @@ void Interpreter::exec_reduce(const Op& op) {
           if (is_min ? v < best : v > best)
             best = v, best_at = l;
         }
-        out.i[r] = argmax ? best_at : is_sum ? wrap_int(total, t) : best;
+        out.i[r] = argmax ? best_at : is_sum ? wrap_to_width(total, t) : best;
       }
     }
 }
@@ -886,19 +680,26 @@ void Interpreter::exec_atomic_add(const Op& op) {
   for (size_t j = 0; j < n; ++j)
     if (!mask || mask->i[j])
       check_in_bounds(op, p.buf[j], p.i[j], static_cast<int64_t>(j));
-  (is_float(t) ? out.f.assign(n, 0.0) : out.i.assign(n, 0));
-  for (size_t j = 0; j < n; ++j) {
-    if (mask && !mask->i[j])
-      continue;
-    HostBuffer& b = *p.buf[j];
-    if (is_float(t)) {
-      out.f[j] = read_float(b, p.i[j]);
-      write_float(b, p.i[j], round_to_dtype(out.f[j] + v.f[j], t));
-    } else {
-      out.i[j] = read_int(b, p.i[j]);
-      write_int(b, p.i[j], wrap_int(static_cast<uint64_t>(out.i[j]) + static_cast<uint64_t>(v.i[j]), t));
-    }
+  auto active = [&](size_t j) { return !mask || mask->i[j]; };
+  if (is_float(t)) {
+    out.f.assign(n, 0.0);
+    with_float_binary(BinaryOp::Add, t, [&](auto add) {
+      for (size_t j = 0; j < n; ++j)
+        if (active(j)) {
+          out.f[j] = read_float(*p.buf[j], p.i[j]);
+          write_float(*p.buf[j], p.i[j], add(out.f[j], v.f[j]));
+        }
+    });
+    return;
   }
+  out.i.assign(n, 0);
+  with_int_binary(BinaryOp::Add, t, [&](auto add) {
+    for (size_t j = 0; j < n; ++j)
+      if (active(j)) {
+        out.i[j] = read_int(*p.buf[j], p.i[j]);
+        write_int(*p.buf[j], p.i[j], add(out.i[j], v.i[j]).value);
+      }
+  });
 }
 
 void Interpreter::exec_make_block_ptr(const Op& op) {

@@ -45,7 +45,8 @@ struct InterpArg {
 // Runs `k` for every program in `grid`, one after another (program id x fastest, then y, then z).
 // Arguments follow k.params in order; a wrong count or kind is an Error naming the parameter. An
 // access outside a buffer through an unmasked pointer is an Error naming the op's call site, the
-// buffer and the index; nothing is written past a buffer. Numeric rules the code generator follows:
+// buffer and the index; nothing is written past a buffer. Numeric rules the code generator follows (those of
+// one element, scalar arithmetic, comparisons and casts, are implemented once in dsl/scalar_eval.h):
 // - every result is rounded to its dtype; dot accumulates in f32 (f64 for f64) in k order from acc,
 //   f32 operands through fmaf (or rounded to tf32 first when asked);
 // - max/min (elementwise maximum/minimum and the max/min reductions) ignore NaN unless every operand

@@ -2,6 +2,7 @@
 // pointer parameter reaches, from an interval analysis of the kernel's IR over its grid.
 #include "kernels/launch_plan.h"
 
+#include "dsl/scalar_eval.h"
 #include "support/error.h"
 
 #include <fmt/ranges.h>
@@ -35,15 +36,25 @@ Interval hull(const Interval& a, const Interval& b) {
   return Interval::of(std::min(a.lo, b.lo), std::max(a.hi, b.hi));
 }
 
-// a op b for every corner of the two intervals; unknown when any corner overflows.
-template <typename Fn> Interval corners(const Interval& a, const Interval& b, Fn op) {
+// x op y on integers of dtype `t` by the interpreter's rules (dsl/scalar_eval.h), or nullopt where they wrap
+// the result: past a wrapped endpoint the values in between are no longer an interval.
+std::optional<int64_t> exact(BinaryOp op, int64_t x, int64_t y, DType t) {
+  const IntResult r = int_binary(op, x, y, t);
+  return r.wrapped ? std::nullopt : std::optional<int64_t>(r.value);
+}
+// Offsets from a pointer parameter's address are i64, as the interpreter's element offsets are.
+std::optional<int64_t> exact_offset(BinaryOp op, int64_t x, int64_t y) { return exact(op, x, y, DType::i64); }
+
+// a op b for every corner of the two intervals, for an op monotone in each operand on them (+, -, *, and /
+// by a divisor of one sign); unknown when any corner wraps in the dtype `t`.
+Interval corners(const Interval& a, const Interval& b, BinaryOp op, DType t) {
   if (!a.known || !b.known)
     return Interval::unknown();
   int64_t lo = 0, hi = 0;
   bool first = true;
   for (int64_t x : {a.lo, a.hi})
     for (int64_t y : {b.lo, b.hi}) {
-      std::optional<int64_t> v = op(x, y);
+      std::optional<int64_t> v = exact(op, x, y, t);
       if (!v)
         return Interval::unknown();
       lo = first ? *v : std::min(lo, *v);
@@ -53,32 +64,41 @@ template <typename Fn> Interval corners(const Interval& a, const Interval& b, Fn
   return Interval::of(lo, hi);
 }
 
-std::optional<int64_t> checked_add(int64_t x, int64_t y) {
-  int64_t r = 0;
-  return __builtin_add_overflow(x, y, &r) ? std::nullopt : std::optional<int64_t>(r);
-}
-std::optional<int64_t> checked_sub(int64_t x, int64_t y) {
-  int64_t r = 0;
-  return __builtin_sub_overflow(x, y, &r) ? std::nullopt : std::optional<int64_t>(r);
-}
-std::optional<int64_t> checked_mul(int64_t x, int64_t y) {
-  int64_t r = 0;
-  return __builtin_mul_overflow(x, y, &r) ? std::nullopt : std::optional<int64_t>(r);
+// Element offsets from a pointer parameter's address added up (i64, like every offset).
+Interval add_offsets(const Interval& a, const Interval& b) {
+  return corners(a, b, BinaryOp::Add, DType::i64);
 }
 
-Interval add(const Interval& a, const Interval& b) { return corners(a, b, checked_add); }
-
-// C division and remainder (truncating); unknown when the divisor's interval holds 0.
-Interval divide(const Interval& a, const Interval& b) {
+// C division (truncating); unknown when the divisor's interval holds 0.
+Interval divide(const Interval& a, const Interval& b, DType t) {
   if (!b.known || (b.lo <= 0 && b.hi >= 0))
     return Interval::unknown();
-  return corners(a, b, [](int64_t x, int64_t y) -> std::optional<int64_t> {
-    if (x == INT64_MIN && y == -1)
-      return std::nullopt;
-    return x / y;
-  });
+  return corners(a, b, BinaryOp::Div, t);
 }
 
+// -x, |x| and !x over an interval, from the rule at its endpoints; unknown when an endpoint wraps.
+Interval unary(const Interval& x, UnaryOp op, DType t) {
+  if (op == UnaryOp::Not)
+    return Interval::of(0, 1);
+  if (!x.known || (op != UnaryOp::Neg && op != UnaryOp::Abs))
+    return Interval::unknown();
+  const IntResult at_lo = int_unary(op, x.lo, t), at_hi = int_unary(op, x.hi, t);
+  if (at_lo.wrapped || at_hi.wrapped)
+    return Interval::unknown();
+  if (op == UnaryOp::Abs && x.lo < 0 && x.hi > 0) // spans 0, where |x| is least
+    return Interval::of(0, std::max(at_lo.value, at_hi.value));
+  return Interval::of(at_lo.value, at_hi.value);
+}
+
+// Min and max are monotone in both operands: evaluated at the low ends and at the high ends.
+Interval min_max(const Interval& a, const Interval& b, BinaryOp op, DType t) {
+  if (!a.known || !b.known)
+    return Interval::unknown();
+  return Interval::of(int_binary(op, a.lo, b.lo, t).value, int_binary(op, a.hi, b.hi, t).value);
+}
+
+// C remainder (the sign of the dividend, smaller than the divisor); unknown when the divisor's interval
+// holds 0.
 Interval remainder(const Interval& a, const Interval& b) {
   if (!a.known || !b.known || (b.lo <= 0 && b.hi >= 0) || b.lo == INT64_MIN)
     return Interval::unknown();
@@ -179,7 +199,7 @@ private:
         return Interval::unknown();
       if (shape.hi <= 0)
         continue; // an empty dim reaches nothing beyond the base
-      e = add(e, corners(Interval::of(0, shape.hi - 1), stride, checked_mul));
+      e = add_offsets(e, corners(Interval::of(0, shape.hi - 1), stride, BinaryOp::Mul, DType::i64));
     }
     return e;
   }
@@ -190,8 +210,8 @@ private:
     auto is_int_value = [&](ValueId v) { return is_int(k_.type(v).elem) && !k_.type(v).is_pointer(); };
     switch (op.kind) {
     case OpKind::Constant:
-      if (is_int(k_.type(op.result()).elem))
-        result().range = Interval::exact(op.exact_int() ? *op.exact_int() : static_cast<int64_t>(op.f));
+      if (const DType t = k_.type(op.result()).elem; is_int(t))
+        result().range = Interval::exact(eval_constant(op, t).i);
       return;
     case OpKind::Arange:
       result().range = Interval::of(op.arange_lo(), op.arange_hi() - 1);
@@ -209,29 +229,22 @@ private:
       result() = operand(0);
       return;
     case OpKind::Unary:
-      if (!is_int_value(op.operands[0]))
-        return;
-      if (op.unary == UnaryOp::Not)
-        result().range = Interval::of(0, 1);
-      else if (op.unary == UnaryOp::Neg)
-        result().range = corners(operand(0).range, Interval::exact(-1), checked_mul);
-      else if (op.unary == UnaryOp::Abs && operand(0).range.known && operand(0).range.lo > INT64_MIN) {
-        const Interval x = operand(0).range;
-        result().range = x.lo >= 0   ? x
-                         : x.hi <= 0 ? Interval::of(-x.hi, -x.lo)
-                                     : Interval::of(0, std::max(-x.lo, x.hi));
-      }
+      if (is_int_value(op.operands[0]))
+        result().range = unary(operand(0).range, op.unary, k_.type(op.operands[0]).elem);
       return;
     case OpKind::Binary:
       return exec_binary(op);
     case OpKind::Cast: {
       const DType to = k_.type(op.result()).elem;
       const Interval x = operand(0).range;
-      if (to == DType::i1)
+      if (to == DType::i1) {
         result().range = Interval::of(0, 1);
-      else if (is_int(to) && is_int_value(op.operands[0]) && x.known && x.lo >= int_range(to).first &&
-               x.hi <= int_range(to).second)
-        result().range = x;
+      } else if (is_int(to) && is_int_value(op.operands[0]) && x.known) {
+        const IntResult lo = cast_int(x.lo, to), hi = cast_int(x.hi, to);
+        result().range = lo.wrapped || hi.wrapped ? Interval::unknown() : Interval::of(lo.value, hi.value);
+      } else {
+        result().range = Interval::unknown(); // from a float
+      }
       return;
     }
     case OpKind::Where:
@@ -240,9 +253,12 @@ private:
     case OpKind::Reduce: {
       if (!is_int_value(op.operands[0]))
         return;
-      const int64_t n = k_.type(op.operands[0]).shape[static_cast<size_t>(op.axis)];
-      result().range = op.reduce == ReduceOp::Sum ? corners(operand(0).range, Interval::exact(n), checked_mul)
-                                                  : operand(0).range;
+      // A sum of n values in [lo, hi] lies in [n lo, n hi]; the total wraps only if that range does.
+      const Type& xt = k_.type(op.operands[0]);
+      const int64_t n = xt.shape[static_cast<size_t>(op.axis)];
+      result().range = op.reduce == ReduceOp::Sum
+                           ? corners(operand(0).range, Interval::exact(n), BinaryOp::Mul, xt.elem)
+                           : operand(0).range;
       return;
     }
     case OpKind::ArgMax:
@@ -256,7 +272,7 @@ private:
     case OpKind::AddPtr: {
       AbstractValue r;
       r.roots = operand(0).roots;
-      r.range = add(operand(0).range, operand(1).range);
+      r.range = add_offsets(operand(0).range, operand(1).range);
       result() = r;
       return;
     }
@@ -308,43 +324,34 @@ private:
     if (!is_int(t.elem) || t.is_pointer())
       return;
     const Interval a = val(op.operands[0]).range, b = val(op.operands[1]).range;
+    const DType rt = k_.type(op.result()).elem;
+    out.range = Interval::unknown();
     switch (op.binary) {
     case BinaryOp::Add:
-      out.range = add(a, b);
-      break;
     case BinaryOp::Sub:
-      out.range = corners(a, b, checked_sub);
-      break;
     case BinaryOp::Mul:
-      out.range = corners(a, b, checked_mul);
+      out.range = corners(a, b, op.binary, rt);
       break;
     case BinaryOp::Div:
-      out.range = divide(a, b);
+      out.range = divide(a, b, rt);
       break;
     case BinaryOp::Rem:
       out.range = remainder(a, b);
       break;
     case BinaryOp::Min:
-      out.range =
-          a.known && b.known ? Interval::of(std::min(a.lo, b.lo), std::min(a.hi, b.hi)) : Interval::unknown();
-      break;
     case BinaryOp::Max:
-      out.range =
-          a.known && b.known ? Interval::of(std::max(a.lo, b.lo), std::max(a.hi, b.hi)) : Interval::unknown();
+      out.range = min_max(a, b, op.binary, rt);
       break;
     case BinaryOp::And:
     case BinaryOp::Or:
       // Non-negative operands: a & b <= min(a, b), a | b <= a + b.
       if (a.known && b.known && a.lo >= 0 && b.lo >= 0)
-        out.range = op.binary == BinaryOp::And ? Interval::of(0, std::min(a.hi, b.hi)) : add(a, b);
+        out.range = op.binary == BinaryOp::And ? Interval::of(0, std::min(a.hi, b.hi))
+                                               : corners(a, b, BinaryOp::Add, rt);
       break;
     default:
       break;
     }
-    // Results wrap to their dtype: a range past it is not a range.
-    const DType rt = k_.type(op.result()).elem;
-    if (out.range.known && (out.range.lo < int_range(rt).first || out.range.hi > int_range(rt).second))
-      out.range = Interval::unknown();
   }
 
   // A loop: the induction variable spans [lo, hi - 1]. A carried value the body moves by the same amount
@@ -359,7 +366,7 @@ private:
     std::optional<int64_t> trips;
     if (lo.known && hi.known && step.known && step.lo > 0) {
       at(body.args[0]).range = Interval::of(lo.lo, std::max(lo.lo, hi.hi - 1));
-      if (std::optional<int64_t> span = checked_sub(hi.hi, lo.lo))
+      if (std::optional<int64_t> span = exact_offset(BinaryOp::Sub, hi.hi, lo.lo))
         trips = std::max<int64_t>(0, (*span + step.lo - 1) / step.lo);
     } else {
       at(body.args[0]) = AbstractValue{};
@@ -371,10 +378,10 @@ private:
 
     // Values after t trips of a translation by (down, up) at the low and high ends.
     auto stepped = [](const Interval& from, int64_t t, int64_t down, int64_t up) -> Interval {
-      std::optional<int64_t> dl = checked_mul(t, std::min<int64_t>(0, down));
-      std::optional<int64_t> du = checked_mul(t, std::max<int64_t>(0, up));
-      std::optional<int64_t> new_lo = dl ? checked_add(from.lo, *dl) : std::nullopt;
-      std::optional<int64_t> new_hi = du ? checked_add(from.hi, *du) : std::nullopt;
+      std::optional<int64_t> dl = exact_offset(BinaryOp::Mul, t, std::min<int64_t>(0, down));
+      std::optional<int64_t> du = exact_offset(BinaryOp::Mul, t, std::max<int64_t>(0, up));
+      std::optional<int64_t> new_lo = dl ? exact_offset(BinaryOp::Add, from.lo, *dl) : std::nullopt;
+      std::optional<int64_t> new_hi = du ? exact_offset(BinaryOp::Add, from.hi, *du) : std::nullopt;
       return new_lo && new_hi ? Interval::of(*new_lo, *new_hi) : Interval::unknown();
     };
     struct Step {
@@ -486,8 +493,9 @@ bool derive_block_strides(const Kernel& k, const AddressAnalysis& a, std::map<in
         derived = true;
       }
       const Interval extent = a.val(make->operands[static_cast<size_t>(1 + d)]).range;
-      std::optional<int64_t> next =
-          extent.is_exact() ? checked_mul(dense, std::max<int64_t>(extent.lo, 1)) : std::nullopt;
+      std::optional<int64_t> next = extent.is_exact()
+                                        ? exact_offset(BinaryOp::Mul, dense, std::max<int64_t>(extent.lo, 1))
+                                        : std::nullopt;
       if (!next)
         break; // later dims' dense strides are unknown until this extent is
       dense = *next;

@@ -1,6 +1,7 @@
 // The roofline model against hand counts: matmul and FA2 FLOPs and bytes per program and in total,
-// boundary clipping of block-pointer tiles, causal tile skipping, and its errors.
+// boundary clipping of block-pointer tiles, causal tile skipping, scalar evaluation, and its errors.
 #include "codegen/perf_model.h"
+#include "dsl/dsl.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/vector_add/vector_add.h"
@@ -97,6 +98,21 @@ TEST(PerfModel, VectorAddCountsElementwiseWork) {
   EXPECT_DOUBLE_EQ(e.total.bytes_loaded, 4 * 2 * 256 * 4.0);
   EXPECT_DOUBLE_EQ(e.total.bytes_stored, 4 * 256 * 4.0);
   EXPECT_GE(e.total.vector_flops, 4 * 256.0);
+}
+
+// Loop bounds and branches are evaluated with the interpreter's scalar rules (dsl/scalar_eval.h): `!` of an
+// i1 is logical (the model once took it as a bitwise not, so !true was true) and i32 arithmetic wraps.
+TEST(PerfModel, ScalarsFollowTheInterpretersRules) {
+  KernelBuilder kb("scalar_rules");
+  Value out = kb.arg_ptr("out", f32), n = kb.arg("n", i32);
+  if_(
+      !(n > 4), [&] { store(out + arange(0, 64), full({64}, 1, f32)); },
+      [&] { store(out + arange(0, 128), full({128}, 1, f32)); });
+  // 10 / 3 + 10 * 2^16 * 2^16, which wraps to 3 in i32: three trips of one 32-element store.
+  Value trips = n / 3 + n * 65536 * 65536;
+  for_range(0, trips, 1, [&](Value) { store(out + arange(0, 32), full({32}, 2, f32)); });
+  CostEstimate e = estimate_cost(kb.finish(), {1, 1, 1}, {{"n", 10}});
+  EXPECT_DOUBLE_EQ(e.total.bytes_stored, (128 + 3 * 32) * 4.0);
 }
 
 TEST(PerfModel, RooflinePicksTheSlowerResource) {
