@@ -58,9 +58,14 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
   int64_t M = as[0], K = as[1], N = bs[1];
   DType in = k_.type(a).elem;
   bool tf32 = in == DType::f32;
-  int kinst = tf32 ? 8 : 16;
+  // The instruction's fragments say which registers of the operand and accumulator tiles each mma reads.
+  const MmaShape& shape = mma_sync_shape(in);
+  const int kinst = static_cast<int>(shape.k);
   int wm = plan_.warps.warps_m, wn = plan_.warps.warps_n;
-  int64_t WM = M / wm, WN = N / wn, MT = WM / 16, NT = WN / 8, KT = K / kinst;
+  int64_t WM = M / wm, WN = N / wn, MT = WM / shape.m, NT = WN / shape.n, KT = K / kinst;
+  const FragmentTiling a_tiles{shape.a.regs(), KT}, b_tiles{shape.b.regs(), KT}, c_tiles{shape.c.regs(), NT};
+  const int a_words = shape.a.regs() / shape.elements_per_register; // 32-bit registers of one A fragment
+  const int b_words = shape.b.regs() / shape.elements_per_register;
   line("// mma.m16n8k{}: ({}, {}) x ({}, {}) over {}x{} warps, {}x{} fragments per warp", kinst, M, K, K, N,
        wm, wn, MT, NT);
   bool a_smem = plan_.where(a) == Placement::Shared, b_smem = plan_.where(b) == Placement::Shared;
@@ -76,7 +81,7 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
   open();
   // Warps interleave along M at 16-row granularity (layout.cpp): fragment mt of this warp is at
   // rows kiln_wm + mt * 16 * wm.
-  line("const int kiln_wm = (kiln_warp % {}) * 16;", wm);
+  line("const int kiln_wm = (kiln_warp % {}) * {};", wm, shape.m);
   line("const int kiln_wn = ((kiln_warp / {}) % {}) * {};", wm, wn, WN);
   // Thread bases of the shared operands and how each fragment's (chunk, row) follows from (mt|nt, kt).
   int kc = kinst * dtype_bytes(in) / 16; // 16-byte chunks per k step
@@ -100,28 +105,33 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
   line("#pragma unroll");
   line("for (int kt = 0; kt < {}; ++kt) {{", KT);
   open();
-  line("kiln::u32 fa[{}][4];", MT);
+  line("kiln::u32 fa[{}][{}];", MT, a_words);
   line("#pragma unroll");
   line("for (int mt = 0; mt < {}; ++mt) {{", MT);
   if (a_smem && a_ldm) {
     if (plan_.contiguous_dim(a) == 1)
       line("  kiln::ldmatrix_x4({}, fa[mt]);",
-           fragment_addr(a, a_base, fmt::format("kt * {}", kc), fmt::format("mt * {}", 16 * wm)));
+           fragment_addr(a, a_base, fmt::format("kt * {}", kc), fmt::format("mt * {}", shape.m * wm)));
     else
       line("  kiln::ldmatrix_x4_trans({}, fa[mt]);",
-           fragment_addr(a, a_base, fmt::format("(kiln_wm + mt * {}) / 8", 16 * wm), "kt * 16"));
-  } else if (a_smem) { // tf32 with M contiguous: plain shared loads
-    line("  const int g = kiln_lane / 4, q = kiln_lane % 4, m0 = kiln_wm + mt * {}, k0 = kt * 8;", 16 * wm);
-    for (int i = 0; i < 4; ++i)
+           fragment_addr(a, a_base, fmt::format("(kiln_wm + mt * {}) / 8", shape.m * wm), "kt * 16"));
+  } else if (a_smem) { // tf32 with M contiguous: plain shared loads of each register's element
+    line("  const int g = kiln_lane / 4, q = kiln_lane % 4, m0 = kiln_wm + mt * {}, k0 = kt * {};", shape.m * wm,
+         kinst);
+    for (int i = 0; i < a_words; ++i) {
+      const auto [row, col] = shape.a.reg_offset(shape.packed_registers(i)[0]);
       line("  fa[mt][{}] = kiln::to_tf32(*reinterpret_cast<const float*>(kiln_smem + {}));", i,
-           tile_elem(a, fmt::format("m0 + g + {}", (i % 2) * 8), fmt::format("k0 + q + {}", (i / 2) * 4)));
-  } else if (tf32) {
-    for (int i = 0; i < 4; ++i)
-      line("  fa[mt][{0}] = kiln::to_tf32({1}[4 * (kt + {2} * mt) + {0}]);", i, ar, KT);
+           tile_elem(a, fmt::format("m0 + g + {}", row), fmt::format("k0 + q + {}", col)));
+    }
   } else {
-    for (int i = 0; i < 4; ++i)
-      line("  fa[mt][{0}] = {1}({2}[8 * (kt + {3} * mt) + {4}], {2}[8 * (kt + {3} * mt) + {5}]);", i, pack2,
-           ar, KT, 2 * i, 2 * i + 1);
+    const std::string first = a_tiles.first_register("kt", "mt");
+    for (int i = 0; i < a_words; ++i) {
+      const std::vector<int> p = shape.packed_registers(i);
+      if (tf32)
+        line("  fa[mt][{}] = kiln::to_tf32({}[{} + {}]);", i, ar, first, p[0]);
+      else
+        line("  fa[mt][{}] = {}({}[{} + {}], {}[{} + {}]);", i, pack2, ar, first, p[0], ar, first, p[1]);
+    }
   }
   line("}}");
   // B fragments, a pair of n-tiles at a time, each pair consumed by the mmas right away.
@@ -129,7 +139,7 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
   line("#pragma unroll");
   line("for (int nt = 0; nt < {}; nt += {}) {{", NT, step);
   open();
-  line("kiln::u32 fb[2][2];");
+  line("kiln::u32 fb[2][{}];", b_words);
   if (b_smem && b_ldm) {
     if (plan_.contiguous_dim(b) == 0 && b_pairs) {
       line("kiln::u32 q[4];");
@@ -144,24 +154,29 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
     } else {
       line("kiln::ldmatrix_x2_trans({}, fb[0]);", fragment_addr(b, b_base, "kiln_wn / 8 + nt", "kt * 16"));
     }
-  } else if (b_smem) { // tf32 with N contiguous: plain shared loads
-    line("const int g = kiln_lane / 4, q = kiln_lane % 4, n0 = kiln_wn + nt * 8, k0 = kt * 8;");
-    for (int i = 0; i < 2; ++i)
+  } else if (b_smem) { // tf32 with N contiguous: plain shared loads of each register's element
+    line("const int g = kiln_lane / 4, q = kiln_lane % 4, n0 = kiln_wn + nt * {}, k0 = kt * {};", shape.n, kinst);
+    for (int i = 0; i < b_words; ++i) {
+      const auto [row, col] = shape.b.reg_offset(shape.packed_registers(i)[0]);
       line("fb[0][{}] = kiln::to_tf32(*reinterpret_cast<const float*>(kiln_smem + {}));", i,
-           tile_elem(b, fmt::format("k0 + q + {}", i * 4), "n0 + g"));
-  } else if (tf32) {
-    for (int i = 0; i < 2; ++i)
-      line("fb[0][{0}] = kiln::to_tf32({1}[2 * (kt + {2} * nt) + {0}]);", i, br, KT);
+           tile_elem(b, fmt::format("k0 + q + {}", row), col ? fmt::format("n0 + g + {}", col) : "n0 + g"));
+    }
   } else {
-    for (int i = 0; i < 2; ++i)
-      line("fb[0][{0}] = kiln::pack2({1}[4 * (kt + {2} * nt) + {3}], {1}[4 * (kt + {2} * nt) + {4}]);", i, br,
-           KT, 2 * i, 2 * i + 1);
+    const std::string first = b_tiles.first_register("kt", "nt");
+    for (int i = 0; i < b_words; ++i) {
+      const std::vector<int> p = shape.packed_registers(i);
+      if (tf32)
+        line("fb[0][{}] = kiln::to_tf32({}[{} + {}]);", i, br, first, p[0]);
+      else
+        line("fb[0][{}] = kiln::pack2({}[{} + {}], {}[{} + {}]);", i, br, first, p[0], br, first, p[1]);
+    }
   }
   line("#pragma unroll");
   line("for (int mt = 0; mt < {}; ++mt) {{", MT);
   line("  #pragma unroll");
   line("  for (int j = 0; j < {}; ++j) {{", step);
-  line("    {}(*reinterpret_cast<float(*)[4]>(&{}[4 * (nt + j + {} * mt)]), fa[mt], fb[j]);", mma_fn, d, NT);
+  line("    {}(*reinterpret_cast<float(*)[{}]>(&{}[{}]), fa[mt], fb[j]);", mma_fn, shape.c.regs(), d,
+       c_tiles.first_register("nt + j", "mt"));
   line("  }}");
   line("}}");
   close();
@@ -183,7 +198,12 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d) {
   int64_t M = k_.type(a).shape[0], K = k_.type(a).shape[1], N = k_.type(b).shape[1];
   DType in = k_.type(a).elem;
   int wm = plan_.warps.warps_m, wn = plan_.warps.warps_n;
-  int64_t WN = N / wn, MT = M / (16 * wm), NT = WN / 8, KT = K / 16;
+  int64_t WN = N / wn;
+  // One instruction per warpgroup covers m64 x WN; each warp holds 16 of its rows (mma_shape.h).
+  const MmaShape shape = wgmma_shape(WN);
+  const int64_t warp_rows = shape.m / shape.warps;
+  const int64_t MT = M / (warp_rows * wm), KT = K / shape.k;
+  const FragmentTiling a_tiles{shape.a.regs(), KT}, c_tiles{shape.c.regs(), 1};
   bool a_smem = plan_.where(a) == Placement::Shared;
   const SharedTile& bt = plan_.tiles[plan_.tile_of.at(b)];
   WgmmaOperand bo = *wgmma_operand(bt, plan_.contiguous_dim(b) == 0);
@@ -195,12 +215,12 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d) {
   need_helper(fn, wgmma_function_source(static_cast<int>(WN), in, !a_smem, trans_a, trans_b));
   line("// wgmma.m64n{}k16: ({}, {}) x ({}, {}) over {}x{} warps ({} warpgroup(s) along M), {} m64 block(s) "
        "per warpgroup, A {}, B {}-major",
-       WN, M, K, K, N, wm, wn, wm / 4, MT,
+       WN, M, K, K, N, wm, wn, wm / shape.warps, MT,
        a_smem ? (trans_a ? "M-major in shared" : "K-major in shared") : "in registers", trans_b ? "N" : "K");
   line("{{");
   open();
   if (a_smem)
-    line("const int kiln_wg_m = ((kiln_warp % {}) / 4) * 64;", wm);
+    line("const int kiln_wg_m = ((kiln_warp % {}) / {}) * {};", wm, shape.warps, shape.m);
   line("const int kiln_wn = ((kiln_warp / {}) % {}) * {};", wm, wn, WN);
   auto descriptor = [&](ValueId v, const WgmmaOperand& o, const std::string& mn) {
     const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
@@ -211,7 +231,8 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d) {
   };
   std::string da = a_smem ? descriptor(a, *ao, "kiln_wg_m") : "";
   std::string db = descriptor(b, bo, "kiln_wn");
-  // A in registers: the mma.sync A fragment layout is wgmma's register-A layout (16 rows per warp).
+  // A in registers: wgmma's register-A fragment is mma.sync's A fragment for each warp's 16 rows, so the
+  // operand is in the mma.sync A layout (mma_a_layout).
   const bool a_cast = plan_.fused_casts.count(a) > 0;
   std::string ar;
   if (!a_smem)
@@ -220,17 +241,21 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d) {
   line("kiln::wgmma_fence();");
   for (int64_t kt = 0; kt < KT; ++kt)
     for (int64_t mt = 0; mt < MT; ++mt) {
-      std::string acc = fmt::format("*reinterpret_cast<float(*)[{}]>(&{}[{}])", WN / 2, d, 4 * NT * mt);
-      std::string bk = fmt::format("{} + {}", db, bo.k_offset(16 * kt) / 16);
+      // Block mt's accumulator registers, then B's (and A's) descriptor start in 16-byte units.
+      std::string acc = fmt::format("*reinterpret_cast<float(*)[{}]>(&{}[{}])", shape.c.regs(), d,
+                                    c_tiles.first_register(int64_t{0}, mt));
+      std::string bk = fmt::format("{} + {}", db, bo.k_offset(shape.k * kt) / 16);
       if (a_smem) {
-        int64_t off = ao->k_offset(16 * kt) + 16 * wm * mt * ao->mn_stride();
+        int64_t off = ao->k_offset(shape.k * kt) + warp_rows * wm * mt * ao->mn_stride();
         line("{}({}, {} + {}, {});", fn, acc, da, off / 16, bk);
       } else {
-        int64_t base = 8 * (kt + KT * mt);
-        line("{{ const kiln::u32 fa[4] = {{{}({}[{}], {}[{}]), {}({}[{}], {}[{}]), {}({}[{}], {}[{}]), "
-             "{}({}[{}], {}[{}])}};",
-             pack2, ar, base, ar, base + 1, pack2, ar, base + 2, ar, base + 3, pack2, ar, base + 4, ar,
-             base + 5, pack2, ar, base + 6, ar, base + 7);
+        const int64_t base = a_tiles.first_register(kt, mt);
+        std::vector<std::string> words;
+        for (int i = 0; i < shape.a.regs() / shape.elements_per_register; ++i) {
+          const std::vector<int> p = shape.packed_registers(i);
+          words.push_back(fmt::format("{}({}[{}], {}[{}])", pack2, ar, base + p[0], ar, base + p[1]));
+        }
+        line("{{ const kiln::u32 fa[{}] = {{{}}};", words.size(), fmt::join(words, ", "));
         line("  {}({}, fa, {}); }}", fn, acc, bk);
       }
     }

@@ -7,6 +7,7 @@
 
 #include "codegen/cuda_text.h"
 #include "codegen/emit_cuda.h"
+#include "codegen/mma_shape.h"
 #include "codegen/operand_layouts.h"
 #include "codegen/plan_scratch.h"
 #include "codegen/wgmma.h"

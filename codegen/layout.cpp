@@ -1,5 +1,6 @@
 #include "codegen/layout.h"
 
+#include "codegen/mma_shape.h"
 #include "support/error.h"
 
 #include <algorithm>
@@ -130,13 +131,14 @@ namespace {
 // The warp split shared by the mma layouts: warp bit b goes along M for the first log2(warps_m)
 // bits, then along N; `dim_m`/`dim_n` say which dim of this operand is M / N (-1: it does not span
 // it, and a zero basis replicates the operand over the warps that split the other one).
-// Along M the warps interleave at 16-row granularity (warp i holds rows 16i + 16 * warps_m * mt),
-// so that four consecutive warps hold 64 consecutive rows: the rows of one Hopper warpgroup MMA
-// (m64), whose accumulator is then the same layout as mma.sync's. Along N each warp holds a
-// contiguous block of tile_n columns.
+// Along M the warps interleave at the granularity of one fragment's 16 rows (warp i holds rows
+// 16i + 16 * warps_m * mt), so that four consecutive warps hold 64 consecutive rows: the rows of one Hopper
+// warpgroup MMA (m64), whose accumulator is then the same layout as mma.sync's. Along N each warp holds
+// a contiguous block of tile_n columns.
 void mma_warps(Layout& l, int dim_m, int dim_n, int64_t tile_n, const WarpSplit& w) {
+  const int64_t rows = mma_sync_shape(DType::f16).m;
   for (int b = 0; (1 << b) < w.warps_m; ++b)
-    l.warp.push_back(dim_m >= 0 ? unit(l.rank(), dim_m, int64_t{16} << b) : Coord(l.rank(), 0));
+    l.warp.push_back(dim_m >= 0 ? unit(l.rank(), dim_m, rows << b) : Coord(l.rank(), 0));
   for (int b = 0; (1 << b) < w.warps_n; ++b)
     l.warp.push_back(dim_n >= 0 ? unit(l.rank(), dim_n, tile_n << b) : Coord(l.rank(), 0));
   while ((1 << l.warp.size()) < w.num_warps) // replicas
@@ -151,66 +153,44 @@ void check_mma_tile(int64_t M, int64_t N, int warps_m, int warps_n, int64_t inst
 
 } // namespace
 
+// The mma layouts are tiles of the instructions' fragments (mma_shape.h): one warp's share of the tile holds
+// its fragments' registers, the fragment's own bits lowest (the emitters find them by FragmentTiling), and the
+// warps split the tile as mma_warps says. The f32 accumulator fragment is the same for every mma.sync shape,
+// and a wgmma accumulator is this layout too (its warpgroup's warps hold 16 consecutive rows each).
 Layout mma_acc_layout(int64_t M, int64_t N, const WarpSplit& w) {
-  const int warps_m = w.warps_m, warps_n = w.warps_n;
-  check_mma_tile(M, N, warps_m, warps_n, 16, 8);
+  const Fragment& c = mma_sync_shape(DType::f16).c;
+  check_mma_tile(M, N, w.warps_m, w.warps_n, c.rows, c.cols);
   Layout l;
   l.shape = {M, N};
   l.kind = LayoutKind::Mma;
-  int64_t wm = M / warps_m, wn = N / warps_n; // per-warp tile
-  // c0..c3 of one m16n8 fragment: (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)
-  l.reg = {unit(2, 1, 1), unit(2, 0, 8)};
-  for (int64_t n = 8; n < wn; n *= 2)
-    l.reg.push_back(unit(2, 1, n));
-  for (int64_t m = 16; m < wm; m *= 2)
-    l.reg.push_back(unit(2, 0, m * warps_m));
-  l.lane = {unit(2, 1, 2), unit(2, 1, 4), unit(2, 0, 1), unit(2, 0, 2), unit(2, 0, 4)};
+  const int64_t wm = M / w.warps_m, wn = N / w.warps_n; // per-warp tile
+  l.reg = tile_register_bases(c, 1, wn, wm, w.warps_m);
+  l.lane = c.lane;
   mma_warps(l, 0, 1, wn, w);
   return l;
 }
 
-Layout mma_a_layout(int64_t M, int64_t K, const WarpSplit& w, int kinst) {
-  const int warps_m = w.warps_m;
-  check_mma_tile(M, K, warps_m, 1, 16, kinst);
+Layout mma_a_layout(int64_t M, int64_t K, const WarpSplit& w, DType in) {
+  const Fragment& a = mma_sync_shape(in).a;
+  check_mma_tile(M, K, w.warps_m, 1, a.rows, a.cols);
   Layout l;
   l.shape = {M, K};
   l.kind = LayoutKind::MmaA;
-  int64_t wm = M / warps_m;
-  if (kinst == 16) // a0..a7: (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..)
-    l.reg = {unit(2, 1, 1), unit(2, 0, 8), unit(2, 1, 8)};
-  else // tf32 m16n8k8: a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4)
-    l.reg = {unit(2, 0, 8), unit(2, 1, 4)};
-  for (int64_t k = kinst; k < K; k *= 2)
-    l.reg.push_back(unit(2, 1, k));
-  for (int64_t m = 16; m < wm; m *= 2)
-    l.reg.push_back(unit(2, 0, m * warps_m));
-  if (kinst == 16)
-    l.lane = {unit(2, 1, 2), unit(2, 1, 4), unit(2, 0, 1), unit(2, 0, 2), unit(2, 0, 4)};
-  else
-    l.lane = {unit(2, 1, 1), unit(2, 1, 2), unit(2, 0, 1), unit(2, 0, 2), unit(2, 0, 4)};
+  l.reg = tile_register_bases(a, 1, K, M / w.warps_m, w.warps_m);
+  l.lane = a.lane;
   mma_warps(l, 0, -1, 0, w);
   return l;
 }
 
-Layout mma_b_layout(int64_t K, int64_t N, const WarpSplit& w, int kinst) {
-  const int warps_n = w.warps_n;
-  check_mma_tile(K, N, 1, warps_n, kinst, 8);
+Layout mma_b_layout(int64_t K, int64_t N, const WarpSplit& w, DType in) {
+  const Fragment& b = mma_sync_shape(in).b;
+  check_mma_tile(K, N, 1, w.warps_n, b.rows, b.cols);
   Layout l;
   l.shape = {K, N};
   l.kind = LayoutKind::MmaB;
-  int64_t wn = N / warps_n;
-  if (kinst == 16) // b0..b3: (2t..2t+1, g), (2t+8..2t+9, g)
-    l.reg = {unit(2, 0, 1), unit(2, 0, 8)};
-  else // tf32: b0 (t, g), b1 (t+4, g)
-    l.reg = {unit(2, 0, 4)};
-  for (int64_t k = kinst; k < K; k *= 2)
-    l.reg.push_back(unit(2, 0, k));
-  for (int64_t n = 8; n < wn; n *= 2)
-    l.reg.push_back(unit(2, 1, n));
-  if (kinst == 16)
-    l.lane = {unit(2, 0, 2), unit(2, 0, 4), unit(2, 1, 1), unit(2, 1, 2), unit(2, 1, 4)};
-  else
-    l.lane = {unit(2, 0, 1), unit(2, 0, 2), unit(2, 1, 1), unit(2, 1, 2), unit(2, 1, 4)};
+  const int64_t wn = N / w.warps_n;
+  l.reg = tile_register_bases(b, 0, K, wn, 1);
+  l.lane = b.lane;
   mma_warps(l, -1, 1, wn, w);
   return l;
 }

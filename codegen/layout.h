@@ -59,11 +59,13 @@ Layout default_layout(const Shape& shape, DType elem, int num_warps);
 struct WarpSplit {
   int warps_m = 1, warps_n = 1, num_warps = 1;
 };
-// mma.m16n8k16 accumulator for an (M, N) tile.
+// The f32 accumulator of mma.sync (and wgmma) for an (M, N) tile, built from the instructions' fragments
+// (mma_shape.h).
 Layout mma_acc_layout(int64_t M, int64_t N, const WarpSplit& w);
-// mma operand A (M, K) and B (K, N) layouts for the same warp split (k_per_inst = 16 for f16/bf16, 8 for tf32).
-Layout mma_a_layout(int64_t M, int64_t K, const WarpSplit& w, int k_per_inst = 16);
-Layout mma_b_layout(int64_t K, int64_t N, const WarpSplit& w, int k_per_inst = 16);
+// mma.sync operand A (M, K) and B (K, N) layouts for the same warp split, for operands of dtype `in` (the
+// m16n8k16 fragments for f16 and bf16, m16n8k8's for tf32 from f32). wgmma's register A is the f16 A layout.
+Layout mma_a_layout(int64_t M, int64_t K, const WarpSplit& w, DType in = DType::f16);
+Layout mma_b_layout(int64_t K, int64_t N, const WarpSplit& w, DType in = DType::f16);
 
 // The layout of a reduction's result along `dim`: bases along dim dropped, registers that only moved
 // along dim removed; lanes/warps that did become replicas.

@@ -38,19 +38,12 @@ ValueId dot_a_register_value(const Kernel& k, const LoweringPlan& plan, const Op
   return plan.fused_casts.count(a) ? k.info(a).def->operands[0] : a;
 }
 
-namespace {
-
-// Depth of one mma.sync instruction: 16 for f16/bf16, 8 for tf32 (f32 operands).
-int k_per_instruction(const Kernel& k, const Op& dot) { return k.type(dot.operands[0]).elem == DType::f32 ? 8 : 16; }
-
-} // namespace
-
 Layout dot_a_layout(const Kernel& k, const LoweringPlan& plan, const Op& dot) {
   const ValueId a = dot.operands[0];
   if (plan.dots.at(&dot).instruction == DotInstruction::Fma)
     return register_or_default_layout(k, plan, a);
   const Shape& s = k.type(a).shape;
-  return mma_a_layout(s[0], s[1], plan.warps, k_per_instruction(k, dot));
+  return mma_a_layout(s[0], s[1], plan.warps, k.type(a).elem);
 }
 
 Layout dot_b_layout(const Kernel& k, const LoweringPlan& plan, const Op& dot) {
@@ -58,7 +51,7 @@ Layout dot_b_layout(const Kernel& k, const LoweringPlan& plan, const Op& dot) {
   if (plan.dots.at(&dot).instruction == DotInstruction::Fma)
     return register_or_default_layout(k, plan, b);
   const Shape& s = k.type(b).shape;
-  return mma_b_layout(s[0], s[1], plan.warps, k_per_instruction(k, dot));
+  return mma_b_layout(s[0], s[1], plan.warps, k.type(b).elem);
 }
 
 Layout broadcast_source_layout(const Kernel& k, const LoweringPlan& plan, ValueId source, const Layout& want) {

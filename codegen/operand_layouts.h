@@ -25,8 +25,8 @@ Layout access_layout(const Kernel& k, const LoweringPlan& plan, const Op& access
 // fragments as it is read), else A itself.
 ValueId dot_a_register_value(const Kernel& k, const LoweringPlan& plan, const Op& dot);
 // The layouts a dot reads A and B in when they are not in shared memory: the instruction's fragment
-// layouts for mma.sync and wgmma (mma_a_layout, mma_b_layout), the operand's own (or the default) for FMA,
-// which stages it through shared memory.
+// layouts for mma.sync and wgmma (mma_a_layout, mma_b_layout: tiles of mma_shape.h's fragments), the
+// operand's own (or the default) for FMA, which stages it through shared memory.
 Layout dot_a_layout(const Kernel& k, const LoweringPlan& plan, const Op& dot);
 Layout dot_b_layout(const Kernel& k, const LoweringPlan& plan, const Op& dot);
 
