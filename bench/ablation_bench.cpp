@@ -26,6 +26,9 @@ std::vector<AblationVariant> ablation_variants() {
   o = {};
   o.wgmma = false; // sm_90a: mma.sync instead of warpgroup MMA (elsewhere the code does not change)
   out.push_back({"no_wgmma", o});
+  o = {};
+  o.tma = false; // sm_90a: cp.async by every thread instead of TMA copies (elsewhere the code does not change)
+  out.push_back({"no_tma", o});
   return out;
 }
 

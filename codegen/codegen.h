@@ -12,6 +12,7 @@
 #pragma once
 
 #include "codegen/target.h"
+#include "codegen/tma_plan.h"
 #include "dsl/ir.h"
 #include "support/error.h"
 
@@ -30,11 +31,12 @@ struct CodegenOptions {
   bool async_copy = true;    // cp.async staging of operand tiles (num_stages-deep when in a loop)
   bool vectorize = true;     // 16-byte global accesses where contiguity is proven
   bool wgmma = true;         // on sm_90a, dot through Hopper's warpgroup MMA where it applies (else mma.sync)
+  bool tma = true;           // on sm_90a, pipelined block-pointer tiles copied by TMA where it applies (else cp.async)
 
-  static constexpr int kSwitches = 5;
-  int switches_off() const { return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma; }
+  static constexpr int kSwitches = 6;
+  int switches_off() const { return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma; }
   bool all_on() const { return switches_off() == 0; }
-  std::string str() const; // "tensor_cores=1 swizzle=1 async_copy=1 vectorize=1 wgmma=1"
+  std::string str() const; // "tensor_cores=1 swizzle=1 async_copy=1 vectorize=1 wgmma=1 tma=1"
 };
 
 // What a launch needs besides the source: the entry point, the block size and dynamic shared memory.
@@ -44,6 +46,10 @@ struct GeneratedKernel {
   int threads = 128;        // 32 * num_warps
   int shared_bytes = 0;     // dynamic shared memory per CTA
   std::string lowered;      // a summary of the lowering decisions (layouts, smem, pipelining)
+  // Tensor maps the kernel's TMA copies read: after the DSL parameters it takes one
+  // `const __grid_constant__ kiln::TensorMap kiln_map<i>` per entry, then `int kiln_tma` (1: the maps are
+  // valid, copy by TMA; 0: take the cp.async path). Empty: no extra parameters (jit/tensor_map_args.h).
+  std::vector<TensorMapParam> tensor_maps;
 };
 
 // A config the target cannot run at all: shared tiles beyond the arch's per-block limit, or MIN_BLOCKS_PER_SM

@@ -16,6 +16,27 @@ std::string layouts(const Layout& from, const Layout& to) {
   return fmt::format("{} -> {}", from.str(), to.str());
 }
 
+// How pipelined loop `loop` copies its tiles on a target with TMA ("" elsewhere).
+std::string describe_tma(const LoweringPlan& plan, const Op& loop) {
+  if (auto why = plan.tma.why_not.find(&loop); why != plan.tma.why_not.end())
+    return fmt::format("//     cp.async by every thread, not TMA: {}\n", why->second);
+  if (!plan.tma.loops.count(&loop))
+    return "";
+  std::string s = "//     copied by TMA: one thread per tile, completing on the ring slot's mbarrier; launches whose "
+                  "tensor maps break a rule (alignment, strides) take the cp.async path\n";
+  for (const Op* load : plan.pipelined.at(&loop)) {
+    const TmaCopy& c = plan.tma.copies.at(load);
+    const TensorMapParam& m = plan.tma.maps[static_cast<size_t>(c.map)];
+    std::string box;
+    for (int64_t b : m.box)
+      box += (box.empty() ? "" : "x") + std::to_string(b);
+    s += fmt::format("//     load at {}: kiln_map{} (make_block_ptr at {}, box {}, {}), {} cop{} of {} bytes a stage\n",
+                     load->loc.str(), c.map, m.source, box, swizzle_mode_name(m.swizzle), c.panels,
+                     c.panels == 1 ? "y" : "ies", c.bytes_per_stage);
+  }
+  return s;
+}
+
 } // namespace
 
 std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
@@ -73,6 +94,7 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
       const int stages = plan.tiles[plan.tile_of.at(it->second.front()->result())].stages;
       s += fmt::format("//   loop at {}: {} tile(s) in a {}-stage ring, issued {} iteration(s) ahead\n",
                        op.loc.str(), it->second.size(), stages, plan.lookahead(&op, stages));
+      s += describe_tma(plan, op);
     }
   });
   std::map<std::string, int> kinds;

@@ -12,16 +12,39 @@ void Emitter::emit_stage_issue(const Op& op, const std::vector<std::string>& var
   const Op& yield = *body.ops.back();
   line("if ({} + {} * {} < {}) {{", from, ahead, scalar(op.operands[2]), scalar(op.operands[1]));
   open();
-  for (const Op* l : plan_.pipelined.at(&op)) {
+  const std::vector<const Op*>& loads = plan_.pipelined.at(&op);
+  const bool tma = plan_.tma.loops.count(&op) > 0;
+  // Each tile's block pointer, advanced `ahead` steps; on the cp.async path each is issued as it is made.
+  std::vector<std::string> bps;
+  for (const Op* l : loads) {
     ValueId bp = l->operands[0];
     size_t idx = std::find(body.args.begin(), body.args.end(), bp) - body.args.begin();
     const Op* adv = k_.info(yield.operands[idx - 1]).def;
     std::string deltas;
     for (size_t j = 1; j < adv->operands.size(); ++j)
       deltas += (j > 1 ? ", " : "") + fmt::format("(long long)({}) * {}", invariant(adv->operands[j]), ahead);
-    std::string b = fresh("bp");
-    line("const auto {} = {}.advanced({{{}}});", b, vars[idx - 1], deltas);
-    emit_tile_issue(plan_.tiles[plan_.tile_of.at(l->result())], b, slot);
+    bps.push_back(fresh("bp"));
+    line("const auto {} = {}.advanced({{{}}});", bps.back(), vars[idx - 1], deltas);
+    if (!tma)
+      emit_tile_issue(plan_.tiles[plan_.tile_of.at(l->result())], bps.back(), slot);
+  }
+  if (tma) {
+    // One thread copies every tile by TMA; launches whose maps are illegal take the cp.async path.
+    line("if (kiln_tma) {{");
+    line("  if (threadIdx.x == 0) {{");
+    open();
+    open();
+    for (size_t i = 0; i < loads.size(); ++i)
+      emit_tma_issue(*loads[i], bps[i], slot);
+    close();
+    close();
+    line("  }}");
+    line("}} else {{");
+    open();
+    for (size_t i = 0; i < loads.size(); ++i)
+      emit_tile_issue(plan_.tiles[plan_.tile_of.at(loads[i]->result())], bps[i], slot);
+    close();
+    line("}}");
   }
   close();
   line("}}");

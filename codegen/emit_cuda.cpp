@@ -1,6 +1,7 @@
 #include "codegen/emit_cuda.h"
 
 #include "codegen/emitter.h"
+#include "codegen/prelude.h"
 #include "dsl/printer.h"
 #include "dsl/verifier.h"
 
@@ -335,6 +336,12 @@ std::string Emitter::run() {
     name_[p.value] = n;
     params += fmt::format("{}{} {}", i ? ", " : "", ctype_of(k_.type(p.value)), n);
   }
+  if (plan_.tma.any()) {
+    need_helper("kiln::tma", std::string(tma_prelude_source()));
+    for (size_t i = 0; i < plan_.tma.maps.size(); ++i)
+      params += fmt::format(", const __grid_constant__ kiln::TensorMap kiln_map{}", i);
+    params += ", int kiln_tma";
+  }
   emit_region(k_.body);
   std::string body = std::move(out_);
   for (size_t i = 0; i < conversion_made_.size(); ++i) {
@@ -349,6 +356,7 @@ std::string Emitter::run() {
                   k_.config.get_or("MIN_BLOCKS_PER_SM", 1), identifier(k_.name), params);
   head += "  extern __shared__ __align__(1024) unsigned char kiln_smem[];\n";
   head += "  const int kiln_lane = threadIdx.x % 32;\n  const int kiln_warp = threadIdx.x / 32;\n";
+  head += tma_ring_declarations();
   for (const std::string& d : layout_decls_)
     head += "  " + d + "\n";
   std::string helpers;

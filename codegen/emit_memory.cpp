@@ -134,7 +134,7 @@ void Emitter::emit_block_load(const Op& op) {
     if (plan_.is_pipelined(t)) { // issued ahead by emit_for; the first load of the loop waits for the stage
       for (const auto& [loop, loads] : plan_.pipelined)
         if (loads.front() == &op) {
-          line("kiln::cp_async_wait<{}>();", plan_.lookahead(loop, t.stages) - 1);
+          emit_stage_wait(*loop, t, stage_var_.at(&op));
           publish_shared_tiles();
         }
       return;

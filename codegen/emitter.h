@@ -193,6 +193,11 @@ private:
   void emit_op(const Op& op);
   void emit_stage_issue(const Op& loop, const std::vector<std::string>& vars, const std::string& from,
                         int ahead, const std::string& slot);
+  // TMA rings (emit_tma.cpp): the mbarriers and phase bits every TMA-copied loop's ring needs, declared at
+  // the top of the kernel; one thread's copies of a tile into a slot; the wait for a slot's tiles.
+  std::string tma_ring_declarations() const;
+  void emit_tma_issue(const Op& load, const std::string& bp, const std::string& slot);
+  void emit_stage_wait(const Op& loop, const SharedTile& first, const std::string& stage);
   void emit_scalar_op(const Op& op);
   void emit_elementwise(const Op& op);
   void emit_reduce(const Op& op);

@@ -6,6 +6,7 @@
 //   plan_shared_memory      byte offsets of the shared tiles
 //   choose_dot_lowering     the instruction of each dot, fused casts of register operands
 //   schedule_async_copies   products left in flight across iterations, loads whose wait a later loop covers
+//   plan_tma_copies         pipelined loops whose tiles TMA copies (sm_90a), the tensor maps they read
 //   analyze_contiguity      the vector width of global accesses through pointer tensors (hints included), the
 //                           pieces block stores are written in
 //   plan_layout_conversions every layout conversion: the value, the op that reads it, from and to layouts,
@@ -15,6 +16,7 @@
 
 #include "codegen/layout.h"
 #include "codegen/shared_tile_geometry.h"
+#include "codegen/tma_plan.h"
 #include "dsl/ir.h"
 
 #include <map>
@@ -106,6 +108,9 @@ struct LoweringPlan {
   // tiles loaded before a pipelined loop whose wait that loop's first wait covers.
   std::map<const Op*, const Op*> deferred_dots;
   std::unordered_set<const Op*> unwaited_loads;
+  // plan_tma_copies: the pipelined loops whose tiles one thread copies by TMA onto mbarriers (with the
+  // cp.async path kept for launches whose maps are illegal), and the kernel's tensor-map parameters.
+  TmaPlan tma;
   // analyze_contiguity: the width of every global access through pointer tensors, and the pieces block
   // stores of register tiles are written in.
   std::map<const Op*, AccessPlan> accesses;

@@ -1,6 +1,7 @@
 #include "jit/jit_kernel.h"
 
 #include "dsl/printer.h"
+#include "jit/tensor_map_args.h"
 #include "runtime/compile_cache.h"
 #include "runtime/dump.h"
 
@@ -110,6 +111,13 @@ void check_launch_args(const Kernel& k, const std::vector<LaunchArg>& args) {
 void JitKernel::launch(const Grid& grid, const std::vector<LaunchArg>& args, const rt::Stream& stream) const {
   check_grid(name(), grid);
   PackedArgs packed = pack(name(), params_, param_types_, args);
+  TensorMapArgs tma;
+  if (!generated_.tensor_maps.empty()) {
+    tma = tensor_map_args(generated_.tensor_maps, params_, args);
+    for (rt::CUtensorMap& m : tma.maps)
+      packed.pointers.push_back(&m);
+    packed.pointers.push_back(&tma.use_tma);
+  }
   loaded_->launch(rt::Dim3{static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2])},
                   rt::Dim3{static_cast<unsigned>(generated_.threads), 1, 1},
                   static_cast<size_t>(generated_.shared_bytes), packed.pointers.data(), stream);

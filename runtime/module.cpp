@@ -51,6 +51,14 @@ LoadedKernel::LoadedKernel(const Private&, const CompiledKernel& kernel)
     fail("cuModuleGetFunction failed: {} while looking up kernel '{}' (symbol '{}') in its module",
          d.describe(r), name_, symbol);
   }
+  // Without opt-in, static and dynamic shared memory together may not pass 48 KiB: a kernel with static
+  // barriers (TMA rings) and 48 KiB of tiles must opt in although its dynamic part alone is within it.
+  int static_smem = 0;
+  if (CUresult r = d.cuFuncGetAttribute(&static_smem, cu::kFuncAttrSharedSizeBytes, function_); r != cu::kSuccess) {
+    d.cuModuleUnload(module_);
+    fail("cuFuncGetAttribute(SHARED_SIZE_BYTES) failed: {} for kernel '{}'", d.describe(r), name_);
+  }
+  dynamic_smem_limit_ = kDefaultDynamicSmemLimit - static_smem;
 }
 
 LoadedKernel::~LoadedKernel() {
@@ -71,7 +79,7 @@ void LoadedKernel::launch(Dim3 grid, Dim3 block, size_t dynamic_smem, void** arg
     fail("cannot launch kernel '{}': grid ({}, {}, {}) and block ({}, {}, {}) must have no zero dimension",
          name_, grid.x, grid.y, grid.z, block.x, block.y, block.z);
   int64_t smem = static_cast<int64_t>(dynamic_smem);
-  if (smem > kDefaultDynamicSmemLimit && smem > dynamic_smem_limit_.load()) {
+  if (smem > dynamic_smem_limit_.load()) {
     const DeviceInfo& device = current_device();
     int static_smem = 0;
     d.check(d.cuFuncGetAttribute(&static_smem, cu::kFuncAttrSharedSizeBytes, function_), "cuFuncGetAttribute",

@@ -27,7 +27,8 @@ public:
   LoadedKernel& operator=(const LoadedKernel&) = delete;
 
   // args: one pointer per kernel parameter, pointing at its value (as cuLaunchKernel takes them).
-  // dynamic_smem above 48 KiB opts in first (and must fit the device's opt-in limit less static smem).
+  // dynamic_smem beyond 48 KiB less the kernel's static smem opts in first (and must fit the device's opt-in
+  // limit less static smem).
   void launch(Dim3 grid, Dim3 block, size_t dynamic_smem, void** args, const Stream& stream = Stream()) const;
 
   // Registers, static smem, local and constant bytes and the max block size, as the driver reports them.
@@ -48,7 +49,8 @@ private:
   int ordinal_ = 0;
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;
-  mutable std::atomic<int64_t> dynamic_smem_limit_{48 * 1024};  // what the function is opted in to
+  // The dynamic shared memory the function may take now: 48 KiB less its static shared memory until it opts in.
+  mutable std::atomic<int64_t> dynamic_smem_limit_{48 * 1024};
   mutable std::atomic<bool> carveout_set_{false};                // the shared-memory carveout preference
 };
 

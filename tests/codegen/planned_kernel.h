@@ -7,6 +7,7 @@
 #include "codegen/choose_dot_lowering.h"
 #include "codegen/plan_layout_conversions.h"
 #include "codegen/plan_scratch.h"
+#include "codegen/plan_tma_copies.h"
 #include "codegen/schedule_async_copies.h"
 #include "kernels/builtin.h"
 
@@ -33,6 +34,7 @@ inline Planned plan_for(const std::string& name, const std::map<std::string, int
   plan_shared_memory(p.plan);
   choose_dot_lowering(p.kernel, t, options, p.plan);
   schedule_async_copies(p.kernel, t, options, p.plan);
+  plan_tma_copies(p.kernel, t, options, p.plan);
   analyze_contiguity(p.kernel, t, options, p.plan);
   plan_layout_conversions(p.kernel, p.plan);
   plan_scratch(p.kernel, p.plan);

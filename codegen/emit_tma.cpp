@@ -1,0 +1,68 @@
+// Emitter: TMA copies of pipelined tiles (see emitter.h and codegen/tma_plan.h).
+//
+// Ring r of a TMA-copied loop has one mbarrier per slot (kiln_full<r>[slot]), initialised by thread 0 to
+// expect one arrival per tile of the stage. Issuing a stage, thread 0 arrives on the slot's barrier
+// announcing the tile's bytes and starts one TMA copy per 128-byte column panel; the copies complete the
+// transaction. Waiting, every thread waits for the slot's next phase: bit `slot` of kiln_phase<r> holds its
+// parity, flipped at each wait, so the count survives loops that run again inside an outer loop. Every
+// copy and wait sits behind `kiln_tma` (a launch argument), whose else branch is the cp.async path.
+#include "codegen/emitter.h"
+
+namespace kiln::emit_detail {
+
+std::string Emitter::tma_ring_declarations() const {
+  if (!plan_.tma.any())
+    return "";
+  std::string s;
+  std::string init;
+  for (const auto& [loop, ring] : plan_.tma.loops) {
+    const std::vector<const Op*>& loads = plan_.pipelined.at(loop);
+    const int stages = plan_.tiles[plan_.tile_of.at(loads.front()->result())].stages;
+    s += fmt::format("  __shared__ __align__(8) unsigned long long kiln_full{}[{}]; // TMA ring of the loop at {}\n",
+                     ring, stages, loop->loc.str());
+    s += fmt::format("  unsigned kiln_phase{} = 0; // bit s: the parity slot s completes next\n", ring);
+    init += fmt::format("    for (int s = 0; s < {}; ++s)\n      kiln::mbarrier_init(kiln::smem_u32(&kiln_full{}[s]), {});\n",
+                        stages, ring, loads.size());
+  }
+  s += "  if (kiln_tma && threadIdx.x == 0) {\n" + init + "    kiln::mbarrier_init_fence();\n  }\n";
+  s += "  __syncthreads(); // the barriers are initialised before anyone waits on them\n";
+  return s;
+}
+
+void Emitter::emit_tma_issue(const Op& load, const std::string& bp, const std::string& slot) {
+  const SharedTile& t = plan_.tiles[plan_.tile_of.at(load.result())];
+  const TmaCopy& c = plan_.tma.copies.at(&load);
+  const TensorMapParam& m = plan_.tma.maps[static_cast<size_t>(c.map)];
+  const Op* loop = t.loop();
+  const int ring = plan_.tma.loops.at(loop);
+  const std::string bar = fresh("bar");
+  line("const unsigned {} = kiln::smem_u32(&kiln_full{}[{}]);", bar, ring, slot);
+  line("kiln::mbarrier_arrive_expect_tx({}, {}); // {} -> shared [{} x {}]", bar, c.bytes_per_stage, load.loc.str(),
+       t.rows, t.cols);
+  const SharedTileGeometry g = t.geometry();
+  for (int p = 0; p < c.panels; ++p)
+    line("kiln::tma_load_2d(kiln::smem_u32(kiln_smem + {} + ({}) * {} + {}), &kiln_map{}, (int){}.off[{}] + {}, "
+         "(int){}.off[{}], {});",
+         t.offset, slot, t.bytes_per_stage(), p * g.panel_bytes(), c.map, bp, m.order[0], p * c.panel_elems, bp,
+         m.order[1], bar);
+}
+
+void Emitter::emit_stage_wait(const Op& loop, const SharedTile& first, const std::string& stage) {
+  const std::string cp_async_wait = fmt::format("kiln::cp_async_wait<{}>();", plan_.lookahead(&loop, first.stages) - 1);
+  auto ring = plan_.tma.loops.find(&loop);
+  if (ring == plan_.tma.loops.end()) {
+    line("{}", cp_async_wait);
+    return;
+  }
+  const int r = ring->second;
+  line("if (kiln_tma) {{");
+  line("  kiln::mbarrier_wait(kiln::smem_u32(&kiln_full{}[{}]), (kiln_phase{} >> {}) & 1u);", r, stage, r, stage);
+  line("  kiln_phase{} ^= 1u << {};", r, stage);
+  if (!plan_.unwaited_loads.empty())
+    line("  kiln::cp_async_wait_all(); // tiles loaded before the loop by cp.async");
+  line("}} else {{");
+  line("  {}", cp_async_wait);
+  line("}}");
+}
+
+} // namespace kiln::emit_detail

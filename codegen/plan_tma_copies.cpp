@@ -1,0 +1,203 @@
+#include "codegen/plan_tma_copies.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+#include <set>
+
+namespace kiln {
+
+namespace {
+
+std::string where(const Op& op) { return op.loc.str(); }
+
+// Finds the make_block_ptr a block-pointer value comes from, through advances and the values a loop carries
+// (its initial value and what its body yields must lead to the same one). Fills `why` when there is none.
+class BlockPtrTracer {
+public:
+  explicit BlockPtrTracer(const Kernel& k) : k_(k) {
+    walk(k.body, [&](const Op& op) {
+      if (op.kind != OpKind::For)
+        return;
+      const Region& body = op.regions[0];
+      for (size_t j = 1; j < body.args.size(); ++j)
+        carried_[body.args[j]] = {&op, j - 1};
+      for (size_t j = 0; j < op.results.size(); ++j)
+        carried_[op.results[j]] = {&op, j};
+    });
+  }
+
+  const Op* trace(ValueId v, std::string& why) {
+    std::set<ValueId> seen;
+    const Op* found = nullptr;
+    if (!visit(v, seen, found, why))
+      return nullptr;
+    if (!found)
+      why = "the block pointer has no make_block_ptr";
+    return found;
+  }
+
+private:
+  // Adds the make_block_ptr behind `v` to `found`; false (with `why`) when it is not unique or not there.
+  bool visit(ValueId v, std::set<ValueId>& seen, const Op*& found, std::string& why) {
+    if (!seen.insert(v).second)
+      return true; // around a loop back to a value already followed
+    if (auto it = carried_.find(v); it != carried_.end()) {
+      const auto& [loop, j] = it->second;
+      const Op& yield = *loop->regions[0].ops.back();
+      return visit(loop->operands[3 + j], seen, found, why) && visit(yield.operands[j], seen, found, why);
+    }
+    const Op* def = k_.info(v).def;
+    if (!def) {
+      why = "the block pointer is not built in the kernel";
+      return false;
+    }
+    if (def->kind == OpKind::Advance)
+      return visit(def->operands[0], seen, found, why);
+    if (def->kind != OpKind::MakeBlockPtr) {
+      why = fmt::format("the block pointer comes from a {} ({})", op_name(def->kind), where(*def));
+      return false;
+    }
+    if (found && found != def) {
+      why = fmt::format("the block pointer is one of two make_block_ptr ({} and {})", where(*found), where(*def));
+      return false;
+    }
+    found = def;
+    return true;
+  }
+
+  const Kernel& k_;
+  std::unordered_map<ValueId, std::pair<const Op*, size_t>> carried_;
+};
+
+// `v` as an integer the launch knows: a parameter (or a widening cast of one) or a constant.
+std::optional<LaunchScalar> launch_scalar(const Kernel& k, ValueId v) {
+  const ValueInfo& info = k.info(v);
+  if (info.param_index >= 0)
+    return LaunchScalar{info.param_index, 0};
+  if (!info.def)
+    return std::nullopt;
+  if (info.def->kind == OpKind::Constant) {
+    if (auto c = info.def->exact_int())
+      return LaunchScalar{-1, *c};
+    return std::nullopt;
+  }
+  if (info.def->kind == OpKind::Cast) {
+    const DType from = k.type(info.def->operands[0]).elem, to = info.type.elem;
+    if (is_int(from) && is_int(to) && from != DType::i1 && dtype_rank(to) >= dtype_rank(from))
+      return launch_scalar(k, info.def->operands[0]);
+  }
+  return std::nullopt;
+}
+
+// The tensor map of `make` read in boxes of `tile`, or why there is none.
+std::optional<TensorMapParam> map_for(const Kernel& k, const Op& make, const SharedTile& tile, std::string& why) {
+  const Type& bp = k.type(make.result());
+  const size_t rank = bp.shape.size();
+  TensorMapParam m;
+  m.source = where(make);
+  m.dtype = bp.elem;
+  m.order.assign(bp.order.begin(), bp.order.end());
+  const ValueInfo& base = k.info(make.operands[0]);
+  if (base.param_index < 0) {
+    why = fmt::format("the base of make_block_ptr ({}) is computed in the kernel, not a pointer parameter", m.source);
+    return std::nullopt;
+  }
+  m.base_param = base.param_index;
+  for (size_t d = 0; d < rank; ++d) {
+    auto shape = launch_scalar(k, make.operands[1 + d]);
+    auto stride = launch_scalar(k, make.operands[1 + rank + d]);
+    if (!shape || !stride) {
+      why = fmt::format("the {} of dim {} of make_block_ptr ({}) is computed in the kernel", shape ? "stride" : "shape",
+                        d, m.source);
+      return std::nullopt;
+    }
+    m.shape.push_back(*shape);
+    m.strides.push_back(*stride);
+  }
+  const SharedTileGeometry g = tile.geometry();
+  m.swizzle = g.swizzle_mode();
+  m.box.assign(bp.shape.begin(), bp.shape.end());
+  m.box[static_cast<size_t>(m.order[0])] = g.line_bytes() / g.elem_bytes;
+  return m;
+}
+
+// Why the pipelined load `load` cannot be a TMA copy ("" when it can).
+std::string tile_problem(const Kernel& k, const Op& load, const SharedTile& t) {
+  const Type& bp = k.type(load.operands[0]);
+  if (load.padding != Padding::Zero)
+    return "TMA fills past the tensor with zeros; this load pads with NaN";
+  if (bp.shape.size() != 2)
+    return fmt::format("the block is {}-D; TMA copies of 2-D blocks only so far", bp.shape.size());
+  if (t.elem_bytes != 2 && t.elem_bytes != 4)
+    return fmt::format("{}-byte elements (TMA copies here take 2 or 4)", t.elem_bytes);
+  const SharedTileGeometry g = t.geometry();
+  if (g.swizzle_mode() == SwizzleMode::None)
+    return fmt::format("the tile's lines are {} bytes, not 32, 64 or 128", g.line_bytes());
+  if (t.rows > 256)
+    return fmt::format("{} rows per tile; a TMA box holds at most 256", t.rows);
+  if (t.bytes_per_stage() % 1024 != 0 || t.offset % 1024 != 0)
+    return "the tile's stages are not whole 1024-byte swizzle periods";
+  return "";
+}
+
+} // namespace
+
+void plan_tma_copies(const Kernel& k, const Target& target, const CodegenOptions& options, LoweringPlan& plan) {
+  TmaPlan& tma = plan.tma;
+  tma = TmaPlan{};
+  if (plan.pipelined.empty())
+    return;
+  if (target.sm < 90 || !target.arch_specific)
+    return; // nothing to say on targets without TMA: their lowered plans stay as they were
+  std::string off;
+  if (!options.tma)
+    off = "CodegenOptions::tma is off";
+  else if (!options.swizzle)
+    off = "shared tiles are not swizzled (CodegenOptions::swizzle is off)";
+  BlockPtrTracer tracer(k);
+  // One map per make_block_ptr and box, shared by every load that reads the same tensor in the same boxes.
+  std::map<std::pair<const Op*, std::vector<int64_t>>, int> map_of;
+  for (const auto& [loop, loads] : plan.pipelined) {
+    if (!off.empty()) {
+      tma.why_not[loop] = off;
+      continue;
+    }
+    std::string why;
+    std::vector<std::pair<const Op*, TensorMapParam>> found;
+    std::vector<TmaCopy> copies;
+    for (const Op* load : loads) {
+      const SharedTile& t = plan.tiles[plan.tile_of.at(load->result())];
+      why = tile_problem(k, *load, t);
+      const Op* make = why.empty() ? tracer.trace(load->operands[0], why) : nullptr;
+      std::optional<TensorMapParam> m = make ? map_for(k, *make, t, why) : std::nullopt;
+      if (!m) {
+        why = fmt::format("load at {}: {}", where(*load), why);
+        break;
+      }
+      const SharedTileGeometry g = t.geometry();
+      TmaCopy c;
+      c.panel_elems = g.line_bytes() / g.elem_bytes;
+      c.panels = static_cast<int>(t.cols / c.panel_elems);
+      c.bytes_per_stage = t.bytes_per_stage();
+      copies.push_back(c);
+      found.emplace_back(make, std::move(*m));
+    }
+    if (copies.size() != loads.size()) {
+      tma.why_not[loop] = why;
+      continue;
+    }
+    for (size_t i = 0; i < loads.size(); ++i) {
+      auto [it, added] = map_of.try_emplace({found[i].first, found[i].second.box}, static_cast<int>(tma.maps.size()));
+      if (added)
+        tma.maps.push_back(std::move(found[i].second));
+      copies[i].map = it->second;
+      tma.copies[loads[i]] = copies[i];
+    }
+    const int ring = static_cast<int>(tma.loops.size());
+    tma.loops[loop] = ring;
+    tma.barrier_bytes += 8 * plan.tiles[plan.tile_of.at(loads.front()->result())].stages;
+  }
+}
+
+} // namespace kiln

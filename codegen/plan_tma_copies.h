@@ -1,0 +1,19 @@
+// Pass: which pipelined loops copy their shared tiles with TMA (codegen/tma_plan.h), and the tensor maps
+// the kernel takes for them. Runs after plan_shared_memory (tile offsets) and schedule_async_copies.
+//
+// A loop is copied by TMA when the target has it (sm_90a), cp.async staging and swizzling are on, and
+// every one of its pipelined loads qualifies: zero padding; a 2-D tile of 2- or 4-byte elements whose
+// lines are 32, 64 or 128 bytes (a swizzle TMA writes exactly as kiln's shared tile format wants), at most
+// 256 rows, stages of whole 1024-byte swizzle periods; and a block pointer traced through advances and
+// loop-carried values to one make_block_ptr whose base is a pointer parameter and whose shape and strides
+// are parameters or constants. Otherwise the loop stays on cp.async and TmaPlan::why_not says why.
+#pragma once
+
+#include "codegen/codegen.h"
+#include "codegen/lowering_plan.h"
+
+namespace kiln {
+
+void plan_tma_copies(const Kernel& k, const Target& target, const CodegenOptions& options, LoweringPlan& plan);
+
+} // namespace kiln

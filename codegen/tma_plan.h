@@ -1,0 +1,60 @@
+// Which shared tiles Hopper's Tensor Memory Accelerator copies instead of cp.async, and the tensor maps
+// those copies read: what plan_tma_copies decides, the emitter prints and a launch encodes.
+//
+// A block pointer is what a tensor map describes (base, shape, strides, box = block shape, order), so a
+// pipelined block-pointer load whose block pointer the host can rebuild from the launch's arguments (its
+// base a pointer parameter; its shape and strides parameters or constants) is copied by TMA: one thread
+// issues one copy per 128-byte column panel of the tile, completing on the ring slot's mbarrier, and the
+// hardware zero-fills what lies past the tensor. Whether the map is legal (alignment, strides) is known
+// only at launch, so the kernel keeps its cp.async path behind a launch argument (`kiln_tma`) that the
+// launch sets when every map encodes.
+#pragma once
+
+#include "codegen/shared_tile_geometry.h"
+#include "dsl/dtype.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct Op;
+
+// One integer of a tensor map known at launch: a kernel parameter's value, or a constant.
+struct LaunchScalar {
+  int param = -1; // index into the kernel's parameters; -1: `constant`
+  int64_t constant = 0;
+};
+
+// A tensor-map kernel parameter: how the launch builds it from the kernel's arguments. Per-dim vectors follow
+// the block pointer's own dims.
+struct TensorMapParam {
+  int base_param = -1; // the pointer parameter that is the block pointer's base
+  DType dtype = DType::f16;
+  std::vector<LaunchScalar> shape, strides; // elements
+  std::vector<int64_t> box;                 // elements per copy: the block, its contiguous dim cut to a line
+  std::vector<int> order;                   // the block pointer's order: fastest-varying dim first
+  SwizzleMode swizzle = SwizzleMode::Bytes128;
+  std::string source; // the make_block_ptr's DSL location, for messages
+};
+
+// How one TMA-copied load is issued.
+struct TmaCopy {
+  int map = 0;                // index into TmaPlan::maps (the kernel's kiln_map<i> parameter)
+  int panels = 1;             // copies per tile: one per 128-byte column panel
+  int64_t panel_elems = 0;    // elements of the contiguous dim per panel (the box's inner dim)
+  int64_t bytes_per_stage = 0; // transaction bytes the slot's mbarrier expects for this tile
+};
+
+struct TmaPlan {
+  std::vector<TensorMapParam> maps;
+  std::map<const Op*, TmaCopy> copies;         // pipelined load -> its copy
+  std::map<const Op*, int> loops;              // pipelined loop copied by TMA -> its ring's index
+  std::map<const Op*, std::string> why_not;    // pipelined loop whose loads stay on cp.async -> why
+  int64_t barrier_bytes = 0;                   // static shared memory of the rings' mbarriers (8 per slot)
+  bool any() const { return !copies.empty(); }
+};
+
+} // namespace kiln

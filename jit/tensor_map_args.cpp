@@ -1,0 +1,104 @@
+#include "jit/tensor_map_args.h"
+
+#include "runtime/tensor_map.h"
+#include "runtime/tensor_map_cache.h"
+#include "support/error.h"
+
+#include <fmt/format.h>
+
+namespace kiln {
+
+namespace {
+
+rt::TensorMapElement element_of(DType t) {
+  switch (t) {
+  case DType::f16:
+    return rt::TensorMapElement::f16;
+  case DType::bf16:
+    return rt::TensorMapElement::bf16;
+  case DType::f32:
+    return rt::TensorMapElement::f32;
+  case DType::f64:
+    return rt::TensorMapElement::f64;
+  case DType::i32:
+    return rt::TensorMapElement::i32;
+  case DType::i64:
+    return rt::TensorMapElement::i64;
+  case DType::i1:
+  case DType::u8:
+    return rt::TensorMapElement::u8;
+  }
+  throw InternalError("tensor map of an unknown dtype");
+}
+
+rt::TensorMapSwizzle swizzle_of(SwizzleMode m) {
+  switch (m) {
+  case SwizzleMode::Bytes128:
+    return rt::TensorMapSwizzle::span128;
+  case SwizzleMode::Bytes64:
+    return rt::TensorMapSwizzle::span64;
+  case SwizzleMode::Bytes32:
+    return rt::TensorMapSwizzle::span32;
+  case SwizzleMode::None:
+    break;
+  }
+  return rt::TensorMapSwizzle::none;
+}
+
+int64_t value_of(const LaunchScalar& s, const std::vector<LaunchArg>& args) {
+  if (s.param < 0)
+    return s.constant;
+  const LaunchArg& a = args.at(static_cast<size_t>(s.param));
+  if (a.kind != LaunchArg::Kind::Int)
+    throw InternalError("a tensor map's shape or stride is not an integer argument");
+  return a.i;
+}
+
+} // namespace
+
+rt::TensorMapSpec tensor_map_spec(const TensorMapParam& m, const std::vector<Param>& params,
+                                  const std::vector<LaunchArg>& args) {
+  if (args.size() != params.size() || m.base_param < 0 || static_cast<size_t>(m.base_param) >= args.size())
+    throw InternalError("tensor map arguments do not match the kernel's parameters");
+  const LaunchArg& base = args[static_cast<size_t>(m.base_param)];
+  if (base.kind != LaunchArg::Kind::Pointer)
+    throw InternalError(fmt::format("the base of a tensor map, '{}', is not a pointer argument",
+                                    params[static_cast<size_t>(m.base_param)].name));
+  rt::BlockPointerGeometry g;
+  g.element = element_of(m.dtype);
+  g.base_address = base.ptr;
+  for (size_t d = 0; d < m.shape.size(); ++d) {
+    g.shape.push_back(value_of(m.shape[d], args));
+    g.strides.push_back(value_of(m.strides[d], args));
+  }
+  g.block_shape = m.box;
+  g.order = m.order;
+  return rt::tensor_map_spec_for_block_pointer(g, swizzle_of(m.swizzle), rt::TensorMapOobFill::zero);
+}
+
+TensorMapArgs tensor_map_args(const std::vector<TensorMapParam>& maps, const std::vector<Param>& params,
+                              const std::vector<LaunchArg>& args) {
+  TensorMapArgs out;
+  out.maps.resize(maps.size());
+  if (maps.empty())
+    return out;
+  std::vector<rt::TensorMapSpec> specs;
+  for (size_t i = 0; i < maps.size(); ++i) {
+    specs.push_back(tensor_map_spec(maps[i], params, args));
+    for (const std::string& p : rt::tensor_map_problems(specs.back()))
+      out.why_not += fmt::format("{}map {} (make_block_ptr at {}): {}", out.why_not.empty() ? "" : "; ", i,
+                                 maps[i].source, p);
+  }
+  if (!out.why_not.empty())
+    return out;
+  if (!rt::driver_available() || rt::driver().cuTensorMapEncodeTiled == nullptr) {
+    out.why_not = "the CUDA driver has no cuTensorMapEncodeTiled";
+    return out;
+  }
+  for (size_t i = 0; i < maps.size(); ++i)
+    out.maps[i] = rt::tensor_map_cache().get(specs[i]);
+  out.use_tma = 1;
+  return out;
+}
+
+} // namespace kiln

@@ -1,0 +1,85 @@
+// matmul on the TMA path (codegen/plan_tma_copies.h, jit/tensor_map_args.h): on sm_90a the pipelined A and
+// B tiles are copied by TMA onto mbarriers whenever the launch's tensor maps are legal. Shapes whose edges
+// cut tiles in M, N and K (TMA's zero fill replaces the bounds checks), both operand orders, f16 and bf16,
+// several tile shapes and ring depths; each case first checks that this launch does take the TMA path,
+// then holds C to the double-precision reference. (GpuMatmul's odd-K cases cover the launches whose maps are
+// illegal and fall back to cp.async inside the same kernel.) Skipped below compute capability 9.0.
+#include "gpu/gpu_skip.h"
+#include "jit/jit_kernel.h"
+#include "jit/tensor_map_args.h"
+#include "kernels/compare.h"
+#include "kernels/matmul/matmul.h"
+#include "runtime/device.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace kiln;
+
+namespace {
+
+struct TmaMatmulCase {
+  int64_t M, N, K;
+  DType dtype;
+  bool a_col, b_col;
+  int64_t bm, bn, bk;
+  int warps, stages;
+};
+
+class GpuMatmulTma : public ::testing::TestWithParam<TmaMatmulCase> {};
+
+TEST_P(GpuMatmulTma, TakesTheTmaPathAndMatchesReference) {
+  KILN_REQUIRE_GPU();
+  const rt::DeviceInfo& device = rt::current_device();
+  if (device.cc_major < 9)
+    GTEST_SKIP() << "TMA needs compute capability 9.0; " << device.name << " is " << device.arch;
+  const TmaMatmulCase& tc = GetParam();
+  MatmulProblem p{tc.M, tc.N, tc.K, tc.dtype, false, tc.a_col, tc.b_col};
+  Config c = default_matmul_config(p);
+  c.set("BLOCK_M", tc.bm).set("BLOCK_N", tc.bn).set("BLOCK_K", tc.bk);
+  c.num_warps = tc.warps;
+  c.num_stages = tc.stages;
+  if (tc.bm * tc.bn > 128 * 128)
+    c.set("MIN_BLOCKS_PER_SM", 1); // a 128 x 256 accumulator needs more than two CTAs' registers allow
+
+  // The plan copies both tiles by TMA, and this launch's maps (buffers from cuMemAlloc, packed strides) are
+  // legal, so the kernel takes that path rather than its cp.async fallback.
+  const Kernel k = build_matmul(c);
+  std::shared_ptr<JitKernel> jk = JitKernel::compile(k);
+  ASSERT_EQ(jk->generated().tensor_maps.size(), 2u) << jk->generated().lowered;
+  rt::DeviceBuffer a(static_cast<size_t>(tc.M * tc.K * 2)), b(static_cast<size_t>(tc.K * tc.N * 2));
+  const int64_t sam = tc.a_col ? 1 : tc.K, sak = tc.a_col ? tc.M : 1;
+  const int64_t sbk = tc.b_col ? 1 : tc.N, sbn = tc.b_col ? tc.K : 1;
+  std::vector<LaunchArg> args = {LaunchArg::pointer(a),     LaunchArg::pointer(b),     LaunchArg::pointer(a),
+                                 LaunchArg::of_int(tc.M),   LaunchArg::of_int(tc.N),   LaunchArg::of_int(tc.K),
+                                 LaunchArg::of_int(sam),    LaunchArg::of_int(sak),    LaunchArg::of_int(sbk),
+                                 LaunchArg::of_int(sbn),    LaunchArg::of_int(tc.N),   LaunchArg::of_int(1)};
+  TensorMapArgs maps = tensor_map_args(jk->generated().tensor_maps, k.params, args);
+  ASSERT_EQ(maps.use_tma, 1) << maps.why_not;
+
+  MatmulInputs in = make_matmul_inputs(p, 77 + tc.M + tc.N + tc.K, 1.0);
+  std::vector<double> out = run_matmul_interpreted(p, c, in, Executor::Gpu);
+  Comparison cmp = compare_to_reference(out, matmul_reference(p, in));
+  EXPECT_TRUE(cmp.ok(tolerance(tc.dtype))) << cmp.str() << " config " << c.str();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    matmul, GpuMatmulTma,
+    ::testing::Values(TmaMatmulCase{512, 512, 512, f16, false, false, 128, 128, 32, 8, 3},
+                      TmaMatmulCase{520, 392, 328, f16, false, false, 128, 128, 64, 4, 4},
+                      TmaMatmulCase{264, 136, 72, bf16, false, false, 64, 64, 32, 4, 3},
+                      TmaMatmulCase{384, 256, 200, f16, true, false, 128, 128, 32, 8, 3},
+                      TmaMatmulCase{256, 392, 136, bf16, false, true, 128, 64, 64, 4, 3},
+                      TmaMatmulCase{136, 264, 520, f16, true, true, 64, 128, 32, 4, 4},
+                      TmaMatmulCase{1000, 1000, 1000, f16, false, false, 128, 256, 64, 8, 3},
+                      TmaMatmulCase{8, 16, 2048, bf16, false, false, 64, 64, 64, 4, 5}),
+    [](const auto& info) {
+      const TmaMatmulCase& c = info.param;
+      return "M" + std::to_string(c.M) + "_N" + std::to_string(c.N) + "_K" + std::to_string(c.K) + "_" +
+             std::string(dtype_name(c.dtype)) + (c.a_col ? "_Acol" : "") + (c.b_col ? "_Bcol" : "") + "_bm" +
+             std::to_string(c.bm) + "_bn" + std::to_string(c.bn) + "_bk" + std::to_string(c.bk) + "_s" +
+             std::to_string(c.stages);
+    });
+
+} // namespace

@@ -1,0 +1,78 @@
+// A launch's tensor maps (jit/tensor_map_args.h): specs rebuilt from the kernel's arguments as the code
+// generator described them, and the per-launch choice of the cp.async path when a map breaks a rule. None of
+// this needs a GPU (without a driver, legal maps are refused for that reason).
+#include "jit/tensor_map_args.h"
+#include "runtime/tensor_map.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+using namespace kiln;
+
+namespace {
+
+constexpr uint64_t kBase = 0x7f0000000000;
+
+// matmul's A: make_block_ptr(A, {M, K}, {stride_am, 1}, ..., {128, 32}, order {1, 0}).
+const std::vector<Param> kParams = {{"A", 0}, {"M", 1}, {"K", 2}, {"stride_am", 3}};
+
+TensorMapParam a_map() {
+  TensorMapParam m;
+  m.base_param = 0;
+  m.dtype = DType::f16;
+  m.shape = {LaunchScalar{1, 0}, LaunchScalar{2, 0}};
+  m.strides = {LaunchScalar{3, 0}, LaunchScalar{-1, 1}};
+  m.box = {128, 32};
+  m.order = {1, 0};
+  m.swizzle = SwizzleMode::Bytes64;
+  m.source = "matmul.cpp:44";
+  return m;
+}
+
+std::vector<LaunchArg> args(uint64_t base, int64_t M, int64_t K, int64_t stride_am) {
+  return {LaunchArg::pointer(base), LaunchArg::of_int(M), LaunchArg::of_int(K), LaunchArg::of_int(stride_am)};
+}
+
+TEST(TensorMapArgs, SpecFollowsTheArgumentsInnermostDimFirst) {
+  rt::TensorMapSpec s = tensor_map_spec(a_map(), kParams, args(kBase, 4096, 1024, 1024));
+  EXPECT_EQ(s.element, rt::TensorMapElement::f16);
+  EXPECT_EQ(s.global_address, kBase);
+  EXPECT_EQ(s.global_dims, (std::vector<int64_t>{1024, 4096}));
+  EXPECT_EQ(s.global_strides_bytes, (std::vector<int64_t>{2, 2048}));
+  EXPECT_EQ(s.box_dims, (std::vector<int64_t>{32, 128}));
+  EXPECT_EQ(s.swizzle, rt::TensorMapSwizzle::span64);
+  EXPECT_EQ(s.oob_fill, rt::TensorMapOobFill::zero);
+  EXPECT_TRUE(rt::is_legal(s)) << rt::describe(s);
+}
+
+TEST(TensorMapArgs, AnUnalignedStrideKeepsTheCpAsyncPathAndSaysWhy) {
+  TensorMapArgs t = tensor_map_args({a_map()}, kParams, args(kBase, 4096, 1001, 1001));
+  EXPECT_EQ(t.use_tma, 0);
+  ASSERT_EQ(t.maps.size(), 1u);
+  EXPECT_NE(t.why_not.find("map 0 (make_block_ptr at matmul.cpp:44)"), std::string::npos) << t.why_not;
+  EXPECT_NE(t.why_not.find("multiple of 16"), std::string::npos) << t.why_not;
+}
+
+TEST(TensorMapArgs, AnUnalignedBaseKeepsTheCpAsyncPath) {
+  TensorMapArgs t = tensor_map_args({a_map()}, kParams, args(kBase + 2, 4096, 1024, 1024));
+  EXPECT_EQ(t.use_tma, 0);
+  EXPECT_NE(t.why_not.find("map 0"), std::string::npos) << t.why_not;
+}
+
+TEST(TensorMapArgs, LegalMapsNeedADriverWithTensorMaps) {
+  TensorMapArgs t = tensor_map_args({a_map()}, kParams, args(kBase, 4096, 1024, 1024));
+  if (rt::driver_available() && rt::driver().cuTensorMapEncodeTiled != nullptr)
+    GTEST_SKIP() << "a CUDA driver with tensor maps is present: tests/gpu/tma_gpu_test.cpp covers encoding";
+  EXPECT_EQ(t.use_tma, 0);
+  EXPECT_NE(t.why_not.find("cuTensorMapEncodeTiled"), std::string::npos) << t.why_not;
+}
+
+TEST(TensorMapArgs, NoMapsMeansNoExtraParameters) {
+  TensorMapArgs t = tensor_map_args({}, kParams, args(kBase, 4096, 1024, 1024));
+  EXPECT_TRUE(t.maps.empty());
+  EXPECT_TRUE(t.why_not.empty());
+}
+
+} // namespace
