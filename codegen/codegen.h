@@ -5,6 +5,7 @@
 //   verify -> assign_layouts (register layouts, shared-memory operands, warp split, pipelined loads)
 //          -> plan_shared_memory (tile offsets) -> choose_dot_lowering (wgmma / mma.sync / FMA, fused casts)
 //          -> schedule_async_copies (products left in flight, loads waited for by a later loop)
+//          -> plan_tma_copies (sm_90a loops whose tiles TMA copies, their tensor maps)
 //          -> analyze_contiguity (vector width of pointer-tensor accesses, hints included, block-store pieces)
 //          -> plan_layout_conversions (every conversion between layouts: shared memory or register shuffles)
 //          -> plan_scratch (scratch shared memory) -> describe_plan (the lowered summary)
