@@ -2,7 +2,7 @@
 
 #include "bench/attention_bench.h"
 
-#include "codegen/perf_model.h"
+#include "analysis/perf_model.h"
 #include "kernels/attention/fa2_fwd.h"
 
 #include <fmt/format.h>

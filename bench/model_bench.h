@@ -1,4 +1,4 @@
-// The "model" suite: the performance model of codegen/perf_model.h against the GPU. FA2 forward (f16,
+// The "model" suite: the performance model of analysis/perf_model.h against the GPU. FA2 forward (f16,
 // D = 64, not causal, the sweep's shapes B·N = 16384, H = 32) over a few tile sizes (BLOCK_M × BLOCK_N)
 // and sequence lengths: the roofline time the model predicts from the IR (FLOPs and bytes against the
 // device's nominal peaks) beside the measured time of the same config, checked first like every case.

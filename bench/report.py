@@ -468,7 +468,7 @@ class Report:
                 entry["predicted"] = (tile, pred)
         x0 = recs[0].get("extra") or {}
         text = ("FA2 forward, f16, D = 64, not causal (B·N = 16384, H = 32), 4 warps, 2 stages; the model "
-                "(codegen/perf_model.h) reads FLOPs and bytes off the IR, every access counted as DRAM traffic "
+                "(analysis/perf_model.h) reads FLOPs and bytes off the IR, every access counted as DRAM traffic "
                 f"(no cache reuse). Roofline against the nominal peaks ({x0.get('peak_tflops', 0):.0f} TFLOP/s, "
                 f"{x0.get('peak_gbps', 0):.0f} GB/s from {x0.get('peaks_from', '?')})"
                 + (f" and against the ceilings measured in this run (cuBLAS f16 {peak_mm:.0f} TFLOP/s, copy "

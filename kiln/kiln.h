@@ -43,20 +43,20 @@
 //   kiln::InternalError (a bug in kiln).
 #pragma once
 
-#include "codegen/codegen.h"    // generate_cuda, CodegenOptions, GeneratedKernel, Target
-#include "codegen/perf_model.h" // estimate_cost, roofline, Cost, CostEstimate
-#include "dsl/config.h"         // Config
-#include "dsl/dsl.h"            // the DSL
-#include "dsl/interpreter.h"    // HostBuffer, InterpArg, interpret
-#include "dsl/printer.h"        // print_kernel
-#include "dsl/registry.h"       // KernelDef, Grid, SizeArgs
-#include "jit/jit_kernel.h"     // JitKernel, LaunchArg, run_on_gpu, check_launch_args
-#include "jit/tuned_kernel.h"   // KernelTuner, TuneOptions, TunedLaunch
-#include "runtime/autotuner.h"  // AutotuneMode
-#include "runtime/device.h"     // Stream, DeviceBuffer, DeviceInfo
-#include "runtime/nvrtc.h"      // nvrtc_available (for gpu_available)
-#include "support/error.h"      // Error, InternalError
-#include "support/version.h"    // version()
+#include "analysis/perf_model.h" // estimate_cost, roofline, Cost, CostEstimate
+#include "codegen/codegen.h"     // generate_cuda, CodegenOptions, GeneratedKernel, Target
+#include "dsl/config.h"          // Config
+#include "dsl/dsl.h"             // the DSL
+#include "dsl/interpreter.h"     // HostBuffer, InterpArg, interpret
+#include "dsl/printer.h"         // print_kernel
+#include "dsl/registry.h"        // KernelDef, Grid, SizeArgs
+#include "jit/jit_kernel.h"      // JitKernel, LaunchArg, run_on_gpu, check_launch_args
+#include "jit/tuned_kernel.h"    // KernelTuner, TuneOptions, TunedLaunch
+#include "runtime/autotuner.h"   // AutotuneMode
+#include "runtime/device.h"      // Stream, DeviceBuffer, DeviceInfo
+#include "runtime/nvrtc.h"       // nvrtc_available (for gpu_available)
+#include "support/error.h"       // Error, InternalError
+#include "support/version.h"     // version()
 
 #include <string>
 

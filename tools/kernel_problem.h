@@ -1,11 +1,11 @@
 // What `kiln tune` and `kiln model` share to run any registered kernel on synthetic data: the problem the
 // command line describes (NAME=VALUE items split into the config's parameters and the sizes and scalar
-// arguments), the defaults the attention kernels get, launch plans (kernels/launch_plan.h) and device buffers
+// arguments), the defaults the attention kernels get, launch plans (analysis/launch_plan.h) and device buffers
 // of random data laid out as a plan says.
 #pragma once
 
+#include "analysis/launch_plan.h"
 #include "jit/tuned_kernel.h"
-#include "kernels/launch_plan.h"
 
 #include <map>
 #include <string>

@@ -1,8 +1,8 @@
-// `kiln model KERNEL --shape ...`: the roofline model of codegen/perf_model.h for one launch: FLOPs and
+// `kiln model KERNEL --shape ...`: the roofline model of analysis/perf_model.h for one launch: FLOPs and
 // global bytes per program and in total, operational intensity, the predicted time against peak rates and
 // the bound; with --measure, the measured time beside it (GPU; any kernel, on random inputs laid out by its
-// launch plan, kernels/launch_plan.h; fa2_fwd on attention inputs).
-#include "codegen/perf_model.h"
+// launch plan, analysis/launch_plan.h; fa2_fwd on attention inputs).
+#include "analysis/perf_model.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/builtin.h"
 #include "kernels/dtype_param.h"
@@ -148,7 +148,7 @@ int run_model() {
                                 human_seconds(measured_ms * 1e-3), 100.0 * r.time_s() / (measured_ms * 1e-3));
   llvm::outs()
       << "note: bytes count every program's global accesses with no cache reuse (an upper bound on DRAM "
-         "traffic); only matrix FLOPs meet the tensor-core peak. See codegen/perf_model.h.\n";
+         "traffic); only matrix FLOPs meet the tensor-core peak. See analysis/perf_model.h.\n";
   return 0;
 }
 

@@ -4,10 +4,10 @@
 //
 // Any kernel: sizes and scalar arguments come as --shape/--set NAME=VALUE (parameters given with --set are
 // fixed, the rest of the config space is tuned); random inputs are laid out by the kernel's launch plan
-// (kernels/launch_plan.h), and outputs are written to scratch copies. fa2_fwd goes through
+// (analysis/launch_plan.h), and outputs are written to scratch copies. fa2_fwd goes through
 // kiln::attention::tune_forward, so that its pick is the one kiln::attention::forward finds; it also takes
 // the attention flags (--batch, --heads, --seq-q, --head-dim, ...).
-#include "codegen/perf_model.h"
+#include "analysis/perf_model.h"
 #include "kernels/attention/attention_api.h"
 #include "kernels/builtin.h"
 #include "kernels/dtype_param.h"

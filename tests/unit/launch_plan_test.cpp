@@ -1,11 +1,11 @@
 // Launch plans read off a kernel's IR: scalar values given or derived as dense block-pointer strides, and the
 // element range every pointer reaches. The strongest check is running the kernel in the interpreter on
 // buffers of exactly the planned sizes: the interpreter rejects any access outside a buffer.
+#include "analysis/launch_plan.h"
 #include "dsl/dsl.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa1_fwd.h"
 #include "kernels/attention/fa2_fwd.h"
-#include "kernels/launch_plan.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/softmax/softmax.h"
 #include "kernels/vector_add/vector_add.h"

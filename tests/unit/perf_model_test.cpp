@@ -1,6 +1,6 @@
 // The roofline model against hand counts: matmul and FA2 FLOPs and bytes per program and in total,
 // boundary clipping of block-pointer tiles, causal tile skipping, scalar evaluation, and its errors.
-#include "codegen/perf_model.h"
+#include "analysis/perf_model.h"
 #include "dsl/dsl.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "kernels/matmul/matmul.h"

@@ -8,10 +8,11 @@
 //   without a value is a kiln::Error naming every such parameter. Floats default to 1.0.
 // - a pointer: the element range [lo, hi) around the address passed that the kernel may reach, and whether
 //   it reads and/or writes it. Ranges come from an interval analysis of the address computations over the
-//   whole grid (program ids, aranges, loop induction variables and loop-carried offsets, scalars); masks are
-//   ignored, so a range may be larger than what a launch touches but never smaller. A block pointer reaches
-//   the tensor it declares: base + sum over dims of (shape - 1) * stride. An address that depends on loaded
-//   data or on a value the analysis cannot bound is a kiln::Error naming the parameter and the op.
+//   whole grid (analysis/address_analysis.h: program ids, aranges, loop induction variables and loop-carried
+//   offsets, scalars); masks are ignored, so a range may be larger than what a launch touches but never
+//   smaller. A block pointer reaches the tensor it declares: base + sum over dims of (shape - 1) * stride. An
+//   address that depends on loaded data or on a value the analysis cannot bound is a kiln::Error naming the
+//   parameter and the op.
 #pragma once
 
 #include "dsl/interpreter.h"

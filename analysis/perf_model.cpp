@@ -1,4 +1,4 @@
-#include "codegen/perf_model.h"
+#include "analysis/perf_model.h"
 
 #include "dsl/scalar_eval.h"
 #include "support/error.h"
