@@ -293,6 +293,16 @@ ResourceUsage read_cubin_usage(std::string_view cubin, std::string_view lowered_
   return u;
 }
 
+// ptxas refuses an instruction that needs more registers than __launch_bounds__ leaves each thread; say what
+// sets that cap, which the log does not.
+std::string register_limit_hint(std::string_view log) {
+  if (log.find("Insufficient registers") == std::string::npos)
+    return "";
+  return "\nthe kernel's __launch_bounds__(threads, MIN_BLOCKS_PER_SM) caps each thread at 65536 / (threads x "
+         "MIN_BLOCKS_PER_SM) registers (at most 255), fewer than this kernel needs: lower MIN_BLOCKS_PER_SM, "
+         "num_warps or the tiles";
+}
+
 std::string quote_error_lines(std::string_view log, std::string_view source, int context_lines) {
   static const std::regex error_line(R"(^(.*)\((\d+)\): (error|catastrophic error)[^:]*: (.*)$)");
   std::vector<std::string_view> src = split_lines(source);
@@ -409,6 +419,7 @@ CompiledKernel compile_cuda(const CompileRequest& req) {
                                   req.arch, n.version_string(), n.nvrtcGetErrorString(result));
     msg += quote_error_lines(log, req.source);
     msg += "NVRTC log:\n" + log;
+    msg += register_limit_hint(log);
     try {
       auto paths = dump_artifacts(req.kernel_name, {{"cu", req.source}, {"log", log}});
       if (!paths.empty())

@@ -65,6 +65,9 @@ ResourceUsage read_cubin_usage(std::string_view cubin, std::string_view lowered_
 
 // Turns NVRTC's "file(line): error: ..." lines into a report that quotes source lines around each error.
 std::string quote_error_lines(std::string_view log, std::string_view source, int context_lines = 2);
+// When ptxas ran out of the registers __launch_bounds__ leaves a thread, a sentence saying what sets that cap
+// and what to lower (MIN_BLOCKS_PER_SM, num_warps, tiles); "" for any other log.
+std::string register_limit_hint(std::string_view log);
 
 const std::vector<std::string>& supported_archs();  // sm_80, sm_86, sm_89, sm_90, sm_90a
 // "sm_XY" for compute capability X.Y; 9.0 gives "sm_90a" so that Hopper-only instructions are available.

@@ -214,5 +214,16 @@ TEST(ResourceUsageJson, RoundTrips) {
   EXPECT_THROW(ResourceUsage::from_json("{not json"), Error);
 }
 
+// ptxas's register refusal (seen on an H100: a 128 x 256 matmul tile under MIN_BLOCKS_PER_SM=2) gets a sentence
+// naming what caps registers; other logs get nothing. Needs no NVRTC.
+TEST(CompileCuda, RegisterLimitFailuresSayWhatCapsRegisters) {
+  const std::string log = "ptxas fatal   : (C7602) Insufficient registers (128) to compile instruction at line 2440 in "
+                          "function matmul. Try to compile with register target of 154 or higher.\n";
+  const std::string hint = register_limit_hint(log);
+  EXPECT_NE(hint.find("MIN_BLOCKS_PER_SM"), std::string::npos) << hint;
+  EXPECT_NE(hint.find("65536 / (threads x MIN_BLOCKS_PER_SM)"), std::string::npos) << hint;
+  EXPECT_EQ(register_limit_hint("error: identifier \"undeclared_thing\" is undefined"), "");
+}
+
 } // namespace
 } // namespace kiln::rt
