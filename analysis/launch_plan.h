@@ -15,8 +15,9 @@
 //   parameter and the op.
 #pragma once
 
-#include "dsl/interpreter.h"
+#include "dsl/host_buffer.h"
 #include "dsl/ir.h"
+#include "dsl/registry.h"
 
 #include <cstdint>
 #include <map>

@@ -3,7 +3,7 @@
 // uploads, NaN-poisoned device outputs and downloads.
 #pragma once
 
-#include "dsl/interpreter.h"
+#include "dsl/host_buffer.h"
 #include "runtime/device.h"
 
 #include <cstdint>

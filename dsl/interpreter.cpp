@@ -6,11 +6,9 @@
 
 #include "dsl/scalar_eval.h"
 #include "support/env.h"
-#include "support/half.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <unordered_map>
@@ -19,88 +17,7 @@ namespace kiln {
 
 namespace {
 
-// ---- element access and dtype conversions ----
-
-template <typename T> T read_raw(const HostBuffer& b, int64_t i) {
-  T v;
-  std::memcpy(&v, b.bytes.data() + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
-  return v;
-}
-template <typename T> void write_raw(HostBuffer& b, int64_t i, T v) {
-  std::memcpy(b.bytes.data() + i * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
-}
-
-double read_float(const HostBuffer& b, int64_t i) {
-  switch (b.dtype) {
-  case DType::f16:
-    return f16_bits_to_float(read_raw<uint16_t>(b, i));
-  case DType::bf16:
-    return bf16_bits_to_float(read_raw<uint16_t>(b, i));
-  case DType::f32:
-    return read_raw<float>(b, i);
-  case DType::f64:
-    return read_raw<double>(b, i);
-  default:
-    break;
-  }
-  throw InternalError("read_float on an integer buffer");
-}
-
-int64_t read_int(const HostBuffer& b, int64_t i) {
-  switch (b.dtype) {
-  case DType::i1:
-    return read_raw<uint8_t>(b, i) != 0;
-  case DType::u8:
-    return read_raw<uint8_t>(b, i);
-  case DType::i32:
-    return read_raw<int32_t>(b, i);
-  case DType::i64:
-    return read_raw<int64_t>(b, i);
-  default:
-    break;
-  }
-  throw InternalError("read_int on a floating-point buffer");
-}
-
-void write_float(HostBuffer& b, int64_t i, double v) {
-  switch (b.dtype) {
-  case DType::f16:
-    write_raw<uint16_t>(b, i, float_to_f16_bits(static_cast<float>(v)));
-    return;
-  case DType::bf16:
-    write_raw<uint16_t>(b, i, float_to_bf16_bits(static_cast<float>(v)));
-    return;
-  case DType::f32:
-    write_raw<float>(b, i, static_cast<float>(v));
-    return;
-  case DType::f64:
-    write_raw<double>(b, i, v);
-    return;
-  default:
-    break;
-  }
-  throw InternalError("write_float on an integer buffer");
-}
-
-void write_int(HostBuffer& b, int64_t i, int64_t v) {
-  switch (b.dtype) {
-  case DType::i1:
-    write_raw<uint8_t>(b, i, v != 0);
-    return;
-  case DType::u8:
-    write_raw<uint8_t>(b, i, static_cast<uint8_t>(v));
-    return;
-  case DType::i32:
-    write_raw<int32_t>(b, i, static_cast<int32_t>(v));
-    return;
-  case DType::i64:
-    write_raw<int64_t>(b, i, v);
-    return;
-  default:
-    break;
-  }
-  throw InternalError("write_int on a floating-point buffer");
-}
+// ---- dtype conversions ----
 
 // Rounds every element to the float dtype `t` (the dtype chosen once, outside the loop).
 void round_all(std::vector<double>& xs, DType t) {
@@ -649,8 +566,8 @@ void Interpreter::exec_load(const Op& op) {
       continue;
     }
     check_in_bounds(op, p.buf[j], p.i[j], static_cast<int64_t>(j));
-    (as_float ? (void)(out.f[j] = read_float(*p.buf[j], p.i[j]))
-              : (void)(out.i[j] = read_int(*p.buf[j], p.i[j])));
+    (as_float ? (void)(out.f[j] = p.buf[j]->read_float(p.i[j]))
+              : (void)(out.i[j] = p.buf[j]->read_int(p.i[j])));
   }
 }
 
@@ -666,7 +583,7 @@ void Interpreter::exec_store(const Op& op) {
   for (size_t j = 0; j < n; ++j) {
     if (mask && !mask->i[j])
       continue;
-    (as_float ? write_float(*p.buf[j], p.i[j], v.f[j]) : write_int(*p.buf[j], p.i[j], v.i[j]));
+    (as_float ? p.buf[j]->write_float(p.i[j], v.f[j]) : p.buf[j]->write_int(p.i[j], v.i[j]));
   }
 }
 
@@ -686,8 +603,8 @@ void Interpreter::exec_atomic_add(const Op& op) {
     with_float_binary(BinaryOp::Add, t, [&](auto add) {
       for (size_t j = 0; j < n; ++j)
         if (active(j)) {
-          out.f[j] = read_float(*p.buf[j], p.i[j]);
-          write_float(*p.buf[j], p.i[j], add(out.f[j], v.f[j]));
+          out.f[j] = p.buf[j]->read_float(p.i[j]);
+          p.buf[j]->write_float(p.i[j], add(out.f[j], v.f[j]));
         }
     });
     return;
@@ -696,8 +613,8 @@ void Interpreter::exec_atomic_add(const Op& op) {
   with_int_binary(BinaryOp::Add, t, [&](auto add) {
     for (size_t j = 0; j < n; ++j)
       if (active(j)) {
-        out.i[j] = read_int(*p.buf[j], p.i[j]);
-        write_int(*p.buf[j], p.i[j], add(out.i[j], v.i[j]).value);
+        out.i[j] = p.buf[j]->read_int(p.i[j]);
+        p.buf[j]->write_int(p.i[j], add(out.i[j], v.i[j]).value);
       }
   });
 }
@@ -774,11 +691,11 @@ void Interpreter::exec_block_access(const Op& op) {
       const double pad = op.padding == Padding::NaN ? std::numeric_limits<double>::quiet_NaN() : 0.0;
       out.f.resize(n);
       for (int64_t j = 0; j < n; ++j)
-        out.f[j] = positions_[j] < 0 ? pad : read_float(*s.buffer, positions_[j]);
+        out.f[j] = positions_[j] < 0 ? pad : s.buffer->read_float(positions_[j]);
     } else {
       out.i.resize(n);
       for (int64_t j = 0; j < n; ++j)
-        out.i[j] = positions_[j] < 0 ? 0 : read_int(*s.buffer, positions_[j]);
+        out.i[j] = positions_[j] < 0 ? 0 : s.buffer->read_int(positions_[j]);
     }
     return;
   }
@@ -786,7 +703,7 @@ void Interpreter::exec_block_access(const Op& op) {
   for (int64_t j = 0; j < n; ++j) {
     if (positions_[j] < 0)
       continue;
-    (as_float ? write_float(*s.buffer, positions_[j], v.f[j]) : write_int(*s.buffer, positions_[j], v.i[j]));
+    (as_float ? s.buffer->write_float(positions_[j], v.f[j]) : s.buffer->write_int(positions_[j], v.i[j]));
   }
 }
 
@@ -823,56 +740,6 @@ void Interpreter::exec_if(const Op& op) {
 }
 
 } // namespace
-
-// ---- HostBuffer ----
-
-HostBuffer::HostBuffer(DType t, int64_t numel, std::string n) : dtype(t), name(std::move(n)) {
-  if (numel < 0)
-    fail("buffer '{}': element count must be >= 0, got {}", name, numel);
-  const int64_t elem = dtype_bytes(t);
-  if (numel > std::numeric_limits<int64_t>::max() / elem)
-    fail("buffer '{}': {} elements of {} do not fit in 64-bit byte offsets", name, numel, dtype_name(t));
-  try {
-    bytes.assign(static_cast<size_t>(numel * elem), 0);
-  } catch (const std::exception&) { // std::bad_alloc, or std::length_error past the vector's maximum
-    fail("out of host memory: buffer '{}' needs {} bytes ({} elements of {})", name, numel * elem, numel,
-         dtype_name(t));
-  }
-}
-
-namespace {
-void check_host_index(const HostBuffer& b, int64_t i) {
-  if (i < 0 || i >= b.numel())
-    fail("buffer '{}': index {} is out of bounds ({} elements)", b.name, i, b.numel());
-}
-} // namespace
-
-double HostBuffer::get(int64_t i) const {
-  check_host_index(*this, i);
-  return is_float(dtype) ? read_float(*this, i) : static_cast<double>(read_int(*this, i));
-}
-
-void HostBuffer::set(int64_t i, double v) {
-  check_host_index(*this, i);
-  if (is_float(dtype))
-    write_float(*this, i, v);
-  else // truncated, then wrapped to the width like set_int (round_to_dtype's rule for integers)
-    write_int(*this, i, float_to_int(v, dtype));
-}
-
-int64_t HostBuffer::get_int(int64_t i) const {
-  check_host_index(*this, i);
-  if (is_float(dtype))
-    fail("buffer '{}' holds {}, not integers; use get()", name, dtype_name(dtype));
-  return read_int(*this, i);
-}
-
-void HostBuffer::set_int(int64_t i, int64_t v) {
-  check_host_index(*this, i);
-  if (is_float(dtype))
-    fail("buffer '{}' holds {}, not integers; use set()", name, dtype_name(dtype));
-  write_int(*this, i, v);
-}
 
 // ---- entry points ----
 

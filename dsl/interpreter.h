@@ -3,33 +3,15 @@
 // boundaries). It is kiln's semantics: generated code is checked against it.
 #pragma once
 
+#include "dsl/host_buffer.h"
 #include "dsl/ir.h"
 #include "dsl/registry.h"
 
 #include <llvm/ADT/ArrayRef.h>
 
 #include <cstdint>
-#include <string>
-#include <vector>
 
 namespace kiln {
-
-// Host memory the interpreter reads and writes: `numel` elements of `dtype`, stored as on the GPU
-// (f16/bf16 as their 16-bit patterns).
-struct HostBuffer {
-  DType dtype = DType::f32;
-  std::vector<uint8_t> bytes;
-  std::string name; // for error messages ("out of bounds of 'q'")
-
-  HostBuffer() = default;
-  HostBuffer(DType t, int64_t numel, std::string n = {});
-  int64_t numel() const { return static_cast<int64_t>(bytes.size()) / dtype_bytes(dtype); }
-  double get(int64_t i) const;      // element i as a double
-  void set(int64_t i, double v);    // element i, rounded to the buffer's dtype
-  int64_t get_int(int64_t i) const; // element i of an integer buffer, exactly (i64 beyond 2^53 too)
-  void set_int(int64_t i, int64_t v); // element i of an integer buffer, wrapped to its width
-  template <typename T> T* data() { return reinterpret_cast<T*>(bytes.data()); }
-};
 
 // One kernel argument for the interpreter: a host buffer for a pointer parameter, or a scalar.
 struct InterpArg {

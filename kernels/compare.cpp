@@ -105,4 +105,11 @@ double tolerance(DType t, bool tf32) {
   return 8 * u;
 }
 
+std::vector<double> to_doubles(const HostBuffer& b) {
+  std::vector<double> out(static_cast<size_t>(b.numel()));
+  for (int64_t i = 0; i < b.numel(); ++i)
+    out[static_cast<size_t>(i)] = b.get(i);
+  return out;
+}
+
 } // namespace kiln

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "dsl/dtype.h"
+#include "dsl/host_buffer.h"
 
 #include <llvm/ADT/ArrayRef.h>
 
@@ -63,12 +64,7 @@ double unit_roundoff(DType t, bool tf32 = false);
 // while still failing any real bug (a wrong mask or a missed rescale shows as > 1e-2).
 double tolerance(DType t, bool tf32 = false);
 
-// Every element of `b` as a double (a HostBuffer's contents, for comparisons).
-template <typename Buffer> std::vector<double> to_doubles(const Buffer& b) {
-  std::vector<double> out(static_cast<size_t>(b.numel()));
-  for (int64_t i = 0; i < b.numel(); ++i)
-    out[static_cast<size_t>(i)] = b.get(i);
-  return out;
-}
+// Every element of `b` as a double, for comparisons.
+std::vector<double> to_doubles(const HostBuffer& b);
 
 } // namespace kiln

@@ -29,7 +29,8 @@
 //   naming the op, the shapes/dtypes and the line of the user's DSL call.
 // - Config (named integer compile-time parameters + num_warps/num_stages) and KernelDef (a kernel's build
 //   function, parameters, config space, grid rule and tuning key), Grid, SizeArgs, next_pow2.
-// - The interpreter: HostBuffer, InterpArg, interpret(), interpret_requested() (KILN_INTERPRET=1).
+// - Host tensors: HostBuffer (elements of one dtype stored as on the GPU; get/set, get_int/set_int).
+// - The interpreter: InterpArg, interpret(), interpret_requested() (KILN_INTERPRET=1).
 // - Launching on the GPU: JitKernel::compile / launch with LaunchArg (device pointers the caller owns, or a
 //   DeviceBuffer's), check_launch_args, run_on_gpu (host buffers in and out), Stream (an opaque handle: own a
 //   new one, or Stream::wrap(void*) a cudaStream_t/CUstream without owning it), DeviceBuffer, current_device.
@@ -47,7 +48,8 @@
 #include "codegen/codegen.h"     // generate_cuda, CodegenOptions, GeneratedKernel, Target
 #include "dsl/config.h"          // Config
 #include "dsl/dsl.h"             // the DSL
-#include "dsl/interpreter.h"     // HostBuffer, InterpArg, interpret
+#include "dsl/host_buffer.h"     // HostBuffer
+#include "dsl/interpreter.h"     // InterpArg, interpret
 #include "dsl/printer.h"         // print_kernel
 #include "dsl/registry.h"        // KernelDef, Grid, SizeArgs
 #include "jit/jit_kernel.h"      // JitKernel, LaunchArg, run_on_gpu, check_launch_args

@@ -12,7 +12,7 @@
 
 #include "kernels/executor.h"
 
-#include "dsl/interpreter.h"
+#include "dsl/host_buffer.h"
 #include "dsl/registry.h"
 
 #include <vector>

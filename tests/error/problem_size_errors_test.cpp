@@ -1,6 +1,6 @@
 // Problem sizes the kernels cannot index or memory cannot hold: refused up front, naming the size, instead of
 // a product that wraps ("buffer holds 0 elements") or a bare "out of host memory".
-#include "dsl/interpreter.h"
+#include "dsl/host_buffer.h"
 #include "error/error_test_support.h"
 #include "kernels/attention/attention_problem.h"
 
