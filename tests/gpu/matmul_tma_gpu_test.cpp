@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 using namespace kiln;
@@ -26,6 +27,15 @@ struct TmaMatmulCase {
   int64_t bm, bn, bk;
   int warps, stages;
 };
+
+std::string label(const TmaMatmulCase& c) {
+  return "M" + std::to_string(c.M) + "_N" + std::to_string(c.N) + "_K" + std::to_string(c.K) + "_" +
+         std::string(dtype_name(c.dtype)) + (c.a_col ? "_Acol" : "") + (c.b_col ? "_Bcol" : "") + "_bm" +
+         std::to_string(c.bm) + "_bn" + std::to_string(c.bn) + "_bk" + std::to_string(c.bk) + "_s" +
+         std::to_string(c.stages);
+}
+// ctest lists the cases by this, not by a dump of the struct's bytes.
+void PrintTo(const TmaMatmulCase& c, std::ostream* os) { *os << label(c); }
 
 class GpuMatmulTma : public ::testing::TestWithParam<TmaMatmulCase> {};
 
@@ -74,12 +84,6 @@ INSTANTIATE_TEST_SUITE_P(
                       TmaMatmulCase{136, 264, 520, f16, true, true, 64, 128, 32, 4, 4},
                       TmaMatmulCase{1000, 1000, 1000, f16, false, false, 128, 256, 64, 8, 3},
                       TmaMatmulCase{8, 16, 2048, bf16, false, false, 64, 64, 64, 4, 5}),
-    [](const auto& info) {
-      const TmaMatmulCase& c = info.param;
-      return "M" + std::to_string(c.M) + "_N" + std::to_string(c.N) + "_K" + std::to_string(c.K) + "_" +
-             std::string(dtype_name(c.dtype)) + (c.a_col ? "_Acol" : "") + (c.b_col ? "_Bcol" : "") + "_bm" +
-             std::to_string(c.bm) + "_bn" + std::to_string(c.bn) + "_bk" + std::to_string(c.bk) + "_s" +
-             std::to_string(c.stages);
-    });
+    [](const auto& info) { return label(info.param); });
 
 } // namespace
