@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <limits>
+
 namespace kiln {
 
 namespace {
@@ -85,7 +88,14 @@ TensorMapArgs tensor_map_args(const std::vector<TensorMapParam>& maps, const std
   std::vector<rt::TensorMapSpec> specs;
   for (size_t i = 0; i < maps.size(); ++i) {
     specs.push_back(tensor_map_spec(maps[i], params, args));
-    for (const std::string& p : rt::tensor_map_problems(specs.back()))
+    std::vector<std::string> problems = rt::tensor_map_problems(specs.back());
+    // The kernel passes each copy's coordinates as 32-bit signed integers (the block pointer's offsets), which
+    // cannot name elements of a dim longer than that: the driver's own limit (2^32) is not enough here.
+    for (size_t d = 0; d < specs.back().global_dims.size(); ++d)
+      if (specs.back().global_dims[d] > std::numeric_limits<int32_t>::max())
+        problems.push_back(fmt::format("dim {} holds {} elements; TMA coordinates are 32-bit signed", d,
+                                       specs.back().global_dims[d]));
+    for (const std::string& p : problems)
       out.why_not += fmt::format("{}map {} (make_block_ptr at {}): {}", out.why_not.empty() ? "" : "; ", i,
                                  maps[i].source, p);
   }

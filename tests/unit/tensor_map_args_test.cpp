@@ -61,6 +61,13 @@ TEST(TensorMapArgs, AnUnalignedBaseKeepsTheCpAsyncPath) {
   EXPECT_NE(t.why_not.find("map 0"), std::string::npos) << t.why_not;
 }
 
+TEST(TensorMapArgs, DimsBeyond32BitCoordinatesKeepTheCpAsyncPath) {
+  // 2^31 rows of 16 elements: within the driver's 2^32, beyond the kernel's int coordinates.
+  TensorMapArgs t = tensor_map_args({a_map()}, kParams, args(kBase, int64_t{1} << 31, 16, 16));
+  EXPECT_EQ(t.use_tma, 0);
+  EXPECT_NE(t.why_not.find("TMA coordinates are 32-bit signed"), std::string::npos) << t.why_not;
+}
+
 TEST(TensorMapArgs, LegalMapsNeedADriverWithTensorMaps) {
   TensorMapArgs t = tensor_map_args({a_map()}, kParams, args(kBase, 4096, 1024, 1024));
   if (rt::driver_available() && rt::driver().cuTensorMapEncodeTiled != nullptr)
