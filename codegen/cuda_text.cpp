@@ -93,6 +93,25 @@ std::string unary_expr(UnaryOp u, const std::string& x0, DType t) {
     e = is_float(t) ? (f64 ? "fabs(" + x + ")" : "fabsf(" + x + ")")
                     : "(" + x + " < 0 ? -" + x + " : " + x + ")";
     break;
+  // The accurate CUDA math functions (not the approx. instructions exp and log use).
+  case UnaryOp::Tanh:
+    e = (f64 ? "tanh(" : "tanhf(") + x + ")";
+    break;
+  case UnaryOp::Sigmoid: // e = exp(-|x|) lies in (0, 1]: no inf / inf for any x; NaN stays NaN
+    e = f64 ? "([](double v) { const double e = exp(-fabs(v)); return v >= 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e); }(" +
+                  x + "))"
+            : "([](float v) { const float e = expf(-fabsf(v)); return v >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e); }(" +
+                  x + "))";
+    break;
+  case UnaryOp::Erf:
+    e = (f64 ? "erf(" : "erff(") + x + ")";
+    break;
+  case UnaryOp::Sin:
+    e = (f64 ? "sin(" : "sinf(") + x + ")";
+    break;
+  case UnaryOp::Cos:
+    e = (f64 ? "cos(" : "cosf(") + x + ")";
+    break;
   }
   return from_math(e, t);
 }
@@ -118,6 +137,8 @@ std::string binary_expr(BinaryOp b, const std::string& a0, const std::string& b0
   case BinaryOp::Max:
     return wrap(f ? "kiln::max_ignore_nan(" + a + ", " + c + ")"
                   : "(" + a + " > " + c + " ? " + a + " : " + c + ")");
+  case BinaryOp::Pow:
+    return wrap((t == DType::f64 ? "pow(" : "powf(") + a + ", " + c + ")");
   case BinaryOp::And:
     return t == DType::i1 ? "(" + a + " && " + c + ")" : "(" + a + " & " + c + ")";
   case BinaryOp::Or:

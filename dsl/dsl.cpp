@@ -277,6 +277,12 @@ Value log2(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Log2, w); }
 Value sqrt(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Sqrt, w); }
 Value rsqrt(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Rsqrt, w); }
 Value abs(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Abs, w); }
+Value tanh(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Tanh, w); }
+Value sigmoid(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Sigmoid, w); }
+Value erf(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Erf, w); }
+Value sin(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Sin, w); }
+Value cos(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Cos, w); }
+Value pow(const Operand& a, const Operand& b, CallSite where) { return binary(a, b, BinaryOp::Pow, where); }
 
 // ---- shapes ----
 

@@ -58,6 +58,16 @@ Value log2(const Value& x, CallSite where = CallSite::current());
 Value sqrt(const Value& x, CallSite where = CallSite::current());
 Value rsqrt(const Value& x, CallSite where = CallSite::current());
 Value abs(const Value& x, CallSite where = CallSite::current());
+// Transcendentals of float tiles and scalars (f16/bf16 compute in f32 and round once, like exp); an integer
+// operand is an Error (convert it with .to(f32)). sigmoid(x) = 1 / (1 + exp(-x)), without overflow for any x.
+Value tanh(const Value& x, CallSite where = CallSite::current());
+Value sigmoid(const Value& x, CallSite where = CallSite::current());
+Value erf(const Value& x, CallSite where = CallSite::current());
+Value sin(const Value& x, CallSite where = CallSite::current());
+Value cos(const Value& x, CallSite where = CallSite::current());
+// a ** b elementwise, broadcasting and promoting like `+` (C's pow: a negative base with a non-integer
+// exponent gives NaN); float operands only.
+Value pow(const Operand& a, const Operand& b, CallSite where = CallSite::current());
 
 // ---- shapes ----
 Value expand_dims(const Value& x, int axis, CallSite where = CallSite::current());

@@ -87,6 +87,16 @@ std::string_view unary_name(UnaryOp u) {
     return "rsqrt";
   case UnaryOp::Abs:
     return "abs";
+  case UnaryOp::Tanh:
+    return "tanh";
+  case UnaryOp::Sigmoid:
+    return "sigmoid";
+  case UnaryOp::Erf:
+    return "erf";
+  case UnaryOp::Sin:
+    return "sin";
+  case UnaryOp::Cos:
+    return "cos";
   }
   return "?";
 }
@@ -107,6 +117,8 @@ std::string_view binary_name(BinaryOp b) {
     return "min";
   case BinaryOp::Max:
     return "max";
+  case BinaryOp::Pow:
+    return "pow";
   case BinaryOp::And:
     return "and";
   case BinaryOp::Or:

@@ -53,8 +53,9 @@ enum class OpKind : uint8_t {
   Yield, // terminator of for/if regions; operands: the yielded values
 };
 
-enum class UnaryOp : uint8_t { Neg, Not, Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Abs };
-enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Rem, Min, Max, And, Or, Eq, Ne, Lt, Le, Gt, Ge };
+enum class UnaryOp : uint8_t { Neg, Not, Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Abs, Tanh, Sigmoid, Erf, Sin, Cos };
+// Pow sits before And so that the comparisons stay last (is_comparison tests b >= Eq).
+enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Rem, Min, Max, Pow, And, Or, Eq, Ne, Lt, Le, Gt, Ge };
 enum class ReduceOp : uint8_t { Sum, Max, Min };
 enum class Padding : uint8_t { Zero, NaN };
 

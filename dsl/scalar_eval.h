@@ -155,8 +155,10 @@ template <typename Apply> decltype(auto) with_int_binary(BinaryOp op, DType t, A
     return apply([flag](int64_t x, int64_t y) { return flag(x > y); });
   case BinaryOp::Ge:
     return apply([flag](int64_t x, int64_t y) { return flag(x >= y); });
+  case BinaryOp::Pow: // float only (the verifier rejects integers)
+    break;
   }
-  throw InternalError("with_int_binary: unknown binary op");
+  throw InternalError(fmt::format("{} on integers", binary_name(op)));
 }
 
 // Calls apply(fn) with fn(x) -> IntResult computing `op` on an integer of dtype `t`: Not (on i1) is `x == 0`,
@@ -199,6 +201,8 @@ template <typename Apply> decltype(auto) with_float_binary(BinaryOp op, DType t,
       return apply([round](double x, double y) { return round(std::fmin(x, y)); });
     case BinaryOp::Max:
       return apply([round](double x, double y) { return round(std::fmax(x, y)); });
+    case BinaryOp::Pow: // C's pow: pow(x, 0) is 1 even for NaN x, a negative x with a non-integer y is NaN
+      return apply([round](double x, double y) { return round(std::pow(x, y)); });
     default:
       break;
     }
@@ -248,6 +252,19 @@ template <typename Apply> decltype(auto) with_float_unary(UnaryOp op, DType t, A
       return apply([round](double x) { return round(std::sqrt(x)); });
     case UnaryOp::Rsqrt:
       return apply([round](double x) { return round(1.0 / std::sqrt(x)); });
+    case UnaryOp::Tanh:
+      return apply([round](double x) { return round(std::tanh(x)); });
+    case UnaryOp::Sigmoid: // e = exp(-|x|) is in (0, 1], so neither branch overflows
+      return apply([round](double x) {
+        const double e = std::exp(-std::fabs(x));
+        return round(x >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e));
+      });
+    case UnaryOp::Erf:
+      return apply([round](double x) { return round(std::erf(x)); });
+    case UnaryOp::Sin:
+      return apply([round](double x) { return round(std::sin(x)); });
+    case UnaryOp::Cos:
+      return apply([round](double x) { return round(std::cos(x)); });
     case UnaryOp::Not:
       break;
     }

@@ -353,7 +353,17 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
         c.error("takes a number, got {}{}", c.ty(0).str(),
                 op.unary == UnaryOp::Neg ? "; to negate a boolean use `!`" : "; convert it with .to(i32)");
       break;
-    default:
+    case UnaryOp::Exp:
+    case UnaryOp::Exp2:
+    case UnaryOp::Log:
+    case UnaryOp::Log2:
+    case UnaryOp::Sqrt:
+    case UnaryOp::Rsqrt:
+    case UnaryOp::Tanh:
+    case UnaryOp::Sigmoid:
+    case UnaryOp::Erf:
+    case UnaryOp::Sin:
+    case UnaryOp::Cos:
       if (!is_float(t))
         c.error("takes a floating-point operand, got {}; convert it with .to(f32)", c.ty(0).str());
     }
@@ -368,6 +378,8 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
     DType t = c.ty(0).elem;
     if ((op.binary == BinaryOp::And || op.binary == BinaryOp::Or) && is_float(t))
       c.error("takes booleans or integers, got {}", c.ty(0).str());
+    if (op.binary == BinaryOp::Pow && !is_float(t))
+      c.error("takes floating-point operands, got {}; convert them with .to(f32)", c.ty(0).str());
     if (!is_comparison(op.binary) && op.binary != BinaryOp::And && op.binary != BinaryOp::Or && t == DType::i1)
       c.error("takes numbers, got booleans ({}); convert them with .to(i32)", c.ty(0).str());
     return is_comparison(op.binary) ? c.ty(0).with_elem(DType::i1) : c.ty(0);
