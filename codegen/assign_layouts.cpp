@@ -370,7 +370,7 @@ struct Assigner {
           continue;
         ValueId bp = inner->operands[0];
         auto arg = std::find(body.args.begin() + 1, body.args.end(), bp);
-        if (arg == body.args.end() || inner->padding == Padding::NaN)
+        if (arg == body.args.end() || inner->padding != Padding::Zero) // the cp.async pipeline fills zeros
           continue;
         const Op* step = k.info(yield.operands[arg - body.args.begin() - 1]).def;
         if (!step || step->kind != OpKind::Advance || step->operands[0] != bp)

@@ -126,7 +126,8 @@ std::optional<TensorMapParam> map_for(const Kernel& k, const Op& make, const Sha
 std::string tile_problem(const Kernel& k, const Op& load, const SharedTile& t) {
   const Type& bp = k.type(load.operands[0]);
   if (load.padding != Padding::Zero)
-    return "TMA fills past the tensor with zeros; this load pads with NaN";
+    return fmt::format("TMA fills past the tensor with zeros; this load pads with {}",
+                       load.padding == Padding::NaN ? "NaN" : "-inf");
   if (bp.shape.size() != 2)
     return fmt::format("the block is {}-D; TMA copies of 2-D blocks only so far", bp.shape.size());
   if (t.elem_bytes != 2 && t.elem_bytes != 4)

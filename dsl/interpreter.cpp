@@ -688,7 +688,7 @@ void Interpreter::exec_block_access(const Op& op) {
   if (is_load) {
     Tile& out = val(op.result());
     if (as_float) {
-      const double pad = op.padding == Padding::NaN ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+      const double pad = padding_value(op.padding);
       out.f.resize(n);
       for (int64_t j = 0; j < n; ++j)
         out.f[j] = positions_[j] < 0 ? pad : s.buffer->read_float(positions_[j]);

@@ -1,6 +1,7 @@
 #include "dsl/ir.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace kiln {
 
@@ -137,6 +138,30 @@ std::string_view binary_name(BinaryOp b) {
     return "ge";
   }
   return "?";
+}
+
+std::string_view padding_name(Padding p) {
+  switch (p) {
+  case Padding::Zero:
+    return "zero";
+  case Padding::NaN:
+    return "nan";
+  case Padding::NegInf:
+    return "neginf";
+  }
+  return "?";
+}
+
+double padding_value(Padding p) {
+  switch (p) {
+  case Padding::Zero:
+    break;
+  case Padding::NaN:
+    return std::numeric_limits<double>::quiet_NaN();
+  case Padding::NegInf:
+    return -std::numeric_limits<double>::infinity();
+  }
+  return 0.0;
 }
 
 std::string_view reduce_name(ReduceOp r) {

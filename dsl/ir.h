@@ -57,12 +57,16 @@ enum class UnaryOp : uint8_t { Neg, Not, Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Abs,
 // Pow sits before And so that the comparisons stay last (is_comparison tests b >= Eq).
 enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Rem, Min, Max, Pow, And, Or, Eq, Ne, Lt, Le, Gt, Ge };
 enum class ReduceOp : uint8_t { Sum, Max, Min };
-enum class Padding : uint8_t { Zero, NaN };
+// What a block-pointer load reads outside the tensor along its boundary-checked dims (NaN and NegInf: float
+// blocks only; NegInf suits the tail of a max-reduction).
+enum class Padding : uint8_t { Zero, NaN, NegInf };
 
 std::string_view op_name(OpKind k);
 std::string_view unary_name(UnaryOp u);
 std::string_view binary_name(BinaryOp b);
 std::string_view reduce_name(ReduceOp r);
+std::string_view padding_name(Padding p); // as the printer writes it: zero, nan, neginf
+double padding_value(Padding p);          // 0, NaN or -inf
 inline bool is_comparison(BinaryOp b) { return b >= BinaryOp::Eq; }
 
 struct Op;

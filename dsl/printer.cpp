@@ -39,7 +39,7 @@ struct Printer {
     case OpKind::AtomicAdd: return op.has_mask ? " masked" : "";
     case OpKind::LoadBlock:
       return fmt::format(" boundary_check=[{}] padding={}", fmt::join(op.checked_dims(), ","),
-                         op.padding == Padding::Zero ? "zero" : "nan");
+                         padding_name(op.padding));
     case OpKind::StoreBlock: return fmt::format(" boundary_check=[{}]", fmt::join(op.checked_dims(), ","));
     default: return "";
     }

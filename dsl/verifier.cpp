@@ -158,8 +158,9 @@ std::optional<Type> infer_memory(const Checker& c) {
     Type tile = Type::tensor(bp.elem, bp.shape);
     if (op.kind == OpKind::LoadBlock) {
       c.expect_operands(1);
-      if (op.padding == Padding::NaN && !is_float(bp.elem))
-        c.error("padding NaN needs a floating-point block, got {}", dtype_name(bp.elem));
+      if (op.padding != Padding::Zero && !is_float(bp.elem))
+        c.error("padding {} needs a floating-point block, got {}; integer blocks pad with zero",
+                op.padding == Padding::NaN ? "NaN" : "-inf", dtype_name(bp.elem));
       return tile;
     }
     c.expect_operands(2);
