@@ -23,7 +23,8 @@
 //
 // Public surface:
 // - The DSL (dsl/dsl.h, dsl/builder.h): KernelBuilder (arg_ptr, arg, finish), Value, Operand, the dtypes
-//   (i1 u8 i32 i64 f16 bf16 f32 f64), program_id/arange/full/zeros, elementwise operators and math, shape
+//   (i1 u8 i32 i64 f16 bf16 f32 f64), program_id/arange/full/zeros, elementwise operators and math (exp exp2
+//   log log2 sqrt rsqrt abs tanh sigmoid erf sin cos pow minimum maximum where), shape
 //   ops, dot, sum/max/min/argmax, load/store through pointer tensors (with masks) and block pointers
 //   (make_block_ptr, advance, BoundaryCheck, Padding), for_range, if_, static_check. Mistakes are kiln::Error
 //   naming the op, the shapes/dtypes and the line of the user's DSL call.
