@@ -1,6 +1,6 @@
 // kiln's non-finite semantics (interp/attention_nonfinite_cases.h, docs/guarantees.md) in the generated code: FA2
-// with GPU-sized tiles (its unmasked and masked key loops) and FA1, on NaN and ±inf in Q and K and on scores
-// overflowing f32. Skips without a driver.
+// with GPU-sized tiles (its unmasked and masked key loops) and FA1, on NaN and ±inf in Q and K, NaN in V and
+// scores overflowing f32. Skips without a driver.
 #include "gpu/gpu_skip.h"
 #include "interp/attention_nonfinite_cases.h"
 
