@@ -1,5 +1,10 @@
-// The `kiln` command line: picks the subcommand, parses options with llvm::cl, and turns every kiln::Error
-// (and every option error) into "kiln: error: <message>" with exit code 1.
+// The `kiln` command line: picks the subcommand, parses options with llvm::cl, checks kiln's environment
+// variables, and turns every kiln::Error (and every option error) into "kiln: error: <message>" with exit
+// code 1.
+#include "dsl/interpreter.h"
+#include "runtime/autotuner.h"
+#include "runtime/device.h"
+#include "support/env.h"
 #include "support/error.h"
 #include "support/version.h"
 #include "tools/cli.h"
@@ -101,6 +106,16 @@ private:
   llvm::SmallString<128> path_;
 };
 
+// KILN_INTERPRET, KILN_AUTOTUNE, KILN_DEVICE and KILN_LOG, read as their owners read them (a kiln::Error for a
+// value they do not accept), before any command runs: a bad value is refused by every command, not only by
+// the ones that read it (`KILN_AUTOTUNE=sometimes kiln attention --interpret` ran, ignoring it).
+void check_environment() {
+  (void)kiln::interpret_requested();
+  (void)kiln::rt::autotune_mode_from_env();
+  (void)kiln::rt::selected_device_ordinal();
+  (void)kiln::env_choice("KILN_LOG", {"passes"}); // as codegen/codegen.cpp's log_passes reads it
+}
+
 int run(int argc, char** argv) {
   std::vector<Command> cmds = all_commands();
   llvm::cl::SetVersionPrinter([](llvm::raw_ostream& os) { os << "kiln " << kiln::version() << "\n"; });
@@ -147,6 +162,7 @@ int run(int argc, char** argv) {
     return report_option_errors(option_errors);
   if (!option_errors.empty()) // warnings of a successful parse
     llvm::errs() << option_errors;
+  check_environment();
   for (const Command& c : cmds)
     if (*c.sub)
       return c.run();

@@ -114,6 +114,18 @@ TEST_F(CliTest, BadEnvironmentVariablesAreErrorsNamingThem) {
   expect_error(kiln({"emit", "vector_add"}, {{"KILN_LOG", "garbage"}}), {"KILN_LOG", "'garbage'", "passes"});
 }
 
+// A variable the command does not read is still checked: the interpreter reads neither KILN_AUTOTUNE nor
+// KILN_DEVICE, `kiln list` reads none of them, and each used to ignore a bad value.
+TEST_F(CliTest, BadEnvironmentVariablesAreErrorsInEveryCommand) {
+  expect_error(kiln(attention({}), {{"KILN_AUTOTUNE", "sometimes"}}),
+               {"KILN_AUTOTUNE", "'sometimes'", "off, cached, on, force"});
+  expect_error(kiln(attention({}), {{"KILN_DEVICE", "abc"}}), {"KILN_DEVICE", "'abc'", "device ordinal"});
+  expect_error(kiln({"list"}, {{"KILN_INTERPRET", "garbage"}}), {"KILN_INTERPRET", "'garbage'"});
+  expect_error(kiln({"cache", "path"}, {{"KILN_LOG", "all"}}), {"KILN_LOG", "'all'", "passes"});
+  ToolRun r = kiln(attention({}), {{"KILN_AUTOTUNE", "force"}, {"KILN_DEVICE", "0"}, {"KILN_LOG", ""}});
+  EXPECT_EQ(r.rc, 0) << r.err; // accepted values, and an empty one (the default), still run
+}
+
 // ---- --check on inputs that are not finite ----
 
 TEST_F(CliTest, CheckOnNonFiniteInputsSaysSo) {
