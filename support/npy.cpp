@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <new>
 
 namespace kiln {
 
@@ -326,13 +327,20 @@ NpyArray parse_npy(std::string_view bytes, std::string_view name) {
   return a;
 }
 
-NpyArray read_npy(const std::string& path) {
+NpyArray read_npy(const std::string& path, const std::function<void(const NpyArray&)>& check_header) {
   const RegularFile file(path, Symlinks::Follow);
   const size_t data_start = npy_data_start(file.read(0, std::min<uint64_t>(file.size(), 12)), path);
   check_header_fits(data_start, file.size(), path);
   NpyArray a = parse_header(file.read(0, data_start), data_start, path);
   const uint64_t data_bytes = checked_data_bytes(a, file.size() - data_start, data_start, path);
-  decode_values(a, file.read(data_start, data_bytes));
+  if (check_header)
+    check_header(a);
+  try {
+    decode_values(a, file.read(data_start, data_bytes));
+  } catch (const std::bad_alloc&) {
+    fail("out of host memory reading '{}': shape {} of {} is {} bytes of data, read as {} values of 8 bytes",
+         path, a.shape_str(), a.dtype_str(), data_bytes, a.numel());
+  }
   return a;
 }
 

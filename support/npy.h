@@ -8,6 +8,7 @@
 #include "dsl/dtype.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,8 +32,12 @@ struct NpyArray {
 
 // Parses the bytes of an .npy file; `name` is used in error messages.
 NpyArray parse_npy(std::string_view bytes, std::string_view name);
-// Reads and parses `path`, a regular file (or a symbolic link to one).
-NpyArray read_npy(const std::string& path);
+// Reads and parses `path`, a regular file (or a symbolic link to one). `check_header`, when given, sees the
+// parsed header (kind, item size, shape; no values yet) before any data is read or memory is sized for it,
+// and throws to refuse the file: a caller that expects a shape refuses a header declaring gigabytes without
+// reading them. Values that do not fit in host memory are a kiln::Error naming the file and the size.
+NpyArray read_npy(const std::string& path,
+                  const std::function<void(const NpyArray&)>& check_header = nullptr);
 
 // An .npy file (format 1.0, little-endian, C order) holding `values` as `dtype` (f16, f32 or f64; anything
 // else is a kiln::Error). Each value is rounded to nearest even, exactly (see round_exactly_to).

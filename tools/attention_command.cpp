@@ -105,18 +105,21 @@ std::string shape_text(const std::vector<int64_t>& s) {
   return t + ")";
 }
 
+// The dtype and shape are checked from the header, before the data is read: a header declaring gigabytes for
+// a small problem is refused without reading (or allocating) them.
 HostBuffer read_input(const std::string& path, const char* name, const AttentionProblem& p, int64_t h,
                       int64_t n) {
-  NpyArray a = read_npy(path);
-  if (!a.is_float())
-    fail("'{}' ({}): dtype {} ('{}') is not supported for attention inputs; expected float16, float32 or "
-         "float64",
-         path, name, a.dtype_str(), a.descr());
   const std::vector<int64_t> want = file_shape(p, h, n);
-  if (a.shape != want)
-    fail("'{}' ({}): shape {} does not match the problem; expected {} ([{}] with --layout {})", path, name,
-         a.shape_str(), shape_text(want), p.bshd_layout ? "B, N, H, D" : "B, H, N, D",
-         p.bshd_layout ? "bshd" : "bhsd");
+  NpyArray a = read_npy(path, [&](const NpyArray& header) {
+    if (!header.is_float())
+      fail("'{}' ({}): dtype {} ('{}') is not supported for attention inputs; expected float16, float32 or "
+           "float64",
+           path, name, header.dtype_str(), header.descr());
+    if (header.shape != want)
+      fail("'{}' ({}): shape {} does not match the problem; expected {} ([{}] with --layout {})", path, name,
+           header.shape_str(), shape_text(want), p.bshd_layout ? "B, N, H, D" : "B, H, N, D",
+           p.bshd_layout ? "bshd" : "bhsd");
+  });
   HostBuffer b(p.dtype, a.numel(), name);
   for (int64_t i = 0; i < a.numel(); ++i)
     b.set(i, round_exactly_to(a.values[static_cast<size_t>(i)], p.dtype));

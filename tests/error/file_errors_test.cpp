@@ -76,6 +76,40 @@ TEST(FileErrors, NpyHeaderDeclaringMoreDataThanTheFileHolds) {
                   {"'mem.npy'", "(1073741824, 1073741824, 1073741824)", "more than 2^64", "holds 0"});
 }
 
+// A float32 .npy of `shape` as long as its header says, `data_bytes` of zeros in a sparse file (no disk
+// space). False where the file system cannot make one.
+bool write_sparse_npy(const std::string& path, const std::string& shape, uint64_t data_bytes) {
+  const std::string header =
+      npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }", "");
+  write_bytes(path, header);
+  struct stat st {};
+  if (::truncate(path.c_str(), static_cast<off_t>(header.size() + data_bytes)) != 0 ||
+      ::stat(path.c_str(), &st) != 0)
+    return false;
+  return st.st_blocks * 512 < (int64_t{1} << 20);
+}
+
+// 64 GiB declared, and held: the caller's check sees the header before any data is read or any memory is
+// sized for it, so refusing it costs nothing.
+TEST(FileErrors, NpyHeaderIsCheckedBeforeTheDataIsRead) {
+  TempDir dir;
+  const std::string f = dir.path() + "/q.npy";
+  if (!write_sparse_npy(f, "(1, 1, 268435456, 64)", uint64_t{64} << 30))
+    GTEST_SKIP() << "no sparse files here";
+  std::vector<int64_t> seen;
+  size_t values_seen = 1;
+  expect_mentions(user_error([&] {
+                    read_npy(f, [&](const NpyArray& header) {
+                      seen = header.shape;
+                      values_seen = header.values.size();
+                      fail("'{}': shape {} does not match the problem", f, header.shape_str());
+                    });
+                  }),
+                  {f, "(1, 1, 268435456, 64) does not match the problem"});
+  EXPECT_EQ(seen, (std::vector<int64_t>{1, 1, 268435456, 64}));
+  EXPECT_EQ(values_seen, 0u) << "the header comes before the data";
+}
+
 TEST(FileErrors, NpyHeaderLongerThanAnyNumPyWrites) {
   std::string bytes = "\x93NUMPY\x02";
   bytes += '\0';

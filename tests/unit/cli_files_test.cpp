@@ -10,6 +10,7 @@
 #include <llvm/Support/FileSystem.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -55,6 +56,30 @@ TEST_F(CliFilesTest, AnInputThatIsNotARegularFileIsRefused) {
   ASSERT_EQ(::mkfifo(path("k_fifo.npy").c_str(), 0600), 0);
   expect_error_naming(attention({"--k", path("k_fifo.npy")}),
                       {path("k_fifo.npy"), "a FIFO", "not a regular file"});
+}
+
+// Q's header declares 64 GiB (a sparse file: no disk space) for a 1 x 1 x 16 x 16 problem: refused from the
+// header, at once, where kiln used to read the data first and die with a bare "out of host memory".
+TEST_F(CliFilesTest, AnInputWhoseHeaderDoesNotMatchIsRefusedBeforeItsDataIsRead) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 268435456, 64), }";
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+  header += '\n';
+  std::string bytes = "\x93NUMPY\x01";
+  bytes += '\0';
+  bytes += static_cast<char>(header.size() & 0xff);
+  bytes += static_cast<char>(header.size() >> 8);
+  write_output_file({"test input", path("big_q.npy")}, bytes + header);
+  struct stat st {};
+  const int64_t file_bytes = static_cast<int64_t>(bytes.size() + header.size()) + (int64_t{64} << 30);
+  ASSERT_EQ(::truncate(path("big_q.npy").c_str(), static_cast<off_t>(file_bytes)), 0);
+  ASSERT_EQ(::stat(path("big_q.npy").c_str(), &st), 0);
+  if (st.st_blocks * 512 >= (int64_t{1} << 20))
+    GTEST_SKIP() << "no sparse files here";
+  const auto start = std::chrono::steady_clock::now();
+  expect_error_naming(attention({"--q", path("big_q.npy")}),
+                      {"big_q.npy' (Q): shape (1, 1, 268435456, 64) does not match the problem",
+                       "expected (1, 1, 16, 16)"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }
 
 TEST_F(CliFilesTest, ABadOutputPathIsRefusedBeforeTheRunAndChangesNoFile) {
