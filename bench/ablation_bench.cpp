@@ -29,6 +29,10 @@ std::vector<AblationVariant> ablation_variants() {
   o = {};
   o.tma = false; // sm_90a: cp.async by every thread instead of TMA copies (elsewhere the code does not change)
   out.push_back({"no_tma", o});
+  o = {};
+  o.warp_specialize = false; // sm_90a, configs with WARP_SPECIALIZE=1: every thread issues the copies and meets a
+                             // CTA barrier each step (elsewhere the code does not change)
+  out.push_back({"no_warp_specialize", o});
   return out;
 }
 

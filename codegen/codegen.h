@@ -23,7 +23,9 @@
 namespace kiln {
 
 // A kernel's config may carry MIN_BLOCKS_PER_SM (default 1): the second __launch_bounds__ argument,
-// which caps registers per thread so that that many CTAs can be resident on one SM.
+// which caps registers per thread so that that many CTAs can be resident on one SM; and WARP_SPECIALIZE
+// (default 0): 1 asks for a producer warpgroup beside the num_warps consumer warps where the kernel allows
+// one (codegen/plan_warp_specialization.h; the block then has 32 * num_warps + 128 threads).
 //
 // Code-generator switches: each optimisation can be turned off to measure what it is worth.
 struct CodegenOptions {
@@ -33,24 +35,32 @@ struct CodegenOptions {
   bool vectorize = true;     // 16-byte global accesses where contiguity is proven
   bool wgmma = true;         // on sm_90a, dot through Hopper's warpgroup MMA where it applies (else mma.sync)
   bool tma = true;           // on sm_90a, pipelined block-pointer tiles copied by TMA where it applies (else cp.async)
+  // on sm_90a, a producer warpgroup issuing a TMA loop's copies where the config asks (WARP_SPECIALIZE=1) and it
+  // applies (else every thread issues them and waits at a CTA barrier each step)
+  bool warp_specialize = true;
 
-  static constexpr int kSwitches = 6;
-  int switches_off() const { return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma; }
+  static constexpr int kSwitches = 7;
+  int switches_off() const {
+    return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma + !warp_specialize;
+  }
   bool all_on() const { return switches_off() == 0; }
-  std::string str() const; // "tensor_cores=1 swizzle=1 async_copy=1 vectorize=1 wgmma=1 tma=1"
+  std::string str() const; // "tensor_cores=1 swizzle=1 async_copy=1 vectorize=1 wgmma=1 tma=1 warp_specialize=1"
 };
 
 // What a launch needs besides the source: the entry point, the block size and dynamic shared memory.
 struct GeneratedKernel {
   std::string name;         // the __global__ function's name
   std::string source;       // complete CUDA C++, prelude included
-  int threads = 128;        // 32 * num_warps
+  int threads = 128;        // 32 * num_warps, plus a producer warpgroup's 128 when warp-specialised
   int shared_bytes = 0;     // dynamic shared memory per CTA
   std::string lowered;      // a summary of the lowering decisions (layouts, smem, pipelining)
   // Tensor maps the kernel's TMA copies read: after the DSL parameters it takes one
   // `const __grid_constant__ kiln::TensorMap kiln_map<i>` per entry, then `int kiln_tma` (1: the maps are
   // valid, copy by TMA; 0: take the cp.async path). Empty: no extra parameters (jit/tensor_map_args.h).
   std::vector<TensorMapParam> tensor_maps;
+  // The config asks for WARP_SPECIALIZE=1 and the kernel or target does not allow it: why (the code is then the
+  // WARP_SPECIALIZE=0 kernel's, so the autotuner prunes the config rather than time the same code twice).
+  std::string why_not_warp_specialized;
 };
 
 // A config the target cannot run at all: shared tiles beyond the arch's per-block limit, or MIN_BLOCKS_PER_SM

@@ -37,11 +37,32 @@ std::string describe_tma(const LoweringPlan& plan, const Op& loop) {
   return s;
 }
 
+// How the warp-specialised loop `loop` is split ("" when it is not the one).
+std::string describe_warp_specialization(const LoweringPlan& plan, const Op& loop) {
+  const WarpSpecialization& ws = plan.ws;
+  if (ws.loop != &loop)
+    return "";
+  std::string s = fmt::format(
+      "//     warp-specialised: producer warpgroup (threads {}..{}) recomputes {} scalar op(s) and issues every "
+      "stage after the consumers release its slot (full and empty mbarriers per slot); the {} consumer threads "
+      "issue no copy and meet at named barrier 1, not __syncthreads\n",
+      ws.consumer_threads, ws.consumer_threads + WarpSpecialization::kProducerThreads - 1, ws.producer_ops.size(),
+      ws.consumer_threads);
+  if (ws.consumer_registers)
+    s += fmt::format("//     setmaxnreg: producer {} registers, consumers {} (from {} at entry)\n",
+                     ws.producer_registers, ws.consumer_registers, ws.entry_registers);
+  else
+    s += "//     setmaxnreg: registers not moved (the cap at entry leaves the consumers nothing to gain)\n";
+  return s;
+}
+
 } // namespace
 
 std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
   std::string s = fmt::format("// lowered {} for {} warps (mma warps {}x{})\n", k.name, plan.num_warps,
                               plan.warps.warps_m, plan.warps.warps_n);
+  if (!plan.ws.why_not.empty())
+    s += fmt::format("//   not warp-specialised (WARP_SPECIALIZE=1): {}\n", plan.ws.why_not);
   for (const SharedTile& t : plan.tiles)
     s += fmt::format("//   shared tile %{}: {} x {} ({} B/elem) x {} stage(s) at byte {}{}{}\n", t.value,
                      t.rows, t.cols, t.elem_bytes, t.stages, t.offset,
@@ -95,6 +116,7 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
       s += fmt::format("//   loop at {}: {} tile(s) in a {}-stage ring, issued {} iteration(s) ahead\n",
                        op.loc.str(), it->second.size(), stages, plan.lookahead(&op, stages));
       s += describe_tma(plan, op);
+      s += describe_warp_specialization(plan, op);
     }
   });
   std::map<std::string, int> kinds;

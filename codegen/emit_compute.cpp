@@ -123,13 +123,13 @@ void Emitter::emit_reduce(const Op& op) {
     line("{0}* kiln_x = reinterpret_cast<{0}*>({1});", ty, scratch());
     line("int* kiln_xi = reinterpret_cast<int*>({} + {});", scratch(), W * numel * eb);
     line("const int kiln_wd = {};", wd);
-    line("__syncthreads();");
+    line("{}", cta_barrier());
     for_regs(RO);
     line("  kiln_x[kiln_wd * {} + {}] = {}[r];", numel, linear(out, out.shape, "r"), n);
     if (arg)
       line("  kiln_xi[kiln_wd * {} + {}] = {}[r];", numel, linear(out, out.shape, "r"), idx);
     line("}}");
-    line("__syncthreads();");
+    line("{}", cta_barrier());
     for_regs(RO);
     line("  {}[r] = kiln_x[{}];", n, linear(out, out.shape, "r"));
     if (arg)

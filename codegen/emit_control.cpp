@@ -79,15 +79,18 @@ void Emitter::emit_for(const Op& op) {
   }
   // Pipelining: issue the first num_stages - 1 iterations' tiles before the loop.
   auto pit = plan_.pipelined.find(&op);
+  const bool specialized = plan_.ws.loop == &op;
   std::string stage;
   int stages = 0;
   if (pit != plan_.pipelined.end()) {
     const std::vector<const Op*>& loads = pit->second;
     stages = plan_.tiles[plan_.tile_of.at(loads.front()->result())].stages;
     stage = fresh("stage");
-    line("__syncthreads(); // shared tiles of earlier code are free");
-    for (int s = 0; s < plan_.lookahead(&op, stages); ++s)
-      emit_stage_issue(op, vars, lo, s, std::to_string(s));
+    if (!specialized) { // else the producer warpgroup issues every stage
+      line("{} // shared tiles of earlier code are free", cta_barrier());
+      for (int s = 0; s < plan_.lookahead(&op, stages); ++s)
+        emit_stage_issue(op, vars, lo, s, std::to_string(s));
+    }
     line("int {} = 0;", stage);
     for (const Op* l : loads)
       stage_var_[l] = stage;
@@ -105,10 +108,23 @@ void Emitter::emit_for(const Op& op) {
       if (inner->kind == OpKind::Yield)
         continue;
       emit_op(*inner);
-      if (!issued && inner.get() == pit->second.front()) {
+      if (!issued && inner.get() == pit->second.front() && !specialized) {
         issued = true;
         const int ahead = plan_.lookahead(&op, stages);
         emit_stage_issue(op, vars, iv, ahead, fmt::format("(({} + {}) % {})", stage, ahead, stages));
+      }
+    }
+    if (specialized) {
+      // Hand the slot back to the producer once no product still reads it: this iteration's, or, while a
+      // product stays in flight, the previous iteration's (its wgmma_wait<1> above has retired it).
+      if (plan_.deferred_dots.count(&op)) {
+        line("if ({} != {}) {{", iv, lo);
+        open();
+        emit_slot_release(fmt::format("(({} + {}) % {})", stage, stages - 1, stages));
+        close();
+        line("}}");
+      } else {
+        emit_slot_release(stage);
       }
     }
   } else {
@@ -159,8 +175,10 @@ void Emitter::emit_for(const Op& op) {
   if (plan_.deferred_dots.count(&op))
     line("kiln::wgmma_wait<0>(); // the last product");
   if (!stage.empty()) {
-    line("kiln::cp_async_wait_all();");
-    publish_shared_tiles(); // also tiles loaded before the loop, should it have run no iteration
+    if (!specialized) { // the consumers issued no copy, and no other tile shares the ring's bytes
+      line("kiln::cp_async_wait_all();");
+      publish_shared_tiles(); // also tiles loaded before the loop, should it have run no iteration
+    }
     for (const Op* l : pit->second)
       stage_var_.erase(l);
   }

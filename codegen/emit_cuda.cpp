@@ -61,11 +61,11 @@ std::string Emitter::convert(const std::string& src, const LayoutConversion& c) 
   line("{{");
   open();
   line("{0}* kiln_x = reinterpret_cast<{0}*>({1});", ty, scratch());
-  line("__syncthreads();");
+  line("{}", cta_barrier());
   for_regs(from.num_regs());
   line("  kiln_x[{}] = {}[r];", linear(from, from_shape, "r"), src);
   line("}}");
-  line("__syncthreads();");
+  line("{}", cta_barrier());
   for_regs(to.num_regs());
   line("  {}[r] = kiln_x[{}];", n, linear(to, to.shape, "r"));
   line("}}");
@@ -342,7 +342,29 @@ std::string Emitter::run() {
       params += fmt::format(", const __grid_constant__ kiln::TensorMap kiln_map{}", i);
     params += ", int kiln_tma";
   }
-  emit_region(k_.body);
+  if (plan_.ws.on())
+    need_helper("kiln::warp_specialize", std::string(warp_specialize_prelude_source()));
+  if (plan_.ws.on()) {
+    // One if/else whose branches are the warpgroups' roles: setmaxnreg takes effect only at the head of each.
+    const WarpSpecialization& ws = plan_.ws;
+    line("if (threadIdx.x >= {}) {{ // the producer warpgroup", threads_);
+    open();
+    in_producer_ = true;
+    if (ws.producer_registers)
+      line("kiln::setmaxnreg_dec<{}>(); // from {} at entry", ws.producer_registers, ws.entry_registers);
+    emit_producer();
+    in_producer_ = false;
+    close();
+    line("}} else {{ // the consumers: the program, without its copies");
+    open();
+    if (ws.consumer_registers)
+      line("kiln::setmaxnreg_inc<{}>(); // from {} at entry", ws.consumer_registers, ws.entry_registers);
+    emit_region(k_.body);
+    close();
+    line("}}");
+  } else {
+    emit_region(k_.body);
+  }
   std::string body = std::move(out_);
   for (size_t i = 0; i < conversion_made_.size(); ++i) {
     const LayoutConversion& c = plan_.conversions[i];
@@ -352,7 +374,8 @@ std::string Emitter::run() {
   KILN_INTERNAL_CHECK(largest_scratch_use_ == plan_.scratch_bytes, "{} bytes of scratch planned, {} used",
                       plan_.scratch_bytes, largest_scratch_use_);  // MIN_BLOCKS_PER_SM (an optional config parameter) caps registers so that many CTAs fit on an SM.
   std::string head =
-      fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}({}) {{\n", threads_,
+      fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}({}) {{\n",
+                  threads_ + (plan_.ws.on() ? WarpSpecialization::kProducerThreads : 0),
                   k_.config.get_or("MIN_BLOCKS_PER_SM", 1), identifier(k_.name), params);
   head += "  extern __shared__ __align__(1024) unsigned char kiln_smem[];\n";
   head += "  const int kiln_lane = threadIdx.x % 32;\n  const int kiln_warp = threadIdx.x / 32;\n";

@@ -291,12 +291,12 @@ void Emitter::emit_dot_fma(const Op& op, const std::string& d) {
     std::string src = regs(v, have);
     int64_t offset = which == 0 ? 0 : k_.type(a).numel() * dtype_bytes(in);
     use_scratch(fma_staging_bytes(k_, op));
-    line("__syncthreads();");
+    line("{}", cta_barrier());
     for_regs(have.num_regs());
     line("  reinterpret_cast<{}*>({} + {})[{}] = {}[r];", ctype(in), scratch(), offset,
          linear(have, t.shape, "r"), src);
     line("}}");
-    line("__syncthreads();");
+    line("{}", cta_barrier());
     int64_t cols = t.shape[1];
     std::string base = fmt::format("reinterpret_cast<const {}*>({} + {})", ctype(in), scratch(), offset);
     return [base, cols](const std::string& i, const std::string& j) {
@@ -325,7 +325,7 @@ void Emitter::emit_dot_fma(const Op& op, const std::string& d) {
   line("  {}[r] = s;", d);
   line("}}");
   if (plan_.where(a) != Placement::Shared || plan_.where(b) != Placement::Shared)
-    line("__syncthreads();");
+    line("{}", cta_barrier());
 }
 
 } // namespace kiln::emit_detail

@@ -21,10 +21,23 @@ std::string Emitter::tma_ring_declarations() const {
     s += fmt::format("  __shared__ __align__(8) unsigned long long kiln_full{}[{}]; // TMA ring of the loop at {}\n",
                      ring, stages, loop->loc.str());
     s += fmt::format("  unsigned kiln_phase{} = 0; // bit s: the parity slot s completes next\n", ring);
-    init += fmt::format("    for (int s = 0; s < {}; ++s)\n      kiln::mbarrier_init(kiln::smem_u32(&kiln_full{}[s]), {});\n",
-                        stages, ring, loads.size());
+    if (plan_.ws.loop != loop) {
+      init += fmt::format("    for (int s = 0; s < {}; ++s)\n      kiln::mbarrier_init(kiln::smem_u32(&kiln_full{}[s]), {});\n",
+                          stages, ring, loads.size());
+      continue;
+    }
+    // Warp-specialised: a slot is full when the producer's copies land (one arrival per tile by TMA, one per
+    // producer thread after its cp.async copies) and empty when every consumer warp has released it.
+    s += fmt::format("  __shared__ __align__(8) unsigned long long kiln_empty{}[{}]; // the consumers' releases\n",
+                     ring, stages);
+    init += fmt::format("    for (int s = 0; s < {}; ++s) {{\n"
+                        "      kiln::mbarrier_init(kiln::smem_u32(&kiln_full{}[s]), kiln_tma ? {} : {});\n"
+                        "      kiln::mbarrier_init(kiln::smem_u32(&kiln_empty{}[s]), {});\n    }}\n",
+                        stages, ring, loads.size(), WarpSpecialization::kProducerThreads, ring, plan_.num_warps);
   }
-  s += "  if (kiln_tma && threadIdx.x == 0) {\n" + init + "    kiln::mbarrier_init_fence();\n  }\n";
+  // With a producer warpgroup the barriers exist on either path; otherwise only TMA launches use them.
+  s += fmt::format("  if ({}threadIdx.x == 0) {{\n", plan_.ws.on() ? "" : "kiln_tma && ") + init +
+       "    kiln::mbarrier_init_fence();\n  }\n";
   s += "  __syncthreads(); // the barriers are initialised before anyone waits on them\n";
   return s;
 }
@@ -55,6 +68,11 @@ void Emitter::emit_stage_wait(const Op& loop, const SharedTile& first, const std
     return;
   }
   const int r = ring->second;
+  if (plan_.ws.loop == &loop) { // the producer arrives on the slot on either path
+    line("kiln::mbarrier_wait(kiln::smem_u32(&kiln_full{}[{}]), (kiln_phase{} >> {}) & 1u);", r, stage, r, stage);
+    line("kiln_phase{} ^= 1u << {};", r, stage);
+    return;
+  }
   line("if (kiln_tma) {{");
   line("  kiln::mbarrier_wait(kiln::smem_u32(&kiln_full{}[{}]), (kiln_phase{} >> {}) & 1u);", r, stage, r, stage);
   line("  kiln_phase{} ^= 1u << {};", r, stage);

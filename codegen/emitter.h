@@ -53,6 +53,21 @@ private:
   bool global_write_pending_ = false;
   std::vector<std::pair<std::string, std::string>>
       helpers_; // device functions before the kernel: name, source
+  // Who copies a shared tile with cp.async (emit_tile_issue): every thread of the program, or, in a
+  // warp-specialised kernel's producer, its warpgroup (index relative to the producer's first thread).
+  std::string copy_thread_ = "threadIdx.x";
+  int copy_threads_ = threads_;
+  bool in_producer_ = false; // emitting the producer warpgroup's branch: no barrier of the consumers there
+  // The producer runs in few registers (setmaxnreg): its cp.async copy loops are not unrolled, which would
+  // spill (a 128 x 256 x 64 matmul's producer spilled 1 KiB at 40 registers unrolled, nothing rolled).
+  std::string copy_unroll() const { return in_producer_ ? "#pragma unroll 1" : "#pragma unroll"; }
+
+  // A barrier among the threads that run the program: the whole CTA, or only the consumers when a producer
+  // warpgroup is split off (it never reaches the consumers' barriers).
+  std::string cta_barrier() const {
+    KILN_INTERNAL_CHECK(!in_producer_, "a CTA barrier in the producer warpgroup's code");
+    return plan_.ws.on() ? fmt::format("kiln::named_barrier_sync(1, {});", threads_) : "__syncthreads();";
+  }
 
   void need_helper(const std::string& name, const std::string& source) {
     for (const auto& h : helpers_)
@@ -66,11 +81,11 @@ private:
   void publish_shared_tiles() {
     if (plan_.any_wgmma())
       line("kiln::fence_proxy_async();");
-    line("__syncthreads();");
+    line("{}", cta_barrier());
   }
   void order_global_memory() {
     if (global_write_pending_) {
-      line("__syncthreads(); // make this program's global stores visible to its loads");
+      line("{} // make this program's global stores visible to its loads", cta_barrier());
       global_write_pending_ = false;
     }
   }
@@ -198,6 +213,11 @@ private:
   std::string tma_ring_declarations() const;
   void emit_tma_issue(const Op& load, const std::string& bp, const std::string& slot);
   void emit_stage_wait(const Op& loop, const SharedTile& first, const std::string& stage);
+  // Warp specialisation (emit_warp_specialized.cpp): the producer warpgroup's branch (its scalars, then one
+  // stage of copies per iteration of the loop, each after the slot's release), and a consumer's release of
+  // ring slot `slot` once its warp is done reading it.
+  void emit_producer();
+  void emit_slot_release(const std::string& slot);
   void emit_scalar_op(const Op& op);
   void emit_elementwise(const Op& op);
   void emit_reduce(const Op& op);

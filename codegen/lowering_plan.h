@@ -7,6 +7,8 @@
 //   choose_dot_lowering     the instruction of each dot, fused casts of register operands
 //   schedule_async_copies   products left in flight across iterations, loads whose wait a later loop covers
 //   plan_tma_copies         pipelined loops whose tiles TMA copies (sm_90a), the tensor maps they read
+//   plan_warp_specialization a producer warpgroup that only issues one TMA loop's copies (WARP_SPECIALIZE=1),
+//                           the consumers' barriers, the registers each side keeps (setmaxnreg)
 //   analyze_contiguity      the vector width of global accesses through pointer tensors (hints included), the
 //                           pieces block stores are written in
 //   plan_layout_conversions every layout conversion: the value, the op that reads it, from and to layouts,
@@ -89,6 +91,25 @@ struct LayoutConversion {
   SourceLoc loc() const { return user->loc; }
 };
 
+// A producer warpgroup that issues nothing but the copies of one TMA-copied loop, while the kernel's num_warps
+// warps (the consumers, threads [0, consumer_threads)) run the program without issuing a copy: they wait on the
+// ring slot's full barrier and release the slot on its empty barrier, and their CTA barriers become a named
+// barrier of consumer_threads. The producer (threads [consumer_threads, +128)) recomputes the scalars the loop's
+// bounds and block pointers need, then walks the loop's iterations.
+struct WarpSpecialization {
+  static constexpr int kProducerThreads = 128;
+  const Op* loop = nullptr;            // the loop whose copies the producer issues; null: not specialised
+  std::vector<const Op*> producer_ops; // top-level scalar ops before the loop the producer recomputes, in order
+  int consumer_threads = 0;
+  // setmaxnreg targets (0: registers are not reallocated): the producer releases down to producer_registers,
+  // the consumers take up to consumer_registers, from entry_registers (what __launch_bounds__ caps at entry).
+  int entry_registers = 0, producer_registers = 0, consumer_registers = 0;
+  std::string why_not; // asked for (WARP_SPECIALIZE=1) and not done: why
+
+  bool on() const { return loop != nullptr; }
+  int threads() const { return consumer_threads + (on() ? kProducerThreads : 0); }
+};
+
 struct LoweringPlan {
   std::unordered_map<ValueId, Placement> placement;
   std::unordered_map<ValueId, Layout> layout; // Registers values
@@ -111,6 +132,8 @@ struct LoweringPlan {
   // plan_tma_copies: the pipelined loops whose tiles one thread copies by TMA onto mbarriers (with the
   // cp.async path kept for launches whose maps are illegal), and the kernel's tensor-map parameters.
   TmaPlan tma;
+  // plan_warp_specialization: the producer/consumer split, when the config asks for it and the kernel allows it.
+  WarpSpecialization ws;
   // analyze_contiguity: the width of every global access through pointer tensors, and the pieces block
   // stores of register tiles are written in.
   std::map<const Op*, AccessPlan> accesses;

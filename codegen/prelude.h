@@ -6,8 +6,10 @@
 //   shared-memory matrix descriptor encoder. (The per-shape wgmma instructions are generated:
 //   wgmma_function_source in codegen/wgmma.h.)
 // - the TMA prelude (sm_90+): the tensor-map parameter type, mbarrier init / arrive.expect_tx /
-//   try_wait.parity, TMA tile loads and stores with their bulk-group waits. Not yet used by the code
-//   generator (issue 15); tests/gpu/tma_gpu_test.cpp runs it against runtime/tensor_map.h's maps.
+//   try_wait.parity, TMA tile loads and stores with their bulk-group waits, added to kernels with TMA-copied
+//   loops; tests/gpu/tma_gpu_test.cpp also runs it against runtime/tensor_map.h's maps;
+// - the warp-specialisation prelude (sm_90a), added to warp-specialised kernels: setmaxnreg and the
+//   consumers' named barrier.
 #pragma once
 
 #include <string_view>
@@ -17,5 +19,6 @@ namespace kiln {
 std::string_view prelude_source();       // the text of codegen/prelude/kiln_prelude.cuh
 std::string_view wgmma_prelude_source(); // the text of codegen/prelude/kiln_wgmma.cuh
 std::string_view tma_prelude_source();   // the text of codegen/prelude/kiln_tma.cuh
+std::string_view warp_specialize_prelude_source(); // the text of codegen/prelude/kiln_warp_specialize.cuh
 
 } // namespace kiln

@@ -245,6 +245,9 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
       return slots[i].beyond_target;
     if (!slots[i].codegen_error.empty())
       return ""; // code generation failed: the compile step reports why
+    if (!slots[i].generated.why_not_warp_specialized.empty())
+      return "WARP_SPECIALIZE=1 does not apply (the same code as WARP_SPECIALIZE=0): " +
+             slots[i].generated.why_not_warp_specialized;
     return device_prune_reason(candidates[i], slots[i].generated.shared_bytes, device);
   };
   hooks.compile = compile;

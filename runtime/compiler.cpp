@@ -430,6 +430,13 @@ CompiledKernel compile_cuda(const CompileRequest& req) {
     throw Error(msg);
   }
 
+  // ptxas ignores setmaxnreg where it cannot tell the register count at entry, and says so only as a warning;
+  // a warp-specialised kernel whose consumers' .inc then waits on registers the producer never released could
+  // hang, so the warning is an error here.
+  if (log.find("C7508") != std::string::npos)
+    fail("NVRTC compiled kernel '{}' for {}, but ptxas ignored its setmaxnreg (warning C7508): the register count "
+         "at entry must be capped (__launch_bounds__ with its second argument)\nNVRTC log:\n{}",
+         req.kernel_name, req.arch, log);
   CompiledKernel out;
   out.kernel_name = req.kernel_name;
   out.arch = req.arch;

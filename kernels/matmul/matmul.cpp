@@ -3,6 +3,7 @@
 #include "dsl/dsl.h"
 #include "kernels/dtype_param.h"
 #include "kernels/min_blocks_param.h"
+#include "kernels/warp_specialize_param.h"
 
 #include <cmath>
 #include <random>
@@ -70,7 +71,7 @@ KernelDef matmul_def() {
               ParamDef::flag("TF32", 0, "f32 only: 1 multiplies on tensor cores in tf32"),
               ParamDef::flag("A_COL_MAJOR", 0, "1 when A's M dim is the contiguous one"),
               ParamDef::flag("B_COL_MAJOR", 0, "1 when B's K dim is the contiguous one"),
-              min_blocks_per_sm_param(2)};
+              min_blocks_per_sm_param(2), warp_specialize_param(0)};
   d.default_num_warps = 8;
   d.default_num_stages = 3;
   d.build = build_matmul;
@@ -78,13 +79,17 @@ KernelDef matmul_def() {
     struct Tile {
       int64_t m, n, k;
       int warps, stages;
+      bool ws = false; // a producer warpgroup beside the warps (sm_90a; pruned elsewhere)
     };
     // Triton tutorial 03's candidates for sm_80+, then deeper rings of the large tiles for sm_90a, where
     // wgmma keeps one product in flight and loads run num_stages - 2 tiles ahead (worklog §8).
     const Tile tiles[] = {{128, 256, 64, 8, 3}, {64, 256, 32, 4, 4}, {128, 128, 32, 4, 4}, {128, 64, 32, 4, 4},
                           {64, 128, 32, 4, 4},  {128, 32, 32, 4, 4}, {64, 32, 32, 2, 5},   {128, 128, 64, 8, 3},
                           {256, 128, 64, 8, 3}, {128, 256, 64, 8, 4}, {256, 128, 64, 8, 4}, {128, 128, 64, 8, 4},
-                          {128, 128, 64, 4, 4}};
+                          {128, 128, 64, 4, 4},
+                          // Warp-specialised (worklog §20): the producer fills every slot of the ring.
+                          {128, 128, 64, 4, 5, true}, {128, 128, 64, 8, 4, true}, {256, 128, 64, 8, 4, true},
+                          {128, 256, 64, 8, 3, true}, {128, 256, 64, 8, 4, true}};
     std::vector<Config> cs;
     for (const Tile& t : tiles) {
       Config c = matmul_def().default_config();
@@ -93,7 +98,8 @@ KernelDef matmul_def() {
       c.num_stages = t.stages;
       // Two resident CTAs hide the barrier of each k step (ncu: one 8-warp CTA per SM issued every
       // 5 cycles); 8 warps with 64-deep tiles need more than the 128 registers that leaves.
-      c.set("MIN_BLOCKS_PER_SM", t.k == 64 && (t.warps == 8 || t.stages == 4) ? 1 : 2);
+      c.set("MIN_BLOCKS_PER_SM", t.ws || (t.k == 64 && (t.warps == 8 || t.stages == 4)) ? 1 : 2);
+      c.set("WARP_SPECIALIZE", t.ws ? 1 : 0);
       cs.push_back(c);
     }
     return cs;

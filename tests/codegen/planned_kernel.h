@@ -8,6 +8,7 @@
 #include "codegen/plan_layout_conversions.h"
 #include "codegen/plan_scratch.h"
 #include "codegen/plan_tma_copies.h"
+#include "codegen/plan_warp_specialization.h"
 #include "codegen/schedule_async_copies.h"
 #include "kernels/builtin.h"
 
@@ -35,6 +36,7 @@ inline Planned plan_for(const std::string& name, const std::map<std::string, int
   choose_dot_lowering(p.kernel, t, options, p.plan);
   schedule_async_copies(p.kernel, t, options, p.plan);
   plan_tma_copies(p.kernel, t, options, p.plan);
+  plan_warp_specialization(p.kernel, t, options, p.plan);
   analyze_contiguity(p.kernel, t, options, p.plan);
   plan_layout_conversions(p.kernel, p.plan);
   plan_scratch(p.kernel, p.plan);

@@ -1,0 +1,84 @@
+// Emitter: the producer warpgroup of a warp-specialised kernel and the consumers' slot releases (see
+// WarpSpecialization in codegen/lowering_plan.h).
+//
+// Ring r of the specialised loop has two mbarriers per slot. kiln_full<r>[s] completes when the slot's tiles
+// have landed: on the TMA path one producer thread arrives per tile announcing its bytes, on the cp.async path
+// (a launch whose tensor maps are illegal) each of the producer's 128 threads arrives after its own copies are
+// done and fenced. kiln_empty<r>[s] completes when every consumer warp has released the slot. The producer
+// waits for a slot's release before filling it; its parity bits start at 1, so the first pass over the ring,
+// whose slots no one has used yet, does not wait.
+#include "codegen/emitter.h"
+
+namespace kiln::emit_detail {
+
+void Emitter::emit_producer() {
+  const WarpSpecialization& ws = plan_.ws;
+  const Op& loop = *ws.loop;
+  line("// producer: recomputes the scalars the loop at {} needs, then issues its copies", loop.loc.str());
+  for (const Op* op : ws.producer_ops)
+    emit_scalar_op(*op);
+  const Region& body = loop.regions[0];
+  const Op& yield = *body.ops.back();
+  const std::vector<const Op*>& loads = plan_.pipelined.at(&loop);
+  const int stages = plan_.tiles[plan_.tile_of.at(loads.front()->result())].stages;
+  const int ring = plan_.tma.loops.at(&loop);
+  line("if (kiln_tma ? threadIdx.x == {} : true) {{ // TMA: one thread; cp.async: the whole warpgroup", threads_);
+  open();
+  line("const int kiln_ptid = threadIdx.x - {};", threads_);
+  // The carried block pointers of the loads, from their initial values, and the steps their advances take.
+  std::vector<std::string> bps, steps;
+  for (const Op* l : loads) {
+    const size_t idx = std::find(body.args.begin(), body.args.end(), l->operands[0]) - body.args.begin();
+    bps.push_back(fresh("bp"));
+    line("auto {} = {};", bps.back(), scalar(loop.operands[3 + idx - 1]));
+    const Op* adv = k_.info(yield.operands[idx - 1]).def;
+    std::string deltas;
+    for (size_t j = 1; j < adv->operands.size(); ++j)
+      deltas += (j > 1 ? ", " : "") + fmt::format("(long long)({})", invariant(adv->operands[j]));
+    steps.push_back(deltas);
+  }
+  const std::string slot = fresh("slot"), released = fresh("release_phase"), iv = fresh("i");
+  line("int {} = 0;", slot);
+  line("unsigned {} = ~0u; // bit s: the parity of slot s's next release (the first pass finds every slot free)",
+       released);
+  line("for ({} {} = {}; {} < {}; {} += {}) {{", ctype(k_.type(body.args[0]).elem), iv, scalar(loop.operands[0]), iv,
+       scalar(loop.operands[1]), iv, scalar(loop.operands[2]));
+  open();
+  line("kiln::mbarrier_wait(kiln::smem_u32(&kiln_empty{}[{}]), ({} >> {}) & 1u);", ring, slot, released, slot);
+  line("{} ^= 1u << {};", released, slot);
+  line("if (kiln_tma) {{");
+  open();
+  for (size_t i = 0; i < loads.size(); ++i)
+    emit_tma_issue(*loads[i], bps[i], slot);
+  close();
+  line("}} else {{");
+  open();
+  copy_thread_ = "kiln_ptid";
+  copy_threads_ = WarpSpecialization::kProducerThreads;
+  for (size_t i = 0; i < loads.size(); ++i)
+    emit_tile_issue(plan_.tiles[plan_.tile_of.at(loads[i]->result())], bps[i], slot);
+  copy_thread_ = "threadIdx.x";
+  copy_threads_ = threads_;
+  line("kiln::cp_async_commit();");
+  line("kiln::cp_async_wait_all(); // this thread's copies have landed ...");
+  if (plan_.any_wgmma())
+    line("kiln::fence_proxy_async(); // ... and are visible to wgmma's reads ...");
+  line("kiln::mbarrier_arrive(kiln::smem_u32(&kiln_full{}[{}])); // ... when the slot's barrier completes", ring, slot);
+  close();
+  line("}}");
+  for (size_t i = 0; i < loads.size(); ++i)
+    line("{0} = {0}.advanced({{{1}}});", bps[i], steps[i]);
+  line("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", slot, stages);
+  close();
+  line("}}");
+  close();
+  line("}}");
+}
+
+void Emitter::emit_slot_release(const std::string& slot) {
+  line("__syncwarp(); // every lane of this warp is done with the slot");
+  line("if (kiln_lane == 0)");
+  line("  kiln::mbarrier_arrive(kiln::smem_u32(&kiln_empty{}[{}]));", plan_.tma.loops.at(plan_.ws.loop), slot);
+}
+
+} // namespace kiln::emit_detail

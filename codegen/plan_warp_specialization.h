@@ -1,0 +1,28 @@
+// Pass: warp specialisation (WarpSpecialization in codegen/lowering_plan.h). Runs after plan_tma_copies.
+//
+// A config asks for it with WARP_SPECIALIZE=1. It is done when the target is sm_90a, CodegenOptions allow it,
+// the kernel has exactly one pipelined loop, that loop is at the top of the kernel (not inside another loop or
+// an if) and copied by TMA, its warps form whole warpgroups, no tile loaded before it waits on its first wait,
+// and every scalar its bounds, block pointers and advances need is computed before it at the top of the
+// kernel from parameters, program ids and arithmetic (the producer recomputes them; it reads no memory).
+// Otherwise WarpSpecialization::why_not says which of these failed and the kernel is generated as before.
+//
+// Registers: the kernel's entry register count is what __launch_bounds__(consumers + 128, MIN_BLOCKS_PER_SM)
+// leaves a thread (in multiples of 8); the producer releases down to 40 and the consumers take what it
+// released, in multiples of 8 and at most 240. Where the cap at entry is already 255 (few threads), or the
+// consumers would gain nothing, registers are not moved.
+#pragma once
+
+#include "codegen/codegen.h"
+#include "codegen/lowering_plan.h"
+
+namespace kiln {
+
+void plan_warp_specialization(const Kernel& k, const Target& target, const CodegenOptions& options,
+                              LoweringPlan& plan);
+
+// The setmaxnreg targets for `consumer_threads` consumers beside a 128-thread producer, `blocks` CTAs an SM
+// (fills entry/producer/consumer_registers of `ws`; all zero when registers are not moved).
+void plan_register_reallocation(int consumer_threads, int blocks, WarpSpecialization& ws);
+
+} // namespace kiln

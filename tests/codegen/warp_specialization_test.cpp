@@ -1,0 +1,159 @@
+// plan_warp_specialization (codegen/plan_warp_specialization.h): when a config's WARP_SPECIALIZE=1 splits the
+// program into a producer warpgroup and consumers, what the producer recomputes, the registers each side keeps,
+// and why a kernel or target that does not allow it keeps the code it had.
+#include "codegen/codegen.h"
+#include "codegen/planned_kernel.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace kiln_test {
+namespace {
+
+const std::map<std::string, int64_t> kTunedWs = {{"BLOCK_M", 128}, {"BLOCK_N", 256},         {"BLOCK_K", 64},
+                                                 {"MIN_BLOCKS_PER_SM", 1}, {"WARP_SPECIALIZE", 1}};
+
+TEST(WarpSpecialization, MatmulOnSm90aGetsAProducerForItsTmaLoop) {
+  Planned p = plan_for("matmul", kTunedWs, "sm_90a");
+  const WarpSpecialization& ws = p.plan.ws;
+  ASSERT_TRUE(ws.on()) << ws.why_not;
+  EXPECT_TRUE(ws.why_not.empty());
+  std::vector<const Op*> loops = ops_of(p.kernel, OpKind::For);
+  ASSERT_EQ(loops.size(), 1u);
+  EXPECT_EQ(ws.loop, loops[0]);
+  EXPECT_EQ(ws.consumer_threads, 256); // matmul's 8 warps
+  EXPECT_EQ(ws.threads(), 384);
+  // __launch_bounds__(384, 1) leaves 170 registers a thread: 168 at entry; the producer's 128 threads give
+  // back 128 each, which the 256 consumers take (64 each).
+  EXPECT_EQ(ws.entry_registers, 168);
+  EXPECT_EQ(ws.producer_registers, 40);
+  EXPECT_EQ(ws.consumer_registers, 232);
+  // The producer recomputes the grouped program order and the two block pointers: scalar ops at the top of
+  // the kernel, before the loop, in program order.
+  ASSERT_FALSE(ws.producer_ops.empty());
+  std::vector<const Op*> top;
+  for (const auto& op : p.kernel.body.ops)
+    top.push_back(op.get());
+  const auto loop_at = std::find(top.begin(), top.end(), ws.loop);
+  size_t last = 0;
+  int makes = 0;
+  for (const Op* op : ws.producer_ops) {
+    auto at = std::find(top.begin(), loop_at, op);
+    ASSERT_NE(at, loop_at) << op_name(op->kind) << " at " << op->loc.str() << " is not before the loop";
+    EXPECT_GE(static_cast<size_t>(at - top.begin()), last);
+    last = static_cast<size_t>(at - top.begin());
+    const Placement where = p.plan.where(op->result());
+    EXPECT_TRUE(where == Placement::Scalar || where == Placement::BlockPtr) << op_name(op->kind);
+    makes += op->kind == OpKind::MakeBlockPtr;
+    EXPECT_NE(op->kind, OpKind::Load);
+  }
+  EXPECT_EQ(makes, 2); // A's and B's, not C's (the store's block pointer is the consumers' alone)
+  // Full and empty barriers for each slot of the 3-stage ring.
+  EXPECT_EQ(p.plan.tma.barrier_bytes, 2 * 8 * 3);
+}
+
+TEST(WarpSpecialization, GeneratedKernelHasTheProducerThreadsAndNoCtaBarrierInTheProgram) {
+  const KernelDef& def = builtin_kernels().find("matmul");
+  const Kernel k = def.build(def.with_overrides(def.default_config(), kTunedWs));
+  const GeneratedKernel g = generate_cuda(k, Target::parse("sm_90a"));
+  EXPECT_EQ(g.threads, 384);
+  EXPECT_TRUE(g.why_not_warp_specialized.empty());
+  // The only __syncthreads is the one after the barriers' initialisation, before the roles split; the
+  // consumers' barriers are named barriers the producer never joins.
+  size_t syncs = 0;
+  for (size_t at = g.source.find("__syncthreads();"); at != std::string::npos;
+       at = g.source.find("__syncthreads();", at + 1))
+    ++syncs;
+  EXPECT_EQ(syncs, 1u) << g.source;
+  EXPECT_NE(g.lowered.find("warp-specialised"), std::string::npos) << g.lowered;
+  EXPECT_NE(g.lowered.find("setmaxnreg: producer 40 registers, consumers 232"), std::string::npos) << g.lowered;
+}
+
+TEST(WarpSpecialization, FewThreadsMoveNoRegisters) {
+  // 4 consumer warps + the producer: 256 threads may each hold 255 registers already.
+  std::map<std::string, int64_t> o = kTunedWs;
+  o["BLOCK_N"] = 128;
+  o["num_warps"] = 4;
+  Planned p = plan_for("matmul", o, "sm_90a");
+  ASSERT_TRUE(p.plan.ws.on()) << p.plan.ws.why_not;
+  EXPECT_EQ(p.plan.ws.threads(), 256);
+  EXPECT_EQ(p.plan.ws.consumer_registers, 0);
+  EXPECT_EQ(p.plan.ws.producer_registers, 0);
+}
+
+TEST(WarpSpecialization, RegisterBudgetsBalance) {
+  struct Case {
+    int consumers, blocks, entry, producer, consumer;
+  };
+  for (const Case c : {Case{256, 1, 168, 40, 232}, Case{128, 1, 0, 0, 0}, Case{128, 2, 128, 40, 216},
+                       Case{512, 1, 96, 40, 104}, Case{256, 2, 80, 40, 96}}) {
+    WarpSpecialization ws;
+    plan_register_reallocation(c.consumers, c.blocks, ws);
+    EXPECT_EQ(ws.entry_registers, c.entry) << c.consumers << " consumers, " << c.blocks << " blocks";
+    EXPECT_EQ(ws.producer_registers, c.producer);
+    EXPECT_EQ(ws.consumer_registers, c.consumer);
+    if (ws.consumer_registers) {
+      // setmaxnreg.inc blocks until the pool has the registers: the consumers never take more than the
+      // producer gave back, and every count is a multiple of 8 in [24, 256].
+      EXPECT_LE((ws.consumer_registers - ws.entry_registers) * c.consumers,
+                (ws.entry_registers - ws.producer_registers) * WarpSpecialization::kProducerThreads);
+      for (int n : {ws.entry_registers, ws.producer_registers, ws.consumer_registers}) {
+        EXPECT_EQ(n % 8, 0);
+        EXPECT_GE(n, 24);
+        EXPECT_LE(n, 256);
+      }
+      EXPECT_LE((c.consumers + WarpSpecialization::kProducerThreads) * ws.entry_registers * c.blocks, 64 * 1024);
+    }
+  }
+}
+
+TEST(WarpSpecialization, NotAskedNotDone) {
+  Planned p = plan_for("matmul", {{"BLOCK_K", 64}}, "sm_90a");
+  EXPECT_FALSE(p.plan.ws.on());
+  EXPECT_TRUE(p.plan.ws.why_not.empty());
+}
+
+TEST(WarpSpecialization, SaysWhyWhereItDoesNotApply) {
+  Planned ampere = plan_for("matmul", kTunedWs, "sm_80");
+  EXPECT_FALSE(ampere.plan.ws.on());
+  EXPECT_NE(ampere.plan.ws.why_not.find("sm_80 has no TMA"), std::string::npos) << ampere.plan.ws.why_not;
+
+  CodegenOptions off;
+  off.warp_specialize = false;
+  Planned switched_off = plan_for("matmul", kTunedWs, "sm_90a", off);
+  EXPECT_FALSE(switched_off.plan.ws.on());
+  EXPECT_EQ(switched_off.plan.ws.why_not, "CodegenOptions::warp_specialize is off");
+
+  CodegenOptions no_tma;
+  no_tma.tma = false;
+  Planned cp_async = plan_for("matmul", kTunedWs, "sm_90a", no_tma);
+  EXPECT_FALSE(cp_async.plan.ws.on());
+  EXPECT_NE(cp_async.plan.ws.why_not.find("not copied by TMA (CodegenOptions::tma is off)"), std::string::npos)
+      << cp_async.plan.ws.why_not;
+
+  // A config the target cannot specialise generates the unspecialised kernel, and says so for the tuner.
+  const KernelDef& def = builtin_kernels().find("matmul");
+  const GeneratedKernel g =
+      generate_cuda(def.build(def.with_overrides(def.default_config(), kTunedWs)), Target::parse("sm_80"));
+  EXPECT_EQ(g.threads, 256);
+  EXPECT_FALSE(g.why_not_warp_specialized.empty());
+  EXPECT_NE(g.lowered.find("not warp-specialised (WARP_SPECIALIZE=1): sm_80"), std::string::npos) << g.lowered;
+}
+
+TEST(WarpSpecialization, PartialWarpgroupsAreRefused) {
+  std::map<std::string, int64_t> o = kTunedWs;
+  o["BLOCK_M"] = 64;
+  o["BLOCK_N"] = 64;
+  o["BLOCK_K"] = 32;
+  o["num_warps"] = 2;
+  const KernelDef& def = builtin_kernels().find("matmul");
+  const GeneratedKernel g = generate_cuda(def.build(def.with_overrides(def.default_config(), o)),
+                                          Target::parse("sm_90a"));
+  EXPECT_EQ(g.threads, 64);
+  EXPECT_NE(g.why_not_warp_specialized.find("num_warps=2 is not whole warpgroups"), std::string::npos)
+      << g.why_not_warp_specialized;
+}
+
+} // namespace
+} // namespace kiln_test
