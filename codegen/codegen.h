@@ -6,6 +6,7 @@
 //          -> plan_shared_memory (tile offsets) -> choose_dot_lowering (wgmma / mma.sync / FMA, fused casts)
 //          -> schedule_async_copies (products left in flight, loads waited for by a later loop)
 //          -> plan_tma_copies (sm_90a loops whose tiles TMA copies, their tensor maps)
+//          -> plan_warp_specialization (WARP_SPECIALIZE=1: a producer warpgroup for the TMA loop, setmaxnreg)
 //          -> analyze_contiguity (vector width of pointer-tensor accesses, hints included, block-store pieces)
 //          -> plan_layout_conversions (every conversion between layouts: shared memory or register shuffles)
 //          -> plan_scratch (scratch shared memory) -> describe_plan (the lowered summary)
