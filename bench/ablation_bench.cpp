@@ -33,6 +33,9 @@ std::vector<AblationVariant> ablation_variants() {
   o.warp_specialize = false; // sm_90a, configs with WARP_SPECIALIZE=1: every thread issues the copies and meets a
                              // CTA barrier each step (elsewhere the code does not change)
   out.push_back({"no_warp_specialize", o});
+  o = {};
+  o.persistent = false; // configs with PERSISTENT=1: one CTA per program id (elsewhere the code does not change)
+  out.push_back({"no_persistent", o});
   return out;
 }
 

@@ -7,6 +7,7 @@
 //          -> schedule_async_copies (products left in flight, loads waited for by a later loop)
 //          -> plan_tma_copies (sm_90a loops whose tiles TMA copies, their tensor maps)
 //          -> plan_warp_specialization (WARP_SPECIALIZE=1: a producer warpgroup for the TMA loop, setmaxnreg)
+//          -> plan_persistent_grid (PERSISTENT=1: one wave of CTAs walks the program ids)
 //          -> analyze_contiguity (vector width of pointer-tensor accesses, hints included, block-store pieces)
 //          -> plan_layout_conversions (every conversion between layouts: shared memory or register shuffles)
 //          -> plan_scratch (scratch shared memory) -> describe_plan (the lowered summary)
@@ -26,7 +27,8 @@ namespace kiln {
 // A kernel's config may carry MIN_BLOCKS_PER_SM (default 1): the second __launch_bounds__ argument,
 // which caps registers per thread so that that many CTAs can be resident on one SM; and WARP_SPECIALIZE
 // (default 0): 1 asks for a producer warpgroup beside the num_warps consumer warps where the kernel allows
-// one (codegen/plan_warp_specialization.h; the block then has 32 * num_warps + 128 threads).
+// one (codegen/plan_warp_specialization.h; the block then has 32 * num_warps + 128 threads); and PERSISTENT
+// (default 0): 1 launches one wave of CTAs that walk the program ids (codegen/plan_persistent_grid.h).
 //
 // Code-generator switches: each optimisation can be turned off to measure what it is worth.
 struct CodegenOptions {
@@ -39,13 +41,14 @@ struct CodegenOptions {
   // on sm_90a, a producer warpgroup issuing a TMA loop's copies where the config asks (WARP_SPECIALIZE=1) and it
   // applies (else every thread issues them and waits at a CTA barrier each step)
   bool warp_specialize = true;
+  bool persistent = true; // a persistent grid where the config asks (PERSISTENT=1) (else one CTA per program id)
 
-  static constexpr int kSwitches = 7;
+  static constexpr int kSwitches = 8;
   int switches_off() const {
-    return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma + !warp_specialize;
+    return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma + !warp_specialize + !persistent;
   }
   bool all_on() const { return switches_off() == 0; }
-  std::string str() const; // "tensor_cores=1 swizzle=1 async_copy=1 vectorize=1 wgmma=1 tma=1 warp_specialize=1"
+  std::string str() const; // "tensor_cores=1 swizzle=1 ... warp_specialize=1 persistent=1"
 };
 
 // What a launch needs besides the source: the entry point, the block size and dynamic shared memory.
@@ -62,6 +65,10 @@ struct GeneratedKernel {
   // The config asks for WARP_SPECIALIZE=1 and the kernel or target does not allow it: why (the code is then the
   // WARP_SPECIALIZE=0 kernel's, so the autotuner prunes the config rather than time the same code twice).
   std::string why_not_warp_specialized;
+  // A persistent grid (> 0): the launch starts at most this many CTAs an SM, and passes the grid's x size as one
+  // more parameter, `int kiln_programs`, after the tensor maps' (jit/jit_kernel.cpp). 0: one CTA per program id.
+  int persistent_ctas_per_sm = 0;
+  std::string why_not_persistent; // PERSISTENT=1 and not done: why (pruned by the autotuner, as above)
 };
 
 // A config the target cannot run at all: shared tiles beyond the arch's per-block limit, or MIN_BLOCKS_PER_SM

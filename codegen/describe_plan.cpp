@@ -63,6 +63,12 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                               plan.warps.warps_m, plan.warps.warps_n);
   if (!plan.ws.why_not.empty())
     s += fmt::format("//   not warp-specialised (WARP_SPECIALIZE=1): {}\n", plan.ws.why_not);
+  if (plan.persistent.on)
+    s += fmt::format("//   persistent grid: {} CTA(s) an SM walk program ids blockIdx.x + k * gridDim.x below "
+                     "kiln_programs (the launch's grid size)\n",
+                     plan.persistent.ctas_per_sm);
+  else if (!plan.persistent.why_not.empty())
+    s += fmt::format("//   not persistent (PERSISTENT=1): {}\n", plan.persistent.why_not);
   for (const SharedTile& t : plan.tiles)
     s += fmt::format("//   shared tile %{}: {} x {} ({} B/elem) x {} stage(s) at byte {}{}{}\n", t.value,
                      t.rows, t.cols, t.elem_bytes, t.stages, t.offset,

@@ -172,8 +172,16 @@ void Emitter::emit_for(const Op& op) {
     line("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", stage, stages);
   close();
   line("}}");
-  if (plan_.deferred_dots.count(&op))
+  if (plan_.deferred_dots.count(&op)) {
     line("kiln::wgmma_wait<0>(); // the last product");
+    if (specialized) { // its slot goes back too: the producer fills it again when the loop is entered again
+      line("if ({} < {}) {{", lo, hi);
+      open();
+      emit_slot_release(fmt::format("(({} + {}) % {})", stage, stages - 1, stages));
+      close();
+      line("}}");
+    }
+  }
   if (!stage.empty()) {
     if (!specialized) { // the consumers issued no copy, and no other tile shares the ring's bytes
       line("kiln::cp_async_wait_all();");

@@ -261,11 +261,17 @@ void Emitter::emit_scalar_op(const Op& op) {
   case OpKind::Constant:
     line("{} {} = {};", ty, n, literal(op.f, t.elem));
     return;
-  case OpKind::ProgramId:
-    line("{} {} = (int)blockIdx.{};", ty, n, "xyz"[op.axis]);
+  case OpKind::ProgramId: // a persistent grid's program id along x is its loop variable
+    if (plan_.persistent.on && op.axis == 0)
+      line("{} {} = kiln_program;", ty, n);
+    else
+      line("{} {} = (int)blockIdx.{};", ty, n, "xyz"[op.axis]);
     return;
   case OpKind::NumPrograms:
-    line("{} {} = (int)gridDim.{};", ty, n, "xyz"[op.axis]);
+    if (plan_.persistent.on && op.axis == 0)
+      line("{} {} = kiln_programs;", ty, n);
+    else
+      line("{} {} = (int)gridDim.{};", ty, n, "xyz"[op.axis]);
     return;
   case OpKind::Unary:
     line("{} {} = {};", ty, n, unary_expr(op.unary, s(0), k_.type(op.operands[0]).elem));
@@ -325,6 +331,21 @@ void Emitter::emit_scalar_op(const Op& op) {
   }
 }
 
+void Emitter::emit_program() {
+  if (!plan_.persistent.on)
+    return emit_region(k_.body);
+  open_program_loop();
+  emit_region(k_.body);
+  close();
+  line("}}");
+}
+
+void Emitter::open_program_loop() {
+  line("for (int kiln_program = blockIdx.x; kiln_program < kiln_programs; kiln_program += gridDim.x) {{ // "
+       "persistent grid");
+  open();
+}
+
 std::string Emitter::run() {
   conversion_made_.assign(plan_.conversions.size(), false);
   if (plan_.any_wgmma())
@@ -342,6 +363,8 @@ std::string Emitter::run() {
       params += fmt::format(", const __grid_constant__ kiln::TensorMap kiln_map{}", i);
     params += ", int kiln_tma";
   }
+  if (plan_.persistent.on)
+    params += ", int kiln_programs";
   if (plan_.ws.on())
     need_helper("kiln::warp_specialize", std::string(warp_specialize_prelude_source()));
   if (plan_.ws.on()) {
@@ -359,11 +382,11 @@ std::string Emitter::run() {
     open();
     if (ws.consumer_registers)
       line("kiln::setmaxnreg_inc<{}>(); // from {} at entry", ws.consumer_registers, ws.entry_registers);
-    emit_region(k_.body);
+    emit_program();
     close();
     line("}}");
   } else {
-    emit_region(k_.body);
+    emit_program();
   }
   std::string body = std::move(out_);
   for (size_t i = 0; i < conversion_made_.size(); ++i) {

@@ -14,9 +14,6 @@ namespace kiln::emit_detail {
 void Emitter::emit_producer() {
   const WarpSpecialization& ws = plan_.ws;
   const Op& loop = *ws.loop;
-  line("// producer: recomputes the scalars the loop at {} needs, then issues its copies", loop.loc.str());
-  for (const Op* op : ws.producer_ops)
-    emit_scalar_op(*op);
   const Region& body = loop.regions[0];
   const Op& yield = *body.ops.back();
   const std::vector<const Op*>& loads = plan_.pipelined.at(&loop);
@@ -25,6 +22,14 @@ void Emitter::emit_producer() {
   line("if (kiln_tma ? threadIdx.x == {} : true) {{ // TMA: one thread; cp.async: the whole warpgroup", threads_);
   open();
   line("const int kiln_ptid = threadIdx.x - {};", threads_);
+  const std::string released = fresh("release_phase");
+  line("unsigned {} = ~0u; // bit s: the parity of slot s's next release (the first pass finds every slot free)",
+       released);
+  if (plan_.persistent.on)
+    open_program_loop(); // the consumers' program ids, in their order
+  line("// producer: recomputes the scalars the loop at {} needs, then issues its copies", loop.loc.str());
+  for (const Op* op : ws.producer_ops)
+    emit_scalar_op(*op);
   // The carried block pointers of the loads, from their initial values, and the steps their advances take.
   std::vector<std::string> bps, steps;
   for (const Op* l : loads) {
@@ -37,10 +42,8 @@ void Emitter::emit_producer() {
       deltas += (j > 1 ? ", " : "") + fmt::format("(long long)({})", invariant(adv->operands[j]));
     steps.push_back(deltas);
   }
-  const std::string slot = fresh("slot"), released = fresh("release_phase"), iv = fresh("i");
-  line("int {} = 0;", slot);
-  line("unsigned {} = ~0u; // bit s: the parity of slot s's next release (the first pass finds every slot free)",
-       released);
+  const std::string slot = fresh("slot"), iv = fresh("i");
+  line("int {} = 0; // each program's loop starts at slot 0, as the consumers' does", slot);
   line("for ({} {} = {}; {} < {}; {} += {}) {{", ctype(k_.type(body.args[0]).elem), iv, scalar(loop.operands[0]), iv,
        scalar(loop.operands[1]), iv, scalar(loop.operands[2]));
   open();
@@ -71,6 +74,10 @@ void Emitter::emit_producer() {
   line("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", slot, stages);
   close();
   line("}}");
+  if (plan_.persistent.on) {
+    close();
+    line("}}");
+  }
   close();
   line("}}");
 }

@@ -1,7 +1,7 @@
 // The CUDA emitter's state and its per-op-family printers (emit_cuda.cpp: values, layouts and dispatch;
 // emit_compute.cpp: elementwise ops, broadcasts, reductions; emit_dot.cpp: FMA, mma.sync and wgmma products;
 // emit_memory.cpp: global loads, stores and atomics, shared-tile copies; emit_control.cpp: loops, pipelining,
-// ifs). Every decision it prints comes from the LoweringPlan: it reads operands in the layouts operand_layouts.h
+// ifs; emit_tma.cpp: TMA rings; emit_warp_specialized.cpp: the producer warpgroup and slot releases). Every decision it prints comes from the LoweringPlan: it reads operands in the layouts operand_layouts.h
 // gives, and each conversion that needs, and the scratch it uses, are the plan's. Internal to the code generator.
 #pragma once
 
@@ -218,6 +218,9 @@ private:
   // ring slot `slot` once its warp is done reading it.
   void emit_producer();
   void emit_slot_release(const std::string& slot);
+  // The DSL program once, or, on a persistent grid, in a loop over the CTA's program ids (kiln_program).
+  void emit_program();
+  void open_program_loop(); // the persistent grid's loop, opened (close() and "}" end it)
   void emit_scalar_op(const Op& op);
   void emit_elementwise(const Op& op);
   void emit_reduce(const Op& op);

@@ -9,6 +9,7 @@
 //   plan_tma_copies         pipelined loops whose tiles TMA copies (sm_90a), the tensor maps they read
 //   plan_warp_specialization a producer warpgroup that only issues one TMA loop's copies (WARP_SPECIALIZE=1),
 //                           the consumers' barriers, the registers each side keeps (setmaxnreg)
+//   plan_persistent_grid    one wave of CTAs that walk the program ids (PERSISTENT=1)
 //   analyze_contiguity      the vector width of global accesses through pointer tensors (hints included), the
 //                           pieces block stores are written in
 //   plan_layout_conversions every layout conversion: the value, the op that reads it, from and to layouts,
@@ -110,6 +111,16 @@ struct WarpSpecialization {
   int threads() const { return consumer_threads + (on() ? kProducerThreads : 0); }
 };
 
+// A persistent grid: the launch starts at most ctas_per_sm CTAs an SM, and each runs the program for program
+// ids blockIdx.x, blockIdx.x + gridDim.x, ... below the grid's size, which the kernel takes as `kiln_programs`.
+// program_id(0) and num_programs(0) read those. A warp-specialised kernel's producer walks the same ids, so it
+// fills the next program's ring while the consumers finish the last one's epilogue.
+struct PersistentGrid {
+  bool on = false;
+  int ctas_per_sm = 1;
+  std::string why_not; // asked for (PERSISTENT=1) and not done: why
+};
+
 struct LoweringPlan {
   std::unordered_map<ValueId, Placement> placement;
   std::unordered_map<ValueId, Layout> layout; // Registers values
@@ -134,6 +145,8 @@ struct LoweringPlan {
   TmaPlan tma;
   // plan_warp_specialization: the producer/consumer split, when the config asks for it and the kernel allows it.
   WarpSpecialization ws;
+  // plan_persistent_grid: whether the program runs in a loop over program ids.
+  PersistentGrid persistent;
   // analyze_contiguity: the width of every global access through pointer tensors, and the pieces block
   // stores of register tiles are written in.
   std::map<const Op*, AccessPlan> accesses;

@@ -3,6 +3,7 @@
 #include "dsl/printer.h"
 #include "jit/tensor_map_args.h"
 #include "runtime/compile_cache.h"
+#include "runtime/device.h"
 #include "runtime/dump.h"
 
 #include <cstring>
@@ -118,7 +119,14 @@ void JitKernel::launch(const Grid& grid, const std::vector<LaunchArg>& args, con
       packed.pointers.push_back(&m);
     packed.pointers.push_back(&tma.use_tma);
   }
-  loaded_->launch(rt::Dim3{static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2])},
+  // A persistent grid: one wave of CTAs (MIN_BLOCKS_PER_SM an SM) walks the grid's program ids along x.
+  int64_t ctas_x = grid[0];
+  int32_t programs = static_cast<int32_t>(grid[0]); // check_grid: x fits CUDA's (31-bit) limit
+  if (generated_.persistent_ctas_per_sm > 0) {
+    ctas_x = std::min<int64_t>(grid[0], int64_t{rt::current_device().sm_count} * generated_.persistent_ctas_per_sm);
+    packed.pointers.push_back(&programs);
+  }
+  loaded_->launch(rt::Dim3{static_cast<unsigned>(ctas_x), static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2])},
                   rt::Dim3{static_cast<unsigned>(generated_.threads), 1, 1},
                   static_cast<size_t>(generated_.shared_bytes), packed.pointers.data(), stream);
 }

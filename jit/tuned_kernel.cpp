@@ -248,6 +248,8 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
     if (!slots[i].generated.why_not_warp_specialized.empty())
       return "WARP_SPECIALIZE=1 does not apply (the same code as WARP_SPECIALIZE=0): " +
              slots[i].generated.why_not_warp_specialized;
+    if (!slots[i].generated.why_not_persistent.empty())
+      return "PERSISTENT=1 does not apply (the same code as PERSISTENT=0): " + slots[i].generated.why_not_persistent;
     return device_prune_reason(candidates[i], slots[i].generated.shared_bytes, device);
   };
   hooks.compile = compile;

@@ -2,7 +2,7 @@
 
 #include "dsl/dsl.h"
 #include "kernels/attention/attention_tiles.h"
-#include "kernels/min_blocks_param.h"
+#include "kernels/codegen_params.h"
 
 #include <algorithm>
 

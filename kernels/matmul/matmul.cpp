@@ -1,9 +1,8 @@
 #include "kernels/matmul/matmul.h"
 
 #include "dsl/dsl.h"
+#include "kernels/codegen_params.h"
 #include "kernels/dtype_param.h"
-#include "kernels/min_blocks_param.h"
-#include "kernels/warp_specialize_param.h"
 
 #include <cmath>
 #include <random>
@@ -71,7 +70,7 @@ KernelDef matmul_def() {
               ParamDef::flag("TF32", 0, "f32 only: 1 multiplies on tensor cores in tf32"),
               ParamDef::flag("A_COL_MAJOR", 0, "1 when A's M dim is the contiguous one"),
               ParamDef::flag("B_COL_MAJOR", 0, "1 when B's K dim is the contiguous one"),
-              min_blocks_per_sm_param(2), warp_specialize_param(0)};
+              min_blocks_per_sm_param(2), warp_specialize_param(0), persistent_param(0)};
   d.default_num_warps = 8;
   d.default_num_stages = 3;
   d.build = build_matmul;
@@ -79,7 +78,8 @@ KernelDef matmul_def() {
     struct Tile {
       int64_t m, n, k;
       int warps, stages;
-      bool ws = false; // a producer warpgroup beside the warps (sm_90a; pruned elsewhere)
+      bool ws = false;         // a producer warpgroup beside the warps (sm_90a; pruned elsewhere)
+      bool persistent = false; // one wave of CTAs walks the tiles
     };
     // Triton tutorial 03's candidates for sm_80+, then deeper rings of the large tiles for sm_90a, where
     // wgmma keeps one product in flight and loads run num_stages - 2 tiles ahead (worklog §8).
@@ -89,7 +89,10 @@ KernelDef matmul_def() {
                           {128, 128, 64, 4, 4},
                           // Warp-specialised (worklog §20): the producer fills every slot of the ring.
                           {128, 128, 64, 4, 5, true}, {128, 128, 64, 8, 4, true}, {256, 128, 64, 8, 4, true},
-                          {128, 256, 64, 8, 3, true}, {128, 256, 64, 8, 4, true}};
+                          {128, 256, 64, 8, 3, true}, {128, 256, 64, 8, 4, true},
+                          // ... on a persistent grid, the producer filling the next tile's ring under the epilogue
+                          {128, 128, 64, 8, 4, true, true}, {256, 128, 64, 8, 4, true, true},
+                          {128, 256, 64, 8, 4, true, true}};
     std::vector<Config> cs;
     for (const Tile& t : tiles) {
       Config c = matmul_def().default_config();
@@ -100,6 +103,7 @@ KernelDef matmul_def() {
       // 5 cycles); 8 warps with 64-deep tiles need more than the 128 registers that leaves.
       c.set("MIN_BLOCKS_PER_SM", t.ws || (t.k == 64 && (t.warps == 8 || t.stages == 4)) ? 1 : 2);
       c.set("WARP_SPECIALIZE", t.ws ? 1 : 0);
+      c.set("PERSISTENT", t.persistent ? 1 : 0);
       cs.push_back(c);
     }
     return cs;

@@ -1,8 +1,8 @@
 #include "kernels/softmax/softmax.h"
 
 #include "dsl/dsl.h"
+#include "kernels/codegen_params.h"
 #include "kernels/dtype_param.h"
-#include "kernels/min_blocks_param.h"
 
 #include <algorithm>
 #include <cmath>

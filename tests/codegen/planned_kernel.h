@@ -6,6 +6,7 @@
 #include "codegen/assign_layouts.h"
 #include "codegen/choose_dot_lowering.h"
 #include "codegen/plan_layout_conversions.h"
+#include "codegen/plan_persistent_grid.h"
 #include "codegen/plan_scratch.h"
 #include "codegen/plan_tma_copies.h"
 #include "codegen/plan_warp_specialization.h"
@@ -37,6 +38,7 @@ inline Planned plan_for(const std::string& name, const std::map<std::string, int
   schedule_async_copies(p.kernel, t, options, p.plan);
   plan_tma_copies(p.kernel, t, options, p.plan);
   plan_warp_specialization(p.kernel, t, options, p.plan);
+  plan_persistent_grid(p.kernel, options, p.plan);
   analyze_contiguity(p.kernel, t, options, p.plan);
   plan_layout_conversions(p.kernel, p.plan);
   plan_scratch(p.kernel, p.plan);

@@ -26,14 +26,15 @@ struct TmaMatmulCase {
   bool a_col, b_col;
   int64_t bm, bn, bk;
   int warps, stages;
-  bool ws = false; // WARP_SPECIALIZE=1: a producer warpgroup issues the copies
+  bool ws = false;         // WARP_SPECIALIZE=1: a producer warpgroup issues the copies
+  bool persistent = false; // PERSISTENT=1: one wave of CTAs walks the tiles
 };
 
 std::string label(const TmaMatmulCase& c) {
   return "M" + std::to_string(c.M) + "_N" + std::to_string(c.N) + "_K" + std::to_string(c.K) + "_" +
          std::string(dtype_name(c.dtype)) + (c.a_col ? "_Acol" : "") + (c.b_col ? "_Bcol" : "") + "_bm" +
          std::to_string(c.bm) + "_bn" + std::to_string(c.bn) + "_bk" + std::to_string(c.bk) + "_s" +
-         std::to_string(c.stages) + (c.ws ? "_ws" : "");
+         std::to_string(c.stages) + (c.ws ? "_ws" : "") + (c.persistent ? "_persistent" : "");
 }
 // ctest lists the cases by this, not by a dump of the struct's bytes.
 void PrintTo(const TmaMatmulCase& c, std::ostream* os) { *os << label(c); }
@@ -54,6 +55,7 @@ TEST_P(GpuMatmulTma, TakesTheTmaPathAndMatchesReference) {
   if (tc.bm * tc.bn > 128 * 128 || tc.ws)
     c.set("MIN_BLOCKS_PER_SM", 1); // a 128 x 256 accumulator needs more than two CTAs' registers allow
   c.set("WARP_SPECIALIZE", tc.ws ? 1 : 0);
+  c.set("PERSISTENT", tc.persistent ? 1 : 0);
 
   // The plan copies both tiles by TMA, and this launch's maps (buffers from cuMemAlloc, packed strides) are
   // legal, so the kernel takes that path rather than its cp.async fallback.
@@ -61,6 +63,7 @@ TEST_P(GpuMatmulTma, TakesTheTmaPathAndMatchesReference) {
   std::shared_ptr<JitKernel> jk = JitKernel::compile(k);
   ASSERT_EQ(jk->generated().tensor_maps.size(), 2u) << jk->generated().lowered;
   EXPECT_EQ(jk->generated().threads, 32 * tc.warps + (tc.ws ? 128 : 0)) << jk->generated().why_not_warp_specialized;
+  EXPECT_EQ(jk->generated().persistent_ctas_per_sm > 0, tc.persistent) << jk->generated().why_not_persistent;
   rt::DeviceBuffer a(static_cast<size_t>(tc.M * tc.K * 2)), b(static_cast<size_t>(tc.K * tc.N * 2));
   const int64_t sam = tc.a_col ? 1 : tc.K, sak = tc.a_col ? tc.M : 1;
   const int64_t sbk = tc.b_col ? 1 : tc.N, sbn = tc.b_col ? tc.K : 1;
@@ -93,7 +96,12 @@ INSTANTIATE_TEST_SUITE_P(
                       TmaMatmulCase{520, 392, 328, bf16, false, false, 128, 128, 64, 8, 3, true},
                       TmaMatmulCase{384, 256, 200, f16, true, true, 128, 128, 64, 4, 5, true},
                       TmaMatmulCase{136, 264, 40, f16, false, true, 128, 128, 64, 8, 2, true},
-                      TmaMatmulCase{8, 16, 2048, bf16, false, false, 64, 64, 64, 4, 4, true}),
+                      TmaMatmulCase{8, 16, 2048, bf16, false, false, 64, 64, 64, 4, 4, true},
+                      // Persistent: more tiles than a wave (each CTA walks several, the producer filling the next
+                      // tile's ring under the epilogue), fewer, and without a producer (every thread copies).
+                      TmaMatmulCase{2048, 2056, 264, f16, false, false, 128, 128, 64, 8, 4, true, true},
+                      TmaMatmulCase{1000, 1000, 1000, bf16, false, false, 128, 256, 64, 8, 4, true, true},
+                      TmaMatmulCase{2056, 2048, 136, bf16, true, false, 128, 128, 32, 8, 3, false, true}),
     [](const auto& info) { return label(info.param); });
 
 } // namespace
@@ -102,17 +110,19 @@ namespace {
 
 // A warp-specialised matmul whose tensor maps are illegal (K odd: A's row stride is not a multiple of 16 bytes)
 // keeps its producer, which copies with cp.async on all 128 threads and arrives on the slot after its copies
-// land.
+// land (bf16 on a persistent grid: the producer walks the tiles on that path too).
 TEST(GpuMatmulWarpSpecialized, IllegalMapsTakeTheProducersCpAsyncPath) {
   KILN_REQUIRE_GPU();
   const rt::DeviceInfo& device = rt::current_device();
   if (device.cc_major < 9)
     GTEST_SKIP() << "warp specialisation needs compute capability 9.0; " << device.name << " is " << device.arch;
   for (DType dt : {f16, bf16}) {
-    MatmulProblem p{333, 270, 301, dt, false, false, false};
+    // bf16: 15 x 12 tiles, more than one wave of 132 SMs.
+    MatmulProblem p = dt == f16 ? MatmulProblem{333, 270, 301, dt, false, false, false}
+                                : MatmulProblem{1800, 1500, 101, dt, false, false, false};
     Config c = default_matmul_config(p);
     c.set("BLOCK_M", 128).set("BLOCK_N", 128).set("BLOCK_K", 64).set("MIN_BLOCKS_PER_SM", 1);
-    c.set("WARP_SPECIALIZE", 1);
+    c.set("WARP_SPECIALIZE", 1).set("PERSISTENT", dt == bf16 ? 1 : 0);
     c.num_warps = 8;
     c.num_stages = 4;
     std::shared_ptr<JitKernel> jk = JitKernel::compile(build_matmul(c));

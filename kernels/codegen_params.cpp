@@ -1,0 +1,22 @@
+#include "kernels/codegen_params.h"
+
+namespace kiln {
+
+ParamDef min_blocks_per_sm_param(int64_t default_value) {
+  // 32 is the most CTAs any supported arch keeps resident on one SM; the target's own limits (resident CTAs and
+  // threads an SM) are checked when code is generated for it (codegen/target.h).
+  return ParamDef::count("MIN_BLOCKS_PER_SM", default_value,
+                         "CTAs that must fit on one SM (caps registers; see codegen.h)", 1, 32);
+}
+
+ParamDef warp_specialize_param(int64_t default_value) {
+  return ParamDef::flag("WARP_SPECIALIZE", default_value,
+                        "1: a producer warpgroup issues the main loop's TMA copies (sm_90a; see codegen.h)");
+}
+
+ParamDef persistent_param(int64_t default_value) {
+  return ParamDef::flag("PERSISTENT", default_value,
+                        "1: one wave of CTAs walks every program id (a persistent grid; see codegen.h)");
+}
+
+} // namespace kiln

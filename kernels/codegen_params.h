@@ -1,0 +1,22 @@
+// The compile-time parameters the code generator reads from a kernel's config (codegen/codegen.h), as the
+// shipped kernels declare them. Tuning spaces vary them.
+// - MIN_BLOCKS_PER_SM: the second __launch_bounds__ argument, capping registers per thread so that that many
+//   CTAs can be resident on one SM (FA2, matmul, softmax).
+// - WARP_SPECIALIZE: 1 asks for a producer warpgroup that issues the main loop's TMA copies while the num_warps
+//   warps compute (codegen/plan_warp_specialization.h; matmul).
+// - PERSISTENT: 1 launches at most as many CTAs as fit on the device at once, each walking the program ids
+//   (codegen/plan_persistent_grid.h; matmul).
+// Where the target or the kernel does not allow WARP_SPECIALIZE or PERSISTENT, the kernel is generated as
+// with 0, `--stage lowered` says why, and the autotuner prunes the config.
+#pragma once
+
+#include "dsl/registry.h"
+
+namespace kiln {
+
+// Each parameter's definition, with the kernel's own default.
+ParamDef min_blocks_per_sm_param(int64_t default_value);
+ParamDef warp_specialize_param(int64_t default_value);
+ParamDef persistent_param(int64_t default_value);
+
+} // namespace kiln
