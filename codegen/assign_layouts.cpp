@@ -4,6 +4,7 @@
 #include "dsl/verifier.h"
 
 #include <functional>
+#include <numeric>
 #include <set>
 
 namespace kiln {
@@ -50,13 +51,21 @@ struct Assigner {
   void choose_warp_split() {
     bool row_reductions = false;
     int64_t M = 0, N = 0;
+    // Every dot's tile must split over the same warps (FA2's S = Q Kᵀ is BLOCK_M x BLOCK_N, its P V BLOCK_M x
+    // HEAD_DIM): the largest warp counts along M and N that divide all of them.
+    int64_t m_parts = 0, n_parts = 0; // gcd over the dots of M / 16 and N / 8
     DType dot_in = DType::f32;
     walk(k.body, [&](const Op& op) {
       if (op.kind == OpKind::Reduce && k.type(op.operands[0]).rank() == 2 && op.axis == 1)
         row_reductions = true;
-      if (op.kind == OpKind::Dot && M == 0) {
-        M = k.type(op.result()).shape[0];
-        N = k.type(op.result()).shape[1];
+      if (op.kind != OpKind::Dot)
+        return;
+      const Shape& c = k.type(op.result()).shape;
+      m_parts = std::gcd(m_parts, std::max<int64_t>(1, c[0] / 16));
+      n_parts = std::gcd(n_parts, std::max<int64_t>(1, c[1] / 8));
+      if (M == 0) {
+        M = c[0];
+        N = c[1];
         dot_in = k.type(op.operands[0]).elem;
       }
     });
@@ -64,10 +73,16 @@ struct Assigner {
     plan.warps = WarpSplit{1, 1, w};
     if (M == 0)
       return;
-    // Warps beyond what the tile can split among (16-row, 8-column instructions) hold replicas.
+    auto divides_every_dot = [&](int wm, int wn) { return m_parts % wm == 0 && n_parts % wn == 0; };
+    // Warps beyond what the tiles can split among (16-row, 8-column instructions) hold replicas.
     if (row_reductions) { // rows stay within a warp, so row statistics need no shared memory
-      plan.warps.warps_m = static_cast<int>(std::min<int64_t>(w, M / 16));
-      plan.warps.warps_n = static_cast<int>(std::min<int64_t>(w / plan.warps.warps_m, N / 8));
+      int wm = 1, wn = 1;
+      while (2 * wm <= w && divides_every_dot(2 * wm, 1))
+        wm *= 2;
+      while (2 * wm * wn <= w && divides_every_dot(wm, 2 * wn))
+        wn *= 2;
+      plan.warps.warps_m = wm;
+      plan.warps.warps_n = wn;
       return;
     }
     // On sm_90a, warpgroup MMA wants warps_m a multiple of 4 (a warpgroup's warps hold 64
@@ -78,7 +93,7 @@ struct Assigner {
       int64_t best = -1;
       for (int wm = 1; wm <= w; wm *= 2)
         for (int wn = 1; wm * wn <= w; wn *= 2) {
-          if (M % (16 * wm) || N % (8 * wn) || (need_warpgroups && wm % 4))
+          if (M % (16 * wm) || N % (8 * wn) || !divides_every_dot(wm, wn) || (need_warpgroups && wm % 4))
             continue;
           int64_t replicas = w / (wm * wn);
           // Operand rows read per k step: per warp for mma.sync, per warpgroup instruction for wgmma.

@@ -90,3 +90,35 @@ TEST(SweepCodegen, EveryAttentionDtypeAndHeadDimHasConfigsThatFitEachArch) {
 }
 
 } // namespace
+
+namespace {
+
+// Small tiles against many warps: every dot of a kernel must split over the same warps (FA2's S is BLOCK_M x
+// BLOCK_N, its P V BLOCK_M x HEAD_DIM; the backward's products mix all three). A config is either generated
+// or refused with a kiln::Error; an InternalError (the warp split of one dot not dividing another's tile, seen
+// at BLOCK_M=16, HEAD_DIM=16, 4 warps) fails the test.
+TEST(SweepCodegen, SmallTilesWithManyWarpsGenerateOrAreRefusedClearly) {
+  int generated = 0;
+  for (const char* name : {"fa2_fwd", "fa1_fwd", "fa2_bwd_dkdv", "fa2_bwd_dq"}) {
+    const KernelDef& def = builtin_kernels().find(name);
+    for (int64_t bm : {16, 32})
+      for (int64_t bn : {16, 32, 64})
+        for (int64_t d : {16, 32, 64})
+          for (int64_t warps : {1, 2, 4, 8})
+            for (const char* arch : {"sm_80", "sm_90a"}) {
+              std::map<std::string, int64_t> o = {{"BLOCK_M", bm}, {"BLOCK_N", bn}, {"HEAD_DIM", d},
+                                                  {"num_warps", warps}};
+              SCOPED_TRACE(fmt::format("{} BLOCK_M={} BLOCK_N={} HEAD_DIM={} num_warps={} {}", name, bm, bn, d,
+                                       warps, arch));
+              try {
+                const Kernel k = def.build(def.with_overrides(def.default_config(), o));
+                EXPECT_FALSE(generate_cuda(k, Target::parse(arch)).source.empty());
+                ++generated;
+              } catch (const Error&) { // refused, with a message naming the parameter
+              }
+            }
+  }
+  EXPECT_GT(generated, 400);
+}
+
+} // namespace
