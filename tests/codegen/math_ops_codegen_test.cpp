@@ -7,6 +7,7 @@
 #include "dsl/dsl.h"
 #include "dsl/printer.h"
 #include "planned_kernel.h"
+#include "source_text.h"
 #include "runtime/compiler.h"
 #include "runtime/nvrtc.h"
 
@@ -15,15 +16,9 @@
 #include <string>
 
 using namespace kiln;
+using kiln_test::occurrences;
 
 namespace {
-
-int count(const std::string& s, const std::string& what) {
-  int n = 0;
-  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1))
-    ++n;
-  return n;
-}
 
 // Every new op on a (128,) tile and on scalars, and a row max over a (16, 32) block padded with -inf.
 Kernel math_kernel(DType t) {
@@ -90,17 +85,17 @@ TEST_P(MathOpsCodegen, AccurateMathFunctionsAndNegInfPadding) {
   const bool f64 = t == DType::f64;
   for (const char* fn : {"tanh", "erf", "sin", "cos", "pow"}) {
     const std::string call = std::string(fn) + (f64 ? "(" : "f(");
-    EXPECT_EQ(count(src, call), 2) << call << " once for the tile and once for the scalar\n" << src;
+    EXPECT_EQ(occurrences(src, call), 2) << call << " once for the tile and once for the scalar\n" << src;
   }
   // sigmoid from e = exp(-|x|) in (0, 1]: 1 / (1 + e) or e / (1 + e), never exp(x) / (1 + exp(x)).
-  EXPECT_EQ(count(src, f64 ? "exp(-fabs(v))" : "expf(-fabsf(v))"), 2) << src;
+  EXPECT_EQ(occurrences(src, f64 ? "exp(-fabs(v))" : "expf(-fabsf(v))"), 2) << src;
   if (is_half(t)) { // computed in f32 and rounded once
-    EXPECT_GE(count(src, "tanhf(kiln::cvt<float>("), 1) << src;
-    EXPECT_GE(count(src, "kiln::cvt<" + std::string(t == DType::f16 ? "kiln::f16" : "kiln::bf16") + ">(tanhf("), 1)
+    EXPECT_GE(occurrences(src, "tanhf(kiln::cvt<float>("), 1) << src;
+    EXPECT_GE(occurrences(src, "kiln::cvt<" + std::string(t == DType::f16 ? "kiln::f16" : "kiln::bf16") + ">(tanhf("), 1)
         << src;
   }
   EXPECT_EQ(src.find("exp_fast(-"), std::string::npos) << "sigmoid uses the accurate expf";
-  EXPECT_GE(count(src, "__int_as_float(0xff800000)"), 1) << "the -inf padding (and max's identity)\n" << src;
+  EXPECT_GE(occurrences(src, "__int_as_float(0xff800000)"), 1) << "the -inf padding (and max's identity)\n" << src;
   expect_compiles(g, "sm_90a");
   expect_compiles(generate_cuda(k, Target::parse("sm_80")), "sm_80");
 }
@@ -118,7 +113,7 @@ TEST(MathOpsCodegen, NegInfPaddedSharedTileIsNotPipelinedByZeroFillingCopies) {
         EXPECT_NE(load->padding, Padding::NegInf) << arch << ": a -inf padded load joined the cp.async pipeline";
     GeneratedKernel g = generate_cuda(k, target);
     // The shared-tile load writes -inf past the tensor, element by element.
-    EXPECT_GE(count(g.source, "__int_as_float(0xff800000)"), 1) << arch << "\n" << g.source;
+    EXPECT_GE(occurrences(g.source, "__int_as_float(0xff800000)"), 1) << arch << "\n" << g.source;
     expect_compiles(g, arch);
   }
 }

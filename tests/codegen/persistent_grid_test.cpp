@@ -3,19 +3,13 @@
 // is off, the kernel stays as it was and says why.
 #include "codegen/codegen.h"
 #include "codegen/planned_kernel.h"
+#include "codegen/source_text.h"
 #include "dsl/dsl.h"
 
 #include <gtest/gtest.h>
 
 namespace kiln_test {
 namespace {
-
-int count(const std::string& s, const std::string& what) {
-  int n = 0;
-  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1))
-    ++n;
-  return n;
-}
 
 GeneratedKernel matmul_at(const std::map<std::string, int64_t>& overrides, const std::string& arch,
                           const CodegenOptions& options = {}) {
@@ -31,8 +25,8 @@ TEST(PersistentGrid, MatmulWalksItsTilesWithAWaveOfMinBlocksPerSm) {
   EXPECT_EQ(g.persistent_ctas_per_sm, 2);
   EXPECT_TRUE(g.why_not_persistent.empty());
   // program_id(0) is the loop's variable everywhere; the launch's grid size is the kernel's last parameter.
-  EXPECT_EQ(count(g.source, "(int)blockIdx.x"), 0) << g.source;
-  EXPECT_EQ(count(g.source, "kiln_program = blockIdx.x"), 1);
+  EXPECT_EQ(occurrences(g.source, "(int)blockIdx.x"), 0) << g.source;
+  EXPECT_EQ(occurrences(g.source, "kiln_program = blockIdx.x"), 1);
   EXPECT_NE(g.source.find(", int kiln_programs)"), std::string::npos);
   EXPECT_EQ(matmul_at({}, "sm_80").persistent_ctas_per_sm, 0);
 }
@@ -50,7 +44,7 @@ TEST(PersistentGrid, AWarpSpecialisedProducerWalksTheSameProgramIds) {
   EXPECT_EQ(g.persistent_ctas_per_sm, 1);
   // One loop over program ids in the producer's branch, one in the consumers'; the maps, then the switch, then
   // the grid size.
-  EXPECT_EQ(count(g.source, "kiln_program = blockIdx.x"), 2) << g.source;
+  EXPECT_EQ(occurrences(g.source, "kiln_program = blockIdx.x"), 2) << g.source;
   EXPECT_NE(g.source.find("int kiln_tma, int kiln_programs)"), std::string::npos);
   EXPECT_NE(g.lowered.find("persistent grid: 1 CTA(s) an SM"), std::string::npos) << g.lowered;
 }
@@ -61,7 +55,7 @@ TEST(PersistentGrid, SwitchedOffOrNotAskedForNothingChanges) {
   const GeneratedKernel g = matmul_at({{"PERSISTENT", 1}}, "sm_90a", off);
   EXPECT_EQ(g.persistent_ctas_per_sm, 0);
   EXPECT_EQ(g.why_not_persistent, "CodegenOptions::persistent is off");
-  EXPECT_EQ(count(g.source, "kiln_program"), 0);
+  EXPECT_EQ(occurrences(g.source, "kiln_program"), 0);
   Planned p = plan_for("matmul", {}, "sm_90a");
   EXPECT_FALSE(p.plan.persistent.on);
   EXPECT_TRUE(p.plan.persistent.why_not.empty());

@@ -3,6 +3,7 @@
 // and why a kernel or target that does not allow it keeps the code it had.
 #include "codegen/codegen.h"
 #include "codegen/planned_kernel.h"
+#include "codegen/source_text.h"
 
 #include <gtest/gtest.h>
 
@@ -61,11 +62,7 @@ TEST(WarpSpecialization, GeneratedKernelHasTheProducerThreadsAndNoCtaBarrierInTh
   EXPECT_TRUE(g.why_not_warp_specialized.empty());
   // The only __syncthreads is the one after the barriers' initialisation, before the roles split; the
   // consumers' barriers are named barriers the producer never joins.
-  size_t syncs = 0;
-  for (size_t at = g.source.find("__syncthreads();"); at != std::string::npos;
-       at = g.source.find("__syncthreads();", at + 1))
-    ++syncs;
-  EXPECT_EQ(syncs, 1u) << g.source;
+  EXPECT_EQ(occurrences(g.source, "__syncthreads();"), 1) << g.source;
   EXPECT_NE(g.lowered.find("warp-specialised"), std::string::npos) << g.lowered;
   EXPECT_NE(g.lowered.find("setmaxnreg: producer 40 registers, consumers 232"), std::string::npos) << g.lowered;
 }
