@@ -268,7 +268,8 @@ TuneResult Autotuner::run(const TuneRequest& request, const TuningKey& key, cons
     fail("autotune {}: no config ran; every one was pruned or failed:\n{}", key.str(),
          format_tune_table(table));
 
-  // 4. The finalists again, last-timed first; each keeps the lower of its two medians.
+  // 4. The finalists again, last-timed first; each scores the mean of its two medians, in which a drift of the
+  // GPU's speed that is linear over the run adds the same to every finalist.
   std::vector<size_t> finalists;
   for (size_t i : alive)
     if (table[i].status == CandidateStatus::Ok && table[i].ms <= table[*best].ms * (1 + options_.finalist_margin))
@@ -278,11 +279,12 @@ TuneResult Autotuner::run(const TuneRequest& request, const TuningKey& key, cons
     finalists.resize(static_cast<size_t>(std::max(options_.finalists, 0)));
   if (finalists.size() >= 2) {
     std::sort(finalists.rbegin(), finalists.rend()); // alive is in index order: the reverse of the first pass
+    best = finalists.front();
     for (size_t k = 0; k < finalists.size(); ++k) {
       const size_t i = finalists[k];
       TimeOutcome t = hooks.time(i);
-      if (t.failure.empty() && std::isfinite(t.ms) && t.ms >= 0 && t.ms < table[i].ms)
-        record_time(table[i], t.ms);
+      if (t.failure.empty() && std::isfinite(t.ms) && t.ms >= 0) // else its first time stands
+        record_time(table[i], (table[i].ms + t.ms) / 2);
       if (table[i].ms < table[*best].ms)
         best = i;
       progress.line(fmt::format("tuning {} again [{}/{}] {}  {}", key.kernel, k + 1, finalists.size(), label(i),

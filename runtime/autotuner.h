@@ -5,9 +5,9 @@
 // One tuning run: prune every candidate (in parallel, before any compile; an Error listing every candidate
 // and its reason when none is left) -> compile the survivors in parallel on an llvm::ThreadPool (one thread
 // per hardware thread) -> time them one by one on the calling thread -> time the few within 10 % of the best
-// again, in the reverse order (a GPU's clocks drift during a run, warming up or throttling, which favours one
-// end of the list; noise only slows a run down, so each finalist keeps its lower median) -> the least time
-// wins and is stored in the TuningCache. Compile and launch failures score +infinity with their reason kept in the table.
+// again, in the reverse order, each scoring the mean of its two medians (a GPU's speed drifts during a run,
+// warming up or throttling at its power limit, which favours one end of the list; a drift linear over the run
+// adds the same to every finalist's mean) -> the least time wins and is stored in the TuningCache. Compile and launch failures score +infinity with their reason kept in the table.
 // KILN_AUTOTUNE (off | cached | on | force) says whether to tune at all. Once a run has taken a second, each
 // timed candidate gets a line on stderr: "tuning fa2_fwd [7/24] BM=128 BN=64 w=8 s=3  0.41 ms" (k of the
 // candidates left after pruning; a failure shows its status and reason instead of the time).
@@ -95,7 +95,7 @@ struct AutotunerOptions {
   // Where progress lines go; empty: stderr.
   std::function<void(const std::string&)> progress;
   // After the first pass, the candidates within finalist_margin of the best (at most `finalists`) are timed
-  // again in the reverse order, and each keeps the lower of its two medians; 0 or 1: no second pass.
+  // again in the reverse order, each scoring the mean of its two medians; 0 or 1: no second pass.
   int finalists = 3;
   double finalist_margin = 0.10;
 };
