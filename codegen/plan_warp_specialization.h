@@ -8,7 +8,7 @@
 // Otherwise WarpSpecialization::why_not says which of these failed and the kernel is generated as before.
 //
 // Registers: the kernel's entry register count is what __launch_bounds__(consumers + 128, MIN_BLOCKS_PER_SM)
-// leaves a thread (in multiples of 8); the producer releases down to 40 and the consumers take what it
+// leaves a thread (in multiples of 8); the producer releases down to 56 and the consumers take what it
 // released, in multiples of 8 and at most 240. Where the cap at entry is already 255 (few threads), or the
 // consumers would gain nothing, registers are not moved.
 #pragma once
