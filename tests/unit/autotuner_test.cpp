@@ -1,12 +1,12 @@
 // The autotuner without a GPU: an injected compiler and timer stand in for NVRTC and events, so these tests
-// check the tuner's decisions (winner, pruning, failures), its keys and buckets, its memory in-process and on
-// disk (fresh objects stand in for new processes; fork gives real ones), and the KILN_AUTOTUNE modes.
-#include "jit/tuned_kernel.h"
-#include "kernels/attention/attention_problem.h"
-#include "kernels/attention/fa2_fwd.h"
+// check the tuner's decisions (winner, pruning, failures, finalists timed twice), its memory in-process and on
+// disk (fresh objects stand in for new processes; fork gives real ones), and the KILN_AUTOTUNE modes. The keys
+// and candidates of a real kernel are tuning_key_test.cpp's.
 #include "runtime/autotuner.h"
 #include "scoped_env.h"
+#include "support/error.h"
 #include "temp_dir.h"
+#include "unit/fake_tuning.h"
 
 #include <gtest/gtest.h>
 
@@ -27,75 +27,12 @@
 
 using namespace kiln;
 using namespace kiln::rt;
+using namespace kiln::testing_support;
 using kiln::testing_support::ScopedEnv;
 
 namespace {
 
 using kiln::testing_support::TempDir;
-
-// A fake config space: each id has a time, or fails to compile, or fails to launch, or is pruned.
-struct FakeKernel {
-  std::map<std::string, double> ms;
-  std::map<std::string, std::string> prune_reason, compile_error, launch_error;
-  std::vector<std::string> ids;
-  std::atomic<int> compiles{0}, prunes{0}, timed{0};
-  std::atomic<bool> compile_started{false}, pruned_after_compile{false};
-
-  FakeKernel& add(const std::string& id, double t) {
-    ids.push_back(id);
-    ms[id] = t;
-    return *this;
-  }
-  TuneHooks hooks() {
-    TuneHooks h;
-    h.prune = [this](size_t i) {
-      ++prunes;
-      if (compile_started)
-        pruned_after_compile = true;
-      auto it = prune_reason.find(ids[i]);
-      return it == prune_reason.end() ? std::string() : it->second;
-    };
-    h.compile = [this](size_t i) {
-      compile_started = true;
-      ++compiles;
-      auto it = compile_error.find(ids[i]);
-      if (it != compile_error.end())
-        return CompileOutcome{it->second, -1, -1};
-      return CompileOutcome{"", 40 + static_cast<int>(i), 1024 * static_cast<int64_t>(i)};
-    };
-    h.time = [this](size_t i) {
-      ++timed;
-      auto it = launch_error.find(ids[i]);
-      if (it != launch_error.end())
-        return TimeOutcome{0, it->second};
-      return TimeOutcome{ms.at(ids[i]), ""};
-    };
-    return h;
-  }
-  TuneRequest request(const std::string& key = "N=1024",
-                      std::optional<AutotuneMode> mode = AutotuneMode::On) const {
-    TuneRequest r;
-    r.key = TuningKey{"fake", key, "sm_90a", "Fake GPU", ""};
-    r.ids = ids;
-    r.mode = mode;
-    return r;
-  }
-};
-
-FakeKernel& three_configs(FakeKernel& k) { return k.add("BM=64", 0.5).add("BM=128", 0.2).add("BM=256", 0.3); }
-
-AutotunerOptions quiet() {
-  AutotunerOptions o;
-  o.progress_after_s = -1;
-  return o;
-}
-
-const CandidateResult& row(const TuneResult& r, const std::string& id) {
-  for (const CandidateResult& c : r.table)
-    if (c.id == id)
-      return c;
-  throw std::runtime_error("no row " + id);
-}
 
 TEST(Autotuner, FastestWinsAndFailuresScoreInfinityWithReasons) {
   FakeKernel k;
@@ -575,204 +512,6 @@ TEST(Autotuner, ProgressLinesNameTheCandidateAndItsTime) {
   Autotuner patient("", o);
   patient.tune(req, k.hooks());
   EXPECT_TRUE(lines.empty());
-}
-
-// Keys and candidates of a real kernel: FA2 forward.
-
-AttentionProblem fa2_problem(int64_t n_q, int64_t n_k) {
-  AttentionProblem p;
-  p.B = 1;
-  p.H = 4;
-  p.H_KV = 4;
-  p.N_Q = n_q;
-  p.N_K = n_k;
-  p.D = 64;
-  p.dtype = DType::f16;
-  return p;
-}
-
-TEST(TuningKey, SizesAreBucketedAndProblemFixedParamsAreInTheKey) {
-  const KernelDef def = fa2_fwd_def();
-  auto key = [&](const AttentionProblem& p) {
-    return tuning_key_text(def, attention_size_args(p), default_fa2_config(p));
-  };
-  const std::string k1024 = key(fa2_problem(1024, 1024));
-  EXPECT_EQ(k1024.substr(0, k1024.find(" |")), "B=1 H=4 N_Q=1024 N_K=1024");
-  for (const char* fixed : {"CAUSAL=0", "DTYPE=0", "EVEN_D=1", "HEAD_DIM=64", "K_TRANSPOSED=1", "TF32=0"})
-    EXPECT_NE(k1024.find(fixed), std::string::npos) << k1024;
-  for (const char* tile : {"BLOCK_M", "BLOCK_N", "num_warps"})
-    EXPECT_EQ(k1024.find(tile), std::string::npos) << k1024;
-  EXPECT_EQ(key(fa2_problem(1000, 600)), key(fa2_problem(1024, 1024))) << "same bucket";
-  EXPECT_NE(key(fa2_problem(1025, 1024)), k1024) << "next bucket";
-  AttentionProblem causal = fa2_problem(1024, 1024);
-  causal.causal = 1;
-  EXPECT_NE(key(causal), k1024) << "flags are part of the key";
-  AttentionProblem bf = fa2_problem(1024, 1024);
-  bf.dtype = DType::bf16;
-  EXPECT_NE(key(bf), k1024) << "dtypes are part of the key";
-}
-
-TEST(TuningKey, UnknownOrMissingSizeNamesAreErrors) {
-  const KernelDef def = fa2_fwd_def();
-  const AttentionProblem p = fa2_problem(128, 128);
-  SizeArgs sizes = attention_size_args(p);
-  sizes["SEQ"] = 128;
-  try {
-    tuning_key_text(def, sizes, default_fa2_config(p));
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    EXPECT_NE(msg.find("'SEQ'"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("B, H, H_KV, N_Q, N_K, D"), std::string::npos) << msg;
-  }
-  sizes = attention_size_args(p);
-  sizes.erase("N_K");
-  try {
-    tuning_key_text(def, sizes, default_fa2_config(p));
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    EXPECT_NE(msg.find("'N_K'"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("B, H, N_Q, N_K"), std::string::npos) << msg;
-  }
-  Config bad = default_fa2_config(p);
-  bad.set("BLOCKM", 64);
-  EXPECT_THROW(tuning_key_text(def, attention_size_args(p), bad), Error);
-}
-
-TEST(TuningKey, CandidatesVaryOnlyTileParamsAroundTheBase) {
-  const KernelDef def = fa2_fwd_def();
-  AttentionProblem p = fa2_problem(1024, 1024);
-  p.D = 128;
-  p.causal = 2;
-  const Config base = default_fa2_config(p);
-  const std::vector<Config> cands = tuning_candidates(def, base);
-  EXPECT_EQ(cands.size(), def.config_space().size());
-  std::set<std::string> ids;
-  for (const Config& c : cands) {
-    ids.insert(c.str());
-    for (const char* fixed : {"CAUSAL", "DTYPE", "EVEN_D", "HEAD_DIM", "K_TRANSPOSED", "TF32"})
-      EXPECT_EQ(c.get(fixed), base.get(fixed)) << fixed << " in " << c.str();
-  }
-  EXPECT_EQ(ids.size(), cands.size()) << "candidates are distinct";
-  EXPECT_EQ(varied_params(def.config_space()),
-            (std::vector<std::string>{"BLOCK_M", "BLOCK_N", "MIN_BLOCKS_PER_SM"}));
-}
-
-// Progress lines name a candidate as issue 5 shows them: "BM=128 BN=64 w=8 s=3"; other varied params only
-// where they leave the kernel's default.
-TEST(TuningKey, CandidateLabelsAreShortAndSayWhatDiffers) {
-  const KernelDef def = fa2_fwd_def();
-  const std::vector<std::string> varied = varied_params(def.config_space());
-  Config c = default_fa2_config(fa2_problem(1024, 1024));
-  c.set("BLOCK_M", 128).set("BLOCK_N", 64).set("MIN_BLOCKS_PER_SM", 1);
-  c.num_warps = 8;
-  c.num_stages = 3;
-  EXPECT_EQ(candidate_label(def, c, varied), "BM=128 BN=64 w=8 s=3");
-  c.set("MIN_BLOCKS_PER_SM", 2);
-  c.num_stages = 2;
-  EXPECT_EQ(candidate_label(def, c, varied), "BM=128 BN=64 w=8 s=2 MIN_BLOCKS_PER_SM=2");
-  std::set<std::string> labels;
-  for (const Config& cand : tuning_candidates(def, default_fa2_config(fa2_problem(1024, 1024))))
-    labels.insert(candidate_label(def, cand, varied));
-  EXPECT_EQ(labels.size(), def.config_space().size()) << "every candidate's label is its own";
-}
-
-// Issue 5 asks for at least 24 FA2 configs; each must be one the hardware can use: whole m16 MMA tiles per
-// warp, a register cap of exactly 128 wherever MIN_BLOCKS_PER_SM asks for more than one CTA an SM (the
-// point of those configs), and every tile a power of two the kernel builds.
-TEST(TuningKey, Fa2SpaceHasAtLeast24DistinctUsableConfigs) {
-  const KernelDef def = fa2_fwd_def();
-  const std::vector<Config> space = def.config_space();
-  EXPECT_GE(space.size(), 24u);
-  std::set<std::string> ids;
-  std::set<int> stages;
-  for (const Config& c : space) {
-    ids.insert(c.str());
-    stages.insert(c.num_stages);
-    const int64_t bm = c.get("BLOCK_M"), bn = c.get("BLOCK_N"), min_blocks = c.get("MIN_BLOCKS_PER_SM");
-    EXPECT_GE(bm / c.num_warps, 16) << c.str();
-    EXPECT_EQ(bm & (bm - 1), 0) << c.str();
-    EXPECT_EQ(bn & (bn - 1), 0) << c.str();
-    if (min_blocks > 1) {
-      EXPECT_EQ(65536 / (min_blocks * c.num_warps * 32), 128) << c.str();
-    }
-    AttentionProblem p = fa2_problem(256, 256);
-    Config built = default_fa2_config(p);
-    built.set("BLOCK_M", bm).set("BLOCK_N", bn).set("MIN_BLOCKS_PER_SM", min_blocks);
-    EXPECT_NO_THROW(def.build(built)) << c.str();
-  }
-  EXPECT_EQ(ids.size(), space.size()) << "configs are distinct";
-  EXPECT_EQ(stages, (std::set<int>{1, 2, 3, 4})); // 1: the small tiles for f32 at HEAD_DIM = 256
-}
-
-// The device-side prune: shared memory past the per-block opt-in limit, or MIN_BLOCKS_PER_SM blocks whose
-// shared memory cannot share one SM.
-TEST(TuningKey, DevicePruneChecksSharedMemoryPerBlockAndPerSm) {
-  rt::DeviceInfo h100;
-  h100.name = "Fake H100";
-  h100.max_shared_per_block_optin = 227 * 1024;
-  h100.max_shared_per_sm = 228 * 1024;
-  Config one;
-  one.set("BLOCK_M", 128);
-  EXPECT_EQ(device_prune_reason(one, 200 * 1024, h100), "");
-  std::string why = device_prune_reason(one, 230 * 1024, h100);
-  EXPECT_NE(why.find("235520 bytes"), std::string::npos) << why;
-  EXPECT_NE(why.find("opt-in"), std::string::npos) << why;
-  Config two = one;
-  two.set("MIN_BLOCKS_PER_SM", 2);
-  EXPECT_EQ(device_prune_reason(two, 100 * 1024, h100), "") << "2 x 100 KiB fit in 228 KiB";
-  why = device_prune_reason(two, 120 * 1024, h100);
-  EXPECT_NE(why.find("MIN_BLOCKS_PER_SM=2 needs 2 x 122880 bytes"), std::string::npos) << why;
-  EXPECT_NE(why.find("233472"), std::string::npos) << why;
-  Config four = one;
-  four.set("MIN_BLOCKS_PER_SM", 4);
-  EXPECT_NE(device_prune_reason(four, 60 * 1024, h100), "");
-  EXPECT_EQ(device_prune_reason(four, 56 * 1024, h100), "");
-}
-
-TEST(TuningKey, Fa2PrunesTilesWiderThanTheProblemButKeepsOne) {
-  const KernelDef def = fa2_fwd_def();
-  const AttentionProblem p = fa2_problem(50, 20);
-  const SizeArgs sizes = attention_size_args(p);
-  int kept = 0;
-  for (const Config& c : tuning_candidates(def, default_fa2_config(p))) {
-    std::string why = def.prune(c, sizes);
-    if (why.empty()) { // the space's floors (64 rows, 32 keys) and the smaller tiles for wide f32 heads
-      ++kept;
-      EXPECT_LE(c.get("BLOCK_M"), 64) << c.str();
-      EXPECT_LE(c.get("BLOCK_N"), 32) << c.str();
-    } else if (c.get("BLOCK_M") == 128) {
-      EXPECT_NE(why.find("BLOCK_M=128"), std::string::npos) << why;
-      EXPECT_NE(why.find("N_Q=50"), std::string::npos) << why;
-    } else {
-      EXPECT_NE(why.find("N_K=20"), std::string::npos) << why;
-    }
-  }
-  EXPECT_GT(kept, 0);
-  for (const Config& c : tuning_candidates(def, default_fa2_config(fa2_problem(4096, 4096))))
-    EXPECT_EQ(def.prune(c, attention_size_args(fa2_problem(4096, 4096))), "") << c.str();
-}
-
-// Keys from tuning_key_text drive the generic tuner: a new bucket tunes, the same bucket compiles nothing.
-TEST(TuningKey, BucketsDecideBetweenRetuneAndCacheHit) {
-  const KernelDef def = fa2_fwd_def();
-  TempDir dir{"kiln-autotuner-test"};
-  FakeKernel k;
-  three_configs(k);
-  Autotuner tuner(dir.path(), quiet());
-  auto tune_for = [&](int64_t n) {
-    AttentionProblem p = fa2_problem(n, n);
-    return tuner.tune(k.request(tuning_key_text(def, attention_size_args(p), default_fa2_config(p))),
-                      k.hooks());
-  };
-  EXPECT_EQ(tune_for(700).source, TuneSource::Tuned);
-  EXPECT_EQ(k.compiles, 3);
-  EXPECT_EQ(tune_for(1024).source, TuneSource::Memory);
-  EXPECT_EQ(tune_for(513).source, TuneSource::Memory);
-  EXPECT_EQ(k.compiles, 3);
-  EXPECT_EQ(tune_for(1025).source, TuneSource::Tuned);
-  EXPECT_EQ(k.compiles, 6);
 }
 
 } // namespace
