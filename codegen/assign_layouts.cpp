@@ -398,6 +398,7 @@ struct Assigner {
         if (!invariant)
           continue;
         plan.pipelined[op.get()].push_back(inner.get());
+        plan.pipelined_steps[inner.get()] = PipelinedStep{static_cast<size_t>(arg - body.args.begin() - 1), step};
         plan.tiles[plan.tile_of.at(inner->result())].stages = num_stages;
       }
     }

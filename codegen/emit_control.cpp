@@ -8,8 +8,6 @@ namespace kiln::emit_detail {
 // lo and ahead = 0, 1, ..., the steady state with the induction variable and the lookahead.
 void Emitter::emit_stage_issue(const Op& op, const std::vector<std::string>& vars, const std::string& from,
                                int ahead, const std::string& slot) {
-  const Region& body = op.regions[0];
-  const Op& yield = *body.ops.back();
   line("if ({} + {} * {} < {}) {{", from, ahead, scalar(op.operands[2]), scalar(op.operands[1]));
   open();
   const std::vector<const Op*>& loads = plan_.pipelined.at(&op);
@@ -17,14 +15,10 @@ void Emitter::emit_stage_issue(const Op& op, const std::vector<std::string>& var
   // Each tile's block pointer, advanced `ahead` steps; on the cp.async path each is issued as it is made.
   std::vector<std::string> bps;
   for (const Op* l : loads) {
-    ValueId bp = l->operands[0];
-    size_t idx = std::find(body.args.begin(), body.args.end(), bp) - body.args.begin();
-    const Op* adv = k_.info(yield.operands[idx - 1]).def;
-    std::string deltas;
-    for (size_t j = 1; j < adv->operands.size(); ++j)
-      deltas += (j > 1 ? ", " : "") + fmt::format("(long long)({}) * {}", invariant(adv->operands[j]), ahead);
+    const PipelinedStep& step = plan_.pipelined_steps.at(l);
     bps.push_back(fresh("bp"));
-    line("const auto {} = {}.advanced({{{}}});", bps.back(), vars[idx - 1], deltas);
+    line("const auto {} = {}.advanced({{{}}});", bps.back(), vars[step.carried],
+         advance_steps(*step.advance, " * " + std::to_string(ahead)));
     if (!tma)
       emit_tile_issue(plan_.tiles[plan_.tile_of.at(l->result())], bps.back(), slot);
   }

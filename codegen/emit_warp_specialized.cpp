@@ -15,7 +15,6 @@ void Emitter::emit_producer() {
   const WarpSpecialization& ws = plan_.ws;
   const Op& loop = *ws.loop;
   const Region& body = loop.regions[0];
-  const Op& yield = *body.ops.back();
   const std::vector<const Op*>& loads = plan_.pipelined.at(&loop);
   const int stages = plan_.tiles[plan_.tile_of.at(loads.front()->result())].stages;
   const int ring = plan_.tma.loops.at(&loop);
@@ -33,14 +32,10 @@ void Emitter::emit_producer() {
   // The carried block pointers of the loads, from their initial values, and the steps their advances take.
   std::vector<std::string> bps, steps;
   for (const Op* l : loads) {
-    const size_t idx = std::find(body.args.begin(), body.args.end(), l->operands[0]) - body.args.begin();
+    const PipelinedStep& step = plan_.pipelined_steps.at(l);
     bps.push_back(fresh("bp"));
-    line("auto {} = {};", bps.back(), scalar(loop.operands[3 + idx - 1]));
-    const Op* adv = k_.info(yield.operands[idx - 1]).def;
-    std::string deltas;
-    for (size_t j = 1; j < adv->operands.size(); ++j)
-      deltas += (j > 1 ? ", " : "") + fmt::format("(long long)({})", invariant(adv->operands[j]));
-    steps.push_back(deltas);
+    line("auto {} = {};", bps.back(), scalar(loop.operands[3 + step.carried]));
+    steps.push_back(advance_steps(*step.advance, ""));
   }
   const std::string slot = fresh("slot"), iv = fresh("i");
   line("int {} = 0; // each program's loop starts at slot 0, as the consumers' does", slot);

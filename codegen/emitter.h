@@ -177,6 +177,14 @@ private:
     return it->second;
   }
   const Layout& layout_of(ValueId v) const { return plan_.layout.at(v); }
+  // The steps of advance op `adv` as a braced list's items, each "(long long)(step)<times>" (times: "" or
+  // " * k"): how a pipelined block pointer moves by one iteration, or by k.
+  std::string advance_steps(const Op& adv, const std::string& times) {
+    std::string steps;
+    for (size_t j = 1; j < adv.operands.size(); ++j)
+      steps += (j > 1 ? ", " : "") + fmt::format("(long long)({}){}", invariant(adv.operands[j]), times);
+    return steps;
+  }
   // A loop-invariant scalar, usable before the loop body has been emitted (constants inline).
   std::string invariant(ValueId v) {
     const Op* def = k_.info(v).def;

@@ -121,6 +121,13 @@ struct PersistentGrid {
   std::string why_not; // asked for (PERSISTENT=1) and not done: why
 };
 
+// How a pipelined load's block pointer moves: the loop carries it as carried value `carried` (body arg
+// carried + 1, loop operand 3 + carried) and its yield is `advance`, whose steps are loop-invariant.
+struct PipelinedStep {
+  size_t carried = 0;
+  const Op* advance = nullptr;
+};
+
 struct LoweringPlan {
   std::unordered_map<ValueId, Placement> placement;
   std::unordered_map<ValueId, Layout> layout; // Registers values
@@ -128,6 +135,7 @@ struct LoweringPlan {
   std::unordered_map<ValueId, int> tile_of;     // Shared values -> tiles index (through trans too)
   std::unordered_map<ValueId, bool> transposed; // Shared values reached through an odd number of trans
   std::map<const Op*, std::vector<const Op*>> pipelined; // for op -> its pipelined loads, in order
+  std::map<const Op*, PipelinedStep> pipelined_steps;     // pipelined load -> how its block pointer moves
   WarpSplit warps;
   int num_warps = 4;
   int64_t tiles_bytes = 0; // shared memory for tiles; scratch follows

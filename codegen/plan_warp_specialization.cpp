@@ -89,17 +89,11 @@ std::string check(const Kernel& k, const LoweringPlan& plan, const Op* loop, std
     }
   }
   // Bounds, the carried block pointers' initial values and their steps.
-  const Region& body = loop->regions[0];
-  const Op& yield = *body.ops.back();
   std::vector<ValueId> needed = {loop->operands[0], loop->operands[1], loop->operands[2]};
   for (const Op* l : loads) {
-    const size_t idx = std::find(body.args.begin(), body.args.end(), l->operands[0]) - body.args.begin();
-    if (idx == 0 || idx >= body.args.size())
-      return fmt::format("the load at {} does not read a block pointer the loop carries", l->loc.str());
-    needed.push_back(loop->operands[3 + idx - 1]);
-    const Op* adv = k.info(yield.operands[idx - 1]).def;
-    for (size_t j = 1; j < adv->operands.size(); ++j)
-      needed.push_back(adv->operands[j]);
+    const PipelinedStep& step = plan.pipelined_steps.at(l);
+    needed.push_back(loop->operands[3 + step.carried]);
+    needed.insert(needed.end(), step.advance->operands.begin() + 1, step.advance->operands.end());
   }
   std::string why;
   producer_ops = producer_slice(k, plan, needed, loop_at, why);
