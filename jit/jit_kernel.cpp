@@ -34,6 +34,7 @@ std::shared_ptr<JitKernel> JitKernel::from_compiled(const Kernel& k, GeneratedKe
   jk->generated_ = std::move(generated);
   jk->compiled_ = std::move(compiled);
   jk->loaded_ = rt::LoadedKernel::load(jk->compiled_);
+  jk->persistent_wave_ = int64_t{jk->generated_.persistent_ctas_per_sm} * rt::current_device().sm_count;
   jk->params_ = k.params;
   for (const Param& p : k.params)
     jk->param_types_.push_back(k.type(p.value));
@@ -122,8 +123,8 @@ void JitKernel::launch(const Grid& grid, const std::vector<LaunchArg>& args, con
   // A persistent grid: one wave of CTAs (MIN_BLOCKS_PER_SM an SM) walks the grid's program ids along x.
   int64_t ctas_x = grid[0];
   int32_t programs = static_cast<int32_t>(grid[0]); // check_grid: x fits CUDA's (31-bit) limit
-  if (generated_.persistent_ctas_per_sm > 0) {
-    ctas_x = std::min<int64_t>(grid[0], int64_t{rt::current_device().sm_count} * generated_.persistent_ctas_per_sm);
+  if (persistent_wave_ > 0) {
+    ctas_x = std::min(grid[0], persistent_wave_);
     packed.pointers.push_back(&programs);
   }
   loaded_->launch(rt::Dim3{static_cast<unsigned>(ctas_x), static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2])},

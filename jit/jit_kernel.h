@@ -43,6 +43,7 @@ private:
   GeneratedKernel generated_;
   rt::CompiledKernel compiled_;
   std::shared_ptr<rt::LoadedKernel> loaded_;
+  int64_t persistent_wave_ = 0; // a persistent grid's CTAs (per SM x the device's SMs), fixed at load; 0: none
 };
 
 // The argument check launch() makes (count, pointer vs scalar, integer vs float, range; each mismatch an
