@@ -4,7 +4,10 @@
 
 #include "kernels/compare.h"
 #include "kernels/matmul/matmul.h"
+#include "kernels/matmul/matmul_launch.h"
 
+#include <functional>
+#include <optional>
 #include <random>
 #include <tuple>
 
@@ -48,20 +51,31 @@ void run_matmul(Session& s, const JitKernel& k, CaseRecord& r, const MatmulProbl
   fill_uniform(a, s.options().seed + 11, 1.0);
   fill_uniform(b, s.options().seed + 12, 1.0);
   rt::DeviceBuffer da = upload(a), db = upload(b), dc = poisoned_device_buffer(p.dtype, p.M * p.N);
-  // Row-major A (M, K), B (K, N), C (M, N): strides in elements, matmul.h's argument order.
-  const std::vector<LaunchArg> args = {LaunchArg::pointer(da), LaunchArg::pointer(db), LaunchArg::pointer(dc),
-                                       LaunchArg::of_int(p.M), LaunchArg::of_int(p.N), LaunchArg::of_int(p.K),
-                                       LaunchArg::of_int(p.K), LaunchArg::of_int(1),   LaunchArg::of_int(p.N),
-                                       LaunchArg::of_int(1),   LaunchArg::of_int(p.N), LaunchArg::of_int(1)};
-  const SizeArgs sizes = {{"M", p.M}, {"N", p.N}, {"K", p.K}};
-  const Session::Launch l = s.launch_for(matmul_def(), config, k, sizes, args, {{2, dc.bytes()}},
-                                         tunable && s.options().matmul_overrides.empty(), r);
-  l.kernel->launch(l.grid, args);
+  const MatmulStrides strides = MatmulStrides::packed(p); // row-major A, B and C
+  const MatmulPointers ptrs{da.ptr(), db.ptr(), dc.ptr()};
+  std::function<void(rt::Stream&)> launch;
+  std::optional<MatmulPlan> plan;
+  std::optional<Session::Launch> fixed;
+  if (tunable && s.options().tune && s.options().matmul_overrides.empty()) {
+    // What a caller of plan_matmul gets: the tuner's one-kernel pick, or split-K where it timed faster.
+    MatmulPlanOptions po;
+    po.tune.mode = rt::AutotuneMode::On;
+    po.tune.bytes = r.bytes;
+    plan = plan_matmul(s.tuner(), p, strides, ptrs, po);
+    r.config = plan->str();
+    launch = [&](rt::Stream& stream) { plan->launch(stream); };
+  } else {
+    const std::vector<LaunchArg> args = matmul_args(p, strides, ptrs);
+    const SizeArgs sizes = {{"M", p.M}, {"N", p.N}, {"K", p.K}};
+    fixed = s.launch_for(matmul_def(), config, k, sizes, args, {{2, dc.bytes()}}, false, r);
+    launch = [&, args](rt::Stream& stream) { fixed->kernel->launch(fixed->grid, args, stream); };
+  }
+  rt::Stream default_stream;
+  launch(default_stream);
   r.check = check_matmul(p, a, b, dc, s.options().seed ^ 0xC0FFEE);
   if (!r.check.ok)
     return;
-  s.time(
-      r, [&](rt::Stream& stream) { l.kernel->launch(l.grid, args, stream); }, /*flush_l2=*/false);
+  s.time(r, launch, /*flush_l2=*/false);
 }
 
 } // namespace

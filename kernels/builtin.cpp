@@ -7,6 +7,7 @@
 #include "kernels/attention/fa2_bwd_preprocess.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "kernels/matmul/matmul.h"
+#include "kernels/matmul/matmul_split_k.h"
 #include "kernels/softmax/softmax.h"
 #include "kernels/vector_add/vector_add.h"
 
@@ -18,6 +19,8 @@ const KernelRegistry& builtin_kernels() {
     r.add(vector_add_def());
     r.add(softmax_def());
     r.add(matmul_def());
+    r.add(matmul_split_k_def());
+    r.add(matmul_split_k_reduce_def());
     r.add(fa2_fwd_def());
     r.add(fa1_fwd_def());
     r.add(fa2_bwd_preprocess_def());

@@ -3,6 +3,7 @@
 #include "dsl/dsl.h"
 #include "kernels/codegen_params.h"
 #include "kernels/dtype_param.h"
+#include "kernels/matmul/matmul_program.h"
 
 #include <cmath>
 #include <random>
@@ -10,50 +11,21 @@
 namespace kiln {
 
 Kernel build_matmul(const Config& config) {
-  const int64_t BM = config.get("BLOCK_M"), BN = config.get("BLOCK_N"), BK = config.get("BLOCK_K");
-  const int64_t GROUP_M = config.get("GROUP_M");
-  const DType dt = dtype_from_param(config.get("DTYPE"), "matmul");
-  const bool tf32 = config.get("TF32") != 0;
-  static_check(!tf32 || dt == DType::f32, "TF32=1 needs f32 inputs (DTYPE=2)");
-  static_check(GROUP_M >= 1, "GROUP_M must be at least 1");
-  // order lists dims fastest-varying first: (1, 0) row-major, (0, 1) column-major.
-  const llvm::SmallVector<int, 2> a_order = config.get_or("A_COL_MAJOR", 0) ? llvm::SmallVector<int, 2>{0, 1}
-                                                                           : llvm::SmallVector<int, 2>{1, 0};
-  const llvm::SmallVector<int, 2> b_order = config.get_or("B_COL_MAJOR", 0) ? llvm::SmallVector<int, 2>{0, 1}
-                                                                           : llvm::SmallVector<int, 2>{1, 0};
-
+  const MatmulTileParams tp = matmul_tile_params(config, "matmul");
   KernelBuilder kb("matmul", config);
-  Value a_base = kb.arg_ptr("A", dt), b_base = kb.arg_ptr("B", dt), c_base = kb.arg_ptr("C", dt);
-  Value M = kb.arg("M", i32), N = kb.arg("N", i32), K = kb.arg("K", i32);
-  Value stride_am = kb.arg("stride_am", i64), stride_ak = kb.arg("stride_ak", i64);
-  Value stride_bk = kb.arg("stride_bk", i64), stride_bn = kb.arg("stride_bn", i64);
+  MatmulOperands ops;
+  ops.a = kb.arg_ptr("A", tp.dtype), ops.b = kb.arg_ptr("B", tp.dtype);
+  Value c_base = kb.arg_ptr("C", tp.dtype);
+  ops.M = kb.arg("M", i32), ops.N = kb.arg("N", i32), ops.K = kb.arg("K", i32);
+  ops.stride_am = kb.arg("stride_am", i64), ops.stride_ak = kb.arg("stride_ak", i64);
+  ops.stride_bk = kb.arg("stride_bk", i64), ops.stride_bn = kb.arg("stride_bn", i64);
   Value stride_cm = kb.arg("stride_cm", i64), stride_cn = kb.arg("stride_cn", i64);
 
-  // Grouped ordering: consecutive programs walk GROUP_M rows of tiles down a column of tiles, so
-  // that the B tiles they share stay in L2.
-  Value pid = program_id(0);
-  Value num_pid_m = cdiv(M, BM), num_pid_n = cdiv(N, BN);
-  Value num_pid_in_group = GROUP_M * num_pid_n;
-  Value group_id = pid / num_pid_in_group;
-  Value first_pid_m = group_id * GROUP_M;
-  Value group_size_m = minimum(num_pid_m - first_pid_m, GROUP_M);
-  Value pid_m = (first_pid_m + (pid % num_pid_in_group) % group_size_m).named("pid_m");
-  Value pid_n = ((pid % num_pid_in_group) / group_size_m).named("pid_n");
-
-  Value a_ptr = make_block_ptr(a_base, {M, K}, {stride_am, stride_ak}, {pid_m * BM, 0}, {BM, BK}, a_order)
-                    .named("a_ptr");
-  Value b_ptr = make_block_ptr(b_base, {K, N}, {stride_bk, stride_bn}, {0, pid_n * BN}, {BK, BN}, b_order)
-                    .named("b_ptr");
-  Value acc = zeros({BM, BN}, f32).named("acc"); // (BM, BN) f32
-  for_range(0, K, BK, [&](Value) {
-    Value a = load(a_ptr, BoundaryCheck{0, 1}); // (BM, BK), zero past M and K
-    Value b = load(b_ptr, BoundaryCheck{0, 1}); // (BK, BN), zero past K and N
-    acc = dot(a, b, acc, tf32);
-    a_ptr = advance(a_ptr, {0, BK});
-    b_ptr = advance(b_ptr, {BK, 0});
-  });
-  Value c_ptr = make_block_ptr(c_base, {M, N}, {stride_cm, stride_cn}, {pid_m * BM, pid_n * BN}, {BM, BN}, {1, 0});
-  store(c_ptr, acc.to(dt), BoundaryCheck{0, 1});
+  const OutputTile tile = grouped_output_tile(program_id(0), ops.M, ops.N, tp);
+  Value acc = matmul_tile_product(ops, tile, 0, ops.K, tp);
+  Value c_ptr = make_block_ptr(c_base, {ops.M, ops.N}, {stride_cm, stride_cn},
+                               {tile.pid_m * tp.block_m, tile.pid_n * tp.block_n}, {tp.block_m, tp.block_n}, {1, 0});
+  store(c_ptr, acc.to(tp.dtype), BoundaryCheck{0, 1});
   return kb.finish();
 }
 
@@ -113,10 +85,7 @@ KernelDef matmul_def() {
   // Sizes share a pick with the next power of two at or above them (as Triton users key on rounded sizes):
   // a 4000-row product runs the tiles tuned for 4096.
   d.bucket = [](const std::string&, int64_t v) { return next_pow2(v); };
-  d.grid = [](const Config& c, const SizeArgs& s) {
-    int64_t bm = c.get("BLOCK_M"), bn = c.get("BLOCK_N");
-    return Grid{((s.at("M") + bm - 1) / bm) * ((s.at("N") + bn - 1) / bn), 1, 1};
-  };
+  d.grid = [](const Config& c, const SizeArgs& s) { return Grid{matmul_output_tiles(c, s.at("M"), s.at("N")), 1, 1}; };
   return d;
 }
 
@@ -129,6 +98,14 @@ Config default_matmul_config(const MatmulProblem& p) {
   if (p.dtype == DType::f32) // f32 tiles take twice the shared memory
     c.set("BLOCK_K", 16);
   return c;
+}
+
+MatmulStrides MatmulStrides::packed(const MatmulProblem& p) {
+  MatmulStrides s;
+  s.am = p.a_col_major ? 1 : p.K, s.ak = p.a_col_major ? p.M : 1;
+  s.bk = p.b_col_major ? 1 : p.N, s.bn = p.b_col_major ? p.K : 1;
+  s.cm = p.N, s.cn = 1;
+  return s;
 }
 
 namespace {
@@ -164,13 +141,11 @@ std::vector<double> run_matmul_interpreted(const MatmulProblem& p, const Config&
   HostBuffer a = in.a, b = in.b, c(p.dtype, p.M * p.N, "C");
   for (int64_t i = 0; i < c.numel(); ++i)
     c.set(i, std::nan(""));
-  // Strides in elements: row-major (rows, cols) is (cols, 1), column-major is (1, rows).
-  int64_t sam = p.a_col_major ? 1 : p.K, sak = p.a_col_major ? p.M : 1;
-  int64_t sbk = p.b_col_major ? 1 : p.N, sbn = p.b_col_major ? p.K : 1;
-  std::vector<InterpArg> args = {InterpArg::ptr(a),       InterpArg::ptr(b),        InterpArg::ptr(c),
-                                 InterpArg::of_int(p.M),  InterpArg::of_int(p.N),   InterpArg::of_int(p.K),
-                                 InterpArg::of_int(sam),  InterpArg::of_int(sak),   InterpArg::of_int(sbk),
-                                 InterpArg::of_int(sbn),  InterpArg::of_int(p.N),   InterpArg::of_int(1)};
+  const MatmulStrides st = MatmulStrides::packed(p);
+  std::vector<InterpArg> args = {InterpArg::ptr(a),       InterpArg::ptr(b),       InterpArg::ptr(c),
+                                 InterpArg::of_int(p.M),  InterpArg::of_int(p.N),  InterpArg::of_int(p.K),
+                                 InterpArg::of_int(st.am), InterpArg::of_int(st.ak), InterpArg::of_int(st.bk),
+                                 InterpArg::of_int(st.bn), InterpArg::of_int(st.cm), InterpArg::of_int(st.cn)};
   execute(executor, build_matmul(config), matmul_def().grid(config, {{"M", p.M}, {"N", p.N}, {"K", p.K}}), args);
   std::vector<double> out(static_cast<size_t>(c.numel()));
   for (int64_t i = 0; i < c.numel(); ++i)

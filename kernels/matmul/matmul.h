@@ -30,6 +30,13 @@ struct MatmulProblem {
   bool a_col_major = false, b_col_major = false; // C is always row-major
 };
 
+// Strides in elements of A (M, K), B (K, N) and C (M, N).
+struct MatmulStrides {
+  int64_t am = 0, ak = 0, bk = 0, bn = 0, cm = 0, cn = 0;
+  // Densely packed A and B in the problem's layouts, row-major C.
+  static MatmulStrides packed(const MatmulProblem& p);
+};
+
 struct MatmulInputs {
   HostBuffer a, b;
 };
