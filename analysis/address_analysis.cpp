@@ -139,6 +139,7 @@ void AddressAnalysis::exec(const Op& op) {
     result().range = Interval::of(0, k_.type(op.operands[0]).shape[static_cast<size_t>(op.axis)] - 1);
     return;
   case OpKind::Dot:
+  case OpKind::Rand:
     return; // float data
   case OpKind::LoadBlock:
     record_block_access(op, true, false);

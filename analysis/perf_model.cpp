@@ -160,6 +160,9 @@ private:
       if (scalar_typed(res))
         s(res) = s(op.operands[0]) ? eval_cast(*s(op.operands[0]), k_.type(res).elem) : Scalar{};
       return;
+    case OpKind::Rand: // one f32 result an element (the generator's integer rounds are not counted)
+      cost_.vector_flops += static_cast<double>(std::max<int64_t>(1, k_.type(res).numel()));
+      return;
     case OpKind::Where:
       if (scalar_typed(res)) {
         const Scalar c = s(op.operands[0]);

@@ -61,6 +61,11 @@ std::string from_math(const std::string& x, DType t) {
   return is_half(t) ? fmt::format("kiln::cvt<{}>({})", ctype(t), x) : x;
 }
 
+std::string random_expr(RandomDist d, const std::string& seed, const std::string& offset) {
+  return fmt::format("kiln::{}((long long)({}), (long long)({}))",
+                     d == RandomDist::Normal ? "philox_normal" : "philox_uniform", seed, offset);
+}
+
 std::string unary_expr(UnaryOp u, const std::string& x0, DType t) {
   std::string x = as_math(x0, t);
   bool f64 = t == DType::f64;

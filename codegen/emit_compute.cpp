@@ -1,5 +1,6 @@
 // Emitter: elementwise ops and reductions (see emitter.h; broadcasts are recomputed where they are read).
 #include "codegen/emitter.h"
+#include "codegen/prelude.h"
 
 namespace kiln::emit_detail {
 
@@ -25,6 +26,10 @@ void Emitter::emit_elementwise(const Op& op) {
     break;
   case OpKind::Where:
     e = fmt::format("({} ? {} : {})", ins[0], ins[1], ins[2]);
+    break;
+  case OpKind::Rand:
+    need_helper("kiln::philox", std::string(philox_prelude_source()));
+    e = random_expr(op.random, ins[0], ins[1]);
     break;
   default:
     e = fmt::format("({} + {})", ins[0], ins[1]);

@@ -199,6 +199,7 @@ void Emitter::emit_op(const Op& op) {
   case OpKind::Unary:
   case OpKind::Binary:
   case OpKind::Where:
+  case OpKind::Rand:
   case OpKind::AddPtr:
     return emit_elementwise(op);
   case OpKind::ExpandDims:
@@ -284,6 +285,10 @@ void Emitter::emit_scalar_op(const Op& op) {
     return;
   case OpKind::Where:
     line("{} {} = {} ? {} : {};", ty, n, s(0), s(1), s(2));
+    return;
+  case OpKind::Rand:
+    need_helper("kiln::philox", std::string(philox_prelude_source()));
+    line("{} {} = {};", ty, n, random_expr(op.random, s(0), s(1)));
     return;
   case OpKind::AddPtr:
     line("{} {} = {} + {};", ty, n, s(0), s(1));

@@ -153,6 +153,7 @@ private:
     case OpKind::Unary:
     case OpKind::Binary:
     case OpKind::Where:
+    case OpKind::Rand:
     case OpKind::AddPtr:
       for (ValueId x : op.operands)
         if (!is_scalar(x))

@@ -9,7 +9,9 @@
 //   try_wait.parity, TMA tile loads and stores with their bulk-group waits, added to kernels with TMA-copied
 //   loops; tests/gpu/tma_gpu_test.cpp also runs it against runtime/tensor_map.h's maps;
 // - the warp-specialisation prelude (sm_90a), added to warp-specialised kernels: setmaxnreg and the
-//   consumers' named barrier.
+//   consumers' named barrier;
+// - the Philox prelude, added to kernels that call rand/randn: the counter-based generator, which the
+//   interpreter compiles as host code from the same file.
 #pragma once
 
 #include <string_view>
@@ -20,5 +22,6 @@ std::string_view prelude_source();       // the text of codegen/prelude/kiln_pre
 std::string_view wgmma_prelude_source(); // the text of codegen/prelude/kiln_wgmma.cuh
 std::string_view tma_prelude_source();   // the text of codegen/prelude/kiln_tma.cuh
 std::string_view warp_specialize_prelude_source(); // the text of codegen/prelude/kiln_warp_specialize.cuh
+std::string_view philox_prelude_source();          // the text of codegen/prelude/kiln_philox.cuh
 
 } // namespace kiln

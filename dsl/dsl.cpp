@@ -284,6 +284,31 @@ Value sin(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Sin, w); }
 Value cos(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Cos, w); }
 Value pow(const Operand& a, const Operand& b, CallSite where) { return binary(a, b, BinaryOp::Pow, where); }
 
+namespace {
+
+Value random_op(const Operand& seed, const Operand& offsets, RandomDist dist, CallSite where) {
+  const char* fn = dist == RandomDist::Normal ? "randn" : "rand";
+  if (!seed.is_literal && use(*seed.value, fn, where).rank() != 0)
+    fail_at(loc_of(where), "{}: the seed must be an integer scalar (one stream of numbers per seed), got {}; vary "
+            "the offsets instead", fn, seed.value->type().str());
+  if (seed.is_float || offsets.is_float)
+    fail_at(loc_of(where), "{}: the seed and the offsets are integers (i32 or i64), got a fractional literal", fn);
+  auto [s, off] = unify(seed, offsets, fn, where, /*keep_types=*/true);
+  auto op = new_op(OpKind::Rand, where);
+  op->random = dist;
+  op->operands = {s.id(), off.id()};
+  return B(where).emit(std::move(op));
+}
+
+} // namespace
+
+Value rand(const Operand& seed, const Operand& offsets, CallSite w) {
+  return random_op(seed, offsets, RandomDist::Uniform, w);
+}
+Value randn(const Operand& seed, const Operand& offsets, CallSite w) {
+  return random_op(seed, offsets, RandomDist::Normal, w);
+}
+
 // ---- shapes ----
 
 Value expand_dims(const Value& x, int axis, CallSite where) {

@@ -65,6 +65,14 @@ Value sigmoid(const Value& x, CallSite where = CallSite::current());
 Value erf(const Value& x, CallSite where = CallSite::current());
 Value sin(const Value& x, CallSite where = CallSite::current());
 Value cos(const Value& x, CallSite where = CallSite::current());
+// Counter-based random numbers (Philox4x32-10, as Triton's rand/randn): an f32 tile of the offsets' shape,
+// element i a function of (seed, offsets[i]) only, so that the same seed and offsets give the same numbers in
+// the interpreter and on the GPU, in any program and any order. `seed` is an integer scalar (i32 or i64, a
+// kernel argument or a literal), `offsets` an integer tile or scalar; distinct offsets under one seed give
+// independent numbers (dropout: offsets = the element's index). rand is uniform in [0, 1) (24-bit steps);
+// randn is standard normal (Box-Muller on the block's first two words).
+Value rand(const Operand& seed, const Operand& offsets, CallSite where = CallSite::current());
+Value randn(const Operand& seed, const Operand& offsets, CallSite where = CallSite::current());
 // a ** b elementwise, broadcasting and promoting like `+` (C's pow: a negative base with a non-integer
 // exponent gives NaN); float operands only.
 Value pow(const Operand& a, const Operand& b, CallSite where = CallSite::current());

@@ -13,6 +13,12 @@
 #include <limits>
 #include <unordered_map>
 
+
+// The generated kernels' Philox generator, compiled here as host code (the same text: same numbers).
+#define KILN_PHILOX_FN inline
+#include "codegen/prelude/kiln_philox.cuh"
+#undef KILN_PHILOX_FN
+
 namespace kiln {
 
 namespace {
@@ -125,6 +131,7 @@ private:
   void exec_binary(const Op& op);
   void exec_cast(const Op& op);
   void exec_where(const Op& op);
+  void exec_rand(const Op& op);
   void exec_dot(const Op& op);
   void exec_reduce(const Op& op);
   void exec_load(const Op& op);
@@ -242,6 +249,8 @@ void Interpreter::exec(const Op& op) {
     return exec_cast(op);
   case OpKind::Where:
     return exec_where(op);
+  case OpKind::Rand:
+    return exec_rand(op);
   case OpKind::Dot:
     return exec_dot(op);
   case OpKind::Reduce:
@@ -414,6 +423,15 @@ void Interpreter::exec_cast(const Op& op) {
     for (size_t j = 0; j < x.i.size(); ++j)
       out.i[j] = cast_int(x.i[j], to).value;
   }
+}
+
+void Interpreter::exec_rand(const Op& op) {
+  const Tile &seed = val(op.operands[0]), &offsets = val(op.operands[1]);
+  Tile& out = val(op.result());
+  out.f.resize(offsets.i.size());
+  for (size_t j = 0; j < offsets.i.size(); ++j)
+    out.f[j] = op.random == RandomDist::Normal ? philox_normal(seed.i[j], offsets.i[j])
+                                               : philox_uniform(seed.i[j], offsets.i[j]);
 }
 
 void Interpreter::exec_where(const Op& op) {

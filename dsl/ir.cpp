@@ -36,6 +36,8 @@ std::string_view op_name(OpKind k) {
     return "cast";
   case OpKind::Where:
     return "where";
+  case OpKind::Rand:
+    return "rand";
   case OpKind::Dot:
     return "dot";
   case OpKind::Reduce:

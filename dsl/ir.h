@@ -34,6 +34,7 @@ enum class OpKind : uint8_t {
   Binary, // operands a, b (same shape); attrs: binary
   Cast,   // operand x; result dtype from the result type
   Where,  // operands cond (i1), a, b
+  Rand,   // operands seed, offsets (integers, same shape); attrs: random; result f32 (Philox4x32-10)
   Dot,    // operands a (M,K), b (K,N), acc (M,N); attrs: tf32
   Reduce, // operand x; attrs: reduce, axis, keepdims
   ArgMax, // operand x; attrs: axis, keepdims; result i32
@@ -57,6 +58,8 @@ enum class UnaryOp : uint8_t { Neg, Not, Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Abs,
 // Pow sits before And so that the comparisons stay last (is_comparison tests b >= Eq).
 enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Rem, Min, Max, Pow, And, Or, Eq, Ne, Lt, Le, Gt, Ge };
 enum class ReduceOp : uint8_t { Sum, Max, Min };
+// What rand/randn draw: uniform in [0, 1), or standard normal.
+enum class RandomDist : uint8_t { Uniform, Normal };
 // What a block-pointer load reads outside the tensor along its boundary-checked dims (NaN and NegInf: float
 // blocks only; NegInf suits the tail of a max-reduction).
 enum class Padding : uint8_t { Zero, NaN, NegInf };
@@ -100,6 +103,7 @@ struct Op {
   BinaryOp binary = BinaryOp::Add;
   ReduceOp reduce = ReduceOp::Sum;
   Padding padding = Padding::Zero;
+  RandomDist random = RandomDist::Uniform;
 
   ValueId result() const { return results.empty() ? kNoValue : results[0]; }
 

@@ -32,6 +32,7 @@ struct Printer {
     case OpKind::Unary: return fmt::format(" {}", unary_name(op.unary));
     case OpKind::Binary: return fmt::format(" {}", binary_name(op.binary));
     case OpKind::Dot: return op.tf32 ? " tf32" : "";
+    case OpKind::Rand: return op.random == RandomDist::Normal ? " normal" : " uniform";
     case OpKind::Reduce: return fmt::format(" {} axis={}{}", reduce_name(op.reduce), op.axis, op.keepdims ? " keepdims" : "");
     case OpKind::ArgMax: return fmt::format(" axis={}{}", op.axis, op.keepdims ? " keepdims" : "");
     case OpKind::Load:

@@ -25,6 +25,7 @@ struct Checker {
     std::string_view name = op.kind == OpKind::Reduce   ? reduce_name(op.reduce)
                             : op.kind == OpKind::Unary  ? unary_name(op.unary)
                             : op.kind == OpKind::Binary ? binary_name(op.binary)
+                            : op.kind == OpKind::Rand && op.random == RandomDist::Normal ? std::string_view("randn")
                                                         : op_name(op.kind);
     fail_at(op.loc, "{}: {}", name, what);
   }
@@ -402,6 +403,18 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
     if (c.ty(0).shape != c.ty(1).shape)
       c.error("condition shape {} differs from value shape {}", shape_str(c.ty(0).shape), shape_str(c.ty(1).shape));
     return c.ty(1);
+  }
+  case OpKind::Rand: {
+    c.expect_operands(2);
+    c.expect_tensor(0, "seed");
+    c.expect_tensor(1, "offsets");
+    for (int i : {0, 1})
+      if (!is_int(c.ty(i).elem) || c.ty(i).elem == DType::i1)
+        c.error("the {} must be integers (i32 or i64), got {}; convert with .to(i32)", i ? "offsets" : "seed",
+                c.ty(i).str());
+    if (c.ty(0).shape != c.ty(1).shape)
+      c.error("seed shape {} differs from offsets shape {}", shape_str(c.ty(0).shape), shape_str(c.ty(1).shape));
+    return c.ty(1).with_elem(DType::f32);
   }
   case OpKind::Dot: return infer_dot(c);
   case OpKind::Reduce:

@@ -2,6 +2,8 @@
 
 #include "kernels/dtype_param.h"
 
+#include <fmt/format.h>
+
 namespace kiln {
 
 MatmulTileParams matmul_tile_params(const Config& config, const char* kernel) {
@@ -12,7 +14,9 @@ MatmulTileParams matmul_tile_params(const Config& config, const char* kernel) {
   tp.group_m = config.get("GROUP_M");
   tp.dtype = dtype_from_param(config.get("DTYPE"), kernel);
   tp.tf32 = config.get("TF32") != 0;
-  static_check(!tp.tf32 || tp.dtype == DType::f32, "TF32=1 needs f32 inputs (DTYPE=2)");
+  static_check(!tp.tf32 || tp.dtype == DType::f32,
+               fmt::format("TF32=1 multiplies f32 inputs in tf32 and needs DTYPE=2 (f32), but DTYPE={} ({})",
+                           config.get("DTYPE"), dtype_name(tp.dtype)));
   static_check(tp.group_m >= 1, "GROUP_M must be at least 1");
   tp.a_order = config.get_or("A_COL_MAJOR", 0) ? llvm::SmallVector<int, 2>{0, 1} : llvm::SmallVector<int, 2>{1, 0};
   tp.b_order = config.get_or("B_COL_MAJOR", 0) ? llvm::SmallVector<int, 2>{0, 1} : llvm::SmallVector<int, 2>{1, 0};
