@@ -58,6 +58,13 @@ void Emitter::emit_pointer_load(const Op& op) {
 
 void Emitter::emit_pointer_store(const Op& op) {
   ValueId v = op.operands[1];
+  if (op.kind == OpKind::Store && k_.type(v).shape.empty()) {
+    // Every thread holds the scalar and its address: thread 0 writes it.
+    global_write_pending_ = true;
+    const std::string store = fmt::format("*{} = {};", scalar(op.operands[0]), scalar(v));
+    line("if (threadIdx.x == 0{}) {}", op.has_mask ? " && " + scalar(op.operands[2]) : "", store);
+    return;
+  }
   const Layout L = access_layout(k_, plan_, op);
   std::string p = regs(op.operands[0], L);
   std::string x = regs(v, L);

@@ -187,6 +187,8 @@ private:
       return;
     case OpKind::Store:
     case OpKind::AtomicAdd: {
+      if (op.kind == OpKind::Store && is_scalar(op.operands[1]))
+        return; // a scalar store: one thread writes the value every thread holds
       const Layout L = access_layout(k_, plan_, op);
       read(op.operands[0], L);
       read(op.operands[1], L);

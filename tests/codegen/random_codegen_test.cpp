@@ -1,6 +1,7 @@
 // The CUDA text of rand / randn: each draw calls the Philox prelude (codegen/prelude/kiln_philox.cuh) with its
 // seed and offset widened to 64 bits, on tiles and on scalars; the prelude comes once, only in kernels that
-// draw; the IR names the distribution; the text compiles with NVRTC where NVRTC is usable.
+// draw; the IR names the distribution; a scalar store is written by one thread; the text compiles with NVRTC
+// where NVRTC is usable.
 #include "random_kernel.h"
 
 #include "codegen/codegen.h"
@@ -31,6 +32,7 @@ TEST(RandomCodegen, DrawsCallThePhiloxPreludeOnTilesAndScalars) {
     EXPECT_EQ(occurrences(g.source, "kiln::philox_uniform((long long)("), 2) << arch << ": tile and scalar\n"
                                                                              << g.source;
     EXPECT_EQ(occurrences(g.source, "kiln::philox_normal((long long)("), 1) << arch;
+    EXPECT_EQ(occurrences(g.source, "if (threadIdx.x == 0) *"), 1) << arch << ": the scalar draw, stored by one thread";
     std::string why;
     if (!rt::nvrtc_available(&why)) {
       std::printf("NVRTC not available (%s): the text is checked, not compiled\n", why.c_str());
