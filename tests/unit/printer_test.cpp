@@ -44,6 +44,7 @@ Kernel every_op_kernel(unsigned* line_of_neg = nullptr) {
   store(out + arange(0, 32), sum(picked, 0), arange(0, 32) < n);
   store(out + arange(0, 32) + 32, m.reshape({32}));
   store(out + arange(0, 32) + 64, am_f);
+  store(out + arange(0, 32) + 96, kiln::rand(n, arange(0, 32)));
   return kb.finish();
 }
 
@@ -95,6 +96,7 @@ TEST(Printer, OpAttributes) {
   EXPECT_TRUE(has(ir, "cast %")) << ir;
   EXPECT_TRUE(has(ir, "dot %")) << ir;
   EXPECT_TRUE(has(ir, "addptr %")) << ir;
+  EXPECT_TRUE(has(ir, "rand uniform %")) << ir;
 }
 
 TEST(Printer, Tf32AndZeroPaddingAttributes) {
