@@ -1,3 +1,4 @@
+#include "codegen/choose_dot_lowering.h"
 #include "codegen/assign_layouts.h"
 
 #include "codegen/wgmma.h"
@@ -58,8 +59,8 @@ struct Assigner {
     walk(k.body, [&](const Op& op) {
       if (op.kind == OpKind::Reduce && k.type(op.operands[0]).rank() == 2 && op.axis == 1)
         row_reductions = true;
-      if (op.kind != OpKind::Dot)
-        return;
+      if (op.kind != OpKind::Dot || dot_below_mma_tile(k, op))
+        return; // a dot below the mma tile runs on FMA in a plain layout: any warp split serves it
       const Shape& c = k.type(op.result()).shape;
       m_parts = std::gcd(m_parts, std::max<int64_t>(1, c[0] / 16));
       n_parts = std::gcd(n_parts, std::max<int64_t>(1, c[1] / 8));
@@ -261,7 +262,7 @@ struct Assigner {
     }
     switch (op.kind) {
     case OpKind::Dot:
-      set_registers(r, mma_layout_for(t));
+      set_registers(r, dot_below_mma_tile(k, op) ? default_layout(t.shape, t.elem, plan.num_warps) : mma_layout_for(t));
       return;
     case OpKind::Reduce:
     case OpKind::ArgMax: {
@@ -415,7 +416,7 @@ LoweringPlan assign_layouts(const Kernel& k, const Target& target, const Codegen
   a.collect_users(k.body);
   a.choose_warp_split();
   walk(k.body, [&](const Op& op) {
-    if (op.kind == OpKind::Dot)
+    if (op.kind == OpKind::Dot && !dot_below_mma_tile(k, op))
       a.dot_shapes.insert(
           std::vector<int64_t>(k.type(op.result()).shape.begin(), k.type(op.result()).shape.end()));
   });

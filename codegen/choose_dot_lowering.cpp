@@ -16,6 +16,12 @@ const char* dot_instruction_name(DotInstruction i) {
   return "fma";
 }
 
+bool dot_below_mma_tile(const Kernel& k, const Op& dot) {
+  const Shape& a = k.type(dot.operands[0]).shape;
+  const Shape& b = k.type(dot.operands[1]).shape;
+  return a[0] < 16 || a[1] < 16 || b[1] < 16;
+}
+
 void choose_dot_lowering(const Kernel& k, const Target& target, const CodegenOptions& options,
                          LoweringPlan& plan) {
   walk(k.body, [&](const Op& op) {

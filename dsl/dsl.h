@@ -84,7 +84,9 @@ Value reshape(const Value& x, const Shape& shape, CallSite where = CallSite::cur
 Value trans(const Value& x, CallSite where = CallSite::current());
 
 // ---- matrix multiply and reductions ----
-// a (M, K) @ b (K, N) + acc (M, N). f16/bf16 accumulate in f32; f32 is exact unless tf32 is asked.
+// a (M, K) @ b (K, N) + acc (M, N). f16/bf16 accumulate in f32; f32 is exact unless tf32 is asked. Any shape: a
+// dot with M, N or K below 16 (the tensor cores' smallest tile) runs on the CUDA cores by fused multiply-adds,
+// exact in f32 accumulation for every dtype (tf32 does not apply there).
 Value dot(const Value& a, const Value& b, const Value& acc, bool tf32 = false, CallSite where = CallSite::current());
 Value dot(const Value& a, const Value& b, CallSite where = CallSite::current());
 Value sum(const Value& x, int axis, bool keepdims = false, CallSite where = CallSite::current());

@@ -201,8 +201,8 @@ std::optional<Type> infer_dot(const Checker& c) {
   if (op.tf32 && a.elem != DType::f32)
     c.error("tf32 applies to f32 operands only, got {}", dtype_name(a.elem));
   int64_t M = a.shape[0], N = b.shape[1], K = a.shape[1];
-  if (M < 16 || N < 16 || K < 16)
-    c.error("tiles must be at least 16 in every dim for tensor cores, got M={}, N={}, K={}", M, N, K);
+  if (M < 1 || N < 1 || K < 1)
+    c.error("tiles must have at least one element in every dim, got M={}, N={}, K={}", M, N, K);
   Type result = Type::tensor(acc_t, {M, N});
   if (acc != result)
     c.error("accumulator must be {}, got {}", result.str(), acc.str());

@@ -45,15 +45,6 @@ TEST(DotError, OperandNot2DWithAccumulator) {
   expect_call_site(msg, line);
 }
 
-TEST(DotError, TilesSmallerThan16) {
-  KernelBuilder kb("bad");
-  Value a = zeros({8, 32}, f16), b = zeros({32, 32}, f16);
-  unsigned line = 0;
-  std::string msg = user_error([&] { line = __LINE__; dot(a, b); });
-  expect_mentions(msg, {"dot:", "at least 16", "M=8"});
-  expect_call_site(msg, line);
-}
-
 TEST(DotError, AccumulatorWrongShape) {
   KernelBuilder kb("bad");
   Value a = zeros({32, 16}, f16), b = zeros({16, 64}, f16), acc = zeros({32, 32}, f32);
