@@ -7,8 +7,9 @@ namespace kiln {
 namespace {
 
 // acc + P·V key by key, selecting: the slow path of a masked tile whose V is not all finite.
-Value accumulate_selected_keys(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
-                               const Value& offs_m, const Value& start_n, const Value& p, const Value& acc) {
+Value accumulate_selected_keys(const AttentionArgs& a, const AttentionHeadBases& b,
+                               const AttentionTileParams& tp, const Value& offs_m, const Value& start_n,
+                               const Value& p, const Value& acc) {
   Value out = acc;
   Value tile_keys = arange(0, tp.block_n); // (BN,) i32
   for_range(start_n, minimum(start_n + tp.block_n, a.N_K), 1, [&](Value key) {
@@ -22,8 +23,9 @@ Value accumulate_selected_keys(const AttentionArgs& a, const AttentionHeadBases&
     // visited; without causal masking every row sees the others).
     Value nonfinite_part = v_key.expand_dims(0); // (1, HD)
     if (tp.causal != CausalMode::None)
-      nonfinite_part = where(last_visible_key(a, tp, offs_m.expand_dims(1)) >= key, nonfinite_part, 0.0); // (BM, HD)
-    out = out + where(finite, p_key.expand_dims(1) * v_key.expand_dims(0), nonfinite_part); // (BM, HD) f32
+      nonfinite_part =
+          where(last_visible_key(a, tp, offs_m.expand_dims(1)) >= key, nonfinite_part, 0.0); // (BM, HD)
+    out = out + where(finite, p_key.expand_dims(1) * v_key.expand_dims(0), nonfinite_part);  // (BM, HD) f32
   });
   return out;
 }
@@ -34,18 +36,18 @@ Value load_values_to_check(const Value& v_ptr, const AttentionTileParams& tp) {
   return load(v_ptr, tp.v_tile_check(true)).named("v_check"); // (BN, HD), zero past N_K
 }
 
-Value values_hold_nonfinite(const Value& v_copy) {
+Value values_are_finite(const Value& v_copy) {
   Value nonfinite = where(abs(v_copy) < kInfinity, 0.0f, 1.0f); // (BN, HD) f32; NaN fails the comparison
-  return (max(max(nonfinite, 1), 0) > 0.0f).named("v_nonfinite");
+  return (max(max(nonfinite, 1), 0) == 0.0f).named("v_finite");
 }
 
-Value accumulate_masked_values(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
-                               const Value& offs_m, const Value& start_n, const Value& p, const Value& v,
-                               const Value& v_nonfinite, const Value& acc) {
+Value accumulate_masked_values(const AttentionArgs& a, const AttentionHeadBases& b,
+                               const AttentionTileParams& tp, const Value& offs_m, const Value& start_n,
+                               const Value& p, const Value& v, const Value& v_finite, const Value& acc) {
   Value out = acc;
   if_(
-      v_nonfinite, [&] { out = accumulate_selected_keys(a, b, tp, offs_m, start_n, p, acc); },
-      [&] { out = dot(tp.dtype == f32 ? p : p.to(tp.dtype), v, acc, tp.tf32); });
+      v_finite, [&] { out = dot(tp.dtype == f32 ? p : p.to(tp.dtype), v, acc, tp.tf32); },
+      [&] { out = accumulate_selected_keys(a, b, tp, offs_m, start_n, p, acc); });
   return out;
 }
 

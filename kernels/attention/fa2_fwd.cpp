@@ -39,7 +39,7 @@ Kernel build_fa2_fwd(const Config& config) {
   auto attend = [&](const Value& start_n, bool masked) {
     // A masked tile's V is checked for NaN and ±inf first (attention_value_selection.h): a second read of the
     // tile into registers and a block-wide reduction, done here, before Q Kᵀ, where few registers are live.
-    Value v_nonfinite = masked ? values_hold_nonfinite(load_values_to_check(v_ptr, tp)) : Value();
+    Value v_finite = masked ? values_are_finite(load_values_to_check(v_ptr, tp)) : Value();
     Value k = load(k_ptr, tp.k_tile_check(masked));
     Value kt = tp.k_transposed ? k : trans(k);           // (HD, BN)
     Value qk = dot(q, kt, Value(), tp.tf32).named("qk"); // (BM, BN) f32
@@ -58,7 +58,7 @@ Kernel build_fa2_fwd(const Config& config) {
     Value v = load(v_ptr, tp.v_tile_check(masked)); // (BN, HD)
     // A masked tile's hidden keys have p = 0, and 0 · NaN = NaN: their V is selected away instead.
     if (masked)
-      acc = accumulate_masked_values(a, bases, tp, offs_m, start_n, p, v, v_nonfinite, acc);
+      acc = accumulate_masked_values(a, bases, tp, offs_m, start_n, p, v, v_finite, acc);
     else
       acc = dot(tp.dtype == f32 ? p : p.to(tp.dtype), v, acc, tp.tf32);
     m_i = m_ij;
