@@ -76,24 +76,37 @@ void KernelDef::check(const Config& config) const {
 }
 
 void KernelRegistry::add(KernelDef def) {
+  // A registry is filled by kiln for its own kernels and by users for theirs (kiln/tool_main.h): a bad
+  // definition is the author's mistake, reported before any command uses it.
+  if (def.name.empty())
+    fail("a kernel definition needs a name (KernelDef::name); got an empty one");
+  if (!def.build)
+    fail("kernel '{}' has no build function (KernelDef::build); expected one that returns its Kernel for a Config",
+         def.name);
   for (const ParamDef& p : def.params)
     if (p.min > p.max || !p.accepts(p.default_value))
-      throw InternalError(fmt::format("kernel {}: parameter {} declares no range holding its default {}",
-                                      def.name, p.name, p.default_value));
+      fail("kernel '{}': parameter {} has the default {}, which its declared values do not hold; {} takes {}",
+           def.name, p.name, p.default_value, p.name, p.expected());
   for (const KernelDef& d : defs_)
     if (d.name == def.name)
-      throw InternalError("kernel registered twice: " + def.name);
+      fail("kernel '{}' is registered twice; expected each name once", def.name);
   defs_.push_back(std::move(def));
+}
+
+std::string KernelRegistry::names() const {
+  std::string names;
+  for (const KernelDef& d : defs_)
+    names += (names.empty() ? "" : ", ") + d.name;
+  return names;
 }
 
 const KernelDef& KernelRegistry::find(const std::string& name) const {
   for (const KernelDef& d : defs_)
     if (d.name == name)
       return d;
-  std::string names;
-  for (const KernelDef& d : defs_)
-    names += (names.empty() ? "" : ", ") + d.name;
-  fail("no kernel named '{}'; known kernels: {}", name, names);
+  if (defs_.empty())
+    fail("no kernel named '{}'; no kernels are registered", name);
+  fail("no kernel named '{}'; known kernels: {}", name, names());
 }
 
 } // namespace kiln
