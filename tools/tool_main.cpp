@@ -1,6 +1,9 @@
-// The `kiln` command line: picks the subcommand, parses options with llvm::cl, checks kiln's environment
-// variables, and turns every kiln::Error (and every option error) into "kiln: error: <message>" with exit
-// code 1.
+// kiln::tool_main (kiln/tool_main.h), the `kiln` command line over a registry of kernels: picks the
+// subcommand, parses options with llvm::cl, checks kiln's environment variables, runs the subcommand over the
+// registry, and turns every kiln::Error (and every option error) into "<program>: error: <message>" with exit
+// code 1 (program: argv[0]'s file name, `kiln` for the shipped tool).
+#include "kiln/tool_main.h"
+
 #include "dsl/interpreter.h"
 #include "runtime/autotuner.h"
 #include "runtime/device.h"
@@ -13,6 +16,7 @@
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <exception>
@@ -40,25 +44,30 @@ std::string command_names(const std::vector<Command>& cmds) {
   return s;
 }
 
-int print_error(const std::string& message) {
+// The program's name in its messages, as llvm::cl names it: argv[0]'s file name ("kiln" for the shipped tool).
+std::string program_name(int argc, char** argv) {
+  return argc > 0 && argv[0] ? llvm::sys::path::filename(argv[0]).str() : std::string("kiln");
+}
+
+int print_error(const std::string& program, const std::string& message) {
   llvm::outs().flush();
-  llvm::errs() << "kiln: error: " << message << "\n";
+  llvm::errs() << program << ": error: " << message << "\n";
   return 1;
 }
 
 // llvm::cl reports "<program>[ <sub>]: <message>" lines; restate each as a kiln error.
-int report_option_errors(const std::string& text) {
+int report_option_errors(const std::string& program, const std::string& text) {
   llvm::SmallVector<llvm::StringRef, 4> lines;
   llvm::StringRef(text).split(lines, '\n', -1, false);
   llvm::outs().flush();
   for (llvm::StringRef line : lines) {
     line = line.trim();
-    if (line.startswith("kiln")) {
+    if (line.startswith(program)) {
       size_t colon = line.find(": ");
       if (colon != llvm::StringRef::npos)
         line = line.drop_front(colon + 2);
     }
-    llvm::errs() << "kiln: error: " << line << "\n";
+    llvm::errs() << program << ": error: " << line << "\n";
   }
   return 1;
 }
@@ -116,24 +125,24 @@ void check_environment() {
   (void)kiln::env_choice("KILN_LOG", {"passes"}); // as codegen/codegen.cpp's log_passes reads it
 }
 
-int run(int argc, char** argv) {
+int run(const std::string& program, int argc, char** argv, const kiln::KernelRegistry& kernels) {
   std::vector<Command> cmds = all_commands();
   llvm::cl::SetVersionPrinter([](llvm::raw_ostream& os) { os << "kiln " << kiln::version() << "\n"; });
   llvm::cl::HideUnrelatedOptions(kiln::cli::kiln_category());
   for (const Command& c : cmds)
     llvm::cl::HideUnrelatedOptions(kiln::cli::kiln_category(), *c.sub);
 
+  const std::string see_help = " (see '" + program + " --help')";
   if (argc < 2)
-    return print_error("no subcommand given; expected one of: " + command_names(cmds) +
-                       " (see 'kiln --help')");
+    return print_error(program, "no subcommand given; expected one of: " + command_names(cmds) + see_help);
   llvm::StringRef first = argv[1];
   if (!first.startswith("-")) {
     bool known = false;
     for (const Command& c : cmds)
       known |= c.sub->getName() == first;
     if (!known)
-      return print_error("unknown subcommand '" + first.str() + "'; expected one of: " + command_names(cmds) +
-                         " (see 'kiln --help')");
+      return print_error(program, "unknown subcommand '" + first.str() + "'; expected one of: " +
+                                      command_names(cmds) + see_help);
   }
 
   std::string option_errors;
@@ -151,36 +160,38 @@ int run(int argc, char** argv) {
     if (!exits)
       capture.emplace();
     llvm::raw_string_ostream errs(option_errors);
-    parsed = llvm::cl::ParseCommandLineOptions(argc, argv,
-                                               "kiln: a tile language for GPU kernels, embedded in C++\n\n"
-                                               "  kiln <subcommand> --help   describes each subcommand\n",
-                                               &errs);
+    const std::string overview = program + ": " +
+                                 (program == "kiln" ? "a tile language for GPU kernels, embedded in C++"
+                                                    : "kiln's command line over this program's kernels") +
+                                 "\n\n  " + program + " <subcommand> --help   describes each subcommand\n";
+    parsed = llvm::cl::ParseCommandLineOptions(argc, argv, overview, &errs);
     errs.flush();
     option_errors = (capture ? capture->finish() : std::string()) + option_errors;
   }
   if (!parsed)
-    return report_option_errors(option_errors);
+    return report_option_errors(program, option_errors);
   if (!option_errors.empty()) // warnings of a successful parse
     llvm::errs() << option_errors;
   check_environment();
   for (const Command& c : cmds)
     if (*c.sub)
-      return c.run();
-  return print_error("no subcommand given; expected one of: " + command_names(cmds) + " (see 'kiln --help')");
+      return c.run(kernels);
+  return print_error(program, "no subcommand given; expected one of: " + command_names(cmds) + see_help);
 }
 
 } // namespace
 
-int main(int argc, char** argv) {
+int kiln::tool_main(int argc, char** argv, const KernelRegistry& kernels) {
+  const std::string program = program_name(argc, argv);
   try {
-    return run(argc, argv);
+    return run(program, argc, argv, kernels);
   } catch (const kiln::Error& e) {
-    return print_error(e.what());
+    return print_error(program, e.what());
   } catch (const kiln::InternalError& e) {
-    return print_error(std::string(e.what()) + " (please report this bug)");
+    return print_error(program, std::string(e.what()) + " (please report this bug)");
   } catch (const std::bad_alloc&) {
-    return print_error("out of host memory");
+    return print_error(program, "out of host memory");
   } catch (const std::exception& e) {
-    return print_error(e.what());
+    return print_error(program, e.what());
   }
 }
