@@ -81,7 +81,8 @@ void KernelRegistry::add(KernelDef def) {
   if (def.name.empty())
     fail("a kernel definition needs a name (KernelDef::name); got an empty one");
   if (!def.build)
-    fail("kernel '{}' has no build function (KernelDef::build); expected one that returns its Kernel for a Config",
+    fail("kernel '{}' has no build function (KernelDef::build); expected one that returns its Kernel for a "
+         "Config",
          def.name);
   for (const ParamDef& p : def.params)
     if (p.min > p.max || !p.accepts(p.default_value))

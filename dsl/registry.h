@@ -66,8 +66,8 @@ struct KernelDef {
 // to it, or start empty.
 class KernelRegistry {
 public:
-  // Adds `def`; a kiln::Error when it has no name or no build function, a parameter whose default its declared
-  // values do not hold, or a name already registered.
+  // Adds `def`; a kiln::Error when it has no name or no build function, a parameter whose default its
+  // declared values do not hold, or a name already registered.
   void add(KernelDef def);
   const KernelDef& find(const std::string& name) const; // Error listing the known kernels when absent
   const std::vector<KernelDef>& all() const { return defs_; }

@@ -1,12 +1,12 @@
-// Compiling a DSL kernel ahead of time, for any arch kiln targets, with NVRTC alone: no CUDA driver and no GPU
-// are needed, only libnvrtc (found as runtime/nvrtc.h says: $CUDA_HOME, the loader path, /usr/local/cuda).
-// What `kiln emit --stage ptx|sass` prints, as a library call:
+// Compiling a DSL kernel ahead of time, for any arch kiln targets, with NVRTC alone: no CUDA driver and no
+// GPU are needed, only libnvrtc (found as runtime/nvrtc.h says: $CUDA_HOME, the loader path,
+// /usr/local/cuda). What `kiln emit --stage ptx|sass` prints, as a library call:
 //
-//   Kernel k = layernorm_def().build(config);                      // any kernel, any config
-//   KernelArtifacts a = compile_offline(k, "sm_90a");              // any arch: sm_80 sm_86 sm_89 sm_90 sm_90a
-//   a.compiled.ptx;  a.compiled.cubin;                              // PTX text, the cubin (an ELF image)
-//   a.compiled.usage.registers;  a.compiled.usage.spill_store_bytes; // ptxas -v, per thread / per block
-//   a.generated.shared_bytes;  a.generated.threads;                 // what a launch of it needs
+//   Kernel k = layernorm_def().build(config);         // any kernel, any config
+//   KernelArtifacts a = compile_offline(k, "sm_90a"); // any arch: sm_80 sm_86 sm_89 sm_90 sm_90a
+//   a.compiled.ptx, a.compiled.cubin                  // PTX text, the cubin (an ELF image)
+//   a.compiled.usage.registers                        // ptxas -v: registers per thread, spills, ...
+//   a.generated.threads, a.generated.shared_bytes     // what a launch of it needs
 //
 // The cubin is the one JitKernel::compile would load for the same kernel and arch (same source, same NVRTC
 // options: jit/compile_request.h); it is compiled now, not read from the compile cache, and not dumped.

@@ -41,7 +41,8 @@
 // - Inspection: print_kernel (the IR), generate_cuda (the CUDA C++ and the `lowered` summary of layouts,
 //   shared memory and pipelining for a Target), estimate_cost / roofline (FLOPs and bytes from the IR).
 // - Offline compilation, with NVRTC and no CUDA driver: compile_offline(kernel, arch) gives KernelArtifacts
-//   (PTX, cubin, and ptxas's ResourceUsage: registers, shared memory, spills) for any kernel, config and arch.
+//   (PTX, cubin, and ptxas's ResourceUsage: registers, shared memory, spills) for any kernel, config and
+//   arch.
 // - The command line over your own kernels: kiln/tool_main.h (kiln::tool_main, linked from kiln::tool).
 // - kiln::version(), gpu_available().
 // - Errors: kiln::Error (a user's mistake, with a message naming what was expected and what came) and

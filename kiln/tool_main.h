@@ -24,15 +24,15 @@
 // whatever the registry holds.
 #pragma once
 
-#include "dsl/registry.h" // KernelDef, KernelRegistry
+#include "dsl/registry.h"    // KernelDef, KernelRegistry
 #include "kernels/builtin.h" // builtin_kernels(): kiln's own kernels, to copy and add to
 
 namespace kiln {
 
 // Parses argv as the `kiln` command line does (a subcommand, then its options) and runs it over `kernels`.
 // Returns the process exit code: 0 on success, 1 after printing "<program>: error: <message>" to stderr for a
-// kiln::Error, an option error or any other failure (program = argv[0]'s file name). Call it once per process:
-// the options are llvm::cl globals.
+// kiln::Error, an option error or any other failure (program = argv[0]'s file name). Call it once per
+// process: the options are llvm::cl globals.
 int tool_main(int argc, char** argv, const KernelRegistry& kernels);
 
 } // namespace kiln

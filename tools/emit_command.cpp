@@ -76,8 +76,9 @@ int run_emit(const KernelRegistry& kernels) {
   }
   if (s == "lowered" || s == "cuda") {
     const GeneratedKernel g = generate_cuda(k, target);
-    write_output(out, s == "cuda" ? g.source
-                                  : print_kernel(k) + "\n" + g.lowered + (g.lowered.ends_with("\n") ? "" : "\n"));
+    write_output(out, s == "cuda"
+                          ? g.source
+                          : print_kernel(k) + "\n" + g.lowered + (g.lowered.ends_with("\n") ? "" : "\n"));
     return 0;
   }
   rt::validate_arch(target.arch());

@@ -1,5 +1,5 @@
-// `kiln list`: the kernels of the tool's registry (kiln's own, or a user's: kiln/tool_main.h) with their parameters (defaults), config-space size, size args and
-// tuning key.
+// `kiln list`: the kernels of the tool's registry (kiln's own, or a user's: kiln/tool_main.h) with their
+// parameters (defaults), config-space size, size args and tuning key.
 #include "tools/cli.h"
 
 #include <llvm/Support/FormatVariadic.h>

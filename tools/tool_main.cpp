@@ -44,7 +44,8 @@ std::string command_names(const std::vector<Command>& cmds) {
   return s;
 }
 
-// The program's name in its messages, as llvm::cl names it: argv[0]'s file name ("kiln" for the shipped tool).
+// The program's name in its messages, as llvm::cl names it: argv[0]'s file name ("kiln" for the shipped
+// tool).
 std::string program_name(int argc, char** argv) {
   return argc > 0 && argv[0] ? llvm::sys::path::filename(argv[0]).str() : std::string("kiln");
 }
@@ -141,8 +142,8 @@ int run(const std::string& program, int argc, char** argv, const kiln::KernelReg
     for (const Command& c : cmds)
       known |= c.sub->getName() == first;
     if (!known)
-      return print_error(program, "unknown subcommand '" + first.str() + "'; expected one of: " +
-                                      command_names(cmds) + see_help);
+      return print_error(program, "unknown subcommand '" + first.str() +
+                                      "'; expected one of: " + command_names(cmds) + see_help);
   }
 
   std::string option_errors;

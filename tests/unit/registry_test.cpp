@@ -52,7 +52,8 @@ TEST(Registry, FindReturnsEachRegisteredKernel) {
 TEST(Registry, AddingANameTwiceIsAnError) {
   KernelRegistry reg;
   reg.add(toy_def());
-  EXPECT_NE(error_of([&] { reg.add(toy_def()); }).find("kernel 'toy' is registered twice"), std::string::npos);
+  EXPECT_NE(error_of([&] { reg.add(toy_def()); }).find("kernel 'toy' is registered twice"),
+            std::string::npos);
   EXPECT_EQ(reg.all().size(), 1u);
 }
 
@@ -63,7 +64,8 @@ TEST(Registry, ADefinitionWithoutANameOrBuildFunctionIsAnError) {
   EXPECT_NE(error_of([&] { reg.add(unnamed); }).find("needs a name"), std::string::npos);
   KernelDef unbuilt = toy_def();
   unbuilt.build = nullptr;
-  EXPECT_NE(error_of([&] { reg.add(unbuilt); }).find("kernel 'toy' has no build function"), std::string::npos);
+  EXPECT_NE(error_of([&] { reg.add(unbuilt); }).find("kernel 'toy' has no build function"),
+            std::string::npos);
   EXPECT_TRUE(reg.all().empty());
 }
 
