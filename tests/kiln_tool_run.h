@@ -38,6 +38,13 @@ inline std::string kiln_tool_path() {
   return e && *e ? std::string(e) : std::string(KILN_TOOL_PATH);
 }
 
+// tests/install/my_kiln.cpp as this build made it (a user's tool on kiln::tool_main): $KILN_USER_TOOL when
+// set (scripts/gpu_check.sh sets it beside the test binaries), else KILN_USER_TOOL_PATH.
+inline std::string user_tool_path() {
+  const char* e = std::getenv("KILN_USER_TOOL");
+  return e && *e ? std::string(e) : std::string(KILN_USER_TOOL_PATH);
+}
+
 // Runs the command-line program `tool` (kiln, or a user's tool on kiln::tool_main) with `args`; its output
 // goes through files in `scratch_dir`.
 inline ToolRun run_tool(const std::string& tool, const std::string& scratch_dir,

@@ -45,9 +45,10 @@ std::string command_names(const std::vector<Command>& cmds) {
 }
 
 // The program's name in its messages, as llvm::cl names it: argv[0]'s file name ("kiln" for the shipped
-// tool).
+// tool, and where argv[0] names nothing).
 std::string program_name(int argc, char** argv) {
-  return argc > 0 && argv[0] ? llvm::sys::path::filename(argv[0]).str() : std::string("kiln");
+  const std::string name = argc > 0 && argv[0] ? llvm::sys::path::filename(argv[0]).str() : std::string();
+  return name.empty() ? "kiln" : name;
 }
 
 int print_error(const std::string& program, const std::string& message) {

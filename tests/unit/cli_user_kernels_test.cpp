@@ -1,7 +1,7 @@
 // A user's own command line on kiln::tool_main (kiln/tool_main.h): tests/install/my_kiln.cpp, a program that
-// registers a LayerNorm of its own and none of kiln's kernels, run as a process (KILN_USER_TOOL_PATH). list,
-// emit at every stage that needs no GPU, model, the checks tune makes before it needs one, and the errors
-// for a kernel it does not have.
+// registers a LayerNorm of its own and none of kiln's kernels, run as a process (user_tool_path()). list,
+// emit at every stage that needs no GPU, model, the checks tune makes before it needs one, and the errors for
+// a kernel it does not have. On a GPU, tests/gpu/cli_gpu_test.cpp tunes and times it.
 #include "cli_test_fixture.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/nvrtc.h"
@@ -24,7 +24,7 @@ using testing_support::ToolRun;
 class UserToolTest : public CliTest {
 protected:
   ToolRun my_kiln(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
-    return tool(KILN_USER_TOOL_PATH, args, env);
+    return tool(testing_support::user_tool_path(), args, env);
   }
   // Exit code 1 and a "my_kiln: error: " line (the program's own name) holding every substring.
   void expect_my_kiln_error(const ToolRun& r, std::initializer_list<const char*> substrings) {
