@@ -1,5 +1,9 @@
 #include "dsl/registry.h"
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
 namespace kiln {
 
 Config KernelDef::default_config() const {
@@ -84,10 +88,21 @@ void KernelRegistry::add(KernelDef def) {
     fail("kernel '{}' has no build function (KernelDef::build); expected one that returns its Kernel for a "
          "Config",
          def.name);
-  for (const ParamDef& p : def.params)
+  for (size_t i = 0; i < def.params.size(); ++i) {
+    const ParamDef& p = def.params[i];
     if (p.min > p.max || !p.accepts(p.default_value))
       fail("kernel '{}': parameter {} has the default {}, which its declared values do not hold; {} takes {}",
            def.name, p.name, p.default_value, p.name, p.expected());
+    if (p.name == kNumWarps.name || p.name == kNumStages.name || find_param(def.params, p.name) != &p)
+      fail("kernel '{}' declares the parameter {} twice (num_warps and num_stages are every kernel's); "
+           "expected "
+           "each name once",
+           def.name, p.name);
+  }
+  for (const std::string& key : def.tuning_key)
+    if (std::find(def.size_args.begin(), def.size_args.end(), key) == def.size_args.end())
+      fail("kernel '{}': tuning key '{}' is not one of its size arguments ({}); expected a subset of them",
+           def.name, key, fmt::format("{}", fmt::join(def.size_args, ", ")));
   for (const KernelDef& d : defs_)
     if (d.name == def.name)
       fail("kernel '{}' is registered twice; expected each name once", def.name);

@@ -66,8 +66,9 @@ struct KernelDef {
 // to it, or start empty.
 class KernelRegistry {
 public:
-  // Adds `def`; a kiln::Error when it has no name or no build function, a parameter whose default its
-  // declared values do not hold, or a name already registered.
+  // Adds `def`; a kiln::Error when it has no name or no build function, a parameter declared twice or whose
+  // default its declared values do not hold, a tuning key that is not a size argument, or a name already
+  // registered.
   void add(KernelDef def);
   const KernelDef& find(const std::string& name) const; // Error listing the known kernels when absent
   const std::vector<KernelDef>& all() const { return defs_; }

@@ -69,6 +69,25 @@ TEST(Registry, ADefinitionWithoutANameOrBuildFunctionIsAnError) {
   EXPECT_TRUE(reg.all().empty());
 }
 
+TEST(Registry, AParameterDeclaredTwiceOrAKeyThatIsNoSizeIsAnError) {
+  KernelRegistry reg;
+  KernelDef twice = toy_def();
+  twice.params.push_back({"BLOCK_M", 16, "rows again"});
+  EXPECT_NE(error_of([&] { reg.add(twice); }).find("kernel 'toy' declares the parameter BLOCK_M twice"),
+            std::string::npos);
+  KernelDef warps = toy_def();
+  warps.params.push_back(ParamDef::power_of_two("num_warps", 4, "warps", 1, 32));
+  EXPECT_NE(error_of([&] { reg.add(warps); }).find("declares the parameter num_warps twice"),
+            std::string::npos);
+  KernelDef key = toy_def();
+  key.size_args = {"n_rows", "n_cols"};
+  key.tuning_key = {"n"};
+  const std::string msg = error_of([&] { reg.add(key); });
+  EXPECT_NE(msg.find("tuning key 'n' is not one of its size arguments (n_rows, n_cols)"), std::string::npos)
+      << msg;
+  EXPECT_TRUE(reg.all().empty());
+}
+
 TEST(Registry, FindInAnEmptyRegistrySaysNoneAreRegistered) {
   const std::string msg = error_of([] { KernelRegistry().find("layernorm"); });
   EXPECT_NE(msg.find("no kernel named 'layernorm'; no kernels are registered"), std::string::npos) << msg;
