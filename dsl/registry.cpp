@@ -1,5 +1,9 @@
 #include "dsl/registry.h"
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
 namespace kiln {
 
 Config KernelDef::default_config() const {
@@ -76,24 +80,49 @@ void KernelDef::check(const Config& config) const {
 }
 
 void KernelRegistry::add(KernelDef def) {
-  for (const ParamDef& p : def.params)
+  // A registry is filled by kiln for its own kernels and by users for theirs (kiln/tool_main.h): a bad
+  // definition is the author's mistake, reported before any command uses it.
+  if (def.name.empty())
+    fail("a kernel definition needs a name (KernelDef::name); got an empty one");
+  if (!def.build)
+    fail("kernel '{}' has no build function (KernelDef::build); expected one that returns its Kernel for a "
+         "Config",
+         def.name);
+  for (size_t i = 0; i < def.params.size(); ++i) {
+    const ParamDef& p = def.params[i];
     if (p.min > p.max || !p.accepts(p.default_value))
-      throw InternalError(fmt::format("kernel {}: parameter {} declares no range holding its default {}",
-                                      def.name, p.name, p.default_value));
+      fail("kernel '{}': parameter {} has the default {}, which its declared values do not hold; {} takes {}",
+           def.name, p.name, p.default_value, p.name, p.expected());
+    if (p.name == kNumWarps.name || p.name == kNumStages.name || find_param(def.params, p.name) != &p)
+      fail("kernel '{}' declares the parameter {} twice (num_warps and num_stages are every kernel's); "
+           "expected "
+           "each name once",
+           def.name, p.name);
+  }
+  for (const std::string& key : def.tuning_key)
+    if (std::find(def.size_args.begin(), def.size_args.end(), key) == def.size_args.end())
+      fail("kernel '{}': tuning key '{}' is not one of its size arguments ({}); expected a subset of them",
+           def.name, key, fmt::format("{}", fmt::join(def.size_args, ", ")));
   for (const KernelDef& d : defs_)
     if (d.name == def.name)
-      throw InternalError("kernel registered twice: " + def.name);
+      fail("kernel '{}' is registered twice; expected each name once", def.name);
   defs_.push_back(std::move(def));
+}
+
+std::string KernelRegistry::names() const {
+  std::string names;
+  for (const KernelDef& d : defs_)
+    names += (names.empty() ? "" : ", ") + d.name;
+  return names;
 }
 
 const KernelDef& KernelRegistry::find(const std::string& name) const {
   for (const KernelDef& d : defs_)
     if (d.name == name)
       return d;
-  std::string names;
-  for (const KernelDef& d : defs_)
-    names += (names.empty() ? "" : ", ") + d.name;
-  fail("no kernel named '{}'; known kernels: {}", name, names);
+  if (defs_.empty())
+    fail("no kernel named '{}'; no kernels are registered", name);
+  fail("no kernel named '{}'; known kernels: {}", name, names());
 }
 
 } // namespace kiln

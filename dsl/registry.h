@@ -61,11 +61,18 @@ struct KernelDef {
   void check(const Config& config) const;
 };
 
+// The kernels a program knows by name: kiln's own (kernels/builtin.h) or a user's, which the command line
+// takes as an argument (kiln/tool_main.h). A plain value, not a process-wide singleton: copy kiln's and add
+// to it, or start empty.
 class KernelRegistry {
 public:
+  // Adds `def`; a kiln::Error when it has no name or no build function, a parameter declared twice or whose
+  // default its declared values do not hold, a tuning key that is not a size argument, or a name already
+  // registered.
   void add(KernelDef def);
   const KernelDef& find(const std::string& name) const; // Error listing the known kernels when absent
   const std::vector<KernelDef>& all() const { return defs_; }
+  std::string names() const; // "a, b, c", in the order added
 
 private:
   std::vector<KernelDef> defs_;

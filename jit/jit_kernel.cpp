@@ -1,6 +1,7 @@
 #include "jit/jit_kernel.h"
 
 #include "dsl/printer.h"
+#include "jit/compile_request.h"
 #include "jit/tensor_map_args.h"
 #include "runtime/compile_cache.h"
 #include "runtime/device.h"
@@ -18,10 +19,7 @@ std::shared_ptr<JitKernel> JitKernel::compile(const Kernel& k, const std::string
   // `options` need no place of their own in the compile cache's key: they act only through the generated
   // source, which the key hashes, so kernels that differ get different keys and a switch that changes
   // nothing for this kernel rightly finds the same entry (and the same loaded module).
-  rt::CompileRequest req;
-  req.source = generated.source;
-  req.kernel_name = generated.name;
-  req.arch = arch;
+  const rt::CompileRequest req = compile_request(generated, arch);
   rt::CompiledKernel compiled = rt::compile_cached(req);
   if (!rt::dump_dir_from_env().empty())
     rt::dump_artifacts(generated.name, {{"cu", req.source}, {"ir", print_kernel(k)}, {"lowered", generated.lowered}});

@@ -1,6 +1,7 @@
 // Autotuned launches: candidates and tuning keys from a KernelDef, and the prune/compile/time hooks.
 #include "jit/tuned_kernel.h"
 
+#include "jit/compile_request.h"
 #include "support/error.h"
 
 #include <algorithm>
@@ -213,11 +214,7 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
       generate(i);
     if (!s.codegen_error.empty())
       return {s.codegen_error, -1, -1};
-    rt::CompileRequest req;
-    req.source = s.generated.source;
-    req.kernel_name = s.generated.name;
-    req.arch = arch;
-    s.compiled = compile_cache_.get(req);
+    s.compiled = compile_cache_.get(compile_request(s.generated, arch));
     return {"", s.compiled.usage.registers,
             s.generated.shared_bytes + std::max<int64_t>(0, s.compiled.usage.shared_bytes)};
   };
@@ -292,11 +289,8 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
     try {
       Kernel ir = def.build(base);
       GeneratedKernel generated = generate_cuda(ir, target, options.codegen);
-      rt::CompileRequest req;
-      req.source = generated.source;
-      req.kernel_name = generated.name;
-      req.arch = arch;
-      chosen.kernel = JitKernel::from_compiled(ir, std::move(generated), compile_cache_.get(req));
+      rt::CompiledKernel compiled = compile_cache_.get(compile_request(generated, arch));
+      chosen.kernel = JitKernel::from_compiled(ir, std::move(generated), std::move(compiled));
     } catch (const TargetLimitError&) {
       size_t fits = 0;
       while (fits < candidates.size() && (!hooks.prune(fits).empty() || !slots[fits].codegen_error.empty()))

@@ -41,6 +41,10 @@
 //   AutotuneMode (KILN_AUTOTUNE=off|cached|on|force).
 // - Inspection: print_kernel (the IR), generate_cuda (the CUDA C++ and the `lowered` summary of layouts,
 //   shared memory and pipelining for a Target), estimate_cost / roofline (FLOPs and bytes from the IR).
+// - Offline compilation, with NVRTC and no CUDA driver: compile_offline(kernel, arch) gives KernelArtifacts
+//   (PTX, cubin, and ptxas's ResourceUsage: registers, shared memory, spills) for any kernel, config and
+//   arch.
+// - The command line over your own kernels: kiln/tool_main.h (kiln::tool_main, linked from kiln::tool).
 // - kiln::version(), gpu_available().
 // - Errors: kiln::Error (a user's mistake, with a message naming what was expected and what came) and
 //   kiln::InternalError (a bug in kiln).
@@ -54,6 +58,7 @@
 #include "dsl/interpreter.h"     // InterpArg, interpret
 #include "dsl/printer.h"         // print_kernel
 #include "dsl/registry.h"        // KernelDef, Grid, SizeArgs
+#include "jit/compile_offline.h" // compile_offline, KernelArtifacts
 #include "jit/jit_kernel.h"      // JitKernel, LaunchArg, run_on_gpu, check_launch_args
 #include "jit/tuned_kernel.h"    // KernelTuner, TuneOptions, TunedLaunch
 #include "runtime/autotuner.h"   // AutotuneMode
@@ -74,6 +79,10 @@ using Stream = rt::Stream;
 // allocated elsewhere are passed as LaunchArg::pointer(uint64_t address) instead.
 using DeviceBuffer = rt::DeviceBuffer;
 using DeviceInfo = rt::DeviceInfo;
+// What NVRTC made of a kernel (cubin, ptx, log) and what ptxas reports it uses (registers, shared memory,
+// spills): the parts of KernelArtifacts (jit/compile_offline.h) from the runtime.
+using CompiledKernel = rt::CompiledKernel;
+using ResourceUsage = rt::ResourceUsage;
 using AutotuneMode = rt::AutotuneMode;
 using rt::autotune_mode_from_env;
 using rt::autotune_mode_name; // "off", "cached", "on", "force"

@@ -23,6 +23,10 @@ export KILN_CACHE_DIR=${KILN_CACHE_DIR:-/tmp/kiln-cache}
 if [[ -z "${KILN_TOOL:-}" && -x "$(dirname "$bin")/kiln" ]]; then
   export KILN_TOOL="$(cd "$(dirname "$bin")" && pwd)/kiln"
 fi
+# and a user's tool on kiln::tool_main (tests/install/my_kiln.cpp), built beside the test binaries.
+if [[ -z "${KILN_USER_TOOL:-}" && -x "$bin/my_kiln" ]]; then
+  export KILN_USER_TOOL="$(cd "$bin" && pwd)/my_kiln"
+fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/device.txt" 2>&1
 declare -A status
 run() { # name, command...

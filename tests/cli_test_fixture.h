@@ -25,6 +25,11 @@ protected:
   ToolRun kiln(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {}) {
     return run_kiln(dir_.str().str(), args, env);
   }
+  // Runs another command-line program (a user's tool on kiln::tool_main) the same way.
+  ToolRun tool(const std::string& program, const std::vector<std::string>& args,
+               const std::map<std::string, std::string>& env = {}) {
+    return run_tool(program, dir_.str().str(), args, env);
+  }
 
   // Expects exit code 1 and a "kiln: error: " line containing every substring.
   void expect_error(const ToolRun& r, std::initializer_list<const char*> substrings) {

@@ -1,6 +1,6 @@
-// Running the built `kiln` binary (KILN_TOOL_PATH) as a process from a test: its exit code, stdout and
-// stderr, with this process's environment minus KILN_INTERPRET plus what the test adds. Shared by the CLI
-// tests that need no GPU (tests/unit) and those that do (tests/gpu).
+// Running the built `kiln` binary (KILN_TOOL_PATH), or another program on kiln::tool_main, as a process from
+// a test: its exit code, stdout and stderr, with this process's environment minus KILN_INTERPRET plus what
+// the test adds. Shared by the CLI tests that need no GPU (tests/unit) and those that do (tests/gpu).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -38,8 +38,17 @@ inline std::string kiln_tool_path() {
   return e && *e ? std::string(e) : std::string(KILN_TOOL_PATH);
 }
 
-// Runs kiln with `args`; its output goes through files in `scratch_dir`.
-inline ToolRun run_kiln(const std::string& scratch_dir, const std::vector<std::string>& args,
+// tests/install/my_kiln.cpp as this build made it (a user's tool on kiln::tool_main): $KILN_USER_TOOL when
+// set (scripts/gpu_check.sh sets it beside the test binaries), else KILN_USER_TOOL_PATH.
+inline std::string user_tool_path() {
+  const char* e = std::getenv("KILN_USER_TOOL");
+  return e && *e ? std::string(e) : std::string(KILN_USER_TOOL_PATH);
+}
+
+// Runs the command-line program `tool` (kiln, or a user's tool on kiln::tool_main) with `args`; its output
+// goes through files in `scratch_dir`.
+inline ToolRun run_tool(const std::string& tool, const std::string& scratch_dir,
+                        const std::vector<std::string>& args,
                         const std::map<std::string, std::string>& env = {}) {
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
@@ -50,7 +59,6 @@ inline ToolRun run_kiln(const std::string& scratch_dir, const std::vector<std::s
   }
   for (const auto& [k, v] : env)
     env_strings.push_back(k + "=" + v);
-  const std::string tool = kiln_tool_path();
   std::vector<llvm::StringRef> argv = {tool}, envp;
   for (const std::string& a : args)
     argv.push_back(a);
@@ -67,8 +75,14 @@ inline ToolRun run_kiln(const std::string& scratch_dir, const std::vector<std::s
   r.out = slurp(out);
   r.err = slurp(err);
   if (r.rc < 0 && !llvm::sys::fs::exists(tool))
-    r.err = "kiln_tool_run: no kiln binary at '" + tool + "' (set KILN_TOOL)\n" + r.err;
+    r.err = "kiln_tool_run: no program at '" + tool + "' (for kiln, set KILN_TOOL)\n" + r.err;
   return r;
+}
+
+// Runs kiln with `args`; its output goes through files in `scratch_dir`.
+inline ToolRun run_kiln(const std::string& scratch_dir, const std::vector<std::string>& args,
+                        const std::map<std::string, std::string>& env = {}) {
+  return run_tool(kiln_tool_path(), scratch_dir, args, env);
 }
 
 // Expects exit code 1 and a "kiln: error: " line containing every substring.

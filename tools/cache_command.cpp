@@ -41,7 +41,7 @@ std::string age_text(double s) {
   return fmt::format("{:.0f} days", s / 86400);
 }
 
-int run_cache() {
+int run_cache(const KernelRegistry& /*kernels*/) {
   const std::string root = rt::CompileCache::default_dir();
   const std::string act = action;
   if (act != "path" && act != "list" && act != "clear")

@@ -3,6 +3,7 @@
 // Each subcommand lives in its own <name>_command.cpp with its llvm::cl options and a run function.
 #pragma once
 
+#include "dsl/registry.h"
 #include "kernels/executor.h"
 #include "support/output_set.h"
 
@@ -21,7 +22,9 @@ llvm::cl::OptionCategory& kiln_category();
 
 struct Command {
   llvm::cl::SubCommand* sub;
-  int (*run)(); // exit code; throws kiln::Error on a user mistake
+  // The exit code; throws kiln::Error on a user mistake. `kernels` is the registry tool_main was given
+  // (kiln/tool_main.h): the commands that take a kernel by name look it up there.
+  int (*run)(const KernelRegistry& kernels);
 };
 
 // Each subcommand's registration (defined in its file).

@@ -144,7 +144,7 @@ int run_one_variant(const AttentionProblem& problem) {
   return 0;
 }
 
-int run_compare_loads() {
+int run_compare_loads(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
   AttentionProblem p;
   p.B = batch, p.H = heads, p.H_KV = heads, p.N_Q = seq, p.N_K = seq, p.D = head_dim;
   p.dtype = parse_attention_dtype(dtype, "--dtype");

@@ -47,7 +47,7 @@ AttentionProblem demo_problem(int causal) {
   return p;
 }
 
-int run_demo() {
+int run_demo(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
   bool ok = true;
   llvm::outs() << "FlashAttention-2 forward vs the double-precision reference, in the CPU interpreter:\n";
   for (int causal : {0, 1})

@@ -1,8 +1,9 @@
 // `kiln emit KERNEL`: a kernel at one stage of lowering: its IR, the lowering decisions, the generated CUDA,
-// PTX from NVRTC (no GPU needed) or SASS through cuobjdump; with the resource usage ptxas reports.
+// PTX from NVRTC (no GPU needed: jit/compile_offline.h) or SASS through cuobjdump; with the resource usage
+// ptxas reports.
 #include "codegen/codegen.h"
 #include "dsl/printer.h"
-#include "kernels/builtin.h"
+#include "jit/compile_offline.h"
 #include "runtime/compiler.h"
 #include "support/error.h"
 #include "tools/cli.h"
@@ -33,19 +34,6 @@ cl::opt<std::string> arch("arch",
 cl::opt<std::string> output("o", cl::desc("Write to FILE instead of stdout"), cl::value_desc("FILE"),
                             cl::sub(emit_sub), cl::cat(kiln_category()));
 
-std::string usage_line(const rt::CompiledKernel& c, int dynamic_shared) {
-  const rt::ResourceUsage& u = c.usage;
-  auto field = [](int64_t v, const char* unit) {
-    return v < 0 ? std::string("n/a") : fmt::format("{} {}", v, unit);
-  };
-  return fmt::format(
-      "{} on {}: registers {}, static shared {}, dynamic shared {} bytes, stack {}, spill stores {}, "
-      "spill loads {}",
-      c.kernel_name, c.arch, field(u.registers, "per thread"), field(u.shared_bytes, "bytes"), dynamic_shared,
-      field(u.stack_frame_bytes, "bytes"), field(u.spill_store_bytes, "bytes"),
-      field(u.spill_load_bytes, "bytes"));
-}
-
 std::string require_cuobjdump() {
   std::string tool = find_cuda_tool("cuobjdump");
   if (tool.empty())
@@ -70,11 +58,11 @@ std::string disassemble(const std::string& tool, const std::string& cubin) {
   return r.output;
 }
 
-int run_emit() {
+int run_emit(const KernelRegistry& kernels) {
   // -o, checked before any work; "-" (or none) is stdout.
   const OutputPath out{"-o", output == "-" ? std::string() : std::string(output)};
   check_output_paths({out});
-  const KernelDef& def = builtin_kernels().find(kernel_name);
+  const KernelDef& def = kernels.find(kernel_name);
   const Config config = def.with_overrides(def.default_config(), parse_assignments(sets, "--set"));
   const std::string s = stage;
   if (s != "ir" && s != "lowered" && s != "cuda" && s != "ptx" && s != "sass")
@@ -86,26 +74,18 @@ int run_emit() {
     write_output(out, print_kernel(k));
     return 0;
   }
-  const GeneratedKernel g = generate_cuda(k, target);
-  if (s == "lowered") {
-    write_output(out, print_kernel(k) + "\n" + g.lowered + (g.lowered.ends_with("\n") ? "" : "\n"));
-    return 0;
-  }
-  if (s == "cuda") {
-    write_output(out, g.source);
+  if (s == "lowered" || s == "cuda") {
+    const GeneratedKernel g = generate_cuda(k, target);
+    write_output(out, s == "cuda"
+                          ? g.source
+                          : print_kernel(k) + "\n" + g.lowered + (g.lowered.ends_with("\n") ? "" : "\n"));
     return 0;
   }
   rt::validate_arch(target.arch());
   const std::string cuobjdump = s == "sass" ? require_cuobjdump() : ""; // before the compile, to fail fast
-  rt::CompileRequest req;
-  req.source = g.source;
-  req.kernel_name = g.name;
-  req.arch = target.arch();
-  req.want_ptx = true;
-  const rt::CompiledKernel c = rt::compile_cuda(req);
-  const std::string text = s == "ptx" ? c.ptx : disassemble(cuobjdump, c.cubin);
-  write_output(out, text);
-  llvm::errs() << "kiln: resource usage: " << usage_line(c, g.shared_bytes) << "\n";
+  const KernelArtifacts a = compile_offline(k, target.arch());
+  write_output(out, s == "ptx" ? a.compiled.ptx : disassemble(cuobjdump, a.compiled.cubin));
+  llvm::errs() << "kiln: resource usage: " << a.usage_summary() << "\n";
   return 0;
 }
 

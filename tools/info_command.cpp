@@ -18,7 +18,7 @@ llvm::cl::opt<bool> json("json", llvm::cl::desc("Machine-readable output"), llvm
 
 std::string driver_version_str(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
 
-int run_info() {
+int run_info(const KernelRegistry& /*kernels*/) {
   llvm::json::Object root{{"kiln_version", version()}};
   std::string text = fmt::format("kiln {}\n", version());
 

@@ -82,6 +82,9 @@ std::map<std::string, int64_t> shape_and_set_assignments(const std::vector<std::
 }
 
 KernelProblem parse_kernel_problem(const KernelDef& def, const std::map<std::string, int64_t>& assignments) {
+  if (!def.grid) // a user's KernelDef (kiln/tool_main.h) may leave it out: list and emit need none
+    fail("kernel '{}' declares no launch grid (KernelDef::grid); model and tune need one to launch it",
+         def.name);
   KernelProblem p;
   p.def = &def;
   std::map<std::string, int64_t> params;

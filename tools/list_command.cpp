@@ -1,6 +1,5 @@
-// `kiln list`: the registered kernels with their parameters (defaults), config-space size, size args and
-// tuning key.
-#include "kernels/builtin.h"
+// `kiln list`: the kernels of the tool's registry (kiln's own, or a user's: kiln/tool_main.h) with their
+// parameters (defaults), config-space size, size args and tuning key.
 #include "tools/cli.h"
 
 #include <llvm/Support/FormatVariadic.h>
@@ -20,10 +19,10 @@ std::string joined(const std::vector<std::string>& v) {
   return s.empty() ? "-" : s;
 }
 
-int run_list() {
-  llvm::json::Array kernels;
+int run_list(const KernelRegistry& kernels) {
+  llvm::json::Array entries;
   std::string text;
-  for (const KernelDef& d : builtin_kernels().all()) {
+  for (const KernelDef& d : kernels.all()) {
     const size_t space = d.config_space ? d.config_space().size() : 0;
     llvm::json::Array params;
     text += fmt::format("{}\n  {}\n  params:\n", d.name, d.summary);
@@ -43,7 +42,7 @@ int run_list() {
       size_args.push_back(s);
     for (const std::string& s : d.tuning_key)
       key.push_back(s);
-    kernels.push_back(llvm::json::Object{{"name", d.name},
+    entries.push_back(llvm::json::Object{{"name", d.name},
                                          {"summary", d.summary},
                                          {"params", std::move(params)},
                                          {"num_warps", d.default_num_warps},
@@ -53,7 +52,7 @@ int run_list() {
                                          {"tuning_key", std::move(key)}});
   }
   if (json)
-    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(kernels))) << "\n";
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(entries))) << "\n";
   else
     llvm::outs() << text;
   return 0;

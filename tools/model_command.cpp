@@ -4,7 +4,6 @@
 // launch plan, analysis/launch_plan.h; fa2_fwd on attention inputs).
 #include "analysis/perf_model.h"
 #include "kernels/attention/attention_problem.h"
-#include "kernels/builtin.h"
 #include "kernels/dtype_param.h"
 #include "runtime/device.h"
 #include "runtime/timing.h"
@@ -76,8 +75,8 @@ double measure_fa2_ms(const KernelProblem& problem, const Config& config) {
   return time_fa2_on_gpu(p, config, make_inputs(p, 1, 1.0), 3, 20).median_ms;
 }
 
-int run_model() {
-  const KernelDef& def = builtin_kernels().find(kernel_name);
+int run_model(const KernelRegistry& kernels) {
+  const KernelDef& def = kernels.find(kernel_name);
   const KernelProblem problem = parse_kernel_problem(def, shape_and_set_assignments(shape, sets));
   const Config& config = problem.config;
   ScalarArgs scalars(problem.values.begin(), problem.values.end());

@@ -9,7 +9,6 @@
 // the attention flags (--batch, --heads, --seq-q, --head-dim, ...).
 #include "analysis/perf_model.h"
 #include "kernels/attention/attention_api.h"
-#include "kernels/builtin.h"
 #include "kernels/dtype_param.h"
 #include "runtime/autotuner.h"
 #include "support/half.h"
@@ -199,8 +198,8 @@ int tune_generic(const KernelDef& def) {
   return 0;
 }
 
-int run_tune() {
-  const KernelDef& def = builtin_kernels().find(kernel_name);
+int run_tune(const KernelRegistry& kernels) {
+  const KernelDef& def = kernels.find(kernel_name);
   return def.name == "fa2_fwd" ? tune_fa2(def) : tune_generic(def);
 }
 

@@ -1,7 +1,8 @@
-// The `kiln` command line on a GPU, run as a process: `kiln tune` on kernels without a host harness (matmul,
-// vector add, softmax, FA1) and on FA2 through --shape; `kiln model --measure` on any kernel; `kiln
-// attention` picking its config through the autotuner as KILN_AUTOTUNE says. Each test has its own cache
-// directory, so "tuned now" and "remembered" are facts of that directory, not of earlier runs.
+// The `kiln` command line on a GPU, run as a process: `kiln tune` on kernels without a host harness
+// (matmul, vector add, softmax, FA1) and on FA2 through --shape; `kiln model --measure` on any kernel;
+// `kiln attention` picking its config through the autotuner as KILN_AUTOTUNE says; and a user's tool on
+// kiln::tool_main tuning and timing its own kernel. Each test has its own cache directory, so "tuned now"
+// and "remembered" are facts of that directory, not of earlier runs.
 #include "gpu/gpu_skip.h"
 #include "kiln_tool_run.h"
 #include "temp_dir.h"
@@ -147,6 +148,37 @@ TEST_F(CliGpuTest, ModelMeasuresAnyKernel) {
   ToolRun text = kiln({"model", "vector_add", "--shape", "n=1048576", "--measure"});
   ASSERT_EQ(text.rc, 0) << text.err;
   EXPECT_NE(text.out.find("measured"), std::string::npos) << text.out;
+}
+
+// A user's tool on kiln::tool_main (tests/install/my_kiln.cpp) tunes and times its own LayerNorm as kiln does
+// its kernels: inputs from the launch plan, every config of its space timed, the winner remembered.
+TEST_F(CliGpuTest, AUsersToolTunesAndMeasuresItsOwnKernel) {
+  KILN_REQUIRE_GPU();
+  std::map<std::string, std::string> env{{"KILN_CACHE_DIR", cache_.path()}};
+  const std::vector<std::string> tune = {"tune",  "layernorm",   "--shape", "n_rows=4096,n_cols=1000",
+                                         "--set", "BLOCK_N=1024"};
+  ToolRun r = testing_support::run_tool(testing_support::user_tool_path(), scratch_.path(), tune, env);
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  const std::vector<TableRow> rows = table_rows(r.out);
+  EXPECT_EQ(rows.size(), 12u) << r.out; // ROWS 1, 2, 4 x num_warps 1, 2, 4, 8
+  const TableRow* best = best_row(rows);
+  ASSERT_NE(best, nullptr) << r.out;
+  EXPECT_NE(best->status.find("ok"), std::string::npos) << r.out;
+  EXPECT_GT(number(best->gbps), 0) << r.out;
+  std::vector<std::string> cached = tune;
+  cached.push_back("--cached");
+  ToolRun again = testing_support::run_tool(testing_support::user_tool_path(), scratch_.path(), cached, env);
+  ASSERT_EQ(again.rc, 0) << again.err;
+  EXPECT_NE(again.out.find("remembered (tuning cache)"), std::string::npos) << again.out;
+
+  ToolRun m = testing_support::run_tool(testing_support::user_tool_path(), scratch_.path(),
+                                        {"model", "layernorm", "--shape", "n_rows=4096,n_cols=1000", "--set",
+                                         "BLOCK_N=1024", "--measure", "--json"},
+                                        env);
+  ASSERT_EQ(m.rc, 0) << m.err;
+  auto v = llvm::json::parse(m.out);
+  ASSERT_TRUE(bool(v)) << m.out;
+  EXPECT_GT(v->getAsObject()->getNumber("measured_ms").getValueOr(0), 0) << m.out;
 }
 
 // kiln attention on the GPU uses the autotuner's config unless --set fixes one, and its result is still
