@@ -46,11 +46,11 @@ TEST(Fa2Kernel, CausalSplitsTheKeyLoopIntoUnmaskedAndMaskedStages) {
   AttentionProblem p;
   p.causal = 1;
   Kernel k = build_fa2_fwd(default_fa2_config(p));
-  // Key loops at the top level (the masked one holds the key-by-key loop for a V tile with NaN or inf).
   int loops = 0, dots = 0;
-  for (const auto& op : k.body.ops)
-    loops += op->kind == OpKind::For;
-  walk(k.body, [&](const Op& op) { dots += op.kind == OpKind::Dot; });
+  walk(k.body, [&](const Op& op) {
+    loops += op.kind == OpKind::For;
+    dots += op.kind == OpKind::Dot;
+  });
   EXPECT_EQ(loops, 2) << print_kernel(k);
   EXPECT_EQ(dots, 4) << "two dots per stage\n" << print_kernel(k);
 }
@@ -68,8 +68,7 @@ TEST(Fa2Kernel, MaskingEveryTileMatchesTheReference) {
   Config config = default_fa2_config(p);
   config.set("MASK_EVERY_TILE", 1);
   int loops = 0;
-  for (const auto& op : build_fa2_fwd(config).body.ops)
-    loops += op->kind == OpKind::For;
+  walk(build_fa2_fwd(config).body, [&](const Op& op) { loops += op.kind == OpKind::For; });
   EXPECT_EQ(loops, 1) << "one loop over every key tile";
 }
 
