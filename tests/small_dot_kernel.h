@@ -6,12 +6,22 @@
 
 #include "dsl/dsl.h"
 
+#include <ostream>
+#include <string>
+
 namespace kiln_test {
 
 struct SmallDot {
   int64_t M, N, K;
   kiln::DType dtype;
 };
+
+// "M4_N4_K8_f32": the case's name in test listings (ctest shows it instead of the struct's bytes).
+inline std::string label(const SmallDot& d) {
+  return "M" + std::to_string(d.M) + "_N" + std::to_string(d.N) + "_K" + std::to_string(d.K) + "_" +
+         std::string(kiln::dtype_name(d.dtype));
+}
+inline void PrintTo(const SmallDot& d, std::ostream* os) { *os << label(d); }
 
 inline kiln::Kernel small_dot_kernel(const SmallDot& d, bool beside_mma = false) {
   using namespace kiln;

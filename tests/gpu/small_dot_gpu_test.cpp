@@ -64,10 +64,6 @@ INSTANTIATE_TEST_SUITE_P(small_dots, GpuSmallDot,
                          ::testing::Values(SmallDot{4, 4, 8, DType::f32}, SmallDot{1, 1, 32, DType::f32},
                                            SmallDot{8, 8, 16, DType::f16}, SmallDot{8, 32, 4, DType::bf16},
                                            SmallDot{2, 16, 4, DType::f64}, SmallDot{32, 32, 1, DType::f32}),
-                         [](const ::testing::TestParamInfo<SmallDot>& info) {
-                           const SmallDot& d = info.param;
-                           return "M" + std::to_string(d.M) + "_N" + std::to_string(d.N) + "_K" +
-                                  std::to_string(d.K) + "_" + std::string(dtype_name(d.dtype));
-                         });
+                         [](const ::testing::TestParamInfo<SmallDot>& info) { return kiln_test::label(info.param); });
 
 } // namespace

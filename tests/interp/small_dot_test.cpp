@@ -15,11 +15,6 @@ using kiln_test::SmallDot;
 
 namespace {
 
-std::string label(const SmallDot& d) {
-  return "M" + std::to_string(d.M) + "_N" + std::to_string(d.N) + "_K" + std::to_string(d.K) + "_" +
-         std::string(dtype_name(d.dtype));
-}
-
 class SmallDotInterp : public ::testing::TestWithParam<SmallDot> {};
 
 TEST_P(SmallDotInterp, MatchesDoubleProduct) {
@@ -50,6 +45,6 @@ INSTANTIATE_TEST_SUITE_P(small_dots, SmallDotInterp,
                                            SmallDot{16, 2, 16, DType::f32}, SmallDot{8, 8, 16, DType::f16},
                                            SmallDot{8, 32, 4, DType::bf16}, SmallDot{2, 16, 4, DType::f64},
                                            SmallDot{32, 32, 1, DType::f32}),
-                         [](const ::testing::TestParamInfo<SmallDot>& info) { return label(info.param); });
+                         [](const ::testing::TestParamInfo<SmallDot>& info) { return kiln_test::label(info.param); });
 
 } // namespace
