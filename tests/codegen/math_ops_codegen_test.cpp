@@ -6,16 +6,16 @@
 #include "codegen/codegen.h"
 #include "dsl/dsl.h"
 #include "dsl/printer.h"
+#include "nvrtc_compile.h"
 #include "planned_kernel.h"
 #include "source_text.h"
-#include "runtime/compiler.h"
-#include "runtime/nvrtc.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
 using namespace kiln;
+using kiln_test::expect_nvrtc_compiles;
 using kiln_test::occurrences;
 
 namespace {
@@ -54,20 +54,6 @@ Kernel padded_dot_kernel() {
   return kb.finish();
 }
 
-void expect_compiles(const GeneratedKernel& g, const std::string& arch) {
-  std::string why;
-  if (!rt::nvrtc_available(&why)) {
-    std::printf("NVRTC not available (%s): the text is checked, not compiled\n", why.c_str());
-    return;
-  }
-  rt::CompileRequest req;
-  req.source = g.source;
-  req.kernel_name = g.name;
-  req.arch = arch;
-  rt::CompiledKernel ck = rt::compile_cuda(req);
-  EXPECT_FALSE(ck.cubin.empty()) << ck.log;
-}
-
 TEST(MathOpsCodegen, PrinterNamesTheOpsAndThePadding) {
   const std::string ir = print_kernel(math_kernel(DType::f32));
   for (const char* name : {"unary tanh", "unary sigmoid", "unary erf", "unary sin", "unary cos", "binary pow",
@@ -96,8 +82,8 @@ TEST_P(MathOpsCodegen, AccurateMathFunctionsAndNegInfPadding) {
   }
   EXPECT_EQ(src.find("exp_fast(-"), std::string::npos) << "sigmoid uses the accurate expf";
   EXPECT_GE(occurrences(src, "__int_as_float(0xff800000)"), 1) << "the -inf padding (and max's identity)\n" << src;
-  expect_compiles(g, "sm_90a");
-  expect_compiles(generate_cuda(k, Target::parse("sm_80")), "sm_80");
+  expect_nvrtc_compiles(g, "sm_90a");
+  expect_nvrtc_compiles(generate_cuda(k, Target::parse("sm_80")), "sm_80");
 }
 
 INSTANTIATE_TEST_SUITE_P(dtypes, MathOpsCodegen, ::testing::Values(DType::f16, DType::bf16, DType::f32, DType::f64),
@@ -114,7 +100,7 @@ TEST(MathOpsCodegen, NegInfPaddedSharedTileIsNotPipelinedByZeroFillingCopies) {
     GeneratedKernel g = generate_cuda(k, target);
     // The shared-tile load writes -inf past the tensor, element by element.
     EXPECT_GE(occurrences(g.source, "__int_as_float(0xff800000)"), 1) << arch << "\n" << g.source;
-    expect_compiles(g, arch);
+    expect_nvrtc_compiles(g, arch);
   }
 }
 

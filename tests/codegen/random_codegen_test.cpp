@@ -6,13 +6,10 @@
 
 #include "codegen/codegen.h"
 #include "dsl/printer.h"
-#include "runtime/compiler.h"
-#include "runtime/nvrtc.h"
+#include "nvrtc_compile.h"
 #include "source_text.h"
 
 #include <gtest/gtest.h>
-
-#include <cstdio>
 
 using namespace kiln;
 using kiln_test::occurrences;
@@ -33,17 +30,7 @@ TEST(RandomCodegen, DrawsCallThePhiloxPreludeOnTilesAndScalars) {
                                                                              << g.source;
     EXPECT_EQ(occurrences(g.source, "kiln::philox_normal((long long)("), 1) << arch;
     EXPECT_EQ(occurrences(g.source, "if (threadIdx.x == 0) *"), 1) << arch << ": the scalar draw, stored by one thread";
-    std::string why;
-    if (!rt::nvrtc_available(&why)) {
-      std::printf("NVRTC not available (%s): the text is checked, not compiled\n", why.c_str());
-      continue;
-    }
-    rt::CompileRequest req;
-    req.source = g.source;
-    req.kernel_name = g.name;
-    req.arch = arch;
-    const rt::CompiledKernel ck = rt::compile_cuda(req);
-    EXPECT_FALSE(ck.cubin.empty()) << arch << "\n" << ck.log;
+    kiln_test::expect_nvrtc_compiles(g, arch);
   }
 }
 

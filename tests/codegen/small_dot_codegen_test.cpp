@@ -6,30 +6,14 @@
 #include "codegen/assign_layouts.h"
 #include "codegen/choose_dot_lowering.h"
 #include "codegen/codegen.h"
-#include "runtime/compiler.h"
-#include "runtime/nvrtc.h"
+#include "nvrtc_compile.h"
 
 #include <gtest/gtest.h>
-
-#include <cstdio>
 
 using namespace kiln;
 using kiln_test::SmallDot;
 
 namespace {
-
-void expect_compiles(const GeneratedKernel& g, const std::string& arch) {
-  std::string why;
-  if (!rt::nvrtc_available(&why)) {
-    std::printf("NVRTC not available (%s): the text is checked, not compiled\n", why.c_str());
-    return;
-  }
-  rt::CompileRequest req;
-  req.source = g.source;
-  req.kernel_name = g.name;
-  req.arch = arch;
-  EXPECT_FALSE(rt::compile_cuda(req).cubin.empty()) << arch;
-}
 
 TEST(SmallDotCodegen, LowersToFmaInEveryDtypeAndCompiles) {
   for (const SmallDot& d : {SmallDot{4, 4, 8, DType::f32}, SmallDot{8, 8, 16, DType::f16},
@@ -45,7 +29,7 @@ TEST(SmallDotCodegen, LowersToFmaInEveryDtypeAndCompiles) {
       EXPECT_NE(plan.layout.at(plan.dots.begin()->first->result()).kind, LayoutKind::Mma) << arch;
       const GeneratedKernel g = generate_cuda(k, target);
       EXPECT_NE(g.source.find("dot by fused multiply-add"), std::string::npos) << arch;
-      expect_compiles(g, arch);
+      kiln_test::expect_nvrtc_compiles(g, arch);
     }
 }
 
@@ -63,7 +47,7 @@ TEST(SmallDotCodegen, BesideAnMmaDotLeavesItsInstructionAndWarpSplit) {
     EXPECT_EQ(tensor_cores, 1) << arch;
     // The 64 x 64 product's warps split as if the small dot were not there (4 warps: 4 x 1 or 2 x 2).
     EXPECT_EQ(plan.warps.warps_m * plan.warps.warps_n, 4) << arch;
-    expect_compiles(generate_cuda(both, target), arch);
+    kiln_test::expect_nvrtc_compiles(generate_cuda(both, target), arch);
   }
 }
 

@@ -1,0 +1,31 @@
+// Codegen tests that compile what they generate: NVRTC is there without a GPU, but not on every machine.
+#pragma once
+
+#include "codegen/codegen.h"
+#include "runtime/compiler.h"
+#include "runtime/nvrtc.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+namespace kiln_test {
+
+// Compiles `g` for `arch` and expects a cubin (with NVRTC's log on failure); where NVRTC is not usable, says so
+// and checks nothing more (the caller's assertions on the text still ran).
+inline void expect_nvrtc_compiles(const kiln::GeneratedKernel& g, const std::string& arch) {
+  std::string why;
+  if (!kiln::rt::nvrtc_available(&why)) {
+    std::printf("NVRTC not available (%s): the text is checked, not compiled\n", why.c_str());
+    return;
+  }
+  kiln::rt::CompileRequest req;
+  req.source = g.source;
+  req.kernel_name = g.name;
+  req.arch = arch;
+  const kiln::rt::CompiledKernel ck = kiln::rt::compile_cuda(req);
+  EXPECT_FALSE(ck.cubin.empty()) << g.name << " for " << arch << "\n" << ck.log;
+}
+
+} // namespace kiln_test
