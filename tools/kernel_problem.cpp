@@ -89,7 +89,8 @@ KernelProblem parse_kernel_problem(const KernelDef& def, const std::map<std::str
   p.def = &def;
   std::map<std::string, int64_t> params;
   std::map<std::string, int64_t> values;
-  std::vector<std::string> param_names;
+  // num_warps and num_stages are config entries as the kernel's own params are (KernelDef::with_overrides).
+  std::vector<std::string> param_names = {"num_warps", "num_stages"};
   for (const ParamDef& d : def.params)
     param_names.push_back(d.name);
   for (const auto& [name, v] : assignments)

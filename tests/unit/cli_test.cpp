@@ -231,6 +231,12 @@ TEST_F(CliTest, ModelMatchesHandCounts) {
   EXPECT_NE(text.out.find("-bound"), std::string::npos);
   EXPECT_NE(text.out.find("intensity"), std::string::npos);
 
+  // num_warps and num_stages are set as emit sets them (the model reads the config line).
+  ToolRun warps = kiln({"model", "matmul", "--shape", "M=512,N=256,K=128", "--set", "num_warps=4,num_stages=3"});
+  ASSERT_EQ(warps.rc, 0) << warps.err;
+  EXPECT_NE(warps.out.find("num_warps=4 num_stages=3"), std::string::npos) << warps.out;
+  expect_error(kiln({"model", "matmul", "--shape", "M=1,N=1,K=1", "--set", "num_warps=3"}), {"num_warps"});
+
   expect_error(kiln({"model", "fa2_fwd", "--shape", "B=1,H=1"}),
                {"needs --shape values for H_KV, N_Q, N_K, D"});
   expect_error(kiln({"model", "matmul", "--shape", "M=1,N=1,K=1,Q=4"}),
