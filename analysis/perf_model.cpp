@@ -93,6 +93,20 @@ private:
     return x->i;
   }
 
+  // Whether scalar v is computed from a reduction of a tensor (data the model does not have), through
+  // elementwise scalar ops.
+  bool reduces_tensor_data(ValueId v) const {
+    const Op* def = k_.info(v).def;
+    if (def == nullptr)
+      return false;
+    if (def->kind == OpKind::Reduce)
+      return true;
+    for (ValueId operand : def->operands)
+      if (scalar_typed(operand) && reduces_tensor_data(operand))
+        return true;
+    return false;
+  }
+
   void walk_region(const Region& r) {
     for (const auto& op : r.ops)
       visit(*op);
@@ -234,7 +248,12 @@ private:
     case OpKind::For:
       return visit_for(op);
     case OpKind::If: {
-      const Region& taken = op.regions[need_int(op.operands[0], op, "condition") ? 0 : 1];
+      // A condition computed from tensor data (a reduction) is unknown before the kernel runs: the model takes
+      // the then branch, the common case by the kernels' convention (FA2's masked tiles with EXACT_MASKED_V=1
+      // take their tensor-core product when V is finite, a key-by-key one otherwise).
+      const ValueId cond = op.operands[0];
+      const bool then_taken = !s(cond) && reduces_tensor_data(cond) ? true : need_int(cond, op, "condition") != 0;
+      const Region& taken = op.regions[then_taken ? 0 : 1];
       walk_region(taken);
       carry_yield(taken, op.results);
       return;

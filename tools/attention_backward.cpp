@@ -41,6 +41,7 @@ struct DeviceBackward {
     options.causal = static_cast<attention::Causal>(p.causal);
     options.k_transposed = p.k_transposed;
     options.tf32 = p.tf32;
+    options.exact_masked_v = p.exact_masked_v;
     options.sm_scale = p.sm_scale;
     options.layout = p.bshd_layout ? "bshd" : "bhsd";
     options.deterministic = r.deterministic;

@@ -17,8 +17,10 @@
 #include "tools/cli.h"
 #include "tools/decimal_flag.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string_view>
 
 namespace kiln::cli {
 namespace {
@@ -90,6 +92,10 @@ cl::opt<bool>
                      cl::desc("With --backward: allow dQ by f32 atomics (the interpreter runs that variant; "
                               "on the GPU the autotuner picks the faster)"),
                      cl::sub(attention_sub), cl::cat(cat));
+cl::opt<bool> exact_masked_v("exact-masked-v",
+                             cl::desc("Keys a row does not see contribute nothing to it even when their V holds "
+                                      "NaN or inf (slower; docs/guarantees.md)"),
+                             cl::sub(attention_sub), cl::cat(cat));
 cl::list<std::string> sets("set", cl::desc("Override a kernel parameter: NAME=VALUE (e.g. BLOCK_M=64)"),
                            cl::value_desc("NAME=VALUE"), cl::sub(attention_sub), cl::cat(cat));
 
@@ -175,11 +181,19 @@ void write_outputs(const std::vector<std::pair<OutputPath, std::string>>& files)
 
 // What a check says of inputs that are not all finite ("" when they are): printed before its comparisons and
 // repeated in its failure, so that non-finite mismatches are not read as a fault of the kernel.
-std::string nonfinite_inputs_note(const std::vector<NamedValues>& inputs) {
+// A non-finite V with causal masking and without --exact-masked-v may reach rows that do not see its key (the
+// reference selects): the note says so.
+std::string nonfinite_inputs_note(const AttentionProblem& p, const std::vector<NamedValues>& inputs) {
   const std::string which = describe_nonfinite(inputs);
   if (which.empty())
     return "";
-  return "the inputs are not all finite: " + which;
+  std::string note = "the inputs are not all finite: " + which;
+  for (const NamedValues& in : inputs)
+    if (std::string_view(in.name) == "V" && p.causal != 0 && !p.exact_masked_v &&
+        std::any_of(in.values.begin(), in.values.end(), [](double x) { return !std::isfinite(x); }))
+      note += "; a NaN or inf in V also reaches causal rows that do not see its key, where the reference has "
+              "none (kiln's default, as FlashAttention's; --exact-masked-v selects exactly: docs/guarantees.md)";
+  return note;
 }
 
 // --backward: the gradients of the problem for dO (--dout or random), checked, timed and written as asked.
@@ -198,7 +212,7 @@ int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::o
   bool ok = true;
   std::string nonfinite;
   if (check) {
-    nonfinite = nonfinite_inputs_note({{"Q", to_doubles(r.inputs.q)},
+    nonfinite = nonfinite_inputs_note(p, {{"Q", to_doubles(r.inputs.q)},
                                        {"K", to_doubles(r.inputs.k)},
                                        {"V", to_doubles(r.inputs.v)},
                                        {"dO", to_doubles(r.dout)}});
@@ -258,6 +272,7 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
   if (k_load != "transposed" && k_load != "row-major")
     fail("--k-load must be transposed or row-major; got '{}'", std::string(k_load));
   p.k_transposed = k_load == "transposed";
+  p.exact_masked_v = exact_masked_v;
   check_attention_problem(p);
 
   const std::optional<DType> odt = parse_dtype(std::string(out_dtype));
@@ -320,7 +335,7 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
   std::string nonfinite;
   if (check) {
     nonfinite = nonfinite_inputs_note(
-        {{"Q", to_doubles(inputs.q)}, {"K", to_doubles(inputs.k)}, {"V", to_doubles(inputs.v)}});
+        p, {{"Q", to_doubles(inputs.q)}, {"K", to_doubles(inputs.k)}, {"V", to_doubles(inputs.v)}});
     if (!nonfinite.empty())
       llvm::outs() << "check: " << nonfinite << "\n";
     AttentionResult ref = reference(p, inputs);

@@ -118,6 +118,7 @@ TunedLaunch autotuned_launch(const AttentionProblem& p, const AttentionInputs& i
   options.causal = static_cast<attention::Causal>(p.causal);
   options.k_transposed = p.k_transposed;
   options.tf32 = p.tf32;
+  options.exact_masked_v = p.exact_masked_v;
   options.sm_scale = p.sm_scale;
   options.layout = p.bshd_layout ? "bshd" : "bhsd";
   return attention::tune_forward(TensorRef::contiguous(q.ptr(), p.dtype, shape(p.H, p.N_Q)),

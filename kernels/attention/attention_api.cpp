@@ -132,6 +132,7 @@ ValidatedAttention detail::validate_attention_args(const TensorRef& q, const Ten
   p.sm_scale = options.sm_scale;
   p.k_transposed = options.k_transposed;
   p.tf32 = options.tf32;
+  p.exact_masked_v = options.exact_masked_v;
 
   ValidatedAttention r;
   r.problem = p;

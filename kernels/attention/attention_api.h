@@ -58,8 +58,14 @@ struct AttentionOptions {
   bool k_transposed = true;
   // f32 inputs only: run both matrix products on tensor cores in tf32 (faster, ~1e-3 relative error).
   bool tf32 = false;
+  // Keys a row does not see contribute exactly nothing to it even when their V holds NaN or ±inf: the masked
+  // tiles (the causal diagonal) select them away instead of multiplying them by a probability of 0, which gives
+  // NaN. Off by default, as in PyTorch, FlashAttention and cuDNN: its code costs 7-18 % on every shape, finite
+  // inputs included (docs/guarantees.md, "V"). Applies to forward() and backward().
+  bool exact_masked_v = false;
   // A config to run instead of the autotuned/default one; it must agree with the problem (HEAD_DIM, EVEN_D,
-  // CAUSAL, K_TRANSPOSED, DTYPE, TF32): start from default_fa2_config(validated.problem) and change tiles.
+  // CAUSAL, K_TRANSPOSED, DTYPE, TF32, EXACT_MASKED_V): start from default_fa2_config(validated.problem) and
+  // change tiles.
   std::optional<Config> config;
   // The stream to launch on, as an opaque CUstream / cudaStream_t (not owned); nullptr: the legacy default
   // stream. Launches are asynchronous on it unless a temporary buffer is involved (see forward()).

@@ -49,6 +49,7 @@ Config with_attention_problem(Config c, const AttentionProblem& p) {
   c.set("K_TRANSPOSED", p.k_transposed ? 1 : 0);
   c.set("DTYPE", dtype_param(p.dtype, "attention"));
   c.set("TF32", p.tf32 ? 1 : 0);
+  c.set("EXACT_MASKED_V", p.exact_masked_v ? 1 : 0);
   return c;
 }
 
@@ -62,8 +63,9 @@ int64_t AttentionProblem::head_dim_tile() const {
 }
 
 std::string AttentionProblem::str() const {
-  return fmt::format("B{} H{} H_KV{} N_Q{} N_K{} D{} {}{} causal={} {} {}", B, H, H_KV, N_Q, N_K, D, dtype_name(dtype),
-                     tf32 ? "(tf32)" : "", causal, bshd_layout ? "bshd" : "bhsd", k_transposed ? "kT" : "k");
+  return fmt::format("B{} H{} H_KV{} N_Q{} N_K{} D{} {}{} causal={} {} {}{}", B, H, H_KV, N_Q, N_K, D,
+                     dtype_name(dtype), tf32 ? "(tf32)" : "", causal, bshd_layout ? "bshd" : "bhsd",
+                     k_transposed ? "kT" : "k", exact_masked_v ? " exact-masked-v" : "");
 }
 
 void check_attention_problem(const AttentionProblem& p) {
@@ -240,7 +242,7 @@ std::vector<Config> fa2_config_space(const AttentionProblem& p) {
 void check_attention_config(const AttentionProblem& p, const Config& config) {
   check_param_values("attention", attention_param_defs(), config);
   Config want = with_problem(config, p);
-  for (const char* name : {"HEAD_DIM", "EVEN_D", "CAUSAL", "K_TRANSPOSED", "DTYPE", "TF32"})
+  for (const char* name : {"HEAD_DIM", "EVEN_D", "CAUSAL", "K_TRANSPOSED", "DTYPE", "TF32", "EXACT_MASKED_V"})
     if (config.get(name) != want.get(name))
       fail("attention: config has {}={} but the problem ({}) needs {}={}", name, config.get(name), p.str(), name,
            want.get(name));

@@ -21,6 +21,7 @@ struct AttentionProblem {
   double sm_scale = 0;      // 0 → 1 / sqrt(D)
   bool k_transposed = true; // which K variant of the kernels to run (K_TRANSPOSED)
   bool tf32 = false;        // f32 only: tf32 dots
+  bool exact_masked_v = false; // EXACT_MASKED_V: hidden keys selected out of masked tiles' P·V
 
   double scale() const;
   int64_t head_dim_tile() const; // HEAD_DIM: the power of two >= max(D, 16)
@@ -83,7 +84,8 @@ AttentionResult reference_forward(const AttentionProblem& p, const AttentionTens
 // A query row that sees no key gets O = 0 and LSE = −inf.
 AttentionResult reference(const AttentionProblem& p, const AttentionInputs& in);
 
-// `c` with the problem-bound params of `p` applied (HEAD_DIM, EVEN_D, CAUSAL, K_TRANSPOSED, DTYPE, TF32).
+// `c` with the problem-bound params of `p` applied (HEAD_DIM, EVEN_D, CAUSAL, K_TRANSPOSED, DTYPE, TF32,
+// EXACT_MASKED_V).
 Config with_attention_problem(Config c, const AttentionProblem& p);
 // Configs whose problem-bound params (HEAD_DIM, EVEN_D, CAUSAL, K_TRANSPOSED, DTYPE, TF32) match `p`,
 // with GPU-sized tiles; tests shrink BLOCK_M/BLOCK_N for the interpreter.

@@ -19,6 +19,7 @@ AttentionTileParams attention_tile_params(const Config& config, const char* kern
   tp.k_transposed = config.get("K_TRANSPOSED") != 0;
   tp.dtype = dtype_from_param(config.get("DTYPE"), kernel);
   tp.tf32 = config.get("TF32") != 0;
+  tp.exact_masked_v = config.get("EXACT_MASKED_V") != 0;
   tp.causal = static_cast<CausalMode>(causal);
   if (tp.tf32 && tp.dtype != DType::f32)
     fail("{}: TF32=1 applies to f32 inputs (DTYPE=2), but DTYPE is {}", kernel, dtype_name(tp.dtype));
@@ -37,7 +38,10 @@ std::vector<ParamDef> attention_param_defs() {
           ParamDef::flag("K_TRANSPOSED", 1,
                          "1 reads K^T through a block pointer with order (0, 1); 0 transposes K tiles on chip"),
           ParamDef::choice("DTYPE", 0, "element type of Q, K, V, O: 0 f16, 1 bf16, 2 f32", 0, 2),
-          ParamDef::flag("TF32", 0, "f32 only: 1 multiplies in tf32 on tensor cores")};
+          ParamDef::flag("TF32", 0, "f32 only: 1 multiplies in tf32 on tensor cores"),
+          ParamDef::flag("EXACT_MASKED_V", 0,
+                         "1 selects the keys a row does not see out of masked tiles' P V, so that a NaN or inf in "
+                         "their V cannot reach it (each masked V tile is checked; slower, docs/guarantees.md)")};
 }
 
 BoundaryCheck AttentionTileParams::row_tile_check() const { return even_d ? BoundaryCheck{0} : BoundaryCheck{0, 1}; }

@@ -27,6 +27,9 @@ struct AttentionTileParams {
   bool k_transposed = true;
   DType dtype = DType::f16;
   bool tf32 = false;
+  // EXACT_MASKED_V: masked tiles select hidden keys out of P·V instead of multiplying their V by p = 0
+  // (attention_value_selection.h); 0 leaves the kernels' code exactly as without the option.
+  bool exact_masked_v = false;
 
   // (rows, HEAD_DIM) tiles of Q, O: rows checked against N_Q, D only when D < HEAD_DIM.
   BoundaryCheck row_tile_check() const;
@@ -37,7 +40,7 @@ struct AttentionTileParams {
 
 // Reads and checks the attention params of `config` (a kiln::Error naming `kernel` on a bad value).
 AttentionTileParams attention_tile_params(const Config& config, const char* kernel);
-// BLOCK_M, BLOCK_N, HEAD_DIM, EVEN_D, CAUSAL, K_TRANSPOSED, DTYPE, TF32 with their defaults.
+// BLOCK_M, BLOCK_N, HEAD_DIM, EVEN_D, CAUSAL, K_TRANSPOSED, DTYPE, TF32, EXACT_MASKED_V with their defaults.
 std::vector<ParamDef> attention_param_defs();
 
 // The kernel arguments FA1 and FA2 share, declared in their documented order (see fa2_fwd.h).

@@ -2,6 +2,7 @@
 
 #include "dsl/dsl.h"
 #include "kernels/attention/attention_tiles.h"
+#include "kernels/attention/attention_value_selection.h"
 
 namespace kiln {
 
@@ -42,6 +43,9 @@ Kernel build_fa1_fwd(const Config& config) {
     Value k = load(k_ptr, tp.k_tile_check(true)); // keys past N_K read as 0 and are masked below
     Value kt = tp.k_transposed ? k : trans(k);     // (HD, BN)
     Value v = load(v_ptr, tp.v_tile_check(true));  // (BN, HD)
+    // Every step below is masked: with EXACT_MASKED_V, a V tile holding NaN or ±inf is multiplied key by key,
+    // selecting the keys each row sees (attention_value_selection.h). Checked once here for all the Q tiles.
+    Value v_finite = tp.exact_masked_v ? values_are_finite(load_values_to_check(v_ptr, tp)) : Value();
     Value offs_n = start_n + arange(0, BN);        // (BN,) i32
     // Causal: query i sees key j iff j <= i (top-left) or j <= i + N_K - N_Q (bottom-right), so the
     // rows before start_n (or start_n - (N_K - N_Q)) see none of this tile.
@@ -66,7 +70,9 @@ Kernel build_fa1_fwd(const Config& config) {
       Value p = exp2(qk * qk_scale - m_shift.expand_dims(1)); // (BM, BN) f32
       Value alpha = exp2(m_i - m_shift);
       l_i = l_i * alpha + sum(p, 1);
-      acc = dot(tp.dtype == f32 ? p : p.to(tp.dtype), v, acc * alpha.expand_dims(1), tp.tf32);
+      acc = acc * alpha.expand_dims(1);
+      acc = tp.exact_masked_v ? accumulate_masked_values(a, bases, tp, offs_m, start_n, p, v, v_finite, acc)
+                              : dot(tp.dtype == f32 ? p : p.to(tp.dtype), v, acc, tp.tf32);
       store(m_head + offs_m, m_ij, in_rows);
       store(l_head + offs_m, l_i, in_rows);
       store(oacc_ptr, acc, BoundaryCheck{0});

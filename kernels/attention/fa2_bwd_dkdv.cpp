@@ -101,7 +101,12 @@ Kernel build_fa2_bwd_dkdv(const Config& config) {
       dv = dot(low(pT), dout, dv, tp.tf32);                                   // (BN, HD)
       Value dpT = dot(v, trans(dout), Value(), tp.tf32).named("dpT");         // (BN, BM) f32
       Value delta = load(delta_ptr, rows);                                    // (BM,) f32
-      Value dsT = (pT * (dpT - delta.expand_dims(0))).named("dsT");           // (BN, BM) f32
+      Value dsT = pT * (dpT - delta.expand_dims(0));                          // (BN, BM) f32
+      // With EXACT_MASKED_V, where P is 0 (hidden pairs, -inf scores) dS is 0 by selection:
+      // dP may be NaN or inf there (from V).
+      if (masked && tp.exact_masked_v)
+        dsT = where(pT == 0.0, 0.0, dsT);
+      dsT = dsT.named("dsT");
       dk = dot(low(dsT), q, dk, tp.tf32);                                     // (BN, HD)
       if (atomic_dq) {
         Value dq = dot(trans(low(dsT)), k, Value(), tp.tf32);                 // (BM, HD) f32, unscaled

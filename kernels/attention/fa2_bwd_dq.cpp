@@ -44,7 +44,12 @@ Kernel build_fa2_bwd_dq(const Config& config) {
       p = where(visible_keys(f, tp, offs_m, start_n + arange(0, BN)), p, 0.0);
     Value v = load(v_ptr, tp.v_tile_check(masked));                     // (BN, HD)
     Value dp = dot(dout, trans(v), Value(), tp.tf32).named("dp");       // (BM, BN) f32
-    Value ds = (p * (dp - delta_rows)).named("ds");                     // (BM, BN) f32
+    Value ds = p * (dp - delta_rows);                                   // (BM, BN) f32
+    // With EXACT_MASKED_V, where P is 0 (hidden keys, -inf scores) dS is 0 by selection:
+    // dP may be NaN or inf there (from V).
+    if (masked && tp.exact_masked_v)
+      ds = where(p == 0.0, 0.0, ds);
+    ds = ds.named("ds");
     dq = dot(dt == f32 ? ds : ds.to(dt), trans(kt), dq, tp.tf32);      // (BM, HD)
     k_ptr = advance_k(k_ptr, tp);
     v_ptr = advance(v_ptr, {BN, 0});

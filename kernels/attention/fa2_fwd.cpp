@@ -2,6 +2,7 @@
 
 #include "dsl/dsl.h"
 #include "kernels/attention/attention_tiles.h"
+#include "kernels/attention/attention_value_selection.h"
 #include "kernels/codegen_params.h"
 
 #include <algorithm>
@@ -36,6 +37,11 @@ Kernel build_fa2_fwd(const Config& config) {
   // One K/V tile: qk, the online-softmax update, acc += p v. `masked` tiles hide keys past N_K and,
   // when causal, keys above the diagonal; unmasked tiles skip that work entirely.
   auto attend = [&](const Value& start_n, bool masked) {
+    // With EXACT_MASKED_V, a masked tile's V is checked for NaN and ±inf first (attention_value_selection.h): a
+    // second read of the tile into registers and a block-wide reduction, done here, before Q Kᵀ, where few
+    // registers are live. Without it, the kernel's code is exactly what it is without the option.
+    const bool select = masked && tp.exact_masked_v;
+    Value v_finite = select ? values_are_finite(load_values_to_check(v_ptr, tp)) : Value();
     Value k = load(k_ptr, tp.k_tile_check(masked));
     Value kt = tp.k_transposed ? k : trans(k);           // (HD, BN)
     Value qk = dot(q, kt, Value(), tp.tf32).named("qk"); // (BM, BN) f32
@@ -52,7 +58,11 @@ Kernel build_fa2_fwd(const Config& config) {
     l_i = l_i * alpha + sum(p, 1);
     acc = acc * alpha.expand_dims(1);
     Value v = load(v_ptr, tp.v_tile_check(masked)); // (BN, HD)
-    acc = dot(tp.dtype == f32 ? p : p.to(tp.dtype), v, acc, tp.tf32);
+    // A masked tile's hidden keys have p = 0, and 0 · NaN = NaN: with EXACT_MASKED_V their V is selected away.
+    if (select)
+      acc = accumulate_masked_values(a, bases, tp, offs_m, start_n, p, v, v_finite, acc);
+    else
+      acc = dot(tp.dtype == f32 ? p : p.to(tp.dtype), v, acc, tp.tf32);
     m_i = m_ij;
     k_ptr = advance_k(k_ptr, tp);
     v_ptr = advance(v_ptr, {BN, 0});

@@ -34,6 +34,18 @@ TEST(GpuFa2BwdSmall, BothVariants) {
   check_bwd_case(c, default_bwd_configs(c.problem, /*atomic_dq=*/true), Executor::Gpu);
 }
 
+// EXACT_MASKED_V=1: a NaN in V at a key hidden from rows inside the tiles their programs visit does not reach their
+// dQ.
+TEST(GpuFa2BwdSmall, HiddenNanValueDoesNotReachTheRowsThatDoNotSeeIt) {
+  KILN_REQUIRE_GPU();
+  for (DType dt : {DType::f16, DType::bf16, DType::f32}) {
+    SCOPED_TRACE(dtype_name(dt));
+    check_bwd_hidden_nan_value(dt, [](const AttentionCase& c) { return default_bwd_configs(c.problem); }, Executor::Gpu);
+    check_bwd_hidden_nan_value(
+        dt, [](const AttentionCase& c) { return default_bwd_configs(c.problem, /*atomic_dq=*/true); }, Executor::Gpu);
+  }
+}
+
 // Longer sequences and the widest head, which the interpreter cannot afford.
 TEST(GpuFa2BwdLarge, LongSequencesAndD256) {
   KILN_REQUIRE_GPU();

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <tuple>
 
 namespace kiln::testing_support {
@@ -75,6 +76,34 @@ inline AttentionGrads check_bwd_case(const AttentionCase& c, const AttentionBwdC
                           << first << " (" << p.str() << ")";
   }
   return out;
+}
+
+// A NaN in every element of V at key 30, which top-left causal rows 0..29 do not see, inside the key tiles their
+// programs visit (70 rows and keys; any tiles of 32 and more, and the interpreter's 32 x 16): those rows' dQ stays
+// finite (their dS at key 30 is selected to 0, not P = 0 times a NaN dP), and every gradient matches the
+// reference, NaN where it is NaN (rows 30.. and, through them, every dK). The problem asks for EXACT_MASKED_V;
+// `configs` gives the tiles.
+inline void check_bwd_hidden_nan_value(DType dt, const std::function<AttentionBwdConfigs(const AttentionCase&)>& configs,
+                                       Executor executor = Executor::Interpreter) {
+  AttentionCase c = make_case(70, 70, 32, 1, dt);
+  c.problem.exact_masked_v = true;
+  const AttentionProblem& p = c.problem;
+  AttentionInputs in = make_inputs(p, 80, 1.0);
+  for (int64_t d = 0; d < p.D; ++d)
+    in.v.set(element_offset(attention_strides(p).v, 0, 0, 30, d), std::nan(""));
+  HostBuffer dout = make_dout(p, 81, 1.0);
+  AttentionBwdBuffers buffers = make_bwd_buffers(p, in, dout);
+  run_bwd(p, configs(c), buffers, executor);
+  const AttentionGrads out = gather_grads(p, buffers);
+  const AttentionGrads ref = reference_backward(p, logical_bwd_tensors(p, in, dout));
+  const size_t D = static_cast<size_t>(p.D);
+  for (size_t row = 0; row < 30; ++row)
+    for (size_t d = 0; d < D; ++d)
+      ASSERT_TRUE(std::isfinite(ref.dq[row * D + d]) && std::isfinite(out.dq[row * D + d]))
+          << "dQ[" << row << ", " << d << "] is " << out.dq[row * D + d] << ": row " << row << " does not see key 30";
+  const double tol = grad_tolerance(p.dtype, p.tf32, max_abs_lse(p, in));
+  for (const GradComparison& g : compare_grads(out, ref))
+    EXPECT_TRUE(g.result.ok(tol)) << g.name << ": " << g.result.str() << ", tolerance " << tol;
 }
 
 } // namespace kiln::testing_support

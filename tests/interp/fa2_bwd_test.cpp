@@ -40,6 +40,16 @@ TEST(Fa2BwdKernel, RowsAndKeysThatSeeNothingGetZeroGradients) {
   }
 }
 
+// EXACT_MASKED_V=1: a NaN in V at a key hidden from rows inside the tiles their programs visit does not reach their
+// dQ.
+TEST(Fa2BwdKernel, HiddenNanValueDoesNotReachTheRowsThatDoNotSeeIt) {
+  for (DType dt : {DType::f16, DType::bf16, DType::f32}) {
+    SCOPED_TRACE(dtype_name(dt));
+    check_bwd_hidden_nan_value(dt, [](const AttentionCase& c) { return interp_bwd_configs(c, false); });
+    check_bwd_hidden_nan_value(dt, [](const AttentionCase& c) { return interp_bwd_configs(c, true); });
+  }
+}
+
 // GQA: one dK/dV program sums over the group's query heads, in a loop (no atomics).
 TEST(Fa2BwdKernel, DkDvLoopsOverTheGroupsQueryHeads) {
   AttentionProblem p;

@@ -148,5 +148,32 @@ TEST_F(CliTest, CheckOnNonFiniteInputsSaysSo) {
   }
 }
 
+// A NaN in V at key 10, which causal rows 0..9 do not see, in the one key tile their program visits: by
+// default it reaches them (0 · NaN, as in FlashAttention) and the check, whose reference selects, fails and
+// says why;
+// --exact-masked-v selects, and the check passes.
+TEST_F(CliTest, HiddenNonFiniteValueFailsTheCheckUnlessExact) {
+  std::vector<double> qk(16 * 16, 0.5), v(16 * 16, 0.25);
+  v[10 * 16 + 3] = std::numeric_limits<double>::quiet_NaN();
+  for (auto [name, values] : {std::pair{"q.npy", &qk}, {"k.npy", &qk}, {"v.npy", &v}}) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path(name), ec);
+    ASSERT_FALSE(ec) << ec.message();
+    os << serialize_npy(DType::f32, {1, 1, 16, 16}, *values);
+  }
+  const std::vector<std::string> args = {"--q",         path("q.npy"), "--k",      path("k.npy"), "--v",
+                                         path("v.npy"), "--check",     "--causal", "top-left"};
+  ToolRun plain = kiln(attention(args));
+  EXPECT_NE(plain.rc, 0) << plain.out;
+  EXPECT_NE(plain.out.find("--exact-masked-v selects exactly"), std::string::npos) << plain.out;
+  std::vector<std::string> exact_args = args;
+  exact_args.push_back("--exact-masked-v");
+  ToolRun exact = kiln(attention(exact_args));
+  EXPECT_EQ(exact.rc, 0) << exact.out << exact.err;
+  EXPECT_NE(exact.out.find("exact-masked-v"), std::string::npos) << "the problem line names the mode\n"
+                                                                 << exact.out;
+  EXPECT_EQ(exact.out.find("--exact-masked-v selects exactly"), std::string::npos) << exact.out;
+}
+
 } // namespace
 } // namespace kiln

@@ -115,6 +115,20 @@ TEST(PerfModel, ScalarsFollowTheInterpretersRules) {
   EXPECT_DOUBLE_EQ(e.total.bytes_stored, (128 + 3 * 32) * 4.0);
 }
 
+// A branch on tensor data (a reduction of a loaded tile) is unknown before the kernel runs: the model takes the
+// then branch, the common case by the kernels' convention (FA2's masked tiles with EXACT_MASKED_V=1 branch on V
+// being finite).
+TEST(PerfModel, BranchOnTensorDataTakesTheThenBranch) {
+  KernelBuilder kb("data_branch");
+  Value in = kb.arg_ptr("in", f32), out = kb.arg_ptr("out", f32);
+  Value x = load(in + arange(0, 64)); // (64,) f32
+  if_(
+      max(x, 0) > 0.0f, [&] { store(out + arange(0, 128), full({128}, 1, f32)); },
+      [&] { store(out + arange(0, 64), x); });
+  CostEstimate e = estimate_cost(kb.finish(), {1, 1, 1}, {});
+  EXPECT_DOUBLE_EQ(e.total.bytes_stored, 128 * 4.0);
+}
+
 TEST(PerfModel, RooflinePicksTheSlowerResource) {
   CostEstimate e;
   e.programs = 1;
