@@ -99,7 +99,7 @@ int64_t floor_pow2(int64_t x) {
 // the run are first traded for register bits (widen_register_run; plan_layout_conversions records the
 // exchanges), as Triton converts an accumulator to a coalesced layout before storing it, without a trip
 // through shared memory. Pieces of under 4 bytes are not worth it.
-BlockStorePlan block_store_plan(const Kernel& k, const LoweringPlan& plan, const CodegenOptions& options,
+BlockAccessPlan block_store_plan(const Kernel& k, const LoweringPlan& plan, const CodegenOptions& options,
                                 const Op& op) {
   const Type& bt = k.type(op.operands[0]);
   const int eb = dtype_bytes(bt.elem);
@@ -115,6 +115,23 @@ BlockStorePlan block_store_plan(const Kernel& k, const LoweringPlan& plan, const
   return {run};
 }
 
+// A block load into registers reads each thread's run of consecutive registers along the block's contiguous
+// dim in 16-byte pieces, one ld.global each (the run-time check of stride, alignment and bounds stays, with an
+// element-by-element fallback). Shorter runs (the column pairs of an mma accumulator's row vectors) stay
+// element by element: the two paths per piece cost registers that the attention backward's tiles do not have
+// (fa2_bwd_dkdv at HEAD_DIM = 128 spilled on sm_80 with 8-byte pieces), for little gain.
+BlockAccessPlan block_load_plan(const Kernel& k, const LoweringPlan& plan, const CodegenOptions& options,
+                                const Op& op) {
+  const Type& bt = k.type(op.operands[0]);
+  const int eb = dtype_bytes(bt.elem);
+  if (!options.vectorize || bt.order.empty() || eb == 1 || eb > 8)
+    return {};
+  const int run = register_run(plan.layout.at(op.result()), bt.order[0], 16 / eb);
+  if (run * eb < 16)
+    return {};
+  return {run};
+}
+
 } // namespace
 
 void analyze_contiguity(const Kernel& k, const Target& target, const CodegenOptions& options,
@@ -123,7 +140,9 @@ void analyze_contiguity(const Kernel& k, const Target& target, const CodegenOpti
   walk(k.body, [&](const Op& o) { read.insert(o.operands.begin(), o.operands.end()); });
   walk(k.body, [&](const Op& op) {
     if (op.kind == OpKind::StoreBlock)
-      plan.block_stores[&op] = block_store_plan(k, plan, options, op);
+      plan.block_accesses[&op] = block_store_plan(k, plan, options, op);
+    if (op.kind == OpKind::LoadBlock && plan.where(op.result()) == Placement::Registers)
+      plan.block_accesses[&op] = block_load_plan(k, plan, options, op);
     if (op.kind != OpKind::Load && op.kind != OpKind::Store && op.kind != OpKind::AtomicAdd)
       return;
     AccessPlan a;

@@ -5,9 +5,10 @@
 // see (offsets loaded from memory, say). A multiple_of hint on the pointer tile (addresses a multiple of
 // that many bytes) drops the run-time alignment check. Also records which atomic adds nobody reads the old
 // values of: they lower to reductions (`red`), and on sm_90 f32 runs to vector reductions. And the pieces
-// each block store of a register tile is written in (LoweringPlan::block_stores): up to 16 bytes of a
-// thread's consecutive registers along the block's contiguous dim, after lane exchanges that widen the run
-// (which plan_layout_conversions then records as a conversion by register shuffles).
+// each block store of a register tile is written in, and each block load into registers read in
+// (LoweringPlan::block_accesses): up to 16 bytes of a thread's consecutive registers along the block's
+// contiguous dim; a store first exchanges lanes to widen the run (which plan_layout_conversions then records
+// as a conversion by register shuffles), a load reads its layout's runs as they are.
 #pragma once
 
 #include "codegen/codegen.h"

@@ -333,6 +333,24 @@ struct Assigner {
 
   std::vector<const Op*> loop_stack; // enclosing for ops, outermost first
 
+  // The layout the first register load of `shape` in `body` (nested regions included) will be given, if there
+  // is one: a loop-carried tile of that shape starts in it, so that a streaming loop (an f16 tile loaded with
+  // 8 elements a thread, f32 running state beside it, whose default would hold 4) needs no conversion in
+  // its body. Loads through pointer tiles that already have a layout follow their pointers, and are left out.
+  std::optional<Layout> loop_load_layout(const Region& body, const Shape& shape) const {
+    std::optional<Layout> found;
+    walk(body, [&](const Op& op) {
+      if (found || op.results.empty() || k.type(op.result()).shape != shape)
+        return;
+      const Type& t = k.type(op.result());
+      if (op.kind == OpKind::LoadBlock && !(feeds_only_dots(op.result()) && t.rank() == 2))
+        found = wanted_vector_layout(op.result()).value_or(default_layout(t.shape, t.elem, plan.num_warps));
+      else if (op.kind == OpKind::Load && !has_layout(op.operands[0]))
+        found = default_layout(t.shape, t.elem, plan.num_warps);
+    });
+    return found;
+  }
+
   void assign_loop(const Op& op) {
     loop_stack.push_back(&op);
     struct Pop {
@@ -355,7 +373,8 @@ struct Assigner {
         ValueId y = yield.operands[i];
         Layout l = pass > 0 && has_layout(y) ? plan.layout[y]
                    : has_layout(init)        ? plan.layout[init]
-                                             : default_layout(t.shape, t.elem, plan.num_warps);
+                                             : loop_load_layout(body, t.shape)
+                                                   .value_or(default_layout(t.shape, t.elem, plan.num_warps));
         if (pass > 0 && !has_layout(y) && has_layout(arg))
           l = plan.layout[arg];
         set_registers(arg, l);

@@ -111,9 +111,10 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                          a.vector > 1 ? fmt::format("{}-element vectors", a.vector) : "element by element",
                          a.aligned ? " (aligned by multiple_of)" : "",
                          a.reduce_only ? ", as red (old values unread)" : "");
-    } else if (auto it = plan.block_stores.find(&op); it != plan.block_stores.end()) {
+    } else if (auto it = plan.block_accesses.find(&op); it != plan.block_accesses.end()) {
       if (it->second.piece > 0)
-        s += fmt::format("//   block store at {}: {}-element pieces\n", op.loc.str(), it->second.piece);
+        s += fmt::format("//   block {} at {}: {}-element pieces\n", op.kind == OpKind::LoadBlock ? "load" : "store",
+                         op.loc.str(), it->second.piece);
     } else if (op.kind == OpKind::For) {
       auto it = plan.pipelined.find(&op);
       if (it == plan.pipelined.end())

@@ -162,10 +162,54 @@ void Emitter::emit_block_load(const Op& op) {
   std::string n = declare_regs(r, L);
   name_[r] = n;
   std::string pad = literal(padding_value(op.padding), bt.elem);
+  if (emit_vector_block_load(op, bp, bt, L, n, pad))
+    return;
   for_regs(L.num_regs());
   auto [ok, addr] = block_element(op, bp, bt, L);
   line("  {}[r] = ({}) ? {}.base[{}] : {};", n, ok, bp, addr, pad);
   line("}}");
+}
+
+// A block load into registers in the plan's pieces along the block's contiguous dim
+// (LoweringPlan::block_accesses): one ld.global per piece that is aligned and wholly inside the tensor, element
+// by element (with the padding outside) otherwise. Returns false (nothing emitted) when the plan reads the tile
+// element by element.
+bool Emitter::emit_vector_block_load(const Op& op, const std::string& bp, const Type& bt, const Layout& L,
+                                     const std::string& n, const std::string& pad) {
+  auto it = plan_.block_accesses.find(&op);
+  const int run = it == plan_.block_accesses.end() ? 0 : it->second.piece;
+  if (run == 0)
+    return false;
+  const int cdim = bt.order[0];
+  KILN_INTERNAL_CHECK(register_run(L, cdim, run) == run, "block load at {}: pieces of {} longer than the layout's runs",
+                      op.loc.str(), run);
+  const int bytes = run * dtype_bytes(bt.elem);
+  line("#pragma unroll");
+  line("for (int g = 0; g < {}; g += {}) {{", L.num_regs(), run);
+  std::string other_ok = "true", addr = "0";
+  for (int d = 0; d < bt.rank(); ++d) {
+    line("  const long long c{} = {}.off[{}] + {};", d, bp, d, coord(L, d, "g"));
+    if (d != cdim && op.checks_dim(d))
+      other_ok += " && " + in_bounds(fmt::format("c{}", d), bp, d);
+    addr += fmt::format(" + c{0} * {1}.stride[{0}]", d, bp);
+  }
+  const bool check_c = op.checks_dim(cdim);
+  std::string whole = check_c ? " && " + run_in_bounds(fmt::format("c{}", cdim), bp, cdim, run) : "";
+  line("  const {} * const kiln_p = {}.base + ({});", ctype(bt.elem), bp, addr);
+  line("  if ({}{} && {}.stride[{}] == 1 && reinterpret_cast<unsigned long long>(kiln_p) % {} == 0) {{", other_ok,
+       whole, bp, cdim, bytes);
+  line("    alignas(16) {} kiln_v[{}];", ctype(bt.elem), run);
+  line("    kiln::ld_global<{}>(kiln_p, kiln_v);", bytes);
+  line("    #pragma unroll");
+  line("    for (int i = 0; i < {}; ++i) {}[g + i] = kiln_v[i];", run, n);
+  line("  }} else {{");
+  line("    #pragma unroll");
+  line("    for (int i = 0; i < {}; ++i)", run);
+  line("      {}[g + i] = ({}{}) ? kiln_p[i * {}.stride[{}]] : {};", n, other_ok,
+       check_c ? " && " + in_bounds(fmt::format("c{} + i", cdim), bp, cdim) : "", bp, cdim, pad);
+  line("  }}");
+  line("}}");
+  return true;
 }
 
 void Emitter::emit_block_store(const Op& op) {
@@ -189,7 +233,7 @@ void Emitter::emit_block_store(const Op& op) {
 }
 
 // A register tile stored through a block pointer in the plan's pieces along the block's contiguous dim
-// (LoweringPlan::block_stores), after the plan's lane exchanges that widen the threads' runs, if any (a
+// (LoweringPlan::block_accesses), after the plan's lane exchanges that widen the threads' runs, if any (a
 // conversion by register shuffles: one shuffle per register pair and exchange). A piece that is misaligned
 // or crosses the boundary is stored element by element. Returns false (nothing emitted) when the plan stores
 // the tile element by element.
@@ -197,7 +241,7 @@ bool Emitter::emit_vector_block_store(const Op& op, const std::string& bp, const
                                       const std::string& x) {
   const DType elem = bt.elem;
   const int eb = dtype_bytes(elem);
-  const int run = plan_.block_stores.at(&op).piece;
+  const int run = plan_.block_accesses.at(&op).piece;
   if (run == 0)
     return false;
   const int cdim = bt.order[0];

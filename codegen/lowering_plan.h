@@ -37,10 +37,11 @@ struct AccessPlan {
   bool reduce_only = false; // an atomic add whose old values nothing reads: a reduction (red)
 };
 
-// A block-pointer store of a register tile: in pieces of `piece` consecutive elements along the block's
-// contiguous dim (one st.global each where the piece is aligned and inside the tensor, element by element
-// where not), or element by element throughout (piece 0). A piece may be a single 4- or 8-byte element.
-struct BlockStorePlan {
+// A block-pointer store of a register tile, or a block-pointer load into one: in pieces of `piece` consecutive
+// elements along the block's contiguous dim (one st.global / ld.global each where the piece is aligned and
+// inside the tensor, element by element where not), or element by element throughout (piece 0). A piece may
+// be a single 4- or 8-byte element.
+struct BlockAccessPlan {
   int piece = 0;
 };
 
@@ -156,9 +157,9 @@ struct LoweringPlan {
   // plan_persistent_grid: whether the program runs in a loop over program ids.
   PersistentGrid persistent;
   // analyze_contiguity: the width of every global access through pointer tensors, and the pieces block
-  // stores of register tiles are written in.
+  // stores of register tiles are written in and block loads into registers read in.
   std::map<const Op*, AccessPlan> accesses;
-  std::map<const Op*, BlockStorePlan> block_stores;
+  std::map<const Op*, BlockAccessPlan> block_accesses;
   // plan_layout_conversions: every conversion between the layout a value is in and the layout an op reads it
   // in, in the order the emitter performs them (a conversion already made in an enclosing scope is reused,
   // and appears once).

@@ -247,7 +247,7 @@ private:
     const ValueId v = op.operands[1];
     const Layout stored = access_layout(k_, plan_, op);
     read(v, stored);
-    if (plan_.block_stores.at(&op).piece == 0)
+    if (plan_.block_accesses.at(&op).piece == 0)
       return;
     const Type& block = k_.type(op.operands[0]);
     const int per_16_bytes = 16 / dtype_bytes(block.elem);

@@ -2,7 +2,7 @@
 // CUDA is written. A conversion is needed where an op reads a register tile in a layout (operand_layouts.h)
 // whose bases differ from the layout the tile is in; a reshape always goes through one (its result takes the
 // default layout of the new shape). Each is made through shared memory, with the scratch it needs. A block
-// store whose pieces (LoweringPlan::block_stores) need a longer register run than the stored layout has
+// store whose pieces (LoweringPlan::block_accesses) need a longer register run than the stored layout has
 // converts it by register shuffles instead (lane exchanges, widen_register_run).
 //
 // The walk follows the emitter's reading order and scopes: flexible values are followed into the layouts

@@ -41,7 +41,7 @@ TEST(LayoutConversions, Fa2ForwardConvertsOnlyItsOutputByRegisterShuffles) {
     EXPECT_TRUE(c.from.same_bases(p.plan.layout.at(c.value)));
     EXPECT_EQ(register_run(c.from, 1, 8), 2) << "column pairs";
     EXPECT_EQ(register_run(c.to, 1, 8), 8) << "8 f16 columns: 16 bytes";
-    EXPECT_EQ(p.plan.block_stores.at(c.user).piece, 8);
+    EXPECT_EQ(p.plan.block_accesses.at(c.user).piece, 8);
     EXPECT_EQ(c.swaps.size(), 2u);
     EXPECT_EQ(c.scratch_bytes, 0);
     EXPECT_EQ(c.from.str(), c.to.str()) << "one kind and shape: only the bases tell them apart";

@@ -26,11 +26,9 @@ struct Planned {
   LoweringPlan plan;
 };
 
-// Every pass generate_cuda runs before emission, in its order.
-inline Planned plan_for(const std::string& name, const std::map<std::string, int64_t>& overrides,
-                        const std::string& arch, const CodegenOptions& options = {}) {
-  const KernelDef& def = builtin_kernels().find(name);
-  Planned p{def.build(def.with_overrides(def.default_config(), overrides)), {}};
+// Every pass generate_cuda runs before emission, in its order, over `kernel`.
+inline Planned plan_kernel(Kernel kernel, const std::string& arch, const CodegenOptions& options = {}) {
+  Planned p{std::move(kernel), {}};
   const Target t = Target::parse(arch);
   p.plan = assign_layouts(p.kernel, t, options);
   plan_shared_memory(p.plan);
@@ -43,6 +41,13 @@ inline Planned plan_for(const std::string& name, const std::map<std::string, int
   plan_layout_conversions(p.kernel, p.plan);
   plan_scratch(p.kernel, p.plan);
   return p;
+}
+
+// A shipped kernel at its default config with `overrides`, planned as above.
+inline Planned plan_for(const std::string& name, const std::map<std::string, int64_t>& overrides,
+                        const std::string& arch, const CodegenOptions& options = {}) {
+  const KernelDef& def = builtin_kernels().find(name);
+  return plan_kernel(def.build(def.with_overrides(def.default_config(), overrides)), arch, options);
 }
 
 // The ops of `kind` in program order.
