@@ -135,6 +135,20 @@ void AddressAnalysis::exec(const Op& op) {
                          : operand(0).range;
     return;
   }
+  case OpKind::Scan: {
+    if (!is_int_value(op.operands[0]))
+      return;
+    // A prefix sum of k <= n values in [lo, hi] lies in [k lo, k hi], so between the bounds for k = 1 and n.
+    const Type& xt = k_.type(op.operands[0]);
+    const int64_t n = xt.shape[static_cast<size_t>(op.axis)];
+    result().range =
+        op.reduce == ReduceOp::Sum
+            ? hull(operand(0).range, interval_binary(BinaryOp::Mul, operand(0).range, Interval::exact(n), xt.elem))
+            : operand(0).range;
+    return;
+  }
+  case OpKind::Fma:
+    return; // float data
   case OpKind::ArgMax:
     result().range = Interval::of(0, k_.type(op.operands[0]).shape[static_cast<size_t>(op.axis)] - 1);
     return;

@@ -190,8 +190,12 @@ private:
                             static_cast<double>(a.shape[1]);
       return;
     }
+    case OpKind::Fma: // a multiply and an add an element
+      cost_.vector_flops += 2.0 * static_cast<double>(std::max<int64_t>(1, k_.type(res).numel()));
+      return;
     case OpKind::Reduce:
     case OpKind::ArgMax:
+    case OpKind::Scan:
       if (is_float(k_.type(op.operands[0]).elem))
         cost_.vector_flops += static_cast<double>(k_.type(op.operands[0]).numel());
       return;

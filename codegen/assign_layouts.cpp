@@ -136,7 +136,7 @@ struct Assigner {
           continue;
         const Shape& out = k.type(u->result()).shape;
         bool elementwise = u->kind == OpKind::Unary || u->kind == OpKind::Binary || u->kind == OpKind::Cast ||
-                           u->kind == OpKind::Where;
+                           u->kind == OpKind::Where || u->kind == OpKind::Fma;
         if (elementwise && out == shape) {
           todo.push_back(u->result());
           continue;
@@ -251,6 +251,7 @@ struct Assigner {
     case OpKind::Binary:
     case OpKind::Cast:
     case OpKind::Where:
+    case OpKind::Fma:
     case OpKind::AddPtr:
       if (all_flexible()) {
         plan.placement[r] = Placement::Flexible;

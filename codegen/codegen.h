@@ -81,6 +81,7 @@ public:
 
 // Throws TargetLimitError (naming the kernel, its config, what it needs and the arch's limit) before emitting
 // anything when `k` exceeds `target`'s limits.
-GeneratedKernel generate_cuda(const Kernel& k, const Target& target, const CodegenOptions& options = {});
+[[nodiscard]] GeneratedKernel generate_cuda(const Kernel& k, const Target& target,
+                                            const CodegenOptions& options = {});
 
 } // namespace kiln

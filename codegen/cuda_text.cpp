@@ -117,6 +117,12 @@ std::string unary_expr(UnaryOp u, const std::string& x0, DType t) {
   case UnaryOp::Cos:
     e = (f64 ? "cos(" : "cosf(") + x + ")";
     break;
+  case UnaryOp::Log1p:
+    e = (f64 ? "log1p(" : "log1pf(") + x + ")";
+    break;
+  case UnaryOp::Expm1:
+    e = (f64 ? "expm1(" : "expm1f(") + x + ")";
+    break;
   }
   return from_math(e, t);
 }
@@ -162,6 +168,12 @@ std::string binary_expr(BinaryOp b, const std::string& a0, const std::string& b0
     return "(" + a + " >= " + c + ")";
   }
   return "?";
+}
+
+std::string fma_expr(const std::string& a, const std::string& b, const std::string& c, DType t) {
+  if (t == DType::f64)
+    return "fma(" + a + ", " + b + ", " + c + ")";
+  return from_math("fmaf(" + as_math(a, t) + ", " + as_math(b, t) + ", " + as_math(c, t) + ")", t);
 }
 
 std::string reduce_combine(ReduceOp r, const std::string& a, const std::string& b, DType t) {

@@ -21,6 +21,8 @@ std::string from_math(const std::string& x, DType t);
 // The expression of one elementwise op on operand expressions.
 std::string unary_expr(UnaryOp u, const std::string& x0, DType t);
 std::string binary_expr(BinaryOp b, const std::string& a0, const std::string& b0, DType t);
+// fma(a, b, c) of float dtype `t`: one rounding in f32 (f16/bf16 widened, the result narrowed) or f64.
+std::string fma_expr(const std::string& a, const std::string& b, const std::string& c, DType t);
 // One Philox draw (codegen/prelude/kiln_philox.cuh) for integer `seed` and `offset`.
 std::string random_expr(RandomDist d, const std::string& seed, const std::string& offset);
 // The combining expression and the identity of a reduction.

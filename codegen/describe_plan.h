@@ -12,6 +12,6 @@ namespace kiln {
 // program order, with their DSL lines), the layouts used, the shared memory, and every layout conversion with
 // the DSL line that needs it and how it is made. Two different layouts print differently: where their
 // summaries agree, their bases are printed too.
-std::string describe_plan(const Kernel& k, const LoweringPlan& plan);
+[[nodiscard]] std::string describe_plan(const Kernel& k, const LoweringPlan& plan);
 
 } // namespace kiln

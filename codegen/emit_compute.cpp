@@ -27,6 +27,9 @@ void Emitter::emit_elementwise(const Op& op) {
   case OpKind::Where:
     e = fmt::format("({} ? {} : {})", ins[0], ins[1], ins[2]);
     break;
+  case OpKind::Fma:
+    e = fma_expr(ins[0], ins[1], ins[2], in_t);
+    break;
   case OpKind::Rand:
     need_helper("kiln::philox", std::string(philox_prelude_source()));
     e = random_expr(op.random, ins[0], ins[1]);

@@ -139,6 +139,7 @@ std::string Emitter::materialize(ValueId v, const Layout& want) {
   case OpKind::Binary:
   case OpKind::Cast:
   case OpKind::Where:
+  case OpKind::Fma:
   case OpKind::AddPtr: {
     std::vector<std::string> ins;
     for (ValueId x : op.operands)
@@ -155,6 +156,8 @@ std::string Emitter::materialize(ValueId v, const Layout& want) {
       e = fmt::format("kiln::cvt<{}>({})", ctype(t.elem), ins[0]);
     else if (op.kind == OpKind::Where)
       e = fmt::format("({} ? {} : {})", ins[0], ins[1], ins[2]);
+    else if (op.kind == OpKind::Fma)
+      e = fma_expr(ins[0], ins[1], ins[2], in_t);
     else
       e = fmt::format("({} + {})", ins[0], ins[1]);
     line("  {}[r] = {};", n, e);
@@ -199,6 +202,7 @@ void Emitter::emit_op(const Op& op) {
   case OpKind::Unary:
   case OpKind::Binary:
   case OpKind::Where:
+  case OpKind::Fma:
   case OpKind::Rand:
   case OpKind::AddPtr:
     return emit_elementwise(op);
@@ -218,6 +222,8 @@ void Emitter::emit_op(const Op& op) {
   case OpKind::Reduce:
   case OpKind::ArgMax:
     return emit_reduce(op);
+  case OpKind::Scan:
+    return emit_scan(op);
   case OpKind::Dot:
     return emit_dot(op);
   case OpKind::Load:
@@ -285,6 +291,9 @@ void Emitter::emit_scalar_op(const Op& op) {
     return;
   case OpKind::Where:
     line("{} {} = {} ? {} : {};", ty, n, s(0), s(1), s(2));
+    return;
+  case OpKind::Fma:
+    line("{} {} = {};", ty, n, fma_expr(s(0), s(1), s(2), t.elem));
     return;
   case OpKind::Rand:
     need_helper("kiln::philox", std::string(philox_prelude_source()));

@@ -9,7 +9,7 @@
 namespace kiln {
 
 // The __global__ function and the device helpers it needs, without the prelude.
-std::string emit_cuda(const Kernel& k, const LoweringPlan& plan, const Target& target,
+[[nodiscard]] std::string emit_cuda(const Kernel& k, const LoweringPlan& plan, const Target& target,
                       const CodegenOptions& options);
 
 } // namespace kiln

@@ -161,7 +161,7 @@ void Emitter::emit_block_load(const Op& op) {
   const Layout& L = layout_of(r);
   std::string n = declare_regs(r, L);
   name_[r] = n;
-  std::string pad = literal(padding_value(op.padding), bt.elem);
+  std::string pad = literal(op.padding.value, bt.elem);
   if (emit_vector_block_load(op, bp, bt, L, n, pad))
     return;
   for_regs(L.num_regs());
@@ -419,7 +419,7 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
     ok += " && " + in_bounds("gs", bp, sdim);
   if (check_c)
     ok += " && " + in_bounds("gc", bp, cdim);
-  std::string pad = literal(padding_value(op.padding), k_.type(op.result()).elem);
+  std::string pad = literal(op.padding.value, k_.type(op.result()).elem);
   line("  const {} v = ({}) ? {}.base[gs * {}.stride[{}] + gc * {}.stride[{}]] : {};", ty, ok, bp, bp, sdim,
        bp, cdim, pad);
   line("  *reinterpret_cast<{}*>(kiln_smem + {} + {} + (col % {}) * {}) = v;", ty, base,

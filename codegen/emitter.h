@@ -1,5 +1,5 @@
 // The CUDA emitter's state and its per-op-family printers (emit_cuda.cpp: values, layouts and dispatch;
-// emit_compute.cpp: elementwise ops, broadcasts, reductions; emit_dot.cpp: FMA, mma.sync and wgmma products;
+// emit_compute.cpp: elementwise ops, broadcasts, reductions; emit_scan.cpp: scans; emit_dot.cpp: FMA, mma.sync and wgmma products;
 // emit_memory.cpp: global loads, stores and atomics, shared-tile copies; emit_control.cpp: loops, pipelining,
 // ifs; emit_tma.cpp: TMA rings; emit_warp_specialized.cpp: the producer warpgroup and slot releases). Every decision it prints comes from the LoweringPlan: it reads operands in the layouts operand_layouts.h
 // gives, and each conversion that needs, and the scratch it uses, are the plan's. Internal to the code generator.
@@ -232,6 +232,7 @@ private:
   void emit_scalar_op(const Op& op);
   void emit_elementwise(const Op& op);
   void emit_reduce(const Op& op);
+  void emit_scan(const Op& op);
   void emit_dot(const Op& op);
   void emit_dot_mma(const Op& op, const std::string& d);
   void emit_dot_wgmma(const Op& op, const std::string& d);

@@ -117,6 +117,7 @@ private:
     case OpKind::Binary:
     case OpKind::Cast:
     case OpKind::Where:
+    case OpKind::Fma:
     case OpKind::AddPtr:
       for (ValueId x : def.operands)
         if (!is_scalar(x))
@@ -153,6 +154,7 @@ private:
     case OpKind::Unary:
     case OpKind::Binary:
     case OpKind::Where:
+    case OpKind::Fma:
     case OpKind::Rand:
     case OpKind::AddPtr:
       for (ValueId x : op.operands)
@@ -176,6 +178,8 @@ private:
     case OpKind::Reduce:
     case OpKind::ArgMax:
       return read(op.operands[0], reduce_input_layout(k_, plan_, op));
+    case OpKind::Scan: // staged in shared memory from its own layout (or the default), read back in the result's
+      return read(op.operands[0], register_or_default_layout(k_, plan_, op.operands[0]));
     case OpKind::Dot:
       return dot(op);
     case OpKind::Load:

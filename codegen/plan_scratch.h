@@ -2,7 +2,7 @@
 // kernel that needs more shared memory than its target has is refused up front. Scratch follows the tiles (at
 // LoweringPlan::tiles_bytes) and is reused by every op that needs it, one at a time (each use starts with a
 // barrier): conversions through shared memory (the sizes plan_layout_conversions recorded), reductions whose
-// warps combine their partial results, and FMA dots that stage register operands. It is sized as the largest
+// warps combine their partial results, scans (the whole tile), and FMA dots that stage register operands. It is sized as the largest
 // of them. Runs after plan_layout_conversions.
 #pragma once
 

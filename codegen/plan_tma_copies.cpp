@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <optional>
 #include <set>
 
@@ -127,7 +128,7 @@ std::string tile_problem(const Kernel& k, const Op& load, const SharedTile& t) {
   const Type& bp = k.type(load.operands[0]);
   if (load.padding != Padding::Zero)
     return fmt::format("TMA fills past the tensor with zeros; this load pads with {}",
-                       load.padding == Padding::NaN ? "NaN" : "-inf");
+                       std::isnan(load.padding.value) ? "NaN" : fmt::format("{}", load.padding.value));
   if (bp.shape.size() != 2)
     return fmt::format("the block is {}-D; TMA copies of 2-D blocks only so far", bp.shape.size());
   if (t.elem_bytes != 2 && t.elem_bytes != 4)

@@ -47,7 +47,8 @@ std::vector<const Op*> producer_slice(const Kernel& k, const LoweringPlan& plan,
     const Placement p = plan.where(v);
     const bool pure = def->kind == OpKind::Constant || def->kind == OpKind::ProgramId ||
                       def->kind == OpKind::NumPrograms || def->kind == OpKind::Unary || def->kind == OpKind::Binary ||
-                      def->kind == OpKind::Cast || def->kind == OpKind::Where || def->kind == OpKind::AddPtr ||
+                      def->kind == OpKind::Cast || def->kind == OpKind::Where || def->kind == OpKind::Fma ||
+                      def->kind == OpKind::AddPtr ||
                       def->kind == OpKind::MakeBlockPtr || def->kind == OpKind::Advance;
     if (!pure || (p != Placement::Scalar && p != Placement::BlockPtr)) {
       why = fmt::format("the loop's copies need %{} from {} at {}, which the producer cannot recompute (it reads "

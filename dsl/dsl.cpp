@@ -282,7 +282,20 @@ Value sigmoid(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Sigmoid,
 Value erf(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Erf, w); }
 Value sin(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Sin, w); }
 Value cos(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Cos, w); }
+Value log1p(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Log1p, w); }
+Value expm1(const Value& x, CallSite w) { return unary_op(x, UnaryOp::Expm1, w); }
 Value pow(const Operand& a, const Operand& b, CallSite where) { return binary(a, b, BinaryOp::Pow, where); }
+
+Value fma(const Operand& a, const Operand& b, const Operand& c, CallSite where) {
+  // a and b meet first (a literal takes the other's dtype); c then meets their product's type.
+  auto [x, y] = unify(a, b, "fma", where);
+  auto [xy, z] = unify(Operand(x, where), c, "fma", where);
+  x = broadcast_to(cast_to(x, xy.dtype(), where), xy.shape(), where);
+  y = broadcast_to(cast_to(y, xy.dtype(), where), xy.shape(), where);
+  auto op = new_op(OpKind::Fma, where);
+  op->operands = {x.id(), y.id(), z.id()};
+  return B(where).emit(std::move(op));
+}
 
 namespace {
 
@@ -376,6 +389,19 @@ Value min(const Value& x, int axis, bool keepdims, CallSite w) {
 Value argmax(const Value& x, int axis, bool keepdims, CallSite w) {
   return reduce(x, axis, keepdims, OpKind::ArgMax, ReduceOp::Max, w);
 }
+
+Value scan(const Value& x, int axis, ReduceOp combine, bool reverse, CallSite where) {
+  use(x, "scan", where);
+  auto op = new_op(OpKind::Scan, where);
+  op->reduce = combine;
+  op->axis = axis < 0 ? axis + x.rank() : axis;
+  op->reverse = reverse;
+  op->operands = {x.id()};
+  return B(where).emit(std::move(op));
+}
+Value cumsum(const Value& x, int axis, bool reverse, CallSite w) { return scan(x, axis, ReduceOp::Sum, reverse, w); }
+Value cummax(const Value& x, int axis, bool reverse, CallSite w) { return scan(x, axis, ReduceOp::Max, reverse, w); }
+Value cummin(const Value& x, int axis, bool reverse, CallSite w) { return scan(x, axis, ReduceOp::Min, reverse, w); }
 
 // ---- memory ----
 

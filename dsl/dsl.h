@@ -65,6 +65,13 @@ Value sigmoid(const Value& x, CallSite where = CallSite::current());
 Value erf(const Value& x, CallSite where = CallSite::current());
 Value sin(const Value& x, CallSite where = CallSite::current());
 Value cos(const Value& x, CallSite where = CallSite::current());
+// log(1 + x) and exp(x) - 1, accurate near x = 0 where log(1 + x) and exp(x) - 1 lose every digit (CUDA's
+// log1pf/expm1f); float operands only.
+Value log1p(const Value& x, CallSite where = CallSite::current());
+Value expm1(const Value& x, CallSite where = CallSite::current());
+// a * b + c elementwise with a single rounding (CUDA's fmaf / fma; f16/bf16 compute in f32 and round once more
+// to their dtype). Operands broadcast and promote like `+` (literals take the tiles' dtype); float only.
+Value fma(const Operand& a, const Operand& b, const Operand& c, CallSite where = CallSite::current());
 // Counter-based random numbers (Philox4x32-10, as Triton's rand/randn): an f32 tile of the offsets' shape,
 // element i a function of (seed, offsets[i]) only, so that the same seed and offsets give the same numbers in
 // the interpreter and on the GPU, in any program and any order. `seed` is an integer scalar (i32 or i64, a
@@ -94,6 +101,16 @@ Value max(const Value& x, int axis, bool keepdims = false, CallSite where = Call
 Value min(const Value& x, int axis, bool keepdims = false, CallSite where = CallSite::current());
 Value argmax(const Value& x, int axis, bool keepdims = false, CallSite where = CallSite::current());
 
+// ---- scans (Triton's tl.cumsum, tl.cummax, tl.associative_scan with one of the reductions' combines) ----
+// The inclusive prefix of `combine` along `axis` of a tile of rank 1 or more: out[.., i, ..] = x[.., 0, ..] op
+// x[.., 1, ..] op ... op x[.., i, ..]; with `reverse`, the suffix x[.., i, ..] op ... op x[.., n-1, ..]. The
+// result has x's shape and dtype. Float sums accumulate in double and round each prefix once in the interpreter
+// (the GPU accumulates in f32, f64 for f64); integer sums wrap; max/min ignore NaN as `max` does.
+Value scan(const Value& x, int axis, ReduceOp combine, bool reverse = false, CallSite where = CallSite::current());
+Value cumsum(const Value& x, int axis, bool reverse = false, CallSite where = CallSite::current());
+Value cummax(const Value& x, int axis, bool reverse = false, CallSite where = CallSite::current());
+Value cummin(const Value& x, int axis, bool reverse = false, CallSite where = CallSite::current());
+
 // ---- memory through tensors of pointers (`ptr + offsets` builds them) ----
 Value load(const Value& ptrs, const Value& mask, const Operand& other = 0, CallSite where = CallSite::current());
 void store(const Value& ptrs, const Value& value, const Value& mask, CallSite where = CallSite::current());
@@ -108,7 +125,8 @@ Value make_block_ptr(const Value& base, llvm::ArrayRef<Operand> shape, llvm::Arr
                      CallSite where = CallSite::current());
 Value advance(const Value& block_ptr, llvm::ArrayRef<Operand> deltas, CallSite where = CallSite::current());
 // Loads a block pointer's block (or, unmasked, a tensor of pointers). Dims in `boundary_check` are
-// checked against the tensor's shape and padded with `padding` outside it.
+// checked against the tensor's shape and padded with `padding` outside it: Padding::Zero, ::NaN, ::NegInf
+// or any number (load(bp, {1}, -1.0f)), rounded to the block's dtype; an integer block takes an integer.
 Value load(const Value& ptr, BoundaryCheck boundary_check = {}, Padding padding = Padding::Zero,
            CallSite where = CallSite::current());
 // Stores through a block pointer (or, unmasked, a tensor of pointers).

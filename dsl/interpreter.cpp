@@ -4,6 +4,7 @@
 // rounds it to the result dtype, exactly as the GPU path must.
 #include "dsl/interpreter.h"
 
+#include "dsl/reduce_eval.h"
 #include "dsl/scalar_eval.h"
 #include "support/env.h"
 
@@ -133,7 +134,6 @@ private:
   void exec_where(const Op& op);
   void exec_rand(const Op& op);
   void exec_dot(const Op& op);
-  void exec_reduce(const Op& op);
   void exec_load(const Op& op);
   void exec_store(const Op& op);
   void exec_atomic_add(const Op& op);
@@ -160,10 +160,21 @@ private:
 
 void Interpreter::bind(llvm::ArrayRef<InterpArg> args) {
   if (args.size() != k_.params.size()) {
-    std::string names;
-    for (const Param& p : k_.params)
-      names += (names.empty() ? "" : ", ") + p.name;
-    fail("kernel '{}' takes {} arguments ({}), got {}", k_.name, k_.params.size(), names, args.size());
+    // Which parameters go without an argument (by name, position from 1 and type), or how many are extra.
+    std::string names, which;
+    for (size_t n = 0; n < k_.params.size(); ++n) {
+      const Param& p = k_.params[n];
+      names += (n ? ", " : "") + p.name;
+      if (n >= args.size())
+        which += fmt::format("{}argument {} '{}' ({})", which.empty() ? "" : ", ", n + 1, p.name,
+                             type(p.value).str());
+    }
+    const size_t missing = k_.params.size() > args.size() ? k_.params.size() - args.size() : 0;
+    fail("kernel '{}' takes {} arguments ({}), got {}: {}", k_.name, k_.params.size(), names, args.size(),
+         missing == 0   ? fmt::format("{} too many (arguments are given in the parameters' order)",
+                                      args.size() - k_.params.size())
+         : missing == 1 ? which + " is missing"
+                        : which + " are missing");
   }
   for (size_t n = 0; n < args.size(); ++n) {
     const Param& p = k_.params[n];
@@ -255,7 +266,22 @@ void Interpreter::exec(const Op& op) {
     return exec_dot(op);
   case OpKind::Reduce:
   case OpKind::ArgMax:
-    return exec_reduce(op);
+  case OpKind::Scan: {
+    const Tile& x = val(op.operands[0]);
+    Tile& out = val(op.result());
+    (op.kind == OpKind::Scan ? scan_along_axis : reduce_along_axis)(op, type(op.operands[0]), x.f, x.i, out.f,
+                                                                     out.i);
+    return;
+  }
+  case OpKind::Fma: {
+    const DType t = type(op.result()).elem;
+    const Tile &a = val(op.operands[0]), &b = val(op.operands[1]), &c = val(op.operands[2]);
+    Tile& out = val(op.result());
+    out.f.resize(a.f.size());
+    for (size_t j = 0; j < a.f.size(); ++j)
+      out.f[j] = fma_element(a.f[j], b.f[j], c.f[j], t);
+    return;
+  }
   case OpKind::AddPtr: {
     const Tile &p = val(op.operands[0]), &off = val(op.operands[1]);
     Tile& out = val(op.result());
@@ -510,57 +536,6 @@ void Interpreter::exec_dot(const Op& op) {
   out.f.assign(dot_c_.begin(), dot_c_.end());
 }
 
-// Sum, max, min and argmax along op.axis. Float sums accumulate in double and round once; max/min
-// ignore NaN unless every element is NaN; argmax gives the first index of the maximum.
-void Interpreter::exec_reduce(const Op& op) {
-  const Type& xt = type(op.operands[0]);
-  const DType t = xt.elem;
-  const Tile& x = val(op.operands[0]);
-  Tile& out = val(op.result());
-  int64_t outer = 1, len = xt.shape[op.axis], inner = 1;
-  for (int d = 0; d < op.axis; ++d)
-    outer *= xt.shape[d];
-  for (int d = op.axis + 1; d < xt.rank(); ++d)
-    inner *= xt.shape[d];
-  const bool argmax = op.kind == OpKind::ArgMax;
-  const bool is_sum = !argmax && op.reduce == ReduceOp::Sum;
-  const bool is_min = !argmax && op.reduce == ReduceOp::Min;
-  const bool result_float = is_float(t) && !argmax;
-  (result_float ? (void)out.f.resize(outer * inner) : (void)out.i.resize(outer * inner));
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t in = 0; in < inner; ++in) {
-      const int64_t first = o * len * inner + in, r = o * inner + in;
-      if (is_float(t)) {
-        double best = x.f[first];
-        int64_t best_at = 0;
-        for (int64_t l = 1; l < len; ++l) {
-          double v = x.f[first + l * inner];
-          if (is_sum)
-            best += v;
-          else if (std::isnan(best) || (is_min ? v < best : v > best)) {
-            if (!std::isnan(v))
-              best = v, best_at = l;
-          }
-        }
-        if (argmax)
-          out.i[r] = best_at;
-        else
-          out.f[r] = round_to_float(best, t);
-      } else {
-        int64_t best = x.i[first];
-        uint64_t total = static_cast<uint64_t>(best);
-        int64_t best_at = 0;
-        for (int64_t l = 1; l < len; ++l) {
-          int64_t v = x.i[first + l * inner];
-          total += static_cast<uint64_t>(v);
-          if (is_min ? v < best : v > best)
-            best = v, best_at = l;
-        }
-        out.i[r] = argmax ? best_at : is_sum ? wrap_to_width(total, t) : best;
-      }
-    }
-}
-
 void Interpreter::out_of_bounds(const Op& op, const HostBuffer* b, int64_t index, const std::string& which,
                                 const std::string& hint) const {
   fail_at(
@@ -706,14 +681,15 @@ void Interpreter::exec_block_access(const Op& op) {
   if (is_load) {
     Tile& out = val(op.result());
     if (as_float) {
-      const double pad = padding_value(op.padding);
+      const double pad = round_to_float(op.padding.value, bt.elem);
       out.f.resize(n);
       for (int64_t j = 0; j < n; ++j)
         out.f[j] = positions_[j] < 0 ? pad : s.buffer->read_float(positions_[j]);
     } else {
+      const auto pad = static_cast<int64_t>(op.padding.value); // the verifier checked the dtype holds it
       out.i.resize(n);
       for (int64_t j = 0; j < n; ++j)
-        out.i[j] = positions_[j] < 0 ? 0 : s.buffer->read_int(positions_[j]);
+        out.i[j] = positions_[j] < 0 ? pad : s.buffer->read_int(positions_[j]);
     }
     return;
   }

@@ -31,9 +31,10 @@ struct InterpArg {
 // one element, scalar arithmetic, comparisons and casts, are implemented once in dsl/scalar_eval.h):
 // - every result is rounded to its dtype; dot accumulates in f32 (f64 for f64) in k order from acc,
 //   f32 operands through fmaf (or rounded to tf32 first when asked);
-// - max/min (elementwise maximum/minimum and the max/min reductions) ignore NaN unless every operand
+// - max/min (elementwise maximum/minimum, the max/min reductions and scans) ignore NaN unless every operand
 //   is NaN, like CUDA's fmaxf/fminf; argmax skips NaN too (index 0 when all are NaN);
-// - sums accumulate in double and round once to the result dtype;
+// - sums accumulate in double and round once to the result dtype (a scan rounds each prefix once;
+//   dsl/reduce_eval.h); fma rounds once (fmaf in f32, f16/bf16 then round to their dtype);
 // - float -> int truncates toward zero through i64 (saturating, NaN -> 0), then wraps to the width;
 //   anything -> i1 is `x != 0`; integer / and % truncate like C, and a zero divisor is an Error.
 void interpret(const Kernel& k, const Grid& grid, llvm::ArrayRef<InterpArg> args);

@@ -1,7 +1,7 @@
 #include "dsl/ir.h"
 
 #include <algorithm>
-#include <limits>
+#include <cmath>
 
 namespace kiln {
 
@@ -36,6 +36,8 @@ std::string_view op_name(OpKind k) {
     return "cast";
   case OpKind::Where:
     return "where";
+  case OpKind::Fma:
+    return "fma";
   case OpKind::Rand:
     return "rand";
   case OpKind::Dot:
@@ -44,6 +46,8 @@ std::string_view op_name(OpKind k) {
     return "reduce";
   case OpKind::ArgMax:
     return "argmax";
+  case OpKind::Scan:
+    return "scan";
   case OpKind::AddPtr:
     return "addptr";
   case OpKind::Load:
@@ -100,6 +104,10 @@ std::string_view unary_name(UnaryOp u) {
     return "sin";
   case UnaryOp::Cos:
     return "cos";
+  case UnaryOp::Log1p:
+    return "log1p";
+  case UnaryOp::Expm1:
+    return "expm1";
   }
   return "?";
 }
@@ -142,28 +150,20 @@ std::string_view binary_name(BinaryOp b) {
   return "?";
 }
 
-std::string_view padding_name(Padding p) {
-  switch (p) {
-  case Padding::Zero:
-    return "zero";
-  case Padding::NaN:
-    return "nan";
-  case Padding::NegInf:
-    return "neginf";
-  }
-  return "?";
+bool operator==(Padding a, Padding b) {
+  if (std::isnan(a.value) || std::isnan(b.value))
+    return std::isnan(a.value) && std::isnan(b.value);
+  return a.value == b.value && std::signbit(a.value) == std::signbit(b.value);
 }
 
-double padding_value(Padding p) {
-  switch (p) {
-  case Padding::Zero:
-    break;
-  case Padding::NaN:
-    return std::numeric_limits<double>::quiet_NaN();
-  case Padding::NegInf:
-    return -std::numeric_limits<double>::infinity();
-  }
-  return 0.0;
+std::string padding_name(Padding p) {
+  if (p == Padding::Zero)
+    return "zero";
+  if (p == Padding::NaN)
+    return "nan";
+  if (p == Padding::NegInf)
+    return "neginf";
+  return fmt::format("{}", p.value);
 }
 
 std::string_view reduce_name(ReduceOp r) {

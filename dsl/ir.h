@@ -9,6 +9,7 @@
 #include <llvm/ADT/SmallVector.h>
 
 #include <memory>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,10 +35,12 @@ enum class OpKind : uint8_t {
   Binary, // operands a, b (same shape); attrs: binary
   Cast,   // operand x; result dtype from the result type
   Where,  // operands cond (i1), a, b
+  Fma,    // operands a, b, c (one float type); a * b + c rounded once (fmaf)
   Rand,   // operands seed, offsets (integers, same shape); attrs: random; result f32 (Philox4x32-10)
   Dot,    // operands a (M,K), b (K,N), acc (M,N); attrs: tf32
   Reduce, // operand x; attrs: reduce, axis, keepdims
   ArgMax, // operand x; attrs: axis, keepdims; result i32
+  Scan,   // operand x; attrs: reduce (the combine), axis, reverse; inclusive prefix combine, x's type
   // Memory through tensors of pointers
   AddPtr,    // operands ptr, offsets (integer); result pointer tensor
   Load,      // operands ptrs, [mask, other]; attrs: has_mask
@@ -54,22 +57,33 @@ enum class OpKind : uint8_t {
   Yield, // terminator of for/if regions; operands: the yielded values
 };
 
-enum class UnaryOp : uint8_t { Neg, Not, Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Abs, Tanh, Sigmoid, Erf, Sin, Cos };
+enum class UnaryOp : uint8_t {
+  Neg, Not, Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Abs, Tanh, Sigmoid, Erf, Sin, Cos, Log1p, Expm1 };
 // Pow sits before And so that the comparisons stay last (is_comparison tests b >= Eq).
 enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Rem, Min, Max, Pow, And, Or, Eq, Ne, Lt, Le, Gt, Ge };
 enum class ReduceOp : uint8_t { Sum, Max, Min };
 // What rand/randn draw: uniform in [0, 1), or standard normal.
 enum class RandomDist : uint8_t { Uniform, Normal };
-// What a block-pointer load reads outside the tensor along its boundary-checked dims (NaN and NegInf: float
-// blocks only; NegInf suits the tail of a max-reduction).
-enum class Padding : uint8_t { Zero, NaN, NegInf };
+// What a block-pointer load reads outside the tensor along its boundary-checked dims: any value, rounded to
+// the block's dtype (a float block takes any float, NaN and infinities included; an integer block an integer
+// its dtype holds). Padding::NegInf suits the tail of a max-reduction. Converts from a number, so that
+// load(bp, {0}, -1.0f) pads with -1.
+struct Padding {
+  constexpr Padding(double v = 0.0) : value(v) {}
+  double value;
+  static const Padding Zero, NaN, NegInf;
+};
+inline constexpr Padding Padding::Zero{0.0};
+inline constexpr Padding Padding::NaN{std::numeric_limits<double>::quiet_NaN()};
+inline constexpr Padding Padding::NegInf{-std::numeric_limits<double>::infinity()};
+// The same padding: equal values, NaN equal to NaN, -0 not +0 (a load pads with the value's bits).
+bool operator==(Padding a, Padding b);
 
 std::string_view op_name(OpKind k);
 std::string_view unary_name(UnaryOp u);
 std::string_view binary_name(BinaryOp b);
 std::string_view reduce_name(ReduceOp r);
-std::string_view padding_name(Padding p); // as the printer writes it: zero, nan, neginf
-double padding_value(Padding p);          // 0, NaN or -inf
+std::string padding_name(Padding p); // as the printer writes it: zero, nan, neginf, or the value (-1.5, inf)
 inline bool is_comparison(BinaryOp b) { return b >= BinaryOp::Eq; }
 
 struct Op;
@@ -99,6 +113,7 @@ struct Op {
   bool keepdims = false;
   bool has_mask = false;
   bool tf32 = false;
+  bool reverse = false; // Scan: from the last element along the axis to the first
   UnaryOp unary = UnaryOp::Neg;
   BinaryOp binary = BinaryOp::Add;
   ReduceOp reduce = ReduceOp::Sum;

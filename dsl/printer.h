@@ -8,7 +8,7 @@
 
 namespace kiln {
 
-std::string print_kernel(const Kernel& k);
-std::string value_name(const Kernel& k, ValueId v); // "%acc12" or "%12"
+[[nodiscard]] std::string print_kernel(const Kernel& k);
+[[nodiscard]] std::string value_name(const Kernel& k, ValueId v); // "%acc12" or "%12"
 
 } // namespace kiln

@@ -265,11 +265,25 @@ template <typename Apply> decltype(auto) with_float_unary(UnaryOp op, DType t, A
       return apply([round](double x) { return round(std::sin(x)); });
     case UnaryOp::Cos:
       return apply([round](double x) { return round(std::cos(x)); });
+    case UnaryOp::Log1p:
+      return apply([round](double x) { return round(std::log1p(x)); });
+    case UnaryOp::Expm1:
+      return apply([round](double x) { return round(std::expm1(x)); });
     case UnaryOp::Not:
       break;
     }
     throw InternalError(fmt::format("{} on floats", unary_name(op)));
   });
+}
+
+// fma(a, b, c) of the float dtype `t`: a * b + c with one rounding in f32 (fmaf: f32, and f16/bf16, whose
+// operands are exact in f32 and whose f32 result then rounds to the dtype, as the generated code computes it)
+// or in f64. Not computed in double for f32: a double fma rounded to f32 may differ from fmaf in the last bit.
+inline double fma_element(double a, double b, double c, DType t) {
+  if (t == DType::f64)
+    return std::fma(a, b, c);
+  const float f = std::fma(static_cast<float>(a), static_cast<float>(b), static_cast<float>(c));
+  return round_to_float(static_cast<double>(f), t);
 }
 
 // One element of the rules above, for a caller that evaluates one scalar (the op chosen per call).

@@ -1,10 +1,13 @@
 #include "dsl/verifier.h"
 
+#include <cmath>
 #include <unordered_set>
 
 namespace kiln {
 
 namespace {
+
+std::string_view scan_name(ReduceOp r);
 
 struct Checker {
   const Op& op;
@@ -23,6 +26,7 @@ struct Checker {
     std::string what = fmt::format(f, std::forward<Args>(args)...);
     // Arithmetic and reductions are named as the user wrote them (exp, add, sum), not by op kind.
     std::string_view name = op.kind == OpKind::Reduce   ? reduce_name(op.reduce)
+                            : op.kind == OpKind::Scan   ? scan_name(op.reduce)
                             : op.kind == OpKind::Unary  ? unary_name(op.unary)
                             : op.kind == OpKind::Binary ? binary_name(op.binary)
                             : op.kind == OpKind::Rand && op.random == RandomDist::Normal ? std::string_view("randn")
@@ -49,6 +53,19 @@ struct Checker {
     return k.type(op.results[0]);
   }
 };
+
+// The DSL function that builds a scan with this combine.
+std::string_view scan_name(ReduceOp r) {
+  switch (r) {
+  case ReduceOp::Sum:
+    return "cumsum";
+  case ReduceOp::Max:
+    return "cummax";
+  case ReduceOp::Min:
+    return "cummin";
+  }
+  return "scan";
+}
 
 bool same_order_permutation(const llvm::SmallVector<int, 4>& order, int rank) {
   if (static_cast<int>(order.size()) != rank)
@@ -159,9 +176,12 @@ std::optional<Type> infer_memory(const Checker& c) {
     Type tile = Type::tensor(bp.elem, bp.shape);
     if (op.kind == OpKind::LoadBlock) {
       c.expect_operands(1);
-      if (op.padding != Padding::Zero && !is_float(bp.elem))
-        c.error("padding {} needs a floating-point block, got {}; integer blocks pad with zero",
-                op.padding == Padding::NaN ? "NaN" : "-inf", dtype_name(bp.elem));
+      const double pad = op.padding.value;
+      if (!is_float(bp.elem) && !int_dtype_holds(bp.elem, pad)) {
+        auto [lo, hi] = int_range(bp.elem);
+        c.error("padding {} needs a floating-point block, got {}; an integer block pads with an integer in its "
+                "range ([{}, {}])", std::isnan(pad) ? "NaN" : fmt::format("{}", pad), dtype_name(bp.elem), lo, hi);
+      }
       return tile;
     }
     c.expect_operands(2);
@@ -366,6 +386,8 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
     case UnaryOp::Erf:
     case UnaryOp::Sin:
     case UnaryOp::Cos:
+    case UnaryOp::Log1p:
+    case UnaryOp::Expm1:
       if (!is_float(t))
         c.error("takes a floating-point operand, got {}; convert it with .to(f32)", c.ty(0).str());
     }
@@ -404,6 +426,16 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
       c.error("condition shape {} differs from value shape {}", shape_str(c.ty(0).shape), shape_str(c.ty(1).shape));
     return c.ty(1);
   }
+  case OpKind::Fma: {
+    c.expect_operands(3);
+    for (int i : {0, 1, 2})
+      c.expect_tensor(i, i == 0 ? "a" : i == 1 ? "b" : "c");
+    if (c.ty(0) != c.ty(1) || c.ty(0) != c.ty(2))
+      c.error("operands differ: {}", c.operands_str());
+    if (!is_float(c.ty(0).elem))
+      c.error("takes floating-point operands, got {}; convert them with .to(f32)", c.ty(0).str());
+    return c.ty(0);
+  }
   case OpKind::Rand: {
     c.expect_operands(2);
     c.expect_tensor(0, "seed");
@@ -435,6 +467,19 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
     else
       s.erase(s.begin() + op.axis);
     return Type::tensor(op.kind == OpKind::ArgMax ? DType::i32 : x.elem, s);
+  }
+  case OpKind::Scan: {
+    c.expect_operands(1);
+    c.expect_tensor(0, "operand");
+    const Type& x = c.ty(0);
+    if (x.rank() == 0)
+      c.error("cannot scan a scalar ({}); scans take a tile of rank 1 or more", x.str());
+    if (op.axis < 0 || op.axis >= x.rank())
+      c.error("axis {} is out of range for {} (rank {}); valid axes are 0 to {} (or negative from the end)",
+              op.axis, x.str(), x.rank(), x.rank() - 1);
+    if (x.elem == DType::i1)
+      c.error("cannot scan booleans; convert with .to(i32)");
+    return x;
   }
   case OpKind::AddPtr:
   case OpKind::Load:

@@ -37,6 +37,7 @@ struct KernelArtifacts {
 // Throws kiln::Error for an arch kiln does not target (naming the ones it does), a config the arch cannot run
 // (TargetLimitError: shared memory beyond the arch's limit, ...), a missing NVRTC (naming every place
 // searched), or a compile error (the NVRTC log, offending lines quoted). Never touches the CUDA driver.
-KernelArtifacts compile_offline(const Kernel& k, const std::string& arch, const CodegenOptions& options = {});
+[[nodiscard]] KernelArtifacts compile_offline(const Kernel& k, const std::string& arch,
+                                              const CodegenOptions& options = {});
 
 } // namespace kiln

@@ -111,10 +111,13 @@ std::string tuning_key_text(const KernelDef& def, const SizeArgs& sizes, const C
   }
   const Config base = complete_base(def, base_in);
   const std::vector<std::string> varied = varied_params(space_of(def));
-  key += " |";
+  // The problem-fixed params after a bar, only where there are some: a key of sizes alone ends in no "|".
+  std::string fixed;
   for (const auto& [name, value] : base.params)
     if (std::find(varied.begin(), varied.end(), name) == varied.end())
-      key += fmt::format(" {}={}", name, value);
+      fixed += fmt::format("{}{}={}", fixed.empty() ? "" : " ", name, value);
+  if (!fixed.empty())
+    key += (key.empty() ? "| " : " | ") + fixed;
   return key;
 }
 

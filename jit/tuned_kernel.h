@@ -27,9 +27,9 @@ std::vector<std::string> varied_params(const std::vector<Config>& space);
 // def.config_space()'s varied params, num_warps and num_stages; {base} when the kernel has no space.
 std::vector<Config> tuning_candidates(const KernelDef& def, const Config& base);
 
-// "B=1 H=4 N_Q=1024 N_K=1024 | CAUSAL=0 DTYPE=0 ...": the kernel's tuning_key sizes through def.bucket,
-// then base's params that the space does not vary. A size name outside def.size_args, or a tuning_key size
-// missing from `sizes`, is a kiln::Error naming it and the valid names.
+// "B=1 H=4 N_Q=1024 N_K=1024 | CAUSAL=0 DTYPE=0 ...": the kernel's tuning_key sizes through def.bucket, then,
+// after a bar where there are any, base's params that the space does not vary. A size name outside
+// def.size_args, or a tuning_key size missing from `sizes`, is a kiln::Error naming it and the valid names.
 std::string tuning_key_text(const KernelDef& def, const SizeArgs& sizes, const Config& base);
 
 // What tells candidate `c` from the others in a progress line: its tile params (BLOCK_M as BM, BLOCK_N as

@@ -120,23 +120,23 @@ TEST(LayoutConversions, EmitterMakesExactlyThePlansConversions) {
   const Target target = Target::parse("sm_80");
   Planned p = plan_for("fa2_bwd_dq", {}, "sm_80");
   ASSERT_FALSE(conversions_by(p.plan, ConversionMethod::SharedMemory).empty());
-  EXPECT_NO_THROW(emit_cuda(p.kernel, p.plan, target, {}));
+  EXPECT_NO_THROW((void)emit_cuda(p.kernel, p.plan, target, {}));
 
   LoweringPlan missing = p.plan;
   missing.conversions.erase(missing.conversions.begin());
-  EXPECT_THROW(emit_cuda(p.kernel, missing, target, {}), InternalError);
+  EXPECT_THROW((void)emit_cuda(p.kernel, missing, target, {}), InternalError);
 
   LoweringPlan extra = p.plan;
   extra.conversions.push_back(extra.conversions.front());
-  EXPECT_THROW(emit_cuda(p.kernel, extra, target, {}), InternalError);
+  EXPECT_THROW((void)emit_cuda(p.kernel, extra, target, {}), InternalError);
 
   Planned fa2 = plan_for("fa2_fwd", {}, "sm_80"); // the shuffles that widen O's runs for its store
   fa2.plan.conversions.clear();
-  EXPECT_THROW(emit_cuda(fa2.kernel, fa2.plan, target, {}), InternalError);
+  EXPECT_THROW((void)emit_cuda(fa2.kernel, fa2.plan, target, {}), InternalError);
 
   LoweringPlan small = p.plan;
   small.scratch_bytes /= 2;
-  EXPECT_THROW(emit_cuda(p.kernel, small, target, {}), InternalError);
+  EXPECT_THROW((void)emit_cuda(p.kernel, small, target, {}), InternalError);
 }
 
 // `--stage lowered` prints every conversion from the plan with its DSL line and method; two layouts whose

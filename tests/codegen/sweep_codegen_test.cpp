@@ -60,7 +60,7 @@ namespace {
 // Whether `c` generates for `arch` (false: refused for the arch's limits).
 bool fits(const Config& c, const char* arch) {
   try {
-    generate_cuda(fa2_fwd_def().build(c), Target::parse(arch));
+    (void)generate_cuda(fa2_fwd_def().build(c), Target::parse(arch));
     return true;
   } catch (const TargetLimitError&) {
     return false;

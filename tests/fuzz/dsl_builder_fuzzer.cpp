@@ -269,7 +269,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int64_t programs = in.integer<int64_t>(1, 2);
   try {
     const Kernel k = build_program(in);
-    print_kernel(k);
+    (void)print_kernel(k);
     run_program(k, programs);
   } catch (const Error&) {
     // refused: a program kiln does not accept, or one that reads or writes outside x or y

@@ -45,6 +45,7 @@ Kernel every_op_kernel(unsigned* line_of_neg = nullptr) {
   store(out + arange(0, 32) + 32, m.reshape({32}));
   store(out + arange(0, 32) + 64, am_f);
   store(out + arange(0, 32) + 96, kiln::rand(n, arange(0, 32)));
+  store(out + arange(0, 32) + 128, cumsum(kiln::fma(am_f, am_f, 1.0f), 0, /*reverse=*/true));
   return kb.finish();
 }
 
@@ -97,6 +98,8 @@ TEST(Printer, OpAttributes) {
   EXPECT_TRUE(has(ir, "dot %")) << ir;
   EXPECT_TRUE(has(ir, "addptr %")) << ir;
   EXPECT_TRUE(has(ir, "rand uniform %")) << ir;
+  EXPECT_TRUE(std::regex_search(ir, m, std::regex(R"(fma %\d+, %\d+, %\d+ : tensor<32xf32>)"))) << ir;
+  EXPECT_TRUE(std::regex_search(ir, m, std::regex(R"(scan sum axis=0 reverse %\d+ : tensor<32xf32>)"))) << ir;
 }
 
 TEST(Printer, Tf32AndZeroPaddingAttributes) {

@@ -4,6 +4,7 @@
 #include "jit/tuned_kernel.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa2_fwd.h"
+#include "kernels/vector_add/vector_add.h"
 #include "temp_dir.h"
 #include "unit/fake_tuning.h"
 
@@ -49,6 +50,13 @@ TEST(TuningKey, SizesAreBucketedAndProblemFixedParamsAreInTheKey) {
   AttentionProblem bf = fa2_problem(1024, 1024);
   bf.dtype = DType::bf16;
   EXPECT_NE(key(bf), k1024) << "dtypes are part of the key";
+}
+
+// vector_add's space varies its only param (BLOCK): its key is the size alone, with no bar after it (keys used
+// to end in " |").
+TEST(TuningKey, NoBarWithoutProblemFixedParams) {
+  const std::string key = tuning_key_text(vector_add_def(), SizeArgs{{"n", 4096}}, Config());
+  EXPECT_EQ(key, "n=4096");
 }
 
 TEST(TuningKey, UnknownOrMissingSizeNamesAreErrors) {

@@ -1,0 +1,105 @@
+#include "dsl/reduce_eval.h"
+
+#include "dsl/scalar_eval.h"
+
+#include <cmath>
+
+namespace kiln {
+
+namespace {
+
+// Element l along the axis of line (o, in) is at o * len * inner + l * inner + in.
+struct AxisLines {
+  int64_t outer = 1, len = 1, inner = 1;
+  AxisLines(const Shape& s, int axis) : len(s[axis]) {
+    for (int d = 0; d < axis; ++d)
+      outer *= s[d];
+    for (size_t d = axis + 1; d < s.size(); ++d)
+      inner *= s[d];
+  }
+  template <typename Fn>
+  void each_line(Fn&& fn) const { // fn(first element, stride along the axis, line index)
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t in = 0; in < inner; ++in)
+        fn(o * len * inner + in, inner, o * inner + in);
+  }
+};
+
+// Whether a max/min keeps `v` over `acc`: a number beats NaN, NaN never wins, and ties keep the first.
+bool replaces(ReduceOp r, double acc, double v) {
+  return !std::isnan(v) && (std::isnan(acc) || (r == ReduceOp::Min ? v < acc : v > acc));
+}
+double combine_float(ReduceOp r, double acc, double v) {
+  return r == ReduceOp::Sum ? acc + v : replaces(r, acc, v) ? v : acc;
+}
+int64_t combine_int(ReduceOp r, int64_t acc, int64_t v, DType t) {
+  if (r == ReduceOp::Sum)
+    return wrap_to_width(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v), t);
+  return r == ReduceOp::Max ? std::max(acc, v) : std::min(acc, v);
+}
+
+} // namespace
+
+void reduce_along_axis(const Op& op, const Type& xt, const std::vector<double>& xf,
+                       const std::vector<int64_t>& xi, std::vector<double>& out_f,
+                       std::vector<int64_t>& out_i) {
+  const DType t = xt.elem;
+  const AxisLines lines(xt.shape, op.axis);
+  const bool argmax = op.kind == OpKind::ArgMax;
+  const ReduceOp r = argmax ? ReduceOp::Max : op.reduce;
+  const bool result_float = is_float(t) && !argmax;
+  const int64_t n = lines.outer * lines.inner;
+  (result_float ? (void)out_f.resize(n) : (void)out_i.resize(n));
+  lines.each_line([&](int64_t first, int64_t stride, int64_t line) {
+    int64_t best_at = 0;
+    if (is_float(t)) {
+      double acc = xf[first];
+      for (int64_t l = 1; l < lines.len; ++l) {
+        const double v = xf[first + l * stride];
+        if (argmax && replaces(ReduceOp::Max, acc, v))
+          best_at = l;
+        acc = combine_float(r, acc, v);
+      }
+      (argmax ? (void)(out_i[line] = best_at) : (void)(out_f[line] = round_to_float(acc, t)));
+      return;
+    }
+    int64_t acc = xi[first];
+    for (int64_t l = 1; l < lines.len; ++l) {
+      const int64_t v = xi[first + l * stride];
+      if (argmax && v > acc)
+        best_at = l;
+      acc = combine_int(r, acc, v, t);
+    }
+    out_i[line] = argmax ? best_at : acc;
+  });
+}
+
+void scan_along_axis(const Op& op, const Type& xt, const std::vector<double>& xf,
+                     const std::vector<int64_t>& xi, std::vector<double>& out_f,
+                     std::vector<int64_t>& out_i) {
+  const DType t = xt.elem;
+  const AxisLines lines(xt.shape, op.axis);
+  const int64_t n = xt.numel();
+  (is_float(t) ? (void)out_f.resize(n) : (void)out_i.resize(n));
+  lines.each_line([&](int64_t first, int64_t stride, int64_t) {
+    // Position q of the scan order is element l = q (or len - 1 - q reversed) along the axis.
+    auto at = [&](int64_t q) { return first + (op.reverse ? lines.len - 1 - q : q) * stride; };
+    if (is_float(t)) {
+      double acc = xf[at(0)];
+      out_f[at(0)] = acc;
+      for (int64_t q = 1; q < lines.len; ++q) {
+        acc = combine_float(op.reduce, acc, xf[at(q)]);
+        out_f[at(q)] = round_to_float(acc, t);
+      }
+      return;
+    }
+    int64_t acc = xi[at(0)];
+    out_i[at(0)] = acc;
+    for (int64_t q = 1; q < lines.len; ++q) {
+      acc = combine_int(op.reduce, acc, xi[at(q)], t);
+      out_i[at(q)] = acc;
+    }
+  });
+}
+
+} // namespace kiln
