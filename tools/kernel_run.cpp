@@ -96,30 +96,29 @@ std::vector<InputFile> read_input_files(const KernelDef& def, const std::vector<
   std::vector<InputFile> files;
   std::map<std::string, std::string> size_from; // which file gave each size
   for (const InputFile& f : named) {
-    for (const InputFile& g : files)
-      if (g.name == f.name)
-        fail("{} and {} both give '{}' ('{}' and '{}'); expected each buffer once", g.flag, f.flag, f.name, g.path,
-             f.path);
     auto dims = def.tensor_dims.find(f.name);
     InputFile in = f;
+    // Rank and sizes are checked from the header, before any data is read: a file that disagrees with --shape
+    // or with an earlier file is refused without reading it.
     in.array = read_npy(f.path, [&](const NpyArray& header) {
-      if (dims != def.tensor_dims.end() && header.shape.size() != dims->second.size())
+      if (dims == def.tensor_dims.end())
+        return;
+      if (header.shape.size() != dims->second.size())
         fail("'{}' ({}): shape {} has {} dims; expected {} ([{}])", f.path, f.flag, header.shape_str(),
              header.shape.size(), dims->second.size(), fmt::join(dims->second, ", "));
-    });
-    if (dims != def.tensor_dims.end())
       for (size_t d = 0; d < dims->second.size(); ++d) {
         const std::string& size = dims->second[d];
-        const int64_t v = in.array.shape[d];
+        const int64_t v = header.shape[d];
         auto [it, added] = sizes.emplace(size, v);
         if (added)
           size_from[size] = f.path;
         else if (it->second != v)
           fail("'{}' ({}) has {}={} (dim {} of shape {}), but {} {}={}; expected them to agree", f.path, f.flag,
-               size, v, d, in.array.shape_str(),
+               size, v, d, header.shape_str(),
                size_from.count(size) ? "'" + size_from[size] + "' has" : std::string("--shape/--set gives"), size,
                it->second);
       }
+    });
     files.push_back(std::move(in));
   }
   return files;
