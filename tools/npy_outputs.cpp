@@ -12,10 +12,9 @@
 namespace kiln::cli {
 
 std::string shape_text(const std::vector<int64_t>& s) {
-  std::string t = "(";
-  for (size_t i = 0; i < s.size(); ++i)
-    t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + (s.size() == 1 ? ",)" : ")");
+  NpyArray a; // NumPy's spelling, as the files' shapes are printed
+  a.shape = s;
+  return a.shape_str();
 }
 
 std::pair<OutputPath, std::string> output_npy(const std::string& flag, const std::string& path, DType dt,
