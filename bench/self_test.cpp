@@ -1,4 +1,3 @@
-#include "bench/user_kernels_bench.h"
 #include "bench/self_test.h"
 
 #include "bench/ablation_bench.h"
@@ -14,6 +13,7 @@
 #include "bench/memory_bench.h"
 #include "bench/model_bench.h"
 #include "bench/random_fill.h"
+#include "bench/user_kernels_bench.h"
 
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/compare.h"
