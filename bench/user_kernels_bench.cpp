@@ -20,7 +20,8 @@ struct UserProblem {
   double flops = 0, bytes = 0;
 };
 
-// Checks the launched config on the smaller problem, on the GPU, against the kernel's reference; fills r.check.
+// Checks the launched config on the smaller problem, on the GPU, against the kernel's reference; fills
+// r.check.
 bool check_on_smaller_problem(const UserProblem& p, const Config& config, uint64_t seed, CaseRecord& r) {
   std::map<std::string, int64_t> assignments = p.check_sizes;
   for (const auto& [name, v] : config.params)
@@ -60,7 +61,8 @@ BenchCase user_case(const UserProblem& p, const std::string& note) {
     const Session::Launch l = s.launch_for(p.def, config, k, problem.sizes, in.args, in.outputs, true, r);
     if (!check_on_smaller_problem(p, l.tuned ? l.tuned->config : config, s.options().seed, r))
       return;
-    s.time(r, [&](rt::Stream& stream) { l.kernel->launch(l.grid, in.args, stream); }, /*flush_l2=*/true);
+    s.time(
+        r, [&](rt::Stream& stream) { l.kernel->launch(l.grid, in.args, stream); }, /*flush_l2=*/true);
   };
   return c;
 }
@@ -72,22 +74,28 @@ std::vector<BenchCase> user_kernel_cases(const BenchOptions& options) {
   std::vector<BenchCase> cases;
   {
     const int64_t rows = q ? 4096 : 16384, cols = 4096;
-    UserProblem p{tutorial::layernorm_fwd_def(), {{"n_rows", rows}, {"n_cols", cols}},
-                  {{"BLOCK_N", 4096}, {"ROWS", 1}}, {{"n_rows", 67}, {"n_cols", 4000}}};
+    UserProblem p{tutorial::layernorm_fwd_def(),
+                  {{"n_rows", rows}, {"n_cols", cols}},
+                  {{"BLOCK_N", 4096}, {"ROWS", 1}},
+                  {{"n_rows", 67}, {"n_cols", 4000}}};
     p.bytes = 2.0 * 2.0 * double(rows) * double(cols); // x read, y written (weight and bias: 16 KB)
     cases.push_back(user_case(p, "tutorial 10"));
   }
   {
     const int64_t n = q ? 2048 : 4096;
-    UserProblem p{tutorial::matmul_bias_gelu_def(), {{"M", n}, {"N", n}, {"K", n}}, {}, {{"M", 300}, {"N", 260},
-                  {"K", 200}}};
+    UserProblem p{tutorial::matmul_bias_gelu_def(),
+                  {{"M", n}, {"N", n}, {"K", n}},
+                  {},
+                  {{"M", 300}, {"N", 260}, {"K", 200}}};
     p.flops = 2.0 * double(n) * double(n) * double(n);
     cases.push_back(user_case(p, "tutorial 11"));
   }
   {
     const int64_t rows = q ? 4096 : 16384, cols = 32768;
-    UserProblem p{tutorial::online_logsumexp_def(), {{"n_rows", rows}, {"n_cols", cols}},
-                  {{"BLOCK_N", 2048}, {"ROWS", 1}}, {{"n_rows", 5}, {"n_cols", 9000}}};
+    UserProblem p{tutorial::online_logsumexp_def(),
+                  {{"n_rows", rows}, {"n_cols", cols}},
+                  {{"BLOCK_N", 2048}, {"ROWS", 1}},
+                  {{"n_rows", 5}, {"n_cols", 9000}}};
     p.bytes = 2.0 * double(rows) * double(cols) + 4.0 * double(rows); // x read, one f32 a row written
     cases.push_back(user_case(p, "tutorial 12"));
   }

@@ -1,6 +1,7 @@
-// kiln_tutorial_tool: a user's tool (kiln::tool_main) over the tutorials' kernels (examples/kernels/), run as a
-// process by the `run` CLI tests (tests/unit/cli_run_test.cpp, tests/gpu/cli_gpu_test.cpp). Beside the three
-// kernels it registers two variants of the LayerNorm that a check must catch: one whose reference is wrong
+// kiln_tutorial_tool: a user's tool (kiln::tool_main) over the tutorials' kernels (examples/kernels/), run as
+// a process by the `run` CLI tests (tests/unit/cli_run_test.cpp, tests/gpu/cli_gpu_test.cpp). Beside the
+// three kernels it registers two variants of the LayerNorm that a check must catch: one whose reference is
+// wrong
 // (`run --check` must fail, exit 1 and write nothing) and one with no reference (`--check` must be refused).
 #include "examples/kernels/layernorm_fwd.h"
 #include "examples/kernels/matmul_bias_gelu.h"

@@ -32,15 +32,17 @@ int64_t numel_of(const std::vector<int64_t>& shape) {
   return n;
 }
 
-// A buffer for planned argument `a`: the file's values where one is given (checked against the declared shape,
-// or against what the kernel reaches), else random data where the kernel reads it, else NaN (0 for integers),
-// so that an element the kernel should write and did not fails a check. Elements past a file's are NaN too.
+// A buffer for planned argument `a`: the file's values where one is given (checked against the declared
+// shape, or against what the kernel reaches), else random data where the kernel reads it, else NaN (0 for
+// integers), so that an element the kernel should write and did not fails a check. Elements past a file's are
+// NaN too.
 RunBuffer make_buffer(const KernelDef& def, const PlannedArg& a, const SizeArgs& sizes, const InputFile* file,
                       uint64_t buffer_seed) {
   if (a.lo < 0)
-    fail("kernel '{}': buffer '{}' is reached {} elements before the address passed; a run passes each buffer "
-         "from its first element",
-         def.name, a.name, -a.lo);
+    fail(
+        "kernel '{}': buffer '{}' is reached {} elements before the address passed; a run passes each buffer "
+        "from its first element",
+        def.name, a.name, -a.lo);
   RunBuffer b;
   b.plan = a;
   const std::optional<std::vector<int64_t>> declared = declared_shape(def, a.name, sizes);
@@ -60,7 +62,8 @@ RunBuffer make_buffer(const KernelDef& def, const PlannedArg& a, const SizeArgs&
       fail("'{}' ({}): shape {} does not match the problem; expected {} ([{}])", file->path, file->flag,
            f.shape_str(), shape_text(*declared), fmt::join(def.tensor_dims.at(a.name), ", "));
     if (!declared && f.numel() > a.hi)
-      fail("'{}' ({}): {} elements, but kernel '{}' reaches only {} of '{}' for this problem; expected at most {}",
+      fail("'{}' ({}): {} elements, but kernel '{}' reaches only {} of '{}' for this problem; expected at "
+           "most {}",
            file->path, file->flag, f.numel(), def.name, a.hi, a.name, a.hi);
     for (int64_t i = 0; i < f.numel(); ++i) {
       const double v = f.values[static_cast<size_t>(i)];
@@ -113,10 +116,10 @@ std::vector<InputFile> read_input_files(const KernelDef& def, const std::vector<
         if (added)
           size_from[size] = f.path;
         else if (it->second != v)
-          fail("'{}' ({}) has {}={} (dim {} of shape {}), but {} {}={}; expected them to agree", f.path, f.flag,
-               size, v, d, header.shape_str(),
-               size_from.count(size) ? "'" + size_from[size] + "' has" : std::string("--shape/--set gives"), size,
-               it->second);
+          fail("'{}' ({}) has {}={} (dim {} of shape {}), but {} {}={}; expected them to agree", f.path,
+               f.flag, size, v, d, header.shape_str(),
+               size_from.count(size) ? "'" + size_from[size] + "' has" : std::string("--shape/--set gives"),
+               size, it->second);
       }
     });
     files.push_back(std::move(in));
@@ -190,14 +193,14 @@ void execute_kernel_run(KernelRun& run, Executor executor) {
       args.push_back(InterpArg::ptr(run.buffers[next_buffer++].host));
     else
       args.push_back(a.kind == PlannedArg::Kind::Int ? InterpArg::of_int(static_cast<int64_t>(a.value))
-                                                      : InterpArg::of_float(a.value));
+                                                     : InterpArg::of_float(a.value));
   }
   execute(executor, def.build(run.problem.config), def.grid(run.problem.config, run.problem.sizes), args);
 }
 
 std::string OutputCheck::str() const {
-  return fmt::format("{}: max abs error {:.3e}, {} (tolerance {:.1e}) {}", name, max_abs_error, comparison.str(),
-                     tolerance, ok() ? "ok" : "FAIL");
+  return fmt::format("{}: max abs error {:.3e}, {} (tolerance {:.1e}) {}", name, max_abs_error,
+                     comparison.str(), tolerance, ok() ? "ok" : "FAIL");
 }
 
 void require_reference(const KernelDef& def) {

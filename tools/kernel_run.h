@@ -1,8 +1,8 @@
 // One run of any registered kernel on host data, as `run` makes it (tools/run_command.cpp) and as tests and
-// the tutorials' programs make it without a process: the buffers the user gave as .npy files, random data laid
-// out by the launch plan (analysis/launch_plan.h) for the others it reads, NaN in those it only writes; the
-// run in the interpreter or on the GPU; and each output compared with the kernel's registered double-precision
-// reference (KernelDef::reference, dsl/kernel_reference.h).
+// the tutorials' programs make it without a process: the buffers the user gave as .npy files, random data
+// laid out by the launch plan (analysis/launch_plan.h) for the others it reads, NaN in those it only writes;
+// the run in the interpreter or on the GPU; and each output compared with the kernel's registered
+// double-precision reference (KernelDef::reference, dsl/kernel_reference.h).
 #pragma once
 
 #include "kernels/compare.h"
@@ -36,7 +36,7 @@ struct RunBuffer {
   PlannedArg plan;
   HostBuffer host;
   std::vector<int64_t> shape;
-  std::string source; // the file, "random (seed 3)" or "unset: written by the kernel"
+  std::string source;                        // the file, "random (seed 3)" or "unset: written by the kernel"
   std::vector<double> tensor_values() const; // the first numel(shape) elements
 };
 

@@ -2,8 +2,8 @@
 // buffers not given, laid out by its launch plan (analysis/launch_plan.h), in the interpreter or on the GPU;
 // with --check, its outputs compared with the double-precision reference its author registered
 // (KernelDef::reference, dsl/kernel_reference.h). Sizes --shape leaves out are read off the files of tensors
-// whose dims the kernel declares (KernelDef::tensor_dims). Outputs (--out NAME=FILE) are written only after the
-// run and the check succeeded, as one set (tools/npy_outputs.h); their paths are checked before any work.
+// whose dims the kernel declares (KernelDef::tensor_dims). Outputs (--out NAME=FILE) are written only after
+// the run and the check succeeded, as one set (tools/npy_outputs.h); their paths are checked before any work.
 #include "support/error.h"
 #include "tools/cli.h"
 #include "tools/decimal_flag.h"
@@ -67,14 +67,16 @@ ArgValues parse_scalars(const std::vector<std::string>& items) {
       auto [name, value] = part.trim().split('=');
       double v = 0;
       if (name.empty() || !part.contains('=') || value.trim().getAsDouble(v))
-        fail("--scalar expects NAME=VALUE with a number VALUE (e.g. --scalar eps=1e-5), got '{}'", part.str());
+        fail("--scalar expects NAME=VALUE with a number VALUE (e.g. --scalar eps=1e-5), got '{}'",
+             part.str());
       out[name.trim().str()] = v;
     }
   }
   return out;
 }
 
-// The dtype a buffer's .npy file is written in: its own where NumPy has it, else f32 (bf16) or f64 (integers).
+// The dtype a buffer's .npy file is written in: its own where NumPy has it, else f32 (bf16) or f64
+// (integers).
 DType file_dtype(DType t) {
   if (t == DType::f16 || t == DType::f32 || t == DType::f64)
     return t;
@@ -102,14 +104,15 @@ int run_kernel(const KernelRegistry& kernels) {
   KernelRun run = prepare_kernel_run(def, assignments, parse_scalars(scalars), files, seed);
   for (const InputFile& f : outs)
     if (const RunBuffer* b = run.buffer(f.name); !b || !b->plan.written)
-      fail("{}: kernel '{}' does not write a buffer '{}'; the buffers it writes are {}", f.flag, def.name, f.name,
-           run.written_names());
+      fail("{}: kernel '{}' does not write a buffer '{}'; the buffers it writes are {}", f.flag, def.name,
+           f.name, run.written_names());
 
   llvm::outs() << fmt::format("{} {} on {} ({})\n", def.name, run.problem.sizes_text(),
-                              executor == Executor::Gpu ? "the GPU" : "the interpreter", run.problem.config.str());
+                              executor == Executor::Gpu ? "the GPU" : "the interpreter",
+                              run.problem.config.str());
   for (const RunBuffer& b : run.buffers)
-    llvm::outs() << fmt::format("  {:<12} {} {}: {}\n", b.plan.name, dtype_name(b.plan.dtype), shape_text(b.shape),
-                                b.source);
+    llvm::outs() << fmt::format("  {:<12} {} {}: {}\n", b.plan.name, dtype_name(b.plan.dtype),
+                                shape_text(b.shape), b.source);
   execute_kernel_run(run, executor);
 
   bool ok = true;

@@ -49,8 +49,8 @@ ReferenceOutputs layernorm_fwd_reference(const ReferenceInputs& in) {
       var += (row[c] - mean) * (row[c] - mean);
     const double rstd = 1.0 / std::sqrt(var / static_cast<double>(cols) + eps);
     for (int64_t c = 0; c < cols; ++c)
-      y[static_cast<size_t>(r * cols + c)] = (row[c] - mean) * rstd * w[static_cast<size_t>(c)] +
-                                             b[static_cast<size_t>(c)];
+      y[static_cast<size_t>(r * cols + c)] =
+          (row[c] - mean) * rstd * w[static_cast<size_t>(c)] + b[static_cast<size_t>(c)];
   }
   return {{"y", y}};
 }
@@ -58,7 +58,8 @@ ReferenceOutputs layernorm_fwd_reference(const ReferenceInputs& in) {
 KernelDef layernorm_fwd_def() {
   KernelDef d;
   d.name = "layernorm_fwd";
-  d.summary = "row-wise LayerNorm forward of an [n_rows, n_cols] f16 matrix (f32 statistics), ROWS rows a program";
+  d.summary =
+      "row-wise LayerNorm forward of an [n_rows, n_cols] f16 matrix (f32 statistics), ROWS rows a program";
   d.params = {ParamDef::power_of_two("ROWS", 1, "rows a program normalises", 1, 16),
               ParamDef::power_of_two("BLOCK_N", 1024, "row tile: a power of two >= n_cols", 16, 16384)};
   d.default_num_warps = 4;
@@ -69,7 +70,8 @@ KernelDef layernorm_fwd_def() {
   d.bucket = [](const std::string&, int64_t v) { return next_pow2(v); };
   d.grid = [](const Config& c, const SizeArgs& s) {
     if (c.get("BLOCK_N") < s.at("n_cols"))
-      fail("layernorm_fwd: BLOCK_N={} is smaller than n_cols={}; give --set BLOCK_N=<a power of two >= n_cols>",
+      fail("layernorm_fwd: BLOCK_N={} is smaller than n_cols={}; give --set BLOCK_N=<a power of two >= "
+           "n_cols>",
            c.get("BLOCK_N"), s.at("n_cols"));
     return Grid{(s.at("n_rows") + c.get("ROWS") - 1) / c.get("ROWS"), 1, 1};
   };
@@ -88,10 +90,8 @@ KernelDef layernorm_fwd_def() {
         }
     return space;
   };
-  d.tensor_dims = {{"x", {"n_rows", "n_cols"}},
-                   {"weight", {"n_cols"}},
-                   {"bias", {"n_cols"}},
-                   {"y", {"n_rows", "n_cols"}}};
+  d.tensor_dims = {
+      {"x", {"n_rows", "n_cols"}}, {"weight", {"n_cols"}}, {"bias", {"n_cols"}}, {"y", {"n_rows", "n_cols"}}};
   d.reference = layernorm_fwd_reference;
   return d;
 }

@@ -1,6 +1,6 @@
-// Tutorial 10's kernel (docs/tutorials/10_layernorm.md): a row-wise LayerNorm forward over an [n_rows, n_cols]
-// f16 matrix, f32 statistics, registered with its tensor shapes and a double-precision reference so that a
-// user's tool runs and checks it (`run layernorm_fwd --check`).
+// Tutorial 10's kernel (docs/tutorials/10_layernorm.md): a row-wise LayerNorm forward over an [n_rows,
+// n_cols] f16 matrix, f32 statistics, registered with its tensor shapes and a double-precision reference so
+// that a user's tool runs and checks it (`run layernorm_fwd --check`).
 #pragma once
 
 #include <kiln/kiln.h>

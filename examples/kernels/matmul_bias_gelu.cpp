@@ -8,7 +8,8 @@ namespace tutorial {
 
 // One (BLOCK_M, BLOCK_N) tile of C a program, tiles visited in groups of GROUP_M rows (L2 reuse of B).
 Kernel build_matmul_bias_gelu(const Config& c) {
-  const int64_t BM = c.get("BLOCK_M"), BN = c.get("BLOCK_N"), BK = c.get("BLOCK_K"), GROUP_M = c.get("GROUP_M");
+  const int64_t BM = c.get("BLOCK_M"), BN = c.get("BLOCK_N"), BK = c.get("BLOCK_K"),
+                GROUP_M = c.get("GROUP_M");
   KernelBuilder kb("matmul_bias_gelu", c);
   Value A = kb.arg_ptr("A", f16), B = kb.arg_ptr("B", f16), bias = kb.arg_ptr("bias", f16);
   Value C = kb.arg_ptr("C", f16);
@@ -36,9 +37,9 @@ Kernel build_matmul_bias_gelu(const Config& c) {
   });
 
   // The epilogue, on the accumulator in registers: + bias, then GELU, then one rounding to f16.
-  Value cols = pid_n * BN + arange(0, BN);                     // (BN,) i32
-  Value bias_row = load(bias + cols, cols < N, 0.0f).to(f32);  // (BN,) f32
-  Value z = acc + expand_dims(bias_row, 0);                    // (BM, BN) f32
+  Value cols = pid_n * BN + arange(0, BN);                       // (BN,) i32
+  Value bias_row = load(bias + cols, cols < N, 0.0f).to(f32);    // (BN,) f32
+  Value z = acc + expand_dims(bias_row, 0);                      // (BM, BN) f32
   Value gelu = 0.5f * z * (1.0f + erf(z * 0.7071067811865476f)); // (BM, BN) f32
   Value c_ptr = make_block_ptr(C, {M, N}, {stride_cm, stride_cn}, {pid_m * BM, pid_n * BN}, {BM, BN}, {1, 0});
   store(c_ptr, gelu.to(f16), BoundaryCheck{0, 1});
@@ -91,9 +92,10 @@ KernelDef matmul_bias_gelu_def() {
       int warps, stages;
     };
     // Triton tutorial 03's candidates, plus the deeper rings kiln's own matmul tunes on sm_90a.
-    const Tile tiles[] = {{128, 256, 64, 8, 3}, {64, 256, 32, 4, 4}, {128, 128, 32, 4, 4}, {128, 64, 32, 4, 4},
-                          {64, 128, 32, 4, 4},  {128, 128, 64, 8, 3}, {256, 128, 64, 8, 3}, {128, 256, 64, 8, 4},
-                          {128, 128, 64, 8, 4}, {128, 128, 64, 4, 4}};
+    const Tile tiles[] = {{128, 256, 64, 8, 3}, {64, 256, 32, 4, 4},  {128, 128, 32, 4, 4},
+                          {128, 64, 32, 4, 4},  {64, 128, 32, 4, 4},  {128, 128, 64, 8, 3},
+                          {256, 128, 64, 8, 3}, {128, 256, 64, 8, 4}, {128, 128, 64, 8, 4},
+                          {128, 128, 64, 4, 4}};
     std::vector<Config> space;
     for (const Tile& t : tiles) {
       Config c = matmul_bias_gelu_def().default_config();

@@ -8,8 +8,9 @@ using namespace kiln;
 
 namespace tutorial {
 
-// ROWS rows a program; each row streamed in BLOCK_N chunks. After a chunk, m is the row's maximum so far and s
-// the sum of exp(x - m) so far: a new maximum rescales s by exp(m_old - m_new), as FlashAttention's softmax does.
+// ROWS rows a program; each row streamed in BLOCK_N chunks. After a chunk, m is the row's maximum so far and
+// s the sum of exp(x - m) so far: a new maximum rescales s by exp(m_old - m_new), as FlashAttention's softmax
+// does.
 Kernel build_online_logsumexp(const Config& c) {
   const int64_t ROWS = c.get("ROWS"), BLOCK_N = c.get("BLOCK_N");
   constexpr double kLog2e = 1.4426950408889634, kLn2 = 0.6931471805599453;
@@ -17,20 +18,20 @@ Kernel build_online_logsumexp(const Config& c) {
   Value x = kb.arg_ptr("x", f16), out = kb.arg_ptr("out", f32);
   Value n_rows = kb.arg("n_rows", i32), n_cols = kb.arg("n_cols", i32);
 
-  Value rows = program_id(0) * ROWS + arange(0, ROWS);        // (ROWS,) i32
-  Value row_ok = rows < n_rows;                               // (ROWS,) i1
-  Value row_offs = expand_dims(rows, 1) * n_cols;             // (ROWS, 1) i32
+  Value rows = program_id(0) * ROWS + arange(0, ROWS); // (ROWS,) i32
+  Value row_ok = rows < n_rows;                        // (ROWS,) i1
+  Value row_offs = expand_dims(rows, 1) * n_cols;      // (ROWS, 1) i32
   const double neg_inf = -std::numeric_limits<double>::infinity();
-  Value m = full({ROWS}, neg_inf, f32);                       // (ROWS,) f32, in log2 units
-  Value s = zeros({ROWS}, f32);                               // (ROWS,) f32
+  Value m = full({ROWS}, neg_inf, f32); // (ROWS,) f32, in log2 units
+  Value s = zeros({ROWS}, f32);         // (ROWS,) f32
   for_range(0, n_cols, BLOCK_N, [&](Value start) {
-    Value cols = start + arange(0, BLOCK_N);                                    // (BLOCK_N,) i32
-    Value mask = expand_dims(row_ok, 1) && expand_dims(cols < n_cols, 0);       // (ROWS, BLOCK_N) i1
-    Value xs = load(x + (row_offs + expand_dims(cols, 0)), mask, neg_inf);      // (ROWS, BLOCK_N) f16
-    Value t = xs.to(f32) * static_cast<float>(kLog2e);                          // (ROWS, BLOCK_N) f32
-    Value m_new = maximum(m, max(t, 1));                                        // (ROWS,) f32
+    Value cols = start + arange(0, BLOCK_N);                               // (BLOCK_N,) i32
+    Value mask = expand_dims(row_ok, 1) && expand_dims(cols < n_cols, 0);  // (ROWS, BLOCK_N) i1
+    Value xs = load(x + (row_offs + expand_dims(cols, 0)), mask, neg_inf); // (ROWS, BLOCK_N) f16
+    Value t = xs.to(f32) * static_cast<float>(kLog2e);                     // (ROWS, BLOCK_N) f32
+    Value m_new = maximum(m, max(t, 1));                                   // (ROWS,) f32
     // A row whose every element so far is -inf (or a row past n_rows) keeps m = -inf: shift by 0 instead.
-    Value shift = where(m_new == neg_inf, 0.0f, m_new);                         // (ROWS,) f32
+    Value shift = where(m_new == neg_inf, 0.0f, m_new); // (ROWS,) f32
     s = s * exp2(m - shift) + sum(exp2(t - expand_dims(shift, 1)), 1);
     m = m_new;
   });
@@ -60,7 +61,8 @@ ReferenceOutputs online_logsumexp_reference(const ReferenceInputs& in) {
 KernelDef online_logsumexp_def() {
   KernelDef d;
   d.name = "online_logsumexp";
-  d.summary = "out[r] = logsumexp(x[r, :]) of an [n_rows, n_cols] f16 matrix, rows streamed in BLOCK_N chunks";
+  d.summary =
+      "out[r] = logsumexp(x[r, :]) of an [n_rows, n_cols] f16 matrix, rows streamed in BLOCK_N chunks";
   d.params = {ParamDef::power_of_two("ROWS", 1, "rows a program reduces", 1, 16),
               ParamDef::power_of_two("BLOCK_N", 1024, "columns a chunk", 16, 8192)};
   d.default_num_warps = 4;

@@ -1,5 +1,5 @@
-// Tutorial 12's kernel (docs/tutorials/12_online_logsumexp.md): out[r] = log(sum_c exp(x[r, c])) over long f16
-// rows, read in BLOCK_N chunks with a running maximum and a rescaled running sum (the online softmax's
+// Tutorial 12's kernel (docs/tutorials/12_online_logsumexp.md): out[r] = log(sum_c exp(x[r, c])) over long
+// f16 rows, read in BLOCK_N chunks with a running maximum and a rescaled running sum (the online softmax's
 // statistics, in one pass); registered with its tensor shapes and a double-precision reference.
 #pragma once
 

@@ -1,5 +1,5 @@
-// The tutorials' kernels (examples/kernels/: LayerNorm forward, matmul + bias + GELU, online logsumexp) in the
-// interpreter against their double-precision references, through the run library `kiln run --check` uses
+// The tutorials' kernels (examples/kernels/: LayerNorm forward, matmul + bias + GELU, online logsumexp) in
+// the interpreter against their double-precision references, through the run library `kiln run --check` uses
 // (tools/kernel_run.h): ragged shapes (partial tiles, chunks and row groups), several configs, and inputs a
 // naive kernel gets wrong (large logits that overflow exp without the running maximum, rows of -inf).
 #include "examples/kernels/layernorm_fwd.h"
@@ -20,8 +20,10 @@ using cli::KernelRun;
 using cli::OutputCheck;
 
 // Runs `def` in the interpreter on the problem and returns its checks (each must pass).
-std::vector<OutputCheck> run_and_check(const KernelDef& def, const std::map<std::string, int64_t>& assignments,
-                                       const ArgValues& scalars = {}, const std::vector<InputFile>& files = {}) {
+std::vector<OutputCheck> run_and_check(const KernelDef& def,
+                                       const std::map<std::string, int64_t>& assignments,
+                                       const ArgValues& scalars = {},
+                                       const std::vector<InputFile>& files = {}) {
   KernelRun run = cli::prepare_kernel_run(def, assignments, scalars, files, 11);
   cli::execute_kernel_run(run, Executor::Interpreter);
   std::vector<OutputCheck> checks = cli::check_kernel_run(run);
@@ -51,8 +53,9 @@ TEST(TutorialKernels, MatmulBiasGeluMatchesItsReference) {
                                      {70, 90, 100, 32, 32, 32},
                                      {17, 130, 33, 64, 64, 16}}) {
     SCOPED_TRACE(testing::Message() << M << "x" << N << "x" << K);
-    run_and_check(def, {{"M", M}, {"N", N}, {"K", K}, {"BLOCK_M", bm}, {"BLOCK_N", bn}, {"BLOCK_K", bk},
-                        {"GROUP_M", 2}});
+    run_and_check(
+        def,
+        {{"M", M}, {"N", N}, {"K", K}, {"BLOCK_M", bm}, {"BLOCK_N", bn}, {"BLOCK_K", bk}, {"GROUP_M", 2}});
   }
 }
 
@@ -61,7 +64,8 @@ TEST(TutorialKernels, OnlineLogsumexpMatchesItsReference) {
   for (auto [rows, cols, block_n, rows_per_program] :
        {std::tuple{1, 1, 16, 1}, {3, 700, 128, 2}, {9, 3000, 256, 4}, {4, 512, 512, 1}}) {
     SCOPED_TRACE(testing::Message() << rows << "x" << cols << " BLOCK_N=" << block_n);
-    run_and_check(def, {{"n_rows", rows}, {"n_cols", cols}, {"BLOCK_N", block_n}, {"ROWS", rows_per_program}});
+    run_and_check(def,
+                  {{"n_rows", rows}, {"n_cols", cols}, {"BLOCK_N", block_n}, {"ROWS", rows_per_program}});
   }
 }
 
@@ -98,9 +102,10 @@ TEST(TutorialKernels, ARunRefusesAFileOfTheWrongShape) {
     cli::prepare_kernel_run(tutorial::matmul_bias_gelu_def(), {{"M", 16}, {"N", 16}, {"K", 16}}, {}, {f}, 1);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'bias.npy' (--in bias): shape (7,) does not match the problem; expected "
-                                         "(16,) ([N])"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("'bias.npy' (--in bias): shape (7,) does not match the problem; expected "
+                                   "(16,) ([N])"),
+        std::string::npos)
         << e.what();
   }
 }

@@ -22,18 +22,22 @@ using testing_support::ToolRun;
 
 class RunCommandTest : public CliTest {
 protected:
-  ToolRun my_kiln(const std::vector<std::string>& args) { return tool(testing_support::user_tool_path(), args); }
+  ToolRun my_kiln(const std::vector<std::string>& args) {
+    return tool(testing_support::user_tool_path(), args);
+  }
   ToolRun tutorial_tool(const std::vector<std::string>& args) {
     return tool(testing_support::tutorial_tool_path(), args);
   }
-  void expect_tool_error(const ToolRun& r, const char* program, std::initializer_list<const char*> substrings) {
+  void expect_tool_error(const ToolRun& r, const char* program,
+                         std::initializer_list<const char*> substrings) {
     EXPECT_EQ(r.rc, 1) << r.out << r.err;
     EXPECT_EQ(r.err.rfind(std::string(program) + ": error: ", 0), 0u) << r.err;
     for (const char* s : substrings)
       EXPECT_NE(r.err.find(s), std::string::npos) << "missing '" << s << "' in: " << r.err;
   }
   // Writes `values` as an f32 .npy file of `shape` in the test's directory; returns its path.
-  std::string write_npy(const std::string& name, const std::vector<int64_t>& shape, const std::vector<double>& v) {
+  std::string write_npy(const std::string& name, const std::vector<int64_t>& shape,
+                        const std::vector<double>& v) {
     const std::string p = path(name);
     std::error_code ec;
     llvm::raw_fd_ostream os(p, ec);
@@ -85,15 +89,16 @@ protected:
         var += std::pow(static_cast<float>(x_[static_cast<size_t>(r * cols_ + c)]) - mean, 2) /
                static_cast<double>(cols_);
       for (int64_t c = 0; c < cols_; ++c)
-        y.push_back((static_cast<float>(x_[static_cast<size_t>(r * cols_ + c)]) - mean) / std::sqrt(var + eps) *
-                        static_cast<float>(w_[static_cast<size_t>(c)]) +
+        y.push_back((static_cast<float>(x_[static_cast<size_t>(r * cols_ + c)]) - mean) /
+                        std::sqrt(var + eps) * static_cast<float>(w_[static_cast<size_t>(c)]) +
                     static_cast<float>(b_[static_cast<size_t>(c)]));
     }
     return y;
   }
   std::vector<std::string> layernorm_args(std::vector<std::string> extra = {}) const {
-    std::vector<std::string> a = {"run",           "layernorm", "--in",  "x=" + x_path_, "--in",
-                                  "weight=" + w_path_, "--in",  "bias=" + b_path_, "--set", "BLOCK_N=64"};
+    std::vector<std::string> a = {"run",   "layernorm",         "--in", "x=" + x_path_,
+                                  "--in",  "weight=" + w_path_, "--in", "bias=" + b_path_,
+                                  "--set", "BLOCK_N=64"};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
@@ -106,7 +111,8 @@ protected:
 TEST_F(RunCommandTest, ChecksTheUsersKernelOnNpyInputsAndWritesItsOutput) {
   write_layernorm_inputs();
   const std::string y_path = path("y.npy");
-  ToolRun r = my_kiln(layernorm_args({"--scalar", "eps=1e-5", "--out", "y=" + y_path, "--check", "--interpret"}));
+  ToolRun r =
+      my_kiln(layernorm_args({"--scalar", "eps=1e-5", "--out", "y=" + y_path, "--check", "--interpret"}));
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   // Sizes read off the files; inputs named by where they came from; one check line per output.
   EXPECT_NE(r.out.find("layernorm n_rows=5 n_cols=48 on the interpreter"), std::string::npos) << r.out;
@@ -143,15 +149,16 @@ TEST_F(RunCommandTest, AWrongReferenceFailsTheCheckAndWritesNothing) {
   EXPECT_NE(r.out.find("FAIL"), std::string::npos) << r.out;
   EXPECT_FALSE(llvm::sys::fs::exists(y_path));
 
-  expect_tool_error(tutorial_tool({"run", "layernorm_no_reference", "--shape", "n_rows=4,n_cols=100", "--check",
-                                   "--interpret"}),
+  expect_tool_error(tutorial_tool({"run", "layernorm_no_reference", "--shape", "n_rows=4,n_cols=100",
+                                   "--check", "--interpret"}),
                     "kiln_tutorial_tool",
                     {"kernel 'layernorm_no_reference' registers no reference (KernelDef::reference)"});
 }
 
 TEST_F(RunCommandTest, TheTutorialKernelsPassTheirChecks) {
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"run", "layernorm_fwd", "--shape", "n_rows=7,n_cols=300", "--set", "BLOCK_N=512"},
+       {std::vector<std::string>{"run", "layernorm_fwd", "--shape", "n_rows=7,n_cols=300", "--set",
+                                 "BLOCK_N=512"},
         std::vector<std::string>{"run", "matmul_bias_gelu", "--shape", "M=40,N=24,K=48", "--set",
                                  "BLOCK_M=16,BLOCK_N=16,BLOCK_K=16"},
         std::vector<std::string>{"run", "online_logsumexp", "--shape", "n_rows=3,n_cols=700", "--set",
@@ -174,16 +181,19 @@ TEST_F(RunCommandTest, BadArgumentsAreRefusedWithWhatWasExpected) {
                     {"--in expects NAME=FILE.npy", "got 'x'"});
   expect_tool_error(my_kiln({"run", "layernorm", "--shape", "n_rows=4", "--interpret"}), "my_kiln",
                     {"needs --shape values for n_cols"});
-  expect_tool_error(my_kiln(layernorm_args({"--in", "z=" + x_path_, "--interpret"})), "my_kiln",
-                    {"--in z: kernel 'layernorm' has no buffer argument 'z'; its buffers are x, weight, bias, y"});
+  expect_tool_error(
+      my_kiln(layernorm_args({"--in", "z=" + x_path_, "--interpret"})), "my_kiln",
+      {"--in z: kernel 'layernorm' has no buffer argument 'z'; its buffers are x, weight, bias, y"});
   expect_tool_error(my_kiln(layernorm_args({"--out", "x=" + path("o.npy"), "--interpret"})), "my_kiln",
                     {"--out x: kernel 'layernorm' does not write a buffer 'x'; the buffers it writes are y"});
-  expect_tool_error(my_kiln(layernorm_args({"--out", "y=" + path(""), "--interpret"})), "my_kiln", {"--out y"});
+  expect_tool_error(my_kiln(layernorm_args({"--out", "y=" + path(""), "--interpret"})), "my_kiln",
+                    {"--out y"});
   expect_tool_error(my_kiln(layernorm_args({"--scalar", "eps=tiny", "--interpret"})), "my_kiln",
                     {"--scalar expects NAME=VALUE with a number VALUE", "got 'eps=tiny'"});
-  expect_tool_error(my_kiln(layernorm_args({"--scalar", "epsilon=1", "--interpret"})), "my_kiln", {"epsilon"});
-  expect_tool_error(my_kiln({"run", "layernorm", "--in", "x=" + path("missing.npy"), "--interpret"}), "my_kiln",
-                    {"missing.npy"});
+  expect_tool_error(my_kiln(layernorm_args({"--scalar", "epsilon=1", "--interpret"})), "my_kiln",
+                    {"epsilon"});
+  expect_tool_error(my_kiln({"run", "layernorm", "--in", "x=" + path("missing.npy"), "--interpret"}),
+                    "my_kiln", {"missing.npy"});
   if (!rt::driver_available())
     expect_tool_error(my_kiln(layernorm_args()), "my_kiln", {"no CUDA driver found", "--interpret"});
 }
@@ -191,10 +201,10 @@ TEST_F(RunCommandTest, BadArgumentsAreRefusedWithWhatWasExpected) {
 TEST_F(RunCommandTest, FilesOfTheWrongDtypeOrShapeAreRefused) {
   write_layernorm_inputs();
   const std::string ints = write_int32_npy("ints.npy", {rows_, cols_});
-  expect_tool_error(my_kiln({"run", "layernorm", "--in", "x=" + ints, "--set", "BLOCK_N=64", "--interpret"}),
-                    "my_kiln",
-                    {"(--in x): dtype int32 ('<i4') does not fit 'x', a f32 buffer; expected float16, float32 or "
-                     "float64"});
+  expect_tool_error(
+      my_kiln({"run", "layernorm", "--in", "x=" + ints, "--set", "BLOCK_N=64", "--interpret"}), "my_kiln",
+      {"(--in x): dtype int32 ('<i4') does not fit 'x', a f32 buffer; expected float16, float32 or "
+       "float64"});
   // The weight's length disagrees with the rows of x.
   const std::string short_w = write_npy("short_w.npy", {40}, std::vector<double>(40, 1.0));
   expect_tool_error(my_kiln({"run", "layernorm", "--in", "x=" + x_path_, "--in", "weight=" + short_w, "--set",
@@ -202,8 +212,8 @@ TEST_F(RunCommandTest, FilesOfTheWrongDtypeOrShapeAreRefused) {
                     "my_kiln", {"(--in weight) has n_cols=40 (dim 0 of shape (40,)), but", "has n_cols=48"});
   // A matrix where a vector is declared.
   const std::string matrix_w = write_npy("matrix_w.npy", {2, 48}, std::vector<double>(96, 1.0));
-  expect_tool_error(my_kiln({"run", "layernorm", "--in", "weight=" + matrix_w, "--shape", "n_rows=5",
-                             "--set", "BLOCK_N=64", "--interpret"}),
+  expect_tool_error(my_kiln({"run", "layernorm", "--in", "weight=" + matrix_w, "--shape", "n_rows=5", "--set",
+                             "BLOCK_N=64", "--interpret"}),
                     "my_kiln", {"(--in weight): shape (2, 48) has 2 dims; expected 1 ([n_cols])"});
   // --shape disagreeing with a file.
   expect_tool_error(my_kiln(layernorm_args({"--shape", "n_rows=6", "--interpret"})), "my_kiln",
