@@ -15,8 +15,7 @@ namespace kiln {
 using SizeArgs = std::map<std::string, int64_t>;
 
 // The dims of a buffer argument, each the name of one of the kernel's size arguments: {"n_rows", "n_cols"} is
-// an [n_rows, n_cols] tensor in C order. `run` reads and writes .npy files of this shape and infers sizes
-// that
+// an [n_rows, n_cols] tensor in C order. `run` reads and writes .npy files of this shape and infers sizes that
 // --shape leaves out from the files it is given.
 using TensorDims = std::vector<std::string>;
 
