@@ -13,6 +13,7 @@
 #include "bench/memory_bench.h"
 #include "bench/model_bench.h"
 #include "bench/self_test.h"
+#include "bench/user_kernels_bench.h"
 
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
@@ -45,7 +46,7 @@ cl::list<std::string> suite_args(cl::Positional, cl::desc("[suite...]"), cl::cat
 cl::list<std::string>
     suite_opt("suite",
               cl::desc("Suites to run: attention, attention_bwd, matmul, memory, seeds, ablation, compile, "
-                       "autotune, model, all (default all)"),
+                       "autotune, model, user, all (default all)"),
               cl::CommaSeparated, cl::value_desc("name,..."), cl::cat(category));
 cl::opt<std::string> json_path("json", cl::desc("Write every result to this JSON file"),
                                cl::value_desc("FILE"), cl::cat(category));
@@ -122,6 +123,7 @@ const std::vector<SuiteInfo>& suite_table() {
       {"attention_bwd", attention_bwd_cases, 155, 40},
       {"ablation", ablation_cases, 35, 15},    {"compile", compile_cases, 15, 8},
       {"autotune", autotune_cases, 30, 25},    {"model", model_cases, 20, 6},
+      {"user", user_kernel_cases, 20, 10},
   };
   return table;
 }

@@ -492,6 +492,79 @@ def bench_memory(quick, timer, log):
     return out
 
 
+# ---------------------------------------------------------------- user kernels
+
+
+def user_shapes(quick):
+    """The tutorials' kernels of bench/user_kernels_bench.cpp: (op, shape) with kiln's size names."""
+    rows = 4096 if quick else 16384
+    n = 2048 if quick else 4096
+    return [("layernorm_fwd", [("n_rows", rows), ("n_cols", 4096)]),
+            ("matmul_bias_gelu", [("M", n), ("N", n), ("K", n)]),
+            ("online_logsumexp", [("n_rows", rows), ("n_cols", 32768)])]
+
+
+def bench_user(quick, timer, log):
+    """torch's layer_norm, matmul + bias add + GELU (unfused, as a user writes it) and logsumexp on kiln's
+    "user" shapes, checked on 64 sampled rows against float64; plus kiln's copy ceiling at the LayerNorm's and
+    the logsumexp's bytes."""
+    out = []
+    dt = torch.float16
+    for op, shape in user_shapes(quick):
+        s = dict(shape)
+        if op == "layernorm_fwd":
+            x = (torch.rand(s["n_rows"], s["n_cols"], device="cuda") * 4 - 2).to(dt)
+            w = torch.rand(s["n_cols"], device="cuda").to(dt)
+            b = torch.rand(s["n_cols"], device="cuda").to(dt)
+            rec = record("user", op, "torch_layer_norm", "f16", shape, nbytes=2.0 * 2 * x.numel(),
+                         note="torch.nn.functional.layer_norm")
+            run = lambda: torch.nn.functional.layer_norm(x, (s["n_cols"],), w, b, 1e-5)  # noqa: E731
+            want = torch.nn.functional.layer_norm(x[:64].double(), (s["n_cols"],), w.double(), b.double(), 1e-5)
+            sample = lambda got: got[:64]  # noqa: E731
+        elif op == "matmul_bias_gelu":
+            a = (torch.rand(s["M"], s["K"], device="cuda") * 2 - 1).to(dt)
+            bm = (torch.rand(s["K"], s["N"], device="cuda") * 2 - 1).to(dt)
+            bias = (torch.rand(s["N"], device="cuda") * 2 - 1).to(dt)
+            rec = record("user", op, "torch_matmul_bias_gelu", "f16", shape, flops=2.0 * s["M"] * s["N"] * s["K"],
+                         note="torch.matmul, + bias, torch.nn.functional.gelu")
+            run = lambda: torch.nn.functional.gelu(torch.matmul(a, bm) + bias)  # noqa: E731
+            want = torch.nn.functional.gelu(a[:64].double() @ bm.double() + bias.double())
+            sample = lambda got: got[:64]  # noqa: E731
+        else:
+            x = ((torch.rand(s["n_rows"], s["n_cols"], device="cuda") * 2 - 1) * 8).to(dt)
+            rec = record("user", op, "torch_logsumexp", "f16", shape, nbytes=2.0 * x.numel() + 4.0 * s["n_rows"],
+                         note="torch.logsumexp(x.float(), -1)")
+            run = lambda: torch.logsumexp(x.float(), dim=-1)  # noqa: E731
+            want = torch.logsumexp(x[:64].double(), dim=-1)
+            sample = lambda got: got[:64]  # noqa: E731
+        try:
+            got = run()
+            torch.cuda.synchronize()
+            err, nonfinite = rel_l2(sample(got), want)
+            set_check(rec, "sampled", want.numel(), err, TOLERANCE["f16"], nonfinite)
+            finish(rec, *timer(run, flush=True), True)
+        except Exception as e:  # out of memory, or an op this torch lacks
+            rec["available"], rec["error"] = False, short(e)
+        out.append(rec)
+        log(rec)
+        if rec["bytes"]:  # the copy ceiling for the same bytes, half read and half written
+            n = int(rec["bytes"] // 8)
+            src = torch.rand(n, device="cuda")
+            dst = torch.empty_like(src)
+            crec = record("user", op, "torch_copy", "f16", shape, nbytes=8.0 * n,
+                          note="Tensor.copy_ of the same bytes (the bandwidth ceiling)")
+            copy = lambda: dst.copy_(src)  # noqa: E731
+            copy()
+            torch.cuda.synchronize()
+            set_check(crec, "exact", n, 0.0 if torch.equal(src, dst) else math.inf, 0.0)
+            finish(crec, *timer(copy, flush=True), True)
+            out.append(crec)
+            log(crec)
+            del src, dst
+        torch.cuda.empty_cache()
+    return out
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -525,7 +598,7 @@ def versions():
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("suites", nargs="*", default=[],
-                    help="attention, attention_bwd, matmul, memory, seeds, all (default all)")
+                    help="attention, attention_bwd, matmul, memory, seeds, user, all (default all)")
     ap.add_argument("--json", required=True, help="output file")
     ap.add_argument("--quick", action="store_true", help="the --quick subset of kiln_bench")
     ap.add_argument("--kiln-json", help="take attention/matmul shapes from kiln_bench's output")
@@ -536,7 +609,7 @@ def main(argv=None):
                     help="attention_bwd: time SDPA's memory-efficient backward too (slow; off to keep the run short)")
     args = ap.parse_args(argv)
     suites = set(args.suites) or {"all"}
-    known = {"attention", "attention_bwd", "matmul", "memory", "seeds"}
+    known = {"attention", "attention_bwd", "matmul", "memory", "seeds", "user"}
     if "all" in suites:
         suites = set(known)
     unknown = suites - known
@@ -592,6 +665,8 @@ def main(argv=None):
 
     if "memory" in suites:
         bench_memory(args.quick, timer, log)
+    if "user" in suites:
+        bench_user(args.quick, timer, log)
     if mm:
         bench_matmul(mm, timer, log)
     if attn:

@@ -13,6 +13,7 @@
 #include "bench/memory_bench.h"
 #include "bench/model_bench.h"
 #include "bench/random_fill.h"
+#include "bench/user_kernels_bench.h"
 
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/compare.h"
@@ -245,7 +246,7 @@ int check_unique_case_ids() {
     std::string duplicate;
     size_t n = 0;
     for (auto cases : {memory_cases, matmul_cases, attention_cases, seed_cases, attention_bwd_cases, ablation_cases,
-                       compile_cases, autotune_cases, model_cases})
+                       compile_cases, autotune_cases, model_cases, user_kernel_cases})
       for (const BenchCase& c : cases(options)) {
         ++n;
         if (!seen.insert({c.record.key, c.record.system}).second)

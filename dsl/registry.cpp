@@ -103,6 +103,16 @@ void KernelRegistry::add(KernelDef def) {
     if (std::find(def.size_args.begin(), def.size_args.end(), key) == def.size_args.end())
       fail("kernel '{}': tuning key '{}' is not one of its size arguments ({}); expected a subset of them",
            def.name, key, fmt::format("{}", fmt::join(def.size_args, ", ")));
+  for (const auto& [arg, dims] : def.tensor_dims)
+    for (const std::string& dim : dims)
+      if (std::find(def.size_args.begin(), def.size_args.end(), dim) == def.size_args.end())
+        fail("kernel '{}': tensor '{}' has the dim '{}', which is not one of its size arguments ({}); expected "
+             "each dim to name one",
+             def.name, arg, dim, fmt::format("{}", fmt::join(def.size_args, ", ")));
+  if (!(def.reference_tolerance >= 0))
+    fail("kernel '{}': reference_tolerance {} is negative; expected a relative L2 error >= 0 (0: the output "
+         "dtype's)",
+         def.name, def.reference_tolerance);
   for (const KernelDef& d : defs_)
     if (d.name == def.name)
       fail("kernel '{}' is registered twice; expected each name once", def.name);
@@ -124,5 +134,29 @@ const KernelDef& KernelRegistry::find(const std::string& name) const {
     fail("no kernel named '{}'; no kernels are registered", name);
   fail("no kernel named '{}'; known kernels: {}", name, names());
 }
+
+} // namespace kiln
+
+namespace kiln {
+
+namespace {
+template <typename Map> const typename Map::mapped_type& find_named(const Map& m, const std::string& name,
+                                                                     const char* what) {
+  auto it = m.find(name);
+  if (it == m.end()) {
+    std::string names;
+    for (const auto& [k, v] : m)
+      names += (names.empty() ? "" : ", ") + k;
+    fail("the reference asks for the {} '{}'; the run has {}", what, name, names.empty() ? "none" : names);
+  }
+  return it->second;
+}
+} // namespace
+
+const std::vector<double>& ReferenceInputs::tensor(const std::string& name) const {
+  return find_named(tensors, name, "tensor");
+}
+double ReferenceInputs::scalar(const std::string& name) const { return find_named(scalars, name, "scalar"); }
+int64_t ReferenceInputs::size(const std::string& name) const { return find_named(sizes, name, "size"); }
 
 } // namespace kiln

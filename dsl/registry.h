@@ -3,6 +3,7 @@
 #pragma once
 
 #include "dsl/ir.h"
+#include "dsl/kernel_reference.h"
 #include "dsl/param_def.h"
 
 #include <array>
@@ -13,8 +14,6 @@
 
 namespace kiln {
 
-// The integer sizes a launch rule and a tuning key read (sequence lengths, batch, ...), by name.
-using SizeArgs = std::map<std::string, int64_t>;
 using Grid = std::array<int64_t, 3>;
 
 // The least power of two >= v (1 for v <= 1): the usual bucket for sequence lengths.
@@ -51,6 +50,12 @@ struct KernelDef {
   // Why the autotuner should not try `config` for these sizes (e.g. a tile larger than the problem needs),
   // or "" to try it; empty: every config is tried. Must be thread-safe.
   std::function<std::string(const Config&, const SizeArgs&)> prune;
+  // Optional, for `run` (dsl/kernel_reference.h): the shape of each buffer argument in size arguments (a buffer
+  // left out is a flat array of what the launch plan says the kernel reaches); a double-precision reference
+  // for `run --check`, and the relative L2 error it allows (0: kiln::tolerance of each output's dtype).
+  std::map<std::string, TensorDims> tensor_dims;
+  KernelReferenceFn reference;
+  double reference_tolerance = 0;
 
   Config default_config() const;
   // `base` with NAME=VALUE overrides applied, then check()ed; an unknown name is an Error listing the parameters.
@@ -67,8 +72,8 @@ struct KernelDef {
 class KernelRegistry {
 public:
   // Adds `def`; a kiln::Error when it has no name or no build function, a parameter declared twice or whose
-  // default its declared values do not hold, a tuning key that is not a size argument, or a name already
-  // registered.
+  // default its declared values do not hold, a tuning key or a tensor dim that is not a size argument, a
+  // negative reference tolerance, or a name already registered.
   void add(KernelDef def);
   const KernelDef& find(const std::string& name) const; // Error listing the known kernels when absent
   const std::vector<KernelDef>& all() const { return defs_; }

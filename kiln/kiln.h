@@ -31,7 +31,8 @@
 //   for_range, if_, static_check. Mistakes are kiln::Error
 //   naming the op, the shapes/dtypes and the line of the user's DSL call.
 // - Config (named integer compile-time parameters + num_warps/num_stages) and KernelDef (a kernel's build
-//   function, parameters, config space, grid rule and tuning key), Grid, SizeArgs, next_pow2.
+//   function, parameters, config space, grid rule and tuning key; for `run --check`, its buffers' tensor
+//   dims and a double-precision reference on ReferenceInputs), Grid, SizeArgs, next_pow2.
 // - Host tensors: HostBuffer (elements of one dtype stored as on the GPU; get/set, get_int/set_int).
 // - The interpreter: InterpArg, interpret(), interpret_requested() (KILN_INTERPRET=1).
 // - Launching on the GPU: JitKernel::compile / launch with LaunchArg (device pointers the caller owns, or a
@@ -58,7 +59,7 @@
 #include "dsl/host_buffer.h"     // HostBuffer
 #include "dsl/interpreter.h"     // InterpArg, interpret
 #include "dsl/printer.h"         // print_kernel
-#include "dsl/registry.h"        // KernelDef, Grid, SizeArgs
+#include "dsl/registry.h"        // KernelDef, Grid, SizeArgs, ReferenceInputs/Outputs (dsl/kernel_reference.h)
 #include "jit/compile_offline.h" // compile_offline, KernelArtifacts
 #include "jit/jit_kernel.h"      // JitKernel, LaunchArg, run_on_gpu, check_launch_args
 #include "jit/tuned_kernel.h"    // KernelTuner, TuneOptions, TunedLaunch

@@ -11,8 +11,9 @@
 //
 // linked with kiln::tool (CMake: find_package(kiln), target_link_libraries(my_kiln PRIVATE kiln::tool)).
 // Then `my_kiln list`, `my_kiln emit layernorm --stage ir|lowered|cuda|ptx|sass`, `my_kiln model layernorm
-// --shape ...` and `my_kiln tune layernorm --shape ...` work on the user's kernels exactly as `kiln` does on
-// kiln's: the shipped `kiln` is this call with kiln's own registry (tools/main.cpp).
+// --shape ...`, `my_kiln tune layernorm --shape ...` and `my_kiln run layernorm --in x=x.npy ... --check` work on
+// the user's kernels exactly as `kiln` does on kiln's: the shipped `kiln` is this call with kiln's own registry
+// (tools/main.cpp). Messages start with the program's name (argv[0]'s file name), not `kiln`.
 //
 // The registry is an argument, not a process-wide singleton filled by static constructors, so there is one
 // registry by construction: no second copy of kiln's static storage can hold kernels the tool does not see
@@ -20,7 +21,9 @@
 //
 // What each command needs from a KernelDef: `list` and `emit` only `build` (and `params`, for --set);
 // `model` also `grid` and `size_args`; `tune` also `config_space` (the default config alone when it is empty)
-// and, for the tuning cache, `tuning_key`. `attention`, `compare-loads` and `demo` run kiln's FlashAttention
+// and, for the tuning cache, `tuning_key`; `run` what `model` needs, plus `tensor_dims` for .npy files of the
+// buffers' shapes (dsl/kernel_reference.h) and `reference` for `--check`. `attention`, `compare-loads` and `demo`
+// run kiln's FlashAttention
 // whatever the registry holds.
 #pragma once
 

@@ -27,6 +27,10 @@ fi
 if [[ -z "${KILN_USER_TOOL:-}" && -x "$bin/my_kiln" ]]; then
   export KILN_USER_TOOL="$(cd "$bin" && pwd)/my_kiln"
 fi
+# and the tutorials' kernels in a user's tool (tests/tutorial_kernels_tool.cpp), for `run --check` on the GPU.
+if [[ -z "${KILN_TUTORIAL_TOOL:-}" && -x "$bin/kiln_tutorial_tool" ]]; then
+  export KILN_TUTORIAL_TOOL="$(cd "$bin" && pwd)/kiln_tutorial_tool"
+fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/device.txt" 2>&1
 declare -A status
 run() { # name, command...

@@ -45,6 +45,13 @@ inline std::string user_tool_path() {
   return e && *e ? std::string(e) : std::string(KILN_USER_TOOL_PATH);
 }
 
+// tests/tutorial_kernels_tool.cpp (the tutorials' kernels in a user's tool): $KILN_TUTORIAL_TOOL when set
+// (scripts/gpu_check.sh sets it beside the test binaries), else KILN_TUTORIAL_TOOL_PATH.
+inline std::string tutorial_tool_path() {
+  const char* e = std::getenv("KILN_TUTORIAL_TOOL");
+  return e && *e ? std::string(e) : std::string(KILN_TUTORIAL_TOOL_PATH);
+}
+
 // Runs the command-line program `tool` (kiln, or a user's tool on kiln::tool_main) with `args`; its output
 // goes through files in `scratch_dir`.
 inline ToolRun run_tool(const std::string& tool, const std::string& scratch_dir,

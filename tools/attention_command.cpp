@@ -16,6 +16,7 @@
 #include "tools/attention_runs.h"
 #include "tools/cli.h"
 #include "tools/decimal_flag.h"
+#include "tools/npy_outputs.h"
 
 #include <algorithm>
 #include <cmath>
@@ -104,13 +105,6 @@ std::vector<int64_t> file_shape(const AttentionProblem& p, int64_t h, int64_t n)
   return p.bshd_layout ? std::vector<int64_t>{p.B, n, h, p.D} : std::vector<int64_t>{p.B, h, n, p.D};
 }
 
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string t = "(";
-  for (size_t i = 0; i < s.size(); ++i)
-    t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + ")";
-}
-
 // The dtype and shape are checked from the header, before the data is read: a header declaring gigabytes for
 // a small problem is refused without reading (or allocating) them.
 HostBuffer read_input(const std::string& path, const char* name, const AttentionProblem& p, int64_t h,
@@ -145,38 +139,6 @@ std::vector<double> in_layout(const AttentionProblem& p, int64_t heads, int64_t 
           out[static_cast<size_t>(((b * len + n) * heads + h) * p.D + d)] =
               t[static_cast<size_t>(((b * heads + h) * len + n) * p.D + d)];
   return out;
-}
-
-// `values` as the .npy bytes of `flag`'s file in `dt`, refused when a finite value lies beyond what `dt`
-// holds (f16 above 65504 would be written as inf after a check that passed on the f32 values).
-std::pair<OutputPath, std::string> output_npy(const char* flag, const std::string& path, DType dt,
-                                              const std::vector<int64_t>& shape,
-                                              const std::vector<double>& values) {
-  const double largest = dt == DType::f16   ? 65504.0
-                         : dt == DType::f32 ? std::numeric_limits<float>::max()
-                                            : std::numeric_limits<double>::max();
-  int64_t beyond = 0;
-  double worst = 0;
-  for (double v : values)
-    if (std::isfinite(v) && std::abs(v) > largest) {
-      ++beyond;
-      worst = std::max(worst, std::abs(v));
-    }
-  if (beyond > 0)
-    fail("{} '{}': {} of its {} values lie beyond {}'s range (largest magnitude {:g}, {} holds at most {:g}) "
-         "and "
-         "would be written as infinity; use --out-dtype f32",
-         flag, path, beyond, values.size(), dtype_name(dt), worst, dtype_name(dt), largest);
-  return {OutputPath{flag, path}, serialize_npy(dt, shape, values)};
-}
-
-// Writes `files` as one set (support/output_set.h: all or nothing), and says so.
-void write_outputs(const std::vector<std::pair<OutputPath, std::string>>& files) {
-  OutputSet set;
-  for (const auto& [output, bytes] : files)
-    set.stage(output, bytes);
-  for (const std::string& path : set.commit())
-    llvm::outs() << "wrote " << path << "\n";
 }
 
 // What a check says of inputs that are not all finite ("" when they are): printed before its comparisons and
@@ -238,7 +200,7 @@ int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::o
     line("forward+backward", t.step, 3.5 * fwd_flops);
   }
   if (!ok) {
-    llvm::errs() << "kiln: error: the gradients do not match the reference; no output written"
+    llvm::errs() << program_name() << ": error: the gradients do not match the reference; no output written"
                  << (nonfinite.empty() ? "" : " (" + nonfinite + ")") << "\n";
     return 1;
   }
@@ -355,7 +317,7 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
                                 t.median_ms, t.min_ms, t.max_ms, t.reps, tflops);
   }
   if (!ok) {
-    llvm::errs() << "kiln: error: the result does not match the reference; no output written"
+    llvm::errs() << program_name() << ": error: the result does not match the reference; no output written"
                  << (nonfinite.empty() ? "" : " (" + nonfinite + ")") << "\n";
     return 1;
   }

@@ -16,6 +16,16 @@ llvm::cl::OptionCategory& kiln_category() {
   return category;
 }
 
+namespace {
+std::string& program_name_storage() {
+  static std::string name = "kiln";
+  return name;
+}
+} // namespace
+
+const std::string& program_name() { return program_name_storage(); }
+void set_program_name(const std::string& name) { program_name_storage() = name; }
+
 void write_output(const OutputPath& output, const std::string& text) {
   if (output.path.empty()) {
     llvm::outs() << text;

@@ -20,6 +20,11 @@ namespace kiln::cli {
 // The category every kiln option belongs to; LLVM's own options are hidden from --help.
 llvm::cl::OptionCategory& kiln_category();
 
+// The program's name in its messages ("kiln", or a user's tool's file name: kiln/tool_main.h), as tool_main
+// set it before running a command.
+const std::string& program_name();
+void set_program_name(const std::string& name);
+
 struct Command {
   llvm::cl::SubCommand* sub;
   // The exit code; throws kiln::Error on a user mistake. `kernels` is the registry tool_main was given
@@ -37,6 +42,7 @@ Command cache_command();
 Command model_command();
 Command demo_command();
 Command tune_command();
+Command run_command();
 
 // Writes `text` to the output's path (support/output_set.h), or to stdout when it is empty.
 void write_output(const OutputPath& output, const std::string& text);

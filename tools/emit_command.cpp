@@ -85,7 +85,7 @@ int run_emit(const KernelRegistry& kernels) {
   const std::string cuobjdump = s == "sass" ? require_cuobjdump() : ""; // before the compile, to fail fast
   const KernelArtifacts a = compile_offline(k, target.arch());
   write_output(out, s == "ptx" ? a.compiled.ptx : disassemble(cuobjdump, a.compiled.cubin));
-  llvm::errs() << "kiln: resource usage: " << a.usage_summary() << "\n";
+  llvm::errs() << program_name() << ": resource usage: " << a.usage_summary() << "\n";
   return 0;
 }
 

@@ -1,5 +1,6 @@
 // `kiln list`: the kernels of the tool's registry (kiln's own, or a user's: kiln/tool_main.h) with their
-// parameters (defaults), config-space size, size args and tuning key.
+// parameters (defaults), config-space size, size args and tuning key, and what `run` knows of it: its
+// tensors' dims and whether it registers a reference for --check.
 #include "tools/cli.h"
 
 #include <llvm/Support/FormatVariadic.h>
@@ -35,8 +36,14 @@ int run_list(const KernelRegistry& kernels) {
     text += fmt::format("    {:<14} = {:<5} {}\n", "num_warps", d.default_num_warps, "warps per program");
     text += fmt::format("    {:<14} = {:<5} {}\n", "num_stages", d.default_num_stages,
                         "pipeline depth of staged loads");
-    text += fmt::format("  config space: {} configs\n  size args:    {}\n  tuning key:   {}\n\n", space,
+    std::vector<std::string> tensors;
+    for (const auto& [name, dims] : d.tensor_dims)
+      tensors.push_back(name + "[" + joined(dims) + "]");
+    text += fmt::format("  config space: {} configs\n  size args:    {}\n  tuning key:   {}\n", space,
                         joined(d.size_args), joined(d.tuning_key));
+    if (!tensors.empty())
+      text += fmt::format("  tensors:      {}\n", joined(tensors));
+    text += fmt::format("  reference:    {}\n\n", d.reference ? "yes (run --check)" : "none");
     llvm::json::Array size_args, key;
     for (const std::string& s : d.size_args)
       size_args.push_back(s);
@@ -49,7 +56,8 @@ int run_list(const KernelRegistry& kernels) {
                                          {"num_stages", d.default_num_stages},
                                          {"config_space_size", static_cast<int64_t>(space)},
                                          {"size_args", std::move(size_args)},
-                                         {"tuning_key", std::move(key)}});
+                                         {"tuning_key", std::move(key)},
+                                         {"reference", static_cast<bool>(d.reference)}});
   }
   if (json)
     llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(entries))) << "\n";

@@ -34,7 +34,7 @@ std::vector<Command> all_commands() {
   namespace c = kiln::cli;
   return {c::info_command(),          c::list_command(),  c::emit_command(),  c::attention_command(),
           c::compare_loads_command(), c::cache_command(), c::model_command(), c::demo_command(),
-          c::tune_command()};
+          c::tune_command(),          c::run_command()};
 }
 
 std::string command_names(const std::vector<Command>& cmds) {
@@ -185,6 +185,7 @@ int run(const std::string& program, int argc, char** argv, const kiln::KernelReg
 
 int kiln::tool_main(int argc, char** argv, const KernelRegistry& kernels) {
   const std::string program = program_name(argc, argv);
+  cli::set_program_name(program);
   try {
     return run(program, argc, argv, kernels);
   } catch (const kiln::Error& e) {

@@ -181,6 +181,31 @@ TEST_F(CliGpuTest, AUsersToolTunesAndMeasuresItsOwnKernel) {
   EXPECT_GT(v->getAsObject()->getNumber("measured_ms").getValueOr(0), 0) << m.out;
 }
 
+// `run --check` on the GPU (tools/run_command.cpp): the tutorials' kernels through the JIT on launch-plan inputs,
+// each output compared with the kernel's registered double reference; a wrong reference still fails there.
+TEST_F(CliGpuTest, RunChecksTheTutorialKernelsOnTheGpu) {
+  KILN_REQUIRE_GPU();
+  std::map<std::string, std::string> env{{"KILN_CACHE_DIR", cache_.path()}};
+  const std::vector<std::vector<std::string>> runs = {
+      {"run", "layernorm_fwd", "--shape", "n_rows=300,n_cols=4000", "--set", "BLOCK_N=4096", "--scalar",
+       "eps=1e-5"},
+      {"run", "matmul_bias_gelu", "--shape", "M=300,N=260,K=200"},
+      {"run", "matmul_bias_gelu", "--shape", "M=256,N=256,K=256", "--set", "BLOCK_M=64,BLOCK_N=64,BLOCK_K=32"},
+      {"run", "online_logsumexp", "--shape", "n_rows=37,n_cols=33000", "--set", "BLOCK_N=2048,ROWS=2"}};
+  for (std::vector<std::string> args : runs) {
+    args.push_back("--check");
+    ToolRun r = testing_support::run_tool(testing_support::tutorial_tool_path(), scratch_.path(), args, env);
+    EXPECT_EQ(r.rc, 0) << args[1] << ": " << r.out << r.err;
+    EXPECT_NE(r.out.find("on the GPU"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(") ok\n"), std::string::npos) << r.out;
+  }
+  ToolRun wrong = testing_support::run_tool(
+      testing_support::tutorial_tool_path(), scratch_.path(),
+      {"run", "layernorm_wrong_reference", "--shape", "n_rows=64,n_cols=1000", "--check"}, env);
+  EXPECT_EQ(wrong.rc, 1) << wrong.out << wrong.err;
+  EXPECT_NE(wrong.err.find("the result does not match the reference"), std::string::npos) << wrong.err;
+}
+
 // kiln attention on the GPU uses the autotuner's config unless --set fixes one, and its result is still
 // right.
 TEST_F(CliGpuTest, AttentionPicksItsConfigThroughTheAutotuner) {

@@ -7,8 +7,11 @@
 //   my_kiln emit layernorm --stage ir|lowered|cuda|ptx|sass [--set BLOCK_N=1024] [--arch sm_80]
 //   my_kiln model layernorm --shape n_rows=4096,n_cols=1000 --set BLOCK_N=1024
 //   my_kiln tune layernorm --shape n_rows=4096,n_cols=1000 --set BLOCK_N=1024      (on a GPU)
+//   my_kiln run layernorm --in x=x.npy --in weight=w.npy --in bias=b.npy --out y=y.npy --check [--interpret]
 #include <kiln/kiln.h>
 #include <kiln/tool_main.h>
+
+#include <cmath>
 
 using namespace kiln;
 
@@ -39,6 +42,27 @@ Kernel build_layernorm(const Config& c) {
   return kb.finish();
 }
 
+// The same LayerNorm in double, for `my_kiln run layernorm --check`.
+ReferenceOutputs layernorm_reference(const ReferenceInputs& in) {
+  const int64_t rows = in.size("n_rows"), cols = in.size("n_cols");
+  const std::vector<double>& x = in.tensor("x");
+  const std::vector<double>& w = in.tensor("weight");
+  const std::vector<double>& b = in.tensor("bias");
+  std::vector<double> y(x.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean = 0, var = 0;
+    for (int64_t c = 0; c < cols; ++c)
+      mean += x[static_cast<size_t>(r * cols + c)] / static_cast<double>(cols);
+    for (int64_t c = 0; c < cols; ++c)
+      var += std::pow(x[static_cast<size_t>(r * cols + c)] - mean, 2) / static_cast<double>(cols);
+    for (int64_t c = 0; c < cols; ++c) {
+      const size_t i = static_cast<size_t>(r * cols + c);
+      y[i] = (x[i] - mean) / std::sqrt(var + in.scalar("eps")) * w[static_cast<size_t>(c)] + b[static_cast<size_t>(c)];
+    }
+  }
+  return {{"y", y}};
+}
+
 KernelDef layernorm_def() {
   KernelDef d;
   d.name = "layernorm";
@@ -67,6 +91,11 @@ KernelDef layernorm_def() {
       }
     return space;
   };
+  // For `run`: the buffers' shapes in the size arguments (sizes are read off the .npy files given) and the
+  // reference `--check` compares with (the tolerance defaults to f32's).
+  d.tensor_dims = {{"x", {"n_rows", "n_cols"}}, {"weight", {"n_cols"}}, {"bias", {"n_cols"}},
+                   {"y", {"n_rows", "n_cols"}}};
+  d.reference = layernorm_reference;
   return d;
 }
 

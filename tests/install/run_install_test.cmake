@@ -54,6 +54,8 @@ function(run_my_kiln rc)
 endfunction()
 run_my_kiln(0 COMMAND list EXPECT "layernorm" "BLOCK_N")
 run_my_kiln(0 COMMAND emit layernorm --stage lowered --arch sm_80 EXPECT "lowered layernorm")
+run_my_kiln(0 COMMAND run layernorm --shape n_rows=3,n_cols=20 --set BLOCK_N=32 --check --interpret
+            EXPECT "layernorm n_rows=3 n_cols=20 on the interpreter" "check y: max abs error" ") ok")
 run_my_kiln(1 COMMAND emit matmul EXPECT "my_kiln: error: no kernel named 'matmul'" "known kernels: layernorm")
 # PTX and ptxas's resource usage need NVRTC (no driver): checked where it is, skipped with the reason elsewhere.
 execute_process(COMMAND ${WORK_DIR}/build/my_kiln emit layernorm --stage ptx --arch sm_80

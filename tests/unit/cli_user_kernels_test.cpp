@@ -81,7 +81,7 @@ TEST_F(UserToolTest, EmitPtxAndSassWithResourceUsage) {
   ASSERT_EQ(ptx.rc, 0) << ptx.err;
   EXPECT_NE(ptx.out.find(".entry layernorm"), std::string::npos) << ptx.out.substr(0, 2000);
   EXPECT_NE(ptx.out.find(".target sm_80"), std::string::npos);
-  EXPECT_NE(ptx.err.find("kiln: resource usage: layernorm on sm_80: registers "), std::string::npos)
+  EXPECT_NE(ptx.err.find("my_kiln: resource usage: layernorm on sm_80: registers "), std::string::npos)
       << ptx.err;
   EXPECT_NE(ptx.err.find("spill stores"), std::string::npos) << ptx.err;
 

@@ -88,6 +88,35 @@ TEST(Registry, AParameterDeclaredTwiceOrAKeyThatIsNoSizeIsAnError) {
   EXPECT_TRUE(reg.all().empty());
 }
 
+TEST(Registry, TensorDimsMustNameSizesAndTheToleranceMustNotBeNegative) {
+  KernelRegistry reg;
+  KernelDef dims = toy_def();
+  dims.size_args = {"n_rows", "n_cols"};
+  dims.tensor_dims = {{"x", {"n_rows", "cols"}}};
+  std::string msg = error_of([&] { reg.add(dims); });
+  EXPECT_NE(msg.find("kernel 'toy': tensor 'x' has the dim 'cols', which is not one of its size arguments "
+                     "(n_rows, n_cols)"),
+            std::string::npos)
+      << msg;
+  KernelDef tol = toy_def();
+  tol.reference_tolerance = -1e-3;
+  msg = error_of([&] { reg.add(tol); });
+  EXPECT_NE(msg.find("reference_tolerance -0.001 is negative"), std::string::npos) << msg;
+  EXPECT_TRUE(reg.all().empty());
+}
+
+TEST(Registry, AReferenceAsksForInputsByNameAndNamesWhatTheRunHas) {
+  ReferenceInputs in;
+  in.sizes = {{"n", 4}};
+  in.scalars = {{"eps", 0.5}};
+  in.tensors = {{"x", {1, 2}}, {"y", {0, 0}}};
+  EXPECT_EQ(in.size("n"), 4);
+  EXPECT_EQ(in.scalar("eps"), 0.5);
+  EXPECT_EQ(in.tensor("x")[1], 2);
+  const std::string msg = error_of([&] { (void)in.tensor("w"); });
+  EXPECT_NE(msg.find("the reference asks for the tensor 'w'; the run has x, y"), std::string::npos) << msg;
+}
+
 TEST(Registry, FindInAnEmptyRegistrySaysNoneAreRegistered) {
   const std::string msg = error_of([] { KernelRegistry().find("layernorm"); });
   EXPECT_NE(msg.find("no kernel named 'layernorm'; no kernels are registered"), std::string::npos) << msg;

@@ -1,0 +1,99 @@
+#include "examples/kernels/layernorm_fwd.h"
+
+#include <cmath>
+
+using namespace kiln;
+
+namespace tutorial {
+
+// ROWS rows a program, each row in one BLOCK_N tile (BLOCK_N >= n_cols): x is read once, statistics in f32.
+Kernel build_layernorm_fwd(const Config& c) {
+  const int64_t ROWS = c.get("ROWS"), BLOCK_N = c.get("BLOCK_N");
+  KernelBuilder kb("layernorm_fwd", c);
+  Value x = kb.arg_ptr("x", f16), weight = kb.arg_ptr("weight", f16), bias = kb.arg_ptr("bias", f16);
+  Value y = kb.arg_ptr("y", f16);
+  Value n_rows = kb.arg("n_rows", i32), n_cols = kb.arg("n_cols", i32);
+  Value eps = kb.arg("eps", f32);
+
+  Value rows = program_id(0) * ROWS + arange(0, ROWS);                  // (ROWS,) i32
+  Value cols = arange(0, BLOCK_N);                                      // (BLOCK_N,) i32
+  Value col_ok = cols < n_cols;                                         // (BLOCK_N,) i1
+  Value mask = expand_dims(rows < n_rows, 1) && expand_dims(col_ok, 0); // (ROWS, BLOCK_N) i1
+  Value offs = expand_dims(rows, 1) * n_cols + expand_dims(cols, 0);    // (ROWS, BLOCK_N) i32
+  Value xs = load(x + offs, mask, 0.0f).to(f32);                        // (ROWS, BLOCK_N) f32
+  Value n = n_cols.to(f32);
+  Value mean = sum(xs, 1) / n;                                   // (ROWS,) f32
+  Value centered = where(mask, xs - expand_dims(mean, 1), 0.0f); // masked lanes add nothing
+  Value rstd = rsqrt(sum(centered * centered, 1) / n + eps);     // (ROWS,) f32
+  Value w = load(weight + cols, col_ok, 0.0f).to(f32);           // (BLOCK_N,) f32
+  Value b = load(bias + cols, col_ok, 0.0f).to(f32);             // (BLOCK_N,) f32
+  Value out = centered * expand_dims(rstd, 1) * expand_dims(w, 0) + expand_dims(b, 0); // (ROWS, BLOCK_N) f32
+  store(y + offs, out.to(f16), mask);
+  return kb.finish();
+}
+
+ReferenceOutputs layernorm_fwd_reference(const ReferenceInputs& in) {
+  const int64_t rows = in.size("n_rows"), cols = in.size("n_cols");
+  const std::vector<double>& x = in.tensor("x");
+  const std::vector<double>& w = in.tensor("weight");
+  const std::vector<double>& b = in.tensor("bias");
+  const double eps = in.scalar("eps");
+  std::vector<double> y(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* row = x.data() + r * cols;
+    double mean = 0, var = 0;
+    for (int64_t c = 0; c < cols; ++c)
+      mean += row[c];
+    mean /= static_cast<double>(cols);
+    for (int64_t c = 0; c < cols; ++c)
+      var += (row[c] - mean) * (row[c] - mean);
+    const double rstd = 1.0 / std::sqrt(var / static_cast<double>(cols) + eps);
+    for (int64_t c = 0; c < cols; ++c)
+      y[static_cast<size_t>(r * cols + c)] =
+          (row[c] - mean) * rstd * w[static_cast<size_t>(c)] + b[static_cast<size_t>(c)];
+  }
+  return {{"y", y}};
+}
+
+KernelDef layernorm_fwd_def() {
+  KernelDef d;
+  d.name = "layernorm_fwd";
+  d.summary =
+      "row-wise LayerNorm forward of an [n_rows, n_cols] f16 matrix (f32 statistics), ROWS rows a program";
+  d.params = {ParamDef::power_of_two("ROWS", 1, "rows a program normalises", 1, 16),
+              ParamDef::power_of_two("BLOCK_N", 1024, "row tile: a power of two >= n_cols", 16, 16384)};
+  d.default_num_warps = 4;
+  d.default_num_stages = 1;
+  d.build = build_layernorm_fwd;
+  d.size_args = {"n_rows", "n_cols"};
+  d.tuning_key = {"n_cols"};
+  d.bucket = [](const std::string&, int64_t v) { return next_pow2(v); };
+  d.grid = [](const Config& c, const SizeArgs& s) {
+    if (c.get("BLOCK_N") < s.at("n_cols"))
+      fail("layernorm_fwd: BLOCK_N={} is smaller than n_cols={}; give --set BLOCK_N=<a power of two >= "
+           "n_cols>",
+           c.get("BLOCK_N"), s.at("n_cols"));
+    return Grid{(s.at("n_rows") + c.get("ROWS") - 1) / c.get("ROWS"), 1, 1};
+  };
+  d.prune = [](const Config& c, const SizeArgs& s) -> std::string {
+    return c.get("BLOCK_N") < s.at("n_cols") ? "BLOCK_N is shorter than a row" : "";
+  };
+  d.config_space = [] {
+    std::vector<Config> space;
+    for (int64_t block_n : {1024, 2048, 4096, 8192})
+      for (int warps : {4, 8, 16})
+        for (int64_t rows : {1, 2, 4}) {
+          Config c = layernorm_fwd_def().default_config();
+          c.num_warps = warps;
+          c.set("BLOCK_N", block_n).set("ROWS", rows);
+          space.push_back(c);
+        }
+    return space;
+  };
+  d.tensor_dims = {
+      {"x", {"n_rows", "n_cols"}}, {"weight", {"n_cols"}}, {"bias", {"n_cols"}}, {"y", {"n_rows", "n_cols"}}};
+  d.reference = layernorm_fwd_reference;
+  return d;
+}
+
+} // namespace tutorial
