@@ -1,0 +1,126 @@
+"""kiln.attention and kiln.attention_backward: FlashAttention-2 through libkiln. NumPy arrays (and torch
+tensors on the CPU) run in kiln's interpreter; torch tensors on CUDA go through the torch custom ops
+(kiln/torch_ops.py), which are differentiable and traceable by torch.compile."""
+
+import ctypes
+
+from . import _lib
+from ._tensor import describe, is_numpy, is_torch, on_cuda
+from .errors import KilnError
+
+_CAUSAL = {None: _lib.CAUSAL_NONE, False: _lib.CAUSAL_NONE, "none": _lib.CAUSAL_NONE,
+           True: _lib.CAUSAL_TOP_LEFT, "top-left": _lib.CAUSAL_TOP_LEFT,
+           "bottom-right": _lib.CAUSAL_BOTTOM_RIGHT}
+_LAYOUT = {"bhsd": _lib.LAYOUT_BHSD, "bshd": _lib.LAYOUT_BSHD}
+
+
+def causal_code(causal):
+    """None/False, "top-left"/True (PyTorch's is_causal) or "bottom-right" as kiln_causal."""
+    try:
+        return _CAUSAL[causal]
+    except (KeyError, TypeError):
+        raise KilnError(f"causal must be None, 'top-left' (or True) or 'bottom-right'; got {causal!r}") from None
+
+
+def layout_code(layout):
+    try:
+        return _LAYOUT[layout]
+    except (KeyError, TypeError):
+        raise KilnError(f"layout must be 'bhsd' ([B, H, N, D]) or 'bshd' ([B, N, H, D]); got {layout!r}") from None
+
+
+def scale_value(scale):
+    """None: 1/sqrt(D) (kiln's 0). An explicit 0 would silently mean the default, so it is refused."""
+    if scale is None:
+        return 0.0
+    if not isinstance(scale, (int, float)) or isinstance(scale, bool):
+        raise KilnError(f"scale must be a number or None (1/sqrt(D)); got {scale!r}")
+    if scale == 0:
+        raise KilnError("scale must be nonzero (None means 1/sqrt(D)); got 0")
+    return float(scale)
+
+
+def lse_shape(q, layout):
+    """[B, H, N_Q] of q in `layout`, or None when q is not 4-D (kiln then names the rank error)."""
+    if len(q.shape) != 4:
+        return None
+    b, x, y, _ = q.shape
+    return (b, x, y) if layout == "bhsd" else (b, y, x)
+
+
+def _host_arrays(q, name):
+    if not (is_numpy(q) or (is_torch(q) and not on_cuda(q))):
+        raise KilnError(f"{name}: expected NumPy arrays or torch tensors; got {type(q).__name__}")
+
+
+def _empty_like(x, shape, dtype=None):
+    """An uninitialised array or tensor of `shape` beside `x` (same library and device)."""
+    if is_numpy(x):
+        import numpy as np
+        return np.empty(shape, dtype=x.dtype if dtype is None else dtype)
+    import torch
+    return torch.empty(shape, dtype=x.dtype if dtype is None else dtype, device=x.device)
+
+
+def _f32(x):
+    if is_numpy(x):
+        import numpy as np
+        return np.float32
+    import torch
+    return torch.float32
+
+
+def attention(q, k, v, *, causal=None, scale=None, layout="bhsd", return_lse=False, deterministic=True,
+              exact_masked_v=False, tf32=False):
+    """softmax(q kᵀ · scale) v per (batch, head): O shaped like q, and LSE f32 [B, H, N_Q] (natural log) when
+    return_lse. q [B, H, N_Q, D], k and v [B, H_KV, N_K, D] (bshd: [B, N, H, D]); H a multiple of H_KV
+    (GQA/MQA). causal: None, "top-left" (PyTorch's is_causal; True is accepted) or "bottom-right"
+    (FlashAttention >= 2.1). scale None is 1/sqrt(D). CUDA tensors: a differentiable torch custom op
+    (deterministic applies to its backward); NumPy arrays and CPU tensors: kiln's interpreter."""
+    c, lay, s = causal_code(causal), layout_code(layout), scale_value(scale)
+    if on_cuda(q) or (is_torch(q) and q.requires_grad):
+        from . import torch_ops
+        o, lse = torch_ops.attention_fwd_op()(q, k, v, c, s, layout, bool(exact_masked_v), bool(tf32),
+                                              bool(deterministic))
+        return (o, lse) if return_lse else o
+    _host_arrays(q, "q")
+    o = _empty_like(q, tuple(q.shape))
+    shape = lse_shape(q, layout)
+    lse = _empty_like(q, shape, _f32(q)) if (return_lse and shape is not None) else None
+    forward_host(q, k, v, o, lse, c, lay, s, exact_masked_v=exact_masked_v, tf32=tf32)
+    return (o, lse) if return_lse else o
+
+
+def attention_backward(dout, q, k, v, o, lse, *, causal=None, scale=None, layout="bhsd", deterministic=True,
+                       exact_masked_v=False):
+    """dQ, dK, dV of attention from the forward's inputs, its O and LSE (return_lse=True) and the output
+    gradient dout (shaped like q). Host arrays run in the interpreter, CUDA tensors on the GPU."""
+    c, lay, s = causal_code(causal), layout_code(layout), scale_value(scale)
+    if on_cuda(q):
+        from . import torch_ops
+        return torch_ops.attention_bwd_op()(dout, q, k, v, o, lse, c, s, layout, bool(exact_masked_v), False,
+                                            bool(deterministic))
+    _host_arrays(q, "q")
+    dq, dk, dv = (_empty_like(x, tuple(x.shape)) for x in (q, k, v))
+    backward_host(q, k, v, o, lse, dout, dq, dk, dv, c, lay, s, deterministic=deterministic,
+                  exact_masked_v=exact_masked_v)
+    return dq, dk, dv
+
+
+def _tensors(names, arrays):
+    return [None if a is None else ctypes.byref(describe(a, n)) for n, a in zip(names, arrays)]
+
+
+def forward_host(q, k, v, o, lse, causal, layout, scale, exact_masked_v=False, tf32=False):
+    """kiln_attention_forward_host on caller-owned host arrays (o and lse written in place)."""
+    opts = _lib.attention_options(causal, layout, scale, tf32=tf32, exact_masked_v=exact_masked_v)
+    args = _tensors(("q", "k", "v", "o", "lse"), (q, k, v, o, lse))
+    _lib.check(_lib.lib().kiln_attention_forward_host(*args, ctypes.byref(opts)))
+
+
+def backward_host(q, k, v, o, lse, dout, dq, dk, dv, causal, layout, scale, deterministic=True,
+                  exact_masked_v=False):
+    """kiln_attention_backward_host on caller-owned host arrays (dq, dk, dv written in place)."""
+    opts = _lib.attention_options(causal, layout, scale, deterministic=deterministic, exact_masked_v=exact_masked_v)
+    args = _tensors(("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv"), (q, k, v, o, lse, dout, dq, dk, dv))
+    _lib.check(_lib.lib().kiln_attention_backward_host(*args, ctypes.byref(opts)))
