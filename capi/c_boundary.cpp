@@ -144,7 +144,6 @@ attention::BackwardOptions attention_options(const kiln_attention_options* optio
   o.layout = options->layout == KILN_LAYOUT_BSHD ? "bshd" : "bhsd";
   o.deterministic = options->deterministic != 0;
   o.tf32 = options->tf32 != 0;
-  o.exact_masked_v = options->exact_masked_v != 0;
   o.sm_scale = options->scale;
   o.stream = options->stream;
   return o;

@@ -86,7 +86,6 @@ typedef struct kiln_attention_options {
   int32_t layout;       /* kiln_layout */
   int32_t deterministic; /* backward: 1 (default) bitwise-reproducible, 0 lets the tuner pick atomic dQ */
   int32_t tf32;          /* f32 inputs: tensor cores in tf32 (GPU) */
-  int32_t exact_masked_v; /* masked keys contribute exactly nothing even when V holds NaN/inf */
   double scale;           /* softmax scale; 0: 1/sqrt(D) */
   void* stream;           /* *_cuda: the cudaStream_t / CUstream to launch on (not owned); NULL: legacy default */
 } kiln_attention_options;

@@ -34,7 +34,6 @@ class AttentionOptions(ctypes.Structure):
         ("layout", ctypes.c_int32),
         ("deterministic", ctypes.c_int32),
         ("tf32", ctypes.c_int32),
-        ("exact_masked_v", ctypes.c_int32),
         ("scale", ctypes.c_double),
         ("stream", ctypes.c_void_p),
     ]
@@ -129,11 +128,11 @@ def check(status):
         raise error_for(status, message)
 
 
-def attention_options(causal, layout, scale, deterministic=True, tf32=False, exact_masked_v=False, stream=None):
+def attention_options(causal, layout, scale, deterministic=True, tf32=False, stream=None):
     o = AttentionOptions()
     lib().kiln_attention_options_init(ctypes.byref(o))
     o.causal, o.layout, o.scale = causal, layout, scale
-    o.deterministic, o.tf32, o.exact_masked_v = int(deterministic), int(tf32), int(exact_masked_v)
+    o.deterministic, o.tf32 = int(deterministic), int(tf32)
     o.stream = stream
     return o
 

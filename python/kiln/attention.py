@@ -71,39 +71,37 @@ def _f32(x):
 
 
 def attention(q, k, v, *, causal=None, scale=None, layout="bhsd", return_lse=False, deterministic=True,
-              exact_masked_v=False, tf32=False):
+              tf32=False):
     """softmax(q kᵀ · scale) v per (batch, head): O shaped like q, and LSE f32 [B, H, N_Q] (natural log) when
     return_lse. q [B, H, N_Q, D], k and v [B, H_KV, N_K, D] (bshd: [B, N, H, D]); H a multiple of H_KV
     (GQA/MQA). causal: None, "top-left" (PyTorch's is_causal; True is accepted) or "bottom-right"
-    (FlashAttention >= 2.1). scale None is 1/sqrt(D). CUDA tensors: a differentiable torch custom op
-    (deterministic applies to its backward); NumPy arrays and CPU tensors: kiln's interpreter."""
+    (FlashAttention >= 2.1). scale None is 1/sqrt(D). tf32: f32 inputs on tensor cores (GPU). CUDA tensors
+    (and CPU tensors that require grad): a differentiable torch custom op (deterministic applies to its
+    backward); NumPy arrays and other CPU tensors: kiln's interpreter."""
     c, lay, s = causal_code(causal), layout_code(layout), scale_value(scale)
     if on_cuda(q) or (is_torch(q) and q.requires_grad):
         from . import torch_ops
-        o, lse = torch_ops.attention_fwd_op()(q, k, v, c, s, layout, bool(exact_masked_v), bool(tf32),
-                                              bool(deterministic))
+        o, lse = torch_ops.attention_fwd_op()(q, k, v, c, s, layout, bool(tf32), bool(deterministic))
         return (o, lse) if return_lse else o
     _host_arrays(q, "q")
     o = _empty_like(q, tuple(q.shape))
     shape = lse_shape(q, layout)
     lse = _empty_like(q, shape, _f32(q)) if (return_lse and shape is not None) else None
-    forward_host(q, k, v, o, lse, c, lay, s, exact_masked_v=exact_masked_v, tf32=tf32)
+    forward_host(q, k, v, o, lse, c, lay, s, tf32=tf32)
     return (o, lse) if return_lse else o
 
 
 def attention_backward(dout, q, k, v, o, lse, *, causal=None, scale=None, layout="bhsd", deterministic=True,
-                       exact_masked_v=False):
+                       tf32=False):
     """dQ, dK, dV of attention from the forward's inputs, its O and LSE (return_lse=True) and the output
     gradient dout (shaped like q). Host arrays run in the interpreter, CUDA tensors on the GPU."""
     c, lay, s = causal_code(causal), layout_code(layout), scale_value(scale)
     if on_cuda(q):
         from . import torch_ops
-        return torch_ops.attention_bwd_op()(dout, q, k, v, o, lse, c, s, layout, bool(exact_masked_v), False,
-                                            bool(deterministic))
+        return torch_ops.attention_bwd_op()(dout, q, k, v, o, lse, c, s, layout, bool(tf32), bool(deterministic))
     _host_arrays(q, "q")
     dq, dk, dv = (_empty_like(x, tuple(x.shape)) for x in (q, k, v))
-    backward_host(q, k, v, o, lse, dout, dq, dk, dv, c, lay, s, deterministic=deterministic,
-                  exact_masked_v=exact_masked_v)
+    backward_host(q, k, v, o, lse, dout, dq, dk, dv, c, lay, s, deterministic=deterministic, tf32=tf32)
     return dq, dk, dv
 
 
@@ -111,16 +109,15 @@ def _tensors(names, arrays):
     return [None if a is None else ctypes.byref(describe(a, n)) for n, a in zip(names, arrays)]
 
 
-def forward_host(q, k, v, o, lse, causal, layout, scale, exact_masked_v=False, tf32=False):
+def forward_host(q, k, v, o, lse, causal, layout, scale, tf32=False):
     """kiln_attention_forward_host on caller-owned host arrays (o and lse written in place)."""
-    opts = _lib.attention_options(causal, layout, scale, tf32=tf32, exact_masked_v=exact_masked_v)
+    opts = _lib.attention_options(causal, layout, scale, tf32=tf32)
     args = _tensors(("q", "k", "v", "o", "lse"), (q, k, v, o, lse))
     _lib.check(_lib.lib().kiln_attention_forward_host(*args, ctypes.byref(opts)))
 
 
-def backward_host(q, k, v, o, lse, dout, dq, dk, dv, causal, layout, scale, deterministic=True,
-                  exact_masked_v=False):
+def backward_host(q, k, v, o, lse, dout, dq, dk, dv, causal, layout, scale, deterministic=True, tf32=False):
     """kiln_attention_backward_host on caller-owned host arrays (dq, dk, dv written in place)."""
-    opts = _lib.attention_options(causal, layout, scale, deterministic=deterministic, exact_masked_v=exact_masked_v)
+    opts = _lib.attention_options(causal, layout, scale, deterministic=deterministic, tf32=tf32)
     args = _tensors(("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv"), (q, k, v, o, lse, dout, dq, dk, dv))
     _lib.check(_lib.lib().kiln_attention_backward_host(*args, ctypes.byref(opts)))

@@ -52,7 +52,7 @@ def _ref(t, what):
 
 @torch.library.custom_op("kiln::attention_fwd", mutates_args=())
 def attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: int, scale: float, layout: str,
-                  exact_masked_v: bool, tf32: bool, deterministic: bool) -> tuple[torch.Tensor, torch.Tensor]:
+                  tf32: bool, deterministic: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """O and LSE (f32 [B, H, N_Q]) of softmax(q kᵀ · scale) v; `deterministic` is kept for the backward."""
     q, k, v = (_last_dim_contiguous(t) for t in (q, k, v))
     _check_device((q, k, v), ("q", "k", "v"))
@@ -62,14 +62,14 @@ def attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: int
     o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty(shape, dtype=torch.float32, device=q.device)
     opts = _lib.attention_options(causal, layout_code(layout), scale, deterministic=deterministic, tf32=tf32,
-                                  exact_masked_v=exact_masked_v, stream=_stream(q))
+                                  stream=_stream(q))
     fn = _lib.lib().kiln_attention_forward_cuda if q.is_cuda else _lib.lib().kiln_attention_forward_host
     _lib.check(fn(_ref(q, "q"), _ref(k, "k"), _ref(v, "v"), _ref(o, "o"), _ref(lse, "lse"), ctypes.byref(opts)))
     return o, lse
 
 
 @attention_fwd.register_fake
-def _attention_fwd_fake(q, k, v, causal, scale, layout, exact_masked_v, tf32, deterministic):
+def _attention_fwd_fake(q, k, v, causal, scale, layout, tf32, deterministic):
     shape = lse_shape(q, layout)
     if shape is None:
         raise KilnError(f"kiln attention: q must have rank 4 ([B, H, N, D] or [B, N, H, D]); got shape {tuple(q.shape)}")
@@ -78,14 +78,14 @@ def _attention_fwd_fake(q, k, v, causal, scale, layout, exact_masked_v, tf32, de
 
 @torch.library.custom_op("kiln::attention_bwd", mutates_args=())
 def attention_bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
-                  lse: torch.Tensor, causal: int, scale: float, layout: str, exact_masked_v: bool, tf32: bool,
+                  lse: torch.Tensor, causal: int, scale: float, layout: str, tf32: bool,
                   deterministic: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dQ, dK, dV of attention from its inputs, O, LSE and dO."""
     dout, q, k, v, o = (_last_dim_contiguous(t) for t in (dout, q, k, v, o))
     _check_device((q, k, v, o, lse, dout), ("q", "k", "v", "o", "lse", "dout"))
     dq, dk, dv = (torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in (q, k, v))
     opts = _lib.attention_options(causal, layout_code(layout), scale, deterministic=deterministic, tf32=tf32,
-                                  exact_masked_v=exact_masked_v, stream=_stream(q))
+                                  stream=_stream(q))
     fn = _lib.lib().kiln_attention_backward_cuda if q.is_cuda else _lib.lib().kiln_attention_backward_host
     _lib.check(fn(_ref(q, "q"), _ref(k, "k"), _ref(v, "v"), _ref(o, "o"), _ref(lse, "lse"), _ref(dout, "dout"),
                   _ref(dq, "dq"), _ref(dk, "dk"), _ref(dv, "dv"), ctypes.byref(opts)))
@@ -93,24 +93,24 @@ def attention_bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch
 
 
 @attention_bwd.register_fake
-def _attention_bwd_fake(dout, q, k, v, o, lse, causal, scale, layout, exact_masked_v, tf32, deterministic):
+def _attention_bwd_fake(dout, q, k, v, o, lse, causal, scale, layout, tf32, deterministic):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, causal, scale, layout, exact_masked_v, tf32, deterministic = inputs
+    q, k, v, causal, scale, layout, tf32, deterministic = inputs
     o, lse = output
     ctx.save_for_backward(q, k, v, o, lse)
-    ctx.options = (causal, scale, layout, exact_masked_v, tf32, deterministic)
+    ctx.options = (causal, scale, layout, tf32, deterministic)
     ctx.mark_non_differentiable(lse)
 
 
 def _backward(ctx, grad_o, grad_lse):
     q, k, v, o, lse = ctx.saved_tensors
     if grad_o is None:
-        return (None,) * 9
+        return (None,) * 8
     dq, dk, dv = torch.ops.kiln.attention_bwd(grad_o.contiguous(), q, k, v, o, lse, *ctx.options)
-    return dq, dk, dv, None, None, None, None, None, None
+    return dq, dk, dv, None, None, None, None, None
 
 
 attention_fwd.register_autograd(_backward, setup_context=_setup_context)

@@ -66,7 +66,7 @@ def test_status_names():
 def test_options_init_defaults():
     o = options()
     assert o.struct_size == ctypes.sizeof(_lib.AttentionOptions)
-    assert (o.causal, o.layout, o.deterministic, o.tf32, o.exact_masked_v, o.scale) == (0, 0, 1, 0, 0, 0.0)
+    assert (o.causal, o.layout, o.deterministic, o.tf32, o.scale) == (0, 0, 1, 0, 0.0)
     assert not o.stream
 
 

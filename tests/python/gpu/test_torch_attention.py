@@ -174,7 +174,7 @@ def test_non_default_stream():
 
 def test_opcheck():
     q, k, v = make_inputs(CASES[1])
-    torch.library.opcheck(torch.ops.kiln.attention_fwd, (q, k, v, 1, 0.0, "bhsd", False, False, True))
+    torch.library.opcheck(torch.ops.kiln.attention_fwd, (q, k, v, 1, 0.0, "bhsd", False, True))
 
 
 def test_errors_name_the_mistake():
