@@ -5,7 +5,7 @@ import ctypes
 import os
 import threading
 
-from .errors import OK, ERROR_INVALID_ARGUMENT, KilnError, error_for
+from .errors import OK, KilnError, error_for
 
 MAX_DIMS = 8
 ABI_VERSION = 1
@@ -103,20 +103,18 @@ def lib():
             if not os.path.exists(path):
                 raise KilnError(
                     f"libkiln.so not found at {path}: install the package built with kiln (pip install "
-                    f"build-ci/python, see README 'Using it') or set {LIBRARY_ENV} to the library's path",
-                    ERROR_INVALID_ARGUMENT)
+                    f"build-ci/python, see README 'Using it') or set {LIBRARY_ENV} to the library's path")
             try:
                 handle = ctypes.CDLL(path)
             except OSError as e:
-                raise KilnError(f"cannot load libkiln from {path}: {e}", ERROR_INVALID_ARGUMENT) from None
+                raise KilnError(f"cannot load libkiln from {path}: {e}") from None
             for name, (args, res) in _SIGNATURES.items():
                 fn = getattr(handle, name)
                 fn.argtypes = args
                 fn.restype = res
             abi = handle.kiln_abi_version()
             if abi < ABI_VERSION:
-                raise KilnError(f"{path} has C ABI version {abi}; this package needs {ABI_VERSION} or later",
-                                ERROR_INVALID_ARGUMENT)
+                raise KilnError(f"{path} has C ABI version {abi}; this package needs {ABI_VERSION} or later")
             _lib = handle
     return _lib
 

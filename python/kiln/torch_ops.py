@@ -14,12 +14,14 @@ Importing this module needs torch; `import kiln` does not import it."""
 
 import ctypes
 import os
+import sys
 
 import torch
 
 from . import _lib
 from ._tensor import describe
-from .attention import layout_code, lse_shape
+from . import _attention
+from ._attention import layout_code, lse_shape
 from .errors import KilnError
 
 
@@ -122,3 +124,6 @@ def attention_fwd_op():
 
 def attention_bwd_op():
     return torch.ops.kiln.attention_bwd
+
+
+_attention._torch_ops = sys.modules[__name__]

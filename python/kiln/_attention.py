@@ -1,11 +1,11 @@
-"""kiln.attention and kiln.attention_backward: FlashAttention-2 through libkiln. NumPy arrays (and torch
-tensors on the CPU) run in kiln's interpreter; torch tensors on CUDA go through the torch custom ops
-(kiln/torch_ops.py), which are differentiable and traceable by torch.compile."""
+"""kiln.attention and kiln.attention_backward: FlashAttention-2 through libkiln. NumPy arrays run in kiln's
+interpreter; torch tensors go through the torch custom ops (kiln/torch_ops.py: CUDA tensors on the GPU, CPU
+tensors in the interpreter), which are differentiable and traceable by torch.compile."""
 
 import ctypes
 
 from . import _lib
-from ._tensor import describe, is_numpy, is_torch, on_cuda
+from ._tensor import describe, is_numpy, is_torch
 from .errors import KilnError
 
 _CAUSAL = {None: _lib.CAUSAL_NONE, False: _lib.CAUSAL_NONE, "none": _lib.CAUSAL_NONE,
@@ -16,17 +16,17 @@ _LAYOUT = {"bhsd": _lib.LAYOUT_BHSD, "bshd": _lib.LAYOUT_BSHD}
 
 def causal_code(causal):
     """None/False, "top-left"/True (PyTorch's is_causal) or "bottom-right" as kiln_causal."""
-    try:
-        return _CAUSAL[causal]
-    except (KeyError, TypeError):
-        raise KilnError(f"causal must be None, 'top-left' (or True) or 'bottom-right'; got {causal!r}") from None
+    code = _CAUSAL.get(causal, -1) if isinstance(causal, (str, bool, type(None))) else -1
+    if code < 0:
+        raise KilnError(f"causal must be None, 'top-left' (or True) or 'bottom-right'; got {causal!r}")
+    return code
 
 
 def layout_code(layout):
-    try:
-        return _LAYOUT[layout]
-    except (KeyError, TypeError):
-        raise KilnError(f"layout must be 'bhsd' ([B, H, N, D]) or 'bshd' ([B, N, H, D]); got {layout!r}") from None
+    code = _LAYOUT.get(layout, -1) if isinstance(layout, str) else -1
+    if code < 0:
+        raise KilnError(f"layout must be 'bhsd' ([B, H, N, D]) or 'bshd' ([B, N, H, D]); got {layout!r}")
+    return code
 
 
 def scale_value(scale):
@@ -48,26 +48,25 @@ def lse_shape(q, layout):
     return (b, x, y) if layout == "bhsd" else (b, y, x)
 
 
-def _host_arrays(q, name):
-    if not (is_numpy(q) or (is_torch(q) and not on_cuda(q))):
-        raise KilnError(f"{name}: expected NumPy arrays or torch tensors; got {type(q).__name__}")
+# kiln.torch_ops once it is imported (it sets this): torch tensors are then told apart by one isinstance against
+# torch.Tensor, which torch.compile traces without a graph break.
+_torch_ops = None
 
 
-def _empty_like(x, shape, dtype=None):
-    """An uninitialised array or tensor of `shape` beside `x` (same library and device)."""
-    if is_numpy(x):
-        import numpy as np
-        return np.empty(shape, dtype=x.dtype if dtype is None else dtype)
-    import torch
-    return torch.empty(shape, dtype=x.dtype if dtype is None else dtype, device=x.device)
+def _torch_ops_for(x):
+    """kiln.torch_ops when `x` is a torch tensor, else None; torch is never imported for a NumPy array."""
+    if _torch_ops is not None:
+        return _torch_ops if isinstance(x, _torch_ops.torch.Tensor) else None
+    if is_torch(x):
+        from . import torch_ops
+        return torch_ops
+    return None
 
 
-def _f32(x):
-    if is_numpy(x):
-        import numpy as np
-        return np.float32
-    import torch
-    return torch.float32
+def _check_numpy(arrays, names):
+    for a, n in zip(arrays, names):
+        if not is_numpy(a):
+            raise KilnError(f"{n}: expected NumPy arrays or torch tensors; got {type(a).__name__}")
 
 
 def attention(q, k, v, *, causal=None, scale=None, layout="bhsd", return_lse=False, deterministic=True,
@@ -75,18 +74,20 @@ def attention(q, k, v, *, causal=None, scale=None, layout="bhsd", return_lse=Fal
     """softmax(q kᵀ · scale) v per (batch, head): O shaped like q, and LSE f32 [B, H, N_Q] (natural log) when
     return_lse. q [B, H, N_Q, D], k and v [B, H_KV, N_K, D] (bshd: [B, N, H, D]); H a multiple of H_KV
     (GQA/MQA). causal: None, "top-left" (PyTorch's is_causal; True is accepted) or "bottom-right"
-    (FlashAttention >= 2.1). scale None is 1/sqrt(D). tf32: f32 inputs on tensor cores (GPU). CUDA tensors
-    (and CPU tensors that require grad): a differentiable torch custom op (deterministic applies to its
-    backward); NumPy arrays and other CPU tensors: kiln's interpreter."""
+    (FlashAttention >= 2.1). scale None is 1/sqrt(D). tf32: f32 inputs on tensor cores (GPU).
+    torch tensors go through the custom op torch.ops.kiln.attention_fwd (differentiable; `deterministic`
+    applies to its backward): CUDA tensors on the GPU, CPU tensors in the interpreter. NumPy arrays run in
+    kiln's interpreter."""
     c, lay, s = causal_code(causal), layout_code(layout), scale_value(scale)
-    if on_cuda(q) or (is_torch(q) and q.requires_grad):
-        from . import torch_ops
-        o, lse = torch_ops.attention_fwd_op()(q, k, v, c, s, layout, bool(tf32), bool(deterministic))
+    ops = _torch_ops_for(q)
+    if ops is not None:
+        o, lse = ops.attention_fwd_op()(q, k, v, c, s, layout, bool(tf32), bool(deterministic))
         return (o, lse) if return_lse else o
-    _host_arrays(q, "q")
-    o = _empty_like(q, tuple(q.shape))
+    _check_numpy((q, k, v), ("q", "k", "v"))
+    import numpy as np
+    o = np.empty(q.shape, dtype=q.dtype)
     shape = lse_shape(q, layout)
-    lse = _empty_like(q, shape, _f32(q)) if (return_lse and shape is not None) else None
+    lse = np.empty(shape, dtype=np.float32) if (return_lse and shape is not None) else None
     forward_host(q, k, v, o, lse, c, lay, s, tf32=tf32)
     return (o, lse) if return_lse else o
 
@@ -94,13 +95,14 @@ def attention(q, k, v, *, causal=None, scale=None, layout="bhsd", return_lse=Fal
 def attention_backward(dout, q, k, v, o, lse, *, causal=None, scale=None, layout="bhsd", deterministic=True,
                        tf32=False):
     """dQ, dK, dV of attention from the forward's inputs, its O and LSE (return_lse=True) and the output
-    gradient dout (shaped like q). Host arrays run in the interpreter, CUDA tensors on the GPU."""
+    gradient dout (shaped like q). torch tensors: torch.ops.kiln.attention_bwd; NumPy: the interpreter."""
     c, lay, s = causal_code(causal), layout_code(layout), scale_value(scale)
-    if on_cuda(q):
-        from . import torch_ops
-        return torch_ops.attention_bwd_op()(dout, q, k, v, o, lse, c, s, layout, bool(tf32), bool(deterministic))
-    _host_arrays(q, "q")
-    dq, dk, dv = (_empty_like(x, tuple(x.shape)) for x in (q, k, v))
+    ops = _torch_ops_for(q)
+    if ops is not None:
+        return ops.attention_bwd_op()(dout, q, k, v, o, lse, c, s, layout, bool(tf32), bool(deterministic))
+    _check_numpy((dout, q, k, v, o, lse), ("dout", "q", "k", "v", "o", "lse"))
+    import numpy as np
+    dq, dk, dv = (np.empty(x.shape, dtype=x.dtype) for x in (q, k, v))
     backward_host(q, k, v, o, lse, dout, dq, dk, dv, c, lay, s, deterministic=deterministic, tf32=tf32)
     return dq, dk, dv
 
