@@ -74,6 +74,6 @@ def rel_l2(out, ref):
     ref = np.asarray(ref, dtype=np.float64)
     finite = np.isfinite(ref)
     assert np.array_equal(np.isfinite(out), finite), "non-finite entries differ from the reference's"
-    num = np.linalg.norm((out - ref)[finite])
+    num = np.linalg.norm(out[finite] - ref[finite])
     den = np.linalg.norm(ref[finite])
     return num / den if den > 0 else num
