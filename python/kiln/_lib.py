@@ -126,13 +126,12 @@ def check(status):
         raise error_for(status, message)
 
 
+_OPTIONS_SIZE = ctypes.sizeof(AttentionOptions)
+
+
 def attention_options(causal, layout, scale, deterministic=True, tf32=False, stream=None):
-    o = AttentionOptions()
-    lib().kiln_attention_options_init(ctypes.byref(o))
-    o.causal, o.layout, o.scale = causal, layout, scale
-    o.deterministic, o.tf32 = int(deterministic), int(tf32)
-    o.stream = stream
-    return o
+    """kiln_attention_options with struct_size set, as kiln_attention_options_init makes it, and these fields."""
+    return AttentionOptions(_OPTIONS_SIZE, causal, layout, int(deterministic), int(tf32), scale, stream)
 
 
 def text(ptr):
