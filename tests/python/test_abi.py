@@ -208,3 +208,22 @@ def test_library_links_no_llvm_or_fmt():
     out = subprocess.run(["ldd", path], capture_output=True, text=True, check=True).stdout
     for lib in ("libLLVM", "libfmt", "libcuda", "libnvrtc", "libz3"):
         assert lib not in out, out
+
+
+def python(code, **env):
+    import sys
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, **env}, cwd=os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_import_needs_neither_torch_nor_numpy():
+    r = python("import sys, kiln; kiln.version(); print('torch' in sys.modules, 'numpy' in sys.modules)")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "False"]
+
+
+def test_missing_library_is_a_clear_error():
+    r = python("import kiln\ntry:\n    kiln.version()\nexcept kiln.KilnError as e:\n    print(e)",
+               KILN_LIBRARY="/nonexistent/libkiln.so")
+    assert r.returncode == 0, r.stderr
+    assert "libkiln.so not found at /nonexistent/libkiln.so" in r.stdout and "KILN_LIBRARY" in r.stdout
