@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <new>
-#include <set>
 
 namespace kiln::capi {
 namespace {
