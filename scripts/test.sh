@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds with the CI preset (warnings are errors),
-# runs every GoogleTest suite through ctest. GPU tests skip, saying why, where no GPU exists. Then the
-# sanitize preset (ASan + UBSan): the unit, error and interp suites again, and every fuzz target for a
-# bounded time (docs/testing.md).
+# runs every GoogleTest suite through ctest, then the Python package's pytest suite on the installed package.
+# GPU tests skip, saying why, where no GPU exists. Then the sanitize preset (ASan + UBSan): the unit, error
+# and interp suites again, and every fuzz target for a bounded time (docs/testing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
@@ -10,6 +10,8 @@ cmake --preset ci >/dev/null
 cmake --build --preset ci -j "$(nproc)"
 bash scripts/check_static_deps.sh build-ci
 ctest --preset ci -j "$(nproc)"
+# The Python package, installed from the build into a venv, and its pytest suite (tests/python).
+bash scripts/python_test.sh build-ci
 # ctest lists skipped tests without their reason; print it once (every GPU test skips for the same one).
 # (Captured first: `grep -q` on the pipe would close it early, and pipefail would read the test binary's SIGPIPE
 # as "not skipped".)

@@ -22,7 +22,7 @@ file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 run_step("installing kiln" ${CMAKE_COMMAND} --install ${KILN_BUILD_DIR} --prefix ${prefix})
 foreach(must include/kiln/kiln.h include/kiln/tool_main.h include/dsl/dsl.h include/kernels/builtin.h
-        lib/libkiln_tool.a lib/cmake/kiln/kilnConfig.cmake)
+        lib/libkiln_tool.a lib/cmake/kiln/kilnConfig.cmake include/kiln/kiln_c.h lib/libkiln.so)
   if(NOT EXISTS ${prefix}/${must})
     message(FATAL_ERROR "install test: ${prefix}/${must} was not installed")
   endif()

@@ -1,0 +1,110 @@
+// The attention entry points of the C ABI: kiln::attention::forward / backward on device pointers and
+// capi/host_attention.h's interpreter path on host pointers, over the same conversions of the C structs.
+#include "capi/c_boundary.h"
+#include "capi/host_attention.h"
+#include "runtime/cuda_driver.h"
+
+namespace kiln::capi {
+namespace {
+
+using attention::TensorRef;
+
+struct ForwardArgs {
+  TensorRef q, k, v, o;
+  std::optional<TensorRef> lse;
+  attention::BackwardOptions options;
+};
+
+ForwardArgs forward_args(const kiln_tensor* q, const kiln_tensor* k, const kiln_tensor* v, const kiln_tensor* o,
+                         const kiln_tensor* lse, const kiln_attention_options* options) {
+  ForwardArgs a{tensor_ref(require(q, "q"), "q"), tensor_ref(require(k, "k"), "k"), tensor_ref(require(v, "v"), "v"),
+                tensor_ref(require(o, "o"), "o"), std::nullopt, attention_options(options)};
+  if (lse != nullptr)
+    a.lse = tensor_ref(*lse, "lse");
+  return a;
+}
+
+struct BackwardArgs {
+  ForwardArgs fwd;
+  TensorRef dout, dq, dk, dv;
+};
+
+BackwardArgs backward_args(const kiln_tensor* q, const kiln_tensor* k, const kiln_tensor* v, const kiln_tensor* o,
+                           const kiln_tensor* lse, const kiln_tensor* dout, const kiln_tensor* dq,
+                           const kiln_tensor* dk, const kiln_tensor* dv, const kiln_attention_options* options) {
+  require(lse, "lse (the backward needs the forward's LSE)");
+  return {forward_args(q, k, v, o, lse, options), tensor_ref(require(dout, "dout"), "dout"),
+          tensor_ref(require(dq, "dq"), "dq"), tensor_ref(require(dk, "dk"), "dk"), tensor_ref(require(dv, "dv"), "dv")};
+}
+
+// Runs `call` (which validates, then launches); where there is no CUDA driver, a call whose arguments are
+// valid fails with KILN_ERROR_UNAVAILABLE instead of kiln::Error. `validate` re-runs the checks only on that
+// failure path, so that a valid call pays for one validation.
+template <typename Call, typename Validate> void on_gpu(const char* what, Call&& call, Validate&& validate) {
+  try {
+    call();
+  } catch (const Error&) {
+    std::string why;
+    if (rt::driver_available(&why))
+      throw;
+    validate(); // a mistake in the arguments is still reported as such
+    throw Unavailable(std::string(what) + " needs a GPU: " + why);
+  }
+}
+
+} // namespace
+} // namespace kiln::capi
+
+using namespace kiln;
+using namespace kiln::capi;
+
+extern "C" {
+
+kiln_status kiln_attention_forward_cuda(const kiln_tensor* q, const kiln_tensor* k, const kiln_tensor* v,
+                                        const kiln_tensor* o, const kiln_tensor* lse,
+                                        const kiln_attention_options* options) {
+  return guarded([&] {
+    const ForwardArgs a = forward_args(q, k, v, o, lse, options);
+    on_gpu(
+        "kiln_attention_forward_cuda", [&] { attention::forward(a.q, a.k, a.v, a.o, a.lse, a.options); },
+        [&] { attention::validate_attention_args(a.q, a.k, a.v, a.o, a.lse, a.options); });
+  });
+}
+
+kiln_status kiln_attention_backward_cuda(const kiln_tensor* q, const kiln_tensor* k, const kiln_tensor* v,
+                                         const kiln_tensor* o, const kiln_tensor* lse, const kiln_tensor* dout,
+                                         const kiln_tensor* dq, const kiln_tensor* dk, const kiln_tensor* dv,
+                                         const kiln_attention_options* options) {
+  return guarded([&] {
+    const BackwardArgs a = backward_args(q, k, v, o, lse, dout, dq, dk, dv, options);
+    const ForwardArgs& f = a.fwd;
+    on_gpu(
+        "kiln_attention_backward_cuda",
+        [&] { attention::backward(f.q, f.k, f.v, f.o, *f.lse, a.dout, a.dq, a.dk, a.dv, f.options); },
+        [&] {
+          attention::validate_attention_bwd_args(f.q, f.k, f.v, f.o, *f.lse, a.dout, a.dq, a.dk, a.dv, f.options);
+        });
+  });
+}
+
+kiln_status kiln_attention_forward_host(const kiln_tensor* q, const kiln_tensor* k, const kiln_tensor* v,
+                                        const kiln_tensor* o, const kiln_tensor* lse,
+                                        const kiln_attention_options* options) {
+  return guarded([&] {
+    const ForwardArgs a = forward_args(q, k, v, o, lse, options);
+    attention_forward_host(a.q, a.k, a.v, a.o, a.lse, a.options);
+  });
+}
+
+kiln_status kiln_attention_backward_host(const kiln_tensor* q, const kiln_tensor* k, const kiln_tensor* v,
+                                         const kiln_tensor* o, const kiln_tensor* lse, const kiln_tensor* dout,
+                                         const kiln_tensor* dq, const kiln_tensor* dk, const kiln_tensor* dv,
+                                         const kiln_attention_options* options) {
+  return guarded([&] {
+    const BackwardArgs a = backward_args(q, k, v, o, lse, dout, dq, dk, dv, options);
+    const ForwardArgs& f = a.fwd;
+    attention_backward_host(f.q, f.k, f.v, f.o, *f.lse, a.dout, a.dq, a.dk, a.dv, f.options);
+  });
+}
+
+} // extern "C"

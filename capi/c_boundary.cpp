@@ -1,0 +1,166 @@
+#include "capi/c_boundary.h"
+
+#include "support/error.h"
+
+#include <fmt/format.h>
+
+#include <new>
+
+namespace kiln::capi {
+namespace {
+
+thread_local std::string last_error;
+thread_local std::string returned;
+
+} // namespace
+
+void set_last_error(const std::string& message) { last_error = message; }
+const char* last_error_message() { return last_error.c_str(); }
+
+const char* return_string(std::string text) {
+  returned = std::move(text);
+  return returned.c_str();
+}
+
+kiln_status status_of_current_exception() noexcept {
+  // Each handler copies the message first; a failure to do that (no memory) still returns a status.
+  try {
+    try {
+      throw;
+    } catch (const InvalidArgument& e) {
+      last_error = e.what();
+      return KILN_ERROR_INVALID_ARGUMENT;
+    } catch (const Unavailable& e) {
+      last_error = e.what();
+      return KILN_ERROR_UNAVAILABLE;
+    } catch (const Error& e) {
+      last_error = e.what();
+      return KILN_ERROR;
+    } catch (const InternalError& e) {
+      last_error = e.what();
+      return KILN_ERROR_INTERNAL;
+    } catch (const std::bad_alloc&) {
+      last_error = "out of host memory";
+      return KILN_ERROR_OUT_OF_MEMORY;
+    } catch (const std::exception& e) {
+      last_error = std::string("unexpected failure: ") + e.what();
+      return KILN_ERROR_UNKNOWN;
+    } catch (...) {
+      last_error = "unexpected failure (not a std::exception)";
+      return KILN_ERROR_UNKNOWN;
+    }
+  } catch (...) {
+    return KILN_ERROR_OUT_OF_MEMORY; // the message could not be stored
+  }
+}
+
+DType dtype_from_c(int32_t dtype, const char* what) {
+  switch (dtype) {
+  case KILN_I1:
+    return DType::i1;
+  case KILN_U8:
+    return DType::u8;
+  case KILN_I32:
+    return DType::i32;
+  case KILN_I64:
+    return DType::i64;
+  case KILN_F16:
+    return DType::f16;
+  case KILN_BF16:
+    return DType::bf16;
+  case KILN_F32:
+    return DType::f32;
+  case KILN_F64:
+    return DType::f64;
+  default:
+    break;
+  }
+  throw InvalidArgument(fmt::format("{}: dtype must be a kiln_dtype from {} (KILN_I1) to {} (KILN_F64); got {}",
+                                    what, static_cast<int>(KILN_I1), static_cast<int>(KILN_F64), dtype));
+}
+
+int32_t dtype_to_c(DType dtype) {
+  switch (dtype) {
+  case DType::i1:
+    return KILN_I1;
+  case DType::u8:
+    return KILN_U8;
+  case DType::i32:
+    return KILN_I32;
+  case DType::i64:
+    return KILN_I64;
+  case DType::f16:
+    return KILN_F16;
+  case DType::bf16:
+    return KILN_BF16;
+  case DType::f32:
+    return KILN_F32;
+  case DType::f64:
+    return KILN_F64;
+  }
+  throw InternalError("dtype_to_c: unknown DType");
+}
+
+attention::TensorRef tensor_ref(const kiln_tensor& t, const char* what) {
+  if (t.ndim < 0 || t.ndim > KILN_MAX_DIMS)
+    throw InvalidArgument(fmt::format("{}: ndim must be from 0 to {}; got {}", what, KILN_MAX_DIMS, t.ndim));
+  attention::TensorRef r;
+  r.data = reinterpret_cast<uint64_t>(t.data);
+  r.dtype = dtype_from_c(t.dtype, what);
+  r.shape.assign(t.shape, t.shape + t.ndim);
+  r.strides.assign(t.strides, t.strides + t.ndim);
+  return r;
+}
+
+attention::BackwardOptions attention_options(const kiln_attention_options* options) {
+  attention::BackwardOptions o;
+  if (options == nullptr)
+    return o;
+  // Version 1 of the struct is the whole of it; a larger one comes from a newer header than this library.
+  if (options->struct_size != sizeof(kiln_attention_options))
+    throw InvalidArgument(fmt::format("kiln_attention_options.struct_size must be {} (call "
+                                      "kiln_attention_options_init); got {}",
+                                      sizeof(kiln_attention_options), options->struct_size));
+  switch (options->causal) {
+  case KILN_CAUSAL_NONE:
+    o.causal = attention::Causal::None;
+    break;
+  case KILN_CAUSAL_TOP_LEFT:
+    o.causal = attention::Causal::TopLeft;
+    break;
+  case KILN_CAUSAL_BOTTOM_RIGHT:
+    o.causal = attention::Causal::BottomRight;
+    break;
+  default:
+    throw InvalidArgument(fmt::format("kiln_attention_options.causal must be KILN_CAUSAL_NONE (0), "
+                                      "KILN_CAUSAL_TOP_LEFT (1) or KILN_CAUSAL_BOTTOM_RIGHT (2); got {}",
+                                      options->causal));
+  }
+  if (options->layout != KILN_LAYOUT_BHSD && options->layout != KILN_LAYOUT_BSHD)
+    throw InvalidArgument(fmt::format(
+        "kiln_attention_options.layout must be KILN_LAYOUT_BHSD (0) or KILN_LAYOUT_BSHD (1); got {}",
+        options->layout));
+  o.layout = options->layout == KILN_LAYOUT_BSHD ? "bshd" : "bhsd";
+  o.deterministic = options->deterministic != 0;
+  o.tf32 = options->tf32 != 0;
+  o.sm_scale = options->scale;
+  o.stream = options->stream;
+  return o;
+}
+
+std::map<std::string, int64_t> param_overrides(const kiln_param* params, int32_t num_params) {
+  if (num_params < 0)
+    throw InvalidArgument(fmt::format("num_params must be >= 0; got {}", num_params));
+  if (num_params > 0 && params == nullptr)
+    throw InvalidArgument("params must not be NULL when num_params > 0");
+  std::map<std::string, int64_t> out;
+  for (int32_t i = 0; i < num_params; ++i) {
+    if (params[i].name == nullptr)
+      throw InvalidArgument(fmt::format("params[{}].name must not be NULL", i));
+    if (!out.emplace(params[i].name, params[i].value).second)
+      fail("parameter '{}' is given twice", params[i].name);
+  }
+  return out;
+}
+
+} // namespace kiln::capi

@@ -1,0 +1,63 @@
+// What every C entry point of libkiln shares: the exception-to-status boundary (no C++ exception crosses the
+// ABI), the per-thread last error and returned strings, and the conversions from the ABI's plain structs
+// (kiln_tensor, kiln_attention_options, kiln_param) to kiln's C++ types.
+#pragma once
+
+#include "capi/kiln_c.h"
+#include "dsl/config.h"
+#include "dsl/dtype.h"
+#include "kernels/attention/attention_bwd_api.h"
+
+#include <map>
+#include <string>
+
+namespace kiln::capi {
+
+// A malformed C call (null pointer, unknown enum value, bad struct_size): KILN_ERROR_INVALID_ARGUMENT.
+class InvalidArgument : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+// A call that needs a GPU where there is none: KILN_ERROR_UNAVAILABLE.
+class Unavailable : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+void set_last_error(const std::string& message);
+const char* last_error_message(); // this thread's last error ("" after a success)
+// Runs `body` and maps what it throws to a status, recording the message as kiln_last_error(); clears the
+// last error first. Catches everything, so that nothing unwinds into C.
+template <typename F> kiln_status guarded(F&& body) noexcept;
+kiln_status status_of_current_exception() noexcept; // inside a catch (...)
+
+// Stores `text` in this thread's slot for returned strings and returns a pointer valid until the next call.
+const char* return_string(std::string text);
+
+// The pointer argument `p` named `what` must not be null (InvalidArgument otherwise).
+template <typename T> const T& require(const T* p, const char* what) {
+  if (p == nullptr)
+    throw InvalidArgument(std::string(what) + " must not be NULL");
+  return *p;
+}
+
+DType dtype_from_c(int32_t dtype, const char* what);
+int32_t dtype_to_c(DType dtype);
+// A tensor for kiln::attention; its data pointer is the address as an integer (host or device).
+attention::TensorRef tensor_ref(const kiln_tensor& t, const char* what);
+// The options as kiln::attention's (struct_size checked; defaults when `options` is null).
+attention::BackwardOptions attention_options(const kiln_attention_options* options);
+// NAME=VALUE overrides as a map; a name given twice is a kiln::Error.
+std::map<std::string, int64_t> param_overrides(const kiln_param* params, int32_t num_params);
+
+template <typename F> kiln_status guarded(F&& body) noexcept {
+  try {
+    set_last_error("");
+    body();
+    return KILN_OK;
+  } catch (...) {
+    return status_of_current_exception();
+  }
+}
+
+} // namespace kiln::capi

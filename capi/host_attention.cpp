@@ -1,0 +1,119 @@
+#include "capi/host_attention.h"
+
+#include "kernels/attention/attention_bwd_problem.h"
+#include "kernels/attention/fa2_fwd.h"
+
+#include <cstring>
+
+namespace kiln::capi {
+namespace {
+
+// One [B, heads, n, D] tensor's rows: the head dim is contiguous in the caller's memory and in the kernels'
+// buffers alike (the validation requires it), so each (b, h, i) row moves as one memcpy.
+struct Rows {
+  int64_t B, heads, n, D;
+};
+
+Rows q_rows(const AttentionProblem& p) { return {p.B, p.H, p.N_Q, p.D}; }
+Rows kv_rows(const AttentionProblem& p) { return {p.B, p.H_KV, p.N_K, p.D}; }
+
+uint8_t* host_bytes(uint64_t address) { return reinterpret_cast<uint8_t*>(address); }
+
+template <typename F> void for_each_row(const Rows& r, F&& f) {
+  for (int64_t b = 0; b < r.B; ++b)
+    for (int64_t h = 0; h < r.heads; ++h)
+      for (int64_t i = 0; i < r.n; ++i)
+        f(b, h, i);
+}
+
+// The caller's tensor at `address` (strides `from`) as a dense buffer with the kernels' strides `to`.
+HostBuffer gather(uint64_t address, DType dtype, const TensorStrides& from, const TensorStrides& to, const Rows& r,
+                  const char* name) {
+  HostBuffer buf(dtype, r.B * r.heads * r.n * r.D, name);
+  const int64_t es = dtype_bytes(dtype);
+  const uint8_t* src = host_bytes(address);
+  for_each_row(r, [&](int64_t b, int64_t h, int64_t i) {
+    std::memcpy(buf.bytes.data() + element_offset(to, b, h, i, 0) * es, src + element_offset(from, b, h, i, 0) * es,
+                static_cast<size_t>(r.D * es));
+  });
+  return buf;
+}
+
+// The dense buffer `buf` (strides `from`) written into the caller's tensor at `address` (strides `to`).
+void scatter(const HostBuffer& buf, const TensorStrides& from, uint64_t address, const TensorStrides& to,
+             const Rows& r) {
+  const int64_t es = dtype_bytes(buf.dtype);
+  uint8_t* dst = host_bytes(address);
+  for_each_row(r, [&](int64_t b, int64_t h, int64_t i) {
+    std::memcpy(dst + element_offset(to, b, h, i, 0) * es, buf.bytes.data() + element_offset(from, b, h, i, 0) * es,
+                static_cast<size_t>(r.D * es));
+  });
+}
+
+// LSE is f32 [B, H, N_Q] and contiguous (validated), as the kernels store it.
+HostBuffer gather_lse(const AttentionProblem& p, uint64_t address) {
+  HostBuffer buf(DType::f32, p.B * p.H * p.N_Q, "lse");
+  std::memcpy(buf.bytes.data(), host_bytes(address), buf.bytes.size());
+  return buf;
+}
+
+} // namespace
+
+void attention_forward_host(const attention::TensorRef& q, const attention::TensorRef& k,
+                            const attention::TensorRef& v, const attention::TensorRef& o,
+                            const std::optional<attention::TensorRef>& lse,
+                            const attention::AttentionOptions& options) {
+  const attention::ValidatedAttention va = attention::validate_attention_args(q, k, v, o, lse, options);
+  if (va.empty)
+    return;
+  const AttentionProblem& p = va.problem;
+  const AttentionStrides dense = attention_strides(p);
+  AttentionInputs in{gather(va.q, p.dtype, va.strides.q, dense.q, q_rows(p), "q"),
+                     gather(va.k, p.dtype, va.strides.k, dense.k, kv_rows(p), "k"),
+                     gather(va.v, p.dtype, va.strides.v, dense.v, kv_rows(p), "v")};
+  AttentionOutputs out = make_outputs(p);
+  std::vector<InterpArg> args = fa2_interp_args(p, in, out);
+  const Config config = options.config ? *options.config : default_fa2_config(p);
+  interpret(build_fa2_fwd(config), fa2_fwd_def().grid(config, attention_size_args(p)), args);
+  scatter(out.o, dense.o, va.o, va.strides.o, q_rows(p));
+  if (va.lse)
+    std::memcpy(host_bytes(*va.lse), out.lse.bytes.data(), out.lse.bytes.size());
+}
+
+void attention_backward_host(const attention::TensorRef& q, const attention::TensorRef& k,
+                             const attention::TensorRef& v, const attention::TensorRef& o,
+                             const attention::TensorRef& lse, const attention::TensorRef& dout,
+                             const attention::TensorRef& dq, const attention::TensorRef& dk,
+                             const attention::TensorRef& dv, const attention::BackwardOptions& options) {
+  const attention::ValidatedBackward vb =
+      attention::validate_attention_bwd_args(q, k, v, o, lse, dout, dq, dk, dv, options);
+  const AttentionProblem& p = vb.fwd.problem;
+  if (p.B == 0)
+    return;
+  const AttentionStrides dense = attention_strides(p);
+  if (p.N_Q == 0) { // no query sees a key: the key gradients are zero, as attention::backward makes them
+    const HostBuffer zeros(p.dtype, p.B * p.H_KV * p.N_K * p.D, "zeros");
+    scatter(zeros, dense.k, vb.dk_data, vb.dk, kv_rows(p));
+    scatter(zeros, dense.v, vb.dv_data, vb.dv, kv_rows(p));
+    return;
+  }
+  AttentionInputs in{gather(vb.fwd.q, p.dtype, vb.fwd.strides.q, dense.q, q_rows(p), "q"),
+                     gather(vb.fwd.k, p.dtype, vb.fwd.strides.k, dense.k, kv_rows(p), "k"),
+                     gather(vb.fwd.v, p.dtype, vb.fwd.strides.v, dense.v, kv_rows(p), "v")};
+  const HostBuffer d_out = gather(vb.dout_data, p.dtype, vb.dout, dense.q, q_rows(p), "dout");
+  // The buffers with the caller's O and LSE in place of the reference forward's that make_bwd_buffers puts.
+  AttentionBwdBuffers b = make_bwd_buffers(p, in, d_out);
+  b.o = gather(vb.fwd.o, p.dtype, vb.fwd.strides.o, dense.o, q_rows(p), "o");
+  b.lse = gather_lse(p, *vb.fwd.lse);
+  AttentionBwdConfigs configs = default_bwd_configs(p, /*atomic_dq=*/!options.deterministic);
+  if (options.config)
+    configs.dkdv = *options.config;
+  if (options.dq_config)
+    configs.dq = *options.dq_config;
+  run_bwd(p, configs, b);
+  scatter(b.dq, dense.q, vb.dq_data, vb.dq, q_rows(p));
+  scatter(b.dk, dense.k, vb.dk_data, vb.dk, kv_rows(p));
+  scatter(b.dv, dense.v, vb.dv_data, vb.dv, kv_rows(p));
+}
+
+} // namespace kiln::capi

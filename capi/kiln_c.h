@@ -1,0 +1,171 @@
+/* kiln's C ABI: the stable surface of libkiln.so that other languages (Python's ctypes, Rust, Julia, a
+ * framework's extension) call. Plain C types only; no C++ exception, abort or exit crosses it.
+ *
+ *   kiln_tensor q = {ptr, KILN_F16, 4, {B, H, N, D}, {H * N * D, N * D, D, 1}};   // bhsd, dense
+ *   kiln_attention_options opts;
+ *   kiln_attention_options_init(&opts);
+ *   opts.causal = KILN_CAUSAL_BOTTOM_RIGHT;
+ *   opts.stream = my_stream;                                // cudaStream_t / CUstream, not owned
+ *   if (kiln_attention_forward_cuda(&q, &k, &v, &o, &lse, &opts) != KILN_OK)
+ *     fprintf(stderr, "%s\n", kiln_last_error());           // kiln::Error's full message
+ *
+ * Every function that can fail returns a kiln_status; on failure kiln_last_error() holds the message (per
+ * thread, until the next call on that thread). Strings returned through `const char**` live in per-thread
+ * storage until the next call on the same thread that returns one: copy them before calling again.
+ *
+ * Compatibility: functions are only ever added; a struct that may grow starts with `struct_size`, which the
+ * caller sets (the *_init functions do), so an older caller's smaller struct still reads correctly.
+ * KILN_C_ABI_VERSION grows with each addition (kiln_abi_version() says which the library has). */
+#ifndef KILN_C_H
+#define KILN_C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define KILN_C_EXPORT __attribute__((visibility("default")))
+#else
+#define KILN_C_EXPORT
+#endif
+
+#define KILN_C_ABI_VERSION 1
+#define KILN_MAX_DIMS 8
+
+typedef enum kiln_status {
+  KILN_OK = 0,
+  KILN_ERROR = 1,                  /* a caller's mistake (kiln::Error): shapes, dtypes, names, options, files */
+  KILN_ERROR_INVALID_ARGUMENT = 2, /* the C call itself is malformed: a null pointer, an unknown enum value,
+                                      a struct_size this library does not know, ndim out of range */
+  KILN_ERROR_UNAVAILABLE = 3,      /* the call needs a GPU (CUDA driver, device, NVRTC) that is not here */
+  KILN_ERROR_OUT_OF_MEMORY = 4,    /* host memory ran out */
+  KILN_ERROR_INTERNAL = 5,         /* a bug in kiln (kiln::InternalError) */
+  KILN_ERROR_UNKNOWN = 6           /* any other failure */
+} kiln_status;
+
+/* Element types; the values are part of the ABI. */
+typedef enum kiln_dtype {
+  KILN_I1 = 1,
+  KILN_U8 = 2,
+  KILN_I32 = 3,
+  KILN_I64 = 4,
+  KILN_F16 = 5,
+  KILN_BF16 = 6,
+  KILN_F32 = 7,
+  KILN_F64 = 8
+} kiln_dtype;
+
+/* A strided tensor the caller owns: host memory for the *_host calls, device memory on kiln's device
+ * (KILN_DEVICE) for the *_cuda calls. Shape and strides are in elements, outermost first; entries past
+ * ndim are ignored. */
+typedef struct kiln_tensor {
+  void* data;
+  int32_t dtype; /* kiln_dtype */
+  int32_t ndim;  /* 0..KILN_MAX_DIMS */
+  int64_t shape[KILN_MAX_DIMS];
+  int64_t strides[KILN_MAX_DIMS];
+} kiln_tensor;
+
+typedef enum kiln_causal {
+  KILN_CAUSAL_NONE = 0,
+  KILN_CAUSAL_TOP_LEFT = 1,    /* key j visible to query i iff j <= i (PyTorch's is_causal) */
+  KILN_CAUSAL_BOTTOM_RIGHT = 2 /* iff j <= i + N_K - N_Q (FlashAttention >= 2.1, KV-cache decoding) */
+} kiln_causal;
+
+typedef enum kiln_layout {
+  KILN_LAYOUT_BHSD = 0, /* q, k, v, o shaped [B, H, N, D] */
+  KILN_LAYOUT_BSHD = 1  /* [B, N, H, D] */
+} kiln_layout;
+
+typedef struct kiln_attention_options {
+  uint32_t struct_size; /* sizeof(kiln_attention_options) */
+  int32_t causal;       /* kiln_causal */
+  int32_t layout;       /* kiln_layout */
+  int32_t deterministic; /* backward: 1 (default) bitwise-reproducible, 0 lets the tuner pick atomic dQ */
+  int32_t tf32;          /* f32 inputs: tensor cores in tf32 (GPU) */
+  double scale;           /* softmax scale; 0: 1/sqrt(D) */
+  void* stream;           /* *_cuda: the cudaStream_t / CUstream to launch on (not owned); NULL: legacy default */
+} kiln_attention_options;
+
+/* A scalar argument of a kernel, by parameter name (a size argument of its grid rule too). */
+typedef struct kiln_scalar {
+  const char* name;
+  int32_t is_float; /* 0: `i` holds the value, 1: `f` does */
+  int64_t i;
+  double f;
+} kiln_scalar;
+
+/* A config parameter override NAME=VALUE (num_warps and num_stages included). */
+typedef struct kiln_param {
+  const char* name;
+  int64_t value;
+} kiln_param;
+
+/* ---- library ---- */
+KILN_C_EXPORT const char* kiln_version(void);  /* "0.1.0" */
+KILN_C_EXPORT int32_t kiln_abi_version(void); /* KILN_C_ABI_VERSION of the library */
+/* The message of the last failed call on this thread ("" when the last call succeeded). */
+KILN_C_EXPORT const char* kiln_last_error(void);
+KILN_C_EXPORT const char* kiln_status_name(int32_t status); /* "KILN_ERROR_UNAVAILABLE" */
+KILN_C_EXPORT void kiln_attention_options_init(kiln_attention_options* options);
+
+/* ---- device and caches ---- */
+/* The number of CUDA devices; 0 (and KILN_OK) where there is no driver or no device, with the reason in
+ * *why_not (may be NULL). */
+KILN_C_EXPORT kiln_status kiln_device_count(int32_t* count, const char** why_not);
+/* A JSON object describing device `ordinal` (name, arch, sm_count, shared memory, ...). */
+KILN_C_EXPORT kiln_status kiln_device_info(int32_t ordinal, const char** json);
+/* Whether kernels can run on a GPU here (driver, device, NVRTC, KILN_INTERPRET not set): 1 or 0. */
+KILN_C_EXPORT int32_t kiln_gpu_available(const char** why_not);
+/* The cache root and its compile/ and tune/ folders as JSON {"root", "compile", "tune"}. */
+KILN_C_EXPORT kiln_status kiln_cache_path(const char** json);
+/* Removes every compile-cache file and autotune result; *removed (may be NULL) counts them. */
+KILN_C_EXPORT kiln_status kiln_cache_clear(int64_t* removed);
+
+/* ---- attention: FlashAttention-2 through kiln::attention ----
+ * q [B, H, N_Q, D], k and v [B, H_KV, N_K, D], o like q (bshd: [B, N, H, D]); lse f32 [B, H, N_Q] or NULL
+ * (forward) / required (backward). Every check of kiln::attention::validate_attention_args applies. */
+KILN_C_EXPORT kiln_status kiln_attention_forward_cuda(const kiln_tensor* q, const kiln_tensor* k,
+                                                      const kiln_tensor* v, const kiln_tensor* o,
+                                                      const kiln_tensor* lse, const kiln_attention_options* options);
+KILN_C_EXPORT kiln_status kiln_attention_backward_cuda(const kiln_tensor* q, const kiln_tensor* k,
+                                                       const kiln_tensor* v, const kiln_tensor* o,
+                                                       const kiln_tensor* lse, const kiln_tensor* dout,
+                                                       const kiln_tensor* dq, const kiln_tensor* dk,
+                                                       const kiln_tensor* dv, const kiln_attention_options* options);
+/* The same on host memory, run by kiln's interpreter (the GPU's numeric rules, default configs). */
+KILN_C_EXPORT kiln_status kiln_attention_forward_host(const kiln_tensor* q, const kiln_tensor* k,
+                                                      const kiln_tensor* v, const kiln_tensor* o,
+                                                      const kiln_tensor* lse, const kiln_attention_options* options);
+KILN_C_EXPORT kiln_status kiln_attention_backward_host(const kiln_tensor* q, const kiln_tensor* k,
+                                                       const kiln_tensor* v, const kiln_tensor* o,
+                                                       const kiln_tensor* lse, const kiln_tensor* dout,
+                                                       const kiln_tensor* dq, const kiln_tensor* dk,
+                                                       const kiln_tensor* dv, const kiln_attention_options* options);
+
+/* ---- registered kernels (kiln's builtin registry) ---- */
+/* The kernels as JSON: [{"name", "summary", "params": [{"name", "default", "takes"}], "size_args"}]. */
+KILN_C_EXPORT kiln_status kiln_list_kernels(const char** json);
+/* `kernel` with `params` overriding its default config, at `stage` ("ir", "lowered", "cuda", "ptx") for
+ * `arch` (NULL or "": the current device's, else sm_90a). ptx needs NVRTC, not a GPU. */
+KILN_C_EXPORT kiln_status kiln_emit(const char* kernel, const char* stage, const char* arch,
+                                    const kiln_param* params, int32_t num_params, const char** text);
+/* Runs `kernel` (default config with `params` applied) over `grid` (NULL: the kernel's grid rule over the
+ * size arguments among `scalars`). Tensors bind the kernel's pointer parameters in order, scalars its scalar
+ * parameters by name. _host: host tensors (contiguous), in the interpreter, written back in place. _cuda:
+ * device tensors, compiled for the current device (cached per kernel and config) and launched on `stream`. */
+KILN_C_EXPORT kiln_status kiln_run_host(const char* kernel, const kiln_tensor* tensors, int32_t num_tensors,
+                                        const kiln_scalar* scalars, int32_t num_scalars, const kiln_param* params,
+                                        int32_t num_params, const int64_t* grid);
+KILN_C_EXPORT kiln_status kiln_run_cuda(const char* kernel, const kiln_tensor* tensors, int32_t num_tensors,
+                                        const kiln_scalar* scalars, int32_t num_scalars, const kiln_param* params,
+                                        int32_t num_params, const int64_t* grid, void* stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_C_H */

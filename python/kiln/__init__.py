@@ -1,0 +1,17 @@
+"""kiln from Python: FlashAttention-2 and kiln's registered kernels through libkiln's C ABI (ctypes; no
+compiled extension, so one package serves every CPython 3). NumPy arrays run in kiln's interpreter; torch
+tensors run through torch custom ops (kiln.torch_ops: CUDA tensors on the GPU, CPU tensors in the
+interpreter), imported with kiln when torch is loaded already, else on first use: torch is optional."""
+
+import sys as _sys
+
+from ._attention import attention, attention_backward
+from .device import cache_clear, cache_path, device_count, device_info, gpu_available, version
+from .errors import KilnError, KilnUnavailableError
+from .kernels import emit, list_kernels, run
+
+__all__ = ["attention", "attention_backward", "cache_clear", "cache_path", "device_count", "device_info",
+           "emit", "gpu_available", "KilnError", "KilnUnavailableError", "list_kernels", "run", "version"]
+
+if "torch" in _sys.modules:  # torch is loaded already: register kiln's ops now, before any torch.compile traces
+    from . import torch_ops  # noqa: F401

@@ -1,0 +1,125 @@
+"""kiln.attention and kiln.attention_backward: FlashAttention-2 through libkiln. NumPy arrays run in kiln's
+interpreter; torch tensors go through the torch custom ops (kiln/torch_ops.py: CUDA tensors on the GPU, CPU
+tensors in the interpreter), which are differentiable and traceable by torch.compile."""
+
+import ctypes
+
+from . import _lib
+from ._tensor import describe, is_numpy, is_torch
+from .errors import KilnError
+
+_CAUSAL = {None: _lib.CAUSAL_NONE, False: _lib.CAUSAL_NONE, "none": _lib.CAUSAL_NONE,
+           True: _lib.CAUSAL_TOP_LEFT, "top-left": _lib.CAUSAL_TOP_LEFT,
+           "bottom-right": _lib.CAUSAL_BOTTOM_RIGHT}
+_LAYOUT = {"bhsd": _lib.LAYOUT_BHSD, "bshd": _lib.LAYOUT_BSHD}
+
+
+def causal_code(causal):
+    """None/False, "top-left"/True (PyTorch's is_causal) or "bottom-right" as kiln_causal."""
+    code = _CAUSAL.get(causal, -1) if isinstance(causal, (str, bool, type(None))) else -1
+    if code < 0:
+        raise KilnError(f"causal must be None, 'top-left' (or True) or 'bottom-right'; got {causal!r}")
+    return code
+
+
+def layout_code(layout):
+    code = _LAYOUT.get(layout, -1) if isinstance(layout, str) else -1
+    if code < 0:
+        raise KilnError(f"layout must be 'bhsd' ([B, H, N, D]) or 'bshd' ([B, N, H, D]); got {layout!r}")
+    return code
+
+
+def scale_value(scale):
+    """None: 1/sqrt(D) (kiln's 0). An explicit 0 would silently mean the default, so it is refused."""
+    if scale is None:
+        return 0.0
+    if not isinstance(scale, (int, float)) or isinstance(scale, bool):
+        raise KilnError(f"scale must be a number or None (1/sqrt(D)); got {scale!r}")
+    if scale == 0:
+        raise KilnError("scale must be nonzero (None means 1/sqrt(D)); got 0")
+    return float(scale)
+
+
+def lse_shape(q, layout):
+    """[B, H, N_Q] of q in `layout`, or None when q is not 4-D (kiln then names the rank error)."""
+    if len(q.shape) != 4:
+        return None
+    b, x, y, _ = q.shape
+    return (b, x, y) if layout == "bhsd" else (b, y, x)
+
+
+# kiln.torch_ops once it is imported (it sets this): torch tensors are then told apart by one isinstance against
+# torch.Tensor, which torch.compile traces without a graph break.
+_torch_ops = None
+
+
+def _torch_ops_for(x):
+    """kiln.torch_ops when `x` is a torch tensor, else None; torch is never imported for a NumPy array."""
+    if _torch_ops is not None:
+        return _torch_ops if isinstance(x, _torch_ops.torch.Tensor) else None
+    if is_torch(x):
+        from . import torch_ops
+        return torch_ops
+    return None
+
+
+def _check_numpy(arrays, names):
+    for a, n in zip(arrays, names):
+        if not is_numpy(a):
+            raise KilnError(f"{n}: expected NumPy arrays or torch tensors; got {type(a).__name__}")
+
+
+def attention(q, k, v, *, causal=None, scale=None, layout="bhsd", return_lse=False, deterministic=True,
+              tf32=False):
+    """softmax(q kᵀ · scale) v per (batch, head): O shaped like q, and LSE f32 [B, H, N_Q] (natural log) when
+    return_lse. q [B, H, N_Q, D], k and v [B, H_KV, N_K, D] (bshd: [B, N, H, D]); H a multiple of H_KV
+    (GQA/MQA). causal: None, "top-left" (PyTorch's is_causal; True is accepted) or "bottom-right"
+    (FlashAttention >= 2.1). scale None is 1/sqrt(D). tf32: f32 inputs on tensor cores (GPU).
+    torch tensors go through the custom op torch.ops.kiln.attention_fwd (differentiable; `deterministic`
+    applies to its backward): CUDA tensors on the GPU, CPU tensors in the interpreter. NumPy arrays run in
+    kiln's interpreter."""
+    c, lay, s = causal_code(causal), layout_code(layout), scale_value(scale)
+    ops = _torch_ops_for(q)
+    if ops is not None:
+        o, lse = ops.attention_fwd_op()(q, k, v, c, s, layout, bool(tf32), bool(deterministic))
+        return (o, lse) if return_lse else o
+    _check_numpy((q, k, v), ("q", "k", "v"))
+    import numpy as np
+    o = np.empty(q.shape, dtype=q.dtype)
+    shape = lse_shape(q, layout)
+    lse = np.empty(shape, dtype=np.float32) if (return_lse and shape is not None) else None
+    forward_host(q, k, v, o, lse, c, lay, s, tf32=tf32)
+    return (o, lse) if return_lse else o
+
+
+def attention_backward(dout, q, k, v, o, lse, *, causal=None, scale=None, layout="bhsd", deterministic=True,
+                       tf32=False):
+    """dQ, dK, dV of attention from the forward's inputs, its O and LSE (return_lse=True) and the output
+    gradient dout (shaped like q). torch tensors: torch.ops.kiln.attention_bwd; NumPy: the interpreter."""
+    c, lay, s = causal_code(causal), layout_code(layout), scale_value(scale)
+    ops = _torch_ops_for(q)
+    if ops is not None:
+        return ops.attention_bwd_op()(dout, q, k, v, o, lse, c, s, layout, bool(tf32), bool(deterministic))
+    _check_numpy((dout, q, k, v, o, lse), ("dout", "q", "k", "v", "o", "lse"))
+    import numpy as np
+    dq, dk, dv = (np.empty(x.shape, dtype=x.dtype) for x in (q, k, v))
+    backward_host(q, k, v, o, lse, dout, dq, dk, dv, c, lay, s, deterministic=deterministic, tf32=tf32)
+    return dq, dk, dv
+
+
+def _tensors(names, arrays):
+    return [None if a is None else ctypes.byref(describe(a, n)) for n, a in zip(names, arrays)]
+
+
+def forward_host(q, k, v, o, lse, causal, layout, scale, tf32=False):
+    """kiln_attention_forward_host on caller-owned host arrays (o and lse written in place)."""
+    opts = _lib.attention_options(causal, layout, scale, tf32=tf32)
+    args = _tensors(("q", "k", "v", "o", "lse"), (q, k, v, o, lse))
+    _lib.check(_lib.lib().kiln_attention_forward_host(*args, ctypes.byref(opts)))
+
+
+def backward_host(q, k, v, o, lse, dout, dq, dk, dv, causal, layout, scale, deterministic=True, tf32=False):
+    """kiln_attention_backward_host on caller-owned host arrays (dq, dk, dv written in place)."""
+    opts = _lib.attention_options(causal, layout, scale, deterministic=deterministic, tf32=tf32)
+    args = _tensors(("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv"), (q, k, v, o, lse, dout, dq, dk, dv))
+    _lib.check(_lib.lib().kiln_attention_backward_host(*args, ctypes.byref(opts)))

@@ -1,0 +1,138 @@
+"""libkiln.so through ctypes: finding and loading it, the C ABI's structs (capi/kiln_c.h) and the functions'
+signatures, and turning a failed status into KilnError. No other module touches ctypes' loader."""
+
+import ctypes
+import os
+import threading
+
+from .errors import OK, KilnError, error_for
+
+MAX_DIMS = 8
+ABI_VERSION = 1
+
+# enum kiln_dtype
+I1, U8, I32, I64, F16, BF16, F32, F64 = range(1, 9)
+# enum kiln_causal, kiln_layout
+CAUSAL_NONE, CAUSAL_TOP_LEFT, CAUSAL_BOTTOM_RIGHT = 0, 1, 2
+LAYOUT_BHSD, LAYOUT_BSHD = 0, 1
+
+
+class Tensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("dtype", ctypes.c_int32),
+        ("ndim", ctypes.c_int32),
+        ("shape", ctypes.c_int64 * MAX_DIMS),
+        ("strides", ctypes.c_int64 * MAX_DIMS),
+    ]
+
+
+class AttentionOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("causal", ctypes.c_int32),
+        ("layout", ctypes.c_int32),
+        ("deterministic", ctypes.c_int32),
+        ("tf32", ctypes.c_int32),
+        ("scale", ctypes.c_double),
+        ("stream", ctypes.c_void_p),
+    ]
+
+
+class Scalar(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("is_float", ctypes.c_int32),
+        ("i", ctypes.c_int64),
+        ("f", ctypes.c_double),
+    ]
+
+
+class Param(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_int64)]
+
+
+_P = ctypes.POINTER
+_T = _P(Tensor)
+_STR_OUT = _P(ctypes.c_char_p)
+_SIGNATURES = {
+    "kiln_version": ([], ctypes.c_char_p),
+    "kiln_abi_version": ([], ctypes.c_int32),
+    "kiln_last_error": ([], ctypes.c_char_p),
+    "kiln_status_name": ([ctypes.c_int32], ctypes.c_char_p),
+    "kiln_attention_options_init": ([_P(AttentionOptions)], None),
+    "kiln_device_count": ([_P(ctypes.c_int32), _STR_OUT], ctypes.c_int),
+    "kiln_device_info": ([ctypes.c_int32, _STR_OUT], ctypes.c_int),
+    "kiln_gpu_available": ([_STR_OUT], ctypes.c_int32),
+    "kiln_cache_path": ([_STR_OUT], ctypes.c_int),
+    "kiln_cache_clear": ([_P(ctypes.c_int64)], ctypes.c_int),
+    "kiln_attention_forward_cuda": ([_T, _T, _T, _T, _T, _P(AttentionOptions)], ctypes.c_int),
+    "kiln_attention_forward_host": ([_T, _T, _T, _T, _T, _P(AttentionOptions)], ctypes.c_int),
+    "kiln_attention_backward_cuda": ([_T] * 9 + [_P(AttentionOptions)], ctypes.c_int),
+    "kiln_attention_backward_host": ([_T] * 9 + [_P(AttentionOptions)], ctypes.c_int),
+    "kiln_list_kernels": ([_STR_OUT], ctypes.c_int),
+    "kiln_emit": ([ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, _P(Param), ctypes.c_int32, _STR_OUT],
+                  ctypes.c_int),
+    "kiln_run_host": ([ctypes.c_char_p, _T, ctypes.c_int32, _P(Scalar), ctypes.c_int32, _P(Param), ctypes.c_int32,
+                       _P(ctypes.c_int64)], ctypes.c_int),
+    "kiln_run_cuda": ([ctypes.c_char_p, _T, ctypes.c_int32, _P(Scalar), ctypes.c_int32, _P(Param), ctypes.c_int32,
+                       _P(ctypes.c_int64), ctypes.c_void_p], ctypes.c_int),
+}
+
+LIBRARY_ENV = "KILN_LIBRARY"
+_lock = threading.Lock()
+_lib = None
+
+
+def library_path():
+    """Where libkiln.so is loaded from: $KILN_LIBRARY when set, else the copy installed inside the package."""
+    explicit = os.environ.get(LIBRARY_ENV)
+    if explicit:
+        return explicit
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "libkiln.so")
+
+
+def lib():
+    """The loaded libkiln with every function's signature declared (loaded once, on first use)."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is None:
+            path = library_path()
+            if not os.path.exists(path):
+                raise KilnError(
+                    f"libkiln.so not found at {path}: install the package built with kiln (pip install "
+                    f"build-ci/python, see README 'Using it') or set {LIBRARY_ENV} to the library's path")
+            try:
+                handle = ctypes.CDLL(path)
+            except OSError as e:
+                raise KilnError(f"cannot load libkiln from {path}: {e}") from None
+            for name, (args, res) in _SIGNATURES.items():
+                fn = getattr(handle, name)
+                fn.argtypes = args
+                fn.restype = res
+            abi = handle.kiln_abi_version()
+            if abi < ABI_VERSION:
+                raise KilnError(f"{path} has C ABI version {abi}; this package needs {ABI_VERSION} or later")
+            _lib = handle
+    return _lib
+
+
+def check(status):
+    """Raises KilnError (KilnUnavailableError for KILN_ERROR_UNAVAILABLE) with kiln's message unless OK."""
+    if status != OK:
+        message = lib().kiln_last_error().decode("utf-8", "replace")
+        raise error_for(status, message)
+
+
+_OPTIONS_SIZE = ctypes.sizeof(AttentionOptions)
+
+
+def attention_options(causal, layout, scale, deterministic=True, tf32=False, stream=None):
+    """kiln_attention_options with struct_size set, as kiln_attention_options_init makes it, and these fields."""
+    return AttentionOptions(_OPTIONS_SIZE, causal, layout, int(deterministic), int(tf32), scale, stream)
+
+
+def text(ptr):
+    return ptr.value.decode("utf-8") if isinstance(ptr, ctypes.c_char_p) else ptr.decode("utf-8")

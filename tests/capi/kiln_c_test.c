@@ -1,0 +1,71 @@
+/* The C ABI from C: kiln_c.h compiles as C99 with warnings as errors, libkiln.so links and answers, and each
+ * kind of failure comes back as its status with a message, never as a crash. Built and run by CTest
+ * (label capi); the Python suite (tests/python/test_abi.py) covers the same ground more widely. */
+#include "capi/kiln_c.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures = 0;
+
+static void expect(int ok, const char* what) {
+  if (!ok) {
+    fprintf(stderr, "FAILED: %s (last error: %s)\n", what, kiln_last_error());
+    ++failures;
+  }
+}
+
+static kiln_tensor dense4(void* data, int32_t dtype, int64_t b, int64_t h, int64_t n, int64_t d) {
+  kiln_tensor t;
+  memset(&t, 0, sizeof t);
+  t.data = data;
+  t.dtype = dtype;
+  t.ndim = 4;
+  t.shape[0] = b, t.shape[1] = h, t.shape[2] = n, t.shape[3] = d;
+  t.strides[3] = 1, t.strides[2] = d, t.strides[1] = n * d, t.strides[0] = h * n * d;
+  return t;
+}
+
+int main(void) {
+  static float q[2 * 8 * 16] __attribute__((aligned(16))), k[2 * 8 * 16] __attribute__((aligned(16))),
+      v[2 * 8 * 16] __attribute__((aligned(16))), o[2 * 8 * 16] __attribute__((aligned(16)));
+  kiln_attention_options opts;
+  kiln_tensor tq, tk, tv, to;
+  int32_t count = -1;
+  const char* why = NULL;
+  int i;
+
+  expect(kiln_abi_version() == KILN_C_ABI_VERSION, "ABI version");
+  expect(strlen(kiln_version()) > 0, "version");
+  expect(strcmp(kiln_status_name(KILN_ERROR_UNAVAILABLE), "KILN_ERROR_UNAVAILABLE") == 0, "status name");
+
+  for (i = 0; i < 2 * 8 * 16; ++i)
+    q[i] = k[i] = 0.01f * (float)(i % 7), v[i] = (float)(i % 16);
+  tq = dense4(q, KILN_F32, 1, 2, 8, 16);
+  tk = dense4(k, KILN_F32, 1, 2, 8, 16);
+  tv = dense4(v, KILN_F32, 1, 2, 8, 16);
+  to = dense4(o, KILN_F32, 1, 2, 8, 16);
+  kiln_attention_options_init(&opts);
+  opts.causal = KILN_CAUSAL_TOP_LEFT;
+  expect(kiln_attention_forward_host(&tq, &tk, &tv, &to, NULL, &opts) == KILN_OK, "forward on host memory");
+  expect(kiln_last_error()[0] == '\0', "no error after success");
+  /* Row 0 sees only key 0: its output is V's row 0 of its head, exactly. */
+  for (i = 0; i < 16; ++i)
+    expect(o[i] == v[i], "causal row 0 equals V row 0");
+
+  expect(kiln_attention_forward_host(NULL, &tk, &tv, &to, NULL, &opts) == KILN_ERROR_INVALID_ARGUMENT, "null q");
+  expect(strcmp(kiln_last_error(), "q must not be NULL") == 0, "null q message");
+  opts.causal = 5;
+  expect(kiln_attention_forward_host(&tq, &tk, &tv, &to, NULL, &opts) == KILN_ERROR_INVALID_ARGUMENT, "bad enum");
+  opts.causal = KILN_CAUSAL_NONE;
+  tk.shape[3] = 8;
+  expect(kiln_attention_forward_host(&tq, &tk, &tv, &to, NULL, &opts) == KILN_ERROR, "a caller's mistake");
+  expect(strstr(kiln_last_error(), "attention::forward") != NULL, "kiln::Error's message");
+
+  expect(kiln_device_count(&count, &why) == KILN_OK && count >= 0 && why != NULL, "device count");
+  printf("kiln %s, C ABI %d, %d CUDA device(s)%s%s\n", kiln_version(), kiln_abi_version(), count,
+         count ? "" : ": ", count ? "" : why);
+  if (failures == 0)
+    printf("all C ABI checks passed\n");
+  return failures == 0 ? 0 : 1;
+}

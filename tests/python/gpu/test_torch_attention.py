@@ -1,0 +1,194 @@
+"""kiln.attention as a PyTorch op on the GPU: forward and gradients against a float64 reference and SDPA,
+torch.compile(fullgraph=True), CUDA-graph capture and replay, a non-default stream, opcheck, kiln.run on CUDA
+tensors. Skipped where torch, CUDA or a GPU kiln can use is missing (the CPU suite covers the rest)."""
+
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("torch sees no CUDA device", allow_module_level=True)
+
+import torch.nn.functional as F  # noqa: E402
+
+import kiln  # noqa: E402
+
+if kiln.device_count() == 0:
+    pytest.skip("kiln sees no CUDA device", allow_module_level=True)
+
+# Default configs unless the caller asked otherwise: the suite checks results, not speed, and stays bounded.
+os.environ.setdefault("KILN_AUTOTUNE", "off")
+DEV = torch.device("cuda", int(os.environ.get("KILN_DEVICE", "0") or 0))
+
+# (B, H, H_KV, N_Q, N_K, D, dtype, causal, layout)
+CASES = [
+    (2, 4, 4, 128, 128, 64, torch.float16, None, "bhsd"),
+    (1, 8, 2, 256, 256, 128, torch.bfloat16, "top-left", "bhsd"),     # GQA
+    (2, 4, 1, 100, 300, 64, torch.float16, "bottom-right", "bhsd"),   # MQA, N_Q < N_K (KV-cache style)
+    (1, 4, 2, 300, 200, 64, torch.bfloat16, "top-left", "bshd"),      # N_Q > N_K, bshd
+    (1, 2, 2, 77, 140, 96, torch.float16, "bottom-right", "bshd"),
+    (1, 2, 2, 64, 64, 32, torch.float32, None, "bhsd"),
+]
+
+
+def case_id(c):
+    b, h, hkv, nq, nk, d, dt, causal, layout = c
+    return f"B{b}-H{h}-Hkv{hkv}-Nq{nq}-Nk{nk}-D{d}-{str(dt)[6:]}-{causal or 'none'}-{layout}"
+
+
+def make_inputs(case, requires_grad=True, seed=0):
+    b, h, hkv, nq, nk, d, dt, _, layout = case
+    g = torch.Generator(device=DEV).manual_seed(seed)
+    qs, ks = ((b, h, nq, d), (b, hkv, nk, d)) if layout == "bhsd" else ((b, nq, h, d), (b, nk, hkv, d))
+    q, k, v = (torch.randn(s, generator=g, device=DEV, dtype=dt) for s in (qs, ks, ks))
+    return [t.requires_grad_(requires_grad) for t in (q, k, v)]
+
+
+def sdpa(q, k, v, causal, layout):
+    """SDPA in the inputs' dtype (or float64 for the reference): GQA by repeating kv heads, bottom-right
+    causality by an explicit mask (SDPA's is_causal is top-left)."""
+    if layout == "bshd":
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+    rep = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    nq, nk = q.shape[2], k.shape[2]
+    mask = None
+    if causal is not None:
+        i = torch.arange(nq, device=q.device)[:, None]
+        j = torch.arange(nk, device=q.device)[None, :]
+        mask = j <= i if causal == "top-left" else j <= i + nk - nq
+    o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    return o.transpose(1, 2) if layout == "bshd" else o
+
+
+def err(x, ref):
+    return ((x.double() - ref).norm() / ref.norm()).item()
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_forward_and_gradients_match_reference_as_closely_as_sdpa(case):
+    causal, layout = case[7], case[8]
+    q, k, v = make_inputs(case)
+    o = kiln.attention(q, k, v, causal=causal, layout=layout)
+    do = torch.randn_like(o)
+    o.backward(do)
+    grads = [t.grad.clone() for t in (q, k, v)]
+
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    o64 = sdpa(q64, k64, v64, causal, layout)
+    o64.backward(do.double())
+    qs, ks, vs = (t.detach().clone().requires_grad_() for t in (q, k, v))
+    os_ = sdpa(qs, ks, vs, causal, layout)
+    os_.backward(do)
+
+    slack = 1e-3 if case[6] != torch.float32 else 1e-5
+    assert err(o, o64) <= 2 * err(os_, o64) + slack, (err(o, o64), err(os_, o64))
+    for name, mine, theirs, ref in zip("qkv", grads, (qs.grad, ks.grad, vs.grad), (q64.grad, k64.grad, v64.grad)):
+        assert mine.shape == ref.shape and mine.dtype == q.dtype
+        assert err(mine, ref) <= 2 * err(theirs, ref) + 2 * slack, (name, err(mine, ref), err(theirs, ref))
+
+
+def test_lse_matches_logsumexp():
+    case = CASES[1]
+    q, k, v = make_inputs(case, requires_grad=False)
+    o, lse = kiln.attention(q, k, v, causal="top-left", return_lse=True)
+    ke = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1).double()
+    s = q.double() @ ke.transpose(-1, -2) / q.shape[-1] ** 0.5
+    s = s.masked_fill(~torch.ones(s.shape[-2:], dtype=torch.bool, device=DEV).tril(), float("-inf"))
+    torch.testing.assert_close(lse.double(), torch.logsumexp(s, dim=-1), rtol=1e-4, atol=1e-4)
+    assert not lse.requires_grad
+
+
+def test_backward_api_matches_autograd():
+    case = CASES[0]
+    q, k, v = make_inputs(case, requires_grad=False)
+    o, lse = kiln.attention(q, k, v, return_lse=True)
+    do = torch.randn_like(o)
+    dq, dk, dv = kiln.attention_backward(do, q, k, v, o, lse)
+    qa, ka, va = (t.clone().requires_grad_() for t in (q, k, v))
+    kiln.attention(qa, ka, va).backward(do)
+    for x, y in zip((dq, dk, dv), (qa.grad, ka.grad, va.grad)):
+        torch.testing.assert_close(x, y, rtol=0, atol=0)  # deterministic: bitwise equal
+
+
+class Block(torch.nn.Module):
+    def __init__(self, dim=256, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.out = torch.nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, n, dim = x.shape
+        q, k, v = self.qkv(x).view(b, n, 3, self.heads, dim // self.heads).unbind(2)  # bshd views
+        o = kiln.attention(q, k, v, causal="top-left", layout="bshd")
+        return self.out(o.reshape(b, n, dim))
+
+
+def test_torch_compile_fullgraph_matches_eager():
+    torch.manual_seed(0)
+    block = Block().to(DEV, torch.float16)
+    x = torch.randn(2, 128, 256, device=DEV, dtype=torch.float16, requires_grad=True)
+    eager = block(x)
+    eager.sum().backward()
+    eager_grad = x.grad.clone()
+    x.grad = None
+    compiled = torch.compile(block, fullgraph=True)
+    out = compiled(x)
+    out.sum().backward()
+    torch.testing.assert_close(out, eager, rtol=2e-3, atol=2e-3)
+    torch.testing.assert_close(x.grad, eager_grad, rtol=2e-3, atol=2e-3)
+
+
+def test_cuda_graph_capture_and_replay_forward():
+    case = CASES[0]
+    q, k, v = make_inputs(case, requires_grad=False)
+    kiln.attention(q, k, v)  # compile (and tune, if asked) outside the capture
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        with torch.cuda.graph(g):
+            o = kiln.attention(q, k, v)
+    torch.cuda.current_stream().wait_stream(s)
+    q2, k2, v2 = make_inputs(case, requires_grad=False, seed=7)
+    q.copy_(q2), k.copy_(k2), v.copy_(v2)
+    g.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(o, kiln.attention(q2, k2, v2), rtol=0, atol=0)
+
+
+def test_non_default_stream():
+    case = CASES[1]
+    q, k, v = make_inputs(case, requires_grad=False)
+    expected = kiln.attention(q, k, v, causal="top-left")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        o = kiln.attention(q, k, v, causal="top-left")
+    s.synchronize()
+    torch.testing.assert_close(o, expected, rtol=0, atol=0)
+
+
+def test_opcheck():
+    q, k, v = make_inputs(CASES[1])
+    torch.library.opcheck(torch.ops.kiln.attention_fwd, (q, k, v, 1, 0.0, "bhsd", False, True))
+
+
+def test_errors_name_the_mistake():
+    q, k, v = make_inputs(CASES[0], requires_grad=False)
+    with pytest.raises(kiln.KilnError, match="rank 4"):
+        kiln.attention(q[0], k[0], v[0])
+    with pytest.raises(kiln.KilnError, match="f32"):
+        kiln.attention(q, k.float(), v)
+
+
+def test_run_vector_add_on_cuda_tensors():
+    x = torch.randn(5000, device=DEV)
+    y = torch.randn(5000, device=DEV)
+    out = torch.empty_like(x)
+    kiln.run("vector_add", x, y, out, n=x.numel())
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, x + y, rtol=0, atol=0)
