@@ -80,8 +80,10 @@ TEST(TutorialKernels, OnlineLogsumexpIsStableOnExtremeRows) {
     for (int64_t c = 0; c < cols; ++c)
       x.values.push_back(r == 0 ? 60000.0 : r == 1 ? -inf : (c == cols - 1 ? 30.0 : -1.0));
   InputFile f{"x", "--in x", "extreme rows", x};
-  KernelRun run = cli::prepare_kernel_run(tutorial::online_logsumexp_def(),
-                                          {{"n_rows", rows}, {"n_cols", cols}, {"BLOCK_N", 128}}, {}, {f}, 1);
+  // The run keeps a pointer to its KernelDef (KernelProblem::def): the def must outlive it.
+  const KernelDef def = tutorial::online_logsumexp_def();
+  KernelRun run =
+      cli::prepare_kernel_run(def, {{"n_rows", rows}, {"n_cols", cols}, {"BLOCK_N", 128}}, {}, {f}, 1);
   cli::execute_kernel_run(run, Executor::Interpreter);
   const std::vector<double> out = run.buffer("out")->tensor_values();
   ASSERT_EQ(out.size(), 3u);
@@ -99,7 +101,8 @@ TEST(TutorialKernels, ARunRefusesAFileOfTheWrongShape) {
   bias.values.assign(7, 0.0);
   InputFile f{"bias", "--in bias", "bias.npy", bias};
   try {
-    cli::prepare_kernel_run(tutorial::matmul_bias_gelu_def(), {{"M", 16}, {"N", 16}, {"K", 16}}, {}, {f}, 1);
+    const KernelDef def = tutorial::matmul_bias_gelu_def();
+    (void)cli::prepare_kernel_run(def, {{"M", 16}, {"N", 16}, {"K", 16}}, {}, {f}, 1);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(
