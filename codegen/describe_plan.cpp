@@ -30,8 +30,12 @@ std::string describe_tma(const LoweringPlan& plan, const Op& loop) {
     std::string box;
     for (int64_t b : m.box)
       box += (box.empty() ? "" : "x") + std::to_string(b);
-    s += fmt::format("//     load at {}: kiln_map{} (make_block_ptr at {}, box {}, {}), {} cop{} of {} bytes a stage\n",
-                     load->loc.str(), c.map, m.source, box, swizzle_mode_name(m.swizzle), c.panels,
+    // The base's per-program terms are dims of box 1 (codegen/block_base.h).
+    std::string outer;
+    for (const OuterDim& o : m.outer)
+      outer += fmt::format("{}%{}", outer.empty() ? ", per-program dims at " : " and ", o.coordinate);
+    s += fmt::format("//     load at {}: kiln_map{} (make_block_ptr at {}, box {}{}, {}), {} cop{} of {} bytes a stage\n",
+                     load->loc.str(), c.map, m.source, box, outer, swizzle_mode_name(m.swizzle), c.panels,
                      c.panels == 1 ? "y" : "ies", c.bytes_per_stage);
   }
   return s;

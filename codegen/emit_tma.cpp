@@ -15,7 +15,11 @@ std::string Emitter::tma_ring_declarations() const {
     return "";
   std::string s;
   std::string init;
-  for (const auto& [loop, ring] : plan_.tma.loops) {
+  std::vector<const Op*> loop_of_ring(plan_.tma.loops.size());
+  for (const auto& [loop, ring] : plan_.tma.loops)
+    loop_of_ring.at(static_cast<size_t>(ring)) = loop;
+  for (size_t ring = 0; ring < loop_of_ring.size(); ++ring) {
+    const Op* loop = loop_of_ring[ring];
     const std::vector<const Op*>& loads = plan_.pipelined.at(loop);
     const int stages = plan_.tiles[plan_.tile_of.at(loads.front()->result())].stages;
     s += fmt::format("  __shared__ __align__(8) unsigned long long kiln_full{}[{}]; // TMA ring of the loop at {}\n",
@@ -53,11 +57,18 @@ void Emitter::emit_tma_issue(const Op& load, const std::string& bp, const std::s
   line("kiln::mbarrier_arrive_expect_tx({}, {}); // {} -> shared [{} x {}]", bar, c.bytes_per_stage, load.loc.str(),
        t.rows, t.cols);
   const SharedTileGeometry g = t.geometry();
+  // Coordinates innermost first: the block's dims in its order (the first moved to the panel), then the
+  // per-program terms of its base.
+  std::string outer;
+  for (size_t d = 1; d < m.order.size(); ++d)
+    outer += fmt::format(", (int){}.off[{}]", bp, m.order[d]);
+  for (const OuterDim& o : m.outer)
+    outer += fmt::format(", (int){}", scalar(o.coordinate));
+  const size_t rank = m.order.size() + m.outer.size();
   for (int p = 0; p < c.panels; ++p)
-    line("kiln::tma_load_2d(kiln::smem_u32(kiln_smem + {} + ({}) * {} + {}), &kiln_map{}, (int){}.off[{}] + {}, "
-         "(int){}.off[{}], {});",
-         t.offset, slot, t.bytes_per_stage(), p * g.panel_bytes(), c.map, bp, m.order[0], p * c.panel_elems, bp,
-         m.order[1], bar);
+    line("kiln::tma_load_{}d(kiln::smem_u32(kiln_smem + {} + ({}) * {} + {}), &kiln_map{}, (int){}.off[{}] + {}{}, {});",
+         rank, t.offset, slot, t.bytes_per_stage(), p * g.panel_bytes(), c.map, bp, m.order[0], p * c.panel_elems,
+         outer, bar);
 }
 
 void Emitter::emit_stage_wait(const Op& loop, const SharedTile& first, const std::string& stage) {

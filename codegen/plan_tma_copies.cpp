@@ -1,5 +1,7 @@
 #include "codegen/plan_tma_copies.h"
 
+#include "codegen/block_base.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -11,6 +13,8 @@ namespace kiln {
 namespace {
 
 std::string where(const Op& op) { return op.loc.str(); }
+
+constexpr size_t kMostTensorMapDims = 5;
 
 // Finds the make_block_ptr a block-pointer value comes from, through advances and the values a loop carries
 // (its initial value and what its body yields must lead to the same one). Fills `why` when there is none.
@@ -71,26 +75,6 @@ private:
   std::unordered_map<ValueId, std::pair<const Op*, size_t>> carried_;
 };
 
-// `v` as an integer the launch knows: a parameter (or a widening cast of one) or a constant.
-std::optional<LaunchScalar> launch_scalar(const Kernel& k, ValueId v) {
-  const ValueInfo& info = k.info(v);
-  if (info.param_index >= 0)
-    return LaunchScalar{info.param_index, 0};
-  if (!info.def)
-    return std::nullopt;
-  if (info.def->kind == OpKind::Constant) {
-    if (auto c = info.def->exact_int())
-      return LaunchScalar{-1, *c};
-    return std::nullopt;
-  }
-  if (info.def->kind == OpKind::Cast) {
-    const DType from = k.type(info.def->operands[0]).elem, to = info.type.elem;
-    if (is_int(from) && is_int(to) && from != DType::i1 && dtype_rank(to) >= dtype_rank(from))
-      return launch_scalar(k, info.def->operands[0]);
-  }
-  return std::nullopt;
-}
-
 // The tensor map of `make` read in boxes of `tile`, or why there is none.
 std::optional<TensorMapParam> map_for(const Kernel& k, const Op& make, const SharedTile& tile, std::string& why) {
   const Type& bp = k.type(make.result());
@@ -99,12 +83,19 @@ std::optional<TensorMapParam> map_for(const Kernel& k, const Op& make, const Sha
   m.source = where(make);
   m.dtype = bp.elem;
   m.order.assign(bp.order.begin(), bp.order.end());
-  const ValueInfo& base = k.info(make.operands[0]);
-  if (base.param_index < 0) {
-    why = fmt::format("the base of make_block_ptr ({}) is computed in the kernel, not a pointer parameter", m.source);
+  std::optional<BlockBase> base = decompose_block_base(k, make.operands[0], why);
+  if (!base) {
+    why = fmt::format("make_block_ptr ({}): {}", m.source, why);
     return std::nullopt;
   }
-  m.base_param = base.param_index;
+  if (rank + base->terms.size() > kMostTensorMapDims) {
+    why = fmt::format("make_block_ptr ({}) has {} dims and its base {} per-program terms; a tensor map has at most {} "
+                      "dims",
+                      m.source, rank, base->terms.size(), kMostTensorMapDims);
+    return std::nullopt;
+  }
+  m.base_param = base->param;
+  m.outer = std::move(base->terms);
   for (size_t d = 0; d < rank; ++d) {
     auto shape = launch_scalar(k, make.operands[1 + d]);
     auto stride = launch_scalar(k, make.operands[1 + rank + d]);
@@ -160,7 +151,14 @@ void plan_tma_copies(const Kernel& k, const Target& target, const CodegenOptions
   BlockPtrTracer tracer(k);
   // One map per make_block_ptr and box, shared by every load that reads the same tensor in the same boxes.
   std::map<std::pair<const Op*, std::vector<int64_t>>, int> map_of;
-  for (const auto& [loop, loads] : plan.pipelined) {
+  // Loops in program order, so that ring numbers (and the kernel's text) do not depend on where ops live in memory.
+  std::vector<const Op*> loops;
+  walk(k.body, [&](const Op& op) {
+    if (plan.pipelined.count(&op))
+      loops.push_back(&op);
+  });
+  for (const Op* loop : loops) {
+    const std::vector<const Op*>& loads = plan.pipelined.at(loop);
     if (!off.empty()) {
       tma.why_not[loop] = off;
       continue;

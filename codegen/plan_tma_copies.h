@@ -5,8 +5,8 @@
 // every one of its pipelined loads qualifies: zero padding; a 2-D tile of 2- or 4-byte elements whose
 // lines are 32, 64 or 128 bytes (a swizzle TMA writes exactly as kiln's shared tile format wants), at most
 // 256 rows, stages of whole 1024-byte swizzle periods; and a block pointer traced through advances and
-// loop-carried values to one make_block_ptr whose base is a pointer parameter and whose shape and strides
-// are parameters or constants. Otherwise the loop stays on cp.async and TmaPlan::why_not says why.
+// loop-carried values to one make_block_ptr whose base is a pointer parameter plus bounded per-program terms
+// (codegen/block_base.h: each one more dim of the map) and whose shape and strides are parameters or constants. Otherwise the loop stays on cp.async and TmaPlan::why_not says why.
 #pragma once
 
 #include "codegen/codegen.h"

@@ -12,6 +12,7 @@
 
 #include "codegen/shared_tile_geometry.h"
 #include "dsl/dtype.h"
+#include "dsl/ir.h"
 
 #include <cstdint>
 #include <map>
@@ -28,14 +29,24 @@ struct LaunchScalar {
   int64_t constant = 0;
 };
 
+// A dim of a tensor map beyond the block pointer's own: the block pointer's base is a pointer parameter plus
+// `coordinate * stride` (a batch or head offset computed per program; codegen/block_base.h), so the map covers
+// the whole tensor and each copy passes the coordinate. Its box is 1 element.
+struct OuterDim {
+  ValueId coordinate = -1; // a scalar of the kernel, |value| <= extent - 1 in every program
+  LaunchScalar stride;     // elements
+  int64_t extent = 0;      // the map's size along the dim
+};
+
 // A tensor-map kernel parameter: how the launch builds it from the kernel's arguments. Per-dim vectors follow
-// the block pointer's own dims.
+// the block pointer's own dims; `outer` dims follow them, outside the block pointer's outermost.
 struct TensorMapParam {
   int base_param = -1; // the pointer parameter that is the block pointer's base
   DType dtype = DType::f16;
   std::vector<LaunchScalar> shape, strides; // elements
   std::vector<int64_t> box;                 // elements per copy: the block, its contiguous dim cut to a line
   std::vector<int> order;                   // the block pointer's order: fastest-varying dim first
+  std::vector<OuterDim> outer;              // per-program terms of the base (empty: the base is the parameter)
   SwizzleMode swizzle = SwizzleMode::Bytes128;
   std::string source; // the make_block_ptr's DSL location, for messages
 };

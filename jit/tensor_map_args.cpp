@@ -76,6 +76,13 @@ rt::TensorMapSpec tensor_map_spec(const TensorMapParam& m, const std::vector<Par
   }
   g.block_shape = m.box;
   g.order = m.order;
+  // The per-program terms of the base: dims outside the block's, one element of each per copy.
+  for (const OuterDim& o : m.outer) {
+    g.order.push_back(static_cast<int>(g.shape.size()));
+    g.shape.push_back(o.extent);
+    g.strides.push_back(value_of(o.stride, args));
+    g.block_shape.push_back(1);
+  }
   return rt::tensor_map_spec_for_block_pointer(g, swizzle_of(m.swizzle), rt::TensorMapOobFill::zero);
 }
 

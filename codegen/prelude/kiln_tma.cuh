@@ -59,6 +59,19 @@ __device__ __forceinline__ void tma_load_3d(u32 dst, const TensorMap* map, int c
                "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
                : "memory");
 }
+__device__ __forceinline__ void tma_load_4d(u32 dst, const TensorMap* map, int c0, int c1, int c2, int c3, u32 bar) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(dst),
+               "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+               : "memory");
+}
+__device__ __forceinline__ void tma_load_5d(u32 dst, const TensorMap* map, int c0, int c1, int c2, int c3, int c4,
+                                            u32 bar) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4, %5, %6}], [%7];" ::"r"(dst),
+               "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(bar)
+               : "memory");
+}
 
 // Stores a shared-memory box to the tensor (elements outside it are not written). The threads that wrote
 // the box must first make their writes visible to the async proxy (fence.proxy.async.shared::cta, then a

@@ -215,10 +215,8 @@ ValidatedAttention detail::validate_attention_args(const TensorRef& q, const Ten
   return r;
 }
 
-namespace {
-
 // The kernels' argument list (see fa2_fwd.h): Q, K, V, O, LSE, sm_scale, sizes, then strides.
-std::vector<LaunchArg> launch_args(const ValidatedAttention& a, uint64_t lse) {
+std::vector<LaunchArg> forward_launch_args(const ValidatedAttention& a, uint64_t lse) {
   const AttentionProblem& p = a.problem;
   std::vector<LaunchArg> args = {LaunchArg::pointer(a.q), LaunchArg::pointer(a.k),
                                  LaunchArg::pointer(a.v), LaunchArg::pointer(a.o),
@@ -230,6 +228,8 @@ std::vector<LaunchArg> launch_args(const ValidatedAttention& a, uint64_t lse) {
       args.push_back(LaunchArg::of_int(s));
   return args;
 }
+
+namespace {
 
 uint64_t lse_bytes(const AttentionProblem& p) {
   return static_cast<uint64_t>(p.B * p.H * p.N_Q) * sizeof(float);
@@ -256,7 +256,7 @@ PreparedForward prepare_forward(const TensorRef& q, const TensorRef& k, const Te
   rt::current_device(); // makes the context current before any allocation or launch
   if (!f.a.lse)
     f.lse_scratch.emplace(lse_bytes(p));
-  f.args = launch_args(f.a, f.a.lse ? *f.a.lse : f.lse_scratch->ptr());
+  f.args = forward_launch_args(f.a, f.a.lse ? *f.a.lse : f.lse_scratch->ptr());
   if (!options.config) {
     // Tuning launches write scratch copies of O and LSE, never the caller's.
     const std::vector<OutputArg> outputs = {
@@ -324,7 +324,7 @@ void fa1_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, con
   if (!a.lse)
     lse_scratch.emplace(lse_bytes(p));
 
-  std::vector<LaunchArg> args = launch_args(a, a.lse ? *a.lse : lse_scratch->ptr());
+  std::vector<LaunchArg> args = forward_launch_args(a, a.lse ? *a.lse : lse_scratch->ptr());
   args.push_back(LaunchArg::pointer(oacc));
   args.push_back(LaunchArg::pointer(l));
   args.push_back(LaunchArg::pointer(m));

@@ -111,6 +111,11 @@ ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& 
                                            const AttentionOptions& options = {},
                                            std::source_location where = std::source_location::current());
 
+// The forward kernels' launch arguments (fa2_fwd.h, fa1_fwd.h: Q, K, V, O, LSE, sm_scale, sizes, strides) for a
+// validated call writing LSE to `lse`: what forward() launches with, and what a test rebuilds a launch's tensor
+// maps from (jit/tensor_map_args.h).
+std::vector<LaunchArg> forward_launch_args(const ValidatedAttention& a, uint64_t lse);
+
 // FlashAttention-2 forward: o = softmax(q kᵀ · sm_scale) v per (batch, head), with GQA/MQA when k and v have
 // fewer heads than q (query head h reads kv head h / (H / H_KV)); lse, when given, receives each query row's
 // natural-log logsumexp (−inf, with o = 0, for a row that sees no key; NaN with o NaN for a row whose scores hold

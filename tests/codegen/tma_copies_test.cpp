@@ -60,12 +60,37 @@ TEST(TmaCopies, AColumnMajorOperandIsReadInItsOwnOrder) {
   EXPECT_EQ(p.plan.tma.copies.at(ops_of(p.kernel, OpKind::LoadBlock)[0]).panels, 2);
 }
 
-TEST(TmaCopies, AttentionKeepsCpAsyncAndSaysWhy) {
-  Planned p = plan_for("fa2_fwd", {}, "sm_90a");
-  EXPECT_FALSE(p.plan.tma.any());
-  ASSERT_FALSE(p.plan.tma.why_not.empty());
-  for (const auto& [loop, why] : p.plan.tma.why_not)
-    EXPECT_NE(why.find("computed in the kernel, not a pointer parameter"), std::string::npos) << why;
+// FA2's K and V bases are per (batch, head): k + off_b * stride_kb + off_hkv * stride_kh. Each term is one more
+// dim of the map (box 1), so both key loops copy by TMA through two 4-D maps over the whole tensors.
+TEST(TmaCopies, AttentionMapsCoverEveryHeadWithPerProgramDims) {
+  Planned p = plan_for("fa2_fwd", {{"BLOCK_M", 128}, {"BLOCK_N", 64}, {"HEAD_DIM", 128}}, "sm_90a");
+  const TmaPlan& tma = p.plan.tma;
+  EXPECT_TRUE(tma.why_not.empty()) << tma.why_not.begin()->second;
+  ASSERT_EQ(tma.loops.size(), 2u); // the unmasked and the masked key loops, a ring each
+  ASSERT_EQ(tma.maps.size(), 2u);  // K and V, shared by both loops
+  const Kernel& k = p.kernel;
+  for (const std::string t : {"K", "V"}) {
+    const TensorMapParam* m = nullptr;
+    for (const TensorMapParam& x : tma.maps)
+      if (x.base_param == param_index(k, t))
+        m = &x;
+    ASSERT_NE(m, nullptr) << t;
+    EXPECT_EQ(m->box, (std::vector<int64_t>{64, 64})) << t; // 64 keys x a 128-byte line of the 256-byte rows
+    const std::vector<int> order = t == "K" ? std::vector<int>{0, 1} : std::vector<int>{1, 0}; // Kᵀ: D contiguous
+    EXPECT_EQ(m->order, order);
+    ASSERT_EQ(m->outer.size(), 2u) << t;
+    const std::string s = t == "K" ? "k" : "v";
+    EXPECT_EQ(m->outer[0].stride.param, param_index(k, "stride_" + s + "b"));
+    EXPECT_EQ(m->outer[1].stride.param, param_index(k, "stride_" + s + "h"));
+    // Both coordinates come from program_id(1) (< 65535) by division and remainder.
+    for (const OuterDim& o : m->outer)
+      EXPECT_EQ(o.extent, 65535);
+  }
+  for (const auto& [load, c] : tma.copies)
+    EXPECT_EQ(c.panels, 2);
+  GeneratedKernel g = generate_cuda(p.kernel, Target::parse("sm_90a"));
+  EXPECT_NE(g.source.find("kiln::tma_load_4d("), std::string::npos);
+  EXPECT_NE(g.lowered.find("per-program dims at %"), std::string::npos) << g.lowered;
 }
 
 TEST(TmaCopies, NothingOnTargetsWithoutTmaOrWithTheSwitchOff) {

@@ -1,0 +1,168 @@
+#include "codegen/block_base.h"
+
+#include "dsl/registry.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <limits>
+
+namespace kiln {
+
+namespace {
+
+constexpr int64_t kMostCoordinate = std::numeric_limits<int32_t>::max();
+
+std::string where(const Kernel& k, ValueId v) {
+  const Op* def = k.info(v).def;
+  return def ? def->loc.str() : fmt::format("%{}", v);
+}
+
+// a + b and a * b on magnitudes, nullopt past what a coordinate may hold (nothing beyond is of use).
+std::optional<int64_t> bounded(__int128 m) {
+  if (m > kMostCoordinate)
+    return std::nullopt;
+  return static_cast<int64_t>(m);
+}
+
+// Appends the terms of the i64 offset `v` (added to a pointer) to `terms`; false with `why` when a part of it
+// is not `coordinate * launch scalar`.
+bool collect_terms(const Kernel& k, ValueId v, std::vector<OuterDim>& terms, std::string& why) {
+  const Op* def = k.info(v).def;
+  if (def && def->kind == OpKind::Binary && def->binary == BinaryOp::Add)
+    return collect_terms(k, def->operands[0], terms, why) && collect_terms(k, def->operands[1], terms, why);
+  if (def && def->kind == OpKind::Cast) {
+    const DType from = k.type(def->operands[0]).elem, to = k.type(v).elem;
+    if (is_int(from) && from != DType::i1 && dtype_rank(to) >= dtype_rank(from))
+      return collect_terms(k, def->operands[0], terms, why);
+  }
+  OuterDim term;
+  if (def && def->kind == OpKind::Binary && def->binary == BinaryOp::Mul) {
+    // coordinate * stride: the stride is the factor the launch knows (the right one when both are).
+    for (int s : {1, 0}) {
+      if (auto stride = launch_scalar(k, def->operands[static_cast<size_t>(s)])) {
+        term.stride = *stride;
+        term.coordinate = def->operands[static_cast<size_t>(1 - s)];
+        break;
+      }
+    }
+    if (term.coordinate < 0) {
+      why = fmt::format("the offset added to the base at {} multiplies two values computed in the kernel; a tensor "
+                        "map needs each term's stride known at launch",
+                        where(k, v));
+      return false;
+    }
+  } else {
+    term.coordinate = v; // a term of stride 1 (legal only for 16-byte elements, which the launch checks)
+    term.stride = LaunchScalar{-1, 1};
+  }
+  auto bound = magnitude_bound(k, term.coordinate);
+  if (!bound || *bound >= kMostCoordinate) {
+    why = fmt::format("the coordinate at {} of a term of the base may exceed the 32 bits a TMA coordinate holds "
+                      "(its bound is not known in the kernel)",
+                      where(k, term.coordinate));
+    return false;
+  }
+  term.extent = *bound + 1;
+  terms.push_back(term);
+  return true;
+}
+
+} // namespace
+
+std::optional<LaunchScalar> launch_scalar(const Kernel& k, ValueId v) {
+  const ValueInfo& info = k.info(v);
+  if (info.param_index >= 0)
+    return LaunchScalar{info.param_index, 0};
+  if (!info.def)
+    return std::nullopt;
+  if (info.def->kind == OpKind::Constant) {
+    if (auto c = info.def->exact_int())
+      return LaunchScalar{-1, *c};
+    return std::nullopt;
+  }
+  if (info.def->kind == OpKind::Cast) {
+    const DType from = k.type(info.def->operands[0]).elem, to = info.type.elem;
+    if (is_int(from) && is_int(to) && from != DType::i1 && dtype_rank(to) >= dtype_rank(from))
+      return launch_scalar(k, info.def->operands[0]);
+  }
+  return std::nullopt;
+}
+
+std::optional<BlockBase> decompose_block_base(const Kernel& k, ValueId base, std::string& why) {
+  BlockBase b;
+  std::vector<ValueId> offsets;
+  ValueId v = base;
+  // Through pointer additions to the parameter: base = ((p + o1) + o2) ...
+  while (k.info(v).param_index < 0) {
+    const Op* def = k.info(v).def;
+    if (!def || def->kind != OpKind::AddPtr || !k.type(v).shape.empty()) {
+      why = fmt::format("the base ({}) is {}, not a pointer parameter plus offsets", where(k, v),
+                        def ? fmt::format("a {}", op_name(def->kind)) : "not built in the kernel");
+      return std::nullopt;
+    }
+    offsets.push_back(def->operands[1]);
+    v = def->operands[0];
+  }
+  b.param = k.info(v).param_index;
+  for (auto it = offsets.rbegin(); it != offsets.rend(); ++it)
+    if (!collect_terms(k, *it, b.terms, why))
+      return std::nullopt;
+  return b;
+}
+
+std::optional<int64_t> magnitude_bound(const Kernel& k, ValueId v) {
+  const ValueInfo& info = k.info(v);
+  const Op* def = info.def;
+  if (!def || !info.type.shape.empty() || !is_int(info.type.elem))
+    return std::nullopt; // parameters (any value), loop variables, tiles, floats
+  switch (def->kind) {
+  case OpKind::Constant:
+    if (auto c = def->exact_int(); c && *c != std::numeric_limits<int64_t>::min())
+      return bounded(std::llabs(*c));
+    return std::nullopt;
+  case OpKind::ProgramId: // every launch's grid is within CUDA's limits (check_grid)
+    return (def->axis == 0 ? kMaxGridX : kMaxGridYZ) - 1;
+  case OpKind::NumPrograms:
+    return def->axis == 0 ? kMaxGridX : kMaxGridYZ;
+  case OpKind::Cast: {
+    const DType from = k.type(def->operands[0]).elem;
+    if (!is_int(from) || from == DType::i1 || dtype_rank(info.type.elem) < dtype_rank(from))
+      return std::nullopt; // narrowing may wrap
+    return magnitude_bound(k, def->operands[0]);
+  }
+  case OpKind::Unary:
+    if (def->unary == UnaryOp::Neg || def->unary == UnaryOp::Abs)
+      return magnitude_bound(k, def->operands[0]);
+    return std::nullopt;
+  case OpKind::Binary: {
+    auto a = magnitude_bound(k, def->operands[0]);
+    switch (def->binary) {
+    case BinaryOp::Div: // |a / b| <= |a| and |a % b| <= |a| for any b != 0 (truncating division)
+    case BinaryOp::Rem:
+      return a;
+    default:
+      break;
+    }
+    auto b = magnitude_bound(k, def->operands[1]);
+    if (!a || !b)
+      return std::nullopt;
+    switch (def->binary) {
+    case BinaryOp::Add:
+    case BinaryOp::Sub:
+      return bounded(static_cast<__int128>(*a) + *b);
+    case BinaryOp::Mul:
+      return bounded(static_cast<__int128>(*a) * *b);
+    case BinaryOp::Min:
+    case BinaryOp::Max:
+      return std::max(*a, *b);
+    default:
+      return std::nullopt;
+    }
+  }
+  default:
+    return std::nullopt;
+  }
+}
+
+} // namespace kiln

@@ -1,0 +1,44 @@
+// A block pointer's base as a tensor map can describe it (codegen/tma_plan.h): a pointer parameter plus a sum
+// of per-program terms `coordinate * stride`, each stride known at launch. Kernels that serve many batches
+// and heads write exactly this, as in Triton:
+//
+//   k_base = k + off_b * stride_kb + off_h * stride_kh;   // off_b, off_h from program ids
+//   make_block_ptr(k_base, {N_K, D}, {stride_kn, 1}, ...)
+//
+// A tensor map's base address is fixed for the launch, so each term becomes one more dim of the map, of box 1,
+// whose coordinate each copy passes: the 2-D block over one head becomes a 4-D map over the whole tensor, and
+// the hardware still zero-fills the head's tail rows (they are not the next head's first rows, as they would be
+// in a map over a flattened tensor).
+//
+// TMA takes 32-bit signed coordinates, so every coordinate must be bounded: `magnitude_bound` proves a bound
+// from the program ids (CUDA's grid limits, which every launch checks), constants, and operations that do not
+// grow a magnitude (integer division and remainder, widening casts, min/max) or grow it by a known amount
+// (add, multiply). A coordinate it cannot bound keeps the loop on cp.async, with the reason.
+#pragma once
+
+#include "codegen/tma_plan.h"
+#include "dsl/ir.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+// `v` as an integer the launch knows: a parameter (or a widening cast of one) or a constant.
+std::optional<LaunchScalar> launch_scalar(const Kernel& k, ValueId v);
+
+struct BlockBase {
+  int param = -1;              // the pointer parameter the base starts from
+  std::vector<OuterDim> terms; // the per-program terms added to it, outermost last (the order they nest in memory
+                               // is the strides', which the map does not need)
+};
+
+// `base` (a pointer scalar) as a pointer parameter plus bounded terms, or nullopt with `why` saying which part
+// is not one.
+std::optional<BlockBase> decompose_block_base(const Kernel& k, ValueId base, std::string& why);
+
+// The largest |value| `v` can take in any program of any launch, when the IR proves one; nullopt otherwise.
+std::optional<int64_t> magnitude_bound(const Kernel& k, ValueId v);
+
+} // namespace kiln

@@ -1,0 +1,111 @@
+// A block pointer's base as a tensor map sees it (codegen/block_base.h): a pointer parameter plus per-program
+// terms `coordinate * stride` with strides known at launch, and the bound on each coordinate that the IR proves.
+#include "codegen/block_base.h"
+#include "dsl/dsl.h"
+#include "dsl/registry.h"
+
+#include <gtest/gtest.h>
+
+using namespace kiln;
+
+namespace {
+
+// The ValueId of the base of the kernel's first make_block_ptr (the load's).
+ValueId block_base_of(const Kernel& k) {
+  ValueId base = -1;
+  walk(k.body, [&](const Op& op) {
+    if (op.kind == OpKind::MakeBlockPtr && base < 0)
+      base = op.operands[0];
+  });
+  return base;
+}
+
+// A kernel reading one 64 x 64 block of `x` at the base `base_of(x, H, stride_b, stride_h)`.
+template <class BaseOf> Kernel kernel_with_base(BaseOf base_of) {
+  KernelBuilder kb("block_base", Config{});
+  Value x = kb.arg_ptr("X", f16);
+  Value y = kb.arg_ptr("Y", f16);
+  Value H = kb.arg("H", i32);
+  Value N = kb.arg("N", i32);
+  Value stride_b = kb.arg("stride_b", i64);
+  Value stride_h = kb.arg("stride_h", i64);
+  Value stride_n = kb.arg("stride_n", i64);
+  Value base = base_of(x, H, stride_b, stride_h);
+  Value bp = make_block_ptr(base, {N, 64}, {stride_n, 1}, {0, 0}, {64, 64}, {1, 0});
+  Value t = load(bp);
+  store(make_block_ptr(y, {N, 64}, {stride_n, 1}, {0, 0}, {64, 64}, {1, 0}), t);
+  return kb.finish();
+}
+
+TEST(BlockBase, ABaseOfBatchAndHeadTermsIsTheParameterAndTwoBoundedDims) {
+  Kernel k = kernel_with_base([](Value x, Value H, Value sb, Value sh) {
+    Value off_hz = program_id(1);
+    Value off_b = (off_hz / H).to(i64), off_h = (off_hz % H).to(i64);
+    return x + (off_b * sb + off_h * sh);
+  });
+  std::string why;
+  std::optional<BlockBase> b = decompose_block_base(k, block_base_of(k), why);
+  ASSERT_TRUE(b) << why;
+  EXPECT_EQ(b->param, 0);
+  ASSERT_EQ(b->terms.size(), 2u);
+  EXPECT_EQ(b->terms[0].stride.param, 4); // stride_b
+  EXPECT_EQ(b->terms[1].stride.param, 5); // stride_h
+  for (const OuterDim& t : b->terms)
+    EXPECT_EQ(t.extent, kMaxGridYZ); // program_id(1) <= 65534; division and remainder keep it
+}
+
+TEST(BlockBase, StridesOnEitherSideAndNestedPointerAdditions) {
+  Kernel k = kernel_with_base([](Value x, Value, Value sb, Value sh) {
+    Value off_b = program_id(0).to(i64), off_h = program_id(2).to(i64);
+    return (x + sb * off_b) + off_h * sh;
+  });
+  std::string why;
+  std::optional<BlockBase> b = decompose_block_base(k, block_base_of(k), why);
+  ASSERT_TRUE(b) << why;
+  ASSERT_EQ(b->terms.size(), 2u);
+  EXPECT_EQ(b->terms[0].stride.param, 4);
+  EXPECT_EQ(b->terms[0].extent, kMaxGridX); // program_id(0) <= 2^31 - 2
+  EXPECT_EQ(b->terms[1].stride.param, 5);
+}
+
+TEST(BlockBase, ACoordinateWithoutABoundIsRefusedWithTheReason) {
+  // H is a parameter: any value, so pid * H may not fit a 32-bit coordinate.
+  Kernel k = kernel_with_base([](Value x, Value H, Value sb, Value) {
+    return x + (program_id(1) * H).to(i64) * sb;
+  });
+  std::string why;
+  EXPECT_FALSE(decompose_block_base(k, block_base_of(k), why));
+  EXPECT_NE(why.find("may exceed the 32 bits a TMA coordinate holds"), std::string::npos) << why;
+}
+
+TEST(BlockBase, ATermWithoutALaunchStrideIsRefused) {
+  Kernel k = kernel_with_base([](Value x, Value, Value, Value) {
+    Value off = program_id(0).to(i64);
+    return x + off * (off + 1);
+  });
+  std::string why;
+  EXPECT_FALSE(decompose_block_base(k, block_base_of(k), why));
+  EXPECT_NE(why.find("multiplies two values computed in the kernel"), std::string::npos) << why;
+}
+
+// The extent of the one term of `x + coordinate * stride_b`, or nullopt when it is refused.
+template <class CoordinateOf> std::optional<int64_t> extent_of(CoordinateOf coordinate_of) {
+  Kernel k = kernel_with_base([&](Value x, Value H, Value sb, Value) { return x + coordinate_of(H) * sb; });
+  std::string why;
+  std::optional<BlockBase> b = decompose_block_base(k, block_base_of(k), why);
+  if (!b)
+    return std::nullopt;
+  EXPECT_EQ(b->terms.size(), 1u);
+  return b->terms.at(0).extent;
+}
+
+TEST(BlockBase, MagnitudeBoundsFollowTheArithmetic) {
+  EXPECT_EQ(extent_of([](Value) { return (program_id(1) * 2 + 7).to(i64); }), 65534 * 2 + 7 + 1);
+  EXPECT_EQ(extent_of([](Value H) { return (program_id(2) / H).to(i64) - 3; }), 65534 + 3 + 1);
+  EXPECT_EQ(extent_of([](Value H) { return maximum(program_id(2) % H, program_id(1)).to(i64); }), 65534 + 1);
+  EXPECT_FALSE(extent_of([](Value H) { return minimum(program_id(2), H).to(i64); })); // H: any value
+  EXPECT_FALSE(extent_of([](Value) { return (program_id(0) + 3).to(i64); }));         // past 2^31 - 1
+  EXPECT_FALSE(extent_of([](Value) { return program_id(0).to(i64) * 2; }));           // past 2^31 - 1
+}
+
+} // namespace

@@ -1,0 +1,117 @@
+// FA2's forward on the TMA path (codegen/block_base.h, codegen/plan_tma_copies.h): on sm_90a both key loops copy
+// their K and V tiles by TMA through 4-D tensor maps over the whole K and V, whose outer dims are the batch and
+// the kv head of each program. Each case first checks that the plan copies by TMA and that this launch's maps
+// are legal (so the kernel does not take its cp.async fallback), then runs the config through the API and
+// holds O and LSE to the double-precision reference, outputs poisoned first. Shapes cut the last key tile and
+// the head dim, N_Q != N_K, GQA, bshd strides (the head stride smaller than the row stride), both causal
+// alignments, f16 and bf16, K transposed. Skipped below compute capability 9.0.
+#include "gpu/attention_gpu_support.h"
+#include "gpu/gpu_skip.h"
+#include "jit/jit_kernel.h"
+#include "jit/tensor_map_args.h"
+#include "kernels/attention/attention_api.h"
+#include "kernels/attention/fa2_fwd.h"
+#include "kernels/compare.h"
+#include "runtime/device.h"
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <ostream>
+#include <string>
+
+using namespace kiln;
+using namespace kiln::attention;
+using namespace kiln::testing_support;
+
+namespace {
+
+struct TmaAttentionCase {
+  AttentionProblem p;
+  int64_t bm, bn;
+  int warps, stages;
+};
+
+std::string label(const TmaAttentionCase& c) {
+  std::string s = c.p.str() + "_bm" + std::to_string(c.bm) + "_bn" + std::to_string(c.bn) + "_w" +
+                  std::to_string(c.warps) + "_s" + std::to_string(c.stages);
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch)))
+      ch = '_';
+  return s;
+}
+void PrintTo(const TmaAttentionCase& c, std::ostream* os) { *os << label(c); }
+
+TmaAttentionCase with_tiles(AttentionProblem p, int64_t bm, int64_t bn, int warps, int stages) {
+  return {p, bm, bn, warps, stages};
+}
+
+AttentionProblem transposed_k(AttentionProblem p) {
+  p.k_transposed = true;
+  return p;
+}
+
+class GpuAttentionTma : public ::testing::TestWithParam<TmaAttentionCase> {};
+
+TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
+  KILN_REQUIRE_GPU();
+  const rt::DeviceInfo& device = rt::current_device();
+  if (device.cc_major < 9)
+    GTEST_SKIP() << "TMA needs compute capability 9.0; " << device.name << " is " << device.arch;
+  const TmaAttentionCase& tc = GetParam();
+  const AttentionProblem& p = tc.p;
+  SCOPED_TRACE(label(tc));
+  Config c = default_fa2_config(p);
+  c.set("BLOCK_M", tc.bm).set("BLOCK_N", tc.bn);
+  c.num_warps = tc.warps;
+  c.num_stages = tc.stages;
+
+  const AttentionInputs in = make_inputs(p, 4242 + p.N_Q + p.N_K, 2.0);
+  AttentionOutputs out = make_outputs(p); // NaN-poisoned
+  rt::DeviceBuffer q = upload(in.q), k = upload(in.k), v = upload(in.v), o = upload(out.o), lse = upload(out.lse);
+  const AttentionStrides s = attention_strides(p);
+  const TensorRef tq = describe(p, q.ptr(), p.H, p.N_Q, s.q), tk = describe(p, k.ptr(), p.H_KV, p.N_K, s.k),
+                  tv = describe(p, v.ptr(), p.H_KV, p.N_K, s.v), to = describe(p, o.ptr(), p.H, p.N_Q, s.o);
+  const TensorRef tlse = TensorRef::contiguous(lse.ptr(), DType::f32, {p.B, p.H, p.N_Q});
+  AttentionOptions opts = attention_options_for(p);
+  opts.config = c;
+
+  // Both key loops are copied by TMA, and this launch's two maps (K and V over every batch and head) encode.
+  const Kernel kernel = build_fa2_fwd(c);
+  std::shared_ptr<JitKernel> jk = JitKernel::compile(kernel);
+  ASSERT_EQ(jk->generated().tensor_maps.size(), 2u) << jk->generated().lowered;
+  const ValidatedAttention a = validate_attention_args(tq, tk, tv, to, tlse, opts);
+  TensorMapArgs maps = tensor_map_args(jk->generated().tensor_maps, kernel.params, forward_launch_args(a, lse.ptr()));
+  ASSERT_EQ(maps.use_tma, 1) << maps.why_not;
+
+  forward(tq, tk, tv, to, tlse, opts);
+  rt::Stream::wrap(nullptr).synchronize();
+  o.copy_to_host(out.o.bytes.data(), out.o.bytes.size());
+  lse.copy_to_host(out.lse.bytes.data(), out.lse.bytes.size());
+  const AttentionResult got = gather_outputs(p, out), ref = reference(p, in);
+  const double tol = tolerance(p.dtype, p.tf32);
+  Comparison co = compare_to_reference(got.o, ref.o), cl = compare_to_reference(got.lse, ref.lse);
+  EXPECT_TRUE(co.ok(tol)) << "O " << co.str() << " config " << c.str();
+  EXPECT_TRUE(cl.ok(tol)) << "LSE " << cl.str() << " config " << c.str();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    fa2, GpuAttentionTma,
+    ::testing::Values(
+        with_tiles(problem(2, 4, 4, 256, 256, 64, DType::f16, 0, false), 128, 64, 4, 2),
+        // Tails: the last key tile is cut (zero-filled rows of this head, not the next head's rows).
+        with_tiles(problem(2, 3, 3, 200, 333, 64, DType::f16, 0, false), 128, 64, 8, 2),
+        with_tiles(problem(1, 8, 2, 129, 77, 128, DType::bf16, 0, false), 128, 32, 4, 3),
+        // bshd: the head stride (D) is smaller than the row stride (H·D).
+        with_tiles(problem(2, 4, 2, 300, 300, 128, DType::f16, 1, true), 128, 64, 8, 2),
+        with_tiles(problem(3, 2, 1, 64, 500, 64, DType::bf16, 2, true), 64, 128, 4, 2),
+        // Causal both ways, N_Q != N_K, a deeper ring.
+        with_tiles(problem(1, 2, 2, 1000, 700, 64, DType::f16, 1, false), 128, 32, 4, 4),
+        with_tiles(problem(1, 2, 2, 257, 1024, 128, DType::bf16, 2, false), 128, 64, 8, 3),
+        // A head dim the tile pads (D = 96 in a 128-wide tile: the map's box past D reads zeros).
+        with_tiles(problem(2, 2, 2, 192, 192, 96, DType::f16, 0, false), 64, 64, 4, 2),
+        // Kᵀ loaded as (D, N_K) blocks: the map's inner dim is the head dim.
+        with_tiles(transposed_k(problem(1, 4, 4, 256, 300, 64, DType::f16, 1, false)), 128, 64, 4, 2)),
+    [](const auto& info) { return label(info.param); });
+
+} // namespace
