@@ -78,6 +78,9 @@ std::vector<BenchCase> ablation_cases(const BenchOptions& options) {
   if (!options.quick)
     attention.push_back({"FA2 f32 tf32, B1 H1 N8192 D32 (CUDA worklog)", "kiln_fa2_tf32", f32});
   attention.push_back({"FA2 f16, B4 H32 N4096 D64", "kiln_fa2", sweep_problem(DType::f16, 4096, 64, 0)});
+  // D = 128: twice the bytes a key step copies (where TMA's one-thread copies replace the most cp.async work).
+  if (!options.quick)
+    attention.push_back({"FA2 f16, B4 H16 N4096 D128", "kiln_fa2", sweep_problem(DType::f16, 4096, 128, 0)});
 
   for (const AttentionWorkload& w : attention)
     for (const AblationVariant& v : ablation_variants()) {
