@@ -86,7 +86,7 @@ BoundLaunch bind(const char* kernel_name, const kiln_tensor* tensors, int32_t nu
       fail("kernel '{}': scalar '{}' is given twice", def.name, scalars[i].name);
   }
 
-  BoundLaunch b{def.build(config), {1, 1, 1}, {}, {}};
+  BoundLaunch b{def.build(config), {1, 1, 1}, {}, {}, config, {}};
   std::vector<std::string> pointer_params, scalar_params;
   for (const Param& p : b.kernel.params) {
     const Type& t = b.kernel.values[p.value].type;
@@ -117,7 +117,6 @@ BoundLaunch bind(const char* kernel_name, const kiln_tensor* tensors, int32_t nu
   }
   check_launch_args(b.kernel, b.args); // ranges of the scalars, as a GPU launch checks them
 
-  b.config = config;
   SizeArgs& sizes = b.sizes;
   for (const std::string& name : def.size_args)
     if (auto it = by_name.find(name); it != by_name.end()) {

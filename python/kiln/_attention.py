@@ -79,13 +79,12 @@ def attention(q, k, v, *, causal=None, scale=None, layout="bhsd", return_lse=Fal
     PyTorch and FlashAttention, such a V can turn rows of the causal diagonal's tiles into NaN; the exact code
     costs 7-18 %).
     torch tensors go through the custom op torch.ops.kiln.attention_fwd (differentiable; `deterministic`
-    applies to its backward): CUDA tensors on the GPU, CPU tensors in the interpreter. NumPy arrays run in
+    applies to its backward; eager calls that need no gradient run its body without the dispatch): CUDA tensors on the GPU, CPU tensors in the interpreter. NumPy arrays run in
     kiln's interpreter."""
     c, lay, s = causal_code(causal), layout_code(layout), scale_value(scale)
     ops = _torch_ops_for(q)
     if ops is not None:
-        o, lse = ops.attention_fwd_op()(q, k, v, c, s, layout, bool(tf32), bool(deterministic),
-                                        bool(exact_masked_v))
+        o, lse = ops.forward(q, k, v, c, s, layout, bool(tf32), bool(deterministic), bool(exact_masked_v))
         return (o, lse) if return_lse else o
     _check_numpy((q, k, v), ("q", "k", "v"))
     import numpy as np

@@ -17,7 +17,7 @@ _ATTENTION_OPTIONS = ("causal", "scale", "layout", "tf32", "exact_masked_v")
 def _require_cuda(what, tensors):
     for i, t in enumerate(tensors):
         if is_numpy(t) or (is_torch(t) and t.device.type != "cuda"):
-            where = "NumPy arrays" if is_numpy(t) else f"a tensor on {t.device}"
+            where = "a NumPy array" if is_numpy(t) else f"a tensor on {t.device}"
             raise KilnUnavailableError(
                 f"{what}: tuning times kernels on a GPU and needs CUDA tensors; tensor {i} is {where} (host "
                 f"memory runs in kiln's interpreter, which is not timed)")

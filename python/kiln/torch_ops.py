@@ -98,10 +98,8 @@ def _rank_error(q):
     return KilnError(f"kiln attention: q must have rank 4 ([B, H, N, D] or [B, N, H, D]); got shape {tuple(q.shape)}")
 
 
-@torch.library.custom_op("kiln::attention_fwd", mutates_args=())
-def attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: int, scale: float, layout: str,
-                  tf32: bool, deterministic: bool, exact_masked_v: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """O and LSE (f32 [B, H, N_Q]) of softmax(q kᵀ · scale) v; `deterministic` is kept for the backward."""
+def _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v):
+    """The forward op's body: O and LSE from libkiln on the tensors' memory."""
     q, k, v = _last_dim_contiguous(q), _last_dim_contiguous(k), _last_dim_contiguous(v)
     _check_device((q, k, v), ("q", "k", "v"))
     shape = lse_shape(q, layout)
@@ -120,6 +118,28 @@ def attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: int
         fn = lib.kiln_attention_forward_host
     _lib.check(fn(*structs, opts))
     return o, lse
+
+
+@torch.library.custom_op("kiln::attention_fwd", mutates_args=())
+def attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: int, scale: float, layout: str,
+                  tf32: bool, deterministic: bool, exact_masked_v: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """O and LSE (f32 [B, H, N_Q]) of softmax(q kᵀ · scale) v; `deterministic` is kept for the backward."""
+    return _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
+
+
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or torch._dynamo.is_compiling
+_dispatch_modes = getattr(torch._C, "_len_torch_dispatch_mode", None)
+
+
+def forward(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v):
+    """O and LSE through the custom op, or, where the op's dispatch would add nothing (eager, plain tensors, no
+    gradient wanted, no dispatch mode such as FakeTensorMode active), through its body directly: the dispatcher
+    and the autograd wrapper cost more per call than the rest of kiln's Python side together."""
+    if (not _is_compiling() and type(q) is torch.Tensor and type(k) is torch.Tensor and type(v) is torch.Tensor
+            and not (torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad))
+            and _dispatch_modes is not None and _dispatch_modes() == 0):
+        return _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
+    return torch.ops.kiln.attention_fwd(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
 
 
 @attention_fwd.register_fake
@@ -187,10 +207,6 @@ def _backward(ctx, grad_o, grad_lse):
 
 
 attention_fwd.register_autograd(_backward, setup_context=_setup_context)
-
-
-def attention_fwd_op():
-    return torch.ops.kiln.attention_fwd
 
 
 def attention_bwd_op():

@@ -186,7 +186,7 @@ TEST(AttentionBwdApiErrors, InterleavedKeyValueGradientsAreDisjoint) {
 }
 
 TEST(AttentionBwdApiErrors, GridTooTallForBatchTimesHeads) {
-  Call c;
+  BwdCall c;
   uint64_t at = 0x100000000;
   auto next = [&](DType t, llvm::ArrayRef<int64_t> shape) {
     TensorRef r = TensorRef::contiguous(at, t, shape);

@@ -66,7 +66,7 @@ TEST(AttentionBwdWorkspace, SizeQueryChecksItsArguments) {
                   {"attention::backward_workspace_bytes: q must have rank 4"});
   c = valid_bwd_call();
   c.q.shape[2] = -1;
-  expect_mentions(user_error([&] { backward_workspace_bytes(c.q, c.options); }), {"expected non-negative sizes"});
+  expect_mentions(user_error([&] { backward_workspace_bytes(c.q, c.options); }), {"q has a negative size -1 in dim 2"});
   c = valid_bwd_call();
   c.options.layout = "sbhd";
   expect_mentions(user_error([&] { backward_workspace_bytes(c.q, c.options); }), {"sbhd"});

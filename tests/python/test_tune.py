@@ -15,7 +15,7 @@ def test_numpy_arrays_need_a_gpu():
     with pytest.raises(kiln.KilnUnavailableError, match="tuning times kernels on a GPU and needs CUDA tensors"):
         kiln.tune("attention", *arrays(), causal="top-left")
     x = np.zeros(8, np.float32)
-    with pytest.raises(kiln.KilnUnavailableError, match=r"kiln.tune\('vector_add'\).*NumPy arrays"):
+    with pytest.raises(kiln.KilnUnavailableError, match=r"kiln.tune\('vector_add'\).*tensor 0 is a NumPy array"):
         kiln.tune("vector_add", x, x.copy(), x.copy(), n=8)
 
 
