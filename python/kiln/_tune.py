@@ -48,8 +48,8 @@ def _tune_attention(q, k, v, cached, causal=None, scale=None, layout="bhsd", tf3
 
 def tune(kernel, *tensors, cached=False, config=None, **kwargs):
     """Tunes `kernel` for the problem these CUDA tensors describe and returns the pick as a dict: "kernel",
-    "config" ({param: value, ..., "num_warps", "num_stages"}), "source" ("tuned", or with cached=True
-    "memory", "disk" or "default"), "ms" (the winner's time, when there is one), "key" (the tuning key) and
+    "config" ({param: value, ..., "num_warps", "num_stages"}), "source" (where the pick came from:
+    "tuned" when this process timed it, "disk" for the tuning cache, "default" when cached=True found nothing), "ms" (the winner's time, when there is one), "key" (the tuning key) and
     "table" (every candidate: "config", "status", "ms" or "reason").
 
       kiln.tune("attention", q, k, v, causal="top-left")   # what kiln.attention's forward will run
