@@ -66,19 +66,19 @@ def _last_dim_contiguous(t):
     return t if t.stride(-1) == 1 else t.contiguous()
 
 
-def _call_structs(kind, tensors, names, options, on_miss=None):
+def _call_structs(key, tensors, names, options, on_miss=None):
     """The kiln_tensor structs of `tensors` and the kiln_attention_options for `options` (a tuple of
-    attention_options' arguments), from this thread's cache when this signature was seen, with the data pointers
-    of these tensors. on_miss(structs, opts) computes an extra value kept with them (the workspace size)."""
+    attention_options' arguments), from this thread's cache when `key` was seen, with the data pointers of these
+    tensors. `key` holds every dtype, shape and stride of the call's inputs and the options; the outputs, which
+    the op allocates contiguous from the inputs' shapes, need not be in it. on_miss(structs, opts) computes an
+    extra value kept with them (the workspace size)."""
     cache = getattr(_local, "structs", None)
     if cache is None:
         cache = _local.structs = {}
-    key = (kind, options, tuple((t.dtype, t.shape, t.stride()) for t in tensors))
     hit = cache.get(key)
     if hit is not None:
-        structs = hit[0]
-        for s, t in zip(structs, tensors):
-            s.data = t.data_ptr() or None
+        for s, t in zip(hit[0], tensors):
+            s.data = t.data_ptr()
         return hit
     if len(cache) >= _CACHE_LIMIT:
         cache.clear()
@@ -107,8 +107,10 @@ def _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_mas
         raise _rank_error(q)
     o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty(shape, dtype=torch.float32, device=q.device)
-    structs, opts, _ = _call_structs(("fwd", q.is_cuda), (q, k, v, o, lse), ("q", "k", "v", "o", "lse"),
-                                     _options(causal, scale, layout, tf32, deterministic, exact_masked_v))
+    options = _options(causal, scale, layout, tf32, deterministic, exact_masked_v)
+    key = ("fwd", q.is_cuda, options, q.dtype, q.shape, q.stride(), k.dtype, k.shape, k.stride(), v.dtype, v.shape,
+           v.stride())
+    structs, opts, _ = _call_structs(key, (q, k, v, o, lse), ("q", "k", "v", "o", "lse"), options)
     lib = _lib.lib()
     if q.is_cuda:
         opts.stream = torch.cuda.current_stream(q.device).cuda_stream
@@ -169,8 +171,11 @@ def attention_bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch
     dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
     dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
-    structs, opts, ws_bytes = _call_structs(("bwd", q.is_cuda), (q, k, v, o, lse, dout, dq, dk, dv), _BWD_NAMES,
-                                            _options(causal, scale, layout, tf32, deterministic, exact_masked_v),
+    options = _options(causal, scale, layout, tf32, deterministic, exact_masked_v)
+    key = ("bwd", q.is_cuda, options, q.dtype, q.shape, q.stride(), k.dtype, k.shape, k.stride(), v.dtype, v.shape,
+           v.stride(), o.dtype, o.shape, o.stride(), lse.dtype, lse.shape, lse.stride(), dout.dtype, dout.shape,
+           dout.stride())
+    structs, opts, ws_bytes = _call_structs(key, (q, k, v, o, lse, dout, dq, dk, dv), _BWD_NAMES, options,
                                             on_miss=_workspace_bytes if q.is_cuda else None)
     lib = _lib.lib()
     if q.is_cuda:
