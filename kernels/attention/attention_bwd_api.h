@@ -4,7 +4,10 @@
 //   using namespace kiln::attention;
 //   forward(q, k, v, o, lse, opts);                        // keep lse: the backward recomputes P from it
 //   BackwardOptions bopts;  static_cast<AttentionOptions&>(bopts) = opts;
-//   backward(q, k, v, o, lse, dout, dq, dk, dv, bopts);   // dq like q, dk and dv like k and v
+//   backward(q, k, v, o, lse, dout, dq, dk, dv, bopts);   // dq like q, dk and dv like k and v; blocks
+//   // CUDA-graph capturable: the f32 scratch in the caller's memory, no allocation, no synchronize
+//   BackwardWorkspace ws{my_buffer, backward_workspace_bytes(q, bopts)};
+//   backward_with_workspace(q, k, v, o, lse, dout, dq, dk, dv, ws, bopts);
 //
 // Three kernels run (kernels/attention/fa2_bwd_*.h): the preprocess (Delta = rowsum(dO ∘ O)), dK/dV (one
 // program per key tile, GQA groups summed in the program) and dQ (one program per query tile). All are

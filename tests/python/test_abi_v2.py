@@ -30,9 +30,10 @@ def options(**fields):
 
 
 def host_call(shape=(1, 2, 16, 16)):
+    """The arrays of a valid host call (the caller keeps them alive) and their kiln_tensor structs."""
     q = np.zeros(shape, np.float32)
     arrays = (q, q.copy(), q.copy(), np.empty_like(q), np.empty(shape[:3], np.float32))
-    return [describe(a, f"t{i}") for i, a in enumerate(arrays)]
+    return arrays, [describe(a, f"t{i}") for i, a in enumerate(arrays)]
 
 
 def test_version_1_init_writes_only_the_version_1_struct():
@@ -47,14 +48,14 @@ def test_version_1_init_writes_only_the_version_1_struct():
 
 
 def test_version_1_struct_is_accepted_and_its_new_fields_ignored():
-    descs = host_call()
+    arrays, descs = host_call()  # arrays: kept alive for the call
     o = options(exact_masked_v=1, autotune=99)  # past a version-1 struct: never read
     o.struct_size = V1_SIZE
     assert LIB.kiln_attention_forward_host(*descs, o) == OK, last_error()
 
 
 def test_bad_autotune_is_invalid_argument():
-    descs = host_call()
+    arrays, descs = host_call()  # arrays: kept alive for the call
     assert LIB.kiln_attention_forward_host(*descs, options(autotune=5)) == ERROR_INVALID_ARGUMENT
     assert "autotune must be a kiln_autotune" in last_error()
 
