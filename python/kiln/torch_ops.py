@@ -131,15 +131,19 @@ def attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: int
 
 _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or torch._dynamo.is_compiling
 _dispatch_modes = getattr(torch._C, "_len_torch_dispatch_mode", None)
+_functorch_active = getattr(torch._C, "_are_functorch_transforms_active", None)
+_FAST_PATH = _dispatch_modes is not None and _functorch_active is not None  # else: always through the op
 
 
 def forward(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v):
     """O and LSE through the custom op, or, where the op's dispatch would add nothing (eager, plain tensors, no
-    gradient wanted, no dispatch mode such as FakeTensorMode active), through its body directly: the dispatcher
-    and the autograd wrapper cost more per call than the rest of kiln's Python side together."""
-    if (not _is_compiling() and type(q) is torch.Tensor and type(k) is torch.Tensor and type(v) is torch.Tensor
+    gradient wanted, no dispatch mode such as FakeTensorMode and no torch.func transform active), through its
+    body directly: the dispatcher and the autograd wrapper cost more per call than the rest of kiln's Python
+    side together."""
+    if (_FAST_PATH and not _is_compiling() and type(q) is torch.Tensor and type(k) is torch.Tensor
+            and type(v) is torch.Tensor
             and not (torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad))
-            and _dispatch_modes is not None and _dispatch_modes() == 0):
+            and _dispatch_modes() == 0 and not _functorch_active()):
         return _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
     return torch.ops.kiln.attention_fwd(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
 

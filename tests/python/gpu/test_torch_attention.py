@@ -232,6 +232,17 @@ def test_exact_masked_v_on_cuda():
     torch.testing.assert_close(o[:, :, : n - 1].double(), ref[:, :, : n - 1], rtol=2e-3, atol=2e-3)
 
 
+def test_eager_no_grad_call_skips_the_dispatch_but_not_the_result():
+    q, k, v = make_inputs(CASES[1], requires_grad=False)
+    fast = kiln.attention(q, k, v, causal="top-left")  # no gradient wanted: the op's body directly
+    through_op, _ = torch.ops.kiln.attention_fwd(q, k, v, 1, 0.0, "bhsd", False, True, False)
+    torch.testing.assert_close(fast, through_op, rtol=0, atol=0)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode() as mode:  # a dispatch mode: the op (its fake implementation) runs
+        fq, fk, fv = (mode.from_tensor(t) for t in (q, k, v))
+        assert kiln.attention(fq, fk, fv, causal="top-left").shape == q.shape
+
+
 def test_non_default_stream():
     case = CASES[1]
     q, k, v = make_inputs(case, requires_grad=False)
