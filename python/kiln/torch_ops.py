@@ -31,20 +31,24 @@ from . import _attention
 from ._attention import lse_shape
 from .errors import KilnError
 
-# The device kiln runs on: KILN_DEVICE, which libkiln reads once, at its first device call.
-_KILN_DEVICE = int(os.environ.get("KILN_DEVICE", "0") or 0)
+# The device kiln runs on: KILN_DEVICE, which libkiln reads once, at its first device call; read here at the
+# first CUDA call too.
+_kiln_device = None
 _CACHE_LIMIT = 256  # signatures remembered per thread; the cache is emptied when it grows past this
 _local = threading.local()
 
 
 def _check_device(tensors, names):
+    global _kiln_device
     dev = tensors[0].device
     for t, n in zip(tensors, names):
         if t.device != dev:
             raise KilnError(f"kiln attention: {n} is on {t.device}, {names[0]} on {dev}; all must be on one device")
     if dev.type == "cuda":
-        if dev.index is not None and dev.index != _KILN_DEVICE:
-            raise KilnError(f"kiln attention: the tensors are on {dev} but kiln runs on cuda:{_KILN_DEVICE} "
+        if _kiln_device is None:
+            _kiln_device = int(os.environ.get("KILN_DEVICE", "0") or 0)
+        if dev.index is not None and dev.index != _kiln_device:
+            raise KilnError(f"kiln attention: the tensors are on {dev} but kiln runs on cuda:{_kiln_device} "
                             f"(KILN_DEVICE); set KILN_DEVICE={dev.index} before the first kiln call")
     elif dev.type != "cpu":
         raise KilnError(f"kiln attention runs on CUDA or CPU tensors; got {dev}")
