@@ -87,6 +87,55 @@ kiln_status kiln_attention_backward_cuda(const kiln_tensor* q, const kiln_tensor
   });
 }
 
+kiln_status kiln_attention_backward_workspace_size(const kiln_tensor* q, const kiln_attention_options* options,
+                                                   uint64_t* bytes) {
+  return guarded([&] {
+    require(bytes, "bytes");
+    *bytes = 0;
+    const TensorRef tq = tensor_ref(require(q, "q"), "q");
+    *bytes = attention::backward_workspace_bytes(tq, attention_options(options));
+  });
+}
+
+kiln_status kiln_attention_backward_cuda_workspace(const kiln_tensor* q, const kiln_tensor* k, const kiln_tensor* v,
+                                                   const kiln_tensor* o, const kiln_tensor* lse,
+                                                   const kiln_tensor* dout, const kiln_tensor* dq,
+                                                   const kiln_tensor* dk, const kiln_tensor* dv, void* workspace,
+                                                   uint64_t workspace_bytes, const kiln_attention_options* options) {
+  return guarded([&] {
+    const BackwardArgs a = backward_args(q, k, v, o, lse, dout, dq, dk, dv, options);
+    const ForwardArgs& f = a.fwd;
+    const attention::BackwardWorkspace ws{reinterpret_cast<uint64_t>(workspace), workspace_bytes};
+    on_gpu(
+        "kiln_attention_backward_cuda_workspace",
+        [&] {
+          attention::backward_with_workspace(f.q, f.k, f.v, f.o, *f.lse, a.dout, a.dq, a.dk, a.dv, ws, f.options);
+        },
+        [&] {
+          attention::validate_attention_bwd_args(f.q, f.k, f.v, f.o, *f.lse, a.dout, a.dq, a.dk, a.dv, f.options);
+        });
+  });
+}
+
+kiln_status kiln_tune_attention_cuda(const kiln_tensor* q, const kiln_tensor* k, const kiln_tensor* v,
+                                     const kiln_tensor* o, const kiln_tensor* lse,
+                                     const kiln_attention_options* options, const char** json) {
+  return guarded([&] {
+    require(json, "json");
+    *json = nullptr;
+    ForwardArgs a = forward_args(q, k, v, o, lse, options);
+    // KILN_AUTOTUNE_ENV tunes now (force), as `kiln tune` does; another mode is taken as given.
+    const std::optional<rt::AutotuneMode> mode = a.options.autotune ? a.options.autotune : rt::AutotuneMode::Force;
+    a.options.autotune.reset();
+    TunedLaunch chosen;
+    on_gpu(
+        "kiln_tune_attention_cuda",
+        [&] { chosen = attention::tune_forward(a.q, a.k, a.v, a.o, a.lse, a.options, mode); },
+        [&] { attention::validate_attention_args(a.q, a.k, a.v, a.o, a.lse, a.options); });
+    *json = return_string(tuned_launch_json("fa2_fwd", chosen));
+  });
+}
+
 kiln_status kiln_attention_forward_host(const kiln_tensor* q, const kiln_tensor* k, const kiln_tensor* v,
                                         const kiln_tensor* o, const kiln_tensor* lse,
                                         const kiln_attention_options* options) {

@@ -3,6 +3,10 @@
 #include "support/error.h"
 
 #include <fmt/format.h>
+#include <llvm/Support/FormatVariadic.h>
+#include <llvm/Support/JSON.h>
+
+#include <cmath>
 
 #include <new>
 
@@ -116,11 +120,13 @@ attention::BackwardOptions attention_options(const kiln_attention_options* optio
   attention::BackwardOptions o;
   if (options == nullptr)
     return o;
-  // Version 1 of the struct is the whole of it; a larger one comes from a newer header than this library.
-  if (options->struct_size != sizeof(kiln_attention_options))
+  // Version 2 is the whole struct, version 1 ends before exact_masked_v (its fields keep their defaults); any
+  // other size comes from a newer header than this library, or from no header at all.
+  const size_t v1 = KILN_ATTENTION_OPTIONS_V1_SIZE;
+  if (options->struct_size != sizeof(kiln_attention_options) && options->struct_size != v1)
     throw InvalidArgument(fmt::format("kiln_attention_options.struct_size must be {} (call "
-                                      "kiln_attention_options_init); got {}",
-                                      sizeof(kiln_attention_options), options->struct_size));
+                                      "kiln_attention_options_init), or {} for a version-1 caller; got {}",
+                                      sizeof(kiln_attention_options), v1, options->struct_size));
   switch (options->causal) {
   case KILN_CAUSAL_NONE:
     o.causal = attention::Causal::None;
@@ -145,7 +151,58 @@ attention::BackwardOptions attention_options(const kiln_attention_options* optio
   o.tf32 = options->tf32 != 0;
   o.sm_scale = options->scale;
   o.stream = options->stream;
+  if (options->struct_size >= sizeof(kiln_attention_options)) {
+    o.exact_masked_v = options->exact_masked_v != 0;
+    o.autotune = autotune_mode(options->autotune, "kiln_attention_options.autotune");
+  }
   return o;
+}
+
+std::optional<rt::AutotuneMode> autotune_mode(int32_t autotune, const char* what) {
+  switch (autotune) {
+  case KILN_AUTOTUNE_ENV:
+    return std::nullopt;
+  case KILN_AUTOTUNE_OFF:
+    return rt::AutotuneMode::Off;
+  case KILN_AUTOTUNE_CACHED:
+    return rt::AutotuneMode::Cached;
+  case KILN_AUTOTUNE_ON:
+    return rt::AutotuneMode::On;
+  case KILN_AUTOTUNE_FORCE:
+    return rt::AutotuneMode::Force;
+  default:
+    break;
+  }
+  throw InvalidArgument(fmt::format("{} must be a kiln_autotune from {} (KILN_AUTOTUNE_ENV) to {} "
+                                    "(KILN_AUTOTUNE_FORCE); got {}",
+                                    what, static_cast<int>(KILN_AUTOTUNE_ENV), static_cast<int>(KILN_AUTOTUNE_FORCE),
+                                    autotune));
+}
+
+std::string tuned_launch_json(const std::string& kernel, const TunedLaunch& chosen) {
+  const rt::TuneResult& r = chosen.result;
+  llvm::json::Object config;
+  for (const auto& [name, value] : chosen.config.params)
+    config[name] = value;
+  config["num_warps"] = chosen.config.num_warps;
+  config["num_stages"] = chosen.config.num_stages;
+  llvm::json::Array table;
+  for (const rt::CandidateResult& c : r.table) {
+    llvm::json::Object row{{"config", c.id}, {"status", rt::candidate_status_name(c.status)}};
+    if (std::isfinite(c.ms))
+      row["ms"] = c.ms;
+    if (!c.reason.empty())
+      row["reason"] = c.reason;
+    table.push_back(std::move(row));
+  }
+  llvm::json::Object out{{"kernel", kernel},
+                         {"config", std::move(config)},
+                         {"source", rt::tune_source_name(r.source)},
+                         {"key", r.key.key},
+                         {"table", std::move(table)}};
+  if (r.best)
+    out["ms"] = r.best_ms;
+  return llvm::formatv("{0}", llvm::json::Value(std::move(out))).str();
 }
 
 std::map<std::string, int64_t> param_overrides(const kiln_param* params, int32_t num_params) {

@@ -47,8 +47,13 @@ int32_t dtype_to_c(DType dtype);
 attention::TensorRef tensor_ref(const kiln_tensor& t, const char* what);
 // The options as kiln::attention's (struct_size checked; defaults when `options` is null).
 attention::BackwardOptions attention_options(const kiln_attention_options* options);
+// A kiln_autotune as rt::AutotuneMode (nullopt for KILN_AUTOTUNE_ENV); InvalidArgument naming `what` otherwise.
+std::optional<rt::AutotuneMode> autotune_mode(int32_t autotune, const char* what);
 // NAME=VALUE overrides as a map; a name given twice is a kiln::Error.
 std::map<std::string, int64_t> param_overrides(const kiln_param* params, int32_t num_params);
+
+// The autotuner's pick as kiln_c.h's JSON ({"kernel", "config", "source", "ms", "key", "table"}).
+std::string tuned_launch_json(const std::string& kernel, const TunedLaunch& chosen);
 
 template <typename F> kiln_status guarded(F&& body) noexcept {
   try {

@@ -5,6 +5,7 @@
 #include "dsl/printer.h"
 #include "jit/compile_offline.h"
 #include "jit/jit_kernel.h"
+#include "jit/tuned_kernel.h"
 #include "kernels/builtin.h"
 #include "runtime/cuda_driver.h"
 
@@ -32,6 +33,8 @@ struct BoundLaunch {
   Grid grid{1, 1, 1};
   std::vector<LaunchArg> args;      // pointers carry the tensors' addresses
   std::vector<BoundTensor> tensors; // one per pointer parameter, in order
+  Config config;                    // the default with the caller's overrides
+  SizeArgs sizes;                   // the size arguments among the scalars
 };
 
 std::string join(const std::vector<std::string>& items) {
@@ -83,7 +86,7 @@ BoundLaunch bind(const char* kernel_name, const kiln_tensor* tensors, int32_t nu
       fail("kernel '{}': scalar '{}' is given twice", def.name, scalars[i].name);
   }
 
-  BoundLaunch b{def.build(config), {1, 1, 1}, {}, {}};
+  BoundLaunch b{def.build(config), {1, 1, 1}, {}, {}, config, {}};
   std::vector<std::string> pointer_params, scalar_params;
   for (const Param& p : b.kernel.params) {
     const Type& t = b.kernel.values[p.value].type;
@@ -114,7 +117,7 @@ BoundLaunch bind(const char* kernel_name, const kiln_tensor* tensors, int32_t nu
   }
   check_launch_args(b.kernel, b.args); // ranges of the scalars, as a GPU launch checks them
 
-  SizeArgs sizes;
+  SizeArgs& sizes = b.sizes;
   for (const std::string& name : def.size_args)
     if (auto it = by_name.find(name); it != by_name.end()) {
       if (it->second->is_float)
@@ -255,6 +258,36 @@ kiln_status kiln_run_host(const char* kernel, const kiln_tensor* tensors, int32_
     interpret(b.kernel, b.grid, args);
     for (size_t i = 0; i < b.tensors.size(); ++i)
       std::memcpy(b.tensors[i].data, buffers[i].bytes.data(), buffers[i].bytes.size());
+  });
+}
+
+kiln_status kiln_tune_cuda(const char* kernel, const kiln_tensor* tensors, int32_t num_tensors,
+                           const kiln_scalar* scalars, int32_t num_scalars, const kiln_param* params,
+                           int32_t num_params, int32_t autotune, const char** json) {
+  return guarded([&] {
+    require(json, "json");
+    *json = nullptr;
+    // KILN_AUTOTUNE_ENV tunes now (force), as `kiln tune` does; another mode is taken as given.
+    const std::optional<rt::AutotuneMode> given = autotune_mode(autotune, "autotune");
+    const BoundLaunch b = bind(kernel, tensors, num_tensors, scalars, num_scalars, params, num_params, nullptr);
+    std::string why;
+    if (!rt::driver_available(&why))
+      throw Unavailable(std::string("kiln_tune_cuda needs a GPU: ") + why);
+    const KernelDef& def = builtin_kernels().find(kernel);
+    // Every tensor may be written: the timing launches get scratch copies of them all.
+    std::vector<OutputArg> outputs;
+    size_t tensor = 0;
+    for (size_t i = 0; i < b.args.size(); ++i)
+      if (b.args[i].kind == LaunchArg::Kind::Pointer) {
+        const BoundTensor& t = b.tensors[tensor++];
+        if (t.span > 0)
+          outputs.push_back({i, static_cast<size_t>(t.span * dtype_bytes(t.dtype)), 0});
+      }
+    TuneOptions options;
+    options.mode = given ? given : rt::AutotuneMode::Force;
+    static KernelTuner tuner; // picks kept for the process, as kiln_run_cuda keeps its kernels
+    const TunedLaunch chosen = tuner.select(def, b.config, b.sizes, b.args, outputs, options);
+    *json = return_string(tuned_launch_json(def.name, chosen));
   });
 }
 

@@ -32,7 +32,7 @@ extern "C" {
 #define KILN_C_EXPORT
 #endif
 
-#define KILN_C_ABI_VERSION 1
+#define KILN_C_ABI_VERSION 2
 #define KILN_MAX_DIMS 8
 
 typedef enum kiln_status {
@@ -80,6 +80,15 @@ typedef enum kiln_layout {
   KILN_LAYOUT_BSHD = 1  /* [B, N, H, D] */
 } kiln_layout;
 
+/* How a *_cuda call picks its kernels' configs (KILN_AUTOTUNE's modes). */
+typedef enum kiln_autotune {
+  KILN_AUTOTUNE_ENV = 0,    /* as the KILN_AUTOTUNE environment variable says (on when unset) */
+  KILN_AUTOTUNE_OFF = 1,    /* the default configs */
+  KILN_AUTOTUNE_CACHED = 2, /* a remembered pick, else the default; never times anything (CUDA-graph capture) */
+  KILN_AUTOTUNE_ON = 3,     /* a remembered pick, else tune now and remember */
+  KILN_AUTOTUNE_FORCE = 4   /* tune now even when a pick is remembered */
+} kiln_autotune;
+
 typedef struct kiln_attention_options {
   uint32_t struct_size; /* sizeof(kiln_attention_options) */
   int32_t causal;       /* kiln_causal */
@@ -88,7 +97,12 @@ typedef struct kiln_attention_options {
   int32_t tf32;          /* f32 inputs: tensor cores in tf32 (GPU) */
   double scale;           /* softmax scale; 0: 1/sqrt(D) */
   void* stream;           /* *_cuda: the cudaStream_t / CUstream to launch on (not owned); NULL: legacy default */
+  /* ---- ABI version 2 (a version-1 caller's struct_size ends before here; these then take their defaults) */
+  int32_t exact_masked_v; /* 1: keys a row does not see add nothing even when their V is NaN/inf (7-18 % slower) */
+  int32_t autotune;       /* kiln_autotune; KILN_AUTOTUNE_ENV (0) by default */
 } kiln_attention_options;
+/* struct_size of the version-1 struct (up to and including `stream`), which this library still accepts. */
+#define KILN_ATTENTION_OPTIONS_V1_SIZE (offsetof(kiln_attention_options, exact_masked_v))
 
 /* A scalar argument of a kernel, by parameter name (a size argument of its grid rule too). */
 typedef struct kiln_scalar {
@@ -110,7 +124,15 @@ KILN_C_EXPORT int32_t kiln_abi_version(void); /* KILN_C_ABI_VERSION of the libra
 /* The message of the last failed call on this thread ("" when the last call succeeded). */
 KILN_C_EXPORT const char* kiln_last_error(void);
 KILN_C_EXPORT const char* kiln_status_name(int32_t status); /* "KILN_ERROR_UNAVAILABLE" */
+/* The defaults in the first `struct_size` bytes of *options, struct_size set: sizeof(kiln_attention_options)
+ * of the caller's header (KILN_ATTENTION_OPTIONS_V1_SIZE or the current size; any other size leaves *options
+ * untouched). It writes no byte past struct_size, so a caller built against an older header is safe. */
+KILN_C_EXPORT void kiln_attention_options_init_sized(kiln_attention_options* options, uint32_t struct_size);
+/* ABI version 1's initializer, kept for binaries built against it: the version-1 part only. The macro below
+ * sends a caller compiled against this header to kiln_attention_options_init_sized with its own size. */
 KILN_C_EXPORT void kiln_attention_options_init(kiln_attention_options* options);
+#define kiln_attention_options_init(options) \
+  kiln_attention_options_init_sized((options), (uint32_t)sizeof(kiln_attention_options))
 
 /* ---- device and caches ---- */
 /* The number of CUDA devices; 0 (and KILN_OK) where there is no driver or no device, with the reason in
@@ -136,6 +158,23 @@ KILN_C_EXPORT kiln_status kiln_attention_backward_cuda(const kiln_tensor* q, con
                                                        const kiln_tensor* lse, const kiln_tensor* dout,
                                                        const kiln_tensor* dq, const kiln_tensor* dk,
                                                        const kiln_tensor* dv, const kiln_attention_options* options);
+/* The backward's f32 scratch in memory the caller provides, so that the call can be captured in a CUDA graph:
+ * *bytes is what kiln_attention_backward_cuda_workspace needs for q's problem (its B, H, N_Q, D in
+ * options->layout) under `options` (deterministic, ...); only q's ndim and shape are read (data may be NULL).
+ * Needs no GPU. */
+KILN_C_EXPORT kiln_status kiln_attention_backward_workspace_size(const kiln_tensor* q,
+                                                                 const kiln_attention_options* options,
+                                                                 uint64_t* bytes);
+/* kiln_attention_backward_cuda on `workspace` (device memory, 16-byte aligned, workspace_bytes of it, at least
+ * kiln_attention_backward_workspace_size's): enqueues the kernels on options->stream and returns without
+ * synchronizing; the workspace must stay untouched until they are done. Once the kernels are compiled and
+ * their configs picked (options->autotune = KILN_AUTOTUNE_CACHED never times anything), the call neither
+ * allocates nor synchronizes, so it can be captured. kiln_attention_backward_cuda allocates the scratch itself
+ * and synchronizes the stream before returning. */
+KILN_C_EXPORT kiln_status kiln_attention_backward_cuda_workspace(
+    const kiln_tensor* q, const kiln_tensor* k, const kiln_tensor* v, const kiln_tensor* o, const kiln_tensor* lse,
+    const kiln_tensor* dout, const kiln_tensor* dq, const kiln_tensor* dk, const kiln_tensor* dv, void* workspace,
+    uint64_t workspace_bytes, const kiln_attention_options* options);
 /* The same on host memory, run by kiln's interpreter (the GPU's numeric rules, default configs). */
 KILN_C_EXPORT kiln_status kiln_attention_forward_host(const kiln_tensor* q, const kiln_tensor* k,
                                                       const kiln_tensor* v, const kiln_tensor* o,
@@ -163,6 +202,23 @@ KILN_C_EXPORT kiln_status kiln_run_host(const char* kernel, const kiln_tensor* t
 KILN_C_EXPORT kiln_status kiln_run_cuda(const char* kernel, const kiln_tensor* tensors, int32_t num_tensors,
                                         const kiln_scalar* scalars, int32_t num_scalars, const kiln_param* params,
                                         int32_t num_params, const int64_t* grid, void* stream);
+
+/* ---- autotuning (GPU only) ----
+ * The config the autotuner picks, as JSON {"kernel", "config": {NAME: VALUE, ..., "num_warps", "num_stages"},
+ * "source": "tuned" | "memory" | "disk" | "default", "ms" (the winner's time, absent without a timing), "key",
+ * "table": [{"config", "ms", "status"}]}, remembered in the tuning cache as `kiln tune` does.
+ * kiln_tune_attention_cuda: the FlashAttention-2 forward on these device tensors (lse may be NULL), the
+ * mode from options->autotune (KILN_AUTOTUNE_ENV: tune now, as KILN_AUTOTUNE_FORCE); timing launches write
+ * scratch copies of o and lse. kiln_tune_cuda: registered kernel `kernel` on device tensors and scalars bound
+ * as kiln_run_cuda binds them, `params` fixed, the rest of its config space tuned (`autotune` as there), every
+ * tensor's memory copied to scratch for the timing launches (the caller's tensors are never written). Both
+ * return KILN_ERROR_UNAVAILABLE where there is no GPU, after checking the arguments. */
+KILN_C_EXPORT kiln_status kiln_tune_attention_cuda(const kiln_tensor* q, const kiln_tensor* k, const kiln_tensor* v,
+                                                   const kiln_tensor* o, const kiln_tensor* lse,
+                                                   const kiln_attention_options* options, const char** json);
+KILN_C_EXPORT kiln_status kiln_tune_cuda(const char* kernel, const kiln_tensor* tensors, int32_t num_tensors,
+                                         const kiln_scalar* scalars, int32_t num_scalars, const kiln_param* params,
+                                         int32_t num_params, int32_t autotune, const char** json);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,8 @@
 #include <llvm/Support/JSON.h>
 #include <llvm/Support/Path.h>
 
+#include <cstring>
+
 using namespace kiln;
 using namespace kiln::capi;
 
@@ -62,14 +64,23 @@ const char* kiln_status_name(int32_t status) {
   }
 }
 
-void kiln_attention_options_init(kiln_attention_options* options) {
-  if (options == nullptr)
+void kiln_attention_options_init_sized(kiln_attention_options* options, uint32_t struct_size) {
+  if (options == nullptr ||
+      (struct_size != KILN_ATTENTION_OPTIONS_V1_SIZE && struct_size != sizeof(kiln_attention_options)))
     return;
-  *options = kiln_attention_options{};
-  options->struct_size = sizeof(kiln_attention_options);
-  options->causal = KILN_CAUSAL_NONE;
-  options->layout = KILN_LAYOUT_BHSD;
-  options->deterministic = 1;
+  kiln_attention_options defaults{};
+  defaults.struct_size = struct_size;
+  defaults.causal = KILN_CAUSAL_NONE;
+  defaults.layout = KILN_LAYOUT_BHSD;
+  defaults.deterministic = 1;
+  defaults.exact_masked_v = 0;
+  defaults.autotune = KILN_AUTOTUNE_ENV;
+  std::memcpy(options, &defaults, struct_size); // never past the caller's struct
+}
+
+// The exported name of ABI version 1 (kiln_c.h's macro of the same name is not applied here: parenthesized).
+void(kiln_attention_options_init)(kiln_attention_options* options) {
+  kiln_attention_options_init_sized(options, KILN_ATTENTION_OPTIONS_V1_SIZE);
 }
 
 kiln_status kiln_device_count(int32_t* count, const char** why_not) {

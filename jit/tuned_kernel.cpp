@@ -187,12 +187,18 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
   request.mode = mode;
 
   // Picks made earlier by this object. Mode off keys its default separately; force always re-tunes; a cached
-  // miss (the default, for now) is not kept, so that a later call in mode on still tunes.
-  const std::string memo = (mode == rt::AutotuneMode::Off ? "off:" : "picked:") + request.key.hash() + ":" +
-                           rt::config_space_hash(request.ids);
+  // miss (the default, for now) is kept under a key of its own that only mode cached reads, so that a later
+  // call in mode on still tunes while repeated cached calls (a CUDA-graph capture's) neither generate code nor
+  // load a module again.
+  const std::string space = request.key.hash() + ":" + rt::config_space_hash(request.ids);
+  const std::string memo = (mode == rt::AutotuneMode::Off ? "off:" : "picked:") + space;
+  const std::string cached_default = "cached-default:" + space;
   if (mode != rt::AutotuneMode::Force) {
     std::lock_guard lock(mutex_);
-    if (auto it = chosen_.find(memo); it != chosen_.end())
+    auto it = chosen_.find(memo);
+    if (it == chosen_.end() && mode == rt::AutotuneMode::Cached)
+      it = chosen_.find(cached_default);
+    if (it != chosen_.end())
       return TunedLaunch{it->second.config, it->second.kernel, def.grid(it->second.config, sizes),
                          it->second.result};
   }
@@ -308,6 +314,9 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
   if (mode == rt::AutotuneMode::Off || chosen.result.best) {
     std::lock_guard lock(mutex_);
     chosen_[memo] = chosen;
+  } else if (mode == rt::AutotuneMode::Cached) {
+    std::lock_guard lock(mutex_);
+    chosen_[cached_default] = chosen;
   }
   return TunedLaunch{chosen.config, chosen.kernel, def.grid(chosen.config, sizes), chosen.result};
 }

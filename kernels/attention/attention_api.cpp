@@ -277,7 +277,7 @@ PreparedForward prepare_forward(const TensorRef& q, const TensorRef& k, const Te
 void forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
              const std::optional<TensorRef>& lse, const AttentionOptions& options,
              std::source_location where) {
-  PreparedForward f = prepare_forward(q, k, v, o, lse, options, std::nullopt, ApiSite{"forward", where});
+  PreparedForward f = prepare_forward(q, k, v, o, lse, options, options.autotune, ApiSite{"forward", where});
   if (f.a.empty)
     return;
   const rt::Stream stream = rt::Stream::wrap(options.stream);

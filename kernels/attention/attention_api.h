@@ -67,6 +67,10 @@ struct AttentionOptions {
   // CAUSAL, K_TRANSPOSED, DTYPE, TF32, EXACT_MASKED_V): start from default_fa2_config(validated.problem) and
   // change tiles.
   std::optional<Config> config;
+  // How the config is picked when options.config is empty: nullopt follows KILN_AUTOTUNE; Cached never tunes (a
+  // remembered pick, else the default config: what a caller capturing a CUDA graph wants), and so on
+  // (rt::AutotuneMode). Applies to forward() and backward().
+  std::optional<rt::AutotuneMode> autotune;
   // The stream to launch on, as an opaque CUstream / cudaStream_t (not owned); nullptr: the legacy default
   // stream. Launches are asynchronous on it unless a temporary buffer is involved (see forward()).
   void* stream = nullptr;
@@ -121,6 +125,7 @@ std::vector<LaunchArg> forward_launch_args(const ValidatedAttention& a, uint64_t
 // natural-log logsumexp (−inf, with o = 0, for a row that sees no key; NaN with o NaN for a row whose scores hold
 // NaN or +inf: docs/guarantees.md). Validates everything first (see
 // validate_attention_args), then picks the config: options.config when given, else the autotuner's (as
+// options.autotune, else
 // KILN_AUTOTUNE says: off → default_fa2_config, cached → a remembered pick or the default, on → tuned once
 // per shape bucket and remembered on disk, force → re-tuned), and launches on options.stream. Tuning runs its
 // timing launches on scratch outputs, never on o and lse.

@@ -125,8 +125,10 @@ BwdStep fixed_step(const KernelDef& def, const Config& config, const SizeArgs& s
 }
 
 BwdStep tuned_step(const KernelDef& def, const Config& base, const SizeArgs& sizes,
-                   const std::vector<LaunchArg>& args, const std::vector<OutputArg>& outputs, double flops) {
+                   const std::vector<LaunchArg>& args, const std::vector<OutputArg>& outputs, double flops,
+                   std::optional<rt::AutotuneMode> mode) {
   TuneOptions tune;
+  tune.mode = mode;
   tune.flops = flops;
   TunedLaunch t = attention_tuner().select(def, base, sizes, args, outputs, tune);
   std::optional<double> ms;
@@ -135,7 +137,77 @@ BwdStep tuned_step(const KernelDef& def, const Config& base, const SizeArgs& siz
   return BwdStep{t.config, t.kernel, t.grid, ms};
 }
 
+// Whether the atomic-dQ variant may run, and so whether the workspace holds the dQ accumulator.
+bool may_accumulate_dq(const BackwardOptions& options) {
+  if (options.config)
+    return options.config->get_or("ATOMIC_DQ", 0) != 0;
+  return !options.deterministic && !options.dq_config;
+}
+
+// Where Delta and the accumulator lie in the workspace.
+struct WorkspaceLayout {
+  uint64_t acc_offset = 0; // 0: no accumulator
+  uint64_t total = 0;
+};
+
+constexpr uint64_t kAccAlignment = 256;
+
+WorkspaceLayout workspace_layout(int64_t B, int64_t H, int64_t N_Q, int64_t D, bool accumulate,
+                                 const ApiSite& site) {
+  uint64_t rows = 0, delta = 0, acc = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(B), static_cast<uint64_t>(H), &rows) ||
+      __builtin_mul_overflow(rows, static_cast<uint64_t>(N_Q), &rows) ||
+      __builtin_mul_overflow(rows, sizeof(float), &delta) ||
+      __builtin_mul_overflow(delta, static_cast<uint64_t>(D), &acc) || delta > (uint64_t{1} << 62) ||
+      acc > (uint64_t{1} << 62))
+    reject(site, "the workspace for B={} H={} N_Q={} D={} does not fit in 64 bits; expected a smaller problem",
+           B, H, N_Q, D);
+  WorkspaceLayout w;
+  w.total = delta;
+  if (accumulate && acc > 0) {
+    w.acc_offset = (delta + kAccAlignment - 1) / kAccAlignment * kAccAlignment;
+    w.total = w.acc_offset + acc;
+  }
+  return w;
+}
+
+WorkspaceLayout workspace_layout(const AttentionProblem& p, const BackwardOptions& options, const ApiSite& site) {
+  return workspace_layout(p.B, p.H, p.N_Q, p.D, may_accumulate_dq(options), site);
+}
+
+// The workspace is large enough, aligned, and apart from every tensor of the call.
+void check_workspace(const BackwardWorkspace& ws, uint64_t needed,
+                     const std::vector<std::pair<const char*, const TensorRef*>>& tensors, const ApiSite& site) {
+  if (ws.bytes < needed)
+    reject(site, "the workspace has {} bytes; expected at least backward_workspace_bytes() = {}", ws.bytes,
+           needed);
+  if (needed == 0)
+    return;
+  if (ws.data == 0 || ws.data % 16 != 0)
+    reject(site, "the workspace's address {:#x} is {}; expected a 16-byte aligned device address", ws.data,
+           ws.data == 0 ? "null" : "not 16-byte aligned");
+  const ByteRange mine{"the workspace", ws.data, ws.data + needed};
+  for (auto [name, t] : tensors) {
+    const ByteRange theirs{name, t->data, t->data + extent_bytes(name, *t, site)};
+    if (overlaps(mine, theirs))
+      reject(site,
+             "the workspace (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected scratch memory of "
+             "its own",
+             mine.first, mine.end, name, theirs.first, theirs.end);
+  }
+}
+
 } // namespace
+
+uint64_t backward_workspace_bytes(const TensorRef& q, const BackwardOptions& options, std::source_location where) {
+  const ApiSite site{"backward_workspace_bytes", where};
+  const LayoutInfo layout = parse_layout(options.layout, site);
+  check_rank("q", q, 4, layout.names, site); // negative sizes too
+  return workspace_layout(q.shape[0], q.shape[static_cast<size_t>(layout.head_dim_index)],
+                          q.shape[static_cast<size_t>(layout.seq_dim)], q.shape[3], may_accumulate_dq(options),
+                          site)
+      .total;
+}
 
 ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,
                                               const TensorRef& o, const TensorRef& lse, const TensorRef& dout,
@@ -233,21 +305,29 @@ ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRe
   return r;
 }
 
-void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
-              const TensorRef& lse, const TensorRef& dout, const TensorRef& dq, const TensorRef& dk,
-              const TensorRef& dv, const BackwardOptions& options, std::source_location where) {
+void backward_with_workspace(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+                             const TensorRef& lse, const TensorRef& dout, const TensorRef& dq, const TensorRef& dk,
+                             const TensorRef& dv, const BackwardWorkspace& workspace, const BackwardOptions& options,
+                             std::source_location where) {
   const ApiSite site{"backward", where};
   const ValidatedBackward b = validate_attention_bwd_args(q, k, v, o, lse, dout, dq, dk, dv, options, where);
   const AttentionProblem& p = b.fwd.problem;
   if (p.B == 0)
     return;
+  const WorkspaceLayout ws = workspace_layout(p, options, site);
+  if (b.fwd.empty)
+    check_workspace(workspace, 0, {}, site);
+  else
+    check_workspace(workspace, ws.total,
+                    {{"q", &q}, {"k", &k}, {"v", &v}, {"o", &o}, {"lse", &lse}, {"dout", &dout}, {"dq", &dq},
+                     {"dk", &dk}, {"dv", &dv}},
+                    site);
   require_driver(site);
-  rt::current_device(); // makes the context current before any allocation or launch
+  rt::current_device(); // makes the context current before any launch
   const rt::Stream stream = rt::Stream::wrap(options.stream);
   if (b.fwd.empty) { // N_Q == 0: no query sees a key, so nothing flows back to K and V
     zero_tensor("dk", dk, stream);
     zero_tensor("dv", dv, stream);
-    stream.synchronize();
     return;
   }
 
@@ -255,14 +335,13 @@ void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const 
   // the faster of the two as the tuner timed them; else the deterministic dQ kernel.
   const bool choose_variant = !options.deterministic && !options.config && !options.dq_config;
   const bool atomic_given = options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
-  const uint64_t rows = static_cast<uint64_t>(p.B * p.H * p.N_Q);
-  rt::DeviceBuffer delta(rows * sizeof(float)); // f32 [B, H, N_Q]
-  std::optional<rt::DeviceBuffer> dq_acc;       // f32 [B, H, N_Q, D]
-  if (choose_variant || atomic_given)
-    dq_acc.emplace(rows * static_cast<uint64_t>(p.D) * sizeof(float));
-  const std::vector<LaunchArg> args = bwd_launch_args(b, delta.ptr(), dq_acc ? dq_acc->ptr() : 0);
+  const uint64_t delta = workspace.data;                                    // f32 [B, H, N_Q]
+  const uint64_t dq_acc = ws.acc_offset ? workspace.data + ws.acc_offset : 0; // f32 [B, H, N_Q, D]
+  const size_t dq_acc_bytes = static_cast<size_t>(ws.total - ws.acc_offset);
+  const std::vector<LaunchArg> args = bwd_launch_args(b, delta, dq_acc);
   const SizeArgs sizes = attention_size_args(p);
   const double flops = attention_flops(p);
+  const std::optional<rt::AutotuneMode> mode = options.autotune;
 
   // Tuning launches write scratch copies of the gradients (and of the accumulator), never the caller's.
   auto bytes = [&](const char* name, const TensorRef& t) {
@@ -271,7 +350,7 @@ void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const 
   auto dkdv_outputs = [&](bool atomic) {
     std::vector<OutputArg> outs = {{kBwdArgDk, bytes("dk", dk), 0}, {kBwdArgDv, bytes("dv", dv), 0}};
     if (atomic)
-      outs.push_back({kBwdArgDqAcc, dq_acc->bytes(), 0});
+      outs.push_back({kBwdArgDqAcc, dq_acc_bytes, 0});
     return outs;
   };
   const std::vector<OutputArg> dq_outputs = {{kBwdArgDq, bytes("dq", dq), 0}};
@@ -280,16 +359,16 @@ void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const 
   BwdStep dkdv = options.config
                      ? fixed_step(fa2_bwd_dkdv_def(), completed(fa2_bwd_dkdv_def(), *options.config), sizes)
                      : tuned_step(fa2_bwd_dkdv_def(), defaults.dkdv, sizes, args, dkdv_outputs(false),
-                                  kDkdvFlops * flops);
+                                  kDkdvFlops * flops, mode);
   BwdStep last = atomic_given ? fixed_step(fa2_bwd_dq_convert_def(), bwd_dq_convert_config(p), sizes)
                  : options.dq_config
                      ? fixed_step(fa2_bwd_dq_def(), completed(fa2_bwd_dq_def(), *options.dq_config), sizes)
-                     : tuned_step(fa2_bwd_dq_def(), defaults.dq, sizes, args, dq_outputs, kDqFlops * flops);
+                     : tuned_step(fa2_bwd_dq_def(), defaults.dq, sizes, args, dq_outputs, kDqFlops * flops, mode);
   if (choose_variant) {
     BwdStep atomic_dkdv = tuned_step(fa2_bwd_dkdv_def(), default_bwd_configs(p, /*atomic_dq=*/true).dkdv,
-                                     sizes, args, dkdv_outputs(true), kAtomicDkdvFlops * flops);
+                                     sizes, args, dkdv_outputs(true), kAtomicDkdvFlops * flops, mode);
     BwdStep convert =
-        tuned_step(fa2_bwd_dq_convert_def(), bwd_dq_convert_config(p), sizes, args, dq_outputs, 0);
+        tuned_step(fa2_bwd_dq_convert_def(), bwd_dq_convert_config(p), sizes, args, dq_outputs, 0, mode);
     // Without times (KILN_AUTOTUNE=off, or cached with nothing remembered) the deterministic pair stays.
     if (dkdv.ms && last.ms && atomic_dkdv.ms && convert.ms &&
         *atomic_dkdv.ms + *convert.ms < *dkdv.ms + *last.ms) {
@@ -301,7 +380,25 @@ void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const 
 
   for (BwdStep* s : {&pre, &dkdv, &last})
     s->kernel->launch(s->grid, args, stream);
-  stream.synchronize(); // Delta and the accumulator are freed on return
+}
+
+void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+              const TensorRef& lse, const TensorRef& dout, const TensorRef& dq, const TensorRef& dk,
+              const TensorRef& dv, const BackwardOptions& options, std::source_location where) {
+  const ApiSite site{"backward", where};
+  // Validated first, so that a mistake is reported before anything is allocated (and without a GPU).
+  const ValidatedBackward b = validate_attention_bwd_args(q, k, v, o, lse, dout, dq, dk, dv, options, where);
+  if (b.fwd.problem.B == 0)
+    return;
+  require_driver(site);
+  rt::current_device(); // makes the context current before the allocation
+  const uint64_t needed = b.fwd.empty ? 0 : workspace_layout(b.fwd.problem, options, site).total;
+  std::optional<rt::DeviceBuffer> scratch;
+  if (needed > 0)
+    scratch.emplace(needed);
+  backward_with_workspace(q, k, v, o, lse, dout, dq, dk, dv,
+                          BackwardWorkspace{scratch ? scratch->ptr() : 0, needed}, options, where);
+  rt::Stream::wrap(options.stream).synchronize(); // the workspace is freed on return
 }
 
 } // namespace kiln::attention

@@ -4,7 +4,10 @@
 //   using namespace kiln::attention;
 //   forward(q, k, v, o, lse, opts);                        // keep lse: the backward recomputes P from it
 //   BackwardOptions bopts;  static_cast<AttentionOptions&>(bopts) = opts;
-//   backward(q, k, v, o, lse, dout, dq, dk, dv, bopts);   // dq like q, dk and dv like k and v
+//   backward(q, k, v, o, lse, dout, dq, dk, dv, bopts);   // dq like q, dk and dv like k and v; blocks
+//   // CUDA-graph capturable: the f32 scratch in the caller's memory, no allocation, no synchronize
+//   BackwardWorkspace ws{my_buffer, backward_workspace_bytes(q, bopts)};
+//   backward_with_workspace(q, k, v, o, lse, dout, dq, dk, dv, ws, bopts);
 //
 // Three kernels run (kernels/attention/fa2_bwd_*.h): the preprocess (Delta = rowsum(dO ∘ O)), dK/dV (one
 // program per key tile, GQA groups summed in the program) and dQ (one program per query tile). All are
@@ -54,13 +57,40 @@ ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRe
                                               const BackwardOptions& options = {},
                                               std::source_location where = std::source_location::current());
 
-// Validates, picks the configs (options.config / dq_config, else the autotuner's as KILN_AUTOTUNE says, each
-// kernel with its own space, tuning key and cache entries), and launches the backward on options.stream. It
-// allocates f32 scratch (Delta, and the dQ accumulator of the atomic variant) and synchronizes the stream
-// before freeing it, so the call returns when the gradients are written. B == 0: nothing to do (no driver
-// needed). N_Q == 0: dk and dv are zeroed (no query sees a key) on options.stream, nothing else runs.
-// Tuning tables count the convention's backward FLOPs (2.5 × the forward's) as dK/dV 2.0 × (2.5 × with
-// ATOMIC_DQ=1) and dQ 0.5 ×. Throws kiln::Error when no GPU driver is available.
+// The f32 scratch of the backward in memory the caller owns: Delta [B, H, N_Q] and, when the atomic-dQ variant
+// may run, the dQ accumulator [B, H, N_Q, D] after it (at a 256-byte boundary). Device memory on kiln's device,
+// 16-byte aligned, at least backward_workspace_bytes() long; it must not overlap any tensor of the call, and
+// must not be used by anything else until the backward's kernels on options.stream are done with it.
+struct BackwardWorkspace {
+  uint64_t data = 0;
+  uint64_t bytes = 0;
+};
+
+// The workspace backward_with_workspace() needs for q's problem (its B, H, N_Q, D as options.layout reads
+// them) under `options`: Delta, plus the accumulator when the atomic variant may run (deterministic = false
+// with no config given, or options.config with ATOMIC_DQ=1). 0 when B or N_Q is 0. A kiln::Error when q is
+// not of rank 4 or has a negative dimension, or the layout is unknown. Needs no GPU.
+uint64_t backward_workspace_bytes(const TensorRef& q, const BackwardOptions& options = {},
+                                  std::source_location where = std::source_location::current());
+
+// The backward on caller-provided scratch, CUDA-graph-capturable: validates, picks the configs
+// (options.config / dq_config, else the tuner's as options.autotune / KILN_AUTOTUNE says, each kernel with its
+// own space, tuning key and cache entries) and enqueues its kernels on options.stream, then returns without
+// synchronizing. Once the kernels are compiled and the configs picked (a call with autotune = Cached never
+// times anything), a call neither allocates device memory nor synchronizes, so it can be captured. B == 0:
+// nothing to do (no driver needed). N_Q == 0: dk and dv are zeroed (no query sees a key) on options.stream,
+// nothing else runs. Tuning tables count the convention's backward FLOPs (2.5 × the forward's) as dK/dV 2.0 ×
+// (2.5 × with ATOMIC_DQ=1) and dQ 0.5 ×. Besides validate_attention_bwd_args()'s checks, a workspace smaller
+// than backward_workspace_bytes(), not 16-byte aligned, or overlapping a tensor is a kiln::Error. Throws
+// kiln::Error when no GPU driver is available.
+void backward_with_workspace(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+                             const TensorRef& lse, const TensorRef& dout, const TensorRef& dq, const TensorRef& dk,
+                             const TensorRef& dv, const BackwardWorkspace& workspace,
+                             const BackwardOptions& options = {},
+                             std::source_location where = std::source_location::current());
+
+// backward_with_workspace() on a workspace it allocates, then synchronizes options.stream before freeing it,
+// so the call returns when the gradients are written (not capturable).
 void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
               const TensorRef& lse, const TensorRef& dout, const TensorRef& dq, const TensorRef& dk,
               const TensorRef& dv, const BackwardOptions& options = {},

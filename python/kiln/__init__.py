@@ -9,9 +9,11 @@ from ._attention import attention, attention_backward
 from .device import cache_clear, cache_path, device_count, device_info, gpu_available, version
 from .errors import KilnError, KilnUnavailableError
 from .kernels import emit, list_kernels, run
+from ._tune import tune
 
 __all__ = ["attention", "attention_backward", "cache_clear", "cache_path", "device_count", "device_info",
-           "emit", "gpu_available", "KilnError", "KilnUnavailableError", "list_kernels", "run", "version"]
+           "emit", "gpu_available", "KilnError", "KilnUnavailableError", "list_kernels", "run", "tune",
+           "version"]
 
 if "torch" in _sys.modules:  # torch is loaded already: register kiln's ops now, before any torch.compile traces
     from . import torch_ops  # noqa: F401

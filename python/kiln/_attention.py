@@ -70,40 +70,45 @@ def _check_numpy(arrays, names):
 
 
 def attention(q, k, v, *, causal=None, scale=None, layout="bhsd", return_lse=False, deterministic=True,
-              tf32=False):
+              tf32=False, exact_masked_v=False):
     """softmax(q kᵀ · scale) v per (batch, head): O shaped like q, and LSE f32 [B, H, N_Q] (natural log) when
     return_lse. q [B, H, N_Q, D], k and v [B, H_KV, N_K, D] (bshd: [B, N, H, D]); H a multiple of H_KV
     (GQA/MQA). causal: None, "top-left" (PyTorch's is_causal; True is accepted) or "bottom-right"
-    (FlashAttention >= 2.1). scale None is 1/sqrt(D). tf32: f32 inputs on tensor cores (GPU).
+    (FlashAttention >= 2.1). scale None is 1/sqrt(D). tf32: f32 inputs on tensor cores (GPU). exact_masked_v:
+    keys a row does not see add exactly nothing to it even where their V holds NaN or inf (by default, as in
+    PyTorch and FlashAttention, such a V can turn rows of the causal diagonal's tiles into NaN; the exact code
+    costs 7-18 %).
     torch tensors go through the custom op torch.ops.kiln.attention_fwd (differentiable; `deterministic`
-    applies to its backward): CUDA tensors on the GPU, CPU tensors in the interpreter. NumPy arrays run in
+    applies to its backward; eager calls that need no gradient run its body without the dispatch): CUDA tensors on the GPU, CPU tensors in the interpreter. NumPy arrays run in
     kiln's interpreter."""
     c, lay, s = causal_code(causal), layout_code(layout), scale_value(scale)
     ops = _torch_ops_for(q)
     if ops is not None:
-        o, lse = ops.attention_fwd_op()(q, k, v, c, s, layout, bool(tf32), bool(deterministic))
+        o, lse = ops.forward(q, k, v, c, s, layout, bool(tf32), bool(deterministic), bool(exact_masked_v))
         return (o, lse) if return_lse else o
     _check_numpy((q, k, v), ("q", "k", "v"))
     import numpy as np
     o = np.empty(q.shape, dtype=q.dtype)
     shape = lse_shape(q, layout)
     lse = np.empty(shape, dtype=np.float32) if (return_lse and shape is not None) else None
-    forward_host(q, k, v, o, lse, c, lay, s, tf32=tf32)
+    forward_host(q, k, v, o, lse, c, lay, s, tf32=tf32, exact_masked_v=exact_masked_v)
     return (o, lse) if return_lse else o
 
 
 def attention_backward(dout, q, k, v, o, lse, *, causal=None, scale=None, layout="bhsd", deterministic=True,
-                       tf32=False):
+                       tf32=False, exact_masked_v=False):
     """dQ, dK, dV of attention from the forward's inputs, its O and LSE (return_lse=True) and the output
     gradient dout (shaped like q). torch tensors: torch.ops.kiln.attention_bwd; NumPy: the interpreter."""
     c, lay, s = causal_code(causal), layout_code(layout), scale_value(scale)
     ops = _torch_ops_for(q)
     if ops is not None:
-        return ops.attention_bwd_op()(dout, q, k, v, o, lse, c, s, layout, bool(tf32), bool(deterministic))
+        return ops.attention_bwd_op()(dout, q, k, v, o, lse, c, s, layout, bool(tf32), bool(deterministic),
+                                      bool(exact_masked_v))
     _check_numpy((dout, q, k, v, o, lse), ("dout", "q", "k", "v", "o", "lse"))
     import numpy as np
     dq, dk, dv = (np.empty(x.shape, dtype=x.dtype) for x in (q, k, v))
-    backward_host(q, k, v, o, lse, dout, dq, dk, dv, c, lay, s, deterministic=deterministic, tf32=tf32)
+    backward_host(q, k, v, o, lse, dout, dq, dk, dv, c, lay, s, deterministic=deterministic, tf32=tf32,
+                  exact_masked_v=exact_masked_v)
     return dq, dk, dv
 
 
@@ -111,15 +116,17 @@ def _tensors(names, arrays):
     return [None if a is None else ctypes.byref(describe(a, n)) for n, a in zip(names, arrays)]
 
 
-def forward_host(q, k, v, o, lse, causal, layout, scale, tf32=False):
+def forward_host(q, k, v, o, lse, causal, layout, scale, tf32=False, exact_masked_v=False):
     """kiln_attention_forward_host on caller-owned host arrays (o and lse written in place)."""
-    opts = _lib.attention_options(causal, layout, scale, tf32=tf32)
+    opts = _lib.attention_options(causal, layout, scale, tf32=tf32, exact_masked_v=exact_masked_v)
     args = _tensors(("q", "k", "v", "o", "lse"), (q, k, v, o, lse))
     _lib.check(_lib.lib().kiln_attention_forward_host(*args, ctypes.byref(opts)))
 
 
-def backward_host(q, k, v, o, lse, dout, dq, dk, dv, causal, layout, scale, deterministic=True, tf32=False):
+def backward_host(q, k, v, o, lse, dout, dq, dk, dv, causal, layout, scale, deterministic=True, tf32=False,
+                  exact_masked_v=False):
     """kiln_attention_backward_host on caller-owned host arrays (dq, dk, dv written in place)."""
-    opts = _lib.attention_options(causal, layout, scale, deterministic=deterministic, tf32=tf32)
+    opts = _lib.attention_options(causal, layout, scale, deterministic=deterministic, tf32=tf32,
+                                  exact_masked_v=exact_masked_v)
     args = _tensors(("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv"), (q, k, v, o, lse, dout, dq, dk, dv))
     _lib.check(_lib.lib().kiln_attention_backward_host(*args, ctypes.byref(opts)))

@@ -8,13 +8,15 @@ import threading
 from .errors import OK, KilnError, error_for
 
 MAX_DIMS = 8
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 # enum kiln_dtype
 I1, U8, I32, I64, F16, BF16, F32, F64 = range(1, 9)
 # enum kiln_causal, kiln_layout
 CAUSAL_NONE, CAUSAL_TOP_LEFT, CAUSAL_BOTTOM_RIGHT = 0, 1, 2
 LAYOUT_BHSD, LAYOUT_BSHD = 0, 1
+# enum kiln_autotune
+AUTOTUNE_ENV, AUTOTUNE_OFF, AUTOTUNE_CACHED, AUTOTUNE_ON, AUTOTUNE_FORCE = range(5)
 
 
 class Tensor(ctypes.Structure):
@@ -36,6 +38,9 @@ class AttentionOptions(ctypes.Structure):
         ("tf32", ctypes.c_int32),
         ("scale", ctypes.c_double),
         ("stream", ctypes.c_void_p),
+        # ABI version 2
+        ("exact_masked_v", ctypes.c_int32),
+        ("autotune", ctypes.c_int32),
     ]
 
 
@@ -61,6 +66,7 @@ _SIGNATURES = {
     "kiln_last_error": ([], ctypes.c_char_p),
     "kiln_status_name": ([ctypes.c_int32], ctypes.c_char_p),
     "kiln_attention_options_init": ([_P(AttentionOptions)], None),
+    "kiln_attention_options_init_sized": ([_P(AttentionOptions), ctypes.c_uint32], None),
     "kiln_device_count": ([_P(ctypes.c_int32), _STR_OUT], ctypes.c_int),
     "kiln_device_info": ([ctypes.c_int32, _STR_OUT], ctypes.c_int),
     "kiln_gpu_available": ([_STR_OUT], ctypes.c_int32),
@@ -70,6 +76,12 @@ _SIGNATURES = {
     "kiln_attention_forward_host": ([_T, _T, _T, _T, _T, _P(AttentionOptions)], ctypes.c_int),
     "kiln_attention_backward_cuda": ([_T] * 9 + [_P(AttentionOptions)], ctypes.c_int),
     "kiln_attention_backward_host": ([_T] * 9 + [_P(AttentionOptions)], ctypes.c_int),
+    "kiln_attention_backward_workspace_size": ([_T, _P(AttentionOptions), _P(ctypes.c_uint64)], ctypes.c_int),
+    "kiln_attention_backward_cuda_workspace": ([_T] * 9 + [ctypes.c_void_p, ctypes.c_uint64, _P(AttentionOptions)],
+                                               ctypes.c_int),
+    "kiln_tune_attention_cuda": ([_T] * 5 + [_P(AttentionOptions), _STR_OUT], ctypes.c_int),
+    "kiln_tune_cuda": ([ctypes.c_char_p, _T, ctypes.c_int32, _P(Scalar), ctypes.c_int32, _P(Param), ctypes.c_int32,
+                        ctypes.c_int32, _STR_OUT], ctypes.c_int),
     "kiln_list_kernels": ([_STR_OUT], ctypes.c_int),
     "kiln_emit": ([ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, _P(Param), ctypes.c_int32, _STR_OUT],
                   ctypes.c_int),
@@ -129,9 +141,11 @@ def check(status):
 _OPTIONS_SIZE = ctypes.sizeof(AttentionOptions)
 
 
-def attention_options(causal, layout, scale, deterministic=True, tf32=False, stream=None):
+def attention_options(causal, layout, scale, deterministic=True, tf32=False, stream=None, exact_masked_v=False,
+                      autotune=AUTOTUNE_ENV):
     """kiln_attention_options with struct_size set, as kiln_attention_options_init makes it, and these fields."""
-    return AttentionOptions(_OPTIONS_SIZE, causal, layout, int(deterministic), int(tf32), scale, stream)
+    return AttentionOptions(_OPTIONS_SIZE, causal, layout, int(deterministic), int(tf32), scale, stream,
+                            int(exact_masked_v), autotune)
 
 
 def text(ptr):

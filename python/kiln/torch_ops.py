@@ -2,45 +2,67 @@
 `kiln::attention_bwd` -> (dQ, dK, dV), with fake (meta) implementations, so that torch.compile traces them
 without a graph break, and an autograd formula, so that kiln.attention is differentiable.
 
-Each op allocates only its outputs and calls libkiln on the tensors' own memory (data_ptr and strides, no
-copy), on torch's current stream: CUDA tensors through kiln_attention_*_cuda, CPU tensors through the
-interpreter (kiln_attention_*_host). The forward always asks for LSE (the backward needs it), which also keeps
-kiln's forward free of the temporary it would otherwise allocate and synchronise on, so the forward can be
-captured in a CUDA graph once its kernel is compiled (autotuning never runs inside the op unless
-KILN_AUTOTUNE asks: warm up before capturing). The backward allocates f32 scratch and synchronises
-(kiln::attention::backward does), so it cannot be captured.
+Each op allocates its outputs (and the backward its f32 workspace) with torch, whose caching allocator is
+capture-safe, and calls libkiln on the tensors' own memory (data_ptr and strides, no copy), on torch's current
+stream: CUDA tensors through kiln_attention_forward_cuda / kiln_attention_backward_cuda_workspace, CPU tensors
+through the interpreter (kiln_attention_*_host). The forward always asks for LSE (the backward needs it), which
+keeps kiln's forward free of the temporary it would otherwise allocate and synchronise on; the backward runs on
+the workspace and does not synchronise. So both can be captured in a CUDA graph once their kernels are
+compiled: while the current stream is capturing, the ops ask libkiln for KILN_AUTOTUNE_CACHED (a remembered
+pick, else the default config; KILN_AUTOTUNE=off stays off), so no timing run happens inside a capture. Warm up
+(one eager call per shape) before capturing.
+
+Per call, the ctypes structs describing the tensors and options are built once per signature (dtypes, shapes,
+strides, options) and reused with fresh data pointers and stream (per thread), since building them costs more
+than the C call itself.
 
 Importing this module needs torch; `import kiln` does not import it."""
 
 import ctypes
 import os
 import sys
+import threading
 
 import torch
 
 from . import _lib
 from ._tensor import describe
 from . import _attention
-from ._attention import layout_code, lse_shape
+from ._attention import lse_shape
 from .errors import KilnError
+
+# The device kiln runs on: KILN_DEVICE, which libkiln reads once, at its first device call; read here at the
+# first CUDA call too.
+_kiln_device = None
+_CACHE_LIMIT = 256  # signatures remembered per thread; the cache is emptied when it grows past this
+_local = threading.local()
 
 
 def _check_device(tensors, names):
+    global _kiln_device
     dev = tensors[0].device
     for t, n in zip(tensors, names):
         if t.device != dev:
             raise KilnError(f"kiln attention: {n} is on {t.device}, {names[0]} on {dev}; all must be on one device")
     if dev.type == "cuda":
-        kiln_device = int(os.environ.get("KILN_DEVICE", "0") or 0)
-        if dev.index is not None and dev.index != kiln_device:
-            raise KilnError(f"kiln attention: the tensors are on {dev} but kiln runs on cuda:{kiln_device} "
+        if _kiln_device is None:
+            _kiln_device = int(os.environ.get("KILN_DEVICE", "0") or 0)
+        if dev.index is not None and dev.index != _kiln_device:
+            raise KilnError(f"kiln attention: the tensors are on {dev} but kiln runs on cuda:{_kiln_device} "
                             f"(KILN_DEVICE); set KILN_DEVICE={dev.index} before the first kiln call")
     elif dev.type != "cpu":
         raise KilnError(f"kiln attention runs on CUDA or CPU tensors; got {dev}")
 
 
-def _stream(t):
-    return torch.cuda.current_stream(t.device).cuda_stream if t.is_cuda else None
+def autotune_mode(is_cuda):
+    """kiln_autotune for a call now: KILN_AUTOTUNE_ENV, except while torch's current stream is capturing a CUDA
+    graph, when nothing may be timed: KILN_AUTOTUNE_CACHED (or OFF where KILN_AUTOTUNE=off asks for defaults,
+    whose compiled kernels a capture should find, not a cache lookup's)."""
+    if not is_cuda or not torch.cuda.is_current_stream_capturing():
+        return _lib.AUTOTUNE_ENV
+    if os.environ.get("KILN_AUTOTUNE", "").strip().lower() == "off":
+        return _lib.AUTOTUNE_OFF
+    return _lib.AUTOTUNE_CACHED
 
 
 def _last_dim_contiguous(t):
@@ -48,78 +70,156 @@ def _last_dim_contiguous(t):
     return t if t.stride(-1) == 1 else t.contiguous()
 
 
-def _ref(t, what):
-    return ctypes.byref(describe(t, what))
+def _call_structs(key, tensors, names, options, on_miss=None):
+    """The kiln_tensor structs of `tensors` and the kiln_attention_options for `options` (a tuple of
+    attention_options' arguments), from this thread's cache when `key` was seen, with the data pointers of these
+    tensors. `key` holds every dtype, shape and stride of the call's inputs and the options; the outputs, which
+    the op allocates contiguous from the inputs' shapes, need not be in it. on_miss(structs, opts) computes an
+    extra value kept with them (the workspace size)."""
+    cache = getattr(_local, "structs", None)
+    if cache is None:
+        cache = _local.structs = {}
+    hit = cache.get(key)
+    if hit is not None:
+        for s, t in zip(hit[0], tensors):
+            s.data = t.data_ptr()
+        return hit
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    structs = [describe(t, n) for t, n in zip(tensors, names)]
+    opts = _lib.attention_options(*options)
+    hit = (structs, opts, on_miss(structs, opts) if on_miss else None)
+    cache[key] = hit
+    return hit
+
+
+def _options(causal, scale, layout, tf32, deterministic, exact_masked_v):
+    return (causal, _attention.layout_code(layout), scale, bool(deterministic), bool(tf32), None,
+            bool(exact_masked_v))
+
+
+def _rank_error(q):
+    return KilnError(f"kiln attention: q must have rank 4 ([B, H, N, D] or [B, N, H, D]); got shape {tuple(q.shape)}")
+
+
+def _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v):
+    """The forward op's body: O and LSE from libkiln on the tensors' memory."""
+    q, k, v = _last_dim_contiguous(q), _last_dim_contiguous(k), _last_dim_contiguous(v)
+    _check_device((q, k, v), ("q", "k", "v"))
+    shape = lse_shape(q, layout)
+    if shape is None:
+        raise _rank_error(q)
+    o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    lse = torch.empty(shape, dtype=torch.float32, device=q.device)
+    options = _options(causal, scale, layout, tf32, deterministic, exact_masked_v)
+    key = ("fwd", q.is_cuda, options, q.dtype, q.shape, q.stride(), k.dtype, k.shape, k.stride(), v.dtype, v.shape,
+           v.stride())
+    structs, opts, _ = _call_structs(key, (q, k, v, o, lse), ("q", "k", "v", "o", "lse"), options)
+    lib = _lib.lib()
+    if q.is_cuda:
+        opts.stream = torch.cuda.current_stream(q.device).cuda_stream
+        opts.autotune = autotune_mode(True)
+        fn = lib.kiln_attention_forward_cuda
+    else:
+        fn = lib.kiln_attention_forward_host
+    _lib.check(fn(*structs, opts))
+    return o, lse
 
 
 @torch.library.custom_op("kiln::attention_fwd", mutates_args=())
 def attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: int, scale: float, layout: str,
-                  tf32: bool, deterministic: bool) -> tuple[torch.Tensor, torch.Tensor]:
+                  tf32: bool, deterministic: bool, exact_masked_v: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """O and LSE (f32 [B, H, N_Q]) of softmax(q kᵀ · scale) v; `deterministic` is kept for the backward."""
-    q, k, v = (_last_dim_contiguous(t) for t in (q, k, v))
-    _check_device((q, k, v), ("q", "k", "v"))
-    shape = lse_shape(q, layout)
-    if shape is None:
-        raise KilnError(f"kiln attention: q must have rank 4 ([B, H, N, D] or [B, N, H, D]); got shape {tuple(q.shape)}")
-    o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    lse = torch.empty(shape, dtype=torch.float32, device=q.device)
-    opts = _lib.attention_options(causal, layout_code(layout), scale, deterministic=deterministic, tf32=tf32,
-                                  stream=_stream(q))
-    fn = _lib.lib().kiln_attention_forward_cuda if q.is_cuda else _lib.lib().kiln_attention_forward_host
-    _lib.check(fn(_ref(q, "q"), _ref(k, "k"), _ref(v, "v"), _ref(o, "o"), _ref(lse, "lse"), ctypes.byref(opts)))
-    return o, lse
+    return _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
+
+
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or torch._dynamo.is_compiling
+_dispatch_modes = getattr(torch._C, "_len_torch_dispatch_mode", None)
+_functorch_active = getattr(torch._C, "_are_functorch_transforms_active", None)
+_FAST_PATH = _dispatch_modes is not None and _functorch_active is not None  # else: always through the op
+
+
+def forward(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v):
+    """O and LSE through the custom op, or, where the op's dispatch would add nothing (eager, plain tensors, no
+    gradient wanted, no dispatch mode such as FakeTensorMode and no torch.func transform active), through its
+    body directly: the dispatcher and the autograd wrapper cost more per call than the rest of kiln's Python
+    side together."""
+    if (_FAST_PATH and not _is_compiling() and type(q) is torch.Tensor and type(k) is torch.Tensor
+            and type(v) is torch.Tensor
+            and not (torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad))
+            and _dispatch_modes() == 0 and not _functorch_active()):
+        return _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
+    return torch.ops.kiln.attention_fwd(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
 
 
 @attention_fwd.register_fake
-def _attention_fwd_fake(q, k, v, causal, scale, layout, tf32, deterministic):
+def _attention_fwd_fake(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v):
     shape = lse_shape(q, layout)
     if shape is None:
-        raise KilnError(f"kiln attention: q must have rank 4 ([B, H, N, D] or [B, N, H, D]); got shape {tuple(q.shape)}")
+        raise _rank_error(q)
     return q.new_empty(q.shape), q.new_empty(shape, dtype=torch.float32)
+
+
+def _workspace_bytes(structs, opts):
+    n = ctypes.c_uint64()
+    _lib.check(_lib.lib().kiln_attention_backward_workspace_size(structs[0], opts, ctypes.byref(n)))
+    return n.value
+
+
+_BWD_NAMES = ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv")
 
 
 @torch.library.custom_op("kiln::attention_bwd", mutates_args=())
 def attention_bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
-                  lse: torch.Tensor, causal: int, scale: float, layout: str, tf32: bool,
-                  deterministic: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                  lse: torch.Tensor, causal: int, scale: float, layout: str, tf32: bool, deterministic: bool,
+                  exact_masked_v: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dQ, dK, dV of attention from its inputs, O, LSE and dO."""
     dout, q, k, v, o = (_last_dim_contiguous(t) for t in (dout, q, k, v, o))
     _check_device((q, k, v, o, lse, dout), ("q", "k", "v", "o", "lse", "dout"))
-    dq, dk, dv = (torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in (q, k, v))
-    opts = _lib.attention_options(causal, layout_code(layout), scale, deterministic=deterministic, tf32=tf32,
-                                  stream=_stream(q))
-    fn = _lib.lib().kiln_attention_backward_cuda if q.is_cuda else _lib.lib().kiln_attention_backward_host
-    _lib.check(fn(_ref(q, "q"), _ref(k, "k"), _ref(v, "v"), _ref(o, "o"), _ref(lse, "lse"), _ref(dout, "dout"),
-                  _ref(dq, "dq"), _ref(dk, "dk"), _ref(dv, "dv"), ctypes.byref(opts)))
+    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
+    dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
+    options = _options(causal, scale, layout, tf32, deterministic, exact_masked_v)
+    key = ("bwd", q.is_cuda, options, q.dtype, q.shape, q.stride(), k.dtype, k.shape, k.stride(), v.dtype, v.shape,
+           v.stride(), o.dtype, o.shape, o.stride(), lse.dtype, lse.shape, lse.stride(), dout.dtype, dout.shape,
+           dout.stride())
+    structs, opts, ws_bytes = _call_structs(key, (q, k, v, o, lse, dout, dq, dk, dv), _BWD_NAMES, options,
+                                            on_miss=_workspace_bytes if q.is_cuda else None)
+    lib = _lib.lib()
+    if q.is_cuda:
+        opts.stream = torch.cuda.current_stream(q.device).cuda_stream
+        opts.autotune = autotune_mode(True)
+        # The f32 scratch (Delta, and the dQ accumulator when atomic dQ may run) from torch's caching allocator,
+        # freed back to it (stream-ordered) when this tensor goes.
+        ws = torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device=q.device)
+        _lib.check(lib.kiln_attention_backward_cuda_workspace(*structs, ws.data_ptr(), ws_bytes, opts))
+    else:
+        _lib.check(lib.kiln_attention_backward_host(*structs, opts))
     return dq, dk, dv
 
 
 @attention_bwd.register_fake
-def _attention_bwd_fake(dout, q, k, v, o, lse, causal, scale, layout, tf32, deterministic):
+def _attention_bwd_fake(dout, q, k, v, o, lse, causal, scale, layout, tf32, deterministic, exact_masked_v):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, causal, scale, layout, tf32, deterministic = inputs
+    q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v = inputs
     o, lse = output
     ctx.save_for_backward(q, k, v, o, lse)
-    ctx.options = (causal, scale, layout, tf32, deterministic)
+    ctx.options = (causal, scale, layout, tf32, deterministic, exact_masked_v)
     ctx.mark_non_differentiable(lse)
 
 
 def _backward(ctx, grad_o, grad_lse):
     q, k, v, o, lse = ctx.saved_tensors
     if grad_o is None:
-        return (None,) * 8
+        return (None,) * 9
     dq, dk, dv = torch.ops.kiln.attention_bwd(grad_o.contiguous(), q, k, v, o, lse, *ctx.options)
-    return dq, dk, dv, None, None, None, None, None
+    return dq, dk, dv, None, None, None, None, None, None
 
 
 attention_fwd.register_autograd(_backward, setup_context=_setup_context)
-
-
-def attention_fwd_op():
-    return torch.ops.kiln.attention_fwd
 
 
 def attention_bwd_op():

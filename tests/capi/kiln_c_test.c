@@ -62,6 +62,34 @@ int main(void) {
   expect(kiln_attention_forward_host(&tq, &tk, &tv, &to, NULL, &opts) == KILN_ERROR, "a caller's mistake");
   expect(strstr(kiln_last_error(), "attention::forward") != NULL, "kiln::Error's message");
 
+  tk.shape[3] = 16;
+
+  /* ABI version 2: the init macro sizes the whole struct; a version-1 sized struct is still accepted. */
+  expect(opts.struct_size == sizeof(kiln_attention_options) && opts.exact_masked_v == 0 &&
+             opts.autotune == KILN_AUTOTUNE_ENV,
+         "init fills the version-2 fields");
+  {
+    kiln_attention_options v1;
+    uint64_t bytes = 0;
+    memset(&v1, 0x7f, sizeof v1);
+    kiln_attention_options_init_sized(&v1, (uint32_t)KILN_ATTENTION_OPTIONS_V1_SIZE);
+    expect(v1.struct_size == KILN_ATTENTION_OPTIONS_V1_SIZE && v1.deterministic == 1, "version-1 init");
+    expect(v1.exact_masked_v == 0x7f7f7f7f, "version-1 init writes nothing past its size");
+    expect(kiln_attention_forward_host(&tq, &tk, &tv, &to, NULL, &v1) == KILN_OK, "a version-1 struct");
+    /* Delta only: 1 * 2 * 8 rows of f32. */
+    expect(kiln_attention_backward_workspace_size(&tq, &opts, &bytes) == KILN_OK && bytes == 2 * 8 * 4,
+           "workspace size, deterministic");
+    /* Non-deterministic: the f32 dQ accumulator after it, at a 256-byte boundary. */
+    opts.deterministic = 0;
+    expect(kiln_attention_backward_workspace_size(&tq, &opts, &bytes) == KILN_OK && bytes == 256 + 2 * 8 * 16 * 4,
+           "workspace size, atomic dQ allowed");
+    opts.deterministic = 1;
+    opts.autotune = 9;
+    expect(kiln_attention_backward_workspace_size(&tq, &opts, &bytes) == KILN_ERROR_INVALID_ARGUMENT,
+           "bad autotune mode");
+    opts.autotune = KILN_AUTOTUNE_CACHED;
+  }
+
   expect(kiln_device_count(&count, &why) == KILN_OK && count >= 0 && why != NULL, "device count");
   printf("kiln %s, C ABI %d, %d CUDA device(s)%s%s\n", kiln_version(), kiln_abi_version(), count,
          count ? "" : ": ", count ? "" : why);

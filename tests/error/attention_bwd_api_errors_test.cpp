@@ -2,6 +2,7 @@
 // backward call and asserts that validate_attention_bwd_args (no GPU needed: the addresses are never
 // dereferenced) or backward raises a kiln::Error that starts "attention::backward:" and names what was
 // expected and what came. The forward's checks of q, k, v, o, lse are tested in attention_api_errors_test.
+#include "error/attention_bwd_call.h"
 #include "error/error_test_support.h"
 #include "kernels/attention/attention_bwd_api.h"
 #include "kernels/attention/attention_bwd_problem.h"
@@ -13,44 +14,25 @@ using namespace kiln::attention;
 using kiln_test::expect_call_site;
 using kiln_test::expect_mentions;
 using kiln_test::user_error;
+using kiln_test::BwdCall;
+using kiln_test::valid_bwd_call;
 
 namespace {
 
-// A backward call's arguments: tensors at distinct, 16-byte aligned fake device addresses far apart.
-struct Call {
-  TensorRef q, k, v, o, lse, dout, dq, dk, dv;
-  BackwardOptions options;
-};
-
-// B=2, H=4, H_KV=2, N_Q=64, N_K=80, D=64, f16, bhsd, contiguous.
-Call valid_call(int64_t n_q = 64) {
-  Call c;
-  c.q = TensorRef::contiguous(0x10000000, DType::f16, {2, 4, n_q, 64});
-  c.k = TensorRef::contiguous(0x20000000, DType::f16, {2, 2, 80, 64});
-  c.v = TensorRef::contiguous(0x30000000, DType::f16, {2, 2, 80, 64});
-  c.o = TensorRef::contiguous(0x40000000, DType::f16, {2, 4, n_q, 64});
-  c.lse = TensorRef::contiguous(0x50000000, DType::f32, {2, 4, n_q});
-  c.dout = TensorRef::contiguous(0x60000000, DType::f16, {2, 4, n_q, 64});
-  c.dq = TensorRef::contiguous(0x70000000, DType::f16, {2, 4, n_q, 64});
-  c.dk = TensorRef::contiguous(0x80000000, DType::f16, {2, 2, 80, 64});
-  c.dv = TensorRef::contiguous(0x90000000, DType::f16, {2, 2, 80, 64});
-  return c;
-}
-
-ValidatedBackward validate(const Call& c) {
+ValidatedBackward validate(const BwdCall& c) {
   return validate_attention_bwd_args(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv, c.options);
 }
 
-std::string validation_error(const Call& c) {
+std::string validation_error(const BwdCall& c) {
   std::string msg = user_error([&] { validate(c); });
   expect_mentions(msg, {"attention::backward: "});
   return msg;
 }
 
-AttentionProblem problem_of(const Call& c) { return validate(c).fwd.problem; }
+AttentionProblem problem_of(const BwdCall& c) { return validate(c).fwd.problem; }
 
 TEST(AttentionBwdApiErrors, ValidCallPasses) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   ValidatedBackward b;
   ASSERT_NO_THROW(b = validate(c));
   EXPECT_EQ(b.fwd.problem.H_KV, 2);
@@ -62,7 +44,7 @@ TEST(AttentionBwdApiErrors, ValidCallPasses) {
 }
 
 TEST(AttentionBwdApiErrors, MessageNamesBackwardAndCarriesCallersLine) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.lse.dtype = DType::f16; // one of the forward's checks, reported for the backward
   const unsigned line = __LINE__ + 1;
   auto call = [&] { validate_attention_bwd_args(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv); };
@@ -73,111 +55,111 @@ TEST(AttentionBwdApiErrors, MessageNamesBackwardAndCarriesCallersLine) {
 }
 
 TEST(AttentionBwdApiErrors, LseRankIsCheckedAsTheForwardDoes) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.lse = TensorRef::contiguous(c.lse.data, DType::f32, {2, 4, 64, 1});
   expect_mentions(validation_error(c), {"lse must have rank 3 [B, H, N_Q]"});
 }
 
 TEST(AttentionBwdApiErrors, DoutRankNotFour) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.dout = TensorRef::contiguous(c.dout.data, DType::f16, {2, 4, 64});
   expect_mentions(validation_error(c), {"dout must have rank 4 [B, H, N, D]", "got rank 3"});
 }
 
 TEST(AttentionBwdApiErrors, DoutDtypeDiffers) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.dout.dtype = DType::bf16;
   expect_mentions(validation_error(c), {"dout has dtype bf16 but q has f16", "the inputs' dtype"});
 }
 
 TEST(AttentionBwdApiErrors, DoutShapeDiffers) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.dout = TensorRef::contiguous(c.dout.data, DType::f16, {2, 4, 63, 64});
   expect_mentions(validation_error(c),
                   {"dout has shape [2, 4, 63, 64]", "expected q's shape [2, 4, 64, 64]"});
 }
 
 TEST(AttentionBwdApiErrors, DoutHeadDimNotContiguous) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.dout.strides = {64 * 64 * 4 * 2, 64 * 64 * 2, 128, 2};
   expect_mentions(validation_error(c), {"dout's head dim is not contiguous", "stride 2"});
 }
 
 TEST(AttentionBwdApiErrors, DoutMisalignedAddress) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.dout.data += 8;
   expect_mentions(validation_error(c), {"dout's address 0x60000008 is not 16-byte aligned"});
 }
 
 TEST(AttentionBwdApiErrors, DqRowStrideMisaligned) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.dq.strides[2] = 68; // rows 136 bytes apart
   expect_mentions(validation_error(c), {"dq's stride 68 in dim 2 is 136 bytes, not a multiple of 16"});
 }
 
 TEST(AttentionBwdApiErrors, DqShapeDiffers) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.dq = TensorRef::contiguous(c.dq.data, DType::f16, {2, 2, 64, 64});
   expect_mentions(validation_error(c), {"dq has shape [2, 2, 64, 64]", "expected q's shape"});
 }
 
 TEST(AttentionBwdApiErrors, DkShapedLikeQueryUnderGqa) {
   // With GQA dK has K's H_KV heads, not Q's H.
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.dk = TensorRef::contiguous(c.dk.data, DType::f16, {2, 4, 80, 64});
   expect_mentions(validation_error(c), {"dk has shape [2, 4, 80, 64]", "expected k's shape [2, 2, 80, 64]"});
 }
 
 TEST(AttentionBwdApiErrors, DvDtypeDiffers) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.dv.dtype = DType::f32;
   expect_mentions(validation_error(c), {"dv has dtype f32 but q has f16"});
 }
 
 TEST(AttentionBwdApiErrors, DvRankNotFour) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.dv.strides.pop_back();
   expect_mentions(validation_error(c), {"dv has 3 strides for its 4 dims"});
 }
 
 TEST(AttentionBwdApiErrors, GradientNullAddress) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.dk.data = 0;
   expect_mentions(validation_error(c), {"dk has a null data address"});
 }
 
 TEST(AttentionBwdApiErrors, GradientElementsOverlapEachOther) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.dv.strides[1] = 0; // both kv heads written to one place
   expect_mentions(validation_error(c), {"dv's elements overlap each other", "strides [10240, 0, 64, 1]"});
 }
 
 TEST(AttentionBwdApiErrors, GradientAliasesItsInput) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.dq.data = c.q.data; // in place
   expect_mentions(validation_error(c), {"dq (bytes [0x10000000, 0x10010000)) overlaps q", "overwrite q"});
 }
 
 TEST(AttentionBwdApiErrors, GradientOverlapsOutputOfTheForward) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.dk.data = c.o.data + 2 * 4 * 64 * 64 * 2 - 16; // dk starts on o's last row
   expect_mentions(validation_error(c), {"dk (bytes", "overlaps o", "overwrite o while it is read"});
 }
 
 TEST(AttentionBwdApiErrors, GradientOverlapsLse) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.dv.data = c.lse.data + 256;
   expect_mentions(validation_error(c), {"dv (bytes", "overlaps lse"});
 }
 
 TEST(AttentionBwdApiErrors, GradientOverlapsDout) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.dq.data = c.dout.data;
   expect_mentions(validation_error(c), {"dq (bytes", "overlaps dout", "overwrite dout"});
 }
 
 TEST(AttentionBwdApiErrors, GradientsOverlapEachOther) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.dv.data = c.dk.data + 1024;
   expect_mentions(validation_error(c),
                   {"dv (bytes", "overlaps dk", "dv and dk would be written to the same memory"});
@@ -186,7 +168,7 @@ TEST(AttentionBwdApiErrors, GradientsOverlapEachOther) {
 // dK and dV interleaved in one [B, N_K, 2, H_KV, D] buffer (a fused KV projection's gradient) overlap as
 // byte ranges but share no element: accepted. The same views one head apart do share elements: rejected.
 TEST(AttentionBwdApiErrors, InterleavedKeyValueGradientsAreDisjoint) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.options.layout = "bshd";
   for (TensorRef* t : {&c.q, &c.o, &c.dout, &c.dq})
     *t = TensorRef::contiguous(t->data, DType::f16, {2, 64, 4, 64});
@@ -204,7 +186,7 @@ TEST(AttentionBwdApiErrors, InterleavedKeyValueGradientsAreDisjoint) {
 }
 
 TEST(AttentionBwdApiErrors, GridTooTallForBatchTimesHeads) {
-  Call c;
+  BwdCall c;
   uint64_t at = 0x100000000;
   auto next = [&](DType t, llvm::ArrayRef<int64_t> shape) {
     TensorRef r = TensorRef::contiguous(at, t, shape);
@@ -218,7 +200,7 @@ TEST(AttentionBwdApiErrors, GridTooTallForBatchTimesHeads) {
 }
 
 TEST(AttentionBwdApiErrors, ConfigDisagreesWithProblem) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   Config config = default_bwd_configs(problem_of(c)).dkdv;
   config.set("HEAD_DIM", 32);
   c.options.config = config;
@@ -227,7 +209,7 @@ TEST(AttentionBwdApiErrors, ConfigDisagreesWithProblem) {
 }
 
 TEST(AttentionBwdApiErrors, ConfigWithoutTiles) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   Config config = default_bwd_configs(problem_of(c)).dkdv;
   config.params.erase("BLOCK_N");
   c.options.config = config;
@@ -237,14 +219,14 @@ TEST(AttentionBwdApiErrors, ConfigWithoutTiles) {
 
 TEST(AttentionBwdApiErrors, ConfigOfTheForward) {
   // A forward config passed by mistake: it has params of FA2 that the dK/dV kernel lacks.
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.options.config = default_fa2_config(problem_of(c));
   expect_mentions(validation_error(c), {"options.config (the dK/dV kernel's)",
                                         "kernel 'fa2_bwd_dkdv' has no parameter", "its parameters are"});
 }
 
 TEST(AttentionBwdApiErrors, DqConfigDisagreesWithProblem) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   Config config = default_bwd_configs(problem_of(c)).dq;
   config.set("CAUSAL", 1);
   c.options.dq_config = config;
@@ -252,7 +234,7 @@ TEST(AttentionBwdApiErrors, DqConfigDisagreesWithProblem) {
 }
 
 TEST(AttentionBwdApiErrors, DqConfigWithAtomicParam) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   Config config = default_bwd_configs(problem_of(c)).dq;
   config.set("ATOMIC_DQ", 1);
   c.options.dq_config = config;
@@ -261,14 +243,14 @@ TEST(AttentionBwdApiErrors, DqConfigWithAtomicParam) {
 }
 
 TEST(AttentionBwdApiErrors, DeterministicRejectsAtomicConfig) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.options.config = default_bwd_configs(problem_of(c), /*atomic_dq=*/true).dkdv;
   expect_mentions(validation_error(c),
                   {"ATOMIC_DQ=1", "options.deterministic is true", "deterministic = false"});
 }
 
 TEST(AttentionBwdApiErrors, AtomicConfigLeavesNoRoomForDqConfig) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.options.deterministic = false;
   const AttentionBwdConfigs configs = default_bwd_configs(problem_of(c), /*atomic_dq=*/true);
   c.options.config = configs.dkdv;
@@ -279,19 +261,19 @@ TEST(AttentionBwdApiErrors, AtomicConfigLeavesNoRoomForDqConfig) {
 TEST(AttentionBwdApiErrors, NoQueriesChecksOnlyTheKeyGradients) {
   // N_Q == 0: q, o, lse, dout, dq have no elements (null addresses are fine); dk and dv are zeroed, so they
   // are still checked.
-  Call c = valid_call(/*n_q=*/0);
+  BwdCall c = valid_bwd_call(/*n_q=*/0);
   for (TensorRef* t : {&c.q, &c.o, &c.lse, &c.dout, &c.dq})
     t->data = 0;
   EXPECT_NO_THROW(validate(c));
   c.dv.data = c.dk.data;
   expect_mentions(validation_error(c), {"dv (bytes", "overlaps dk"});
-  c = valid_call(0);
+  c = valid_bwd_call(0);
   c.dk.data = 8;
   expect_mentions(validation_error(c), {"dk's address 0x8 is not 16-byte aligned"});
 }
 
 TEST(AttentionBwdApiErrors, EmptyBatchPasses) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   for (TensorRef* t : {&c.q, &c.k, &c.v, &c.o, &c.lse, &c.dout, &c.dq, &c.dk, &c.dv}) {
     t->shape[0] = 0;
     t->data = 0;
@@ -302,7 +284,7 @@ TEST(AttentionBwdApiErrors, EmptyBatchPasses) {
 }
 
 TEST(AttentionBwdApiErrors, BackwardValidatesBeforeTouchingTheGpu) {
-  Call c = valid_call();
+  BwdCall c = valid_bwd_call();
   c.dk.data = c.k.data;
   expect_mentions(
       user_error([&] { backward(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv, c.options); }),

@@ -9,6 +9,7 @@
 #include "gpu/gpu_skip.h"
 #include "interp/attention_bwd_test_cases.h"
 #include "kernels/attention/attention_bwd_api.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/device.h"
 
 #include <gtest/gtest.h>
@@ -43,7 +44,10 @@ protected:
 
 // The forward through the API for O and LSE, then the backward on `options`; returns the gradients in
 // logical order and checks them against the reference.
-AttentionGrads check_backward(const AttentionProblem& p, uint64_t seed, BackwardOptions options) {
+// With `with_workspace`, through backward_with_workspace on a buffer of backward_workspace_bytes() (poisoned
+// with NaN bits first: the kernels must not read scratch they did not write), then a synchronize.
+AttentionGrads check_backward(const AttentionProblem& p, uint64_t seed, BackwardOptions options,
+                              bool with_workspace = false) {
   SCOPED_TRACE(p.str());
   const AttentionInputs in = make_inputs(p, seed, 1.0);
   const HostBuffer dout = make_dout(p, seed + 1, 1.0);
@@ -60,9 +64,17 @@ AttentionGrads check_backward(const AttentionProblem& p, uint64_t seed, Backward
   AttentionOptions fwd = options;
   fwd.config.reset();
   forward(tq, tk, tv, to, tlse, fwd);
-  backward(tq, tk, tv, to, tlse, describe(p, d_out.ptr(), p.H, p.N_Q, s.q),
-           describe(p, dq.ptr(), p.H, p.N_Q, s.q), describe(p, dk.ptr(), p.H_KV, p.N_K, s.k),
-           describe(p, dv.ptr(), p.H_KV, p.N_K, s.k), options);
+  const TensorRef tdout = describe(p, d_out.ptr(), p.H, p.N_Q, s.q), tdq = describe(p, dq.ptr(), p.H, p.N_Q, s.q),
+                  tdk = describe(p, dk.ptr(), p.H_KV, p.N_K, s.k), tdv = describe(p, dv.ptr(), p.H_KV, p.N_K, s.k);
+  if (with_workspace) {
+    const uint64_t bytes = backward_workspace_bytes(tq, options);
+    rt::DeviceBuffer ws(std::max<uint64_t>(bytes, 16));
+    KILN_CU_CHECK(cuMemsetD8, "poisoning the workspace", ws.ptr(), 0xFF, ws.bytes());
+    backward_with_workspace(tq, tk, tv, to, tlse, tdout, tdq, tdk, tdv, BackwardWorkspace{ws.ptr(), bytes}, options);
+    rt::Stream::wrap(options.stream).synchronize();
+  } else {
+    backward(tq, tk, tv, to, tlse, tdout, tdq, tdk, tdv, options);
+  }
 
   AttentionGrads out;
   out.dq = logical_tensor(download(dq, p.dtype, q_numel(p)), s.q, p.B, p.H, p.N_Q, p.D);
@@ -133,6 +145,23 @@ TEST_F(GpuAttentionBwdApi, DeterministicIsBitwiseReproducible) {
   EXPECT_EQ(first.dq, second.dq);
   EXPECT_EQ(first.dk, second.dk);
   EXPECT_EQ(first.dv, second.dv);
+}
+
+// The capturable entry point on the caller's workspace gives the blocking one's gradients bitwise, for the
+// deterministic pair and for ATOMIC_DQ=1 (the accumulator after Delta in the workspace; f32 atomics, so held
+// to the reference only).
+TEST_F(GpuAttentionBwdApi, CallersWorkspaceMatchesTheBlockingCall) {
+  KILN_REQUIRE_GPU();
+  const AttentionProblem p = problem(1, 4, 2, 200, 260, 64, DType::f16, 1, false);
+  const AttentionGrads blocking = check_backward(p, 88, options_for(p));
+  const AttentionGrads on_workspace = check_backward(p, 88, options_for(p), /*with_workspace=*/true);
+  EXPECT_EQ(blocking.dq, on_workspace.dq);
+  EXPECT_EQ(blocking.dk, on_workspace.dk);
+  EXPECT_EQ(blocking.dv, on_workspace.dv);
+  BackwardOptions atomic = options_for(p);
+  atomic.deterministic = false;
+  atomic.config = default_bwd_configs(p, /*atomic_dq=*/true).dkdv;
+  check_backward(p, 89, atomic, /*with_workspace=*/true);
 }
 
 TEST_F(GpuAttentionBwdApi, UserStreamAsOpaqueHandle) {

@@ -149,6 +149,20 @@ TEST(GpuAutotune, Fa2ForwardTunedWinnerIsCorrectAndRememberedAcrossTuners) {
   TunedLaunch by_default = tuner2.select(def, base, sizes, dev.args, outputs, off);
   EXPECT_EQ(by_default.result.source, rt::TuneSource::Default);
   EXPECT_EQ(by_default.config, base);
+
+  // KILN_AUTOTUNE=cached with nothing remembered (an empty directory): the default, loaded once; a repeated call
+  // (as a CUDA-graph capture makes) finds it in the tuner without generating code or asking the compile cache.
+  TempDir empty("kiln-autotune-cached");
+  rt::CompileCache cache3(empty.path());
+  KernelTuner tuner3(cache3, quiet);
+  TuneOptions cached = options;
+  cached.mode = rt::AutotuneMode::Cached;
+  TunedLaunch first = tuner3.select(def, base, sizes, dev.args, outputs, cached);
+  EXPECT_EQ(first.result.source, rt::TuneSource::Default);
+  const auto lookups = cache3.stats().misses + cache3.stats().disk_hits + cache3.stats().memory_hits;
+  TunedLaunch second = tuner3.select(def, base, sizes, dev.args, outputs, cached);
+  EXPECT_EQ(second.kernel.get(), first.kernel.get());
+  EXPECT_EQ(cache3.stats().misses + cache3.stats().disk_hits + cache3.stats().memory_hits, lookups);
 }
 
 } // namespace

@@ -27,7 +27,7 @@ def last_error():
 
 def options(**fields):
     o = _lib.AttentionOptions()
-    LIB.kiln_attention_options_init(ctypes.byref(o))
+    LIB.kiln_attention_options_init_sized(ctypes.byref(o), ctypes.sizeof(o))
     for name, value in fields.items():
         setattr(o, name, value)
     return o
@@ -54,7 +54,7 @@ def test_installed_package_not_source_tree():
 def test_version_and_abi():
     assert LIB.kiln_version().decode() == kiln.version()
     assert kiln.version().count(".") == 2
-    assert LIB.kiln_abi_version() == 1
+    assert LIB.kiln_abi_version() == 2
 
 
 def test_status_names():
@@ -68,6 +68,7 @@ def test_options_init_defaults():
     assert o.struct_size == ctypes.sizeof(_lib.AttentionOptions)
     assert (o.causal, o.layout, o.deterministic, o.tf32, o.scale) == (0, 0, 1, 0, 0.0)
     assert not o.stream
+    assert (o.exact_masked_v, o.autotune) == (0, _lib.AUTOTUNE_ENV)
 
 
 def test_valid_call_is_ok_and_clears_last_error():

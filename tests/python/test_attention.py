@@ -117,3 +117,25 @@ def test_empty_batch_is_a_no_op():
     k = np.zeros((0, 2, 16, 16), np.float32)
     o = kiln.attention(q, k, k)
     assert o.shape == q.shape
+
+
+def test_exact_masked_v_keeps_rows_finite_when_a_hidden_key_holds_nan():
+    """A NaN in V at the last key, which causal top-left hides from every row but the last: by default the
+    diagonal tile's 0 · NaN turns the rows that share its tile into NaN; with exact_masked_v they are finite and
+    match the reference computed without that key's V (the last row sees it: NaN either way)."""
+    rng = np.random.default_rng(7)
+    n = 48
+    q, k, v = (make((1, 2, n, 16), np.float32, rng) for _ in range(3))
+    v[:, :, n - 1, 0] = np.nan
+    default = kiln.attention(q, k, v, causal="top-left")
+    assert np.isnan(default[:, :, : n - 1]).any()  # hidden key, yet NaN rows
+    o, lse = kiln.attention(q, k, v, causal="top-left", exact_masked_v=True, return_lse=True)
+    assert np.isfinite(o[:, :, : n - 1]).all()
+    assert np.isnan(o[:, :, n - 1, 0]).all()
+    ref_o, ref_lse = reference.forward(q, k, np.nan_to_num(v, nan=0.0), causal="top-left")
+    assert reference.rel_l2(o[:, :, : n - 1], ref_o[:, :, : n - 1]) < FWD_TOL[np.float32]
+    assert reference.rel_l2(lse, ref_lse) < 1e-6  # LSE never reads V
+    # The backward takes the option too: the rows that never see the NaN key have finite dQ.
+    dout = make(q.shape, np.float32, rng)
+    dq, _, _ = kiln.attention_backward(dout, q, k, v, o, lse, causal="top-left", exact_masked_v=True)
+    assert np.isfinite(dq[:, :, : n - 1]).all()

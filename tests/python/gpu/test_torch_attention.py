@@ -1,6 +1,7 @@
 """kiln.attention as a PyTorch op on the GPU: forward and gradients against a float64 reference and SDPA,
-torch.compile(fullgraph=True), CUDA-graph capture and replay, a non-default stream, opcheck, kiln.run on CUDA
-tensors. Skipped where torch, CUDA or a GPU kiln can use is missing (the CPU suite covers the rest)."""
+torch.compile(fullgraph=True), CUDA-graph capture and replay (forward, and forward with backward), a
+non-default stream, opcheck, kiln.tune, exact_masked_v, kiln.run on CUDA tensors. Skipped where torch, CUDA or
+a GPU kiln can use is missing (the CPU suite covers the rest)."""
 
 import os
 
@@ -160,6 +161,88 @@ def test_cuda_graph_capture_and_replay_forward():
     torch.testing.assert_close(o, kiln.attention(q2, k2, v2), rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_cuda_graph_capture_and_replay_forward_and_backward(deterministic):
+    """Forward and backward captured in one CUDA graph: the backward runs on a workspace torch allocates (no
+    allocation or synchronisation inside libkiln) and nothing is tuned while capturing. Replayed on new inputs,
+    the gradients equal eager ones bitwise (deterministic) or to f32-atomic rounding."""
+    case = CASES[1]  # GQA, causal
+    causal = case[7]
+    q, k, v = make_inputs(case)
+    do = torch.randn(q.shape, device=DEV, dtype=q.dtype)
+
+    def step():
+        for t in (q, k, v):
+            t.grad = None
+        kiln.attention(q, k, v, causal=causal, deterministic=deterministic).backward(do)
+        return q.grad, k.grad, v.grad
+
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        step()  # warm up on the capture stream: compile (and tune, if asked) outside the capture
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        grads = step()
+    q2, k2, v2 = make_inputs(case, seed=11)
+    with torch.no_grad():
+        q.copy_(q2), k.copy_(k2), v.copy_(v2)
+        do.copy_(torch.randn_like(do))
+    g.replay()
+    torch.cuda.synchronize()
+    captured = [t.clone() for t in grads]
+    eager = step()
+    tol = 0 if deterministic else 1e-2
+    for x, y in zip(captured, eager):
+        assert torch.isfinite(x).all()
+        torch.testing.assert_close(x, y, rtol=tol, atol=tol)
+
+
+def test_tune_attention_returns_the_config_forward_then_uses():
+    case = CASES[0]
+    q, k, v = make_inputs(case, requires_grad=False)
+    picked = kiln.tune("attention", q, k, v)
+    assert picked["kernel"] == "fa2_fwd" and picked["source"] == "tuned"
+    assert {"BLOCK_M", "BLOCK_N", "num_warps", "num_stages"} <= set(picked["config"])
+    assert picked["ms"] > 0 and any(row["status"] == "ok" for row in picked["table"])
+    again = kiln.tune("attention", q, k, v, cached=True)  # remembered: no timing run
+    assert again["config"] == picked["config"]
+
+
+def test_tune_registered_kernel_leaves_its_tensors_alone():
+    x = torch.randn(5000, device=DEV)
+    y = torch.randn(5000, device=DEV)
+    out = torch.zeros_like(x)
+    picked = kiln.tune("vector_add", x, y, out, n=x.numel())
+    assert picked["kernel"] == "vector_add" and "num_warps" in picked["config"]
+    torch.cuda.synchronize()
+    assert (out == 0).all()  # timing launches write scratch copies
+
+
+def test_exact_masked_v_on_cuda():
+    case = CASES[0]
+    q, k, v = make_inputs(case, requires_grad=False)
+    n = q.shape[2]
+    v[:, :, n - 1] = float("nan")  # the last key: hidden from every row but the last under top-left causality
+    o = kiln.attention(q, k, v, causal="top-left", exact_masked_v=True)
+    assert torch.isfinite(o[:, :, : n - 1]).all()
+    ref = sdpa(q.double(), k.double(), torch.nan_to_num(v.double()), "top-left", "bhsd")
+    torch.testing.assert_close(o[:, :, : n - 1].double(), ref[:, :, : n - 1], rtol=2e-3, atol=2e-3)
+
+
+def test_eager_no_grad_call_skips_the_dispatch_but_not_the_result():
+    q, k, v = make_inputs(CASES[1], requires_grad=False)
+    fast = kiln.attention(q, k, v, causal="top-left")  # no gradient wanted: the op's body directly
+    through_op, _ = torch.ops.kiln.attention_fwd(q, k, v, 1, 0.0, "bhsd", False, True, False)
+    torch.testing.assert_close(fast, through_op, rtol=0, atol=0)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode() as mode:  # a dispatch mode: the op (its fake implementation) runs
+        fq, fk, fv = (mode.from_tensor(t) for t in (q, k, v))
+        assert kiln.attention(fq, fk, fv, causal="top-left").shape == q.shape
+
+
 def test_non_default_stream():
     case = CASES[1]
     q, k, v = make_inputs(case, requires_grad=False)
@@ -174,7 +257,7 @@ def test_non_default_stream():
 
 def test_opcheck():
     q, k, v = make_inputs(CASES[1])
-    torch.library.opcheck(torch.ops.kiln.attention_fwd, (q, k, v, 1, 0.0, "bhsd", False, True))
+    torch.library.opcheck(torch.ops.kiln.attention_fwd, (q, k, v, 1, 0.0, "bhsd", False, True, False))
 
 
 def test_errors_name_the_mistake():
