@@ -86,7 +86,7 @@ KernelProblem parse_kernel_problem(const KernelDef& def, const std::map<std::str
     fail("kernel '{}' declares no launch grid (KernelDef::grid); model and tune need one to launch it",
          def.name);
   KernelProblem p;
-  p.def = &def;
+  p.def = std::make_shared<const KernelDef>(def);
   std::map<std::string, int64_t> params;
   std::map<std::string, int64_t> values;
   // num_warps and num_stages are config entries as the kernel's own params are (KernelDef::with_overrides).

@@ -8,13 +8,15 @@
 #include "jit/tuned_kernel.h"
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace kiln::cli {
 
 struct KernelProblem {
-  const KernelDef* def = nullptr;
+  // The kernel, copied: a problem outlives the def it was parsed from (a caller's temporary def once dangled).
+  std::shared_ptr<const KernelDef> def;
   Config config;    // the kernel's default config with the parameters given
   SizeArgs sizes;   // every one of def->size_args
   ArgValues values; // the kernel's scalar arguments that were given (or defaulted, for attention)
