@@ -3,6 +3,7 @@
 #include "bench/attention_bench.h"
 
 #include "codegen/codegen.h"
+#include "jit/compile_request.h"
 #include "jit/tuned_kernel.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "runtime/autotuner.h"
@@ -157,10 +158,7 @@ void run_exhaustive(Session& s, CaseRecord& r, AutotuneSuiteState& state) {
         GeneratedKernel g = generate_cuda(ir, Target::parse(device.arch));
         why = device_prune_reason(c, g.shared_bytes, device); // the tuner's own device-side prune
         if (why.empty()) {
-          rt::CompileRequest req;
-          req.source = g.source;
-          req.kernel_name = g.name;
-          req.arch = device.arch;
+          const rt::CompileRequest req = compile_request(g, device.arch); // as the JIT compiles it
           rt::CompiledKernel compiled = cache.get(req);
           std::shared_ptr<JitKernel> k = JitKernel::from_compiled(ir, std::move(g), std::move(compiled));
           const Grid grid = def.grid(c, sizes);

@@ -1,6 +1,7 @@
 #include "bench/bench_session.h"
 
 #include "codegen/codegen.h"
+#include "jit/compile_request.h"
 #include "runtime/compile_cache.h"
 #include "support/error.h"
 
@@ -25,10 +26,7 @@ const JitKernel& Session::kernel(const KernelDef& def, const Config& config, con
 void Session::precompile(const KernelDef& def, const Config& config, const CodegenOptions& codegen,
                          const std::string& arch) {
   GeneratedKernel g = generate_cuda(def.build(config), Target::parse(arch), codegen);
-  rt::CompileRequest req;
-  req.source = g.source;
-  req.kernel_name = g.name;
-  req.arch = arch;
+  const rt::CompileRequest req = compile_request(g, arch); // as the JIT compiles it
   (void)rt::compile_cached(req);
 }
 

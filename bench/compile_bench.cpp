@@ -3,6 +3,7 @@
 #include "bench/attention_bench.h"
 
 #include "codegen/codegen.h"
+#include "jit/compile_request.h"
 #include "jit/jit_kernel.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "runtime/compile_cache.h"
@@ -181,10 +182,7 @@ int run_compile_probe(const ProbeArgs& a) {
     const double generate_ms = ms_since(t);
     t = std::chrono::steady_clock::now();
     rt::CompileCache cache(a.dir);
-    rt::CompileRequest req;
-    req.source = generated.source;
-    req.kernel_name = generated.name;
-    req.arch = arch;
+    const rt::CompileRequest req = compile_request(generated, arch); // as the JIT compiles it
     rt::CompiledKernel compiled = cache.get(req);
     const double cache_ms = ms_since(t);
     double load_ms = kNaN;
