@@ -92,6 +92,20 @@ TEST(AttentionModErrors, LibraryModsWithBadParameters) {
                   {"additive_bias", "i32", "f32, f16 or bf16"});
 }
 
+TEST(AttentionModErrors, ModsFromMalformedText) {
+  AttentionMods m;
+  expect_mentions(user_error([&] { add_mod_from_text(m, "flash"); }),
+                  {"unknown mod 'flash'", "sliding_window"});
+  expect_mentions(user_error([&] { add_mod_from_text(m, "softcap"); }), {"softcap=<CAP>"});
+  expect_mentions(user_error([&] { add_mod_from_text(m, "softcap=abc"); }), {"'abc' is not a number"});
+  expect_mentions(user_error([&] { add_mod_from_text(m, "sliding_window=4,x"); }),
+                  {"'x' is not a number of keys"});
+  expect_mentions(user_error([&] { add_mod_from_text(m, "alibi=2"); }), {"'alibi' takes no argument"});
+  expect_mentions(user_error([&] { add_mod_from_text(m, "causal=diagonal"); }), {"top-left or bottom-right"});
+  expect_mentions(user_error([&] { add_mod_from_text(m, "bias=i8"); }), {"f32, f16 or bf16", "'i8'"});
+  EXPECT_TRUE(m.empty()) << "nothing added by a failed parse";
+}
+
 TEST(AttentionModErrors, HostTensorsThatDoNotFitTheirSpecs) {
   AttentionProblem p;
   p.H = 4;

@@ -23,11 +23,12 @@ struct ModCase {
 
 inline void PrintTo(const ModCase& c, std::ostream* os) { *os << c.name; }
 
-// ALiBi's slopes for H heads: 2^(-8 (h + 1) / H).
+// ALiBi's usual slopes for the problem's H heads.
 inline ModTensorData alibi_slopes(const AttentionProblem& p) {
   ModTensorData t = contiguous_mod_tensor(DType::f32, {p.H}, "alibi_slopes");
+  const std::vector<double> slopes = standard_alibi_slopes(p.H);
   for (int64_t h = 0; h < p.H; ++h)
-    t.data.set(h, std::exp2(-8.0 * static_cast<double>(h + 1) / static_cast<double>(p.H)));
+    t.data.set(h, slopes[static_cast<size_t>(h)]);
   return t;
 }
 

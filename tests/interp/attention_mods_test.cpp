@@ -151,4 +151,20 @@ TEST(AttentionMods, ModTensorsFollowTheBuiltInArguments) {
             print_kernel(plain));
 }
 
+// The command line's spellings of the library mods build the same mods (same identity) as the C++ calls.
+TEST(AttentionMods, ModsFromTheirCommandLineSpelling) {
+  AttentionMods parsed, built;
+  for (const char* text : {"causal", "causal=bottom-right", "sliding_window=64", "sliding_window=8,3",
+                           "prefix_lm=5", "softcap=30", "alibi", "document", "bias=f16"})
+    add_mod_from_text(parsed, text);
+  built.mask = {causal_mask(false),   causal_mask(true), sliding_window(64, 0),
+                sliding_window(8, 3), prefix_lm(5),      document_mask()};
+  built.score = {softcap(30), alibi(), additive_bias(DType::f16)};
+  EXPECT_EQ(parsed.name(), built.name());
+  EXPECT_EQ(parsed.identity(), built.identity());
+  EXPECT_EQ(parsed.name(),
+            "softcap(30),alibi,bias(f16)|causal_top_left,causal_bottom_right,sliding_window(64,0),"
+            "sliding_window(8,3),prefix_lm(5),document");
+}
+
 } // namespace
