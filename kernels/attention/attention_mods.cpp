@@ -139,8 +139,8 @@ std::vector<ModTensorSpec> AttentionMods::tensors() const {
 std::string AttentionMods::identity() const {
   if (empty())
     return "";
-  // The mods on a probe tile of 16 x 16 scores: the printed IR (ops, constants, call sites) is what the mods
-  // compute, so two mods that differ in any of it differ in the hash.
+  // The mods on a probe tile of 16 x 16 scores: the printed IR (ops and constants) is what the mods compute, so
+  // two mods that differ in any of it differ in the hash.
   const Shape tile = {16, 16};
   KernelBuilder kb("attention_mods_probe");
   ModArgs m = declare_mod_tensors(kb, *this);
@@ -158,7 +158,17 @@ std::string AttentionMods::identity() const {
         fail("mask_mod '{}': key_bounds must return two i32 scalars (lo, hi)", mod.name);
     }
   (void)s, (void)v;
-  const std::string ir = print_kernel(kb.finish());
+  // Without the call sites ("  // file:line"): mods that build the same ops are the same kernel wherever
+  // they are written.
+  const std::string printed = print_kernel(kb.finish());
+  std::string ir;
+  for (size_t at = 0; at < printed.size();) {
+    size_t eol = printed.find('\n', at);
+    eol = eol == std::string::npos ? printed.size() : eol;
+    const std::string line = printed.substr(at, eol - at);
+    ir += line.substr(0, line.find("  // ")) + "\n";
+    at = eol + 1;
+  }
   return name() + "#" + sha256_hex(ir).substr(0, 12);
 }
 
