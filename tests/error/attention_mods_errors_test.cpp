@@ -49,8 +49,8 @@ TEST(AttentionModErrors, ScoreModReturningABoolOrAnEmptyValue) {
 
 TEST(AttentionModErrors, ScoreModReturningATileOfAnotherShape) {
   const std::string msg =
-      build_error(score_only([](const Value&, const ModArgs&) { return zeros({7}, f32); }));
-  expect_mentions(msg, {"score_mod 'bad_score' returned", "7", "broadcastable to the score tile (128, 64)"});
+      build_error(score_only([](const Value&, const ModArgs&) { return zeros({8}, f32); }));
+  expect_mentions(msg, {"score_mod 'bad_score' returned", "8", "broadcastable to the score tile (128, 64)"});
 }
 
 TEST(AttentionModErrors, LoadOfATensorNoModDeclares) {
