@@ -160,6 +160,9 @@ inline void check_mod_case(const ModCase& c, const Config& config,
   const uint64_t seed = 0x6d0d + static_cast<uint64_t>(p.N_Q * 31 + p.N_K * 7 + p.H);
   AttentionInputs in = make_inputs(p, seed, c.base.input_scale);
   AttentionResult ref = reference_with_mods(p, in, c.mods, c.tensors);
+  // The mods change the result (else the case would check nothing about them).
+  EXPECT_FALSE(compare_to_reference(reference(p, in).o, ref.o).ok(1e-2))
+      << c.name << ": the mods change nothing";
   AttentionResult out = run_fa2_with_mods(p, c.mods, c.tensors, config, in, executor);
   const double tol = attention_tolerance(p.dtype, p.tf32, max_abs_lse(ref));
   Comparison o = compare_to_reference(out.o, ref.o);
