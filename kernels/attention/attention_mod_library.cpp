@@ -120,6 +120,15 @@ ScoreMod additive_bias(DType dtype) {
   return m;
 }
 
+SinkMod attention_sinks() {
+  SinkMod m;
+  m.name = "sinks";
+  m.tensors = {{"sinks", DType::f32, {"H"}}};
+  m.fn = [](const ModArgs& a) { return a.load("sinks", {a.h}); };
+  m.reference = [](const ModPoint& p) { return p.at("sinks", {p.h}); };
+  return m;
+}
+
 std::vector<double> standard_alibi_slopes(int64_t heads) {
   std::vector<double> s;
   for (int64_t h = 0; h < heads; ++h)
@@ -188,6 +197,9 @@ void add_mod_from_text(AttentionMods& mods, const std::string& text) {
   } else if (name == "document") {
     no_arg();
     mods.mask.push_back(document_mask());
+  } else if (name == "sinks") {
+    no_arg();
+    mods.sink.push_back(attention_sinks());
   } else if (name == "bias") {
     const DType dt = !has_arg || arg == "f32" ? DType::f32
                      : arg == "f16"           ? DType::f16
@@ -198,8 +210,7 @@ void add_mod_from_text(AttentionMods& mods, const std::string& text) {
     mods.score.push_back(additive_bias(dt));
   } else {
     fail("--mod {}: unknown mod '{}'; expected one of causal, sliding_window, prefix_lm, softcap, alibi, "
-         "document, "
-         "bias",
+         "document, bias, sinks",
          text, name);
   }
 }

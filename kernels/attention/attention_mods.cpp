@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 
 namespace kiln {
 
@@ -40,8 +41,8 @@ ModArgs declare_mod_tensors(KernelBuilder& kb, const AttentionMods& mods) {
 }
 
 // A mod's result as the (BM, BN) tile the kernel needs: f32 scores or i1 visibility.
-Value checked_result(const Value& r, bool is_mask, const std::string& mod, const Shape& tile) {
-  const char* kind = is_mask ? "mask_mod" : "score_mod";
+Value checked_result(const Value& r, const char* kind, const std::string& mod, const Shape& tile) {
+  const bool is_mask = std::string_view(kind) == "mask_mod";
   const std::string want = fmt::format("{} tile broadcastable to the score tile {}",
                                        is_mask ? "an i1 (bool)" : "a float", shape_str(tile));
   if (!r.valid())
@@ -63,13 +64,13 @@ Value checked_result(const Value& r, bool is_mask, const std::string& mod, const
 // The score mods in order, then the mask mods anded: the tile's scores and (when `mask`) its visibility.
 Value apply_score_mods(const AttentionMods& mods, const ModArgs& m, Value score, const Shape& tile) {
   for (const ScoreMod& mod : mods.score)
-    score = checked_result(mod.fn(score, m), false, mod.name, tile);
+    score = checked_result(mod.fn(score, m), "score_mod", mod.name, tile);
   return score;
 }
 
 Value apply_mask_mods(const AttentionMods& mods, const ModArgs& m, Value visible, const Shape& tile) {
   for (const MaskMod& mod : mods.mask)
-    visible = visible && checked_result(mod.fn(m), true, mod.name, tile);
+    visible = visible && checked_result(mod.fn(m), "mask_mod", mod.name, tile);
   return visible;
 }
 
@@ -102,7 +103,7 @@ std::string AttentionMods::name() const {
     s.push_back(mod.name);
   for (const MaskMod& mod : mask)
     m.push_back(mod.name);
-  return join_names(s) + "|" + join_names(m);
+  return join_names(s) + "|" + join_names(m) + (sink.empty() ? "" : "|sink:" + sink[0].name);
 }
 
 std::vector<ModTensorSpec> AttentionMods::tensors() const {
@@ -133,14 +134,19 @@ std::vector<ModTensorSpec> AttentionMods::tensors() const {
     add(mod.name, static_cast<bool>(mod.fn), mod.tensors);
   for (const MaskMod& mod : mask)
     add(mod.name, static_cast<bool>(mod.fn), mod.tensors);
+  if (sink.size() > 1)
+    fail("attention mods: {} sinks ({}, {}, ...); expected at most one", sink.size(), sink[0].name,
+         sink[1].name);
+  for (const SinkMod& mod : sink)
+    add(mod.name, static_cast<bool>(mod.fn), mod.tensors);
   return all;
 }
 
 std::string AttentionMods::identity() const {
   if (empty())
     return "";
-  // The mods on a probe tile of 16 x 16 scores: the printed IR (ops and constants) is what the mods compute, so
-  // two mods that differ in any of it differ in the hash.
+  // The mods on a probe tile of 16 x 16 scores: the printed IR (ops and constants) is what the mods compute,
+  // so two mods that differ in any of it differ in the hash.
   const Shape tile = {16, 16};
   KernelBuilder kb("attention_mods_probe");
   ModArgs m = declare_mod_tensors(kb, *this);
@@ -151,6 +157,8 @@ std::string AttentionMods::identity() const {
   m.kv_idx = arange(0, tile[1]).expand_dims(0);
   Value s = apply_score_mods(*this, m, full(tile, 0.0, f32), tile);
   Value v = apply_mask_mods(*this, m, full(tile, 1.0, i1), tile);
+  for (const SinkMod& mod : sink)
+    v = checked_result(mod.fn(m), "sink", mod.name, {tile[0], 1});
   for (const MaskMod& mod : mask)
     if (mod.key_bounds) {
       KeyBounds kbnd = mod.key_bounds(m, m.N_Q * 0, m.N_Q - 1);
@@ -204,6 +212,14 @@ Value modded_scores(const ModKernelEnv& env, const AttentionArgs& a, const Atten
     return score;
   Value visible = apply_mask_mods(*env.mods, m, visible_keys(a, tp, env.offs_m, offs_n), tile);
   return where(visible, score, -kInfinity);
+}
+
+SinkState sink_initial_state(const ModKernelEnv& env, const AttentionTileParams& tp) {
+  const SinkMod& mod = env.mods->sink[0];
+  // (BM, 1) f32 in the scores' domain, then (BM,) in the kernel's log2 domain.
+  Value s =
+      reshape(checked_result(mod.fn(env.args), "sink", mod.name, {tp.block_m, 1}), {tp.block_m}) * kLog2e;
+  return SinkState{s.named("m_sink"), (s > -kInfinity).to(f32).named("l_sink")};
 }
 
 ModKeyTiles mod_key_tiles(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,

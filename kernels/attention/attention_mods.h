@@ -95,20 +95,35 @@ struct MaskMod {
   KeyBoundsFn key_bounds; // optional: without it, every key tile is visited
 };
 
+// An attention sink (learned per-head logits, as gpt-oss's): one more logit per query row that joins the
+// softmax's denominator as a key with no value, O = Σ_j e^{s_j} v_j / (e^{sink} + Σ_j e^{s_j}) and
+// LSE = log(e^{sink} + Σ_j e^{s_j}); a row that sees no key gets O = 0 and LSE = sink. fn returns the sink in
+// the scores' domain (compared with q·k · sm_scale after the score mods) as an f32 scalar or a (BLOCK_M, 1)
+// tile; a sink of −inf is no sink.
+struct SinkMod {
+  std::string name;
+  std::vector<ModTensorSpec> tensors;
+  std::function<Value(const ModArgs& m)> fn;
+  std::function<double(const ModPoint& m)> reference; // optional, as ScoreMod::reference (kv_idx unused)
+};
+
 // The mods of one attention call: score mods applied in order, and mask mods of which every one must let a
 // key through for the row to see it (on top of the CAUSAL mode, which stays the built-in fast path).
 struct AttentionMods {
   std::vector<ScoreMod> score;
   std::vector<MaskMod> mask;
+  std::vector<SinkMod> sink; // at most one
 
-  bool empty() const { return score.empty() && mask.empty(); }
-  // "softcap(30)|document,window(64,0)": score mods, then a bar and the mask mods.
+  bool empty() const { return score.empty() && mask.empty() && sink.empty(); }
+  // "softcap(30)|document,window(64,0)": score mods, then a bar and the mask mods; then "|sink:" and the
+  // sink's name when there is one.
   std::string name() const;
   // name() and a short hash of the IR the mods build on a probe tile: what the kernel's name carries.
   // Builds the mods, so a mod that breaks the rules (wrong return type, unknown tensor) fails here.
   std::string identity() const;
-  // Every tensor the mods declare, score mods' first, in order; a kiln::Error for a name that is not an
-  // identifier, declared twice, an unknown dim name, or a mod without a name or a function.
+  // Every tensor the mods declare, score mods' first, then mask mods', then the sink's; a kiln::Error for a
+  // name that is not an identifier, declared twice, an unknown dim name, a mod without a name or a function,
+  // or more than one sink.
   std::vector<ModTensorSpec> tensors() const;
 };
 
@@ -122,6 +137,7 @@ struct ModKernelEnv {
 
   bool active() const { return mods != nullptr; }
   bool has_mask() const { return mods != nullptr && !mods->mask.empty(); }
+  bool has_sink() const { return mods != nullptr && !mods->sink.empty(); }
 };
 
 // Declares the mods' tensor arguments (after the kernel's own) and the per-program values.
@@ -132,6 +148,13 @@ ModKernelEnv mod_kernel_env(KernelBuilder& kb, const AttentionMods& mods, const 
 // in a `masked` tile, −inf where the built-in mask (N_K, CAUSAL) or a mask mod hides the key.
 Value modded_scores(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
                     const Value& qk, const Value& start_n, bool masked);
+
+// The online softmax's starting state with the sink as a key already seen: the running max m (BLOCK_M,) in
+// the log2 domain, the sink itself, and the row sum l, 1 (0 where the sink is −inf).
+struct SinkState {
+  Value m, l;
+};
+SinkState sink_initial_state(const ModKernelEnv& env, const AttentionTileParams& tp);
 
 // The key tiles a Q tile at m0 visits when there are mask mods: from `start` (a multiple of BLOCK_N) to
 // `end`, each masked; the intersection of the mods' key bounds and the causal rule, else every key.

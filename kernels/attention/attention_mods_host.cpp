@@ -88,6 +88,9 @@ AttentionResult reference_with_mods(const AttentionProblem& p, const AttentionIn
   for (const MaskMod& m : mods.mask)
     if (!m.reference)
       fail("mask_mod '{}' has no reference; the double-precision reference needs one for every mod", m.name);
+  for (const SinkMod& m : mods.sink)
+    if (!m.reference)
+      fail("sink '{}' has no reference; the double-precision reference needs one for every mod", m.name);
   const SizeArgs sizes = attention_size_args(p);
   std::map<std::string, std::vector<int64_t>> strides;
   for (const ModTensorSpec& spec : mods.tensors()) {
@@ -113,7 +116,26 @@ AttentionResult reference_with_mods(const AttentionProblem& p, const AttentionIn
         return -std::numeric_limits<double>::infinity();
     return s;
   };
-  return reference_forward(p, logical_tensors(p, in), score);
+  AttentionResult r = reference_forward(p, logical_tensors(p, in), score);
+  for (const SinkMod& sink :
+       mods.sink) // one more term in each row's denominator: LSE' = logaddexp(LSE, sink)
+    for (int64_t b = 0; b < p.B; ++b)
+      for (int64_t h = 0; h < p.H; ++h)
+        for (int64_t i = 0; i < p.N_Q; ++i) {
+          pt.b = b, pt.h = h, pt.q_idx = i, pt.kv_idx = 0;
+          const double s = sink.reference(pt);
+          const size_t row = static_cast<size_t>((b * p.H + h) * p.N_Q + i);
+          const double lse = r.lse[row];
+          if (std::isnan(lse) || s == -std::numeric_limits<double>::infinity())
+            continue;
+          const double hi = std::max(lse, s);
+          const double merged = hi + std::log(std::exp(lse - hi) + std::exp(s - hi));
+          const double keep = std::exp(lse - merged); // the keys' share of the new denominator
+          for (int64_t d = 0; d < p.D; ++d)
+            r.o[row * static_cast<size_t>(p.D) + static_cast<size_t>(d)] *= keep;
+          r.lse[row] = merged;
+        }
+  return r;
 }
 
 AttentionResult run_fa2_with_mods(const AttentionProblem& p, const AttentionMods& mods,

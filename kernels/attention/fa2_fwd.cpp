@@ -39,6 +39,10 @@ Kernel build_fa2_fwd_with_mods(const Config& config, const AttentionMods& mods) 
   Value m_i = full({BM}, -kInfinity, f32).named("m_i"); // running row max, log2 domain
   Value l_i = zeros({BM}, f32).named("l_i");             // running row sum of p
   Value acc = zeros({BM, HD}, f32).named("acc");         // (BM, HD) unnormalised output
+  if (mod_env.has_sink()) { // a sink joins the softmax as a key with no value: the state starts from it
+    SinkState sink = sink_initial_state(mod_env, tp);
+    m_i = sink.m, l_i = sink.l;
+  }
 
   // One K/V tile: qk, the online-softmax update, acc += p v. `masked` tiles hide keys past N_K and,
   // when causal, keys above the diagonal; unmasked tiles skip that work entirely.

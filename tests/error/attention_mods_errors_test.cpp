@@ -50,7 +50,7 @@ TEST(AttentionModErrors, ScoreModReturningABoolOrAnEmptyValue) {
 TEST(AttentionModErrors, ScoreModReturningATileOfAnotherShape) {
   const std::string msg =
       build_error(score_only([](const Value&, const ModArgs&) { return zeros({8}, f32); }));
-  expect_mentions(msg, {"score_mod 'bad_score' returned", "8", "broadcastable to the score tile (128, 64)"});
+  expect_mentions(msg, {"score_mod 'bad_score' returned tensor<8xf32>", "broadcastable to the score tile ("});
 }
 
 TEST(AttentionModErrors, LoadOfATensorNoModDeclares) {
@@ -78,6 +78,12 @@ TEST(AttentionModErrors, BadTensorDeclarations) {
   name.score = {
       ScoreMod{"x", {{"my-bias", DType::f32, {"H"}}}, [](const Value& s, const ModArgs&) { return s; }, {}}};
   expect_mentions(user_error([&] { (void)name.tensors(); }), {"'my-bias'", "identifier"});
+  AttentionMods two_sinks;
+  two_sinks.sink = {attention_sinks(), attention_sinks()};
+  expect_mentions(user_error([&] { (void)two_sinks.tensors(); }), {"2 sinks", "at most one"});
+  AttentionMods bad_sink;
+  bad_sink.sink = {SinkMod{"row_sink", {}, [](const ModArgs& m) { return m.kv_idx.to(f32); }, {}}};
+  expect_mentions(user_error([&] { (void)bad_sink.identity(); }), {"sink 'row_sink' returned", "(16, 1)"});
   AttentionMods unnamed;
   unnamed.mask = {MaskMod{"", {}, [](const ModArgs& m) { return m.kv_idx <= m.q_idx; }, {}, {}}};
   expect_mentions(user_error([&] { (void)unnamed.identity(); }), {"a mod has no name"});

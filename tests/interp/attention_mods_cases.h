@@ -9,6 +9,7 @@
 #include "kernels/attention/attention_mods_host.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,14 @@ inline ModTensorData bias_tensor(DType dtype, std::vector<int64_t> shape, uint64
     x = x * 6364136223846793005ull + 1442695040888963407ull;
     t.data.set(i, static_cast<double>((x >> 33) % 4001) / 1000.0 - 2.0);
   }
+  return t;
+}
+
+// Sink logits per head: `values` in turn (-inf is no sink).
+inline ModTensorData sink_logits(const AttentionProblem& p, const std::vector<double>& values) {
+  ModTensorData t = contiguous_mod_tensor(DType::f32, {p.H}, "sinks");
+  for (int64_t h = 0; h < p.H; ++h)
+    t.data.set(h, values[static_cast<size_t>(h) % values.size()]);
   return t;
 }
 
@@ -149,6 +158,21 @@ inline std::vector<ModCase> mod_cases() {
     tl.block_m = 16;
     tl.block_n = 32;
     cs.push_back(mod_case("softcap_window_builtin_causal_tl", tl, {softcap(2)}, {sliding_window(30, 30)}));
+  }
+  {
+    // Attention sinks: on the built-in bottom-right causal path with rows that see no key (O = 0, LSE = the
+    // sink; -inf: no sink), and with a window mask and softcapping.
+    AttentionCase br = make_case(100, 17, 64, 2, D::f16, 4, 2);
+    const double inf = std::numeric_limits<double>::infinity();
+    ModCase sinks = mod_case("sinks_causal_br_100x17_gqa", br, {}, {},
+                             {{"sinks", sink_logits(br.problem, {-1.0, 0.5, 2.0, -inf})}});
+    sinks.mods.sink = {attention_sinks()};
+    cs.push_back(sinks);
+    AttentionCase w = make_case(77, 130, 32, 0, D::bf16, 2, 1);
+    ModCase combo = mod_case("sinks_window_softcap", w, {softcap(10)}, {sliding_window(20, 3)},
+                             {{"sinks", sink_logits(w.problem, {1.5, 3.0})}});
+    combo.mods.sink = {attention_sinks()};
+    cs.push_back(combo);
   }
   return cs;
 }

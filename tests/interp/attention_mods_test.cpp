@@ -102,6 +102,28 @@ TEST(AttentionMods, KeyTilesOutsideTheKeyBoundsAreNeverVisited) {
   EXPECT_TRUE(compare_to_reference(out2.o, ref2.o).ok(1e-5)) << compare_to_reference(out2.o, ref2.o).str();
 }
 
+// With a sink, a row that sees no key gets O = 0 and LSE = its sink; a sink of -inf is no sink (LSE = -inf).
+TEST(AttentionMods, RowsThatSeeNoKeyUnderASinkGiveZeroAndTheSink) {
+  for (const ModCase& c : mod_cases()) {
+    if (c.name != "sinks_causal_br_100x17_gqa")
+      continue;
+    const AttentionProblem& p = c.base.problem;
+    AttentionResult out = run_fa2_with_mods(p, c.mods, c.tensors, mod_case_config(c), make_inputs(p, 5, 1.0));
+    const HostBuffer& sinks = c.tensors.at("sinks").data;
+    for (int64_t h = 0; h < p.H; ++h)
+      for (int64_t i = 0; i < 83; ++i) { // bottom-right, N_Q - N_K = 83: rows 0..82 see no key
+        const size_t row = static_cast<size_t>(h * p.N_Q + i);
+        if (std::isinf(sinks.get(h)))
+          ASSERT_EQ(out.lse[row], sinks.get(h)) << "h " << h << " row " << i;
+        else
+          ASSERT_NEAR(out.lse[row], sinks.get(h), 1e-6) << "h " << h << " row " << i;
+        for (int64_t d = 0; d < p.D; ++d)
+          ASSERT_EQ(out.o[row * static_cast<size_t>(p.D) + static_cast<size_t>(d)], 0.0)
+              << "h " << h << " row " << i;
+      }
+  }
+}
+
 // A mod written in a few lines by a user: a per-(head, key) bias table read through ModArgs::load, with a
 // relative-position term, composed with a library mask.
 TEST(AttentionMods, AUserModReadingItsOwnTensor) {
@@ -159,16 +181,17 @@ TEST(AttentionMods, ModTensorsFollowTheBuiltInArguments) {
 TEST(AttentionMods, ModsFromTheirCommandLineSpelling) {
   AttentionMods parsed, built;
   for (const char* text : {"causal", "causal=bottom-right", "sliding_window=64", "sliding_window=8,3",
-                           "prefix_lm=5", "softcap=30", "alibi", "document", "bias=f16"})
+                           "prefix_lm=5", "softcap=30", "alibi", "document", "bias=f16", "sinks"})
     add_mod_from_text(parsed, text);
   built.mask = {causal_mask(false),   causal_mask(true), sliding_window(64, 0),
                 sliding_window(8, 3), prefix_lm(5),      document_mask()};
   built.score = {softcap(30), alibi(), additive_bias(DType::f16)};
+  built.sink = {attention_sinks()};
   EXPECT_EQ(parsed.name(), built.name());
   EXPECT_EQ(parsed.identity(), built.identity());
   EXPECT_EQ(parsed.name(),
             "softcap(30),alibi,bias(f16)|causal_top_left,causal_bottom_right,sliding_window(64,0),"
-            "sliding_window(8,3),prefix_lm(5),document");
+            "sliding_window(8,3),prefix_lm(5),document|sink:sinks");
 }
 
 } // namespace
