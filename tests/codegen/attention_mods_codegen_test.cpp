@@ -1,6 +1,7 @@
 // The FA2 forward with attention mods (attention_mods.h) generates CUDA that compiles with NVRTC for sm_90a
 // and sm_80 (where NVRTC is usable): the combination of a document mask, a sliding window and softcapping
-// (mask mods' key loop, tensor reads), ALiBi on the built-in causal path (two stages), a bias in f16; and the
+// (mask mods' key loop, tensor reads), ALiBi and attention sinks on the built-in causal path (two
+// stages), a bias in f16; and the
 // mods' code is in the text (tanhf, the mod tensors as kernel parameters).
 #include "kernels/attention/attention_mod_library.h"
 #include "kernels/attention/attention_problem.h"
@@ -27,8 +28,9 @@ std::vector<ModKernel> mod_kernels() {
   combo.mods.mask = {document_mask(), sliding_window(256, 0)};
   combo.mods.score = {softcap(30)};
   ks.push_back(combo);
-  ModKernel alibi_causal{"alibi_causal", {}, 1, DType::f16};
+  ModKernel alibi_causal{"alibi_sinks_causal", {}, 1, DType::f16};
   alibi_causal.mods.score = {alibi()};
+  alibi_causal.mods.sink = {attention_sinks()};
   ks.push_back(alibi_causal);
   ModKernel bias{"bias_f16_prefix_lm", {}, 0, DType::f16};
   bias.mods.score = {additive_bias(DType::f16)};
