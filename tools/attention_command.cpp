@@ -99,11 +99,12 @@ cl::opt<bool> exact_masked_v("exact-masked-v",
                              cl::desc("Keys a row does not see contribute nothing to it even when their V holds "
                                       "NaN or inf (slower; docs/guarantees.md)"),
                              cl::sub(attention_sub), cl::cat(cat));
-cl::list<std::string> mod_specs("mod",
-                                cl::desc("A score or mask mod of kiln's library (repeatable): causal[=top-left|"
-                                         "bottom-right], sliding_window=LEFT[,RIGHT], prefix_lm=N, softcap=CAP, "
-                                         "alibi (the usual slopes); forward only, with the default config"),
-                                cl::value_desc("NAME[=ARGS]"), cl::sub(attention_sub), cl::cat(cat));
+cl::list<std::string>
+    mod_specs("mod",
+              cl::desc("A score or mask mod of kiln's library (repeatable): causal[=top-left|"
+                       "bottom-right], sliding_window=LEFT[,RIGHT], prefix_lm=N, softcap=CAP, "
+                       "alibi (the usual slopes); forward only, with the default config"),
+              cl::value_desc("NAME[=ARGS]"), cl::sub(attention_sub), cl::cat(cat));
 cl::list<std::string> sets("set", cl::desc("Override a kernel parameter: NAME=VALUE (e.g. BLOCK_M=64)"),
                            cl::value_desc("NAME=VALUE"), cl::sub(attention_sub), cl::cat(cat));
 

@@ -274,8 +274,8 @@ PreparedForward prepare_forward(const TensorRef& q, const TensorRef& k, const Te
     TuneOptions tune;
     tune.mode = mode;
     tune.flops = attention_flops(p);
-    f.tuned = attention_tuner().select(fa2_fwd_def(options.mods), default_fa2_config(p), attention_size_args(p),
-                                       f.args, outputs, tune);
+    f.tuned = attention_tuner().select(fa2_fwd_def(options.mods), default_fa2_config(p),
+                                       attention_size_args(p), f.args, outputs, tune);
   }
   return f;
 }

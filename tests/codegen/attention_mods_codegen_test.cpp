@@ -1,7 +1,8 @@
 // The FA2 forward with attention mods (attention_mods.h) generates CUDA that compiles with NVRTC for sm_90a
 // and sm_80 (where NVRTC is usable): the combination of a document mask, a sliding window and softcapping
 // (mask mods' key loop, tensor reads), ALiBi and attention sinks on the built-in causal path (two stages), a
-// bias in f16 with prefix-LM; and the mods' code is in the text (tanhf, the mod tensors as kernel parameters).
+// bias in f16 with prefix-LM; and the mods' code is in the text (tanhf, the mod tensors as kernel
+// parameters).
 #include "kernels/attention/attention_mod_library.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa2_fwd.h"
