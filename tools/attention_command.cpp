@@ -5,6 +5,8 @@
 // the run (and the check) succeeded, as one set: all of them or none (support/output_set.h); their paths
 // are checked before the run.
 #include "kernels/attention/attention_api.h"
+#include "kernels/attention/attention_mod_library.h"
+#include "kernels/attention/attention_mods_host.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/attention_tolerance.h"
 #include "kernels/attention/fa2_fwd.h"
@@ -97,6 +99,12 @@ cl::opt<bool> exact_masked_v("exact-masked-v",
                              cl::desc("Keys a row does not see contribute nothing to it even when their V holds "
                                       "NaN or inf (slower; docs/guarantees.md)"),
                              cl::sub(attention_sub), cl::cat(cat));
+cl::list<std::string>
+    mod_specs("mod",
+              cl::desc("A score or mask mod of kiln's library (repeatable): causal[=top-left|"
+                       "bottom-right], sliding_window=LEFT[,RIGHT], prefix_lm=N, softcap=CAP, "
+                       "alibi (the usual slopes); forward only, with the default config"),
+              cl::value_desc("NAME[=ARGS]"), cl::sub(attention_sub), cl::cat(cat));
 cl::list<std::string> sets("set", cl::desc("Override a kernel parameter: NAME=VALUE (e.g. BLOCK_M=64)"),
                            cl::value_desc("NAME=VALUE"), cl::sub(attention_sub), cl::cat(cat));
 
@@ -258,6 +266,24 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
       {{"--out", out_file}, {"--lse", lse_file}, {"--dq", dq_file}, {"--dk", dk_file}, {"--dv", dv_file}},
       {{"--q", q_file}, {"--k", k_file}, {"--v", v_file}, {"--dout", dout_file}});
 
+  // --mod: library mods, with the tensors the command line can make (ALiBi's usual slopes).
+  AttentionMods mods;
+  for (const std::string& text : mod_specs)
+    add_mod_from_text(mods, text);
+  ModTensorValues mod_tensors;
+  for (const ModTensorSpec& spec : mods.tensors()) {
+    if (spec.name != "alibi_slopes")
+      fail("--mod: the mods {} read the tensor '{}', which the command line cannot give; pass it through "
+           "kiln::attention::AttentionOptions::mod_tensors in C++",
+           mods.name(), spec.name);
+    mod_tensors[spec.name] = contiguous_mod_tensor(DType::f32, {p.H}, spec.name);
+    const std::vector<double> slopes = standard_alibi_slopes(p.H);
+    for (int64_t h = 0; h < p.H; ++h)
+      mod_tensors[spec.name].data.set(h, slopes[static_cast<size_t>(h)]);
+  }
+  if (!mods.empty() && (backward_pass || bench))
+    fail("--mod applies to the forward, without --backward or --bench for now");
+
   const std::map<std::string, int64_t> overrides = parse_assignments(sets, "--set");
   Config config = fa2_fwd_def().with_overrides(default_fa2_config(p), overrides);
   check_attention_config(p, config);
@@ -282,7 +308,9 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
   // As kiln::attention::forward does: on the GPU the autotuner picks the config (KILN_AUTOTUNE says whether
   // it may tune), unless --set fixed parameters. The interpreter runs the default: its speed says nothing.
   std::string config_source = overrides.empty() ? "the default config" : "the default config with --set";
-  if (executor == Executor::Gpu && overrides.empty()) {
+  if (!mods.empty())
+    config_source += "; mods " + mods.name() + " (not autotuned)";
+  if (executor == Executor::Gpu && overrides.empty() && mods.empty()) {
     TunedLaunch tuned = autotuned_launch(p, inputs);
     config = tuned.config;
     config_source = autotuned_source(tuned.result.source);
@@ -291,7 +319,8 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
   llvm::outs() << fmt::format("fa2_fwd {} on {} ({}; {})\n", p.str(),
                               executor == Executor::Gpu ? "the GPU" : "the interpreter", config.str(),
                               config_source);
-  AttentionResult result = run_fa2_interpreted(p, config, inputs, executor);
+  AttentionResult result = mods.empty() ? run_fa2_interpreted(p, config, inputs, executor)
+                                        : run_fa2_with_mods(p, mods, mod_tensors, config, inputs, executor);
 
   bool ok = true;
   std::string nonfinite;
@@ -300,7 +329,8 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
         p, {{"Q", to_doubles(inputs.q)}, {"K", to_doubles(inputs.k)}, {"V", to_doubles(inputs.v)}});
     if (!nonfinite.empty())
       llvm::outs() << "check: " << nonfinite << "\n";
-    AttentionResult ref = reference(p, inputs);
+    AttentionResult ref =
+        mods.empty() ? reference(p, inputs) : reference_with_mods(p, inputs, mods, mod_tensors);
     const double tol = attention_tolerance(p.dtype, p.tf32, max_abs_lse(ref));
     Comparison co = compare_to_reference(result.o, ref.o);
     Comparison cmp_lse = compare_to_reference(result.lse, ref.lse);

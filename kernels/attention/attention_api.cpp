@@ -137,8 +137,10 @@ ValidatedAttention detail::validate_attention_args(const TensorRef& q, const Ten
   ValidatedAttention r;
   r.problem = p;
   r.empty = p.B == 0 || p.N_Q == 0;
-  if (r.empty)
+  if (r.empty) {
+    (void)validate_mod_tensors(options, p, nullptr, site);
     return r; // nothing is read or written: addresses and strides do not matter
+  }
 
   // Strides and addresses.
   for (auto [name, t] : tensors)
@@ -192,6 +194,7 @@ ValidatedAttention detail::validate_attention_args(const TensorRef& q, const Ten
   r.q = q.data, r.k = k.data, r.v = v.data, r.o = o.data;
   if (lse)
     r.lse = lse->data;
+  r.mod_tensors = validate_mod_tensors(options, p, &ranges, site);
 
   // Whatever the kernels would reject of the problem, reported here rather than at compile time.
   try {
@@ -226,6 +229,11 @@ std::vector<LaunchArg> forward_launch_args(const ValidatedAttention& a, uint64_t
   for (const TensorStrides* t : {&a.strides.q, &a.strides.k, &a.strides.v, &a.strides.o})
     for (int64_t s : {t->b, t->h, t->n})
       args.push_back(LaunchArg::of_int(s));
+  for (const ValidatedModTensor& t : a.mod_tensors) { // the mods' tensors: none for FA1 and the backward
+    args.push_back(LaunchArg::pointer(t.data));
+    for (int64_t s : t.strides)
+      args.push_back(LaunchArg::of_int(s));
+  }
   return args;
 }
 
@@ -266,8 +274,8 @@ PreparedForward prepare_forward(const TensorRef& q, const TensorRef& k, const Te
     TuneOptions tune;
     tune.mode = mode;
     tune.flops = attention_flops(p);
-    f.tuned = attention_tuner().select(fa2_fwd_def(), default_fa2_config(p), attention_size_args(p), f.args,
-                                       outputs, tune);
+    f.tuned = attention_tuner().select(fa2_fwd_def(options.mods), default_fa2_config(p),
+                                       attention_size_args(p), f.args, outputs, tune);
   }
   return f;
 }
@@ -284,7 +292,7 @@ void forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const T
   if (f.tuned) {
     f.tuned->kernel->launch(f.tuned->grid, f.args, stream);
   } else {
-    const KernelDef def = fa2_fwd_def();
+    const KernelDef def = fa2_fwd_def(options.mods);
     compiled_for(def, *options.config)->launch(def.grid(*options.config, attention_size_args(f.a.problem)), f.args,
                                                stream);
   }

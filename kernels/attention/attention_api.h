@@ -18,11 +18,13 @@
 #include "dsl/config.h"
 #include "dsl/dtype.h"
 #include "jit/tuned_kernel.h"
+#include "kernels/attention/attention_mods.h"
 #include "kernels/attention/attention_problem.h"
 
 #include <llvm/ADT/SmallVector.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <source_location>
 #include <string>
@@ -77,6 +79,21 @@ struct AttentionOptions {
   // How the 4-D shapes of q, k, v and o are read: "bhsd" ([B, H, N, D], the default) or "bshd"
   // ([B, N, H, D], the layout of packed projections). Either way the strides say where elements are.
   std::string layout = "bhsd";
+  // Score and mask mods (attention_mods.h; kiln's own in attention_mod_library.h), forward() and
+  // tune_forward() only, and the device tensors they read, by the names the mods declare (ModTensorSpec):
+  // each of the declared dtype, with the declared dims' extents or 1 (broadcast) and any non-negative
+  // strides. The kernel is generated for the mods and tuned apart from the built-in one. Empty mods: the
+  // built-in kernel, exactly.
+  AttentionMods mods;
+  std::map<std::string, TensorRef> mod_tensors;
+};
+
+// A mod tensor as the kernel receives it: its address and strides (0 along a broadcast dim), in
+// AttentionMods::tensors() order.
+struct ValidatedModTensor {
+  std::string name;
+  uint64_t data = 0;
+  std::vector<int64_t> strides;
 };
 
 // What validate_attention_args() derives from a valid call: the problem for the kernels and the reference,
@@ -87,6 +104,7 @@ struct ValidatedAttention {
   AttentionStrides strides; // per tensor: batch, head and sequence strides (the head dim has stride 1)
   uint64_t q = 0, k = 0, v = 0, o = 0;
   std::optional<uint64_t> lse; // f32 [B, H, N_Q] contiguous, when the caller asked for it
+  std::vector<ValidatedModTensor> mod_tensors; // options.mod_tensors, in the kernel's order
   // B == 0 or N_Q == 0: there is nothing to compute, and forward() returns without touching the GPU.
   bool empty = false;
 };
@@ -109,7 +127,11 @@ struct ValidatedAttention {
 //  - o whose elements overlap each other (a zero or too-small stride), and o or lse whose memory range
 //    overlaps q, k, v (or each other): outputs would overwrite inputs while they are read. Ranges are
 //    compared as [first byte, last byte], so an o interleaved with an input in one buffer is rejected too;
-//  - options.config that disagrees with the problem (check_attention_config) or lacks a tile parameter.
+//  - options.config that disagrees with the problem (check_attention_config) or lacks a tile parameter;
+//  - mods that break the rules (AttentionMods::identity), given to an entry point other than forward() and
+//    tune_forward(); a mod tensor missing, not declared, of another dtype, of a shape that is not the
+//    declared dims (or 1), with a negative stride, a null or misaligned address (a multiple of its element
+//    size), or whose bytes overlap o or lse.
 ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,
                                            const TensorRef& o, const std::optional<TensorRef>& lse,
                                            const AttentionOptions& options = {},

@@ -73,6 +73,13 @@ void check_size(const char* what, int64_t v, const ApiSite& site);
 // A non-null, 16-byte aligned address and batch/head/sequence strides of a multiple of 16 bytes.
 void check_alignment(const char* name, const TensorRef& t, const ApiSite& site);
 
+// The mod tensors of `options` checked against its mods and the problem (attention_api.h lists the checks),
+// in the kernel's order; `ranges` (q, k, v, o, then lse when given) for the overlap checks, nullptr for an
+// empty problem, whose tensors are never read (only the mods and shapes are checked then).
+std::vector<ValidatedModTensor> validate_mod_tensors(const AttentionOptions& options,
+                                                     const AttentionProblem& p,
+                                                     const std::vector<ByteRange>* ranges,
+                                                     const ApiSite& site);
 // validate_attention_args() with errors that name `site`'s entry point.
 ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,
                                            const TensorRef& o, const std::optional<TensorRef>& lse,

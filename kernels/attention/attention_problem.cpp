@@ -140,6 +140,11 @@ AttentionTensors64 logical_tensors(const AttentionProblem& p, const AttentionInp
 }
 
 AttentionResult reference_forward(const AttentionProblem& p, const AttentionTensors64& t) {
+  return reference_forward(p, t, ReferenceScoreFn());
+}
+
+AttentionResult reference_forward(const AttentionProblem& p, const AttentionTensors64& t,
+                                  const ReferenceScoreFn& score) {
   check_attention_problem(p);
   const double scale = p.scale();
   const size_t D = static_cast<size_t>(p.D);
@@ -166,7 +171,7 @@ AttentionResult reference_forward(const AttentionProblem& p, const AttentionTens
             dotp += q[d] * k[static_cast<size_t>(j) * D + d];
           if (std::abs(dotp) > std::numeric_limits<float>::max())
             dotp = std::copysign(kInf, dotp);
-          const double s = visible(p, i, j) ? dotp * scale : -kInf;
+          const double s = !visible(p, i, j) ? -kInf : score ? score(b, h, i, j, dotp * scale) : dotp * scale;
           scores[static_cast<size_t>(j)] = s;
           poisoned = poisoned || std::isnan(s) || s == kInf;
           if (!std::isnan(s))

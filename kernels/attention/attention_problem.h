@@ -8,6 +8,7 @@
 #include "dsl/registry.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,12 @@ std::vector<double> logical_tensor(const HostBuffer& buf, const TensorStrides& s
 AttentionTensors64 logical_tensors(const AttentionProblem& p, const AttentionInputs& in);
 // The forward in double on logical tensors (t.dout unused): O and LSE as reference() gives them.
 AttentionResult reference_forward(const AttentionProblem& p, const AttentionTensors64& t);
+// The same with each score of a key the CAUSAL rule lets through passed through `score` (b, h, query i, key
+// j, the scaled q·k in double) before the softmax; it returns the final score, −inf to hide the key. The
+// score and mask mods' reference (attention_mods_host.h).
+using ReferenceScoreFn = std::function<double(int64_t b, int64_t h, int64_t i, int64_t j, double score)>;
+AttentionResult reference_forward(const AttentionProblem& p, const AttentionTensors64& t,
+                                  const ReferenceScoreFn& score);
 
 // softmax(Q Kᵀ · scale) V and the natural-log logsumexp in double precision from the rounded inputs.
 // A query row that sees no key gets O = 0 and LSE = −inf.

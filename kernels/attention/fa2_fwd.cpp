@@ -1,6 +1,7 @@
 #include "kernels/attention/fa2_fwd.h"
 
 #include "dsl/dsl.h"
+#include "kernels/attention/attention_mods.h"
 #include "kernels/attention/attention_tiles.h"
 #include "kernels/attention/attention_value_selection.h"
 #include "kernels/codegen_params.h"
@@ -9,7 +10,9 @@
 
 namespace kiln {
 
-Kernel build_fa2_fwd(const Config& config) {
+Kernel build_fa2_fwd(const Config& config) { return build_fa2_fwd_with_mods(config, AttentionMods{}); }
+
+Kernel build_fa2_fwd_with_mods(const Config& config, const AttentionMods& mods) {
   const AttentionTileParams tp = attention_tile_params(config, "fa2_fwd");
   const int64_t BM = tp.block_m, BN = tp.block_n, HD = tp.head_dim;
 
@@ -29,10 +32,17 @@ Kernel build_fa2_fwd(const Config& config) {
   Value q = load(q_ptr, tp.row_tile_check()).named("q"); // (BM, HD), zero past N_Q (and D)
 
   Value offs_m = (m0 + arange(0, BM)).named("offs_m"); // (BM,) i32
-  Value qk_scale = (a.sm_scale * kLog2e).named("qk_scale"); // exp(x·s) = exp2(x·s·log2 e): one multiply
+  // Mods (attention_mods.h) see scores already scaled by sm_scale: only log2 e is left to apply to them.
+  ModKernelEnv mod_env = mods.empty() ? ModKernelEnv{} : mod_kernel_env(kb, mods, a, off_hz, offs_m);
+  Value qk_scale = // exp(x·s) = exp2(x·s·log2 e): one multiply
+      (mod_env.active() ? scalar(kLog2e, f32) : a.sm_scale * kLog2e).named("qk_scale");
   Value m_i = full({BM}, -kInfinity, f32).named("m_i"); // running row max, log2 domain
   Value l_i = zeros({BM}, f32).named("l_i");             // running row sum of p
   Value acc = zeros({BM, HD}, f32).named("acc");         // (BM, HD) unnormalised output
+  if (mod_env.has_sink()) { // a sink joins the softmax as a key with no value: the state starts from it
+    SinkState sink = sink_initial_state(mod_env, tp);
+    m_i = sink.m, l_i = sink.l;
+  }
 
   // One K/V tile: qk, the online-softmax update, acc += p v. `masked` tiles hide keys past N_K and,
   // when causal, keys above the diagonal; unmasked tiles skip that work entirely.
@@ -45,7 +55,9 @@ Kernel build_fa2_fwd(const Config& config) {
     Value k = load(k_ptr, tp.k_tile_check(masked));
     Value kt = tp.k_transposed ? k : trans(k);           // (HD, BN)
     Value qk = dot(q, kt, Value(), tp.tf32).named("qk"); // (BM, BN) f32
-    if (masked) {
+    if (mod_env.active()) {
+      qk = modded_scores(mod_env, a, tp, qk, start_n, masked);
+    } else if (masked) {
       Value offs_n = start_n + arange(0, BN); // (BN,) i32
       qk = where(visible_keys(a, tp, offs_m, offs_n), qk, -kInfinity);
     }
@@ -74,6 +86,12 @@ Kernel build_fa2_fwd(const Config& config) {
   // are measured against (bench seeds suite), same results.
   if (config.get("MASK_EVERY_TILE") != 0) {
     for_range(0, a.N_K, BN, [&](Value start_n) { attend(start_n, true); });
+  } else if (mod_env.has_mask()) {
+    // Mask mods: every key tile within the mods' key bounds (and the causal rule), masked.
+    ModKeyTiles keys = mod_key_tiles(mod_env, a, tp, m0);
+    k_ptr = tp.k_transposed ? advance(k_ptr, {0, keys.start}) : advance(k_ptr, {keys.start, 0});
+    v_ptr = advance(v_ptr, {keys.start, 0});
+    for_range(keys.start, keys.end, BN, [&](Value start_n) { attend(start_n, true); });
   } else {
     KeyRange keys = key_range(a, tp, m0);
     for_range(0, keys.unmasked_end, BN, [&](Value start_n) { attend(start_n, false); });

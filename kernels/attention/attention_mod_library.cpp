@@ -1,0 +1,218 @@
+#include "kernels/attention/attention_mod_library.h"
+
+#include "dsl/dsl.h"
+#include "kernels/attention/attention_problem.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+namespace kiln {
+
+namespace {
+
+void check_extent(const char* mod, const char* what, int64_t v) {
+  if (v < 0 || v >= kMaxAttentionSize)
+    fail("{}: {} is {}; expected a number of keys from 0 to {}", mod, what, v, kMaxAttentionSize - 1);
+}
+
+// A literal the DSL's i32 index tiles take without widening (check_extent bounds it).
+int i32_literal(int64_t v) { return static_cast<int>(v); }
+
+std::string number(double v) { return fmt::format("{}", v); }
+
+} // namespace
+
+MaskMod causal_mask(bool bottom_right) {
+  MaskMod m;
+  m.name = bottom_right ? "causal_bottom_right" : "causal_top_left";
+  if (bottom_right) {
+    m.fn = [](const ModArgs& a) { return a.kv_idx <= a.q_idx + (a.N_K - a.N_Q); };
+    m.reference = [](const ModPoint& p) { return p.kv_idx <= p.q_idx + p.N_K - p.N_Q; };
+    m.key_bounds = [](const ModArgs& a, const Value&, const Value& q_last) {
+      return KeyBounds{scalar(0, i32), q_last + (a.N_K - a.N_Q) + 1};
+    };
+  } else {
+    m.fn = [](const ModArgs& a) { return a.kv_idx <= a.q_idx; };
+    m.reference = [](const ModPoint& p) { return p.kv_idx <= p.q_idx; };
+    m.key_bounds = [](const ModArgs&, const Value&, const Value& q_last) {
+      return KeyBounds{scalar(0, i32), q_last + 1};
+    };
+  }
+  return m;
+}
+
+MaskMod sliding_window(int64_t left, int64_t right) {
+  check_extent("sliding_window", "left", left);
+  check_extent("sliding_window", "right", right);
+  const int l = i32_literal(left), r = i32_literal(right);
+  MaskMod m;
+  m.name = fmt::format("sliding_window({},{})", left, right);
+  m.fn = [l, r](const ModArgs& a) { return (a.kv_idx >= a.q_idx - l) && (a.kv_idx <= a.q_idx + r); };
+  m.reference = [left, right](const ModPoint& p) {
+    return p.kv_idx >= p.q_idx - left && p.kv_idx <= p.q_idx + right;
+  };
+  m.key_bounds = [l, r](const ModArgs&, const Value& q_first, const Value& q_last) {
+    return KeyBounds{q_first - l, q_last + (r + 1)};
+  };
+  return m;
+}
+
+MaskMod prefix_lm(int64_t prefix) {
+  check_extent("prefix_lm", "prefix", prefix);
+  const int n = i32_literal(prefix);
+  MaskMod m;
+  m.name = fmt::format("prefix_lm({})", prefix);
+  m.fn = [n](const ModArgs& a) { return (a.kv_idx < n) || (a.kv_idx <= a.q_idx); };
+  m.reference = [prefix](const ModPoint& p) { return p.kv_idx < prefix || p.kv_idx <= p.q_idx; };
+  m.key_bounds = [n](const ModArgs&, const Value&, const Value& q_last) {
+    return KeyBounds{scalar(0, i32), maximum(q_last + 1, n)};
+  };
+  return m;
+}
+
+MaskMod document_mask() {
+  MaskMod m;
+  m.name = "document";
+  m.tensors = {{"q_doc", DType::i32, {"B", "N_Q"}}, {"kv_doc", DType::i32, {"B", "N_K"}}};
+  m.fn = [](const ModArgs& a) {
+    return a.load("q_doc", {a.b, a.q_idx}) == a.load("kv_doc", {a.b, a.kv_idx});
+  };
+  m.reference = [](const ModPoint& p) {
+    return p.at("q_doc", {p.b, p.q_idx}) == p.at("kv_doc", {p.b, p.kv_idx});
+  };
+  return m;
+}
+
+ScoreMod alibi() {
+  ScoreMod m;
+  m.name = "alibi";
+  m.tensors = {{"alibi_slopes", DType::f32, {"H"}}};
+  m.fn = [](const Value& s, const ModArgs& a) {
+    return s + a.load("alibi_slopes", {a.h}) * (a.kv_idx - a.q_idx).to(f32);
+  };
+  m.reference = [](double s, const ModPoint& p) {
+    return s + p.at("alibi_slopes", {p.h}) * static_cast<double>(p.kv_idx - p.q_idx);
+  };
+  return m;
+}
+
+ScoreMod softcap(double cap) {
+  if (!std::isfinite(cap) || cap <= 0)
+    fail("softcap: cap is {}; expected a finite number above 0", cap);
+  ScoreMod m;
+  m.name = "softcap(" + number(cap) + ")";
+  m.fn = [cap](const Value& s, const ModArgs&) { return cap * tanh(s * (1.0 / cap)); };
+  m.reference = [cap](double s, const ModPoint&) { return cap * std::tanh(s / cap); };
+  return m;
+}
+
+ScoreMod additive_bias(DType dtype) {
+  if (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16)
+    fail("additive_bias: dtype {}; expected f32, f16 or bf16", dtype_name(dtype));
+  ScoreMod m;
+  m.name = fmt::format("bias({})", dtype_name(dtype));
+  m.tensors = {{"bias", dtype, {"B", "H", "N_Q", "N_K"}}};
+  m.fn = [](const Value& s, const ModArgs& a) {
+    return s + a.load("bias", {a.b, a.h, a.q_idx, a.kv_idx}).to(f32);
+  };
+  m.reference = [](double s, const ModPoint& p) { return s + p.at("bias", {p.b, p.h, p.q_idx, p.kv_idx}); };
+  return m;
+}
+
+SinkMod attention_sinks() {
+  SinkMod m;
+  m.name = "sinks";
+  m.tensors = {{"sinks", DType::f32, {"H"}}};
+  m.fn = [](const ModArgs& a) { return a.load("sinks", {a.h}); };
+  m.reference = [](const ModPoint& p) { return p.at("sinks", {p.h}); };
+  return m;
+}
+
+std::vector<double> standard_alibi_slopes(int64_t heads) {
+  std::vector<double> s;
+  for (int64_t h = 0; h < heads; ++h)
+    s.push_back(std::exp2(-8.0 * static_cast<double>(h + 1) / static_cast<double>(heads)));
+  return s;
+}
+
+namespace {
+
+// The whole of `text` as an integer or a number, else an Error naming the mod and what it takes.
+int64_t parse_int(const std::string& mod, const std::string& text, const char* what) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE)
+    fail("--mod {}: '{}' is not {}", mod, text, what);
+  return v;
+}
+
+double parse_number(const std::string& mod, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0')
+    fail("--mod {}: '{}' is not a number", mod, text);
+  return v;
+}
+
+} // namespace
+
+void add_mod_from_text(AttentionMods& mods, const std::string& text) {
+  const size_t eq = text.find('=');
+  const std::string name = text.substr(0, eq);
+  const bool has_arg = eq != std::string::npos;
+  const std::string arg = has_arg ? text.substr(eq + 1) : "";
+  auto no_arg = [&] {
+    if (has_arg)
+      fail("--mod {}: '{}' takes no argument; got '{}'", text, name, arg);
+  };
+  auto need_arg = [&](const char* what) {
+    if (!has_arg)
+      fail("--mod {}: '{}' takes an argument: {}=<{}>", text, name, name, what);
+  };
+  if (name == "causal") {
+    if (!has_arg || arg == "top-left")
+      mods.mask.push_back(causal_mask(false));
+    else if (arg == "bottom-right")
+      mods.mask.push_back(causal_mask(true));
+    else
+      fail("--mod {}: causal takes top-left or bottom-right; got '{}'", text, arg);
+  } else if (name == "sliding_window") {
+    need_arg("LEFT[,RIGHT]");
+    const size_t comma = arg.find(',');
+    const int64_t left = parse_int(text, arg.substr(0, comma), "a number of keys");
+    const int64_t right =
+        comma == std::string::npos ? 0 : parse_int(text, arg.substr(comma + 1), "a number of keys");
+    mods.mask.push_back(sliding_window(left, right));
+  } else if (name == "prefix_lm") {
+    need_arg("N");
+    mods.mask.push_back(prefix_lm(parse_int(text, arg, "a number of keys")));
+  } else if (name == "softcap") {
+    need_arg("CAP");
+    mods.score.push_back(softcap(parse_number(text, arg)));
+  } else if (name == "alibi") {
+    no_arg();
+    mods.score.push_back(alibi());
+  } else if (name == "document") {
+    no_arg();
+    mods.mask.push_back(document_mask());
+  } else if (name == "sinks") {
+    no_arg();
+    mods.sink.push_back(attention_sinks());
+  } else if (name == "bias") {
+    const DType dt = !has_arg || arg == "f32" ? DType::f32
+                     : arg == "f16"           ? DType::f16
+                     : arg == "bf16"          ? DType::bf16
+                                              : DType::i1;
+    if (dt == DType::i1)
+      fail("--mod {}: bias takes f32, f16 or bf16; got '{}'", text, arg);
+    mods.score.push_back(additive_bias(dt));
+  } else {
+    fail("--mod {}: unknown mod '{}'; expected one of causal, sliding_window, prefix_lm, softcap, alibi, "
+         "document, bias, sinks",
+         text, name);
+  }
+}
+
+} // namespace kiln

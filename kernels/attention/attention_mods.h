@@ -1,0 +1,167 @@
+// Programmable attention (issue 19): score and mask functions written in the DSL, which the FA2 forward is
+// generated from, as FlexAttention's score_mod and mask_mod:
+//
+//   score = q·k · sm_scale;  score = score_mod(score, b, h, q_idx, kv_idx);  hidden where !mask_mod(...)
+//   O = softmax(score) V, LSE = logsumexp(score) over the keys the row sees.
+//
+// A mod is a named C++ callable that builds DSL ops on one (BLOCK_M, BLOCK_N) tile of scores:
+//
+//   ScoreMod softcap{"softcap(30)", {}, [](const Value& s, const ModArgs& m) { return 30.0 * tanh(s / 30.0);
+//   }}; MaskMod window{"window(64)", {}, [](const ModArgs& m) { return m.kv_idx >= m.q_idx - 64; }};
+//
+// It sees ModArgs: the batch b and query head h (i32 scalars), the query indices q_idx (BLOCK_M, 1) and key
+// indices kv_idx (1, BLOCK_N) (i32, clamped into [0, N_Q - 1] and [0, N_K - 1], so that a tile's tail rows
+// and keys, which the kernel hides anyway, never index past a mod's tensors), the sizes, and the tensors the
+// mod declared (ModTensorSpec: ALiBi slopes per head, a bias, document ids), read with ModArgs::load. A
+// score_mod returns a float tile broadcastable to (BLOCK_M, BLOCK_N), a mask_mod an i1 tile broadcastable to
+// it; anything else is a kiln::Error naming the mod. Library mods: attention_mod_library.h.
+//
+// The kernel's identity includes the mods: fa2_fwd_def(mods) is named after them and a hash of the IR they
+// build (identity()), so that two different mods never share a compiled kernel or a tuning result, even under
+// one name. Without mods the kernel is exactly the built-in one (same name, same generated code).
+#pragma once
+
+#include "dsl/builder.h"
+#include "kernels/attention/attention_tiles.h"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+// A tensor a mod reads. dims name the attention size each dim runs along ("B", "H", "H_KV", "N_Q" or "N_K");
+// the tensor passed for it has that extent or 1 (broadcast) in each dim, and any non-negative strides. The
+// kernel receives it as a pointer argument mod_<name> followed by one i64 stride per dim.
+struct ModTensorSpec {
+  std::string name; // an identifier, unique among a call's mods
+  DType dtype = DType::f32;
+  std::vector<std::string> dims;
+};
+
+// What a mod sees of the tile being scored (see the file comment). Built by the kernel; a mod only reads it.
+class ModArgs {
+public:
+  Value b, h;          // i32 scalars: batch and query head
+  Value q_idx, kv_idx; // i32 (BLOCK_M, 1) query rows and (1, BLOCK_N) keys, clamped into range
+  Value N_Q, N_K, H, H_KV;
+
+  // tensor[index...] of the tensor `name` a mod of the call declared: one integer operand per dim (scalars
+  // or index tiles, which broadcast together); the result has the tensor's dtype and the broadcast shape.
+  // An unknown name or a wrong number of indices is a kiln::Error.
+  Value load(const std::string& name, llvm::ArrayRef<Operand> index,
+             CallSite where = CallSite::current()) const;
+
+  struct Tensor {
+    ModTensorSpec spec;
+    Value ptr;
+    std::vector<Value> strides; // i64, in elements (0 along a broadcast dim)
+  };
+  std::vector<Tensor> tensors;
+};
+
+// The host-side view of one score or mask point, for the double-precision reference (attention_mods_host.h).
+struct ModPoint {
+  int64_t b = 0, h = 0, q_idx = 0, kv_idx = 0, N_Q = 0, N_K = 0, H = 0, H_KV = 0;
+  // tensor[index...] as a double, through the tensor's strides; set by the reference.
+  std::function<double(const std::string& name, std::initializer_list<int64_t> index)> at;
+};
+
+using ScoreModFn = std::function<Value(const Value& score, const ModArgs& m)>;
+using MaskModFn = std::function<Value(const ModArgs& m)>;
+using ScoreModRef = std::function<double(double score, const ModPoint& m)>;
+using MaskModRef = std::function<bool(const ModPoint& m)>;
+
+// The keys [lo, hi) (i32 scalars) outside which no row in [q_first, q_last] of a tile sees a key: a superset
+// of what the mask_mod lets through, which the kernel uses to skip key tiles (window-like masks).
+struct KeyBounds {
+  Value lo, hi;
+};
+using KeyBoundsFn = std::function<KeyBounds(const ModArgs& m, const Value& q_first, const Value& q_last)>;
+
+struct ScoreMod {
+  std::string name; // with its parameters, e.g. "softcap(30)": part of the kernel's name
+  std::vector<ModTensorSpec> tensors;
+  ScoreModFn fn;
+  ScoreModRef reference; // optional: what fn computes, in double, for tests and `--check`
+};
+
+struct MaskMod {
+  std::string name;
+  std::vector<ModTensorSpec> tensors;
+  MaskModFn fn;
+  MaskModRef reference;   // optional, as ScoreMod::reference
+  KeyBoundsFn key_bounds; // optional: without it, every key tile is visited
+};
+
+// An attention sink (learned per-head logits, as gpt-oss's): one more logit per query row that joins the
+// softmax's denominator as a key with no value, O = Σ_j e^{s_j} v_j / (e^{sink} + Σ_j e^{s_j}) and
+// LSE = log(e^{sink} + Σ_j e^{s_j}); a row that sees no key gets O = 0 and LSE = sink. fn returns the sink in
+// the scores' domain (compared with q·k · sm_scale after the score mods) as an f32 scalar or a (BLOCK_M, 1)
+// tile; a sink of −inf is no sink.
+struct SinkMod {
+  std::string name;
+  std::vector<ModTensorSpec> tensors;
+  std::function<Value(const ModArgs& m)> fn;
+  std::function<double(const ModPoint& m)> reference; // optional, as ScoreMod::reference (kv_idx unused)
+};
+
+// The mods of one attention call: score mods applied in order, and mask mods of which every one must let a
+// key through for the row to see it (on top of the CAUSAL mode, which stays the built-in fast path).
+struct AttentionMods {
+  std::vector<ScoreMod> score;
+  std::vector<MaskMod> mask;
+  std::vector<SinkMod> sink; // at most one
+
+  bool empty() const { return score.empty() && mask.empty() && sink.empty(); }
+  // "softcap(30)|document,window(64,0)": score mods, then a bar and the mask mods; then "|sink:" and the
+  // sink's name when there is one.
+  std::string name() const;
+  // name() and a short hash of the IR the mods build on a probe tile: what the kernel's name carries.
+  // Builds the mods, so a mod that breaks the rules (wrong return type, unknown tensor) fails here.
+  std::string identity() const;
+  // Every tensor the mods declare, score mods' first, then mask mods', then the sink's; a kiln::Error for a
+  // name that is not an identifier, declared twice, an unknown dim name, a mod without a name or a function,
+  // or more than one sink.
+  std::vector<ModTensorSpec> tensors() const;
+};
+
+// ---- inside the FA2 forward (fa2_fwd.cpp) ----
+
+// The mods' view of one program: its ModArgs (kv_idx set per tile) and the query rows offs_m.
+struct ModKernelEnv {
+  const AttentionMods* mods = nullptr;
+  ModArgs args;
+  Value offs_m;
+
+  bool active() const { return mods != nullptr; }
+  bool has_mask() const { return mods != nullptr && !mods->mask.empty(); }
+  bool has_sink() const { return mods != nullptr && !mods->sink.empty(); }
+};
+
+// Declares the mods' tensor arguments (after the kernel's own) and the per-program values.
+ModKernelEnv mod_kernel_env(KernelBuilder& kb, const AttentionMods& mods, const AttentionArgs& a,
+                            const Value& off_hz, const Value& offs_m);
+
+// The (BLOCK_M, BLOCK_N) f32 scores of the key tile at start_n: qk · sm_scale through the score mods, then,
+// in a `masked` tile, −inf where the built-in mask (N_K, CAUSAL) or a mask mod hides the key.
+Value modded_scores(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
+                    const Value& qk, const Value& start_n, bool masked);
+
+// The online softmax's starting state with the sink as a key already seen: the running max m (BLOCK_M,) in
+// the log2 domain, the sink itself, and the row sum l, 1 (0 where the sink is −inf).
+struct SinkState {
+  Value m, l;
+};
+SinkState sink_initial_state(const ModKernelEnv& env, const AttentionTileParams& tp);
+
+// The key tiles a Q tile at m0 visits when there are mask mods: from `start` (a multiple of BLOCK_N) to
+// `end`, each masked; the intersection of the mods' key bounds and the causal rule, else every key.
+struct ModKeyTiles {
+  Value start, end;
+};
+ModKeyTiles mod_key_tiles(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
+                          const Value& m0);
+
+} // namespace kiln

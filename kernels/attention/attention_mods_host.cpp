@@ -1,0 +1,163 @@
+#include "kernels/attention/attention_mods_host.h"
+
+#include "kernels/attention/fa2_fwd.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace kiln {
+
+KernelDef fa2_fwd_def(const AttentionMods& mods) {
+  KernelDef d = fa2_fwd_def();
+  if (mods.empty())
+    return d;
+  // The identity (names and a hash of the mods' IR) keys the in-process kernels, the tuning results and the
+  // progress lines; the compile cache keys the generated source, which the mods change anyway.
+  d.name = "fa2_fwd[" + mods.identity() + "]";
+  d.summary += " with mods " + mods.name();
+  d.build = [mods](const Config& c) { return build_fa2_fwd_with_mods(c, mods); };
+  return d;
+}
+
+ModTensorData contiguous_mod_tensor(DType dtype, std::vector<int64_t> shape, const std::string& name) {
+  ModTensorData t;
+  t.strides.assign(shape.size(), 0);
+  int64_t n = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    t.strides[i] = n;
+    n *= std::max<int64_t>(shape[i], 1);
+  }
+  t.shape = std::move(shape);
+  t.data = HostBuffer(dtype, n, name);
+  return t;
+}
+
+std::vector<int64_t> mod_tensor_strides(const ModTensorSpec& spec, llvm::ArrayRef<int64_t> shape,
+                                        llvm::ArrayRef<int64_t> strides, const SizeArgs& sizes) {
+  std::string want;
+  for (const std::string& d : spec.dims)
+    want += fmt::format("{}{}={}", want.empty() ? "" : ", ", d, sizes.at(d));
+  if (shape.size() != spec.dims.size() || strides.size() != spec.dims.size())
+    fail("mod tensor '{}' has {} dims ({} strides); expected {} dims [{}]", spec.name, shape.size(),
+         strides.size(), spec.dims.size(), want);
+  std::vector<int64_t> out(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const int64_t size = sizes.at(spec.dims[i]);
+    if (shape[i] != size && shape[i] != 1)
+      fail("mod tensor '{}' has extent {} in dim {} ({}); expected {} or 1 (broadcast), the shape being [{}]",
+           spec.name, shape[i], i, spec.dims[i], size, want);
+    if (strides[i] < 0)
+      fail("mod tensor '{}' has stride {} in dim {}; expected a non-negative stride", spec.name, strides[i],
+           i);
+    out[i] = shape[i] == 1 ? 0 : strides[i];
+  }
+  return out;
+}
+
+void check_mod_tensors(const AttentionMods& mods, const ModTensorValues& tensors, const AttentionProblem& p) {
+  const std::vector<ModTensorSpec> specs = mods.tensors();
+  const SizeArgs sizes = attention_size_args(p);
+  for (const ModTensorSpec& spec : specs) {
+    auto it = tensors.find(spec.name);
+    if (it == tensors.end())
+      fail("attention mods {} read a tensor '{}', which was not given", mods.name(), spec.name);
+    const ModTensorData& t = it->second;
+    if (t.data.dtype != spec.dtype)
+      fail("mod tensor '{}' has dtype {}; expected {}", spec.name, dtype_name(t.data.dtype),
+           dtype_name(spec.dtype));
+    const std::vector<int64_t> strides = mod_tensor_strides(spec, t.shape, t.strides, sizes);
+    int64_t last = 0;
+    for (size_t i = 0; i < strides.size(); ++i)
+      last += (sizes.at(spec.dims[i]) - 1) * strides[i];
+    if (last >= t.data.numel())
+      fail("mod tensor '{}' holds {} elements, but its strides reach element {}", spec.name, t.data.numel(),
+           last);
+  }
+  for (const auto& [name, t] : tensors)
+    if (std::none_of(specs.begin(), specs.end(), [&](const ModTensorSpec& s) { return s.name == name; }))
+      fail("mod tensor '{}' was given, but no mod of {} reads it", name, mods.name());
+}
+
+AttentionResult reference_with_mods(const AttentionProblem& p, const AttentionInputs& in,
+                                    const AttentionMods& mods, const ModTensorValues& tensors) {
+  check_mod_tensors(mods, tensors, p);
+  for (const ScoreMod& m : mods.score)
+    if (!m.reference)
+      fail("score_mod '{}' has no reference; the double-precision reference needs one for every mod", m.name);
+  for (const MaskMod& m : mods.mask)
+    if (!m.reference)
+      fail("mask_mod '{}' has no reference; the double-precision reference needs one for every mod", m.name);
+  for (const SinkMod& m : mods.sink)
+    if (!m.reference)
+      fail("sink '{}' has no reference; the double-precision reference needs one for every mod", m.name);
+  const SizeArgs sizes = attention_size_args(p);
+  std::map<std::string, std::vector<int64_t>> strides;
+  for (const ModTensorSpec& spec : mods.tensors()) {
+    const ModTensorData& t = tensors.at(spec.name);
+    strides[spec.name] = mod_tensor_strides(spec, t.shape, t.strides, sizes);
+  }
+  ModPoint pt;
+  pt.N_Q = p.N_Q, pt.N_K = p.N_K, pt.H = p.H, pt.H_KV = p.H_KV;
+  pt.at = [&](const std::string& name, std::initializer_list<int64_t> index) {
+    const std::vector<int64_t>& s = strides.at(name);
+    int64_t offset = 0;
+    size_t d = 0;
+    for (int64_t i : index)
+      offset += i * s.at(d++);
+    return tensors.at(name).data.get(offset);
+  };
+  auto score = [&](int64_t b, int64_t h, int64_t i, int64_t j, double s) {
+    pt.b = b, pt.h = h, pt.q_idx = i, pt.kv_idx = j;
+    for (const ScoreMod& m : mods.score)
+      s = m.reference(s, pt);
+    for (const MaskMod& m : mods.mask)
+      if (!m.reference(pt))
+        return -std::numeric_limits<double>::infinity();
+    return s;
+  };
+  AttentionResult r = reference_forward(p, logical_tensors(p, in), score);
+  for (const SinkMod& sink :
+       mods.sink) // one more term in each row's denominator: LSE' = logaddexp(LSE, sink)
+    for (int64_t b = 0; b < p.B; ++b)
+      for (int64_t h = 0; h < p.H; ++h)
+        for (int64_t i = 0; i < p.N_Q; ++i) {
+          pt.b = b, pt.h = h, pt.q_idx = i, pt.kv_idx = 0;
+          const double s = sink.reference(pt);
+          const size_t row = static_cast<size_t>((b * p.H + h) * p.N_Q + i);
+          const double lse = r.lse[row];
+          if (std::isnan(lse) || s == -std::numeric_limits<double>::infinity())
+            continue;
+          const double hi = std::max(lse, s);
+          const double merged = hi + std::log(std::exp(lse - hi) + std::exp(s - hi));
+          const double keep = std::exp(lse - merged); // the keys' share of the new denominator
+          for (int64_t d = 0; d < p.D; ++d)
+            r.o[row * static_cast<size_t>(p.D) + static_cast<size_t>(d)] *= keep;
+          r.lse[row] = merged;
+        }
+  return r;
+}
+
+AttentionResult run_fa2_with_mods(const AttentionProblem& p, const AttentionMods& mods,
+                                  const ModTensorValues& tensors, const Config& config,
+                                  const AttentionInputs& in, Executor executor) {
+  check_attention_problem(p);
+  check_attention_config(p, config);
+  check_mod_tensors(mods, tensors, p);
+  AttentionInputs inputs = in;
+  ModTensorValues mod_inputs = tensors;
+  AttentionOutputs out = make_outputs(p);
+  std::vector<InterpArg> args = fa2_interp_args(p, inputs, out);
+  const SizeArgs sizes = attention_size_args(p);
+  for (const ModTensorSpec& spec : mods.tensors()) {
+    ModTensorData& t = mod_inputs.at(spec.name);
+    args.push_back(InterpArg::ptr(t.data));
+    for (int64_t s : mod_tensor_strides(spec, t.shape, t.strides, sizes))
+      args.push_back(InterpArg::of_int(s));
+  }
+  const KernelDef def = fa2_fwd_def(mods);
+  execute(executor, def.build(config), def.grid(config, sizes), args);
+  return gather_outputs(p, out);
+}
+
+} // namespace kiln

@@ -1,0 +1,48 @@
+// The host side of attention mods (attention_mods.h): the mods' tensors on the host, the checks a tensor
+// passed for a ModTensorSpec must pass, the double-precision reference with the mods applied to the full
+// score matrix, and interpreted (or GPU, through the executor) runs of the FA2 forward with mods.
+#pragma once
+
+#include "kernels/attention/attention_mods.h"
+#include "kernels/attention/attention_problem.h"
+
+#include <llvm/ADT/ArrayRef.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+// A mod's tensor on the host: its elements and how they are laid out (strides in elements).
+struct ModTensorData {
+  HostBuffer data;
+  std::vector<int64_t> shape, strides;
+};
+using ModTensorValues = std::map<std::string, ModTensorData>; // by ModTensorSpec::name
+
+// A dense (row-major) tensor of `shape`, zero-filled.
+ModTensorData contiguous_mod_tensor(DType dtype, std::vector<int64_t> shape, const std::string& name);
+
+// The strides the kernel receives for a tensor of `shape` and `strides` passed for `spec`: the caller's, with
+// 0 along a dim of extent 1 (broadcast). A kiln::Error naming the tensor when its rank is not the spec's, a
+// dim is neither the size it runs along (from `sizes`: B, H, H_KV, N_Q, N_K) nor 1, or a stride is negative.
+std::vector<int64_t> mod_tensor_strides(const ModTensorSpec& spec, llvm::ArrayRef<int64_t> shape,
+                                        llvm::ArrayRef<int64_t> strides, const SizeArgs& sizes);
+
+// Every tensor the mods declare is in `tensors`, with the declared dtype, a shape and strides that
+// mod_tensor_strides accepts, and elements enough for them; no other tensor is. A kiln::Error otherwise.
+void check_mod_tensors(const AttentionMods& mods, const ModTensorValues& tensors, const AttentionProblem& p);
+
+// softmax(mods(Q Kᵀ · scale)) V and the logsumexp in double, through each mod's reference (a mod without one
+// is a kiln::Error): rows that see no key get O = 0, LSE = −inf, as reference() gives them.
+AttentionResult reference_with_mods(const AttentionProblem& p, const AttentionInputs& in,
+                                    const AttentionMods& mods, const ModTensorValues& tensors);
+
+// The FA2 forward with mods on `config` (which must agree with `p`), in the interpreter or on the GPU, on
+// outputs poisoned with NaN; O and LSE in logical order.
+AttentionResult run_fa2_with_mods(const AttentionProblem& p, const AttentionMods& mods,
+                                  const ModTensorValues& tensors, const Config& config,
+                                  const AttentionInputs& in, Executor executor = Executor::Interpreter);
+
+} // namespace kiln

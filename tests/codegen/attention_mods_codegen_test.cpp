@@ -1,0 +1,64 @@
+// The FA2 forward with attention mods (attention_mods.h) generates CUDA that compiles with NVRTC for sm_90a
+// and sm_80 (where NVRTC is usable): the combination of a document mask, a sliding window and softcapping
+// (mask mods' key loop, tensor reads), ALiBi and attention sinks on the built-in causal path (two stages), a
+// bias in f16 with prefix-LM; and the mods' code is in the text (tanhf, the mod tensors as kernel
+// parameters).
+#include "kernels/attention/attention_mod_library.h"
+#include "kernels/attention/attention_problem.h"
+#include "kernels/attention/fa2_fwd.h"
+#include "nvrtc_compile.h"
+
+#include <gtest/gtest.h>
+
+using namespace kiln;
+using kiln_test::expect_nvrtc_compiles;
+
+namespace {
+
+struct ModKernel {
+  const char* label;
+  AttentionMods mods;
+  int causal;
+  DType dtype;
+};
+
+std::vector<ModKernel> mod_kernels() {
+  std::vector<ModKernel> ks;
+  ModKernel combo{"document_window_softcap", {}, 0, DType::bf16};
+  combo.mods.mask = {document_mask(), sliding_window(256, 0)};
+  combo.mods.score = {softcap(30)};
+  ks.push_back(combo);
+  ModKernel alibi_causal{"alibi_sinks_causal", {}, 1, DType::f16};
+  alibi_causal.mods.score = {alibi()};
+  alibi_causal.mods.sink = {attention_sinks()};
+  ks.push_back(alibi_causal);
+  ModKernel bias{"bias_f16_prefix_lm", {}, 0, DType::f16};
+  bias.mods.score = {additive_bias(DType::f16)};
+  bias.mods.mask = {prefix_lm(128)};
+  ks.push_back(bias);
+  return ks;
+}
+
+TEST(AttentionModsCodegen, ModKernelsCompileForSm90aAndSm80) {
+  for (const ModKernel& mk : mod_kernels())
+    for (const char* arch : {"sm_90a", "sm_80"}) {
+      SCOPED_TRACE(std::string(mk.label) + " " + arch);
+      AttentionProblem p;
+      p.D = 128;
+      p.causal = mk.causal;
+      p.dtype = mk.dtype;
+      const Config config = default_fa2_config(p);
+      const KernelDef def = fa2_fwd_def(mk.mods);
+      def.check(config);
+      GeneratedKernel g = generate_cuda(def.build(config), Target::parse(arch));
+      for (const ModTensorSpec& t : mk.mods.tensors()) {
+        EXPECT_NE(g.source.find("mod_" + t.name), std::string::npos) << "parameter mod_" << t.name;
+      }
+      if (std::string(mk.label) == "document_window_softcap") {
+        EXPECT_NE(g.source.find("tanhf"), std::string::npos) << "softcap's tanh";
+      }
+      expect_nvrtc_compiles(g, arch);
+    }
+}
+
+} // namespace

@@ -1,0 +1,230 @@
+// Error tests of attention mods (attention_mods.h): mods that break the rules (wrong return type or shape,
+// unknown tensors, bad names, library mods with bad parameters), host tensors that do not fit their specs,
+// and the host API's checks of options.mods / options.mod_tensors (no GPU: addresses are never dereferenced).
+#include "error/error_test_support.h"
+#include "kernels/attention/attention_api.h"
+#include "kernels/attention/attention_bwd_api.h"
+#include "kernels/attention/attention_mod_library.h"
+#include "kernels/attention/attention_mods_host.h"
+#include "kernels/attention/fa2_fwd.h"
+
+#include "dsl/dsl.h"
+
+#include <gtest/gtest.h>
+
+using namespace kiln;
+using kiln_test::expect_mentions;
+using kiln_test::user_error;
+
+namespace {
+
+AttentionMods score_only(ScoreModFn fn) {
+  AttentionMods m;
+  m.score = {ScoreMod{"bad_score", {}, std::move(fn), {}}};
+  return m;
+}
+
+AttentionMods mask_only(MaskModFn fn) {
+  AttentionMods m;
+  m.mask = {MaskMod{"bad_mask", {}, std::move(fn), {}, {}}};
+  return m;
+}
+
+std::string build_error(const AttentionMods& mods) {
+  return user_error([&] { (void)fa2_fwd_def(mods).build(default_fa2_config(AttentionProblem{})); });
+}
+
+TEST(AttentionModErrors, MaskModReturningAFloatTile) {
+  const AttentionMods mods = mask_only([](const ModArgs& m) { return (m.kv_idx - m.q_idx).to(f32); });
+  expect_mentions(build_error(mods), {"mask_mod 'bad_mask' returned", "f32", "expected an i1 (bool) tile"});
+  expect_mentions(user_error([&] { (void)mods.identity(); }), {"mask_mod 'bad_mask'", "i1"});
+}
+
+TEST(AttentionModErrors, ScoreModReturningABoolOrAnEmptyValue) {
+  expect_mentions(build_error(score_only([](const Value& s, const ModArgs&) { return s > 0.0; })),
+                  {"score_mod 'bad_score' returned", "i1", "expected a float tile"});
+  expect_mentions(build_error(score_only([](const Value&, const ModArgs&) { return Value(); })),
+                  {"score_mod 'bad_score' returned an empty Value", "expected a float tile"});
+}
+
+TEST(AttentionModErrors, ScoreModReturningATileOfAnotherShape) {
+  const std::string msg =
+      build_error(score_only([](const Value&, const ModArgs&) { return zeros({8}, f32); }));
+  expect_mentions(msg, {"score_mod 'bad_score' returned tensor<8xf32>", "broadcastable to the score tile ("});
+}
+
+TEST(AttentionModErrors, LoadOfATensorNoModDeclares) {
+  const std::string msg =
+      build_error(score_only([](const Value& s, const ModArgs& m) { return s + m.load("bias", {m.h}); }));
+  expect_mentions(msg, {"mod tensor 'bias' is not declared", "declared: none"});
+}
+
+TEST(AttentionModErrors, LoadWithTheWrongNumberOfIndices) {
+  AttentionMods mods;
+  mods.score = {alibi()};
+  mods.score[0].fn = [](const Value& s, const ModArgs& m) { return s + m.load("alibi_slopes", {m.b, m.h}); };
+  expect_mentions(build_error(mods), {"mod tensor 'alibi_slopes' has 1 dims (H)", "got 2 indices"});
+}
+
+TEST(AttentionModErrors, BadTensorDeclarations) {
+  AttentionMods dup;
+  dup.score = {additive_bias(), additive_bias()};
+  expect_mentions(user_error([&] { (void)dup.tensors(); }), {"tensor 'bias' is declared twice"});
+  AttentionMods dims;
+  dims.score = {
+      ScoreMod{"x", {{"t", DType::f32, {"N"}}}, [](const Value& s, const ModArgs&) { return s; }, {}}};
+  expect_mentions(user_error([&] { (void)dims.tensors(); }), {"dim 'N'", "B, H, H_KV, N_Q, N_K"});
+  AttentionMods name;
+  name.score = {
+      ScoreMod{"x", {{"my-bias", DType::f32, {"H"}}}, [](const Value& s, const ModArgs&) { return s; }, {}}};
+  expect_mentions(user_error([&] { (void)name.tensors(); }), {"'my-bias'", "identifier"});
+  AttentionMods two_sinks;
+  two_sinks.sink = {attention_sinks(), attention_sinks()};
+  expect_mentions(user_error([&] { (void)two_sinks.tensors(); }), {"2 sinks", "at most one"});
+  AttentionMods bad_sink;
+  bad_sink.sink = {SinkMod{"row_sink", {}, [](const ModArgs& m) { return m.kv_idx.to(f32); }, {}}};
+  expect_mentions(user_error([&] { (void)bad_sink.identity(); }), {"sink 'row_sink' returned", "(16, 1)"});
+  AttentionMods unnamed;
+  unnamed.mask = {MaskMod{"", {}, [](const ModArgs& m) { return m.kv_idx <= m.q_idx; }, {}, {}}};
+  expect_mentions(user_error([&] { (void)unnamed.identity(); }), {"a mod has no name"});
+}
+
+TEST(AttentionModErrors, LibraryModsWithBadParameters) {
+  expect_mentions(user_error([] { (void)softcap(0); }), {"softcap", "cap is 0", "above 0"});
+  expect_mentions(user_error([] { (void)softcap(std::nan("")); }), {"softcap", "finite"});
+  expect_mentions(user_error([] { (void)sliding_window(-1, 0); }), {"sliding_window", "left is -1"});
+  expect_mentions(user_error([] { (void)prefix_lm(-3); }), {"prefix_lm", "prefix is -3"});
+  expect_mentions(user_error([] { (void)additive_bias(DType::i32); }),
+                  {"additive_bias", "i32", "f32, f16 or bf16"});
+}
+
+TEST(AttentionModErrors, ModsFromMalformedText) {
+  AttentionMods m;
+  expect_mentions(user_error([&] { add_mod_from_text(m, "flash"); }),
+                  {"unknown mod 'flash'", "sliding_window"});
+  expect_mentions(user_error([&] { add_mod_from_text(m, "softcap"); }), {"softcap=<CAP>"});
+  expect_mentions(user_error([&] { add_mod_from_text(m, "softcap=abc"); }), {"'abc' is not a number"});
+  expect_mentions(user_error([&] { add_mod_from_text(m, "sliding_window=4,x"); }),
+                  {"'x' is not a number of keys"});
+  expect_mentions(user_error([&] { add_mod_from_text(m, "alibi=2"); }), {"'alibi' takes no argument"});
+  expect_mentions(user_error([&] { add_mod_from_text(m, "causal=diagonal"); }), {"top-left or bottom-right"});
+  expect_mentions(user_error([&] { add_mod_from_text(m, "bias=i8"); }), {"f32, f16 or bf16", "'i8'"});
+  EXPECT_TRUE(m.empty()) << "nothing added by a failed parse";
+}
+
+TEST(AttentionModErrors, HostTensorsThatDoNotFitTheirSpecs) {
+  AttentionProblem p;
+  p.H = 4;
+  p.H_KV = 2;
+  p.N_Q = 10;
+  p.N_K = 20;
+  AttentionInputs in = make_inputs(p, 1, 1.0);
+  AttentionMods mods;
+  mods.score = {alibi()};
+  Config config = default_fa2_config(p);
+  auto run = [&](const ModTensorValues& t) {
+    return user_error([&] { (void)reference_with_mods(p, in, mods, t); });
+  };
+  expect_mentions(run({}), {"read a tensor 'alibi_slopes', which was not given"});
+  expect_mentions(run({{"alibi_slopes", contiguous_mod_tensor(DType::f16, {4}, "s")}}),
+                  {"dtype f16", "expected f32"});
+  expect_mentions(run({{"alibi_slopes", contiguous_mod_tensor(DType::f32, {3}, "s")}}),
+                  {"extent 3 in dim 0 (H)", "expected 4 or 1"});
+  expect_mentions(run({{"alibi_slopes", contiguous_mod_tensor(DType::f32, {4, 1}, "s")}}),
+                  {"has 2 dims", "[H=4]"});
+  ModTensorData short_buffer = contiguous_mod_tensor(DType::f32, {4}, "s");
+  short_buffer.strides[0] = 2;
+  expect_mentions(run({{"alibi_slopes", short_buffer}}), {"holds 4 elements", "reach element 6"});
+  expect_mentions(run({{"alibi_slopes", contiguous_mod_tensor(DType::f32, {4}, "s")},
+                       {"extra", contiguous_mod_tensor(DType::f32, {4}, "s")}}),
+                  {"'extra' was given, but no mod"});
+  AttentionMods no_ref;
+  no_ref.mask = {MaskMod{"mine", {}, [](const ModArgs& m) { return m.kv_idx <= m.q_idx; }, {}, {}}};
+  expect_mentions(user_error([&] { (void)reference_with_mods(p, in, no_ref, {}); }),
+                  {"mask_mod 'mine' has no reference"});
+}
+
+// ---- the host API ----
+
+struct Call {
+  attention::TensorRef q, k, v, o;
+  std::optional<attention::TensorRef> lse;
+  attention::AttentionOptions options;
+};
+
+// B=2, H=4, H_KV=2, N_Q=64, N_K=80, D=64, f16, with ALiBi and a document mask and their tensors.
+Call valid_mod_call() {
+  using attention::TensorRef;
+  Call c;
+  c.q = TensorRef::contiguous(0x10000000, DType::f16, {2, 4, 64, 64});
+  c.k = TensorRef::contiguous(0x20000000, DType::f16, {2, 2, 80, 64});
+  c.v = TensorRef::contiguous(0x30000000, DType::f16, {2, 2, 80, 64});
+  c.o = TensorRef::contiguous(0x40000000, DType::f16, {2, 4, 64, 64});
+  c.lse = TensorRef::contiguous(0x50000000, DType::f32, {2, 4, 64});
+  c.options.mods.score = {alibi()};
+  c.options.mods.mask = {document_mask()};
+  c.options.mod_tensors = {{"alibi_slopes", TensorRef::contiguous(0x60000000, DType::f32, {4})},
+                           {"q_doc", TensorRef::contiguous(0x61000000, DType::i32, {2, 64})},
+                           {"kv_doc", TensorRef::contiguous(0x62000000, DType::i32, {1, 80})}};
+  return c;
+}
+
+std::string api_error(const Call& c) {
+  return user_error([&] { (void)attention::validate_attention_args(c.q, c.k, c.v, c.o, c.lse, c.options); });
+}
+
+TEST(AttentionModApiErrors, AValidCallPassesWithTheKernelsStrides) {
+  Call c = valid_mod_call();
+  const attention::ValidatedAttention a =
+      attention::validate_attention_args(c.q, c.k, c.v, c.o, c.lse, c.options);
+  ASSERT_EQ(a.mod_tensors.size(), 3u);
+  EXPECT_EQ(a.mod_tensors[0].name, "alibi_slopes");
+  EXPECT_EQ(a.mod_tensors[1].strides, (std::vector<int64_t>{64, 1}));
+  EXPECT_EQ(a.mod_tensors[2].strides, (std::vector<int64_t>{0, 1})) << "a broadcast batch dim reads stride 0";
+}
+
+TEST(AttentionModApiErrors, EachBrokenModTensorIsNamed) {
+  using attention::TensorRef;
+  Call c = valid_mod_call();
+  c.options.mod_tensors.erase("q_doc");
+  expect_mentions(api_error(c), {"attention::forward:", "read a tensor 'q_doc'", "i32 [B, N_Q]"});
+  c = valid_mod_call();
+  c.options.mod_tensors["q_doc"].dtype = DType::i64;
+  expect_mentions(api_error(c), {"mod tensor 'q_doc' has dtype i64; expected i32"});
+  c = valid_mod_call();
+  c.options.mod_tensors["kv_doc"] = TensorRef::contiguous(0x62000000, DType::i32, {2, 64});
+  expect_mentions(api_error(c), {"mod tensor 'kv_doc' has extent 64 in dim 1 (N_K)", "expected 80 or 1"});
+  c = valid_mod_call();
+  c.options.mod_tensors["alibi_slopes"].data = 0;
+  expect_mentions(api_error(c), {"mod tensor 'alibi_slopes' has a null data address"});
+  c = valid_mod_call();
+  c.options.mod_tensors["alibi_slopes"].data = 0x60000002;
+  expect_mentions(api_error(c), {"not a multiple of its element size, 4 bytes"});
+  c = valid_mod_call();
+  c.options.mod_tensors["alibi_slopes"].data = 0x50000000 + 16; // inside lse
+  expect_mentions(api_error(c), {"mod tensor 'alibi_slopes'", "overlaps lse"});
+  c = valid_mod_call();
+  c.options.mod_tensors["stray"] = TensorRef::contiguous(0x63000000, DType::f32, {4});
+  expect_mentions(api_error(c), {"options.mod_tensors holds 'stray', which no mod"});
+  c = valid_mod_call();
+  c.options.mods = {};
+  expect_mentions(api_error(c), {"options.mods is empty"});
+}
+
+TEST(AttentionModApiErrors, ABrokenModFailsBeforeAnyGpuWork) {
+  Call c = valid_mod_call();
+  c.options.mods.mask[0].fn = [](const ModArgs& m) { return m.kv_idx.to(f32); };
+  expect_mentions(api_error(c), {"attention::forward: options.mods:", "mask_mod 'document' returned"});
+}
+
+TEST(AttentionModApiErrors, TheBackwardAndFa1RejectMods) {
+  Call c = valid_mod_call();
+  attention::BackwardOptions b;
+  static_cast<attention::AttentionOptions&>(b) = c.options;
+  const std::string msg = user_error([&] {
+    (void)attention::validate_attention_bwd_args(c.q, c.k, c.v, c.o, *c.lse, c.q, c.q, c.k, c.v, b);
+  });
+  expect_mentions(msg, {"attention::backward:", "not supported by backward yet"});
+}
+
+} // namespace
