@@ -155,13 +155,22 @@ std::string device_prune_reason(const Config& config, int64_t shared_bytes, cons
 KernelTuner::KernelTuner(rt::CompileCache& compile_cache, rt::AutotunerOptions options)
     : compile_cache_(compile_cache), autotuner_(compile_cache.dir(), std::move(options)) {}
 
+const KernelTuner::Chosen* KernelTuner::remembered(const std::string& space, rt::AutotuneMode mode) const {
+  // Mode off keys its default separately; force always re-tunes; a cached miss (the default, for now) is kept
+  // under a key of its own that only mode cached reads, so that a later call in mode on still tunes while
+  // repeated cached calls (a CUDA-graph capture's) neither generate code nor load a module again.
+  if (mode == rt::AutotuneMode::Force)
+    return nullptr;
+  auto it = chosen_.find((mode == rt::AutotuneMode::Off ? "off:" : "picked:") + space);
+  if (it == chosen_.end() && mode == rt::AutotuneMode::Cached)
+    it = chosen_.find("cached-default:" + space);
+  return it == chosen_.end() ? nullptr : &it->second;
+}
+
 TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, const SizeArgs& sizes,
                                 const std::vector<LaunchArg>& args, const std::vector<OutputArg>& outputs,
                                 const TuneOptions& options) {
   const rt::AutotuneMode mode = options.mode ? *options.mode : rt::autotune_mode_from_env();
-  const Config base = complete_base(def, base_in);
-  const std::vector<Config> candidates = tuning_candidates(def, base);
-  const std::vector<std::string> varied = varied_params(space_of(def));
   for (const OutputArg& o : outputs)
     if (o.index >= args.size() || args[o.index].kind != LaunchArg::Kind::Pointer || o.bytes == 0 ||
         o.bytes_before > args[o.index].ptr)
@@ -172,6 +181,21 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
 
   const rt::DeviceInfo& device = rt::current_device();
   const std::string arch = options.arch.empty() ? device.arch : options.arch;
+  std::string call = fmt::format("{}|{}|{}|{}", def.name, base_in.str(), arch, device.name);
+  for (const auto& [name, value] : sizes)
+    call += fmt::format("|{}={}", name, value);
+  if (!options.codegen.all_on())
+    call += "|" + options.codegen.str();
+  {
+    std::lock_guard lock(mutex_);
+    if (auto s = spaces_.find(call); s != spaces_.end())
+      if (const Chosen* c = remembered(s->second, mode))
+        return TunedLaunch{c->config, c->kernel, def.grid(c->config, sizes), c->result};
+  }
+
+  const Config base = complete_base(def, base_in);
+  const std::vector<Config> candidates = tuning_candidates(def, base);
+  const std::vector<std::string> varied = varied_params(space_of(def));
   rt::TuneRequest request;
   // Code-generator switches change the code, so a pick made with any of them off is its own result.
   std::string key_text = tuning_key_text(def, sizes, base);
@@ -186,21 +210,15 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
   request.bytes = options.bytes;
   request.mode = mode;
 
-  // Picks made earlier by this object. Mode off keys its default separately; force always re-tunes; a cached
-  // miss (the default, for now) is kept under a key of its own that only mode cached reads, so that a later
-  // call in mode on still tunes while repeated cached calls (a CUDA-graph capture's) neither generate code nor
-  // load a module again.
+  // Picks made earlier by this object (remembered() says which it reads in which mode).
   const std::string space = request.key.hash() + ":" + rt::config_space_hash(request.ids);
   const std::string memo = (mode == rt::AutotuneMode::Off ? "off:" : "picked:") + space;
   const std::string cached_default = "cached-default:" + space;
-  if (mode != rt::AutotuneMode::Force) {
+  {
     std::lock_guard lock(mutex_);
-    auto it = chosen_.find(memo);
-    if (it == chosen_.end() && mode == rt::AutotuneMode::Cached)
-      it = chosen_.find(cached_default);
-    if (it != chosen_.end())
-      return TunedLaunch{it->second.config, it->second.kernel, def.grid(it->second.config, sizes),
-                         it->second.result};
+    spaces_[call] = space;
+    if (const Chosen* c = remembered(space, mode))
+      return TunedLaunch{c->config, c->kernel, def.grid(c->config, sizes), c->result};
   }
 
   const Target target = Target::parse(arch);

@@ -97,10 +97,17 @@ private:
     rt::TuneResult result;
   };
 
+  // The pick remembered for the space key `space` in `mode`, or nullptr (mutex_ held).
+  const Chosen* remembered(const std::string& space, rt::AutotuneMode mode) const;
+
   rt::CompileCache& compile_cache_;
   rt::Autotuner autotuner_;
   std::mutex mutex_;
   std::map<std::string, Chosen> chosen_; // by tuning-key hash (+ mode off's default)
+  // A call's cheap inputs (kernel, base config, exact sizes, device, switches) -> the space key of chosen_ that
+  // its candidates and bucketed tuning key hash to: a repeated call finds its pick without rebuilding the
+  // candidates, their labels and the key's SHA-256 (hundreds of microseconds a call, more than a launch).
+  std::map<std::string, std::string> spaces_;
 };
 
 } // namespace kiln
