@@ -77,7 +77,10 @@ public:
   // The config for (def, base, sizes): the default (`base` itself) with mode off, else a remembered result,
   // else (modes on and force) the fastest candidate timed on `args`. Picks are kept for this object's life,
   // so a repeated call with sizes in the same bucket neither tunes nor compiles; force re-tunes every call.
-  // `outputs` name every pointer argument the kernel writes (tuning never writes the caller's buffers).
+  // `outputs` name every pointer argument the kernel writes (tuning never writes the caller's buffers). A
+  // repeated call is recognised by the def's name, `base`, the exact sizes and the device before the candidates
+  // are built: two defs of one name must not share a tuner (kiln's own names say what differs, as the attention
+  // mods' do).
   TunedLaunch select(const KernelDef& def, const Config& base, const SizeArgs& sizes,
                      const std::vector<LaunchArg>& args, const std::vector<OutputArg>& outputs,
                      const TuneOptions& options = {});
