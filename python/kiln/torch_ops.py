@@ -65,6 +65,18 @@ def autotune_mode(is_cuda):
     return _lib.AUTOTUNE_CACHED
 
 
+# torch's current CUDA stream of a device index as a raw handle, without building a torch.cuda.Stream (which costs
+# several microseconds a call); the public path where this torch lacks the private one.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def current_stream_handle(t):
+    """The handle of torch's current stream on `t`'s CUDA device."""
+    if _raw_stream is not None:
+        return _raw_stream(t.get_device())
+    return torch.cuda.current_stream(t.device).cuda_stream
+
+
 def _last_dim_contiguous(t):
     # kiln reads rows as 16-byte vectors: the head dim must have stride 1; other strides may be anything.
     return t if t.stride(-1) == 1 else t.contiguous()
@@ -109,15 +121,15 @@ def _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_mas
     shape = lse_shape(q, layout)
     if shape is None:
         raise _rank_error(q)
-    o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    lse = torch.empty(shape, dtype=torch.float32, device=q.device)
+    o = q.new_empty(q.shape)
+    lse = q.new_empty(shape, dtype=torch.float32)
     options = _options(causal, scale, layout, tf32, deterministic, exact_masked_v)
     key = ("fwd", q.is_cuda, options, q.dtype, q.shape, q.stride(), k.dtype, k.shape, k.stride(), v.dtype, v.shape,
            v.stride())
     structs, opts, _ = _call_structs(key, (q, k, v, o, lse), ("q", "k", "v", "o", "lse"), options)
     lib = _lib.lib()
     if q.is_cuda:
-        opts.stream = torch.cuda.current_stream(q.device).cuda_stream
+        opts.stream = current_stream_handle(q)
         opts.autotune = autotune_mode(True)
         fn = lib.kiln_attention_forward_cuda
     else:
@@ -134,7 +146,10 @@ def attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: int
 
 
 _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or torch._dynamo.is_compiling
-_dispatch_modes = getattr(torch._C, "_len_torch_dispatch_mode", None)
+# The number of active __torch_dispatch__ modes (FakeTensorMode and the like): torch 2.x calls it
+# _len_torch_dispatch_stack; without either, every call goes through the op.
+_dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", None) or getattr(torch._C, "_len_torch_dispatch_mode",
+                                                                                  None)
 _functorch_active = getattr(torch._C, "_are_functorch_transforms_active", None)
 _FAST_PATH = _dispatch_modes is not None and _functorch_active is not None  # else: always through the op
 
@@ -187,7 +202,7 @@ def attention_bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch
                                             on_miss=_workspace_bytes if q.is_cuda else None)
     lib = _lib.lib()
     if q.is_cuda:
-        opts.stream = torch.cuda.current_stream(q.device).cuda_stream
+        opts.stream = current_stream_handle(q)
         opts.autotune = autotune_mode(True)
         # The f32 scratch (Delta, and the dQ accumulator when atomic dQ may run) from torch's caching allocator,
         # freed back to it (stream-ordered) when this tensor goes.
