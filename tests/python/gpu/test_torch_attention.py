@@ -243,6 +243,21 @@ def test_eager_no_grad_call_skips_the_dispatch_but_not_the_result():
         assert kiln.attention(fq, fk, fv, causal="top-left").shape == q.shape
 
 
+def test_eager_grad_call_skips_the_dispatch_but_not_the_gradients():
+    """An eager call that wants a gradient runs torch_ops' autograd.Function, not the custom op: same O, same
+    dQ, dK, dV (deterministic backward) as through the op and its registered autograd formula."""
+    q, k, v = make_inputs(CASES[1], requires_grad=True)
+    o = kiln.attention(q, k, v, causal="top-left")
+    assert "EagerAttention" in type(o.grad_fn).__name__
+    dout = torch.randn_like(o)
+    fast = torch.autograd.grad(o, (q, k, v), dout)
+    through_op, _ = torch.ops.kiln.attention_fwd(q, k, v, 1, 0.0, "bhsd", False, True, False)
+    assert "EagerAttention" not in type(through_op.grad_fn).__name__
+    torch.testing.assert_close(o, through_op, rtol=0, atol=0)
+    for a, b in zip(fast, torch.autograd.grad(through_op, (q, k, v), dout)):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
 def test_non_default_stream():
     case = CASES[1]
     q, k, v = make_inputs(case, requires_grad=False)
