@@ -7,19 +7,14 @@ import os
 
 import pytest
 
-torch = pytest.importorskip("torch")
-if not torch.cuda.is_available():
-    pytest.skip("torch sees no CUDA device", allow_module_level=True)
+from gpu_torch import require_torch_on_gpu
+
+torch = require_torch_on_gpu()
 
 import torch.nn.functional as F  # noqa: E402
 
 import kiln  # noqa: E402
 
-if kiln.device_count() == 0:
-    pytest.skip("kiln sees no CUDA device", allow_module_level=True)
-
-# Default configs unless the caller asked otherwise: the suite checks results, not speed, and stays bounded.
-os.environ.setdefault("KILN_AUTOTUNE", "off")
 DEV = torch.device("cuda", int(os.environ.get("KILN_DEVICE", "0") or 0))
 
 # (B, H, H_KV, N_Q, N_K, D, dtype, causal, layout)

@@ -4,21 +4,11 @@ same batches: the two loss curves agree step by step, and the loss falls. Skippe
 kiln can use is missing. The step times are the bench's business (python3 bench/python_training.py)."""
 
 import importlib.util
-import os
 import pathlib
 
-import pytest
+from gpu_torch import require_torch_on_gpu
 
-torch = pytest.importorskip("torch")
-if not torch.cuda.is_available():
-    pytest.skip("torch sees no CUDA device", allow_module_level=True)
-
-import kiln  # noqa: E402
-
-if kiln.device_count() == 0:
-    pytest.skip("kiln sees no CUDA device", allow_module_level=True)
-
-os.environ.setdefault("KILN_AUTOTUNE", "off")
+torch = require_torch_on_gpu()
 
 
 def load_training_module():
