@@ -13,6 +13,14 @@ namespace {
 
 constexpr int64_t kMostCoordinate = std::numeric_limits<int32_t>::max();
 
+// Whether `op` casts an integer to an integer type at least as wide: the value is unchanged.
+bool is_widening_int_cast(const Kernel& k, const Op& op) {
+  if (op.kind != OpKind::Cast)
+    return false;
+  const DType from = k.type(op.operands[0]).elem, to = k.type(op.result()).elem;
+  return is_int(from) && is_int(to) && from != DType::i1 && dtype_rank(to) >= dtype_rank(from);
+}
+
 std::string where(const Kernel& k, ValueId v) {
   const Op* def = k.info(v).def;
   return def ? def->loc.str() : fmt::format("%{}", v);
@@ -31,11 +39,8 @@ bool collect_terms(const Kernel& k, ValueId v, std::vector<OuterDim>& terms, std
   const Op* def = k.info(v).def;
   if (def && def->kind == OpKind::Binary && def->binary == BinaryOp::Add)
     return collect_terms(k, def->operands[0], terms, why) && collect_terms(k, def->operands[1], terms, why);
-  if (def && def->kind == OpKind::Cast) {
-    const DType from = k.type(def->operands[0]).elem, to = k.type(v).elem;
-    if (is_int(from) && from != DType::i1 && dtype_rank(to) >= dtype_rank(from))
-      return collect_terms(k, def->operands[0], terms, why);
-  }
+  if (def && is_widening_int_cast(k, *def))
+    return collect_terms(k, def->operands[0], terms, why);
   OuterDim term;
   if (def && def->kind == OpKind::Binary && def->binary == BinaryOp::Mul) {
     // coordinate * stride: the stride is the factor the launch knows (the right one when both are).
@@ -81,11 +86,8 @@ std::optional<LaunchScalar> launch_scalar(const Kernel& k, ValueId v) {
       return LaunchScalar{-1, *c};
     return std::nullopt;
   }
-  if (info.def->kind == OpKind::Cast) {
-    const DType from = k.type(info.def->operands[0]).elem, to = info.type.elem;
-    if (is_int(from) && is_int(to) && from != DType::i1 && dtype_rank(to) >= dtype_rank(from))
-      return launch_scalar(k, info.def->operands[0]);
-  }
+  if (is_widening_int_cast(k, *info.def))
+    return launch_scalar(k, info.def->operands[0]);
   return std::nullopt;
 }
 
@@ -125,12 +127,8 @@ std::optional<int64_t> magnitude_bound(const Kernel& k, ValueId v) {
     return (def->axis == 0 ? kMaxGridX : kMaxGridYZ) - 1;
   case OpKind::NumPrograms:
     return def->axis == 0 ? kMaxGridX : kMaxGridYZ;
-  case OpKind::Cast: {
-    const DType from = k.type(def->operands[0]).elem;
-    if (!is_int(from) || from == DType::i1 || dtype_rank(info.type.elem) < dtype_rank(from))
-      return std::nullopt; // narrowing may wrap
-    return magnitude_bound(k, def->operands[0]);
-  }
+  case OpKind::Cast: // narrowing may wrap
+    return is_widening_int_cast(k, *def) ? magnitude_bound(k, def->operands[0]) : std::nullopt;
   case OpKind::Unary:
     if (def->unary == UnaryOp::Neg || def->unary == UnaryOp::Abs)
       return magnitude_bound(k, def->operands[0]);

@@ -155,15 +155,25 @@ std::string device_prune_reason(const Config& config, int64_t shared_bytes, cons
 KernelTuner::KernelTuner(rt::CompileCache& compile_cache, rt::AutotunerOptions options)
     : compile_cache_(compile_cache), autotuner_(compile_cache.dir(), std::move(options)) {}
 
+namespace {
+
+// The keys of chosen_ for a space: a pick (mode off's default apart from the others) and a cached-mode miss.
+std::string pick_key(const std::string& space, rt::AutotuneMode mode) {
+  return (mode == rt::AutotuneMode::Off ? "off:" : "picked:") + space;
+}
+std::string cached_default_key(const std::string& space) { return "cached-default:" + space; }
+
+} // namespace
+
 const KernelTuner::Chosen* KernelTuner::remembered(const std::string& space, rt::AutotuneMode mode) const {
   // Mode off keys its default separately; force always re-tunes; a cached miss (the default, for now) is kept
   // under a key of its own that only mode cached reads, so that a later call in mode on still tunes while
   // repeated cached calls (a CUDA-graph capture's) neither generate code nor load a module again.
   if (mode == rt::AutotuneMode::Force)
     return nullptr;
-  auto it = chosen_.find((mode == rt::AutotuneMode::Off ? "off:" : "picked:") + space);
+  auto it = chosen_.find(pick_key(space, mode));
   if (it == chosen_.end() && mode == rt::AutotuneMode::Cached)
-    it = chosen_.find("cached-default:" + space);
+    it = chosen_.find(cached_default_key(space));
   return it == chosen_.end() ? nullptr : &it->second;
 }
 
@@ -212,8 +222,6 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
 
   // Picks made earlier by this object (remembered() says which it reads in which mode).
   const std::string space = request.key.hash() + ":" + rt::config_space_hash(request.ids);
-  const std::string memo = (mode == rt::AutotuneMode::Off ? "off:" : "picked:") + space;
-  const std::string cached_default = "cached-default:" + space;
   {
     std::lock_guard lock(mutex_);
     spaces_[call] = space;
@@ -331,10 +339,10 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
   chosen.result = std::move(result);
   if (mode == rt::AutotuneMode::Off || chosen.result.best) {
     std::lock_guard lock(mutex_);
-    chosen_[memo] = chosen;
+    chosen_[pick_key(space, mode)] = chosen;
   } else if (mode == rt::AutotuneMode::Cached) {
     std::lock_guard lock(mutex_);
-    chosen_[cached_default] = chosen;
+    chosen_[cached_default_key(space)] = chosen;
   }
   return TunedLaunch{chosen.config, chosen.kernel, def.grid(chosen.config, sizes), chosen.result};
 }

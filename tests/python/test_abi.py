@@ -16,21 +16,9 @@ from kiln import _lib
 from kiln._tensor import describe
 from kiln.errors import (ERROR, ERROR_INVALID_ARGUMENT, ERROR_UNAVAILABLE, OK, STATUS_NAMES)
 
-LIB = _lib.lib()
+from abi_calls import HAS_GPU, LIB, last_error, options
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-HAS_GPU = kiln.device_count() > 0
-
-
-def last_error():
-    return LIB.kiln_last_error().decode()
-
-
-def options(**fields):
-    o = _lib.AttentionOptions()
-    LIB.kiln_attention_options_init_sized(ctypes.byref(o), ctypes.sizeof(o))
-    for name, value in fields.items():
-        setattr(o, name, value)
-    return o
 
 
 def tensors(*arrays):

@@ -12,21 +12,9 @@ from kiln import _lib
 from kiln._tensor import describe
 from kiln.errors import ERROR, ERROR_INVALID_ARGUMENT, ERROR_UNAVAILABLE, OK
 
-LIB = _lib.lib()
-HAS_GPU = kiln.device_count() > 0
+from abi_calls import HAS_GPU, LIB, last_error, options
+
 V1_SIZE = _lib.AttentionOptions.exact_masked_v.offset  # the version-1 struct ends before exact_masked_v
-
-
-def last_error():
-    return LIB.kiln_last_error().decode()
-
-
-def options(**fields):
-    o = _lib.AttentionOptions()
-    LIB.kiln_attention_options_init_sized(ctypes.byref(o), ctypes.sizeof(o))
-    for name, value in fields.items():
-        setattr(o, name, value)
-    return o
 
 
 def host_call(shape=(1, 2, 16, 16)):
