@@ -41,17 +41,22 @@ std::string describe_tma(const LoweringPlan& plan, const Op& loop) {
   return s;
 }
 
-// How the warp-specialised loop `loop` is split ("" when it is not the one).
+// How the warp-specialised loop `loop` is split ("" when it is not one); the split is told at the first loop,
+// the later ones say whose ring they continue.
 std::string describe_warp_specialization(const LoweringPlan& plan, const Op& loop) {
   const WarpSpecialization& ws = plan.ws;
-  if (ws.loop != &loop)
+  if (!ws.specializes(&loop))
     return "";
+  if (ws.loops.front() != &loop)
+    return fmt::format("//     warp-specialised: the producer goes on filling the ring of the loop at {} (the same "
+                       "slots and barriers, the same bytes)\n",
+                       ws.loops.front()->loc.str());
   std::string s = fmt::format(
       "//     warp-specialised: producer warpgroup (threads {}..{}) recomputes {} scalar op(s) and issues every "
-      "stage after the consumers release its slot (full and empty mbarriers per slot); the {} consumer threads "
-      "issue no copy and meet at named barrier 1, not __syncthreads\n",
+      "stage of {} loop(s) after the consumers release its slot (full and empty mbarriers per slot); the {} "
+      "consumer threads issue no copy and meet at named barrier 1, not __syncthreads\n",
       ws.consumer_threads, ws.consumer_threads + WarpSpecialization::kProducerThreads - 1, ws.producer_ops.size(),
-      ws.consumer_threads);
+      ws.loops.size(), ws.consumer_threads);
   if (ws.consumer_registers)
     s += fmt::format("//     setmaxnreg: producer {} registers, consumers {} (from {} at entry)\n",
                      ws.producer_registers, ws.consumer_registers, ws.entry_registers);

@@ -73,7 +73,7 @@ void Emitter::emit_for(const Op& op) {
   }
   // Pipelining: issue the first num_stages - 1 iterations' tiles before the loop.
   auto pit = plan_.pipelined.find(&op);
-  const bool specialized = plan_.ws.loop == &op;
+  const bool specialized = plan_.ws.specializes(&op);
   std::string stage;
   int stages = 0;
   if (pit != plan_.pipelined.end()) {
@@ -114,11 +114,11 @@ void Emitter::emit_for(const Op& op) {
       if (plan_.deferred_dots.count(&op)) {
         line("if ({} != {}) {{", iv, lo);
         open();
-        emit_slot_release(fmt::format("(({} + {}) % {})", stage, stages - 1, stages));
+        emit_slot_release(op, fmt::format("(({} + {}) % {})", stage, stages - 1, stages));
         close();
         line("}}");
       } else {
-        emit_slot_release(stage);
+        emit_slot_release(op, stage);
       }
     }
   } else {
@@ -171,7 +171,7 @@ void Emitter::emit_for(const Op& op) {
     if (specialized) { // its slot goes back too: the producer fills it again when the loop is entered again
       line("if ({} < {}) {{", lo, hi);
       open();
-      emit_slot_release(fmt::format("(({} + {}) % {})", stage, stages - 1, stages));
+      emit_slot_release(op, fmt::format("(({} + {}) % {})", stage, stages - 1, stages));
       close();
       line("}}");
     }

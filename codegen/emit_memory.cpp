@@ -142,7 +142,7 @@ void Emitter::emit_block_load(const Op& op) {
       for (const auto& [loop, loads] : plan_.pipelined)
         if (loads.front() == &op) {
           emit_stage_wait(*loop, t, stage_var_.at(&op));
-          if (plan_.ws.loop != loop) // a producer's tiles are visible once the slot's barrier completes
+          if (!plan_.ws.specializes(loop)) // a producer's tiles are visible once the slot's barrier completes
             publish_shared_tiles();
         }
       return;

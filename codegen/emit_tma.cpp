@@ -15,17 +15,26 @@ std::string Emitter::tma_ring_declarations() const {
     return "";
   std::string s;
   std::string init;
-  std::vector<const Op*> loop_of_ring(plan_.tma.loops.size());
-  for (const auto& [loop, ring] : plan_.tma.loops)
-    loop_of_ring.at(static_cast<size_t>(ring)) = loop;
-  for (size_t ring = 0; ring < loop_of_ring.size(); ++ring) {
-    const Op* loop = loop_of_ring[ring];
+  // The loops of each ring in program order (a warp-specialised kernel's loops share one).
+  std::vector<std::vector<const Op*>> loops_of_ring;
+  walk(k_.body, [&](const Op& op) {
+    auto it = plan_.tma.loops.find(&op);
+    if (it == plan_.tma.loops.end())
+      return;
+    loops_of_ring.resize(std::max(loops_of_ring.size(), static_cast<size_t>(it->second) + 1));
+    loops_of_ring[static_cast<size_t>(it->second)].push_back(&op);
+  });
+  for (size_t ring = 0; ring < loops_of_ring.size(); ++ring) {
+    const Op* loop = loops_of_ring[ring].front();
     const std::vector<const Op*>& loads = plan_.pipelined.at(loop);
     const int stages = plan_.tiles[plan_.tile_of.at(loads.front()->result())].stages;
-    s += fmt::format("  __shared__ __align__(8) unsigned long long kiln_full{}[{}]; // TMA ring of the loop at {}\n",
-                     ring, stages, loop->loc.str());
+    std::string where;
+    for (const Op* l : loops_of_ring[ring])
+      where += (where.empty() ? "" : ", ") + l->loc.str();
+    s += fmt::format("  __shared__ __align__(8) unsigned long long kiln_full{}[{}]; // TMA ring of the loop{} at {}\n",
+                     ring, stages, loops_of_ring[ring].size() > 1 ? "s" : "", where);
     s += fmt::format("  unsigned kiln_phase{} = 0; // bit s: the parity slot s completes next\n", ring);
-    if (plan_.ws.loop != loop) {
+    if (!plan_.ws.specializes(loop)) {
       init += fmt::format("    for (int s = 0; s < {}; ++s)\n      kiln::mbarrier_init(kiln::smem_u32(&kiln_full{}[s]), {});\n",
                           stages, ring, loads.size());
       continue;
@@ -79,7 +88,7 @@ void Emitter::emit_stage_wait(const Op& loop, const SharedTile& first, const std
     return;
   }
   const int r = ring->second;
-  if (plan_.ws.loop == &loop) { // the producer arrives on the slot on either path
+  if (plan_.ws.specializes(&loop)) { // the producer arrives on the slot on either path
     line("kiln::mbarrier_wait(kiln::smem_u32(&kiln_full{}[{}]), (kiln_phase{} >> {}) & 1u);", r, stage, r, stage);
     line("kiln_phase{} ^= 1u << {};", r, stage);
     return;

@@ -1,23 +1,19 @@
 // Emitter: the producer warpgroup of a warp-specialised kernel and the consumers' slot releases (see
 // WarpSpecialization in codegen/lowering_plan.h).
 //
-// Ring r of the specialised loop has two mbarriers per slot. kiln_full<r>[s] completes when the slot's tiles
-// have landed: on the TMA path one producer thread arrives per tile announcing its bytes, on the cp.async path
-// (a launch whose tensor maps are illegal) each of the producer's 128 threads arrives after its own copies are
-// done and fenced. kiln_empty<r>[s] completes when every consumer warp has released the slot. The producer
-// waits for a slot's release before filling it; its parity bits start at 1, so the first pass over the ring,
-// whose slots no one has used yet, does not wait.
+// The specialised loops share one ring r, with two mbarriers per slot. kiln_full<r>[s] completes when the
+// slot's tiles have landed: on the TMA path one producer thread arrives per tile announcing its bytes, on the
+// cp.async path (a launch whose tensor maps are illegal) each of the producer's 128 threads arrives after its
+// own copies are done and fenced. kiln_empty<r>[s] completes when every consumer warp has released the slot.
+// The producer waits for a slot's release before filling it; its parity bits start at 1, so the first pass over
+// the ring, whose slots no one has used yet, does not wait. Both sides start each loop at slot 0 and flip a
+// slot's parity bit at each use, so their sequences of uses match across the loops.
 #include "codegen/emitter.h"
 
 namespace kiln::emit_detail {
 
 void Emitter::emit_producer() {
   const WarpSpecialization& ws = plan_.ws;
-  const Op& loop = *ws.loop;
-  const Region& body = loop.regions[0];
-  const std::vector<const Op*>& loads = plan_.pipelined.at(&loop);
-  const int stages = plan_.tiles[plan_.tile_of.at(loads.front()->result())].stages;
-  const int ring = plan_.tma.loops.at(&loop);
   line("if (kiln_tma ? threadIdx.x == {} : true) {{ // TMA: one thread; cp.async: the whole warpgroup", threads_);
   open();
   line("const int kiln_ptid = threadIdx.x - {};", threads_);
@@ -26,10 +22,40 @@ void Emitter::emit_producer() {
        released);
   if (plan_.persistent.on)
     open_program_loop(); // the consumers' program ids, in their order
-  line("// producer: recomputes the scalars the loop at {} needs, then issues its copies", loop.loc.str());
-  for (const Op* op : ws.producer_ops)
-    emit_scalar_op(*op);
-  // The carried block pointers of the loads, from their initial values, and the steps their advances take.
+  // The scalars each loop needs, each emitted before the first loop that follows it in the program, then the
+  // loop's copies; a later loop may start from the block pointers an earlier one leaves.
+  size_t next_op = 0;
+  for (const Op* loop : ws.loops) {
+    const size_t loop_at = static_cast<size_t>(
+        std::find_if(k_.body.ops.begin(), k_.body.ops.end(), [&](const auto& o) { return o.get() == loop; }) -
+        k_.body.ops.begin());
+    line("// producer: the scalars the loop at {} needs, then its copies", loop->loc.str());
+    for (; next_op < ws.producer_ops.size(); ++next_op) {
+      const Op* op = ws.producer_ops[next_op];
+      const size_t op_at = static_cast<size_t>(
+          std::find_if(k_.body.ops.begin(), k_.body.ops.end(), [&](const auto& o) { return o.get() == op; }) -
+          k_.body.ops.begin());
+      if (op_at > loop_at)
+        break;
+      emit_scalar_op(*op);
+    }
+    emit_producer_loop(*loop, released);
+  }
+  if (plan_.persistent.on) {
+    close();
+    line("}}");
+  }
+  close();
+  line("}}");
+}
+
+void Emitter::emit_producer_loop(const Op& loop, const std::string& released) {
+  const Region& body = loop.regions[0];
+  const std::vector<const Op*>& loads = plan_.pipelined.at(&loop);
+  const int stages = plan_.tiles[plan_.tile_of.at(loads.front()->result())].stages;
+  const int ring = plan_.tma.loops.at(&loop);
+  // The carried block pointers of the loads, from their initial values, and the steps their advances take;
+  // after the loop they are the loop's results (where a later loop starts).
   std::vector<std::string> bps, steps;
   for (const Op* l : loads) {
     const PipelinedStep& step = plan_.pipelined_steps.at(l);
@@ -38,7 +64,7 @@ void Emitter::emit_producer() {
     steps.push_back(advance_steps(*step.advance, ""));
   }
   const std::string slot = fresh("slot"), iv = fresh("i");
-  line("int {} = 0; // each program's loop starts at slot 0, as the consumers' does", slot);
+  line("int {} = 0; // each loop starts at slot 0, as the consumers' does", slot);
   line("for ({} {} = {}; {} < {}; {} += {}) {{", ctype(k_.type(body.args[0]).elem), iv, scalar(loop.operands[0]), iv,
        scalar(loop.operands[1]), iv, scalar(loop.operands[2]));
   open();
@@ -69,18 +95,14 @@ void Emitter::emit_producer() {
   line("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", slot, stages);
   close();
   line("}}");
-  if (plan_.persistent.on) {
-    close();
-    line("}}");
-  }
-  close();
-  line("}}");
+  for (size_t i = 0; i < loads.size(); ++i)
+    name_[loop.results[plan_.pipelined_steps.at(loads[i]).carried]] = bps[i];
 }
 
-void Emitter::emit_slot_release(const std::string& slot) {
+void Emitter::emit_slot_release(const Op& loop, const std::string& slot) {
   line("__syncwarp(); // every lane of this warp is done with the slot");
   line("if (kiln_lane == 0)");
-  line("  kiln::mbarrier_arrive(kiln::smem_u32(&kiln_empty{}[{}]));", plan_.tma.loops.at(plan_.ws.loop), slot);
+  line("  kiln::mbarrier_arrive(kiln::smem_u32(&kiln_empty{}[{}]));", plan_.tma.loops.at(&loop), slot);
 }
 
 } // namespace kiln::emit_detail

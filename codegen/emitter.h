@@ -221,11 +221,13 @@ private:
   std::string tma_ring_declarations() const;
   void emit_tma_issue(const Op& load, const std::string& bp, const std::string& slot);
   void emit_stage_wait(const Op& loop, const SharedTile& first, const std::string& stage);
-  // Warp specialisation (emit_warp_specialized.cpp): the producer warpgroup's branch (its scalars, then one
-  // stage of copies per iteration of the loop, each after the slot's release), and a consumer's release of
-  // ring slot `slot` once its warp is done reading it.
+  // Warp specialisation (emit_warp_specialized.cpp): the producer warpgroup's branch (for each specialised
+  // loop in program order its scalars, then one stage of copies per iteration of the loop, each after the
+  // slot's release; `released` holds the parity bits of the slots' releases), and a consumer's release of
+  // ring slot `slot` of `loop` once its warp is done reading it.
   void emit_producer();
-  void emit_slot_release(const std::string& slot);
+  void emit_producer_loop(const Op& loop, const std::string& released);
+  void emit_slot_release(const Op& loop, const std::string& slot);
   // The DSL program once, or, on a persistent grid, in a loop over the CTA's program ids (kiln_program).
   void emit_program();
   void open_program_loop(); // the persistent grid's loop, opened (close() and "}" end it)

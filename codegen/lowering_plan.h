@@ -7,7 +7,7 @@
 //   choose_dot_lowering     the instruction of each dot, fused casts of register operands
 //   schedule_async_copies   products left in flight across iterations, loads whose wait a later loop covers
 //   plan_tma_copies         pipelined loops whose tiles TMA copies (sm_90a), the tensor maps they read
-//   plan_warp_specialization a producer warpgroup that only issues one TMA loop's copies (WARP_SPECIALIZE=1),
+//   plan_warp_specialization a producer warpgroup that only issues the TMA loops' copies (WARP_SPECIALIZE=1),
 //                           the consumers' barriers, the registers each side keeps (setmaxnreg)
 //   plan_persistent_grid    one wave of CTAs that walk the program ids (PERSISTENT=1)
 //   analyze_contiguity      the vector width of global accesses through pointer tensors (hints included), the
@@ -22,6 +22,7 @@
 #include "codegen/tma_plan.h"
 #include "dsl/ir.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -93,22 +94,26 @@ struct LayoutConversion {
   SourceLoc loc() const { return user->loc; }
 };
 
-// A producer warpgroup that issues nothing but the copies of one TMA-copied loop, while the kernel's num_warps
-// warps (the consumers, threads [0, consumer_threads)) run the program without issuing a copy: they wait on the
-// ring slot's full barrier and release the slot on its empty barrier, and their CTA barriers become a named
-// barrier of consumer_threads. The producer (threads [consumer_threads, +128)) recomputes the scalars the loop's
-// bounds and block pointers need, then walks the loop's iterations.
+// A producer warpgroup that issues nothing but the copies of the kernel's TMA-copied loops, while the kernel's
+// num_warps warps (the consumers, threads [0, consumer_threads)) run the program without issuing a copy: they
+// wait on the ring slot's full barrier and release the slot on its empty barrier, and their CTA barriers become
+// a named barrier of consumer_threads. The producer (threads [consumer_threads, +128)) recomputes the scalars
+// the loops' bounds and block pointers need, then walks the loops' iterations in program order. Several loops
+// (FA2's unmasked and masked key loops) share one ring: their tiles occupy the same bytes, so one sequence of
+// full/empty barriers orders every fill after the release of the slot's previous use, across the loops.
 struct WarpSpecialization {
   static constexpr int kProducerThreads = 128;
-  const Op* loop = nullptr;            // the loop whose copies the producer issues; null: not specialised
-  std::vector<const Op*> producer_ops; // top-level scalar ops before the loop the producer recomputes, in order
+  std::vector<const Op*> loops;        // the loops whose copies the producer issues, in program order; empty: not
+                                       // specialised
+  std::vector<const Op*> producer_ops; // top-level scalar ops before the last loop the producer recomputes, in order
   int consumer_threads = 0;
   // setmaxnreg targets (0: registers are not reallocated): the producer releases down to producer_registers,
   // the consumers take up to consumer_registers, from entry_registers (what __launch_bounds__ caps at entry).
   int entry_registers = 0, producer_registers = 0, consumer_registers = 0;
   std::string why_not; // asked for (WARP_SPECIALIZE=1) and not done: why
 
-  bool on() const { return loop != nullptr; }
+  bool on() const { return !loops.empty(); }
+  bool specializes(const Op* loop) const { return std::find(loops.begin(), loops.end(), loop) != loops.end(); }
   int threads() const { return consumer_threads + (on() ? kProducerThreads : 0); }
 };
 

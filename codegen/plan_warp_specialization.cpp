@@ -18,13 +18,34 @@ constexpr int kMostConsumerRegisters = 240;
 
 int floor8(int n) { return n / 8 * 8; }
 
-// The scalars the producer recomputes: the ops behind `needed`, all at the top of the kernel before the loop
-// (position in k.body.ops < `loop_at`), in program order. Empty with `why` set when one is not such an op.
+// Where each top-level op of the kernel stands in k.body.ops.
+std::map<const Op*, size_t> top_level_positions(const Kernel& k) {
+  std::map<const Op*, size_t> at;
+  for (size_t i = 0; i < k.body.ops.size(); ++i)
+    at[k.body.ops[i].get()] = i;
+  return at;
+}
+
+// Whether `v` is the block pointer a specialised loop carries for one of its pipelined loads, as that loop's
+// result: the producer holds it in its own variable after walking the loop (a later loop may start from it).
+bool carried_by_producer(const Kernel& k, const LoweringPlan& plan, ValueId v) {
+  const Op* def = k.info(v).def;
+  if (!def || def->kind != OpKind::For || !plan.ws.specializes(def))
+    return false;
+  const size_t result = static_cast<size_t>(std::find(def->results.begin(), def->results.end(), v) -
+                                            def->results.begin());
+  for (const Op* l : plan.pipelined.at(def))
+    if (plan.pipelined_steps.at(l).carried == result)
+      return true;
+  return false;
+}
+
+// The scalars the producer recomputes: the ops behind `needed`, all at the top of the kernel before the last
+// specialised loop (position in k.body.ops < `last_loop_at`), in program order. Empty with `why` set when one
+// is not such an op.
 std::vector<const Op*> producer_slice(const Kernel& k, const LoweringPlan& plan, std::vector<ValueId> needed,
-                                      size_t loop_at, std::string& why) {
-  std::map<const Op*, size_t> top_level;
-  for (size_t i = 0; i < loop_at; ++i)
-    top_level[k.body.ops[i].get()] = i;
+                                      size_t last_loop_at, std::string& why) {
+  std::map<const Op*, size_t> top_level = top_level_positions(k);
   std::set<size_t> slice;
   std::set<ValueId> seen;
   while (!needed.empty()) {
@@ -33,14 +54,14 @@ std::vector<const Op*> producer_slice(const Kernel& k, const LoweringPlan& plan,
     if (!seen.insert(v).second)
       continue;
     const ValueInfo& info = k.info(v);
-    if (info.param_index >= 0)
+    if (info.param_index >= 0 || carried_by_producer(k, plan, v))
       continue;
     const Op* def = info.def;
     auto at = def ? top_level.find(def) : top_level.end();
-    if (at == top_level.end()) {
+    if (at == top_level.end() || at->second >= last_loop_at) {
       if (def && def->kind == OpKind::Constant)
         continue; // a constant inside the loop: printed inline where it is used
-      why = fmt::format("%{} ({}) is not computed before the loop at the top of the kernel", v,
+      why = fmt::format("%{} ({}) is not computed at the top of the kernel before the loops", v,
                         def ? def->loc.str() : "a loop variable");
       return {};
     }
@@ -51,7 +72,7 @@ std::vector<const Op*> producer_slice(const Kernel& k, const LoweringPlan& plan,
                       def->kind == OpKind::AddPtr ||
                       def->kind == OpKind::MakeBlockPtr || def->kind == OpKind::Advance;
     if (!pure || (p != Placement::Scalar && p != Placement::BlockPtr)) {
-      why = fmt::format("the loop's copies need %{} from {} at {}, which the producer cannot recompute (it reads "
+      why = fmt::format("the loops' copies need %{} from {} at {}, which the producer cannot recompute (it reads "
                         "no memory and holds no tiles)",
                         v, op_name(def->kind), def->loc.str());
       return {};
@@ -65,39 +86,64 @@ std::vector<const Op*> producer_slice(const Kernel& k, const LoweringPlan& plan,
   return ops;
 }
 
-// Why `loop` cannot be split into producer and consumers ("" when it can); fills the producer's ops.
-std::string check(const Kernel& k, const LoweringPlan& plan, const Op* loop, std::vector<const Op*>& producer_ops) {
-  size_t loop_at = k.body.ops.size();
-  for (size_t i = 0; i < k.body.ops.size(); ++i)
-    if (k.body.ops[i].get() == loop)
-      loop_at = i;
-  if (loop_at == k.body.ops.size())
-    return fmt::format("the pipelined loop at {} is inside another loop or an if", loop->loc.str());
-  if (!plan.unwaited_loads.empty())
-    return "a tile loaded before the loop is waited for by the loop's first wait";
-  // The producer fills the ring while the consumers run the code before the loop: no other tile may share
-  // the ring's bytes.
-  const std::vector<const Op*>& loads = plan.pipelined.at(loop);
+// Why the loops' rings cannot be one ring ("" when they can): the same number of tiles a stage, the same
+// stages, and the i-th tile of each loop in the same bytes (the plan gives loops that run one after the other
+// the same offsets when their tiles match).
+std::string one_ring(const LoweringPlan& plan, const std::vector<const Op*>& loops) {
+  const std::vector<const Op*>& first = plan.pipelined.at(loops.front());
+  for (size_t i = 1; i < loops.size(); ++i) {
+    const std::vector<const Op*>& loads = plan.pipelined.at(loops[i]);
+    bool same = loads.size() == first.size();
+    for (size_t j = 0; same && j < loads.size(); ++j) {
+      const SharedTile& a = plan.tiles[plan.tile_of.at(first[j]->result())];
+      const SharedTile& b = plan.tiles[plan.tile_of.at(loads[j]->result())];
+      same = a.offset == b.offset && a.stages == b.stages && a.bytes_per_stage() == b.bytes_per_stage();
+    }
+    if (!same)
+      return fmt::format("the rings of the loops at {} and {} differ in tiles, stages or bytes (one producer "
+                         "fills one ring)",
+                         loops.front()->loc.str(), loops[i]->loc.str());
+  }
+  return "";
+}
+
+// Why `loops` cannot be split into producer and consumers ("" when they can); fills the producer's ops.
+std::string check(const Kernel& k, const LoweringPlan& plan, const std::vector<const Op*>& loops,
+                  std::vector<const Op*>& producer_ops) {
+  const std::map<const Op*, size_t> top_level = top_level_positions(k);
+  for (const Op* loop : loops)
+    if (!top_level.count(loop))
+      return fmt::format("the pipelined loop at {} is inside another loop or an if", loop->loc.str());
+  if (std::string why = one_ring(plan, loops); !why.empty())
+    return why;
+  // The producer fills the ring while the consumers run the code before and between the loops: no other tile
+  // may share the ring's bytes.
+  std::set<const Op*> ring_loads;
+  for (const Op* loop : loops)
+    ring_loads.insert(plan.pipelined.at(loop).begin(), plan.pipelined.at(loop).end());
   for (const SharedTile& t : plan.tiles) {
-    if (std::find(loads.begin(), loads.end(), t.load) != loads.end())
+    if (ring_loads.count(t.load))
       continue;
-    for (const Op* l : loads) {
+    for (const Op* l : ring_loads) {
       const SharedTile& r = plan.tiles[plan.tile_of.at(l->result())];
       const int64_t r_end = r.offset + r.bytes_per_stage() * r.stages, t_end = t.offset + t.bytes_per_stage() * t.stages;
       if (t.offset < r_end && r.offset < t_end)
         return fmt::format("the shared tile of %{} shares bytes with the ring of the loop at {}", t.value,
-                           loop->loc.str());
+                           l->loc.str());
     }
   }
   // Bounds, the carried block pointers' initial values and their steps.
-  std::vector<ValueId> needed = {loop->operands[0], loop->operands[1], loop->operands[2]};
-  for (const Op* l : loads) {
-    const PipelinedStep& step = plan.pipelined_steps.at(l);
-    needed.push_back(loop->operands[3 + step.carried]);
-    needed.insert(needed.end(), step.advance->operands.begin() + 1, step.advance->operands.end());
+  std::vector<ValueId> needed;
+  for (const Op* loop : loops) {
+    needed.insert(needed.end(), {loop->operands[0], loop->operands[1], loop->operands[2]});
+    for (const Op* l : plan.pipelined.at(loop)) {
+      const PipelinedStep& step = plan.pipelined_steps.at(l);
+      needed.push_back(loop->operands[3 + step.carried]);
+      needed.insert(needed.end(), step.advance->operands.begin() + 1, step.advance->operands.end());
+    }
   }
   std::string why;
-  producer_ops = producer_slice(k, plan, needed, loop_at, why);
+  producer_ops = producer_slice(k, plan, needed, top_level.at(loops.back()), why);
   return why;
 }
 
@@ -132,28 +178,43 @@ void plan_warp_specialization(const Kernel& k, const Target& target, const Codeg
     ws.why_not = fmt::format("{} has no TMA or setmaxnreg (sm_90a has)", target.arch());
   else if (!options.warp_specialize)
     ws.why_not = "CodegenOptions::warp_specialize is off";
-  else if (plan.pipelined.size() != 1)
-    ws.why_not = fmt::format("the kernel has {} pipelined loops; a producer serves exactly one", plan.pipelined.size());
+  else if (plan.pipelined.empty())
+    ws.why_not = "the kernel has no pipelined loop";
   else if (plan.num_warps % 4 != 0)
     ws.why_not = fmt::format("num_warps={} is not whole warpgroups", plan.num_warps);
   if (!ws.why_not.empty())
     return;
-  const Op* loop = plan.pipelined.begin()->first;
-  if (!plan.tma.loops.count(loop)) {
-    auto why = plan.tma.why_not.find(loop);
-    ws.why_not = "the loop's tiles are not copied by TMA" +
-                 (why != plan.tma.why_not.end() ? " (" + why->second + ")" : std::string());
+  // The pipelined loops in program order; every one must be copied by TMA.
+  std::vector<const Op*> loops;
+  walk(k.body, [&](const Op& op) {
+    if (plan.pipelined.count(&op))
+      loops.push_back(&op);
+  });
+  for (const Op* loop : loops)
+    if (!plan.tma.loops.count(loop)) {
+      auto why = plan.tma.why_not.find(loop);
+      ws.why_not = fmt::format("the tiles of the loop at {} are not copied by TMA{}", loop->loc.str(),
+                               why != plan.tma.why_not.end() ? " (" + why->second + ")" : std::string());
+      return;
+    }
+  ws.loops = loops; // carried_by_producer asks the plan which loops the producer walks
+  std::vector<const Op*> producer_ops;
+  ws.why_not = check(k, plan, loops, producer_ops);
+  if (!ws.why_not.empty()) {
+    ws.loops.clear();
     return;
   }
-  std::vector<const Op*> producer_ops;
-  ws.why_not = check(k, plan, loop, producer_ops);
-  if (!ws.why_not.empty())
-    return;
-  ws.loop = loop;
   ws.producer_ops = std::move(producer_ops);
   plan_register_reallocation(ws.consumer_threads, static_cast<int>(k.config.get_or("MIN_BLOCKS_PER_SM", 1)), ws);
-  // One more mbarrier per slot: the consumers' release of it (the ring's full barriers are counted by TMA).
-  plan.tma.barrier_bytes += 8 * plan.tiles[plan.tile_of.at(plan.pipelined.at(loop).front()->result())].stages;
+  // One ring for every loop: the first loop's barriers (every TMA loop is specialised, so ring 0).
+  const int stages = plan.tiles[plan.tile_of.at(plan.pipelined.at(loops.front()).front()->result())].stages;
+  for (const Op* loop : loops)
+    plan.tma.loops[loop] = 0;
+  // The full barriers of that ring, and one more mbarrier per slot: the consumers' release of it.
+  plan.tma.barrier_bytes = 2 * 8 * stages;
+  // The consumers wait for a tile loaded before a loop where they issue it: the loop's waits are on the
+  // producer's barriers, which do not cover the consumers' own cp.async copies.
+  plan.unwaited_loads.clear();
 }
 
 } // namespace kiln

@@ -1,11 +1,14 @@
 // Pass: warp specialisation (WarpSpecialization in codegen/lowering_plan.h). Runs after plan_tma_copies.
 //
 // A config asks for it with WARP_SPECIALIZE=1. It is done when the target is sm_90a, CodegenOptions allow it,
-// the kernel has exactly one pipelined loop, that loop is at the top of the kernel (not inside another loop or
-// an if) and copied by TMA, its warps form whole warpgroups, no tile loaded before it waits on its first wait,
-// and every scalar its bounds, block pointers and advances need is computed before it at the top of the
-// kernel from parameters, program ids and arithmetic (the producer recomputes them; it reads no memory).
-// Otherwise WarpSpecialization::why_not says which of these failed and the kernel is generated as before.
+// the kernel's warps form whole warpgroups, and its pipelined loops (one or more: FA2 has an unmasked and a
+// masked key loop) are all at the top of the kernel (not inside another loop or an if), all copied by TMA, and
+// all fill one ring: the same tiles a stage in the same bytes, the same stages, no other tile in those bytes.
+// Every scalar their bounds, block pointers and advances need must be computed at the top of the kernel before
+// the last loop from parameters, program ids and arithmetic, or be a block pointer an earlier loop carried (the
+// producer recomputes them; it reads no memory). Tiles loaded before a loop are then waited for where the
+// consumers issue them. Otherwise WarpSpecialization::why_not says which of these failed and the kernel is
+// generated as before.
 //
 // Registers: the kernel's entry register count is what __launch_bounds__(consumers + 128, MIN_BLOCKS_PER_SM)
 // leaves a thread (in multiples of 8); the producer releases down to 56 and the consumers take what it

@@ -2,8 +2,8 @@
 // shipped kernels declare them. Tuning spaces vary them.
 // - MIN_BLOCKS_PER_SM: the second __launch_bounds__ argument, capping registers per thread so that that many
 //   CTAs can be resident on one SM (FA2, matmul, softmax).
-// - WARP_SPECIALIZE: 1 asks for a producer warpgroup that issues the main loop's TMA copies while the num_warps
-//   warps compute (codegen/plan_warp_specialization.h; matmul).
+// - WARP_SPECIALIZE: 1 asks for a producer warpgroup that issues the pipelined loops' TMA copies while the
+//   num_warps warps compute (codegen/plan_warp_specialization.h; matmul, FA2 forward).
 // - PERSISTENT: 1 launches at most as many CTAs as fit on the device at once, each walking the program ids
 //   (codegen/plan_persistent_grid.h; matmul).
 // Where the target or the kernel does not allow WARP_SPECIALIZE or PERSISTENT, the kernel is generated as

@@ -112,16 +112,18 @@ KernelDef fa2_fwd_def() {
   d.params.push_back(min_blocks_per_sm_param(1));
   d.params.push_back(ParamDef::flag(
       "MASK_EVERY_TILE", 0, "1 masks every key tile (no unmasked stage, no skipping above the causal diagonal)"));
+  d.params.push_back(warp_specialize_param(0));
   d.default_num_warps = 8; // 16 rows per warp: no spills on sm_80 or sm_90 (4 warps spill on sm_80)
   d.default_num_stages = 2;
   d.build = build_fa2_fwd;
-  // 29 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
+  // 33 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
   // exceeds the device's per-block limit, or whose MIN_BLOCKS_PER_SM CTAs cannot share an SM's shared memory.
   d.config_space = [] {
     std::vector<Config> cs;
-    auto add = [&](int64_t bm, int64_t bn, int warps, int stages, int64_t min_blocks) {
+    auto add = [&](int64_t bm, int64_t bn, int warps, int stages, int64_t min_blocks, bool ws = false) {
       Config c = fa2_fwd_def().default_config();
       c.set("BLOCK_M", bm).set("BLOCK_N", bn).set("MIN_BLOCKS_PER_SM", min_blocks);
+      c.set("WARP_SPECIALIZE", ws ? 1 : 0);
       c.num_warps = warps;
       c.num_stages = stages;
       cs.push_back(c);
@@ -144,6 +146,11 @@ KernelDef fa2_fwd_def() {
     // work per stage to cover the next load.
     for (int64_t bn : {32, 64})
       add(128, bn, 4, 4, 1);
+    // sm_90a: a producer warpgroup copies K and V by TMA for both key loops while two consumer warpgroups of
+    // 64 rows compute, at 224 registers a thread (worklog §32). Pruned where the target has no TMA.
+    for (int64_t bn : {64, 128})
+      for (int stages : {2, 3})
+        add(128, bn, 8, stages, 1, true);
     // Small tiles for the widest f32 heads, whose 4-byte tiles fit no config above (f32 at HEAD_DIM = 256 needs
     // 232 KiB with 64 x 32 tiles and 2 stages): they fit sm_90's 227 KiB per block, sm_80's 163 KiB and, the
     // last, sm_86's 99 KiB.

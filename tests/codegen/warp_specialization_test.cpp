@@ -24,7 +24,7 @@ TEST(WarpSpecialization, MatmulOnSm90aGetsAProducerForItsTmaLoop) {
   EXPECT_TRUE(ws.why_not.empty());
   std::vector<const Op*> loops = ops_of(p.kernel, OpKind::For);
   ASSERT_EQ(loops.size(), 1u);
-  EXPECT_EQ(ws.loop, loops[0]);
+  EXPECT_EQ(ws.loops, loops);
   EXPECT_EQ(ws.consumer_threads, 256); // matmul's 8 warps
   EXPECT_EQ(ws.threads(), 384);
   // __launch_bounds__(384, 1) leaves 170 registers a thread: 168 at entry; the producer's 128 threads give
@@ -38,7 +38,7 @@ TEST(WarpSpecialization, MatmulOnSm90aGetsAProducerForItsTmaLoop) {
   std::vector<const Op*> top;
   for (const auto& op : p.kernel.body.ops)
     top.push_back(op.get());
-  const auto loop_at = std::find(top.begin(), top.end(), ws.loop);
+  const auto loop_at = std::find(top.begin(), top.end(), ws.loops.front());
   size_t last = 0;
   int makes = 0;
   for (const Op* op : ws.producer_ops) {
@@ -54,6 +54,42 @@ TEST(WarpSpecialization, MatmulOnSm90aGetsAProducerForItsTmaLoop) {
   EXPECT_EQ(makes, 2); // A's and B's, not C's (the store's block pointer is the consumers' alone)
   // Full and empty barriers for each slot of the 3-stage ring.
   EXPECT_EQ(p.plan.tma.barrier_bytes, 2 * 8 * 3);
+}
+
+// FA2's forward has two key loops (unmasked, then masked) whose K/V tiles occupy the same bytes: one producer
+// walks both, filling one ring whose barriers the second loop continues.
+TEST(WarpSpecialization, Fa2ForwardsTwoKeyLoopsShareOneRing) {
+  for (int64_t causal : {0, 1, 2}) {
+    SCOPED_TRACE("CAUSAL=" + std::to_string(causal));
+    Planned p = plan_for("fa2_fwd",
+                         {{"HEAD_DIM", 128}, {"BLOCK_N", 128}, {"CAUSAL", causal}, {"WARP_SPECIALIZE", 1}}, "sm_90a");
+    const WarpSpecialization& ws = p.plan.ws;
+    ASSERT_TRUE(ws.on()) << ws.why_not;
+    std::vector<const Op*> loops = ops_of(p.kernel, OpKind::For);
+    ASSERT_EQ(loops.size(), 2u);
+    EXPECT_EQ(ws.loops, loops); // in program order
+    EXPECT_EQ(p.plan.tma.loops.at(loops[0]), 0);
+    EXPECT_EQ(p.plan.tma.loops.at(loops[1]), 0);
+    EXPECT_EQ(p.plan.tma.barrier_bytes, 2 * 8 * 2); // one ring of 2 slots: full and empty barriers
+    EXPECT_EQ(ws.consumer_registers, 224);
+    // Q is loaded before the loops by the consumers, who wait for it there (the loops wait on mbarriers).
+    EXPECT_TRUE(p.plan.unwaited_loads.empty());
+    // The producer recomputes only scalars and block pointers; the masked loop starts from the block pointers
+    // the unmasked one leaves, which the producer carries itself.
+    for (const Op* op : ws.producer_ops) {
+      const Placement where = p.plan.where(op->result());
+      EXPECT_TRUE(where == Placement::Scalar || where == Placement::BlockPtr) << op_name(op->kind);
+      EXPECT_NE(op->kind, OpKind::For);
+    }
+  }
+  const KernelDef& def = builtin_kernels().find("fa2_fwd");
+  const GeneratedKernel g = generate_cuda(
+      def.build(def.with_overrides(def.default_config(), {{"HEAD_DIM", 128}, {"CAUSAL", 1}, {"WARP_SPECIALIZE", 1}})),
+      Target::parse("sm_90a"));
+  EXPECT_EQ(g.threads, 384);
+  EXPECT_EQ(occurrences(g.source, "__syncthreads();"), 1) << g.source;
+  EXPECT_EQ(occurrences(g.source, "unsigned long long kiln_full"), 1) << g.source;
+  EXPECT_NE(g.lowered.find("the producer goes on filling the ring of the loop at"), std::string::npos) << g.lowered;
 }
 
 TEST(WarpSpecialization, GeneratedKernelHasTheProducerThreadsAndNoCtaBarrierInTheProgram) {
@@ -154,32 +190,37 @@ TEST(WarpSpecialization, PartialWarpgroupsAreRefused) {
       << g.why_not_warp_specialized;
 }
 
-// ptxas honours setmaxnreg per branch: every warp-specialised config of matmul's space compiles (no C7508,
-// which compile_cuda raises as an error) with no spill in either branch, the producer's cp.async fallback
-// included (it spilled at 40 registers unrolled).
+// ptxas honours setmaxnreg per branch: every warp-specialised config of matmul's and FA2's spaces compiles (no
+// C7508, which compile_cuda raises as an error) with no spill in either branch, the producer's cp.async fallback
+// included (it spilled at 40 registers unrolled). FA2 at its common head dims, causal (both key loops).
 TEST(WarpSpecialization, EveryWarpSpecialisedConfigCompilesWithoutSpills) {
   std::string why;
   if (!rt::nvrtc_available(&why))
     GTEST_SKIP() << "NVRTC not available: " << why;
-  const KernelDef& def = builtin_kernels().find("matmul");
   int compiled = 0;
-  for (const Config& c : def.config_space()) {
-    if (c.get("WARP_SPECIALIZE") == 0)
-      continue;
-    SCOPED_TRACE(c.str());
-    const GeneratedKernel g = generate_cuda(def.build(c), Target::parse("sm_90a"));
-    ASSERT_TRUE(g.why_not_warp_specialized.empty()) << g.why_not_warp_specialized;
-    rt::CompileRequest req;
-    req.source = g.source;
-    req.kernel_name = g.name;
-    req.arch = "sm_90a";
-    const rt::CompiledKernel k = rt::compile_cuda(req);
-    EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
-    EXPECT_EQ(k.usage.spill_load_bytes, 0) << k.log;
-    EXPECT_EQ(k.log.find("C7508"), std::string::npos) << k.log;
-    ++compiled;
+  for (const std::string name : {"matmul", "fa2_fwd"}) {
+    const KernelDef& def = builtin_kernels().find(name);
+    for (const int64_t head_dim : name == "fa2_fwd" ? std::vector<int64_t>{64, 128} : std::vector<int64_t>{0})
+      for (Config c : def.config_space()) {
+        if (c.get("WARP_SPECIALIZE") == 0)
+          continue;
+        if (head_dim)
+          c.set("HEAD_DIM", head_dim).set("CAUSAL", 1);
+        SCOPED_TRACE(name + " " + c.str());
+        const GeneratedKernel g = generate_cuda(def.build(c), Target::parse("sm_90a"));
+        ASSERT_TRUE(g.why_not_warp_specialized.empty()) << g.why_not_warp_specialized;
+        rt::CompileRequest req;
+        req.source = g.source;
+        req.kernel_name = g.name;
+        req.arch = "sm_90a";
+        const rt::CompiledKernel k = rt::compile_cuda(req);
+        EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
+        EXPECT_EQ(k.usage.spill_load_bytes, 0) << k.log;
+        EXPECT_EQ(k.log.find("C7508"), std::string::npos) << k.log;
+        ++compiled;
+      }
   }
-  EXPECT_GE(compiled, 5);
+  EXPECT_GE(compiled, 5 + 8);
 }
 
 } // namespace

@@ -4,7 +4,10 @@
 // are legal (so the kernel does not take its cp.async fallback), then runs the config through the API and
 // holds O and LSE to the double-precision reference, outputs poisoned first. Shapes cut the last key tile and
 // the head dim, N_Q != N_K, GQA, bshd strides (the head stride smaller than the row stride), both causal
-// alignments, f16 and bf16, K transposed. Skipped below compute capability 9.0.
+// alignments, f16 and bf16, K transposed. The same shapes run warp-specialised (WARP_SPECIALIZE=1: a producer
+// warpgroup fills one ring for both key loops). The attention API admits only 16-byte aligned bases and
+// strides, so its maps are always legal: the producer's cp.async fallback is exercised by GpuMatmulTma's odd-K
+// case. Skipped below compute capability 9.0.
 #include "gpu/attention_gpu_support.h"
 #include "gpu/gpu_skip.h"
 #include "jit/jit_kernel.h"
@@ -30,11 +33,12 @@ struct TmaAttentionCase {
   AttentionProblem p;
   int64_t bm, bn;
   int warps, stages;
+  bool warp_specialized = false;
 };
 
 std::string label(const TmaAttentionCase& c) {
   std::string s = c.p.str() + "_bm" + std::to_string(c.bm) + "_bn" + std::to_string(c.bn) + "_w" +
-                  std::to_string(c.warps) + "_s" + std::to_string(c.stages);
+                  std::to_string(c.warps) + "_s" + std::to_string(c.stages) + (c.warp_specialized ? "_ws" : "");
   for (char& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch)))
       ch = '_';
@@ -44,6 +48,10 @@ void PrintTo(const TmaAttentionCase& c, std::ostream* os) { *os << label(c); }
 
 TmaAttentionCase with_tiles(AttentionProblem p, int64_t bm, int64_t bn, int warps, int stages) {
   return {p, bm, bn, warps, stages};
+}
+
+TmaAttentionCase warp_specialized(AttentionProblem p, int64_t bn, int stages) {
+  return {p, 128, bn, 8, stages, true};
 }
 
 AttentionProblem transposed_k(AttentionProblem p) {
@@ -63,6 +71,7 @@ TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
   SCOPED_TRACE(label(tc));
   Config c = default_fa2_config(p);
   c.set("BLOCK_M", tc.bm).set("BLOCK_N", tc.bn);
+  c.set("WARP_SPECIALIZE", tc.warp_specialized ? 1 : 0);
   c.num_warps = tc.warps;
   c.num_stages = tc.stages;
 
@@ -80,6 +89,10 @@ TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
   const Kernel kernel = build_fa2_fwd(c);
   std::shared_ptr<JitKernel> jk = JitKernel::compile(kernel);
   ASSERT_EQ(jk->generated().tensor_maps.size(), 2u) << jk->generated().lowered;
+  if (tc.warp_specialized) {
+    ASSERT_EQ(jk->generated().why_not_warp_specialized, "");
+    ASSERT_EQ(jk->generated().threads, 32 * tc.warps + 128);
+  }
   const ValidatedAttention a = validate_attention_args(tq, tk, tv, to, tlse, opts);
   TensorMapArgs maps = tensor_map_args(jk->generated().tensor_maps, kernel.params, forward_launch_args(a, lse.ptr()));
   ASSERT_EQ(maps.use_tma, 1) << maps.why_not;
@@ -112,6 +125,25 @@ INSTANTIATE_TEST_SUITE_P(
         with_tiles(problem(2, 2, 2, 192, 192, 96, DType::f16, 0, false), 64, 64, 4, 2),
         // Kᵀ loaded as (D, N_K) blocks: the map's inner dim is the head dim.
         with_tiles(transposed_k(problem(1, 4, 4, 256, 300, 64, DType::f16, 1, false)), 128, 64, 4, 2)),
+    [](const auto& info) { return label(info.param); });
+
+INSTANTIATE_TEST_SUITE_P(
+    fa2_ws, GpuAttentionTma,
+    ::testing::Values(
+        warp_specialized(problem(2, 4, 4, 256, 256, 64, DType::f16, 0, false), 64, 2),
+        // Tails in both key loops' ring; GQA; N_Q != N_K.
+        warp_specialized(problem(2, 3, 3, 200, 333, 64, DType::f16, 0, false), 128, 2),
+        warp_specialized(problem(1, 8, 2, 129, 77, 128, DType::bf16, 0, false), 64, 3),
+        // bshd, both causal alignments: the unmasked loop hands the ring to the masked one mid-phase.
+        warp_specialized(problem(2, 4, 2, 300, 300, 128, DType::f16, 1, true), 64, 2),
+        warp_specialized(problem(3, 2, 1, 64, 500, 64, DType::bf16, 2, true), 128, 3),
+        warp_specialized(problem(1, 2, 2, 1000, 700, 64, DType::f16, 1, false), 64, 3),
+        // Bottom-right causal with N_Q > N_K: the first query tiles see no key (both loops run no iteration).
+        warp_specialized(problem(1, 2, 2, 1024, 257, 128, DType::bf16, 2, false), 128, 2),
+        warp_specialized(problem(2, 2, 2, 192, 192, 96, DType::f16, 0, false), 64, 2),
+        warp_specialized(transposed_k(problem(1, 4, 4, 256, 300, 64, DType::f16, 1, false)), 128, 2),
+        // Many key tiles: the ring's phases wrap many times within one program.
+        warp_specialized(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 2)),
     [](const auto& info) { return label(info.param); });
 
 } // namespace
