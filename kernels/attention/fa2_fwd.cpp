@@ -116,7 +116,7 @@ KernelDef fa2_fwd_def() {
   d.default_num_warps = 8; // 16 rows per warp: no spills on sm_80 or sm_90 (4 warps spill on sm_80)
   d.default_num_stages = 2;
   d.build = build_fa2_fwd;
-  // 33 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
+  // 36 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
   // exceeds the device's per-block limit, or whose MIN_BLOCKS_PER_SM CTAs cannot share an SM's shared memory.
   d.config_space = [] {
     std::vector<Config> cs;
@@ -146,11 +146,16 @@ KernelDef fa2_fwd_def() {
     // work per stage to cover the next load.
     for (int64_t bn : {32, 64})
       add(128, bn, 4, 4, 1);
-    // sm_90a: a producer warpgroup copies K and V by TMA for both key loops while two consumer warpgroups of
-    // 64 rows compute, at 224 registers a thread (worklog §32). Pruned where the target has no TMA.
-    for (int64_t bn : {64, 128})
+    // sm_90a: a producer warpgroup copies K and V by TMA for both key loops while the consumers compute
+    // (worklog §32); pruned where the target has no TMA. Two consumer warpgroups of 64 rows at 224 registers a
+    // thread; one of 128 rows (with 64-key tiles: 128 keys spill at D = 128); or one of 64 rows in each of two
+    // CTAs an SM at 200 registers (one CTA's softmax beside the other's products).
+    for (int64_t bn : {64, 128}) {
       for (int stages : {2, 3})
         add(128, bn, 8, stages, 1, true);
+      add(64, bn, 4, 2, 2, true);
+    }
+    add(128, 64, 4, 2, 1, true);
     // Small tiles for the widest f32 heads, whose 4-byte tiles fit no config above (f32 at HEAD_DIM = 256 needs
     // 232 KiB with 64 x 32 tiles and 2 stages): they fit sm_90's 227 KiB per block, sm_80's 163 KiB and, the
     // last, sm_86's 99 KiB.

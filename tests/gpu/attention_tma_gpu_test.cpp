@@ -50,8 +50,8 @@ TmaAttentionCase with_tiles(AttentionProblem p, int64_t bm, int64_t bn, int warp
   return {p, bm, bn, warps, stages};
 }
 
-TmaAttentionCase warp_specialized(AttentionProblem p, int64_t bn, int stages) {
-  return {p, 128, bn, 8, stages, true};
+TmaAttentionCase warp_specialized(AttentionProblem p, int64_t bn, int stages, int64_t bm = 128, int warps = 8) {
+  return {p, bm, bn, warps, stages, true};
 }
 
 AttentionProblem transposed_k(AttentionProblem p) {
@@ -142,6 +142,9 @@ INSTANTIATE_TEST_SUITE_P(
         warp_specialized(problem(1, 2, 2, 1024, 257, 128, DType::bf16, 2, false), 128, 2),
         warp_specialized(problem(2, 2, 2, 192, 192, 96, DType::f16, 0, false), 64, 2),
         warp_specialized(transposed_k(problem(1, 4, 4, 256, 300, 64, DType::f16, 1, false)), 128, 2),
+        // One consumer warpgroup: 128 rows, or 64 rows (the space runs it two CTAs an SM).
+        warp_specialized(problem(2, 3, 1, 300, 333, 128, DType::bf16, 1, false), 64, 2, 128, 4),
+        warp_specialized(problem(2, 3, 3, 300, 333, 64, DType::f16, 2, true), 128, 2, 64, 4),
         // Many key tiles: the ring's phases wrap many times within one program.
         warp_specialized(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 2)),
     [](const auto& info) { return label(info.param); });
