@@ -3,9 +3,6 @@
 #include "dsl/dsl.h"
 #include "kernels/attention/attention_bwd_args.h"
 #include "kernels/attention/attention_bwd_space.h"
-#include "kernels/codegen_params.h"
-
-#include <tuple>
 
 namespace kiln {
 
@@ -70,24 +67,10 @@ KernelDef fa2_bwd_dq_def() {
   d.name = "fa2_bwd_dq";
   d.summary = "attention backward: dQ of one query tile, looping over the key tiles it sees (deterministic)";
   d.params = attention_bwd_param_defs();
-  d.params.push_back(warp_specialize_param(0));
   d.default_num_warps = 4;
   d.default_num_stages = 2;
   d.build = build_fa2_bwd_dq;
-  d.config_space = [] {
-    std::vector<Config> cs = bwd_config_space(fa2_bwd_dq_def().default_config(), "BLOCK_M");
-    // sm_90a: a producer warpgroup copies K and V by TMA for both key loops (worklog §32); pruned where the
-    // target has no TMA. The measured all-round tiles, and a 128-key step that fills a deeper ring.
-    for (const auto& [bm, bn, warps, stages] : {std::tuple{64, 64, 4, 2}, std::tuple{64, 64, 4, 3},
-                                                 std::tuple{64, 128, 4, 2}, std::tuple{128, 64, 8, 2}}) {
-      Config c = fa2_bwd_dq_def().default_config();
-      c.set("BLOCK_M", bm).set("BLOCK_N", bn).set("WARP_SPECIALIZE", 1);
-      c.num_warps = warps;
-      c.num_stages = stages;
-      cs.push_back(c);
-    }
-    return cs;
-  };
+  d.config_space = [] { return bwd_config_space(fa2_bwd_dq_def().default_config(), "BLOCK_M"); };
   d.size_args = {"B", "H", "H_KV", "N_Q", "N_K", "D"};
   d.tuning_key = {"B", "H", "N_Q", "N_K"};
   d.bucket = [](const std::string&, int64_t v) { return next_pow2(v); };

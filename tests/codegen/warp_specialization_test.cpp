@@ -190,18 +190,17 @@ TEST(WarpSpecialization, PartialWarpgroupsAreRefused) {
       << g.why_not_warp_specialized;
 }
 
-// ptxas honours setmaxnreg per branch: every warp-specialised config of matmul's, FA2's and the backward dQ's
-// spaces compiles (no C7508, which compile_cuda raises as an error) with no spill in either branch, the
-// producer's cp.async fallback included (it spilled at 40 registers unrolled). The attention kernels at their
-// common head dims, causal (both key loops).
+// ptxas honours setmaxnreg per branch: every warp-specialised config of matmul's and FA2's spaces compiles (no
+// C7508, which compile_cuda raises as an error) with no spill in either branch, the producer's cp.async fallback
+// included (it spilled at 40 registers unrolled). FA2 at its common head dims, causal (both key loops).
 TEST(WarpSpecialization, EveryWarpSpecialisedConfigCompilesWithoutSpills) {
   std::string why;
   if (!rt::nvrtc_available(&why))
     GTEST_SKIP() << "NVRTC not available: " << why;
   int compiled = 0;
-  for (const std::string name : {"matmul", "fa2_fwd", "fa2_bwd_dq"}) {
+  for (const std::string name : {"matmul", "fa2_fwd"}) {
     const KernelDef& def = builtin_kernels().find(name);
-    for (const int64_t head_dim : name == "matmul" ? std::vector<int64_t>{0} : std::vector<int64_t>{64, 128})
+    for (const int64_t head_dim : name == "fa2_fwd" ? std::vector<int64_t>{64, 128} : std::vector<int64_t>{0})
       for (Config c : def.config_space()) {
         if (c.get("WARP_SPECIALIZE") == 0)
           continue;
@@ -221,7 +220,7 @@ TEST(WarpSpecialization, EveryWarpSpecialisedConfigCompilesWithoutSpills) {
         ++compiled;
       }
   }
-  EXPECT_GE(compiled, 5 + 14 + 8);
+  EXPECT_GE(compiled, 5 + 14);
 }
 
 } // namespace
