@@ -24,21 +24,15 @@ void Emitter::emit_producer() {
     open_program_loop(); // the consumers' program ids, in their order
   // The scalars each loop needs, each emitted before the first loop that follows it in the program, then the
   // loop's copies; a later loop may start from the block pointers an earlier one leaves.
+  auto position = [&](const Op* op) { // in the kernel's top-level ops, where the producer's ops all are
+    return std::find_if(k_.body.ops.begin(), k_.body.ops.end(), [&](const auto& o) { return o.get() == op; }) -
+           k_.body.ops.begin();
+  };
   size_t next_op = 0;
   for (const Op* loop : ws.loops) {
-    const size_t loop_at = static_cast<size_t>(
-        std::find_if(k_.body.ops.begin(), k_.body.ops.end(), [&](const auto& o) { return o.get() == loop; }) -
-        k_.body.ops.begin());
     line("// producer: the scalars the loop at {} needs, then its copies", loop->loc.str());
-    for (; next_op < ws.producer_ops.size(); ++next_op) {
-      const Op* op = ws.producer_ops[next_op];
-      const size_t op_at = static_cast<size_t>(
-          std::find_if(k_.body.ops.begin(), k_.body.ops.end(), [&](const auto& o) { return o.get() == op; }) -
-          k_.body.ops.begin());
-      if (op_at > loop_at)
-        break;
-      emit_scalar_op(*op);
-    }
+    for (; next_op < ws.producer_ops.size() && position(ws.producer_ops[next_op]) < position(loop); ++next_op)
+      emit_scalar_op(*ws.producer_ops[next_op]);
     emit_producer_loop(*loop, released);
   }
   if (plan_.persistent.on) {
