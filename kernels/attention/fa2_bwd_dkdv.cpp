@@ -3,6 +3,7 @@
 #include "dsl/dsl.h"
 #include "kernels/attention/attention_bwd_args.h"
 #include "kernels/attention/attention_bwd_space.h"
+#include "kernels/attention/attention_mods.h"
 
 namespace kiln {
 
@@ -37,7 +38,9 @@ QueryRange query_range(const AttentionArgs& a, const AttentionTileParams& tp, co
 
 } // namespace
 
-Kernel build_fa2_bwd_dkdv(const Config& config) {
+Kernel build_fa2_bwd_dkdv(const Config& config) { return build_fa2_bwd_dkdv_with_mods(config, AttentionMods{}); }
+
+Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& mods) {
   const AttentionTileParams tp = attention_tile_params(config, "fa2_bwd_dkdv");
   const int64_t BM = tp.block_m, BN = tp.block_n, HD = tp.head_dim;
   const bool atomic_dq = config.get("ATOMIC_DQ") != 0;
@@ -58,6 +61,9 @@ Kernel build_fa2_bwd_dkdv(const Config& config) {
   Value group = (f.H / f.H_KV).named("group"); // query heads per kv head
   Value head0 = (off_bkv % f.H_KV) * group;    // the group's first query head
   AttentionBwdBases kvb = attention_bwd_bases(a, off_b, head0);
+  // The mods' tensors follow the backward's arguments; the scores are recomputed with them, on the transposed
+  // tile (keys along rows: attention_mods.h).
+  const ModKernelEnv mod_kernel = mods.empty() ? ModKernelEnv{} : declare_mod_kernel_env(kb, mods, f);
 
   // This program's keys, on chip for the whole program; keys past N_K read as zero.
   BoundaryCheck kv_check = tp.even_d ? BoundaryCheck{0} : BoundaryCheck{0, 1};
@@ -66,13 +72,19 @@ Kernel build_fa2_bwd_dkdv(const Config& config) {
   Value k = (tp.k_transposed ? trans(k_loaded) : k_loaded).named("k");                       // (BN, HD)
   Value v = load(bwd_kv_block_ptr(a, kvb.v, f.stride_vn, BN, tp, n0), kv_check).named("v"); // (BN, HD)
   Value offs_n = (n0 + arange(0, BN)).named("offs_n");                                        // (BN,) i32
-  Value qk_scale = (f.sm_scale * kLog2e).named("qk_scale");
+  // Mods see scores already scaled by sm_scale: only log2 e is left to apply to them.
+  Value qk_scale = (mod_kernel.active() ? scalar(kLog2e, f32) : f.sm_scale * kLog2e).named("qk_scale");
   Value dk = zeros({BN, HD}, f32).named("dk"); // (BN, HD) Σ dSᵀ Q, unscaled
   Value dv = zeros({BN, HD}, f32).named("dv"); // (BN, HD) Σ Pᵀ dO
   QueryRange range = query_range(f, tp, n0);
+  // Mask mods: every query tile from the causal rule's first on is visited, masked (the mods' key bounds say
+  // which keys a query tile sees, not which queries see a key tile).
+  if (mod_kernel.has_mask())
+    range.unmasked_begin = range.unmasked_end = f.N_Q;
 
   for_range(0, group, 1, [&](Value g) {
     AttentionBwdBases hb = attention_bwd_bases(a, off_b, head0 + g);
+    const ModKernelEnv mod_env = mod_kernel.active() ? mod_kernel.at(off_b, head0 + g, Value()) : ModKernelEnv{};
     Value q_ptr = bwd_q_block_ptr(a, hb.q, f.stride_qn, BM, tp, range.begin).named("q_ptr");
     Value do_ptr = bwd_q_block_ptr(a, hb.dout, a.stride_don, BM, tp, range.begin).named("do_ptr");
     Value lse_ptr = bwd_row_block_ptr(a, f.lse, hb.row0, BM, range.begin).named("lse_ptr");
@@ -88,20 +100,29 @@ Kernel build_fa2_bwd_dkdv(const Config& config) {
       // exp2(x - LSE·log2 e); a row that sees no key (LSE = -inf) gets P = 0 through +inf.
       Value lse2 = masked ? where(lse == -kInfinity, kInfinity, lse * kLog2e) : lse * kLog2e;
       Value qkT = dot(k, trans(q), Value(), tp.tf32).named("qkT");                    // (BN, BM) f32
-      Value pT = exp2(qkT * qk_scale - lse2.expand_dims(0)).named("pT");             // (BN, BM) f32
+      Value seen; // (BN, BM) i1: the built-in mask of a masked tile
       if (masked) {
         Value cols = offs_m.expand_dims(0); // (1, BM) query rows
         Value keys = offs_n.expand_dims(1); // (BN, 1)
-        Value seen = broadcast_to((keys < f.N_K) && (cols < f.N_Q), {BN, BM});
+        seen = broadcast_to((keys < f.N_K) && (cols < f.N_Q), {BN, BM});
         if (tp.causal != CausalMode::None)
           seen = seen && (keys <= last_visible_key(f, tp, cols));
-        pT = where(seen, pT, 0.0);
       }
+      ModdedScores modded;
+      if (mod_env.active()) { // hidden pairs are -inf already: P = 0 there
+        modded = modded_scores_transposed(mod_env, f, qkT, offs_m, offs_n, seen, /*with_derivative=*/true);
+        qkT = modded.score;
+      }
+      Value pT = exp2(qkT * qk_scale - lse2.expand_dims(0)).named("pT");             // (BN, BM) f32
+      if (masked && !mod_env.active())
+        pT = where(seen, pT, 0.0);
       Value dout = load(do_ptr, tile);                                        // (BM, HD)
       dv = dot(low(pT), dout, dv, tp.tf32);                                   // (BN, HD)
       Value dpT = dot(v, trans(dout), Value(), tp.tf32).named("dpT");         // (BN, BM) f32
       Value delta = load(delta_ptr, rows);                                    // (BM,) f32
-      Value dsT = pT * (dpT - delta.expand_dims(0));                          // (BN, BM) f32
+      Value dsT = pT * (dpT - delta.expand_dims(0));                          // (BN, BM) f32, d/d score
+      if (modded.derivative.valid()) // through the score mods: d/d (q·k · sm_scale)
+        dsT = dsT * modded.derivative;
       // With EXACT_MASKED_V, where P is 0 (hidden pairs, -inf scores) dS is 0 by selection:
       // dP may be NaN or inf there (from V).
       if (masked && tp.exact_masked_v)

@@ -56,7 +56,7 @@ Kernel build_fa2_fwd_with_mods(const Config& config, const AttentionMods& mods) 
     Value kt = tp.k_transposed ? k : trans(k);           // (HD, BN)
     Value qk = dot(q, kt, Value(), tp.tf32).named("qk"); // (BM, BN) f32
     if (mod_env.active()) {
-      qk = modded_scores(mod_env, a, tp, qk, start_n, masked);
+      qk = modded_scores(mod_env, a, tp, qk, start_n, masked).score;
     } else if (masked) {
       Value offs_n = start_n + arange(0, BN); // (BN,) i32
       qk = where(visible_keys(a, tp, offs_m, offs_n), qk, -kInfinity);
