@@ -172,19 +172,31 @@ std::vector<ModTensorSpec> AttentionMods::tensors() const {
   return all;
 }
 
+namespace {
+
+// The mods' arguments on a probe tile of 16 x 16 scores, in a kernel of their own: what identity() prints and
+// check_differentiable() differentiates.
+constexpr int64_t kProbeTile = 16;
+
+ModArgs probe_mod_args(KernelBuilder& kb, const AttentionMods& mods) {
+  ModArgs m = declare_mod_tensors(kb, mods);
+  m.b = kb.arg("b", i32), m.h = kb.arg("h", i32);
+  m.N_Q = kb.arg("N_Q", i32), m.N_K = kb.arg("N_K", i32), m.H = kb.arg("H", i32), m.H_KV = kb.arg("H_KV", i32);
+  m.q_idx = arange(0, kProbeTile).expand_dims(1);
+  m.kv_idx = arange(0, kProbeTile).expand_dims(0);
+  return m;
+}
+
+} // namespace
+
 std::string AttentionMods::identity() const {
   if (empty())
     return "";
-  // The mods on a probe tile of 16 x 16 scores: the printed IR (ops and constants) is what the mods compute,
-  // so two mods that differ in any of it differ in the hash.
-  const Shape tile = {16, 16};
+  // The printed IR (ops and constants) is what the mods compute, so two mods that differ in any of it differ
+  // in the hash.
+  const Shape tile = {kProbeTile, kProbeTile};
   KernelBuilder kb("attention_mods_probe");
-  ModArgs m = declare_mod_tensors(kb, *this);
-  m.b = kb.arg("b", i32), m.h = kb.arg("h", i32);
-  m.N_Q = kb.arg("N_Q", i32), m.N_K = kb.arg("N_K", i32), m.H = kb.arg("H", i32),
-  m.H_KV = kb.arg("H_KV", i32);
-  m.q_idx = arange(0, tile[0]).expand_dims(1);
-  m.kv_idx = arange(0, tile[1]).expand_dims(0);
+  ModArgs m = probe_mod_args(kb, *this);
   Value s = apply_score_mods(*this, m, full(tile, 0.0, f32), tile);
   // A derivative a mod gives is code of its own (one the builder derives follows from fn's ops, and is not
   // built here, so that a mod the builder cannot differentiate still runs forward).
@@ -213,6 +225,16 @@ std::string AttentionMods::identity() const {
     at = eol + 1;
   }
   return name() + "#" + sha256_hex(ir).substr(0, 12);
+}
+
+void AttentionMods::check_differentiable() const {
+  if (score.empty())
+    return;
+  const Shape tile = {kProbeTile, kProbeTile};
+  KernelBuilder kb("attention_mods_derivative_probe");
+  ModArgs m = probe_mod_args(kb, *this);
+  Value derivative;
+  (void)apply_score_mods(*this, m, full(tile, 0.0, f32), tile, &derivative);
 }
 
 ModKernelEnv declare_mod_kernel_env(KernelBuilder& kb, const AttentionMods& mods, const AttentionArgs& a) {

@@ -131,6 +131,9 @@ struct AttentionMods {
   // name() and a short hash of the IR the mods build on a probe tile: what the kernel's name carries.
   // Builds the mods, so a mod that breaks the rules (wrong return type, unknown tensor) fails here.
   std::string identity() const;
+  // Builds the score mods' derivatives (the backward's factor on dS) on a probe tile: a kiln::Error naming the
+  // mod and the op when a mod without its own derivative uses an op the builder cannot differentiate.
+  void check_differentiable() const;
   // Every tensor the mods declare, score mods' first, then mask mods', then the sink's; a kiln::Error for a
   // name that is not an identifier, declared twice, an unknown dim name, a mod without a name or a function,
   // or more than one sink.

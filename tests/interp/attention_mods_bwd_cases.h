@@ -16,6 +16,39 @@ inline AttentionBwdConfigs mod_case_bwd_configs(const ModCase& c, bool atomic_dq
   return interp_bwd_configs(c.base, atomic_dq);
 }
 
+// The forward's mod cases, and cases whose score mods bend the scores far from the identity (large scores under
+// a tight softcap), so that a wrong or missing d score_mod / d score shows in every gradient it reaches.
+inline std::vector<ModCase> mod_bwd_cases() {
+  std::vector<ModCase> cs = mod_cases();
+  {
+    // The combination of the issue: documents, a causal sliding window and a tight softcap; GQA, B = 2, tails.
+    AttentionCase base = make_case(70, 70, 32, 0, DType::f16, 4, 2, true, false, 3.0);
+    base.problem.B = 2;
+    ModTensorData ids = document_ids(base.problem, 70, {23, 4, 40}, "q_doc");
+    ModTensorData kv = ids;
+    kv.data.name = "kv_doc";
+    cs.push_back(mod_case("bwd_document_window_softcap_tight", base, {softcap(2)},
+                          {document_mask(), sliding_window(12, 0)}, {{"q_doc", ids}, {"kv_doc", kv}}));
+  }
+  {
+    // Two score mods in a chain (the derivative is the product) on the built-in causal path, f32.
+    AttentionCase base = make_case(45, 60, 32, 1, DType::f32, 2, 1, false, false, 3.0);
+    cs.push_back(mod_case("bwd_alibi_then_softcap_causal_tl_f32", base, {alibi(), softcap(3)}, {},
+                          {{"alibi_slopes", alibi_slopes(base.problem)}}));
+  }
+  {
+    // A sink with a tight softcap and a bias, bf16.
+    AttentionCase base = make_case(50, 40, 32, 0, DType::bf16, 2, 2, false, false, 3.0);
+    const AttentionProblem& p = base.problem;
+    ModCase c = mod_case("bwd_sinks_bias_softcap", base, {additive_bias(), softcap(4)}, {},
+                         {{"bias", bias_tensor(DType::f32, {1, p.H, p.N_Q, p.N_K}, 13)},
+                          {"sinks", sink_logits(p, {2.0, -1.0})}});
+    c.mods.sink = {attention_sinks()};
+    cs.push_back(c);
+  }
+  return cs;
+}
+
 inline AttentionGrads check_mod_bwd_case(const ModCase& c, const AttentionBwdConfigs& configs,
                                          Executor executor = Executor::Interpreter) {
   const AttentionProblem& p = c.base.problem;

@@ -22,13 +22,14 @@ TEST_P(ModsBwdInterp, GradientsMatchTheReferenceWithTheSameMods) {
   check_mod_bwd_case(GetParam(), mod_case_bwd_configs(GetParam()));
 }
 
-INSTANTIATE_TEST_SUITE_P(mods_bwd, ModsBwdInterp, ::testing::ValuesIn(mod_cases()),
+INSTANTIATE_TEST_SUITE_P(mods_bwd, ModsBwdInterp, ::testing::ValuesIn(mod_bwd_cases()),
                          [](const auto& info) { return info.param.name; });
 
 // dQ accumulated by atomics in the dK/dV kernel (ATOMIC_DQ=1) through the same modded dS.
 TEST(AttentionModsBwd, AtomicDqMatchesTheReference) {
-  for (const ModCase& c : mod_cases()) {
-    if (c.name != "document_window_softcap" && c.name != "alibi_builtin_causal_br" && c.name != "sinks_window_softcap")
+  for (const ModCase& c : mod_bwd_cases()) {
+    if (c.name != "bwd_document_window_softcap_tight" && c.name != "alibi_builtin_causal_br" &&
+        c.name != "bwd_sinks_bias_softcap")
       continue;
     SCOPED_TRACE(c.name);
     check_mod_bwd_case(c, mod_case_bwd_configs(c, /*atomic_dq=*/true));
