@@ -88,7 +88,8 @@ private:
     else if (op.kind == OpKind::Reduce || op.kind == OpKind::Scan)
       name += std::string(" ") + std::string(reduce_name(op.reduce));
     fail_at(op.loc,
-            "{}: cannot differentiate op '{}' with respect to the score: {}; expected elementwise ops (arithmetic, "
+            "{}: cannot differentiate op '{}' with respect to the score: {}; expected elementwise ops "
+            "(arithmetic, "
             "exp, log, tanh, where, ...), or give the mod's derivative explicitly",
             what_, name, detail);
   }
@@ -228,10 +229,11 @@ Value derivative_of(const Value& y, const Value& x, const std::string& what, Cal
   if (!x.valid() || !y.valid())
     fail_at(loc_of(where), "{}: derivative of an empty Value", what);
   if (!is_float(x.dtype()) || !is_float(y.dtype()))
-    fail_at(loc_of(where), "{}: derivative of {} with respect to {}; expected float values", what, y.type().str(),
-            x.type().str());
+    fail_at(loc_of(where), "{}: derivative of {} with respect to {}; expected float values", what,
+            y.type().str(), x.type().str());
   Differentiator d(kb, x.id(), what);
-  return materialize(d.tangent(y.id()));
+  const Tangent t = d.tangent(y.id());
+  return t.kind == Tangent::One ? Value() : materialize(t);
 }
 
 } // namespace kiln

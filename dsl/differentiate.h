@@ -16,6 +16,9 @@ namespace kiln {
 // arguments) are constants; comparisons and integer results have derivative 0 (steps). An op that depends
 // on x and has no elementwise derivative (a reduction, a scan, a dot, control flow, rand, a remainder by x)
 // is a kiln::Error naming the op and its call site; `what` prefixes the message (e.g. "score_mod 'f'").
-Value derivative_of(const Value& y, const Value& x, const std::string& what, CallSite where = CallSite::current());
+// An empty Value means exactly 1 (y is x plus terms that do not depend on it: `s + bias`), so that a caller
+// multiplying by the derivative builds nothing.
+Value derivative_of(const Value& y, const Value& x, const std::string& what,
+                    CallSite where = CallSite::current());
 
 } // namespace kiln

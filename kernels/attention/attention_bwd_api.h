@@ -14,6 +14,9 @@
 // deterministic; with deterministic = false the autotuner may instead pick dQ accumulated by f32 atomics
 // inside the dK/dV kernel, then cast (ATOMIC_DQ=1), when that is faster.
 //
+// With mods (options.mods, options.mod_tensors: the forward's), dK/dV and dQ recompute the scores with them and
+// multiply dS by the score mods' derivative (attention_mods.h); they are tuned apart from the built-in kernels.
+//
 // Validation errors start "attention::backward:" and end in the caller's line, like the forward's.
 #pragma once
 

@@ -63,15 +63,18 @@ Value checked_result(const Value& r, const char* kind, const std::string& mod, c
 }
 
 // The score mods in order: the tile's scores and, when `derivative` is given, d score / d the scores passed in
-// (each mod's own derivative or, without one, its ops differentiated), multiplied along the chain.
+// (each mod's own derivative or, without one, its ops differentiated), multiplied along the chain; left empty
+// where it is exactly 1 (additive mods: ALiBi, a bias).
 Value apply_score_mods(const AttentionMods& mods, const ModArgs& m, Value score, const Shape& tile,
                        Value* derivative = nullptr) {
   for (const ScoreMod& mod : mods.score) {
     Value modded = checked_result(mod.fn(score, m), "score_mod", mod.name, tile);
     if (derivative) {
+      // Empty: exactly 1 (`s + bias`), nothing to multiply by.
       Value d = mod.derivative ? checked_result(mod.derivative(score, m), "score_mod derivative", mod.name, tile)
                                : derivative_of(modded, score, "score_mod '" + mod.name + "'");
-      *derivative = derivative->valid() ? *derivative * d : d;
+      if (d.valid())
+        *derivative = derivative->valid() ? *derivative * d : d;
     }
     score = modded;
   }

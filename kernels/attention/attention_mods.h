@@ -165,7 +165,8 @@ ModKernelEnv mod_kernel_env(KernelBuilder& kb, const AttentionMods& mods, const 
                             const Value& off_hz, const Value& offs_m);
 
 // One tile of scores with the mods applied, and (backward) d score / d (q·k · sm_scale) through the score
-// mods: the factor on dS; 0 where a key is hidden, empty without score mods or when not asked for.
+// mods: the factor on dS; 0 where a key is hidden, empty where it is exactly 1 (no score mods, or additive ones:
+// ALiBi, a bias) or when not asked for.
 struct ModdedScores {
   Value score, derivative;
 };

@@ -100,22 +100,24 @@ Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& m
       // exp2(x - LSE·log2 e); a row that sees no key (LSE = -inf) gets P = 0 through +inf.
       Value lse2 = masked ? where(lse == -kInfinity, kInfinity, lse * kLog2e) : lse * kLog2e;
       Value qkT = dot(k, trans(q), Value(), tp.tf32).named("qkT");                    // (BN, BM) f32
-      Value seen; // (BN, BM) i1: the built-in mask of a masked tile
-      if (masked) {
+      // (BN, BM) i1: the built-in mask of a masked tile (rows past N_Q, keys past N_K, the causal rule).
+      auto builtin_seen = [&] {
         Value cols = offs_m.expand_dims(0); // (1, BM) query rows
         Value keys = offs_n.expand_dims(1); // (BN, 1)
-        seen = broadcast_to((keys < f.N_K) && (cols < f.N_Q), {BN, BM});
+        Value seen = broadcast_to((keys < f.N_K) && (cols < f.N_Q), {BN, BM});
         if (tp.causal != CausalMode::None)
           seen = seen && (keys <= last_visible_key(f, tp, cols));
-      }
+        return seen;
+      };
       ModdedScores modded;
       if (mod_env.active()) { // hidden pairs are -inf already: P = 0 there
-        modded = modded_scores_transposed(mod_env, f, qkT, offs_m, offs_n, seen, /*with_derivative=*/true);
+        modded = modded_scores_transposed(mod_env, f, qkT, offs_m, offs_n, masked ? builtin_seen() : Value(),
+                                          /*with_derivative=*/true);
         qkT = modded.score;
       }
       Value pT = exp2(qkT * qk_scale - lse2.expand_dims(0)).named("pT");             // (BN, BM) f32
       if (masked && !mod_env.active())
-        pT = where(seen, pT, 0.0);
+        pT = where(builtin_seen(), pT, 0.0);
       Value dout = load(do_ptr, tile);                                        // (BM, HD)
       dv = dot(low(pT), dout, dv, tp.tf32);                                   // (BN, HD)
       Value dpT = dot(v, trans(dout), Value(), tp.tf32).named("dpT");         // (BN, BM) f32

@@ -1,7 +1,8 @@
 // The attention backward with mods, shared by the interpreter (attention_mods_bwd_test.cpp) and GPU
-// (gpu/attention_bwd_gpu_test.cpp) tests: the mod cases of the forward (attention_mods_cases.h), and the check
-// every case runs: dQ, dK, dV of the whole backward with the mods against the double-precision gradients with
-// the same mods, gradients that must be exactly zero (rows that see no key, keys no row sees) exactly zero.
+// (gpu/attention_bwd_gpu_test.cpp) tests: the mod cases of the forward (attention_mods_cases.h), and the
+// check every case runs: dQ, dK, dV of the whole backward with the mods against the double-precision
+// gradients with the same mods, gradients that must be exactly zero (rows that see no key, keys no row sees)
+// exactly zero.
 #pragma once
 
 #include "interp/attention_bwd_test_cases.h"
@@ -16,12 +17,14 @@ inline AttentionBwdConfigs mod_case_bwd_configs(const ModCase& c, bool atomic_dq
   return interp_bwd_configs(c.base, atomic_dq);
 }
 
-// The forward's mod cases, and cases whose score mods bend the scores far from the identity (large scores under
-// a tight softcap), so that a wrong or missing d score_mod / d score shows in every gradient it reaches.
+// The forward's mod cases, and cases whose score mods bend the scores far from the identity (large scores
+// under a tight softcap), so that a wrong or missing d score_mod / d score shows in every gradient it
+// reaches.
 inline std::vector<ModCase> mod_bwd_cases() {
   std::vector<ModCase> cs = mod_cases();
   {
-    // The combination of the issue: documents, a causal sliding window and a tight softcap; GQA, B = 2, tails.
+    // The combination of the issue: documents, a causal sliding window and a tight softcap; GQA, B = 2,
+    // tails.
     AttentionCase base = make_case(70, 70, 32, 0, DType::f16, 4, 2, true, false, 3.0);
     base.problem.B = 2;
     ModTensorData ids = document_ids(base.problem, 70, {23, 4, 40}, "q_doc");
@@ -58,10 +61,12 @@ inline AttentionGrads check_mod_bwd_case(const ModCase& c, const AttentionBwdCon
   AttentionGrads ref = reference_backward_with_mods(p, in, dout, c.mods, c.tensors);
   // The mods change the gradients (else the case would check nothing about them).
   const AttentionGrads plain = reference_backward(p, logical_bwd_tensors(p, in, dout));
-  EXPECT_FALSE(compare_to_reference(plain.dq, ref.dq).ok(1e-2) && compare_to_reference(plain.dk, ref.dk).ok(1e-2))
+  EXPECT_FALSE(compare_to_reference(plain.dq, ref.dq).ok(1e-2) &&
+               compare_to_reference(plain.dk, ref.dk).ok(1e-2))
       << c.name << ": the mods change no gradient";
   AttentionGrads out = run_bwd_with_mods(p, c.mods, c.tensors, configs, in, dout, executor);
-  const double tol = grad_tolerance(p.dtype, p.tf32, max_abs_lse(reference_with_mods(p, in, c.mods, c.tensors)));
+  const double tol =
+      grad_tolerance(p.dtype, p.tf32, max_abs_lse(reference_with_mods(p, in, c.mods, c.tensors)));
   const std::array<GradComparison, 3> comparisons = compare_grads(out, ref);
   for (auto [name, got, magnitude, cmp] :
        {std::tuple{"dQ", &out.dq, &ref.dq_magnitude, comparisons[0].result},

@@ -1,7 +1,8 @@
-// The attention backward with mods in the interpreter: every library mod and the combinations of the forward's
-// mod cases, dQ, dK, dV against the double-precision gradients with the same mods (attention_mods_bwd_cases.h);
-// the atomic-dQ variant; the reference itself against finite differences of the forward with mods; a mod's
-// own derivative used instead of the builder's; the backward kernels named after the mods.
+// The attention backward with mods in the interpreter: every library mod and the combinations of the
+// forward's mod cases, dQ, dK, dV against the double-precision gradients with the same mods
+// (attention_mods_bwd_cases.h); the atomic-dQ variant; the reference itself against finite differences of the
+// forward with mods; a mod's own derivative used instead of the builder's; the backward kernels named after
+// the mods.
 #include "interp/attention_mods_bwd_cases.h"
 
 #include "dsl/dsl.h"
