@@ -80,9 +80,9 @@ struct AttentionOptions {
   // ([B, N, H, D], the layout of packed projections). Either way the strides say where elements are.
   std::string layout = "bhsd";
   // Score and mask mods (attention_mods.h; kiln's own in attention_mod_library.h), forward(), tune_forward()
-  // and backward() (which must be given the forward's mods and tensors), and the device tensors they read, by the names the mods declare (ModTensorSpec):
-  // each of the declared dtype, with the declared dims' extents or 1 (broadcast) and any non-negative
-  // strides. The kernel is generated for the mods and tuned apart from the built-in one. Empty mods: the
+  // and backward() (which must be given the forward's mods and tensors), and the device tensors they read, by
+  // the names the mods declare (ModTensorSpec): each of the declared dtype, with the declared dims' extents or
+  // 1 (broadcast) and any non-negative strides. The kernel is generated for the mods and tuned apart from the built-in one. Empty mods: the
   // built-in kernel, exactly.
   AttentionMods mods;
   std::map<std::string, TensorRef> mod_tensors;

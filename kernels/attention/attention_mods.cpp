@@ -62,17 +62,18 @@ Value checked_result(const Value& r, const char* kind, const std::string& mod, c
   return t.shape == tile ? v : broadcast_to(v, tile);
 }
 
-// The score mods in order: the tile's scores and, when `derivative` is given, d score / d the scores passed in
-// (each mod's own derivative or, without one, its ops differentiated), multiplied along the chain; left empty
-// where it is exactly 1 (additive mods: ALiBi, a bias).
+// The score mods in order: the tile's scores and, when `derivative` is given, d score / d the scores passed
+// in (each mod's own derivative or, without one, its ops differentiated), multiplied along the chain; left
+// empty where it is exactly 1 (additive mods: ALiBi, a bias).
 Value apply_score_mods(const AttentionMods& mods, const ModArgs& m, Value score, const Shape& tile,
                        Value* derivative = nullptr) {
   for (const ScoreMod& mod : mods.score) {
     Value modded = checked_result(mod.fn(score, m), "score_mod", mod.name, tile);
     if (derivative) {
       // Empty: exactly 1 (`s + bias`), nothing to multiply by.
-      Value d = mod.derivative ? checked_result(mod.derivative(score, m), "score_mod derivative", mod.name, tile)
-                               : derivative_of(modded, score, "score_mod '" + mod.name + "'");
+      Value d = mod.derivative
+                    ? checked_result(mod.derivative(score, m), "score_mod derivative", mod.name, tile)
+                    : derivative_of(modded, score, "score_mod '" + mod.name + "'");
       if (d.valid())
         *derivative = derivative->valid() ? *derivative * d : d;
     }
@@ -94,8 +95,8 @@ ModdedScores apply_mods_to_tile(const AttentionMods& mods, const ModArgs& m, con
                                 const Value& scaled_qk, const Value& visible, bool with_derivative) {
   ModdedScores r;
   Value derivative;
-  r.score = apply_score_mods(mods, m, scaled_qk, tile, with_derivative && !mods.score.empty() ? &derivative
-                                                                                              : nullptr);
+  r.score = apply_score_mods(mods, m, scaled_qk, tile,
+                             with_derivative && !mods.score.empty() ? &derivative : nullptr);
   if (visible.valid()) {
     Value seen = apply_mask_mods(mods, m, visible, tile);
     r.score = where(seen, r.score, -kInfinity);
@@ -184,7 +185,8 @@ constexpr int64_t kProbeTile = 16;
 ModArgs probe_mod_args(KernelBuilder& kb, const AttentionMods& mods) {
   ModArgs m = declare_mod_tensors(kb, mods);
   m.b = kb.arg("b", i32), m.h = kb.arg("h", i32);
-  m.N_Q = kb.arg("N_Q", i32), m.N_K = kb.arg("N_K", i32), m.H = kb.arg("H", i32), m.H_KV = kb.arg("H_KV", i32);
+  m.N_Q = kb.arg("N_Q", i32), m.N_K = kb.arg("N_K", i32), m.H = kb.arg("H", i32),
+  m.H_KV = kb.arg("H_KV", i32);
   m.q_idx = arange(0, kProbeTile).expand_dims(1);
   m.kv_idx = arange(0, kProbeTile).expand_dims(0);
   return m;
@@ -276,7 +278,8 @@ ModdedScores modded_scores(const ModKernelEnv& env, const AttentionArgs& a, cons
   // Keys past N_K occur only in masked tiles, which hide them: clamped, they index what the tensors hold.
   m.kv_idx = (masked ? minimum(offs_n, a.N_K - 1) : offs_n).expand_dims(0).named("kv_idx");
   Value visible = masked ? visible_keys(a, tp, env.offs_m, offs_n) : Value();
-  return apply_mods_to_tile(*env.mods, m, {tp.block_m, tp.block_n}, qk * a.sm_scale, visible, with_derivative);
+  return apply_mods_to_tile(*env.mods, m, {tp.block_m, tp.block_n}, qk * a.sm_scale, visible,
+                            with_derivative);
 }
 
 ModdedScores modded_scores_transposed(const ModKernelEnv& env, const AttentionArgs& a, const Value& qkT,
@@ -312,6 +315,19 @@ ModKeyTiles mod_key_tiles(const ModKernelEnv& env, const AttentionArgs& a, const
     }
   Value start = (lo / tp.block_n * tp.block_n).named("mod_keys_start");
   return ModKeyTiles{start, maximum(hi, start).named("mod_keys_end")};
+}
+
+void for_each_mod_key_tile(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
+                           const Value& m0, Value& k_ptr, Value& v_ptr,
+                           const std::function<void(Value)>& masked_tile) {
+  ModKeyTiles keys = mod_key_tiles(env, a, tp, m0);
+  k_ptr = tp.k_transposed ? advance(k_ptr, {0, keys.start}) : advance(k_ptr, {keys.start, 0});
+  v_ptr = advance(v_ptr, {keys.start, 0});
+  for_range(keys.start, keys.end, tp.block_n, masked_tile);
+}
+
+Value scores_to_log2(const ModKernelEnv& env, const Value& sm_scale) {
+  return (env.active() ? scalar(kLog2e, f32) : sm_scale * kLog2e).named("qk_scale");
 }
 
 } // namespace kiln

@@ -10,21 +10,23 @@
 //   }}; MaskMod window{"window(64)", {}, [](const ModArgs& m) { return m.kv_idx >= m.q_idx - 64; }};
 //
 // It sees ModArgs: the batch b and query head h (i32 scalars), the query indices q_idx (BLOCK_M, 1) and key
-// indices kv_idx (1, BLOCK_N) (i32; in the backward's dK/dV kernel, whose score tiles are transposed, q_idx
-// (1, BLOCK_M) and kv_idx (BLOCK_N, 1): a mod must combine them elementwise, by broadcasting; clamped into [0, N_Q - 1] and [0, N_K - 1], so that a tile's tail rows
-// and keys, which the kernel hides anyway, never index past a mod's tensors), the sizes, and the tensors the
-// mod declared (ModTensorSpec: ALiBi slopes per head, a bias, document ids), read with ModArgs::load. A
-// score_mod returns a float tile broadcastable to (BLOCK_M, BLOCK_N), a mask_mod an i1 tile broadcastable to
-// it; anything else is a kiln::Error naming the mod. Library mods: attention_mod_library.h.
+// indices kv_idx (1, BLOCK_N) (i32, clamped into [0, N_Q - 1] and [0, N_K - 1], so that a tile's tail rows
+// and keys, which the kernel hides anyway, never index past a mod's tensors; in the backward's dK/dV kernel,
+// whose score tiles are transposed, q_idx is (1, BLOCK_M) and kv_idx (BLOCK_N, 1): a mod must combine them
+// elementwise, by broadcasting, as every library mod does), the sizes, and the tensors the mod declared
+// (ModTensorSpec: ALiBi slopes per head, a bias, document ids), read with ModArgs::load. A score_mod returns
+// a float tile broadcastable to (BLOCK_M, BLOCK_N), a mask_mod an i1 tile broadcastable to it; anything else
+// is a kiln::Error naming the mod. Library mods: attention_mod_library.h.
 //
 // The backward (fa2_bwd_dkdv.h, fa2_bwd_dq.h) recomputes the scores with the same mods and multiplies dS by
-// d score_mod / d score, which the builder derives by differentiating the ops the mod builds (dsl/differentiate.h,
-// forward mode: dual values over the mod's IR) unless the mod gives its derivative; a mod built from ops with
-// no elementwise derivative is a kiln::Error naming the mod and the op.
+// d score_mod / d score, which the builder derives by differentiating the ops the mod builds
+// (dsl/differentiate.h, forward mode: dual values over the mod's IR) unless the mod gives its derivative; a
+// mod built from ops with no elementwise derivative is a kiln::Error naming the mod and the op.
 //
-// The kernel's identity includes the mods: fa2_fwd_def(mods) is named after them and a hash of the IR they
-// build (identity()), so that two different mods never share a compiled kernel or a tuning result, even under
-// one name. Without mods the kernel is exactly the built-in one (same name, same generated code).
+// The kernels' identity includes the mods: fa2_fwd_def(mods) (and the backward's defs) is named after them
+// and a hash of the IR they build (identity()), so that two different mods never share a compiled kernel or a
+// tuning result, even under one name. Without mods the kernels are exactly the built-in ones (same name, same
+// generated code).
 #pragma once
 
 #include "dsl/builder.h"
@@ -75,7 +77,8 @@ struct ModPoint {
 };
 
 using ScoreModFn = std::function<Value(const Value& score, const ModArgs& m)>;
-// d fn(score) / d score, built as DSL ops: the backward's factor on dS (a float tile broadcastable to the tile).
+// d fn(score) / d score, built as DSL ops: the backward's factor on dS (a float tile broadcastable to the
+// tile).
 using ScoreModDerivativeFn = std::function<Value(const Value& score, const ModArgs& m)>;
 using MaskModFn = std::function<Value(const ModArgs& m)>;
 using ScoreModRef = std::function<double(double score, const ModPoint& m)>;
@@ -131,8 +134,8 @@ struct AttentionMods {
   // name() and a short hash of the IR the mods build on a probe tile: what the kernel's name carries.
   // Builds the mods, so a mod that breaks the rules (wrong return type, unknown tensor) fails here.
   std::string identity() const;
-  // Builds the score mods' derivatives (the backward's factor on dS) on a probe tile: a kiln::Error naming the
-  // mod and the op when a mod without its own derivative uses an op the builder cannot differentiate.
+  // Builds the score mods' derivatives (the backward's factor on dS) on a probe tile: a kiln::Error naming
+  // the mod and the op when a mod without its own derivative uses an op the builder cannot differentiate.
   void check_differentiable() const;
   // Every tensor the mods declare, score mods' first, then mask mods', then the sink's; a kiln::Error for a
   // name that is not an identifier, declared twice, an unknown dim name, a mod without a name or a function,
@@ -165,8 +168,8 @@ ModKernelEnv mod_kernel_env(KernelBuilder& kb, const AttentionMods& mods, const 
                             const Value& off_hz, const Value& offs_m);
 
 // One tile of scores with the mods applied, and (backward) d score / d (q·k · sm_scale) through the score
-// mods: the factor on dS; 0 where a key is hidden, empty where it is exactly 1 (no score mods, or additive ones:
-// ALiBi, a bias) or when not asked for.
+// mods: the factor on dS; 0 where a key is hidden, empty where it is exactly 1 (no score mods, or additive
+// ones: ALiBi, a bias) or when not asked for.
 struct ModdedScores {
   Value score, derivative;
 };
@@ -183,6 +186,10 @@ ModdedScores modded_scores_transposed(const ModKernelEnv& env, const AttentionAr
                                       const Value& offs_m, const Value& offs_n, const Value& visible,
                                       bool with_derivative);
 
+// What the kernels multiply the scores by before exp2: sm_scale · log2 e, or log2 e alone with mods (which
+// see scores already scaled by sm_scale). Named qk_scale.
+Value scores_to_log2(const ModKernelEnv& env, const Value& sm_scale);
+
 // The online softmax's starting state with the sink as a key already seen: the running max m (BLOCK_M,) in
 // the log2 domain, the sink itself, and the row sum l, 1 (0 where the sink is −inf).
 struct SinkState {
@@ -197,5 +204,10 @@ struct ModKeyTiles {
 };
 ModKeyTiles mod_key_tiles(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
                           const Value& m0);
+// The loop over those tiles (the forward's and dQ's): k_ptr and v_ptr moved to the first, then
+// masked_tile(start_n) for each, which advances them.
+void for_each_mod_key_tile(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
+                           const Value& m0, Value& k_ptr, Value& v_ptr,
+                           const std::function<void(Value)>& masked_tile);
 
 } // namespace kiln

@@ -25,10 +25,11 @@ std::vector<ValidatedModTensor> validate_mod_tensors(const AttentionOptions& opt
   }
   const std::string_view entry = site.entry;
   if (entry != "forward" && entry != "tune_forward" && entry != "backward")
-    reject(site,
-           "options.mods ({}) are not supported by {} yet; expected empty mods (forward() and backward() take "
-           "them)",
-           mods.name(), entry);
+    reject(
+        site,
+        "options.mods ({}) are not supported by {} yet; expected empty mods (forward() and backward() take "
+        "them)",
+        mods.name(), entry);
   if (options.exact_masked_v && !mods.mask.empty())
     reject(site,
            "options.exact_masked_v selects away the keys of the causal mask, not those of mask mods ({}); "

@@ -103,10 +103,12 @@ public:
     check_mod_tensors(mods, tensors, p);
     for (const ScoreMod& m : mods.score)
       if (!m.reference)
-        fail("score_mod '{}' has no reference; the double-precision reference needs one for every mod", m.name);
+        fail("score_mod '{}' has no reference; the double-precision reference needs one for every mod",
+             m.name);
     for (const MaskMod& m : mods.mask)
       if (!m.reference)
-        fail("mask_mod '{}' has no reference; the double-precision reference needs one for every mod", m.name);
+        fail("mask_mod '{}' has no reference; the double-precision reference needs one for every mod",
+             m.name);
     for (const SinkMod& m : mods.sink)
       if (!m.reference)
         fail("sink '{}' has no reference; the double-precision reference needs one for every mod", m.name);
@@ -171,9 +173,10 @@ private:
 AttentionResult reference_with_mods(const AttentionProblem& p, const AttentionInputs& in,
                                     const AttentionMods& mods, const ModTensorValues& tensors) {
   ModReferences ref(p, mods, tensors);
-  AttentionResult r = reference_forward(
-      p, logical_tensors(p, in),
-      [&](int64_t b, int64_t h, int64_t i, int64_t j, double s) { return ref.score(b, h, i, j, s); });
+  AttentionResult r =
+      reference_forward(p, logical_tensors(p, in), [&](int64_t b, int64_t h, int64_t i, int64_t j, double s) {
+        return ref.score(b, h, i, j, s);
+      });
   if (mods.sink.empty())
     return r;
   // One more term in each row's denominator: LSE' = logaddexp(LSE, sink).
@@ -201,7 +204,9 @@ AttentionGrads reference_backward_with_mods(const AttentionProblem& p, const Att
   ReferenceBackwardScores scores;
   scores.lse = reference_with_mods(p, in, mods, tensors).lse;
   ModReferences ref(p, mods, tensors);
-  scores.score = [&](int64_t b, int64_t h, int64_t i, int64_t j, double s) { return ref.score(b, h, i, j, s); };
+  scores.score = [&](int64_t b, int64_t h, int64_t i, int64_t j, double s) {
+    return ref.score(b, h, i, j, s);
+  };
   scores.derivative = [&](int64_t b, int64_t h, int64_t i, int64_t j, double s) {
     return ref.score_derivative(b, h, i, j, s);
   };

@@ -1,11 +1,11 @@
 // The host side of attention mods (attention_mods.h): the mods' tensors on the host, the checks a tensor
 // passed for a ModTensorSpec must pass, the double-precision references (forward and gradients) with the mods
-// applied to the full score matrix, and interpreted (or GPU, through the executor) runs of the FA2 forward and
-// backward with mods.
+// applied to the full score matrix, and interpreted (or GPU, through the executor) runs of the FA2 forward
+// and backward with mods.
 #pragma once
 
-#include "kernels/attention/attention_mods.h"
 #include "kernels/attention/attention_bwd_problem.h"
+#include "kernels/attention/attention_mods.h"
 #include "kernels/attention/attention_problem.h"
 
 #include <llvm/ADT/ArrayRef.h>
@@ -46,9 +46,9 @@ void check_mod_tensors(const AttentionMods& mods, const ModTensorValues& tensors
 AttentionResult reference_with_mods(const AttentionProblem& p, const AttentionInputs& in,
                                     const AttentionMods& mods, const ModTensorValues& tensors);
 
-// The analytic gradients of Σ O ∘ dO in double with the mods (reference_backward through the mods' references):
-// dS multiplied by d score_mods / d score, a central difference of the score mods' references; sinks enter
-// through the forward's LSE. The sink logits' own gradient is not computed.
+// The analytic gradients of Σ O ∘ dO in double with the mods (reference_backward through the mods'
+// references): dS multiplied by d score_mods / d score, a central difference of the score mods' references;
+// sinks enter through the forward's LSE. The sink logits' own gradient is not computed.
 AttentionGrads reference_backward_with_mods(const AttentionProblem& p, const AttentionInputs& in,
                                             const HostBuffer& dout, const AttentionMods& mods,
                                             const ModTensorValues& tensors);
@@ -64,8 +64,8 @@ AttentionResult run_fa2_with_mods(const AttentionProblem& p, const AttentionMods
                                   const ModTensorValues& tensors, const Config& config,
                                   const AttentionInputs& in, Executor executor = Executor::Interpreter);
 
-// The whole backward with mods on `configs` (which must agree with `p`): O and LSE from reference_with_mods (as
-// the forward with the mods leaves them), then run_bwd with the mods; dQ, dK, dV in logical order.
+// The whole backward with mods on `configs` (which must agree with `p`): O and LSE from reference_with_mods
+// (as the forward with the mods leaves them), then run_bwd with the mods; dQ, dK, dV in logical order.
 AttentionGrads run_bwd_with_mods(const AttentionProblem& p, const AttentionMods& mods,
                                  const ModTensorValues& tensors, const AttentionBwdConfigs& configs,
                                  const AttentionInputs& in, const HostBuffer& dout,

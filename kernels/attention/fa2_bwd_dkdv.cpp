@@ -5,6 +5,8 @@
 #include "kernels/attention/attention_bwd_space.h"
 #include "kernels/attention/attention_mods.h"
 
+#include <algorithm>
+
 namespace kiln {
 
 namespace {
@@ -72,15 +74,20 @@ Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& m
   Value k = (tp.k_transposed ? trans(k_loaded) : k_loaded).named("k");                       // (BN, HD)
   Value v = load(bwd_kv_block_ptr(a, kvb.v, f.stride_vn, BN, tp, n0), kv_check).named("v"); // (BN, HD)
   Value offs_n = (n0 + arange(0, BN)).named("offs_n");                                        // (BN,) i32
-  // Mods see scores already scaled by sm_scale: only log2 e is left to apply to them.
-  Value qk_scale = (mod_kernel.active() ? scalar(kLog2e, f32) : f.sm_scale * kLog2e).named("qk_scale");
+  Value qk_scale = scores_to_log2(mod_kernel, f.sm_scale);
   Value dk = zeros({BN, HD}, f32).named("dk"); // (BN, HD) Σ dSᵀ Q, unscaled
   Value dv = zeros({BN, HD}, f32).named("dv"); // (BN, HD) Σ Pᵀ dO
   QueryRange range = query_range(f, tp, n0);
-  // Mask mods: every query tile from the causal rule's first on is visited, masked (the mods' key bounds say
-  // which keys a query tile sees, not which queries see a key tile).
+  // Mask mods: every query tile from the causal rule's first on is visited, masked, and with key bounds skipped
+  // when it does not see this key tile (the bounds say which keys a query tile sees, not which queries see a
+  // key tile, so the loop cannot start and end there).
   if (mod_kernel.has_mask())
     range.unmasked_begin = range.unmasked_end = f.N_Q;
+  // With key bounds, each query tile's step is guarded by the key tiles the tile visits (one function decides
+  // them for the forward, dQ and here).
+  const bool skips_by_key_bounds =
+      mod_kernel.has_mask() &&
+      std::any_of(mods.mask.begin(), mods.mask.end(), [](const MaskMod& m) { return static_cast<bool>(m.key_bounds); });
 
   for_range(0, group, 1, [&](Value g) {
     AttentionBwdBases hb = attention_bwd_bases(a, off_b, head0 + g);
@@ -91,7 +98,7 @@ Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& m
     Value delta_ptr = bwd_row_block_ptr(a, a.delta, hb.row0, BM, range.begin).named("delta_ptr");
 
     // One query tile. `masked` tiles hide rows past N_Q, keys past N_K and keys a row may not see.
-    auto step = [&](const Value& start_m, bool masked) {
+    auto accumulate = [&](const Value& start_m, bool masked) {
       BoundaryCheck rows = masked ? BoundaryCheck{0} : BoundaryCheck{};
       BoundaryCheck tile = masked ? tp.row_tile_check() : (tp.even_d ? BoundaryCheck{} : BoundaryCheck{1});
       Value offs_m = start_m + arange(0, BM); // (BM,) i32
@@ -138,6 +145,16 @@ Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& m
         Value ptrs = a.dq_acc + (row * f.D.to(i64) + offs_d.to(i64));         // (BM, HD)
         Value inside = broadcast_to((offs_m.expand_dims(1) < f.N_Q) && (offs_d < f.D), {BM, HD});
         atomic_add(ptrs, dq, inside);
+      }
+    };
+    auto step = [&](const Value& start_m, bool masked) {
+      if (skips_by_key_bounds) {
+        // The key tiles this query tile visits in the forward and in dQ (mod_key_tiles): when this key tile is
+        // not among them, every pair is hidden and nothing flows back.
+        ModKeyTiles keys = mod_key_tiles(mod_env, f, tp, start_m);
+        if_((keys.start < n0 + BN) && (keys.end > n0), [&] { accumulate(start_m, masked); });
+      } else {
+        accumulate(start_m, masked);
       }
       q_ptr = advance(q_ptr, {BM, 0});
       do_ptr = advance(do_ptr, {BM, 0});

@@ -36,8 +36,7 @@ Kernel build_fa2_bwd_dq_with_mods(const Config& config, const AttentionMods& mod
   // in masked tiles: a row in an unmasked tile sees all of its keys.
   Value lse2 = where(lse == -kInfinity, kInfinity, lse * kLog2e).named("lse2").expand_dims(1); // (BM, 1)
   Value delta_rows = delta.expand_dims(1);                                                   // (BM, 1)
-  // Mods see scores already scaled by sm_scale: only log2 e is left to apply to them.
-  Value qk_scale = (mod_env.active() ? scalar(kLog2e, f32) : f.sm_scale * kLog2e).named("qk_scale");
+  Value qk_scale = scores_to_log2(mod_env, f.sm_scale);
   Value dq = zeros({BM, HD}, f32).named("dq"); // (BM, HD) Σ dS K, unscaled
 
   Value k_ptr = bwd_k_block_ptr(a, b, BN, tp, 0).named("k_ptr");
@@ -69,11 +68,8 @@ Kernel build_fa2_bwd_dq_with_mods(const Config& config, const AttentionMods& mod
     v_ptr = advance(v_ptr, {BN, 0});
   };
   if (mod_env.has_mask()) {
-    // Mask mods: the key tiles the forward visits (mod_key_tiles), every one masked.
-    ModKeyTiles keys = mod_key_tiles(mod_env, f, tp, m0);
-    k_ptr = tp.k_transposed ? advance(k_ptr, {0, keys.start}) : advance(k_ptr, {keys.start, 0});
-    v_ptr = advance(v_ptr, {keys.start, 0});
-    for_range(keys.start, keys.end, BN, [&](Value start_n) { step(start_n, true); });
+    // Mask mods: the key tiles the forward visits, every one masked.
+    for_each_mod_key_tile(mod_env, f, tp, m0, k_ptr, v_ptr, [&](Value start_n) { step(start_n, true); });
   } else {
     KeyRange keys = key_range(f, tp, m0);
     for_range(0, keys.unmasked_end, BN, [&](Value start_n) { step(start_n, false); });

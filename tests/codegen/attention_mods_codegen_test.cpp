@@ -4,8 +4,8 @@
 // bias in f16 with prefix-LM; and the mods' code is in the text (tanhf, the mod tensors as kernel
 // parameters). The backward's dK/dV (both variants) and dQ kernels with the same mods too, with the
 // derivative's code (softcap's 1 - tanh²) in them.
-#include "kernels/attention/attention_mod_library.h"
 #include "kernels/attention/attention_bwd_problem.h"
+#include "kernels/attention/attention_mod_library.h"
 #include "kernels/attention/attention_mods_host.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa2_bwd_dkdv.h"
@@ -100,4 +100,3 @@ TEST(AttentionModsCodegen, BackwardModKernelsCompileForSm90aAndSm80) {
 }
 
 } // namespace
-

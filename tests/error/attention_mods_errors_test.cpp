@@ -5,9 +5,9 @@
 #include "error/error_test_support.h"
 #include "kernels/attention/attention_api.h"
 #include "kernels/attention/attention_bwd_api.h"
+#include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_mod_library.h"
 #include "kernels/attention/attention_mods_host.h"
-#include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/fa2_bwd_dkdv.h"
 #include "kernels/attention/fa2_bwd_dq.h"
 #include "kernels/attention/fa2_fwd.h"
@@ -256,11 +256,13 @@ std::string bwd_build_error(const AttentionMods& mods) {
 TEST(AttentionModBwdErrors, AReductionInAScoreModNamesTheModAndTheOp) {
   int line = 0;
   const AttentionMods mods = score_only([&](const Value& s, const ModArgs&) {
-    line = __LINE__; return s - max(s, 1, true);
+    line = __LINE__ + 1; // the reduction, on the next line
+    return s - max(s, 1, true);
   });
   const std::string msg = bwd_build_error(mods);
   expect_mentions(msg, {"score_mod 'bad_score': cannot differentiate op 'reduce max'", "not elementwise",
-                        "give the mod's derivative explicitly", fmt::format("attention_mods_errors_test.cpp:{}", line)});
+                        "give the mod's derivative explicitly",
+                        fmt::format("attention_mods_errors_test.cpp:{}", line)});
   // The forward does not need the derivative: the same mod builds there.
   (void)fa2_fwd_def(mods).build(default_fa2_config(AttentionProblem{}));
   // With its own derivative the backward builds.
@@ -289,7 +291,8 @@ TEST(AttentionModBwdErrors, TheBackwardApiRejectsAModItCannotDifferentiateBefore
   const std::string msg = user_error([&] {
     (void)attention::validate_attention_bwd_args(c.q, c.k, c.v, c.o, *c.lse, g.dout, g.dq, g.dk, g.dv, b);
   });
-  expect_mentions(msg, {"attention::backward: options.mods:", "score_mod 'alibi': cannot differentiate op 'reduce min'"});
+  expect_mentions(
+      msg, {"attention::backward: options.mods:", "score_mod 'alibi': cannot differentiate op 'reduce min'"});
 }
 
 TEST(AttentionModBwdErrors, AModTensorUnderAGradient) {
@@ -300,8 +303,8 @@ TEST(AttentionModBwdErrors, AModTensorUnderAGradient) {
   const std::string msg = user_error([&] {
     (void)attention::validate_attention_bwd_args(c.q, c.k, c.v, c.o, *c.lse, g.dout, g.dq, g.dk, g.dv, b);
   });
-  expect_mentions(msg, {"attention::backward:", "mod tensor 'alibi_slopes'", "overlaps dk",
-                        "apart from the gradients"});
+  expect_mentions(
+      msg, {"attention::backward:", "mod tensor 'alibi_slopes'", "overlaps dk", "apart from the gradients"});
 }
 
 } // namespace
