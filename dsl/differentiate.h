@@ -14,7 +14,7 @@ namespace kiln {
 // tanh, sigmoid, erf, sin, cos, log1p, expm1, abs, pow, min/max, where, fma, float casts, shape ops
 // (broadcast, expand_dims, reshape, trans)). Values that do not depend on x (loads, indices, kernel
 // arguments) are constants; comparisons and integer results have derivative 0 (steps). An op that depends
-// on x and has no elementwise derivative (a reduction, a scan, a dot, control flow, rand, a remainder by x)
+// on x and has no elementwise derivative (a reduction, a scan, a dot, if_ or for_range, a remainder by x)
 // is a kiln::Error naming the op and its call site; `what` prefixes the message (e.g. "score_mod 'f'").
 // An empty Value means exactly 1 (y is x plus terms that do not depend on it: `s + bias`), so that a caller
 // multiplying by the derivative builds nothing.
