@@ -103,7 +103,7 @@ cl::list<std::string>
     mod_specs("mod",
               cl::desc("A score or mask mod of kiln's library (repeatable): causal[=top-left|"
                        "bottom-right], sliding_window=LEFT[,RIGHT], prefix_lm=N, softcap=CAP, "
-                       "alibi (the usual slopes); forward only, with the default config"),
+                       "alibi (the usual slopes); with the default config (the backward's with --backward), not --bench"),
               cl::value_desc("NAME[=ARGS]"), cl::sub(attention_sub), cl::cat(cat));
 cl::list<std::string> sets("set", cl::desc("Override a kernel parameter: NAME=VALUE (e.g. BLOCK_M=64)"),
                            cl::value_desc("NAME=VALUE"), cl::sub(attention_sub), cl::cat(cat));
@@ -167,17 +167,24 @@ std::string nonfinite_inputs_note(const AttentionProblem& p, const std::vector<N
 }
 
 // --backward: the gradients of the problem for dO (--dout or random), checked, timed and written as asked.
+// With mods, the forward's O and LSE come from the double reference with the mods and the backward runs on the
+// default configs (not autotuned), as `--mod` runs the forward.
 int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::optional<Config>& fwd_config,
-                 Executor executor, DType out_dt) {
+                 Executor executor, DType out_dt, const AttentionMods& mods, const ModTensorValues& mod_tensors) {
   BackwardRequest r{p, std::move(inputs),
                     dout_file.empty() ? make_dout(p, seed + 1, 1.0)
                                       : read_input(dout_file, "dO", p, p.H, p.N_Q),
                     fwd_config, !nondeterministic};
-  llvm::outs() << fmt::format(
-      "fa2 backward {} on {} ({}; {})\n", p.str(), executor == Executor::Gpu ? "the GPU" : "the interpreter",
-      r.deterministic ? "deterministic" : "nondeterministic",
-      executor == Executor::Gpu ? "configs as kiln::attention::backward picks them" : "the default configs");
-  const AttentionGrads grads = run_attention_backward(r, executor);
+  const std::string configs = !mods.empty() ? "the default configs; mods " + mods.name() + " (not autotuned)"
+                              : executor == Executor::Gpu ? "configs as kiln::attention::backward picks them"
+                                                          : "the default configs";
+  llvm::outs() << fmt::format("fa2 backward {} on {} ({}; {})\n", p.str(),
+                              executor == Executor::Gpu ? "the GPU" : "the interpreter",
+                              r.deterministic ? "deterministic" : "nondeterministic", configs);
+  const AttentionGrads grads =
+      mods.empty() ? run_attention_backward(r, executor)
+                   : run_bwd_with_mods(p, mods, mod_tensors, default_bwd_configs(p, !r.deterministic), r.inputs,
+                                       r.dout, executor);
 
   bool ok = true;
   std::string nonfinite;
@@ -188,8 +195,11 @@ int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::o
                                        {"dO", to_doubles(r.dout)}});
     if (!nonfinite.empty())
       llvm::outs() << "check: " << nonfinite << "\n";
-    const AttentionGrads ref = reference_backward(p, logical_bwd_tensors(p, r.inputs, r.dout));
-    const double tol = attention_grad_tolerance(p.dtype, p.tf32, max_abs_lse(p, r.inputs));
+    const AttentionGrads ref = mods.empty() ? reference_backward(p, logical_bwd_tensors(p, r.inputs, r.dout))
+                                            : reference_backward_with_mods(p, r.inputs, r.dout, mods, mod_tensors);
+    const double tol = attention_grad_tolerance(
+        p.dtype, p.tf32,
+        mods.empty() ? max_abs_lse(p, r.inputs) : max_abs_lse(reference_with_mods(p, r.inputs, mods, mod_tensors)));
     for (const auto& [name, c] : compare_grads(grads, ref)) {
       llvm::outs() << fmt::format("check {}: {} (tolerance {:.1e}) {}\n", name, c.str(), tol,
                                   c.ok(tol) ? "ok" : "FAIL");
@@ -281,8 +291,8 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
     for (int64_t h = 0; h < p.H; ++h)
       mod_tensors[spec.name].data.set(h, slopes[static_cast<size_t>(h)]);
   }
-  if (!mods.empty() && (backward_pass || bench))
-    fail("--mod applies to the forward, without --backward or --bench for now");
+  if (!mods.empty() && bench)
+    fail("--mod runs without --bench for now (the mods' kernels are not timed by the command line)");
 
   const std::map<std::string, int64_t> overrides = parse_assignments(sets, "--set");
   Config config = fa2_fwd_def().with_overrides(default_fa2_config(p), overrides);
@@ -303,7 +313,8 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
 
   if (backward_pass)
     return run_backward(p, std::move(inputs),
-                        overrides.empty() ? std::nullopt : std::optional<Config>(config), executor, *odt);
+                        overrides.empty() ? std::nullopt : std::optional<Config>(config), executor, *odt, mods,
+                        mod_tensors);
 
   // As kiln::attention::forward does: on the GPU the autotuner picks the config (KILN_AUTOTUNE says whether
   // it may tune), unless --set fixed parameters. The interpreter runs the default: its speed says nothing.

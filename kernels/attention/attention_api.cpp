@@ -229,7 +229,7 @@ std::vector<LaunchArg> forward_launch_args(const ValidatedAttention& a, uint64_t
   for (const TensorStrides* t : {&a.strides.q, &a.strides.k, &a.strides.v, &a.strides.o})
     for (int64_t s : {t->b, t->h, t->n})
       args.push_back(LaunchArg::of_int(s));
-  for (const ValidatedModTensor& t : a.mod_tensors) { // the mods' tensors: none for FA1 and the backward
+  for (const ValidatedModTensor& t : a.mod_tensors) { // the mods' tensors (FA1 takes none)
     args.push_back(LaunchArg::pointer(t.data));
     for (int64_t s : t.strides)
       args.push_back(LaunchArg::of_int(s));

@@ -79,10 +79,10 @@ struct AttentionOptions {
   // How the 4-D shapes of q, k, v and o are read: "bhsd" ([B, H, N, D], the default) or "bshd"
   // ([B, N, H, D], the layout of packed projections). Either way the strides say where elements are.
   std::string layout = "bhsd";
-  // Score and mask mods (attention_mods.h; kiln's own in attention_mod_library.h), forward() and
-  // tune_forward() only, and the device tensors they read, by the names the mods declare (ModTensorSpec):
-  // each of the declared dtype, with the declared dims' extents or 1 (broadcast) and any non-negative
-  // strides. The kernel is generated for the mods and tuned apart from the built-in one. Empty mods: the
+  // Score and mask mods (attention_mods.h; kiln's own in attention_mod_library.h), forward(), tune_forward()
+  // and backward() (which must be given the forward's mods and tensors), and the device tensors they read, by
+  // the names the mods declare (ModTensorSpec): each of the declared dtype, with the declared dims' extents or
+  // 1 (broadcast) and any non-negative strides. The kernel is generated for the mods and tuned apart from the built-in one. Empty mods: the
   // built-in kernel, exactly.
   AttentionMods mods;
   std::map<std::string, TensorRef> mod_tensors;
@@ -94,6 +94,7 @@ struct ValidatedModTensor {
   std::string name;
   uint64_t data = 0;
   std::vector<int64_t> strides;
+  uint64_t end = 0; // one past the last byte the kernels may read (0 for an empty problem's)
 };
 
 // What validate_attention_args() derives from a valid call: the problem for the kernels and the reference,
@@ -128,8 +129,9 @@ struct ValidatedAttention {
 //    overlaps q, k, v (or each other): outputs would overwrite inputs while they are read. Ranges are
 //    compared as [first byte, last byte], so an o interleaved with an input in one buffer is rejected too;
 //  - options.config that disagrees with the problem (check_attention_config) or lacks a tile parameter;
-//  - mods that break the rules (AttentionMods::identity), given to an entry point other than forward() and
-//    tune_forward(); a mod tensor missing, not declared, of another dtype, of a shape that is not the
+//  - mods that break the rules (AttentionMods::identity; for backward(), a score mod the builder cannot
+//    differentiate, AttentionMods::check_differentiable), given to an entry point other than forward(),
+//    tune_forward() and backward(); a mod tensor missing, not declared, of another dtype, of a shape that is not the
 //    declared dims (or 1), with a negative stride, a null or misaligned address (a multiple of its element
 //    size), or whose bytes overlap o or lse.
 ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,

@@ -4,6 +4,7 @@
 #include "kernels/attention/attention_bwd_args.h"
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_launch.h"
+#include "kernels/attention/attention_mods_host.h"
 #include "kernels/attention/fa2_bwd_dkdv.h"
 #include "kernels/attention/fa2_bwd_dq.h"
 #include "kernels/attention/fa2_bwd_dq_convert.h"
@@ -289,6 +290,13 @@ ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRe
                                                   ranges[out].name, ranges[other].name)
                                     : fmt::format("{} and {} would be written to the same memory",
                                                   ranges[out].name, ranges[other].name));
+  for (const ValidatedModTensor& m : r.fwd.mod_tensors) // the mods' tensors are read while gradients are written
+    for (size_t out = first_output; out < ranges.size(); ++out)
+      if (m.end > m.data && overlaps(ByteRange{"mod tensor", m.data, m.end}, ranges[out]))
+        reject(site,
+               "mod tensor '{}' (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected the mods' "
+               "tensors apart from the gradients, which are written while they are read",
+               m.name, m.data, m.end, ranges[out].name, ranges[out].first, ranges[out].end);
   r.dk = layout_strides(dk, layout), r.dv = layout_strides(dv, layout);
   r.dk_data = dk.data, r.dv_data = dv.data;
   if (r.fwd.empty)
@@ -339,6 +347,15 @@ void backward_with_workspace(const TensorRef& q, const TensorRef& k, const Tenso
   const uint64_t dq_acc = ws.acc_offset ? workspace.data + ws.acc_offset : 0; // f32 [B, H, N_Q, D]
   const size_t dq_acc_bytes = static_cast<size_t>(ws.total - ws.acc_offset);
   const std::vector<LaunchArg> args = bwd_launch_args(b, delta, dq_acc);
+  // dK/dV and dQ with mods take the mods' tensors after the backward's arguments (the preprocess and the dQ
+  // convert do not read them).
+  std::vector<LaunchArg> modded_args = args;
+  for (const ValidatedModTensor& t : b.fwd.mod_tensors) {
+    modded_args.push_back(LaunchArg::pointer(t.data));
+    for (int64_t s : t.strides)
+      modded_args.push_back(LaunchArg::of_int(s));
+  }
+  const KernelDef dkdv_def = fa2_bwd_dkdv_def(options.mods), dq_def = fa2_bwd_dq_def(options.mods);
   const SizeArgs sizes = attention_size_args(p);
   const double flops = attention_flops(p);
   const std::optional<rt::AutotuneMode> mode = options.autotune;
@@ -356,17 +373,16 @@ void backward_with_workspace(const TensorRef& q, const TensorRef& k, const Tenso
   const std::vector<OutputArg> dq_outputs = {{kBwdArgDq, bytes("dq", dq), 0}};
   const AttentionBwdConfigs defaults = default_bwd_configs(p);
 
-  BwdStep dkdv = options.config
-                     ? fixed_step(fa2_bwd_dkdv_def(), completed(fa2_bwd_dkdv_def(), *options.config), sizes)
-                     : tuned_step(fa2_bwd_dkdv_def(), defaults.dkdv, sizes, args, dkdv_outputs(false),
-                                  kDkdvFlops * flops, mode);
+  BwdStep dkdv = options.config ? fixed_step(dkdv_def, completed(dkdv_def, *options.config), sizes)
+                                : tuned_step(dkdv_def, defaults.dkdv, sizes, modded_args, dkdv_outputs(false),
+                                             kDkdvFlops * flops, mode);
   BwdStep last = atomic_given ? fixed_step(fa2_bwd_dq_convert_def(), bwd_dq_convert_config(p), sizes)
                  : options.dq_config
-                     ? fixed_step(fa2_bwd_dq_def(), completed(fa2_bwd_dq_def(), *options.dq_config), sizes)
-                     : tuned_step(fa2_bwd_dq_def(), defaults.dq, sizes, args, dq_outputs, kDqFlops * flops, mode);
+                     ? fixed_step(dq_def, completed(dq_def, *options.dq_config), sizes)
+                     : tuned_step(dq_def, defaults.dq, sizes, modded_args, dq_outputs, kDqFlops * flops, mode);
   if (choose_variant) {
-    BwdStep atomic_dkdv = tuned_step(fa2_bwd_dkdv_def(), default_bwd_configs(p, /*atomic_dq=*/true).dkdv,
-                                     sizes, args, dkdv_outputs(true), kAtomicDkdvFlops * flops, mode);
+    BwdStep atomic_dkdv = tuned_step(dkdv_def, default_bwd_configs(p, /*atomic_dq=*/true).dkdv, sizes,
+                                     modded_args, dkdv_outputs(true), kAtomicDkdvFlops * flops, mode);
     BwdStep convert =
         tuned_step(fa2_bwd_dq_convert_def(), bwd_dq_convert_config(p), sizes, args, dq_outputs, 0, mode);
     // Without times (KILN_AUTOTUNE=off, or cached with nothing remembered) the deterministic pair stays.
@@ -378,8 +394,11 @@ void backward_with_workspace(const TensorRef& q, const TensorRef& k, const Tenso
   }
   BwdStep pre = fixed_step(fa2_bwd_preprocess_def(), bwd_preprocess_config(p, dkdv.config), sizes);
 
-  for (BwdStep* s : {&pre, &dkdv, &last})
-    s->kernel->launch(s->grid, args, stream);
+  // The step after dK/dV is dQ (the mods' arguments) or, with ATOMIC_DQ=1, the dQ convert (the plain ones).
+  const bool last_is_dq = dkdv.config.get_or("ATOMIC_DQ", 0) == 0;
+  pre.kernel->launch(pre.grid, args, stream);
+  dkdv.kernel->launch(dkdv.grid, modded_args, stream);
+  last.kernel->launch(last.grid, last_is_dq ? modded_args : args, stream);
 }
 
 void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,

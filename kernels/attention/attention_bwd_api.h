@@ -14,6 +14,9 @@
 // deterministic; with deterministic = false the autotuner may instead pick dQ accumulated by f32 atomics
 // inside the dK/dV kernel, then cast (ATOMIC_DQ=1), when that is faster.
 //
+// With mods (options.mods, options.mod_tensors: the forward's), dK/dV and dQ recompute the scores with them and
+// multiply dS by the score mods' derivative (attention_mods.h); they are tuned apart from the built-in kernels.
+//
 // Validation errors start "attention::backward:" and end in the caller's line, like the forward's.
 #pragma once
 
@@ -48,7 +51,8 @@ struct ValidatedBackward {
 // another gradient (byte ranges, or exactly, element by element, for two views of one layout: dK and dV
 // interleaved in one fused-KV gradient buffer are accepted); B * H above CUDA's grid limit (65535); options.config / dq_config that disagree with the
 // problem, name params their kernel lacks or lack a tile; ATOMIC_DQ=1 with deterministic, or with a
-// dq_config. With N_Q == 0 only dk and dv (the tensors with elements) get the address and stride checks.
+// dq_config; a score mod the builder cannot differentiate (without its own derivative); a mod tensor
+// overlapping a gradient. With N_Q == 0 only dk and dv (the tensors with elements) get the address and stride checks.
 // A kiln::Error starting "attention::backward:" and ending in "(at file:line)" names the first mistake, what
 // was expected and what came. Needs no GPU.
 ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,

@@ -32,7 +32,12 @@ AttentionTensors64 logical_bwd_tensors(const AttentionProblem& p, const Attentio
 }
 
 AttentionGrads reference_backward(const AttentionProblem& p, const AttentionTensors64& t) {
-  const AttentionResult fwd = reference_forward(p, t);
+  return reference_backward(p, t, ReferenceBackwardScores{});
+}
+
+AttentionGrads reference_backward(const AttentionProblem& p, const AttentionTensors64& t,
+                                  const ReferenceBackwardScores& scores) {
+  const std::vector<double> lse = scores.lse.empty() ? reference_forward(p, t, scores.score).lse : scores.lse;
   const double scale = p.scale();
   const size_t D = static_cast<size_t>(p.D), NK = static_cast<size_t>(p.N_K);
   AttentionGrads g;
@@ -42,13 +47,13 @@ AttentionGrads reference_backward(const AttentionProblem& p, const AttentionTens
   g.dq_magnitude.assign(t.q.size(), 0.0);
   g.dk_magnitude.assign(t.k.size(), 0.0);
   g.dv_magnitude.assign(t.v.size(), 0.0);
-  std::vector<double> prob(NK), dprob(NK), dprob_abs(NK);
+  std::vector<double> prob(NK), dprob(NK), dprob_abs(NK), slope(NK);
   for (int64_t b = 0; b < p.B; ++b)
     for (int64_t h = 0; h < p.H; ++h) {
       const size_t kv0 = static_cast<size_t>((b * p.H_KV + h / (p.H / p.H_KV)) * p.N_K) * D;
       for (int64_t i = 0; i < p.N_Q; ++i) {
         const size_t row = static_cast<size_t>((b * p.H + h) * p.N_Q + i);
-        if (fwd.lse[row] == -kInf)
+        if (lse[row] == -kInf)
           continue; // no visible key: P = 0, nothing flows back
         const double* q = &t.q[row * D];
         const double* dout = &t.dout[row * D];
@@ -63,7 +68,13 @@ AttentionGrads reference_backward(const AttentionProblem& p, const AttentionTens
             dp += dout[d] * t.v[kv0 + j * D + d];
             dp_abs += std::abs(dout[d] * t.v[kv0 + j * D + d]);
           }
-          prob[j] = std::exp(s * scale - fwd.lse[row]);
+          const double scaled = s * scale;
+          const double modded = scores.score ? scores.score(b, h, i, static_cast<int64_t>(j), scaled) : scaled;
+          if (modded == -kInf)
+            continue; // hidden by a mask mod
+          prob[j] = std::exp(modded - lse[row]);
+          // d score / d (q·k · scale): dS through the score mods
+          slope[j] = scores.derivative ? scores.derivative(b, h, i, static_cast<int64_t>(j), scaled) : 1.0;
           dprob[j] = dp;
           dprob_abs[j] = dp_abs;
           delta += prob[j] * dp;
@@ -72,8 +83,8 @@ AttentionGrads reference_backward(const AttentionProblem& p, const AttentionTens
         for (size_t j = 0; j < NK; ++j) {
           if (prob[j] == 0)
             continue;
-          const double ds = prob[j] * (dprob[j] - delta) * scale; // dL/dS_ij · scale = dL/d(q·k)
-          const double ds_abs = prob[j] * (dprob_abs[j] + delta_abs) * std::abs(scale);
+          const double ds = prob[j] * (dprob[j] - delta) * slope[j] * scale; // dL/dS_ij · scale = dL/d(q·k)
+          const double ds_abs = prob[j] * (dprob_abs[j] + delta_abs) * std::abs(slope[j] * scale);
           for (size_t d = 0; d < D; ++d) {
             const size_t kd = kv0 + j * D + d;
             g.dq[row * D + d] += ds * t.k[kd];
@@ -200,20 +211,29 @@ Config bwd_dq_convert_config(const AttentionProblem& p) {
 
 void run_bwd(const AttentionProblem& p, const AttentionBwdConfigs& configs, AttentionBwdBuffers& b,
              Executor executor) {
+  run_bwd(p, configs, b, executor, AttentionMods{}, {});
+}
+
+void run_bwd(const AttentionProblem& p, const AttentionBwdConfigs& configs, AttentionBwdBuffers& b,
+             Executor executor, const AttentionMods& mods, const std::vector<InterpArg>& mod_args) {
   check_attention_problem(p);
   check_attention_config(p, configs.dkdv);
   check_attention_config(p, configs.dq);
   const SizeArgs sizes = attention_size_args(p);
   const std::vector<InterpArg> args = fa2_bwd_interp_args(p, b);
+  std::vector<InterpArg> modded_args = args; // the looping kernels' arguments end in the mods' tensors
+  modded_args.insert(modded_args.end(), mod_args.begin(), mod_args.end());
   const bool atomic_dq = configs.dkdv.get("ATOMIC_DQ") != 0;
   const Config pre = bwd_preprocess_config(p, configs.dkdv);
   execute(executor, build_fa2_bwd_preprocess(pre), fa2_bwd_preprocess_def().grid(pre, sizes), args);
-  execute(executor, build_fa2_bwd_dkdv(configs.dkdv), fa2_bwd_dkdv_def().grid(configs.dkdv, sizes), args);
+  const KernelDef dkdv = fa2_bwd_dkdv_def(mods);
+  execute(executor, dkdv.build(configs.dkdv), dkdv.grid(configs.dkdv, sizes), modded_args);
   if (atomic_dq) {
     const Config conv = bwd_dq_convert_config(p);
     execute(executor, build_fa2_bwd_dq_convert(conv), fa2_bwd_dq_convert_def().grid(conv, sizes), args);
   } else {
-    execute(executor, build_fa2_bwd_dq(configs.dq), fa2_bwd_dq_def().grid(configs.dq, sizes), args);
+    const KernelDef dq = fa2_bwd_dq_def(mods);
+    execute(executor, dq.build(configs.dq), dq.grid(configs.dq, sizes), modded_args);
   }
 }
 

@@ -4,6 +4,7 @@
 // convert) run in the interpreter or on the GPU.
 #pragma once
 
+#include "kernels/attention/attention_mods.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/compare.h"
 
@@ -30,6 +31,16 @@ struct AttentionGrads {
 // dS = P ∘ (dP − rowsum(P ∘ dP)), dQ = scale · dS K, dK = scale · dSᵀ Q; GQA sums over each kv head's group.
 // A row with no visible key contributes nothing.
 AttentionGrads reference_backward(const AttentionProblem& p, const AttentionTensors64& t);
+// The same through score and mask mods (attention_mods_host.h builds these from the mods' references): each score
+// of a key the CAUSAL rule lets through is score(b, h, i, j, q·k · scale) (−inf: hidden), dS is multiplied by
+// derivative(...) (d score / d (q·k · scale)), and P = exp(score − lse[row]) with the forward's LSE (sinks
+// merged into it: a sink has no value, so it changes the gradients only through LSE).
+struct ReferenceBackwardScores {
+  ReferenceScoreFn score, derivative;
+  std::vector<double> lse; // [B, H, N_Q]
+};
+AttentionGrads reference_backward(const AttentionProblem& p, const AttentionTensors64& t,
+                                  const ReferenceBackwardScores& scores);
 
 // dQ, dK and dV of `out` against `ref` (reference_backward's), each measured against the reference's magnitude
 // where its terms cancel (compare_to_reference with a magnitude).
@@ -72,5 +83,10 @@ Config bwd_dq_convert_config(const AttentionProblem& p);
 // convert) on `b` as `executor` says; the buffers hold the results afterwards.
 void run_bwd(const AttentionProblem& p, const AttentionBwdConfigs& configs, AttentionBwdBuffers& b,
              Executor executor = Executor::Interpreter);
+// The same with mods: dK/dV and dQ are fa2_bwd_dkdv_def(mods) and fa2_bwd_dq_def(mods), whose arguments end in
+// `mod_args` (the mods' tensors and strides, attention_mods_host.h's mod_interp_args); the preprocess and the
+// dQ convert do not depend on the mods.
+void run_bwd(const AttentionProblem& p, const AttentionBwdConfigs& configs, AttentionBwdBuffers& b,
+             Executor executor, const AttentionMods& mods, const std::vector<InterpArg>& mod_args);
 
 } // namespace kiln

@@ -1,5 +1,6 @@
 #include "kernels/attention/attention_mods.h"
 
+#include "dsl/differentiate.h"
 #include "dsl/dsl.h"
 #include "dsl/printer.h"
 #include "support/hash.h"
@@ -61,10 +62,23 @@ Value checked_result(const Value& r, const char* kind, const std::string& mod, c
   return t.shape == tile ? v : broadcast_to(v, tile);
 }
 
-// The score mods in order, then the mask mods anded: the tile's scores and (when `mask`) its visibility.
-Value apply_score_mods(const AttentionMods& mods, const ModArgs& m, Value score, const Shape& tile) {
-  for (const ScoreMod& mod : mods.score)
-    score = checked_result(mod.fn(score, m), "score_mod", mod.name, tile);
+// The score mods in order: the tile's scores and, when `derivative` is given, d score / d the scores passed
+// in (each mod's own derivative or, without one, its ops differentiated), multiplied along the chain; left
+// empty where it is exactly 1 (additive mods: ALiBi, a bias).
+Value apply_score_mods(const AttentionMods& mods, const ModArgs& m, Value score, const Shape& tile,
+                       Value* derivative = nullptr) {
+  for (const ScoreMod& mod : mods.score) {
+    Value modded = checked_result(mod.fn(score, m), "score_mod", mod.name, tile);
+    if (derivative) {
+      // Empty: exactly 1 (`s + bias`), nothing to multiply by.
+      Value d = mod.derivative
+                    ? checked_result(mod.derivative(score, m), "score_mod derivative", mod.name, tile)
+                    : derivative_of(modded, score, "score_mod '" + mod.name + "'");
+      if (d.valid())
+        *derivative = derivative->valid() ? *derivative * d : d;
+    }
+    score = modded;
+  }
   return score;
 }
 
@@ -72,6 +86,26 @@ Value apply_mask_mods(const AttentionMods& mods, const ModArgs& m, Value visible
   for (const MaskMod& mod : mods.mask)
     visible = visible && checked_result(mod.fn(m), "mask_mod", mod.name, tile);
   return visible;
+}
+
+// The mods on one tile whose queries and keys m.q_idx and m.kv_idx index (either orientation): the scaled
+// scores through the score mods, and where `visible` is given (a masked tile) −inf where it or a mask mod
+// hides the key.
+ModdedScores apply_mods_to_tile(const AttentionMods& mods, const ModArgs& m, const Shape& tile,
+                                const Value& scaled_qk, const Value& visible, bool with_derivative) {
+  ModdedScores r;
+  Value derivative;
+  r.score = apply_score_mods(mods, m, scaled_qk, tile,
+                             with_derivative && !mods.score.empty() ? &derivative : nullptr);
+  if (visible.valid()) {
+    Value seen = apply_mask_mods(mods, m, visible, tile);
+    r.score = where(seen, r.score, -kInfinity);
+    if (derivative.valid()) // hidden keys have P = 0: their factor must not make 0 · inf
+      derivative = where(seen, derivative, 0.0);
+  }
+  if (derivative.valid())
+    r.derivative = (derivative.shape() == tile ? derivative : broadcast_to(derivative, tile)).named("dscore");
+  return r;
 }
 
 } // namespace
@@ -142,20 +176,38 @@ std::vector<ModTensorSpec> AttentionMods::tensors() const {
   return all;
 }
 
-std::string AttentionMods::identity() const {
-  if (empty())
-    return "";
-  // The mods on a probe tile of 16 x 16 scores: the printed IR (ops and constants) is what the mods compute,
-  // so two mods that differ in any of it differ in the hash.
-  const Shape tile = {16, 16};
-  KernelBuilder kb("attention_mods_probe");
-  ModArgs m = declare_mod_tensors(kb, *this);
+namespace {
+
+// The mods' arguments on a probe tile of 16 x 16 scores, in a kernel of their own: what identity() prints and
+// check_differentiable() differentiates.
+constexpr int64_t kProbeTile = 16;
+
+ModArgs probe_mod_args(KernelBuilder& kb, const AttentionMods& mods) {
+  ModArgs m = declare_mod_tensors(kb, mods);
   m.b = kb.arg("b", i32), m.h = kb.arg("h", i32);
   m.N_Q = kb.arg("N_Q", i32), m.N_K = kb.arg("N_K", i32), m.H = kb.arg("H", i32),
   m.H_KV = kb.arg("H_KV", i32);
-  m.q_idx = arange(0, tile[0]).expand_dims(1);
-  m.kv_idx = arange(0, tile[1]).expand_dims(0);
+  m.q_idx = arange(0, kProbeTile).expand_dims(1);
+  m.kv_idx = arange(0, kProbeTile).expand_dims(0);
+  return m;
+}
+
+} // namespace
+
+std::string AttentionMods::identity() const {
+  if (empty())
+    return "";
+  // The printed IR (ops and constants) is what the mods compute, so two mods that differ in any of it differ
+  // in the hash.
+  const Shape tile = {kProbeTile, kProbeTile};
+  KernelBuilder kb("attention_mods_probe");
+  ModArgs m = probe_mod_args(kb, *this);
   Value s = apply_score_mods(*this, m, full(tile, 0.0, f32), tile);
+  // A derivative a mod gives is code of its own (one the builder derives follows from fn's ops, and is not
+  // built here, so that a mod the builder cannot differentiate still runs forward).
+  for (const ScoreMod& mod : score)
+    if (mod.derivative)
+      s = s + checked_result(mod.derivative(full(tile, 0.0, f32), m), "score_mod derivative", mod.name, tile);
   Value v = apply_mask_mods(*this, m, full(tile, 1.0, i1), tile);
   for (const SinkMod& mod : sink)
     v = checked_result(mod.fn(m), "sink", mod.name, {tile[0], 1});
@@ -180,38 +232,65 @@ std::string AttentionMods::identity() const {
   return name() + "#" + sha256_hex(ir).substr(0, 12);
 }
 
-ModKernelEnv mod_kernel_env(KernelBuilder& kb, const AttentionMods& mods, const AttentionArgs& a,
-                            const Value& off_hz, const Value& offs_m) {
+void AttentionMods::check_differentiable() const {
+  if (score.empty())
+    return;
+  const Shape tile = {kProbeTile, kProbeTile};
+  KernelBuilder kb("attention_mods_derivative_probe");
+  ModArgs m = probe_mod_args(kb, *this);
+  Value derivative;
+  (void)apply_score_mods(*this, m, full(tile, 0.0, f32), tile, &derivative);
+}
+
+ModKernelEnv declare_mod_kernel_env(KernelBuilder& kb, const AttentionMods& mods, const AttentionArgs& a) {
   ModKernelEnv env;
   env.mods = &mods;
   env.args = declare_mod_tensors(kb, mods);
   ModArgs& m = env.args;
-  m.b = (off_hz / a.H).named("mod_b");
-  m.h = (off_hz % a.H).named("mod_h");
   m.N_Q = a.N_Q, m.N_K = a.N_K, m.H = a.H, m.H_KV = a.H_KV;
-  // Tail rows (past N_Q) are never stored: clamped, they index what the mods' tensors hold.
-  m.q_idx = minimum(offs_m, a.N_Q - 1).expand_dims(1).named("q_idx");
-  env.offs_m = offs_m;
   return env;
 }
 
-Value modded_scores(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
-                    const Value& qk, const Value& start_n, bool masked) {
+ModKernelEnv ModKernelEnv::at(const Value& b, const Value& h, const Value& rows) const {
+  ModKernelEnv env = *this;
+  env.args.b = b.named("mod_b");
+  env.args.h = h.named("mod_h");
+  env.offs_m = rows;
+  // Tail rows (past N_Q) are never stored: clamped, they index what the mods' tensors hold.
+  if (rows.valid())
+    env.args.q_idx = minimum(rows, args.N_Q - 1).expand_dims(1).named("q_idx");
+  return env;
+}
+
+ModKernelEnv mod_kernel_env(KernelBuilder& kb, const AttentionMods& mods, const AttentionArgs& a,
+                            const Value& off_hz, const Value& offs_m) {
+  return declare_mod_kernel_env(kb, mods, a).at(off_hz / a.H, off_hz % a.H, offs_m);
+}
+
+ModdedScores modded_scores(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
+                           const Value& qk, const Value& start_n, bool masked, bool with_derivative) {
   if (tp.exact_masked_v && env.has_mask())
-    fail("fa2_fwd: EXACT_MASKED_V=1 selects away the keys the built-in mask hides, not those of mask mods "
-         "({}); "
+    fail("fa2: EXACT_MASKED_V=1 selects away the keys the built-in mask hides, not those of mask mods ({}); "
          "expected EXACT_MASKED_V=0 with mask mods",
          env.mods->name());
-  const Shape tile = {tp.block_m, tp.block_n};
   Value offs_n = start_n + arange(0, tp.block_n); // (BN,) i32
   ModArgs m = env.args;
   // Keys past N_K occur only in masked tiles, which hide them: clamped, they index what the tensors hold.
   m.kv_idx = (masked ? minimum(offs_n, a.N_K - 1) : offs_n).expand_dims(0).named("kv_idx");
-  Value score = apply_score_mods(*env.mods, m, qk * a.sm_scale, tile);
-  if (!masked)
-    return score;
-  Value visible = apply_mask_mods(*env.mods, m, visible_keys(a, tp, env.offs_m, offs_n), tile);
-  return where(visible, score, -kInfinity);
+  Value visible = masked ? visible_keys(a, tp, env.offs_m, offs_n) : Value();
+  return apply_mods_to_tile(*env.mods, m, {tp.block_m, tp.block_n}, qk * a.sm_scale, visible,
+                            with_derivative);
+}
+
+ModdedScores modded_scores_transposed(const ModKernelEnv& env, const AttentionArgs& a, const Value& qkT,
+                                      const Value& offs_m, const Value& offs_n, const Value& visible,
+                                      bool with_derivative) {
+  const bool masked = visible.valid();
+  ModArgs m = env.args;
+  m.q_idx = (masked ? minimum(offs_m, a.N_Q - 1) : offs_m).expand_dims(0).named("q_idx");   // (1, BM)
+  m.kv_idx = (masked ? minimum(offs_n, a.N_K - 1) : offs_n).expand_dims(1).named("kv_idx"); // (BN, 1)
+  const Shape tile = qkT.shape();
+  return apply_mods_to_tile(*env.mods, m, tile, qkT * a.sm_scale, visible, with_derivative);
 }
 
 SinkState sink_initial_state(const ModKernelEnv& env, const AttentionTileParams& tp) {
@@ -236,6 +315,19 @@ ModKeyTiles mod_key_tiles(const ModKernelEnv& env, const AttentionArgs& a, const
     }
   Value start = (lo / tp.block_n * tp.block_n).named("mod_keys_start");
   return ModKeyTiles{start, maximum(hi, start).named("mod_keys_end")};
+}
+
+void for_each_mod_key_tile(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
+                           const Value& m0, Value& k_ptr, Value& v_ptr,
+                           const std::function<void(Value)>& masked_tile) {
+  ModKeyTiles keys = mod_key_tiles(env, a, tp, m0);
+  k_ptr = tp.k_transposed ? advance(k_ptr, {0, keys.start}) : advance(k_ptr, {keys.start, 0});
+  v_ptr = advance(v_ptr, {keys.start, 0});
+  for_range(keys.start, keys.end, tp.block_n, masked_tile);
+}
+
+Value scores_to_log2(const ModKernelEnv& env, const Value& sm_scale) {
+  return (env.active() ? scalar(kLog2e, f32) : sm_scale * kLog2e).named("qk_scale");
 }
 
 } // namespace kiln

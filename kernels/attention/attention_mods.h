@@ -11,14 +11,22 @@
 //
 // It sees ModArgs: the batch b and query head h (i32 scalars), the query indices q_idx (BLOCK_M, 1) and key
 // indices kv_idx (1, BLOCK_N) (i32, clamped into [0, N_Q - 1] and [0, N_K - 1], so that a tile's tail rows
-// and keys, which the kernel hides anyway, never index past a mod's tensors), the sizes, and the tensors the
-// mod declared (ModTensorSpec: ALiBi slopes per head, a bias, document ids), read with ModArgs::load. A
-// score_mod returns a float tile broadcastable to (BLOCK_M, BLOCK_N), a mask_mod an i1 tile broadcastable to
-// it; anything else is a kiln::Error naming the mod. Library mods: attention_mod_library.h.
+// and keys, which the kernel hides anyway, never index past a mod's tensors; in the backward's dK/dV kernel,
+// whose score tiles are transposed, q_idx is (1, BLOCK_M) and kv_idx (BLOCK_N, 1): a mod must combine them
+// elementwise, by broadcasting, as every library mod does), the sizes, and the tensors the mod declared
+// (ModTensorSpec: ALiBi slopes per head, a bias, document ids), read with ModArgs::load. A score_mod returns
+// a float tile broadcastable to (BLOCK_M, BLOCK_N), a mask_mod an i1 tile broadcastable to it; anything else
+// is a kiln::Error naming the mod. Library mods: attention_mod_library.h.
 //
-// The kernel's identity includes the mods: fa2_fwd_def(mods) is named after them and a hash of the IR they
-// build (identity()), so that two different mods never share a compiled kernel or a tuning result, even under
-// one name. Without mods the kernel is exactly the built-in one (same name, same generated code).
+// The backward (fa2_bwd_dkdv.h, fa2_bwd_dq.h) recomputes the scores with the same mods and multiplies dS by
+// d score_mod / d score, which the builder derives by differentiating the ops the mod builds
+// (dsl/differentiate.h, forward mode: dual values over the mod's IR) unless the mod gives its derivative; a
+// mod built from ops with no elementwise derivative is a kiln::Error naming the mod and the op.
+//
+// The kernels' identity includes the mods: fa2_fwd_def(mods) (and the backward's defs) is named after them
+// and a hash of the IR they build (identity()), so that two different mods never share a compiled kernel or a
+// tuning result, even under one name. Without mods the kernels are exactly the built-in ones (same name, same
+// generated code).
 #pragma once
 
 #include "dsl/builder.h"
@@ -69,6 +77,9 @@ struct ModPoint {
 };
 
 using ScoreModFn = std::function<Value(const Value& score, const ModArgs& m)>;
+// d fn(score) / d score, built as DSL ops: the backward's factor on dS (a float tile broadcastable to the
+// tile).
+using ScoreModDerivativeFn = std::function<Value(const Value& score, const ModArgs& m)>;
 using MaskModFn = std::function<Value(const ModArgs& m)>;
 using ScoreModRef = std::function<double(double score, const ModPoint& m)>;
 using MaskModRef = std::function<bool(const ModPoint& m)>;
@@ -85,6 +96,8 @@ struct ScoreMod {
   std::vector<ModTensorSpec> tensors;
   ScoreModFn fn;
   ScoreModRef reference; // optional: what fn computes, in double, for tests and `--check`
+  // optional: d fn / d score, for the backward; without it the builder differentiates fn's ops.
+  ScoreModDerivativeFn derivative = {};
 };
 
 struct MaskMod {
@@ -121,15 +134,19 @@ struct AttentionMods {
   // name() and a short hash of the IR the mods build on a probe tile: what the kernel's name carries.
   // Builds the mods, so a mod that breaks the rules (wrong return type, unknown tensor) fails here.
   std::string identity() const;
+  // Builds the score mods' derivatives (the backward's factor on dS) on a probe tile: a kiln::Error naming
+  // the mod and the op when a mod without its own derivative uses an op the builder cannot differentiate.
+  void check_differentiable() const;
   // Every tensor the mods declare, score mods' first, then mask mods', then the sink's; a kiln::Error for a
   // name that is not an identifier, declared twice, an unknown dim name, a mod without a name or a function,
   // or more than one sink.
   std::vector<ModTensorSpec> tensors() const;
 };
 
-// ---- inside the FA2 forward (fa2_fwd.cpp) ----
+// ---- inside the kernels (fa2_fwd.cpp, fa2_bwd_dq.cpp, fa2_bwd_dkdv.cpp) ----
 
-// The mods' view of one program: its ModArgs (kv_idx set per tile) and the query rows offs_m.
+// The mods' view of one program: its ModArgs (b, h, q_idx set per program or head, kv_idx per tile) and the
+// query rows offs_m.
 struct ModKernelEnv {
   const AttentionMods* mods = nullptr;
   ModArgs args;
@@ -138,16 +155,40 @@ struct ModKernelEnv {
   bool active() const { return mods != nullptr; }
   bool has_mask() const { return mods != nullptr && !mods->mask.empty(); }
   bool has_sink() const { return mods != nullptr && !mods->sink.empty(); }
+  bool has_score() const { return mods != nullptr && !mods->score.empty(); }
+  // This env for batch b, query head h (i32 scalars) and query rows offs_m (BLOCK_M,) (may be empty: dK/dV
+  // sets the rows per tile).
+  ModKernelEnv at(const Value& b, const Value& h, const Value& offs_m) const;
 };
 
-// Declares the mods' tensor arguments (after the kernel's own) and the per-program values.
+// Declares the mods' tensor arguments (after the kernel's own) and the sizes; b, h and the rows unset.
+ModKernelEnv declare_mod_kernel_env(KernelBuilder& kb, const AttentionMods& mods, const AttentionArgs& a);
+// The same, for the program of batch·head off_hz and query rows offs_m (the forward, dQ).
 ModKernelEnv mod_kernel_env(KernelBuilder& kb, const AttentionMods& mods, const AttentionArgs& a,
                             const Value& off_hz, const Value& offs_m);
 
+// One tile of scores with the mods applied, and (backward) d score / d (q·k · sm_scale) through the score
+// mods: the factor on dS; 0 where a key is hidden, empty where it is exactly 1 (no score mods, or additive
+// ones: ALiBi, a bias) or when not asked for.
+struct ModdedScores {
+  Value score, derivative;
+};
+
 // The (BLOCK_M, BLOCK_N) f32 scores of the key tile at start_n: qk · sm_scale through the score mods, then,
 // in a `masked` tile, −inf where the built-in mask (N_K, CAUSAL) or a mask mod hides the key.
-Value modded_scores(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
-                    const Value& qk, const Value& start_n, bool masked);
+ModdedScores modded_scores(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
+                           const Value& qk, const Value& start_n, bool masked, bool with_derivative = false);
+
+// dK/dV's transposed tile: (BLOCK_N, BLOCK_M) scores qkT of keys offs_n (BLOCK_N,) against query rows offs_m
+// (BLOCK_M,), as modded_scores; `visible` (BLOCK_N, BLOCK_M) i1 is the built-in mask of a masked tile, empty
+// in an unmasked one.
+ModdedScores modded_scores_transposed(const ModKernelEnv& env, const AttentionArgs& a, const Value& qkT,
+                                      const Value& offs_m, const Value& offs_n, const Value& visible,
+                                      bool with_derivative);
+
+// What the kernels multiply the scores by before exp2: sm_scale · log2 e, or log2 e alone with mods (which
+// see scores already scaled by sm_scale). Named qk_scale.
+Value scores_to_log2(const ModKernelEnv& env, const Value& sm_scale);
 
 // The online softmax's starting state with the sink as a key already seen: the running max m (BLOCK_M,) in
 // the log2 domain, the sink itself, and the row sum l, 1 (0 where the sink is −inf).
@@ -163,5 +204,10 @@ struct ModKeyTiles {
 };
 ModKeyTiles mod_key_tiles(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
                           const Value& m0);
+// The loop over those tiles (the forward's and dQ's): k_ptr and v_ptr moved to the first, then
+// masked_tile(start_n) for each, which advances them.
+void for_each_mod_key_tile(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
+                           const Value& m0, Value& k_ptr, Value& v_ptr,
+                           const std::function<void(Value)>& masked_tile);
 
 } // namespace kiln

@@ -24,9 +24,12 @@ std::vector<ValidatedModTensor> validate_mod_tensors(const AttentionOptions& opt
     return {};
   }
   const std::string_view entry = site.entry;
-  if (entry != "forward" && entry != "tune_forward")
-    reject(site, "options.mods ({}) are not supported by {} yet; expected empty mods (forward() takes them)",
-           mods.name(), entry);
+  if (entry != "forward" && entry != "tune_forward" && entry != "backward")
+    reject(
+        site,
+        "options.mods ({}) are not supported by {} yet; expected empty mods (forward() and backward() take "
+        "them)",
+        mods.name(), entry);
   if (options.exact_masked_v && !mods.mask.empty())
     reject(site,
            "options.exact_masked_v selects away the keys of the causal mask, not those of mask mods ({}); "
@@ -36,6 +39,8 @@ std::vector<ValidatedModTensor> validate_mod_tensors(const AttentionOptions& opt
   try {
     (void)
         mods.identity(); // builds the mods once: a mod that breaks the rules fails here, before any GPU work
+    if (entry == "backward") // and the derivatives dS is multiplied by
+      mods.check_differentiable();
     specs = mods.tensors();
   } catch (const Error& e) {
     reject(site, "options.mods: {}", e.what());
@@ -76,6 +81,7 @@ std::vector<ValidatedModTensor> validate_mod_tensors(const AttentionOptions& opt
       if (t.data + end < t.data)
         reject(site, "mod tensor '{}' at {:#x} extends past the end of the address space", spec.name, t.data);
       const ByteRange r{"mod tensor", t.data, t.data + end};
+      v.end = t.data + end;
       for (size_t out_index = 3; out_index < ranges->size(); ++out_index)
         if (overlaps(r, (*ranges)[out_index]))
           reject(site,

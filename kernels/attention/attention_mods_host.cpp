@@ -1,5 +1,7 @@
 #include "kernels/attention/attention_mods_host.h"
 
+#include "kernels/attention/fa2_bwd_dkdv.h"
+#include "kernels/attention/fa2_bwd_dq.h"
 #include "kernels/attention/fa2_fwd.h"
 
 #include <algorithm>
@@ -8,16 +10,28 @@
 
 namespace kiln {
 
-KernelDef fa2_fwd_def(const AttentionMods& mods) {
-  KernelDef d = fa2_fwd_def();
+KernelDef def_with_mods(KernelDef def, const AttentionMods& mods,
+                        Kernel (*build)(const Config&, const AttentionMods&)) {
   if (mods.empty())
-    return d;
+    return def;
   // The identity (names and a hash of the mods' IR) keys the in-process kernels, the tuning results and the
   // progress lines; the compile cache keys the generated source, which the mods change anyway.
-  d.name = "fa2_fwd[" + mods.identity() + "]";
-  d.summary += " with mods " + mods.name();
-  d.build = [mods](const Config& c) { return build_fa2_fwd_with_mods(c, mods); };
-  return d;
+  def.name += "[" + mods.identity() + "]";
+  def.summary += " with mods " + mods.name();
+  def.build = [mods, build](const Config& c) { return build(c, mods); };
+  return def;
+}
+
+KernelDef fa2_fwd_def(const AttentionMods& mods) {
+  return def_with_mods(fa2_fwd_def(), mods, build_fa2_fwd_with_mods);
+}
+
+KernelDef fa2_bwd_dkdv_def(const AttentionMods& mods) {
+  return def_with_mods(fa2_bwd_dkdv_def(), mods, build_fa2_bwd_dkdv_with_mods);
+}
+
+KernelDef fa2_bwd_dq_def(const AttentionMods& mods) {
+  return def_with_mods(fa2_bwd_dq_def(), mods, build_fa2_bwd_dq_with_mods);
 }
 
 ModTensorData contiguous_mod_tensor(DType dtype, std::vector<int64_t> shape, const std::string& name) {
@@ -79,63 +93,137 @@ void check_mod_tensors(const AttentionMods& mods, const ModTensorValues& tensors
       fail("mod tensor '{}' was given, but no mod of {} reads it", name, mods.name());
 }
 
-AttentionResult reference_with_mods(const AttentionProblem& p, const AttentionInputs& in,
-                                    const AttentionMods& mods, const ModTensorValues& tensors) {
-  check_mod_tensors(mods, tensors, p);
-  for (const ScoreMod& m : mods.score)
-    if (!m.reference)
-      fail("score_mod '{}' has no reference; the double-precision reference needs one for every mod", m.name);
-  for (const MaskMod& m : mods.mask)
-    if (!m.reference)
-      fail("mask_mod '{}' has no reference; the double-precision reference needs one for every mod", m.name);
-  for (const SinkMod& m : mods.sink)
-    if (!m.reference)
-      fail("sink '{}' has no reference; the double-precision reference needs one for every mod", m.name);
-  const SizeArgs sizes = attention_size_args(p);
-  std::map<std::string, std::vector<int64_t>> strides;
-  for (const ModTensorSpec& spec : mods.tensors()) {
-    const ModTensorData& t = tensors.at(spec.name);
-    strides[spec.name] = mod_tensor_strides(spec, t.shape, t.strides, sizes);
-  }
-  ModPoint pt;
-  pt.N_Q = p.N_Q, pt.N_K = p.N_K, pt.H = p.H, pt.H_KV = p.H_KV;
-  pt.at = [&](const std::string& name, std::initializer_list<int64_t> index) {
-    const std::vector<int64_t>& s = strides.at(name);
-    int64_t offset = 0;
-    size_t d = 0;
-    for (int64_t i : index)
-      offset += i * s.at(d++);
-    return tensors.at(name).data.get(offset);
-  };
-  auto score = [&](int64_t b, int64_t h, int64_t i, int64_t j, double s) {
-    pt.b = b, pt.h = h, pt.q_idx = i, pt.kv_idx = j;
+namespace {
+
+// The mods' double-precision references at one point of the score matrix, through the tensors' strides.
+class ModReferences {
+public:
+  ModReferences(const AttentionProblem& p, const AttentionMods& mods, const ModTensorValues& tensors)
+      : mods_(mods), tensors_(tensors) {
+    check_mod_tensors(mods, tensors, p);
     for (const ScoreMod& m : mods.score)
-      s = m.reference(s, pt);
+      if (!m.reference)
+        fail("score_mod '{}' has no reference; the double-precision reference needs one for every mod",
+             m.name);
     for (const MaskMod& m : mods.mask)
-      if (!m.reference(pt))
+      if (!m.reference)
+        fail("mask_mod '{}' has no reference; the double-precision reference needs one for every mod",
+             m.name);
+    for (const SinkMod& m : mods.sink)
+      if (!m.reference)
+        fail("sink '{}' has no reference; the double-precision reference needs one for every mod", m.name);
+    const SizeArgs sizes = attention_size_args(p);
+    for (const ModTensorSpec& spec : mods.tensors()) {
+      const ModTensorData& t = tensors.at(spec.name);
+      strides_[spec.name] = mod_tensor_strides(spec, t.shape, t.strides, sizes);
+    }
+    pt_.N_Q = p.N_Q, pt_.N_K = p.N_K, pt_.H = p.H, pt_.H_KV = p.H_KV;
+    pt_.at = [this](const std::string& name, std::initializer_list<int64_t> index) {
+      const std::vector<int64_t>& s = strides_.at(name);
+      int64_t offset = 0;
+      size_t d = 0;
+      for (int64_t i : index)
+        offset += i * s.at(d++);
+      return tensors_.at(name).data.get(offset);
+    };
+  }
+  ModReferences(const ModReferences&) = delete;
+
+  // The final score of the scaled q·k `s` at (b, h, i, j): the score mods in order, −inf where a mask mod
+  // hides the key.
+  double score(int64_t b, int64_t h, int64_t i, int64_t j, double s) {
+    s = score_mods(b, h, i, j, s);
+    for (const MaskMod& m : mods_.mask)
+      if (!m.reference(pt_))
         return -std::numeric_limits<double>::infinity();
     return s;
-  };
-  AttentionResult r = reference_forward(p, logical_tensors(p, in), score);
-  for (const SinkMod& sink :
-       mods.sink) // one more term in each row's denominator: LSE' = logaddexp(LSE, sink)
-    for (int64_t b = 0; b < p.B; ++b)
-      for (int64_t h = 0; h < p.H; ++h)
-        for (int64_t i = 0; i < p.N_Q; ++i) {
-          pt.b = b, pt.h = h, pt.q_idx = i, pt.kv_idx = 0;
-          const double s = sink.reference(pt);
-          const size_t row = static_cast<size_t>((b * p.H + h) * p.N_Q + i);
-          const double lse = r.lse[row];
-          if (std::isnan(lse) || s == -std::numeric_limits<double>::infinity())
-            continue;
-          const double hi = std::max(lse, s);
-          const double merged = hi + std::log(std::exp(lse - hi) + std::exp(s - hi));
-          const double keep = std::exp(lse - merged); // the keys' share of the new denominator
-          for (int64_t d = 0; d < p.D; ++d)
-            r.o[row * static_cast<size_t>(p.D) + static_cast<size_t>(d)] *= keep;
-          r.lse[row] = merged;
-        }
+  }
+
+  // d score / d s through the score mods: a central difference of their references (independent of the
+  // kernel's derivative, which differentiates the DSL ops).
+  double score_derivative(int64_t b, int64_t h, int64_t i, int64_t j, double s) {
+    if (mods_.score.empty())
+      return 1.0;
+    const double step = 1e-5 * std::max(1.0, std::abs(s));
+    return (score_mods(b, h, i, j, s + step) - score_mods(b, h, i, j, s - step)) / (2 * step);
+  }
+
+  // The sink logit of row i of (b, h); −inf without a sink.
+  double sink(int64_t b, int64_t h, int64_t i) {
+    pt_.b = b, pt_.h = h, pt_.q_idx = i, pt_.kv_idx = 0;
+    return mods_.sink.empty() ? -std::numeric_limits<double>::infinity() : mods_.sink[0].reference(pt_);
+  }
+
+private:
+  double score_mods(int64_t b, int64_t h, int64_t i, int64_t j, double s) {
+    pt_.b = b, pt_.h = h, pt_.q_idx = i, pt_.kv_idx = j;
+    for (const ScoreMod& m : mods_.score)
+      s = m.reference(s, pt_);
+    return s;
+  }
+
+  const AttentionMods& mods_;
+  const ModTensorValues& tensors_;
+  std::map<std::string, std::vector<int64_t>> strides_;
+  ModPoint pt_;
+};
+
+} // namespace
+
+AttentionResult reference_with_mods(const AttentionProblem& p, const AttentionInputs& in,
+                                    const AttentionMods& mods, const ModTensorValues& tensors) {
+  ModReferences ref(p, mods, tensors);
+  AttentionResult r =
+      reference_forward(p, logical_tensors(p, in), [&](int64_t b, int64_t h, int64_t i, int64_t j, double s) {
+        return ref.score(b, h, i, j, s);
+      });
+  if (mods.sink.empty())
+    return r;
+  // One more term in each row's denominator: LSE' = logaddexp(LSE, sink).
+  for (int64_t b = 0; b < p.B; ++b)
+    for (int64_t h = 0; h < p.H; ++h)
+      for (int64_t i = 0; i < p.N_Q; ++i) {
+        const double s = ref.sink(b, h, i);
+        const size_t row = static_cast<size_t>((b * p.H + h) * p.N_Q + i);
+        const double lse = r.lse[row];
+        if (std::isnan(lse) || s == -std::numeric_limits<double>::infinity())
+          continue;
+        const double hi = std::max(lse, s);
+        const double merged = hi + std::log(std::exp(lse - hi) + std::exp(s - hi));
+        const double keep = std::exp(lse - merged); // the keys' share of the new denominator
+        for (int64_t d = 0; d < p.D; ++d)
+          r.o[row * static_cast<size_t>(p.D) + static_cast<size_t>(d)] *= keep;
+        r.lse[row] = merged;
+      }
   return r;
+}
+
+AttentionGrads reference_backward_with_mods(const AttentionProblem& p, const AttentionInputs& in,
+                                            const HostBuffer& dout, const AttentionMods& mods,
+                                            const ModTensorValues& tensors) {
+  ReferenceBackwardScores scores;
+  scores.lse = reference_with_mods(p, in, mods, tensors).lse;
+  ModReferences ref(p, mods, tensors);
+  scores.score = [&](int64_t b, int64_t h, int64_t i, int64_t j, double s) {
+    return ref.score(b, h, i, j, s);
+  };
+  scores.derivative = [&](int64_t b, int64_t h, int64_t i, int64_t j, double s) {
+    return ref.score_derivative(b, h, i, j, s);
+  };
+  return reference_backward(p, logical_bwd_tensors(p, in, dout), scores);
+}
+
+std::vector<InterpArg> mod_interp_args(const AttentionProblem& p, const AttentionMods& mods,
+                                       ModTensorValues& tensors) {
+  std::vector<InterpArg> args;
+  const SizeArgs sizes = attention_size_args(p);
+  for (const ModTensorSpec& spec : mods.tensors()) {
+    ModTensorData& t = tensors.at(spec.name);
+    args.push_back(InterpArg::ptr(t.data));
+    for (int64_t s : mod_tensor_strides(spec, t.shape, t.strides, sizes))
+      args.push_back(InterpArg::of_int(s));
+  }
+  return args;
 }
 
 AttentionResult run_fa2_with_mods(const AttentionProblem& p, const AttentionMods& mods,
@@ -148,16 +236,23 @@ AttentionResult run_fa2_with_mods(const AttentionProblem& p, const AttentionMods
   ModTensorValues mod_inputs = tensors;
   AttentionOutputs out = make_outputs(p);
   std::vector<InterpArg> args = fa2_interp_args(p, inputs, out);
+  const std::vector<InterpArg> mod_args = mod_interp_args(p, mods, mod_inputs);
+  args.insert(args.end(), mod_args.begin(), mod_args.end());
   const SizeArgs sizes = attention_size_args(p);
-  for (const ModTensorSpec& spec : mods.tensors()) {
-    ModTensorData& t = mod_inputs.at(spec.name);
-    args.push_back(InterpArg::ptr(t.data));
-    for (int64_t s : mod_tensor_strides(spec, t.shape, t.strides, sizes))
-      args.push_back(InterpArg::of_int(s));
-  }
   const KernelDef def = fa2_fwd_def(mods);
   execute(executor, def.build(config), def.grid(config, sizes), args);
   return gather_outputs(p, out);
+}
+
+AttentionGrads run_bwd_with_mods(const AttentionProblem& p, const AttentionMods& mods,
+                                 const ModTensorValues& tensors, const AttentionBwdConfigs& configs,
+                                 const AttentionInputs& in, const HostBuffer& dout, Executor executor) {
+  check_mod_tensors(mods, tensors, p);
+  AttentionBwdBuffers buffers = make_bwd_buffers(p, in, dout);
+  set_forward_outputs(p, reference_with_mods(p, in, mods, tensors), buffers);
+  ModTensorValues mod_inputs = tensors;
+  run_bwd(p, configs, buffers, executor, mods, mod_interp_args(p, mods, mod_inputs));
+  return gather_grads(p, buffers);
 }
 
 } // namespace kiln

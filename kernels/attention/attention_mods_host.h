@@ -1,8 +1,10 @@
 // The host side of attention mods (attention_mods.h): the mods' tensors on the host, the checks a tensor
-// passed for a ModTensorSpec must pass, the double-precision reference with the mods applied to the full
-// score matrix, and interpreted (or GPU, through the executor) runs of the FA2 forward with mods.
+// passed for a ModTensorSpec must pass, the double-precision references (forward and gradients) with the mods
+// applied to the full score matrix, and interpreted (or GPU, through the executor) runs of the FA2 forward
+// and backward with mods.
 #pragma once
 
+#include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_mods.h"
 #include "kernels/attention/attention_problem.h"
 
@@ -13,6 +15,11 @@
 #include <vector>
 
 namespace kiln {
+
+// `def` for the mods: named "<name>[<identity>]" (AttentionMods::identity), built by `build` with them; `def`
+// itself for empty mods. fa2_fwd_def(mods), fa2_bwd_dkdv_def(mods) and fa2_bwd_dq_def(mods) are this.
+KernelDef def_with_mods(KernelDef def, const AttentionMods& mods,
+                        Kernel (*build)(const Config&, const AttentionMods&));
 
 // A mod's tensor on the host: its elements and how they are laid out (strides in elements).
 struct ModTensorData {
@@ -39,10 +46,29 @@ void check_mod_tensors(const AttentionMods& mods, const ModTensorValues& tensors
 AttentionResult reference_with_mods(const AttentionProblem& p, const AttentionInputs& in,
                                     const AttentionMods& mods, const ModTensorValues& tensors);
 
+// The analytic gradients of Σ O ∘ dO in double with the mods (reference_backward through the mods'
+// references): dS multiplied by d score_mods / d score, a central difference of the score mods' references;
+// sinks enter through the forward's LSE. The sink logits' own gradient is not computed.
+AttentionGrads reference_backward_with_mods(const AttentionProblem& p, const AttentionInputs& in,
+                                            const HostBuffer& dout, const AttentionMods& mods,
+                                            const ModTensorValues& tensors);
+
+// The mods' tensors as kernel arguments, in AttentionMods::tensors() order: each tensor's pointer, then its
+// strides (mod_tensor_strides). The buffers are referenced, not copied.
+std::vector<InterpArg> mod_interp_args(const AttentionProblem& p, const AttentionMods& mods,
+                                       ModTensorValues& tensors);
+
 // The FA2 forward with mods on `config` (which must agree with `p`), in the interpreter or on the GPU, on
 // outputs poisoned with NaN; O and LSE in logical order.
 AttentionResult run_fa2_with_mods(const AttentionProblem& p, const AttentionMods& mods,
                                   const ModTensorValues& tensors, const Config& config,
                                   const AttentionInputs& in, Executor executor = Executor::Interpreter);
+
+// The whole backward with mods on `configs` (which must agree with `p`): O and LSE from reference_with_mods
+// (as the forward with the mods leaves them), then run_bwd with the mods; dQ, dK, dV in logical order.
+AttentionGrads run_bwd_with_mods(const AttentionProblem& p, const AttentionMods& mods,
+                                 const ModTensorValues& tensors, const AttentionBwdConfigs& configs,
+                                 const AttentionInputs& in, const HostBuffer& dout,
+                                 Executor executor = Executor::Interpreter);
 
 } // namespace kiln

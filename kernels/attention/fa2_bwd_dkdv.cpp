@@ -3,6 +3,9 @@
 #include "dsl/dsl.h"
 #include "kernels/attention/attention_bwd_args.h"
 #include "kernels/attention/attention_bwd_space.h"
+#include "kernels/attention/attention_mods.h"
+
+#include <algorithm>
 
 namespace kiln {
 
@@ -37,7 +40,9 @@ QueryRange query_range(const AttentionArgs& a, const AttentionTileParams& tp, co
 
 } // namespace
 
-Kernel build_fa2_bwd_dkdv(const Config& config) {
+Kernel build_fa2_bwd_dkdv(const Config& config) { return build_fa2_bwd_dkdv_with_mods(config, AttentionMods{}); }
+
+Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& mods) {
   const AttentionTileParams tp = attention_tile_params(config, "fa2_bwd_dkdv");
   const int64_t BM = tp.block_m, BN = tp.block_n, HD = tp.head_dim;
   const bool atomic_dq = config.get("ATOMIC_DQ") != 0;
@@ -58,6 +63,9 @@ Kernel build_fa2_bwd_dkdv(const Config& config) {
   Value group = (f.H / f.H_KV).named("group"); // query heads per kv head
   Value head0 = (off_bkv % f.H_KV) * group;    // the group's first query head
   AttentionBwdBases kvb = attention_bwd_bases(a, off_b, head0);
+  // The mods' tensors follow the backward's arguments; the scores are recomputed with them, on the transposed
+  // tile (keys along rows: attention_mods.h).
+  const ModKernelEnv mod_kernel = mods.empty() ? ModKernelEnv{} : declare_mod_kernel_env(kb, mods, f);
 
   // This program's keys, on chip for the whole program; keys past N_K read as zero.
   BoundaryCheck kv_check = tp.even_d ? BoundaryCheck{0} : BoundaryCheck{0, 1};
@@ -66,20 +74,31 @@ Kernel build_fa2_bwd_dkdv(const Config& config) {
   Value k = (tp.k_transposed ? trans(k_loaded) : k_loaded).named("k");                       // (BN, HD)
   Value v = load(bwd_kv_block_ptr(a, kvb.v, f.stride_vn, BN, tp, n0), kv_check).named("v"); // (BN, HD)
   Value offs_n = (n0 + arange(0, BN)).named("offs_n");                                        // (BN,) i32
-  Value qk_scale = (f.sm_scale * kLog2e).named("qk_scale");
+  Value qk_scale = scores_to_log2(mod_kernel, f.sm_scale);
   Value dk = zeros({BN, HD}, f32).named("dk"); // (BN, HD) Σ dSᵀ Q, unscaled
   Value dv = zeros({BN, HD}, f32).named("dv"); // (BN, HD) Σ Pᵀ dO
   QueryRange range = query_range(f, tp, n0);
+  // Mask mods: every query tile from the causal rule's first on is visited, masked, and with key bounds skipped
+  // when it does not see this key tile (the bounds say which keys a query tile sees, not which queries see a
+  // key tile, so the loop cannot start and end there).
+  if (mod_kernel.has_mask())
+    range.unmasked_begin = range.unmasked_end = f.N_Q;
+  // With key bounds, each query tile's step is guarded by the key tiles the tile visits (one function decides
+  // them for the forward, dQ and here).
+  const bool skips_by_key_bounds =
+      mod_kernel.has_mask() &&
+      std::any_of(mods.mask.begin(), mods.mask.end(), [](const MaskMod& m) { return static_cast<bool>(m.key_bounds); });
 
   for_range(0, group, 1, [&](Value g) {
     AttentionBwdBases hb = attention_bwd_bases(a, off_b, head0 + g);
+    const ModKernelEnv mod_env = mod_kernel.active() ? mod_kernel.at(off_b, head0 + g, Value()) : ModKernelEnv{};
     Value q_ptr = bwd_q_block_ptr(a, hb.q, f.stride_qn, BM, tp, range.begin).named("q_ptr");
     Value do_ptr = bwd_q_block_ptr(a, hb.dout, a.stride_don, BM, tp, range.begin).named("do_ptr");
     Value lse_ptr = bwd_row_block_ptr(a, f.lse, hb.row0, BM, range.begin).named("lse_ptr");
     Value delta_ptr = bwd_row_block_ptr(a, a.delta, hb.row0, BM, range.begin).named("delta_ptr");
 
     // One query tile. `masked` tiles hide rows past N_Q, keys past N_K and keys a row may not see.
-    auto step = [&](const Value& start_m, bool masked) {
+    auto accumulate = [&](const Value& start_m, bool masked) {
       BoundaryCheck rows = masked ? BoundaryCheck{0} : BoundaryCheck{};
       BoundaryCheck tile = masked ? tp.row_tile_check() : (tp.even_d ? BoundaryCheck{} : BoundaryCheck{1});
       Value offs_m = start_m + arange(0, BM); // (BM,) i32
@@ -88,20 +107,31 @@ Kernel build_fa2_bwd_dkdv(const Config& config) {
       // exp2(x - LSE·log2 e); a row that sees no key (LSE = -inf) gets P = 0 through +inf.
       Value lse2 = masked ? where(lse == -kInfinity, kInfinity, lse * kLog2e) : lse * kLog2e;
       Value qkT = dot(k, trans(q), Value(), tp.tf32).named("qkT");                    // (BN, BM) f32
-      Value pT = exp2(qkT * qk_scale - lse2.expand_dims(0)).named("pT");             // (BN, BM) f32
-      if (masked) {
+      // (BN, BM) i1: the built-in mask of a masked tile (rows past N_Q, keys past N_K, the causal rule).
+      auto builtin_seen = [&] {
         Value cols = offs_m.expand_dims(0); // (1, BM) query rows
         Value keys = offs_n.expand_dims(1); // (BN, 1)
         Value seen = broadcast_to((keys < f.N_K) && (cols < f.N_Q), {BN, BM});
         if (tp.causal != CausalMode::None)
           seen = seen && (keys <= last_visible_key(f, tp, cols));
-        pT = where(seen, pT, 0.0);
+        return seen;
+      };
+      ModdedScores modded;
+      if (mod_env.active()) { // hidden pairs are -inf already: P = 0 there
+        modded = modded_scores_transposed(mod_env, f, qkT, offs_m, offs_n, masked ? builtin_seen() : Value(),
+                                          /*with_derivative=*/true);
+        qkT = modded.score;
       }
+      Value pT = exp2(qkT * qk_scale - lse2.expand_dims(0)).named("pT");             // (BN, BM) f32
+      if (masked && !mod_env.active())
+        pT = where(builtin_seen(), pT, 0.0);
       Value dout = load(do_ptr, tile);                                        // (BM, HD)
       dv = dot(low(pT), dout, dv, tp.tf32);                                   // (BN, HD)
       Value dpT = dot(v, trans(dout), Value(), tp.tf32).named("dpT");         // (BN, BM) f32
       Value delta = load(delta_ptr, rows);                                    // (BM,) f32
-      Value dsT = pT * (dpT - delta.expand_dims(0));                          // (BN, BM) f32
+      Value dsT = pT * (dpT - delta.expand_dims(0));                          // (BN, BM) f32, d/d score
+      if (modded.derivative.valid()) // through the score mods: d/d (q·k · sm_scale)
+        dsT = dsT * modded.derivative;
       // With EXACT_MASKED_V, where P is 0 (hidden pairs, -inf scores) dS is 0 by selection:
       // dP may be NaN or inf there (from V).
       if (masked && tp.exact_masked_v)
@@ -115,6 +145,16 @@ Kernel build_fa2_bwd_dkdv(const Config& config) {
         Value ptrs = a.dq_acc + (row * f.D.to(i64) + offs_d.to(i64));         // (BM, HD)
         Value inside = broadcast_to((offs_m.expand_dims(1) < f.N_Q) && (offs_d < f.D), {BM, HD});
         atomic_add(ptrs, dq, inside);
+      }
+    };
+    auto step = [&](const Value& start_m, bool masked) {
+      if (skips_by_key_bounds) {
+        // The key tiles this query tile visits in the forward and in dQ (mod_key_tiles): when this key tile is
+        // not among them, every pair is hidden and nothing flows back.
+        ModKeyTiles keys = mod_key_tiles(mod_env, f, tp, start_m);
+        if_((keys.start < n0 + BN) && (keys.end > n0), [&] { accumulate(start_m, masked); });
+      } else {
+        accumulate(start_m, masked);
       }
       q_ptr = advance(q_ptr, {BM, 0});
       do_ptr = advance(do_ptr, {BM, 0});

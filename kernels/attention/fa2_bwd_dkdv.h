@@ -16,7 +16,17 @@
 
 namespace kiln {
 
+struct AttentionMods;
+
 Kernel build_fa2_bwd_dkdv(const Config& config);
 KernelDef fa2_bwd_dkdv_def();
+// With score and mask mods (attention_mods.h), on the transposed tile (q_idx (1, BLOCK_M), kv_idx (BLOCK_N,
+// 1)): P recomputed with the mods, dSᵀ multiplied by d score_mod / d score; with a mask mod every query tile
+// from the causal rule's first on is visited masked, its work skipped (an if) when the key tiles the mods'
+// key bounds give it (mod_key_tiles) miss this program's. The mods' tensors follow the arguments (mod_<name>,
+// then one i64 stride per dim). The def is named after the mods' identity; empty mods give
+// fa2_bwd_dkdv_def().
+Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& mods);
+KernelDef fa2_bwd_dkdv_def(const AttentionMods& mods);
 
 } // namespace kiln

@@ -3,10 +3,13 @@
 #include "dsl/dsl.h"
 #include "kernels/attention/attention_bwd_args.h"
 #include "kernels/attention/attention_bwd_space.h"
+#include "kernels/attention/attention_mods.h"
 
 namespace kiln {
 
-Kernel build_fa2_bwd_dq(const Config& config) {
+Kernel build_fa2_bwd_dq(const Config& config) { return build_fa2_bwd_dq_with_mods(config, AttentionMods{}); }
+
+Kernel build_fa2_bwd_dq_with_mods(const Config& config, const AttentionMods& mods) {
   const AttentionTileParams tp = attention_tile_params(config, "fa2_bwd_dq");
   const int64_t BM = tp.block_m, BN = tp.block_n, HD = tp.head_dim;
   const DType dt = tp.dtype;
@@ -20,6 +23,9 @@ Kernel build_fa2_bwd_dq(const Config& config) {
   AttentionBwdBases b = attention_bwd_bases(a, off_hz / f.H, off_hz % f.H);
   Value m0 = (start_m * BM).named("m0");
   Value offs_m = (m0 + arange(0, BM)).named("offs_m"); // (BM,) i32
+  // The mods' tensors follow the backward's arguments; the scores are recomputed with them, as the forward
+  // computed them (attention_mods.h).
+  ModKernelEnv mod_env = mods.empty() ? ModKernelEnv{} : mod_kernel_env(kb, mods, f, off_hz, offs_m);
 
   BoundaryCheck rows = {0};
   Value q = load(bwd_q_block_ptr(a, b.q, f.stride_qn, BM, tp, m0), tp.row_tile_check()).named("q");       // (BM, HD)
@@ -30,7 +36,7 @@ Kernel build_fa2_bwd_dq(const Config& config) {
   // in masked tiles: a row in an unmasked tile sees all of its keys.
   Value lse2 = where(lse == -kInfinity, kInfinity, lse * kLog2e).named("lse2").expand_dims(1); // (BM, 1)
   Value delta_rows = delta.expand_dims(1);                                                   // (BM, 1)
-  Value qk_scale = (f.sm_scale * kLog2e).named("qk_scale");
+  Value qk_scale = scores_to_log2(mod_env, f.sm_scale);
   Value dq = zeros({BM, HD}, f32).named("dq"); // (BM, HD) Σ dS K, unscaled
 
   Value k_ptr = bwd_k_block_ptr(a, b, BN, tp, 0).named("k_ptr");
@@ -39,12 +45,19 @@ Kernel build_fa2_bwd_dq(const Config& config) {
     Value k = load(k_ptr, tp.k_tile_check(masked));
     Value kt = tp.k_transposed ? k : trans(k);                          // (HD, BN)
     Value qk = dot(q, kt, Value(), tp.tf32).named("qk");                // (BM, BN) f32
+    ModdedScores modded;
+    if (mod_env.active()) { // hidden keys are -inf already: P = 0 there
+      modded = modded_scores(mod_env, f, tp, qk, start_n, masked, /*with_derivative=*/true);
+      qk = modded.score;
+    }
     Value p = exp2(qk * qk_scale - lse2).named("p");                    // (BM, BN) f32
-    if (masked)
+    if (masked && !mod_env.active())
       p = where(visible_keys(f, tp, offs_m, start_n + arange(0, BN)), p, 0.0);
     Value v = load(v_ptr, tp.v_tile_check(masked));                     // (BN, HD)
     Value dp = dot(dout, trans(v), Value(), tp.tf32).named("dp");       // (BM, BN) f32
-    Value ds = p * (dp - delta_rows);                                   // (BM, BN) f32
+    Value ds = p * (dp - delta_rows);                                   // (BM, BN) f32, d/d score
+    if (modded.derivative.valid()) // through the score mods: d/d (q·k · sm_scale)
+      ds = ds * modded.derivative;
     // With EXACT_MASKED_V, where P is 0 (hidden keys, -inf scores) dS is 0 by selection:
     // dP may be NaN or inf there (from V).
     if (masked && tp.exact_masked_v)
@@ -54,9 +67,14 @@ Kernel build_fa2_bwd_dq(const Config& config) {
     k_ptr = advance_k(k_ptr, tp);
     v_ptr = advance(v_ptr, {BN, 0});
   };
-  KeyRange keys = key_range(f, tp, m0);
-  for_range(0, keys.unmasked_end, BN, [&](Value start_n) { step(start_n, false); });
-  for_range(keys.unmasked_end, keys.end, BN, [&](Value start_n) { step(start_n, true); });
+  if (mod_env.has_mask()) {
+    // Mask mods: the key tiles the forward visits, every one masked.
+    for_each_mod_key_tile(mod_env, f, tp, m0, k_ptr, v_ptr, [&](Value start_n) { step(start_n, true); });
+  } else {
+    KeyRange keys = key_range(f, tp, m0);
+    for_range(0, keys.unmasked_end, BN, [&](Value start_n) { step(start_n, false); });
+    for_range(keys.unmasked_end, keys.end, BN, [&](Value start_n) { step(start_n, true); });
+  }
 
   store(bwd_q_block_ptr(a, b.dq, a.stride_dqn, BM, tp, m0), (dq * f.sm_scale).to(dt), tp.row_tile_check());
   return kb.finish();

@@ -34,8 +34,7 @@ Kernel build_fa2_fwd_with_mods(const Config& config, const AttentionMods& mods) 
   Value offs_m = (m0 + arange(0, BM)).named("offs_m"); // (BM,) i32
   // Mods (attention_mods.h) see scores already scaled by sm_scale: only log2 e is left to apply to them.
   ModKernelEnv mod_env = mods.empty() ? ModKernelEnv{} : mod_kernel_env(kb, mods, a, off_hz, offs_m);
-  Value qk_scale = // exp(x·s) = exp2(x·s·log2 e): one multiply
-      (mod_env.active() ? scalar(kLog2e, f32) : a.sm_scale * kLog2e).named("qk_scale");
+  Value qk_scale = scores_to_log2(mod_env, a.sm_scale); // exp(x·s) = exp2(x·s·log2 e): one multiply
   Value m_i = full({BM}, -kInfinity, f32).named("m_i"); // running row max, log2 domain
   Value l_i = zeros({BM}, f32).named("l_i");             // running row sum of p
   Value acc = zeros({BM, HD}, f32).named("acc");         // (BM, HD) unnormalised output
@@ -56,7 +55,7 @@ Kernel build_fa2_fwd_with_mods(const Config& config, const AttentionMods& mods) 
     Value kt = tp.k_transposed ? k : trans(k);           // (HD, BN)
     Value qk = dot(q, kt, Value(), tp.tf32).named("qk"); // (BM, BN) f32
     if (mod_env.active()) {
-      qk = modded_scores(mod_env, a, tp, qk, start_n, masked);
+      qk = modded_scores(mod_env, a, tp, qk, start_n, masked).score;
     } else if (masked) {
       Value offs_n = start_n + arange(0, BN); // (BN,) i32
       qk = where(visible_keys(a, tp, offs_m, offs_n), qk, -kInfinity);
@@ -88,10 +87,7 @@ Kernel build_fa2_fwd_with_mods(const Config& config, const AttentionMods& mods) 
     for_range(0, a.N_K, BN, [&](Value start_n) { attend(start_n, true); });
   } else if (mod_env.has_mask()) {
     // Mask mods: every key tile within the mods' key bounds (and the causal rule), masked.
-    ModKeyTiles keys = mod_key_tiles(mod_env, a, tp, m0);
-    k_ptr = tp.k_transposed ? advance(k_ptr, {0, keys.start}) : advance(k_ptr, {keys.start, 0});
-    v_ptr = advance(v_ptr, {keys.start, 0});
-    for_range(keys.start, keys.end, BN, [&](Value start_n) { attend(start_n, true); });
+    for_each_mod_key_tile(mod_env, a, tp, m0, k_ptr, v_ptr, [&](Value start_n) { attend(start_n, true); });
   } else {
     KeyRange keys = key_range(a, tp, m0);
     for_range(0, keys.unmasked_end, BN, [&](Value start_n) { attend(start_n, false); });

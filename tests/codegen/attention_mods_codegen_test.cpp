@@ -2,9 +2,14 @@
 // and sm_80 (where NVRTC is usable): the combination of a document mask, a sliding window and softcapping
 // (mask mods' key loop, tensor reads), ALiBi and attention sinks on the built-in causal path (two stages), a
 // bias in f16 with prefix-LM; and the mods' code is in the text (tanhf, the mod tensors as kernel
-// parameters).
+// parameters). The backward's dK/dV (both variants) and dQ kernels with the same mods too, with the
+// derivative's code (softcap's 1 - tanh²) in them.
+#include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_mod_library.h"
+#include "kernels/attention/attention_mods_host.h"
 #include "kernels/attention/attention_problem.h"
+#include "kernels/attention/fa2_bwd_dkdv.h"
+#include "kernels/attention/fa2_bwd_dq.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "nvrtc_compile.h"
 
@@ -59,6 +64,39 @@ TEST(AttentionModsCodegen, ModKernelsCompileForSm90aAndSm80) {
       }
       expect_nvrtc_compiles(g, arch);
     }
+}
+
+TEST(AttentionModsCodegen, BackwardModKernelsCompileForSm90aAndSm80) {
+  // Every mod on sm_90a; sm_80 and the atomic variant (the same dS) for the combination only, to keep the
+  // suite's NVRTC time bounded.
+  for (const ModKernel& mk : mod_kernels())
+    for (const char* arch : {"sm_90a", "sm_80"})
+      for (bool atomic_dq : {false, true}) {
+        const bool combination = std::string(mk.label) == "document_window_softcap";
+        if ((std::string(arch) == "sm_80" || atomic_dq) && !combination)
+          continue;
+        SCOPED_TRACE(std::string(mk.label) + " " + arch + (atomic_dq ? " atomic dQ" : ""));
+        AttentionProblem p;
+        p.D = 128;
+        p.causal = mk.causal;
+        p.dtype = mk.dtype;
+        const AttentionBwdConfigs configs = default_bwd_configs(p, atomic_dq);
+        std::vector<std::pair<KernelDef, Config>> kernels = {{fa2_bwd_dkdv_def(mk.mods), configs.dkdv}};
+        if (!atomic_dq)
+          kernels.push_back({fa2_bwd_dq_def(mk.mods), configs.dq});
+        for (const auto& [def, config] : kernels) {
+          SCOPED_TRACE(def.name);
+          def.check(config);
+          GeneratedKernel g = generate_cuda(def.build(config), Target::parse(arch));
+          for (const ModTensorSpec& t : mk.mods.tensors()) {
+            EXPECT_NE(g.source.find("mod_" + t.name), std::string::npos) << "parameter mod_" << t.name;
+          }
+          if (std::string(mk.label) == "document_window_softcap") {
+            EXPECT_NE(g.source.find("tanhf"), std::string::npos) << "softcap's tanh";
+          }
+          expect_nvrtc_compiles(g, arch);
+        }
+      }
 }
 
 } // namespace

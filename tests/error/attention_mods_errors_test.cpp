@@ -1,11 +1,15 @@
 // Error tests of attention mods (attention_mods.h): mods that break the rules (wrong return type or shape,
 // unknown tensors, bad names, library mods with bad parameters), host tensors that do not fit their specs,
-// and the host API's checks of options.mods / options.mod_tensors (no GPU: addresses are never dereferenced).
+// the host API's checks of options.mods / options.mod_tensors (no GPU: addresses are never dereferenced), and
+// the backward's: score mods it cannot differentiate, mod tensors overlapping a gradient.
 #include "error/error_test_support.h"
 #include "kernels/attention/attention_api.h"
 #include "kernels/attention/attention_bwd_api.h"
+#include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_mod_library.h"
 #include "kernels/attention/attention_mods_host.h"
+#include "kernels/attention/fa2_bwd_dkdv.h"
+#include "kernels/attention/fa2_bwd_dq.h"
 #include "kernels/attention/fa2_fwd.h"
 
 #include "dsl/dsl.h"
@@ -217,14 +221,90 @@ TEST(AttentionModApiErrors, ABrokenModFailsBeforeAnyGpuWork) {
   expect_mentions(api_error(c), {"attention::forward: options.mods:", "mask_mod 'document' returned"});
 }
 
-TEST(AttentionModApiErrors, TheBackwardAndFa1RejectMods) {
+// dO, dQ, dK, dV for valid_mod_call(), apart from its tensors (dk at `dk_at`).
+struct Grads {
+  attention::TensorRef dout, dq, dk, dv;
+};
+Grads grads_for(const Call& c, uint64_t dk_at = 0x70000000) {
+  using attention::TensorRef;
+  return Grads{TensorRef::contiguous(0x90000000, DType::f16, c.q.shape),
+               TensorRef::contiguous(0x80000000, DType::f16, c.q.shape),
+               TensorRef::contiguous(dk_at, DType::f16, c.k.shape),
+               TensorRef::contiguous(0xa0000000, DType::f16, c.v.shape)};
+}
+
+TEST(AttentionModApiErrors, TheBackwardTakesModsAndFa1RejectsThem) {
   Call c = valid_mod_call();
   attention::BackwardOptions b;
   static_cast<attention::AttentionOptions&>(b) = c.options;
-  const std::string msg = user_error([&] {
-    (void)attention::validate_attention_bwd_args(c.q, c.k, c.v, c.o, *c.lse, c.q, c.q, c.k, c.v, b);
+  const Grads g = grads_for(c);
+  const attention::ValidatedBackward v =
+      attention::validate_attention_bwd_args(c.q, c.k, c.v, c.o, *c.lse, g.dout, g.dq, g.dk, g.dv, b);
+  ASSERT_EQ(v.fwd.mod_tensors.size(), 3u);
+  EXPECT_EQ(v.fwd.mod_tensors[1].strides, (std::vector<int64_t>{64, 1}));
+  const std::string msg = user_error([&] { attention::fa1_forward(c.q, c.k, c.v, c.o, c.lse, c.options); });
+  expect_mentions(msg, {"attention::fa1_forward:", "not supported by fa1_forward yet"});
+}
+
+// ---- the backward: mods it cannot differentiate, mod tensors under the gradients ----
+
+std::string bwd_build_error(const AttentionMods& mods) {
+  AttentionProblem p;
+  return user_error([&] { (void)fa2_bwd_dq_def(mods).build(default_bwd_configs(p).dq); });
+}
+
+TEST(AttentionModBwdErrors, AReductionInAScoreModNamesTheModAndTheOp) {
+  int line = 0;
+  const AttentionMods mods = score_only([&](const Value& s, const ModArgs&) {
+    line = __LINE__ + 1; // the reduction, on the next line
+    return s - max(s, 1, true);
   });
-  expect_mentions(msg, {"attention::backward:", "not supported by backward yet"});
+  const std::string msg = bwd_build_error(mods);
+  expect_mentions(msg, {"score_mod 'bad_score': cannot differentiate op 'reduce max'", "not elementwise",
+                        "give the mod's derivative explicitly",
+                        fmt::format("attention_mods_errors_test.cpp:{}", line)});
+  // The forward does not need the derivative: the same mod builds there.
+  (void)fa2_fwd_def(mods).build(default_fa2_config(AttentionProblem{}));
+  // With its own derivative the backward builds.
+  AttentionMods given = mods;
+  given.score[0].derivative = [](const Value& s, const ModArgs&) { return full(s.shape(), 1.0, f32); };
+  (void)fa2_bwd_dkdv_def(given).build(default_bwd_configs(AttentionProblem{}).dkdv);
+}
+
+TEST(AttentionModBwdErrors, ControlFlowAndRandomNumbersInAScoreMod) {
+  expect_mentions(bwd_build_error(score_only([](const Value& s, const ModArgs& m) {
+                    Value r = s;
+                    if_(m.h > 0, [&] { r = r * 2.0; });
+                    return r;
+                  })),
+                  {"score_mod 'bad_score': cannot differentiate op 'if'", "use where() instead of if_"});
+  expect_mentions(bwd_build_error(score_only([](const Value& s, const ModArgs&) { return cumsum(s, 1); })),
+                  {"cannot differentiate op 'scan sum'"});
+}
+
+TEST(AttentionModBwdErrors, TheBackwardApiRejectsAModItCannotDifferentiateBeforeAnyGpuWork) {
+  Call c = valid_mod_call();
+  c.options.mods.score[0].fn = [](const Value& s, const ModArgs&) { return s + min(s, 1, true); };
+  attention::BackwardOptions b;
+  static_cast<attention::AttentionOptions&>(b) = c.options;
+  const Grads g = grads_for(c);
+  const std::string msg = user_error([&] {
+    (void)attention::validate_attention_bwd_args(c.q, c.k, c.v, c.o, *c.lse, g.dout, g.dq, g.dk, g.dv, b);
+  });
+  expect_mentions(
+      msg, {"attention::backward: options.mods:", "score_mod 'alibi': cannot differentiate op 'reduce min'"});
+}
+
+TEST(AttentionModBwdErrors, AModTensorUnderAGradient) {
+  Call c = valid_mod_call();
+  attention::BackwardOptions b;
+  static_cast<attention::AttentionOptions&>(b) = c.options;
+  const Grads g = grads_for(c, 0x60000000 - 64); // dk's bytes cover alibi_slopes
+  const std::string msg = user_error([&] {
+    (void)attention::validate_attention_bwd_args(c.q, c.k, c.v, c.o, *c.lse, g.dout, g.dq, g.dk, g.dv, b);
+  });
+  expect_mentions(
+      msg, {"attention::backward:", "mod tensor 'alibi_slopes'", "overlaps dk", "apart from the gradients"});
 }
 
 } // namespace

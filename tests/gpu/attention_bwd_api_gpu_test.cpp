@@ -8,6 +8,7 @@
 #include "gpu/attention_gpu_support.h"
 #include "gpu/gpu_skip.h"
 #include "interp/attention_bwd_test_cases.h"
+#include "interp/attention_mods_cases.h"
 #include "kernels/attention/attention_bwd_api.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
@@ -46,9 +47,19 @@ protected:
 // logical order and checks them against the reference.
 // With `with_workspace`, through backward_with_workspace on a buffer of backward_workspace_bytes() (poisoned
 // with NaN bits first: the kernels must not read scratch they did not write), then a synchronize.
+// With mods (options.mods), `mod_tensors` are their host tensors: uploaded and passed as options.mod_tensors to
+// both passes, and the reference is reference_backward_with_mods.
 AttentionGrads check_backward(const AttentionProblem& p, uint64_t seed, BackwardOptions options,
-                              bool with_workspace = false) {
+                              bool with_workspace = false, const ModTensorValues& mod_tensors = {}) {
   SCOPED_TRACE(p.str());
+  std::vector<rt::DeviceBuffer> held; // the mods' tensors on the device
+  for (const auto& [name, t] : mod_tensors) {
+    held.push_back(upload(t.data));
+    options.mod_tensors[name] = TensorRef{held.back().ptr(),
+                                          t.data.dtype,
+                                          {t.shape.begin(), t.shape.end()},
+                                          {t.strides.begin(), t.strides.end()}};
+  }
   const AttentionInputs in = make_inputs(p, seed, 1.0);
   const HostBuffer dout = make_dout(p, seed + 1, 1.0);
   HostBuffer poisoned_q(p.dtype, q_numel(p)), poisoned_kv(p.dtype, kv_numel(p));
@@ -80,8 +91,12 @@ AttentionGrads check_backward(const AttentionProblem& p, uint64_t seed, Backward
   out.dq = logical_tensor(download(dq, p.dtype, q_numel(p)), s.q, p.B, p.H, p.N_Q, p.D);
   out.dk = logical_tensor(download(dk, p.dtype, kv_numel(p)), s.k, p.B, p.H_KV, p.N_K, p.D);
   out.dv = logical_tensor(download(dv, p.dtype, kv_numel(p)), s.k, p.B, p.H_KV, p.N_K, p.D);
-  const AttentionGrads ref = reference_backward(p, logical_bwd_tensors(p, in, dout));
-  const double tol = tolerance_for(p, in);
+  const AttentionGrads ref = options.mods.empty()
+                                 ? reference_backward(p, logical_bwd_tensors(p, in, dout))
+                                 : reference_backward_with_mods(p, in, dout, options.mods, mod_tensors);
+  const double tol = options.mods.empty()
+                         ? tolerance_for(p, in)
+                         : grad_tolerance(p.dtype, p.tf32, max_abs_lse(reference_with_mods(p, in, options.mods, mod_tensors)));
   for (const auto& [name, cmp] : compare_grads(out, ref)) {
     EXPECT_TRUE(cmp.ok(tol)) << name << ": " << cmp.str() << ", tolerance " << tol;
   }
@@ -225,6 +240,30 @@ TEST_F(GpuAttentionBwdApi, PackedKeyValueGradientsAndNoQueries) {
     EXPECT_TRUE(ck.ok(tol)) << "dK " << ck.str();
     EXPECT_TRUE(cv.ok(tol)) << "dV " << cv.str();
   }
+}
+
+// forward() and backward() with mods over device buffers: the mods' kernels (named after them, tuned apart),
+// their tensors as TensorRefs, deterministic and, with deterministic = false, either variant.
+TEST_F(GpuAttentionBwdApi, ModsThroughForwardAndBackward) {
+  KILN_REQUIRE_GPU();
+  AttentionProblem p = make_case(300, 300, 64, 0, bf16, 4, 2).problem;
+  p.B = 2;
+  ModTensorData ids = document_ids(p, 300, {120, 9, 100, 60}, "q_doc");
+  ModTensorData kv = ids;
+  kv.data.name = "kv_doc";
+  BackwardOptions options = options_for(p);
+  options.mods.mask = {document_mask(), sliding_window(64, 0)};
+  options.mods.score = {softcap(4)};
+  check_backward(p, 91, options, false, {{"q_doc", ids}, {"kv_doc", kv}});
+  check_backward(p, 92, options, /*with_workspace=*/true, {{"q_doc", ids}, {"kv_doc", kv}});
+
+  AttentionProblem br = make_case(257, 190, 128, 2, f16, 4, 4).problem;
+  BackwardOptions alibi_options = options_for(br);
+  alibi_options.mods.score = {alibi()};
+  alibi_options.mods.sink = {attention_sinks()};
+  alibi_options.deterministic = false;
+  check_backward(br, 93, alibi_options, false,
+                 {{"alibi_slopes", alibi_slopes(br)}, {"sinks", sink_logits(br, {1.0, -2.0, 0.5, 3.0})}});
 }
 
 } // namespace

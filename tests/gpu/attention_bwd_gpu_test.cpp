@@ -1,9 +1,11 @@
 // The attention backward's generated code on the GPU, held to the interpreter's sweep and references
 // (interp/attention_bwd_test_cases.h) at GPU-sized tiles, plus what only the GPU can show: the default and
 // every tuning-space config compile and run right, the deterministic mode gives bitwise-equal gradients
-// twice, the atomic dQ agrees with it.
+// twice, the atomic dQ agrees with it; and the backward with mods (interp/attention_mods_bwd_cases.h) at the
+// cases' tiles and the default configs.
 #include "gpu/gpu_skip.h"
 #include "interp/attention_bwd_test_cases.h"
+#include "interp/attention_mods_bwd_cases.h"
 #include "kernels/attention/fa2_bwd_dkdv.h"
 
 #include <gtest/gtest.h>
@@ -87,6 +89,42 @@ TEST(GpuFa2BwdLarge, DeterministicModeIsBitwiseReproducible) {
   EXPECT_EQ(first.dq.bytes, second.dq.bytes);
   EXPECT_EQ(first.dk.bytes, second.dk.bytes);
   EXPECT_EQ(first.dv.bytes, second.dv.bytes);
+}
+
+// The backward with mods: every mod case at its tiles and at the default (GPU) configs, the atomic variant too.
+class GpuModsBwd : public ::testing::TestWithParam<ModCase> {};
+
+TEST_P(GpuModsBwd, GradientsMatchTheReferenceWithTheSameMods) {
+  KILN_REQUIRE_GPU();
+  const ModCase& c = GetParam();
+  check_mod_bwd_case(c, mod_case_bwd_configs(c), Executor::Gpu);
+  SCOPED_TRACE("default configs");
+  check_mod_bwd_case(c, default_bwd_configs(c.base.problem), Executor::Gpu);
+  SCOPED_TRACE("atomic dQ");
+  check_mod_bwd_case(c, default_bwd_configs(c.base.problem, /*atomic_dq=*/true), Executor::Gpu);
+}
+
+INSTANTIATE_TEST_SUITE_P(mods_bwd, GpuModsBwd, ::testing::ValuesIn(mod_bwd_cases()),
+                         [](const auto& info) { return info.param.name; });
+
+// Longer sequences with mods: document masking, a causal window and softcapping (the combination), and
+// ALiBi on the built-in bottom-right causal path, at the default configs.
+TEST(GpuModsBwdLarge, DocumentWindowSoftcapAndAlibi) {
+  KILN_REQUIRE_GPU();
+  AttentionCase docs = make_case(600, 600, 128, 0, bf16, 4, 2, false, true, 2.0);
+  docs.problem.B = 2;
+  ModTensorData ids = document_ids(docs.problem, 600, {250, 17, 200, 90}, "q_doc");
+  ModTensorData kv = ids;
+  kv.data.name = "kv_doc";
+  const ModCase combo = mod_case("document_window_softcap_600", docs, {softcap(5)},
+                                 {document_mask(), sliding_window(100, 0)}, {{"q_doc", ids}, {"kv_doc", kv}});
+  AttentionCase br = make_case(700, 900, 64, 2, f16, 4, 4);
+  const ModCase alibi_br = mod_case("alibi_causal_br_700x900", br, {alibi()}, {},
+                                    {{"alibi_slopes", alibi_slopes(br.problem)}});
+  for (const ModCase& c : {combo, alibi_br}) {
+    SCOPED_TRACE(c.name);
+    check_mod_bwd_case(c, default_bwd_configs(c.base.problem), Executor::Gpu);
+  }
 }
 
 } // namespace
