@@ -17,6 +17,6 @@
 namespace kiln {
 
 Kernel build_fa2_bwd_dkdv(const Config& config);
-KernelDef fa2_bwd_dkdv_def();
+const KernelDef& fa2_bwd_dkdv_def(); // built once per process
 
 } // namespace kiln

@@ -13,6 +13,6 @@
 namespace kiln {
 
 Kernel build_fa2_bwd_dq(const Config& config);
-KernelDef fa2_bwd_dq_def();
+const KernelDef& fa2_bwd_dq_def(); // built once per process
 
 } // namespace kiln
