@@ -24,9 +24,11 @@
 #include "dsl/builder.h"
 #include "kernels/attention/attention_tiles.h"
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace kiln {
@@ -68,8 +70,32 @@ struct ModPoint {
   std::function<double(const std::string& name, std::initializer_list<int64_t> index)> at;
 };
 
-using ScoreModFn = std::function<Value(const Value& score, const ModArgs& m)>;
-using MaskModFn = std::function<Value(const ModArgs& m)>;
+// A mod's DSL function (a std::function) with an id that its copies share and no other function value has,
+// not even a later one at the same address: fa2_fwd_def(mods) keeps the kernel's identity per combination of
+// ids and names, so that a repeated call does not build the mods again. A mod's function must therefore build
+// the same ops whenever it is called: what it reads besides its arguments, it captures by value.
+uint64_t next_mod_function_id(); // 1, 2, ... per process, thread-safe
+
+template <typename Signature> class ModFunction;
+template <typename R, typename... Args> class ModFunction<R(Args...)> {
+public:
+  ModFunction() = default;
+  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, ModFunction> &&
+                                                    std::is_constructible_v<std::function<R(Args...)>, F>>>
+  ModFunction(F&& f) : fn_(std::forward<F>(f)), id_(fn_ ? next_mod_function_id() : 0) {}
+
+  R operator()(Args... args) const { return fn_(std::forward<Args>(args)...); }
+  explicit operator bool() const { return static_cast<bool>(fn_); }
+  uint64_t id() const { return id_; } // 0: no function
+
+private:
+  std::function<R(Args...)> fn_;
+  uint64_t id_ = 0;
+};
+
+using ScoreModFn = ModFunction<Value(const Value& score, const ModArgs& m)>;
+using MaskModFn = ModFunction<Value(const ModArgs& m)>;
+using SinkModFn = ModFunction<Value(const ModArgs& m)>;
 using ScoreModRef = std::function<double(double score, const ModPoint& m)>;
 using MaskModRef = std::function<bool(const ModPoint& m)>;
 
@@ -78,7 +104,7 @@ using MaskModRef = std::function<bool(const ModPoint& m)>;
 struct KeyBounds {
   Value lo, hi;
 };
-using KeyBoundsFn = std::function<KeyBounds(const ModArgs& m, const Value& q_first, const Value& q_last)>;
+using KeyBoundsFn = ModFunction<KeyBounds(const ModArgs& m, const Value& q_first, const Value& q_last)>;
 
 struct ScoreMod {
   std::string name; // with its parameters, e.g. "softcap(30)": part of the kernel's name
@@ -103,7 +129,7 @@ struct MaskMod {
 struct SinkMod {
   std::string name;
   std::vector<ModTensorSpec> tensors;
-  std::function<Value(const ModArgs& m)> fn;
+  SinkModFn fn;
   std::function<double(const ModPoint& m)> reference; // optional, as ScoreMod::reference (kv_idx unused)
 };
 
@@ -121,6 +147,9 @@ struct AttentionMods {
   // name() and a short hash of the IR the mods build on a probe tile: what the kernel's name carries.
   // Builds the mods, so a mod that breaks the rules (wrong return type, unknown tensor) fails here.
   std::string identity() const;
+  // What identity() is a function of, without building anything: the mods' names, their tensors and their
+  // functions' ids. Equal keys give equal identities; fa2_fwd_def(mods) keeps its def by this key.
+  std::string identity_key() const;
   // Every tensor the mods declare, score mods' first, then mask mods', then the sink's; a kiln::Error for a
   // name that is not an identifier, declared twice, an unknown dim name, a mod without a name or a function,
   // or more than one sink.

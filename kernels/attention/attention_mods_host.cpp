@@ -5,19 +5,33 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <mutex>
 
 namespace kiln {
 
-KernelDef fa2_fwd_def(const AttentionMods& mods) {
-  KernelDef d = fa2_fwd_def();
+const KernelDef& fa2_fwd_def(const AttentionMods& mods) {
   if (mods.empty())
-    return d;
+    return fa2_fwd_def();
+  // One def per distinct mods (identity_key()), kept for the process's life like the kernels compiled from it:
+  // the identity builds the mods and hashes their IR, which a repeated call must not pay for again. A failure
+  // (a mod that breaks the rules) is not kept: it is raised on every call.
+  static std::mutex mutex;
+  static std::map<std::string, KernelDef> defs;
+  const std::string key = mods.identity_key();
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = defs.find(key); it != defs.end())
+      return it->second;
+  }
+  KernelDef d = fa2_fwd_def();
   // The identity (names and a hash of the mods' IR) keys the in-process kernels, the tuning results and the
   // progress lines; the compile cache keys the generated source, which the mods change anyway.
   d.name = "fa2_fwd[" + mods.identity() + "]";
   d.summary += " with mods " + mods.name();
   d.build = [mods](const Config& c) { return build_fa2_fwd_with_mods(c, mods); };
-  return d;
+  std::lock_guard lock(mutex);
+  return defs.try_emplace(key, std::move(d)).first->second; // where two threads raced, the first one's
 }
 
 ModTensorData contiguous_mod_tensor(DType dtype, std::vector<int64_t> shape, const std::string& name) {
@@ -155,7 +169,7 @@ AttentionResult run_fa2_with_mods(const AttentionProblem& p, const AttentionMods
     for (int64_t s : mod_tensor_strides(spec, t.shape, t.strides, sizes))
       args.push_back(InterpArg::of_int(s));
   }
-  const KernelDef def = fa2_fwd_def(mods);
+  const KernelDef& def = fa2_fwd_def(mods);
   execute(executor, def.build(config), def.grid(config, sizes), args);
   return gather_outputs(p, out);
 }
