@@ -80,7 +80,7 @@ TEST(GpuAutotune, Fa2ForwardTunedWinnerIsCorrectAndRememberedAcrossTuners) {
   quiet.progress_after_s = -1;
   KernelTuner tuner(cache, quiet);
   TunedLaunch tuned = tuner.select(def, base, sizes, dev.args, outputs, options);
-  const rt::TuneResult& result = tuned.result;
+  const rt::TuneResult& result = *tuned.result;
   ASSERT_EQ(result.source, rt::TuneSource::Tuned);
   ASSERT_TRUE(result.best.has_value());
   EXPECT_EQ(result.table.size(), def.config_space().size());
@@ -136,9 +136,9 @@ TEST(GpuAutotune, Fa2ForwardTunedWinnerIsCorrectAndRememberedAcrossTuners) {
   rt::CompileCache cache2(dir.path());
   KernelTuner tuner2(cache2, quiet);
   TunedLaunch remembered = tuner2.select(def, base, sizes, dev.args, outputs, options);
-  EXPECT_EQ(remembered.result.source, rt::TuneSource::Disk);
+  EXPECT_EQ(remembered.result->source, rt::TuneSource::Disk);
   EXPECT_EQ(remembered.config, tuned.config);
-  EXPECT_EQ(remembered.result.table.size(), result.table.size());
+  EXPECT_EQ(remembered.result->table.size(), result.table.size());
   EXPECT_EQ(cache2.stats().misses, 0u);
   EXPECT_EQ(cache2.stats().disk_hits, 1u);
   EXPECT_EQ(tuner2.autotuner().cache().stats().disk_hits, 1u);
@@ -147,7 +147,7 @@ TEST(GpuAutotune, Fa2ForwardTunedWinnerIsCorrectAndRememberedAcrossTuners) {
   TuneOptions off = options;
   off.mode = rt::AutotuneMode::Off;
   TunedLaunch by_default = tuner2.select(def, base, sizes, dev.args, outputs, off);
-  EXPECT_EQ(by_default.result.source, rt::TuneSource::Default);
+  EXPECT_EQ(by_default.result->source, rt::TuneSource::Default);
   EXPECT_EQ(by_default.config, base);
 
   // KILN_AUTOTUNE=cached with nothing remembered (an empty directory): the default, loaded once; a repeated call
@@ -158,7 +158,7 @@ TEST(GpuAutotune, Fa2ForwardTunedWinnerIsCorrectAndRememberedAcrossTuners) {
   TuneOptions cached = options;
   cached.mode = rt::AutotuneMode::Cached;
   TunedLaunch first = tuner3.select(def, base, sizes, dev.args, outputs, cached);
-  EXPECT_EQ(first.result.source, rt::TuneSource::Default);
+  EXPECT_EQ(first.result->source, rt::TuneSource::Default);
   const auto lookups = cache3.stats().misses + cache3.stats().disk_hits + cache3.stats().memory_hits;
   TunedLaunch second = tuner3.select(def, base, sizes, dev.args, outputs, cached);
   EXPECT_EQ(second.kernel.get(), first.kernel.get());
