@@ -121,8 +121,11 @@ TEST(GpuAutotune, Fa2ForwardTunedWinnerIsCorrectAndRememberedAcrossTuners) {
   EXPECT_TRUE(o.ok(tolerance(p.dtype))) << "O " << o.str() << " with " << tuned.config.str();
   EXPECT_TRUE(lse.ok(tolerance(p.dtype))) << "LSE " << lse.str() << " with " << tuned.config.str();
 
-  // The same tuner again, sizes in the same bucket: no tuning, no compiling.
+  // The same tuner again, sizes in the same bucket: no tuning, no compiling, and no pick stored (what callers
+  // keep from the picks, as the attention backward's plans, stays valid).
   const uint64_t misses = cache.stats().misses;
+  const uint64_t picks_version = tuner.picks_version();
+  EXPECT_GT(picks_version, 0u) << "the tuning stored its pick";
   AttentionProblem near = p;
   near.N_Q = near.N_K = 1000;
   TunedLaunch again =
@@ -130,6 +133,7 @@ TEST(GpuAutotune, Fa2ForwardTunedWinnerIsCorrectAndRememberedAcrossTuners) {
   EXPECT_EQ(again.config, tuned.config);
   EXPECT_EQ(again.grid[0], (1000 + tuned.config.get("BLOCK_M") - 1) / tuned.config.get("BLOCK_M"));
   EXPECT_EQ(cache.stats().misses, misses);
+  EXPECT_EQ(tuner.picks_version(), picks_version);
 
   // A second tuner with fresh caches over the same directory: the pick comes from disk and only the winner
   // is fetched from the compile cache; no config is compiled.
@@ -159,10 +163,13 @@ TEST(GpuAutotune, Fa2ForwardTunedWinnerIsCorrectAndRememberedAcrossTuners) {
   cached.mode = rt::AutotuneMode::Cached;
   TunedLaunch first = tuner3.select(def, base, sizes, dev.args, outputs, cached);
   EXPECT_EQ(first.result->source, rt::TuneSource::Default);
+  const uint64_t cached_version = tuner3.picks_version();
   const auto lookups = cache3.stats().misses + cache3.stats().disk_hits + cache3.stats().memory_hits;
   TunedLaunch second = tuner3.select(def, base, sizes, dev.args, outputs, cached);
   EXPECT_EQ(second.kernel.get(), first.kernel.get());
   EXPECT_EQ(cache3.stats().misses + cache3.stats().disk_hits + cache3.stats().memory_hits, lookups);
+  EXPECT_EQ(tuner3.picks_version(), cached_version);
+  EXPECT_EQ(second.result.get(), first.result.get()) << "the remembered result is shared, not copied";
 }
 
 } // namespace
