@@ -39,8 +39,10 @@ namespace {
 using namespace kiln;
 using namespace kiln::attention;
 
+// The median over `rounds` of the time per call of `calls` calls, after one warm-up call; `between_rounds`
+// runs outside the timing (a synchronisation, say).
 double per_call_us(const std::function<void()>& call, int calls, int rounds,
-                   const std::function<void()>& between_rounds = [] {}) {
+                   const std::function<void()>& between_rounds) {
   call(); // warm-up: first-use caches and compiles
   between_rounds();
   std::vector<double> times;
@@ -92,8 +94,8 @@ int main(int argc, char** argv) {
       rounds = std::atoi(argv[i + 1]);
   }
   const int64_t B = 1, H = 8, N = 256, D = 64;
-  fmt::print("attention host cost, B{} H{} N{} D{} f16 causal, {} calls x {} rounds (us per call)\n", B, H, N, D,
-             calls, rounds);
+  fmt::print("attention host cost, B{} H{} N{} D{} f16 causal, {} calls x {} rounds (us per call)\n", B, H, N,
+             D, calls, rounds);
 
   uint64_t next = uint64_t{1} << 40; // fake, 256-byte aligned and disjoint
   const BackwardTensors fake = backward_tensors(B, H, N, D, [&](uint64_t bytes) {
@@ -105,27 +107,31 @@ int main(int argc, char** argv) {
   options.causal = Causal::TopLeft;
   options.autotune = rt::AutotuneMode::Off;
   const BackwardTensors& t = fake;
-  print_row("forward validation", per_call_us([&] {
-              (void)validate_attention_args(t.q, t.k, t.v, t.o, t.lse, options);
-            }, calls, rounds));
-  print_row("backward validation", per_call_us([&] {
-              (void)validate_attention_bwd_args(t.q, t.k, t.v, t.o, t.lse, t.dout, t.dq, t.dk, t.dv, options);
-            }, calls, rounds));
   const AttentionProblem p = validate_attention_args(t.q, t.k, t.v, t.o, t.lse, options).problem;
-  print_row("backward configs", per_call_us([&] {
-              const AttentionBwdConfigs deterministic = default_bwd_configs(p);
-              (void)default_bwd_configs(p, /*atomic_dq=*/true);
-              (void)bwd_preprocess_config(p, deterministic.dkdv);
-              (void)bwd_dq_convert_config(p);
-            }, calls, rounds));
-  print_row("backward's defs", per_call_us([&] {
-              (void)fa2_bwd_preprocess_def().name, (void)fa2_bwd_dkdv_def().name;
-              (void)fa2_bwd_dq_def().name, (void)fa2_bwd_dq_convert_def().name;
-            }, calls, rounds));
   AttentionMods mods;
   mods.score = {alibi()};
   mods.mask = {sliding_window(64, 0)};
-  print_row("fwd def with mods", per_call_us([&] { (void)fa2_fwd_def(mods).name; }, calls, rounds));
+  auto no_sync = [] {};
+  auto forward_validation = [&] { (void)validate_attention_args(t.q, t.k, t.v, t.o, t.lse, options); };
+  auto backward_validation = [&] {
+    (void)validate_attention_bwd_args(t.q, t.k, t.v, t.o, t.lse, t.dout, t.dq, t.dk, t.dv, options);
+  };
+  auto backward_configs = [&] {
+    const AttentionBwdConfigs deterministic = default_bwd_configs(p);
+    (void)default_bwd_configs(p, /*atomic_dq=*/true);
+    (void)bwd_preprocess_config(p, deterministic.dkdv);
+    (void)bwd_dq_convert_config(p);
+  };
+  auto backward_defs = [&] {
+    (void)fa2_bwd_preprocess_def().name, (void)fa2_bwd_dkdv_def().name;
+    (void)fa2_bwd_dq_def().name, (void)fa2_bwd_dq_convert_def().name;
+  };
+  auto fwd_def_with_mods = [&] { (void)fa2_fwd_def(mods).name; };
+  print_row("forward validation", per_call_us(forward_validation, calls, rounds, no_sync));
+  print_row("backward validation", per_call_us(backward_validation, calls, rounds, no_sync));
+  print_row("backward configs", per_call_us(backward_configs, calls, rounds, no_sync));
+  print_row("backward's defs", per_call_us(backward_defs, calls, rounds, no_sync));
+  print_row("fwd def with mods", per_call_us(fwd_def_with_mods, calls, rounds, no_sync));
 
   std::string why;
   if (!rt::driver_available(&why)) {
@@ -142,11 +148,12 @@ int main(int argc, char** argv) {
   rt::DeviceBuffer workspace(backward_workspace_bytes(dev.q, options));
   const BackwardWorkspace ws{workspace.ptr(), workspace.bytes()};
   auto sync = [] { KILN_CU_CHECK(cuCtxSynchronize, "synchronising"); };
-  print_row("forward call", per_call_us([&] { forward(dev.q, dev.k, dev.v, dev.o, dev.lse, options); }, calls,
-                                        rounds, sync));
-  print_row("backward call", per_call_us([&] {
-              backward_with_workspace(dev.q, dev.k, dev.v, dev.o, dev.lse, dev.dout, dev.dq, dev.dk, dev.dv, ws,
-                                      options);
-            }, calls, rounds, sync));
+  auto forward_call = [&] { forward(dev.q, dev.k, dev.v, dev.o, dev.lse, options); };
+  auto backward_call = [&] {
+    backward_with_workspace(dev.q, dev.k, dev.v, dev.o, dev.lse, dev.dout, dev.dq, dev.dk, dev.dv, ws,
+                            options);
+  };
+  print_row("forward call", per_call_us(forward_call, calls, rounds, sync));
+  print_row("backward call", per_call_us(backward_call, calls, rounds, sync));
   return 0;
 }

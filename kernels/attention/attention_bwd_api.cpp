@@ -195,8 +195,8 @@ void check_workspace(const BackwardWorkspace& ws, uint64_t needed, const std::ve
   for (const ByteRange& theirs : tensors)
     if (overlaps(mine, theirs))
       reject(site,
-             "the workspace (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected scratch memory of "
-             "its own",
+             "the workspace (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected scratch "
+             "memory of its own",
              mine.first, mine.end, theirs.name, theirs.first, theirs.end);
 }
 
@@ -393,9 +393,10 @@ BwdPlan plan_backward(const CheckedBackward& checked, const std::vector<LaunchAr
 
 // plan_backward()'s plan for a call like this one, kept while the tuner's picks stay as they were: a repeated
 // call (same problem, options' configs, variant rule and autotune mode) then derives no config and asks the
-// tuner nothing, one lookup as the forward's select() is. Force re-tunes every call, so its plans are not kept.
-std::shared_ptr<const BwdPlan> planned_backward(const CheckedBackward& checked, const std::vector<LaunchArg>& args,
-                                                const WorkspaceLayout& ws, const BackwardOptions& options) {
+// tuner nothing, one lookup as the forward's select() is. Force re-tunes every call: it keeps no plan.
+std::shared_ptr<const BwdPlan> planned_backward(const CheckedBackward& checked,
+                                                const std::vector<LaunchArg>& args, const WorkspaceLayout& ws,
+                                                const BackwardOptions& options) {
   const rt::AutotuneMode mode = options.autotune ? *options.autotune : rt::autotune_mode_from_env();
   if (mode == rt::AutotuneMode::Force)
     return std::make_shared<const BwdPlan>(plan_backward(checked, args, ws, options, mode));
@@ -431,7 +432,8 @@ std::shared_ptr<const BwdPlan> planned_backward(const CheckedBackward& checked, 
 // The backward's kernels on `workspace`, for a call check_backward() accepted (dk, dv: the caller's, zeroed
 // when N_Q == 0).
 void enqueue_backward(const CheckedBackward& checked, const TensorRef& dk, const TensorRef& dv,
-                      const BackwardWorkspace& workspace, const BackwardOptions& options, const ApiSite& site) {
+                      const BackwardWorkspace& workspace, const BackwardOptions& options,
+                      const ApiSite& site) {
   const ValidatedBackward& b = checked.args;
   const AttentionProblem& p = b.fwd.problem;
   if (p.B == 0)
@@ -446,7 +448,7 @@ void enqueue_backward(const CheckedBackward& checked, const TensorRef& dk, const
     zero_tensor("dv", dv, stream);
     return;
   }
-  const uint64_t delta = workspace.data;                                    // f32 [B, H, N_Q]
+  const uint64_t delta = workspace.data;                                      // f32 [B, H, N_Q]
   const uint64_t dq_acc = ws.acc_offset ? workspace.data + ws.acc_offset : 0; // f32 [B, H, N_Q, D]
   const std::vector<LaunchArg> args = bwd_launch_args(b, delta, dq_acc);
   const std::shared_ptr<const BwdPlan> plan = planned_backward(checked, args, ws, options);
@@ -457,12 +459,12 @@ void enqueue_backward(const CheckedBackward& checked, const TensorRef& dk, const
 } // namespace
 
 void backward_with_workspace(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
-                             const TensorRef& lse, const TensorRef& dout, const TensorRef& dq, const TensorRef& dk,
-                             const TensorRef& dv, const BackwardWorkspace& workspace, const BackwardOptions& options,
-                             std::source_location where) {
+                             const TensorRef& lse, const TensorRef& dout, const TensorRef& dq,
+                             const TensorRef& dk, const TensorRef& dv, const BackwardWorkspace& workspace,
+                             const BackwardOptions& options, std::source_location where) {
   const ApiSite site{"backward", where};
-  enqueue_backward(check_backward(q, k, v, o, lse, dout, dq, dk, dv, options, site), dk, dv, workspace, options,
-                   site);
+  enqueue_backward(check_backward(q, k, v, o, lse, dout, dq, dk, dv, options, site), dk, dv, workspace,
+                   options, site);
 }
 
 void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,

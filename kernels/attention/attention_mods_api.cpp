@@ -35,7 +35,7 @@ std::vector<ValidatedModTensor> validate_mod_tensors(const AttentionOptions& opt
            mods.name());
   std::vector<ModTensorSpec> specs;
   try {
-    // The mods' def, built once per distinct mods: a mod that breaks the rules fails here, before any GPU work.
+    // The mods' def (once per distinct mods): a mod that breaks the rules fails here, before any GPU work.
     (void)fa2_fwd_def(mods);
     specs = mods.tensors();
   } catch (const Error& e) {

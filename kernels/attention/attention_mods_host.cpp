@@ -13,9 +13,9 @@ namespace kiln {
 const KernelDef& fa2_fwd_def(const AttentionMods& mods) {
   if (mods.empty())
     return fa2_fwd_def();
-  // One def per distinct mods (identity_key()), kept for the process's life like the kernels compiled from it:
-  // the identity builds the mods and hashes their IR, which a repeated call must not pay for again. A failure
-  // (a mod that breaks the rules) is not kept: it is raised on every call.
+  // One def per distinct mods (identity_key()), kept for the process's life like the kernels compiled from
+  // it: the identity builds the mods and hashes their IR, which a repeated call must not pay for again. A
+  // failure (a mod that breaks the rules) is not kept: it is raised on every call.
   static std::mutex mutex;
   static std::map<std::string, KernelDef> defs;
   const std::string key = mods.identity_key();

@@ -156,7 +156,8 @@ TEST(AttentionMods, TheKernelIsNamedAfterTheModsAndTheirCode) {
   EXPECT_NE(a.identity(), b.identity());
   EXPECT_NE(a.identity(), c.identity()) << "one name, different code: different kernels";
   EXPECT_NE(fa2_fwd_def(a).name, fa2_fwd_def(c).name);
-  EXPECT_EQ(&fa2_fwd_def(a), &fa2_fwd_def(AttentionMods(a))) << "a copy of the mods reads the def built for them";
+  EXPECT_EQ(&fa2_fwd_def(a), &fa2_fwd_def(AttentionMods(a)))
+      << "a copy of the mods reads the def built for them";
   AttentionMods d;
   d.mask = {document_mask(), sliding_window(4, 0)};
   EXPECT_EQ(d.name(), "|document,sliding_window(4,0)");
