@@ -321,7 +321,7 @@ int run_tune_probe(const ProbeArgs& a) {
 
     int64_t timed = 0, pruned = 0, failed = 0;
     llvm::json::Array table;
-    for (const rt::CandidateResult& c : tuned.result.table) {
+    for (const rt::CandidateResult& c : tuned.result->table) {
       timed += c.status == rt::CandidateStatus::Ok;
       pruned += c.status == rt::CandidateStatus::Pruned;
       failed +=
@@ -338,9 +338,9 @@ int run_tune_probe(const ProbeArgs& a) {
     const rt::TuningCacheStats tuning_stats = tuner.autotuner().cache().stats();
     return llvm::json::Object{
         {"select_ms", select_ms},
-        {"source", rt::tune_source_name(tuned.result.source)},
+        {"source", rt::tune_source_name(tuned.result->source)},
         {"config", tuned.config.str()},
-        {"tuner_best_ms", number_or_null(tuned.result.best ? tuned.result.best_ms : std::nan(""))},
+        {"tuner_best_ms", number_or_null(tuned.result->best ? tuned.result->best_ms : std::nan(""))},
         {"candidates", static_cast<int64_t>(tuning_candidates(def, default_fa2_config(p)).size())},
         {"timed", timed},
         {"pruned", pruned},

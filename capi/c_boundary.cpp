@@ -180,7 +180,7 @@ std::optional<rt::AutotuneMode> autotune_mode(int32_t autotune, const char* what
 }
 
 std::string tuned_launch_json(const std::string& kernel, const TunedLaunch& chosen) {
-  const rt::TuneResult& r = chosen.result;
+  const rt::TuneResult& r = *chosen.result;
   llvm::json::Object config;
   for (const auto& [name, value] : chosen.config.params)
     config[name] = value;

@@ -2,6 +2,8 @@
 
 #include "support/error.h"
 
+#include <iterator>
+
 namespace kiln {
 
 int64_t Config::get(const std::string& name, std::source_location where) const {
@@ -23,10 +25,15 @@ int64_t Config::get_or(const std::string& name, int64_t fallback) const {
 
 std::string Config::str() const {
   std::string out;
-  for (const auto& [k, v] : params)
-    out += fmt::format("{}={} ", k, v);
-  out += fmt::format("num_warps={} num_stages={}", num_warps, num_stages);
+  append_str(out);
   return out;
+}
+
+void Config::append_str(std::string& out) const {
+  auto to = std::back_inserter(out);
+  for (const auto& [k, v] : params)
+    fmt::format_to(to, "{}={} ", k, v);
+  fmt::format_to(to, "num_warps={} num_stages={}", num_warps, num_stages);
 }
 
 } // namespace kiln

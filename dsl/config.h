@@ -24,6 +24,7 @@ struct Config {
   }
 
   std::string str() const; // "BLOCK_M=128 BLOCK_N=64 num_warps=4 num_stages=2"
+  void append_str(std::string& out) const; // str() appended to `out`, without a string of its own
   bool operator==(const Config& o) const {
     return params == o.params && num_warps == o.num_warps && num_stages == o.num_stages;
   }

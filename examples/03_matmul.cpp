@@ -123,8 +123,8 @@ int main() {
     KernelTuner tuner;
     // C (argument 2) is the output: tuning runs write a scratch copy, never the caller's buffer.
     TunedLaunch tuned = tuner.launch(def, def.default_config(), sizes, args, {{2, dc.bytes()}}, options);
-    std::printf("picked %s (%s)\n%s\n", tuned.config.str().c_str(), tune_source_name(tuned.result.source),
-                format_tune_table(tuned.result.table).c_str());
+    std::printf("picked %s (%s)\n%s\n", tuned.config.str().c_str(), tune_source_name(tuned.result->source),
+                format_tune_table(tuned.result->table).c_str());
     Stream().synchronize();
     dc.copy_to_host(c.bytes.data(), c.bytes.size());
     // Checking all of C in double takes M·N·K work: check a 16-row band instead.

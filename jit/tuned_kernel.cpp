@@ -5,6 +5,7 @@
 #include "support/error.h"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 
 namespace kiln {
@@ -191,9 +192,12 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
 
   const rt::DeviceInfo& device = rt::current_device();
   const std::string arch = options.arch.empty() ? device.arch : options.arch;
-  std::string call = fmt::format("{}|{}|{}|{}", def.name, base_in.str(), arch, device.name);
+  // Written in place (one string, no temporaries): this key is all a repeated call builds.
+  std::string call = def.name + "|";
+  base_in.append_str(call);
+  fmt::format_to(std::back_inserter(call), "|{}|{}", arch, device.name);
   for (const auto& [name, value] : sizes)
-    call += fmt::format("|{}={}", name, value);
+    fmt::format_to(std::back_inserter(call), "|{}={}", name, value);
   if (!options.codegen.all_on())
     call += "|" + options.codegen.str();
   {
@@ -336,13 +340,15 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
       chosen.kernel = load(fits);
     }
   }
-  chosen.result = std::move(result);
-  if (mode == rt::AutotuneMode::Off || chosen.result.best) {
+  chosen.result = std::make_shared<const rt::TuneResult>(std::move(result));
+  if (mode == rt::AutotuneMode::Off || chosen.result->best) {
     std::lock_guard lock(mutex_);
     chosen_[pick_key(space, mode)] = chosen;
+    ++picks_version_;
   } else if (mode == rt::AutotuneMode::Cached) {
     std::lock_guard lock(mutex_);
     chosen_[cached_default_key(space)] = chosen;
+    ++picks_version_;
   }
   return TunedLaunch{chosen.config, chosen.kernel, def.grid(chosen.config, sizes), chosen.result};
 }

@@ -11,6 +11,7 @@
 #include "runtime/compile_cache.h"
 #include "runtime/timing.h"
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -64,8 +65,10 @@ struct TuneOptions {
 struct TunedLaunch {
   Config config;
   std::shared_ptr<JitKernel> kernel;
-  Grid grid;             // def.grid(config, sizes) for the exact (not bucketed) sizes
-  rt::TuneResult result; // where the choice came from, and the full table when there is one
+  Grid grid; // def.grid(config, sizes) for the exact (not bucketed) sizes
+  // Where the choice came from, and the full table when there is one; never null. Shared with the tuner's
+  // memory, so that a repeated call does not copy the table.
+  std::shared_ptr<const rt::TuneResult> result;
 };
 
 class KernelTuner {
@@ -90,6 +93,11 @@ public:
                      const std::vector<LaunchArg>& args, const std::vector<OutputArg>& outputs,
                      const TuneOptions& options = {}, const rt::Stream& stream = rt::Stream());
 
+  // Counts the picks this object has remembered. In any mode but force, a repeated select() returns what it
+  // returned before as long as this count is unchanged since before that earlier call, so a caller may keep
+  // what it derived from the picks (the attention backward keeps its plan of three kernels) until it moves.
+  uint64_t picks_version() const { return picks_version_.load(); }
+
   rt::Autotuner& autotuner() { return autotuner_; }
   rt::CompileCache& compile_cache() { return compile_cache_; }
 
@@ -97,7 +105,7 @@ private:
   struct Chosen {
     Config config;
     std::shared_ptr<JitKernel> kernel;
-    rt::TuneResult result;
+    std::shared_ptr<const rt::TuneResult> result;
   };
 
   // The pick remembered for the space key `space` in `mode`, or nullptr (mutex_ held).
@@ -107,6 +115,7 @@ private:
   rt::Autotuner autotuner_;
   std::mutex mutex_;
   std::map<std::string, Chosen> chosen_; // by tuning-key hash (+ mode off's default)
+  std::atomic<uint64_t> picks_version_{0}; // one more for every write to chosen_
   // A call's cheap inputs (kernel, base config, exact sizes, device, switches) -> the space key of chosen_ that
   // its candidates and bucketed tuning key hash to: a repeated call finds its pick without rebuilding the
   // candidates, their labels and the key's SHA-256 (hundreds of microseconds a call, more than a launch).

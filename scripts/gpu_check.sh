@@ -3,9 +3,10 @@
 # compute-sanitizer pass over one config of each kernel. Logs go to $OUT (or ./gpu-check-logs);
 # a short table is printed last.
 # Usage: scripts/gpu_check.sh [BIN_DIR] [--backward]   (BIN_DIR holds kiln_*_tests; default build/tests)
-# The attention backward's GPU suites compile many kernels (about 6 minutes on an H100), so they run as a
-# second part, for the GPU tool's 10-minute limit per command: without --backward every suite but those,
-# with --backward those alone (and the sanitizer passes over the backward's kernels) and the differential suite
+# The attention backward's GPU suites (its kernels, with mods, and its API) compile many kernels (about 7
+# minutes on an H100), so they run as a second part, for the GPU tool's 10-minute limit per command: without
+# --backward every suite but those, with --backward those alone (and the sanitizer passes over the
+# backward's kernels) and the differential suite
 # (520 random forward problems through the API, about 3 minutes on a cold compile cache).
 set -uo pipefail
 bin=build/tests
@@ -41,7 +42,7 @@ run() { # name, command...
   status[$name]="rc=$rc $(( $(date +%s) - t0 ))s $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$name.log" | tr '\n' ' ')"
 }
 if [[ $part == backward ]]; then
-  run gpu_tests_backward "$bin/kiln_gpu_tests" --gtest_filter='*GpuFa2Bwd*'
+  run gpu_tests_backward "$bin/kiln_gpu_tests" --gtest_filter='*GpuFa2Bwd*:*GpuModsBwd*:*GpuAttentionBwdApi*'
   run gpu_differential "$bin/kiln_gpu_tests" --gtest_filter='*GpuAttentionDifferential*'
   if command -v compute-sanitizer >/dev/null; then
     run sanitizer_memcheck_backward compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/kiln_gpu_tests" \
@@ -51,7 +52,7 @@ if [[ $part == backward ]]; then
   fi
 else
   run runtime_tests "$bin/kiln_runtime_tests"
-  run gpu_tests "$bin/kiln_gpu_tests" --gtest_filter='-*GpuFa2Bwd*:*GpuAttentionDifferential*'
+  run gpu_tests "$bin/kiln_gpu_tests" --gtest_filter='-*GpuFa2Bwd*:*GpuModsBwd*:*GpuAttentionBwdApi*:*GpuAttentionDifferential*'
   if command -v compute-sanitizer >/dev/null; then
     run sanitizer_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/kiln_gpu_tests" \
       --gtest_filter='*GpuVectorAdd*:*GpuMatmul*M128_*:*GpuMatmulTma*M264*:*TmaGpu*:*GpuFa2Big*N1024_D64_c1*:*GpuSoftmax*:*GpuMatmulSplitK*M300_N200_K1000_f16*:*GpuMatmulSplitK*M64_N64*:*GpuChunkedLogsumexp*f16_R4*:*GpuAttentionTma*N_K333*'

@@ -324,7 +324,7 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
   if (executor == Executor::Gpu && overrides.empty() && mods.empty()) {
     TunedLaunch tuned = autotuned_launch(p, inputs);
     config = tuned.config;
-    config_source = autotuned_source(tuned.result.source);
+    config_source = autotuned_source(tuned.result->source);
   }
 
   llvm::outs() << fmt::format("fa2_fwd {} on {} ({}; {})\n", p.str(),

@@ -170,7 +170,7 @@ int run_compare_loads(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
       const TunedLaunch t = autotuned_launch(*problem, in);
       *config = t.config;
       llvm::outs() << fmt::format("K_TRANSPOSED={}: {}\n", problem->k_transposed ? 1 : 0,
-                                  autotuned_source(t.result.source));
+                                  autotuned_source(t.result->source));
     }
   const GeneratedKernel gt = generate_cuda(build_fa2_fwd(ct), target),
                         gr = generate_cuda(build_fa2_fwd(cr), target);

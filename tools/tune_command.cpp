@@ -75,7 +75,7 @@ const char* source_text(rt::TuneSource s) {
 rt::AutotuneMode mode() { return cached ? rt::AutotuneMode::Cached : rt::AutotuneMode::Force; }
 
 void print_result(const std::string& kernel, const TunedLaunch& chosen) {
-  const rt::TuneResult& r = chosen.result;
+  const rt::TuneResult& r = *chosen.result;
   llvm::outs() << kernel << " " << r.key.key << " on " << r.key.device << " (" << r.key.arch << ")\n";
   if (!r.table.empty())
     llvm::outs() << rt::format_tune_table(r.table, chosen.config.str());

@@ -292,7 +292,7 @@ void forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const T
   if (f.tuned) {
     f.tuned->kernel->launch(f.tuned->grid, f.args, stream);
   } else {
-    const KernelDef def = fa2_fwd_def(options.mods);
+    const KernelDef& def = fa2_fwd_def(options.mods);
     compiled_for(def, *options.config)->launch(def.grid(*options.config, attention_size_args(f.a.problem)), f.args,
                                                stream);
   }
@@ -336,7 +336,7 @@ void fa1_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, con
   args.push_back(LaunchArg::pointer(oacc));
   args.push_back(LaunchArg::pointer(l));
   args.push_back(LaunchArg::pointer(m));
-  const KernelDef def = fa1_fwd_def();
+  const KernelDef& def = fa1_fwd_def();
   const Config config = options.config ? *options.config : default_fa1_config(p);
   const rt::Stream stream = rt::Stream::wrap(options.stream);
   compiled_for(def, config)->launch(def.grid(config, attention_size_args(p)), args, stream);

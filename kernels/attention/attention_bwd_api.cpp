@@ -12,6 +12,11 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
 
+#include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string_view>
 #include <vector>
 
 namespace kiln::attention {
@@ -127,15 +132,15 @@ BwdStep fixed_step(const KernelDef& def, const Config& config, const SizeArgs& s
 
 BwdStep tuned_step(const KernelDef& def, const Config& base, const SizeArgs& sizes,
                    const std::vector<LaunchArg>& args, const std::vector<OutputArg>& outputs, double flops,
-                   std::optional<rt::AutotuneMode> mode) {
+                   rt::AutotuneMode mode) {
   TuneOptions tune;
   tune.mode = mode;
   tune.flops = flops;
   TunedLaunch t = attention_tuner().select(def, base, sizes, args, outputs, tune);
   std::optional<double> ms;
-  if (t.result.best)
-    ms = t.result.best_ms;
-  return BwdStep{t.config, t.kernel, t.grid, ms};
+  if (t.result->best)
+    ms = t.result->best_ms;
+  return BwdStep{std::move(t.config), std::move(t.kernel), t.grid, ms};
 }
 
 // Whether the atomic-dQ variant may run, and so whether the workspace holds the dQ accumulator.
@@ -176,9 +181,9 @@ WorkspaceLayout workspace_layout(const AttentionProblem& p, const BackwardOption
   return workspace_layout(p.B, p.H, p.N_Q, p.D, may_accumulate_dq(options), site);
 }
 
-// The workspace is large enough, aligned, and apart from every tensor of the call.
-void check_workspace(const BackwardWorkspace& ws, uint64_t needed,
-                     const std::vector<std::pair<const char*, const TensorRef*>>& tensors, const ApiSite& site) {
+// The workspace is large enough, aligned, and apart from every tensor of the call (`tensors`: their bytes).
+void check_workspace(const BackwardWorkspace& ws, uint64_t needed, const std::vector<ByteRange>& tensors,
+                     const ApiSite& site) {
   if (ws.bytes < needed)
     reject(site, "the workspace has {} bytes; expected at least backward_workspace_bytes() = {}", ws.bytes,
            needed);
@@ -188,15 +193,34 @@ void check_workspace(const BackwardWorkspace& ws, uint64_t needed,
     reject(site, "the workspace's address {:#x} is {}; expected a 16-byte aligned device address", ws.data,
            ws.data == 0 ? "null" : "not 16-byte aligned");
   const ByteRange mine{"the workspace", ws.data, ws.data + needed};
-  for (auto [name, t] : tensors) {
-    const ByteRange theirs{name, t->data, t->data + extent_bytes(name, *t, site)};
+  for (const ByteRange& theirs : tensors)
     if (overlaps(mine, theirs))
       reject(site,
-             "the workspace (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected scratch memory of "
-             "its own",
-             mine.first, mine.end, name, theirs.first, theirs.end);
-  }
+             "the workspace (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected scratch "
+             "memory of its own",
+             mine.first, mine.end, theirs.name, theirs.first, theirs.end);
 }
+
+// validate_attention_bwd_args()'s result and the byte ranges it measured, which the workspace check and the
+// tuner's scratch copies read again: each tensor's extent is computed once per call.
+struct CheckedBackward {
+  ValidatedBackward args;
+  // The tensors with elements (q, k, v, o, lse, dout, then dq, dk, dv; only dk, dv when N_Q == 0; none when
+  // B == 0), each with its name.
+  std::vector<ByteRange> ranges;
+
+  uint64_t bytes_of(std::string_view name) const {
+    for (const ByteRange& r : ranges)
+      if (name == r.name)
+        return r.end - r.first;
+    throw InternalError(fmt::format("attention::backward: no byte range was measured for {}", name));
+  }
+};
+
+CheckedBackward check_backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+                               const TensorRef& lse, const TensorRef& dout, const TensorRef& dq,
+                               const TensorRef& dk, const TensorRef& dv, const BackwardOptions& options,
+                               const ApiSite& site);
 
 } // namespace
 
@@ -214,11 +238,20 @@ ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRe
                                               const TensorRef& o, const TensorRef& lse, const TensorRef& dout,
                                               const TensorRef& dq, const TensorRef& dk, const TensorRef& dv,
                                               const BackwardOptions& options, std::source_location where) {
-  const ApiSite site{"backward", where};
+  return check_backward(q, k, v, o, lse, dout, dq, dk, dv, options, ApiSite{"backward", where}).args;
+}
+
+namespace {
+
+CheckedBackward check_backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+                               const TensorRef& lse, const TensorRef& dout, const TensorRef& dq,
+                               const TensorRef& dk, const TensorRef& dv, const BackwardOptions& options,
+                               const ApiSite& site) {
   // The forward's checks of q, k, v, o, lse; options.config is the dK/dV kernel's, checked below.
   AttentionOptions fwd_options = options;
   fwd_options.config.reset();
-  ValidatedBackward r;
+  CheckedBackward checked;
+  ValidatedBackward& r = checked.args;
   r.fwd = detail::validate_attention_args(q, k, v, o, lse, fwd_options, site);
   const AttentionProblem& p = r.fwd.problem;
   const LayoutInfo layout = parse_layout(options.layout, site);
@@ -248,7 +281,7 @@ ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRe
         options.dq_config->str());
 
   if (p.B == 0)
-    return r; // no tensor has an element
+    return checked; // no tensor has an element
   // With N_Q == 0 only dk and dv have elements (backward() zeroes them); q, k, v, o, lse are not read.
   std::vector<std::pair<const char*, const TensorRef*>> inputs, outputs;
   if (r.fwd.empty) {
@@ -258,7 +291,7 @@ ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRe
     outputs = {{"dq", &dq}, {"dk", &dk}, {"dv", &dv}};
     check_rows("dout", dout, site);
   }
-  std::vector<ByteRange> ranges; // inputs, then outputs
+  std::vector<ByteRange>& ranges = checked.ranges; // inputs, then outputs
   for (auto [name, t] : inputs)
     ranges.push_back(ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)});
   const size_t first_output = ranges.size();
@@ -300,7 +333,7 @@ ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRe
   r.dk = layout_strides(dk, layout), r.dv = layout_strides(dv, layout);
   r.dk_data = dk.data, r.dv_data = dv.data;
   if (r.fwd.empty)
-    return r;
+    return checked;
   r.dout = layout_strides(dout, layout), r.dq = layout_strides(dq, layout);
   r.dout_data = dout.data, r.dq_data = dq.data;
 
@@ -310,67 +343,51 @@ ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRe
   if (options.dq_config)
     check_bwd_config("options.dq_config", fa2_bwd_dq_def(), *options.dq_config, p,
                      "default_bwd_configs(problem).dq", site);
-  return r;
+  return checked;
 }
 
-void backward_with_workspace(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
-                             const TensorRef& lse, const TensorRef& dout, const TensorRef& dq, const TensorRef& dk,
-                             const TensorRef& dv, const BackwardWorkspace& workspace, const BackwardOptions& options,
-                             std::source_location where) {
-  const ApiSite site{"backward", where};
-  const ValidatedBackward b = validate_attention_bwd_args(q, k, v, o, lse, dout, dq, dk, dv, options, where);
-  const AttentionProblem& p = b.fwd.problem;
-  if (p.B == 0)
-    return;
-  const WorkspaceLayout ws = workspace_layout(p, options, site);
-  if (b.fwd.empty)
-    check_workspace(workspace, 0, {}, site);
-  else
-    check_workspace(workspace, ws.total,
-                    {{"q", &q}, {"k", &k}, {"v", &v}, {"o", &o}, {"lse", &lse}, {"dout", &dout}, {"dq", &dq},
-                     {"dk", &dk}, {"dv", &dv}},
-                    site);
-  require_driver(site);
-  rt::current_device(); // makes the context current before any launch
-  const rt::Stream stream = rt::Stream::wrap(options.stream);
-  if (b.fwd.empty) { // N_Q == 0: no query sees a key, so nothing flows back to K and V
-    zero_tensor("dk", dk, stream);
-    zero_tensor("dv", dv, stream);
-    return;
-  }
+// The backward's three kernels for one call, in launch order, each ready to launch.
+struct BwdPlan {
+  BwdStep pre, dkdv, last;
+};
 
+// The backward's launch arguments for dK/dV and dQ: `args`, then the mods' tensors (the preprocess and the dQ
+// convert do not read them).
+std::vector<LaunchArg> with_mod_tensor_args(const ValidatedBackward& b, const std::vector<LaunchArg>& args) {
+  std::vector<LaunchArg> out = args;
+  for (const ValidatedModTensor& t : b.fwd.mod_tensors) {
+    out.push_back(LaunchArg::pointer(t.data));
+    for (int64_t stride : t.strides)
+      out.push_back(LaunchArg::of_int(stride));
+  }
+  return out;
+}
+
+// The kernels and configs for a call check_backward() accepted (a non-empty problem): options' configs where
+// given, else the tuner's picks in `mode` (tuning launches run on `args`).
+BwdPlan plan_backward(const CheckedBackward& checked, const std::vector<LaunchArg>& args,
+                      const WorkspaceLayout& ws, const BackwardOptions& options, rt::AutotuneMode mode) {
+  const AttentionProblem& p = checked.args.fwd.problem;
   // The variant: options.config's ATOMIC_DQ when given; else, with deterministic = false and no dq_config,
   // the faster of the two as the tuner timed them; else the deterministic dQ kernel.
   const bool choose_variant = !options.deterministic && !options.config && !options.dq_config;
   const bool atomic_given = options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
-  const uint64_t delta = workspace.data;                                    // f32 [B, H, N_Q]
-  const uint64_t dq_acc = ws.acc_offset ? workspace.data + ws.acc_offset : 0; // f32 [B, H, N_Q, D]
   const size_t dq_acc_bytes = static_cast<size_t>(ws.total - ws.acc_offset);
-  const std::vector<LaunchArg> args = bwd_launch_args(b, delta, dq_acc);
-  // dK/dV and dQ with mods take the mods' tensors after the backward's arguments (the preprocess and the dQ
-  // convert do not read them).
-  std::vector<LaunchArg> modded_args = args;
-  for (const ValidatedModTensor& t : b.fwd.mod_tensors) {
-    modded_args.push_back(LaunchArg::pointer(t.data));
-    for (int64_t s : t.strides)
-      modded_args.push_back(LaunchArg::of_int(s));
-  }
-  const KernelDef dkdv_def = fa2_bwd_dkdv_def(options.mods), dq_def = fa2_bwd_dq_def(options.mods);
+  const std::vector<LaunchArg> modded_args = with_mod_tensor_args(checked.args, args);
+  const KernelDef& dkdv_def = fa2_bwd_dkdv_def(options.mods);
+  const KernelDef& dq_def = fa2_bwd_dq_def(options.mods);
   const SizeArgs sizes = attention_size_args(p);
   const double flops = attention_flops(p);
-  const std::optional<rt::AutotuneMode> mode = options.autotune;
 
   // Tuning launches write scratch copies of the gradients (and of the accumulator), never the caller's.
-  auto bytes = [&](const char* name, const TensorRef& t) {
-    return static_cast<size_t>(extent_bytes(name, t, site));
-  };
+  auto bytes = [&](std::string_view name) { return static_cast<size_t>(checked.bytes_of(name)); };
   auto dkdv_outputs = [&](bool atomic) {
-    std::vector<OutputArg> outs = {{kBwdArgDk, bytes("dk", dk), 0}, {kBwdArgDv, bytes("dv", dv), 0}};
+    std::vector<OutputArg> outs = {{kBwdArgDk, bytes("dk"), 0}, {kBwdArgDv, bytes("dv"), 0}};
     if (atomic)
       outs.push_back({kBwdArgDqAcc, dq_acc_bytes, 0});
     return outs;
   };
-  const std::vector<OutputArg> dq_outputs = {{kBwdArgDq, bytes("dq", dq), 0}};
+  const std::vector<OutputArg> dq_outputs = {{kBwdArgDq, bytes("dq"), 0}};
   const AttentionBwdConfigs defaults = default_bwd_configs(p);
 
   BwdStep dkdv = options.config ? fixed_step(dkdv_def, completed(dkdv_def, *options.config), sizes)
@@ -393,12 +410,88 @@ void backward_with_workspace(const TensorRef& q, const TensorRef& k, const Tenso
     }
   }
   BwdStep pre = fixed_step(fa2_bwd_preprocess_def(), bwd_preprocess_config(p, dkdv.config), sizes);
+  return BwdPlan{std::move(pre), std::move(dkdv), std::move(last)};
+}
 
+// plan_backward()'s plan for a call like this one, kept while the tuner's picks stay as they were: a repeated
+// call (same problem, options' configs, variant rule and autotune mode) then derives no config and asks the
+// tuner nothing, one lookup as the forward's select() is. Force re-tunes every call: it keeps no plan.
+std::shared_ptr<const BwdPlan> planned_backward(const CheckedBackward& checked,
+                                                const std::vector<LaunchArg>& args, const WorkspaceLayout& ws,
+                                                const BackwardOptions& options) {
+  const rt::AutotuneMode mode = options.autotune ? *options.autotune : rt::autotune_mode_from_env();
+  if (mode == rt::AutotuneMode::Force)
+    return std::make_shared<const BwdPlan>(plan_backward(checked, args, ws, options, mode));
+  // Everything plan_backward() reads but the tuner's memory: the problem (sizes, dtype, flags), the configs
+  // given, the variant rule, the mods and the mode. The workspace's accumulator follows from the options.
+  std::string key = checked.args.fwd.problem.str();
+  fmt::format_to(std::back_inserter(key), "|det={}|{}|", options.deterministic, rt::autotune_mode_name(mode));
+  key += options.mods.identity_key() + "|";
+  if (options.config)
+    options.config->append_str(key);
+  key += "|";
+  if (options.dq_config)
+    options.dq_config->append_str(key);
+
+  struct Kept {
+    uint64_t picks_version;
+    std::shared_ptr<const BwdPlan> plan;
+  };
+  static std::mutex mutex;
+  static std::map<std::string, Kept> plans;
+  KernelTuner& tuner = attention_tuner();
+  const uint64_t version = tuner.picks_version(); // read before the selects: a pick they store makes it stale
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = plans.find(key); it != plans.end() && it->second.picks_version == version)
+      return it->second.plan;
+  }
+  auto plan = std::make_shared<const BwdPlan>(plan_backward(checked, args, ws, options, mode));
+  std::lock_guard lock(mutex);
+  plans[key] = Kept{version, plan};
+  return plan;
+}
+
+// The backward's kernels on `workspace`, for a call check_backward() accepted (dk, dv: the caller's, zeroed
+// when N_Q == 0).
+void enqueue_backward(const CheckedBackward& checked, const TensorRef& dk, const TensorRef& dv,
+                      const BackwardWorkspace& workspace, const BackwardOptions& options,
+                      const ApiSite& site) {
+  const ValidatedBackward& b = checked.args;
+  const AttentionProblem& p = b.fwd.problem;
+  if (p.B == 0)
+    return;
+  const WorkspaceLayout ws = workspace_layout(p, options, site);
+  check_workspace(workspace, b.fwd.empty ? 0 : ws.total, checked.ranges, site);
+  require_driver(site);
+  rt::current_device(); // makes the context current before any launch
+  const rt::Stream stream = rt::Stream::wrap(options.stream);
+  if (b.fwd.empty) { // N_Q == 0: no query sees a key, so nothing flows back to K and V
+    zero_tensor("dk", dk, stream);
+    zero_tensor("dv", dv, stream);
+    return;
+  }
+  const uint64_t delta = workspace.data;                                      // f32 [B, H, N_Q]
+  const uint64_t dq_acc = ws.acc_offset ? workspace.data + ws.acc_offset : 0; // f32 [B, H, N_Q, D]
+  const std::vector<LaunchArg> args = bwd_launch_args(b, delta, dq_acc);
+  const std::shared_ptr<const BwdPlan> plan = planned_backward(checked, args, ws, options);
   // The step after dK/dV is dQ (the mods' arguments) or, with ATOMIC_DQ=1, the dQ convert (the plain ones).
-  const bool last_is_dq = dkdv.config.get_or("ATOMIC_DQ", 0) == 0;
-  pre.kernel->launch(pre.grid, args, stream);
-  dkdv.kernel->launch(dkdv.grid, modded_args, stream);
-  last.kernel->launch(last.grid, last_is_dq ? modded_args : args, stream);
+  const std::vector<LaunchArg> modded_args = with_mod_tensor_args(b, args);
+  const bool last_is_dq = plan->dkdv.config.get_or("ATOMIC_DQ", 0) == 0;
+  plan->pre.kernel->launch(plan->pre.grid, args, stream);
+  plan->dkdv.kernel->launch(plan->dkdv.grid, modded_args, stream);
+  plan->last.kernel->launch(plan->last.grid, last_is_dq ? modded_args : args, stream);
+}
+
+} // namespace
+
+void backward_with_workspace(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+                             const TensorRef& lse, const TensorRef& dout, const TensorRef& dq,
+                             const TensorRef& dk, const TensorRef& dv, const BackwardWorkspace& workspace,
+                             const BackwardOptions& options, std::source_location where) {
+  const ApiSite site{"backward", where};
+  enqueue_backward(check_backward(q, k, v, o, lse, dout, dq, dk, dv, options, site), dk, dv, workspace,
+                   options, site);
 }
 
 void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
@@ -406,7 +499,8 @@ void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const 
               const TensorRef& dv, const BackwardOptions& options, std::source_location where) {
   const ApiSite site{"backward", where};
   // Validated first, so that a mistake is reported before anything is allocated (and without a GPU).
-  const ValidatedBackward b = validate_attention_bwd_args(q, k, v, o, lse, dout, dq, dk, dv, options, where);
+  const CheckedBackward checked = check_backward(q, k, v, o, lse, dout, dq, dk, dv, options, site);
+  const ValidatedBackward& b = checked.args;
   if (b.fwd.problem.B == 0)
     return;
   require_driver(site);
@@ -415,8 +509,7 @@ void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const 
   std::optional<rt::DeviceBuffer> scratch;
   if (needed > 0)
     scratch.emplace(needed);
-  backward_with_workspace(q, k, v, o, lse, dout, dq, dk, dv,
-                          BackwardWorkspace{scratch ? scratch->ptr() : 0, needed}, options, where);
+  enqueue_backward(checked, dk, dv, BackwardWorkspace{scratch ? scratch->ptr() : 0, needed}, options, site);
   rt::Stream::wrap(options.stream).synchronize(); // the workspace is freed on return
 }
 

@@ -12,7 +12,8 @@ namespace kiln::attention::detail {
 std::shared_ptr<JitKernel> compiled_for(const KernelDef& def, const Config& config) {
   static std::mutex mutex;
   static std::map<std::string, std::shared_ptr<JitKernel>> kernels;
-  const std::string key = def.name + " " + rt::current_device().arch + " " + config.str();
+  std::string key = def.name + " " + rt::current_device().arch + " ";
+  config.append_str(key);
   std::lock_guard<std::mutex> lock(mutex);
   std::shared_ptr<JitKernel>& k = kernels[key];
   if (!k) {

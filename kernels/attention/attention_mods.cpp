@@ -6,6 +6,7 @@
 #include "support/hash.h"
 
 #include <algorithm>
+#include <atomic>
 #include <set>
 #include <string_view>
 
@@ -174,6 +175,38 @@ std::vector<ModTensorSpec> AttentionMods::tensors() const {
   for (const SinkMod& mod : sink)
     add(mod.name, static_cast<bool>(mod.fn), mod.tensors);
   return all;
+}
+
+uint64_t next_mod_function_id() {
+  static std::atomic<uint64_t> last{0};
+  return ++last;
+}
+
+std::string AttentionMods::identity_key() const {
+  // Every string with its length first, so that no two different mods give one key whatever their names hold.
+  std::string key;
+  auto text = [&](const std::string& s) { key += fmt::format("{}:", s.size()) + s; };
+  auto add = [&](char kind, const std::string& name, const std::vector<ModTensorSpec>& tensors,
+                 std::initializer_list<uint64_t> function_ids) {
+    key += kind;
+    text(name);
+    key += fmt::format("{}t", tensors.size());
+    for (const ModTensorSpec& t : tensors) {
+      text(t.name);
+      key += fmt::format("{}d{}", static_cast<int>(t.dtype), t.dims.size());
+      for (const std::string& d : t.dims)
+        text(d);
+    }
+    for (uint64_t id : function_ids)
+      key += fmt::format("#{}", id);
+  };
+  for (const ScoreMod& m : score)
+    add('s', m.name, m.tensors, {m.fn.id(), m.derivative.id()});
+  for (const MaskMod& m : mask)
+    add('m', m.name, m.tensors, {m.fn.id(), m.key_bounds.id()});
+  for (const SinkMod& m : sink)
+    add('k', m.name, m.tensors, {m.fn.id()});
+  return key;
 }
 
 namespace {

@@ -32,9 +32,11 @@
 #include "dsl/builder.h"
 #include "kernels/attention/attention_tiles.h"
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace kiln {
@@ -76,11 +78,35 @@ struct ModPoint {
   std::function<double(const std::string& name, std::initializer_list<int64_t> index)> at;
 };
 
-using ScoreModFn = std::function<Value(const Value& score, const ModArgs& m)>;
+// A mod's DSL function (a std::function) with an id that its copies share and no other function value has,
+// not even a later one at the same address: fa2_fwd_def(mods) keeps the kernel's identity per combination of
+// ids and names, so that a repeated call does not build the mods again. A mod's function must therefore build
+// the same ops whenever it is called: what it reads besides its arguments, it captures by value.
+uint64_t next_mod_function_id(); // 1, 2, ... per process, thread-safe
+
+template <typename Signature> class ModFunction;
+template <typename R, typename... Args> class ModFunction<R(Args...)> {
+public:
+  ModFunction() = default;
+  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, ModFunction> &&
+                                                    std::is_constructible_v<std::function<R(Args...)>, F>>>
+  ModFunction(F&& f) : fn_(std::forward<F>(f)), id_(fn_ ? next_mod_function_id() : 0) {}
+
+  R operator()(Args... args) const { return fn_(std::forward<Args>(args)...); }
+  explicit operator bool() const { return static_cast<bool>(fn_); }
+  uint64_t id() const { return id_; } // 0: no function
+
+private:
+  std::function<R(Args...)> fn_;
+  uint64_t id_ = 0;
+};
+
+using ScoreModFn = ModFunction<Value(const Value& score, const ModArgs& m)>;
 // d fn(score) / d score, built as DSL ops: the backward's factor on dS (a float tile broadcastable to the
 // tile).
-using ScoreModDerivativeFn = std::function<Value(const Value& score, const ModArgs& m)>;
-using MaskModFn = std::function<Value(const ModArgs& m)>;
+using ScoreModDerivativeFn = ModFunction<Value(const Value& score, const ModArgs& m)>;
+using MaskModFn = ModFunction<Value(const ModArgs& m)>;
+using SinkModFn = ModFunction<Value(const ModArgs& m)>;
 using ScoreModRef = std::function<double(double score, const ModPoint& m)>;
 using MaskModRef = std::function<bool(const ModPoint& m)>;
 
@@ -89,7 +115,7 @@ using MaskModRef = std::function<bool(const ModPoint& m)>;
 struct KeyBounds {
   Value lo, hi;
 };
-using KeyBoundsFn = std::function<KeyBounds(const ModArgs& m, const Value& q_first, const Value& q_last)>;
+using KeyBoundsFn = ModFunction<KeyBounds(const ModArgs& m, const Value& q_first, const Value& q_last)>;
 
 struct ScoreMod {
   std::string name; // with its parameters, e.g. "softcap(30)": part of the kernel's name
@@ -116,7 +142,7 @@ struct MaskMod {
 struct SinkMod {
   std::string name;
   std::vector<ModTensorSpec> tensors;
-  std::function<Value(const ModArgs& m)> fn;
+  SinkModFn fn;
   std::function<double(const ModPoint& m)> reference; // optional, as ScoreMod::reference (kv_idx unused)
 };
 
@@ -137,6 +163,9 @@ struct AttentionMods {
   // Builds the score mods' derivatives (the backward's factor on dS) on a probe tile: a kiln::Error naming
   // the mod and the op when a mod without its own derivative uses an op the builder cannot differentiate.
   void check_differentiable() const;
+  // What identity() is a function of, without building anything: the mods' names, their tensors and their
+  // functions' ids. Equal keys give equal identities; fa2_fwd_def(mods) keeps its def by this key.
+  std::string identity_key() const;
   // Every tensor the mods declare, score mods' first, then mask mods', then the sink's; a kiln::Error for a
   // name that is not an identifier, declared twice, an unknown dim name, a mod without a name or a function,
   // or more than one sink.

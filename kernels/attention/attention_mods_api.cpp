@@ -1,6 +1,8 @@
 // The attention host API's checks of options.mods and options.mod_tensors (attention_api.h lists them).
 #include "kernels/attention/attention_api_checks.h"
 #include "kernels/attention/attention_mods_host.h"
+#include "kernels/attention/fa2_bwd_dq.h"
+#include "kernels/attention/fa2_fwd.h"
 
 #include <fmt/ranges.h>
 
@@ -37,10 +39,11 @@ std::vector<ValidatedModTensor> validate_mod_tensors(const AttentionOptions& opt
            mods.name());
   std::vector<ModTensorSpec> specs;
   try {
-    (void)
-        mods.identity(); // builds the mods once: a mod that breaks the rules fails here, before any GPU work
-    if (entry == "backward") // and the derivatives dS is multiplied by
-      mods.check_differentiable();
+    // The mods' defs (once per distinct mods): a mod that breaks the rules, or that the backward cannot
+    // differentiate, fails here, before any GPU work.
+    (void)fa2_fwd_def(mods);
+    if (entry == "backward")
+      (void)fa2_bwd_dq_def(mods);
     specs = mods.tensors();
   } catch (const Error& e) {
     reject(site, "options.mods: {}", e.what());

@@ -7,31 +7,48 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <mutex>
 
 namespace kiln {
 
-KernelDef def_with_mods(KernelDef def, const AttentionMods& mods,
-                        Kernel (*build)(const Config&, const AttentionMods&)) {
+const KernelDef& def_with_mods(const KernelDef& def, const AttentionMods& mods,
+                               Kernel (*build)(const Config&, const AttentionMods&), bool differentiated) {
   if (mods.empty())
     return def;
+  // One def per kernel and distinct mods (identity_key()), kept for the process's life like the kernels
+  // compiled from it: the identity builds the mods and hashes their IR, which a repeated call must not pay for
+  // again. A failure (a mod that breaks the rules) is not kept: it is raised on every call.
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, std::string>, KernelDef> defs;
+  const std::pair<std::string, std::string> key{def.name, mods.identity_key()};
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = defs.find(key); it != defs.end())
+      return it->second;
+  }
+  if (differentiated) // the backward's kernels multiply dS by the score mods' derivatives
+    mods.check_differentiable();
+  KernelDef d = def;
   // The identity (names and a hash of the mods' IR) keys the in-process kernels, the tuning results and the
   // progress lines; the compile cache keys the generated source, which the mods change anyway.
-  def.name += "[" + mods.identity() + "]";
-  def.summary += " with mods " + mods.name();
-  def.build = [mods, build](const Config& c) { return build(c, mods); };
-  return def;
+  d.name += "[" + mods.identity() + "]";
+  d.summary += " with mods " + mods.name();
+  d.build = [mods, build](const Config& c) { return build(c, mods); };
+  std::lock_guard lock(mutex);
+  return defs.try_emplace(key, std::move(d)).first->second; // where two threads raced, the first one's
 }
 
-KernelDef fa2_fwd_def(const AttentionMods& mods) {
-  return def_with_mods(fa2_fwd_def(), mods, build_fa2_fwd_with_mods);
+const KernelDef& fa2_fwd_def(const AttentionMods& mods) {
+  return def_with_mods(fa2_fwd_def(), mods, build_fa2_fwd_with_mods, false);
 }
 
-KernelDef fa2_bwd_dkdv_def(const AttentionMods& mods) {
-  return def_with_mods(fa2_bwd_dkdv_def(), mods, build_fa2_bwd_dkdv_with_mods);
+const KernelDef& fa2_bwd_dkdv_def(const AttentionMods& mods) {
+  return def_with_mods(fa2_bwd_dkdv_def(), mods, build_fa2_bwd_dkdv_with_mods, true);
 }
 
-KernelDef fa2_bwd_dq_def(const AttentionMods& mods) {
-  return def_with_mods(fa2_bwd_dq_def(), mods, build_fa2_bwd_dq_with_mods);
+const KernelDef& fa2_bwd_dq_def(const AttentionMods& mods) {
+  return def_with_mods(fa2_bwd_dq_def(), mods, build_fa2_bwd_dq_with_mods, true);
 }
 
 ModTensorData contiguous_mod_tensor(DType dtype, std::vector<int64_t> shape, const std::string& name) {
@@ -239,7 +256,7 @@ AttentionResult run_fa2_with_mods(const AttentionProblem& p, const AttentionMods
   const std::vector<InterpArg> mod_args = mod_interp_args(p, mods, mod_inputs);
   args.insert(args.end(), mod_args.begin(), mod_args.end());
   const SizeArgs sizes = attention_size_args(p);
-  const KernelDef def = fa2_fwd_def(mods);
+  const KernelDef& def = fa2_fwd_def(mods);
   execute(executor, def.build(config), def.grid(config, sizes), args);
   return gather_outputs(p, out);
 }

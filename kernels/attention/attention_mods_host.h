@@ -17,9 +17,12 @@
 namespace kiln {
 
 // `def` for the mods: named "<name>[<identity>]" (AttentionMods::identity), built by `build` with them; `def`
-// itself for empty mods. fa2_fwd_def(mods), fa2_bwd_dkdv_def(mods) and fa2_bwd_dq_def(mods) are this.
-KernelDef def_with_mods(KernelDef def, const AttentionMods& mods,
-                        Kernel (*build)(const Config&, const AttentionMods&));
+// itself for empty mods. One per kernel and distinct mods (AttentionMods::identity_key()), built on first use
+// and kept for the process's life. `differentiated`: the kernel multiplies dS by the score mods' derivatives,
+// so a mod the builder cannot differentiate is a kiln::Error here (AttentionMods::check_differentiable).
+// fa2_fwd_def(mods), fa2_bwd_dkdv_def(mods) and fa2_bwd_dq_def(mods) are this.
+const KernelDef& def_with_mods(const KernelDef& def, const AttentionMods& mods,
+                               Kernel (*build)(const Config&, const AttentionMods&), bool differentiated);
 
 // A mod's tensor on the host: its elements and how they are laid out (strides in elements).
 struct ModTensorData {

@@ -99,7 +99,9 @@ Kernel build_fa1_fwd(const Config& config) {
   return kb.finish();
 }
 
-KernelDef fa1_fwd_def() {
+namespace {
+
+KernelDef make_fa1_fwd_def() {
   KernelDef d;
   d.name = "fa1_fwd";
   d.summary = "FlashAttention-1 forward (Algorithm 1): K/V outer loop, Q inner loop, state in global memory";
@@ -124,6 +126,13 @@ KernelDef fa1_fwd_def() {
   d.tuning_key = {"B", "H", "N_Q", "N_K"};
   d.grid = [](const Config&, const SizeArgs& s) { return Grid{s.at("B") * s.at("H"), 1, 1}; };
   return d;
+}
+
+} // namespace
+
+const KernelDef& fa1_fwd_def() {
+  static const KernelDef def = make_fa1_fwd_def(); // the host API reads it on every call
+  return def;
 }
 
 } // namespace kiln

@@ -20,6 +20,6 @@
 namespace kiln {
 
 Kernel build_fa1_fwd(const Config& config);
-KernelDef fa1_fwd_def();
+const KernelDef& fa1_fwd_def(); // built once per process
 
 } // namespace kiln

@@ -171,7 +171,9 @@ Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& m
   return kb.finish();
 }
 
-KernelDef fa2_bwd_dkdv_def() {
+namespace {
+
+KernelDef make_fa2_bwd_dkdv_def() {
   KernelDef d;
   d.name = "fa2_bwd_dkdv";
   d.summary = "attention backward: dK and dV of one key tile, looping over the query tiles (and heads) that see it";
@@ -190,6 +192,13 @@ KernelDef fa2_bwd_dkdv_def() {
     return Grid{(s.at("N_K") + bn - 1) / bn, s.at("B") * s.at("H_KV"), 1};
   };
   return d;
+}
+
+} // namespace
+
+const KernelDef& fa2_bwd_dkdv_def() {
+  static const KernelDef def = make_fa2_bwd_dkdv_def(); // the host API reads it on every call
+  return def;
 }
 
 } // namespace kiln

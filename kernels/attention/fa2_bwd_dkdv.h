@@ -19,7 +19,7 @@ namespace kiln {
 struct AttentionMods;
 
 Kernel build_fa2_bwd_dkdv(const Config& config);
-KernelDef fa2_bwd_dkdv_def();
+const KernelDef& fa2_bwd_dkdv_def(); // built once per process
 // With score and mask mods (attention_mods.h), on the transposed tile (q_idx (1, BLOCK_M), kv_idx (BLOCK_N,
 // 1)): P recomputed with the mods, dSᵀ multiplied by d score_mod / d score; with a mask mod every query tile
 // from the causal rule's first on is visited masked, its work skipped (an if) when the key tiles the mods'
@@ -27,6 +27,6 @@ KernelDef fa2_bwd_dkdv_def();
 // then one i64 stride per dim). The def is named after the mods' identity; empty mods give
 // fa2_bwd_dkdv_def().
 Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& mods);
-KernelDef fa2_bwd_dkdv_def(const AttentionMods& mods);
+const KernelDef& fa2_bwd_dkdv_def(const AttentionMods& mods); // one per distinct mods
 
 } // namespace kiln

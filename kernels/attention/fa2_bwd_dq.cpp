@@ -80,7 +80,9 @@ Kernel build_fa2_bwd_dq_with_mods(const Config& config, const AttentionMods& mod
   return kb.finish();
 }
 
-KernelDef fa2_bwd_dq_def() {
+namespace {
+
+KernelDef make_fa2_bwd_dq_def() {
   KernelDef d;
   d.name = "fa2_bwd_dq";
   d.summary = "attention backward: dQ of one query tile, looping over the key tiles it sees (deterministic)";
@@ -95,6 +97,13 @@ KernelDef fa2_bwd_dq_def() {
   d.prune = prune_bwd_config;
   d.grid = query_tile_grid;
   return d;
+}
+
+} // namespace
+
+const KernelDef& fa2_bwd_dq_def() {
+  static const KernelDef def = make_fa2_bwd_dq_def(); // the host API reads it on every call
+  return def;
 }
 
 } // namespace kiln

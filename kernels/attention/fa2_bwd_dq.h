@@ -15,11 +15,11 @@ namespace kiln {
 struct AttentionMods;
 
 Kernel build_fa2_bwd_dq(const Config& config);
-KernelDef fa2_bwd_dq_def();
+const KernelDef& fa2_bwd_dq_def(); // built once per process
 // With score and mask mods (attention_mods.h): the scores recomputed with them (the key tiles the forward
 // visits), dS multiplied by d score_mod / d score; the mods' tensors follow the arguments above (mod_<name>,
 // then one i64 stride per dim). The def is named after the mods' identity; empty mods give fa2_bwd_dq_def().
 Kernel build_fa2_bwd_dq_with_mods(const Config& config, const AttentionMods& mods);
-KernelDef fa2_bwd_dq_def(const AttentionMods& mods);
+const KernelDef& fa2_bwd_dq_def(const AttentionMods& mods); // one per distinct mods
 
 } // namespace kiln

@@ -19,7 +19,9 @@ Kernel build_fa2_bwd_dq_convert(const Config& config) {
   return kb.finish();
 }
 
-KernelDef fa2_bwd_dq_convert_def() {
+namespace {
+
+KernelDef make_fa2_bwd_dq_convert_def() {
   KernelDef d;
   d.name = "fa2_bwd_dq_convert";
   d.summary = "attention backward (atomic dQ): dQ = the f32 accumulator times sm_scale, in the input dtype";
@@ -32,6 +34,13 @@ KernelDef fa2_bwd_dq_convert_def() {
   d.tuning_key = {"B", "H", "N_Q"};
   d.grid = query_tile_grid;
   return d;
+}
+
+} // namespace
+
+const KernelDef& fa2_bwd_dq_convert_def() {
+  static const KernelDef def = make_fa2_bwd_dq_convert_def(); // the host API reads it on every call
+  return def;
 }
 
 } // namespace kiln

@@ -11,6 +11,6 @@
 namespace kiln {
 
 Kernel build_fa2_bwd_dq_convert(const Config& config);
-KernelDef fa2_bwd_dq_convert_def();
+const KernelDef& fa2_bwd_dq_convert_def(); // built once per process
 
 } // namespace kiln

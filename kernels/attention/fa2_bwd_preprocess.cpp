@@ -25,7 +25,9 @@ Kernel build_fa2_bwd_preprocess(const Config& config) {
   return kb.finish();
 }
 
-KernelDef fa2_bwd_preprocess_def() {
+namespace {
+
+KernelDef make_fa2_bwd_preprocess_def() {
   KernelDef d;
   d.name = "fa2_bwd_preprocess";
   d.summary = "attention backward: Delta = rowsum(dO * O) (and a zeroed dQ accumulator when ATOMIC_DQ=1)";
@@ -39,6 +41,13 @@ KernelDef fa2_bwd_preprocess_def() {
   d.tuning_key = {"B", "H", "N_Q"};
   d.grid = query_tile_grid;
   return d;
+}
+
+} // namespace
+
+const KernelDef& fa2_bwd_preprocess_def() {
+  static const KernelDef def = make_fa2_bwd_preprocess_def(); // the host API reads it on every call
+  return def;
 }
 
 } // namespace kiln

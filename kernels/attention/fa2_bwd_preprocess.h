@@ -11,6 +11,6 @@
 namespace kiln {
 
 Kernel build_fa2_bwd_preprocess(const Config& config);
-KernelDef fa2_bwd_preprocess_def();
+const KernelDef& fa2_bwd_preprocess_def(); // built once per process
 
 } // namespace kiln

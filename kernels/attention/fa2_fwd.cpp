@@ -98,7 +98,9 @@ Kernel build_fa2_fwd_with_mods(const Config& config, const AttentionMods& mods) 
   return kb.finish();
 }
 
-KernelDef fa2_fwd_def() {
+namespace {
+
+KernelDef make_fa2_fwd_def() {
   KernelDef d;
   d.name = "fa2_fwd";
   d.summary = "FlashAttention-2 forward: O and LSE of softmax(Q K^T * sm_scale) V, one program per Q tile";
@@ -168,6 +170,13 @@ KernelDef fa2_fwd_def() {
   d.prune = [](const Config& c, const SizeArgs& s) { return prune_tiles_past_sequence(c, s, 64, 32); };
   d.grid = query_tile_grid;
   return d;
+}
+
+} // namespace
+
+const KernelDef& fa2_fwd_def() {
+  static const KernelDef def = make_fa2_fwd_def(); // the host API reads it on every call
+  return def;
 }
 
 } // namespace kiln

@@ -25,11 +25,12 @@ namespace kiln {
 struct AttentionMods;
 
 Kernel build_fa2_fwd(const Config& config);
-KernelDef fa2_fwd_def();
+const KernelDef& fa2_fwd_def(); // built once per process
 // The forward with score and mask mods (attention_mods.h): a def named after the mods' identity, whose
 // kernels take the mods' tensors after the arguments above (mod_<name>, then one i64 stride per dim). Empty
-// mods give fa2_fwd_def() itself. Defined in attention_mods_host.cpp.
+// mods give fa2_fwd_def() itself. One def per distinct mods (AttentionMods::identity_key()), built on first
+// use and kept for the process's life. Defined in attention_mods_host.cpp.
 Kernel build_fa2_fwd_with_mods(const Config& config, const AttentionMods& mods);
-KernelDef fa2_fwd_def(const AttentionMods& mods);
+const KernelDef& fa2_fwd_def(const AttentionMods& mods);
 
 } // namespace kiln

@@ -24,8 +24,8 @@ MatmulStep tuned_step(KernelTuner& tuner, const KernelDef& def, const Config& ba
   tune.flops = flops;
   TunedLaunch t = tuner.select(def, base, sizes, args, outputs, tune);
   std::optional<double> ms;
-  if (t.result.best)
-    ms = t.result.best_ms;
+  if (t.result->best)
+    ms = t.result->best_ms;
   return MatmulStep{def.name, t.config, t.kernel, t.grid, std::move(args), ms};
 }
 

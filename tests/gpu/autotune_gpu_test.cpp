@@ -80,7 +80,7 @@ TEST(GpuAutotune, Fa2ForwardTunedWinnerIsCorrectAndRememberedAcrossTuners) {
   quiet.progress_after_s = -1;
   KernelTuner tuner(cache, quiet);
   TunedLaunch tuned = tuner.select(def, base, sizes, dev.args, outputs, options);
-  const rt::TuneResult& result = tuned.result;
+  const rt::TuneResult& result = *tuned.result;
   ASSERT_EQ(result.source, rt::TuneSource::Tuned);
   ASSERT_TRUE(result.best.has_value());
   EXPECT_EQ(result.table.size(), def.config_space().size());
@@ -121,8 +121,11 @@ TEST(GpuAutotune, Fa2ForwardTunedWinnerIsCorrectAndRememberedAcrossTuners) {
   EXPECT_TRUE(o.ok(tolerance(p.dtype))) << "O " << o.str() << " with " << tuned.config.str();
   EXPECT_TRUE(lse.ok(tolerance(p.dtype))) << "LSE " << lse.str() << " with " << tuned.config.str();
 
-  // The same tuner again, sizes in the same bucket: no tuning, no compiling.
+  // The same tuner again, sizes in the same bucket: no tuning, no compiling, and no pick stored (what callers
+  // keep from the picks, as the attention backward's plans, stays valid).
   const uint64_t misses = cache.stats().misses;
+  const uint64_t picks_version = tuner.picks_version();
+  EXPECT_GT(picks_version, 0u) << "the tuning stored its pick";
   AttentionProblem near = p;
   near.N_Q = near.N_K = 1000;
   TunedLaunch again =
@@ -130,15 +133,16 @@ TEST(GpuAutotune, Fa2ForwardTunedWinnerIsCorrectAndRememberedAcrossTuners) {
   EXPECT_EQ(again.config, tuned.config);
   EXPECT_EQ(again.grid[0], (1000 + tuned.config.get("BLOCK_M") - 1) / tuned.config.get("BLOCK_M"));
   EXPECT_EQ(cache.stats().misses, misses);
+  EXPECT_EQ(tuner.picks_version(), picks_version);
 
   // A second tuner with fresh caches over the same directory: the pick comes from disk and only the winner
   // is fetched from the compile cache; no config is compiled.
   rt::CompileCache cache2(dir.path());
   KernelTuner tuner2(cache2, quiet);
   TunedLaunch remembered = tuner2.select(def, base, sizes, dev.args, outputs, options);
-  EXPECT_EQ(remembered.result.source, rt::TuneSource::Disk);
+  EXPECT_EQ(remembered.result->source, rt::TuneSource::Disk);
   EXPECT_EQ(remembered.config, tuned.config);
-  EXPECT_EQ(remembered.result.table.size(), result.table.size());
+  EXPECT_EQ(remembered.result->table.size(), result.table.size());
   EXPECT_EQ(cache2.stats().misses, 0u);
   EXPECT_EQ(cache2.stats().disk_hits, 1u);
   EXPECT_EQ(tuner2.autotuner().cache().stats().disk_hits, 1u);
@@ -147,7 +151,7 @@ TEST(GpuAutotune, Fa2ForwardTunedWinnerIsCorrectAndRememberedAcrossTuners) {
   TuneOptions off = options;
   off.mode = rt::AutotuneMode::Off;
   TunedLaunch by_default = tuner2.select(def, base, sizes, dev.args, outputs, off);
-  EXPECT_EQ(by_default.result.source, rt::TuneSource::Default);
+  EXPECT_EQ(by_default.result->source, rt::TuneSource::Default);
   EXPECT_EQ(by_default.config, base);
 
   // KILN_AUTOTUNE=cached with nothing remembered (an empty directory): the default, loaded once; a repeated call
@@ -158,11 +162,14 @@ TEST(GpuAutotune, Fa2ForwardTunedWinnerIsCorrectAndRememberedAcrossTuners) {
   TuneOptions cached = options;
   cached.mode = rt::AutotuneMode::Cached;
   TunedLaunch first = tuner3.select(def, base, sizes, dev.args, outputs, cached);
-  EXPECT_EQ(first.result.source, rt::TuneSource::Default);
+  EXPECT_EQ(first.result->source, rt::TuneSource::Default);
+  const uint64_t cached_version = tuner3.picks_version();
   const auto lookups = cache3.stats().misses + cache3.stats().disk_hits + cache3.stats().memory_hits;
   TunedLaunch second = tuner3.select(def, base, sizes, dev.args, outputs, cached);
   EXPECT_EQ(second.kernel.get(), first.kernel.get());
   EXPECT_EQ(cache3.stats().misses + cache3.stats().disk_hits + cache3.stats().memory_hits, lookups);
+  EXPECT_EQ(tuner3.picks_version(), cached_version);
+  EXPECT_EQ(second.result.get(), first.result.get()) << "the remembered result is shared, not copied";
 }
 
 } // namespace

@@ -155,9 +155,49 @@ TEST(AttentionMods, TheKernelIsNamedAfterTheModsAndTheirCode) {
   EXPECT_EQ(a.identity(), AttentionMods(a).identity()) << "deterministic";
   EXPECT_NE(a.identity(), b.identity());
   EXPECT_NE(a.identity(), c.identity()) << "one name, different code: different kernels";
+  EXPECT_NE(fa2_fwd_def(a).name, fa2_fwd_def(c).name);
+  EXPECT_EQ(&fa2_fwd_def(a), &fa2_fwd_def(AttentionMods(a)))
+      << "a copy of the mods reads the def built for them";
   AttentionMods d;
   d.mask = {document_mask(), sliding_window(4, 0)};
   EXPECT_EQ(d.name(), "|document,sliding_window(4,0)");
+}
+
+// fa2_fwd_def(mods) keeps one def per identity_key(): a function replaced in place, or another tensor, is
+// another key and so another def (built anew, named after the new code), never the one kept for the old mods.
+TEST(AttentionMods, ModsChangedAfterTheirDefWasBuiltGetADefOfTheirOwn) {
+  AttentionMods m;
+  m.score = {softcap(30)};
+  const KernelDef& first = fa2_fwd_def(m);
+  const std::string first_key = m.identity_key();
+  m.score[0].fn = [](const Value& s, const ModArgs&) { return 30.0 * tanh(s * (1.0 / 29.0)); }; // same name
+  EXPECT_NE(m.identity_key(), first_key);
+  EXPECT_NE(fa2_fwd_def(m).name, first.name);
+  AttentionMods with_tensor = m;
+  with_tensor.score[0].tensors = {ModTensorSpec{"cap", DType::f32, {"H"}}};
+  EXPECT_NE(with_tensor.identity_key(), m.identity_key());
+  const std::string f32_key = with_tensor.identity_key();
+  with_tensor.score[0].tensors[0].dtype = DType::f16;
+  EXPECT_NE(with_tensor.identity_key(), f32_key);
+}
+
+// Copies of a mod's function share its id; every other function value has one of its own, and no function 0.
+TEST(AttentionMods, ModFunctionIdsFollowTheFunctionValue) {
+  const ScoreMod cap = softcap(30);
+  const ScoreMod copy = cap;
+  EXPECT_NE(cap.fn.id(), 0u);
+  EXPECT_EQ(copy.fn.id(), cap.fn.id());
+  EXPECT_NE(softcap(30).fn.id(), cap.fn.id()) << "built again: another function value";
+  EXPECT_EQ(MaskModFn().id(), 0u);
+  EXPECT_FALSE(static_cast<bool>(MaskModFn()));
+  // Names are written with their lengths: a bar inside a name cannot pass for the bar between two mods.
+  AttentionMods one, two;
+  one.score = {cap};
+  one.score[0].name = "a|b";
+  two.score = {cap};
+  two.score[0].name = "a";
+  two.mask = {MaskMod{"b", {}, nullptr, nullptr, nullptr}};
+  EXPECT_NE(one.identity_key(), two.identity_key());
 }
 
 // The mods' kernel takes their tensors after the built-in arguments; without mods the kernel is unchanged.

@@ -1,0 +1,159 @@
+// Host time per call of the attention entry points' pieces, in microseconds (median over rounds of a fixed
+// number of calls): what the C ABI's per-call cost is made of, measured without torch or Python.
+//
+//   forward / backward validation   validate_attention_args, validate_attention_bwd_args (nine tensors)
+//   backward configs                the configs the backward derives per call (default_bwd_configs for both
+//                                   variants, the preprocess's and the dQ convert's)
+//   backward's defs                 the KernelDefs of its four kernels
+//   fwd def with mods               fa2_fwd_def(mods) for ALiBi + a sliding window (the mods' identity)
+//   forward / backward call         (GPU only) attention::forward and backward_with_workspace on a small
+//                                   problem, KILN_AUTOTUNE=off, launches included, the stream synchronised
+//                                   between rounds only
+//
+// Everything but the last two rows runs on a machine without a GPU; addresses are never dereferenced there.
+//   kiln_attention_host_cost [--calls 2000] [--rounds 7]
+#include "kernels/attention/attention_bwd_api.h"
+#include "kernels/attention/attention_bwd_problem.h"
+#include "kernels/attention/attention_mod_library.h"
+#include "kernels/attention/fa2_bwd_dkdv.h"
+#include "kernels/attention/fa2_bwd_dq.h"
+#include "kernels/attention/fa2_bwd_dq_convert.h"
+#include "kernels/attention/fa2_bwd_preprocess.h"
+#include "kernels/attention/fa2_fwd.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/device.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace kiln;
+using namespace kiln::attention;
+
+// The median over `rounds` of the time per call of `calls` calls, after one warm-up call; `between_rounds`
+// runs outside the timing (a synchronisation, say).
+double per_call_us(const std::function<void()>& call, int calls, int rounds,
+                   const std::function<void()>& between_rounds) {
+  call(); // warm-up: first-use caches and compiles
+  between_rounds();
+  std::vector<double> times;
+  for (int r = 0; r < rounds; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i)
+      call();
+    const std::chrono::duration<double, std::micro> spent = std::chrono::steady_clock::now() - start;
+    times.push_back(spent.count() / calls);
+    between_rounds();
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// The nine tensors of one backward call, at the addresses `at` hands out.
+struct BackwardTensors {
+  TensorRef q, k, v, o, lse, dout, dq, dk, dv;
+};
+
+BackwardTensors backward_tensors(int64_t B, int64_t H, int64_t N, int64_t D,
+                                 const std::function<uint64_t(uint64_t bytes)>& at) {
+  auto tensor = [&](DType dtype, llvm::ArrayRef<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t s : shape)
+      n *= s;
+    return TensorRef::contiguous(at(static_cast<uint64_t>(n * dtype_bytes(dtype))), dtype, shape);
+  };
+  const std::vector<int64_t> qkv = {B, H, N, D};
+  BackwardTensors t;
+  for (TensorRef* x : {&t.q, &t.k, &t.v, &t.o})
+    *x = tensor(DType::f16, qkv);
+  t.lse = tensor(DType::f32, {B, H, N});
+  for (TensorRef* x : {&t.dout, &t.dq, &t.dk, &t.dv})
+    *x = tensor(DType::f16, qkv);
+  return t;
+}
+
+void print_row(const char* what, double us) { fmt::print("{:<34} {:>9.2f}\n", what, us); }
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int calls = 2000, rounds = 7;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--calls"))
+      calls = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--rounds"))
+      rounds = std::atoi(argv[i + 1]);
+  }
+  const int64_t B = 1, H = 8, N = 256, D = 64;
+  fmt::print("attention host cost, B{} H{} N{} D{} f16 causal, {} calls x {} rounds (us per call)\n", B, H, N,
+             D, calls, rounds);
+
+  uint64_t next = uint64_t{1} << 40; // fake, 256-byte aligned and disjoint
+  const BackwardTensors fake = backward_tensors(B, H, N, D, [&](uint64_t bytes) {
+    const uint64_t a = next;
+    next += (bytes + 255) / 256 * 256;
+    return a;
+  });
+  BackwardOptions options;
+  options.causal = Causal::TopLeft;
+  options.autotune = rt::AutotuneMode::Off;
+  const BackwardTensors& t = fake;
+  const AttentionProblem p = validate_attention_args(t.q, t.k, t.v, t.o, t.lse, options).problem;
+  AttentionMods mods;
+  mods.score = {alibi()};
+  mods.mask = {sliding_window(64, 0)};
+  auto no_sync = [] {};
+  auto forward_validation = [&] { (void)validate_attention_args(t.q, t.k, t.v, t.o, t.lse, options); };
+  auto backward_validation = [&] {
+    (void)validate_attention_bwd_args(t.q, t.k, t.v, t.o, t.lse, t.dout, t.dq, t.dk, t.dv, options);
+  };
+  auto backward_configs = [&] {
+    const AttentionBwdConfigs deterministic = default_bwd_configs(p);
+    (void)default_bwd_configs(p, /*atomic_dq=*/true);
+    (void)bwd_preprocess_config(p, deterministic.dkdv);
+    (void)bwd_dq_convert_config(p);
+  };
+  auto backward_defs = [&] {
+    (void)fa2_bwd_preprocess_def().name, (void)fa2_bwd_dkdv_def().name;
+    (void)fa2_bwd_dq_def().name, (void)fa2_bwd_dq_convert_def().name;
+  };
+  auto fwd_def_with_mods = [&] { (void)fa2_fwd_def(mods).name; };
+  print_row("forward validation", per_call_us(forward_validation, calls, rounds, no_sync));
+  print_row("backward validation", per_call_us(backward_validation, calls, rounds, no_sync));
+  print_row("backward configs", per_call_us(backward_configs, calls, rounds, no_sync));
+  print_row("backward's defs", per_call_us(backward_defs, calls, rounds, no_sync));
+  print_row("fwd def with mods", per_call_us(fwd_def_with_mods, calls, rounds, no_sync));
+
+  std::string why;
+  if (!rt::driver_available(&why)) {
+    fmt::print("(no GPU: {}; the whole calls are not timed)\n", why);
+    return 0;
+  }
+  rt::current_device();
+  std::vector<rt::DeviceBuffer> buffers;
+  const BackwardTensors dev = backward_tensors(B, H, N, D, [&](uint64_t bytes) {
+    buffers.emplace_back(bytes);
+    KILN_CU_CHECK(cuMemsetD8, "zeroing a tensor", buffers.back().ptr(), 0, bytes);
+    return buffers.back().ptr();
+  });
+  rt::DeviceBuffer workspace(backward_workspace_bytes(dev.q, options));
+  const BackwardWorkspace ws{workspace.ptr(), workspace.bytes()};
+  auto sync = [] { KILN_CU_CHECK(cuCtxSynchronize, "synchronising"); };
+  auto forward_call = [&] { forward(dev.q, dev.k, dev.v, dev.o, dev.lse, options); };
+  auto backward_call = [&] {
+    backward_with_workspace(dev.q, dev.k, dev.v, dev.o, dev.lse, dev.dout, dev.dq, dev.dk, dev.dv, ws,
+                            options);
+  };
+  print_row("forward call", per_call_us(forward_call, calls, rounds, sync));
+  print_row("backward call", per_call_us(backward_call, calls, rounds, sync));
+  return 0;
+}
