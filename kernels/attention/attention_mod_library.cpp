@@ -27,17 +27,17 @@ MaskMod causal_mask(bool bottom_right) {
   MaskMod m;
   m.name = bottom_right ? "causal_bottom_right" : "causal_top_left";
   if (bottom_right) {
-    m.fn = [](const ModArgs& a) { return a.kv_idx <= a.q_idx + (a.N_K - a.N_Q); };
+    m.fn = {kDeterminedByName, [](const ModArgs& a) { return a.kv_idx <= a.q_idx + (a.N_K - a.N_Q); }};
     m.reference = [](const ModPoint& p) { return p.kv_idx <= p.q_idx + p.N_K - p.N_Q; };
-    m.key_bounds = [](const ModArgs& a, const Value&, const Value& q_last) {
-      return KeyBounds{scalar(0, i32), q_last + (a.N_K - a.N_Q) + 1};
-    };
+    m.key_bounds = {kDeterminedByName, [](const ModArgs& a, const Value&, const Value& q_last) {
+                      return KeyBounds{scalar(0, i32), q_last + (a.N_K - a.N_Q) + 1};
+                    }};
   } else {
-    m.fn = [](const ModArgs& a) { return a.kv_idx <= a.q_idx; };
+    m.fn = {kDeterminedByName, [](const ModArgs& a) { return a.kv_idx <= a.q_idx; }};
     m.reference = [](const ModPoint& p) { return p.kv_idx <= p.q_idx; };
-    m.key_bounds = [](const ModArgs&, const Value&, const Value& q_last) {
-      return KeyBounds{scalar(0, i32), q_last + 1};
-    };
+    m.key_bounds = {kDeterminedByName, [](const ModArgs&, const Value&, const Value& q_last) {
+                      return KeyBounds{scalar(0, i32), q_last + 1};
+                    }};
   }
   return m;
 }
@@ -48,13 +48,14 @@ MaskMod sliding_window(int64_t left, int64_t right) {
   const int l = i32_literal(left), r = i32_literal(right);
   MaskMod m;
   m.name = fmt::format("sliding_window({},{})", left, right);
-  m.fn = [l, r](const ModArgs& a) { return (a.kv_idx >= a.q_idx - l) && (a.kv_idx <= a.q_idx + r); };
+  m.fn = {kDeterminedByName,
+          [l, r](const ModArgs& a) { return (a.kv_idx >= a.q_idx - l) && (a.kv_idx <= a.q_idx + r); }};
   m.reference = [left, right](const ModPoint& p) {
     return p.kv_idx >= p.q_idx - left && p.kv_idx <= p.q_idx + right;
   };
-  m.key_bounds = [l, r](const ModArgs&, const Value& q_first, const Value& q_last) {
-    return KeyBounds{q_first - l, q_last + (r + 1)};
-  };
+  m.key_bounds = {kDeterminedByName, [l, r](const ModArgs&, const Value& q_first, const Value& q_last) {
+                    return KeyBounds{q_first - l, q_last + (r + 1)};
+                  }};
   return m;
 }
 
@@ -63,11 +64,11 @@ MaskMod prefix_lm(int64_t prefix) {
   const int n = i32_literal(prefix);
   MaskMod m;
   m.name = fmt::format("prefix_lm({})", prefix);
-  m.fn = [n](const ModArgs& a) { return (a.kv_idx < n) || (a.kv_idx <= a.q_idx); };
+  m.fn = {kDeterminedByName, [n](const ModArgs& a) { return (a.kv_idx < n) || (a.kv_idx <= a.q_idx); }};
   m.reference = [prefix](const ModPoint& p) { return p.kv_idx < prefix || p.kv_idx <= p.q_idx; };
-  m.key_bounds = [n](const ModArgs&, const Value&, const Value& q_last) {
-    return KeyBounds{scalar(0, i32), maximum(q_last + 1, n)};
-  };
+  m.key_bounds = {kDeterminedByName, [n](const ModArgs&, const Value&, const Value& q_last) {
+                    return KeyBounds{scalar(0, i32), maximum(q_last + 1, n)};
+                  }};
   return m;
 }
 
@@ -75,9 +76,9 @@ MaskMod document_mask() {
   MaskMod m;
   m.name = "document";
   m.tensors = {{"q_doc", DType::i32, {"B", "N_Q"}}, {"kv_doc", DType::i32, {"B", "N_K"}}};
-  m.fn = [](const ModArgs& a) {
-    return a.load("q_doc", {a.b, a.q_idx}) == a.load("kv_doc", {a.b, a.kv_idx});
-  };
+  m.fn = {kDeterminedByName, [](const ModArgs& a) {
+            return a.load("q_doc", {a.b, a.q_idx}) == a.load("kv_doc", {a.b, a.kv_idx});
+          }};
   m.reference = [](const ModPoint& p) {
     return p.at("q_doc", {p.b, p.q_idx}) == p.at("kv_doc", {p.b, p.kv_idx});
   };
@@ -88,9 +89,9 @@ ScoreMod alibi() {
   ScoreMod m;
   m.name = "alibi";
   m.tensors = {{"alibi_slopes", DType::f32, {"H"}}};
-  m.fn = [](const Value& s, const ModArgs& a) {
-    return s + a.load("alibi_slopes", {a.h}) * (a.kv_idx - a.q_idx).to(f32);
-  };
+  m.fn = {kDeterminedByName, [](const Value& s, const ModArgs& a) {
+            return s + a.load("alibi_slopes", {a.h}) * (a.kv_idx - a.q_idx).to(f32);
+          }};
   m.reference = [](double s, const ModPoint& p) {
     return s + p.at("alibi_slopes", {p.h}) * static_cast<double>(p.kv_idx - p.q_idx);
   };
@@ -102,7 +103,7 @@ ScoreMod softcap(double cap) {
     fail("softcap: cap is {}; expected a finite number above 0", cap);
   ScoreMod m;
   m.name = "softcap(" + number(cap) + ")";
-  m.fn = [cap](const Value& s, const ModArgs&) { return cap * tanh(s * (1.0 / cap)); };
+  m.fn = {kDeterminedByName, [cap](const Value& s, const ModArgs&) { return cap * tanh(s * (1.0 / cap)); }};
   m.reference = [cap](double s, const ModPoint&) { return cap * std::tanh(s / cap); };
   return m;
 }
@@ -113,9 +114,9 @@ ScoreMod additive_bias(DType dtype) {
   ScoreMod m;
   m.name = fmt::format("bias({})", dtype_name(dtype));
   m.tensors = {{"bias", dtype, {"B", "H", "N_Q", "N_K"}}};
-  m.fn = [](const Value& s, const ModArgs& a) {
-    return s + a.load("bias", {a.b, a.h, a.q_idx, a.kv_idx}).to(f32);
-  };
+  m.fn = {kDeterminedByName, [](const Value& s, const ModArgs& a) {
+            return s + a.load("bias", {a.b, a.h, a.q_idx, a.kv_idx}).to(f32);
+          }};
   m.reference = [](double s, const ModPoint& p) { return s + p.at("bias", {p.b, p.h, p.q_idx, p.kv_idx}); };
   return m;
 }
@@ -124,7 +125,7 @@ SinkMod attention_sinks() {
   SinkMod m;
   m.name = "sinks";
   m.tensors = {{"sinks", DType::f32, {"H"}}};
-  m.fn = [](const ModArgs& a) { return a.load("sinks", {a.h}); };
+  m.fn = {kDeterminedByName, [](const ModArgs& a) { return a.load("sinks", {a.h}); }};
   m.reference = [](const ModPoint& p) { return p.at("sinks", {p.h}); };
   return m;
 }

@@ -81,8 +81,13 @@ struct ModPoint {
 // A mod's DSL function (a std::function) with an id that its copies share and no other function value has,
 // not even a later one at the same address: fa2_fwd_def(mods) keeps the kernel's identity per combination of
 // ids and names, so that a repeated call does not build the mods again. A mod's function must therefore build
-// the same ops whenever it is called: what it reads besides its arguments, it captures by value.
+// the same ops whenever it is called: what it reads besides its arguments, it captures by value. Build a mod
+// once and pass that value on every call: a mod built again is a new function, whose def is built (and kept)
+// again. The library's mods (attention_mod_library.h) are the exception: their names spell every parameter,
+// so their functions take the id kDeterminedByName, and a library mod built per call is the same key.
 uint64_t next_mod_function_id(); // 1, 2, ... per process, thread-safe
+struct DeterminedByName {};      // tag: the mod's name determines what the function builds
+inline constexpr DeterminedByName kDeterminedByName{};
 
 template <typename Signature> class ModFunction;
 template <typename R, typename... Args> class ModFunction<R(Args...)> {
@@ -91,12 +96,15 @@ public:
   template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, ModFunction> &&
                                                     std::is_constructible_v<std::function<R(Args...)>, F>>>
   ModFunction(F&& f) : fn_(std::forward<F>(f)), id_(fn_ ? next_mod_function_id() : 0) {}
+  template <typename F>
+  ModFunction(DeterminedByName, F&& f) : fn_(std::forward<F>(f)), id_(fn_ ? kNamedId : 0) {}
 
   R operator()(Args... args) const { return fn_(std::forward<Args>(args)...); }
   explicit operator bool() const { return static_cast<bool>(fn_); }
   uint64_t id() const { return id_; } // 0: no function
 
 private:
+  static constexpr uint64_t kNamedId = ~uint64_t{0}; // never returned by next_mod_function_id()
   std::function<R(Args...)> fn_;
   uint64_t id_ = 0;
 };

@@ -182,12 +182,29 @@ TEST(AttentionMods, ModsChangedAfterTheirDefWasBuiltGetADefOfTheirOwn) {
 }
 
 // Copies of a mod's function share its id; every other function value has one of its own, and no function 0.
+// The library's mods, whose names spell their parameters, are keyed by their names: built per call, they are
+// one key (one def), while a user's function built again is another.
 TEST(AttentionMods, ModFunctionIdsFollowTheFunctionValue) {
-  const ScoreMod cap = softcap(30);
+  auto user_cap = [] {
+    ScoreMod m;
+    m.name = "my_cap";
+    m.fn = [](const Value& s, const ModArgs&) { return 30.0 * tanh(s * (1.0 / 30.0)); };
+    return m;
+  };
+  const ScoreMod cap = user_cap();
   const ScoreMod copy = cap;
   EXPECT_NE(cap.fn.id(), 0u);
   EXPECT_EQ(copy.fn.id(), cap.fn.id());
-  EXPECT_NE(softcap(30).fn.id(), cap.fn.id()) << "built again: another function value";
+  EXPECT_NE(user_cap().fn.id(), cap.fn.id()) << "built again: another function value";
+  AttentionMods library_once, library_again;
+  library_once.score = {softcap(30)};
+  library_once.mask = {sliding_window(8, 0)};
+  library_again.score = {softcap(30)};
+  library_again.mask = {sliding_window(8, 0)};
+  EXPECT_EQ(library_once.identity_key(), library_again.identity_key());
+  EXPECT_EQ(&fa2_fwd_def(library_once), &fa2_fwd_def(library_again));
+  library_again.score = {softcap(31)};
+  EXPECT_NE(library_once.identity_key(), library_again.identity_key()) << "the name spells the parameter";
   EXPECT_EQ(MaskModFn().id(), 0u);
   EXPECT_FALSE(static_cast<bool>(MaskModFn()));
   // Names are written with their lengths: a bar inside a name cannot pass for the bar between two mods.
