@@ -2,18 +2,21 @@
 # The whole GPU check, run on a GPU machine: device info, the runtime and GPU test suites, and a
 # compute-sanitizer pass over one config of each kernel. Logs go to $OUT (or ./gpu-check-logs);
 # a short table is printed last.
-# Usage: scripts/gpu_check.sh [BIN_DIR] [--backward]   (BIN_DIR holds kiln_*_tests; default build/tests)
+# Usage: scripts/gpu_check.sh [BIN_DIR] [--backward | --api]   (BIN_DIR holds kiln_*_tests; default build/tests)
 # The attention backward's GPU suites (its kernels, with mods, and its API) compile many kernels (about 7
 # minutes on an H100), so they run as a second part, for the GPU tool's 10-minute limit per command: without
 # --backward every suite but those, with --backward those alone (and the sanitizer passes over the
 # backward's kernels) and the differential suite
-# (520 random forward problems through the API, about 3 minutes on a cold compile cache).
+# (520 random forward problems through the API, about 3 minutes on a cold compile cache). The forward
+# attention API's suites (autotuning through the API, mods, the command line, non-finite inputs: about 5
+# minutes) run as a third part, --api. The three parts together are the whole check.
 set -uo pipefail
 bin=build/tests
 part=forward
 for arg in "$@"; do
   case "$arg" in
   --backward) part=backward ;;
+  --api) part=api ;;
   *) bin=$arg ;;
   esac
 done
@@ -33,6 +36,8 @@ if [[ -z "${KILN_TUTORIAL_TOOL:-}" && -x "$bin/kiln_tutorial_tool" ]]; then
   export KILN_TUTORIAL_TOOL="$(cd "$bin" && pwd)/kiln_tutorial_tool"
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/device.txt" 2>&1
+backward_suites='*GpuFa2Bwd*:*GpuModsBwd*:*GpuAttentionBwdApi*'
+api_suites='*GpuAttentionApi*:*GpuModsApi*:*CliGpuTest*:*GpuAttentionNonFinite*'
 declare -A status
 run() { # name, command...
   local name=$1; shift
@@ -42,7 +47,7 @@ run() { # name, command...
   status[$name]="rc=$rc $(( $(date +%s) - t0 ))s $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$name.log" | tr '\n' ' ')"
 }
 if [[ $part == backward ]]; then
-  run gpu_tests_backward "$bin/kiln_gpu_tests" --gtest_filter='*GpuFa2Bwd*:*GpuModsBwd*:*GpuAttentionBwdApi*'
+  run gpu_tests_backward "$bin/kiln_gpu_tests" --gtest_filter="$backward_suites"
   run gpu_differential "$bin/kiln_gpu_tests" --gtest_filter='*GpuAttentionDifferential*'
   if command -v compute-sanitizer >/dev/null; then
     run sanitizer_memcheck_backward compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/kiln_gpu_tests" \
@@ -50,9 +55,11 @@ if [[ $part == backward ]]; then
     run sanitizer_racecheck_backward compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/kiln_gpu_tests" \
       --gtest_filter='*GpuFa2BwdSmall*'
   fi
+elif [[ $part == api ]]; then
+  run gpu_tests_api "$bin/kiln_gpu_tests" --gtest_filter="$api_suites"
 else
   run runtime_tests "$bin/kiln_runtime_tests"
-  run gpu_tests "$bin/kiln_gpu_tests" --gtest_filter='-*GpuFa2Bwd*:*GpuModsBwd*:*GpuAttentionBwdApi*:*GpuAttentionDifferential*'
+  run gpu_tests "$bin/kiln_gpu_tests" --gtest_filter="-$backward_suites:*GpuAttentionDifferential*:$api_suites"
   if command -v compute-sanitizer >/dev/null; then
     run sanitizer_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/kiln_gpu_tests" \
       --gtest_filter='*GpuVectorAdd*:*GpuMatmul*M128_*:*GpuMatmulTma*M264*:*TmaGpu*:*GpuFa2Big*N1024_D64_c1*:*GpuSoftmax*:*GpuMatmulSplitK*M300_N200_K1000_f16*:*GpuMatmulSplitK*M64_N64*:*GpuChunkedLogsumexp*f16_R4*:*GpuAttentionTma*N_K333*'
