@@ -3,13 +3,13 @@
 # compute-sanitizer pass over one config of each kernel. Logs go to $OUT (or ./gpu-check-logs);
 # a short table is printed last.
 # Usage: scripts/gpu_check.sh [BIN_DIR] [--backward | --api]   (BIN_DIR holds kiln_*_tests; default build/tests)
-# The attention backward's GPU suites (its kernels, with mods, and its API) compile many kernels (about 7
-# minutes on an H100), so they run as a second part, for the GPU tool's 10-minute limit per command: without
-# --backward every suite but those, with --backward those alone (and the sanitizer passes over the
-# backward's kernels) and the differential suite
-# (520 random forward problems through the API, about 3 minutes on a cold compile cache). The forward
-# attention API's suites (autotuning through the API, mods, the command line, non-finite inputs: about 5
-# minutes) run as a third part, --api. The three parts together are the whole check.
+# Three parts, each within the GPU tool's 10-minute limit per command; together they are the whole check:
+#   (none)      the runtime suite and every GPU suite but the two below (the differential suite included: 520
+#               random forward problems through the API), and the compute-sanitizer passes over them;
+#   --api       the attention API's suites, forward and backward (autotuning through the API, mods, the command
+#               line, non-finite inputs): about 8 minutes on an H100;
+#   --backward  the attention backward's kernel suites (many kernels to compile: about 6 minutes) and the
+#               sanitizer passes over the backward's kernels.
 set -uo pipefail
 bin=build/tests
 part=forward
@@ -36,8 +36,8 @@ if [[ -z "${KILN_TUTORIAL_TOOL:-}" && -x "$bin/kiln_tutorial_tool" ]]; then
   export KILN_TUTORIAL_TOOL="$(cd "$bin" && pwd)/kiln_tutorial_tool"
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/device.txt" 2>&1
-backward_suites='*GpuFa2Bwd*:*GpuModsBwd*:*GpuAttentionBwdApi*'
-api_suites='*GpuAttentionApi*:*GpuModsApi*:*CliGpuTest*:*GpuAttentionNonFinite*'
+backward_suites='*GpuFa2Bwd*'
+api_suites='*GpuAttentionApi*:*GpuModsApi*:*CliGpuTest*:*GpuAttentionNonFinite*:*GpuAttentionBwdApi*:*GpuModsBwd*'
 declare -A status
 run() { # name, command...
   local name=$1; shift
@@ -48,7 +48,6 @@ run() { # name, command...
 }
 if [[ $part == backward ]]; then
   run gpu_tests_backward "$bin/kiln_gpu_tests" --gtest_filter="$backward_suites"
-  run gpu_differential "$bin/kiln_gpu_tests" --gtest_filter='*GpuAttentionDifferential*'
   if command -v compute-sanitizer >/dev/null; then
     run sanitizer_memcheck_backward compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/kiln_gpu_tests" \
       --gtest_filter='*GpuFa2BwdSmall*'
@@ -59,7 +58,7 @@ elif [[ $part == api ]]; then
   run gpu_tests_api "$bin/kiln_gpu_tests" --gtest_filter="$api_suites"
 else
   run runtime_tests "$bin/kiln_runtime_tests"
-  run gpu_tests "$bin/kiln_gpu_tests" --gtest_filter="-$backward_suites:*GpuAttentionDifferential*:$api_suites"
+  run gpu_tests "$bin/kiln_gpu_tests" --gtest_filter="-$backward_suites:$api_suites"
   if command -v compute-sanitizer >/dev/null; then
     run sanitizer_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/kiln_gpu_tests" \
       --gtest_filter='*GpuVectorAdd*:*GpuMatmul*M128_*:*GpuMatmulTma*M264*:*TmaGpu*:*GpuFa2Big*N1024_D64_c1*:*GpuSoftmax*:*GpuMatmulSplitK*M300_N200_K1000_f16*:*GpuMatmulSplitK*M64_N64*:*GpuChunkedLogsumexp*f16_R4*:*GpuAttentionTma*N_K333*'
