@@ -103,7 +103,7 @@ TEST(TuningKey, CandidatesVaryOnlyTileParamsAroundTheBase) {
   }
   EXPECT_EQ(ids.size(), cands.size()) << "candidates are distinct";
   EXPECT_EQ(varied_params(def.config_space()),
-            (std::vector<std::string>{"BLOCK_M", "BLOCK_N", "MIN_BLOCKS_PER_SM"}));
+            (std::vector<std::string>{"BLOCK_M", "BLOCK_N", "MIN_BLOCKS_PER_SM", "WARP_SPECIALIZE"}));
 }
 
 // Progress lines name a candidate as issue 5 shows them: "BM=128 BN=64 w=8 s=3"; other varied params only
@@ -127,7 +127,8 @@ TEST(TuningKey, CandidateLabelsAreShortAndSayWhatDiffers) {
 
 // Issue 5 asks for at least 24 FA2 configs; each must be one the hardware can use: whole m16 MMA tiles per
 // warp, a register cap of exactly 128 wherever MIN_BLOCKS_PER_SM asks for more than one CTA an SM (the
-// point of those configs), and every tile a power of two the kernel builds.
+// point of those configs; a warp-specialised CTA counts its producer warpgroup too, whose registers setmaxnreg
+// then hands to the consumers), and every tile a power of two the kernel builds.
 TEST(TuningKey, Fa2SpaceHasAtLeast24DistinctUsableConfigs) {
   const KernelDef def = fa2_fwd_def();
   const std::vector<Config> space = def.config_space();
@@ -142,7 +143,8 @@ TEST(TuningKey, Fa2SpaceHasAtLeast24DistinctUsableConfigs) {
     EXPECT_EQ(bm & (bm - 1), 0) << c.str();
     EXPECT_EQ(bn & (bn - 1), 0) << c.str();
     if (min_blocks > 1) {
-      EXPECT_EQ(65536 / (min_blocks * c.num_warps * 32), 128) << c.str();
+      const int64_t threads = c.num_warps * 32 + (c.get("WARP_SPECIALIZE") ? 128 : 0);
+      EXPECT_EQ(65536 / (min_blocks * threads), 128) << c.str();
     }
     AttentionProblem p = fa2_problem(256, 256);
     Config built = default_fa2_config(p);
