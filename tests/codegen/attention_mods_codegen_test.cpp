@@ -44,6 +44,21 @@ std::vector<ModKernel> mod_kernels() {
   return ks;
 }
 
+// `def` (built with mk's mods) at `config` on `arch`: the mods' tensors are its parameters, the combination's
+// softcap is its tanh, and NVRTC compiles it.
+void expect_mod_kernel_compiles(const ModKernel& mk, const KernelDef& def, const Config& config,
+                                const char* arch) {
+  def.check(config);
+  GeneratedKernel g = generate_cuda(def.build(config), Target::parse(arch));
+  for (const ModTensorSpec& t : mk.mods.tensors()) {
+    EXPECT_NE(g.source.find("mod_" + t.name), std::string::npos) << "parameter mod_" << t.name;
+  }
+  if (std::string(mk.label) == "document_window_softcap") {
+    EXPECT_NE(g.source.find("tanhf"), std::string::npos) << "softcap's tanh";
+  }
+  expect_nvrtc_compiles(g, arch);
+}
+
 TEST(AttentionModsCodegen, ModKernelsCompileForSm90aAndSm80) {
   for (const ModKernel& mk : mod_kernels())
     for (const char* arch : {"sm_90a", "sm_80"}) {
@@ -52,17 +67,7 @@ TEST(AttentionModsCodegen, ModKernelsCompileForSm90aAndSm80) {
       p.D = 128;
       p.causal = mk.causal;
       p.dtype = mk.dtype;
-      const Config config = default_fa2_config(p);
-      const KernelDef def = fa2_fwd_def(mk.mods);
-      def.check(config);
-      GeneratedKernel g = generate_cuda(def.build(config), Target::parse(arch));
-      for (const ModTensorSpec& t : mk.mods.tensors()) {
-        EXPECT_NE(g.source.find("mod_" + t.name), std::string::npos) << "parameter mod_" << t.name;
-      }
-      if (std::string(mk.label) == "document_window_softcap") {
-        EXPECT_NE(g.source.find("tanhf"), std::string::npos) << "softcap's tanh";
-      }
-      expect_nvrtc_compiles(g, arch);
+      expect_mod_kernel_compiles(mk, fa2_fwd_def(mk.mods), default_fa2_config(p), arch);
     }
 }
 
@@ -81,20 +86,13 @@ TEST(AttentionModsCodegen, BackwardModKernelsCompileForSm90aAndSm80) {
         p.causal = mk.causal;
         p.dtype = mk.dtype;
         const AttentionBwdConfigs configs = default_bwd_configs(p, atomic_dq);
-        std::vector<std::pair<KernelDef, Config>> kernels = {{fa2_bwd_dkdv_def(mk.mods), configs.dkdv}};
+        std::vector<std::pair<const KernelDef*, Config>> kernels = {
+            {&fa2_bwd_dkdv_def(mk.mods), configs.dkdv}};
         if (!atomic_dq)
-          kernels.push_back({fa2_bwd_dq_def(mk.mods), configs.dq});
+          kernels.push_back({&fa2_bwd_dq_def(mk.mods), configs.dq});
         for (const auto& [def, config] : kernels) {
-          SCOPED_TRACE(def.name);
-          def.check(config);
-          GeneratedKernel g = generate_cuda(def.build(config), Target::parse(arch));
-          for (const ModTensorSpec& t : mk.mods.tensors()) {
-            EXPECT_NE(g.source.find("mod_" + t.name), std::string::npos) << "parameter mod_" << t.name;
-          }
-          if (std::string(mk.label) == "document_window_softcap") {
-            EXPECT_NE(g.source.find("tanhf"), std::string::npos) << "softcap's tanh";
-          }
-          expect_nvrtc_compiles(g, arch);
+          SCOPED_TRACE(def->name);
+          expect_mod_kernel_compiles(mk, *def, config, arch);
         }
       }
 }
