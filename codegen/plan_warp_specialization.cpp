@@ -28,12 +28,13 @@ std::map<const Op*, size_t> top_level_positions(const Kernel& k) {
 
 // Whether `v` is the block pointer a specialised loop carries for one of its pipelined loads, as that loop's
 // result: the producer holds it in its own variable after walking the loop (a later loop may start from it).
-bool carried_by_producer(const Kernel& k, const LoweringPlan& plan, ValueId v) {
+bool carried_by_producer(const Kernel& k, const LoweringPlan& plan, const std::vector<const Op*>& loops,
+                         ValueId v) {
   const Op* def = k.info(v).def;
-  if (!def || def->kind != OpKind::For || !plan.ws.specializes(def))
+  if (!def || def->kind != OpKind::For || std::find(loops.begin(), loops.end(), def) == loops.end())
     return false;
-  const size_t result = static_cast<size_t>(std::find(def->results.begin(), def->results.end(), v) -
-                                            def->results.begin());
+  const size_t result =
+      static_cast<size_t>(std::find(def->results.begin(), def->results.end(), v) - def->results.begin());
   for (const Op* l : plan.pipelined.at(def))
     if (plan.pipelined_steps.at(l).carried == result)
       return true;
@@ -43,8 +44,10 @@ bool carried_by_producer(const Kernel& k, const LoweringPlan& plan, ValueId v) {
 // The scalars the producer recomputes: the ops behind `needed`, all at the top of the kernel before the last
 // specialised loop (position in k.body.ops < `last_loop_at`), in program order. Empty with `why` set when one
 // is not such an op.
-std::vector<const Op*> producer_slice(const Kernel& k, const LoweringPlan& plan, std::vector<ValueId> needed,
-                                      size_t last_loop_at, std::string& why) {
+std::vector<const Op*> producer_slice(const Kernel& k, const LoweringPlan& plan,
+                                      const std::vector<const Op*>& loops, std::vector<ValueId> needed,
+                                      std::string& why) {
+  const size_t last_loop_at = top_level_positions(k).at(loops.back());
   std::map<const Op*, size_t> top_level = top_level_positions(k);
   std::set<size_t> slice;
   std::set<ValueId> seen;
@@ -54,7 +57,7 @@ std::vector<const Op*> producer_slice(const Kernel& k, const LoweringPlan& plan,
     if (!seen.insert(v).second)
       continue;
     const ValueInfo& info = k.info(v);
-    if (info.param_index >= 0 || carried_by_producer(k, plan, v))
+    if (info.param_index >= 0 || carried_by_producer(k, plan, loops, v))
       continue;
     const Op* def = info.def;
     auto at = def ? top_level.find(def) : top_level.end();
@@ -67,14 +70,15 @@ std::vector<const Op*> producer_slice(const Kernel& k, const LoweringPlan& plan,
     }
     const Placement p = plan.where(v);
     const bool pure = def->kind == OpKind::Constant || def->kind == OpKind::ProgramId ||
-                      def->kind == OpKind::NumPrograms || def->kind == OpKind::Unary || def->kind == OpKind::Binary ||
-                      def->kind == OpKind::Cast || def->kind == OpKind::Where || def->kind == OpKind::Fma ||
-                      def->kind == OpKind::AddPtr ||
+                      def->kind == OpKind::NumPrograms || def->kind == OpKind::Unary ||
+                      def->kind == OpKind::Binary || def->kind == OpKind::Cast ||
+                      def->kind == OpKind::Where || def->kind == OpKind::Fma || def->kind == OpKind::AddPtr ||
                       def->kind == OpKind::MakeBlockPtr || def->kind == OpKind::Advance;
     if (!pure || (p != Placement::Scalar && p != Placement::BlockPtr)) {
-      why = fmt::format("the loops' copies need %{} from {} at {}, which the producer cannot recompute (it reads "
-                        "no memory and holds no tiles)",
-                        v, op_name(def->kind), def->loc.str());
+      why = fmt::format(
+          "the loops' copies need %{} from {} at {}, which the producer cannot recompute (it reads "
+          "no memory and holds no tiles)",
+          v, op_name(def->kind), def->loc.str());
       return {};
     }
     slice.insert(at->second);
@@ -126,7 +130,8 @@ std::string check(const Kernel& k, const LoweringPlan& plan, const std::vector<c
       continue;
     for (const Op* l : ring_loads) {
       const SharedTile& r = plan.tiles[plan.tile_of.at(l->result())];
-      const int64_t r_end = r.offset + r.bytes_per_stage() * r.stages, t_end = t.offset + t.bytes_per_stage() * t.stages;
+      const int64_t r_end = r.offset + r.bytes_per_stage() * r.stages,
+                    t_end = t.offset + t.bytes_per_stage() * t.stages;
       if (t.offset < r_end && r.offset < t_end)
         return fmt::format("the shared tile of %{} shares bytes with the ring of the loop at {}", t.value,
                            l->loc.str());
@@ -143,7 +148,7 @@ std::string check(const Kernel& k, const LoweringPlan& plan, const std::vector<c
     }
   }
   std::string why;
-  producer_ops = producer_slice(k, plan, needed, top_level.at(loops.back()), why);
+  producer_ops = producer_slice(k, plan, loops, needed, why);
   return why;
 }
 
@@ -197,15 +202,14 @@ void plan_warp_specialization(const Kernel& k, const Target& target, const Codeg
                                why != plan.tma.why_not.end() ? " (" + why->second + ")" : std::string());
       return;
     }
-  ws.loops = loops; // carried_by_producer asks the plan which loops the producer walks
   std::vector<const Op*> producer_ops;
   ws.why_not = check(k, plan, loops, producer_ops);
-  if (!ws.why_not.empty()) {
-    ws.loops.clear();
+  if (!ws.why_not.empty())
     return;
-  }
+  ws.loops = loops;
   ws.producer_ops = std::move(producer_ops);
-  plan_register_reallocation(ws.consumer_threads, static_cast<int>(k.config.get_or("MIN_BLOCKS_PER_SM", 1)), ws);
+  plan_register_reallocation(ws.consumer_threads, static_cast<int>(k.config.get_or("MIN_BLOCKS_PER_SM", 1)),
+                             ws);
   // One ring for every loop: the first loop's barriers (every TMA loop is specialised, so ring 0).
   const int stages = plan.tiles[plan.tile_of.at(plan.pipelined.at(loops.front()).front()->result())].stages;
   for (const Op* loop : loops)

@@ -7,7 +7,7 @@
 #   (none)      the runtime suite and every GPU suite but the two below (the differential suite included: 520
 #               random forward problems through the API), and the compute-sanitizer passes over them;
 #   --api       the attention API's suites, forward and backward (autotuning through the API, mods, the command
-#               line, non-finite inputs): about 8 minutes on an H100;
+#               line, non-finite inputs): about 8 minutes on an H100 by the per-suite times of earlier runs;
 #   --backward  the attention backward's kernel suites (many kernels to compile: about 6 minutes) and the
 #               sanitizer passes over the backward's kernels.
 set -uo pipefail
