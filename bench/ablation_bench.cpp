@@ -36,6 +36,10 @@ std::vector<AblationVariant> ablation_variants() {
   o = {};
   o.persistent = false; // configs with PERSISTENT=1: one CTA per program id (elsewhere the code does not change)
   out.push_back({"no_persistent", o});
+  o = {};
+  o.pingpong = false; // configs with PINGPONG=1: each consumer warpgroup issues its products as soon as it reaches
+                      // them (elsewhere the code does not change)
+  out.push_back({"no_pingpong", o});
   return out;
 }
 

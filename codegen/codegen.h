@@ -7,6 +7,7 @@
 //          -> schedule_async_copies (products left in flight, loads waited for by a later loop)
 //          -> plan_tma_copies (sm_90a loops whose tiles TMA copies, their tensor maps)
 //          -> plan_warp_specialization (WARP_SPECIALIZE=1: a producer warpgroup for the TMA loop, setmaxnreg)
+//          -> plan_pingpong (PINGPONG=1: the consumer warpgroups issue the loops' products in turn)
 //          -> plan_persistent_grid (PERSISTENT=1: one wave of CTAs walks the program ids)
 //          -> analyze_contiguity (vector width of pointer-tensor accesses, hints included, block-store pieces)
 //          -> plan_layout_conversions (every conversion between layouts: shared memory or register shuffles)
@@ -28,7 +29,9 @@ namespace kiln {
 // which caps registers per thread so that that many CTAs can be resident on one SM; and WARP_SPECIALIZE
 // (default 0): 1 asks for a producer warpgroup beside the num_warps consumer warps where the kernel allows
 // one (codegen/plan_warp_specialization.h; the block then has 32 * num_warps + 128 threads); and PERSISTENT
-// (default 0): 1 launches one wave of CTAs that walk the program ids (codegen/plan_persistent_grid.h).
+// (default 0): 1 launches one wave of CTAs that walk the program ids (codegen/plan_persistent_grid.h); and
+// PINGPONG (default 0): 1 has a warp-specialised kernel's consumer warpgroups issue their tensor-core products in
+// turn (codegen/plan_pingpong.h).
 //
 // Code-generator switches: each optimisation can be turned off to measure what it is worth.
 struct CodegenOptions {
@@ -42,13 +45,17 @@ struct CodegenOptions {
   // applies (else every thread issues them and waits at a CTA barrier each step)
   bool warp_specialize = true;
   bool persistent = true; // a persistent grid where the config asks (PERSISTENT=1) (else one CTA per program id)
+  // warp-specialised kernels whose config asks (PINGPONG=1): the consumer warpgroups issue the loops' products in
+  // turn (else each issues them as soon as it reaches them)
+  bool pingpong = true;
 
-  static constexpr int kSwitches = 8;
+  static constexpr int kSwitches = 9;
   int switches_off() const {
-    return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma + !warp_specialize + !persistent;
+    return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma + !warp_specialize + !persistent +
+           !pingpong;
   }
   bool all_on() const { return switches_off() == 0; }
-  std::string str() const; // "tensor_cores=1 swizzle=1 ... warp_specialize=1 persistent=1"
+  std::string str() const; // "tensor_cores=1 swizzle=1 ... persistent=1 pingpong=1"
 };
 
 // What a launch needs besides the source: the entry point, the block size and dynamic shared memory.
@@ -69,6 +76,7 @@ struct GeneratedKernel {
   // more parameter, `int kiln_programs`, after the tensor maps' (jit/jit_kernel.cpp). 0: one CTA per program id.
   int persistent_ctas_per_sm = 0;
   std::string why_not_persistent; // PERSISTENT=1 and not done: why (pruned by the autotuner, as above)
+  std::string why_not_pingpong;   // PINGPONG=1 and not done: why (pruned by the autotuner, as above)
 };
 
 // A config the target cannot run at all: shared tiles beyond the arch's per-block limit, or MIN_BLOCKS_PER_SM

@@ -396,7 +396,14 @@ std::string Emitter::run() {
     open();
     if (ws.consumer_registers)
       line("kiln::setmaxnreg_inc<{}>(); // from {} at entry", ws.consumer_registers, ws.entry_registers);
+    if (plan_.pingpong.on())
+      line("if (kiln_warp < 4) kiln::named_barrier_arrive({}, 256); // ping-pong: warpgroup 0 takes the first turn",
+           PingPong::kFirstBarrier);
     emit_program();
+    if (plan_.pingpong.on())
+      line("if (kiln_warp < 4) kiln::named_barrier_sync({}, 256); // ping-pong: warpgroup 0 takes the last turn "
+           "back (no arrival left pending)",
+           PingPong::kFirstBarrier);
     close();
     line("}}");
   } else {

@@ -238,6 +238,10 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d) {
   if (!a_smem)
     ar = regs(dot_a_register_value(k_, plan_, op), dot_a_layout(k_, plan_, op));
   std::string pack2 = a_cast ? (in == DType::bf16 ? "kiln::pack_bf16x2" : "kiln::pack_f16x2") : "kiln::pack2";
+  const bool in_turn = plan_.pingpong.dots.count(&op) > 0;
+  if (in_turn)
+    line("kiln::named_barrier_sync({} + kiln_warp / 4, 256); // ping-pong: this warpgroup's turn to issue",
+         PingPong::kFirstBarrier);
   line("kiln::wgmma_fence();");
   for (int64_t kt = 0; kt < KT; ++kt)
     for (int64_t mt = 0; mt < MT; ++mt) {
@@ -260,6 +264,9 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d) {
       }
     }
   line("kiln::wgmma_commit();");
+  if (in_turn)
+    line("kiln::named_barrier_arrive({} + (kiln_warp / 4 + 1) % {}, 256); // ping-pong: the next warpgroup's turn",
+         PingPong::kFirstBarrier, plan_.pingpong.warpgroups);
   if (plan_.is_deferred_dot(op))
     line("kiln::wgmma_wait<1>(); // the previous iteration's product is done; this one stays in flight");
   else

@@ -9,6 +9,8 @@
 //   plan_tma_copies         pipelined loops whose tiles TMA copies (sm_90a), the tensor maps they read
 //   plan_warp_specialization a producer warpgroup that only issues the TMA loops' copies (WARP_SPECIALIZE=1),
 //                           the consumers' barriers, the registers each side keeps (setmaxnreg)
+//   plan_pingpong           the consumer warpgroups take turns issuing the specialised loops' products
+//                           (PINGPONG=1), so one's softmax runs beside another's tensor-core work
 //   plan_persistent_grid    one wave of CTAs that walk the program ids (PERSISTENT=1)
 //   analyze_contiguity      the vector width of global accesses through pointer tensors (hints included), the
 //                           pieces block stores are written in
@@ -117,6 +119,23 @@ struct WarpSpecialization {
   int threads() const { return consumer_threads + (on() ? kProducerThreads : 0); }
 };
 
+// Ping-pong between consumer warpgroups (FlashAttention-3's schedule): each tensor-core product of the
+// specialised loops is issued by one warpgroup at a time, in a fixed rotation 0, 1, ..., G-1, 0, ... With FA2's
+// two products an iteration, the tensor cores run warpgroup 1's Q Kᵀ while warpgroup 0 computes its softmax, then
+// warpgroup 0's P V while warpgroup 1 computes its own, so the exponentials no longer leave them idle. The turn
+// is a named barrier per warpgroup (kFirstBarrier + g, 2 · 128 threads): warpgroup g waits at its own before a
+// product's first wgmma and, once the product is committed, arrives at the next warpgroup's. Warpgroup 0 gives
+// itself the first turn and takes the last one back at the end, so every barrier ends with no arrival pending.
+// The products' order per warpgroup is unchanged: results are the same bits as without the turns.
+struct PingPong {
+  static constexpr int kFirstBarrier = 2; // 0 is __syncthreads', 1 the consumers' (WarpSpecialization)
+  std::unordered_set<const Op*> dots;     // the products issued in turn; empty: no ping-pong
+  int warpgroups = 0;                     // consumer warpgroups taking turns
+  std::string why_not;                    // asked for (PINGPONG=1) and not done: why
+
+  bool on() const { return !dots.empty(); }
+};
+
 // A persistent grid: the launch starts at most ctas_per_sm CTAs an SM, and each runs the program for program
 // ids blockIdx.x, blockIdx.x + gridDim.x, ... below the grid's size, which the kernel takes as `kiln_programs`.
 // program_id(0) and num_programs(0) read those. A warp-specialised kernel's producer walks the same ids, so it
@@ -159,6 +178,8 @@ struct LoweringPlan {
   TmaPlan tma;
   // plan_warp_specialization: the producer/consumer split, when the config asks for it and the kernel allows it.
   WarpSpecialization ws;
+  // plan_pingpong: the products the consumer warpgroups issue in turn.
+  PingPong pingpong;
   // plan_persistent_grid: whether the program runs in a loop over program ids.
   PersistentGrid persistent;
   // analyze_contiguity: the width of every global access through pointer tensors, and the pieces block

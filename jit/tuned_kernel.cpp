@@ -286,6 +286,8 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
              slots[i].generated.why_not_warp_specialized;
     if (!slots[i].generated.why_not_persistent.empty())
       return "PERSISTENT=1 does not apply (the same code as PERSISTENT=0): " + slots[i].generated.why_not_persistent;
+    if (!slots[i].generated.why_not_pingpong.empty())
+      return "PINGPONG=1 does not apply (the same code as PINGPONG=0): " + slots[i].generated.why_not_pingpong;
     return device_prune_reason(candidates[i], slots[i].generated.shared_bytes, device);
   };
   hooks.compile = compile;

@@ -14,6 +14,12 @@ ParamDef warp_specialize_param(int64_t default_value) {
                         "1: a producer warpgroup issues the main loop's TMA copies (sm_90a; see codegen.h)");
 }
 
+ParamDef pingpong_param(int64_t default_value) {
+  return ParamDef::flag("PINGPONG", default_value,
+                        "1: the consumer warpgroups of a warp-specialised kernel issue their products in turn "
+                        "(see codegen.h)");
+}
+
 ParamDef persistent_param(int64_t default_value) {
   return ParamDef::flag("PERSISTENT", default_value,
                         "1: one wave of CTAs walks every program id (a persistent grid; see codegen.h)");

@@ -4,9 +4,11 @@
 //   CTAs can be resident on one SM (FA2, matmul, softmax).
 // - WARP_SPECIALIZE: 1 asks for a producer warpgroup that issues the pipelined loops' TMA copies while the
 //   num_warps warps compute (codegen/plan_warp_specialization.h; matmul, FA2 forward).
+// - PINGPONG: 1 has a warp-specialised kernel's consumer warpgroups issue the loops' tensor-core products in turn,
+//   so that one's elementwise work runs beside another's products (codegen/plan_pingpong.h; FA2 forward).
 // - PERSISTENT: 1 launches at most as many CTAs as fit on the device at once, each walking the program ids
 //   (codegen/plan_persistent_grid.h; matmul).
-// Where the target or the kernel does not allow WARP_SPECIALIZE or PERSISTENT, the kernel is generated as
+// Where the target or the kernel does not allow WARP_SPECIALIZE, PINGPONG or PERSISTENT, the kernel is generated as
 // with 0, `--stage lowered` says why, and the autotuner prunes the config.
 #pragma once
 
@@ -17,6 +19,7 @@ namespace kiln {
 // Each parameter's definition, with the kernel's own default.
 ParamDef min_blocks_per_sm_param(int64_t default_value);
 ParamDef warp_specialize_param(int64_t default_value);
+ParamDef pingpong_param(int64_t default_value);
 ParamDef persistent_param(int64_t default_value);
 
 } // namespace kiln

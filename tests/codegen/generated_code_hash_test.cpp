@@ -77,6 +77,9 @@ std::vector<Config> configs_of(const KernelDef& def) {
   }
   if (has("CAUSAL") && has("WARP_SPECIALIZE")) // FA2's two key loops filled by one producer (sm_90a)
     cs.push_back(def.with_overrides(base, {{"WARP_SPECIALIZE", 1}, {"CAUSAL", 1}, {"HEAD_DIM", 128}}));
+  if (has("CAUSAL") && has("PINGPONG")) // ... with its two consumer warpgroups taking turns at the products
+    cs.push_back(
+        def.with_overrides(base, {{"WARP_SPECIALIZE", 1}, {"PINGPONG", 1}, {"CAUSAL", 1}, {"HEAD_DIM", 128}}));
   if (has("ATOMIC_DQ"))
     cs.push_back(def.with_overrides(base, {{"ATOMIC_DQ", 1}, {"BLOCK_M", 64}}));
   return cs;

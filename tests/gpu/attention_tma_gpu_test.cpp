@@ -5,7 +5,7 @@
 // holds O and LSE to the double-precision reference, outputs poisoned first. Shapes cut the last key tile and
 // the head dim, N_Q != N_K, GQA, bshd strides (the head stride smaller than the row stride), both causal
 // alignments, f16 and bf16, K transposed. The same shapes run warp-specialised (WARP_SPECIALIZE=1: a producer
-// warpgroup fills one ring for both key loops). The attention API admits only 16-byte aligned bases and
+// warpgroup fills one ring for both key loops), and with its two consumer warpgroups taking turns (PINGPONG=1). The attention API admits only 16-byte aligned bases and
 // strides, so its maps are always legal: the producer's cp.async fallback is exercised by GpuMatmulTma's odd-K
 // case. Skipped below compute capability 9.0.
 #include "gpu/attention_gpu_support.h"
@@ -34,11 +34,13 @@ struct TmaAttentionCase {
   int64_t bm, bn;
   int warps, stages;
   bool warp_specialized = false;
+  bool pingpong = false; // PINGPONG=1: the two consumer warpgroups issue their products in turn
 };
 
 std::string label(const TmaAttentionCase& c) {
   std::string s = c.p.str() + "_bm" + std::to_string(c.bm) + "_bn" + std::to_string(c.bn) + "_w" +
-                  std::to_string(c.warps) + "_s" + std::to_string(c.stages) + (c.warp_specialized ? "_ws" : "");
+                  std::to_string(c.warps) + "_s" + std::to_string(c.stages) + (c.warp_specialized ? "_ws" : "") +
+                  (c.pingpong ? "_pingpong" : "");
   for (char& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch)))
       ch = '_';
@@ -52,6 +54,10 @@ TmaAttentionCase with_tiles(AttentionProblem p, int64_t bm, int64_t bn, int warp
 
 TmaAttentionCase warp_specialized(AttentionProblem p, int64_t bn, int stages, int64_t bm = 128, int warps = 8) {
   return {p, bm, bn, warps, stages, true};
+}
+
+TmaAttentionCase pingpong(AttentionProblem p, int64_t bn, int stages) {
+  return {p, 128, bn, 8, stages, true, true};
 }
 
 AttentionProblem transposed_k(AttentionProblem p) {
@@ -71,7 +77,7 @@ TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
   SCOPED_TRACE(label(tc));
   Config c = default_fa2_config(p);
   c.set("BLOCK_M", tc.bm).set("BLOCK_N", tc.bn);
-  c.set("WARP_SPECIALIZE", tc.warp_specialized ? 1 : 0);
+  c.set("WARP_SPECIALIZE", tc.warp_specialized ? 1 : 0).set("PINGPONG", tc.pingpong ? 1 : 0);
   c.num_warps = tc.warps;
   c.num_stages = tc.stages;
 
@@ -92,6 +98,7 @@ TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
   if (tc.warp_specialized) {
     ASSERT_EQ(jk->generated().why_not_warp_specialized, "");
     ASSERT_EQ(jk->generated().threads, 32 * tc.warps + 128);
+    ASSERT_EQ(jk->generated().why_not_pingpong, "");
   }
   const ValidatedAttention a = validate_attention_args(tq, tk, tv, to, tlse, opts);
   TensorMapArgs maps = tensor_map_args(jk->generated().tensor_maps, kernel.params, forward_launch_args(a, lse.ptr()));
@@ -147,6 +154,19 @@ INSTANTIATE_TEST_SUITE_P(
         warp_specialized(problem(2, 3, 3, 300, 333, 64, DType::f16, 2, true), 128, 2, 64, 4),
         // Many key tiles: the ring's phases wrap many times within one program.
         warp_specialized(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 2)),
+    [](const auto& info) { return label(info.param); });
+
+// The same kernels with the two consumer warpgroups taking turns at every product (ping-pong): the turns carry
+// over from the unmasked to the masked loop, through loops with no iteration, and across many key tiles.
+INSTANTIATE_TEST_SUITE_P(
+    fa2_pingpong, GpuAttentionTma,
+    ::testing::Values(pingpong(problem(2, 3, 3, 200, 333, 64, DType::f16, 0, false), 128, 2),
+                      pingpong(problem(1, 8, 2, 129, 77, 128, DType::bf16, 0, false), 64, 3),
+                      pingpong(problem(2, 4, 2, 300, 300, 128, DType::f16, 1, true), 64, 2),
+                      pingpong(problem(3, 2, 1, 64, 500, 64, DType::bf16, 2, true), 128, 3),
+                      pingpong(problem(1, 2, 2, 1024, 257, 128, DType::bf16, 2, false), 128, 2),
+                      pingpong(transposed_k(problem(1, 4, 4, 256, 300, 64, DType::f16, 1, false)), 128, 2),
+                      pingpong(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 2)),
     [](const auto& info) { return label(info.param); });
 
 } // namespace
