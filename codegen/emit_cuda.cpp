@@ -381,6 +381,8 @@ std::string Emitter::run() {
     params += ", int kiln_programs";
   if (plan_.ws.on())
     need_helper("kiln::warp_specialize", std::string(warp_specialize_prelude_source()));
+  if (plan_.pingpong.on())
+    need_helper("kiln::pingpong", std::string(pingpong_prelude_source()));
   if (plan_.ws.on()) {
     // One if/else whose branches are the warpgroups' roles: setmaxnreg takes effect only at the head of each.
     const WarpSpecialization& ws = plan_.ws;

@@ -10,6 +10,8 @@
 //   loops; tests/gpu/tma_gpu_test.cpp also runs it against runtime/tensor_map.h's maps;
 // - the warp-specialisation prelude (sm_90a), added to warp-specialised kernels: setmaxnreg and the
 //   consumers' named barrier;
+// - the ping-pong prelude, added to kernels whose consumer warpgroups take turns: the named barrier's arrive
+//   and the register fence that keeps a product's inputs computed before its turn;
 // - the Philox prelude, added to kernels that call rand/randn: the counter-based generator, which the
 //   interpreter compiles as host code from the same file.
 #pragma once
@@ -22,6 +24,7 @@ std::string_view prelude_source();       // the text of codegen/prelude/kiln_pre
 std::string_view wgmma_prelude_source(); // the text of codegen/prelude/kiln_wgmma.cuh
 std::string_view tma_prelude_source();   // the text of codegen/prelude/kiln_tma.cuh
 std::string_view warp_specialize_prelude_source(); // the text of codegen/prelude/kiln_warp_specialize.cuh
+std::string_view pingpong_prelude_source();        // the text of codegen/prelude/kiln_pingpong.cuh
 std::string_view philox_prelude_source();          // the text of codegen/prelude/kiln_philox.cuh
 
 } // namespace kiln

@@ -16,9 +16,4 @@ template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
-// Arrive at named barrier `id` without waiting: with bar.sync above, the turn one warpgroup passes to another
-// (ping-pong; `threads` counts the arriving and the waiting warpgroup).
-__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
 } // namespace kiln

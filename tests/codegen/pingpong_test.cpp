@@ -2,6 +2,7 @@
 // issue in turn (PINGPONG=1), that the turns add only the barriers around those products, and why a kernel or
 // config that does not allow it keeps the code it had.
 #include "codegen/codegen.h"
+#include "codegen/prelude.h"
 #include "codegen/planned_kernel.h"
 #include "codegen/source_text.h"
 
@@ -16,7 +17,8 @@ std::map<std::string, int64_t> fa2_pingpong(int64_t causal, int64_t pingpong = 1
   return {{"HEAD_DIM", 128}, {"BLOCK_N", 128}, {"CAUSAL", causal}, {"WARP_SPECIALIZE", 1}, {"PINGPONG", pingpong}};
 }
 
-// `source` without the ping-pong lines, and without the plan's mention of the turns in its comments.
+// `source` without the ping-pong lines and blank lines, and without the plan's mention of the turns in its
+// comments.
 std::string without_turns(const std::string& source) {
   std::istringstream in(source);
   std::string out, line;
@@ -24,7 +26,7 @@ std::string without_turns(const std::string& source) {
   while (std::getline(in, line)) {
     if (size_t at = line.find(dot_note); at != std::string::npos)
       line.erase(at, dot_note.size());
-    if (line.find("ping-pong") != std::string::npos)
+    if (line.empty() || line.find("ping-pong") != std::string::npos) // blank lines: the helpers' separators
       continue;
     if (line.find("PINGPONG") != std::string::npos) // the config as the header prints it
       continue;
@@ -51,8 +53,9 @@ TEST(PingPong, Fa2TwoWarpgroupsTakeTurnsAtEveryProductOfBothKeyLoops) {
   }
 }
 
-// The turns are the only difference from the warp-specialised kernel without them: per product one wait for the
-// turn before its first wgmma and one hand-over after its commit, and warpgroup 0's first and last turn.
+// The turns are the only difference from the warp-specialised kernel without them: per product the fences of its
+// register inputs and one wait for the turn before its first wgmma, one hand-over after its commit, and warpgroup
+// 0's first and last turn.
 TEST(PingPong, AddsOnlyTheTurnsAroundEachProduct) {
   const KernelDef& def = builtin_kernels().find("fa2_fwd");
   auto source = [&](int64_t pingpong) {
@@ -65,6 +68,9 @@ TEST(PingPong, AddsOnlyTheTurnsAroundEachProduct) {
   EXPECT_EQ(occurrences(with, "kiln::named_barrier_arrive(2 + (kiln_warp / 4 + 1) % 2, 256);"), 4);
   EXPECT_EQ(occurrences(with, "if (kiln_warp < 4) kiln::named_barrier_arrive(2, 256);"), 1);
   EXPECT_EQ(occurrences(with, "if (kiln_warp < 4) kiln::named_barrier_sync(2, 256);"), 1);
+  // Before each turn, the product's register inputs are fenced: both products' accumulators, and P V's P.
+  EXPECT_EQ(occurrences(with, "// ping-pong: the accumulator's inputs are ready before the turn"), 4);
+  EXPECT_EQ(occurrences(with, "// ping-pong: and A's"), 2);
   // Each turn brackets exactly one product: its wait comes before the product's fence, its hand-over after the
   // product's commit and before its wait.
   for (size_t at = with.find("named_barrier_sync(2 + kiln_warp"); at != std::string::npos;
@@ -76,7 +82,14 @@ TEST(PingPong, AddsOnlyTheTurnsAroundEachProduct) {
     EXPECT_LT(commit, handover);
     EXPECT_LT(handover, wait);
   }
-  EXPECT_EQ(without_turns(with), without_turns(without));
+  // ... and the ping-pong prelude, which only kernels with turns include.
+  std::string with_prelude_removed = with;
+  const std::string prelude(pingpong_prelude_source());
+  const size_t at = with_prelude_removed.find(prelude);
+  ASSERT_NE(at, std::string::npos);
+  with_prelude_removed.erase(at, prelude.size());
+  EXPECT_EQ(occurrences(without, prelude), 0);
+  EXPECT_EQ(without_turns(with_prelude_removed), without_turns(without));
   EXPECT_EQ(occurrences(without, "kiln::named_barrier_arrive("), 0);
 }
 
