@@ -239,15 +239,9 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d) {
     ar = regs(dot_a_register_value(k_, plan_, op), dot_a_layout(k_, plan_, op));
   std::string pack2 = a_cast ? (in == DType::bf16 ? "kiln::pack_bf16x2" : "kiln::pack_f16x2") : "kiln::pack2";
   const bool in_turn = plan_.pingpong.dots.count(&op) > 0;
-  if (in_turn) {
-    // The product's register inputs are computed before the turn is taken: otherwise the compiler may sink the
-    // work feeding them (FA2's softmax, the rescale of O) past the wait, into the other warpgroup's turn.
-    line("kiln::fence_registers({}); // ping-pong: the accumulator's inputs are ready before the turn", d);
-    if (!a_smem)
-      line("kiln::fence_registers({}); // ping-pong: and A's", ar);
+  if (in_turn)
     line("kiln::named_barrier_sync({} + kiln_warp / 4, 256); // ping-pong: this warpgroup's turn to issue",
          PingPong::kFirstBarrier);
-  }
   line("kiln::wgmma_fence();");
   for (int64_t kt = 0; kt < KT; ++kt)
     for (int64_t mt = 0; mt < MT; ++mt) {

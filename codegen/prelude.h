@@ -10,8 +10,7 @@
 //   loops; tests/gpu/tma_gpu_test.cpp also runs it against runtime/tensor_map.h's maps;
 // - the warp-specialisation prelude (sm_90a), added to warp-specialised kernels: setmaxnreg and the
 //   consumers' named barrier;
-// - the ping-pong prelude, added to kernels whose consumer warpgroups take turns: the named barrier's arrive
-//   and the register fence that keeps a product's inputs computed before its turn;
+// - the ping-pong prelude, added to kernels whose consumer warpgroups take turns: the named barrier's arrive;
 // - the Philox prelude, added to kernels that call rand/randn: the counter-based generator, which the
 //   interpreter compiles as host code from the same file.
 #pragma once
