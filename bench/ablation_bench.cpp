@@ -40,6 +40,10 @@ std::vector<AblationVariant> ablation_variants() {
   o.pingpong = false; // configs with PINGPONG=1: each consumer warpgroup issues its products as soon as it reaches
                       // them (elsewhere the code does not change)
   out.push_back({"no_pingpong", o});
+  o = {};
+  o.product_ahead = false; // configs with PRODUCT_AHEAD=1: each product issued where the program computes it
+                           // (elsewhere the code does not change)
+  out.push_back({"no_product_ahead", o});
   return out;
 }
 

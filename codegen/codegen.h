@@ -8,6 +8,7 @@
 //          -> plan_tma_copies (sm_90a loops whose tiles TMA copies, their tensor maps)
 //          -> plan_warp_specialization (WARP_SPECIALIZE=1: a producer warpgroup for the TMA loop, setmaxnreg)
 //          -> plan_pingpong (PINGPONG=1: the consumer warpgroups issue the loops' products in turn)
+//          -> plan_products_ahead (PRODUCT_AHEAD=1: a loop's first product issued one iteration ahead)
 //          -> plan_persistent_grid (PERSISTENT=1: one wave of CTAs walks the program ids)
 //          -> analyze_contiguity (vector width of pointer-tensor accesses, hints included, block-store pieces)
 //          -> plan_layout_conversions (every conversion between layouts: shared memory or register shuffles)
@@ -31,7 +32,8 @@ namespace kiln {
 // one (codegen/plan_warp_specialization.h; the block then has 32 * num_warps + 128 threads); and PERSISTENT
 // (default 0): 1 launches one wave of CTAs that walk the program ids (codegen/plan_persistent_grid.h); and
 // PINGPONG (default 0): 1 has a warp-specialised kernel's consumer warpgroups issue their tensor-core products in
-// turn (codegen/plan_pingpong.h).
+// turn (codegen/plan_pingpong.h); and PRODUCT_AHEAD (default 0): 1 has each specialised loop issue its first
+// product one iteration ahead (codegen/plan_products_ahead.h).
 //
 // Code-generator switches: each optimisation can be turned off to measure what it is worth.
 struct CodegenOptions {
@@ -48,14 +50,17 @@ struct CodegenOptions {
   // warp-specialised kernels whose config asks (PINGPONG=1): the consumer warpgroups issue the loops' products in
   // turn (else each issues them as soon as it reaches them)
   bool pingpong = true;
+  // warp-specialised kernels whose config asks (PRODUCT_AHEAD=1): each loop's first product issued one iteration
+  // ahead (else where the program computes it)
+  bool product_ahead = true;
 
-  static constexpr int kSwitches = 9;
+  static constexpr int kSwitches = 10;
   int switches_off() const {
     return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma + !warp_specialize + !persistent +
-           !pingpong;
+           !pingpong + !product_ahead;
   }
   bool all_on() const { return switches_off() == 0; }
-  std::string str() const; // "tensor_cores=1 swizzle=1 ... persistent=1 pingpong=1"
+  std::string str() const; // "tensor_cores=1 swizzle=1 ... pingpong=1 product_ahead=1"
 };
 
 // What a launch needs besides the source: the entry point, the block size and dynamic shared memory.
@@ -77,6 +82,7 @@ struct GeneratedKernel {
   int persistent_ctas_per_sm = 0;
   std::string why_not_persistent; // PERSISTENT=1 and not done: why (pruned by the autotuner, as above)
   std::string why_not_pingpong;   // PINGPONG=1 and not done: why (pruned by the autotuner, as above)
+  std::string why_not_product_ahead; // PRODUCT_AHEAD=1 and not done: why (pruned by the autotuner, as above)
 };
 
 // A config the target cannot run at all: shared tiles beyond the arch's per-block limit, or MIN_BLOCKS_PER_SM

@@ -78,6 +78,8 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                      plan.pingpong.warpgroups, plan.pingpong.dots.size(), PingPong::kFirstBarrier);
   else if (!plan.pingpong.why_not.empty())
     s += fmt::format("//   no ping-pong (PINGPONG=1): {}\n", plan.pingpong.why_not);
+  if (!plan.ahead.why_not.empty())
+    s += fmt::format("//   no product ahead (PRODUCT_AHEAD=1): {}\n", plan.ahead.why_not);
   if (plan.persistent.on)
     s += fmt::format("//   persistent grid: {} CTA(s) an SM walk program ids blockIdx.x + k * gridDim.x below "
                      "kiln_programs (the launch's grid size)\n",
@@ -111,10 +113,13 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
       };
       const Shape& a = k.type(op.operands[0]).shape;
       const Shape& b = k.type(op.operands[1]).shape;
-      s += fmt::format("//   dot %{} ({}x{} @ {}x{}) at {}: {}, A {}, B {}{}{}{}\n", op.result(), a[0], a[1],
+      s += fmt::format("//   dot %{} ({}x{} @ {}x{}) at {}: {}, A {}, B {}{}{}{}{}\n", op.result(), a[0], a[1],
                        b[0], b[1], op.loc.str(), dot_instruction_name(d.instruction), source(op.operands[0]),
                        source(op.operands[1]), plan.is_deferred_dot(op) ? ", one product left in flight" : "",
                        plan.pingpong.dots.count(&op) ? ", issued in turn (ping-pong)" : "",
+                       plan.ahead.loop_of(op) ? ", issued one iteration ahead (in flight under the rest of the "
+                                                "iteration)"
+                                              : "",
                        d.why_not_wgmma.empty() ? "" : " (not wgmma: " + d.why_not_wgmma + ")");
     } else if (auto it = plan.accesses.find(&op); it != plan.accesses.end()) {
       const AccessPlan& a = it->second;

@@ -91,6 +91,8 @@ void Emitter::emit_for(const Op& op) {
   }
   std::string iv = fresh("i");
   name_[body.args[0]] = iv;
+  if (auto ahead = plan_.ahead.dots.find(&op); ahead != plan_.ahead.dots.end())
+    open_product_ahead(op, *ahead->second, iv, lo, hi, step, stage, stages);
   bool loop_stores = stores_globally(body);
   line("for ({} {} = {}; {} < {}; {} += {}) {{", ctype(k_.type(body.args[0]).elem), iv, lo, iv, hi, iv, step);
   open();

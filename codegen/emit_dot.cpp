@@ -14,6 +14,8 @@ void Emitter::emit_dot(const Op& op) {
   for_regs(L.num_regs());
   line("  {}[r] = {}[r];", d, acc);
   line("}}");
+  if (ahead_.count(&op))
+    return emit_product_ahead(op, d);
   switch (plan_.dots.at(&op).instruction) {
   case DotInstruction::Wgmma:
     emit_dot_wgmma(op, d);
@@ -193,7 +195,7 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
 // The product completes before the accumulator is used (wait 0): the softmax or epilogue that
 // follows reads it straight away, and the next tile's loads are already in flight through cp.async.
 // A matmul-style chain is the exception (deferred_wgmma_dot): it waits only for the previous product.
-void Emitter::emit_dot_wgmma(const Op& op, const std::string& d) {
+void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait) {
   ValueId a = op.operands[0], b = op.operands[1];
   int64_t M = k_.type(a).shape[0], K = k_.type(a).shape[1], N = k_.type(b).shape[1];
   DType in = k_.type(a).elem;
@@ -267,7 +269,9 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d) {
   if (in_turn)
     line("kiln::named_barrier_arrive({} + (kiln_warp / 4 + 1) % {}, 256); // ping-pong: the next warpgroup's turn",
          PingPong::kFirstBarrier, plan_.pingpong.warpgroups);
-  if (plan_.is_deferred_dot(op))
+  if (!wait)
+    line("// left in flight");
+  else if (plan_.is_deferred_dot(op))
     line("kiln::wgmma_wait<1>(); // the previous iteration's product is done; this one stays in flight");
   else
     line("kiln::wgmma_wait<0>();");

@@ -141,6 +141,10 @@ void Emitter::emit_block_load(const Op& op) {
     if (plan_.is_pipelined(t)) { // issued ahead by emit_for; the first load of the loop waits for the stage
       for (const auto& [loop, loads] : plan_.pipelined)
         if (loads.front() == &op) {
+          if (plan_.ahead.dots.count(loop)) {
+            line("// the slot was waited for where this iteration's product was issued, one iteration ahead");
+            continue;
+          }
           emit_stage_wait(*loop, t, stage_var_.at(&op));
           if (!plan_.ws.specializes(loop)) // a producer's tiles are visible once the slot's barrier completes
             publish_shared_tiles();

@@ -48,6 +48,14 @@ private:
   std::map<std::string, int> layout_ids_;
   std::vector<std::string> layout_decls_;
   std::map<const Op*, std::string> stage_var_; // pipelined load -> its loop's stage counter
+  // Products issued one iteration ahead (plan_.ahead), by dot: the registers holding the product in flight, and
+  // what issuing the next one needs (its loop's variable, bound and step, stage counter and stages).
+  struct AheadProduct {
+    const Op* loop = nullptr;
+    std::string regs, iv, hi, step, stage;
+    int stages = 0;
+  };
+  std::map<const Op*, AheadProduct> ahead_;
   // A program may read back what its own threads stored (FA1 does): a barrier separates a global
   // store from the next global load.
   bool global_write_pending_ = false;
@@ -237,7 +245,14 @@ private:
   void emit_scan(const Op& op);
   void emit_dot(const Op& op);
   void emit_dot_mma(const Op& op, const std::string& d);
-  void emit_dot_wgmma(const Op& op, const std::string& d);
+  // `wait` false: the product is committed and left in flight (a product issued ahead).
+  void emit_dot_wgmma(const Op& op, const std::string& d, bool wait = true);
+  // A product issued one iteration ahead (emit_product_ahead.cpp): before its loop, the first iteration's; in the
+  // loop, this iteration's taken and the next one's issued.
+  void open_product_ahead(const Op& loop, const Op& dot, const std::string& iv, const std::string& lo,
+                          const std::string& hi, const std::string& step, const std::string& stage, int stages);
+  void emit_product_ahead(const Op& dot, const std::string& d);
+  void issue_product_ahead(const Op& dot, const AheadProduct& a, const std::string& slot);
   std::string fragment_base(ValueId v, const std::string& lane_row, const std::string& lane_chunk);
   // Replicated lanes and warps (zero bases) hold copies of the same element; the one with those bits
   // clear writes it.

@@ -11,6 +11,8 @@
 //                           the consumers' barriers, the registers each side keeps (setmaxnreg)
 //   plan_pingpong           the consumer warpgroups take turns issuing the specialised loops' products
 //                           (PINGPONG=1), so one's softmax runs beside another's tensor-core work
+//   plan_products_ahead     each specialised loop's first product issued one iteration ahead (PRODUCT_AHEAD=1),
+//                           so that it runs on the tensor cores under the rest of the iteration
 //   plan_persistent_grid    one wave of CTAs that walk the program ids (PERSISTENT=1)
 //   analyze_contiguity      the vector width of global accesses through pointer tensors (hints included), the
 //                           pieces block stores are written in
@@ -136,6 +138,25 @@ struct PingPong {
   bool on() const { return !dots.empty(); }
 };
 
+// Products issued one iteration ahead (FlashAttention-3's intra-warpgroup overlap): in a specialised loop whose
+// first product reads only loop-invariant A, one of the loop's ring tiles as B and a constant accumulator (FA2's
+// S = Q Kᵀ), iteration i issues iteration i + 1's product right after taking its own, waiting for its slot
+// first, and does not wait for it: it runs on the tensor cores while iteration i computes its softmax and P V.
+// The first iteration's product is issued before the loop. Results are the same bits: each product is the same
+// instructions on the same tiles, only issued earlier.
+struct ProductsAhead {
+  std::map<const Op*, const Op*> dots; // specialised loop -> its product issued ahead; empty: none
+  std::string why_not;                 // asked for (PRODUCT_AHEAD=1) and not done: why
+
+  bool on() const { return !dots.empty(); }
+  const Op* loop_of(const Op& dot) const {
+    for (const auto& [loop, d] : dots)
+      if (d == &dot)
+        return loop;
+    return nullptr;
+  }
+};
+
 // A persistent grid: the launch starts at most ctas_per_sm CTAs an SM, and each runs the program for program
 // ids blockIdx.x, blockIdx.x + gridDim.x, ... below the grid's size, which the kernel takes as `kiln_programs`.
 // program_id(0) and num_programs(0) read those. A warp-specialised kernel's producer walks the same ids, so it
@@ -180,6 +201,8 @@ struct LoweringPlan {
   WarpSpecialization ws;
   // plan_pingpong: the products the consumer warpgroups issue in turn.
   PingPong pingpong;
+  // plan_products_ahead: the products issued one iteration ahead.
+  ProductsAhead ahead;
   // plan_persistent_grid: whether the program runs in a loop over program ids.
   PersistentGrid persistent;
   // analyze_contiguity: the width of every global access through pointer tensors, and the pieces block

@@ -288,6 +288,9 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
       return "PERSISTENT=1 does not apply (the same code as PERSISTENT=0): " + slots[i].generated.why_not_persistent;
     if (!slots[i].generated.why_not_pingpong.empty())
       return "PINGPONG=1 does not apply (the same code as PINGPONG=0): " + slots[i].generated.why_not_pingpong;
+    if (!slots[i].generated.why_not_product_ahead.empty())
+      return "PRODUCT_AHEAD=1 does not apply (the same code as PRODUCT_AHEAD=0): " +
+             slots[i].generated.why_not_product_ahead;
     return device_prune_reason(candidates[i], slots[i].generated.shared_bytes, device);
   };
   hooks.compile = compile;

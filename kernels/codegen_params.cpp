@@ -20,6 +20,12 @@ ParamDef pingpong_param(int64_t default_value) {
                         "(see codegen.h)");
 }
 
+ParamDef product_ahead_param(int64_t default_value) {
+  return ParamDef::flag("PRODUCT_AHEAD", default_value,
+                        "1: a warp-specialised kernel's loops issue their first product one iteration ahead "
+                        "(see codegen.h)");
+}
+
 ParamDef persistent_param(int64_t default_value) {
   return ParamDef::flag("PERSISTENT", default_value,
                         "1: one wave of CTAs walks every program id (a persistent grid; see codegen.h)");

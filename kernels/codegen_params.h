@@ -6,9 +6,11 @@
 //   num_warps warps compute (codegen/plan_warp_specialization.h; matmul, FA2 forward).
 // - PINGPONG: 1 has a warp-specialised kernel's consumer warpgroups issue the loops' tensor-core products in turn,
 //   so that one's elementwise work runs beside another's products (codegen/plan_pingpong.h; FA2 forward).
+// - PRODUCT_AHEAD: 1 has a warp-specialised kernel's loops issue their first tensor-core product one iteration
+//   ahead, so that it runs under the rest of the iteration (codegen/plan_products_ahead.h; FA2 forward).
 // - PERSISTENT: 1 launches at most as many CTAs as fit on the device at once, each walking the program ids
 //   (codegen/plan_persistent_grid.h; matmul).
-// Where the target or the kernel does not allow WARP_SPECIALIZE, PINGPONG or PERSISTENT, the kernel is generated as
+// Where the target or the kernel does not allow WARP_SPECIALIZE, PINGPONG, PRODUCT_AHEAD or PERSISTENT, the kernel is generated as
 // with 0, `--stage lowered` says why, and the autotuner prunes the config.
 #pragma once
 
@@ -20,6 +22,7 @@ namespace kiln {
 ParamDef min_blocks_per_sm_param(int64_t default_value);
 ParamDef warp_specialize_param(int64_t default_value);
 ParamDef pingpong_param(int64_t default_value);
+ParamDef product_ahead_param(int64_t default_value);
 ParamDef persistent_param(int64_t default_value);
 
 } // namespace kiln

@@ -112,17 +112,19 @@ KernelDef make_fa2_fwd_def() {
       "MASK_EVERY_TILE", 0, "1 masks every key tile (no unmasked stage, no skipping above the causal diagonal)"));
   d.params.push_back(warp_specialize_param(0));
   d.params.push_back(pingpong_param(0));
+  d.params.push_back(product_ahead_param(0));
   d.default_num_warps = 8; // 16 rows per warp: no spills on sm_80 or sm_90 (4 warps spill on sm_80)
   d.default_num_stages = 2;
   d.build = build_fa2_fwd;
-  // 36 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
+  // 38 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
   // exceeds the device's per-block limit, or whose MIN_BLOCKS_PER_SM CTAs cannot share an SM's shared memory.
   d.config_space = [] {
     std::vector<Config> cs;
-    auto add = [&](int64_t bm, int64_t bn, int warps, int stages, int64_t min_blocks, bool ws = false) {
+    auto add = [&](int64_t bm, int64_t bn, int warps, int stages, int64_t min_blocks, bool ws = false,
+                   bool product_ahead = false) {
       Config c = fa2_fwd_def().default_config();
       c.set("BLOCK_M", bm).set("BLOCK_N", bn).set("MIN_BLOCKS_PER_SM", min_blocks);
-      c.set("WARP_SPECIALIZE", ws ? 1 : 0);
+      c.set("WARP_SPECIALIZE", ws ? 1 : 0).set("PRODUCT_AHEAD", product_ahead ? 1 : 0);
       c.num_warps = warps;
       c.num_stages = stages;
       cs.push_back(c);
@@ -155,6 +157,8 @@ KernelDef make_fa2_fwd_def() {
       for (int stages : {2, 3})
         add(128, bn, 8, stages, 1, true);
       add(64, bn, 4, 2, 2, true);
+      // Q K_{j+1}ᵀ issued before the softmax of S_j (worklog §36).
+      add(128, bn, 8, 2, 1, true, true);
     }
     add(128, 64, 4, 2, 1, true);
     // Small tiles for the widest f32 heads, whose 4-byte tiles fit no config above (f32 at HEAD_DIM = 256 needs

@@ -8,6 +8,7 @@
 #include "codegen/plan_layout_conversions.h"
 #include "codegen/plan_persistent_grid.h"
 #include "codegen/plan_pingpong.h"
+#include "codegen/plan_products_ahead.h"
 #include "codegen/plan_scratch.h"
 #include "codegen/plan_tma_copies.h"
 #include "codegen/plan_warp_specialization.h"
@@ -38,6 +39,7 @@ inline Planned plan_kernel(Kernel kernel, const std::string& arch, const Codegen
   plan_tma_copies(p.kernel, t, options, p.plan);
   plan_warp_specialization(p.kernel, t, options, p.plan);
   plan_pingpong(p.kernel, options, p.plan);
+  plan_products_ahead(p.kernel, options, p.plan);
   plan_persistent_grid(p.kernel, options, p.plan);
   analyze_contiguity(p.kernel, t, options, p.plan);
   plan_layout_conversions(p.kernel, p.plan);

@@ -35,12 +35,13 @@ struct TmaAttentionCase {
   int warps, stages;
   bool warp_specialized = false;
   bool pingpong = false; // PINGPONG=1: the two consumer warpgroups issue their products in turn
+  bool product_ahead = false; // PRODUCT_AHEAD=1: Q K_{j+1}ᵀ issued before the softmax of S_j
 };
 
 std::string label(const TmaAttentionCase& c) {
   std::string s = c.p.str() + "_bm" + std::to_string(c.bm) + "_bn" + std::to_string(c.bn) + "_w" +
                   std::to_string(c.warps) + "_s" + std::to_string(c.stages) + (c.warp_specialized ? "_ws" : "") +
-                  (c.pingpong ? "_pingpong" : "");
+                  (c.pingpong ? "_pingpong" : "") + (c.product_ahead ? "_ahead" : "");
   for (char& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch)))
       ch = '_';
@@ -58,6 +59,10 @@ TmaAttentionCase warp_specialized(AttentionProblem p, int64_t bn, int stages, in
 
 TmaAttentionCase pingpong(AttentionProblem p, int64_t bn, int stages) {
   return {p, 128, bn, 8, stages, true, true};
+}
+
+TmaAttentionCase product_ahead(AttentionProblem p, int64_t bn, int stages, int64_t bm = 128, int warps = 8) {
+  return {p, bm, bn, warps, stages, true, false, true};
 }
 
 AttentionProblem transposed_k(AttentionProblem p) {
@@ -78,6 +83,7 @@ TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
   Config c = default_fa2_config(p);
   c.set("BLOCK_M", tc.bm).set("BLOCK_N", tc.bn);
   c.set("WARP_SPECIALIZE", tc.warp_specialized ? 1 : 0).set("PINGPONG", tc.pingpong ? 1 : 0);
+  c.set("PRODUCT_AHEAD", tc.product_ahead ? 1 : 0);
   c.num_warps = tc.warps;
   c.num_stages = tc.stages;
 
@@ -99,6 +105,7 @@ TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
     ASSERT_EQ(jk->generated().why_not_warp_specialized, "");
     ASSERT_EQ(jk->generated().threads, 32 * tc.warps + 128);
     ASSERT_EQ(jk->generated().why_not_pingpong, "");
+    ASSERT_EQ(jk->generated().why_not_product_ahead, "");
   }
   const ValidatedAttention a = validate_attention_args(tq, tk, tv, to, tlse, opts);
   TensorMapArgs maps = tensor_map_args(jk->generated().tensor_maps, kernel.params, forward_launch_args(a, lse.ptr()));
@@ -167,6 +174,21 @@ INSTANTIATE_TEST_SUITE_P(
                       pingpong(problem(1, 2, 2, 1024, 257, 128, DType::bf16, 2, false), 128, 2),
                       pingpong(transposed_k(problem(1, 4, 4, 256, 300, 64, DType::f16, 1, false)), 128, 2),
                       pingpong(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 2)),
+    [](const auto& info) { return label(info.param); });
+
+// The same kernels with each key loop's Q Kᵀ issued one iteration ahead: the first and last iterations, loops
+// with no iteration (the product before the loop is then never issued), the two loops handing the ring over, a
+// 3-stage ring, one consumer warpgroup, and many key tiles.
+INSTANTIATE_TEST_SUITE_P(
+    fa2_ahead, GpuAttentionTma,
+    ::testing::Values(product_ahead(problem(2, 3, 3, 200, 333, 64, DType::f16, 0, false), 128, 2),
+                      product_ahead(problem(1, 8, 2, 129, 77, 128, DType::bf16, 0, false), 64, 3),
+                      product_ahead(problem(2, 4, 2, 300, 300, 128, DType::f16, 1, true), 64, 2),
+                      product_ahead(problem(3, 2, 1, 64, 500, 64, DType::bf16, 2, true), 128, 3),
+                      product_ahead(problem(1, 2, 2, 1024, 257, 128, DType::bf16, 2, false), 128, 2),
+                      product_ahead(transposed_k(problem(1, 4, 4, 256, 300, 64, DType::f16, 1, false)), 128, 2),
+                      product_ahead(problem(2, 3, 1, 300, 333, 128, DType::bf16, 1, false), 64, 2, 128, 4),
+                      product_ahead(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 2)),
     [](const auto& info) { return label(info.param); });
 
 } // namespace
