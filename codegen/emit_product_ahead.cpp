@@ -31,9 +31,9 @@ void Emitter::emit_product_ahead(const Op& dot, const std::string& d) {
   const int R = layout_of(dot.result()).num_regs();
   line("kiln::wgmma_wait<0>(); // this iteration's product, issued one iteration ahead, is done");
   // The copy must read the registers after the wait: an empty asm that writes them keeps the compiler from
-  // reading them earlier.
+  // reading them earlier (volatile asm stays in order; no memory clobber, which would order every memory access).
   for_regs(R);
-  line("  asm volatile(\"\" : \"+f\"({}[r])::\"memory\");", a.regs);
+  line("  asm volatile(\"\" : \"+f\"({}[r]));", a.regs);
   line("}}");
   for_regs(R);
   line("  {}[r] = {}[r];", d, a.regs);

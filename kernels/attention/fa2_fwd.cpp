@@ -116,15 +116,14 @@ KernelDef make_fa2_fwd_def() {
   d.default_num_warps = 8; // 16 rows per warp: no spills on sm_80 or sm_90 (4 warps spill on sm_80)
   d.default_num_stages = 2;
   d.build = build_fa2_fwd;
-  // 38 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
+  // 36 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
   // exceeds the device's per-block limit, or whose MIN_BLOCKS_PER_SM CTAs cannot share an SM's shared memory.
   d.config_space = [] {
     std::vector<Config> cs;
-    auto add = [&](int64_t bm, int64_t bn, int warps, int stages, int64_t min_blocks, bool ws = false,
-                   bool product_ahead = false) {
+    auto add = [&](int64_t bm, int64_t bn, int warps, int stages, int64_t min_blocks, bool ws = false) {
       Config c = fa2_fwd_def().default_config();
       c.set("BLOCK_M", bm).set("BLOCK_N", bn).set("MIN_BLOCKS_PER_SM", min_blocks);
-      c.set("WARP_SPECIALIZE", ws ? 1 : 0).set("PRODUCT_AHEAD", product_ahead ? 1 : 0);
+      c.set("WARP_SPECIALIZE", ws ? 1 : 0);
       c.num_warps = warps;
       c.num_stages = stages;
       cs.push_back(c);
@@ -151,14 +150,13 @@ KernelDef make_fa2_fwd_def() {
     // (worklog §32); pruned where the target has no TMA. Two consumer warpgroups of 64 rows at 224 registers a
     // thread; one of 128 rows (with 64-key tiles: 128 keys spill at D = 128); or one of 64 rows in each of two
     // CTAs an SM at 200 registers (one CTA's softmax beside the other's products).
-    // PINGPONG=1 (the two warpgroups issuing their products in turn) is not offered: it measured 0-7 % slower
-    // than these tiles without it on the H100 (worklog §35).
+    // PINGPONG=1 (the two warpgroups issuing their products in turn) and PRODUCT_AHEAD=1 (Q K_{j+1}ᵀ issued before
+    // the softmax of S_j) are not offered: they measured 0-7 % and 13-30 % slower than these tiles without them on
+    // the H100 (worklog §35, §36).
     for (int64_t bn : {64, 128}) {
       for (int stages : {2, 3})
         add(128, bn, 8, stages, 1, true);
       add(64, bn, 4, 2, 2, true);
-      // Q K_{j+1}ᵀ issued before the softmax of S_j (worklog §36).
-      add(128, bn, 8, 2, 1, true, true);
     }
     add(128, 64, 4, 2, 1, true);
     // Small tiles for the widest f32 heads, whose 4-byte tiles fit no config above (f32 at HEAD_DIM = 256 needs

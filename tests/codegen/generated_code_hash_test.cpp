@@ -80,6 +80,13 @@ std::vector<Config> configs_of(const KernelDef& def) {
   if (has("CAUSAL") && has("PINGPONG")) // ... with its two consumer warpgroups taking turns at the products
     cs.push_back(
         def.with_overrides(base, {{"WARP_SPECIALIZE", 1}, {"PINGPONG", 1}, {"CAUSAL", 1}, {"HEAD_DIM", 128}}));
+  if (has("CAUSAL") && has("PRODUCT_AHEAD")) // ... with Q K_{j+1}ᵀ issued before the softmax of S_j
+    cs.push_back(def.with_overrides(base, {{"WARP_SPECIALIZE", 1},
+                                           {"PRODUCT_AHEAD", 1},
+                                           {"CAUSAL", 1},
+                                           {"HEAD_DIM", 128},
+                                           {"BLOCK_N", 64},
+                                           {"num_stages", 3}}));
   if (has("ATOMIC_DQ"))
     cs.push_back(def.with_overrides(base, {{"ATOMIC_DQ", 1}, {"BLOCK_M", 64}}));
   return cs;
