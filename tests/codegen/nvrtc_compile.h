@@ -28,4 +28,18 @@ inline void expect_nvrtc_compiles(const kiln::GeneratedKernel& g, const std::str
   EXPECT_FALSE(ck.cubin.empty()) << g.name << " for " << arch << "\n" << ck.log;
 }
 
+// Compiles `g` for `arch` (NVRTC must be usable: callers skip before) and expects no spill and no ignored
+// setmaxnreg (ptxas's C7508, which a warp-specialised kernel must never get); returns ptxas's log.
+inline std::string expect_compiles_without_spills(const kiln::GeneratedKernel& g, const std::string& arch) {
+  kiln::rt::CompileRequest req;
+  req.source = g.source;
+  req.kernel_name = g.name;
+  req.arch = arch;
+  const kiln::rt::CompiledKernel k = kiln::rt::compile_cuda(req);
+  EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
+  EXPECT_EQ(k.usage.spill_load_bytes, 0) << k.log;
+  EXPECT_EQ(k.log.find("C7508"), std::string::npos) << k.log;
+  return k.log;
+}
+
 } // namespace kiln_test

@@ -5,8 +5,7 @@
 #include "codegen/prelude.h"
 #include "codegen/planned_kernel.h"
 #include "codegen/source_text.h"
-#include "runtime/compiler.h"
-#include "runtime/nvrtc.h"
+#include "nvrtc_compile.h"
 
 #include <gtest/gtest.h>
 
@@ -148,14 +147,7 @@ TEST(PingPong, CompilesWithoutSpills) {
       SCOPED_TRACE(c.str());
       const GeneratedKernel g = generate_cuda(def.build(c), Target::parse("sm_90a"));
       ASSERT_TRUE(g.why_not_pingpong.empty()) << g.why_not_pingpong;
-      rt::CompileRequest req;
-      req.source = g.source;
-      req.kernel_name = g.name;
-      req.arch = "sm_90a";
-      const rt::CompiledKernel k = rt::compile_cuda(req);
-      EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
-      EXPECT_EQ(k.usage.spill_load_bytes, 0) << k.log;
-      EXPECT_EQ(k.log.find("C7508"), std::string::npos) << k.log;
+      expect_compiles_without_spills(g, "sm_90a");
     }
 }
 

@@ -4,8 +4,7 @@
 #include "codegen/codegen.h"
 #include "codegen/planned_kernel.h"
 #include "codegen/source_text.h"
-#include "runtime/compiler.h"
-#include "runtime/nvrtc.h"
+#include "nvrtc_compile.h"
 
 #include <gtest/gtest.h>
 
@@ -123,15 +122,8 @@ TEST(ProductsAhead, CompilesWithoutSpillsOrSerialisedProducts) {
     SCOPED_TRACE(c.str());
     const GeneratedKernel g = generate_cuda(def.build(c), Target::parse("sm_90a"));
     ASSERT_TRUE(g.why_not_product_ahead.empty()) << g.why_not_product_ahead;
-    rt::CompileRequest req;
-    req.source = g.source;
-    req.kernel_name = g.name;
-    req.arch = "sm_90a";
-    const rt::CompiledKernel k = rt::compile_cuda(req);
-    EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
-    EXPECT_EQ(k.usage.spill_load_bytes, 0) << k.log;
-    EXPECT_EQ(k.log.find("C7508"), std::string::npos) << k.log;
-    EXPECT_EQ(k.log.find("C7512"), std::string::npos) << k.log;
+    const std::string log = expect_compiles_without_spills(g, "sm_90a");
+    EXPECT_EQ(log.find("C7512"), std::string::npos) << log;
   }
 }
 
