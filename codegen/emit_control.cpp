@@ -78,7 +78,7 @@ void Emitter::emit_for(const Op& op) {
   int stages = 0;
   if (pit != plan_.pipelined.end()) {
     const std::vector<const Op*>& loads = pit->second;
-    stages = plan_.tiles[plan_.tile_of.at(loads.front()->result())].stages;
+    stages = plan_.ring_tile(&op).stages;
     stage = fresh("stage");
     if (!specialized) { // else the producer warpgroup issues every stage
       line("{} // shared tiles of earlier code are free", cta_barrier());

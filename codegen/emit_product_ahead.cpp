@@ -50,7 +50,7 @@ void Emitter::emit_product_ahead(const Op& dot, const std::string& d) {
 
 void Emitter::issue_product_ahead(const Op& dot, const AheadProduct& a, const std::string& slot) {
   const std::vector<const Op*>& loads = plan_.pipelined.at(a.loop);
-  emit_stage_wait(*a.loop, plan_.tiles[plan_.tile_of.at(loads.front()->result())], slot);
+  emit_stage_wait(*a.loop, plan_.ring_tile(a.loop), slot);
   const Layout& L = layout_of(dot.result());
   const std::string c = regs(dot.operands[2], L);
   for_regs(L.num_regs());

@@ -27,7 +27,7 @@ std::string Emitter::tma_ring_declarations() const {
   for (size_t ring = 0; ring < loops_of_ring.size(); ++ring) {
     const Op* loop = loops_of_ring[ring].front();
     const std::vector<const Op*>& loads = plan_.pipelined.at(loop);
-    const int stages = plan_.tiles[plan_.tile_of.at(loads.front()->result())].stages;
+    const int stages = plan_.ring_tile(loop).stages;
     std::string where;
     for (const Op* l : loops_of_ring[ring])
       where += (where.empty() ? "" : ", ") + l->loc.str();

@@ -117,6 +117,8 @@ struct WarpSpecialization {
   std::string why_not; // asked for (WARP_SPECIALIZE=1) and not done: why
 
   bool on() const { return !loops.empty(); }
+  // Why a kernel is not specialised, for the passes that need it (ping-pong, products ahead).
+  std::string why_off() const { return why_not.empty() ? std::string("WARP_SPECIALIZE=0") : why_not; }
   bool specializes(const Op* loop) const { return std::find(loops.begin(), loops.end(), loop) != loops.end(); }
   int threads() const { return consumer_threads + (on() ? kProducerThreads : 0); }
 };
@@ -241,6 +243,8 @@ struct LoweringPlan {
         return true;
     return false;
   }
+  // The first ring tile of pipelined loop `loop` (its stages are the ring's; its load is the one that waits).
+  const SharedTile& ring_tile(const Op* loop) const { return tiles[tile_of.at(pipelined.at(loop).front()->result())]; }
   bool is_pipelined(const SharedTile& t) const {
     for (const auto& [loop, loads] : pipelined)
       for (const Op* l : loads)

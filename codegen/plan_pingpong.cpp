@@ -15,7 +15,7 @@ void plan_pingpong(const Kernel& k, const CodegenOptions& options, LoweringPlan&
     pp.why_not = "CodegenOptions::pingpong is off";
   else if (!ws.on())
     pp.why_not = "the kernel is not warp-specialised (the consumer warpgroups take turns only beside a producer; " +
-                 (ws.why_not.empty() ? std::string("WARP_SPECIALIZE=0") : ws.why_not) + ")";
+                 ws.why_off() + ")";
   else if (warpgroups < 2)
     pp.why_not = fmt::format("num_warps={} is one consumer warpgroup: no other to take turns with", plan.num_warps);
   if (!pp.why_not.empty())

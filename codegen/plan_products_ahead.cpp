@@ -59,20 +59,16 @@ void plan_products_ahead(const Kernel& k, const CodegenOptions& options, Lowerin
     return;
   }
   if (!ws.on()) {
-    ahead.why_not = "the kernel is not warp-specialised (a slot is waited for early only on the producer's "
-                    "barriers; " +
-                    (ws.why_not.empty() ? std::string("WARP_SPECIALIZE=0") : ws.why_not) + ")";
+    ahead.why_not =
+        "the kernel is not warp-specialised (a slot is waited for early only on the producer's barriers; " +
+        ws.why_off() + ")";
     return;
   }
   std::map<const Op*, const Op*> dots;
   for (const Op* loop : ws.loops) {
-    const int stages = plan.tiles[plan.tile_of.at(plan.pipelined.at(loop).front()->result())].stages;
-    if (stages < 2) {
-      ahead.why_not = fmt::format("the loop at {} has a ring of one stage: the next iteration's slot is the one "
-                                  "this iteration still reads",
-                                  loop->loc.str());
-      return;
-    }
+    // A pipelined loop's ring has two or more stages (assign_layouts), so slot i + 1 is never slot i.
+    KILN_INTERNAL_CHECK(plan.ring_tile(loop).stages >= 2, "the loop at {} is pipelined with one stage",
+                        loop->loc.str());
     const Op* dot = first_product(*loop);
     if (!dot) {
       ahead.why_not = fmt::format("the loop at {} has no product at the top of its body", loop->loc.str());

@@ -2,8 +2,9 @@
 // plan_warp_specialization.
 //
 // A config asks for it with PRODUCT_AHEAD=1. It is done when CodegenOptions allow it, the kernel is
-// warp-specialised (its loops wait on the producer's full barriers, so a slot can be waited for early) with a ring
-// of two or more stages, and every specialised loop's first product, at the top of its body, is on wgmma, left in
+// warp-specialised (its loops wait on the producer's full barriers, so a slot can be waited for early; a pipelined
+// ring has two or more stages, so the next slot is never the current one), and every specialised loop's first
+// product, at the top of its body, is on wgmma, left in
 // flight by nothing else (not a matmul chain's deferred product), reads an A defined before the loop, a B that is
 // one of the loop's ring tiles, and a constant accumulator, and yields an f32 tile. Those are the products whose
 // next iteration's instance needs nothing the current iteration computes. Otherwise ProductsAhead::why_not says

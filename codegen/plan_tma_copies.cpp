@@ -196,7 +196,7 @@ void plan_tma_copies(const Kernel& k, const Target& target, const CodegenOptions
     }
     const int ring = static_cast<int>(tma.loops.size());
     tma.loops[loop] = ring;
-    tma.barrier_bytes += 8 * plan.tiles[plan.tile_of.at(loads.front()->result())].stages;
+    tma.barrier_bytes += 8 * plan.ring_tile(loop).stages;
   }
 }
 

@@ -211,7 +211,7 @@ void plan_warp_specialization(const Kernel& k, const Target& target, const Codeg
   plan_register_reallocation(ws.consumer_threads, static_cast<int>(k.config.get_or("MIN_BLOCKS_PER_SM", 1)),
                              ws);
   // One ring for every loop: the first loop's barriers (every TMA loop is specialised, so ring 0).
-  const int stages = plan.tiles[plan.tile_of.at(plan.pipelined.at(loops.front()).front()->result())].stages;
+  const int stages = plan.ring_tile(loops.front()).stages;
   for (const Op* loop : loops)
     plan.tma.loops[loop] = 0;
   // The full barriers of that ring, and one more mbarrier per slot: the consumers' release of it.

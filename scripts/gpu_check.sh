@@ -9,9 +9,9 @@
 #   (none)          the runtime suite and every GPU suite but those below (the differential suite included: 520
 #                   random forward problems through the API), and the compute-sanitizer passes over them: 6.5 min;
 #   --api           the attention API's forward suites (autotuning through the API, mods, the command line,
-#                   non-finite inputs): 1 min with a warm compile cache, about 4 min cold;
-#   --api-backward  the backward through the API, with and without mods: 0.5 min warm, about 6 min cold (the cold
-#                   figures are per-suite times of one run of both, which outgrew 10 minutes as one part);
+#                   non-finite inputs): 1 min with a warm compile cache; cold, its suites but the non-finite ones
+#                   took 3.2 min in a run of both API parts together, which outgrew 10 minutes before finishing;
+#   --api-backward  the backward through the API, with and without mods: 0.5 min warm, 5.7 min cold (that run);
 #   --backward      the attention backward's kernel suites (many kernels to compile: about 6 minutes) and the
 #                   sanitizer passes over the backward's kernels.
 set -uo pipefail

@@ -81,8 +81,7 @@ TEST(ProductsAhead, SaysWhyWhereItDoesNotApply) {
 
   std::map<std::string, int64_t> one_stage = fa2_ahead(0);
   one_stage["num_stages"] = 1;
-  // One stage: the loop is not pipelined, so it is not specialised, and that is the reason given (the pass's own
-  // one-stage rule guards loops a future producer might specialise without a ring).
+  // One stage: the loop is not pipelined, so it is not specialised, and that is the reason given.
   Planned single = plan_for("fa2_fwd", one_stage, "sm_90a");
   EXPECT_FALSE(single.plan.ws.on());
   EXPECT_NE(single.plan.ahead.why_not.find("not warp-specialised"), std::string::npos) << single.plan.ahead.why_not;
