@@ -128,19 +128,4 @@ TunedLaunch autotuned_launch(const AttentionProblem& p, const AttentionInputs& i
                                  options, mode);
 }
 
-std::string autotuned_source(rt::TuneSource source) {
-  switch (source) {
-  case rt::TuneSource::Tuned:
-    return "autotuned now";
-  case rt::TuneSource::Memory:
-  case rt::TuneSource::Disk:
-    return "autotuned, remembered in the tuning cache";
-  case rt::TuneSource::Default:
-    break;
-  }
-  return fmt::format(
-      "the default config: KILN_AUTOTUNE={}{}", rt::autotune_mode_name(rt::autotune_mode_from_env()),
-      rt::autotune_mode_from_env() == rt::AutotuneMode::Cached ? " and nothing remembered" : "");
-}
-
 } // namespace kiln::cli

@@ -5,6 +5,7 @@
 
 #include "jit/tuned_kernel.h"
 #include "kernels/attention/attention_problem.h"
+#include "tools/kernel_problem.h"
 
 #include <optional>
 #include <string>
@@ -36,7 +37,5 @@ GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const
 // whether it tunes, unless `mode` is given), on device copies of the inputs: tuning writes scratch outputs only.
 TunedLaunch autotuned_launch(const AttentionProblem& p, const AttentionInputs& in,
                              std::optional<rt::AutotuneMode> mode = std::nullopt);
-// Where a TunedLaunch's config came from, in words ("autotuned now", "the default config: ...").
-std::string autotuned_source(rt::TuneSource source);
 
 } // namespace kiln::cli

@@ -1,6 +1,7 @@
 // Problems of any registered kernel from the command line, their launch plans and random device inputs.
 #include "tools/kernel_problem.h"
 
+#include "analysis/perf_model.h"
 #include "kernels/attention/attention_problem.h"
 #include "support/error.h"
 #include "tools/cli.h"
@@ -203,6 +204,48 @@ DeviceInputs upload_random_inputs(const LaunchPlan& plan, uint64_t seed) {
       in.outputs.push_back(OutputArg{i, static_cast<size_t>(a.hi * elem), static_cast<size_t>(before_bytes)});
   }
   return in;
+}
+
+TunedLaunch tune_problem(const KernelProblem& problem, rt::AutotuneMode mode, uint64_t seed,
+                         const std::function<void(const LaunchPlan&)>& describe) {
+  const KernelDef& def = *problem.def;
+  const std::vector<Config> candidates = tuning_candidates(def, problem.config);
+  // Buffers large enough for every candidate: tiles decide how far past the sizes a masked access reaches.
+  const LaunchPlan plan = plan_covering(problem, candidates);
+  require_gpu("autotuning times every candidate on the GPU");
+  if (describe)
+    describe(plan);
+
+  // TFLOP/s where the kernel multiplies matrices (FLOPs of its dots, from the performance model); else GB/s
+  // over the bytes its buffers hold (each read or written once).
+  TuneOptions options;
+  options.mode = mode;
+  ScalarArgs scalars(problem.values.begin(), problem.values.end());
+  const CostEstimate cost =
+      estimate_cost(def.build(problem.config), def.grid(problem.config, problem.sizes), scalars);
+  if (cost.total.matrix_flops > 0)
+    options.flops = cost.total.matrix_flops;
+  else
+    options.bytes = static_cast<double>(plan.bytes_read() + plan.bytes_written());
+
+  DeviceInputs inputs = upload_random_inputs(plan, seed);
+  KernelTuner tuner;
+  return tuner.select(def, problem.config, problem.sizes, inputs.args, inputs.outputs, options);
+}
+
+std::string autotuned_source(rt::TuneSource source) {
+  switch (source) {
+  case rt::TuneSource::Tuned:
+    return "autotuned now";
+  case rt::TuneSource::Memory:
+  case rt::TuneSource::Disk:
+    return "autotuned, remembered in the tuning cache";
+  case rt::TuneSource::Default:
+    break;
+  }
+  return fmt::format(
+      "the default config: KILN_AUTOTUNE={}{}", rt::autotune_mode_name(rt::autotune_mode_from_env()),
+      rt::autotune_mode_from_env() == rt::AutotuneMode::Cached ? " and nothing remembered" : "");
 }
 
 } // namespace kiln::cli

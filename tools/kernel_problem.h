@@ -7,6 +7,7 @@
 #include "analysis/launch_plan.h"
 #include "jit/tuned_kernel.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -52,5 +53,15 @@ struct DeviceInputs {
   std::vector<OutputArg> outputs;
 };
 DeviceInputs upload_random_inputs(const LaunchPlan& plan, uint64_t seed);
+
+// The autotuner's pick for `problem`, as `kiln tune` makes it: the candidates of tuning_candidates(def,
+// problem.config) timed on random inputs (from `seed`) laid out by one plan that covers them all, outputs on
+// scratch copies; `mode` says whether a remembered pick is taken instead. `describe`, when given, sees that
+// plan before any GPU work. Needs a GPU.
+TunedLaunch tune_problem(const KernelProblem& problem, rt::AutotuneMode mode, uint64_t seed,
+                         const std::function<void(const LaunchPlan&)>& describe = {});
+
+// Where a TunedLaunch's config came from, in words ("autotuned now", "the default config: ...").
+std::string autotuned_source(rt::TuneSource source);
 
 } // namespace kiln::cli

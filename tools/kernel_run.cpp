@@ -184,6 +184,26 @@ KernelRun prepare_kernel_run(const KernelDef& def, const std::map<std::string, i
   return run;
 }
 
+std::string choose_gpu_config(const KernelDef& def, std::map<std::string, int64_t>& assignments,
+                              const ArgValues& scalars, uint64_t seed) {
+  if (!def.config_space)
+    return "the default config: the kernel has no config space to tune";
+  std::vector<std::string> tuned = varied_params(def.config_space());
+  tuned.insert(tuned.end(), {"num_warps", "num_stages"});
+  for (const std::string& name : tuned)
+    if (assignments.count(name))
+      return fmt::format("the config as given: --set {} fixes what the autotuner would choose", name);
+  KernelProblem problem = parse_kernel_problem(def, assignments);
+  for (const auto& [name, v] : scalars)
+    problem.values[name] = v;
+  const TunedLaunch pick = tune_problem(problem, rt::autotune_mode_from_env(), seed);
+  for (const auto& [name, value] : pick.config.params)
+    assignments[name] = value;
+  assignments["num_warps"] = pick.config.num_warps;
+  assignments["num_stages"] = pick.config.num_stages;
+  return autotuned_source(pick.result->source);
+}
+
 void execute_kernel_run(KernelRun& run, Executor executor) {
   const KernelDef& def = *run.problem.def;
   std::vector<InterpArg> args;

@@ -56,6 +56,15 @@ struct KernelRun {
 KernelRun prepare_kernel_run(const KernelDef& def, const std::map<std::string, int64_t>& assignments,
                              const ArgValues& scalars, const std::vector<InputFile>& files, uint64_t seed);
 
+// The config `run` takes on the GPU, as `kiln attention` and kiln::attention::forward take theirs: the
+// autotuner's pick (tune_problem with KILN_AUTOTUNE's mode: by default a remembered pick, else tuned now on
+// random inputs of the run's sizes), unless `assignments` fix num_warps, num_stages or a parameter the
+// kernel's config space varies, or the kernel has no space; then the config as given. The pick's parameters
+// are added to `assignments`, so that prepare_kernel_run plans the buffers for it. Returns where the config
+// came from, in words.
+std::string choose_gpu_config(const KernelDef& def, std::map<std::string, int64_t>& assignments,
+                              const ArgValues& scalars, uint64_t seed);
+
 // Runs it over its grid; the buffers then hold the outputs.
 void execute_kernel_run(KernelRun& run, Executor executor);
 

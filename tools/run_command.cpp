@@ -101,7 +101,12 @@ int run_kernel(const KernelRegistry& kernels) {
 
   std::map<std::string, int64_t> assignments = shape_and_set_assignments(shape, sets);
   const std::vector<InputFile> files = read_input_files(def, ins, assignments);
-  KernelRun run = prepare_kernel_run(def, assignments, parse_scalars(scalars), files, seed);
+  const ArgValues scalar_values = parse_scalars(scalars);
+  // The interpreter runs the default config: its speed says nothing.
+  const std::string config_source = executor == Executor::Gpu
+                                        ? choose_gpu_config(def, assignments, scalar_values, seed)
+                                        : (sets.empty() ? "the default config" : "the default config with --set");
+  KernelRun run = prepare_kernel_run(def, assignments, scalar_values, files, seed);
   for (const InputFile& f : outs)
     if (const RunBuffer* b = run.buffer(f.name); !b || !b->plan.written)
       fail("{}: kernel '{}' does not write a buffer '{}'; the buffers it writes are {}", f.flag, def.name,

@@ -171,29 +171,11 @@ int tune_generic(const KernelDef& def) {
          "fa2_fwd; give the sizes of '{}' with --shape (its sizes: {})",
          def.name, fmt::format("{}", fmt::join(def.size_args, ", ")));
   const KernelProblem problem = parse_kernel_problem(def, assignments());
-  const std::vector<Config> candidates = tuning_candidates(def, problem.config);
-  // Buffers large enough for every candidate: tiles decide how far past the sizes a masked access reaches.
-  const LaunchPlan plan = plan_covering(problem, candidates);
-  require_gpu("kiln tune times every candidate on the GPU");
-
-  // TFLOP/s where the kernel multiplies matrices (FLOPs of its dots, from the performance model); else GB/s
-  // over the bytes its buffers hold (each read or written once).
-  TuneOptions options;
-  options.mode = mode();
-  ScalarArgs scalars(problem.values.begin(), problem.values.end());
-  const CostEstimate cost =
-      estimate_cost(def.build(problem.config), def.grid(problem.config, problem.sizes), scalars);
-  if (cost.total.matrix_flops > 0)
-    options.flops = cost.total.matrix_flops;
-  else
-    options.bytes = static_cast<double>(plan.bytes_read() + plan.bytes_written());
-
-  llvm::outs() << fmt::format("{} {}: random inputs (seed {}), outputs on scratch copies\n", def.name,
-                              problem.sizes_text(), uint64_t(seed))
-               << describe_plan(plan);
-  DeviceInputs inputs = upload_random_inputs(plan, seed);
-  KernelTuner tuner;
-  TunedLaunch chosen = tuner.select(def, problem.config, problem.sizes, inputs.args, inputs.outputs, options);
+  TunedLaunch chosen = tune_problem(problem, mode(), seed, [&](const LaunchPlan& plan) {
+    llvm::outs() << fmt::format("{} {}: random inputs (seed {}), outputs on scratch copies\n", def.name,
+                                problem.sizes_text(), uint64_t(seed))
+                 << describe_plan(plan);
+  });
   print_result(def.name, chosen);
   return 0;
 }

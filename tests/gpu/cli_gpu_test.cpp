@@ -151,7 +151,7 @@ TEST_F(CliGpuTest, ModelMeasuresAnyKernel) {
 }
 
 // A user's tool on kiln::tool_main (tests/install/my_kiln.cpp) tunes and times its own LayerNorm as kiln does
-// its kernels: inputs from the launch plan, every config of its space timed, the winner remembered.
+// its kernels: inputs from the launch plan, every config of its space timed, the winner remembered and run.
 TEST_F(CliGpuTest, AUsersToolTunesAndMeasuresItsOwnKernel) {
   KILN_REQUIRE_GPU();
   std::map<std::string, std::string> env{{"KILN_CACHE_DIR", cache_.path()}};
@@ -170,6 +170,19 @@ TEST_F(CliGpuTest, AUsersToolTunesAndMeasuresItsOwnKernel) {
   ToolRun again = testing_support::run_tool(testing_support::user_tool_path(), scratch_.path(), cached, env);
   ASSERT_EQ(again.rc, 0) << again.err;
   EXPECT_NE(again.out.find("remembered (tuning cache)"), std::string::npos) << again.out;
+
+  // `run` on the GPU takes the remembered pick (BLOCK_N is no tuned parameter: --set keeps the key), checked.
+  const size_t chosen_at = r.out.find("chosen: ");
+  ASSERT_NE(chosen_at, std::string::npos) << r.out;
+  const size_t chosen_end = r.out.find(" — ", chosen_at);
+  const std::string chosen = r.out.substr(chosen_at + 8, chosen_end - chosen_at - 8);
+  ToolRun run = testing_support::run_tool(
+      testing_support::user_tool_path(), scratch_.path(),
+      {"run", "layernorm", "--shape", "n_rows=4096,n_cols=1000", "--set", "BLOCK_N=1024", "--check"}, env);
+  ASSERT_EQ(run.rc, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("(" + chosen + "; autotuned, remembered in the tuning cache)"), std::string::npos)
+      << chosen << "\n" << run.out;
+  EXPECT_NE(run.out.find(") ok\n"), std::string::npos) << run.out;
 
   ToolRun m = testing_support::run_tool(testing_support::user_tool_path(), scratch_.path(),
                                         {"model", "layernorm", "--shape", "n_rows=4096,n_cols=1000", "--set",

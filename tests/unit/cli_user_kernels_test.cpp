@@ -125,7 +125,7 @@ TEST_F(UserToolTest, TuneChecksTheProblemBeforeNeedingAGpu) {
                        {"no parameter, size or scalar argument 'BLOCK'", "ROWS, BLOCK_N"});
   if (!rt::driver_available())
     expect_my_kiln_error(my_kiln({"tune", "layernorm", "--shape", "n_rows=64,n_cols=100"}),
-                         {"no CUDA driver found", "kiln tune times every candidate on the GPU"});
+                         {"no CUDA driver found", "autotuning times every candidate on the GPU"});
 }
 
 TEST_F(UserToolTest, AKernelItDoesNotHaveIsNamedWithTheOnesItHas) {
