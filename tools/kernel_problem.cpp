@@ -129,7 +129,6 @@ KernelProblem parse_kernel_problem(const KernelDef& def, const std::map<std::str
   }
   if (is_attention_kernel(def))
     apply_attention_defaults(p, assignments, scalars);
-  check_grid(def.name, def.grid(p.config, p.sizes));
   return p;
 }
 
@@ -220,9 +219,19 @@ TunedLaunch tune_problem(const KernelProblem& problem, rt::AutotuneMode mode, ui
   // over the bytes its buffers hold (each read or written once).
   TuneOptions options;
   options.mode = mode;
+  // The cost of the first candidate that plans (the default config need not: a row tile shorter than the
+  // row is a config the tuner replaces); candidates differ in how they move the bytes, not in the FLOPs.
   ScalarArgs scalars(problem.values.begin(), problem.values.end());
-  const CostEstimate cost =
-      estimate_cost(def.build(problem.config), def.grid(problem.config, problem.sizes), scalars);
+  CostEstimate cost;
+  for (const Config& c : candidates) {
+    try {
+      const Grid grid = def.grid(c, problem.sizes);
+      check_grid(def.name, grid);
+      cost = estimate_cost(def.build(c), grid, scalars);
+      break;
+    } catch (const Error&) {
+    }
+  }
   if (cost.total.matrix_flops > 0)
     options.flops = cost.total.matrix_flops;
   else

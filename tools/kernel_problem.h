@@ -31,7 +31,8 @@ std::map<std::string, int64_t> shape_and_set_assignments(const std::vector<std::
 // NAME=VALUE assignments (from --shape and --set) for `def`: a name among the kernel's parameters sets the
 // config; a size argument or a scalar argument of the kernel is a value; anything else is a kiln::Error
 // listing the names there are. Every size argument must be given ("needs --shape values for ...") and be
-// from 1 to 2^31 - 1, and the default config's grid must be within CUDA's limits (check_grid). The attention
+// from 1 to 2^31 - 1. A config's grid is checked where it is planned (plan_for), not here: the default config
+// need not fit the problem when the autotuner picks another (a row tile shorter than the row). The attention
 // kernels (sizes B, H, H_KV, N_Q, N_K, D) are checked as check_attention_problem checks a problem, and also
 // get, unless given: dense [B, H, N, D] strides, sm_scale = 1/sqrt(D), and HEAD_DIM / EVEN_D that follow D.
 KernelProblem parse_kernel_problem(const KernelDef& def, const std::map<std::string, int64_t>& assignments);

@@ -83,6 +83,7 @@ int run_model(const KernelRegistry& kernels) {
 
   const Kernel k = def.build(config);
   const Grid grid = def.grid(config, problem.sizes);
+  check_grid(def.name, grid);
   const CostEstimate e = estimate_cost(k, grid, scalars);
 
   rt::PeakRates peaks = device_peaks();

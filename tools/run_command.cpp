@@ -112,9 +112,9 @@ int run_kernel(const KernelRegistry& kernels) {
       fail("{}: kernel '{}' does not write a buffer '{}'; the buffers it writes are {}", f.flag, def.name,
            f.name, run.written_names());
 
-  llvm::outs() << fmt::format("{} {} on {} ({})\n", def.name, run.problem.sizes_text(),
-                              executor == Executor::Gpu ? "the GPU" : "the interpreter",
-                              run.problem.config.str());
+  llvm::outs() << fmt::format("{} {} on {} ({}; {})\n", def.name, run.problem.sizes_text(),
+                              executor == Executor::Gpu ? "the GPU" : "the interpreter", run.problem.config.str(),
+                              config_source);
   for (const RunBuffer& b : run.buffers)
     llvm::outs() << fmt::format("  {:<12} {} {}: {}\n", b.plan.name, dtype_name(b.plan.dtype),
                                 shape_text(b.shape), b.source);
