@@ -172,6 +172,32 @@ TEST_F(RunCommandTest, TheTutorialKernelsPassTheirChecks) {
   }
 }
 
+// A kernel whose default config does not fit the problem (a 1024-wide row tile, 4096-wide rows) can still be
+// tuned: the tuner picks among the configs that fit. Where one config is asked for, its grid is checked.
+TEST_F(RunCommandTest, ADefaultConfigThatDoesNotFitIsLeftToTheTuner) {
+  const std::vector<std::string> shape = {"--shape", "n_rows=64,n_cols=4096"};
+  std::vector<std::string> tune = {"tune", "layernorm_fwd"};
+  tune.insert(tune.end(), shape.begin(), shape.end());
+  if (!rt::driver_available()) {
+    ToolRun r = tutorial_tool(tune);
+    EXPECT_EQ(r.rc, 1) << r.out << r.err;
+    EXPECT_NE(r.err.find("times every candidate on the GPU"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("smaller than n_cols"), std::string::npos) << r.err;
+  }
+  std::vector<std::string> model = {"model", "layernorm_fwd"};
+  model.insert(model.end(), shape.begin(), shape.end());
+  ToolRun m = tutorial_tool(model);
+  EXPECT_EQ(m.rc, 1) << m.out << m.err;
+  EXPECT_NE(m.err.find("BLOCK_N=1024 is smaller than n_cols=4096"), std::string::npos) << m.err;
+  model.insert(model.end(), {"--set", "BLOCK_N=4096"});
+  EXPECT_EQ(tutorial_tool(model).rc, 0);
+  std::vector<std::string> run = {"run", "layernorm_fwd", "--interpret"};
+  run.insert(run.end(), shape.begin(), shape.end());
+  ToolRun i = tutorial_tool(run);
+  EXPECT_EQ(i.rc, 1) << i.out << i.err;
+  EXPECT_NE(i.err.find("BLOCK_N=1024 is smaller than n_cols=4096"), std::string::npos) << i.err;
+}
+
 TEST_F(RunCommandTest, BadArgumentsAreRefusedWithWhatWasExpected) {
   write_layernorm_inputs();
   expect_tool_error(my_kiln({"run"}), "my_kiln", {"positional"});
