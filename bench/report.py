@@ -3,7 +3,8 @@
 
   <out>/<device-slug>.json               every record of both, plus both headers
   <out>/<device-slug>.md                 tables: attention vs SDPA (forward; backward, forward + backward and
-                                         kiln's deterministic vs atomic-dQ backward), matmul vs cuBLAS, memory vs copy, seeds,
+                                         kiln's deterministic vs atomic-dQ backward), matmul vs cuBLAS, memory vs copy, the
+                                         tutorials' kernels vs PyTorch (report_user.py), seeds,
                                          the code-generator ablation, compile latency, the autotuner, and the
                                          performance model against measurement
   <out>/<device-slug>-attention-<dtype>-d<D>.png   TFLOP/s vs N, one line per system (needs matplotlib)
@@ -25,6 +26,9 @@ import os
 import re
 import sys
 from collections import OrderedDict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report_user  # noqa: E402
 
 ATTN_PEERS = [("sdpa_flash", "SDPA flash"), ("sdpa_cudnn", "SDPA cuDNN"), ("sdpa_efficient", "SDPA mem-eff")]
 DASH = "—"
@@ -522,6 +526,8 @@ class Report:
                     ("Seed experiments", self.seeds),
                     ("Matmul vs cuBLAS (torch.matmul)", self.matmul),
                     ("Memory-bound kernels vs copy bandwidth", self.memory),
+                    ("The tutorials' kernels (user suite) vs PyTorch",
+                     lambda: report_user.user_kernels(self, cell, ratio, table, err)),
                     ("What each code-generator optimisation is worth (automatic worklog)", self.ablation),
                     ("Compile latency", self.compile_latency),
                     ("Autotuner", self.autotune),

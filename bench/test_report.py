@@ -162,11 +162,38 @@ def bwd_peers():
     return out
 
 
+# The user suite: LayerNorm at 0.120 ms beside torch at 0.120 and a copy at 0.093; the fused matmul at 0.2085 ms
+# beside kiln's matmul at 0.1913 (the matmul suite) and torch's three ops at 0.2496.
+LN_KEY, LN_SHAPE, LN_BYTES = "layernorm_fwd:f16:n_rows16384:n_cols4096", {"n_rows": 16384, "n_cols": 4096}, 2.0 ** 28
+MM_SHAPE, MM_FLOPS = {"M": 4096, "N": 4096, "K": 4096}, 2.0 * 4096 ** 3
+
+
+def user_doc():
+    cases = [memory_case("kiln_layernorm_fwd", LN_KEY, LN_SHAPE, LN_BYTES, 0.12, op="layernorm_fwd"),
+             case("user", "kiln_matmul_bias_gelu", "matmul_bias_gelu:f16:M4096:N4096:K4096", MM_SHAPE, 0.2085,
+                  MM_FLOPS, op="matmul_bias_gelu", causal=-1),
+             case("matmul", "kiln_matmul", "matmul:f16:M4096:N4096:K4096", MM_SHAPE, 0.1913, MM_FLOPS,
+                  op="matmul", causal=-1)]
+    cases[0]["suite"] = "user"
+    return {"schema": "kiln-bench/1", "tool": "kiln_bench", "device": DEVICE,
+            "options": {"suites": ["user", "matmul"], "quick": False}, "cases": cases}
+
+
+def user_peers():
+    out = [memory_case("torch_layer_norm", LN_KEY, LN_SHAPE, LN_BYTES, 0.12, op="layernorm_fwd"),
+           memory_case("torch_copy", LN_KEY, LN_SHAPE, LN_BYTES, 0.0932, op="layernorm_fwd"),
+           case("user", "torch_matmul_bias_gelu", "matmul_bias_gelu:f16:M4096:N4096:K4096", MM_SHAPE, 0.2496,
+                MM_FLOPS, op="matmul_bias_gelu", causal=-1)]
+    for rec in out:
+        rec["suite"], rec["available"] = "user", True
+    return out
+
+
 class ReportTest(unittest.TestCase):
     def setUp(self):
-        self.kiln = report.merge_kiln([sweep_doc(), extra_doc(), bwd_doc()])
+        self.kiln = report.merge_kiln([sweep_doc(), extra_doc(), bwd_doc(), user_doc()])
         peers = peers_doc()
-        peers["cases"] += bwd_peers()
+        peers["cases"] += bwd_peers() + user_peers()
         self.report = report.Report(self.kiln, peers)
         self.md = self.report.markdown()
 
@@ -177,9 +204,10 @@ class ReportTest(unittest.TestCase):
 
     def test_merge_keeps_every_case_and_suite(self):
         self.assertEqual(len(self.kiln["cases"]),
-                         len(sweep_doc()["cases"]) + len(extra_doc()["cases"]) + len(bwd_doc()["cases"]))
+                         len(sweep_doc()["cases"]) + len(extra_doc()["cases"]) + len(bwd_doc()["cases"]) +
+                         len(user_doc()["cases"]))
         self.assertEqual(self.kiln["options"]["suites"],
-                         ["attention", "ablation", "compile", "autotune", "model", "attention_bwd"])
+                         ["attention", "ablation", "compile", "autotune", "model", "attention_bwd", "user", "matmul"])
         self.assertIsNone(report.merge_kiln([None, None]))
 
     def test_merged_json_keeps_records_that_share_a_key(self):
@@ -187,7 +215,7 @@ class ReportTest(unittest.TestCase):
         self.assertIn((SWEEP_KEY, "kiln_fa2"), systems)
         self.assertIn((SWEEP_KEY, "kiln_fa2/all_on"), systems)
         self.assertEqual(len(self.report.merged()["cases"]),
-                         len(self.kiln["cases"]) + len(peers_doc()["cases"]) + len(bwd_peers()))
+                         len(self.kiln["cases"]) + len(peers_doc()["cases"]) + len(bwd_peers()) + len(user_peers()))
 
     def test_sweep_shows_fa1_and_only_the_sweep_suite(self):
         sweep = self.section("Attention sweep")
@@ -257,6 +285,15 @@ class ReportTest(unittest.TestCase):
         self.assertIn("Copy ceiling: 4295 GB/s", text)
         # 2684 GB/s: 63 % of the 1 GiB copy's rate, 80 % of the 64 MiB copy's.
         self.assertIn("| softmax:f16:rows16384:cols1024 | 2684.4 | — | — | 63% | 80% |", text)
+
+    def test_user_kernels_against_torch_copy_and_kilns_matmul(self):
+        text = self.section("The tutorials' kernels (user suite) vs PyTorch")
+        # 2^28 bytes in 0.12 ms: 2237.0 GB/s, 1.00x torch, 78 % of the copy of its bytes.
+        self.assertIn(f"| {LN_KEY} | 2237.0 GB/s | 2237.0 | 1.00 | 78% | — | — |", text)
+        # 659.2 TFLOP/s: 1.20x torch's three ops, 0.92x kiln's matmul (718.4).
+        self.assertIn("| matmul_bias_gelu:f16:M4096:N4096:K4096 | 659.2 TFLOP/s | 550.6 | 1.20 | — | 718.4 | 0.92 |",
+                      text)
+        self.assertNotIn(LN_KEY, self.section("Memory-bound kernels vs copy bandwidth"))
 
     def test_failures_list_the_failed_variant(self):
         self.assertIn("kiln_fa2/no_swizzle", self.section("kiln cases without a time"))
