@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <set>
 
 namespace kiln {
@@ -390,38 +391,89 @@ struct Assigner {
       assign_op(*op);
   }
 
-  // Loads of a loop-carried block pointer advanced by a loop-invariant step, kept in shared memory.
-  void find_pipelined_loads(const Region& r, int num_stages) {
+  // How load `inner` of loop `body` moves its block pointer, when the loop carries it and advances it by a
+  // loop-invariant step each iteration (what a pipelined load needs); nullopt otherwise.
+  std::optional<PipelinedStep> pipelined_step(const Region& body, const Op& inner,
+                                              const std::unordered_set<ValueId>& defined_inside) const {
+    const Op& yield = *body.ops.back();
+    ValueId bp = inner.operands[0];
+    auto arg = std::find(body.args.begin() + 1, body.args.end(), bp);
+    if (arg == body.args.end() || inner.padding != Padding::Zero) // the cp.async pipeline fills zeros
+      return std::nullopt;
+    const size_t carried = static_cast<size_t>(arg - body.args.begin() - 1);
+    const Op* step = k.info(yield.operands[carried]).def;
+    if (!step || step->kind != OpKind::Advance || step->operands[0] != bp)
+      return std::nullopt;
+    for (size_t i = 1; i < step->operands.size(); ++i) {
+      const Op* def = k.info(step->operands[i]).def;
+      if (defined_inside.count(step->operands[i]) && !(def && def->kind == OpKind::Constant))
+        return std::nullopt;
+    }
+    return PipelinedStep{carried, step};
+  }
+
+  // A register block load of a streaming loop staged through a shared ring (SharedTile::to_registers): a 2-D
+  // tile whose contiguous rows are whole 16-byte chunks, the chunks cp.async copies.
+  std::optional<SharedTile> staged_tile(const Op& load, const std::vector<const Op*>& nest) const {
+    const Type& t = k.type(load.result());
+    if (t.rank() != 2 || dtype_bytes(t.elem) > 16)
+      return std::nullopt;
+    SharedTile tile;
+    tile.value = load.result();
+    tile.load = &load;
+    tile.contig_dim = k.type(load.operands[0]).order[0];
+    tile.cols = t.shape[tile.contig_dim];
+    tile.rows = t.shape[1 - tile.contig_dim];
+    tile.elem_bytes = dtype_bytes(t.elem);
+    tile.loop_nest = nest;
+    tile.to_registers = true;
+    if ((tile.cols * tile.elem_bytes) % 16 != 0)
+      return std::nullopt;
+    return tile;
+  }
+
+  // Loads of a loop-carried block pointer advanced by a loop-invariant step, pipelined num_stages deep through
+  // a shared ring: a loop's dot operand tiles; in a loop that has none (a streaming loop), its 2-D block loads
+  // into registers, each read from the ring into its register layout where the program loads it.
+  void find_pipelined_loads(const Region& r, int num_stages, std::vector<const Op*>& nest) {
     for (const auto& op : r.ops) {
+      if (op->kind == OpKind::For)
+        nest.push_back(op.get());
       for (const Region& sub : op->regions)
-        find_pipelined_loads(sub, num_stages);
+        find_pipelined_loads(sub, num_stages, nest);
+      if (op->kind == OpKind::For)
+        nest.pop_back();
       if (op->kind != OpKind::For || num_stages < 2)
         continue;
       const Region& body = op->regions[0];
-      const Op& yield = *body.ops.back();
       std::unordered_set<ValueId> defined_inside(body.args.begin(), body.args.end());
       walk(body, [&](const Op& o) { defined_inside.insert(o.results.begin(), o.results.end()); });
       for (const auto& inner : body.ops) {
         if (inner->kind != OpKind::LoadBlock || plan.where(inner->result()) != Placement::Shared)
           continue;
-        ValueId bp = inner->operands[0];
-        auto arg = std::find(body.args.begin() + 1, body.args.end(), bp);
-        if (arg == body.args.end() || inner->padding != Padding::Zero) // the cp.async pipeline fills zeros
-          continue;
-        const Op* step = k.info(yield.operands[arg - body.args.begin() - 1]).def;
-        if (!step || step->kind != OpKind::Advance || step->operands[0] != bp)
-          continue;
-        bool invariant = true;
-        for (size_t i = 1; i < step->operands.size(); ++i) {
-          const Op* def = k.info(step->operands[i]).def;
-          invariant &= !defined_inside.count(step->operands[i]) || (def && def->kind == OpKind::Constant);
+        if (std::optional<PipelinedStep> step = pipelined_step(body, *inner, defined_inside)) {
+          plan.pipelined[op.get()].push_back(inner.get());
+          plan.pipelined_steps[inner.get()] = *step;
+          plan.tiles[plan.tile_of.at(inner->result())].stages = num_stages;
         }
-        if (!invariant)
-          continue;
-        plan.pipelined[op.get()].push_back(inner.get());
-        plan.pipelined_steps[inner.get()] = PipelinedStep{static_cast<size_t>(arg - body.args.begin() - 1), step};
-        plan.tiles[plan.tile_of.at(inner->result())].stages = num_stages;
       }
+      if (plan.pipelined.count(op.get()))
+        continue;
+      nest.push_back(op.get());
+      for (const auto& inner : body.ops) {
+        if (inner->kind != OpKind::LoadBlock || plan.where(inner->result()) != Placement::Registers)
+          continue;
+        std::optional<PipelinedStep> step = pipelined_step(body, *inner, defined_inside);
+        std::optional<SharedTile> tile = step ? staged_tile(*inner, nest) : std::nullopt;
+        if (!tile)
+          continue;
+        tile->stages = num_stages;
+        plan.tile_of[inner->result()] = static_cast<int>(plan.tiles.size());
+        plan.tiles.push_back(*tile);
+        plan.pipelined[op.get()].push_back(inner.get());
+        plan.pipelined_steps[inner.get()] = *step;
+      }
+      nest.pop_back();
     }
   }
 };
@@ -443,8 +495,10 @@ LoweringPlan assign_layouts(const Kernel& k, const Target& target, const Codegen
   for (const Param& p : k.params)
     a.plan.placement[p.value] = Placement::Scalar;
   a.assign_region(k.body);
-  if (options.async_copy)
-    a.find_pipelined_loads(k.body, k.config.num_stages);
+  if (options.async_copy) {
+    std::vector<const Op*> nest;
+    a.find_pipelined_loads(k.body, k.config.num_stages, nest);
+  }
   return std::move(a.plan);
 }
 

@@ -87,9 +87,10 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
   else if (!plan.persistent.why_not.empty())
     s += fmt::format("//   not persistent (PERSISTENT=1): {}\n", plan.persistent.why_not);
   for (const SharedTile& t : plan.tiles)
-    s += fmt::format("//   shared tile %{}: {} x {} ({} B/elem) x {} stage(s) at byte {}{}{}\n", t.value,
+    s += fmt::format("//   shared tile %{}: {} x {} ({} B/elem) x {} stage(s) at byte {}{}{}{}\n", t.value,
                      t.rows, t.cols, t.elem_bytes, t.stages, t.offset,
                      t.stages > 1 ? ", cp.async pipelined" : "",
+                     t.to_registers ? ", read into registers where the loop loads it" : "",
                      plan.unwaited_loads.count(t.load) ? ", waited for by the next pipelined loop" : "");
   // Dots, vectorised accesses, block stores and pipelined loops in program order, with their DSL lines.
   walk(k.body, [&](const Op& op) {
@@ -133,7 +134,10 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                          a.aligned ? " (aligned by multiple_of)" : "",
                          a.reduce_only ? ", as red (old values unread)" : "");
     } else if (auto it = plan.block_accesses.find(&op); it != plan.block_accesses.end()) {
-      if (it->second.piece > 0)
+      const bool staged = op.kind == OpKind::LoadBlock && plan.tile_of.count(op.result());
+      if (staged)
+        s += fmt::format("//   block load at {}: read from its ring slot (staged by cp.async)\n", op.loc.str());
+      else if (it->second.piece > 0)
         s += fmt::format("//   block {} at {}: {}-element pieces\n", op.kind == OpKind::LoadBlock ? "load" : "store",
                          op.loc.str(), it->second.piece);
     } else if (op.kind == OpKind::For) {

@@ -162,6 +162,10 @@ void Emitter::emit_block_load(const Op& op) {
     publish_shared_tiles();
     return;
   }
+  if (auto staged = plan_.tile_of.find(r); staged != plan_.tile_of.end()) {
+    emit_staged_block_load(op, plan_.tiles[staged->second]);
+    return;
+  }
   const Layout& L = layout_of(r);
   std::string n = declare_regs(r, L);
   name_[r] = n;
@@ -171,6 +175,46 @@ void Emitter::emit_block_load(const Op& op) {
   for_regs(L.num_regs());
   auto [ok, addr] = block_element(op, bp, bt, L);
   line("  {}[r] = ({}) ? {}.base[{}] : {};", n, ok, bp, addr, pad);
+  line("}}");
+}
+
+// A streaming loop's block load staged through its ring (SharedTile::to_registers): the loop's first such load
+// waits for this iteration's slot, then each reads its tile from the slot into its register layout, 16 bytes
+// at a time where the layout holds whole chunks (cp.async filled zeros outside the tensor, the load's padding).
+void Emitter::emit_staged_block_load(const Op& op, const SharedTile& t) {
+  const ValueId r = op.result();
+  for (const auto& [loop, loads] : plan_.pipelined)
+    if (loads.front() == &op) {
+      emit_stage_wait(*loop, t, stage_var_.at(&op));
+      publish_shared_tiles();
+    }
+  const Layout& L = layout_of(r);
+  const std::string n = declare_regs(r, L);
+  name_[r] = n;
+  const int cdim = t.contig_dim, sdim = 1 - cdim, per_chunk = 16 / t.elem_bytes;
+  const std::string ty = ctype(k_.type(r).elem);
+  line("// {} from its ring slot into registers", op.loc.str());
+  auto addr = [&](const std::string& reg) {
+    const std::string row = coord(L, sdim, reg), col = coord(L, cdim, reg);
+    return fmt::format("kiln_smem + {} + {} + (({}) % {}) * {}", tile_base(t),
+                       stage_offset(t, "(" + row + ")", fmt::format("(({}) / {})", col, per_chunk)), col, per_chunk,
+                       t.elem_bytes);
+  };
+  if (register_run(L, cdim, per_chunk) == per_chunk) {
+    line("#pragma unroll");
+    line("for (int g = 0; g < {}; g += {}) {{", L.num_regs(), per_chunk);
+    line("  alignas(16) {} kiln_v[{}];", ty, per_chunk);
+    line("  kiln::u32* const kiln_w = reinterpret_cast<kiln::u32*>(kiln_v);");
+    line("  asm volatile(\"ld.shared.v4.b32 {{%0, %1, %2, %3}}, [%4];\" : \"=r\"(kiln_w[0]), \"=r\"(kiln_w[1]), "
+         "\"=r\"(kiln_w[2]), \"=r\"(kiln_w[3]) : \"r\"(kiln::smem_u32({})));",
+         addr("g"));
+    line("  #pragma unroll");
+    line("  for (int i = 0; i < {}; ++i) {}[g + i] = kiln_v[i];", per_chunk, n);
+    line("}}");
+    return;
+  }
+  for_regs(L.num_regs());
+  line("  {}[r] = *reinterpret_cast<const {}*>({});", n, ty, addr("r"));
   line("}}");
 }
 

@@ -289,6 +289,7 @@ private:
   void emit_block_store(const Op& op);
   bool emit_vector_block_store(const Op& op, const std::string& bp, const Type& bt, const Layout& L,
                                const std::string& x);
+  void emit_staged_block_load(const Op& op, const SharedTile& t);
   bool emit_vector_block_load(const Op& op, const std::string& bp, const Type& bt, const Layout& L,
                               const std::string& n, const std::string& pad);
   void emit_tile_issue(const SharedTile& tile, const std::string& bp, const std::string& stage);

@@ -71,6 +71,9 @@ struct SharedTile {
   int stages = 1;                   // ring depth when pipelined
   int64_t offset = 0;               // bytes from the start of dynamic shared memory
   std::vector<const Op*> loop_nest; // every for op around the load, outermost first
+  // A streaming loop's block load into registers, staged through this ring (the loop has no dot operand tiles):
+  // cp.async fills the slots ahead as for a dot operand, and the load reads its slot into its register layout.
+  bool to_registers = false;
 
   int64_t bytes_per_stage() const { return rows * cols * elem_bytes; }
   // The innermost for op around the load (nullptr: none).

@@ -117,6 +117,8 @@ std::optional<TensorMapParam> map_for(const Kernel& k, const Op& make, const Sha
 // Why the pipelined load `load` cannot be a TMA copy ("" when it can).
 std::string tile_problem(const Kernel& k, const Op& load, const SharedTile& t) {
   const Type& bp = k.type(load.operands[0]);
+  if (t.to_registers)
+    return "the tile is read into registers (a streaming loop's staged load), which cp.async's ring serves";
   if (load.padding != Padding::Zero)
     return fmt::format("TMA fills past the tensor with zeros; this load pads with {}",
                        std::isnan(load.padding.value) ? "NaN" : fmt::format("{}", load.padding.value));

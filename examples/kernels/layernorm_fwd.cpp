@@ -6,29 +6,37 @@ using namespace kiln;
 
 namespace tutorial {
 
-// ROWS rows a program, each row in one BLOCK_N tile (BLOCK_N >= n_cols): x is read once, statistics in f32.
+// ITERS blocks of ROWS rows a program, each row in one BLOCK_N tile (BLOCK_N >= n_cols): x is read once,
+// statistics in f32. The row blocks come through a block pointer advanced by ROWS rows each iteration, so that
+// with num_stages >= 2 the code generator stages the next blocks' rows in shared memory (cp.async) while this
+// block is normalised: a program always has rows in flight, without holding them in registers.
 Kernel build_layernorm_fwd(const Config& c) {
-  const int64_t ROWS = c.get("ROWS"), BLOCK_N = c.get("BLOCK_N");
+  const int64_t ROWS = c.get("ROWS"), BLOCK_N = c.get("BLOCK_N"), ITERS = c.get("ITERS");
   KernelBuilder kb("layernorm_fwd", c);
   Value x = kb.arg_ptr("x", f16), weight = kb.arg_ptr("weight", f16), bias = kb.arg_ptr("bias", f16);
   Value y = kb.arg_ptr("y", f16);
   Value n_rows = kb.arg("n_rows", i32), n_cols = kb.arg("n_cols", i32);
   Value eps = kb.arg("eps", f32);
 
-  Value rows = program_id(0) * ROWS + arange(0, ROWS);                  // (ROWS,) i32
-  Value cols = arange(0, BLOCK_N);                                      // (BLOCK_N,) i32
-  Value col_ok = cols < n_cols;                                         // (BLOCK_N,) i1
-  Value mask = expand_dims(rows < n_rows, 1) && expand_dims(col_ok, 0); // (ROWS, BLOCK_N) i1
-  Value offs = expand_dims(rows, 1) * n_cols + expand_dims(cols, 0);    // (ROWS, BLOCK_N) i32
-  Value xs = load(x + offs, mask, 0.0f).to(f32);                        // (ROWS, BLOCK_N) f32
+  Value first = program_id(0) * (ROWS * ITERS);                             // this program's first row
+  Value blocks = minimum(cdiv(n_rows - first, ROWS), ITERS);                // its row blocks
+  Value x_blk = make_block_ptr(x, {n_rows, n_cols}, {n_cols, 1}, {first, 0}, {ROWS, BLOCK_N}, {1, 0});
+  Value y_blk = make_block_ptr(y, {n_rows, n_cols}, {n_cols, 1}, {first, 0}, {ROWS, BLOCK_N}, {1, 0});
+  Value cols = arange(0, BLOCK_N);                                          // (BLOCK_N,) i32
+  Value col_ok = expand_dims(cols < n_cols, 0);                             // (1, BLOCK_N) i1
   Value n = n_cols.to(f32);
-  Value mean = sum(xs, 1) / n;                                   // (ROWS,) f32
-  Value centered = where(mask, xs - expand_dims(mean, 1), 0.0f); // masked lanes add nothing
-  Value rstd = rsqrt(sum(centered * centered, 1) / n + eps);     // (ROWS,) f32
-  Value w = load(weight + cols, col_ok, 0.0f).to(f32);           // (BLOCK_N,) f32
-  Value b = load(bias + cols, col_ok, 0.0f).to(f32);             // (BLOCK_N,) f32
-  Value out = centered * expand_dims(rstd, 1) * expand_dims(w, 0) + expand_dims(b, 0); // (ROWS, BLOCK_N) f32
-  store(y + offs, out.to(f16), mask);
+  for_range(0, blocks, 1, [&](Value) {
+    Value xs = load(x_blk, BoundaryCheck{0, 1}).to(f32);                    // (ROWS, BLOCK_N) f32, 0 outside
+    Value mean = sum(xs, 1) / n;                                            // (ROWS,) f32
+    Value centered = where(col_ok, xs - expand_dims(mean, 1), 0.0f);       // columns past n_cols add nothing
+    Value rstd = rsqrt(sum(centered * centered, 1) / n + eps);              // (ROWS,) f32
+    Value w = load(weight + cols, cols < n_cols, 0.0f).to(f32);             // (BLOCK_N,) f32
+    Value b = load(bias + cols, cols < n_cols, 0.0f).to(f32);               // (BLOCK_N,) f32
+    Value out = centered * expand_dims(rstd, 1) * expand_dims(w, 0) + expand_dims(b, 0); // (ROWS, BLOCK_N)
+    store(y_blk, out.to(f16), BoundaryCheck{0, 1});
+    x_blk = advance(x_blk, {ROWS, 0});
+    y_blk = advance(y_blk, {ROWS, 0});
+  });
   return kb.finish();
 }
 
@@ -59,9 +67,11 @@ KernelDef layernorm_fwd_def() {
   KernelDef d;
   d.name = "layernorm_fwd";
   d.summary =
-      "row-wise LayerNorm forward of an [n_rows, n_cols] f16 matrix (f32 statistics), ROWS rows a program";
-  d.params = {ParamDef::power_of_two("ROWS", 1, "rows a program normalises", 1, 16),
+      "row-wise LayerNorm forward of an [n_rows, n_cols] f16 matrix (f32 statistics), ITERS blocks of ROWS rows "
+      "a program";
+  d.params = {ParamDef::power_of_two("ROWS", 1, "rows normalised together (a block)", 1, 16),
               ParamDef::power_of_two("BLOCK_N", 1024, "row tile: a power of two >= n_cols", 16, 16384),
+              ParamDef::power_of_two("ITERS", 1, "row blocks a program normalises, one after the other", 1, 64),
               ParamDef::count("MIN_BLOCKS_PER_SM", 1, "CTAs that must fit on one SM (caps registers)", 1, 16)};
   d.default_num_warps = 4;
   d.default_num_stages = 1;
@@ -74,28 +84,34 @@ KernelDef layernorm_fwd_def() {
       fail("layernorm_fwd: BLOCK_N={} is smaller than n_cols={}; give --set BLOCK_N=<a power of two >= "
            "n_cols>",
            c.get("BLOCK_N"), s.at("n_cols"));
-    return Grid{(s.at("n_rows") + c.get("ROWS") - 1) / c.get("ROWS"), 1, 1};
+    const int64_t rows_a_program = c.get("ROWS") * c.get("ITERS");
+    return Grid{(s.at("n_rows") + rows_a_program - 1) / rows_a_program, 1, 1};
   };
   d.prune = [](const Config& c, const SizeArgs& s) -> std::string {
     return c.get("BLOCK_N") < s.at("n_cols") ? "BLOCK_N is shorter than a row" : "";
   };
   // MIN_BLOCKS_PER_SM is read by kiln's code generator from any kernel's config (the second
   // __launch_bounds__ argument): four 16-warp CTAs an SM cap a thread at 32 registers, and the occupancy that
-  // buys keeps enough rows in flight to near the copy bandwidth (worklog §38: 0.134 ms at 8 warps and 62
-  // registers, 0.120 ms at 16 warps and 32, for 16384 x 4096 f16 on an H100).
+  // buys keeps enough rows in flight (worklog §38: 0.131 ms at 8 warps and 60 registers, 0.117 ms at 16 warps
+  // and 32, for 16384 x 4096 f16 on an H100). ITERS > 1 with num_stages >= 2 is the row loop the code generator
+  // pipelines through shared memory (0.139 ms there: it pays for itself against the same loop unpipelined,
+  // 0.180, not yet against one block a program).
   d.config_space = [] {
     struct Shape {
       int warps;
-      int64_t rows, min_blocks;
+      int64_t rows, min_blocks, iters;
+      int stages;
     };
-    const Shape shapes[] = {{4, 1, 1}, {8, 1, 1}, {8, 1, 4}, {8, 2, 1}, {16, 1, 1}, {16, 1, 3}, {16, 1, 4},
-                            {16, 2, 1}, {16, 2, 2}};
+    const Shape shapes[] = {{4, 1, 1, 1, 1},  {4, 2, 1, 1, 1},  {8, 1, 1, 1, 1},  {16, 1, 1, 1, 1},
+                            {16, 1, 4, 1, 1}, {8, 1, 1, 16, 3}, {16, 1, 1, 16, 3}, {16, 1, 2, 16, 3}};
     std::vector<Config> space;
     for (int64_t block_n : {1024, 2048, 4096, 8192})
       for (const Shape& sh : shapes) {
         Config c = layernorm_fwd_def().default_config();
         c.num_warps = sh.warps;
+        c.num_stages = sh.stages;
         c.set("BLOCK_N", block_n).set("ROWS", sh.rows).set("MIN_BLOCKS_PER_SM", sh.min_blocks);
+        c.set("ITERS", sh.iters);
         space.push_back(c);
       }
     return space;
