@@ -164,8 +164,10 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
     const std::string how = c.method == ConversionMethod::SharedMemory
                                 ? fmt::format("{} B of scratch", c.scratch_bytes)
                                 : fmt::format("{} lane exchange(s)", c.swaps.size());
-    s += fmt::format("//     convert %{} at {} ({}): {}, {} ({})\n", c.value, c.loc().str(), op_name(c.user->kind),
-                     layouts(c.from, c.to), conversion_method_name(c.method), how);
+    s += fmt::format("//     convert %{} at {} ({}): {}, {} ({}){}\n", c.value, c.loc().str(), op_name(c.user->kind),
+                     layouts(c.from, c.to), conversion_method_name(c.method), how,
+                     c.hoisted_before ? fmt::format(", made once before the loop at {}", c.hoisted_before->loc.str())
+                                      : "");
   }
   return s;
 }

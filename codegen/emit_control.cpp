@@ -45,9 +45,27 @@ void Emitter::emit_stage_issue(const Op& op, const std::vector<std::string>& var
   line("kiln::cp_async_commit();");
 }
 
+// The conversions the plan hoisted out of loop `op` (LayoutConversion::hoisted_before): each made once here,
+// in the scope around the loop, where the loop's reads (and later ones in this scope) find it.
+void Emitter::emit_hoisted_conversions(const Op& op) {
+  for (size_t i = 0; i < plan_.conversions.size(); ++i) {
+    const LayoutConversion& c = plan_.conversions[i];
+    if (c.hoisted_before != &op || conversion_made_[i])
+      continue;
+    conversion_made_[i] = true;
+    const std::string key = conversion_key(c.value, c.to);
+    if (cached(key))
+      continue;
+    line("// %{}, read at {}, is the same in every iteration: converted once before the loop", c.value,
+         c.loc().str());
+    cache(key, convert(name_.at(c.value), c));
+  }
+}
+
 void Emitter::emit_for(const Op& op) {
   const Region& body = op.regions[0];
   const Op& yield = *body.ops.back();
+  emit_hoisted_conversions(op);
   line("// for {}", op.loc.str());
   std::string lo = scalar(op.operands[0]), hi = scalar(op.operands[1]), step = scalar(op.operands[2]);
   // Carried values live in variables declared before the loop; the results are those variables.

@@ -18,7 +18,7 @@ std::string Emitter::regs(ValueId v, const Layout& want) {
   const Layout& have = layout_of(v);
   if (have.same_bases(want))
     return name_.at(v);
-  std::string key = fmt::format("cvt:{}:{}", v, layout_key(want));
+  std::string key = conversion_key(v, want);
   if (std::string* c = cached(key)) // made earlier in this scope or an enclosing one
     return *c;
   const LayoutConversion& c = *planned_conversion(v, ConversionMethod::SharedMemory, &want);

@@ -116,6 +116,8 @@ private:
   }
   void open() { ++indent_, scopes_.emplace_back(); }
   void close() { --indent_, scopes_.pop_back(); }
+  // The cache key of `v` converted into layout `l` (regs and the hoisted conversions share it).
+  static std::string conversion_key(ValueId v, const Layout& l) { return fmt::format("cvt:{}:{}", v, layout_key(l)); }
   std::string* cached(const std::string& key) {
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
       auto f = it->find(key);
@@ -293,6 +295,7 @@ private:
   bool emit_vector_block_load(const Op& op, const std::string& bp, const Type& bt, const Layout& L,
                               const std::string& n, const std::string& pad);
   void emit_tile_issue(const SharedTile& tile, const std::string& bp, const std::string& stage);
+  void emit_hoisted_conversions(const Op& loop);
   void emit_for(const Op& op);
   void emit_if(const Op& op);
 

@@ -97,6 +97,9 @@ struct LayoutConversion {
   ConversionMethod method = ConversionMethod::SharedMemory;
   int64_t scratch_bytes = 0;           // SharedMemory: the scratch the round trip needs
   std::vector<LaneRegisterSwap> swaps; // RegisterShuffles: the lane/register exchanges, in order
+  // SharedMemory: the outermost loop around `user` that does not define `value`: the conversion is made once
+  // before that loop instead of every iteration (nullptr: where the user reads it).
+  const Op* hoisted_before = nullptr;
 
   SourceLoc loc() const { return user->loc; }
 };

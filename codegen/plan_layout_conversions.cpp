@@ -3,6 +3,8 @@
 #include "codegen/operand_layouts.h"
 #include "support/error.h"
 
+#include <unordered_map>
+
 namespace kiln {
 
 const char* conversion_method_name(ConversionMethod m) {
@@ -21,7 +23,7 @@ namespace {
 // it in, and records a conversion wherever the value's own layout differs.
 class ConversionPlanner {
 public:
-  ConversionPlanner(const Kernel& k, LoweringPlan& plan) : k_(k), plan_(plan) {}
+  ConversionPlanner(const Kernel& k, LoweringPlan& plan) : k_(k), plan_(plan) { note_definitions(k.body, nullptr); }
 
   void region(const Region& r) {
     for (const auto& op : r.ops)
@@ -51,6 +53,41 @@ private:
     return false;
   }
   void remember(bool recomputed, ValueId v, const Layout& l) { scopes_.back().push_back({recomputed, v, l}); }
+
+  // The innermost for op whose body defines each value (its args included); absent: outside every loop.
+  std::unordered_map<ValueId, const Op*> def_loop_;
+  void note_definitions(const Region& r, const Op* loop) {
+    for (ValueId a : r.args)
+      if (loop)
+        def_loop_[a] = loop;
+    for (const auto& op : r.ops) {
+      for (ValueId v : op->results)
+        if (loop)
+          def_loop_[v] = loop;
+      for (const Region& sub : op->regions)
+        note_definitions(sub, op->kind == OpKind::For ? op.get() : loop);
+    }
+  }
+  // The loops around what is being read, outermost first, each with the index of the scope around it.
+  struct OpenLoop {
+    const Op* loop;
+    size_t outer_scope;
+  };
+  std::vector<OpenLoop> loops_;
+  // The outermost open loop that does not define `v` (its value is the same in every iteration of that loop),
+  // or nullptr.
+  const OpenLoop* hoist_target(ValueId v) const {
+    auto d = def_loop_.find(v);
+    size_t k = 0;
+    if (d != def_loop_.end()) {
+      while (k < loops_.size() && loops_[k].loop != d->second)
+        ++k;
+      if (k == loops_.size())
+        return nullptr;
+      ++k;
+    }
+    return k < loops_.size() ? &loops_[k] : nullptr;
+  }
   void open() { scopes_.emplace_back(); }
   void close() { scopes_.pop_back(); }
 
@@ -79,6 +116,11 @@ private:
     if (have.same_bases(want) || made(false, v, want))
       return;
     through_shared_memory(v, have, want);
+    if (const OpenLoop* outer = hoist_target(v)) { // made once before that loop, and known from there on
+      plan_.conversions.back().hoisted_before = outer->loop;
+      scopes_[outer->outer_scope].push_back({false, v, want});
+      return;
+    }
     remember(false, v, want);
   }
 
@@ -266,10 +308,12 @@ private:
     for (size_t i = 0; i < op.results.size(); ++i) // the carried values start as the inits
       if (plan_.where(body.args[i + 1]) == Placement::Registers)
         read(op.operands[3 + i], layout_of(body.args[i + 1]));
+    loops_.push_back({&op, scopes_.size() - 1});
     open();
     region(body);
     yield(*body.ops.back(), [&](size_t i) { return body.args[i + 1]; });
     close();
+    loops_.pop_back();
   }
 
   void if_op(const Op& op) {
