@@ -29,6 +29,13 @@ inline std::string label(const ChunkedRowDot& c) {
 }
 inline void PrintTo(const ChunkedRowDot& c, std::ostream* os) { *os << label(c); }
 
+// The cases the codegen and GPU tests share: 1 to 4 stages, 16-bit and f32 tiles, 1 to 16 rows, a column-major y.
+inline std::vector<ChunkedRowDot> chunked_row_dot_cases() {
+  using kiln::DType;
+  return {{DType::f16, 4, 256, 4, 1},  {DType::f16, 4, 256, 4, 2},  {DType::bf16, 2, 512, 8, 3},
+          {DType::f32, 4, 128, 4, 4},  {DType::f16, 1, 1024, 4, 3}, {DType::f16, 16, 64, 4, 3, true}};
+}
+
 // Arguments: x, y (dtype), out (f32, n_rows), n_rows, n_cols (i32). x is row-major (row stride n_cols); y
 // row-major too, or column-major (column stride n_rows). Grid: (cdiv(n_rows, rows), 1, 1).
 inline kiln::Kernel chunked_row_dot_kernel(const ChunkedRowDot& c) {

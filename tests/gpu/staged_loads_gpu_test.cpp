@@ -50,12 +50,7 @@ TEST_P(GpuStagedLoads, MatchTheReferenceAndTheInterpreter) {
 }
 
 INSTANTIATE_TEST_SUITE_P(cases, GpuStagedLoads,
-                         ::testing::Values(ChunkedRowDot{DType::f16, 4, 256, 4, 1},
-                                           ChunkedRowDot{DType::f16, 4, 256, 4, 2},
-                                           ChunkedRowDot{DType::bf16, 2, 512, 8, 3},
-                                           ChunkedRowDot{DType::f32, 4, 128, 4, 4},
-                                           ChunkedRowDot{DType::f16, 1, 1024, 4, 3},
-                                           ChunkedRowDot{DType::f16, 16, 64, 4, 3, true}),
+                         ::testing::ValuesIn(kiln_test::chunked_row_dot_cases()),
                          [](const auto& info) { return kiln_test::label(info.param); });
 
 } // namespace
