@@ -22,6 +22,10 @@ Kernel build_layernorm_fwd(const Config& c) {
   Value blocks = minimum(cdiv(n_rows - first, ROWS), ITERS);                // its row blocks
   Value x_blk = make_block_ptr(x, {n_rows, n_cols}, {n_cols, 1}, {first, 0}, {ROWS, BLOCK_N}, {1, 0});
   Value y_blk = make_block_ptr(y, {n_rows, n_cols}, {n_cols, 1}, {first, 0}, {ROWS, BLOCK_N}, {1, 0});
+  // weight and bias through block pointers too: their 16-byte pieces are checked against n_cols a piece at a
+  // time, where a pointer tile's mask costs a predicate an element (worklog §38: 0.1168 -> 0.1147 ms).
+  Value w_blk = make_block_ptr(weight, {n_cols}, {1}, {0}, {BLOCK_N}, {0});
+  Value b_blk = make_block_ptr(bias, {n_cols}, {1}, {0}, {BLOCK_N}, {0});
   Value cols = arange(0, BLOCK_N);                                          // (BLOCK_N,) i32
   Value col_ok = expand_dims(cols < n_cols, 0);                             // (1, BLOCK_N) i1
   Value n = n_cols.to(f32);
@@ -30,8 +34,8 @@ Kernel build_layernorm_fwd(const Config& c) {
     Value mean = sum(xs, 1) / n;                                            // (ROWS,) f32
     Value centered = where(col_ok, xs - expand_dims(mean, 1), 0.0f);       // columns past n_cols add nothing
     Value rstd = rsqrt(sum(centered * centered, 1) / n + eps);              // (ROWS,) f32
-    Value w = load(weight + cols, cols < n_cols, 0.0f).to(f32);             // (BLOCK_N,) f32
-    Value b = load(bias + cols, cols < n_cols, 0.0f).to(f32);               // (BLOCK_N,) f32
+    Value w = load(w_blk, BoundaryCheck{0}).to(f32);                        // (BLOCK_N,) f32, 0 outside
+    Value b = load(b_blk, BoundaryCheck{0}).to(f32);                        // (BLOCK_N,) f32, 0 outside
     Value out = centered * expand_dims(rstd, 1) * expand_dims(w, 0) + expand_dims(b, 0); // (ROWS, BLOCK_N)
     store(y_blk, out.to(f16), BoundaryCheck{0, 1});
     x_blk = advance(x_blk, {ROWS, 0});
