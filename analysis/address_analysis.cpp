@@ -132,7 +132,8 @@ void AddressAnalysis::exec(const Op& op) {
     const int64_t n = xt.shape[static_cast<size_t>(op.axis)];
     result().range = op.reduce == ReduceOp::Sum
                          ? interval_binary(BinaryOp::Mul, operand(0).range, Interval::exact(n), xt.elem)
-                         : operand(0).range;
+                     : op.reduce == ReduceOp::Prod ? Interval::unknown() // powers of the bounds: not tracked
+                                                   : operand(0).range;
     return;
   }
   case OpKind::Scan: {
@@ -144,7 +145,9 @@ void AddressAnalysis::exec(const Op& op) {
     result().range =
         op.reduce == ReduceOp::Sum
             ? hull(operand(0).range, interval_binary(BinaryOp::Mul, operand(0).range, Interval::exact(n), xt.elem))
-            : operand(0).range;
+        : op.reduce == ReduceOp::Max || op.reduce == ReduceOp::Min
+            ? operand(0).range
+            : Interval::unknown(); // products and user combines: not tracked
     return;
   }
   case OpKind::Fma:

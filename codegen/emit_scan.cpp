@@ -15,8 +15,15 @@ void Emitter::emit_scan(const Op& op) {
   const std::string xs = regs(x, in);
   const std::string n = declare_regs(r, out);
   name_[r] = n;
+  const bool user = op.reduce == ReduceOp::Combine; // the user's combine, a lambda on x's dtype (see below)
   auto combine = [&](const std::string& a, const std::string& b) {
-    return reduce_combine(op.reduce, a, b, acc_t);
+    if (!user)
+      return reduce_combine(op.reduce, a, b, acc_t);
+    if (acc_t == xt.elem)
+      return fmt::format("kiln_combine({}, {})", a, b);
+    // f16/bf16 staged in f32: every staged value is a combine's result or an element, so exact in x's dtype
+    const std::string in = ctype(xt.elem);
+    return fmt::format("kiln::cvt<{0}>(kiln_combine(kiln::cvt<{1}>({2}), kiln::cvt<{1}>({3})))", acc, in, a, b);
   };
   // Scratch index of element q (in scan order) of the line whose first element is at `base`.
   auto at = [&](const std::string& base, const std::string& q) {
@@ -33,6 +40,20 @@ void Emitter::emit_scan(const Op& op) {
   line("{{");
   open();
   line("{0}* kiln_s = reinterpret_cast<{0}*>({1});", acc, scratch());
+  if (user) { // its ops printed as the same ops anywhere else in the kernel are, as scalars
+    const Region& body = op.regions[0];
+    for (ValueId a : body.args)
+      name_[a] = fresh(value_hint(a));
+    line("auto kiln_combine = [](const {0} {1}, const {0} {2}) -> {0} {{", ctype(xt.elem), name_[body.args[0]],
+         name_[body.args[1]]);
+    open();
+    for (const auto& inner : body.ops)
+      if (inner->kind != OpKind::Yield)
+        emit_scalar_op(*inner);
+    line("return {};", scalar(body.ops.back()->operands[0]));
+    close();
+    line("}};");
+  }
   line("{}", cta_barrier());
   for_regs(in.num_regs());
   line("  kiln_s[{}] = {};", linear(in, xt.shape, "r"),

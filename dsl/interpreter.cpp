@@ -269,8 +269,7 @@ void Interpreter::exec(const Op& op) {
   case OpKind::Scan: {
     const Tile& x = val(op.operands[0]);
     Tile& out = val(op.result());
-    (op.kind == OpKind::Scan ? scan_along_axis : reduce_along_axis)(op, type(op.operands[0]), x.f, x.i, out.f,
-                                                                     out.i);
+    (op.kind == OpKind::Scan ? scan_along_axis : reduce_along_axis)(k_, op, x.f, x.i, out.f, out.i);
     return;
   }
   case OpKind::Fma: {

@@ -174,6 +174,10 @@ std::string_view reduce_name(ReduceOp r) {
     return "max";
   case ReduceOp::Min:
     return "min";
+  case ReduceOp::Prod:
+    return "prod";
+  case ReduceOp::Combine:
+    return "combine";
   }
   return "?";
 }

@@ -1,5 +1,6 @@
 #include "dsl/reduce_eval.h"
 
+#include "dsl/combine_eval.h"
 #include "dsl/scalar_eval.h"
 
 #include <cmath>
@@ -30,20 +31,31 @@ bool replaces(ReduceOp r, double acc, double v) {
   return !std::isnan(v) && (std::isnan(acc) || (r == ReduceOp::Min ? v < acc : v > acc));
 }
 double combine_float(ReduceOp r, double acc, double v) {
-  return r == ReduceOp::Sum ? acc + v : replaces(r, acc, v) ? v : acc;
+  return r == ReduceOp::Sum ? acc + v : r == ReduceOp::Prod ? acc * v : replaces(r, acc, v) ? v : acc;
 }
 int64_t combine_int(ReduceOp r, int64_t acc, int64_t v, DType t) {
   if (r == ReduceOp::Sum)
     return wrap_to_width(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v), t);
+  if (r == ReduceOp::Prod) // modulo 2^64, then to the width: two's-complement wrapping
+    return wrap_to_width(static_cast<uint64_t>(acc) * static_cast<uint64_t>(v), t);
   return r == ReduceOp::Max ? std::max(acc, v) : std::min(acc, v);
+}
+
+// Calls fn(first element, position of element q in scan order) for every line along the axis.
+template <typename Fn> void each_scan_line(const AxisLines& lines, bool reverse, Fn&& fn) {
+  lines.each_line([&](int64_t first, int64_t stride, int64_t) {
+    fn([=](int64_t q) { return first + (reverse ? lines.len - 1 - q : q) * stride; });
+  });
 }
 
 } // namespace
 
-void reduce_along_axis(const Op& op, const Type& xt, const std::vector<double>& xf,
+void reduce_along_axis(const Kernel& k, const Op& op, const std::vector<double>& xf,
                        const std::vector<int64_t>& xi, std::vector<double>& out_f,
                        std::vector<int64_t>& out_i) {
+  const Type& xt = k.type(op.operands[0]);
   const DType t = xt.elem;
+  KILN_INTERNAL_CHECK(op.reduce != ReduceOp::Combine, "a reduction with a user combine at {}", op.loc.str());
   const AxisLines lines(xt.shape, op.axis);
   const bool argmax = op.kind == OpKind::ArgMax;
   const ReduceOp r = argmax ? ReduceOp::Max : op.reduce;
@@ -74,16 +86,32 @@ void reduce_along_axis(const Op& op, const Type& xt, const std::vector<double>& 
   });
 }
 
-void scan_along_axis(const Op& op, const Type& xt, const std::vector<double>& xf,
+void scan_along_axis(const Kernel& k, const Op& op, const std::vector<double>& xf,
                      const std::vector<int64_t>& xi, std::vector<double>& out_f,
                      std::vector<int64_t>& out_i) {
+  const Type& xt = k.type(op.operands[0]);
   const DType t = xt.elem;
   const AxisLines lines(xt.shape, op.axis);
   const int64_t n = xt.numel();
   (is_float(t) ? (void)out_f.resize(n) : (void)out_i.resize(n));
-  lines.each_line([&](int64_t first, int64_t stride, int64_t) {
-    // Position q of the scan order is element l = q (or len - 1 - q reversed) along the axis.
-    auto at = [&](int64_t q) { return first + (op.reverse ? lines.len - 1 - q : q) * stride; };
+  if (op.reduce == ReduceOp::Combine) { // the user's ops, each rounding to the dtype as it would anywhere
+    CombineEval combine(k, op.regions.at(0));
+    auto get = [&](int64_t e) { return is_float(t) ? ScalarValue{t, 0, xf[e]} : ScalarValue{t, xi[e], 0}; };
+    auto put = [&](int64_t e, const ScalarValue& v) {
+      if (is_float(t))
+        out_f[e] = v.f;
+      else
+        out_i[e] = v.i;
+    };
+    each_scan_line(lines, op.reverse, [&](auto at) {
+      ScalarValue acc = get(at(0));
+      put(at(0), acc);
+      for (int64_t q = 1; q < lines.len; ++q)
+        put(at(q), acc = combine(acc, get(at(q))));
+    });
+    return;
+  }
+  each_scan_line(lines, op.reverse, [&](auto at) {
     if (is_float(t)) {
       double acc = xf[at(0)];
       out_f[at(0)] = acc;

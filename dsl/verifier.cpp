@@ -63,6 +63,10 @@ std::string_view scan_name(ReduceOp r) {
     return "cummax";
   case ReduceOp::Min:
     return "cummin";
+  case ReduceOp::Prod:
+    return "cumprod";
+  case ReduceOp::Combine:
+    return "associative_scan";
   }
   return "scan";
 }
@@ -227,6 +231,42 @@ std::optional<Type> infer_dot(const Checker& c) {
   if (acc != result)
     c.error("accumulator must be {}, got {}", result.str(), acc.str());
   return result;
+}
+
+// The combine of associative_scan: two scalar args of the scanned dtype `t`, elementwise ops on values of the
+// combine only, and a yield of one scalar of dtype `t`.
+void check_combine(const Checker& c, DType t) {
+  const Op& op = c.op;
+  if (op.regions.size() != 1 || op.regions[0].args.size() != 2)
+    throw InternalError("associative_scan: the combine must be one region of two arguments");
+  const Region& body = op.regions[0];
+  for (ValueId a : body.args)
+    if (c.k.type(a) != Type::scalar(t))
+      throw InternalError(fmt::format("associative_scan: combine argument {} is not a scalar {}",
+                                      c.k.type(a).str(), dtype_name(t)));
+  if (body.ops.empty() || body.ops.back()->kind != OpKind::Yield || body.ops.back()->operands.size() != 1)
+    throw InternalError("associative_scan: the combine must end in a yield of one value");
+  std::unordered_set<ValueId> own(body.args.begin(), body.args.end());
+  for (const auto& inner : body.ops) {
+    const bool elementwise = inner->kind == OpKind::Constant || inner->kind == OpKind::Unary ||
+                             inner->kind == OpKind::Binary || inner->kind == OpKind::Cast ||
+                             inner->kind == OpKind::Where || inner->kind == OpKind::Fma;
+    if (!elementwise && inner->kind != OpKind::Yield)
+      c.error("the combine may hold only elementwise ops on its scalars (arithmetic, comparisons, where, casts, "
+              "fma, math functions, literals), got {} at {}; compute it outside the scan",
+              op_name(inner->kind), inner->loc.str());
+    for (ValueId v : inner->operands)
+      if (!own.count(v))
+        c.error("the combine uses {} ({}), a value from outside it, at {}; a combine sees only its two "
+                "arguments and literals",
+                c.k.info(v).name.empty() ? fmt::format("%{}", v) : "'" + c.k.info(v).name + "'",
+                c.k.type(v).str(), inner->loc.str());
+    own.insert(inner->results.begin(), inner->results.end());
+  }
+  const Type& got = c.k.type(body.ops.back()->operands[0]);
+  if (got != Type::scalar(t))
+    c.error("the combine must return one scalar of the scanned dtype {}, got {}{}", dtype_name(t), got.str(),
+            got.is_tensor() && got.is_scalar() ? "; convert it with .to(" + std::string(dtype_name(t)) + ")" : "");
 }
 
 std::optional<Type> infer_control(const Checker& c) {
@@ -461,6 +501,8 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
               op.axis, x.str(), x.rank(), x.rank() - 1);
     if (x.elem == DType::i1)
       c.error("cannot reduce booleans; convert with .to(i32)");
+    if (op.reduce == ReduceOp::Combine || !op.regions.empty())
+      throw InternalError(fmt::format("a reduction with a combine region at {}", op.loc.str()));
     Shape s = x.shape;
     if (op.keepdims)
       s[op.axis] = 1;
@@ -479,6 +521,10 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
               op.axis, x.str(), x.rank(), x.rank() - 1);
     if (x.elem == DType::i1)
       c.error("cannot scan booleans; convert with .to(i32)");
+    if (op.reduce == ReduceOp::Combine)
+      check_combine(c, x.elem);
+    else if (!op.regions.empty())
+      throw InternalError(fmt::format("scan {} at {} has a region", reduce_name(op.reduce), op.loc.str()));
     return x;
   }
   case OpKind::AddPtr:

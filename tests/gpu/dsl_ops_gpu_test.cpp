@@ -1,10 +1,12 @@
 // fma, log1p, expm1, block loads padded with any value and scans on the GPU against the interpreter
 // (filter: *DslOpsGpu*). What must be exact: fma (one rounding on both sides, f16/bf16 through f32), every
-// padded load and the maxima over -inf padded rows, integer scans, max/min scans, and float cumsums of inputs
-// whose every prefix is exact in the dtype (so the GPU's order of additions cannot matter). With tolerances:
+// padded load and the maxima over -inf padded rows, integer scans, max/min scans (and user combines that
+// select), and float cumsums, cumprods and user sums of inputs whose every prefix is exact in the dtype (so the
+// GPU's order cannot matter). With tolerances:
 // log1p/expm1 (CUDA's log1pf/expm1f are within a few ulp; relative to max(|interpreter|, 1): f64 1e-13, f32
-// 1e-5, f16 2e-3, bf16 1.6e-2) and f32/f64 cumsums of random reals (the GPU adds in f32 in its own order, the
-// interpreter in double: 1e-5 / 1e-12 of the line's sum of |x|). Skips with the reason printed where no CUDA
+// 1e-5, f16 2e-3, bf16 1.6e-2), f32/f64 cumsums and user sums of random reals (the GPU adds in f32 in its own
+// order, the interpreter in double or left to right: 1e-5 / 1e-12 of the tile's sum of |x|) and cumprods of
+// random reals (1e-4 / 1e-12 of the product). Skips with the reason printed where no CUDA
 // driver or NVRTC is usable.
 #include "dsl/dsl.h"
 #include "dsl/interpreter.h"
@@ -162,19 +164,19 @@ TEST_P(DslOpsGpuScan, MatchesInterpreter) {
       x.set(i, xs[static_cast<size_t>(i)]);
     interpret(k, {1, 1, 1}, {InterpArg::ptr(x), InterpArg::ptr(y_i)});
     run_on_gpu(*jit, {1, 1, 1}, {InterpArg::ptr(x), InterpArg::ptr(y_g)});
-    const bool exact = !reals || c.combine != ReduceOp::Sum || !is_float(c.dtype);
+    const bool exact = !reals || !is_float(c.dtype) || !(c.adds() || c.multiplies());
     // The tolerance of a sum of reals: a fraction of the sum of |x| over the whole tile (a bound on any
-    // prefix).
+    // prefix); of a product, a fraction of the product (a rounding per factor: 1024 f32 ones are below 1e-4).
     double abs_sum = 0;
     for (double v : xs)
       abs_sum += std::fabs(v);
-    const double tol = (c.dtype == DType::f64 ? 1e-12 : 1e-5) * abs_sum;
+    const double rel = c.dtype == DType::f64 ? 1e-12 : c.multiplies() ? 1e-4 : 1e-5;
     for (int64_t i = 0; i < c.numel(); ++i) {
       const std::string what = fmt::format("{}{}: element {}", c.name(), reals ? " (random reals)" : "", i);
       if (exact)
         ASSERT_EQ(y_g.get(i), y_i.get(i)) << what;
       else
-        ASSERT_NEAR(y_g.get(i), y_i.get(i), tol) << what;
+        ASSERT_NEAR(y_g.get(i), y_i.get(i), rel * (c.multiplies() ? std::fabs(y_i.get(i)) : abs_sum)) << what;
     }
   }
 }
