@@ -417,6 +417,7 @@ Value associative_scan(const Value& x, int axis, const CombineFn& combine, bool 
   if (!combine)
     fail_at(loc_of(where), "associative_scan: the combine is an empty std::function; pass a callable "
             "(Value a, Value b) -> Value");
+  check_scan_operand(*op, B(where).kernel());
   B(where).build_combine(*op, x.dtype(where), combine, where);
   return B(where).emit(std::move(op));
 }

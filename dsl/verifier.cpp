@@ -321,6 +321,20 @@ std::optional<Type> infer_control(const Checker& c) {
 
 } // namespace
 
+void check_scan_operand(const Op& op, const Kernel& k) {
+  const Checker c{op, k};
+  c.expect_operands(1);
+  c.expect_tensor(0, "operand");
+  const Type& x = c.ty(0);
+  if (x.rank() == 0)
+    c.error("cannot scan a scalar ({}); scans take a tile of rank 1 or more", x.str());
+  if (op.axis < 0 || op.axis >= x.rank())
+    c.error("axis {} is out of range for {} (rank {}); valid axes are 0 to {} (or negative from the end)",
+            op.axis, x.str(), x.rank(), x.rank() - 1);
+  if (x.elem == DType::i1)
+    c.error("cannot scan booleans; convert with .to(i32)");
+}
+
 std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
   Checker c{op, k};
   switch (op.kind) {
@@ -511,16 +525,8 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
     return Type::tensor(op.kind == OpKind::ArgMax ? DType::i32 : x.elem, s);
   }
   case OpKind::Scan: {
-    c.expect_operands(1);
-    c.expect_tensor(0, "operand");
+    check_scan_operand(op, k);
     const Type& x = c.ty(0);
-    if (x.rank() == 0)
-      c.error("cannot scan a scalar ({}); scans take a tile of rank 1 or more", x.str());
-    if (op.axis < 0 || op.axis >= x.rank())
-      c.error("axis {} is out of range for {} (rank {}); valid axes are 0 to {} (or negative from the end)",
-              op.axis, x.str(), x.rank(), x.rank() - 1);
-    if (x.elem == DType::i1)
-      c.error("cannot scan booleans; convert with .to(i32)");
     if (op.reduce == ReduceOp::Combine)
       check_combine(c, x.elem);
     else if (!op.regions.empty())

@@ -14,6 +14,10 @@ namespace kiln {
 // Ill-formed ops raise kiln::Error naming the op, the operand types and the call site.
 std::optional<Type> infer_result_type(const Op& op, const Kernel& k);
 
+// The rules on a Scan op's operand and axis (part of infer_result_type; associative_scan checks them before it
+// builds the combine, so that a wrong operand is reported as such, not as an error inside the combine).
+void check_scan_operand(const Op& scan, const Kernel& k);
+
 // Checks every op of the kernel: types, regions, yields, that every value is defined once, and that
 // every operand is defined before its use in an enclosing scope. The builder has already reported
 // user mistakes at their call sites, so any failure here is IR broken by kiln: InternalError.

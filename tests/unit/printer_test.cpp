@@ -62,7 +62,7 @@ TEST(Printer, AssociativeScanPrintsItsCombine) {
   EXPECT_TRUE(std::regex_search(
       ir, std::regex(R"(scan combine axis=0 reverse %\d+ : tensor<16xi32> combine\((%a\d+), (%b\d+)\) \{)")))
       << ir;
-  EXPECT_TRUE(std::regex_search(ir, std::regex(R"(\n    %\d+ = binary gt %a\d+, %b\d+ : i32)"))) << ir;
+  EXPECT_TRUE(std::regex_search(ir, std::regex(R"(\n    %\d+ = binary gt %a\d+, %b\d+ : i1)"))) << ir;
   EXPECT_TRUE(has(ir, "constant 1 : i32")) << ir;
   EXPECT_TRUE(std::regex_search(ir, std::regex(R"(\n    yield %\d+ +// )"))) << ir;
   EXPECT_TRUE(std::regex_search(ir, std::regex(R"(scan prod axis=0 %\d+ : tensor<16xi32>)"))) << ir;
