@@ -142,12 +142,12 @@ void AddressAnalysis::exec(const Op& op) {
     // A prefix sum of k <= n values in [lo, hi] lies in [k lo, k hi], so between the bounds for k = 1 and n.
     const Type& xt = k_.type(op.operands[0]);
     const int64_t n = xt.shape[static_cast<size_t>(op.axis)];
-    result().range =
-        op.reduce == ReduceOp::Sum
-            ? hull(operand(0).range, interval_binary(BinaryOp::Mul, operand(0).range, Interval::exact(n), xt.elem))
-        : op.reduce == ReduceOp::Max || op.reduce == ReduceOp::Min
-            ? operand(0).range
-            : Interval::unknown(); // products and user combines: not tracked
+    result().range = op.reduce == ReduceOp::Sum
+                         ? hull(operand(0).range,
+                                interval_binary(BinaryOp::Mul, operand(0).range, Interval::exact(n), xt.elem))
+                     : op.reduce == ReduceOp::Max || op.reduce == ReduceOp::Min
+                         ? operand(0).range
+                         : Interval::unknown(); // products and user combines: not tracked
     return;
   }
   case OpKind::Fma:

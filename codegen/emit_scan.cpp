@@ -23,7 +23,8 @@ void Emitter::emit_scan(const Op& op) {
       return fmt::format("kiln_combine({}, {})", a, b);
     // f16/bf16 staged in f32: every staged value is a combine's result or an element, so exact in x's dtype
     const std::string in = ctype(xt.elem);
-    return fmt::format("kiln::cvt<{0}>(kiln_combine(kiln::cvt<{1}>({2}), kiln::cvt<{1}>({3})))", acc, in, a, b);
+    return fmt::format("kiln::cvt<{0}>(kiln_combine(kiln::cvt<{1}>({2}), kiln::cvt<{1}>({3})))", acc, in, a,
+                       b);
   };
   // Scratch index of element q (in scan order) of the line whose first element is at `base`.
   auto at = [&](const std::string& base, const std::string& q) {
@@ -44,8 +45,8 @@ void Emitter::emit_scan(const Op& op) {
     const Region& body = op.regions[0];
     for (ValueId a : body.args)
       name_[a] = fresh(value_hint(a));
-    line("auto kiln_combine = [](const {0} {1}, const {0} {2}) -> {0} {{", ctype(xt.elem), name_[body.args[0]],
-         name_[body.args[1]]);
+    line("auto kiln_combine = [](const {0} {1}, const {0} {2}) -> {0} {{", ctype(xt.elem),
+         name_[body.args[0]], name_[body.args[1]]);
     open();
     for (const auto& inner : body.ops)
       if (inner->kind != OpKind::Yield)

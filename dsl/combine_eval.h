@@ -12,7 +12,8 @@ namespace kiln {
 
 class CombineEval {
 public:
-  // `body`: the combine region of a Scan of `k` (its verifier has checked that it holds elementwise ops only).
+  // `body`: the combine region of a Scan of `k` (its verifier has checked that it holds elementwise ops
+  // only).
   CombineEval(const Kernel& k, const Region& body) : k_(k), body_(body) {}
 
   // combine(a, b), both of the combine's dtype; the result has that dtype.

@@ -105,25 +105,25 @@ Value argmax(const Value& x, int axis, bool keepdims = false, CallSite where = C
 Value prod(const Value& x, int axis, bool keepdims = false, CallSite where = CallSite::current());
 
 // ---- scans (Triton's tl.cumsum, tl.cumprod, tl.cummax, tl.associative_scan) ----
-// The inclusive prefix of `combine` along `axis` of a tile of rank 1 or more: out[.., i, ..] = x[.., 0, ..] op
-// x[.., 1, ..] op ... op x[.., i, ..]; with `reverse`, the suffix x[.., i, ..] op ... op x[.., n-1, ..]. The
-// result has x's shape and dtype. Float sums and products accumulate in double and round each prefix once in
-// the interpreter (the GPU accumulates in f32, f64 for f64); integer sums and products wrap; max/min ignore NaN
-// as `max` does.
+// The inclusive prefix of `combine` along `axis` of a tile of rank 1 or more: out[.., i, ..] = x[.., 0, ..]
+// op x[.., 1, ..] op ... op x[.., i, ..]; with `reverse`, the suffix x[.., i, ..] op ... op x[.., n-1, ..].
+// The result has x's shape and dtype. Float sums and products accumulate in double and round each prefix once
+// in the interpreter (the GPU accumulates in f32, f64 for f64); integer sums and products wrap; max/min
+// ignore NaN as `max` does.
 Value scan(const Value& x, int axis, ReduceOp combine, bool reverse = false, CallSite where = CallSite::current());
 Value cumsum(const Value& x, int axis, bool reverse = false, CallSite where = CallSite::current());
 Value cumprod(const Value& x, int axis, bool reverse = false, CallSite where = CallSite::current());
 Value cummax(const Value& x, int axis, bool reverse = false, CallSite where = CallSite::current());
 Value cummin(const Value& x, int axis, bool reverse = false, CallSite where = CallSite::current());
 // A scan with a combine of the user's, as tl.associative_scan(x, axis, combine_fn): `combine(a, b)` is called
-// once, on two scalars of x's dtype, and builds the combine from elementwise DSL ops (arithmetic, comparisons,
-// where, casts, fma, math functions, literals); it returns one scalar of x's dtype, and may use no other value
-// of the kernel and no load, store, dot, reduction, program_id or control flow (each an Error). `a` is the
-// prefix so far and `b` the next element in scan order (reverse: from the end). The combine must be
-// associative: the GPU groups the prefix in its own order (runs of a line combined and then offset by the runs
-// before them), the interpreter left to right, so a non-associative combine (float + included) agrees only
-// within its rounding. The combine's ops are part of the kernel's printed IR, so two combines never share a
-// cached binary.
+// once, on two scalars of x's dtype, and builds the combine from elementwise DSL ops (arithmetic,
+// comparisons, where, casts, fma, math functions, literals); it returns one scalar of x's dtype, and may use
+// no other value of the kernel and no load, store, dot, reduction, program_id or control flow (each an
+// Error). `a` is the prefix so far and `b` the next element in scan order (reverse: from the end). The
+// combine must be associative: the GPU groups the prefix in its own order (runs of a line combined and then
+// offset by the runs before them), the interpreter left to right, so only an associative combine agrees
+// exactly (a float sum agrees within its roundings; a - b not at all). Its ops round to x's dtype at every
+// step. The combine's ops are part of the kernel's printed IR, so two combines never share a cached binary.
 using CombineFn = std::function<Value(Value a, Value b)>;
 Value associative_scan(const Value& x, int axis, const CombineFn& combine, bool reverse = false,
                        CallSite where = CallSite::current());

@@ -17,17 +17,22 @@ namespace kiln_test {
 
 // The user combines of associative_scan the cases use (combine == ReduceOp::Combine), each associative:
 // Add is a + b; SumWithLiteral is fma(a, 1, b) for floats and a * 1 + b for integers (a literal and a
-// three-operand op inside the combine); MaxWhere is where(a > b, a, b); AbsMaxFirst is where(abs(a) >= abs(b),
-// a, b), the first element of largest magnitude.
+// three-operand op inside the combine); MaxWhere is where(a > b, a, b); AbsMaxFirst is where(abs(a) >=
+// abs(b), a, b), the first element of largest magnitude.
 enum class UserCombine { None, Add, SumWithLiteral, MaxWhere, AbsMaxFirst };
 
 inline const char* user_combine_name(UserCombine u) {
   switch (u) {
-  case UserCombine::None: return "";
-  case UserCombine::Add: return "add";
-  case UserCombine::SumWithLiteral: return "sum_with_literal";
-  case UserCombine::MaxWhere: return "max_where";
-  case UserCombine::AbsMaxFirst: return "abs_max_first";
+  case UserCombine::None:
+    return "";
+  case UserCombine::Add:
+    return "add";
+  case UserCombine::SumWithLiteral:
+    return "sum_with_literal";
+  case UserCombine::MaxWhere:
+    return "max_where";
+  case UserCombine::AbsMaxFirst:
+    return "abs_max_first";
   }
   return "?";
 }
@@ -36,11 +41,16 @@ inline const char* user_combine_name(UserCombine u) {
 inline kiln::Value user_combine(UserCombine u, kiln::Value a, kiln::Value b) {
   using namespace kiln;
   switch (u) {
-  case UserCombine::Add: return a + b;
-  case UserCombine::SumWithLiteral: return is_float(a.dtype()) ? kiln::fma(a, 1.0, b) : a * 1 + b;
-  case UserCombine::MaxWhere: return where(a > b, a, b);
-  case UserCombine::AbsMaxFirst: return where(abs(a) >= abs(b), a, b);
-  case UserCombine::None: break;
+  case UserCombine::Add:
+    return a + b;
+  case UserCombine::SumWithLiteral:
+    return is_float(a.dtype()) ? kiln::fma(a, 1.0, b) : a * 1 + b;
+  case UserCombine::MaxWhere:
+    return where(a > b, a, b);
+  case UserCombine::AbsMaxFirst:
+    return where(abs(a) >= abs(b), a, b);
+  case UserCombine::None:
+    break;
   }
   return Value();
 }
@@ -49,10 +59,14 @@ inline kiln::Value user_combine(UserCombine u, kiln::Value a, kiln::Value b) {
 inline double user_combine_reference(UserCombine u, double a, double b) {
   switch (u) {
   case UserCombine::Add:
-  case UserCombine::SumWithLiteral: return a + b;
-  case UserCombine::MaxWhere: return a > b ? a : b;
-  case UserCombine::AbsMaxFirst: return std::fabs(a) >= std::fabs(b) ? a : b;
-  case UserCombine::None: break;
+  case UserCombine::SumWithLiteral:
+    return a + b;
+  case UserCombine::MaxWhere:
+    return a > b ? a : b;
+  case UserCombine::AbsMaxFirst:
+    return std::fabs(a) >= std::fabs(b) ? a : b;
+  case UserCombine::None:
+    break;
   }
   return 0;
 }
@@ -141,10 +155,10 @@ inline std::vector<double> scan_inputs(const ScanCase& c, unsigned seed, bool re
     if (c.multiplies()) {
       const int e = eighths(rng);
       const double sign = e % 2 ? -1 : 1;
-      x = reals && wide  ? sign * std::exp2(log2_magnitude(rng))
-          : e < 12       ? sign
+      x = reals && wide        ? sign * std::exp2(log2_magnitude(rng))
+          : e < 12             ? sign
           : !is_float(c.dtype) ? sign * (e < 14 ? 2 : 3)
-          : sign * (e < 14 ? 2 : 0.5);
+                               : sign * (e < 14 ? 2 : 0.5);
     } else {
       x = reals && wide ? real(rng) : whole ? std::round(quarters(rng) / 4.0) : quarters(rng) / 4.0;
     }
@@ -165,15 +179,17 @@ inline kiln::Kernel scan_kernel(const ScanCase& c) {
   if (c.shape.size() == 2)
     offs = arange(0, c.shape[0]).expand_dims(1) * c.shape[1] + offs.expand_dims(0); // (R, C) row-major
   Value xs = load(x + offs);
-  store(y + offs, c.combine == ReduceOp::Combine
-                      ? associative_scan(xs, c.axis, [&](Value a, Value b) { return user_combine(c.user, a, b); },
-                                         c.reverse)
-                      : scan(xs, c.axis, c.combine, c.reverse));
+  store(y + offs,
+        c.combine == ReduceOp::Combine
+            ? associative_scan(
+                  xs, c.axis, [&](Value a, Value b) { return user_combine(c.user, a, b); }, c.reverse)
+            : scan(xs, c.axis, c.combine, c.reverse));
   return kb.finish();
 }
 
-// The reference: each line scanned in double (integers wrapped to the dtype by the buffer; the inputs' integer
-// products stay far below 2^53); a user combine's every result rounded to the dtype, as its ops round.
+// The reference: each line scanned in double (integers wrapped to the dtype by the buffer; the inputs'
+// integer products stay far below 2^53); a user combine's every result rounded to the dtype, as its ops
+// round.
 inline std::vector<double> scan_reference(const ScanCase& c, const std::vector<double>& x) {
   auto round_to_dtype = [&](double v) {
     return c.dtype == kiln::DType::f32 ? static_cast<double>(static_cast<float>(v)) : v;

@@ -1,9 +1,9 @@
 // The CUDA of scans (codegen/emit_scan.cpp, split by codegen/plan_scan.h) for every case of
 // tests/scan_cases.h: the split chosen (a thread a line when there are at least as many lines as threads,
 // else runs of about sqrt(len) a line), the scratch planned for the staged tile (in f32 for f16/bf16), the
-// combine in the accumulator type (a user combine as a lambda on x's dtype); and the text compiles with NVRTC for
-// sm_80 and sm_90a. A cumsum carried by a loop beside a reduction (both use scratch) compiles too; user combines
-// appear in the printed IR and the CUDA, so two never share a key; prod reductions compile.
+// combine in the accumulator type (a user combine as a lambda on x's dtype); and the text compiles with NVRTC
+// for sm_80 and sm_90a. A cumsum carried by a loop beside a reduction (both use scratch) compiles too; user
+// combines appear in the printed IR and the CUDA, so two never share a key; prod reductions compile.
 #include "codegen/codegen.h"
 #include "codegen/cuda_text.h"
 #include "codegen/plan_scan.h"
@@ -118,13 +118,15 @@ TEST(ScanCodegenCombine, TheCombinesOpsAreALambdaAndPartOfTheKernelsIdentity) {
   EXPECT_NE(print_kernel(add), print_kernel(mul)) << "the printed IR keys caches and tuning";
   EXPECT_NE(print_kernel(mul), print_kernel(sel));
   for (const char* arch : {"sm_80", "sm_90a"}) {
-    const GeneratedKernel ga = generate_cuda(add, Target::parse(arch)), gm = generate_cuda(mul, Target::parse(arch)),
+    const GeneratedKernel ga = generate_cuda(add, Target::parse(arch)),
+                          gm = generate_cuda(mul, Target::parse(arch)),
                           gs = generate_cuda(sel, Target::parse(arch));
     EXPECT_NE(ga.source, gm.source);
     EXPECT_EQ(occurrences(ga.source, "auto kiln_combine = [](const float a"), 1) << ga.source;
     EXPECT_EQ(occurrences(gm.source, " * b"), 1) << gm.source;
     EXPECT_EQ(occurrences(gs.source, "fabsf("), 2) << "abs(a), abs(b) inside the combine\n" << gs.source;
-    EXPECT_EQ(occurrences(gs.source, "kiln_combine(kiln_a, "), 1) << "the scan of a line calls it\n" << gs.source;
+    EXPECT_EQ(occurrences(gs.source, "kiln_combine(kiln_a, "), 1) << "the scan of a line calls it\n"
+                                                                  << gs.source;
     for (const GeneratedKernel* g : {&ga, &gm, &gs})
       expect_nvrtc_compiles(*g, arch);
   }
@@ -147,7 +149,8 @@ TEST_P(ProdCodegen, ReductionsAlongEitherAxisCompile) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(dtypes, ProdCodegen, ::testing::Values(DType::f32, DType::f16, DType::i32, DType::f64),
+INSTANTIATE_TEST_SUITE_P(dtypes, ProdCodegen,
+                         ::testing::Values(DType::f32, DType::f16, DType::i32, DType::f64),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 } // namespace

@@ -1,13 +1,12 @@
 // fma, log1p, expm1, block loads padded with any value and scans on the GPU against the interpreter
 // (filter: *DslOpsGpu*). What must be exact: fma (one rounding on both sides, f16/bf16 through f32), every
 // padded load and the maxima over -inf padded rows, integer scans, max/min scans (and user combines that
-// select), and float cumsums, cumprods and user sums of inputs whose every prefix is exact in the dtype (so the
-// GPU's order cannot matter). With tolerances:
-// log1p/expm1 (CUDA's log1pf/expm1f are within a few ulp; relative to max(|interpreter|, 1): f64 1e-13, f32
-// 1e-5, f16 2e-3, bf16 1.6e-2), f32/f64 cumsums and user sums of random reals (the GPU adds in f32 in its own
-// order, the interpreter in double or left to right: 1e-5 / 1e-12 of the tile's sum of |x|) and cumprods of
-// random reals (1e-4 / 1e-12 of the product). Skips with the reason printed where no CUDA
-// driver or NVRTC is usable.
+// select), and float cumsums, cumprods and user sums of inputs whose every prefix is exact in the dtype (so
+// the GPU's order cannot matter). With tolerances: log1p/expm1 (CUDA's log1pf/expm1f are within a few ulp;
+// relative to max(|interpreter|, 1): f64 1e-13, f32 1e-5, f16 2e-3, bf16 1.6e-2), f32/f64 cumsums and user
+// sums of random reals (the GPU adds in f32 in its own order, the interpreter in double or left to right:
+// 1e-5 / 1e-12 of the tile's sum of |x|) and cumprods of random reals (1e-4 / 1e-12 of the product). Skips
+// with the reason printed where no CUDA driver or NVRTC is usable.
 #include "dsl/dsl.h"
 #include "dsl/interpreter.h"
 #include "gpu/gpu_skip.h"

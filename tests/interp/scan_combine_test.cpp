@@ -1,8 +1,8 @@
-// cumprod, prod and associative_scan in the interpreter at their edges (the shared cases of tests/scan_cases.h,
-// cumprods and user combines among them, run in tests/interp/scan_test.cpp): i32 products that wrap, 0 * inf,
-// prod along either axis with keepdims, a user combine that is not associative (run left to right: `a` the
-// prefix, `b` the next element, reversed from the end), and a user combine's ops rounding to the dtype at each
-// step where cumsum rounds each prefix once.
+// cumprod, prod and associative_scan in the interpreter at their edges (the shared cases of
+// tests/scan_cases.h, cumprods and user combines among them, run in tests/interp/scan_test.cpp): i32 products
+// that wrap, 0 * inf, prod along either axis with keepdims, a user combine that is not associative (run left
+// to right: `a` the prefix, `b` the next element, reversed from the end), and a user combine's ops rounding
+// to the dtype at each step where cumsum rounds each prefix once.
 #include "dsl/dsl.h"
 #include "dsl/interpreter.h"
 
@@ -89,9 +89,11 @@ TEST(AssociativeScanInterp, TheCombinesOpsRoundToTheDtypeAtEachStep) {
   // f16 holds even integers only from 2048 on: 2048 + 1 rounds back to 2048 at every step of a + b, while
   // cumsum rounds each exact prefix (2049, 2050, 2051) once.
   const std::vector<double> xs{2048, 1, 1, 1};
-  EXPECT_EQ(run_1d(f16, xs, [](Value x) { return associative_scan(x, 0, [](Value a, Value b) { return a + b; }); }),
-            (std::vector<double>{2048, 2048, 2048, 2048}));
-  EXPECT_EQ(run_1d(f16, xs, [](Value x) { return cumsum(x, 0); }), (std::vector<double>{2048, 2048, 2050, 2052}));
+  EXPECT_EQ(
+      run_1d(f16, xs, [](Value x) { return associative_scan(x, 0, [](Value a, Value b) { return a + b; }); }),
+      (std::vector<double>{2048, 2048, 2048, 2048}));
+  EXPECT_EQ(run_1d(f16, xs, [](Value x) { return cumsum(x, 0); }),
+            (std::vector<double>{2048, 2048, 2050, 2052}));
 }
 
 TEST(AssociativeScanInterp, LiteralsCastsAndMathInsideTheCombine) {

@@ -49,14 +49,16 @@ Kernel every_op_kernel(unsigned* line_of_neg = nullptr) {
   return kb.finish();
 }
 
-// associative_scan's combine is printed inside the scan, as a body over its two arguments, so that the printed
-// IR (which keys caches and tuning) tells two combines apart; cumprod and prod print like their siblings.
+// associative_scan's combine is printed inside the scan, as a body over its two arguments, so that the
+// printed IR (which keys caches and tuning) tells two combines apart; cumprod and prod print like their
+// siblings.
 TEST(Printer, AssociativeScanPrintsItsCombine) {
   KernelBuilder kb("combine");
   Value x = kb.arg_ptr("x", i32);
   Value offs = arange(0, 16);
   Value v = load(x + offs);
-  store(x + offs, associative_scan(v, 0, [](Value a, Value b) { return where(a > b, a, b + 1); }, true));
+  store(x + offs, associative_scan(
+                      v, 0, [](Value a, Value b) { return where(a > b, a, b + 1); }, true));
   store(x + offs, cumprod(v, 0) + prod(v, 0));
   const std::string ir = print_kernel(kb.finish());
   EXPECT_TRUE(std::regex_search(
