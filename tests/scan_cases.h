@@ -87,8 +87,9 @@ struct ScanCase {
   bool multiplies() const { return combine == kiln::ReduceOp::Prod; }
 
   std::string name() const {
-    std::string s = fmt::format("{}{}_{}_axis{}_{}", kiln::reduce_name(combine), user_combine_name(user),
-                                kiln::dtype_name(dtype), axis, fmt::join(shape, "x"));
+    std::string s =
+        fmt::format("{}{}{}_{}_axis{}_{}", kiln::reduce_name(combine), user == UserCombine::None ? "" : "_",
+                    user_combine_name(user), kiln::dtype_name(dtype), axis, fmt::join(shape, "x"));
     return s + (reverse ? "_reverse" : "") + (num_warps != 4 ? fmt::format("_w{}", num_warps) : "");
   }
   int64_t numel() const {
