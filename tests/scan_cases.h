@@ -188,6 +188,25 @@ inline kiln::Kernel scan_kernel(const ScanCase& c) {
   return kb.finish();
 }
 
+// A running maximum along rows of any length, 16 columns at a time: each chunk's associative_scan (maximum as
+// a user combine) and the maximum so far, carried by the loop; one program a row of n i32.
+inline kiln::Kernel chunked_running_max_kernel() {
+  using namespace kiln;
+  KernelBuilder kb("chunked_running_max");
+  Value x = kb.arg_ptr("x", i32), y = kb.arg_ptr("y", i32), n = kb.arg("n", i32);
+  Value row = program_id(0) * n;
+  Value best = scalar(-2147483647 - 1, i32);
+  for_range(0, n, 16, [&](Value start) {
+    Value offs = start + arange(0, 16);
+    Value mask = offs < n;
+    Value v = load(x + row + offs, mask, -2147483647 - 1);
+    Value prefix = associative_scan(v, 0, [](Value a, Value b) { return maximum(a, b); });
+    store(y + row + offs, maximum(prefix, best), mask);
+    best = maximum(best, max(v, 0));
+  });
+  return kb.finish();
+}
+
 // The reference: each line scanned in double (integers wrapped to the dtype by the buffer; the inputs'
 // integer products stay far below 2^53); a user combine's every result rounded to the dtype, as its ops
 // round.

@@ -132,6 +132,15 @@ TEST(ScanCodegenCombine, TheCombinesOpsAreALambdaAndPartOfTheKernelsIdentity) {
   }
 }
 
+TEST(ScanCodegenCombine, InsideALoopBesideACarriedValueCompiles) {
+  const Kernel k = kiln_test::chunked_running_max_kernel();
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    const GeneratedKernel g = generate_cuda(k, Target::parse(arch));
+    EXPECT_EQ(occurrences(g.source, "auto kiln_combine = [](const int "), 1) << g.source;
+    expect_nvrtc_compiles(g, arch);
+  }
+}
+
 class ProdCodegen : public ::testing::TestWithParam<DType> {};
 
 TEST_P(ProdCodegen, ReductionsAlongEitherAxisCompile) {

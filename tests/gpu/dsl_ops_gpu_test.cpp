@@ -210,4 +210,19 @@ TEST(DslOpsGpuScanLoop, ChunkedCumsumMatchesInterpreter) {
     ASSERT_EQ(y_g.get(i), y_i.get(i)) << "element " << i;
 }
 
+// associative_scan (maximum as a user combine) on chunks of rows carried by a loop, one program a row.
+TEST(DslOpsGpuScanLoop, ChunkedRunningMaxThroughAUserCombineMatchesInterpreter) {
+  KILN_REQUIRE_GPU();
+  const Kernel k = kiln_test::chunked_running_max_kernel();
+  const int64_t R = 3, N = 1000;
+  HostBuffer hx(i32, R * N, "x"), y_i(i32, R * N, "y"), y_g(i32, R * N, "y");
+  for (int64_t i = 0; i < R * N; ++i)
+    hx.set(i, static_cast<double>((i * 7919) % 20011) - 10000);
+  interpret(k, {R, 1, 1}, {InterpArg::ptr(hx), InterpArg::ptr(y_i), InterpArg::of_int(N)});
+  run_on_gpu(*JitKernel::compile(k), {R, 1, 1},
+             {InterpArg::ptr(hx), InterpArg::ptr(y_g), InterpArg::of_int(N)});
+  for (int64_t i = 0; i < R * N; ++i)
+    ASSERT_EQ(y_g.get(i), y_i.get(i)) << "element " << i;
+}
+
 } // namespace

@@ -5,9 +5,11 @@
 // to the dtype at each step where cumsum rounds each prefix once.
 #include "dsl/dsl.h"
 #include "dsl/interpreter.h"
+#include "scan_cases.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -104,6 +106,22 @@ TEST(AssociativeScanInterp, LiteralsCastsAndMathInsideTheCombine) {
   };
   EXPECT_EQ(run_1d(f32, {-3, 1, -7, 2}, [&](Value x) { return associative_scan(x, 0, combine); }),
             (std::vector<double>{-3, 2, 8, 8}));
+}
+
+TEST(AssociativeScanInterp, ACombineInsideALoopBesideACarriedValue) {
+  const Kernel k = kiln_test::chunked_running_max_kernel();
+  const int64_t R = 2, N = 45;
+  HostBuffer x(i32, R * N, "x"), y(i32, R * N, "y");
+  for (int64_t i = 0; i < R * N; ++i)
+    x.set(i, static_cast<double>((i * 37) % 101) - 50);
+  interpret(k, {R, 1, 1}, {InterpArg::ptr(x), InterpArg::ptr(y), InterpArg::of_int(N)});
+  for (int64_t r = 0; r < R; ++r) {
+    double best = -2147483648.0;
+    for (int64_t i = r * N; i < (r + 1) * N; ++i) {
+      best = std::max(best, x.get(i));
+      EXPECT_EQ(y.get(i), best) << "element " << i;
+    }
+  }
 }
 
 } // namespace
