@@ -2,7 +2,8 @@
 // tests/scan_cases.h, cumprods and user combines among them, run in tests/interp/scan_test.cpp): i32 products
 // that wrap, 0 * inf, prod along either axis with keepdims, a user combine that is not associative (run left
 // to right: `a` the prefix, `b` the next element, reversed from the end), and a user combine's ops rounding
-// to the dtype at each step where cumsum rounds each prefix once.
+// to the dtype at each step where cumsum rounds each prefix once; and a combine built inside a loop body
+// beside a carried value.
 #include "dsl/dsl.h"
 #include "dsl/interpreter.h"
 #include "scan_cases.h"
