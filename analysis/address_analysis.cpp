@@ -136,6 +136,9 @@ void AddressAnalysis::exec(const Op& op) {
                                                    : operand(0).range;
     return;
   }
+  case OpKind::Sort: // a permutation of its operand
+    result() = operand(0);
+    return;
   case OpKind::Scan: {
     if (!is_int_value(op.operands[0]))
       return;

@@ -423,6 +423,14 @@ Value associative_scan(const Value& x, int axis, const CombineFn& combine, bool 
 }
 Value cumsum(const Value& x, int axis, bool reverse, CallSite w) { return scan(x, axis, ReduceOp::Sum, reverse, w); }
 Value cumprod(const Value& x, int axis, bool reverse, CallSite w) { return scan(x, axis, ReduceOp::Prod, reverse, w); }
+Value sort(const Value& x, int axis, bool descending, CallSite where) {
+  use(x, "sort", where);
+  auto op = new_op(OpKind::Sort, where);
+  op->axis = axis < 0 ? axis + x.rank() : axis;
+  op->reverse = descending;
+  op->operands = {x.id()};
+  return B(where).emit(std::move(op));
+}
 Value cummax(const Value& x, int axis, bool reverse, CallSite w) { return scan(x, axis, ReduceOp::Max, reverse, w); }
 Value cummin(const Value& x, int axis, bool reverse, CallSite w) { return scan(x, axis, ReduceOp::Min, reverse, w); }
 

@@ -128,6 +128,12 @@ using CombineFn = std::function<Value(Value a, Value b)>;
 Value associative_scan(const Value& x, int axis, const CombineFn& combine, bool reverse = false,
                        CallSite where = CallSite::current());
 
+// ---- sort (Triton's tl.sort) ----
+// x's elements along `axis` in ascending order (descending: the reverse), x's shape and dtype; every dim of a
+// tile is a power of two, as the GPU's bitonic network needs. Floats are ordered totally: -inf < ... < -0 < +0
+// < ... < inf < NaN (descending puts NaN first), so the interpreter and the GPU agree on every element.
+Value sort(const Value& x, int axis, bool descending = false, CallSite where = CallSite::current());
+
 // ---- memory through tensors of pointers (`ptr + offsets` builds them) ----
 Value load(const Value& ptrs, const Value& mask, const Operand& other = 0, CallSite where = CallSite::current());
 void store(const Value& ptrs, const Value& value, const Value& mask, CallSite where = CallSite::current());

@@ -48,6 +48,8 @@ std::string_view op_name(OpKind k) {
     return "argmax";
   case OpKind::Scan:
     return "scan";
+  case OpKind::Sort:
+    return "sort";
   case OpKind::AddPtr:
     return "addptr";
   case OpKind::Load:

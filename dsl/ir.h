@@ -43,6 +43,7 @@ enum class OpKind : uint8_t {
   Scan,   // operand x; attrs: reduce (the combine), axis, reverse; inclusive prefix combine, x's type. With
           // reduce == Combine, region 0 is the combine: args (a, b), scalars of x's dtype; elementwise ops;
           // a yield of one scalar of that dtype
+  Sort,   // operand x; attrs: axis, reverse (descending); x's elements along axis in order, x's type
   // Memory through tensors of pointers
   AddPtr,    // operands ptr, offsets (integer); result pointer tensor
   Load,      // operands ptrs, [mask, other]; attrs: has_mask
@@ -116,7 +117,7 @@ struct Op {
   bool keepdims = false;
   bool has_mask = false;
   bool tf32 = false;
-  bool reverse = false; // Scan: from the last element along the axis to the first
+  bool reverse = false; // Scan: from the last element along the axis to the first; Sort: descending
   UnaryOp unary = UnaryOp::Neg;
   BinaryOp binary = BinaryOp::Add;
   ReduceOp reduce = ReduceOp::Sum;

@@ -35,6 +35,7 @@ struct Printer {
     case OpKind::Rand: return op.random == RandomDist::Normal ? " normal" : " uniform";
     case OpKind::Reduce: return fmt::format(" {} axis={}{}", reduce_name(op.reduce), op.axis, op.keepdims ? " keepdims" : "");
     case OpKind::ArgMax: return fmt::format(" axis={}{}", op.axis, op.keepdims ? " keepdims" : "");
+    case OpKind::Sort: return fmt::format(" axis={}{}", op.axis, op.reverse ? " descending" : "");
     case OpKind::Scan:
       return fmt::format(" {} axis={}{}", reduce_name(op.reduce), op.axis, op.reverse ? " reverse" : "");
     case OpKind::Load:

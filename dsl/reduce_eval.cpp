@@ -3,6 +3,7 @@
 #include "dsl/combine_eval.h"
 #include "dsl/scalar_eval.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace kiln {
@@ -128,6 +129,52 @@ void scan_along_axis(const Kernel& k, const Op& op, const std::vector<double>& x
       out_i[at(q)] = acc;
     }
   });
+}
+
+namespace {
+// Whether float `a` sorts before `b`: -inf < ... < -0 < +0 < ... < inf < NaN (the generated code's rule).
+bool sorts_before(double a, double b) {
+  if (std::isnan(a) || std::isnan(b))
+    return !std::isnan(a) && std::isnan(b);
+  return a < b || (a == b && std::signbit(a) && !std::signbit(b));
+}
+} // namespace
+
+void sort_along_axis(const Kernel& k, const Op& op, const std::vector<double>& xf,
+                     const std::vector<int64_t>& xi, std::vector<double>& out_f,
+                     std::vector<int64_t>& out_i) {
+  const Type& xt = k.type(op.operands[0]);
+  const AxisLines lines(xt.shape, op.axis);
+  const bool floats = is_float(xt.elem);
+  (floats ? (void)out_f.resize(xt.numel()) : (void)out_i.resize(xt.numel()));
+  std::vector<double> fs;
+  std::vector<int64_t> is;
+  each_scan_line(lines, op.reverse, [&](auto at) { // reversed positions: descending is ascending read backwards
+    if (floats) {
+      fs.clear();
+      for (int64_t q = 0; q < lines.len; ++q)
+        fs.push_back(xf[at(q)]);
+      std::stable_sort(fs.begin(), fs.end(), sorts_before);
+      for (int64_t q = 0; q < lines.len; ++q)
+        out_f[at(q)] = fs[q];
+    } else {
+      is.clear();
+      for (int64_t q = 0; q < lines.len; ++q)
+        is.push_back(xi[at(q)]);
+      std::sort(is.begin(), is.end());
+      for (int64_t q = 0; q < lines.len; ++q)
+        out_i[at(q)] = is[q];
+    }
+  });
+}
+
+void run_along_axis(const Kernel& k, const Op& op, const std::vector<double>& xf,
+                    const std::vector<int64_t>& xi, std::vector<double>& out_f, std::vector<int64_t>& out_i) {
+  if (op.kind == OpKind::Scan)
+    return scan_along_axis(k, op, xf, xi, out_f, out_i);
+  if (op.kind == OpKind::Sort)
+    return sort_along_axis(k, op, xf, xi, out_f, out_i);
+  reduce_along_axis(k, op, xf, xi, out_f, out_i);
 }
 
 } // namespace kiln

@@ -326,13 +326,14 @@ void check_scan_operand(const Op& op, const Kernel& k) {
   c.expect_operands(1);
   c.expect_tensor(0, "operand");
   const Type& x = c.ty(0);
+  const char* verb = op.kind == OpKind::Sort ? "sort" : "scan";
   if (x.rank() == 0)
-    c.error("cannot scan a scalar ({}); scans take a tile of rank 1 or more", x.str());
+    c.error("cannot {0} a scalar ({1}); {0}s take a tile of rank 1 or more", verb, x.str());
   if (op.axis < 0 || op.axis >= x.rank())
     c.error("axis {} is out of range for {} (rank {}); valid axes are 0 to {} (or negative from the end)",
             op.axis, x.str(), x.rank(), x.rank() - 1);
   if (x.elem == DType::i1)
-    c.error("cannot scan booleans; convert with .to(i32)");
+    c.error("cannot {} booleans; convert with .to(i32)", verb);
 }
 
 std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
@@ -524,6 +525,9 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
       s.erase(s.begin() + op.axis);
     return Type::tensor(op.kind == OpKind::ArgMax ? DType::i32 : x.elem, s);
   }
+  case OpKind::Sort:
+    check_scan_operand(op, k);
+    return c.ty(0);
   case OpKind::Scan: {
     check_scan_operand(op, k);
     const Type& x = c.ty(0);

@@ -14,7 +14,7 @@ namespace kiln {
 // Ill-formed ops raise kiln::Error naming the op, the operand types and the call site.
 std::optional<Type> infer_result_type(const Op& op, const Kernel& k);
 
-// The rules on a Scan op's operand and axis (part of infer_result_type; associative_scan checks them before it
+// The rules on a Scan's (or Sort's) operand and axis (part of infer_result_type; associative_scan checks them before it
 // builds the combine, so that a wrong operand is reported as such, not as an error inside the combine).
 void check_scan_operand(const Op& scan, const Kernel& k);
 

@@ -1,8 +1,8 @@
-// Error tests for cumprod, prod and associative_scan: a combine holding a load, program_id or a reduction
-// (not elementwise), one using a value of the kernel, one returning another dtype or an empty Value, one that
-// reassigns a variable of the kernel, an empty std::function, ReduceOp::Combine passed to scan(), and the
-// scans' shape rules (axis out of range, a scalar, booleans) under the new names. A combine of another arity
-// does not convert to CombineFn, so it fails to compile rather than here.
+// Error tests for cumprod, prod, associative_scan and sort: a combine holding a load, program_id or a
+// reduction (not elementwise), one using a value of the kernel, one returning another dtype or an empty Value,
+// one that reassigns a variable of the kernel, an empty std::function, ReduceOp::Combine passed to scan(), and
+// the shape rules (axis out of range, a scalar, booleans) under the new names. A combine of another arity does
+// not convert to CombineFn, so it fails to compile rather than here.
 #include "dsl/dsl.h"
 #include "error/error_test_support.h"
 
@@ -133,6 +133,20 @@ TEST(ProdError, ShapeRules) {
   expect_call_site(msg, line);
   msg = user_error([&] { prod(arange(0, 8) < 3, 0); });
   expect_mentions(msg, {"prod:", "cannot reduce booleans"});
+}
+
+TEST(SortError, ShapeRules) {
+  KernelBuilder kb("bad");
+  Value s = kb.arg("s", f32);
+  unsigned line = 0;
+  std::string msg = user_error([&] { line = __LINE__; sort(s, 0); });
+  expect_mentions(msg, {"sort:", "cannot sort a scalar", "rank 1 or more"});
+  expect_call_site(msg, line);
+  msg = user_error([&] { line = __LINE__; sort(zeros({4, 8}, f32), 2, true); });
+  expect_mentions(msg, {"sort:", "axis 2 is out of range", "tensor<4x8xf32>", "valid axes are 0 to 1"});
+  expect_call_site(msg, line);
+  msg = user_error([&] { sort(arange(0, 8) < 3, 0); });
+  expect_mentions(msg, {"sort:", "cannot sort booleans", ".to(i32)"});
 }
 
 } // namespace

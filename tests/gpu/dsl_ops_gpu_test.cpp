@@ -1,17 +1,19 @@
-// fma, log1p, expm1, block loads padded with any value and scans on the GPU against the interpreter
+// fma, log1p, expm1, block loads padded with any value, scans and sorts on the GPU against the interpreter
 // (filter: *DslOpsGpu*). What must be exact: fma (one rounding on both sides, f16/bf16 through f32), every
 // padded load and the maxima over -inf padded rows, integer scans, max/min scans (and user combines that
 // select), and float cumsums, cumprods and user sums of inputs whose every prefix is exact in the dtype (so
 // the GPU's order cannot matter). With tolerances: log1p/expm1 (CUDA's log1pf/expm1f are within a few ulp;
 // relative to max(|interpreter|, 1): f64 1e-13, f32 1e-5, f16 2e-3, bf16 1.6e-2), f32/f64 cumsums and user
 // sums of random reals (the GPU adds in f32 in its own order, the interpreter in double or left to right:
-// 1e-5 / 1e-12 of the tile's sum of |x|) and cumprods of random reals (1e-4 / 1e-12 of the product). Skips
-// with the reason printed where no CUDA driver or NVRTC is usable.
+// 1e-5 / 1e-12 of the tile's sum of |x|) and cumprods of random reals (1e-4 / 1e-12 of the product). Sorts
+// are exact, NaN, -0 and infinities among their inputs. Skips with the reason printed where no CUDA driver or
+// NVRTC is usable.
 #include "dsl/dsl.h"
 #include "dsl/interpreter.h"
 #include "gpu/gpu_skip.h"
 #include "jit/jit_kernel.h"
 #include "scan_cases.h"
+#include "sort_cases.h"
 
 #include <gtest/gtest.h>
 
@@ -23,6 +25,7 @@
 
 using namespace kiln;
 using kiln_test::ScanCase;
+using kiln_test::SortCase;
 
 namespace {
 
@@ -224,5 +227,30 @@ TEST(DslOpsGpuScanLoop, ChunkedRunningMaxThroughAUserCombineMatchesInterpreter) 
   for (int64_t i = 0; i < R * N; ++i)
     ASSERT_EQ(y_g.get(i), y_i.get(i)) << "element " << i;
 }
+
+// ---- sort ----
+
+// Exact: a sort only moves elements, and the GPU's network and the interpreter order them by the same total
+// order (NaN last ascending, -0 before +0), so every element agrees (NaN with NaN).
+class DslOpsGpuSort : public ::testing::TestWithParam<SortCase> {};
+
+TEST_P(DslOpsGpuSort, MatchesInterpreter) {
+  KILN_REQUIRE_GPU();
+  const SortCase& c = GetParam();
+  const Kernel k = kiln_test::sort_kernel(c);
+  const std::vector<double> xs = kiln_test::sort_inputs(c, 43);
+  HostBuffer x(c.dtype, c.numel(), "x"), y_i(c.dtype, c.numel(), "y"), y_g(c.dtype, c.numel(), "y");
+  for (int64_t i = 0; i < c.numel(); ++i)
+    x.set(i, xs[static_cast<size_t>(i)]);
+  interpret(k, {1, 1, 1}, {InterpArg::ptr(x), InterpArg::ptr(y_i)});
+  run_on_gpu(*JitKernel::compile(k), {1, 1, 1}, {InterpArg::ptr(x), InterpArg::ptr(y_g)});
+  for (int64_t i = 0; i < c.numel(); ++i)
+    ASSERT_TRUE(kiln_test::same_sorted_element(y_g.get(i), y_i.get(i)))
+        << c.name() << ": element " << i << " is " << y_g.get(i) << " on the GPU, " << y_i.get(i)
+        << " in the interpreter";
+}
+
+INSTANTIATE_TEST_SUITE_P(cases, DslOpsGpuSort, ::testing::ValuesIn(kiln_test::sort_cases()),
+                         [](const auto& info) { return info.param.name(); });
 
 } // namespace

@@ -46,6 +46,7 @@ Kernel every_op_kernel(unsigned* line_of_neg = nullptr) {
   store(out + arange(0, 32) + 64, am_f);
   store(out + arange(0, 32) + 96, kiln::rand(n, arange(0, 32)));
   store(out + arange(0, 32) + 128, cumsum(kiln::fma(am_f, am_f, 1.0f), 0, /*reverse=*/true));
+  store(out + arange(0, 32) + 160, sort(am_f, 0, /*descending=*/true));
   return kb.finish();
 }
 
@@ -69,6 +70,7 @@ TEST(Printer, AssociativeScanPrintsItsCombine) {
   EXPECT_TRUE(std::regex_search(ir, std::regex(R"(\n    yield %\d+ +// )"))) << ir;
   EXPECT_TRUE(std::regex_search(ir, std::regex(R"(scan prod axis=0 %\d+ : tensor<16xi32>)"))) << ir;
   EXPECT_TRUE(std::regex_search(ir, std::regex(R"(reduce prod axis=0 %\d+ : i32)"))) << ir;
+  EXPECT_TRUE(has(print_kernel(every_op_kernel()), "sort axis=0 descending %")) << ir;
 }
 
 TEST(Printer, SameKernelPrintsTheSameTwice) {
