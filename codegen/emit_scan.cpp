@@ -120,10 +120,10 @@ void Emitter::read_back_from_scratch(const Op& op, DType acc_t) {
   line("}}");
 }
 
-// A bitonic network on each line in scratch: for k = 2, 4, .., len and j = k/2, .., 1, element i (bit j clear)
-// and i + j are compared and put in order, ascending where bit k of i is clear (descending: the reverse), a
-// barrier after each step. The threads share the lines' len/2 pairs of a step. Floats in sort's total order
-// (dsl/dsl.h): NaN last, -0 before +0.
+// A bitonic network on each line in scratch: for k = 2, 4, .., len and j = k/2, .., 1, element i (bit j
+// clear) and i + j are compared and put in order, ascending where bit k of i is clear (descending: the
+// reverse), a barrier after each step. The threads share the lines' len/2 pairs of a step. Floats in sort's
+// total order (dsl/dsl.h): NaN last, -0 before +0.
 void Emitter::emit_sort(const Op& op) {
   const ValueId r = op.result(), x = op.operands[0];
   const Type& xt = k_.type(x);
@@ -133,8 +133,8 @@ void Emitter::emit_sort(const Op& op) {
   const Layout in = register_or_default_layout(k_, plan_, x);
   const std::string xs = regs(x, in);
   name_[r] = declare_regs(r, layout_of(r));
-  line("// sort {} along axis {}{}: {} lines of {}", op.loc.str(), op.axis, op.reverse ? " (descending)" : "",
-       split.lines, split.len);
+  line("// bitonic sort {} along axis {}{}: {} lines of {}", op.loc.str(), op.axis,
+       op.reverse ? " (descending)" : "", split.lines, split.len);
   use_scratch(scan_scratch_bytes(k_, op));
   line("{{");
   open();
@@ -152,11 +152,13 @@ void Emitter::emit_sort(const Op& op) {
   line("    for (int kiln_p = threadIdx.x; kiln_p < {}; kiln_p += {}) {{", split.lines * half, threads_);
   line("      const int kiln_h = kiln_p % {}, kiln_l = kiln_p / {};", half, half);
   line("      const int kiln_i = ((kiln_h & ~(kiln_j - 1)) << 1) | (kiln_h & (kiln_j - 1));");
-  line("      const int kiln_b = (kiln_l / {0}) * {1} + kiln_l % {0};", split.stride, split.len * split.stride);
+  line("      const int kiln_b = (kiln_l / {0}) * {1} + kiln_l % {0};", split.stride,
+       split.len * split.stride);
   line("      {0}& kiln_x = kiln_s[kiln_b + kiln_i * {1}];", acc, split.stride);
   line("      {0}& kiln_y = kiln_s[kiln_b + (kiln_i + kiln_j) * {1}];", acc, split.stride);
-  line("      if (((kiln_i & kiln_k) == 0) == {} ? kiln_before(kiln_y, kiln_x) : kiln_before(kiln_x, kiln_y)) {{",
-         op.reverse ? "false" : "true");
+  line("      if (((kiln_i & kiln_k) == 0) == {} ? kiln_before(kiln_y, kiln_x) : kiln_before(kiln_x, "
+       "kiln_y)) {{",
+       op.reverse ? "false" : "true");
   line("        const {} kiln_t = kiln_x;", acc);
   line("        kiln_x = kiln_y;");
   line("        kiln_y = kiln_t;");

@@ -149,23 +149,24 @@ void sort_along_axis(const Kernel& k, const Op& op, const std::vector<double>& x
   (floats ? (void)out_f.resize(xt.numel()) : (void)out_i.resize(xt.numel()));
   std::vector<double> fs;
   std::vector<int64_t> is;
-  each_scan_line(lines, op.reverse, [&](auto at) { // reversed positions: descending is ascending read backwards
-    if (floats) {
-      fs.clear();
-      for (int64_t q = 0; q < lines.len; ++q)
-        fs.push_back(xf[at(q)]);
-      std::stable_sort(fs.begin(), fs.end(), sorts_before);
-      for (int64_t q = 0; q < lines.len; ++q)
-        out_f[at(q)] = fs[q];
-    } else {
-      is.clear();
-      for (int64_t q = 0; q < lines.len; ++q)
-        is.push_back(xi[at(q)]);
-      std::sort(is.begin(), is.end());
-      for (int64_t q = 0; q < lines.len; ++q)
-        out_i[at(q)] = is[q];
-    }
-  });
+  each_scan_line(lines, op.reverse,
+                 [&](auto at) { // reversed positions: descending is ascending read backwards
+                   if (floats) {
+                     fs.clear();
+                     for (int64_t q = 0; q < lines.len; ++q)
+                       fs.push_back(xf[at(q)]);
+                     std::stable_sort(fs.begin(), fs.end(), sorts_before);
+                     for (int64_t q = 0; q < lines.len; ++q)
+                       out_f[at(q)] = fs[q];
+                   } else {
+                     is.clear();
+                     for (int64_t q = 0; q < lines.len; ++q)
+                       is.push_back(xi[at(q)]);
+                     std::sort(is.begin(), is.end());
+                     for (int64_t q = 0; q < lines.len; ++q)
+                       out_i[at(q)] = is[q];
+                   }
+                 });
 }
 
 void run_along_axis(const Kernel& k, const Op& op, const std::vector<double>& xf,

@@ -1,6 +1,6 @@
-// Sort cases shared by the interpreter, codegen and GPU tests (tests/{interp,codegen,gpu}/...sort...): a tile of
-// `shape` loaded row-major from x, sorted along `axis` (ascending or descending), stored row-major to y. Inputs
-// hold repeats, and for floats -0 and +0, infinities and NaN, so that sort's total order is exercised.
+// Sort cases shared by the interpreter, codegen and GPU tests (tests/{interp,codegen,gpu}/...sort...): a tile
+// of `shape` loaded row-major from x, sorted along `axis` (ascending or descending), stored row-major to y.
+// Inputs hold repeats, and for floats -0 and +0, infinities and NaN, so that sort's total order is exercised.
 #pragma once
 
 #include "dsl/dsl.h"
@@ -52,8 +52,8 @@ inline std::vector<SortCase> sort_cases() {
   };
 }
 
-// Integers in [-20, 20] (many repeats); for floats multiples of 1/4 in [-5, 5], one in eight drawn instead from
-// -0, +0, -inf, inf and NaN.
+// Integers in [-20, 20] (many repeats); for floats multiples of 1/4 in [-5, 5], one in eight drawn instead
+// from -0, +0, -inf, inf and NaN.
 inline std::vector<double> sort_inputs(const SortCase& c, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> small(-20, 20), special(0, 39);

@@ -51,7 +51,8 @@ TEST(SortInterpEdges, TheTotalOrderOfFloats) {
   const std::vector<double> up{-INFINITY, -2, -0.0, 0.0, 0.0, 1.5, INFINITY, nan};
   for (int64_t i = 0; i < 8; ++i) {
     EXPECT_TRUE(kiln_test::same_sorted_element(hy.get(i), up[static_cast<size_t>(i)])) << "ascending " << i;
-    EXPECT_TRUE(kiln_test::same_sorted_element(hz.get(i), up[static_cast<size_t>(7 - i)])) << "descending " << i;
+    EXPECT_TRUE(kiln_test::same_sorted_element(hz.get(i), up[static_cast<size_t>(7 - i)]))
+        << "descending " << i;
   }
 }
 
