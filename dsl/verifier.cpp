@@ -233,42 +233,6 @@ std::optional<Type> infer_dot(const Checker& c) {
   return result;
 }
 
-// The combine of associative_scan: two scalar args of the scanned dtype `t`, elementwise ops on values of the
-// combine only, and a yield of one scalar of dtype `t`.
-void check_combine(const Checker& c, DType t) {
-  const Op& op = c.op;
-  if (op.regions.size() != 1 || op.regions[0].args.size() != 2)
-    throw InternalError("associative_scan: the combine must be one region of two arguments");
-  const Region& body = op.regions[0];
-  for (ValueId a : body.args)
-    if (c.k.type(a) != Type::scalar(t))
-      throw InternalError(fmt::format("associative_scan: combine argument {} is not a scalar {}",
-                                      c.k.type(a).str(), dtype_name(t)));
-  if (body.ops.empty() || body.ops.back()->kind != OpKind::Yield || body.ops.back()->operands.size() != 1)
-    throw InternalError("associative_scan: the combine must end in a yield of one value");
-  std::unordered_set<ValueId> own(body.args.begin(), body.args.end());
-  for (const auto& inner : body.ops) {
-    const bool elementwise = inner->kind == OpKind::Constant || inner->kind == OpKind::Unary ||
-                             inner->kind == OpKind::Binary || inner->kind == OpKind::Cast ||
-                             inner->kind == OpKind::Where || inner->kind == OpKind::Fma;
-    if (!elementwise && inner->kind != OpKind::Yield)
-      c.error("the combine may hold only elementwise ops on its scalars (arithmetic, comparisons, where, casts, "
-              "fma, math functions, literals), got {} at {}; compute it outside the scan",
-              op_name(inner->kind), inner->loc.str());
-    for (ValueId v : inner->operands)
-      if (!own.count(v))
-        c.error("the combine uses {} ({}), a value from outside it, at {}; a combine sees only its two "
-                "arguments and literals",
-                c.k.info(v).name.empty() ? fmt::format("%{}", v) : "'" + c.k.info(v).name + "'",
-                c.k.type(v).str(), inner->loc.str());
-    own.insert(inner->results.begin(), inner->results.end());
-  }
-  const Type& got = c.k.type(body.ops.back()->operands[0]);
-  if (got != Type::scalar(t))
-    c.error("the combine must return one scalar of the scanned dtype {}, got {}{}", dtype_name(t), got.str(),
-            got.is_tensor() && got.is_scalar() ? "; convert it with .to(" + std::string(dtype_name(t)) + ")" : "");
-}
-
 std::optional<Type> infer_control(const Checker& c) {
   const Op& op = c.op;
   if (op.kind == OpKind::For) {
@@ -532,7 +496,7 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
     check_scan_operand(op, k);
     const Type& x = c.ty(0);
     if (op.reduce == ReduceOp::Combine)
-      check_combine(c, x.elem);
+      check_combine(op, k);
     else if (!op.regions.empty())
       throw InternalError(fmt::format("scan {} at {} has a region", reduce_name(op.reduce), op.loc.str()));
     return x;
