@@ -132,19 +132,25 @@ void AddressAnalysis::exec(const Op& op) {
     const int64_t n = xt.shape[static_cast<size_t>(op.axis)];
     result().range = op.reduce == ReduceOp::Sum
                          ? interval_binary(BinaryOp::Mul, operand(0).range, Interval::exact(n), xt.elem)
-                         : operand(0).range;
+                     : op.reduce == ReduceOp::Prod ? Interval::unknown() // powers of the bounds: not tracked
+                                                   : operand(0).range;
     return;
   }
+  case OpKind::Sort: // a permutation of its operand
+    result() = operand(0);
+    return;
   case OpKind::Scan: {
     if (!is_int_value(op.operands[0]))
       return;
     // A prefix sum of k <= n values in [lo, hi] lies in [k lo, k hi], so between the bounds for k = 1 and n.
     const Type& xt = k_.type(op.operands[0]);
     const int64_t n = xt.shape[static_cast<size_t>(op.axis)];
-    result().range =
-        op.reduce == ReduceOp::Sum
-            ? hull(operand(0).range, interval_binary(BinaryOp::Mul, operand(0).range, Interval::exact(n), xt.elem))
-            : operand(0).range;
+    result().range = op.reduce == ReduceOp::Sum
+                         ? hull(operand(0).range,
+                                interval_binary(BinaryOp::Mul, operand(0).range, Interval::exact(n), xt.elem))
+                     : op.reduce == ReduceOp::Max || op.reduce == ReduceOp::Min
+                         ? operand(0).range
+                         : Interval::unknown(); // products and user combines: not tracked
     return;
   }
   case OpKind::Fma:

@@ -196,6 +196,7 @@ private:
     case OpKind::Reduce:
     case OpKind::ArgMax:
     case OpKind::Scan:
+    case OpKind::Sort:
       if (is_float(k_.type(op.operands[0]).elem))
         cost_.vector_flops += static_cast<double>(k_.type(op.operands[0]).numel());
       return;

@@ -184,8 +184,12 @@ std::string reduce_combine(ReduceOp r, const std::string& a, const std::string& 
     return binary_expr(BinaryOp::Max, a, b, t);
   case ReduceOp::Min:
     return binary_expr(BinaryOp::Min, a, b, t);
+  case ReduceOp::Prod:
+    return binary_expr(BinaryOp::Mul, a, b, t);
+  case ReduceOp::Combine:
+    break;
   }
-  return "?";
+  throw InternalError("reduce_combine: a user combine is printed from its region (emit_scan)");
 }
 
 std::string reduce_identity(ReduceOp r, DType t) {
@@ -198,8 +202,12 @@ std::string reduce_identity(ReduceOp r, DType t) {
                              : "(-2147483647 - 1)";
   case ReduceOp::Min:
     return is_float(t) ? literal(INFINITY, t) : t == DType::i64 ? "9223372036854775807LL" : "2147483647";
+  case ReduceOp::Prod:
+    return literal(1, t);
+  case ReduceOp::Combine:
+    break;
   }
-  return "?";
+  throw InternalError("reduce_identity: a user combine has no identity");
 }
 
 std::string identifier(const std::string& hint) {

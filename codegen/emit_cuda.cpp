@@ -224,6 +224,8 @@ void Emitter::emit_op(const Op& op) {
     return emit_reduce(op);
   case OpKind::Scan:
     return emit_scan(op);
+  case OpKind::Sort:
+    return emit_sort(op);
   case OpKind::Dot:
     return emit_dot(op);
   case OpKind::Load:

@@ -1,5 +1,5 @@
 // The CUDA emitter's state and its per-op-family printers (emit_cuda.cpp: values, layouts and dispatch;
-// emit_compute.cpp: elementwise ops, broadcasts, reductions; emit_scan.cpp: scans; emit_dot.cpp: FMA, mma.sync and wgmma products;
+// emit_compute.cpp: elementwise ops, broadcasts, reductions; emit_scan.cpp: scans and sorts; emit_dot.cpp: FMA, mma.sync and wgmma products;
 // emit_memory.cpp: global loads, stores and atomics, shared-tile copies; emit_control.cpp: loops, pipelining,
 // ifs; emit_tma.cpp: TMA rings; emit_warp_specialized.cpp: the producer warpgroup and slot releases). Every decision it prints comes from the LoweringPlan: it reads operands in the layouts operand_layouts.h
 // gives, and each conversion that needs, and the scratch it uses, are the plan's. Internal to the code generator.
@@ -245,6 +245,12 @@ private:
   void emit_elementwise(const Op& op);
   void emit_reduce(const Op& op);
   void emit_scan(const Op& op);
+  void emit_sort(const Op& op);
+  // A scan's or sort's operand (registers `xs` in layout `in`) staged row-major in scratch (declared as
+  // `kiln_s`, of acc_t) between two barriers, and read back into the result's registers after one
+  // (emit_scan.cpp): the two ends of every staged op.
+  void stage_to_scratch(const Op& op, const Layout& in, const std::string& xs, DType acc_t);
+  void read_back_from_scratch(const Op& op, DType acc_t);
   void emit_dot(const Op& op);
   void emit_dot_mma(const Op& op, const std::string& d);
   // `wait` false: the product is committed and left in flight (a product issued ahead).

@@ -220,6 +220,7 @@ private:
     case OpKind::Reduce:
     case OpKind::ArgMax:
       return read(op.operands[0], reduce_input_layout(k_, plan_, op));
+    case OpKind::Sort:
     case OpKind::Scan: // staged in shared memory from its own layout (or the default), read back in the result's
       return read(op.operands[0], register_or_default_layout(k_, plan_, op.operands[0]));
     case OpKind::Dot:

@@ -21,9 +21,10 @@ struct ScanSplit {
 // combines about 3 sqrt(len) elements) and at most threads / lines.
 ScanSplit plan_scan(const Kernel& k, const Op& scan, int threads);
 
-// The element type a scan combines in: f16/bf16 in f32, every other dtype in its own.
+// The element type a scan combines in (and a sort stages in): f16/bf16 in f32, every other dtype in its own.
 DType scan_accumulator(DType t);
-// Bytes of scratch a scan stages its tile in.
+// Bytes of scratch a scan (or a sort, op `scan` of kind Sort: its lines as plan_scan gives them) stages its
+// tile in.
 int64_t scan_scratch_bytes(const Kernel& k, const Op& scan);
 
 } // namespace kiln

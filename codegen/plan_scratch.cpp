@@ -34,7 +34,7 @@ void plan_scratch(const Kernel& k, LoweringPlan& plan) {
       const ValueId x = op.operands[0];
       bytes = std::max(bytes, cross_warp_reduction_bytes(reduce_input_layout(k, plan, op), op.axis,
                                                          k.type(x).elem, op.kind == OpKind::ArgMax));
-    } else if (op.kind == OpKind::Scan) {
+    } else if (op.kind == OpKind::Scan || op.kind == OpKind::Sort) {
       bytes = std::max(bytes, scan_scratch_bytes(k, op));
     } else if (op.kind == OpKind::Dot && plan.dots.at(&op).instruction == DotInstruction::Fma &&
                (plan.where(op.operands[0]) != Placement::Shared || plan.where(op.operands[1]) != Placement::Shared)) {

@@ -380,4 +380,36 @@ void KernelBuilder::if_(const Value& cond, const std::function<void()>& then_bod
     snap.vars[changed[n]].handle->id_ = raw->results[n];
 }
 
+void KernelBuilder::build_combine(Op& op, DType t, const std::function<Value(Value, Value)>& fn, CallSite where) {
+  const ValueId first_inner = static_cast<ValueId>(kernel_.values.size());
+  Region& region = op.regions.emplace_back();
+  region.args = {kernel_.new_value(Type::scalar(t), "a"), kernel_.new_value(Type::scalar(t), "b")};
+  Snapshot snap = snapshot();
+  insertion_.push_back(&region);
+  ValueId result = kNoValue;
+  {
+    const Value r = fn(make(region.args[0]), make(region.args[1]));
+    if (r.valid() && r.builder() != this)
+      fail_at(loc_of(where), "associative_scan: the combine returned a value of another kernel's builder");
+    result = r.id();
+  }
+  insertion_.pop_back();
+  if (result == kNoValue)
+    fail_at(loc_of(where), "associative_scan: the combine returned a kiln::Value that holds no value; return "
+            "the combined scalar, e.g. `return a + b;`");
+  for (const Snapshot::Var& v : snap.vars)
+    if (alive(v.handle, v.seq) && v.handle->id_ != v.id) {
+      const std::string& name = kernel_.info(v.id).name;
+      fail_at(loc_of(where), "associative_scan: the combine assigns {} of the enclosing kernel; a combine only "
+              "returns its result (it runs once per element pair, not once)",
+              name.empty() ? std::string("a variable") : "variable '" + name + "'");
+    }
+  check_region_escapes(snap, first_inner, where, "associative_scan combine");
+  auto yield = std::make_unique<Op>();
+  yield->kind = OpKind::Yield;
+  yield->loc = loc_of(where);
+  yield->operands = {result};
+  region.ops.push_back(std::move(yield));
+}
+
 } // namespace kiln

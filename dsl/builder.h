@@ -111,6 +111,9 @@ public:
                  CallSite where);
   void if_(const Value& cond, const std::function<void()>& then_body, const std::function<void()>& else_body,
            CallSite where);
+  // Builds `op`'s region 0 as a combine of two scalars of dtype `t`: fn's ops and a yield of its result. The
+  // verifier checks what it holds when `op` is emitted.
+  void build_combine(Op& op, DType t, const std::function<Value(Value, Value)>& fn, CallSite where);
 
 private:
   friend class Value;

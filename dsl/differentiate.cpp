@@ -133,6 +133,7 @@ private:
       return binary(*op, in[0], in[1], arg(0), arg(1), y);
     case OpKind::Reduce:
     case OpKind::Scan:
+    case OpKind::Sort:
     case OpKind::ArgMax:
       not_differentiable(*op, "it combines elements across the tile, so it is not elementwise");
     case OpKind::Dot:

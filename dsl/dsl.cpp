@@ -389,17 +389,48 @@ Value min(const Value& x, int axis, bool keepdims, CallSite w) {
 Value argmax(const Value& x, int axis, bool keepdims, CallSite w) {
   return reduce(x, axis, keepdims, OpKind::ArgMax, ReduceOp::Max, w);
 }
+Value prod(const Value& x, int axis, bool keepdims, CallSite w) {
+  return reduce(x, axis, keepdims, OpKind::Reduce, ReduceOp::Prod, w);
+}
 
-Value scan(const Value& x, int axis, ReduceOp combine, bool reverse, CallSite where) {
-  use(x, "scan", where);
+namespace {
+// A Scan op of x along axis, ready to emit.
+std::unique_ptr<Op> scan_op(const Value& x, int axis, ReduceOp combine, bool reverse, CallSite where) {
+  use(x, combine == ReduceOp::Combine ? "associative_scan" : "scan", where);
   auto op = new_op(OpKind::Scan, where);
   op->reduce = combine;
   op->axis = axis < 0 ? axis + x.rank() : axis;
   op->reverse = reverse;
   op->operands = {x.id()};
+  return op;
+}
+} // namespace
+
+Value scan(const Value& x, int axis, ReduceOp combine, bool reverse, CallSite where) {
+  if (combine == ReduceOp::Combine)
+    fail_at(loc_of(where), "scan: ReduceOp::Combine names a combine of the user's; pass it as a function to "
+            "associative_scan(x, axis, [](Value a, Value b) {{ return ...; }})");
+  return B(where).emit(scan_op(x, axis, combine, reverse, where));
+}
+Value associative_scan(const Value& x, int axis, const CombineFn& combine, bool reverse, CallSite where) {
+  std::unique_ptr<Op> op = scan_op(x, axis, ReduceOp::Combine, reverse, where);
+  if (!combine)
+    fail_at(loc_of(where), "associative_scan: the combine is an empty std::function; pass a callable "
+            "(Value a, Value b) -> Value");
+  check_scan_operand(*op, B(where).kernel());
+  B(where).build_combine(*op, x.dtype(where), combine, where);
   return B(where).emit(std::move(op));
 }
 Value cumsum(const Value& x, int axis, bool reverse, CallSite w) { return scan(x, axis, ReduceOp::Sum, reverse, w); }
+Value cumprod(const Value& x, int axis, bool reverse, CallSite w) { return scan(x, axis, ReduceOp::Prod, reverse, w); }
+Value sort(const Value& x, int axis, bool descending, CallSite where) {
+  use(x, "sort", where);
+  auto op = new_op(OpKind::Sort, where);
+  op->axis = axis < 0 ? axis + x.rank() : axis;
+  op->reverse = descending;
+  op->operands = {x.id()};
+  return B(where).emit(std::move(op));
+}
 Value cummax(const Value& x, int axis, bool reverse, CallSite w) { return scan(x, axis, ReduceOp::Max, reverse, w); }
 Value cummin(const Value& x, int axis, bool reverse, CallSite w) { return scan(x, axis, ReduceOp::Min, reverse, w); }
 

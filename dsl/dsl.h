@@ -100,16 +100,39 @@ Value sum(const Value& x, int axis, bool keepdims = false, CallSite where = Call
 Value max(const Value& x, int axis, bool keepdims = false, CallSite where = CallSite::current());
 Value min(const Value& x, int axis, bool keepdims = false, CallSite where = CallSite::current());
 Value argmax(const Value& x, int axis, bool keepdims = false, CallSite where = CallSite::current());
+// The product along `axis` (Triton's tl.reduce with a multiply): float products compute in double and round
+// once in the interpreter (the GPU multiplies in f32 in its tree order, f64 for f64), integer products wrap.
+Value prod(const Value& x, int axis, bool keepdims = false, CallSite where = CallSite::current());
 
-// ---- scans (Triton's tl.cumsum, tl.cummax, tl.associative_scan with one of the reductions' combines) ----
-// The inclusive prefix of `combine` along `axis` of a tile of rank 1 or more: out[.., i, ..] = x[.., 0, ..] op
-// x[.., 1, ..] op ... op x[.., i, ..]; with `reverse`, the suffix x[.., i, ..] op ... op x[.., n-1, ..]. The
-// result has x's shape and dtype. Float sums accumulate in double and round each prefix once in the interpreter
-// (the GPU accumulates in f32, f64 for f64); integer sums wrap; max/min ignore NaN as `max` does.
+// ---- scans (Triton's tl.cumsum, tl.cumprod, tl.cummax, tl.associative_scan) ----
+// The inclusive prefix of `combine` along `axis` of a tile of rank 1 or more: out[.., i, ..] = x[.., 0, ..]
+// op x[.., 1, ..] op ... op x[.., i, ..]; with `reverse`, the suffix x[.., i, ..] op ... op x[.., n-1, ..].
+// The result has x's shape and dtype. Float sums and products accumulate in double and round each prefix once
+// in the interpreter (the GPU accumulates in f32, f64 for f64); integer sums and products wrap; max/min
+// ignore NaN as `max` does.
 Value scan(const Value& x, int axis, ReduceOp combine, bool reverse = false, CallSite where = CallSite::current());
 Value cumsum(const Value& x, int axis, bool reverse = false, CallSite where = CallSite::current());
+Value cumprod(const Value& x, int axis, bool reverse = false, CallSite where = CallSite::current());
 Value cummax(const Value& x, int axis, bool reverse = false, CallSite where = CallSite::current());
 Value cummin(const Value& x, int axis, bool reverse = false, CallSite where = CallSite::current());
+// A scan with a combine of the user's, as tl.associative_scan(x, axis, combine_fn): `combine(a, b)` is called
+// once, on two scalars of x's dtype, and builds the combine from elementwise DSL ops (arithmetic,
+// comparisons, where, casts, fma, math functions, literals); it returns one scalar of x's dtype, and may use
+// no other value of the kernel and no load, store, dot, reduction, program_id or control flow (each an
+// Error). `a` is the prefix so far and `b` the next element in scan order (reverse: from the end). The
+// combine must be associative: the GPU groups the prefix in its own order (runs of a line combined and then
+// offset by the runs before them), the interpreter left to right, so only an associative combine agrees
+// exactly (a float sum agrees within its roundings; a - b not at all). Its ops round to x's dtype at every
+// step. The combine's ops are part of the kernel's printed IR, so two combines never share a cached binary.
+using CombineFn = std::function<Value(Value a, Value b)>;
+Value associative_scan(const Value& x, int axis, const CombineFn& combine, bool reverse = false,
+                       CallSite where = CallSite::current());
+
+// ---- sort (Triton's tl.sort) ----
+// x's elements along `axis` in ascending order (descending: the reverse), x's shape and dtype; every dim of a
+// tile is a power of two, as the GPU's bitonic network needs. Floats are ordered totally: -inf < ... < -0 < +0
+// < ... < inf < NaN (descending puts NaN first), so the interpreter and the GPU agree on every element.
+Value sort(const Value& x, int axis, bool descending = false, CallSite where = CallSite::current());
 
 // ---- memory through tensors of pointers (`ptr + offsets` builds them) ----
 Value load(const Value& ptrs, const Value& mask, const Operand& other = 0, CallSite where = CallSite::current());

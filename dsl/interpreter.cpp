@@ -266,11 +266,11 @@ void Interpreter::exec(const Op& op) {
     return exec_dot(op);
   case OpKind::Reduce:
   case OpKind::ArgMax:
-  case OpKind::Scan: {
+  case OpKind::Scan:
+  case OpKind::Sort: {
     const Tile& x = val(op.operands[0]);
     Tile& out = val(op.result());
-    (op.kind == OpKind::Scan ? scan_along_axis : reduce_along_axis)(op, type(op.operands[0]), x.f, x.i, out.f,
-                                                                     out.i);
+    run_along_axis(k_, op, x.f, x.i, out.f, out.i);
     return;
   }
   case OpKind::Fma: {

@@ -48,6 +48,8 @@ std::string_view op_name(OpKind k) {
     return "argmax";
   case OpKind::Scan:
     return "scan";
+  case OpKind::Sort:
+    return "sort";
   case OpKind::AddPtr:
     return "addptr";
   case OpKind::Load:
@@ -174,6 +176,10 @@ std::string_view reduce_name(ReduceOp r) {
     return "max";
   case ReduceOp::Min:
     return "min";
+  case ReduceOp::Prod:
+    return "prod";
+  case ReduceOp::Combine:
+    return "combine";
   }
   return "?";
 }

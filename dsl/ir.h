@@ -40,7 +40,10 @@ enum class OpKind : uint8_t {
   Dot,    // operands a (M,K), b (K,N), acc (M,N); attrs: tf32
   Reduce, // operand x; attrs: reduce, axis, keepdims
   ArgMax, // operand x; attrs: axis, keepdims; result i32
-  Scan,   // operand x; attrs: reduce (the combine), axis, reverse; inclusive prefix combine, x's type
+  Scan,   // operand x; attrs: reduce (the combine), axis, reverse; inclusive prefix combine, x's type. With
+          // reduce == Combine, region 0 is the combine: args (a, b), scalars of x's dtype; elementwise ops;
+          // a yield of one scalar of that dtype
+  Sort,   // operand x; attrs: axis, reverse (descending); x's elements along axis in order, x's type
   // Memory through tensors of pointers
   AddPtr,    // operands ptr, offsets (integer); result pointer tensor
   Load,      // operands ptrs, [mask, other]; attrs: has_mask
@@ -61,7 +64,8 @@ enum class UnaryOp : uint8_t {
   Neg, Not, Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Abs, Tanh, Sigmoid, Erf, Sin, Cos, Log1p, Expm1 };
 // Pow sits before And so that the comparisons stay last (is_comparison tests b >= Eq).
 enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Rem, Min, Max, Pow, And, Or, Eq, Ne, Lt, Le, Gt, Ge };
-enum class ReduceOp : uint8_t { Sum, Max, Min };
+// Combine: a user-supplied combine, the op's region 0 (scans only: associative_scan).
+enum class ReduceOp : uint8_t { Sum, Max, Min, Prod, Combine };
 // What rand/randn draw: uniform in [0, 1), or standard normal.
 enum class RandomDist : uint8_t { Uniform, Normal };
 // What a block-pointer load reads outside the tensor along its boundary-checked dims: any value, rounded to
@@ -113,7 +117,7 @@ struct Op {
   bool keepdims = false;
   bool has_mask = false;
   bool tf32 = false;
-  bool reverse = false; // Scan: from the last element along the axis to the first
+  bool reverse = false; // Scan: from the last element along the axis to the first; Sort: descending
   UnaryOp unary = UnaryOp::Neg;
   BinaryOp binary = BinaryOp::Add;
   ReduceOp reduce = ReduceOp::Sum;

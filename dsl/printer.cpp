@@ -35,6 +35,7 @@ struct Printer {
     case OpKind::Rand: return op.random == RandomDist::Normal ? " normal" : " uniform";
     case OpKind::Reduce: return fmt::format(" {} axis={}{}", reduce_name(op.reduce), op.axis, op.keepdims ? " keepdims" : "");
     case OpKind::ArgMax: return fmt::format(" axis={}{}", op.axis, op.keepdims ? " keepdims" : "");
+    case OpKind::Sort: return fmt::format(" axis={}{}", op.axis, op.reverse ? " descending" : "");
     case OpKind::Scan:
       return fmt::format(" {} axis={}{}", reduce_name(op.reduce), op.axis, op.reverse ? " reverse" : "");
     case OpKind::Load:
@@ -92,6 +93,13 @@ struct Printer {
     std::string res = op.results.empty() ? "" : names(op.results) + " = ";
     std::string ops = op.operands.empty() ? "" : " " + names(op.operands);
     std::string ty = op.results.empty() ? "" : " : " + k.type(op.results[0]).str();
+    if (op.kind == OpKind::Scan && op.reduce == ReduceOp::Combine) { // the combine is part of the kernel
+      line(depth, fmt::format("{}{}{}{}{} combine({}) {{", res, op_name(op.kind), attrs(op), ops, ty,
+                              names(op.regions[0].args)), op.loc);
+      region(op.regions[0], depth + 1);
+      line(depth, "}", {});
+      return;
+    }
     line(depth, fmt::format("{}{}{}{}{}", res, op_name(op.kind), attrs(op), ops, ty), op.loc);
   }
 };

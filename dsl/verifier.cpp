@@ -63,6 +63,10 @@ std::string_view scan_name(ReduceOp r) {
     return "cummax";
   case ReduceOp::Min:
     return "cummin";
+  case ReduceOp::Prod:
+    return "cumprod";
+  case ReduceOp::Combine:
+    return "associative_scan";
   }
   return "scan";
 }
@@ -281,6 +285,21 @@ std::optional<Type> infer_control(const Checker& c) {
 
 } // namespace
 
+void check_scan_operand(const Op& op, const Kernel& k) {
+  const Checker c{op, k};
+  c.expect_operands(1);
+  c.expect_tensor(0, "operand");
+  const Type& x = c.ty(0);
+  const char* verb = op.kind == OpKind::Sort ? "sort" : "scan";
+  if (x.rank() == 0)
+    c.error("cannot {0} a scalar ({1}); {0}s take a tile of rank 1 or more", verb, x.str());
+  if (op.axis < 0 || op.axis >= x.rank())
+    c.error("axis {} is out of range for {} (rank {}); valid axes are 0 to {} (or negative from the end)",
+            op.axis, x.str(), x.rank(), x.rank() - 1);
+  if (x.elem == DType::i1)
+    c.error("cannot {} booleans; convert with .to(i32)", verb);
+}
+
 std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
   Checker c{op, k};
   switch (op.kind) {
@@ -461,6 +480,8 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
               op.axis, x.str(), x.rank(), x.rank() - 1);
     if (x.elem == DType::i1)
       c.error("cannot reduce booleans; convert with .to(i32)");
+    if (op.reduce == ReduceOp::Combine || !op.regions.empty())
+      throw InternalError(fmt::format("a reduction with a combine region at {}", op.loc.str()));
     Shape s = x.shape;
     if (op.keepdims)
       s[op.axis] = 1;
@@ -468,17 +489,16 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
       s.erase(s.begin() + op.axis);
     return Type::tensor(op.kind == OpKind::ArgMax ? DType::i32 : x.elem, s);
   }
+  case OpKind::Sort:
+    check_scan_operand(op, k);
+    return c.ty(0);
   case OpKind::Scan: {
-    c.expect_operands(1);
-    c.expect_tensor(0, "operand");
+    check_scan_operand(op, k);
     const Type& x = c.ty(0);
-    if (x.rank() == 0)
-      c.error("cannot scan a scalar ({}); scans take a tile of rank 1 or more", x.str());
-    if (op.axis < 0 || op.axis >= x.rank())
-      c.error("axis {} is out of range for {} (rank {}); valid axes are 0 to {} (or negative from the end)",
-              op.axis, x.str(), x.rank(), x.rank() - 1);
-    if (x.elem == DType::i1)
-      c.error("cannot scan booleans; convert with .to(i32)");
+    if (op.reduce == ReduceOp::Combine)
+      check_combine(op, k);
+    else if (!op.regions.empty())
+      throw InternalError(fmt::format("scan {} at {} has a region", reduce_name(op.reduce), op.loc.str()));
     return x;
   }
   case OpKind::AddPtr:

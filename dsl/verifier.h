@@ -14,6 +14,16 @@ namespace kiln {
 // Ill-formed ops raise kiln::Error naming the op, the operand types and the call site.
 std::optional<Type> infer_result_type(const Op& op, const Kernel& k);
 
+// The rules on a Scan's (or Sort's) operand and axis (part of infer_result_type; associative_scan checks them
+// before it builds the combine, so that a wrong operand is reported as such, not as an error inside the
+// combine).
+void check_scan_operand(const Op& scan, const Kernel& k);
+
+// The rules on a Scan's combine region (ReduceOp::Combine: dsl/verify_combine.cpp): two scalar arguments of
+// x's dtype, elementwise ops on the combine's own values only, a yield of one scalar of x's dtype. User
+// mistakes are kiln::Errors at the scan's call site naming the offending op and its line.
+void check_combine(const Op& scan, const Kernel& k);
+
 // Checks every op of the kernel: types, regions, yields, that every value is defined once, and that
 // every operand is defined before its use in an enclosing scope. The builder has already reported
 // user mistakes at their call sites, so any failure here is IR broken by kiln: InternalError.

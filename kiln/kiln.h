@@ -26,7 +26,8 @@
 //   (i1 u8 i32 i64 f16 bf16 f32 f64), program_id/arange/full/zeros, elementwise operators and math (exp exp2
 //   log log2 sqrt rsqrt abs tanh sigmoid erf sin cos log1p expm1 pow fma minimum maximum where), counter-based
 //   random numbers (rand, randn: Philox4x32-10, the same numbers in the interpreter and on the GPU), shape
-//   ops, dot, sum/max/min/argmax, scans (cumsum/cummax/cummin, scan), load/store through pointer tensors (with
+//   ops, dot, sum/max/min/prod/argmax, scans (cumsum/cumprod/cummax/cummin, scan, associative_scan with a
+//   combine of the user's), sort, load/store through pointer tensors (with
 //   masks) and block pointers (make_block_ptr, advance, BoundaryCheck, Padding: zero, NaN, -inf or any value),
 //   for_range, if_, static_check. Mistakes are kiln::Error
 //   naming the op, the shapes/dtypes and the line of the user's DSL call.

@@ -1,16 +1,19 @@
-// fma, log1p, expm1, block loads padded with any value and scans on the GPU against the interpreter
+// fma, log1p, expm1, block loads padded with any value, scans and sorts on the GPU against the interpreter
 // (filter: *DslOpsGpu*). What must be exact: fma (one rounding on both sides, f16/bf16 through f32), every
-// padded load and the maxima over -inf padded rows, integer scans, max/min scans, and float cumsums of inputs
-// whose every prefix is exact in the dtype (so the GPU's order of additions cannot matter). With tolerances:
-// log1p/expm1 (CUDA's log1pf/expm1f are within a few ulp; relative to max(|interpreter|, 1): f64 1e-13, f32
-// 1e-5, f16 2e-3, bf16 1.6e-2) and f32/f64 cumsums of random reals (the GPU adds in f32 in its own order, the
-// interpreter in double: 1e-5 / 1e-12 of the line's sum of |x|). Skips with the reason printed where no CUDA
-// driver or NVRTC is usable.
+// padded load and the maxima over -inf padded rows, integer scans, max/min scans (and user combines that
+// select), and float cumsums, cumprods and user sums of inputs whose every prefix is exact in the dtype (so
+// the GPU's order cannot matter). With tolerances: log1p/expm1 (CUDA's log1pf/expm1f are within a few ulp;
+// relative to max(|interpreter|, 1): f64 1e-13, f32 1e-5, f16 2e-3, bf16 1.6e-2), f32/f64 cumsums and user
+// sums of random reals (the GPU adds in f32 in its own order, the interpreter in double or left to right:
+// 1e-5 / 1e-12 of the tile's sum of |x|) and cumprods of random reals (1e-4 / 1e-12 of the product). Sorts
+// are exact, NaN, -0 and infinities among their inputs. Skips with the reason printed where no CUDA driver or
+// NVRTC is usable.
 #include "dsl/dsl.h"
 #include "dsl/interpreter.h"
 #include "gpu/gpu_skip.h"
 #include "jit/jit_kernel.h"
 #include "scan_cases.h"
+#include "sort_cases.h"
 
 #include <gtest/gtest.h>
 
@@ -22,6 +25,7 @@
 
 using namespace kiln;
 using kiln_test::ScanCase;
+using kiln_test::SortCase;
 
 namespace {
 
@@ -162,19 +166,19 @@ TEST_P(DslOpsGpuScan, MatchesInterpreter) {
       x.set(i, xs[static_cast<size_t>(i)]);
     interpret(k, {1, 1, 1}, {InterpArg::ptr(x), InterpArg::ptr(y_i)});
     run_on_gpu(*jit, {1, 1, 1}, {InterpArg::ptr(x), InterpArg::ptr(y_g)});
-    const bool exact = !reals || c.combine != ReduceOp::Sum || !is_float(c.dtype);
+    const bool exact = !reals || !is_float(c.dtype) || !(c.adds() || c.multiplies());
     // The tolerance of a sum of reals: a fraction of the sum of |x| over the whole tile (a bound on any
-    // prefix).
+    // prefix); of a product, a fraction of the product (a rounding per factor: 1024 f32 ones are below 1e-4).
     double abs_sum = 0;
     for (double v : xs)
       abs_sum += std::fabs(v);
-    const double tol = (c.dtype == DType::f64 ? 1e-12 : 1e-5) * abs_sum;
+    const double rel = c.dtype == DType::f64 ? 1e-12 : c.multiplies() ? 1e-4 : 1e-5;
     for (int64_t i = 0; i < c.numel(); ++i) {
       const std::string what = fmt::format("{}{}: element {}", c.name(), reals ? " (random reals)" : "", i);
       if (exact)
         ASSERT_EQ(y_g.get(i), y_i.get(i)) << what;
       else
-        ASSERT_NEAR(y_g.get(i), y_i.get(i), tol) << what;
+        ASSERT_NEAR(y_g.get(i), y_i.get(i), rel * (c.multiplies() ? std::fabs(y_i.get(i)) : abs_sum)) << what;
     }
   }
 }
@@ -208,5 +212,45 @@ TEST(DslOpsGpuScanLoop, ChunkedCumsumMatchesInterpreter) {
   for (int64_t i = 0; i < R * N; ++i)
     ASSERT_EQ(y_g.get(i), y_i.get(i)) << "element " << i;
 }
+
+// associative_scan (maximum as a user combine) on chunks of rows carried by a loop, one program a row.
+TEST(DslOpsGpuScanLoop, ChunkedRunningMaxThroughAUserCombineMatchesInterpreter) {
+  KILN_REQUIRE_GPU();
+  const Kernel k = kiln_test::chunked_running_max_kernel();
+  const int64_t R = 3, N = 1000;
+  HostBuffer hx(i32, R * N, "x"), y_i(i32, R * N, "y"), y_g(i32, R * N, "y");
+  for (int64_t i = 0; i < R * N; ++i)
+    hx.set(i, static_cast<double>((i * 7919) % 20011) - 10000);
+  interpret(k, {R, 1, 1}, {InterpArg::ptr(hx), InterpArg::ptr(y_i), InterpArg::of_int(N)});
+  run_on_gpu(*JitKernel::compile(k), {R, 1, 1},
+             {InterpArg::ptr(hx), InterpArg::ptr(y_g), InterpArg::of_int(N)});
+  for (int64_t i = 0; i < R * N; ++i)
+    ASSERT_EQ(y_g.get(i), y_i.get(i)) << "element " << i;
+}
+
+// ---- sort ----
+
+// Exact: a sort only moves elements, and the GPU's network and the interpreter order them by the same total
+// order (NaN last ascending, -0 before +0), so every element agrees (NaN with NaN).
+class DslOpsGpuSort : public ::testing::TestWithParam<SortCase> {};
+
+TEST_P(DslOpsGpuSort, MatchesInterpreter) {
+  KILN_REQUIRE_GPU();
+  const SortCase& c = GetParam();
+  const Kernel k = kiln_test::sort_kernel(c);
+  const std::vector<double> xs = kiln_test::sort_inputs(c, 43);
+  HostBuffer x(c.dtype, c.numel(), "x"), y_i(c.dtype, c.numel(), "y"), y_g(c.dtype, c.numel(), "y");
+  for (int64_t i = 0; i < c.numel(); ++i)
+    x.set(i, xs[static_cast<size_t>(i)]);
+  interpret(k, {1, 1, 1}, {InterpArg::ptr(x), InterpArg::ptr(y_i)});
+  run_on_gpu(*JitKernel::compile(k), {1, 1, 1}, {InterpArg::ptr(x), InterpArg::ptr(y_g)});
+  for (int64_t i = 0; i < c.numel(); ++i)
+    ASSERT_TRUE(kiln_test::same_sorted_element(y_g.get(i), y_i.get(i)))
+        << c.name() << ": element " << i << " is " << y_g.get(i) << " on the GPU, " << y_i.get(i)
+        << " in the interpreter";
+}
+
+INSTANTIATE_TEST_SUITE_P(cases, DslOpsGpuSort, ::testing::ValuesIn(kiln_test::sort_cases()),
+                         [](const auto& info) { return info.param.name(); });
 
 } // namespace

@@ -46,7 +46,31 @@ Kernel every_op_kernel(unsigned* line_of_neg = nullptr) {
   store(out + arange(0, 32) + 64, am_f);
   store(out + arange(0, 32) + 96, kiln::rand(n, arange(0, 32)));
   store(out + arange(0, 32) + 128, cumsum(kiln::fma(am_f, am_f, 1.0f), 0, /*reverse=*/true));
+  store(out + arange(0, 32) + 160, sort(am_f, 0, /*descending=*/true));
   return kb.finish();
+}
+
+// associative_scan's combine is printed inside the scan, as a body over its two arguments, so that the
+// printed IR (which keys caches and tuning) tells two combines apart; cumprod and prod print like their
+// siblings.
+TEST(Printer, AssociativeScanPrintsItsCombine) {
+  KernelBuilder kb("combine");
+  Value x = kb.arg_ptr("x", i32);
+  Value offs = arange(0, 16);
+  Value v = load(x + offs);
+  store(x + offs, associative_scan(
+                      v, 0, [](Value a, Value b) { return where(a > b, a, b + 1); }, true));
+  store(x + offs, cumprod(v, 0) + prod(v, 0));
+  const std::string ir = print_kernel(kb.finish());
+  EXPECT_TRUE(std::regex_search(
+      ir, std::regex(R"(scan combine axis=0 reverse %\d+ : tensor<16xi32> combine\((%a\d+), (%b\d+)\) \{)")))
+      << ir;
+  EXPECT_TRUE(std::regex_search(ir, std::regex(R"(\n    %\d+ = binary gt %a\d+, %b\d+ : i1)"))) << ir;
+  EXPECT_TRUE(has(ir, "constant 1 : i32")) << ir;
+  EXPECT_TRUE(std::regex_search(ir, std::regex(R"(\n    yield %\d+ +// )"))) << ir;
+  EXPECT_TRUE(std::regex_search(ir, std::regex(R"(scan prod axis=0 %\d+ : tensor<16xi32>)"))) << ir;
+  EXPECT_TRUE(std::regex_search(ir, std::regex(R"(reduce prod axis=0 %\d+ : i32)"))) << ir;
+  EXPECT_TRUE(has(print_kernel(every_op_kernel()), "sort axis=0 descending %")) << ir;
 }
 
 TEST(Printer, SameKernelPrintsTheSameTwice) {
