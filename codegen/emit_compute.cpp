@@ -111,8 +111,10 @@ void Emitter::emit_reduce(const Op& op) {
            "kiln::cvt<float>({0}[r]) && kiln_j < {1}[r])) {{ {0}[r] = kiln_v; {1}[r] = kiln_j; }}",
            n, idx);
     } else {
-      line("  {0}[r] = {1};", n,
-           reduce_combine(op.reduce, n + "[r]", fmt::format("kiln::shfl_xor({}[r], {})", n, 1 << b), t));
+      // The shuffle is its own statement: every lane must execute it, and a combine may evaluate an operand
+      // conditionally (an integer max is a ?:), which left some lanes out of the shuffle and hung the warp.
+      line("  const {0} kiln_o = kiln::shfl_xor({1}[r], {2});", ty, n, 1 << b);
+      line("  {0}[r] = {1};", n, reduce_combine(op.reduce, n + "[r]", "kiln_o", t));
     }
     line("}}");
   }
