@@ -7,7 +7,8 @@
 # Four parts, each within the GPU tool's 10-minute limit per command; together they are the whole check (times
 # measured on an H100 SXM):
 #   (none)          the runtime suite and every GPU suite but those below (the differential suite included: 520
-#                   random forward problems through the API), and the compute-sanitizer passes over them: 6.5 min;
+#                   random forward problems through the API), and the compute-sanitizer passes over them: 6.1 min
+#                   cold (256 GPU tests, 2026-11-25);
 #   --api           the attention API's forward suites (autotuning through the API, mods, the command line,
 #                   non-finite inputs): 1 min with a warm compile cache; cold, its suites but the non-finite ones
 #                   took 3.2 min in a run of both API parts together, which outgrew 10 minutes before finishing;
