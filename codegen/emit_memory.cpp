@@ -139,16 +139,15 @@ void Emitter::emit_block_load(const Op& op) {
   if (plan_.where(r) == Placement::Shared) {
     const SharedTile& t = plan_.tiles[plan_.tile_of.at(r)];
     if (plan_.is_pipelined(t)) { // issued ahead by emit_for; the first load of the loop waits for the stage
-      for (const auto& [loop, loads] : plan_.pipelined)
-        if (loads.front() == &op) {
-          if (plan_.ahead.dots.count(loop)) {
-            line("// the slot was waited for where this iteration's product was issued, one iteration ahead");
-            continue;
-          }
+      if (const Op* loop = plan_.loop_waiting_at(&op)) {
+        if (plan_.ahead.dots.count(loop)) {
+          line("// the slot was waited for where this iteration's product was issued, one iteration ahead");
+        } else {
           emit_stage_wait(*loop, t, stage_var_.at(&op));
           if (!plan_.ws.specializes(loop)) // a producer's tiles are visible once the slot's barrier completes
             publish_shared_tiles();
         }
+      }
       return;
     }
     line("{} // the tile's previous readers are done", cta_barrier());
@@ -183,11 +182,10 @@ void Emitter::emit_block_load(const Op& op) {
 // at a time where the layout holds whole chunks (cp.async filled zeros outside the tensor, the load's padding).
 void Emitter::emit_staged_block_load(const Op& op, const SharedTile& t) {
   const ValueId r = op.result();
-  for (const auto& [loop, loads] : plan_.pipelined)
-    if (loads.front() == &op) {
-      emit_stage_wait(*loop, t, stage_var_.at(&op));
-      publish_shared_tiles();
-    }
+  if (const Op* loop = plan_.loop_waiting_at(&op)) {
+    emit_stage_wait(*loop, t, stage_var_.at(&op));
+    publish_shared_tiles();
+  }
   const Layout& L = layout_of(r);
   const std::string n = declare_regs(r, L);
   name_[r] = n;

@@ -251,6 +251,13 @@ struct LoweringPlan {
   }
   // The first ring tile of pipelined loop `loop` (its stages are the ring's; its load is the one that waits).
   const SharedTile& ring_tile(const Op* loop) const { return tiles[tile_of.at(pipelined.at(loop).front()->result())]; }
+  // The pipelined loop whose first load `load` is (the load that waits for the loop's slot), or nullptr.
+  const Op* loop_waiting_at(const Op* load) const {
+    for (const auto& [loop, loads] : pipelined)
+      if (loads.front() == load)
+        return loop;
+    return nullptr;
+  }
   bool is_pipelined(const SharedTile& t) const {
     for (const auto& [loop, loads] : pipelined)
       for (const Op* l : loads)
