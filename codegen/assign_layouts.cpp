@@ -19,6 +19,7 @@ struct Assigner {
   const CodegenOptions& options;
   LoweringPlan plan;
   std::unordered_map<ValueId, std::vector<const Op*>> users;
+  std::unordered_map<ValueId, const Op*> defs;
 
   bool is_flexible(ValueId v) const {
     auto it = plan.placement.find(v);
@@ -30,6 +31,8 @@ struct Assigner {
     for (const auto& op : r.ops) {
       for (ValueId v : op->operands)
         users[v].push_back(op.get());
+      for (ValueId v : op->results)
+        defs[v] = op.get();
       for (const Region& sub : op->regions)
         collect_users(sub);
     }
@@ -113,9 +116,11 @@ struct Assigner {
   }
 
   // The layout a rank-1 block-pointer load should take so that no conversion follows it: a row or column
-  // vector (LSE, Delta, a bias) that, through elementwise ops of its own shape, is expanded to (1, C) or
-  // (R, 1) and then meets a (R, C) tile that some dot produces is loaded straight into the slice of that
-  // dot's accumulator layout, as the broadcast will read it. Several such uses must agree; otherwise none.
+  // vector (LSE, Delta, a bias, LayerNorm's weight) that, through elementwise ops of its own shape, is
+  // expanded to (1, C) or (R, 1) and then meets a (R, C) tile is loaded straight into the slice of that tile's
+  // layout, as the broadcast will read it: a dot's accumulator layout where a dot makes tiles of that shape,
+  // else the layout the tile's other operands give it (foreseen_layout). Several such uses must agree;
+  // otherwise none.
   std::optional<Layout> wanted_vector_layout(ValueId loaded) const {
     const Shape& shape = k.type(loaded).shape;
     if (shape.size() != 1)
@@ -154,11 +159,19 @@ struct Assigner {
             meets.push_back(w);
         }
         for (const Op* w : meets) {
-          if (w->results.empty() || k.type(w->result()).rank() != 2 ||
-              !dot_shapes.count(
-                  std::vector<int64_t>(k.type(w->result()).shape.begin(), k.type(w->result()).shape.end())))
+          if (w->results.empty() || k.type(w->result()).rank() != 2)
             continue;
-          Layout l = slice_layout(mma_layout_for(k.type(w->result())), u->axis);
+          const Type& tile = k.type(w->result());
+          std::optional<Layout> tile_layout;
+          if (dot_shapes.count(std::vector<int64_t>(tile.shape.begin(), tile.shape.end())))
+            tile_layout = mma_layout_for(tile);
+          else // a tile no dot makes (LayerNorm's rows): the layout the tile's other operands give it
+            for (ValueId o : w->operands)
+              if (k.type(o).shape == tile.shape && !tile_layout)
+                tile_layout = foreseen_layout(o, 0);
+          if (!tile_layout)
+            continue;
+          Layout l = slice_layout(*tile_layout, u->axis);
           if (wanted && !wanted->same_bases(l))
             conflict = true;
           wanted = l;
@@ -171,6 +184,38 @@ struct Assigner {
   }
 
   std::set<std::vector<int64_t>> dot_shapes; // result shapes of the kernel's dots (mma accumulator layouts)
+
+  // The layout `v` has or, when it is not assigned yet, will have: an elementwise result's is its operands' of
+  // its shape (the highest-priority one, as operand_layout chooses), a register load's the default for its
+  // shape; nullopt where that cannot be told without assigning (a flexible value, a broadcast, a loop's value).
+  std::optional<Layout> foreseen_layout(ValueId v, int depth) const {
+    if (auto it = plan.layout.find(v); it != plan.layout.end())
+      return it->second;
+    auto d = defs.find(v);
+    if (depth > 8 || d == defs.end())
+      return std::nullopt;
+    const Op& op = *d->second;
+    const Type& t = k.type(v);
+    switch (op.kind) {
+    case OpKind::Unary:
+    case OpKind::Binary:
+    case OpKind::Cast:
+    case OpKind::Where:
+    case OpKind::Fma: {
+      std::optional<Layout> best;
+      for (ValueId o : op.operands)
+        if (k.type(o).shape == t.shape)
+          if (std::optional<Layout> l = foreseen_layout(o, depth + 1); l && (!best || priority(*l) > priority(*best)))
+            best = l;
+      return best;
+    }
+    case OpKind::Load:
+    case OpKind::LoadBlock:
+      return t.rank() >= 2 ? std::optional<Layout>(default_layout(t.shape, t.elem, plan.num_warps)) : std::nullopt;
+    default:
+      return std::nullopt;
+    }
+  }
 
   Layout mma_layout_for(const Type& t) const { return mma_acc_layout(t.shape[0], t.shape[1], plan.warps); }
 
@@ -481,7 +526,7 @@ struct Assigner {
 } // namespace
 
 LoweringPlan assign_layouts(const Kernel& k, const Target& target, const CodegenOptions& options) {
-  Assigner a{k, target, options, {}, {}, {}, {}};
+  Assigner a{k, target, options, {}, {}, {}, {}, {}};
   a.plan.num_warps = k.config.num_warps;
   if (k.config.num_warps < 1 || k.config.num_warps > 32 || !is_power_of_two(k.config.num_warps))
     fail("num_warps must be a power of two from 1 to 32, got {}", k.config.num_warps);

@@ -124,16 +124,32 @@ void Emitter::emit_reduce(const Op& op) {
       numel *= d;
     int W = 1 << rp.warp_bits.size();
     int eb = std::max(4, dtype_bytes(t));
-    use_scratch(cross_warp_reduction_bytes(in, op.axis, t, arg));
+    // The slot: the one the last reduction since a barrier is not reading (then no barrier is needed before
+    // writing it: every earlier reader of it has passed that barrier), or slot 0 after a barrier; otherwise
+    // slot 0 behind a barrier.
+    int slot = 0;
+    bool barrier_first = true;
+    if (scratch_reads_ == ScratchReads::None || scratch_reads_ == ScratchReads::ReductionSlot1) {
+      barrier_first = false;
+    } else if (scratch_reads_ == ScratchReads::ReductionSlot0 && plan_.reduction_slots == 2) {
+      slot = 1;
+      barrier_first = false;
+    }
+    const int64_t slot_offset = slot * plan_.reduction_slot_bytes;
+    use_scratch(slot_offset + cross_warp_reduction_bytes(in, op.axis, t, arg));
     std::string wd = "0";
     for (size_t i = 0; i < rp.warp_bits.size(); ++i)
       wd += fmt::format(" + ((kiln_warp >> {}) & 1) * {}", rp.warp_bits[i], 1 << i);
     line("{{");
     open();
-    line("{0}* kiln_x = reinterpret_cast<{0}*>({1});", ty, scratch());
-    line("int* kiln_xi = reinterpret_cast<int*>({} + {});", scratch(), W * numel * eb);
+    const std::string base = slot_offset ? fmt::format("{} + {}", scratch(), slot_offset) : scratch();
+    line("{0}* kiln_x = reinterpret_cast<{0}*>({1});", ty, base);
+    line("int* kiln_xi = reinterpret_cast<int*>({} + {});", base, W * numel * eb);
     line("const int kiln_wd = {};", wd);
-    line("{}", cta_barrier());
+    if (barrier_first)
+      line("{}", cta_barrier());
+    else
+      line("// no barrier first: no thread has read slot {} since the last barrier", slot);
     for_regs(RO);
     line("  kiln_x[kiln_wd * {} + {}] = {}[r];", numel, linear(out, out.shape, "r"), n);
     if (arg)
@@ -156,8 +172,9 @@ void Emitter::emit_reduce(const Op& op) {
     }
     line("  }}");
     line("}}");
-    close(); // no barrier after the reads: every user of the scratch starts with one
+    close(); // no barrier after the reads: the next user of this slot starts with one
     line("}}");
+    scratch_reads_ = slot ? ScratchReads::ReductionSlot1 : ScratchReads::ReductionSlot0;
   }
   std::string result = arg ? idx : n;
   if (plan_.where(r) == Placement::Scalar) {

@@ -112,8 +112,10 @@ void Emitter::emit_for(const Op& op) {
   if (auto ahead = plan_.ahead.dots.find(&op); ahead != plan_.ahead.dots.end())
     open_product_ahead(op, *ahead->second, iv, lo, hi, step, stage, stages);
   bool loop_stores = stores_globally(body);
+  const bool write_pending_before = global_write_pending_; // still pending after a loop that ran no iteration
   line("for ({} {} = {}; {} < {}; {} += {}) {{", ctype(k_.type(body.args[0]).elem), iv, lo, iv, hi, iv, step);
   open();
+  forget_scratch_reads();               // the previous iteration's
   global_write_pending_ |= loop_stores; // the previous iteration's stores
   if (pit != plan_.pipelined.end()) {
     // Emit the body, issuing iteration i + stages - 1 right after this iteration's wait.
@@ -186,6 +188,8 @@ void Emitter::emit_for(const Op& op) {
     line("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", stage, stages);
   close();
   line("}}");
+  forget_scratch_reads(); // the body's, or, should the loop run no iteration, what came before it
+  global_write_pending_ |= write_pending_before;
   if (plan_.deferred_dots.count(&op)) {
     line("kiln::wgmma_wait<0>(); // the last product");
     if (specialized) { // its slot goes back too: the producer fills it again when the loop is entered again
@@ -222,12 +226,17 @@ void Emitter::emit_if(const Op& op) {
            n);
     vars.push_back(n);
   }
+  // Each branch starts from the stores pending before the if; afterwards a store either left is pending.
+  const bool write_pending_before = global_write_pending_;
+  bool write_pending_after = false;
   for (int branch = 0; branch < 2; ++branch) {
+    global_write_pending_ = write_pending_before;
     if (branch == 0)
       line("if ({}) {{", scalar(op.operands[0]));
     else
       line("}} else {{");
     open();
+    forget_scratch_reads();
     emit_region(op.regions[branch]);
     const Op& y = *op.regions[branch].ops.back();
     reader_ = &y;
@@ -242,9 +251,12 @@ void Emitter::emit_if(const Op& op) {
         line("{} = {};", vars[i], scalar(y.operands[i]));
       }
     }
+    write_pending_after |= global_write_pending_;
     close();
   }
   line("}}");
+  global_write_pending_ = write_pending_after;
+  forget_scratch_reads(); // either branch's
   for (size_t i = 0; i < op.results.size(); ++i)
     name_[op.results[i]] = vars[i];
 }

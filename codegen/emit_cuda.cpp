@@ -360,6 +360,7 @@ void Emitter::open_program_loop() {
   line("for (int kiln_program = blockIdx.x; kiln_program < kiln_programs; kiln_program += gridDim.x) {{ // "
        "persistent grid");
   open();
+  forget_scratch_reads(); // the previous program's reductions may still be read
 }
 
 std::string Emitter::run() {
@@ -419,8 +420,11 @@ std::string Emitter::run() {
     KILN_INTERNAL_CHECK(conversion_made_[i], "the plan converts %{} for {} at {}, which the emitter never needed",
                         c.value, op_name(c.user->kind), c.loc().str());
   }
-  KILN_INTERNAL_CHECK(largest_scratch_use_ == plan_.scratch_bytes, "{} bytes of scratch planned, {} used",
-                      plan_.scratch_bytes, largest_scratch_use_);  // MIN_BLOCKS_PER_SM (an optional config parameter) caps registers so that many CTAs fit on an SM.
+  // Exactly what was planned, except that a second reduction slot is used only where straight-line code lets a
+  // reduction skip its barrier (emit_reduce), which the plan does not predict.
+  KILN_INTERNAL_CHECK(largest_scratch_use_ == plan_.scratch_bytes ||
+                          (plan_.reduction_slots == 2 && largest_scratch_use_ <= plan_.scratch_bytes),
+                      "{} bytes of scratch planned, {} used", plan_.scratch_bytes, largest_scratch_use_);  // MIN_BLOCKS_PER_SM (an optional config parameter) caps registers so that many CTAs fit on an SM.
   std::string head =
       fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}({}) {{\n",
                   threads_ + (plan_.ws.on() ? WarpSpecialization::kProducerThreads : 0),

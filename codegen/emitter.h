@@ -59,6 +59,13 @@ private:
   // A program may read back what its own threads stored (FA1 does): a barrier separates a global
   // store from the next global load.
   bool global_write_pending_ = false;
+  // What this straight-line code may still be reading from the scratch since the last barrier it passed: the
+  // cross-warp reductions read it to skip their leading barrier (emit_reduce). None right after a barrier,
+  // ReductionSlotN after a reduction that read slot N; Unknown after any other use of the scratch (scratch()
+  // says so), on entering or leaving a loop or a branch, and on entering the persistent grid's loop.
+  enum class ScratchReads { None, ReductionSlot0, ReductionSlot1, Unknown };
+  ScratchReads scratch_reads_ = ScratchReads::None;
+  void forget_scratch_reads() { scratch_reads_ = ScratchReads::Unknown; }
   std::vector<std::pair<std::string, std::string>>
       helpers_; // device functions before the kernel: name, source
   // Who copies a shared tile with cp.async (emit_tile_issue): every thread of the program, or, in a
@@ -90,11 +97,13 @@ private:
     if (plan_.any_wgmma())
       line("kiln::fence_proxy_async();");
     line("{}", cta_barrier());
+    scratch_reads_ = ScratchReads::None;
   }
   void order_global_memory() {
     if (global_write_pending_) {
       line("{} // make this program's global stores visible to its loads", cta_barrier());
       global_write_pending_ = false;
+      scratch_reads_ = ScratchReads::None;
     }
   }
   static bool stores_globally(const Region& r) {
@@ -134,7 +143,12 @@ private:
                         plan_.scratch_bytes);
     largest_scratch_use_ = std::max(largest_scratch_use_, bytes);
   }
-  std::string scratch() const { return fmt::format("(kiln_smem + {})", plan_.tiles_bytes); }
+  // The scratch's address, for a use that starts with its own barrier (what it reads afterwards is unknown
+  // to the reductions' bookkeeping, scratch_reads_).
+  std::string scratch() {
+    forget_scratch_reads();
+    return fmt::format("(kiln_smem + {})", plan_.tiles_bytes);
+  }
 
   // ---- layouts and coordinates ----
   int layout_id(const Layout& l) {

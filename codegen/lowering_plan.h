@@ -224,6 +224,12 @@ struct LoweringPlan {
   // plan_scratch: bytes of shared memory after the tiles (at tiles_bytes) that conversions through shared
   // memory, cross-warp reductions and FMA operand staging reuse, one at a time.
   int64_t scratch_bytes = 0;
+  // plan_scratch: the cross-warp reductions' slots at the start of the scratch, each reduction_slot_bytes long
+  // (the largest such reduction's bytes, rounded up to 16): 1, or 2 when the kernel has two or more such
+  // reductions, so that one can exchange its partial results in the slot the previous one still reads and
+  // skip its leading barrier (Emitter::emit_reduce); 0 without cross-warp reductions.
+  int64_t reduction_slot_bytes = 0;
+  int reduction_slots = 0;
 
   Placement where(ValueId v) const { return placement.at(v); }
   int conversions_by(ConversionMethod m) const {

@@ -24,7 +24,8 @@ int64_t fma_staging_bytes(const Kernel& k, const Op& dot) {
 }
 
 void plan_scratch(const Kernel& k, LoweringPlan& plan) {
-  int64_t bytes = 0;
+  int64_t bytes = 0, reduction_bytes = 0;
+  int reductions = 0;
   for (const LayoutConversion& c : plan.conversions)
     bytes = std::max(bytes, c.scratch_bytes);
   walk(k.body, [&](const Op& op) {
@@ -32,8 +33,10 @@ void plan_scratch(const Kernel& k, LoweringPlan& plan) {
       if (plan.where(op.result()) == Placement::Flexible)
         return;
       const ValueId x = op.operands[0];
-      bytes = std::max(bytes, cross_warp_reduction_bytes(reduce_input_layout(k, plan, op), op.axis,
-                                                         k.type(x).elem, op.kind == OpKind::ArgMax));
+      const int64_t r = cross_warp_reduction_bytes(reduce_input_layout(k, plan, op), op.axis, k.type(x).elem,
+                                                   op.kind == OpKind::ArgMax);
+      reductions += r > 0;
+      reduction_bytes = std::max(reduction_bytes, r);
     } else if (op.kind == OpKind::Scan || op.kind == OpKind::Sort) {
       bytes = std::max(bytes, scan_scratch_bytes(k, op));
     } else if (op.kind == OpKind::Dot && plan.dots.at(&op).instruction == DotInstruction::Fma &&
@@ -41,6 +44,12 @@ void plan_scratch(const Kernel& k, LoweringPlan& plan) {
       bytes = std::max(bytes, fma_staging_bytes(k, op));
     }
   });
+  if (reductions > 0) {
+    plan.reduction_slots = reductions >= 2 ? 2 : 1;
+    plan.reduction_slot_bytes = (reduction_bytes + 15) / 16 * 16;
+    // The last slot needs only the reduction's own bytes (the padding matters only before a second slot).
+    bytes = std::max(bytes, (plan.reduction_slots - 1) * plan.reduction_slot_bytes + reduction_bytes);
+  }
   plan.scratch_bytes = bytes;
 }
 

@@ -1,9 +1,11 @@
 // Pass: the scratch shared memory (LoweringPlan::scratch_bytes), decided before any CUDA is written so that a
 // kernel that needs more shared memory than its target has is refused up front. Scratch follows the tiles (at
-// LoweringPlan::tiles_bytes) and is reused by every op that needs it, one at a time (each use starts with a
-// barrier): conversions through shared memory (the sizes plan_layout_conversions recorded), reductions whose
-// warps combine their partial results, scans (the whole tile), and FMA dots that stage register operands. It is sized as the largest
-// of them. Runs after plan_layout_conversions.
+// LoweringPlan::tiles_bytes) and is reused by every op that needs it, one at a time: conversions through shared
+// memory (the sizes plan_layout_conversions recorded), reductions whose warps combine their partial results,
+// scans (the whole tile), and FMA dots that stage register operands. Each use starts with a barrier, except a
+// cross-warp reduction that follows a barrier or another reduction in straight-line code: the reductions get
+// two slots when there are two or more of them, taken in turn (LoweringPlan::reduction_slots). It is sized as
+// the largest use. Runs after plan_layout_conversions.
 #pragma once
 
 #include "codegen/lowering_plan.h"

@@ -20,27 +20,36 @@ Kernel build_layernorm_fwd(const Config& c) {
 
   Value first = program_id(0) * (ROWS * ITERS);                             // this program's first row
   Value blocks = minimum(cdiv(n_rows - first, ROWS), ITERS);                // its row blocks
-  Value x_blk = make_block_ptr(x, {n_rows, n_cols}, {n_cols, 1}, {first, 0}, {ROWS, BLOCK_N}, {1, 0});
-  Value y_blk = make_block_ptr(y, {n_rows, n_cols}, {n_cols, 1}, {first, 0}, {ROWS, BLOCK_N}, {1, 0});
-  // weight and bias through block pointers too: their 16-byte pieces are checked against n_cols a piece at a
-  // time, where a pointer tile's mask costs a predicate an element (worklog §38: 0.1168 -> 0.1147 ms).
-  Value w_blk = make_block_ptr(weight, {n_cols}, {1}, {0}, {BLOCK_N}, {0});
-  Value b_blk = make_block_ptr(bias, {n_cols}, {1}, {0}, {BLOCK_N}, {0});
-  Value cols = arange(0, BLOCK_N);                                          // (BLOCK_N,) i32
-  Value col_ok = expand_dims(cols < n_cols, 0);                             // (1, BLOCK_N) i1
   Value n = n_cols.to(f32);
-  for_range(0, blocks, 1, [&](Value) {
-    Value xs = load(x_blk, BoundaryCheck{0, 1}).to(f32);                    // (ROWS, BLOCK_N) f32, 0 outside
-    Value mean = sum(xs, 1) / n;                                            // (ROWS,) f32
-    Value centered = where(col_ok, xs - expand_dims(mean, 1), 0.0f);       // columns past n_cols add nothing
-    Value rstd = rsqrt(sum(centered * centered, 1) / n + eps);              // (ROWS,) f32
-    Value w = load(w_blk, BoundaryCheck{0}).to(f32);                        // (BLOCK_N,) f32, 0 outside
-    Value b = load(b_blk, BoundaryCheck{0}).to(f32);                        // (BLOCK_N,) f32, 0 outside
-    Value out = centered * expand_dims(rstd, 1) * expand_dims(w, 0) + expand_dims(b, 0); // (ROWS, BLOCK_N)
-    store(y_blk, out.to(f16), BoundaryCheck{0, 1});
-    x_blk = advance(x_blk, {ROWS, 0});
-    y_blk = advance(y_blk, {ROWS, 0});
-  });
+  // The row loop, written once and built twice: `whole_rows` when a row fills the tile (n_cols == BLOCK_N),
+  // so that nothing along a row needs a check or a mask; otherwise the columns past n_cols are read as 0 and
+  // kept out of the statistics.
+  auto normalize_rows = [&](bool whole_rows) {
+    Value x_blk = make_block_ptr(x, {n_rows, n_cols}, {n_cols, 1}, {first, 0}, {ROWS, BLOCK_N}, {1, 0});
+    Value y_blk = make_block_ptr(y, {n_rows, n_cols}, {n_cols, 1}, {first, 0}, {ROWS, BLOCK_N}, {1, 0});
+    // weight and bias through block pointers too: their 16-byte pieces are checked against n_cols a piece at
+    // a time, where a pointer tile's mask costs a predicate an element (worklog §38: 0.1168 -> 0.1147 ms).
+    Value w_blk = make_block_ptr(weight, {n_cols}, {1}, {0}, {BLOCK_N}, {0});
+    Value b_blk = make_block_ptr(bias, {n_cols}, {1}, {0}, {BLOCK_N}, {0});
+    const BoundaryCheck tile_check = whole_rows ? BoundaryCheck{0} : BoundaryCheck{0, 1};
+    const BoundaryCheck row_check = whole_rows ? BoundaryCheck{} : BoundaryCheck{0};
+    Value col_ok = expand_dims(arange(0, BLOCK_N) < n_cols, 0);             // (1, BLOCK_N) i1
+    for_range(0, blocks, 1, [&](Value) {
+      Value xs = load(x_blk, tile_check).to(f32);                           // (ROWS, BLOCK_N) f32, 0 outside
+      Value mean = sum(xs, 1) / n;                                          // (ROWS,) f32
+      Value centered = xs - expand_dims(mean, 1);
+      if (!whole_rows)
+        centered = where(col_ok, centered, 0.0f);                           // columns past n_cols add nothing
+      Value rstd = rsqrt(sum(centered * centered, 1) / n + eps);            // (ROWS,) f32
+      Value w = load(w_blk, row_check).to(f32);                             // (BLOCK_N,) f32, 0 outside
+      Value b = load(b_blk, row_check).to(f32);                             // (BLOCK_N,) f32, 0 outside
+      Value out = centered * expand_dims(rstd, 1) * expand_dims(w, 0) + expand_dims(b, 0); // (ROWS, BLOCK_N)
+      store(y_blk, out.to(f16), tile_check);
+      x_blk = advance(x_blk, {ROWS, 0});
+      y_blk = advance(y_blk, {ROWS, 0});
+    });
+  };
+  if_(n_cols == BLOCK_N, [&] { normalize_rows(true); }, [&] { normalize_rows(false); });
   return kb.finish();
 }
 

@@ -102,7 +102,7 @@ TEST(LayoutConversions, Fa1ConversionsAreChargedToTheOpsThatNeedThem) {
 }
 
 // Scratch is the largest of its uses: the softmax converts nothing but combines its row maxima and sums across
-// warps.
+// warps, in two slots (the sum takes the one the max is not read from: tests/codegen/reduction_slots_test.cpp).
 TEST(LayoutConversions, ScratchCoversCrossWarpReductions) {
   Planned p = plan_for("softmax", {}, "sm_80");
   EXPECT_TRUE(p.plan.conversions.empty());
@@ -111,7 +111,9 @@ TEST(LayoutConversions, ScratchCoversCrossWarpReductions) {
     largest = std::max(largest, cross_warp_reduction_bytes(reduce_input_layout(p.kernel, p.plan, *r), r->axis,
                                                            p.kernel.type(r->operands[0]).elem, false));
   EXPECT_GT(largest, 0);
-  EXPECT_EQ(p.plan.scratch_bytes, largest);
+  EXPECT_EQ(p.plan.reduction_slots, 2);
+  EXPECT_EQ(p.plan.reduction_slot_bytes, (largest + 15) / 16 * 16);
+  EXPECT_EQ(p.plan.scratch_bytes, p.plan.reduction_slot_bytes + largest);
 }
 
 // The emitter only makes the plan's conversions: one missing, or one planned that it never needs, is an
