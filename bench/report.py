@@ -488,7 +488,7 @@ class Report:
                     ("Matmul vs cuBLAS (torch.matmul)", self.matmul),
                     ("Memory-bound kernels vs copy bandwidth", self.memory),
                     ("The tutorials' kernels (user suite) vs PyTorch",
-                     lambda: report_user.user_kernels(self, cell, ratio, table, err)),
+                     lambda: report_user.user_kernels(self)),
                     ("What each code-generator optimisation is worth (automatic worklog)", self.ablation),
                     ("Compile latency", self.compile_latency),
                     ("Autotuner", self.autotune),
