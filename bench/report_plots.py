@@ -59,6 +59,7 @@ def plot_attention(report, out_dir, name):
         written.append(path)
     return written
 
+
 def plot_model(report, plt, out_dir, name):
     """<name>-model.png: time against N per tile, measured and predicted; and predicted against measured."""
     tiles = OrderedDict()
