@@ -66,7 +66,7 @@ struct CaseRecord {
 
 // The canonical key of a problem: "<op>:<dtype>:<name><value>:...[:causal<c>]", e.g.
 // "attention:f16:B16:H16:N1024:D128:causal0" or "matmul:bf16:M4096:N4096:K4096". peers.py builds the
-// same string from the same fields.
+// same string from the same fields (case_key in bench/peers_harness.py).
 std::string case_key(const std::string& op, const std::string& dtype,
                      const std::vector<std::pair<std::string, int64_t>>& shape, int causal);
 

@@ -11,14 +11,15 @@ Attention backward (suite "attention_bwd", the forward sweep's shapes): per SDPA
 memory-efficient with --bwd-efficient) the backward alone, torch.autograd.grad(o, (q, k, v), dO) on a graph
 kept from one forward (op "attention_bwd", 2.5 × the forward's FLOPs), and one training step, forward then
 that backward (op "attention_fwd_bwd", 3.5 ×); the gradients of one (b, h) head are checked against the
-whole head's gradients computed in double on the GPU.
+whole head's gradients computed in double on the GPU. Both attention suites are peers_attention.py's.
 
 Timing follows kiln_bench: CUDA events around each launch, warm-up launches first, the median of the
 timed launches, repetitions capped by a per-case time budget, L2 flushed before every launch of the
-memory-bound cases only. A backend that cannot run a shape is recorded with available=false and the
-reason, never a crash.
+memory-bound cases only (Timer in peers_harness.py). A backend that cannot run a shape is recorded with
+available=false and the reason, never a crash.
 
-Every record carries the same "key" as kiln_bench's (see case_key), so report.py can join the two.
+Every record carries the same "key" as kiln_bench's (see case_key in peers_harness.py), so report.py can join
+the two.
 With --kiln-json, the attention and matmul shapes are taken from kiln_bench's output so that the two
 cover the same keys; otherwise this script's own lists (which mirror bench/*.cpp) are used.
 
@@ -26,7 +27,6 @@ Runs on the GPU machine (Python 3.12, torch, triton); nothing to install.
 """
 
 import argparse
-import contextlib
 import json
 import math
 import os
@@ -35,29 +35,12 @@ import time
 import warnings
 
 import torch
-import torch.nn.functional as F
 
-try:
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-except ImportError:  # very old torch: no per-call backend selection
-    SDPBackend = None
-    sdpa_kernel = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peers_attention import attention_bwd_shapes, bench_attention, bench_attention_bwd  # noqa: E402
+from peers_harness import DTYPES, TOLERANCE, Timer, finish, record, rel_l2, set_check, short  # noqa: E402
 
 SCHEMA = "kiln-bench/1"
-DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
-# Relative L2 error each dtype may show against a double reference: kernels/compare.h's rule
-# (8 unit roundoffs for 16-bit inputs, 128 for exact f32).
-TOLERANCE = {"f16": 8 * 2.0**-11, "bf16": 8 * 2.0**-8, "f32": 128 * 2.0**-24}
-# The unfused math backend materialises B*H*N*N scores: only where that stays small.
-MATH_MAX_SCORES = 1 << 28
-
-
-def case_key(op, dtype, shape, causal=-1):
-    """kiln_bench's key: "<op>:<dtype>:<name><value>:...[:causal<c>]" (bench/bench_record.cpp)."""
-    key = f"{op}:{dtype}" + "".join(f":{name}{value}" for name, value in shape)
-    if causal >= 0:
-        key += f":causal{causal}"
-    return key
 
 
 # ---------------------------------------------------------------- case lists (mirror bench/*.cpp)
@@ -152,266 +135,6 @@ def shapes_from_kiln(path):
                 seen.add(item)
                 mm.append(item)
     return attn, mm, bwd
-
-
-# ---------------------------------------------------------------- timing
-
-
-class Timer:
-    """CUDA-event timing with kiln_bench's policy (runtime/timing.cpp + bench/bench_session.cpp)."""
-
-    def __init__(self, reps, warmup, budget_ms):
-        self.reps, self.warmup, self.budget_ms = reps, warmup, budget_ms
-        l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 64 << 20)
-        # Twice the L2, written before each launch of a memory-bound case (kiln's L2Flusher).
-        self.flush_buffer = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device="cuda")
-
-    def _time(self, fn, warmup, reps, flush):
-        for _ in range(warmup):
-            fn()
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-        for i in range(reps):
-            if flush:
-                self.flush_buffer.fill_(i & 0xFF)
-            starts[i].record()
-            fn()
-            ends[i].record()
-        torch.cuda.synchronize()
-        ms = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
-        n = len(ms)
-        return ms[n // 2] if n % 2 else 0.5 * (ms[n // 2 - 1] + ms[n // 2])
-
-    def __call__(self, fn, flush=False):
-        once = self._time(fn, 0, 1, flush)
-        reps = self.reps
-        if once > 0:
-            reps = int(min(max(math.floor(self.budget_ms / once), 3), self.reps))
-        reps = min(reps, self.reps)
-        warmup = min(1 if once > self.budget_ms / 3 else self.warmup, reps)
-        return self._time(fn, warmup, reps, flush), reps, warmup
-
-
-# ---------------------------------------------------------------- records
-
-
-def record(suite, op, system, dtype, shape, causal=-1, flops=0.0, nbytes=0.0, note=""):
-    return {
-        "key": case_key(op, dtype, shape, causal),
-        "suite": suite,
-        "op": op,
-        "system": system,
-        "dtype": dtype,
-        "shape": dict(shape),
-        "note": note,
-        "flops": flops,
-        "bytes": nbytes,
-        "config": "",
-        "check": {"method": "", "elements": 0, "error": None, "lse_error": None, "tolerance": None,
-                  "nonfinite_mismatches": 0, "ok": False},
-        "time_ms": None,
-        "tflops": None,
-        "gbps": None,
-        "reps": 0,
-        "warmup": 0,
-        "l2_flushed": False,
-        "available": True,
-        "ok": False,
-        "error": None,
-        **({"causal": causal} if causal >= 0 else {}),
-    }
-
-
-def finish(rec, ms, reps, warmup, flushed):
-    rec["time_ms"], rec["reps"], rec["warmup"], rec["l2_flushed"] = ms, reps, warmup, flushed
-    rec["ok"] = bool(rec["check"]["ok"])
-    if rec["flops"]:
-        rec["tflops"] = rec["flops"] / (ms * 1e-3) / 1e12
-    if rec["bytes"]:
-        rec["gbps"] = rec["bytes"] / (ms * 1e-3) / 1e9
-
-
-def set_check(rec, method, elements, err, tol, nonfinite=0):
-    rec["check"].update(method=method, elements=int(elements), error=float(err), tolerance=tol,
-                        nonfinite_mismatches=int(nonfinite), ok=bool(nonfinite == 0 and err <= tol))
-
-
-def rel_l2(got, want):
-    got, want = got.double(), want.double()
-    nonfinite = int((~torch.isfinite(got)).sum().item())
-    den = torch.linalg.vector_norm(want).item()
-    num = torch.linalg.vector_norm(torch.nan_to_num(got) - want).item()
-    return (num / den if den else num), nonfinite
-
-
-def short(err):
-    text = str(err).strip().splitlines()
-    return text[0][:300] if text else type(err).__name__
-
-
-# ---------------------------------------------------------------- attention
-
-
-def attention_reference_rows(q, k, v, causal, rows, bh):
-    """Double-precision softmax(QKᵀ/√D)V for the query rows `rows` of the (b, h) pairs `bh`."""
-    outs = []
-    for b, h in bh:
-        qs = q[b, h, rows].double()  # (R, D)
-        s = qs @ k[b, h].double().T / math.sqrt(q.shape[-1])  # (R, N_K)
-        if causal:
-            j = torch.arange(k.shape[2], device=q.device)
-            s = s.masked_fill(j[None, :] > rows[:, None], float("-inf"))
-        outs.append(torch.softmax(s, dim=-1) @ v[b, h].double())
-    return torch.stack(outs)  # (pairs, R, D)
-
-
-def attention_backends(B, H, N, dtype):
-    if SDPBackend is None:
-        return [("sdpa_default", None)]
-    out = [("sdpa_flash", SDPBackend.FLASH_ATTENTION), ("sdpa_cudnn", SDPBackend.CUDNN_ATTENTION),
-           ("sdpa_efficient", SDPBackend.EFFICIENT_ATTENTION)]
-    if B * H * N * N <= MATH_MAX_SCORES:
-        out.append(("sdpa_math", SDPBackend.MATH))
-    return out
-
-
-def bench_attention(shapes, timer, log):
-    out = []
-    gen = torch.Generator(device="cuda")
-    for suite, dtype, B, H, N, D, causal in shapes:
-        gen.manual_seed(1234 + N + D)
-        dt = DTYPES[dtype]
-        q, k, v = ((torch.rand(B, H, N, D, device="cuda", dtype=torch.float32, generator=gen) * 2 - 1).to(dt)
-                   for _ in range(3))
-        flops = 4.0 * B * H * N * N * D / (2.0 if causal else 1.0)
-        shape = [("B", B), ("H", H), ("N", N), ("D", D)]
-        # The check's sample: up to two (b, h) pairs, the first and last query rows and random ones.
-        picks = torch.randint(0, N, (30,), generator=torch.Generator().manual_seed(N))
-        rows = torch.unique(torch.cat([torch.tensor([0, N - 1]), picks])).cuda()
-        bh = sorted({(0, 0), (B - 1, H - 1)})
-        want = attention_reference_rows(q, k, v, causal, rows, bh)
-        for system, backend in attention_backends(B, H, N, dtype):
-            rec = record(suite, "attention", system, dtype, shape, causal, flops=flops)
-            # The backend is forced around the check and the timing both, not inside the timed call, so
-            # that the context manager's host time stays out of the events' interval.
-            try:
-                with sdpa_kernel([backend]) if backend is not None else contextlib.nullcontext():
-                    run = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))  # noqa: E731
-                    o = run()
-                    torch.cuda.synchronize()
-                    got = torch.stack([o[b, h, rows] for b, h in bh])
-                    err, nonfinite = rel_l2(got, want)
-                    set_check(rec, "sampled", got.numel(), err, TOLERANCE[dtype], nonfinite)
-                    del o
-                    ms, reps, warmup = timer(run)
-                finish(rec, ms, reps, warmup, False)
-            except Exception as e:  # unsupported dtype/shape/arch for this backend, or out of memory
-                rec["available"] = False
-                rec["error"] = short(e)
-            out.append(rec)
-            log(rec)
-    return out
-
-
-def attention_bwd_shapes(quick):
-    """(suite, dtype, B, H, N, D, causal) of bench/attention_bwd_bench.cpp: the forward's sweep."""
-    out = []
-    for dtype in ("f16", "bf16"):
-        if quick and dtype == "bf16":
-            continue
-        for D in (64, 128):
-            for causal in (0, 1):
-                for N in (1024, 2048, 4096, 8192, 16384):
-                    if quick and (N not in (1024, 4096) or (D == 128 and causal)):
-                        continue
-                    out.append(("attention_bwd", dtype, 16384 // N, 2048 // D, N, D, causal))
-    return out
-
-
-def attention_head_grads(q, k, v, dout, causal):
-    """dQ, dK, dV of one head ([N, D] each) in double: P = softmax(S), dV = Pᵀ dO, dP = dO Vᵀ,
-    dS = P ∘ (dP − rowsum(P ∘ dP)), dQ = scale · dS K, dK = scale · dSᵀ Q."""
-    q, k, v, dout = (t.double() for t in (q, k, v, dout))
-    scale = 1.0 / math.sqrt(q.shape[-1])
-    s = q @ k.T * scale
-    if causal:
-        n = s.shape[0]
-        s.masked_fill_(torch.ones(n, n, dtype=torch.bool, device=s.device).triu_(1), float("-inf"))
-    p = torch.softmax(s, dim=-1)
-    del s
-    dv = p.T @ dout
-    dp = dout @ v.T
-    dp -= (p * dp).sum(dim=-1, keepdim=True)
-    dp *= p  # dS
-    del p
-    return dp @ k * scale, dp.T @ q * scale, dv
-
-
-def bwd_backends():
-    if SDPBackend is None:
-        return [("sdpa_default", None)]
-    return [("sdpa_flash", SDPBackend.FLASH_ATTENTION), ("sdpa_cudnn", SDPBackend.CUDNN_ATTENTION),
-            ("sdpa_efficient", SDPBackend.EFFICIENT_ATTENTION)]
-
-
-def bench_attention_bwd(shapes, timer, log, efficient=False):
-    """Per shape and backend: the backward alone (autograd.grad on a graph kept from one forward) and the
-    forward + backward step, both checked through one head's gradients against attention_head_grads."""
-    out = []
-    gen = torch.Generator(device="cuda")
-    for suite, dtype, B, H, N, D, causal in shapes:
-        gen.manual_seed(4321 + N + D)
-        dt = DTYPES[dtype]
-        q, k, v, dout = ((torch.rand(B, H, N, D, device="cuda", dtype=torch.float32, generator=gen) * 2 - 1).to(dt)
-                         for _ in range(4))
-        for t in (q, k, v):
-            t.requires_grad_(True)
-        fwd_flops = 4.0 * B * H * N * N * D / (2.0 if causal else 1.0)
-        shape = [("B", B), ("H", H), ("N", N), ("D", D)]
-        b, h = B - 1, H - 1  # the checked head
-        want = attention_head_grads(q[b, h].detach(), k[b, h].detach(), v[b, h].detach(), dout[b, h], causal)
-        for system, backend in bwd_backends():
-            if system == "sdpa_efficient" and not efficient:
-                continue
-            bwd = record(suite, "attention_bwd", system, dtype, shape, causal, flops=2.5 * fwd_flops,
-                         note="torch.autograd.grad of the SDPA output")
-            step = record(suite, "attention_fwd_bwd", system, dtype, shape, causal, flops=3.5 * fwd_flops,
-                          note="SDPA forward + torch.autograd.grad")
-            try:
-                with sdpa_kernel([backend]) if backend is not None else contextlib.nullcontext():
-                    o = F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
-                    grads = torch.autograd.grad(o, (q, k, v), dout, retain_graph=True)
-                    torch.cuda.synchronize()
-                    errs, nonfinite, n = [], 0, 0
-                    for g, w in zip(grads, want):
-                        e, nf = rel_l2(g[b, h], w)
-                        errs.append(e)
-                        nonfinite += nf
-                        n += w.numel()
-                    # The kernels' gradient tolerance: twice the forward's (tests/interp/attention_bwd_test_cases.h).
-                    for rec in (bwd, step):
-                        set_check(rec, "head", n, max(errs), 2 * TOLERANCE[dtype], nonfinite)
-                        rec["extra"] = {"dq_error": errs[0], "dk_error": errs[1], "dv_error": errs[2]}
-                    del grads
-                    run_bwd = lambda: torch.autograd.grad(o, (q, k, v), dout, retain_graph=True)  # noqa: E731
-                    finish(bwd, *timer(run_bwd), False)
-
-                    def run_step():
-                        torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal)),
-                                            (q, k, v), dout)
-
-                    del o
-                    finish(step, *timer(run_step), False)
-            except Exception as e:  # the backend cannot run this shape's backward, or out of memory
-                for rec in (bwd, step):
-                    if rec["time_ms"] is None:
-                        rec["available"] = False
-                        rec["error"] = short(e)
-            for rec in (bwd, step):
-                out.append(rec)
-                log(rec)
-        del want
-    return out
 
 
 # ---------------------------------------------------------------- matmul

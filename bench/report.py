@@ -7,7 +7,8 @@
                                          tutorials' kernels vs PyTorch (report_user.py), seeds,
                                          the code-generator ablation, compile latency, the autotuner, and the
                                          performance model against measurement
-  <out>/<device-slug>-attention-<dtype>-d<D>.png   TFLOP/s vs N, one line per system (needs matplotlib)
+  <out>/<device-slug>-attention-<dtype>-d<D>.png   TFLOP/s vs N, one line per system (needs matplotlib;
+                                         report_plots.py)
   <out>/<device-slug>-model.png          the performance model's predicted time vs the measured one
 
 --kiln may be given more than once (bench.sh runs the sweep and the other suites as two kiln_bench
@@ -16,22 +17,21 @@ processes): the files' cases are joined, the first file's header is kept and the
 
 Works with the peers' file missing (or any suite missing): absent figures show as "—". A kiln case whose
 output failed its check has no time and shows as "✗"; a peer whose check failed is marked "!".
-Standard library only, plus matplotlib when it is there.
+Standard library only, plus matplotlib when it is there. A record's cells and the markdown tables are
+report_format.py's.
 """
 
 import argparse
 import json
-import math
 import os
 import re
 import sys
 from collections import OrderedDict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report_plots  # noqa: E402
 import report_user  # noqa: E402
-
-ATTN_PEERS = [("sdpa_flash", "SDPA flash"), ("sdpa_cudnn", "SDPA cuDNN"), ("sdpa_efficient", "SDPA mem-eff")]
-DASH = "—"
+from report_format import ATTN_PEERS, DASH, cell, err, fmt_ms, geomean, ms, rate, ratio, table, verdict  # noqa: E402
 
 
 def load(path):
@@ -73,45 +73,6 @@ def index(doc, source):
         rec = dict(rec, source=source)
         out.setdefault((rec["key"], rec["system"]), rec)
     return out
-
-
-def rate(rec):
-    """The figure a table shows for one record: TFLOP/s (or GB/s) if it ran and passed its check."""
-    if rec is None:
-        return None
-    if rec.get("flops"):
-        return rec.get("tflops")
-    return rec.get("gbps")
-
-
-def cell(rec, digits=1):
-    if rec is None:
-        return DASH
-    if rec.get("available") is False:
-        return "n/a"
-    value = rate(rec)
-    if value is None:
-        return "✗"
-    mark = "" if rec.get("ok", True) else "!"
-    return f"{value:.{digits}f}{mark}"
-
-
-def ratio(a, b, percent=False):
-    ra, rb = rate(a), rate(b)
-    if not ra or not rb:
-        return DASH
-    return f"{100 * ra / rb:.0f}%" if percent else f"{ra / rb:.2f}"
-
-
-def table(header, rows):
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def geomean(values):
-    values = [v for v in values if v]
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
 class Report:
@@ -527,7 +488,7 @@ class Report:
                     ("Matmul vs cuBLAS (torch.matmul)", self.matmul),
                     ("Memory-bound kernels vs copy bandwidth", self.memory),
                     ("The tutorials' kernels (user suite) vs PyTorch",
-                     lambda: report_user.user_kernels(self, cell, ratio, table, err)),
+                     lambda: report_user.user_kernels(self)),
                     ("What each code-generator optimisation is worth (automatic worklog)", self.ablation),
                     ("Compile latency", self.compile_latency),
                     ("Autotuner", self.autotune),
@@ -548,126 +509,6 @@ class Report:
                 "kiln": {k: v for k, v in self.kiln_doc.items() if k != "cases"},
                 "peers": {k: v for k, v in self.peers_doc.items() if k != "cases"},
                 "cases": list(self.all.values())}
-
-    def plots(self, out_dir, name):
-        plt = pyplot()
-        if plt is None:
-            return []
-        groups = OrderedDict()
-        for (dtype, D, causal), items in self.sweep_keys().items():
-            groups.setdefault((dtype, D), {})[causal] = items
-        written = []
-        systems = [("kiln_fa2", "kiln FA2", "o-"), ("kiln_fa1", "kiln FA1", "s--")] + [
-            (s, n, "^:") for s, n in ATTN_PEERS]
-        for (dtype, D), by_causal in groups.items():
-            fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
-            for ax, causal in zip(axes, (0, 1)):
-                items = by_causal.get(causal, [])
-                for system, label, style in systems:
-                    pts = [(N, rate(self.get(k, system))) for N, k in items if rate(self.get(k, system))]
-                    if pts:
-                        ax.plot([n for n, _ in pts], [v for _, v in pts], style, label=label)
-                ax.set_xscale("log", base=2)
-                ax.set_xticks([n for n, _ in items], [str(n) for n, _ in items])
-                ax.minorticks_off()
-                ax.set_xlabel("sequence length N (B·N = 16384, H·D = 2048)")
-                ax.set_title(f"{dtype}, D={D}, {'causal' if causal else 'not causal'}")
-                ax.grid(True, alpha=0.3)
-            axes[0].set_ylabel("TFLOP/s")
-            axes[0].legend(loc="lower right", fontsize=8)
-            fig.suptitle(f"Attention forward on {self.device_name()}")
-            fig.tight_layout()
-            path = os.path.join(out_dir, f"{name}-attention-{dtype}-d{D}.png")
-            fig.savefig(path, dpi=110)
-            plt.close(fig)
-            written.append(path)
-        return written
-
-    def plot_model(self, plt, out_dir, name):
-        """<name>-model.png: time against N per tile, measured and predicted; and predicted against measured."""
-        tiles = OrderedDict()
-        for r in self.model_records():
-            x = r.get("extra") or {}
-            if x.get("predicted_ms") is None:
-                continue
-            tiles.setdefault(f"{x.get('block_m')}×{x.get('block_n')}", []).append(
-                (r["shape"]["N"], x["predicted_ms"], r.get("time_ms") if r.get("ok") else None))
-        if not tiles:
-            return None
-        fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.4))
-        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-        lo, hi = math.inf, 0.0
-        for i, (tile, pts) in enumerate(tiles.items()):
-            color = colors[i % len(colors)]
-            pts.sort()
-            left.plot([n for n, _, _ in pts], [p for _, p, _ in pts], "--", color=color, label=f"{tile} predicted")
-            measured = [(n, p, m) for n, p, m in pts if m]
-            if measured:
-                left.plot([n for n, _, _ in measured], [m for _, _, m in measured], "o-", color=color,
-                          label=f"{tile} measured")
-                right.scatter([m for _, _, m in measured], [p for _, p, _ in measured], color=color, label=tile)
-                lo = min([lo] + [v for _, p, m in measured for v in (p, m)])
-                hi = max([hi] + [v for _, p, m in measured for v in (p, m)])
-        left.set_xscale("log", base=2)
-        lengths = sorted({n for pts in tiles.values() for n, _, _ in pts})
-        left.set_xticks(lengths, [str(n) for n in lengths])
-        left.minorticks_off()
-        left.set_yscale("log")
-        left.set_xlabel("sequence length N (B·N = 16384, H = 32, D = 64, f16)")
-        left.set_ylabel("ms")
-        left.set_title("FA2 time per tile (BLOCK_M×BLOCK_N)")
-        left.grid(True, alpha=0.3)
-        left.legend(fontsize=7)
-        if hi > 0:
-            right.plot([lo, hi], [lo, hi], "k:", label="predicted = measured")
-            right.set_xscale("log")
-            right.set_yscale("log")
-        right.set_xlabel("measured ms")
-        right.set_ylabel("predicted ms (roofline, nominal peaks)")
-        right.set_title("model vs GPU")
-        right.grid(True, alpha=0.3)
-        right.legend(fontsize=7)
-        fig.suptitle(f"Performance model vs measurement on {self.device_name()}")
-        fig.tight_layout()
-        path = os.path.join(out_dir, f"{name}-model.png")
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        return path
-
-
-def pyplot():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("report.py: matplotlib not available, no plots", file=sys.stderr)
-        return None
-    return plt
-
-
-def err(rec):
-    if rec is None:
-        return DASH
-    c = rec.get("check") or {}
-    if c.get("error") is None:
-        return (rec.get("error") or DASH)[:40]
-    return f"{c['error']:.1e} {c.get('method', '')}" + ("" if c.get("ok") else " FAIL")
-
-
-def fmt_ms(rec, digits=4):
-    return f"{rec['time_ms']:.{digits}f}" if rec and rec.get("time_ms") is not None else DASH
-
-
-def ms(value, digits=1):
-    return DASH if value is None else f"{value:.{digits}f}"
-
-
-def verdict(rec, meets):
-    if not rec.get("ok"):
-        return "✗"
-    return DASH if meets is None else ("yes" if meets else "**no**")
 
 
 def main(argv=None):
@@ -694,12 +535,12 @@ def main(argv=None):
     written = [json_path, md_path]
     # A plot is a convenience: never lose the tables (or the other plots) over one.
     try:
-        written += report.plots(args.out_dir, name)
+        written += report_plots.plot_attention(report, args.out_dir, name)
     except Exception as e:
         print(f"report.py: attention plots failed: {e}", file=sys.stderr)
     try:
-        plt = pyplot()
-        path = report.plot_model(plt, args.out_dir, name) if plt else None
+        plt = report_plots.pyplot()
+        path = report_plots.plot_model(report, plt, args.out_dir, name) if plt else None
         if path:
             written.append(path)
     except Exception as e:

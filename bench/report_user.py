@@ -3,11 +3,13 @@ written as a user writes theirs, beside what a PyTorch user runs for the same re
 copy of the same bytes where the kernel is memory-bound, and kiln's own matmul at the fused matmul's shape
 (the matmul suite, when it ran). The issue's targets are ratios, so the table shows them."""
 
+from report_format import cell, err, ratio, table
+
 PEERS = {"layernorm_fwd": "torch_layer_norm", "matmul_bias_gelu": "torch_matmul_bias_gelu",
          "online_logsumexp": "torch_logsumexp"}
 
 
-def user_kernels(report, cell, ratio, table, err):
+def user_kernels(report):
     """Markdown for the user suite of `report` (a report.Report), "" where the suite did not run."""
     rows = []
     for rec in report.records(source="kiln", suite="user"):

@@ -1,19 +1,19 @@
 // The DSL functions: each builds one or a few IR ops through the current KernelBuilder, adding the
-// broadcasts and casts that Triton's rules imply, so that the IR itself has only exact types.
+// broadcasts and casts that Triton's rules imply, so that the IR itself has only exact types. Loads, stores,
+// atomics and block pointers are dsl_memory.cpp's; what both files share is dsl_detail.h.
 #include "dsl/dsl.h"
 
+#include "dsl/dsl_detail.h"
 #include "dsl/verifier.h"
 
 #include <cmath>
 
 namespace kiln {
 
-namespace {
+namespace dsl_detail {
 
 KernelBuilder& B(CallSite w) { return KernelBuilder::current(w); }
 
-// The handle passed to `fn`, checked to hold a value of the kernel being built; an Error at the call
-// site otherwise (never an out-of-range access).
 const Value& use(const Value& v, std::string_view fn, CallSite where) {
   KernelBuilder& b = B(where);
   if (!v.valid())
@@ -32,6 +32,29 @@ std::unique_ptr<Op> new_op(OpKind k, CallSite where) {
   op->loc = loc_of(where);
   return op;
 }
+
+Shape broadcast_shape(const Shape& a, const Shape& b, std::string_view fn, CallSite where,
+                      std::string_view a_role, std::string_view b_role) {
+  size_t r = std::max(a.size(), b.size());
+  Shape out(r, 1);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1)
+      fail_at(loc_of(where),
+              "{}: the {} shape {} and the {} shape {} do not broadcast: dim {} of the aligned shapes is {} vs {} "
+              "(dims must be equal or 1)",
+              fn, a_role, shape_str(a), b_role, shape_str(b), i, da, db);
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+} // namespace dsl_detail
+
+using namespace dsl_detail;
+
+namespace {
 
 Value unary_op(const Value& x, UnaryOp u, CallSite where) {
   auto op = new_op(OpKind::Unary, where);
@@ -58,25 +81,6 @@ Value value_of(const Operand& o, const Operand& partner, std::string_view fn, Ca
     return use(*o.value, fn, where);
   const Value* other = partner.is_literal || !partner.value->valid() ? nullptr : partner.value;
   return B(where).literal(o, literal_type(o, other), where);
-}
-
-// The numpy broadcast of two shapes: ranks are aligned at the right, and each pair of dims must be
-// equal or contain a 1. `fn` and the roles name the operands in the error.
-Shape broadcast_shape(const Shape& a, const Shape& b, std::string_view fn, CallSite where,
-                      std::string_view a_role = "left operand", std::string_view b_role = "right operand") {
-  size_t r = std::max(a.size(), b.size());
-  Shape out(r, 1);
-  for (size_t i = 0; i < r; ++i) {
-    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
-    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    if (da != db && da != 1 && db != 1)
-      fail_at(loc_of(where),
-              "{}: the {} shape {} and the {} shape {} do not broadcast: dim {} of the aligned shapes is {} vs {} "
-              "(dims must be equal or 1)",
-              fn, a_role, shape_str(a), b_role, shape_str(b), i, da, db);
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
 }
 
 Value cast_to(const Value& x, DType t, CallSite where) { return x.dtype() == t ? x : x.to(t, where); }
@@ -139,17 +143,6 @@ Value declared(OpKind k, const Value& x, Type t, CallSite where) {
   op->operands = {x.id()};
   op->results.push_back(B(where).kernel().new_value(std::move(t)));
   return B(where).emit(std::move(op));
-}
-
-llvm::SmallVector<ValueId, 4> int_scalars(llvm::ArrayRef<Operand> xs, const char* role, CallSite where) {
-  llvm::SmallVector<ValueId, 4> ids;
-  for (const Operand& o : xs) {
-    Value v = o.is_literal ? B(where).operand(o, DType::i32) : use(*o.value, role, where);
-    if (!v.type().is_tensor() || !v.type().is_scalar() || !is_int(v.dtype()) || v.dtype() == DType::i1)
-      fail_at(loc_of(where), "{} must be integer scalars (i32 or i64), got {}", role, v.type().str());
-    ids.push_back(v.id());
-  }
-  return ids;
 }
 
 } // namespace
@@ -433,140 +426,6 @@ Value sort(const Value& x, int axis, bool descending, CallSite where) {
 }
 Value cummax(const Value& x, int axis, bool reverse, CallSite w) { return scan(x, axis, ReduceOp::Max, reverse, w); }
 Value cummin(const Value& x, int axis, bool reverse, CallSite w) { return scan(x, axis, ReduceOp::Min, reverse, w); }
-
-// ---- memory ----
-
-Value load(const Value& ptrs, const Value& mask, const Operand& other, CallSite where) {
-  const Type& pt = use(ptrs, "load", where).type();
-  if (!pt.is_pointer())
-    fail_at(loc_of(where), "load: a mask needs a tensor of pointers, got {}{}", pt.str(),
-            pt.is_block_ptr() ? "; block pointers take boundary_check and padding instead: load(bp, {0, 1})" : "");
-  use(mask, "load", where);
-  Shape s = broadcast_shape(pt.shape, mask.shape(), "load", where, "pointers'", "mask's");
-  Value p = broadcast_to(ptrs, s, where);
-  Value m = broadcast_to(mask, s, where);
-  Value o = other.is_literal ? B(where).operand(other, ptrs.dtype()) : use(*other.value, "load", where);
-  if (o.type().is_tensor() && o.dtype() != ptrs.dtype() && other.is_literal)
-    o = o.to(ptrs.dtype(), where);
-  if (broadcast_shape(s, o.shape(), "load", where, "pointers'", "`other`'s") != s)
-    fail_at(loc_of(where), "load: `other` has shape {}, larger than the pointers' shape {}", shape_str(o.shape()),
-            shape_str(s));
-  o = broadcast_to(o, s, where);
-  auto op = new_op(OpKind::Load, where);
-  op->has_mask = true;
-  op->operands = {p.id(), m.id(), o.id()};
-  return B(where).emit(std::move(op));
-}
-
-void store(const Value& ptrs, const Value& value, const Value& mask, CallSite where) {
-  const Type& pt = use(ptrs, "store", where).type();
-  if (!pt.is_pointer())
-    fail_at(loc_of(where), "store: a mask needs a tensor of pointers, got {}{}", pt.str(),
-            pt.is_block_ptr() ? "; block pointers take boundary_check instead: store(bp, value, {0, 1})" : "");
-  use(value, "store", where);
-  use(mask, "store", where);
-  Shape s = broadcast_shape(broadcast_shape(pt.shape, mask.shape(), "store", where, "pointers'", "mask's"),
-                            value.shape(), "store", where, "pointers'", "value's");
-  auto op = new_op(OpKind::Store, where);
-  op->has_mask = true;
-  op->operands = {broadcast_to(ptrs, s, where).id(), broadcast_to(value, s, where).id(),
-                  broadcast_to(mask, s, where).id()};
-  B(where).emit(std::move(op));
-}
-
-Value atomic_add(const Value& ptrs, const Value& value, const Value& mask, CallSite where) {
-  use(ptrs, "atomic_add", where);
-  use(value, "atomic_add", where);
-  auto op = new_op(OpKind::AtomicAdd, where);
-  Shape s = broadcast_shape(ptrs.shape(), value.shape(), "atomic_add", where, "pointers'", "value's");
-  if (mask.valid())
-    s = broadcast_shape(s, use(mask, "atomic_add", where).shape(), "atomic_add", where, "pointers'", "mask's");
-  op->operands = {broadcast_to(ptrs, s, where).id(), broadcast_to(value, s, where).id()};
-  if (mask.valid()) {
-    op->has_mask = true;
-    op->operands.push_back(broadcast_to(mask, s, where).id());
-  }
-  return B(where).emit(std::move(op));
-}
-
-Value make_block_ptr(const Value& base, llvm::ArrayRef<Operand> shape, llvm::ArrayRef<Operand> strides,
-                     llvm::ArrayRef<Operand> offsets, const Shape& block_shape, llvm::ArrayRef<int> order,
-                     CallSite where) {
-  size_t r = block_shape.size();
-  if (shape.size() != r || strides.size() != r || offsets.size() != r || order.size() != r)
-    fail_at(loc_of(where),
-            "make_block_ptr: shape, strides, offsets and order must each have one entry per block dim ({} for "
-            "block_shape {}); got {}, {}, {} and {}",
-            r, shape_str(block_shape), shape.size(), strides.size(), offsets.size(), order.size());
-  const Type& bt = use(base, "make_block_ptr", where).type();
-  if (!bt.is_pointer() || !bt.is_scalar())
-    fail_at(loc_of(where), "make_block_ptr: base must be a pointer argument (ptr<T>), got {}", bt.str());
-  auto op = new_op(OpKind::MakeBlockPtr, where);
-  op->operands.push_back(base.id());
-  for (auto [xs, role] : {std::pair{shape, "make_block_ptr: shape"}, {strides, "make_block_ptr: strides"},
-                          {offsets, "make_block_ptr: offsets"}})
-    for (ValueId id : int_scalars(xs, role, where))
-      op->operands.push_back(id);
-  llvm::SmallVector<int, 4> ord(order.begin(), order.end());
-  op->results.push_back(B(where).kernel().new_value(Type::block_ptr(base.dtype(), block_shape, ord)));
-  return B(where).emit(std::move(op));
-}
-
-Value advance(const Value& block_ptr, llvm::ArrayRef<Operand> deltas, CallSite where) {
-  use(block_ptr, "advance", where);
-  auto op = new_op(OpKind::Advance, where);
-  op->operands.push_back(block_ptr.id());
-  for (ValueId id : int_scalars(deltas, "advance: offsets", where))
-    op->operands.push_back(id);
-  return B(where).emit(std::move(op));
-}
-
-Value load(const Value& ptr, BoundaryCheck boundary_check, Padding padding, CallSite where) {
-  const Type& t = use(ptr, "load", where).type();
-  if (t.is_pointer()) {
-    if (!boundary_check.dims.empty())
-      fail_at(loc_of(where),
-              "load: boundary_check applies to block pointers, got {}; a tensor of pointers takes a mask: "
-              "load(ptrs, mask, other)",
-              t.str());
-    auto op = new_op(OpKind::Load, where);
-    op->operands = {ptr.id()};
-    return B(where).emit(std::move(op));
-  }
-  if (!t.is_block_ptr())
-    fail_at(loc_of(where), "load: expected a tensor of pointers or a block pointer, got {}", t.str());
-  auto op = new_op(OpKind::LoadBlock, where);
-  op->operands = {ptr.id()};
-  op->ints.assign(boundary_check.dims.begin(), boundary_check.dims.end());
-  op->padding = padding;
-  return B(where).emit(std::move(op));
-}
-
-void store(const Value& ptr, const Value& value, BoundaryCheck boundary_check, CallSite where) {
-  const Type& t = use(ptr, "store", where).type();
-  const Type& vt = use(value, "store", where).type();
-  if (t.is_pointer()) {
-    if (!boundary_check.dims.empty())
-      fail_at(loc_of(where),
-              "store: boundary_check applies to block pointers, got {}; a tensor of pointers takes a mask: "
-              "store(ptrs, value, mask)",
-              t.str());
-    if (broadcast_shape(t.shape, vt.shape, "store", where, "pointers'", "value's") != t.shape)
-      fail_at(loc_of(where), "store: the value shape {} is larger than the pointers' shape {}", shape_str(vt.shape),
-              shape_str(t.shape));
-    auto op = new_op(OpKind::Store, where);
-    op->operands = {ptr.id(), broadcast_to(value, t.shape, where).id()};
-    B(where).emit(std::move(op));
-    return;
-  }
-  if (!t.is_block_ptr())
-    fail_at(loc_of(where), "store: expected a tensor of pointers or a block pointer, got {}", t.str());
-  Value v = vt.is_tensor() && vt.is_scalar() ? broadcast_to(value, t.shape, where) : value; // a scalar fills the block
-  auto op = new_op(OpKind::StoreBlock, where);
-  op->operands = {ptr.id(), v.id()};
-  op->ints.assign(boundary_check.dims.begin(), boundary_check.dims.end());
-  B(where).emit(std::move(op));
-}
 
 // ---- control flow ----
 

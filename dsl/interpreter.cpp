@@ -1,8 +1,10 @@
 // The interpreter: kiln's reference semantics. Every IR value of a program holds a flat row-major
 // array (doubles for floats, int64 for integers so that i64 stays exact, buffer + element offset
 // for pointers) or a block pointer's state; each op computes its whole result with one loop and
-// rounds it to the result dtype, exactly as the GPU path must.
-#include "dsl/interpreter.h"
+// rounds it to the result dtype, exactly as the GPU path must. This file binds the arguments, runs the grid,
+// dispatches and executes every op but memory accesses (interpreter_memory.cpp; the state both share is
+// interpreter_state.h).
+#include "dsl/interpreter_state.h"
 
 #include "dsl/reduce_eval.h"
 #include "dsl/scalar_eval.h"
@@ -12,8 +14,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <unordered_map>
-
 
 // The generated kernels' Philox generator, compiled here as host code (the same text: same numbers).
 #define KILN_PHILOX_FN inline
@@ -62,20 +62,6 @@ Rep rep_of(const Type& t) {
   return Rep::Float;
 }
 
-struct BlockPtrState {
-  HostBuffer* buffer = nullptr;
-  int64_t base = 0; // element offset of the base pointer
-  llvm::SmallVector<int64_t, 3> shape, strides, offsets;
-};
-
-// The run-time value of one IR value. Which members are in use follows from its Type (rep_of).
-struct Tile {
-  std::vector<double> f;        // floating-point tensors
-  std::vector<int64_t> i;       // integer tensors (i1 as 0/1); element offsets of pointer tensors
-  std::vector<HostBuffer*> buf; // pointer tensors: the buffer each element points into
-  BlockPtrState block;          // block pointers
-};
-
 // For each element of `shape` in row-major order, the source position sum(index[d] * strides[d]).
 void strided_positions(const Shape& shape, llvm::ArrayRef<int64_t> strides, std::vector<int64_t>& out) {
   int r = static_cast<int>(shape.size());
@@ -102,61 +88,11 @@ void strided_positions(const Shape& shape, llvm::ArrayRef<int64_t> strides, std:
   }
 }
 
-std::string index_str(llvm::ArrayRef<int64_t> idx) {
-  return idx.size() == 1 ? fmt::format("({},)", idx[0]) : fmt::format("({})", fmt::join(idx, ", "));
-}
+} // namespace
 
 // ---- the interpreter proper ----
 
-class Interpreter {
-public:
-  Interpreter(const Kernel& k, const Grid& grid) : k_(k), grid_(grid), vals_(k.values.size()) {}
-
-  void bind(llvm::ArrayRef<InterpArg> args);
-  void run_grid();
-
-private:
-  const Type& type(ValueId v) const { return k_.type(v); }
-  Tile& val(ValueId v) { return vals_[v]; }
-  int64_t scalar_int(ValueId v) const { return vals_[v].i.at(0); }
-  const std::string& buffer_name(const HostBuffer* b) const { return names_.at(b); }
-
-  void run_region(const Region& r);
-  void exec(const Op& op);
-
-  void exec_constant(const Op& op);
-  void exec_gather(const Op& op, llvm::ArrayRef<int64_t> src_strides);
-  void exec_broadcast(const Op& op);
-  void exec_trans(const Op& op);
-  void exec_unary(const Op& op);
-  void exec_binary(const Op& op);
-  void exec_cast(const Op& op);
-  void exec_where(const Op& op);
-  void exec_rand(const Op& op);
-  void exec_dot(const Op& op);
-  void exec_load(const Op& op);
-  void exec_store(const Op& op);
-  void exec_atomic_add(const Op& op);
-  void exec_make_block_ptr(const Op& op);
-  void exec_block_access(const Op& op);
-  void exec_for(const Op& op);
-  void exec_if(const Op& op);
-
-  [[noreturn]] void out_of_bounds(const Op& op, const HostBuffer* b, int64_t index, const std::string& which,
-                                  const std::string& hint = {}) const;
-  void check_in_bounds(const Op& op, const HostBuffer* b, int64_t index, int64_t lane) const {
-    if (index < 0 || index >= b->numel())
-      out_of_bounds(op, b, index, fmt::format("lane {} of the pointer tile", lane));
-  }
-
-  const Kernel& k_;
-  Grid grid_;
-  int64_t pid_[3] = {0, 0, 0};
-  std::vector<Tile> vals_;
-  std::unordered_map<const HostBuffer*, std::string> names_; // for error messages
-  std::vector<int64_t> positions_;                           // scratch for gathers
-  std::vector<float> dot_a_, dot_b_, dot_c_;                 // scratch for dot
-};
+namespace interp_detail {
 
 void Interpreter::bind(llvm::ArrayRef<InterpArg> args) {
   if (args.size() != k_.params.size()) {
@@ -536,171 +472,6 @@ void Interpreter::exec_dot(const Op& op) {
   out.f.assign(dot_c_.begin(), dot_c_.end());
 }
 
-void Interpreter::out_of_bounds(const Op& op, const HostBuffer* b, int64_t index, const std::string& which,
-                                const std::string& hint) const {
-  fail_at(
-      op.loc,
-      "{}: {} addresses element {} of '{}', which is out of bounds (the buffer holds {} elements of {}){}",
-      op_name(op.kind), which, index, buffer_name(b), b->numel(), dtype_name(b->dtype), hint);
-}
-
-void Interpreter::exec_load(const Op& op) {
-  const Type& t = type(op.result());
-  const Tile& p = val(op.operands[0]);
-  const Tile* mask = op.has_mask ? &val(op.operands[1]) : nullptr;
-  const Tile* other = op.has_mask ? &val(op.operands[2]) : nullptr;
-  Tile& out = val(op.result());
-  size_t n = p.i.size();
-  const bool as_float = is_float(t.elem);
-  (as_float ? (void)out.f.resize(n) : (void)out.i.resize(n));
-  for (size_t j = 0; j < n; ++j) {
-    if (mask && !mask->i[j]) { // masked off: `other`, and memory is not touched
-      (as_float ? (void)(out.f[j] = other->f[j]) : (void)(out.i[j] = other->i[j]));
-      continue;
-    }
-    check_in_bounds(op, p.buf[j], p.i[j], static_cast<int64_t>(j));
-    (as_float ? (void)(out.f[j] = p.buf[j]->read_float(p.i[j]))
-              : (void)(out.i[j] = p.buf[j]->read_int(p.i[j])));
-  }
-}
-
-// Every unmasked lane is checked before any is written, so a failing store writes nothing.
-void Interpreter::exec_store(const Op& op) {
-  const Tile &p = val(op.operands[0]), &v = val(op.operands[1]);
-  const Tile* mask = op.has_mask ? &val(op.operands[2]) : nullptr;
-  const bool as_float = is_float(type(op.operands[1]).elem);
-  size_t n = p.i.size();
-  for (size_t j = 0; j < n; ++j)
-    if (!mask || mask->i[j])
-      check_in_bounds(op, p.buf[j], p.i[j], static_cast<int64_t>(j));
-  for (size_t j = 0; j < n; ++j) {
-    if (mask && !mask->i[j])
-      continue;
-    (as_float ? p.buf[j]->write_float(p.i[j], v.f[j]) : p.buf[j]->write_int(p.i[j], v.i[j]));
-  }
-}
-
-// Lanes apply in order, so lanes hitting one address accumulate; masked-off lanes return 0.
-void Interpreter::exec_atomic_add(const Op& op) {
-  const Tile &p = val(op.operands[0]), &v = val(op.operands[1]);
-  const Tile* mask = op.has_mask ? &val(op.operands[2]) : nullptr;
-  const DType t = type(op.operands[1]).elem;
-  Tile& out = val(op.result());
-  size_t n = p.i.size();
-  for (size_t j = 0; j < n; ++j)
-    if (!mask || mask->i[j])
-      check_in_bounds(op, p.buf[j], p.i[j], static_cast<int64_t>(j));
-  auto active = [&](size_t j) { return !mask || mask->i[j]; };
-  if (is_float(t)) {
-    out.f.assign(n, 0.0);
-    with_float_binary(BinaryOp::Add, t, [&](auto add) {
-      for (size_t j = 0; j < n; ++j)
-        if (active(j)) {
-          out.f[j] = p.buf[j]->read_float(p.i[j]);
-          p.buf[j]->write_float(p.i[j], add(out.f[j], v.f[j]));
-        }
-    });
-    return;
-  }
-  out.i.assign(n, 0);
-  with_int_binary(BinaryOp::Add, t, [&](auto add) {
-    for (size_t j = 0; j < n; ++j)
-      if (active(j)) {
-        out.i[j] = p.buf[j]->read_int(p.i[j]);
-        p.buf[j]->write_int(p.i[j], add(out.i[j], v.i[j]).value);
-      }
-  });
-}
-
-void Interpreter::exec_make_block_ptr(const Op& op) {
-  const int r = type(op.result()).rank();
-  const Tile& base = val(op.operands[0]);
-  BlockPtrState& s = val(op.result()).block;
-  s.buffer = base.buf[0];
-  s.base = base.i[0];
-  s.shape.resize(r);
-  s.strides.resize(r);
-  s.offsets.resize(r);
-  for (int d = 0; d < r; ++d) {
-    s.shape[d] = scalar_int(op.operands[1 + d]);
-    s.strides[d] = scalar_int(op.operands[1 + r + d]);
-    s.offsets[d] = scalar_int(op.operands[1 + 2 * r + d]);
-  }
-}
-
-// load/store through a block pointer: element (i0, i1, ...) of the block is tensor element
-// (offsets[d] + i_d) at base + sum (offsets[d] + i_d) * strides[d]. Along boundary-checked dims an
-// index outside [0, shape[d]) is padded on load and skipped on store; along the others it is not
-// masked, and an address outside the buffer is an Error.
-void Interpreter::exec_block_access(const Op& op) {
-  const bool is_load = op.kind == OpKind::LoadBlock;
-  const Type& bt = type(op.operands[0]);
-  const BlockPtrState& s = val(op.operands[0]).block;
-  const int r = bt.rank();
-  const bool as_float = is_float(bt.elem);
-  llvm::SmallVector<bool, 3> checked(r, false);
-  for (int64_t d : op.checked_dims())
-    checked[d] = true;
-
-  const int64_t n = bt.numel();
-  // Address of each element, or -1 where a boundary check masks it. Computed first so that a
-  // store that fails writes nothing.
-  positions_.resize(n);
-  llvm::SmallVector<int64_t, 3> idx(r, 0);
-  for (int64_t j = 0; j < n; ++j) {
-    int64_t addr = s.base;
-    bool masked = false;
-    for (int d = 0; d < r; ++d) {
-      int64_t at = s.offsets[d] + idx[d];
-      if (checked[d] && (at < 0 || at >= s.shape[d]))
-        masked = true;
-      addr += at * s.strides[d];
-    }
-    if (!masked && (addr < 0 || addr >= s.buffer->numel())) {
-      llvm::SmallVector<int64_t, 3> at(r);
-      std::string hint;
-      for (int d = 0; d < r; ++d) {
-        at[d] = s.offsets[d] + idx[d];
-        if (!checked[d] && (at[d] < 0 || at[d] >= s.shape[d]) && hint.empty())
-          hint = fmt::format(
-              "; dim {} is outside the tensor and unchecked: add it to boundary_check to pad it", d);
-      }
-      out_of_bounds(op, s.buffer, addr,
-                    fmt::format("block element {} (tensor index {} of shape {}, boundary_check={{{}}})",
-                                index_str(idx), index_str(at), index_str(s.shape), fmt::join(op.checked_dims(), ", ")),
-                    hint);
-    }
-    positions_[j] = masked ? -1 : addr;
-    for (int d = r - 1; d >= 0; --d) {
-      if (++idx[d] < bt.shape[d])
-        break;
-      idx[d] = 0;
-    }
-  }
-
-  if (is_load) {
-    Tile& out = val(op.result());
-    if (as_float) {
-      const double pad = round_to_float(op.padding.value, bt.elem);
-      out.f.resize(n);
-      for (int64_t j = 0; j < n; ++j)
-        out.f[j] = positions_[j] < 0 ? pad : s.buffer->read_float(positions_[j]);
-    } else {
-      const auto pad = static_cast<int64_t>(op.padding.value); // the verifier checked the dtype holds it
-      out.i.resize(n);
-      for (int64_t j = 0; j < n; ++j)
-        out.i[j] = positions_[j] < 0 ? pad : s.buffer->read_int(positions_[j]);
-    }
-    return;
-  }
-  const Tile& v = val(op.operands[1]);
-  for (int64_t j = 0; j < n; ++j) {
-    if (positions_[j] < 0)
-      continue;
-    (as_float ? s.buffer->write_float(positions_[j], v.f[j]) : s.buffer->write_int(positions_[j], v.i[j]));
-  }
-}
-
 void Interpreter::exec_for(const Op& op) {
   const int64_t lo = scalar_int(op.operands[0]), hi = scalar_int(op.operands[1]),
                 step = scalar_int(op.operands[2]);
@@ -733,12 +504,12 @@ void Interpreter::exec_if(const Op& op) {
     val(op.results[n]) = val(yield.operands[n]);
 }
 
-} // namespace
+} // namespace interp_detail
 
 // ---- entry points ----
 
 void interpret(const Kernel& k, const Grid& grid, llvm::ArrayRef<InterpArg> args) {
-  Interpreter interp(k, grid);
+  interp_detail::Interpreter interp(k, grid);
   interp.bind(args);
   interp.run_grid();
 }

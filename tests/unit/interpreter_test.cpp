@@ -1,68 +1,24 @@
-// The interpreter, op by op: dtype rounding, integer semantics, shapes, reductions, dot, masked and
-// block-pointer memory access, control flow, and the errors a bad kernel or launch must raise.
+// The interpreter, op by op: dtype rounding, integer semantics, shapes, reductions, dot, control flow, and
+// the errors a bad kernel or launch must raise (memory access: interpreter_memory_test.cpp).
 #include "dsl/dsl.h"
 #include "dsl/interpreter.h"
 #include "kernels/vector_add/vector_add.h"
 #include "support/half.h"
+#include "unit/interpreter_test_support.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <limits>
-#include <random>
 
 using namespace kiln;
+using namespace kiln::testing_support;
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// A buffer whose every element is NaN (floats) or a sentinel (integers), so that each element a
-// test checks must have been written.
-HostBuffer poisoned(DType t, int64_t n, std::string name) {
-  HostBuffer b(t, n, std::move(name));
-  for (int64_t i = 0; i < n; ++i)
-    is_float(t) ? b.set(i, kNaN) : b.set_int(i, -12345);
-  return b;
-}
-
-HostBuffer random_floats(DType t, int64_t n, std::string name, unsigned seed, double lo = -2, double hi = 2) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  HostBuffer b(t, n, std::move(name));
-  for (int64_t i = 0; i < n; ++i)
-    b.set(i, dist(rng));
-  return b;
-}
-
-HostBuffer random_ints(DType t, int64_t n, std::string name, unsigned seed, int64_t lo, int64_t hi) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int64_t> dist(lo, hi);
-  HostBuffer b(t, n, std::move(name));
-  for (int64_t i = 0; i < n; ++i)
-    b.set(i, static_cast<double>(dist(rng)));
-  return b;
-}
-
 double round_f16(double x) { return f16_bits_to_float(float_to_f16_bits(static_cast<float>(x))); }
 double round_bf16(double x) { return bf16_bits_to_float(float_to_bf16_bits(static_cast<float>(x))); }
-
-// Row-major offsets of an (R, C) tile with row stride `stride`.
-Value tile_offsets(int64_t R, int64_t C, int64_t stride) {
-  return arange(0, R).expand_dims(1) * stride + arange(0, C).expand_dims(0); // (R, C) i32
-}
-
-// y[0:n] = fn(x[0:n]), one program, no masks.
-Kernel unary_kernel(DType in, DType out, int64_t n, const std::function<Value(Value)>& fn) {
-  KernelBuilder kb("unary");
-  Value x = kb.arg_ptr("x", in), y = kb.arg_ptr("y", out);
-  Value offs = arange(0, n);
-  store(y + offs, fn(load(x + offs)));
-  return kb.finish();
-}
-
-const Grid kOne = {1, 1, 1};
 
 TEST(Interpreter, F16RoundsOnCastAndStore) {
   Kernel k = unary_kernel(f32, f16, 64, [](Value v) { return v.to(f16); });
@@ -370,91 +326,6 @@ TEST(Interpreter, DotTf32RoundsOperands) {
   EXPECT_EQ(he.get(0), 16.0 * (1.0 + std::ldexp(1.0, -12)));
 }
 
-TEST(Interpreter, MaskedLoadTakesOtherAndMaskedStoreSkips) {
-  KernelBuilder kb("masked");
-  Value x = kb.arg_ptr("x", f32), y = kb.arg_ptr("y", f32), n = kb.arg("n", i32);
-  Value offs = arange(0, 16);
-  Value v = load(x + offs, offs < n, -7.5f); // lanes >= n read nothing
-  store(y + offs, v, (offs % 2) == 0);       // odd lanes are not written
-  Kernel k = kb.finish();
-  HostBuffer hx = random_floats(f32, 10, "x", 26); // shorter than the tile: lanes 10.. would be out of bounds
-  HostBuffer hy = poisoned(f32, 16, "y");
-  interpret(k, kOne, {InterpArg::ptr(hx), InterpArg::ptr(hy), InterpArg::of_int(10)});
-  for (int i = 0; i < 16; ++i) {
-    if (i % 2)
-      EXPECT_TRUE(std::isnan(hy.get(i))) << "masked-off lane " << i << " was written";
-    else
-      EXPECT_EQ(hy.get(i), i < 10 ? hx.get(i) : -7.5) << i;
-  }
-}
-
-TEST(Interpreter, BlockPointerBoundaryCheckPadsZeroAndNaN) {
-  const int R = 5, C = 6; // a (5, 6) tensor read as (8, 8) blocks
-  KernelBuilder kb("block_load");
-  Value x = kb.arg_ptr("x", f32), zo = kb.arg_ptr("zero_out", f32), no = kb.arg_ptr("nan_out", f32);
-  Value bp = make_block_ptr(x, {R, C}, {C, 1}, {0, 0}, {8, 8}, {1, 0});
-  store(zo + tile_offsets(8, 8, 8), load(bp, {0, 1}, Padding::Zero));
-  store(no + tile_offsets(8, 8, 8), load(bp, {0, 1}, Padding::NaN));
-  Kernel k = kb.finish();
-  HostBuffer hx = random_floats(f32, R * C, "x", 27, 1, 2);
-  HostBuffer hz = poisoned(f32, 64, "zero_out"), hn = poisoned(f32, 64, "nan_out");
-  interpret(k, kOne, {InterpArg::ptr(hx), InterpArg::ptr(hz), InterpArg::ptr(hn)});
-  for (int i = 0; i < 8; ++i)
-    for (int j = 0; j < 8; ++j) {
-      bool inside = i < R && j < C;
-      EXPECT_EQ(hz.get(i * 8 + j), inside ? hx.get(i * C + j) : 0.0) << i << "," << j;
-      if (inside)
-        EXPECT_EQ(hn.get(i * 8 + j), hx.get(i * C + j));
-      else
-        EXPECT_TRUE(std::isnan(hn.get(i * 8 + j))) << i << "," << j;
-    }
-}
-
-TEST(Interpreter, BlockPointerAdvanceAndCheckedStore) {
-  // Reads the (4, 4) block at (1, 2) of an (8, 8) tensor (through advance) and stores it, through a
-  // boundary-checked block pointer, into the (3, 3) top-left corner of a poisoned (8, 8) buffer.
-  KernelBuilder kb("block_advance");
-  Value x = kb.arg_ptr("x", f32), y = kb.arg_ptr("y", f32);
-  Value src = make_block_ptr(x, {8, 8}, {8, 1}, {0, 0}, {4, 4}, {1, 0});
-  src = advance(src, {1, 2});
-  Value dst = make_block_ptr(y, {3, 3}, {8, 1}, {0, 0}, {4, 4}, {1, 0});
-  store(dst, load(src), BoundaryCheck{0, 1});
-  Kernel k = kb.finish();
-  HostBuffer hx = random_floats(f32, 64, "x", 28), hy = poisoned(f32, 64, "y");
-  interpret(k, kOne, {InterpArg::ptr(hx), InterpArg::ptr(hy)});
-  for (int i = 0; i < 8; ++i)
-    for (int j = 0; j < 8; ++j) {
-      if (i < 3 && j < 3)
-        EXPECT_EQ(hy.get(i * 8 + j), hx.get((i + 1) * 8 + j + 2)) << i << "," << j;
-      else
-        EXPECT_TRUE(std::isnan(hy.get(i * 8 + j)))
-            << "checked-out element " << i << "," << j << " was written";
-    }
-}
-
-TEST(Interpreter, BlockPointerInLoopAccumulatesColumns) {
-  // acc (4, 8) sums the (4, 8) blocks of a (4, 32) tensor, advancing along the columns.
-  KernelBuilder kb("block_loop");
-  Value x = kb.arg_ptr("x", f32), y = kb.arg_ptr("y", f32);
-  Value bp = make_block_ptr(x, {4, 32}, {32, 1}, {0, 0}, {4, 8}, {1, 0});
-  Value acc = zeros({4, 8}, f32);
-  for_range(0, 32, 8, [&](Value) {
-    acc = acc + load(bp);
-    bp = advance(bp, {0, 8});
-  });
-  store(y + tile_offsets(4, 8, 8), acc);
-  Kernel k = kb.finish();
-  HostBuffer hx = random_ints(f32, 128, "x", 29, -50, 50), hy = poisoned(f32, 32, "y");
-  interpret(k, kOne, {InterpArg::ptr(hx), InterpArg::ptr(hy)});
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 8; ++j) {
-      double want = 0;
-      for (int b = 0; b < 4; ++b)
-        want += hx.get(i * 32 + b * 8 + j);
-      EXPECT_EQ(hy.get(i * 8 + j), want);
-    }
-}
-
 TEST(Interpreter, ForLoopCarriesValues) {
   KernelBuilder kb("loop");
   Value out = kb.arg_ptr("out", i32), n = kb.arg("n", i32);
@@ -506,22 +377,6 @@ TEST(Interpreter, IfTakesOneBranch) {
   }
 }
 
-TEST(Interpreter, ProgramIdsAndAtomicAdd) {
-  // Every program adds its linear id to one counter and records the counter's old value.
-  KernelBuilder kb("atomics");
-  Value counter = kb.arg_ptr("counter", i32), olds = kb.arg_ptr("olds", i32);
-  Value pid =
-      program_id(0) + program_id(1) * num_programs(0) + program_id(2) * num_programs(0) * num_programs(1);
-  Value old = atomic_add(counter, pid + 1);
-  store(olds + pid, old);
-  Kernel k = kb.finish();
-  HostBuffer hc(i32, 1, "counter"), ho = poisoned(i32, 24, "olds");
-  interpret(k, Grid{2, 3, 4}, {InterpArg::ptr(hc), InterpArg::ptr(ho)});
-  EXPECT_EQ(hc.get_int(0), 24 * 25 / 2);
-  for (int p = 0; p < 24; ++p) // programs run in order, x fastest
-    EXPECT_EQ(ho.get_int(p), p * (p + 1) / 2) << p;
-}
-
 TEST(Interpreter, VectorAddMatchesReference) {
   const int64_t n = 1000, block = 256; // n is not a multiple of BLOCK
   Kernel k = build_vector_add(Config().set("BLOCK", block));
@@ -536,52 +391,6 @@ TEST(Interpreter, VectorAddMatchesReference) {
 }
 
 // ---- errors ----
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-TEST(Interpreter, UnmaskedOutOfBoundsLoadIsAnError) {
-  Kernel k = unary_kernel(f32, f32, 16, [](Value v) { return v; });
-  HostBuffer x = random_floats(f32, 10, "short_x", 32), y = poisoned(f32, 16, "y");
-  std::string msg = error_of([&] { interpret(k, kOne, {InterpArg::ptr(x), InterpArg::ptr(y)}); });
-  EXPECT_NE(msg.find("out of bounds"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("interpreter_test.cpp:"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("'short_x'"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("element 10"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("10 elements"), std::string::npos) << msg;
-  for (int i = 0; i < 16; ++i)
-    EXPECT_TRUE(std::isnan(y.get(i))) << "nothing may be stored after a failed load";
-}
-
-TEST(Interpreter, UncheckedBlockOutsideTheBufferIsAnError) {
-  KernelBuilder kb("block_oob");
-  Value x = kb.arg_ptr("x", f32), y = kb.arg_ptr("y", f32);
-  Value bp = make_block_ptr(x, {5, 6}, {6, 1}, {0, 0}, {8, 8}, {1, 0});
-  store(y + tile_offsets(8, 8, 8), load(bp, {1})); // dim 0 unchecked: rows 5..7 fall past the buffer
-  Kernel k = kb.finish();
-  HostBuffer hx = random_floats(f32, 30, "x", 33), hy = poisoned(f32, 64, "y");
-  std::string msg = error_of([&] { interpret(k, kOne, {InterpArg::ptr(hx), InterpArg::ptr(hy)}); });
-  EXPECT_NE(msg.find("out of bounds"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("load_block"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("interpreter_test.cpp:"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("dim 0 is outside the tensor and unchecked"), std::string::npos) << msg;
-}
-
-TEST(Interpreter, OutOfBoundsStoreWritesNothing) {
-  Kernel k = unary_kernel(f32, f32, 16, [](Value v) { return v; });
-  HostBuffer x = random_floats(f32, 16, "x", 34), y = poisoned(f32, 12, "short_y");
-  std::string msg = error_of([&] { interpret(k, kOne, {InterpArg::ptr(x), InterpArg::ptr(y)}); });
-  EXPECT_NE(msg.find("store"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("'short_y'"), std::string::npos) << msg;
-  for (int i = 0; i < 12; ++i)
-    EXPECT_TRUE(std::isnan(y.get(i)));
-}
 
 TEST(Interpreter, WrongArgumentsNameTheParameter) {
   Kernel k = build_vector_add(Config().set("BLOCK", 16));
