@@ -319,6 +319,8 @@ Value randn(const Operand& seed, const Operand& offsets, CallSite w) {
 
 Value expand_dims(const Value& x, int axis, CallSite where) {
   use(x, "expand_dims", where);
+  if (x.rank() == 0 && (axis == 0 || axis == -1)) // a scalar becomes a one-element tile: a broadcast
+    return broadcast_to(x, Shape{1}, where);
   auto op = new_op(OpKind::ExpandDims, where);
   op->axis = axis < 0 ? axis + x.rank() + 1 : axis;
   op->operands = {x.id()};

@@ -117,4 +117,19 @@ TEST(ReductionSlots, EachBranchOfAnIfOrdersAStoreBeforeItBeforeItsLoads) {
   EXPECT_EQ(occurrences(else_branch, "make this program's global stores visible"), 1) << else_branch;
 }
 
+// A full reduction's scalar made a one-element tile again with expand_dims (the builder makes that a broadcast)
+// lowers, as the interpreter runs it; it used to stop the code generator with an internal error.
+TEST(ReductionSlots, AReducedScalarExpandedToATileLowers) {
+  Config config;
+  config.num_warps = 8;
+  KernelBuilder kb("expanded_scalar", config);
+  Value x = kb.arg_ptr("x", f32), out = kb.arg_ptr("out", f32);
+  Value cols = arange(0, 1024);
+  Value s = sum(load(x + cols, cols < 1024, 0.0f), 0);
+  store(out + arange(0, 1), expand_dims(s, 0), arange(0, 1) < 1);
+  const Kernel k = kb.finish();
+  const GeneratedKernel g = generate_cuda(k, Target::parse("sm_80"));
+  kiln_test::expect_nvrtc_compiles(g, "sm_80");
+}
+
 } // namespace
