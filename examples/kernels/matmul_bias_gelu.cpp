@@ -37,8 +37,10 @@ Kernel build_matmul_bias_gelu(const Config& c) {
   });
 
   // The epilogue, on the accumulator in registers: + bias, then GELU, then one rounding to f16.
-  Value cols = pid_n * BN + arange(0, BN);                       // (BN,) i32
-  Value bias_row = load(bias + cols, cols < N, 0.0f).to(f32);    // (BN,) f32
+  // bias through a 1-D block pointer: the code generator loads it straight into the accumulator's column
+  // layout (no conversion through shared memory), its pieces checked against N.
+  Value bias_ptr = make_block_ptr(bias, {N}, {1}, {pid_n * BN}, {BN}, {0});
+  Value bias_row = load(bias_ptr, BoundaryCheck{0}).to(f32);     // (BN,) f32, 0 past N
   Value z = acc + expand_dims(bias_row, 0);                      // (BM, BN) f32
   Value gelu = 0.5f * z * (1.0f + erf(z * 0.7071067811865476f)); // (BM, BN) f32
   Value c_ptr = make_block_ptr(C, {M, N}, {stride_cm, stride_cn}, {pid_m * BM, pid_n * BN}, {BM, BN}, {1, 0});

@@ -202,6 +202,11 @@ TEST_F(CliGpuTest, RunChecksTheTutorialKernelsOnTheGpu) {
   const std::vector<std::vector<std::string>> runs = {
       {"run", "layernorm_fwd", "--shape", "n_rows=300,n_cols=4000", "--set", "BLOCK_N=4096", "--scalar",
        "eps=1e-5"},
+      // a row that fills its tile: the kernel's loop without column checks or masks
+      {"run", "layernorm_fwd", "--shape", "n_rows=301,n_cols=4096", "--set", "BLOCK_N=4096,ROWS=2", "--scalar",
+       "eps=1e-5"},
+      {"run", "layernorm_fwd", "--shape", "n_rows=301,n_cols=1024", "--set",
+       "BLOCK_N=1024,ITERS=4,num_stages=3,num_warps=8", "--scalar", "eps=1e-5"},
       {"run", "matmul_bias_gelu", "--shape", "M=300,N=260,K=200"},
       {"run", "matmul_bias_gelu", "--shape", "M=256,N=256,K=256", "--set", "BLOCK_M=64,BLOCK_N=64,BLOCK_K=32"},
       {"run", "online_logsumexp", "--shape", "n_rows=37,n_cols=33000", "--set", "BLOCK_N=2048,ROWS=2"}};
