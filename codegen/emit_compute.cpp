@@ -156,6 +156,28 @@ void Emitter::emit_reduce(const Op& op) {
       line("  kiln_xi[kiln_wd * {} + {}] = {}[r];", numel, linear(out, out.shape, "r"), idx);
     line("}}");
     line("{}", cta_barrier());
+    // Where every lane of a warp holds the same results (the reduced axis took all the lane bits) and a warp has
+    // a lane for each warp's partial result, lane l reads warp l's and the lanes combine them by xor-shuffles:
+    // one shared-memory read and log2(W) shuffles instead of W reads combined in a chain (the partials are
+    // combined in a tree, as within a warp).
+    const bool lanes_hold_the_same = std::all_of(out.lane.begin(), out.lane.end(), [](const Coord& c) {
+      return std::all_of(c.begin(), c.end(), [](int64_t x) { return x == 0; });
+    });
+    if (!arg && lanes_hold_the_same && W <= 32) {
+      for_regs(RO);
+      line("  {}[r] = kiln_x[(kiln_lane % {}) * {} + {}];", n, W, numel, linear(out, out.shape, "r"));
+      line("}}");
+      for (int s = 1; s < W; s *= 2) {
+        for_regs(RO);
+        line("  const {0} kiln_o = kiln::shfl_xor({1}[r], {2});", ty, n, s);
+        line("  {}[r] = {};", n, reduce_combine(op.reduce, n + "[r]", "kiln_o", t));
+        line("}}");
+      }
+      close(); // no barrier after the reads: the next user of this slot starts with one
+      line("}}");
+      scratch_reads_ = slot ? ScratchReads::ReductionSlot1 : ScratchReads::ReductionSlot0;
+      return finish_reduce(op, arg ? idx : n, out);
+    }
     for_regs(RO);
     line("  {}[r] = kiln_x[{}];", n, linear(out, out.shape, "r"));
     if (arg)
@@ -176,7 +198,12 @@ void Emitter::emit_reduce(const Op& op) {
     line("}}");
     scratch_reads_ = slot ? ScratchReads::ReductionSlot1 : ScratchReads::ReductionSlot0;
   }
-  std::string result = arg ? idx : n;
+  finish_reduce(op, arg ? idx : n, out);
+}
+
+// Names the reduction's result: a scalar, or the registers of its slice layout (expanded where keepdims).
+void Emitter::finish_reduce(const Op& op, const std::string& result, const Layout& out) {
+  const ValueId r = op.result();
   if (plan_.where(r) == Placement::Scalar) {
     std::string s = fresh(value_hint(r));
     line("const {} {} = {}[0];", ctype(k_.type(r).elem), s, result);

@@ -258,6 +258,7 @@ private:
   void emit_scalar_op(const Op& op);
   void emit_elementwise(const Op& op);
   void emit_reduce(const Op& op);
+  void finish_reduce(const Op& op, const std::string& result, const Layout& out);
   void emit_scan(const Op& op);
   void emit_sort(const Op& op);
   // A scan's or sort's operand (registers `xs` in layout `in`) staged row-major in scratch (declared as

@@ -20,7 +20,7 @@ Kernel build_layernorm_fwd(const Config& c) {
 
   Value first = program_id(0) * (ROWS * ITERS);                             // this program's first row
   Value blocks = minimum(cdiv(n_rows - first, ROWS), ITERS);                // its row blocks
-  Value n = n_cols.to(f32);
+  Value inv_n = 1.0f / n_cols.to(f32); // one division a program; the means multiply by it
   // The row loop, written once and built twice: `whole_rows` when a row fills the tile (n_cols == BLOCK_N),
   // so that nothing along a row needs a check or a mask; otherwise the columns past n_cols are read as 0 and
   // kept out of the statistics.
@@ -36,11 +36,11 @@ Kernel build_layernorm_fwd(const Config& c) {
     Value col_ok = expand_dims(arange(0, BLOCK_N) < n_cols, 0);             // (1, BLOCK_N) i1
     for_range(0, blocks, 1, [&](Value) {
       Value xs = load(x_blk, tile_check).to(f32);                           // (ROWS, BLOCK_N) f32, 0 outside
-      Value mean = sum(xs, 1) / n;                                          // (ROWS,) f32
+      Value mean = sum(xs, 1) * inv_n;                                      // (ROWS,) f32
       Value centered = xs - expand_dims(mean, 1);
       if (!whole_rows)
         centered = where(col_ok, centered, 0.0f);                           // columns past n_cols add nothing
-      Value rstd = rsqrt(sum(centered * centered, 1) / n + eps);            // (ROWS,) f32
+      Value rstd = rsqrt(sum(centered * centered, 1) * inv_n + eps);        // (ROWS,) f32
       Value w = load(w_blk, row_check).to(f32);                             // (BLOCK_N,) f32, 0 outside
       Value b = load(b_blk, row_check).to(f32);                             // (BLOCK_N,) f32, 0 outside
       Value out = centered * expand_dims(rstd, 1) * expand_dims(w, 0) + expand_dims(b, 0); // (ROWS, BLOCK_N)
