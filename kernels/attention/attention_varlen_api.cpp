@@ -29,16 +29,16 @@ int64_t numel(const TensorRef& t) {
 void check_offsets_tensor(const char* name, const TensorRef& t, const ApiSite& site) {
   check_rank(name, t, 1, "[B + 1]", site);
   if (t.dtype != DType::i32)
-    reject(site, "batch.{} has dtype {}; expected i32 offsets (FlashAttention's cu_seqlens)", name,
+    reject(site, "{} has dtype {}; expected i32 offsets (FlashAttention's cu_seqlens)", name,
            dtype_name(t.dtype));
   if (t.shape[0] == 0)
-    reject(site, "batch.{} is empty; expected B + 1 offsets (at least the leading 0)", name);
+    reject(site, "{} is empty; expected B + 1 offsets (at least the leading 0)", name);
   if (t.shape[0] > 1 && t.strides[0] != 1)
-    reject(site, "batch.{} has stride {}; expected a contiguous array (stride 1)", name, t.strides[0]);
+    reject(site, "{} has stride {}; expected a contiguous array (stride 1)", name, t.strides[0]);
   if (t.data == 0)
-    reject(site, "batch.{} has a null data address; expected a device address", name);
+    reject(site, "{} has a null data address; expected a device address", name);
   if (t.data % sizeof(int32_t) != 0)
-    reject(site, "batch.{}'s address {:#x} is not 4-byte aligned; expected the address of an i32 array", name,
+    reject(site, "{}'s address {:#x} is not 4-byte aligned; expected the address of an i32 array", name,
            t.data);
 }
 
@@ -118,8 +118,8 @@ ValidatedVarlen validate_varlen_args(const TensorRef& q, const TensorRef& k, con
     reject(site, "score and mask mods are not built for variable-length batches yet; expected empty "
                  "options.mods and options.mod_tensors (forward() runs mods on dense batches)");
   AttentionProblem p = check_shapes(q, k, v, o, lse, options, site);
-  check_offsets_tensor("cu_seqlens_q", batch.cu_seqlens_q, site);
-  check_offsets_tensor("cu_seqlens_k", batch.cu_seqlens_k, site);
+  check_offsets_tensor("batch.cu_seqlens_q", batch.cu_seqlens_q, site);
+  check_offsets_tensor("batch.cu_seqlens_k", batch.cu_seqlens_k, site);
   if (batch.cu_seqlens_q.shape != batch.cu_seqlens_k.shape)
     reject(site, "batch.cu_seqlens_q has {} offsets but batch.cu_seqlens_k has {}; expected B + 1 of each",
            batch.cu_seqlens_q.shape[0], batch.cu_seqlens_k.shape[0]);
@@ -237,8 +237,8 @@ void check_varlen_offsets(const ValidatedVarlen& v, const std::vector<int32_t>& 
   const ApiSite site{"forward_varlen", where};
   const VarlenSizes& s = v.sizes;
   for (auto [name, cu, total, longest, longest_name, tensor] :
-       {std::tuple{"cu_seqlens_q", &cu_seqlens_q, s.total_q, s.max_seqlen_q, "max_seqlen_q", "q"},
-        {"cu_seqlens_k", &cu_seqlens_k, s.total_k, s.max_seqlen_k, "max_seqlen_k", "k and v"}}) {
+       {std::tuple{"cu_seqlens_q", &cu_seqlens_q, s.total_q, s.max_seqlen_q, "max_seqlen_q", "q holds"},
+        {"cu_seqlens_k", &cu_seqlens_k, s.total_k, s.max_seqlen_k, "max_seqlen_k", "k and v hold"}}) {
     if (static_cast<int64_t>(cu->size()) != s.B + 1)
       reject(site, "{} holds {} offsets; expected B + 1 = {}", name, cu->size(), s.B + 1);
     if ((*cu)[0] != 0)
@@ -256,7 +256,7 @@ void check_varlen_offsets(const ValidatedVarlen& v, const std::vector<int32_t>& 
     }
     if ((*cu)[static_cast<size_t>(s.B)] != total)
       reject(site,
-             "{}[B] = {} but {} hold {} tokens; expected the last offset to be the token count (pass a view of "
+             "{}[B] = {} but {} {} tokens; expected the last offset to be the token count (pass a view of "
              "the first {}[B] tokens of a larger buffer)",
              name, (*cu)[static_cast<size_t>(s.B)], tensor, total, name);
   }
