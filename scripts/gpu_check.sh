@@ -43,7 +43,7 @@ if [[ -z "${KILN_TUTORIAL_TOOL:-}" && -x "$bin/kiln_tutorial_tool" ]]; then
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/device.txt" 2>&1
 backward_suites='*GpuFa2Bwd*'
-api_suites='*GpuAttentionApi*:*GpuModsApi*:*CliGpuTest*:*GpuAttentionNonFinite*'
+api_suites='*GpuAttentionApi*:*GpuModsApi*:*CliGpuTest*:*GpuAttentionNonFinite*:*GpuVarlenApi*'
 api_backward_suites='*GpuAttentionBwdApi*:*GpuModsBwd*'
 declare -A status
 run() { # name, command...
@@ -70,7 +70,7 @@ else
   run gpu_tests "$bin/kiln_gpu_tests" --gtest_filter="-$backward_suites:$api_suites:$api_backward_suites"
   if command -v compute-sanitizer >/dev/null; then
     run sanitizer_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/kiln_gpu_tests" \
-      --gtest_filter='*GpuVectorAdd*:*GpuMatmul*M128_*:*GpuMatmulTma*M264*:*TmaGpu*:*GpuFa2Big*N1024_D64_c1*:*GpuSoftmax*:*GpuMatmulSplitK*M300_N200_K1000_f16*:*GpuMatmulSplitK*M64_N64*:*GpuChunkedLogsumexp*f16_R4*:*GpuStagedLoads*s3*:*GpuAttentionTma*N_K333*'
+      --gtest_filter='*GpuVectorAdd*:*GpuMatmul*M128_*:*GpuMatmulTma*M264*:*TmaGpu*:*GpuFa2Big*N1024_D64_c1*:*GpuSoftmax*:*GpuMatmulSplitK*M300_N200_K1000_f16*:*GpuMatmulSplitK*M64_N64*:*GpuChunkedLogsumexp*f16_R4*:*GpuStagedLoads*s3*:*GpuAttentionTma*N_K333*:*GpuVarlen.*ragged*'
     run sanitizer_racecheck compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/kiln_gpu_tests" \
       --gtest_filter='*GpuMatmul*M128_*:*GpuMatmulTma*M264*:*GpuFa2Big*N1024_D64_c0*:*GpuSoftmax*:*GpuMatmulSplitK*M300_N200_K1000_f16*:*GpuStagedLoads*s3*:*GpuAttentionTma*N_K333*'
     # Barrier use (named barriers, mbarrier waits) of the TMA and warp-specialised paths.

@@ -3,7 +3,9 @@
 // padded strides, the dtypes) through the JIT at GPU-sized tiles, at the default config and through the host API
 // (offsets checked on the host or not, with and without LSE, the tuner's config, a user stream), each against
 // the double-precision per-sequence reference with outputs poisoned (NaN) first, so that every element is
-// checked as written and rows past the sequences (none here) would show. Skips without a driver.
+// checked as written. Skips without a driver. GpuVarlen.* runs the kernel (scripts/gpu_check.sh's default part,
+// which also runs compute-sanitizer's memcheck over the ragged cases), GpuVarlenApi.* the host API (its --api
+// part).
 #include "gpu/attention_gpu_support.h"
 #include "gpu/gpu_skip.h"
 #include "interp/attention_varlen_cases.h"
@@ -109,12 +111,19 @@ void check_api(const VarlenCase& c, const ApiSpec& spec) {
   }
 }
 
-TEST_P(GpuVarlen, ForwardVarlenMatchesPerSequenceReference) {
+class GpuVarlenApi : public ::testing::TestWithParam<VarlenCase> {};
+
+// Through forward_varlen at the default config (the tuner is exercised once, below, rather than per case).
+TEST_P(GpuVarlenApi, ForwardVarlenMatchesPerSequenceReference) {
   KILN_REQUIRE_GPU();
+  ScopedEnv off("KILN_AUTOTUNE", "off");
   check_api(GetParam(), ApiSpec{});
   SCOPED_TRACE("offsets not checked on the host, no LSE");
   check_api(GetParam(), ApiSpec{false, false, nullptr, std::nullopt, 0});
 }
+
+INSTANTIATE_TEST_SUITE_P(varlen, GpuVarlenApi, ::testing::ValuesIn(varlen_cases()),
+                         [](const auto& info) { return info.param.name; });
 
 TEST(GpuVarlenApi, TunedOnAUserStreamWithMaxSeqlenAboveTheLongest) {
   KILN_REQUIRE_GPU();
@@ -137,6 +146,7 @@ TEST(GpuVarlenApi, ExplicitConfigAndLongSequences) {
 
 TEST(GpuVarlenApi, EmptyBatchesLaunchNothing) {
   KILN_REQUIRE_GPU();
+  ScopedEnv off("KILN_AUTOTUNE", "off");
   check_api(varlen_case("no_rows", {0, 0, 0}, {5, 0, 9}, 64, 0), ApiSpec{});
   check_api(varlen_case("no_keys", {4, 0, 70}, {0, 0, 0}, 64, 2), ApiSpec{});
 }
