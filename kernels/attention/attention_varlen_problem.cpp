@@ -96,10 +96,8 @@ AttentionInputs make_varlen_inputs(const VarlenProblem& p, uint64_t seed, double
   return in;
 }
 
-namespace {
-// Rows [row0, row0 + n) of a packed tensor as a dense [1, heads, n, D] tensor in logical order.
-std::vector<double> sequence_tensor(const HostBuffer& buf, const PackedStrides& s, int64_t row0, int64_t n,
-                                    int64_t heads, int64_t D) {
+std::vector<double> packed_sequence_tensor(const HostBuffer& buf, const PackedStrides& s, int64_t row0, int64_t n,
+                                           int64_t heads, int64_t D) {
   std::vector<double> out;
   out.reserve(static_cast<size_t>(heads * n * D));
   for (int64_t h = 0; h < heads; ++h)
@@ -108,7 +106,6 @@ std::vector<double> sequence_tensor(const HostBuffer& buf, const PackedStrides& 
         out.push_back(buf.get((row0 + i) * s.token + h * s.head + d));
   return out;
 }
-} // namespace
 
 AttentionResult varlen_reference(const VarlenProblem& p, const AttentionInputs& in) {
   check_varlen_problem(p);
@@ -123,9 +120,9 @@ AttentionResult varlen_reference(const VarlenProblem& p, const AttentionInputs& 
     const int64_t q0 = cu_q[static_cast<size_t>(b)], k0 = cu_k[static_cast<size_t>(b)];
     if (sp.N_Q == 0 || sp.N_K == 0)
       continue; // no rows, or rows that see no key: O = 0, LSE = −inf as initialised
-    AttentionTensors64 t{sequence_tensor(in.q, s.q, q0, sp.N_Q, p.H, p.D),
-                         sequence_tensor(in.k, s.k, k0, sp.N_K, p.H_KV, p.D),
-                         sequence_tensor(in.v, s.v, k0, sp.N_K, p.H_KV, p.D),
+    AttentionTensors64 t{packed_sequence_tensor(in.q, s.q, q0, sp.N_Q, p.H, p.D),
+                         packed_sequence_tensor(in.k, s.k, k0, sp.N_K, p.H_KV, p.D),
+                         packed_sequence_tensor(in.v, s.v, k0, sp.N_K, p.H_KV, p.D),
                          {}};
     const AttentionResult seq = reference_forward(sp, t); // O [1, H, n, D], LSE [1, H, n]
     for (int64_t h = 0; h < p.H; ++h)

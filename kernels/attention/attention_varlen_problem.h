@@ -59,6 +59,11 @@ int64_t varlen_kv_numel(const VarlenProblem& p); // of K and V
 // Q, K, V uniformly random in [-scale, scale], rounded to the dtype (padding elements NaN: never read).
 AttentionInputs make_varlen_inputs(const VarlenProblem& p, uint64_t seed, double scale);
 
+// Rows [row0, row0 + n) of a packed tensor with strides `s` as a dense [1, heads, n, D] tensor in logical
+// order (what reference_forward and reference_backward read).
+std::vector<double> packed_sequence_tensor(const HostBuffer& buf, const PackedStrides& s, int64_t row0, int64_t n,
+                                           int64_t heads, int64_t D);
+
 // Results in logical order: O [total_q, H, D] and LSE [H, total_q] (FlashAttention's varlen layout).
 // Each sequence is reference_forward() of sequence(b); a sequence with rows but no keys gets O = 0 and
 // LSE = −inf.
