@@ -109,7 +109,13 @@ ValidatedVarlen validate_varlen_args(const TensorRef& q, const TensorRef& k, con
                                      const TensorRef& o, const std::optional<TensorRef>& lse,
                                      const VarlenBatch& batch, const AttentionOptions& options,
                                      std::source_location where) {
-  const ApiSite site{"forward_varlen", where};
+  return detail::validate_varlen_args(q, k, v, o, lse, batch, options, ApiSite{"forward_varlen", where});
+}
+
+ValidatedVarlen detail::validate_varlen_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,
+                                             const TensorRef& o, const std::optional<TensorRef>& lse,
+                                             const VarlenBatch& batch, const AttentionOptions& options,
+                                             const ApiSite& site) {
   if (options.layout != AttentionOptions{}.layout)
     reject(site,
            "options.layout is \"{}\", but packed tensors have one layout, {}; leave options.layout at its default",
@@ -232,9 +238,9 @@ ValidatedVarlen validate_varlen_args(const TensorRef& q, const TensorRef& k, con
   return r;
 }
 
-void check_varlen_offsets(const ValidatedVarlen& v, const std::vector<int32_t>& cu_seqlens_q,
-                          const std::vector<int32_t>& cu_seqlens_k, std::source_location where) {
-  const ApiSite site{"forward_varlen", where};
+namespace {
+void check_offsets_contents(const ValidatedVarlen& v, const std::vector<int32_t>& cu_seqlens_q,
+                            const std::vector<int32_t>& cu_seqlens_k, const ApiSite& site) {
   const VarlenSizes& s = v.sizes;
   for (auto [name, cu, total, longest, longest_name, tensor] :
        {std::tuple{"cu_seqlens_q", &cu_seqlens_q, s.total_q, s.max_seqlen_q, "max_seqlen_q", "q holds"},
@@ -262,6 +268,13 @@ void check_varlen_offsets(const ValidatedVarlen& v, const std::vector<int32_t>& 
   }
 }
 
+} // namespace
+
+void check_varlen_offsets(const ValidatedVarlen& v, const std::vector<int32_t>& cu_seqlens_q,
+                          const std::vector<int32_t>& cu_seqlens_k, std::source_location where) {
+  check_offsets_contents(v, cu_seqlens_q, cu_seqlens_k, ApiSite{"forward_varlen", where});
+}
+
 std::vector<LaunchArg> varlen_launch_args(const ValidatedVarlen& v, uint64_t lse) {
   const VarlenSizes& s = v.sizes;
   std::vector<LaunchArg> args = {LaunchArg::pointer(v.q),   LaunchArg::pointer(v.k),
@@ -285,6 +298,22 @@ std::vector<int32_t> offsets_to_host(uint64_t device, int64_t count) {
                 host.size() * sizeof(int32_t));
   return host;
 }
+
+} // namespace
+
+detail::OffsetsOnHost detail::read_checked_offsets(const ValidatedVarlen& v, void* stream, const char* entry,
+                                                   std::source_location where) {
+  OffsetsOnHost h;
+  if (!v.check_offsets)
+    return h;
+  rt::Stream::wrap(stream).synchronize(); // offsets written on the caller's stream are complete
+  h.cu_seqlens_q = offsets_to_host(v.cu_seqlens_q, v.sizes.B + 1);
+  h.cu_seqlens_k = offsets_to_host(v.cu_seqlens_k, v.sizes.B + 1);
+  check_offsets_contents(v, h.cu_seqlens_q, h.cu_seqlens_k, ApiSite{entry, where});
+  return h;
+}
+
+namespace {
 
 // The product's FLOPs for the tuner's table: exact when the offsets were read, else a bound.
 double varlen_flops(const ValidatedVarlen& v, const std::vector<int32_t>& cu_q, const std::vector<int32_t>& cu_k) {
@@ -313,13 +342,8 @@ void forward_varlen(const TensorRef& q, const TensorRef& k, const TensorRef& v, 
   require_driver(site);
   rt::current_device(); // makes the context current before any copy, allocation or launch
   const rt::Stream stream = rt::Stream::wrap(options.stream);
-  std::vector<int32_t> cu_q, cu_k;
-  if (a.check_offsets) {
-    stream.synchronize(); // offsets written on the caller's stream are complete
-    cu_q = offsets_to_host(a.cu_seqlens_q, a.sizes.B + 1);
-    cu_k = offsets_to_host(a.cu_seqlens_k, a.sizes.B + 1);
-    check_varlen_offsets(a, cu_q, cu_k, where);
-  }
+  const detail::OffsetsOnHost host = detail::read_checked_offsets(a, options.stream, "forward_varlen", where);
+  const std::vector<int32_t>&cu_q = host.cu_seqlens_q, &cu_k = host.cu_seqlens_k;
   std::optional<rt::DeviceBuffer> lse_scratch;
   const uint64_t lse_bytes = static_cast<uint64_t>(a.sizes.H * a.sizes.total_q) * sizeof(float);
   if (!a.lse)

@@ -84,6 +84,22 @@ void check_varlen_offsets(const ValidatedVarlen& v, const std::vector<int32_t>& 
                           const std::vector<int32_t>& cu_seqlens_k,
                           std::source_location where = std::source_location::current());
 
+namespace detail {
+struct ApiSite; // attention_api_checks.h
+// validate_varlen_args() with errors that name `site`'s entry point (backward_varlen's checks start with it).
+ValidatedVarlen validate_varlen_args(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+                                     const std::optional<TensorRef>& lse, const VarlenBatch& batch,
+                                     const AttentionOptions& options, const ApiSite& site);
+// The offsets' contents as forward_varlen and backward_varlen check them when v.check_offsets: `stream`
+// synchronized, both arrays copied to the host once and given to check_varlen_offsets (errors naming `entry`).
+// Returns the copies (empty when not checked). Needs a driver and the current device's context.
+struct OffsetsOnHost {
+  std::vector<int32_t> cu_seqlens_q, cu_seqlens_k;
+};
+OffsetsOnHost read_checked_offsets(const ValidatedVarlen& v, void* stream, const char* entry,
+                                   std::source_location where);
+} // namespace detail
+
 // fa2_fwd_varlen's launch arguments (fa2_fwd_varlen.h) for a validated call writing LSE to `lse`.
 std::vector<LaunchArg> varlen_launch_args(const ValidatedVarlen& v, uint64_t lse);
 
