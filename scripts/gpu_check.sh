@@ -42,9 +42,9 @@ if [[ -z "${KILN_TUTORIAL_TOOL:-}" && -x "$bin/kiln_tutorial_tool" ]]; then
   export KILN_TUTORIAL_TOOL="$(cd "$bin" && pwd)/kiln_tutorial_tool"
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/device.txt" 2>&1
-backward_suites='*GpuFa2Bwd*'
+backward_suites='*GpuFa2Bwd*:*GpuVarlenBwd.*'
 api_suites='*GpuAttentionApi*:*GpuModsApi*:*CliGpuTest*:*GpuAttentionNonFinite*:*GpuVarlenApi*'
-api_backward_suites='*GpuAttentionBwdApi*:*GpuModsBwd*'
+api_backward_suites='*GpuAttentionBwdApi*:*GpuModsBwd*:*GpuVarlenBwdApi*'
 declare -A status
 run() { # name, command...
   local name=$1; shift
