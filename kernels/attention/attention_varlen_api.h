@@ -16,9 +16,9 @@
 // may be 0: a sequence with no keys gives its rows O = 0 and LSE = −inf, as any row that sees no key.
 // LSE is [H, total_q], FlashAttention's varlen layout (a head's rows contiguous, as the kernel writes them).
 //
-// What is not built: score and mask mods (options.mods must be empty: the mods' tensors are shaped by dense
-// sizes, and which sizes a packed batch gives them is not decided), the backward, warp-specialised (TMA)
-// configs, and FA1.
+// The backward is backward_varlen() (attention_varlen_bwd_api.h). What is not built: score and mask mods
+// (options.mods must be empty: the mods' tensors are shaped by dense sizes, and which sizes a packed batch gives
+// them is not decided), warp-specialised (TMA) configs, and FA1.
 #pragma once
 
 #include "kernels/attention/attention_api.h"
