@@ -112,7 +112,7 @@ cl::opt<std::string>
            cl::desc("Packed variable-length sequences instead of --batch/--seq-q/--seq-k, as "
                     "kiln::attention::forward_varlen runs them: one length per sequence, N (N_Q = N_K) or NQ:NK, "
                     "0 allowed (e.g. 0,1,17:30,300); random inputs, --out writes O [total_q, H, D], --lse LSE "
-                    "[H, total_q]"),
+                    "[H, total_q]; with --backward, --dq [total_q, H, D], --dk and --dv [total_k, H_KV, D]"),
            cl::value_desc("LENS"), cl::sub(attention_sub), cl::cat(cat));
 cl::list<std::string> sets("set", cl::desc("Override a kernel parameter: NAME=VALUE (e.g. BLOCK_M=64)"),
                            cl::value_desc("NAME=VALUE"), cl::sub(attention_sub), cl::cat(cat));
@@ -250,12 +250,20 @@ int run_varlen(const std::optional<DType>& out_dt) {
   for (auto [flag, given] : {std::pair{"--batch", batch.getNumOccurrences() > 0},
                              {"--seq-q", seq_q.getNumOccurrences() > 0}, {"--seq-k", seq_k.getNumOccurrences() > 0},
                              {"--layout", layout.getNumOccurrences() > 0}, {"--q", !q_file.empty()},
-                             {"--k", !k_file.empty()}, {"--v", !v_file.empty()}, {"--backward", bool(backward_pass)},
+                             {"--k", !k_file.empty()}, {"--v", !v_file.empty()}, {"--dout", !dout_file.empty()},
                              {"--bench", bool(bench)}, {"--mod", !mod_specs.empty()}})
     if (given)
-      fail("{} does not apply to --varlen, whose lengths give the batch and the sequences (packed inputs are "
-           "random; --backward, --bench and --mod are not built for varlen yet)",
+      fail("{} does not apply to --varlen, whose lengths give the batch and the sequences (packed inputs and dO "
+           "are random; --bench and --mod are not built for varlen yet)",
            flag);
+  if (!backward_pass)
+    for (auto [flag, value] : {std::pair{"--dq", &dq_file}, {"--dk", &dk_file}, {"--dv", &dv_file}})
+      if (!value->empty())
+        fail("{} belongs to the backward pass; add --backward (or drop {})", flag, flag);
+  if (!backward_pass && nondeterministic)
+    fail("--nondeterministic belongs to the backward pass; add --backward (or drop it)");
+  if (backward_pass && (!out_file.empty() || !lse_file.empty()))
+    fail("--out and --lse write the forward's outputs; with --backward write the gradients with --dq, --dk, --dv");
   VarlenRun r;
   parse_varlen_lengths(varlen, "--varlen", r.problem);
   r.problem.H = heads;
@@ -273,7 +281,10 @@ int run_varlen(const std::optional<DType>& out_dt) {
   r.seed = seed;
   r.out_file = out_file, r.lse_file = lse_file;
   r.out_dtype = *out_dt;
-  check_output_paths({{"--out", out_file}, {"--lse", lse_file}}, {});
+  r.backward = backward_pass, r.atomic_dq = nondeterministic;
+  r.dq_file = dq_file, r.dk_file = dk_file, r.dv_file = dv_file;
+  check_output_paths({{"--out", out_file}, {"--lse", lse_file}, {"--dq", dq_file}, {"--dk", dk_file}, {"--dv", dv_file}},
+                     {});
   r.executor = choose_executor(interpret);
   return run_varlen_attention(r);
 }

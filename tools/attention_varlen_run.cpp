@@ -1,6 +1,7 @@
 #include "tools/attention_varlen_run.h"
 
 #include "kernels/attention/attention_tolerance.h"
+#include "kernels/attention/attention_varlen_bwd_problem.h"
 #include "kernels/attention/attention_varlen_api.h"
 #include "kernels/attention/fa2_fwd_varlen.h"
 #include "kernels/compare.h"
@@ -84,9 +85,53 @@ void parse_varlen_lengths(const std::string& text, const char* flag, VarlenProbl
   }
 }
 
+namespace {
+
+int run_varlen_backward(const VarlenRun& r) {
+  const VarlenProblem& p = r.problem;
+  if (!r.overrides.empty())
+    fail("--set applies to the forward's kernel; --varlen --backward runs the backward's default configs");
+  const AttentionBwdConfigs configs = default_varlen_bwd_configs(p, r.atomic_dq);
+  const AttentionInputs inputs = make_varlen_inputs(p, r.seed, 1.0);
+  const HostBuffer dout = make_varlen_dout(p, r.seed + 1, 1.0);
+  llvm::outs() << fmt::format("fa2 backward varlen {} on {} ({}; the default configs: dK/dV {}; dQ {})\n", p.str(),
+                              r.executor == Executor::Gpu ? "the GPU" : "the interpreter",
+                              r.atomic_dq ? "nondeterministic" : "deterministic", configs.dkdv.str(),
+                              r.atomic_dq ? "by atomics" : configs.dq.str());
+  AttentionBwdBuffers buffers = make_varlen_bwd_buffers(p, inputs, dout);
+  run_varlen_bwd(p, configs, buffers, r.executor);
+  const AttentionGrads grads = gather_varlen_grads(p, buffers);
+  bool ok = true;
+  if (r.check) {
+    const AttentionGrads ref = varlen_reference_backward(p, inputs, dout);
+    const double tol = attention_grad_tolerance(p.dtype, p.tf32, max_abs_lse(varlen_reference(p, inputs)));
+    for (const auto& [name, c] : compare_grads(grads, ref)) {
+      llvm::outs() << fmt::format("check {}: {} (tolerance {:.1e}) {}\n", name, c.str(), tol, c.ok(tol) ? "ok" : "FAIL");
+      ok = ok && c.ok(tol);
+    }
+  }
+  if (!ok) {
+    llvm::errs() << program_name() << ": error: the gradients do not match the reference; no output written\n";
+    return 1;
+  }
+  std::vector<std::pair<OutputPath, std::string>> files;
+  if (!r.dq_file.empty())
+    files.push_back(output_npy("--dq", r.dq_file, r.out_dtype, {p.total_q(), p.H, p.D}, grads.dq));
+  if (!r.dk_file.empty())
+    files.push_back(output_npy("--dk", r.dk_file, r.out_dtype, {p.total_k(), p.H_KV, p.D}, grads.dk));
+  if (!r.dv_file.empty())
+    files.push_back(output_npy("--dv", r.dv_file, r.out_dtype, {p.total_k(), p.H_KV, p.D}, grads.dv));
+  write_outputs(files);
+  return 0;
+}
+
+} // namespace
+
 int run_varlen_attention(const VarlenRun& r) {
   const VarlenProblem& p = r.problem;
   check_varlen_problem(p);
+  if (r.backward)
+    return run_varlen_backward(r);
   Config config = fa2_fwd_varlen_def().with_overrides(default_fa2_varlen_config(p), r.overrides);
   check_attention_config(p.shape(), config);
   const AttentionInputs inputs = make_varlen_inputs(p, r.seed, 1.0);

@@ -1,6 +1,6 @@
 // `kiln attention --varlen=LENS` run as a process (KILN_TOOL_PATH) in the interpreter: packed sequences with
-// empty ones and N_Q != N_K checked against the per-sequence reference, O and LSE written in the packed
-// layouts, and the flags that do not apply to packed sequences refused.
+// empty ones and N_Q != N_K checked against the per-sequence reference, O and LSE (with --backward dQ, dK, dV)
+// written in the packed layouts, and the flags that do not apply to packed sequences refused.
 #include "cli_test_fixture.h"
 #include "kernels/attention/attention_varlen_problem.h"
 #include "support/npy.h"
@@ -65,11 +65,45 @@ TEST_F(CliTest, AttentionVarlenOptionErrors) {
   expect_error(with({"--varlen="}), {"--varlen is empty"});
   expect_error(with({"--varlen=3", "--batch=2"}), {"--batch does not apply to --varlen"});
   expect_error(with({"--varlen=3", "--seq-q=2"}), {"--seq-q does not apply to --varlen"});
-  expect_error(with({"--varlen=3", "--backward"}), {"--backward does not apply to --varlen", "not built"});
+  expect_error(with({"--varlen=3", "--dout=x.npy"}), {"--dout does not apply to --varlen"});
   expect_error(with({"--varlen=3", "--layout=bshd"}), {"--layout does not apply to --varlen"});
   expect_error(with({"--varlen=3", "--kv-heads=3"}), {"multiple of H_KV=3"});
   expect_error(with({"--varlen=3", "--set", "WARP_SPECIALIZE=1"}), {"WARP_SPECIALIZE"});
   expect_error(with({"--seq-q=4"}), {"--batch is required", "--varlen"});
+}
+
+} // namespace
+} // namespace kiln
+
+namespace kiln {
+namespace {
+
+using testing_support::CliTest;
+using testing_support::ToolRun;
+
+TEST_F(CliTest, AttentionVarlenBackwardChecksAndWritesGradients) {
+  for (bool atomic : {false, true}) {
+    SCOPED_TRACE(atomic ? "atomic dQ" : "deterministic");
+    std::vector<std::string> args = {"attention",   "--varlen=0,17:30,40:0,5:9", "--heads=2", "--kv-heads=1",
+                                     "--head-dim=16", "--causal=top-left", "--interpret",  "--check",
+                                     "--backward",  "--dq",  path("dq.npy"), "--dk", path("dk.npy"), "--dv",
+                                     path("dv.npy")};
+    if (atomic)
+      args.push_back("--nondeterministic");
+    ToolRun r = kiln(args);
+    ASSERT_EQ(r.rc, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("fa2 backward varlen"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("check dK:"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+    EXPECT_EQ(read_npy(path("dq.npy")).shape, (std::vector<int64_t>{62, 2, 16}));
+    const NpyArray dk = read_npy(path("dk.npy"));
+    EXPECT_EQ(dk.shape, (std::vector<int64_t>{39, 1, 16}));
+  }
+  expect_error(kiln({"attention", "--varlen=3", "--heads=1", "--head-dim=16", "--interpret", "--dq", path("x.npy")}),
+               {"--dq belongs to the backward pass"});
+  expect_error(kiln({"attention", "--varlen=3", "--heads=1", "--head-dim=16", "--interpret", "--backward", "--set",
+                     "BLOCK_M=16"}),
+               {"--set applies to the forward"});
 }
 
 } // namespace
