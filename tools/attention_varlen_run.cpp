@@ -1,8 +1,8 @@
 #include "tools/attention_varlen_run.h"
 
 #include "kernels/attention/attention_tolerance.h"
-#include "kernels/attention/attention_varlen_bwd_problem.h"
 #include "kernels/attention/attention_varlen_api.h"
+#include "kernels/attention/attention_varlen_bwd_problem.h"
 #include "kernels/attention/fa2_fwd_varlen.h"
 #include "kernels/compare.h"
 #include "runtime/device.h"
@@ -29,7 +29,8 @@ int64_t parse_length(std::string_view text, const char* flag, const std::string&
 }
 
 // forward_varlen on device copies of the inputs; O and LSE read back in logical order.
-AttentionResult run_on_gpu(const VarlenProblem& p, const AttentionInputs& in, const std::optional<Config>& config) {
+AttentionResult run_on_gpu(const VarlenProblem& p, const AttentionInputs& in,
+                           const std::optional<Config>& config) {
   using namespace attention;
   rt::current_device();
   AttentionOutputs out = make_varlen_outputs(p);
@@ -38,7 +39,8 @@ AttentionResult run_on_gpu(const VarlenProblem& p, const AttentionInputs& in, co
     d.copy_from_host(b.bytes.data(), b.bytes.size());
     return d;
   };
-  rt::DeviceBuffer q = upload(in.q), k = upload(in.k), v = upload(in.v), o = upload(out.o), lse = upload(out.lse);
+  rt::DeviceBuffer q = upload(in.q), k = upload(in.k), v = upload(in.v), o = upload(out.o),
+                   lse = upload(out.lse);
   rt::DeviceBuffer cu_q = rt::DeviceBuffer::from_host(p.cu_seqlens_q()),
                    cu_k = rt::DeviceBuffer::from_host(p.cu_seqlens_k());
   const VarlenStrides s = varlen_strides(p);
@@ -77,8 +79,9 @@ void parse_varlen_lengths(const std::string& text, const char* flag, VarlenProbl
     const std::string entry = text.substr(start, comma - start);
     const size_t colon = entry.find(':');
     const int64_t nq = parse_length(std::string_view(entry).substr(0, colon), flag, entry);
-    const int64_t nk =
-        colon == std::string::npos ? nq : parse_length(std::string_view(entry).substr(colon + 1), flag, entry);
+    const int64_t nk = colon == std::string::npos
+                           ? nq
+                           : parse_length(std::string_view(entry).substr(colon + 1), flag, entry);
     p.seqlens_q.push_back(nq);
     p.seqlens_k.push_back(nk);
     start = comma + 1;
@@ -94,8 +97,8 @@ int run_varlen_backward(const VarlenRun& r) {
   const AttentionBwdConfigs configs = default_varlen_bwd_configs(p, r.atomic_dq);
   const AttentionInputs inputs = make_varlen_inputs(p, r.seed, 1.0);
   const HostBuffer dout = make_varlen_dout(p, r.seed + 1, 1.0);
-  llvm::outs() << fmt::format("fa2 backward varlen {} on {} ({}; the default configs: dK/dV {}; dQ {})\n", p.str(),
-                              r.executor == Executor::Gpu ? "the GPU" : "the interpreter",
+  llvm::outs() << fmt::format("fa2 backward varlen {} on {} ({}; the default configs: dK/dV {}; dQ {})\n",
+                              p.str(), r.executor == Executor::Gpu ? "the GPU" : "the interpreter",
                               r.atomic_dq ? "nondeterministic" : "deterministic", configs.dkdv.str(),
                               r.atomic_dq ? "by atomics" : configs.dq.str());
   AttentionBwdBuffers buffers = make_varlen_bwd_buffers(p, inputs, dout);
@@ -106,12 +109,14 @@ int run_varlen_backward(const VarlenRun& r) {
     const AttentionGrads ref = varlen_reference_backward(p, inputs, dout);
     const double tol = attention_grad_tolerance(p.dtype, p.tf32, max_abs_lse(varlen_reference(p, inputs)));
     for (const auto& [name, c] : compare_grads(grads, ref)) {
-      llvm::outs() << fmt::format("check {}: {} (tolerance {:.1e}) {}\n", name, c.str(), tol, c.ok(tol) ? "ok" : "FAIL");
+      llvm::outs() << fmt::format("check {}: {} (tolerance {:.1e}) {}\n", name, c.str(), tol,
+                                  c.ok(tol) ? "ok" : "FAIL");
       ok = ok && c.ok(tol);
     }
   }
   if (!ok) {
-    llvm::errs() << program_name() << ": error: the gradients do not match the reference; no output written\n";
+    llvm::errs() << program_name()
+                 << ": error: the gradients do not match the reference; no output written\n";
     return 1;
   }
   std::vector<std::pair<OutputPath, std::string>> files;
@@ -139,10 +144,9 @@ int run_varlen_attention(const VarlenRun& r) {
   std::string source = r.overrides.empty() ? "the default config" : "the default config with --set";
   if (r.executor == Executor::Gpu && r.overrides.empty())
     source = "as kiln::attention::forward_varlen picks it (KILN_AUTOTUNE)";
-  llvm::outs() << fmt::format("fa2_fwd_varlen {} on {} ({})\n", p.str(),
-                              r.executor == Executor::Gpu ? "the GPU" : "the interpreter",
-                              r.executor == Executor::Gpu && r.overrides.empty() ? source
-                                                                                 : config.str() + "; " + source);
+  llvm::outs() << fmt::format(
+      "fa2_fwd_varlen {} on {} ({})\n", p.str(), r.executor == Executor::Gpu ? "the GPU" : "the interpreter",
+      r.executor == Executor::Gpu && r.overrides.empty() ? source : config.str() + "; " + source);
   const AttentionResult result =
       r.executor == Executor::Gpu
           ? run_on_gpu(p, inputs, r.overrides.empty() ? std::nullopt : std::optional<Config>(config))
@@ -152,9 +156,12 @@ int run_varlen_attention(const VarlenRun& r) {
   if (r.check) {
     const AttentionResult ref = varlen_reference(p, inputs);
     const double tol = attention_tolerance(p.dtype, p.tf32, max_abs_lse(ref));
-    const Comparison co = compare_to_reference(result.o, ref.o), cl = compare_to_reference(result.lse, ref.lse);
-    llvm::outs() << fmt::format("check O:   {} (tolerance {:.1e}) {}\n", co.str(), tol, co.ok(tol) ? "ok" : "FAIL");
-    llvm::outs() << fmt::format("check LSE: {} (tolerance {:.1e}) {}\n", cl.str(), tol, cl.ok(tol) ? "ok" : "FAIL");
+    const Comparison co = compare_to_reference(result.o, ref.o),
+                     cl = compare_to_reference(result.lse, ref.lse);
+    llvm::outs() << fmt::format("check O:   {} (tolerance {:.1e}) {}\n", co.str(), tol,
+                                co.ok(tol) ? "ok" : "FAIL");
+    llvm::outs() << fmt::format("check LSE: {} (tolerance {:.1e}) {}\n", cl.str(), tol,
+                                cl.ok(tol) ? "ok" : "FAIL");
     ok = co.ok(tol) && cl.ok(tol);
   }
   if (!ok) {

@@ -1,7 +1,8 @@
-// `kiln attention --varlen=LENS`: packed variable-length attention (kiln::attention::forward_varlen) on random
-// inputs, in the interpreter or on the GPU, checked against the per-sequence double reference and written as
-// .npy (O [total_q, H, D], LSE [H, total_q]) as asked; with --backward the packed backward instead (dQ
-// [total_q, H, D], dK and dV [total_k, H_KV, D]). The attention command parses the flags and hands them here.
+// `kiln attention --varlen=LENS`: packed variable-length attention (kiln::attention::forward_varlen) on
+// random inputs, in the interpreter or on the GPU, checked against the per-sequence double reference and
+// written as .npy (O [total_q, H, D], LSE [H, total_q]) as asked; with --backward the packed backward instead
+// (dQ [total_q, H, D], dK and dV [total_k, H_KV, D]). The attention command parses the flags and hands them
+// here.
 #pragma once
 
 #include "kernels/attention/attention_varlen_problem.h"
@@ -23,8 +24,8 @@ struct VarlenRun {
   uint64_t seed = 1;
   std::string out_file, lse_file; // "" when not asked for
   DType out_dtype = DType::f32;
-  // --backward: the gradients of a random dO, at the default configs (ATOMIC_DQ=1 with --nondeterministic), with
-  // O and LSE from the double forward; written to dq/dk/dv_file as asked.
+  // --backward: the gradients of a random dO, at the default configs (ATOMIC_DQ=1 with --nondeterministic),
+  // with O and LSE from the double forward; written to dq/dk/dv_file as asked.
   bool backward = false, atomic_dq = false;
   std::string dq_file, dk_file, dv_file;
 };

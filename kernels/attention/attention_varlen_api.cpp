@@ -66,8 +66,8 @@ AttentionProblem check_shapes(const TensorRef& q, const TensorRef& k, const Tens
   p.H = q.shape[1], p.D = q.shape[2], p.H_KV = k.shape[1];
   for (auto [name, t] : {std::pair{"k", &k}, {"v", &v}})
     if (t->shape[2] != p.D)
-      reject(site, "{} has head dim {} but q has {} (q {}, {} {}); expected equal head dims", name, t->shape[2],
-             p.D, dims_str(q.shape), name, dims_str(t->shape));
+      reject(site, "{} has head dim {} but q has {} (q {}, {} {}); expected equal head dims", name,
+             t->shape[2], p.D, dims_str(q.shape), name, dims_str(t->shape));
   if (v.shape != k.shape)
     reject(site, "v has shape {} but k has {}; expected equal K and V shapes [total_k, H_KV, D]",
            dims_str(v.shape), dims_str(k.shape));
@@ -86,7 +86,8 @@ AttentionProblem check_shapes(const TensorRef& q, const TensorRef& k, const Tens
     if (n == 0)
       reject(site, "{} is 0; expected at least 1", what);
   if (p.H % p.H_KV != 0)
-    reject(site, "q has H={} heads, not a multiple of k/v's H_KV={}; each k/v head must serve H / H_KV query heads",
+    reject(site,
+           "q has H={} heads, not a multiple of k/v's H_KV={}; each k/v head must serve H / H_KV query heads",
            p.H, p.H_KV);
   if (!std::isfinite(options.sm_scale) ||
       std::fabs(options.sm_scale) > static_cast<double>(std::numeric_limits<float>::max()))
@@ -118,7 +119,8 @@ ValidatedVarlen detail::validate_varlen_args(const TensorRef& q, const TensorRef
                                              const ApiSite& site) {
   if (options.layout != AttentionOptions{}.layout)
     reject(site,
-           "options.layout is \"{}\", but packed tensors have one layout, {}; leave options.layout at its default",
+           "options.layout is \"{}\", but packed tensors have one layout, {}; leave options.layout at its "
+           "default",
            options.layout, kPacked);
   if (!options.mods.empty() || !options.mod_tensors.empty())
     reject(site, "score and mask mods are not built for variable-length batches yet; expected empty "
@@ -136,8 +138,12 @@ ValidatedVarlen detail::validate_varlen_args(const TensorRef& q, const TensorRef
   s.H = p.H, s.H_KV = p.H_KV, s.D = p.D;
   s.total_q = q.shape[0], s.total_k = k.shape[0];
   s.max_seqlen_q = batch.max_seqlen_q, s.max_seqlen_k = batch.max_seqlen_k;
-  for (auto [what, n] : {std::pair{"B (sequences)", s.B}, {"H", s.H}, {"H_KV", s.H_KV}, {"total_q", s.total_q},
-                         {"total_k", s.total_k}, {"batch.max_seqlen_q", s.max_seqlen_q},
+  for (auto [what, n] : {std::pair{"B (sequences)", s.B},
+                         {"H", s.H},
+                         {"H_KV", s.H_KV},
+                         {"total_q", s.total_q},
+                         {"total_k", s.total_k},
+                         {"batch.max_seqlen_q", s.max_seqlen_q},
                          {"batch.max_seqlen_k", s.max_seqlen_k}})
     check_size(what, n, site);
   for (auto [what, n] : {std::pair{"max_seqlen_q", s.max_seqlen_q}, {"max_seqlen_k", s.max_seqlen_k}})
@@ -145,14 +151,16 @@ ValidatedVarlen detail::validate_varlen_args(const TensorRef& q, const TensorRef
       reject(site, "batch.{} is {}; expected the longest sequence's length (>= 0)", what, n);
   if (s.B * s.H > kMaxAttentionGridY)
     reject(site,
-           "B * H = {} * {} = {} exceeds {}: the kernel runs one program row per (sequence, head) and CUDA's grid "
+           "B * H = {} * {} = {} exceeds {}: the kernel runs one program row per (sequence, head) and CUDA's "
+           "grid "
            "holds at most {} in y",
            s.B, s.H, s.B * s.H, kMaxAttentionGridY, kMaxAttentionGridY);
   if (s.B > 0 && s.total_q > 0 && s.max_seqlen_q == 0)
-    reject(site,
-           "batch.max_seqlen_q is 0 but q holds {} rows; expected the longest query sequence's length (the grid "
-           "has cdiv(max_seqlen_q, BLOCK_M) tiles a sequence)",
-           s.total_q);
+    reject(
+        site,
+        "batch.max_seqlen_q is 0 but q holds {} rows; expected the longest query sequence's length (the grid "
+        "has cdiv(max_seqlen_q, BLOCK_M) tiles a sequence)",
+        s.total_q);
 
   p.B = std::max<int64_t>(s.B, 1);
   p.N_Q = std::max<int64_t>(s.max_seqlen_q, 1);
@@ -168,10 +176,14 @@ ValidatedVarlen detail::validate_varlen_args(const TensorRef& q, const TensorRef
   const std::pair<const char*, const TensorRef*> tensors[] = {{"q", &q}, {"k", &k}, {"v", &v}, {"o", &o}};
   for (auto [name, t] : tensors)
     if (t->strides[2] != 1 && t->shape[2] > 1)
-      reject(site, "{}'s head dim is not contiguous: stride {} (strides {}); expected stride 1 in the last dim",
+      reject(site,
+             "{}'s head dim is not contiguous: stride {} (strides {}); expected stride 1 in the last dim",
              name, t->strides[2], dims_str(t->strides));
   std::vector<ByteRange> inputs, outputs; // inputs are read while outputs are written
-  for (auto [name, t] : {std::pair{"q", &q}, {"k", &k}, {"v", &v}, {"cu_seqlens_q", &batch.cu_seqlens_q},
+  for (auto [name, t] : {std::pair{"q", &q},
+                         {"k", &k},
+                         {"v", &v},
+                         {"cu_seqlens_q", &batch.cu_seqlens_q},
                          {"cu_seqlens_k", &batch.cu_seqlens_k}})
     if (numel(*t) > 0)
       inputs.push_back(ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)});
@@ -183,32 +195,37 @@ ValidatedVarlen detail::validate_varlen_args(const TensorRef& q, const TensorRef
     if (lse->data == 0)
       reject(site, "lse has a null data address; expected a device address (or no lse at all)");
     if (lse->data % kAlignBytes != 0)
-      reject(site, "lse's address {:#x} is not 16-byte aligned (it is {} bytes past a multiple of 16)", lse->data,
-             lse->data % kAlignBytes);
+      reject(site, "lse's address {:#x} is not 16-byte aligned (it is {} bytes past a multiple of 16)",
+             lse->data, lse->data % kAlignBytes);
     const TensorRef dense = TensorRef::contiguous(lse->data, DType::f32, lse->shape);
     for (size_t i = 0; i < 2; ++i)
       if (lse->shape[i] > 1 && lse->strides[i] != dense.strides[i])
-        reject(site, "lse has strides {}; expected the contiguous strides {} of [H, total_q] (the kernel writes it "
-                     "densely)",
+        reject(site,
+               "lse has strides {}; expected the contiguous strides {} of [H, total_q] (the kernel writes it "
+               "densely)",
                dims_str(lse->strides), dims_str(dense.strides));
     outputs.push_back(ByteRange{"lse", lse->data, lse->data + extent_bytes("lse", *lse, site)});
   }
   if (!elements_distinct(o))
     reject(site,
-           "o's elements overlap each other (shape {}, strides {}): several outputs would be written to one place; "
+           "o's elements overlap each other (shape {}, strides {}): several outputs would be written to one "
+           "place; "
            "expected strides that give every element its own memory",
            dims_str(o.shape), dims_str(o.strides));
   for (const ByteRange& out : outputs)
     for (const ByteRange& in : inputs)
       if (overlaps(out, in))
         reject(site,
-               "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected outputs in memory of their "
+               "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected outputs in memory of "
+               "their "
                "own, since writing {} would overwrite {} while it is read",
                out.name, out.first, out.end, in.name, in.first, in.end, out.name, in.name);
   if (outputs.size() == 2 && overlaps(outputs[0], outputs[1]))
-    reject(site, "lse (bytes [{:#x}, {:#x})) overlaps o (bytes [{:#x}, {:#x})); expected outputs in memory of their "
-                 "own, since o and lse would be written to the same memory",
-           outputs[1].first, outputs[1].end, outputs[0].first, outputs[0].end);
+    reject(
+        site,
+        "lse (bytes [{:#x}, {:#x})) overlaps o (bytes [{:#x}, {:#x})); expected outputs in memory of their "
+        "own, since o and lse would be written to the same memory",
+        outputs[1].first, outputs[1].end, outputs[0].first, outputs[0].end);
 
   auto packed = [](const TensorRef& t) { return PackedStrides{t.strides[0], t.strides[1]}; };
   r.strides = VarlenStrides{packed(q), packed(k), packed(v), packed(o)};
@@ -226,14 +243,15 @@ ValidatedVarlen detail::validate_varlen_args(const TensorRef& q, const TensorRef
       fa2_fwd_varlen_def().check(*options.config);
       check_attention_config(p, *options.config);
     } catch (const Error& e) {
-      reject(site, "options.config: {}; expected an fa2_fwd_varlen config, e.g. default_fa2_varlen_config with its "
-                   "tiles changed",
+      reject(site,
+             "options.config: {}; expected an fa2_fwd_varlen config, e.g. default_fa2_varlen_config with its "
+             "tiles changed",
              e.what());
     }
     for (const char* tile : {"BLOCK_M", "BLOCK_N", "VARLEN"})
       if (!options.config->params.count(tile))
-        reject(site, "options.config ({}) has no {}; expected a full fa2_fwd_varlen config", options.config->str(),
-               tile);
+        reject(site, "options.config ({}) has no {}; expected a full fa2_fwd_varlen config",
+               options.config->str(), tile);
   }
   return r;
 }
@@ -252,13 +270,14 @@ void check_offsets_contents(const ValidatedVarlen& v, const std::vector<int32_t>
     for (int64_t b = 0; b < s.B; ++b) {
       const int64_t lo = (*cu)[static_cast<size_t>(b)], hi = (*cu)[static_cast<size_t>(b + 1)];
       if (hi < lo)
-        reject(site, "{}[{}] = {} is below {}[{}] = {}; expected non-decreasing offsets", name, b + 1, hi, name, b,
-               lo);
+        reject(site, "{}[{}] = {} is below {}[{}] = {}; expected non-decreasing offsets", name, b + 1, hi,
+               name, b, lo);
       if (hi - lo > longest)
-        reject(site,
-               "sequence {} has {} tokens ({}[{}] - {}[{}]) but batch.{} is {}; expected {} >= every sequence's "
-               "length (the grid and the tuning are sized by it)",
-               b, hi - lo, name, b + 1, name, b, longest_name, longest, longest_name);
+        reject(
+            site,
+            "sequence {} has {} tokens ({}[{}] - {}[{}]) but batch.{} is {}; expected {} >= every sequence's "
+            "length (the grid and the tuning are sized by it)",
+            b, hi - lo, name, b + 1, name, b, longest_name, longest, longest_name);
     }
     if ((*cu)[static_cast<size_t>(s.B)] != total)
       reject(site,
@@ -277,9 +296,9 @@ void check_varlen_offsets(const ValidatedVarlen& v, const std::vector<int32_t>& 
 
 std::vector<LaunchArg> varlen_launch_args(const ValidatedVarlen& v, uint64_t lse) {
   const VarlenSizes& s = v.sizes;
-  std::vector<LaunchArg> args = {LaunchArg::pointer(v.q),   LaunchArg::pointer(v.k),
-                                 LaunchArg::pointer(v.v),   LaunchArg::pointer(v.o),
-                                 LaunchArg::pointer(lse),   LaunchArg::of_float(v.shape.scale())};
+  std::vector<LaunchArg> args = {LaunchArg::pointer(v.q), LaunchArg::pointer(v.k),
+                                 LaunchArg::pointer(v.v), LaunchArg::pointer(v.o),
+                                 LaunchArg::pointer(lse), LaunchArg::of_float(v.shape.scale())};
   for (int64_t n : {s.B, s.H, s.H_KV, s.total_q, s.total_k, s.D})
     args.push_back(LaunchArg::of_int(n));
   for (const PackedStrides* t : {&v.strides.q, &v.strides.k, &v.strides.v, &v.strides.o})
@@ -316,7 +335,8 @@ detail::OffsetsOnHost detail::read_checked_offsets(const ValidatedVarlen& v, voi
 namespace {
 
 // The product's FLOPs for the tuner's table: exact when the offsets were read, else a bound.
-double varlen_flops(const ValidatedVarlen& v, const std::vector<int32_t>& cu_q, const std::vector<int32_t>& cu_k) {
+double varlen_flops(const ValidatedVarlen& v, const std::vector<int32_t>& cu_q,
+                    const std::vector<int32_t>& cu_k) {
   const VarlenSizes& s = v.sizes;
   double pairs = 0; // query-key pairs of one head
   if (!cu_q.empty()) {
@@ -333,8 +353,8 @@ double varlen_flops(const ValidatedVarlen& v, const std::vector<int32_t>& cu_q, 
 } // namespace
 
 void forward_varlen(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
-                    const std::optional<TensorRef>& lse, const VarlenBatch& batch, const AttentionOptions& options,
-                    std::source_location where) {
+                    const std::optional<TensorRef>& lse, const VarlenBatch& batch,
+                    const AttentionOptions& options, std::source_location where) {
   const ApiSite site{"forward_varlen", where};
   const ValidatedVarlen a = validate_varlen_args(q, k, v, o, lse, batch, options, where);
   if (a.empty)
@@ -360,8 +380,8 @@ void forward_varlen(const TensorRef& q, const TensorRef& k, const TensorRef& v, 
     TuneOptions tune;
     tune.mode = options.autotune;
     tune.flops = varlen_flops(a, cu_q, cu_k);
-    const TunedLaunch t = attention_tuner().select(def, varlen_config(default_fa2_config(a.shape)), sizes, args,
-                                                   outputs, tune);
+    const TunedLaunch t =
+        attention_tuner().select(def, varlen_config(default_fa2_config(a.shape)), sizes, args, outputs, tune);
     t.kernel->launch(t.grid, args, stream);
   }
   if (lse_scratch)

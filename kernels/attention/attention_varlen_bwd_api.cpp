@@ -37,7 +37,8 @@ Config checked_config(const char* what, const KernelDef& def, const Config& c, c
     def.check(full);
     check_attention_config(p, full);
   } catch (const Error& e) {
-    reject(site, "{} ({}): {}; expected a config of {}, e.g. default_varlen_bwd_configs' with its tiles changed",
+    reject(site,
+           "{} ({}): {}; expected a config of {}, e.g. default_varlen_bwd_configs' with its tiles changed",
            what, c.str(), e.what(), def.name);
   }
   for (const char* tile : {"BLOCK_M", "BLOCK_N"})
@@ -78,34 +79,44 @@ CheckedVarlenBackward check_varlen_backward(const TensorRef& q, const TensorRef&
   }
   const bool atomic_config = options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
   if (options.deterministic && atomic_config)
-    reject(site, "options.config has ATOMIC_DQ=1 (dQ added up by f32 atomics, in an order that varies from run to "
-                 "run) but options.deterministic is true; set ATOMIC_DQ=0, or deterministic = false to allow it");
-  if (atomic_config && options.dq_config)
     reject(site,
-           "options.dq_config ({}) is given, but options.config has ATOMIC_DQ=1, which computes dQ in the dK/dV "
-           "kernel and never runs the dQ kernel; drop one of them",
-           options.dq_config->str());
+           "options.config has ATOMIC_DQ=1 (dQ added up by f32 atomics, in an order that varies from run to "
+           "run) but options.deterministic is true; set ATOMIC_DQ=0, or deterministic = false to allow it");
+  if (atomic_config && options.dq_config)
+    reject(
+        site,
+        "options.dq_config ({}) is given, but options.config has ATOMIC_DQ=1, which computes dQ in the dK/dV "
+        "kernel and never runs the dQ kernel; drop one of them",
+        options.dq_config->str());
   if (r.fwd.sizes.B == 0)
     return checked; // nothing is read or written
 
   // Inputs are read while the gradients are written; tensors without elements are neither.
   std::vector<std::pair<ByteRange, const TensorRef*>> inputs, outputs;
-  for (auto [name, t] : {std::pair{"q", &q}, {"k", &k}, {"v", &v}, {"o", &o}, {"lse", &lse}, {"dout", &dout},
-                         {"cu_seqlens_q", &batch.cu_seqlens_q}, {"cu_seqlens_k", &batch.cu_seqlens_k}})
+  for (auto [name, t] : {std::pair{"q", &q},
+                         {"k", &k},
+                         {"v", &v},
+                         {"o", &o},
+                         {"lse", &lse},
+                         {"dout", &dout},
+                         {"cu_seqlens_q", &batch.cu_seqlens_q},
+                         {"cu_seqlens_k", &batch.cu_seqlens_k}})
     if (numel(*t) > 0)
       inputs.push_back({ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)}, t});
   for (auto [name, t] : {std::pair{"dout", &dout}, {"dq", &dq}, {"dk", &dk}, {"dv", &dv}}) {
     if (numel(*t) == 0)
       continue;
     if (t->strides[2] != 1 && t->shape[2] > 1)
-      reject(site, "{}'s head dim is not contiguous: stride {} (strides {}); expected stride 1 in the last dim",
+      reject(site,
+             "{}'s head dim is not contiguous: stride {} (strides {}); expected stride 1 in the last dim",
              name, t->strides[2], dims_str(t->strides));
     check_alignment(name, *t, site);
     if (std::string_view(name) == "dout")
       continue;
     if (!elements_distinct(*t))
       reject(site,
-             "{}'s elements overlap each other (shape {}, strides {}): several gradients would be written to one "
+             "{}'s elements overlap each other (shape {}, strides {}): several gradients would be written to "
+             "one "
              "place; expected strides that give every element its own memory",
              name, dims_str(t->shape), dims_str(t->strides));
     outputs.push_back({ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)}, t});
@@ -114,12 +125,13 @@ CheckedVarlenBackward check_varlen_backward(const TensorRef& q, const TensorRef&
     const auto& [out, out_t] = outputs[i];
     auto clash = [&](const ByteRange& other, const TensorRef* other_t, bool written) {
       if (overlaps(out, other) && same_layout_views_overlap(*out_t, *other_t).value_or(true))
-        reject(site,
-               "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected gradients in memory of "
-               "their own, since {}",
-               out.name, out.first, out.end, other.name, other.first, other.end,
-               written ? fmt::format("{} and {} would be written to the same memory", out.name, other.name)
-                       : fmt::format("writing {} would overwrite {} while it is read", out.name, other.name));
+        reject(
+            site,
+            "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected gradients in memory of "
+            "their own, since {}",
+            out.name, out.first, out.end, other.name, other.first, other.end,
+            written ? fmt::format("{} and {} would be written to the same memory", out.name, other.name)
+                    : fmt::format("writing {} would overwrite {} while it is read", out.name, other.name));
     };
     for (const auto& [in, in_t] : inputs)
       clash(in, in_t, false);
@@ -142,8 +154,8 @@ CheckedVarlenBackward check_varlen_backward(const TensorRef& q, const TensorRef&
   return checked;
 }
 
-// Every element of a packed [total, heads, D] tensor set to zero on `stream`: one memset for a dense tensor, else
-// one per token (heads contiguous) or per (token, head).
+// Every element of a packed [total, heads, D] tensor set to zero on `stream`: one memset for a dense tensor,
+// else one per token (heads contiguous) or per (token, head).
 void zero_packed(const char* name, const TensorRef& t, const rt::Stream& stream) {
   if (numel(t) == 0)
     return;
@@ -152,8 +164,9 @@ void zero_packed(const char* name, const TensorRef& t, const rt::Stream& stream)
   const bool heads_dense = heads == 1 || t.strides[1] == D;
   const bool all_dense = heads_dense && (t.shape[0] == 1 || t.strides[0] == heads * D);
   auto memset = [&](int64_t offset, int64_t count) {
-    KILN_CU_CHECK(cuMemsetD8Async, fmt::format("zeroing {}", name), t.data + static_cast<uint64_t>(offset) * elem, 0,
-                  static_cast<size_t>(count) * elem, stream.handle());
+    KILN_CU_CHECK(cuMemsetD8Async, fmt::format("zeroing {}", name),
+                  t.data + static_cast<uint64_t>(offset) * elem, 0, static_cast<size_t>(count) * elem,
+                  stream.handle());
   };
   if (all_dense)
     return memset(0, numel(t));
@@ -166,16 +179,19 @@ void zero_packed(const char* name, const TensorRef& t, const rt::Stream& stream)
   }
 }
 
-std::vector<LaunchArg> varlen_bwd_launch_args(const ValidatedVarlenBackward& b, uint64_t delta, uint64_t dq_acc) {
+std::vector<LaunchArg> varlen_bwd_launch_args(const ValidatedVarlenBackward& b, uint64_t delta,
+                                              uint64_t dq_acc) {
   const ValidatedVarlen& a = b.fwd;
   const VarlenSizes& s = a.sizes;
   std::vector<LaunchArg> args;
-  for (uint64_t ptr : {a.q, a.k, a.v, a.o, b.dout_data, *a.lse, delta, b.dq_data, b.dk_data, b.dv_data, dq_acc})
+  for (uint64_t ptr :
+       {a.q, a.k, a.v, a.o, b.dout_data, *a.lse, delta, b.dq_data, b.dk_data, b.dv_data, dq_acc})
     args.push_back(LaunchArg::pointer(ptr));
   args.push_back(LaunchArg::of_float(a.shape.scale()));
   for (int64_t n : {s.B, s.H, s.H_KV, s.total_q, s.total_k, s.D})
     args.push_back(LaunchArg::of_int(n));
-  for (const PackedStrides* t : {&a.strides.q, &a.strides.k, &a.strides.v, &a.strides.o, &b.dout, &b.dq, &b.dk, &b.dv})
+  for (const PackedStrides* t :
+       {&a.strides.q, &a.strides.k, &a.strides.v, &a.strides.o, &b.dout, &b.dq, &b.dk, &b.dv})
     for (int64_t stride : {int64_t{0}, t->head, t->token}) // (batch: unused, head, sequence)
       args.push_back(LaunchArg::of_int(stride));
   args.push_back(LaunchArg::pointer(a.cu_seqlens_q));
@@ -186,8 +202,9 @@ std::vector<LaunchArg> varlen_bwd_launch_args(const ValidatedVarlenBackward& b, 
 } // namespace
 
 ValidatedVarlenBackward validate_varlen_bwd_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,
-                                                 const TensorRef& o, const TensorRef& lse, const TensorRef& dout,
-                                                 const TensorRef& dq, const TensorRef& dk, const TensorRef& dv,
+                                                 const TensorRef& o, const TensorRef& lse,
+                                                 const TensorRef& dout, const TensorRef& dq,
+                                                 const TensorRef& dk, const TensorRef& dv,
                                                  const VarlenBatch& batch, const BackwardOptions& options,
                                                  std::source_location where) {
   return check_varlen_backward(q, k, v, o, lse, dout, dq, dk, dv, batch, options,
@@ -216,7 +233,8 @@ void backward_varlen(const TensorRef& q, const TensorRef& k, const TensorRef& v,
     stream.synchronize();
     return;
   }
-  const detail::OffsetsOnHost host = detail::read_checked_offsets(a, options.stream, "backward_varlen", where);
+  const detail::OffsetsOnHost host =
+      detail::read_checked_offsets(a, options.stream, "backward_varlen", where);
   const std::vector<int32_t>&cu_q = host.cu_seqlens_q, &cu_k = host.cu_seqlens_k;
 
   const bool atomic = options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
@@ -259,8 +277,9 @@ void backward_varlen(const TensorRef& q, const TensorRef& k, const TensorRef& v,
     t.kernel->launch(t.grid, args, stream);
   };
   const Config dkdv_base = varlen_config_of(fa2_bwd_dkdv_varlen_def(), defaults.dkdv);
-  const Config pre = varlen_config_of(fa2_bwd_preprocess_varlen_def(),
-                                      bwd_preprocess_config(a.shape, options.config ? *options.config : dkdv_base));
+  const Config pre =
+      varlen_config_of(fa2_bwd_preprocess_varlen_def(),
+                       bwd_preprocess_config(a.shape, options.config ? *options.config : dkdv_base));
   launch(fa2_bwd_preprocess_varlen_def(), pre, pre, {}, 0);
   std::vector<OutputArg> dkdv_outputs;
   for (auto [index, bytes] : {std::pair{kBwdArgDk, checked.dk_bytes}, {kBwdArgDv, checked.dv_bytes}})

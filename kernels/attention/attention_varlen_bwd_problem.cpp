@@ -19,15 +19,20 @@ HostBuffer make_varlen_dout(const VarlenProblem& p, uint64_t seed, double scale)
   return dout;
 }
 
-AttentionGrads varlen_reference_backward(const VarlenProblem& p, const AttentionInputs& in, const HostBuffer& dout) {
+AttentionGrads varlen_reference_backward(const VarlenProblem& p, const AttentionInputs& in,
+                                         const HostBuffer& dout) {
   check_varlen_problem(p);
   const VarlenStrides s = varlen_strides(p);
   const std::vector<int32_t> cu_q = p.cu_seqlens_q(), cu_k = p.cu_seqlens_k();
   const size_t q_elems = static_cast<size_t>(p.total_q() * p.H * p.D);
   const size_t kv_elems = static_cast<size_t>(p.total_k() * p.H_KV * p.D);
   AttentionGrads g;
-  for (auto [v, n] : {std::pair{&g.dq, q_elems}, {&g.dq_magnitude, q_elems}, {&g.dk, kv_elems},
-                      {&g.dk_magnitude, kv_elems}, {&g.dv, kv_elems}, {&g.dv_magnitude, kv_elems}})
+  for (auto [v, n] : {std::pair{&g.dq, q_elems},
+                      {&g.dq_magnitude, q_elems},
+                      {&g.dk, kv_elems},
+                      {&g.dk_magnitude, kv_elems},
+                      {&g.dv, kv_elems},
+                      {&g.dv_magnitude, kv_elems}})
     v->assign(n, 0.0);
   for (int64_t b = 0; b < p.batch(); ++b) {
     const AttentionProblem sp = p.sequence(b);
@@ -40,7 +45,8 @@ AttentionGrads varlen_reference_backward(const VarlenProblem& p, const Attention
                                packed_sequence_tensor(dout, s.q, q0, sp.N_Q, p.H, p.D)};
     const AttentionGrads seq = reference_backward(sp, t); // [1, heads, n, D]
     // Scatters a sequence's [heads, n, D] gradient into the packed [total, heads, D] one at token `t0`.
-    auto scatter = [&](const std::vector<double>& from, std::vector<double>& to, int64_t heads, int64_t n, int64_t t0) {
+    auto scatter = [&](const std::vector<double>& from, std::vector<double>& to, int64_t heads, int64_t n,
+                       int64_t t0) {
       for (int64_t h = 0; h < heads; ++h)
         for (int64_t i = 0; i < n; ++i)
           for (int64_t d = 0; d < p.D; ++d)
@@ -107,7 +113,8 @@ AttentionGrads gather_varlen_grads(const VarlenProblem& p, const AttentionBwdBuf
 
 AttentionBwdConfigs default_varlen_bwd_configs(const VarlenProblem& p, bool atomic_dq) {
   const AttentionBwdConfigs dense = default_bwd_configs(p.shape(), atomic_dq);
-  return {varlen_config_of(fa2_bwd_dkdv_varlen_def(), dense.dkdv), varlen_config_of(fa2_bwd_dq_varlen_def(), dense.dq)};
+  return {varlen_config_of(fa2_bwd_dkdv_varlen_def(), dense.dkdv),
+          varlen_config_of(fa2_bwd_dq_varlen_def(), dense.dq)};
 }
 
 void run_varlen_bwd(const VarlenProblem& p, const AttentionBwdConfigs& configs, AttentionBwdBuffers& b,
@@ -148,9 +155,10 @@ void run_varlen_bwd(const VarlenProblem& p, const AttentionBwdConfigs& configs, 
   sizes["MAX_SEQLEN_K"] = offsets.max_seqlen_k;
 
   const bool atomic_dq = configs.dkdv.get("ATOMIC_DQ") != 0;
-  const Config pre = varlen_config_of(fa2_bwd_preprocess_varlen_def(), bwd_preprocess_config(shape, configs.dkdv));
-  // A kernel whose grid is empty has nothing to do: no query rows (preprocess, dQ: yet dK/dV still write their
-  // zeros) or no keys (dK/dV: yet dQ still writes its zeros).
+  const Config pre =
+      varlen_config_of(fa2_bwd_preprocess_varlen_def(), bwd_preprocess_config(shape, configs.dkdv));
+  // A kernel whose grid is empty has nothing to do: no query rows (preprocess, dQ: yet dK/dV still write
+  // their zeros) or no keys (dK/dV: yet dQ still writes its zeros).
   auto run = [&](const KernelDef& def, const Config& c) {
     def.check(c);
     const Grid grid = def.grid(c, sizes);
@@ -160,7 +168,8 @@ void run_varlen_bwd(const VarlenProblem& p, const AttentionBwdConfigs& configs, 
   run(fa2_bwd_preprocess_varlen_def(), pre);
   run(fa2_bwd_dkdv_varlen_def(), configs.dkdv);
   if (atomic_dq)
-    run(fa2_bwd_dq_convert_varlen_def(), varlen_config_of(fa2_bwd_dq_convert_varlen_def(), bwd_dq_convert_config(shape)));
+    run(fa2_bwd_dq_convert_varlen_def(),
+        varlen_config_of(fa2_bwd_dq_convert_varlen_def(), bwd_dq_convert_config(shape)));
   else
     run(fa2_bwd_dq_varlen_def(), configs.dq);
 }

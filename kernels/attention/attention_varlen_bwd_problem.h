@@ -13,10 +13,12 @@ HostBuffer make_varlen_dout(const VarlenProblem& p, uint64_t seed, double scale)
 
 // Gradients in logical order: dQ [total_q, H, D], dK and dV [total_k, H_KV, D], with their magnitudes
 // (attention_bwd_problem.h). Rows that see no key get dQ = 0, keys no row sees dK = dV = 0.
-AttentionGrads varlen_reference_backward(const VarlenProblem& p, const AttentionInputs& in, const HostBuffer& dout);
+AttentionGrads varlen_reference_backward(const VarlenProblem& p, const AttentionInputs& in,
+                                         const HostBuffer& dout);
 
-// The kernels' buffers: inputs and dO as given; O and LSE [H, total_q] from the double forward (rounded as the
-// forward kernel would leave them); Delta [H, total_q], dQ, dK, dV and DQ_ACC [H, total_q, D] poisoned with NaN.
+// The kernels' buffers: inputs and dO as given; O and LSE [H, total_q] from the double forward (rounded as
+// the forward kernel would leave them); Delta [H, total_q], dQ, dK, dV and DQ_ACC [H, total_q, D] poisoned
+// with NaN.
 AttentionBwdBuffers make_varlen_bwd_buffers(const VarlenProblem& p, const AttentionInputs& in,
                                             const HostBuffer& dout);
 // dQ, dK, dV of the buffers in logical order.

@@ -62,7 +62,9 @@ KernelDef make_varlen_def(const KernelDef& dense, std::string name, std::string 
   d.tuning_key = {"H", "TOTAL_Q", "MAX_SEQLEN_Q", "MAX_SEQLEN_K"};
   d.bucket = [](const std::string&, int64_t v) { return next_pow2(v); };
   if (dense.prune)
-    d.prune = [&dense](const Config& c, const SizeArgs& s) { return dense.prune(c, dense_sizes_of_varlen(s)); };
+    d.prune = [&dense](const Config& c, const SizeArgs& s) {
+      return dense.prune(c, dense_sizes_of_varlen(s));
+    };
   d.grid = [&dense](const Config& c, const SizeArgs& s) { return dense.grid(c, dense_sizes_of_varlen(s)); };
   return d;
 }

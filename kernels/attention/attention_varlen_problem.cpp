@@ -22,11 +22,17 @@ std::vector<int32_t> offsets_of(const std::vector<int64_t>& lens) {
   return cu;
 }
 
-int64_t max_of(const std::vector<int64_t>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+int64_t max_of(const std::vector<int64_t>& v) {
+  return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+}
 } // namespace
 
-int64_t VarlenProblem::total_q() const { return std::accumulate(seqlens_q.begin(), seqlens_q.end(), int64_t{0}); }
-int64_t VarlenProblem::total_k() const { return std::accumulate(seqlens_k.begin(), seqlens_k.end(), int64_t{0}); }
+int64_t VarlenProblem::total_q() const {
+  return std::accumulate(seqlens_q.begin(), seqlens_q.end(), int64_t{0});
+}
+int64_t VarlenProblem::total_k() const {
+  return std::accumulate(seqlens_k.begin(), seqlens_k.end(), int64_t{0});
+}
 int64_t VarlenProblem::max_seqlen_q() const { return max_of(seqlens_q); }
 int64_t VarlenProblem::max_seqlen_k() const { return max_of(seqlens_k); }
 std::vector<int32_t> VarlenProblem::cu_seqlens_q() const { return offsets_of(seqlens_q); }
@@ -85,7 +91,8 @@ int64_t varlen_kv_numel(const VarlenProblem& p) { return p.total_k() * varlen_st
 
 AttentionInputs make_varlen_inputs(const VarlenProblem& p, uint64_t seed, double scale) {
   check_varlen_problem(p);
-  AttentionInputs in{HostBuffer(p.dtype, varlen_q_numel(p), "Q"), HostBuffer(p.dtype, varlen_kv_numel(p), "K"),
+  AttentionInputs in{HostBuffer(p.dtype, varlen_q_numel(p), "Q"),
+                     HostBuffer(p.dtype, varlen_kv_numel(p), "K"),
                      HostBuffer(p.dtype, varlen_kv_numel(p), "V")};
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> dist(-scale, scale);
@@ -96,8 +103,8 @@ AttentionInputs make_varlen_inputs(const VarlenProblem& p, uint64_t seed, double
   return in;
 }
 
-std::vector<double> packed_sequence_tensor(const HostBuffer& buf, const PackedStrides& s, int64_t row0, int64_t n,
-                                           int64_t heads, int64_t D) {
+std::vector<double> packed_sequence_tensor(const HostBuffer& buf, const PackedStrides& s, int64_t row0,
+                                           int64_t n, int64_t heads, int64_t D) {
   std::vector<double> out;
   out.reserve(static_cast<size_t>(heads * n * D));
   for (int64_t h = 0; h < heads; ++h)
@@ -130,29 +137,38 @@ AttentionResult varlen_reference(const VarlenProblem& p, const AttentionInputs& 
         const size_t src = static_cast<size_t>(h * sp.N_Q + i);
         r.lse[static_cast<size_t>(h * total_q + q0 + i)] = seq.lse[src];
         for (int64_t d = 0; d < p.D; ++d)
-          r.o[static_cast<size_t>(((q0 + i) * p.H + h) * p.D + d)] = seq.o[src * static_cast<size_t>(p.D) +
-                                                                           static_cast<size_t>(d)];
+          r.o[static_cast<size_t>(((q0 + i) * p.H + h) * p.D + d)] =
+              seq.o[src * static_cast<size_t>(p.D) + static_cast<size_t>(d)];
       }
   }
   return r;
 }
 
-Config default_fa2_varlen_config(const VarlenProblem& p) { return varlen_config(default_fa2_config(p.shape())); }
+Config default_fa2_varlen_config(const VarlenProblem& p) {
+  return varlen_config(default_fa2_config(p.shape()));
+}
 
 VarlenSizes varlen_sizes(const VarlenProblem& p) {
-  return VarlenSizes{p.batch(),   p.H, p.H_KV, p.total_q(), p.total_k(), p.D, p.max_seqlen_q(),
-                     p.max_seqlen_k()};
+  return VarlenSizes{p.batch(),   p.H, p.H_KV,           p.total_q(),
+                     p.total_k(), p.D, p.max_seqlen_q(), p.max_seqlen_k()};
 }
 
 SizeArgs varlen_size_args(const VarlenSizes& s) {
-  return {{"B", s.B},          {"H", s.H}, {"H_KV", s.H_KV}, {"TOTAL_Q", s.total_q}, {"TOTAL_K", s.total_k},
-          {"D", s.D},          {"MAX_SEQLEN_Q", s.max_seqlen_q}, {"MAX_SEQLEN_K", s.max_seqlen_k}};
+  return {{"B", s.B},
+          {"H", s.H},
+          {"H_KV", s.H_KV},
+          {"TOTAL_Q", s.total_q},
+          {"TOTAL_K", s.total_k},
+          {"D", s.D},
+          {"MAX_SEQLEN_Q", s.max_seqlen_q},
+          {"MAX_SEQLEN_K", s.max_seqlen_k}};
 }
 
 SizeArgs varlen_size_args(const VarlenProblem& p) { return varlen_size_args(varlen_sizes(p)); }
 
 AttentionOutputs make_varlen_outputs(const VarlenProblem& p) {
-  AttentionOutputs out{HostBuffer(p.dtype, varlen_q_numel(p), "O"), HostBuffer(DType::f32, p.H * p.total_q(), "LSE")};
+  AttentionOutputs out{HostBuffer(p.dtype, varlen_q_numel(p), "O"),
+                       HostBuffer(DType::f32, p.H * p.total_q(), "LSE")};
   poison(out.o);
   poison(out.lse);
   return out;
@@ -176,13 +192,14 @@ VarlenOffsets varlen_offsets(const VarlenProblem& p) {
   return VarlenOffsets{p.cu_seqlens_q(), p.cu_seqlens_k(), p.max_seqlen_q(), p.max_seqlen_k()};
 }
 
-AttentionResult run_fa2_varlen_interpreted(const VarlenProblem& p, const Config& config, const AttentionInputs& in,
-                                           Executor executor) {
+AttentionResult run_fa2_varlen_interpreted(const VarlenProblem& p, const Config& config,
+                                           const AttentionInputs& in, Executor executor) {
   return run_fa2_varlen_interpreted(p, config, in, varlen_offsets(p), executor);
 }
 
-AttentionResult run_fa2_varlen_interpreted(const VarlenProblem& p, const Config& config, const AttentionInputs& in,
-                                           const VarlenOffsets& offsets, Executor executor) {
+AttentionResult run_fa2_varlen_interpreted(const VarlenProblem& p, const Config& config,
+                                           const AttentionInputs& in, const VarlenOffsets& offsets,
+                                           Executor executor) {
   check_varlen_problem(p);
   check_attention_config(p.shape(), config);
   AttentionInputs inputs = in;
@@ -195,8 +212,9 @@ AttentionResult run_fa2_varlen_interpreted(const VarlenProblem& p, const Config&
       cu_k.set_int(i, offsets.cu_seqlens_k[static_cast<size_t>(i)]);
     }
     const VarlenStrides s = varlen_strides(p);
-    std::vector<InterpArg> args = {InterpArg::ptr(inputs.q), InterpArg::ptr(inputs.k), InterpArg::ptr(inputs.v),
-                                   InterpArg::ptr(out.o),    InterpArg::ptr(out.lse),  InterpArg::of_float(p.shape().scale())};
+    std::vector<InterpArg> args = {InterpArg::ptr(inputs.q), InterpArg::ptr(inputs.k),
+                                   InterpArg::ptr(inputs.v), InterpArg::ptr(out.o),
+                                   InterpArg::ptr(out.lse),  InterpArg::of_float(p.shape().scale())};
     for (int64_t v : {B, p.H, p.H_KV, p.total_q(), p.total_k(), p.D})
       args.push_back(InterpArg::of_int(v));
     for (const PackedStrides* t : {&s.q, &s.k, &s.v, &s.o})

@@ -61,8 +61,8 @@ AttentionInputs make_varlen_inputs(const VarlenProblem& p, uint64_t seed, double
 
 // Rows [row0, row0 + n) of a packed tensor with strides `s` as a dense [1, heads, n, D] tensor in logical
 // order (what reference_forward and reference_backward read).
-std::vector<double> packed_sequence_tensor(const HostBuffer& buf, const PackedStrides& s, int64_t row0, int64_t n,
-                                           int64_t heads, int64_t D);
+std::vector<double> packed_sequence_tensor(const HostBuffer& buf, const PackedStrides& s, int64_t row0,
+                                           int64_t n, int64_t heads, int64_t D);
 
 // Results in logical order: O [total_q, H, D] and LSE [H, total_q] (FlashAttention's varlen layout).
 // Each sequence is reference_forward() of sequence(b); a sequence with rows but no keys gets O = 0 and
@@ -94,9 +94,11 @@ VarlenOffsets varlen_offsets(const VarlenProblem& p);
 
 // Runs fa2_fwd_varlen on outputs poisoned with NaN and returns them in logical order. An empty problem (no
 // sequence, or no query row) launches nothing.
-AttentionResult run_fa2_varlen_interpreted(const VarlenProblem& p, const Config& config, const AttentionInputs& in,
+AttentionResult run_fa2_varlen_interpreted(const VarlenProblem& p, const Config& config,
+                                           const AttentionInputs& in,
                                            Executor executor = Executor::Interpreter);
-AttentionResult run_fa2_varlen_interpreted(const VarlenProblem& p, const Config& config, const AttentionInputs& in,
-                                           const VarlenOffsets& offsets, Executor executor = Executor::Interpreter);
+AttentionResult run_fa2_varlen_interpreted(const VarlenProblem& p, const Config& config,
+                                           const AttentionInputs& in, const VarlenOffsets& offsets,
+                                           Executor executor = Executor::Interpreter);
 
 } // namespace kiln

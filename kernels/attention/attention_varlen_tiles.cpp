@@ -29,7 +29,8 @@ SequenceSpan read_sequence_span(const AttentionArgs& a, const VarlenArgs& v, con
   return s;
 }
 
-SequenceView varlen_sequence(const AttentionArgs& a, const VarlenArgs& v, const Value& off_hz, const Value& m0) {
+SequenceView varlen_sequence(const AttentionArgs& a, const VarlenArgs& v, const Value& off_hz,
+                             const Value& m0) {
   Value off_b = off_hz / a.H; // the sequence
   Value off_h = off_hz % a.H;
   const SequenceSpan s = read_sequence_span(a, v, off_b);
@@ -61,7 +62,8 @@ AttentionBwdBases varlen_bwd_bases(const AttentionBwdArgs& a, const SequenceSpan
   r.v = (f.v + (s.key0 * f.stride_vn + hkv64 * f.stride_vh)).named("v_base");
   r.dk = (a.dk + (s.key0 * a.stride_dkn + hkv64 * a.stride_dkh)).named("dk_base");
   r.dv = (a.dv + (s.key0 * a.stride_dvn + hkv64 * a.stride_dvh)).named("dv_base");
-  r.row0 = (h64 * s.total_q.to(i64) + s.row0).named("row0"); // LSE, Delta [H, TOTAL_Q]; DQ_ACC [H, TOTAL_Q, D]
+  r.row0 =
+      (h64 * s.total_q.to(i64) + s.row0).named("row0"); // LSE, Delta [H, TOTAL_Q]; DQ_ACC [H, TOTAL_Q, D]
   return r;
 }
 

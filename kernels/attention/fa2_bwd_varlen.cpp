@@ -9,20 +9,23 @@
 namespace kiln {
 
 const KernelDef& fa2_bwd_preprocess_varlen_def() {
-  static const KernelDef def = make_varlen_def(fa2_bwd_preprocess_def(), "fa2_bwd_preprocess_varlen",
-                                               "attention backward over packed sequences: Delta = rowsum(dO * O)");
+  static const KernelDef def =
+      make_varlen_def(fa2_bwd_preprocess_def(), "fa2_bwd_preprocess_varlen",
+                      "attention backward over packed sequences: Delta = rowsum(dO * O)");
   return def;
 }
 
 const KernelDef& fa2_bwd_dkdv_varlen_def() {
-  static const KernelDef def = make_varlen_def(fa2_bwd_dkdv_def(), "fa2_bwd_dkdv_varlen",
-                                               "attention backward over packed sequences: dK and dV of one key tile");
+  static const KernelDef def =
+      make_varlen_def(fa2_bwd_dkdv_def(), "fa2_bwd_dkdv_varlen",
+                      "attention backward over packed sequences: dK and dV of one key tile");
   return def;
 }
 
 const KernelDef& fa2_bwd_dq_varlen_def() {
-  static const KernelDef def = make_varlen_def(fa2_bwd_dq_def(), "fa2_bwd_dq_varlen",
-                                               "attention backward over packed sequences: dQ of one query tile");
+  static const KernelDef def =
+      make_varlen_def(fa2_bwd_dq_def(), "fa2_bwd_dq_varlen",
+                      "attention backward over packed sequences: dQ of one query tile");
   return def;
 }
 

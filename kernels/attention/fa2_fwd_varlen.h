@@ -2,8 +2,8 @@
 // flash_attn_varlen_func: B sequences packed along one token dim, each its own attention problem with its own
 // N_Q and N_K. It is fa2_fwd's kernel (fa2_fwd.cpp) built with VARLEN=1, not a copy: each program reads its
 // sequence's first row and key and its lengths from the offsets (attention_varlen_tiles.h) and runs the dense
-// kernel's body on them. Its own def, rather than a VARLEN param of fa2_fwd, so that fa2_fwd's configs, tuning
-// results and generated code stay exactly what they are.
+// kernel's body on them. Its own def, rather than a VARLEN param of fa2_fwd, so that fa2_fwd's configs,
+// tuning results and generated code stay exactly what they are.
 //
 // Args: those of fa2_fwd (fa2_fwd.h) in the same order, read as packed tensors, then two more:
 //   Q, O [TOTAL_Q, H, D] and K, V [TOTAL_K, H_KV, D] (head dim contiguous), LSE f32 [H, TOTAL_Q] contiguous

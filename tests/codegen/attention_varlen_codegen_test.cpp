@@ -1,7 +1,8 @@
 // fa2_fwd_varlen's generated CUDA: it compiles with NVRTC for sm_80 and sm_90a without spills at the default
-// config and across its tuning space's ends, reads the offsets as kernel arguments, and keeps its K/V loops on
-// cp.async (a block pointer whose shape is read from memory has no TMA map). The dense kernel's generated code is
-// held unchanged by the hash list (generated_code_hash_test.cpp), which does not list the varlen kernel.
+// config and across its tuning space's ends, reads the offsets as kernel arguments, and keeps its K/V loops
+// on cp.async (a block pointer whose shape is read from memory has no TMA map). The dense kernel's generated
+// code is held unchanged by the hash list (generated_code_hash_test.cpp), which does not list the varlen
+// kernel.
 #include "codegen/codegen.h"
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_varlen_defs.h"
@@ -62,7 +63,8 @@ TEST(AttentionVarlenCodegen, CompilesWithoutSpillsForSm80AndSm90a) {
       EXPECT_NE(g.source.find("CU_SEQLENS_Q"), std::string::npos);
       EXPECT_NE(g.source.find("TOTAL_K"), std::string::npos);
       if (std::string(arch) == "sm_90a") {
-        EXPECT_EQ(g.source.find("TensorMap"), std::string::npos) << "no TMA map for a per-sequence block pointer";
+        EXPECT_EQ(g.source.find("TensorMap"), std::string::npos)
+            << "no TMA map for a per-sequence block pointer";
       }
       if (nvrtc)
         kiln_test::expect_compiles_without_spills(g, arch);
@@ -75,11 +77,11 @@ TEST(AttentionVarlenCodegen, CompilesWithoutSpillsForSm80AndSm90a) {
 
 namespace {
 
-// The packed backward kernels at the default configs (D = 64 and D = 128 causal, deterministic; D = 64 atomic dQ)
-// compile for sm_80 and sm_90a. On sm_90a they spill no more than the dense kernel at the same config. On sm_80
-// the sequence's offsets and lengths, live through dK/dV's loops, cost it a few more bytes than the dense kernel
-// spills there (measured: 8 bytes against 4 at D = 64, 40 against 20 at D = 128; the atomic variant at D = 64 spills
-// 40 as the dense one does): at most 32 more.
+// The packed backward kernels at the default configs (D = 64 and D = 128 causal, deterministic; D = 64 atomic
+// dQ) compile for sm_80 and sm_90a. On sm_90a they spill no more than the dense kernel at the same config. On
+// sm_80 the sequence's offsets and lengths, live through dK/dV's loops, cost it a few more bytes than the
+// dense kernel spills there (measured: 8 bytes against 4 at D = 64, 40 against 20 at D = 128; the atomic
+// variant at D = 64 spills 40 as the dense one does): at most 32 more.
 TEST(AttentionVarlenCodegen, BackwardKernelsCompileAndSpillNoMoreThanTheDenseOnes) {
   std::string why;
   if (!rt::nvrtc_available(&why))
@@ -119,10 +121,11 @@ TEST(AttentionVarlenCodegen, BackwardKernelsCompileAndSpillNoMoreThanTheDenseOne
           const rt::CompiledKernel varlen_k = compile(varlen_defs[i]->build(varlen_config));
           EXPECT_FALSE(varlen_k.cubin.empty()) << varlen_k.log;
           const int64_t extra = std::string(arch) == "sm_80" ? 32 : 0;
-          EXPECT_LE(varlen_k.usage.spill_store_bytes, dense_k.usage.spill_store_bytes + extra) << varlen_k.log;
+          EXPECT_LE(varlen_k.usage.spill_store_bytes, dense_k.usage.spill_store_bytes + extra)
+              << varlen_k.log;
           std::printf("%s D%lld %s %s: %d registers (dense %d), %lld spill bytes (dense %lld)\n",
-                      varlen_defs[i]->name.c_str(), static_cast<long long>(d), atomic ? "atomic" : "det", arch,
-                      varlen_k.usage.registers, dense_k.usage.registers,
+                      varlen_defs[i]->name.c_str(), static_cast<long long>(d), atomic ? "atomic" : "det",
+                      arch, varlen_k.usage.registers, dense_k.usage.registers,
                       static_cast<long long>(varlen_k.usage.spill_store_bytes),
                       static_cast<long long>(dense_k.usage.spill_store_bytes));
         }

@@ -1,11 +1,11 @@
-// Error tests of the varlen attention backward (backward_varlen): each test breaks one thing in an otherwise valid
-// call and asserts that validate_varlen_bwd_args (no GPU needed) or backward_varlen raises a kiln::Error naming the
-// entry point, what was expected and what came.
+// Error tests of the varlen attention backward (backward_varlen): each test breaks one thing in an otherwise
+// valid call and asserts that validate_varlen_bwd_args (no GPU needed) or backward_varlen raises a
+// kiln::Error naming the entry point, what was expected and what came.
 #include "error/error_test_support.h"
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_varlen_bwd_api.h"
-#include "kernels/attention/fa2_bwd_varlen.h"
 #include "kernels/attention/attention_varlen_defs.h"
+#include "kernels/attention/fa2_bwd_varlen.h"
 
 #include <gtest/gtest.h>
 
@@ -43,8 +43,9 @@ Call valid_call() {
 }
 
 std::string validation_error(const Call& c) {
-  return user_error(
-      [&] { validate_varlen_bwd_args(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv, c.batch, c.options); });
+  return user_error([&] {
+    validate_varlen_bwd_args(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv, c.batch, c.options);
+  });
 }
 
 TEST(AttentionVarlenBwdErrors, ValidCallPasses) {
@@ -59,8 +60,9 @@ TEST(AttentionVarlenBwdErrors, ForwardChecksNameTheBackward) {
   Call c = valid_call();
   c.batch.cu_seqlens_q.dtype = DType::i64;
   const unsigned line = __LINE__ + 2;
-  const std::string msg = user_error(
-      [&] { validate_varlen_bwd_args(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv, c.batch, c.options); });
+  const std::string msg = user_error([&] {
+    validate_varlen_bwd_args(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv, c.batch, c.options);
+  });
   expect_mentions(msg, {"attention::backward_varlen:", "batch.cu_seqlens_q has dtype i64"});
   expect_call_site(msg, line);
 }

@@ -3,8 +3,8 @@
 // dereferenced), check_varlen_offsets (the offsets' contents, as forward_varlen checks its host copy) or
 // forward_varlen raises a kiln::Error that names what was expected and what came.
 #include "error/error_test_support.h"
-#include "kernels/attention/attention_varlen_api.h"
 #include "kernels/attention/attention_mod_library.h"
+#include "kernels/attention/attention_varlen_api.h"
 #include "kernels/attention/fa2_fwd_varlen.h"
 
 #include <gtest/gtest.h>
@@ -69,8 +69,9 @@ TEST(AttentionVarlenErrors, ValidCallPasses) {
 TEST(AttentionVarlenErrors, MessageCarriesCallersLine) {
   Call c = valid_call();
   c.batch.cu_seqlens_q.dtype = DType::i64;
-  const unsigned line = __LINE__ + 1;
-  const std::string msg = user_error([&] { validate_varlen_args(c.q, c.k, c.v, c.o, c.lse, c.batch, c.options); });
+  const unsigned line = __LINE__ + 2;
+  const std::string msg =
+      user_error([&] { validate_varlen_args(c.q, c.k, c.v, c.o, c.lse, c.batch, c.options); });
   expect_call_site(msg, line);
   expect_mentions(msg, {"attention::forward_varlen"});
 }
@@ -257,7 +258,8 @@ TEST(AttentionVarlenErrors, SequenceLongerThanMaxSeqlen) {
   // q lengths {5, 0, 40} against max_seqlen_q = 40 pass; {5, 1, 39} too; {4, 0, 41} does not.
   expect_mentions(offsets_error({0, 4, 4, 45}, kCuK),
                   {"sequence 2 has 41 tokens", "batch.max_seqlen_q is 40", "max_seqlen_q >= every sequence"});
-  expect_mentions(offsets_error(kCuQ, {0, 6, 37, 37}), {"sequence 1 has 31 tokens", "batch.max_seqlen_k is 30"});
+  expect_mentions(offsets_error(kCuQ, {0, 6, 37, 37}),
+                  {"sequence 1 has 31 tokens", "batch.max_seqlen_k is 30"});
 }
 
 TEST(AttentionVarlenErrors, OffsetsOfTheWrongCount) {

@@ -1,8 +1,9 @@
-// The attention backward over packed variable-length sequences on a GPU: the interpreter's varlen cases through
-// the JIT at the default configs (deterministic and atomic dQ), and through the host API (forward_varlen then
-// backward_varlen on device buffers: default configs, the tuner, an explicit atomic config, batches without rows
-// or without keys), each against the per-sequence analytic gradients with outputs poisoned first. Skips without a
-// driver. GpuVarlenBwd.* runs the kernels, GpuVarlenBwdApi.* the host API.
+// The attention backward over packed variable-length sequences on a GPU: the interpreter's varlen cases
+// through the JIT at the default configs (deterministic and atomic dQ), and through the host API
+// (forward_varlen then backward_varlen on device buffers: default configs, the tuner, an explicit atomic
+// config, batches without rows or without keys), each against the per-sequence analytic gradients with
+// outputs poisoned first. Skips without a driver. GpuVarlenBwd.* runs the kernels, GpuVarlenBwdApi.* the host
+// API.
 #include "gpu/attention_gpu_support.h"
 #include "gpu/gpu_skip.h"
 #include "interp/attention_varlen_bwd_cases.h"
@@ -80,8 +81,9 @@ void check_api(const VarlenCase& c, const ApiSpec& spec) {
                   tlse = TensorRef::contiguous(lse.ptr(), DType::f32, {p.H, p.total_q()});
   // The forward's O and LSE as the kernel writes them (the buffers held the reference's: overwritten here).
   forward_varlen(tq, tk, tv, to, tlse, batch, opts);
-  backward_varlen(tq, tk, tv, to, tlse, packed(d_out, p.total_q(), p.H, s.q), packed(dq, p.total_q(), p.H, s.q),
-                  packed(dk, p.total_k(), p.H_KV, s.k), packed(dv, p.total_k(), p.H_KV, s.v), batch, opts);
+  backward_varlen(tq, tk, tv, to, tlse, packed(d_out, p.total_q(), p.H, s.q),
+                  packed(dq, p.total_q(), p.H, s.q), packed(dk, p.total_k(), p.H_KV, s.k),
+                  packed(dv, p.total_k(), p.H_KV, s.v), batch, opts);
   dq.copy_to_host(host.dq.bytes.data(), host.dq.bytes.size());
   dk.copy_to_host(host.dk.bytes.data(), host.dk.bytes.size());
   dv.copy_to_host(host.dv.bytes.data(), host.dv.bytes.size());
@@ -106,15 +108,17 @@ INSTANTIATE_TEST_SUITE_P(varlen, GpuVarlenBwdApi, ::testing::ValuesIn(varlen_cas
 
 TEST(GpuVarlenBwdApi, TunedAndAtomic) {
   KILN_REQUIRE_GPU();
-  VarlenCase c = varlen_case("ragged_bf16_d128_causalTL", {0, 1, 300, 129, 64, 0, 255}, {7, 1, 280, 300, 64, 3, 0},
-                             128, 1, DType::bf16, 8, 2);
+  VarlenCase c = varlen_case("ragged_bf16_d128_causalTL", {0, 1, 300, 129, 64, 0, 255},
+                             {7, 1, 280, 300, 64, 3, 0}, 128, 1, DType::bf16, 8, 2);
   {
     ScopedEnv tune("KILN_AUTOTUNE", "force");
     check_api(c, ApiSpec{});
   }
   ScopedEnv off("KILN_AUTOTUNE", "off");
   SCOPED_TRACE("atomic dQ");
-  check_api(c, ApiSpec{true, varlen_config_of(fa2_bwd_dkdv_varlen_def(), default_bwd_configs(c.problem.shape(), true).dkdv),
+  check_api(c, ApiSpec{true,
+                       varlen_config_of(fa2_bwd_dkdv_varlen_def(),
+                                        default_bwd_configs(c.problem.shape(), true).dkdv),
                        false});
 }
 

@@ -1,11 +1,11 @@
 // Packed variable-length attention (fa2_fwd_varlen, attention::forward_varlen) on a GPU: the interpreter's
 // cases (interp/attention_varlen_cases.h, lengths 0..300, N_Q != N_K per sequence, causal both ways, GQA,
-// padded strides, the dtypes) through the JIT at GPU-sized tiles, at the default config and through the host API
-// (offsets checked on the host or not, with and without LSE, the tuner's config, a user stream), each against
-// the double-precision per-sequence reference with outputs poisoned (NaN) first, so that every element is
-// checked as written. Skips without a driver. GpuVarlen.* runs the kernel (scripts/gpu_check.sh's default part,
-// which also runs compute-sanitizer's memcheck over the ragged cases), GpuVarlenApi.* the host API (its --api
-// part).
+// padded strides, the dtypes) through the JIT at GPU-sized tiles, at the default config and through the host
+// API (offsets checked on the host or not, with and without LSE, the tuner's config, a user stream), each
+// against the double-precision per-sequence reference with outputs poisoned (NaN) first, so that every
+// element is checked as written. Skips without a driver. GpuVarlen.* runs the kernel (scripts/gpu_check.sh's
+// default part, which also runs compute-sanitizer's memcheck over the ragged cases), GpuVarlenApi.* the host
+// API (its --api part).
 #include "gpu/attention_gpu_support.h"
 #include "gpu/gpu_skip.h"
 #include "interp/attention_varlen_cases.h"
@@ -60,7 +60,9 @@ void check_api(const VarlenCase& c, const ApiSpec& spec) {
   SCOPED_TRACE(p.str());
   const AttentionInputs in = make_varlen_inputs(p, varlen_case_seed(c), c.input_scale);
   AttentionOutputs out = make_varlen_outputs(p); // NaN-poisoned
-  auto bytes_of = [](const HostBuffer& b) { return std::max<size_t>(b.bytes.size(), 16); }; // no 0-byte buffers
+  auto bytes_of = [](const HostBuffer& b) {
+    return std::max<size_t>(b.bytes.size(), 16);
+  }; // no 0-byte buffers
   rt::DeviceBuffer q(bytes_of(in.q)), k(bytes_of(in.k)), v(bytes_of(in.v)), o(bytes_of(out.o)),
       lse(bytes_of(out.lse));
   q.copy_from_host(in.q.bytes.data(), in.q.bytes.size());
@@ -107,7 +109,8 @@ void check_api(const VarlenCase& c, const ApiSpec& spec) {
     EXPECT_TRUE(cl.ok(tol)) << "LSE " << cl.str();
   } else {
     for (int64_t i = 0; i < out.lse.numel(); ++i)
-      ASSERT_TRUE(std::isnan(out.lse.get(i))) << "LSE element " << i << " was written without being asked for";
+      ASSERT_TRUE(std::isnan(out.lse.get(i)))
+          << "LSE element " << i << " was written without being asked for";
   }
 }
 
@@ -130,8 +133,8 @@ TEST(GpuVarlenApi, TunedOnAUserStreamWithMaxSeqlenAboveTheLongest) {
   rt::current_device();
   rt::Stream stream = rt::Stream::create();
   ScopedEnv tune("KILN_AUTOTUNE", "force");
-  VarlenCase c = varlen_case("ragged_bf16_d128_causalBR", {0, 1, 300, 129, 64, 0, 255}, {7, 1, 280, 300, 64, 3, 0},
-                             128, 2, DType::bf16, 8, 2);
+  VarlenCase c = varlen_case("ragged_bf16_d128_causalBR", {0, 1, 300, 129, 64, 0, 255},
+                             {7, 1, 280, 300, 64, 3, 0}, 128, 2, DType::bf16, 8, 2);
   check_api(c, ApiSpec{true, true, stream.handle(), std::nullopt, 37});
 }
 
@@ -168,7 +171,8 @@ TEST(GpuVarlenApi, BadOffsetsOnTheDeviceAreAnError) {
                    TensorRef::contiguous(o.ptr(), DType::f16, {45, 4, 64}), std::nullopt, batch);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cu_seqlens_q[2] = 3 is below cu_seqlens_q[1] = 5"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("cu_seqlens_q[2] = 3 is below cu_seqlens_q[1] = 5"),
+              std::string::npos)
         << e.what();
   }
 }

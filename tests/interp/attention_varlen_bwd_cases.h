@@ -1,5 +1,5 @@
-// The packed (varlen) backward's interpreter and GPU checks share this: a whole backward (preprocess, dK/dV, dQ or
-// the atomic dQ and its convert) on a varlen case (attention_varlen_cases.h), dQ, dK and dV against the
+// The packed (varlen) backward's interpreter and GPU checks share this: a whole backward (preprocess, dK/dV,
+// dQ or the atomic dQ and its convert) on a varlen case (attention_varlen_cases.h), dQ, dK and dV against the
 // per-sequence analytic double-precision gradients, every output element written (outputs start as NaN), and
 // rows that see no key and keys no row sees getting exactly 0.
 #pragma once
@@ -46,7 +46,8 @@ inline void check_varlen_bwd_case(const VarlenCase& c, const AttentionBwdConfigs
         for (int64_t j = 0; j < sp.N_K; ++j)
           if (visible(sp, i, j)) {
             const size_t row = static_cast<size_t>((cu_q[static_cast<size_t>(b)] + i) * p.H + h);
-            const size_t key = static_cast<size_t>((cu_k[static_cast<size_t>(b)] + j) * p.H_KV + h / (p.H / p.H_KV));
+            const size_t key =
+                static_cast<size_t>((cu_k[static_cast<size_t>(b)] + j) * p.H_KV + h / (p.H / p.H_KV));
             std::fill_n(dq_zero.begin() + static_cast<std::ptrdiff_t>(row * D), D, false);
             std::fill_n(kv_zero.begin() + static_cast<std::ptrdiff_t>(key * D), D, false);
           }
@@ -60,8 +61,9 @@ inline void check_varlen_bwd_case(const VarlenCase& c, const AttentionBwdConfigs
     for (size_t i = 0; i < got->size(); ++i)
       if ((*zero)[i] && (*got)[i] != 0.0 && nonzero++ == 0)
         first = static_cast<int64_t>(i);
-    EXPECT_EQ(nonzero, 0) << name << ": " << nonzero << " elements that see nothing should be exactly 0, the first at "
-                          << first << " (" << p.str() << ")";
+    EXPECT_EQ(nonzero, 0) << name << ": " << nonzero
+                          << " elements that see nothing should be exactly 0, the first at " << first << " ("
+                          << p.str() << ")";
   }
 }
 

@@ -51,11 +51,13 @@ inline std::vector<VarlenCase> varlen_cases() {
   std::vector<VarlenCase> cs;
   for (int causal = 0; causal < 3; ++causal) {
     static const char* names[] = {"none", "TL", "BR"};
-    cs.push_back(varlen_case(std::string("ragged_causal") + names[causal], ragged, ragged, 32, causal, DType::f16,
-                             2, 1));
-    cs.push_back(varlen_case(std::string("nq_ne_nk_causal") + names[causal], q, k, 32, causal, DType::f16, 4, 2));
+    cs.push_back(varlen_case(std::string("ragged_causal") + names[causal], ragged, ragged, 32, causal,
+                             DType::f16, 2, 1));
+    cs.push_back(
+        varlen_case(std::string("nq_ne_nk_causal") + names[causal], q, k, 32, causal, DType::f16, 4, 2));
   }
-  VarlenCase d96 = varlen_case("d96_bf16_causalBR_kRow", {100, 7, 0, 64}, {33, 64, 5, 150}, 96, 2, DType::bf16, 2, 2);
+  VarlenCase d96 =
+      varlen_case("d96_bf16_causalBR_kRow", {100, 7, 0, 64}, {33, 64, 5, 150}, 96, 2, DType::bf16, 2, 2);
   d96.problem.k_transposed = false;
   cs.push_back(d96);
   VarlenCase f32 = varlen_case("f32_causalTL_padded", {18, 0, 90}, {40, 3, 90}, 64, 1, DType::f32, 3, 1);
@@ -64,7 +66,8 @@ inline std::vector<VarlenCase> varlen_cases() {
   VarlenCase tf32 = varlen_case("tf32_none", {31, 65}, {64, 17}, 32, 0, DType::f32, 2, 2);
   tf32.problem.tf32 = true;
   cs.push_back(tf32);
-  VarlenCase padded = varlen_case("f16_causalBR_padded_H4kv1", {60, 1, 129}, {1, 60, 128}, 64, 2, DType::f16, 4, 1);
+  VarlenCase padded =
+      varlen_case("f16_causalBR_padded_H4kv1", {60, 1, 129}, {1, 60, 128}, 64, 2, DType::f16, 4, 1);
   padded.problem.token_pad = 16;
   cs.push_back(padded);
   cs.push_back(varlen_case("no_keys_at_all", {5, 0, 40}, {0, 0, 0}, 32, 0));
@@ -117,7 +120,8 @@ inline void check_varlen_case(const VarlenCase& c, const VarlenRunFn& run, const
   const Comparison lse = compare_to_reference(out.lse, ref.lse);
   EXPECT_TRUE(lse.ok(tol)) << "LSE: " << lse.str() << ", tolerance " << tol << " (" << p.str() << ")";
 
-  // Rows with no visible key: exactly O = 0 and LSE = −inf (never NaN). LSE is [H, total_q], O [total_q, H, D].
+  // Rows with no visible key: exactly O = 0 and LSE = −inf (never NaN). LSE is [H, total_q], O [total_q, H,
+  // D].
   const int64_t total_q = p.total_q();
   for (int64_t h = 0; h < p.H; ++h)
     for (int64_t t = 0; t < total_q; ++t) {

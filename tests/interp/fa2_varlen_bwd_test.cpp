@@ -1,6 +1,7 @@
-// The attention backward over packed variable-length sequences (fa2_bwd_varlen.h) in the interpreter: the shared
-// varlen cases, deterministic and atomic dQ, against the per-sequence analytic gradients; one sequence bit for bit
-// against the dense backward; offsets outside the tensors (the interpreter refuses any access outside a buffer).
+// The attention backward over packed variable-length sequences (fa2_bwd_varlen.h) in the interpreter: the
+// shared varlen cases, deterministic and atomic dQ, against the per-sequence analytic gradients; one sequence
+// bit for bit against the dense backward; offsets outside the tensors (the interpreter refuses any access
+// outside a buffer).
 #include "attention_varlen_bwd_cases.h"
 
 #include "kernels/attention/attention_varlen_defs.h"
@@ -80,8 +81,8 @@ TEST(Fa2VarlenBwdKernel, OffsetsOutsideTheTensorsStayInside) {
 }
 
 TEST(Fa2VarlenBwdKernel, DefsAreTheDenseKernelsWithVarlen) {
-  for (const KernelDef* d : {&fa2_bwd_preprocess_varlen_def(), &fa2_bwd_dkdv_varlen_def(), &fa2_bwd_dq_varlen_def(),
-                             &fa2_bwd_dq_convert_varlen_def()}) {
+  for (const KernelDef* d : {&fa2_bwd_preprocess_varlen_def(), &fa2_bwd_dkdv_varlen_def(),
+                             &fa2_bwd_dq_varlen_def(), &fa2_bwd_dq_convert_varlen_def()}) {
     const Config c = d->default_config();
     EXPECT_EQ(c.get("VARLEN"), 1) << d->name;
     const Kernel k = d->build(c);

@@ -1,7 +1,7 @@
-// FlashAttention-2 forward over packed variable-length sequences (fa2_fwd_varlen) in the interpreter: the shared
-// varlen cases against the per-sequence double reference, one sequence bit for bit against the dense kernel,
-// offsets the host never checked (the kernel must stay inside the tensors: the interpreter refuses any access
-// outside a buffer), and the kernel's structure (the dense kernel's loops, nothing added to them).
+// FlashAttention-2 forward over packed variable-length sequences (fa2_fwd_varlen) in the interpreter: the
+// shared varlen cases against the per-sequence double reference, one sequence bit for bit against the dense
+// kernel, offsets the host never checked (the kernel must stay inside the tensors: the interpreter refuses
+// any access outside a buffer), and the kernel's structure (the dense kernel's loops, nothing added to them).
 #include "attention_varlen_cases.h"
 
 #include "dsl/printer.h"
@@ -57,7 +57,8 @@ TEST(Fa2VarlenKernel, OneSequenceEqualsTheDenseKernelExactly) {
     for (int64_t h = 0; h < v.H; ++h)
       for (int64_t i = 0; i < 100; ++i)
         for (int64_t e = 0; e < v.D; ++e)
-          ASSERT_EQ(a.o[static_cast<size_t>((h * 100 + i) * v.D + e)], b.o[static_cast<size_t>((i * v.H + h) * v.D + e)])
+          ASSERT_EQ(a.o[static_cast<size_t>((h * 100 + i) * v.D + e)],
+                    b.o[static_cast<size_t>((i * v.H + h) * v.D + e)])
               << "causal " << causal << " head " << h << " row " << i;
     ASSERT_EQ(a.lse, b.lse) << "causal " << causal;
   }
@@ -75,7 +76,7 @@ TEST(Fa2VarlenKernel, OffsetsOutsideTheTensorsStayInside) {
   Config config = default_fa2_varlen_config(p);
   config.set("BLOCK_M", 16).set("BLOCK_N", 16);
   const VarlenOffsets bad[] = {
-      {{0, 20, 10, 1000}, {0, 25, 30, 70}, 64, 64},     // decreasing q offsets, and one far past total_q
+      {{0, 20, 10, 1000}, {0, 25, 30, 70}, 64, 64},      // decreasing q offsets, and one far past total_q
       {{-50, 20, 50, 60}, {0, 25, 1 << 30, 70}, 64, 64}, // negative, and a key offset far past total_k
       {{0, 60, 60, 60}, {0, 70, 70, 70}, 32, 64},        // a sequence longer than max_seqlen_q
   };
@@ -93,9 +94,11 @@ TEST(Fa2VarlenKernel, OffsetsOutsideTheTensorsStayInside) {
     for (int64_t t = 0; t < total_q; ++t) {
       const double got = out.lse[static_cast<size_t>(h * total_q + t)];
       if (t < 20)
-        EXPECT_NEAR(got, ref.lse[static_cast<size_t>(h * total_q + t)], 1e-3) << "head " << h << " token " << t;
+        EXPECT_NEAR(got, ref.lse[static_cast<size_t>(h * total_q + t)], 1e-3)
+            << "head " << h << " token " << t;
       else
-        EXPECT_TRUE(std::isnan(got)) << "head " << h << " token " << t << " belongs to no sequence: not written";
+        EXPECT_TRUE(std::isnan(got)) << "head " << h << " token " << t
+                                     << " belongs to no sequence: not written";
     }
 }
 

@@ -1,6 +1,6 @@
 // `kiln attention --varlen=LENS` run as a process (KILN_TOOL_PATH) in the interpreter: packed sequences with
-// empty ones and N_Q != N_K checked against the per-sequence reference, O and LSE (with --backward dQ, dK, dV)
-// written in the packed layouts, and the flags that do not apply to packed sequences refused.
+// empty ones and N_Q != N_K checked against the per-sequence reference, O and LSE (with --backward dQ, dK,
+// dV) written in the packed layouts, and the flags that do not apply to packed sequences refused.
 #include "cli_test_fixture.h"
 #include "kernels/attention/attention_varlen_problem.h"
 #include "support/npy.h"
@@ -18,8 +18,8 @@ using testing_support::ToolRun;
 
 TEST_F(CliTest, AttentionVarlenInterpretedChecksAndWritesPackedOutputs) {
   ToolRun r = kiln({"attention", "--varlen=0,1,17:30,70:0,5", "--heads=4", "--kv-heads=2", "--head-dim=32",
-                    "--causal=bottom-right", "--interpret", "--check", "--set", "BLOCK_M=32,BLOCK_N=16", "--out",
-                    path("o.npy"), "--lse", path("lse.npy")});
+                    "--causal=bottom-right", "--interpret", "--check", "--set", "BLOCK_M=32,BLOCK_N=16",
+                    "--out", path("o.npy"), "--lse", path("lse.npy")});
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("fa2_fwd_varlen varlen q[0,1,17,70,5] k[0,1,30,0,5] H4 H_KV2 D32"), std::string::npos)
       << r.out;
@@ -44,8 +44,8 @@ TEST_F(CliTest, AttentionVarlenInterpretedChecksAndWritesPackedOutputs) {
 }
 
 TEST_F(CliTest, AttentionVarlenRunsTheDefaultConfig) {
-  ToolRun r = kiln({"attention", "--varlen=3,40:9", "--heads=2", "--head-dim=16", "--dtype=bf16", "--interpret",
-                    "--check"});
+  ToolRun r = kiln({"attention", "--varlen=3,40:9", "--heads=2", "--head-dim=16", "--dtype=bf16",
+                    "--interpret", "--check"});
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("; the default config)"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
@@ -84,9 +84,13 @@ using testing_support::ToolRun;
 TEST_F(CliTest, AttentionVarlenBackwardChecksAndWritesGradients) {
   for (bool atomic : {false, true}) {
     SCOPED_TRACE(atomic ? "atomic dQ" : "deterministic");
-    std::vector<std::string> args = {"attention",   "--varlen=0,17:30,40:0,5:9", "--heads=2", "--kv-heads=1",
-                                     "--head-dim=16", "--causal=top-left", "--interpret",  "--check",
-                                     "--backward",  "--dq",  path("dq.npy"), "--dk", path("dk.npy"), "--dv",
+    std::vector<std::string> args = {"attention",     "--varlen=0,17:30,40:0,5:9",
+                                     "--heads=2",     "--kv-heads=1",
+                                     "--head-dim=16", "--causal=top-left",
+                                     "--interpret",   "--check",
+                                     "--backward",    "--dq",
+                                     path("dq.npy"),  "--dk",
+                                     path("dk.npy"),  "--dv",
                                      path("dv.npy")};
     if (atomic)
       args.push_back("--nondeterministic");
@@ -99,10 +103,11 @@ TEST_F(CliTest, AttentionVarlenBackwardChecksAndWritesGradients) {
     const NpyArray dk = read_npy(path("dk.npy"));
     EXPECT_EQ(dk.shape, (std::vector<int64_t>{39, 1, 16}));
   }
-  expect_error(kiln({"attention", "--varlen=3", "--heads=1", "--head-dim=16", "--interpret", "--dq", path("x.npy")}),
-               {"--dq belongs to the backward pass"});
-  expect_error(kiln({"attention", "--varlen=3", "--heads=1", "--head-dim=16", "--interpret", "--backward", "--set",
-                     "BLOCK_M=16"}),
+  expect_error(
+      kiln({"attention", "--varlen=3", "--heads=1", "--head-dim=16", "--interpret", "--dq", path("x.npy")}),
+      {"--dq belongs to the backward pass"});
+  expect_error(kiln({"attention", "--varlen=3", "--heads=1", "--head-dim=16", "--interpret", "--backward",
+                     "--set", "BLOCK_M=16"}),
                {"--set applies to the forward"});
 }
 
