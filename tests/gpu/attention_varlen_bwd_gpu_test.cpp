@@ -123,3 +123,20 @@ TEST(GpuVarlenBwdApi, TunedAndAtomic) {
 }
 
 } // namespace
+
+namespace {
+
+// The interpreter's random packed problems (random_varlen_case) through the JIT at the default configs,
+// backward.
+class GpuVarlenBwdRandom : public ::testing::TestWithParam<int> {};
+
+TEST_P(GpuVarlenBwdRandom, BackwardMatchesTheReference) {
+  KILN_REQUIRE_GPU();
+  const VarlenCase c = random_varlen_case(GetParam());
+  SCOPED_TRACE(c.problem.str());
+  check_varlen_bwd_case(c, default_varlen_bwd_configs(c.problem, GetParam() % 2 == 1), Executor::Gpu);
+}
+
+INSTANTIATE_TEST_SUITE_P(varlen, GpuVarlenBwdRandom, ::testing::Range(0, 24));
+
+} // namespace

@@ -178,3 +178,21 @@ TEST(GpuVarlenApi, BadOffsetsOnTheDeviceAreAnError) {
 }
 
 } // namespace
+
+namespace {
+
+// The interpreter's random packed problems (random_varlen_case) through the JIT at GPU tiles, forward.
+class GpuVarlenRandom : public ::testing::TestWithParam<int> {};
+
+TEST_P(GpuVarlenRandom, ForwardMatchesTheReference) {
+  KILN_REQUIRE_GPU();
+  const VarlenCase c = random_varlen_case(GetParam());
+  SCOPED_TRACE(c.problem.str());
+  Config config = varlen_case_config(c);
+  config.set("BLOCK_M", std::max<int64_t>(c.block_m, 64)).set("BLOCK_N", std::max<int64_t>(c.block_n, 32));
+  check_varlen_case(c, run_varlen, config, Executor::Gpu);
+}
+
+INSTANTIATE_TEST_SUITE_P(varlen, GpuVarlenRandom, ::testing::Range(0, 24));
+
+} // namespace

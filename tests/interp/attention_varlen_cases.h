@@ -14,6 +14,7 @@
 #include <functional>
 #include <limits>
 #include <ostream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,36 @@ inline std::vector<VarlenCase> varlen_cases() {
   tall.block_m = 64, tall.block_n = 16;
   cs.push_back(tall);
   return cs;
+}
+
+// Random packed problem `index` of a fixed sequence: 1 to 6 sequences with lengths from 0 to 300 drawn apart
+// for queries and keys (one in five empty), causal modes, GQA groups, head dims, dtypes, K variants, padded
+// token strides and tiles all drawn from a seed, so that every run checks the same problems and a failure
+// names its index.
+inline VarlenCase random_varlen_case(int index) {
+  std::mt19937_64 rng(0x7a51d + static_cast<uint64_t>(index));
+  auto pick = [&](int64_t n) { return static_cast<int64_t>(rng() % static_cast<uint64_t>(n)); };
+  auto length = [&] { return pick(5) == 0 ? int64_t{0} : 1 + pick(300); };
+  VarlenCase c;
+  c.name = "random" + std::to_string(index);
+  const int64_t B = 1 + pick(6);
+  for (int64_t b = 0; b < B; ++b) {
+    c.problem.seqlens_q.push_back(length());
+    c.problem.seqlens_k.push_back(pick(3) == 0 ? c.problem.seqlens_q.back() : length());
+  }
+  const int64_t dims[] = {16, 32, 40, 64};
+  const DType dtypes[] = {DType::f16, DType::bf16, DType::f32};
+  c.problem.H_KV = 1 + pick(2);
+  c.problem.H = c.problem.H_KV * (1 + pick(3));
+  c.problem.D = dims[pick(4)];
+  c.problem.dtype = dtypes[pick(3)];
+  c.problem.causal = static_cast<int>(pick(3));
+  c.problem.k_transposed = pick(2) == 0;
+  c.problem.token_pad = 8 * pick(2);
+  const int64_t tiles[] = {16, 32, 64};
+  c.block_m = tiles[pick(3)];
+  c.block_n = tiles[pick(3)];
+  return c;
 }
 
 using VarlenRunFn =
