@@ -3,9 +3,8 @@
 // padded strides, the dtypes) through the JIT at GPU-sized tiles, at the default config and through the host
 // API (offsets checked on the host or not, with and without LSE, the tuner's config, a user stream), each
 // against the double-precision per-sequence reference with outputs poisoned (NaN) first, so that every
-// element is checked as written. Skips without a driver. GpuVarlen.* runs the kernel (scripts/gpu_check.sh's
-// default part, which also runs compute-sanitizer's memcheck over the ragged cases), GpuVarlenApi.* the host
-// API (its --api part).
+// element is checked as written; and the random packed problems (GpuVarlenRandom). Skips without a driver.
+// scripts/gpu_check.sh --varlen runs these suites and a memcheck pass over a ragged case.
 #include "gpu/attention_gpu_support.h"
 #include "gpu/gpu_skip.h"
 #include "interp/attention_varlen_cases.h"
