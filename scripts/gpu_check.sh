@@ -2,7 +2,7 @@
 # The whole GPU check, run on a GPU machine: device info, the runtime and GPU test suites, and a
 # compute-sanitizer pass over one config of each kernel. Logs go to $OUT (or ./gpu-check-logs);
 # a short table is printed last.
-# Usage: scripts/gpu_check.sh [BIN_DIR] [--api | --api-backward | --backward]
+# Usage: scripts/gpu_check.sh [BIN_DIR] [--api | --api-backward | --backward | --varlen | --varlen-backward]
 #        (BIN_DIR holds kiln_*_tests; default build/tests)
 # Four parts, each within the GPU tool's 10-minute limit per command; together they are the whole check (times
 # measured on an H100 SXM):
@@ -14,7 +14,10 @@
 #                   took 3.2 min in a run of both API parts together, which outgrew 10 minutes before finishing;
 #   --api-backward  the backward through the API, with and without mods: 0.5 min warm, 5.7 min cold (that run);
 #   --backward      the attention backward's kernel suites (many kernels to compile: about 6 minutes) and the
-#                   sanitizer passes over the backward's kernels.
+#                   sanitizer passes over the backward's kernels;
+#   --varlen        attention over packed variable-length batches, forward (kernels, random problems, the API),
+#                   and a memcheck pass over one ragged case; --varlen-backward the same for the backward (both
+#                   not timed yet: the GPU suites were written on a machine without one).
 set -uo pipefail
 bin=build/tests
 part=forward
@@ -23,6 +26,8 @@ for arg in "$@"; do
   --backward) part=backward ;;
   --api) part=api ;;
   --api-backward) part=api_backward ;;
+  --varlen) part=varlen ;;
+  --varlen-backward) part=varlen_backward ;;
   *) bin=$arg ;;
   esac
 done
@@ -45,6 +50,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "
 backward_suites='*GpuFa2Bwd*'
 api_suites='*GpuAttentionApi*:*GpuModsApi*:*CliGpuTest*:*GpuAttentionNonFinite*'
 api_backward_suites='*GpuAttentionBwdApi*:*GpuModsBwd*'
+# Attention over packed variable-length batches: the forward's suites, then the backward's.
+varlen_suites='*GpuVarlen.*:*GpuVarlenApi*:*GpuVarlenRandom*'
+varlen_backward_suites='*GpuVarlenBwd*'
 declare -A status
 run() { # name, command...
   local name=$1; shift
@@ -65,9 +73,21 @@ elif [[ $part == api ]]; then
   run gpu_tests_api "$bin/kiln_gpu_tests" --gtest_filter="$api_suites"
 elif [[ $part == api_backward ]]; then
   run gpu_tests_api_backward "$bin/kiln_gpu_tests" --gtest_filter="$api_backward_suites"
+elif [[ $part == varlen ]]; then
+  run gpu_tests_varlen "$bin/kiln_gpu_tests" --gtest_filter="$varlen_suites"
+  if command -v compute-sanitizer >/dev/null; then
+    run sanitizer_memcheck_varlen compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/kiln_gpu_tests" \
+      --gtest_filter='*GpuVarlen.*ragged_causalBR*'
+  fi
+elif [[ $part == varlen_backward ]]; then
+  run gpu_tests_varlen_backward "$bin/kiln_gpu_tests" --gtest_filter="$varlen_backward_suites"
+  if command -v compute-sanitizer >/dev/null; then
+    run sanitizer_memcheck_varlen_backward compute-sanitizer --tool memcheck --error-exitcode 9 \
+      "$bin/kiln_gpu_tests" --gtest_filter='*GpuVarlenBwd.*ragged_causalBR*'
+  fi
 else
   run runtime_tests "$bin/kiln_runtime_tests"
-  run gpu_tests "$bin/kiln_gpu_tests" --gtest_filter="-$backward_suites:$api_suites:$api_backward_suites"
+  run gpu_tests "$bin/kiln_gpu_tests" --gtest_filter="-$backward_suites:$api_suites:$api_backward_suites:$varlen_suites:$varlen_backward_suites"
   if command -v compute-sanitizer >/dev/null; then
     run sanitizer_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/kiln_gpu_tests" \
       --gtest_filter='*GpuVectorAdd*:*GpuMatmul*M128_*:*GpuMatmulTma*M264*:*TmaGpu*:*GpuFa2Big*N1024_D64_c1*:*GpuSoftmax*:*GpuMatmulSplitK*M300_N200_K1000_f16*:*GpuMatmulSplitK*M64_N64*:*GpuChunkedLogsumexp*f16_R4*:*GpuStagedLoads*s3*:*GpuAttentionTma*N_K333*:*GpuReductionSlots*'

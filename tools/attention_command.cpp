@@ -1,7 +1,8 @@
 // `kiln attention`: FlashAttention-2 forward on given (.npy) or random inputs, in the interpreter or on the
 // GPU (with the config the autotuner picks, as kiln::attention::forward, unless --set fixes parameters);
 // optionally checked against the double-precision reference and timed. With --backward, the backward pass
-// (dQ, dK, dV for a given or random dO; tools/attention_backward.h) instead. Outputs are written only after
+// (dQ, dK, dV for a given or random dO; tools/attention_backward.h) instead. With --varlen, packed
+// variable-length sequences (tools/attention_varlen_run.h) instead. Outputs are written only after
 // the run (and the check) succeeded, as one set: all of them or none (support/output_set.h); their paths
 // are checked before the run.
 #include "kernels/attention/attention_api.h"
@@ -16,6 +17,7 @@
 #include "support/output_set.h"
 #include "tools/attention_backward.h"
 #include "tools/attention_runs.h"
+#include "tools/attention_varlen_run.h"
 #include "tools/cli.h"
 #include "tools/decimal_flag.h"
 #include "tools/npy_outputs.h"
@@ -32,13 +34,13 @@ namespace cl = llvm::cl;
 
 cl::SubCommand attention_sub("attention", "Run FlashAttention-2 forward on random or .npy inputs");
 cl::OptionCategory& cat = kiln_category();
-DecimalFlag<int64_t> batch("batch", cl::desc("Batch size B"), cl::Required, cl::sub(attention_sub),
+DecimalFlag<int64_t> batch("batch", cl::desc("Batch size B (required unless --varlen)"), cl::sub(attention_sub),
                            cl::cat(cat));
 DecimalFlag<int64_t> heads("heads", cl::desc("Query heads H"), cl::Required, cl::sub(attention_sub),
                            cl::cat(cat));
 DecimalFlag<int64_t> kv_heads("kv-heads", cl::desc("Key/value heads (default: --heads; fewer for GQA/MQA)"),
                               cl::init(0), cl::sub(attention_sub), cl::cat(cat));
-DecimalFlag<int64_t> seq_q("seq-q", cl::desc("Query length N_Q"), cl::Required, cl::sub(attention_sub),
+DecimalFlag<int64_t> seq_q("seq-q", cl::desc("Query length N_Q (required unless --varlen)"), cl::sub(attention_sub),
                            cl::cat(cat));
 DecimalFlag<int64_t> seq_k("seq-k", cl::desc("Key length N_K (default: --seq-q)"), cl::init(0),
                            cl::sub(attention_sub), cl::cat(cat));
@@ -105,6 +107,13 @@ cl::list<std::string>
                        "bottom-right], sliding_window=LEFT[,RIGHT], prefix_lm=N, softcap=CAP, "
                        "alibi (the usual slopes); with the default config (the backward's with --backward), not --bench"),
               cl::value_desc("NAME[=ARGS]"), cl::sub(attention_sub), cl::cat(cat));
+cl::opt<std::string>
+    varlen("varlen",
+           cl::desc("Packed variable-length sequences instead of --batch/--seq-q/--seq-k, as "
+                    "kiln::attention::forward_varlen runs them: one length per sequence, N (N_Q = N_K) or NQ:NK, "
+                    "0 allowed (e.g. 0,1,17:30,300); random inputs, --out writes O [total_q, H, D], --lse LSE "
+                    "[H, total_q]; with --backward, --dq [total_q, H, D], --dk and --dv [total_k, H_KV, D]"),
+           cl::value_desc("LENS"), cl::sub(attention_sub), cl::cat(cat));
 cl::list<std::string> sets("set", cl::desc("Override a kernel parameter: NAME=VALUE (e.g. BLOCK_M=64)"),
                            cl::value_desc("NAME=VALUE"), cl::sub(attention_sub), cl::cat(cat));
 
@@ -236,7 +245,60 @@ int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::o
   return 0;
 }
 
+// --varlen: the flags that apply to packed sequences, handed to run_varlen_attention.
+int run_varlen(const std::optional<DType>& out_dt) {
+  for (auto [flag, given] : {std::pair{"--batch", batch.getNumOccurrences() > 0},
+                             {"--seq-q", seq_q.getNumOccurrences() > 0}, {"--seq-k", seq_k.getNumOccurrences() > 0},
+                             {"--layout", layout.getNumOccurrences() > 0}, {"--q", !q_file.empty()},
+                             {"--k", !k_file.empty()}, {"--v", !v_file.empty()}, {"--dout", !dout_file.empty()},
+                             {"--bench", bool(bench)}, {"--mod", !mod_specs.empty()}})
+    if (given)
+      fail("{} does not apply to --varlen, whose lengths give the batch and the sequences (packed inputs and dO "
+           "are random; --bench and --mod are not built for varlen yet)",
+           flag);
+  if (!backward_pass)
+    for (auto [flag, value] : {std::pair{"--dq", &dq_file}, {"--dk", &dk_file}, {"--dv", &dv_file}})
+      if (!value->empty())
+        fail("{} belongs to the backward pass; add --backward (or drop {})", flag, flag);
+  if (!backward_pass && nondeterministic)
+    fail("--nondeterministic belongs to the backward pass; add --backward (or drop it)");
+  if (backward_pass && (!out_file.empty() || !lse_file.empty()))
+    fail("--out and --lse write the forward's outputs; with --backward write the gradients with --dq, --dk, --dv");
+  VarlenRun r;
+  parse_varlen_lengths(varlen, "--varlen", r.problem);
+  r.problem.H = heads;
+  r.problem.H_KV = kv_heads.getNumOccurrences() ? int64_t(kv_heads) : int64_t(heads);
+  r.problem.D = head_dim;
+  r.problem.dtype = parse_attention_dtype(dtype, "--dtype");
+  r.problem.causal = parse_causal(causal, "--causal");
+  if (k_load != "transposed" && k_load != "row-major")
+    fail("--k-load must be transposed or row-major; got '{}'", std::string(k_load));
+  r.problem.k_transposed = k_load == "transposed";
+  r.problem.exact_masked_v = exact_masked_v;
+  check_varlen_problem(r.problem);
+  r.overrides = parse_assignments(sets, "--set");
+  r.check = check;
+  r.seed = seed;
+  r.out_file = out_file, r.lse_file = lse_file;
+  r.out_dtype = *out_dt;
+  r.backward = backward_pass, r.atomic_dq = nondeterministic;
+  r.dq_file = dq_file, r.dk_file = dk_file, r.dv_file = dv_file;
+  check_output_paths({{"--out", out_file}, {"--lse", lse_file}, {"--dq", dq_file}, {"--dk", dk_file}, {"--dv", dv_file}},
+                     {});
+  r.executor = choose_executor(interpret);
+  return run_varlen_attention(r);
+}
+
 int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
+  const std::optional<DType> odt = parse_dtype(std::string(out_dtype));
+  if (!odt || (*odt != DType::f16 && *odt != DType::f32 && *odt != DType::f64))
+    fail("--out-dtype must be f16, f32 or f64 (NumPy has no bfloat16); got '{}'", std::string(out_dtype));
+  if (varlen.getNumOccurrences())
+    return run_varlen(odt);
+  for (auto [flag, given] : {std::pair{"--batch", batch.getNumOccurrences() > 0},
+                             {"--seq-q", seq_q.getNumOccurrences() > 0}})
+    if (!given)
+      fail("{} is required (or --varlen=LENS for packed variable-length sequences)", flag);
   AttentionProblem p;
   p.B = batch;
   p.H = heads;
@@ -254,10 +316,6 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
   p.k_transposed = k_load == "transposed";
   p.exact_masked_v = exact_masked_v;
   check_attention_problem(p);
-
-  const std::optional<DType> odt = parse_dtype(std::string(out_dtype));
-  if (!odt || (*odt != DType::f16 && *odt != DType::f32 && *odt != DType::f64))
-    fail("--out-dtype must be f16, f32 or f64 (NumPy has no bfloat16); got '{}'", std::string(out_dtype));
 
   const int given = !q_file.empty() + !k_file.empty() + !v_file.empty();
   if (given != 0 && given != 3)

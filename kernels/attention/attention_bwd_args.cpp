@@ -4,7 +4,7 @@
 
 namespace kiln {
 
-AttentionBwdArgs declare_attention_bwd_args(KernelBuilder& kb, DType dt) {
+AttentionBwdArgs declare_attention_bwd_args(KernelBuilder& kb, DType dt, bool packed) {
   AttentionBwdArgs a;
   AttentionArgs& f = a.fwd;
   f.q = kb.arg_ptr("Q", dt);
@@ -22,8 +22,8 @@ AttentionBwdArgs declare_attention_bwd_args(KernelBuilder& kb, DType dt) {
   f.B = kb.arg("B", i32);
   f.H = kb.arg("H", i32);
   f.H_KV = kb.arg("H_KV", i32);
-  f.N_Q = kb.arg("N_Q", i32);
-  f.N_K = kb.arg("N_K", i32);
+  f.N_Q = kb.arg(packed ? "TOTAL_Q" : "N_Q", i32);
+  f.N_K = kb.arg(packed ? "TOTAL_K" : "N_K", i32);
   f.D = kb.arg("D", i32);
   const std::pair<Value*, const char*> strides[] = {
       {&f.stride_qb, "stride_qb"},   {&f.stride_qh, "stride_qh"},   {&f.stride_qn, "stride_qn"},

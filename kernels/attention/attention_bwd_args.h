@@ -22,7 +22,8 @@ struct AttentionBwdArgs {
   Value stride_dob, stride_doh, stride_don, stride_dqb, stride_dqh, stride_dqn;
   Value stride_dkb, stride_dkh, stride_dkn, stride_dvb, stride_dvh, stride_dvn;
 };
-AttentionBwdArgs declare_attention_bwd_args(KernelBuilder& kb, DType dtype);
+// `packed` (VARLEN=1, fa2_bwd_varlen.h) names N_Q and N_K TOTAL_Q and TOTAL_K: the rows of the packed tensors.
+AttentionBwdArgs declare_attention_bwd_args(KernelBuilder& kb, DType dtype, bool packed = false);
 
 // Base pointers of one (batch, query head h): Q, O, dO, dQ of head h; K, V, dK, dV of its kv head
 // h / (H / H_KV). row0 indexes this head's first row in LSE, Delta and (times D) DQ_ACC. i64 offsets.

@@ -66,7 +66,7 @@ BoundaryCheck AttentionTileParams::v_tile_check(bool masked) const {
   return c;
 }
 
-AttentionArgs declare_attention_args(KernelBuilder& kb, DType dt) {
+AttentionArgs declare_attention_args(KernelBuilder& kb, DType dt, bool packed) {
   AttentionArgs a;
   a.q = kb.arg_ptr("Q", dt);
   a.k = kb.arg_ptr("K", dt);
@@ -77,8 +77,8 @@ AttentionArgs declare_attention_args(KernelBuilder& kb, DType dt) {
   a.B = kb.arg("B", i32);
   a.H = kb.arg("H", i32);
   a.H_KV = kb.arg("H_KV", i32);
-  a.N_Q = kb.arg("N_Q", i32);
-  a.N_K = kb.arg("N_K", i32);
+  a.N_Q = kb.arg(packed ? "TOTAL_Q" : "N_Q", i32);
+  a.N_K = kb.arg(packed ? "TOTAL_K" : "N_K", i32);
   a.D = kb.arg("D", i32);
   for (auto [v, name] : {std::pair{&a.stride_qb, "stride_qb"}, {&a.stride_qh, "stride_qh"},
                          {&a.stride_qn, "stride_qn"}, {&a.stride_kb, "stride_kb"}, {&a.stride_kh, "stride_kh"},

@@ -43,14 +43,15 @@ AttentionTileParams attention_tile_params(const Config& config, const char* kern
 // BLOCK_M, BLOCK_N, HEAD_DIM, EVEN_D, CAUSAL, K_TRANSPOSED, DTYPE, TF32, EXACT_MASKED_V with their defaults.
 std::vector<ParamDef> attention_param_defs();
 
-// The kernel arguments FA1 and FA2 share, declared in their documented order (see fa2_fwd.h).
+// The kernel arguments FA1 and FA2 share, declared in their documented order (see fa2_fwd.h). `packed`
+// (fa2_fwd_varlen.h) names the two sequence sizes TOTAL_Q and TOTAL_K: the rows of the packed tensors.
 struct AttentionArgs {
   Value q, k, v, o, lse, sm_scale;
   Value B, H, H_KV, N_Q, N_K, D;
   Value stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn;
   Value stride_vb, stride_vh, stride_vn, stride_ob, stride_oh, stride_on;
 };
-AttentionArgs declare_attention_args(KernelBuilder& kb, DType dtype);
+AttentionArgs declare_attention_args(KernelBuilder& kb, DType dtype, bool packed = false);
 
 // Base pointers of one (batch, head): Q/O of head h, K/V of its kv head h / (H / H_KV); offsets in i64
 // so that large batches cannot overflow. lse_row0 is the index of this head's first row in LSE.

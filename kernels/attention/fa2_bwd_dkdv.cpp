@@ -4,8 +4,10 @@
 #include "kernels/attention/attention_bwd_args.h"
 #include "kernels/attention/attention_bwd_space.h"
 #include "kernels/attention/attention_mods.h"
+#include "kernels/attention/attention_varlen_tiles.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace kiln {
 
@@ -54,15 +56,28 @@ Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& m
                fmt::format("fa2_bwd_dkdv: ATOMIC_DQ=1 needs BLOCK_M >= 16 * num_warps (its dQ product has BLOCK_M "
                            "rows), got BLOCK_M={} with {} warps",
                            BM, config.num_warps));
-  KernelBuilder kb("fa2_bwd_dkdv", config);
-  AttentionBwdArgs a = declare_attention_bwd_args(kb, dt);
+  const bool varlen = config.get_or("VARLEN", 0) != 0; // packed sequences (fa2_bwd_varlen.h)
+  if (varlen && !mods.empty())
+    fail("fa2_bwd_dkdv_varlen: score and mask mods with packed sequences are not built yet (got mods {})",
+         mods.identity());
+  KernelBuilder kb(varlen ? "fa2_bwd_dkdv_varlen" : "fa2_bwd_dkdv", config);
+  AttentionBwdArgs a = declare_attention_bwd_args(kb, dt, varlen);
+  const VarlenArgs varlen_args = varlen ? declare_varlen_args(kb) : VarlenArgs{};
   const AttentionArgs& f = a.fwd;
   Value n0 = (program_id(0) * BN).named("n0");
   Value off_bkv = program_id(1);
   Value off_b = off_bkv / f.H_KV;
   Value group = (f.H / f.H_KV).named("group"); // query heads per kv head
   Value head0 = (off_bkv % f.H_KV) * group;    // the group's first query head
-  AttentionBwdBases kvb = attention_bwd_bases(a, off_b, head0);
+  std::optional<SequenceSpan> seq;             // VARLEN: this program's sequence
+  if (varlen)
+    seq = read_sequence_span(f, varlen_args, off_b);
+  auto bases = [&](const Value& head) { return seq ? varlen_bwd_bases(a, *seq, head) : attention_bwd_bases(a, off_b, head); };
+  AttentionBwdBases kvb = bases(head0);
+  if (seq) { // the sequence's rows and keys from here on; a key tile past its keys sees no query row
+    a.fwd.N_K = seq->n_k;
+    a.fwd.N_Q = where(n0 < seq->n_k, seq->n_q, 0).named("tile_n_q");
+  }
   // The mods' tensors follow the backward's arguments; the scores are recomputed with them, on the transposed
   // tile (keys along rows: attention_mods.h).
   const ModKernelEnv mod_kernel = mods.empty() ? ModKernelEnv{} : declare_mod_kernel_env(kb, mods, f);
@@ -90,7 +105,7 @@ Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& m
       std::any_of(mods.mask.begin(), mods.mask.end(), [](const MaskMod& m) { return static_cast<bool>(m.key_bounds); });
 
   for_range(0, group, 1, [&](Value g) {
-    AttentionBwdBases hb = attention_bwd_bases(a, off_b, head0 + g);
+    AttentionBwdBases hb = bases(head0 + g);
     const ModKernelEnv mod_env = mod_kernel.active() ? mod_kernel.at(off_b, head0 + g, Value()) : ModKernelEnv{};
     Value q_ptr = bwd_q_block_ptr(a, hb.q, f.stride_qn, BM, tp, range.begin).named("q_ptr");
     Value do_ptr = bwd_q_block_ptr(a, hb.dout, a.stride_don, BM, tp, range.begin).named("do_ptr");

@@ -4,6 +4,7 @@
 #include "kernels/attention/attention_bwd_args.h"
 #include "kernels/attention/attention_bwd_space.h"
 #include "kernels/attention/attention_mods.h"
+#include "kernels/attention/attention_varlen_tiles.h"
 
 namespace kiln {
 
@@ -14,14 +15,28 @@ Kernel build_fa2_bwd_dq_with_mods(const Config& config, const AttentionMods& mod
   const int64_t BM = tp.block_m, BN = tp.block_n, HD = tp.head_dim;
   const DType dt = tp.dtype;
 
-  KernelBuilder kb("fa2_bwd_dq", config);
-  AttentionBwdArgs a = declare_attention_bwd_args(kb, dt);
+  const bool varlen = config.get_or("VARLEN", 0) != 0; // packed sequences (fa2_bwd_varlen.h)
+  if (varlen && !mods.empty())
+    fail("fa2_bwd_dq_varlen: score and mask mods with packed sequences are not built yet (got mods {})",
+         mods.identity());
+  KernelBuilder kb(varlen ? "fa2_bwd_dq_varlen" : "fa2_bwd_dq", config);
+  AttentionBwdArgs a = declare_attention_bwd_args(kb, dt, varlen);
+  const VarlenArgs varlen_args = varlen ? declare_varlen_args(kb) : VarlenArgs{};
   const AttentionArgs& f = a.fwd;
   // Causal query tiles lower down see more keys: launch them first, as the forward does.
   Value start_m = tp.causal == CausalMode::None ? program_id(0) : num_programs(0) - 1 - program_id(0);
   Value off_hz = program_id(1);
-  AttentionBwdBases b = attention_bwd_bases(a, off_hz / f.H, off_hz % f.H);
+  AttentionBwdBases b;
+  if (varlen) { // the sequence's rows and keys from here on
+    const SequenceSpan s = read_sequence_span(f, varlen_args, off_hz / f.H);
+    b = varlen_bwd_bases(a, s, off_hz % f.H);
+    a.fwd.N_Q = s.n_q, a.fwd.N_K = s.n_k;
+  } else {
+    b = attention_bwd_bases(a, off_hz / f.H, off_hz % f.H);
+  }
   Value m0 = (start_m * BM).named("m0");
+  if (varlen) // a tile past the sequence's rows sees no key: its loops are empty, its store masked
+    a.fwd.N_K = where(m0 < f.N_Q, f.N_K, 0).named("tile_n_k");
   Value offs_m = (m0 + arange(0, BM)).named("offs_m"); // (BM,) i32
   // The mods' tensors follow the backward's arguments; the scores are recomputed with them, as the forward
   // computed them (attention_mods.h).

@@ -2,16 +2,26 @@
 
 #include "dsl/dsl.h"
 #include "kernels/attention/attention_bwd_args.h"
+#include "kernels/attention/attention_varlen_tiles.h"
 
 namespace kiln {
 
 Kernel build_fa2_bwd_preprocess(const Config& config) {
   const AttentionTileParams tp = attention_tile_params(config, "fa2_bwd_preprocess");
   const int64_t BM = tp.block_m;
-  KernelBuilder kb("fa2_bwd_preprocess", config);
-  AttentionBwdArgs a = declare_attention_bwd_args(kb, tp.dtype);
+  const bool varlen = config.get_or("VARLEN", 0) != 0; // packed sequences (fa2_bwd_varlen.h)
+  KernelBuilder kb(varlen ? "fa2_bwd_preprocess_varlen" : "fa2_bwd_preprocess", config);
+  AttentionBwdArgs a = declare_attention_bwd_args(kb, tp.dtype, varlen);
+  const VarlenArgs varlen_args = varlen ? declare_varlen_args(kb) : VarlenArgs{};
   Value off_hz = program_id(1);
-  AttentionBwdBases b = attention_bwd_bases(a, off_hz / a.fwd.H, off_hz % a.fwd.H);
+  AttentionBwdBases b;
+  if (varlen) { // the sequence's rows from here on
+    const SequenceSpan s = read_sequence_span(a.fwd, varlen_args, off_hz / a.fwd.H);
+    b = varlen_bwd_bases(a, s, off_hz % a.fwd.H);
+    a.fwd.N_Q = s.n_q, a.fwd.N_K = s.n_k;
+  } else {
+    b = attention_bwd_bases(a, off_hz / a.fwd.H, off_hz % a.fwd.H);
+  }
   Value m0 = (program_id(0) * BM).named("m0");
 
   Value o = load(bwd_q_block_ptr(a, b.o, a.fwd.stride_on, BM, tp, m0), {0, 1}).to(f32);     // (BM, HD)

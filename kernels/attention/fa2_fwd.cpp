@@ -4,6 +4,7 @@
 #include "kernels/attention/attention_mods.h"
 #include "kernels/attention/attention_tiles.h"
 #include "kernels/attention/attention_value_selection.h"
+#include "kernels/attention/attention_varlen_tiles.h"
 #include "kernels/codegen_params.h"
 
 #include <algorithm>
@@ -16,15 +17,31 @@ Kernel build_fa2_fwd_with_mods(const Config& config, const AttentionMods& mods) 
   const AttentionTileParams tp = attention_tile_params(config, "fa2_fwd");
   const int64_t BM = tp.block_m, BN = tp.block_n, HD = tp.head_dim;
 
-  KernelBuilder kb("fa2_fwd", config);
-  AttentionArgs a = declare_attention_args(kb, tp.dtype);
+  // VARLEN=1 (fa2_fwd_varlen.h): packed sequences; each program reads its sequence's lengths and first row and
+  // key from the offsets, and everything below runs on them as on one (batch, head) of the dense kernel.
+  const bool varlen = config.get_or("VARLEN", 0) != 0;
+  if (varlen && !mods.empty())
+    fail("fa2_fwd_varlen: score and mask mods with packed sequences are not built yet (got mods {})",
+         mods.identity());
+  KernelBuilder kb(varlen ? "fa2_fwd_varlen" : "fa2_fwd", config);
+  AttentionArgs a = declare_attention_args(kb, tp.dtype, varlen);
+  const VarlenArgs varlen_args = varlen ? declare_varlen_args(kb) : VarlenArgs{};
 
   // Causal Q tiles lower down see more keys: launch them first (the grid starts at x = 0), so that
   // the grid's last wave holds the light tiles instead of leaving a few heavy ones to run alone.
   Value start_m = (tp.causal == CausalMode::None ? program_id(0) : num_programs(0) - 1 - program_id(0)).named("start_m");
   Value off_hz = program_id(1).named("off_hz");
-  AttentionHeadBases bases = attention_head_bases(a, off_hz);
-  Value m0 = start_m * BM;
+  AttentionHeadBases bases;
+  Value m0;
+  if (varlen) {
+    m0 = start_m * BM;
+    SequenceView seq = varlen_sequence(a, varlen_args, off_hz, m0);
+    a = seq.args; // N_Q and N_K are the sequence's from here on
+    bases = seq.bases;
+  } else {
+    bases = attention_head_bases(a, off_hz);
+    m0 = start_m * BM;
+  }
 
   Value q_ptr = q_block_ptr(a, bases, tp, m0);
   Value k_ptr = k_block_ptr(a, bases, tp, 0).named("k_ptr");

@@ -1,0 +1,302 @@
+#include "kernels/attention/attention_varlen_bwd_api.h"
+
+#include "jit/jit_kernel.h"
+#include "kernels/attention/attention_api_checks.h"
+#include "kernels/attention/attention_bwd_args.h"
+#include "kernels/attention/attention_bwd_problem.h"
+#include "kernels/attention/attention_launch.h"
+#include "kernels/attention/attention_varlen_defs.h"
+#include "kernels/attention/fa2_bwd_varlen.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/device.h"
+
+namespace kiln::attention {
+
+using namespace detail;
+
+namespace {
+
+// FLOPs per kernel for the tuning tables, as backward() splits them (attention_bwd_api.cpp).
+constexpr double kDkdvFlops = 2.0, kDqFlops = 0.5;
+
+int64_t numel(const TensorRef& t) {
+  int64_t n = 1;
+  for (int64_t d : t.shape)
+    n *= d;
+  return n;
+}
+
+// `c` as a full config of `def` that agrees with the problem, else an error naming `what`.
+Config checked_config(const char* what, const KernelDef& def, const Config& c, const AttentionProblem& p,
+                      const ApiSite& site) {
+  Config full;
+  try {
+    full = def.with_overrides(def.default_config(), c.params);
+    full.num_warps = c.num_warps;
+    full.num_stages = c.num_stages;
+    def.check(full);
+    check_attention_config(p, full);
+  } catch (const Error& e) {
+    reject(site,
+           "{} ({}): {}; expected a config of {}, e.g. default_varlen_bwd_configs' with its tiles changed",
+           what, c.str(), e.what(), def.name);
+  }
+  for (const char* tile : {"BLOCK_M", "BLOCK_N"})
+    if (!c.params.count(tile))
+      reject(site, "{} ({}) has no {}; expected a full config of {}", what, c.str(), tile, def.name);
+  return full;
+}
+
+struct CheckedVarlenBackward {
+  ValidatedVarlenBackward args;
+  uint64_t dq_bytes = 0, dk_bytes = 0, dv_bytes = 0; // the gradients' extents, for the tuner's scratch copies
+};
+
+CheckedVarlenBackward check_varlen_backward(const TensorRef& q, const TensorRef& k, const TensorRef& v,
+                                            const TensorRef& o, const TensorRef& lse, const TensorRef& dout,
+                                            const TensorRef& dq, const TensorRef& dk, const TensorRef& dv,
+                                            const VarlenBatch& batch, const BackwardOptions& options,
+                                            const ApiSite& site) {
+  AttentionOptions fwd_options = options; // options.config is the dK/dV kernel's, checked below
+  fwd_options.config.reset();
+  CheckedVarlenBackward checked;
+  ValidatedVarlenBackward& r = checked.args;
+  r.fwd = detail::validate_varlen_args(q, k, v, o, lse, batch, fwd_options, site);
+  const struct {
+    const char* name;
+    const TensorRef* t;
+    const char* like_name;
+    const TensorRef* like;
+  } grads[] = {{"dout", &dout, "q", &q}, {"dq", &dq, "q", &q}, {"dk", &dk, "k", &k}, {"dv", &dv, "v", &v}};
+  for (const auto& g : grads) {
+    check_rank(g.name, *g.t, 3, "[total, heads, D]", site);
+    if (g.t->dtype != q.dtype)
+      reject(site, "{} has dtype {} but q has {}; expected the inputs' dtype", g.name, dtype_name(g.t->dtype),
+             dtype_name(q.dtype));
+    if (g.t->shape != g.like->shape)
+      reject(site, "{} has shape {}; expected {}'s shape {}", g.name, dims_str(g.t->shape), g.like_name,
+             dims_str(g.like->shape));
+  }
+  const bool atomic_config = options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
+  if (options.deterministic && atomic_config)
+    reject(site,
+           "options.config has ATOMIC_DQ=1 (dQ added up by f32 atomics, in an order that varies from run to "
+           "run) but options.deterministic is true; set ATOMIC_DQ=0, or deterministic = false to allow it");
+  if (atomic_config && options.dq_config)
+    reject(
+        site,
+        "options.dq_config ({}) is given, but options.config has ATOMIC_DQ=1, which computes dQ in the dK/dV "
+        "kernel and never runs the dQ kernel; drop one of them",
+        options.dq_config->str());
+  if (r.fwd.sizes.B == 0)
+    return checked; // nothing is read or written
+
+  // Inputs are read while the gradients are written; tensors without elements are neither.
+  std::vector<std::pair<ByteRange, const TensorRef*>> inputs, outputs;
+  for (auto [name, t] : {std::pair{"q", &q},
+                         {"k", &k},
+                         {"v", &v},
+                         {"o", &o},
+                         {"lse", &lse},
+                         {"dout", &dout},
+                         {"cu_seqlens_q", &batch.cu_seqlens_q},
+                         {"cu_seqlens_k", &batch.cu_seqlens_k}})
+    if (numel(*t) > 0)
+      inputs.push_back({ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)}, t});
+  for (auto [name, t] : {std::pair{"dout", &dout}, {"dq", &dq}, {"dk", &dk}, {"dv", &dv}}) {
+    if (numel(*t) == 0)
+      continue;
+    if (t->strides[2] != 1 && t->shape[2] > 1)
+      reject(site,
+             "{}'s head dim is not contiguous: stride {} (strides {}); expected stride 1 in the last dim",
+             name, t->strides[2], dims_str(t->strides));
+    check_alignment(name, *t, site);
+    if (std::string_view(name) == "dout")
+      continue;
+    if (!elements_distinct(*t))
+      reject(site,
+             "{}'s elements overlap each other (shape {}, strides {}): several gradients would be written to "
+             "one "
+             "place; expected strides that give every element its own memory",
+             name, dims_str(t->shape), dims_str(t->strides));
+    outputs.push_back({ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)}, t});
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [out, out_t] = outputs[i];
+    auto clash = [&](const ByteRange& other, const TensorRef* other_t, bool written) {
+      if (overlaps(out, other) && same_layout_views_overlap(*out_t, *other_t).value_or(true))
+        reject(
+            site,
+            "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected gradients in memory of "
+            "their own, since {}",
+            out.name, out.first, out.end, other.name, other.first, other.end,
+            written ? fmt::format("{} and {} would be written to the same memory", out.name, other.name)
+                    : fmt::format("writing {} would overwrite {} while it is read", out.name, other.name));
+    };
+    for (const auto& [in, in_t] : inputs)
+      clash(in, in_t, false);
+    for (size_t j = 0; j < i; ++j)
+      clash(outputs[j].first, outputs[j].second, true);
+  }
+  for (const auto& [range, t] : outputs) {
+    const uint64_t bytes = range.end - range.first;
+    (t == &dq ? checked.dq_bytes : t == &dk ? checked.dk_bytes : checked.dv_bytes) = bytes;
+  }
+  auto packed = [](const TensorRef& t) { return PackedStrides{t.strides[0], t.strides[1]}; };
+  r.dout = packed(dout), r.dq = packed(dq), r.dk = packed(dk), r.dv = packed(dv);
+  r.dout_data = dout.data, r.dq_data = dq.data;
+  r.dk_data = numel(dk) > 0 ? dk.data : 0, r.dv_data = numel(dv) > 0 ? dv.data : 0;
+  if (options.config)
+    (void)checked_config("options.config (the dK/dV kernel's)", fa2_bwd_dkdv_varlen_def(), *options.config,
+                         r.fwd.shape, site);
+  if (options.dq_config)
+    (void)checked_config("options.dq_config", fa2_bwd_dq_varlen_def(), *options.dq_config, r.fwd.shape, site);
+  return checked;
+}
+
+// Every element of a packed [total, heads, D] tensor set to zero on `stream`: one memset for a dense tensor,
+// else one per token (heads contiguous) or per (token, head).
+void zero_packed(const char* name, const TensorRef& t, const rt::Stream& stream) {
+  if (numel(t) == 0)
+    return;
+  const uint64_t elem = static_cast<uint64_t>(dtype_bytes(t.dtype));
+  const int64_t heads = t.shape[1], D = t.shape[2];
+  const bool heads_dense = heads == 1 || t.strides[1] == D;
+  const bool all_dense = heads_dense && (t.shape[0] == 1 || t.strides[0] == heads * D);
+  auto memset = [&](int64_t offset, int64_t count) {
+    KILN_CU_CHECK(cuMemsetD8Async, fmt::format("zeroing {}", name),
+                  t.data + static_cast<uint64_t>(offset) * elem, 0, static_cast<size_t>(count) * elem,
+                  stream.handle());
+  };
+  if (all_dense)
+    return memset(0, numel(t));
+  for (int64_t i = 0; i < t.shape[0]; ++i) {
+    if (heads_dense)
+      memset(i * t.strides[0], heads * D);
+    else
+      for (int64_t h = 0; h < heads; ++h)
+        memset(i * t.strides[0] + h * t.strides[1], D);
+  }
+}
+
+std::vector<LaunchArg> varlen_bwd_launch_args(const ValidatedVarlenBackward& b, uint64_t delta,
+                                              uint64_t dq_acc) {
+  const ValidatedVarlen& a = b.fwd;
+  const VarlenSizes& s = a.sizes;
+  std::vector<LaunchArg> args;
+  for (uint64_t ptr :
+       {a.q, a.k, a.v, a.o, b.dout_data, *a.lse, delta, b.dq_data, b.dk_data, b.dv_data, dq_acc})
+    args.push_back(LaunchArg::pointer(ptr));
+  args.push_back(LaunchArg::of_float(a.shape.scale()));
+  for (int64_t n : {s.B, s.H, s.H_KV, s.total_q, s.total_k, s.D})
+    args.push_back(LaunchArg::of_int(n));
+  for (const PackedStrides* t :
+       {&a.strides.q, &a.strides.k, &a.strides.v, &a.strides.o, &b.dout, &b.dq, &b.dk, &b.dv})
+    for (int64_t stride : {int64_t{0}, t->head, t->token}) // (batch: unused, head, sequence)
+      args.push_back(LaunchArg::of_int(stride));
+  args.push_back(LaunchArg::pointer(a.cu_seqlens_q));
+  args.push_back(LaunchArg::pointer(a.cu_seqlens_k));
+  return args;
+}
+
+} // namespace
+
+ValidatedVarlenBackward validate_varlen_bwd_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,
+                                                 const TensorRef& o, const TensorRef& lse,
+                                                 const TensorRef& dout, const TensorRef& dq,
+                                                 const TensorRef& dk, const TensorRef& dv,
+                                                 const VarlenBatch& batch, const BackwardOptions& options,
+                                                 std::source_location where) {
+  return check_varlen_backward(q, k, v, o, lse, dout, dq, dk, dv, batch, options,
+                               ApiSite{"backward_varlen", where})
+      .args;
+}
+
+void backward_varlen(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+                     const TensorRef& lse, const TensorRef& dout, const TensorRef& dq, const TensorRef& dk,
+                     const TensorRef& dv, const VarlenBatch& batch, const BackwardOptions& options,
+                     std::source_location where) {
+  const ApiSite site{"backward_varlen", where};
+  const CheckedVarlenBackward checked =
+      check_varlen_backward(q, k, v, o, lse, dout, dq, dk, dv, batch, options, site);
+  const ValidatedVarlenBackward& b = checked.args;
+  const ValidatedVarlen& a = b.fwd;
+  const VarlenSizes& s = a.sizes;
+  if (s.B == 0 || (s.total_q == 0 && s.total_k == 0))
+    return;
+  require_driver(site);
+  rt::current_device(); // makes the context current before any copy, allocation or launch
+  const rt::Stream stream = rt::Stream::wrap(options.stream);
+  if (a.empty) { // no query rows: nothing flows back to the keys
+    zero_packed("dk", dk, stream);
+    zero_packed("dv", dv, stream);
+    stream.synchronize();
+    return;
+  }
+  const detail::OffsetsOnHost host =
+      detail::read_checked_offsets(a, options.stream, "backward_varlen", where);
+  const std::vector<int32_t>&cu_q = host.cu_seqlens_q, &cu_k = host.cu_seqlens_k;
+
+  const bool atomic = options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
+  const uint64_t rows = static_cast<uint64_t>(s.H * s.total_q);
+  std::optional<rt::DeviceBuffer> delta, dq_acc;
+  if (rows > 0)
+    delta.emplace(rows * sizeof(float));
+  if (atomic && rows > 0)
+    dq_acc.emplace(rows * static_cast<uint64_t>(s.D) * sizeof(float));
+  const std::vector<LaunchArg> args =
+      varlen_bwd_launch_args(b, delta ? delta->ptr() : 0, dq_acc ? dq_acc->ptr() : 0);
+  const SizeArgs sizes = varlen_size_args(s);
+  const AttentionBwdConfigs defaults = default_bwd_configs(a.shape, atomic);
+  double pairs = static_cast<double>(s.total_q) * static_cast<double>(s.max_seqlen_k); // a bound, unless read
+  if (!cu_q.empty()) {
+    pairs = 0;
+    for (int64_t i = 0; i < s.B; ++i)
+      pairs += static_cast<double>(cu_q[static_cast<size_t>(i + 1)] - cu_q[static_cast<size_t>(i)]) *
+               static_cast<double>(cu_k[static_cast<size_t>(i + 1)] - cu_k[static_cast<size_t>(i)]);
+  }
+  const double fwd_flops = 4.0 * static_cast<double>(s.H * s.D) * pairs / (a.shape.causal != 0 ? 2 : 1);
+
+  // Launches `def` at `given` or at the tuner's pick from `base` (timing on scratch copies of `outputs`); an
+  // empty grid (no rows, or no keys) launches nothing.
+  auto launch = [&](const KernelDef& def, const std::optional<Config>& given, const Config& base,
+                    const std::vector<OutputArg>& outputs, double flops) {
+    if (given) {
+      const Config c = checked_config("config", def, *given, a.shape, site);
+      const Grid grid = def.grid(c, sizes);
+      if (grid[0] > 0 && grid[1] > 0)
+        compiled_for(def, c)->launch(grid, args, stream);
+      return;
+    }
+    if (def.grid(base, sizes)[0] == 0)
+      return;
+    TuneOptions tune;
+    tune.mode = options.autotune;
+    tune.flops = flops;
+    const TunedLaunch t = attention_tuner().select(def, base, sizes, args, outputs, tune);
+    t.kernel->launch(t.grid, args, stream);
+  };
+  const Config dkdv_base = varlen_config_of(fa2_bwd_dkdv_varlen_def(), defaults.dkdv);
+  const Config pre =
+      varlen_config_of(fa2_bwd_preprocess_varlen_def(),
+                       bwd_preprocess_config(a.shape, options.config ? *options.config : dkdv_base));
+  launch(fa2_bwd_preprocess_varlen_def(), pre, pre, {}, 0);
+  std::vector<OutputArg> dkdv_outputs;
+  for (auto [index, bytes] : {std::pair{kBwdArgDk, checked.dk_bytes}, {kBwdArgDv, checked.dv_bytes}})
+    if (bytes > 0)
+      dkdv_outputs.push_back({index, static_cast<size_t>(bytes), 0});
+  launch(fa2_bwd_dkdv_varlen_def(), options.config, dkdv_base, dkdv_outputs, kDkdvFlops * fwd_flops);
+  if (atomic) {
+    const Config conv = varlen_config_of(fa2_bwd_dq_convert_varlen_def(), bwd_dq_convert_config(a.shape));
+    launch(fa2_bwd_dq_convert_varlen_def(), conv, conv, {}, 0);
+  } else {
+    std::vector<OutputArg> dq_outputs;
+    if (checked.dq_bytes > 0)
+      dq_outputs.push_back({kBwdArgDq, static_cast<size_t>(checked.dq_bytes), 0});
+    launch(fa2_bwd_dq_varlen_def(), options.dq_config, varlen_config_of(fa2_bwd_dq_varlen_def(), defaults.dq),
+           dq_outputs, kDqFlops * fwd_flops);
+  }
+  stream.synchronize(); // the scratch is freed on return
+}
+
+} // namespace kiln::attention

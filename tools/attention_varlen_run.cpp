@@ -1,0 +1,180 @@
+#include "tools/attention_varlen_run.h"
+
+#include "kernels/attention/attention_tolerance.h"
+#include "kernels/attention/attention_varlen_api.h"
+#include "kernels/attention/attention_varlen_bwd_problem.h"
+#include "kernels/attention/fa2_fwd_varlen.h"
+#include "kernels/compare.h"
+#include "runtime/device.h"
+#include "support/error.h"
+#include "tools/cli.h"
+#include "tools/npy_outputs.h"
+
+#include <llvm/Support/raw_ostream.h>
+
+#include <charconv>
+
+namespace kiln::cli {
+
+namespace {
+
+int64_t parse_length(std::string_view text, const char* flag, const std::string& entry) {
+  int64_t v = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < 0)
+    fail("{}: '{}' is not a sequence length; expected N or NQ:NK with lengths >= 0 in base 10 (e.g. "
+         "0,1,17:30,300)",
+         flag, entry);
+  return v;
+}
+
+// forward_varlen on device copies of the inputs; O and LSE read back in logical order.
+AttentionResult run_on_gpu(const VarlenProblem& p, const AttentionInputs& in,
+                           const std::optional<Config>& config) {
+  using namespace attention;
+  rt::current_device();
+  AttentionOutputs out = make_varlen_outputs(p);
+  auto upload = [](const HostBuffer& b) {
+    rt::DeviceBuffer d(std::max<size_t>(b.bytes.size(), 16)); // an empty tensor still gets an address
+    d.copy_from_host(b.bytes.data(), b.bytes.size());
+    return d;
+  };
+  rt::DeviceBuffer q = upload(in.q), k = upload(in.k), v = upload(in.v), o = upload(out.o),
+                   lse = upload(out.lse);
+  rt::DeviceBuffer cu_q = rt::DeviceBuffer::from_host(p.cu_seqlens_q()),
+                   cu_k = rt::DeviceBuffer::from_host(p.cu_seqlens_k());
+  const VarlenStrides s = varlen_strides(p);
+  auto packed = [&](const rt::DeviceBuffer& b, int64_t total, int64_t heads, const PackedStrides& st) {
+    return TensorRef{b.ptr(), p.dtype, {total, heads, p.D}, {st.token, st.head, 1}};
+  };
+  VarlenBatch batch;
+  batch.cu_seqlens_q = TensorRef::contiguous(cu_q.ptr(), DType::i32, {p.batch() + 1});
+  batch.cu_seqlens_k = TensorRef::contiguous(cu_k.ptr(), DType::i32, {p.batch() + 1});
+  batch.max_seqlen_q = p.max_seqlen_q();
+  batch.max_seqlen_k = p.max_seqlen_k();
+  AttentionOptions opts;
+  opts.causal = static_cast<Causal>(p.causal);
+  opts.k_transposed = p.k_transposed;
+  opts.exact_masked_v = p.exact_masked_v;
+  opts.config = config;
+  forward_varlen(packed(q, p.total_q(), p.H, s.q), packed(k, p.total_k(), p.H_KV, s.k),
+                 packed(v, p.total_k(), p.H_KV, s.v), packed(o, p.total_q(), p.H, s.o),
+                 TensorRef::contiguous(lse.ptr(), DType::f32, {p.H, p.total_q()}), batch, opts);
+  rt::Stream().synchronize();
+  o.copy_to_host(out.o.bytes.data(), out.o.bytes.size());
+  lse.copy_to_host(out.lse.bytes.data(), out.lse.bytes.size());
+  return gather_varlen_outputs(p, out);
+}
+
+} // namespace
+
+void parse_varlen_lengths(const std::string& text, const char* flag, VarlenProblem& p) {
+  p.seqlens_q.clear();
+  p.seqlens_k.clear();
+  if (text.empty())
+    fail("{} is empty; expected one length (N or NQ:NK) per sequence, comma-separated", flag);
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string entry = text.substr(start, comma - start);
+    const size_t colon = entry.find(':');
+    const int64_t nq = parse_length(std::string_view(entry).substr(0, colon), flag, entry);
+    const int64_t nk = colon == std::string::npos
+                           ? nq
+                           : parse_length(std::string_view(entry).substr(colon + 1), flag, entry);
+    p.seqlens_q.push_back(nq);
+    p.seqlens_k.push_back(nk);
+    start = comma + 1;
+  }
+}
+
+namespace {
+
+int run_varlen_backward(const VarlenRun& r) {
+  const VarlenProblem& p = r.problem;
+  if (!r.overrides.empty())
+    fail("--set applies to the forward's kernel; --varlen --backward runs the backward's default configs");
+  const AttentionBwdConfigs configs = default_varlen_bwd_configs(p, r.atomic_dq);
+  const AttentionInputs inputs = make_varlen_inputs(p, r.seed, 1.0);
+  const HostBuffer dout = make_varlen_dout(p, r.seed + 1, 1.0);
+  llvm::outs() << fmt::format("fa2 backward varlen {} on {} ({}; the default configs: dK/dV {}; dQ {})\n",
+                              p.str(), r.executor == Executor::Gpu ? "the GPU" : "the interpreter",
+                              r.atomic_dq ? "nondeterministic" : "deterministic", configs.dkdv.str(),
+                              r.atomic_dq ? "by atomics" : configs.dq.str());
+  AttentionBwdBuffers buffers = make_varlen_bwd_buffers(p, inputs, dout);
+  run_varlen_bwd(p, configs, buffers, r.executor);
+  const AttentionGrads grads = gather_varlen_grads(p, buffers);
+  bool ok = true;
+  if (r.check) {
+    const AttentionGrads ref = varlen_reference_backward(p, inputs, dout);
+    const double tol = attention_grad_tolerance(p.dtype, p.tf32, max_abs_lse(varlen_reference(p, inputs)));
+    for (const auto& [name, c] : compare_grads(grads, ref)) {
+      llvm::outs() << fmt::format("check {}: {} (tolerance {:.1e}) {}\n", name, c.str(), tol,
+                                  c.ok(tol) ? "ok" : "FAIL");
+      ok = ok && c.ok(tol);
+    }
+  }
+  if (!ok) {
+    llvm::errs() << program_name()
+                 << ": error: the gradients do not match the reference; no output written\n";
+    return 1;
+  }
+  std::vector<std::pair<OutputPath, std::string>> files;
+  if (!r.dq_file.empty())
+    files.push_back(output_npy("--dq", r.dq_file, r.out_dtype, {p.total_q(), p.H, p.D}, grads.dq));
+  if (!r.dk_file.empty())
+    files.push_back(output_npy("--dk", r.dk_file, r.out_dtype, {p.total_k(), p.H_KV, p.D}, grads.dk));
+  if (!r.dv_file.empty())
+    files.push_back(output_npy("--dv", r.dv_file, r.out_dtype, {p.total_k(), p.H_KV, p.D}, grads.dv));
+  write_outputs(files);
+  return 0;
+}
+
+} // namespace
+
+int run_varlen_attention(const VarlenRun& r) {
+  const VarlenProblem& p = r.problem;
+  check_varlen_problem(p);
+  if (r.backward)
+    return run_varlen_backward(r);
+  Config config = fa2_fwd_varlen_def().with_overrides(default_fa2_varlen_config(p), r.overrides);
+  check_attention_config(p.shape(), config);
+  const AttentionInputs inputs = make_varlen_inputs(p, r.seed, 1.0);
+
+  std::string source = r.overrides.empty() ? "the default config" : "the default config with --set";
+  if (r.executor == Executor::Gpu && r.overrides.empty())
+    source = "as kiln::attention::forward_varlen picks it (KILN_AUTOTUNE)";
+  llvm::outs() << fmt::format(
+      "fa2_fwd_varlen {} on {} ({})\n", p.str(), r.executor == Executor::Gpu ? "the GPU" : "the interpreter",
+      r.executor == Executor::Gpu && r.overrides.empty() ? source : config.str() + "; " + source);
+  const AttentionResult result =
+      r.executor == Executor::Gpu
+          ? run_on_gpu(p, inputs, r.overrides.empty() ? std::nullopt : std::optional<Config>(config))
+          : run_fa2_varlen_interpreted(p, config, inputs);
+
+  bool ok = true;
+  if (r.check) {
+    const AttentionResult ref = varlen_reference(p, inputs);
+    const double tol = attention_tolerance(p.dtype, p.tf32, max_abs_lse(ref));
+    const Comparison co = compare_to_reference(result.o, ref.o),
+                     cl = compare_to_reference(result.lse, ref.lse);
+    llvm::outs() << fmt::format("check O:   {} (tolerance {:.1e}) {}\n", co.str(), tol,
+                                co.ok(tol) ? "ok" : "FAIL");
+    llvm::outs() << fmt::format("check LSE: {} (tolerance {:.1e}) {}\n", cl.str(), tol,
+                                cl.ok(tol) ? "ok" : "FAIL");
+    ok = co.ok(tol) && cl.ok(tol);
+  }
+  if (!ok) {
+    llvm::errs() << program_name() << ": error: the result does not match the reference; no output written\n";
+    return 1;
+  }
+  std::vector<std::pair<OutputPath, std::string>> files;
+  if (!r.out_file.empty())
+    files.push_back(output_npy("--out", r.out_file, r.out_dtype, {p.total_q(), p.H, p.D}, result.o));
+  if (!r.lse_file.empty())
+    files.push_back(output_npy("--lse", r.lse_file, r.out_dtype, {p.H, p.total_q()}, result.lse));
+  write_outputs(files);
+  return 0;
+}
+
+} // namespace kiln::cli

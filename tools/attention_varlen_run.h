@@ -1,0 +1,37 @@
+// `kiln attention --varlen=LENS`: packed variable-length attention (kiln::attention::forward_varlen) on
+// random inputs, in the interpreter or on the GPU, checked against the per-sequence double reference and
+// written as .npy (O [total_q, H, D], LSE [H, total_q]) as asked; with --backward the packed backward instead
+// (dQ [total_q, H, D], dK and dV [total_k, H_KV, D]). The attention command parses the flags and hands them
+// here.
+#pragma once
+
+#include "kernels/attention/attention_varlen_problem.h"
+
+#include <map>
+#include <string>
+
+namespace kiln::cli {
+
+// "0,1,17:30,300": one entry per sequence, N (N_Q = N_K = N) or NQ:NK, lengths >= 0 in base 10. A kiln::Error
+// naming `flag` and the entry otherwise.
+void parse_varlen_lengths(const std::string& text, const char* flag, VarlenProblem& p);
+
+struct VarlenRun {
+  VarlenProblem problem;
+  std::map<std::string, int64_t> overrides; // --set
+  Executor executor = Executor::Interpreter;
+  bool check = false;
+  uint64_t seed = 1;
+  std::string out_file, lse_file; // "" when not asked for
+  DType out_dtype = DType::f32;
+  // --backward: the gradients of a random dO, at the default configs (ATOMIC_DQ=1 with --nondeterministic),
+  // with O and LSE from the double forward; written to dq/dk/dv_file as asked.
+  bool backward = false, atomic_dq = false;
+  std::string dq_file, dk_file, dv_file;
+};
+
+// Runs it (on the GPU through forward_varlen: the autotuner's config unless --set fixed parameters; in the
+// interpreter the default config), prints what ran and the check, writes the outputs; returns the exit code.
+int run_varlen_attention(const VarlenRun& r);
+
+} // namespace kiln::cli
