@@ -52,7 +52,10 @@ Kernel build_decode_combine(const Config& config) {
   Value o_rows = b.to(i64) * stride_ob + i.to(i64) * stride_on + h.to(i64) * stride_oh; // (BM,) i64
   Value offs_d = arange(0, HD);
   Value mask = in_rows.expand_dims(1) && (offs_d < D).expand_dims(0); // (BM, HD)
-  store(o + (o_rows.expand_dims(1) + offs_d.expand_dims(0)), out.to(dt), mask);
+  Value o_offs = o_rows.expand_dims(1) + offs_d.expand_dims(0); // (BM, HD) i64
+  if (even_d) // rows of HEAD_DIM consecutive elements: vector stores (the analysis cannot see through % and /)
+    o_offs = max_contiguous(o_offs, HD);
+  store(o + o_offs, out.to(dt), mask);
   return kb.finish();
 }
 

@@ -122,7 +122,7 @@ Config default_decode_split_config(const DecodeProblem& p) {
   c.set("BLOCK_M", std::clamp<int64_t>(next_pow2(p.group() * p.N_Q), 16, 64));
   c.set("BLOCK_N", p.paged() ? std::min<int64_t>(64, p.page_size) : 64);
   c.set("PAGED", p.paged() ? 1 : 0);
-  c.set("SEQLENS_K", p.seqlens_k.empty() ? 0 : 1);
+  c.set("SEQLENS_K", p.has_seqlens() ? 1 : 0);
   return c;
 }
 

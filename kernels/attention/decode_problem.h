@@ -20,11 +20,14 @@ struct DecodeProblem {
   int causal = 0;         // 0 none, 2 bottom-right (the CAUSAL param)
   int64_t page_size = 0;  // 0: contiguous cache [B, N_K, H_KV, D]; else pages [num_pages, page_size, H_KV, D]
   std::vector<int64_t> seqlens_k; // keys of each sequence (<= N_K); empty: every sequence has N_K
+  // The host API's case: per-sequence key counts that only a device tensor holds (seqlens_k stays empty).
+  bool seqlens_on_device = false;
   double sm_scale = 0;    // 0 → 1 / sqrt(D)
 
   int64_t group() const { return H / H_KV; }   // G: query heads per kv head
   int64_t seqlen(int64_t b) const;             // keys of sequence b
   bool paged() const { return page_size > 0; }
+  bool has_seqlens() const { return seqlens_on_device || !seqlens_k.empty(); } // SEQLENS_K=1
   int64_t max_pages() const;                   // block-table width: cdiv(N_K, page_size)
   int64_t num_pages() const { return B * max_pages(); }
   double scale() const;

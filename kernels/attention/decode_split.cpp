@@ -92,7 +92,10 @@ Kernel build_decode_split(const Config& config) {
   Value offs_d = arange(0, HD);                          // (HD,)
   Value q_rows = b64 * a.stride_qb + q_idx.to(i64) * a.stride_qn + head.to(i64) * a.stride_qh; // (BM,) i64
   Value q_mask = (offs_r < head_rows).expand_dims(1) && (offs_d < a.D).expand_dims(0);        // (BM, HD)
-  Value q = load(a.q + (q_rows.expand_dims(1) + offs_d.expand_dims(0)), q_mask, 0.0).named("q"); // (BM, HD)
+  Value q_offs = q_rows.expand_dims(1) + offs_d.expand_dims(0); // (BM, HD) i64
+  if (tp.even_d) // rows of HEAD_DIM consecutive elements: vector loads (the analysis cannot see through % and /)
+    q_offs = max_contiguous(q_offs, HD);
+  Value q = load(a.q + q_offs, q_mask, 0.0).named("q"); // (BM, HD), zero past the packed rows (and D)
 
   // This split's keys [lo, hi): a whole number of tiles, so only the sequence's last tile meets its tail.
   // Keys below `mid` are seen by every packed row (no mask); the tiles from mid on cross n_k or the diagonal.
