@@ -83,7 +83,7 @@ Kernel build_decode_split(const Config& config) {
   Value head_rows = (group * a.N_Q).named("head_rows"); // packed rows of one kv head
   Value b = (off_bk / a.H_KV).named("b"), hkv = (off_bk % a.H_KV).named("hkv");
   Value b64 = b.to(i64), hkv64 = hkv.to(i64);
-  Value n_k = (varlen ? load(a.seqlens_k + b) : a.N_K).named("n_k"); // this sequence's keys
+  Value n_k = varlen ? load(a.seqlens_k + b).named("n_k") : a.N_K; // this sequence's keys
 
   // Q: packed row r is query r % N_Q of head hkv·G + r / N_Q, gathered through a tile of pointers.
   Value offs_r = (row0 + arange(0, BM)).named("offs_r"); // (BM,) i32
