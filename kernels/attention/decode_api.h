@@ -9,12 +9,13 @@
 //   opts.block_table = TensorRef::contiguous(table, DType::i32, {B, max_pages});
 //   opts.seqlens_k = TensorRef::contiguous(lens, DType::i32, {B});
 //   opts.causal = Causal::BottomRight;
-//   decode(q, k, v, o, lse, opts);                                                          // lse may be nullopt
+//   decode(q, k, v, o, lse, opts);                                                          // lse may be
+//   nullopt
 //
 // Two kernels run on options.stream: decode_split (keys cut into num_splits ranges, one program per split and
-// kv head, the kv head's G query heads × N_Q queries packed as one tile's rows) and decode_combine (the splits
-// merged by LSE). Every mistake a caller can make in the description is a kiln::Error naming what was expected
-// and what came, before any GPU work (validate_decode_args, tested in CI).
+// kv head, the kv head's G query heads × N_Q queries packed as one tile's rows) and decode_combine (the
+// splits merged by LSE). Every mistake a caller can make in the description is a kiln::Error naming what was
+// expected and what came, before any GPU work (validate_decode_args, tested in CI).
 #pragma once
 
 #include "kernels/attention/attention_api.h"
@@ -23,9 +24,9 @@
 namespace kiln::attention {
 
 struct DecodeOptions {
-  // i32 [B], contiguous: the keys of sequence b are its first seqlens_k[b] cache rows (the cache fill; rows past
-  // it are never read). Each value must lie in [0, the cache's capacity]; the values are on the device and are
-  // not checked. nullopt: every sequence has the cache's capacity in keys.
+  // i32 [B], contiguous: the keys of sequence b are its first seqlens_k[b] cache rows (the cache fill; rows
+  // past it are never read). Each value must lie in [0, the cache's capacity]; the values are on the device
+  // and are not checked. nullopt: every sequence has the cache's capacity in keys.
   std::optional<TensorRef> seqlens_k;
   // i32 [B, max_pages], the last dim contiguous: key j of sequence b is row j % page_size of page
   // block_table[b, j / page_size], in any order. Given, k_cache and v_cache are pages [num_pages, page_size,
@@ -33,14 +34,15 @@ struct DecodeOptions {
   // sequence's keys reach must lie in [0, num_pages) (device values, not checked), the others are never read.
   // nullopt: k_cache and v_cache are [B, N_K, H_KV, D].
   std::optional<TensorRef> block_table;
-  // None, or BottomRight (query i of N_Q sees keys j <= n_k − N_Q + i, as decoding needs). TopLeft is refused.
+  // None, or BottomRight (query i of N_Q sees keys j <= n_k − N_Q + i, as decoding needs). TopLeft is
+  // refused.
   Causal causal = Causal::None;
   double sm_scale = 0; // 0 means 1 / sqrt(D); finite and representable in f32
   // How many ranges each sequence's keys are cut into; 0 chooses (choose_num_splits over the device's SMs).
   int64_t num_splits = 0;
-  // f32, rank 1, contiguous, at least decode_workspace_bytes() / 4 elements: the splits' partial outputs. Given,
-  // decode() is asynchronous on the stream and allocates nothing (as CUDA graph capture needs); nullopt,
-  // decode() allocates it and synchronizes the stream before freeing it.
+  // f32, rank 1, contiguous, at least decode_workspace_bytes() / 4 elements: the splits' partial outputs.
+  // Given, decode() is asynchronous on the stream and allocates nothing (as CUDA graph capture needs);
+  // nullopt, decode() allocates it and synchronizes the stream before freeing it.
   std::optional<TensorRef> workspace;
   // The split kernel's config instead of the autotuned/default one (default_decode_split_config of the
   // problem with its tiles changed; BLOCK_N no wider than a page).
@@ -64,17 +66,21 @@ struct ValidatedDecode {
 
 // Checks a decode() call without touching the GPU; a kiln::Error ending in the caller's line names the first
 // mistake. It rejects:
-//  - q and o not [B, N_Q, H, D], k_cache and v_cache not [B, N_K, H_KV, D] (or, with a block table, [num_pages,
+//  - q and o not [B, N_Q, H, D], k_cache and v_cache not [B, N_K, H_KV, D] (or, with a block table,
+//  [num_pages,
 //    page_size, H_KV, D]) and of one shape; lse not f32 [B, H, N_Q] contiguous;
-//  - a dtype other than f16/bf16/f32, or q, k_cache, v_cache and o of different dtypes; a block table or seqlens_k
+//  - a dtype other than f16/bf16/f32, or q, k_cache, v_cache and o of different dtypes; a block table or
+//  seqlens_k
 //    that is not i32, of the wrong rank or batch, or not contiguous along its last dim;
-//  - a head dim of 0, above 256 or not a multiple of 8; H or H_KV of 0, or H not a multiple of H_KV; N_Q of 0;
+//  - a head dim of 0, above 256 or not a multiple of 8; H or H_KV of 0, or H not a multiple of H_KV; N_Q of
+//  0;
 //    a cache with no key; a page size that is not a power of two >= 16; a block table with no column;
 //  - negative strides, a head dim that is not contiguous, null or misaligned addresses (16 bytes for the
 //    tensors the kernels move as vectors, 4 for the i32 ones), strides not a multiple of 16 bytes;
 //  - sizes past the kernels' i32 indices, B · H_KV or the row tiles above 65535 (the grid's y and z dims);
 //  - o, lse or the workspace overlapping an input or each other, o elements that overlap each other;
-//  - causal TopLeft; a sm_scale that is NaN, infinite or too large for f32; num_splits negative or above 1024;
+//  - causal TopLeft; a sm_scale that is NaN, infinite or too large for f32; num_splits negative or above
+//  1024;
 //  - a workspace that is not f32, rank 1 and contiguous, too small, or misaligned;
 //  - options.split_config that disagrees with the problem or has BLOCK_N wider than a page.
 ValidatedDecode validate_decode_args(const TensorRef& q, const TensorRef& k_cache, const TensorRef& v_cache,

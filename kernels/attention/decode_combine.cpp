@@ -25,14 +25,14 @@ Kernel build_decode_combine(const Config& config) {
   Value rows64 = rows.to(i64), total64 = total_rows.to(i64), d64 = D.to(i64);
   const BoundaryCheck check = even_d ? BoundaryCheck{0} : BoundaryCheck{0, 1};
 
-  Value m = full({BM}, -kInfinity, f32).named("m");  // running max of LSE_s (log2 domain)
-  Value l = zeros({BM}, f32).named("l");              // Σ 2^(LSE_s − m)
-  Value acc = zeros({BM, HD}, f32).named("acc");      // (BM, HD) Σ 2^(LSE_s − m) O_s
+  Value m = full({BM}, -kInfinity, f32).named("m"); // running max of LSE_s (log2 domain)
+  Value l = zeros({BM}, f32).named("l");            // Σ 2^(LSE_s − m)
+  Value acc = zeros({BM, HD}, f32).named("acc");    // (BM, HD) Σ 2^(LSE_s − m) O_s
   for_range(0, num_splits, 1, [&](Value s) {
     Value s64 = s.to(i64);
     Value lse_s = load(lse_part + (s64 * total64 + rows64), in_rows, -kInfinity); // (BM,) f32
-    Value o_ptr = make_block_ptr(o_part + s64 * total64 * d64, {total_rows, D}, {d64, 1}, {row0, 0}, {BM, HD},
-                                 {1, 0});
+    Value o_ptr =
+        make_block_ptr(o_part + s64 * total64 * d64, {total_rows, D}, {d64, 1}, {row0, 0}, {BM, HD}, {1, 0});
     Value o_s = load(o_ptr, check); // (BM, HD) f32
     Value m_new = maximum(m, lse_s);
     Value shift = where(m_new == -kInfinity, 0.0, m_new); // no split with a key yet: keep exponents finite
@@ -48,12 +48,13 @@ Kernel build_decode_combine(const Config& config) {
   store(lse_out + rows, where(seen, (m + log2(l_safe)) * kLn2, -kInfinity), in_rows);
   // O through the caller's strides: row (b, h, i) at b·stride_ob + i·stride_on + h·stride_oh.
   Value heads_rows = H * N_Q;
-  Value b = rows / heads_rows, h = rows / N_Q % H, i = rows % N_Q; // (BM,) each
+  Value b = rows / heads_rows, h = rows / N_Q % H, i = rows % N_Q;                      // (BM,) each
   Value o_rows = b.to(i64) * stride_ob + i.to(i64) * stride_on + h.to(i64) * stride_oh; // (BM,) i64
   Value offs_d = arange(0, HD);
   Value mask = in_rows.expand_dims(1) && (offs_d < D).expand_dims(0); // (BM, HD)
-  Value o_offs = o_rows.expand_dims(1) + offs_d.expand_dims(0); // (BM, HD) i64
-  if (even_d) // rows of HEAD_DIM consecutive elements: vector stores (the analysis cannot see through % and /)
+  Value o_offs = o_rows.expand_dims(1) + offs_d.expand_dims(0);       // (BM, HD) i64
+  if (even_d) // rows of HEAD_DIM consecutive elements: vector stores (the analysis cannot see through % and
+              // /)
     o_offs = max_contiguous(o_offs, HD);
   store(o + o_offs, out.to(dt), mask);
   return kb.finish();
@@ -65,10 +66,11 @@ KernelDef make_decode_combine_def() {
   KernelDef d;
   d.name = "decode_combine";
   d.summary = "split-KV decoding, second kernel: O and LSE from the splits' partial results, merged by LSE";
-  d.params = {ParamDef::power_of_two("BLOCK_M", 16, "rows (b, h, i) a program merges", 1, 256),
-              ParamDef::power_of_two("HEAD_DIM", 128, "tile width along the head dim: a power of two >= D", 16, 256),
-              ParamDef::flag("EVEN_D", 1, "1 when D == HEAD_DIM (no boundary check along D)"),
-              ParamDef::choice("DTYPE", 0, "element type of O: 0 f16, 1 bf16, 2 f32", 0, 2)};
+  d.params = {
+      ParamDef::power_of_two("BLOCK_M", 16, "rows (b, h, i) a program merges", 1, 256),
+      ParamDef::power_of_two("HEAD_DIM", 128, "tile width along the head dim: a power of two >= D", 16, 256),
+      ParamDef::flag("EVEN_D", 1, "1 when D == HEAD_DIM (no boundary check along D)"),
+      ParamDef::choice("DTYPE", 0, "element type of O: 0 f16, 1 bf16, 2 f32", 0, 2)};
   d.default_num_warps = 4;
   d.default_num_stages = 1;
   d.build = build_decode_combine;

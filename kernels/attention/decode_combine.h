@@ -1,5 +1,5 @@
-// Split-KV decoding, second kernel: merges the splits' partial results (decode_split.h) by their LSE into O (in
-// the inputs' dtype) and the final LSE. For each row (b, h, i), with LSE_s in the log2 domain:
+// Split-KV decoding, second kernel: merges the splits' partial results (decode_split.h) by their LSE into O
+// (in the inputs' dtype) and the final LSE. For each row (b, h, i), with LSE_s in the log2 domain:
 //
 //   M = max_s LSE_s,  w_s = 2^(LSE_s − M),  O = Σ_s w_s · O_s / Σ_s w_s,  LSE = (M + log2 Σ_s w_s) · ln 2,
 //

@@ -30,7 +30,8 @@ AttentionProblem sequence_problem(const DecodeProblem& p, int64_t n_k) {
 }
 
 // Element (key j of sequence b, kv head h, d) of the cache, through the block table when paged.
-int64_t cache_index(const DecodeProblem& p, const DecodeInputs& in, int64_t b, int64_t j, int64_t h, int64_t d) {
+int64_t cache_index(const DecodeProblem& p, const DecodeInputs& in, int64_t b, int64_t j, int64_t h,
+                    int64_t d) {
   int64_t row = b * p.N_K + j; // contiguous: [B, N_K, H_KV, D]
   if (p.paged())
     row = in.block_table.get_int(b * p.max_pages() + j / p.page_size) * p.page_size + j % p.page_size;
@@ -47,7 +48,8 @@ double DecodeProblem::scale() const { return sequence_problem(*this, N_K).scale(
 int64_t DecodeProblem::head_dim_tile() const { return sequence_problem(*this, N_K).head_dim_tile(); }
 
 std::string DecodeProblem::str() const {
-  std::string s = fmt::format("B{} H{} H_KV{} N_Q{} N_K{} D{} {}", B, H, H_KV, N_Q, N_K, D, dtype_name(dtype));
+  std::string s =
+      fmt::format("B{} H{} H_KV{} N_Q{} N_K{} D{} {}", B, H, H_KV, N_Q, N_K, D, dtype_name(dtype));
   if (causal)
     s += fmt::format(" causal={}", causal);
   if (paged())
@@ -62,7 +64,8 @@ DecodeInputs make_decode_inputs(const DecodeProblem& p, uint64_t seed, double sc
   DecodeInputs in{HostBuffer(p.dtype, p.B * p.N_Q * p.H * p.D, "Q"),
                   HostBuffer(p.dtype, cache_rows * p.H_KV * p.D, "K_CACHE"),
                   HostBuffer(p.dtype, cache_rows * p.H_KV * p.D, "V_CACHE"),
-                  HostBuffer(DType::i32, p.B * p.max_pages(), "BLOCK_TABLE"), HostBuffer(DType::i32, p.B, "SEQLENS_K")};
+                  HostBuffer(DType::i32, p.B * p.max_pages(), "BLOCK_TABLE"),
+                  HostBuffer(DType::i32, p.B, "SEQLENS_K")};
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> dist(-scale, scale);
   for (int64_t i = 0; i < in.q.numel(); ++i)
@@ -77,8 +80,9 @@ DecodeInputs make_decode_inputs(const DecodeProblem& p, uint64_t seed, double sc
     in.seqlens_k.set_int(b, n_k);
     for (int64_t slot = 0; slot < p.max_pages(); ++slot) // a slot past the keys names no page: never read
       in.block_table.set_int(b * p.max_pages() + slot,
-                             p.paged() && slot * p.page_size < n_k ? pages[static_cast<size_t>(b * p.max_pages() + slot)]
-                                                                   : 0x3fffffff);
+                             p.paged() && slot * p.page_size < n_k
+                                 ? pages[static_cast<size_t>(b * p.max_pages() + slot)]
+                                 : 0x3fffffff);
     for (int64_t j = 0; j < n_k; ++j)
       for (int64_t h = 0; h < p.H_KV; ++h)
         for (int64_t d = 0; d < p.D; ++d) {
@@ -111,8 +115,10 @@ AttentionResult decode_reference(const DecodeProblem& p, const DecodeInputs& in)
           t.v.push_back(in.v.get(cache_index(p, in, b, j, h, d)));
         }
     const AttentionResult one = reference_forward(a, t);
-    std::copy(one.o.begin(), one.o.end(), r.o.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(b) * rows * D));
-    std::copy(one.lse.begin(), one.lse.end(), r.lse.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(b) * rows));
+    std::copy(one.o.begin(), one.o.end(),
+              r.o.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(b) * rows * D));
+    std::copy(one.lse.begin(), one.lse.end(),
+              r.lse.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(b) * rows));
   }
   return r;
 }
@@ -139,16 +145,16 @@ void check_decode_split_config(const DecodeProblem& p, const Config& c) {
   const Config want = default_decode_split_config(p);
   for (const char* name : {"HEAD_DIM", "EVEN_D", "CAUSAL", "DTYPE", "PAGED", "SEQLENS_K"})
     if (c.get(name) != want.get(name))
-      fail("decode_split: config has {}={} but the problem ({}) needs {}={}", name, c.get(name), p.str(), name,
-           want.get(name));
+      fail("decode_split: config has {}={} but the problem ({}) needs {}={}", name, c.get(name), p.str(),
+           name, want.get(name));
   if (p.paged() && c.get("BLOCK_N") > p.page_size)
     fail("decode_split: config has BLOCK_N={}, wider than a page of {} keys; a key tile must lie in one page",
          c.get("BLOCK_N"), p.page_size);
 }
 
 SizeArgs decode_size_args(const DecodeProblem& p, int64_t num_splits) {
-  return {{"B", p.B},        {"H", p.H}, {"H_KV", p.H_KV},          {"N_Q", p.N_Q},
-          {"N_K", p.N_K},    {"D", p.D}, {"PAGE_SIZE", p.page_size}, {"NUM_SPLITS", num_splits}};
+  return {{"B", p.B},     {"H", p.H}, {"H_KV", p.H_KV},           {"N_Q", p.N_Q},
+          {"N_K", p.N_K}, {"D", p.D}, {"PAGE_SIZE", p.page_size}, {"NUM_SPLITS", num_splits}};
 }
 
 int64_t choose_num_splits(int64_t programs, int64_t key_tiles, int64_t sm_count) {
@@ -171,25 +177,28 @@ int64_t choose_num_splits(int64_t programs, int64_t key_tiles, int64_t sm_count)
   return 1;
 }
 
-int64_t decode_workspace_floats(int64_t rows, int64_t D, int64_t num_splits) { return num_splits * rows * (D + 1); }
+int64_t decode_workspace_floats(int64_t rows, int64_t D, int64_t num_splits) {
+  return num_splits * rows * (D + 1);
+}
 
-AttentionResult run_decode(const DecodeProblem& p, const Config& split, const Config& combine, int64_t num_splits,
-                           const DecodeInputs& in, Executor executor) {
+AttentionResult run_decode(const DecodeProblem& p, const Config& split, const Config& combine,
+                           int64_t num_splits, const DecodeInputs& in, Executor executor) {
   check_decode_split_config(p, split);
   decode_combine_def().check(combine);
   const int64_t rows = p.B * p.H * p.N_Q;
   DecodeInputs inputs = in; // the interpreter takes buffers by reference; the caller's stay untouched
-  HostBuffer o_part(DType::f32, num_splits * rows * p.D, "O_PART"), lse_part(DType::f32, num_splits * rows, "LSE_PART");
+  HostBuffer o_part(DType::f32, num_splits * rows * p.D, "O_PART"),
+      lse_part(DType::f32, num_splits * rows, "LSE_PART");
   HostBuffer o(p.dtype, rows * p.D, "O"), lse(DType::f32, rows, "LSE");
   for (HostBuffer* b : {&o_part, &lse_part, &o, &lse})
     poison(*b);
   const SizeArgs sizes = decode_size_args(p, num_splits);
   const int64_t kv_row = p.H_KV * p.D; // cache strides: [pages or B, rows, H_KV, D]
   const int64_t kv_b = (p.paged() ? p.page_size : p.N_K) * kv_row;
-  std::vector<InterpArg> split_args = {
-      InterpArg::ptr(inputs.q), InterpArg::ptr(inputs.k), InterpArg::ptr(inputs.v), InterpArg::ptr(inputs.block_table),
-      InterpArg::ptr(inputs.seqlens_k), InterpArg::ptr(o_part), InterpArg::ptr(lse_part),
-      InterpArg::of_float(p.scale())};
+  std::vector<InterpArg> split_args = {InterpArg::ptr(inputs.q),         InterpArg::ptr(inputs.k),
+                                       InterpArg::ptr(inputs.v),         InterpArg::ptr(inputs.block_table),
+                                       InterpArg::ptr(inputs.seqlens_k), InterpArg::ptr(o_part),
+                                       InterpArg::ptr(lse_part),         InterpArg::of_float(p.scale())};
   for (int64_t n : {p.B, p.H, p.H_KV, p.N_Q, p.N_K, p.D, std::max<int64_t>(p.page_size, 1), num_splits})
     split_args.push_back(InterpArg::of_int(n));
   for (int64_t s : {p.N_Q * p.H * p.D, p.H * p.D, p.D, kv_b, kv_row, p.D, kv_b, kv_row, p.D, p.max_pages()})

@@ -26,20 +26,32 @@ DecodeSplitArgs declare_decode_split_args(KernelBuilder& kb, DType dt) {
   a.o_part = kb.arg_ptr("O_PART", f32);
   a.lse_part = kb.arg_ptr("LSE_PART", f32);
   a.sm_scale = kb.arg("sm_scale", f32);
-  for (auto [v, name] : {std::pair{&a.B, "B"}, {&a.H, "H"}, {&a.H_KV, "H_KV"}, {&a.N_Q, "N_Q"}, {&a.N_K, "N_K"},
-                         {&a.D, "D"}, {&a.PAGE_SIZE, "PAGE_SIZE"}, {&a.NUM_SPLITS, "NUM_SPLITS"}})
+  for (auto [v, name] : {std::pair{&a.B, "B"},
+                         {&a.H, "H"},
+                         {&a.H_KV, "H_KV"},
+                         {&a.N_Q, "N_Q"},
+                         {&a.N_K, "N_K"},
+                         {&a.D, "D"},
+                         {&a.PAGE_SIZE, "PAGE_SIZE"},
+                         {&a.NUM_SPLITS, "NUM_SPLITS"}})
     *v = kb.arg(name, i32);
-  for (auto [v, name] : {std::pair{&a.stride_qb, "stride_qb"}, {&a.stride_qn, "stride_qn"},
-                         {&a.stride_qh, "stride_qh"}, {&a.stride_kb, "stride_kb"}, {&a.stride_kn, "stride_kn"},
-                         {&a.stride_kh, "stride_kh"}, {&a.stride_vb, "stride_vb"}, {&a.stride_vn, "stride_vn"},
-                         {&a.stride_vh, "stride_vh"}, {&a.stride_bt, "stride_bt"}})
+  for (auto [v, name] : {std::pair{&a.stride_qb, "stride_qb"},
+                         {&a.stride_qn, "stride_qn"},
+                         {&a.stride_qh, "stride_qh"},
+                         {&a.stride_kb, "stride_kb"},
+                         {&a.stride_kn, "stride_kn"},
+                         {&a.stride_kh, "stride_kh"},
+                         {&a.stride_vb, "stride_vb"},
+                         {&a.stride_vn, "stride_vn"},
+                         {&a.stride_vh, "stride_vh"},
+                         {&a.stride_bt, "stride_bt"}})
     *v = kb.arg(name, i64);
   return a;
 }
 
 // Where a K or V tile's rows come from: `base` (the sequence's, or the page's, row 0 of this kv head), the
-// keys it holds (`rows`: the block pointer's extent, keys past it read as zero in masked tiles) and the tile's
-// first row in it.
+// keys it holds (`rows`: the block pointer's extent, keys past it read as zero in masked tiles) and the
+// tile's first row in it.
 struct KeyRows {
   Value k_base, v_base, rows, first;
 };
@@ -79,7 +91,7 @@ Kernel build_decode_split(const Config& config) {
   Value split = program_id(0).named("split");
   Value off_bk = program_id(1).named("off_bk"); // b · H_KV + kv head
   Value row0 = (program_id(2) * BM).named("row0");
-  Value group = (a.H / a.H_KV).named("group");     // G query heads per kv head
+  Value group = (a.H / a.H_KV).named("group");          // G query heads per kv head
   Value head_rows = (group * a.N_Q).named("head_rows"); // packed rows of one kv head
   Value b = (off_bk / a.H_KV).named("b"), hkv = (off_bk % a.H_KV).named("hkv");
   Value b64 = b.to(i64), hkv64 = hkv.to(i64);
@@ -87,13 +99,14 @@ Kernel build_decode_split(const Config& config) {
 
   // Q: packed row r is query r % N_Q of head hkv·G + r / N_Q, gathered through a tile of pointers.
   Value offs_r = (row0 + arange(0, BM)).named("offs_r"); // (BM,) i32
-  Value q_idx = (offs_r % a.N_Q).named("q_idx");        // (BM,) query index i
-  Value head = hkv * group + offs_r / a.N_Q;            // (BM,) query head
+  Value q_idx = (offs_r % a.N_Q).named("q_idx");         // (BM,) query index i
+  Value head = hkv * group + offs_r / a.N_Q;             // (BM,) query head
   Value offs_d = arange(0, HD);                          // (HD,)
   Value q_rows = b64 * a.stride_qb + q_idx.to(i64) * a.stride_qn + head.to(i64) * a.stride_qh; // (BM,) i64
-  Value q_mask = (offs_r < head_rows).expand_dims(1) && (offs_d < a.D).expand_dims(0);        // (BM, HD)
-  Value q_offs = q_rows.expand_dims(1) + offs_d.expand_dims(0); // (BM, HD) i64
-  if (tp.even_d) // rows of HEAD_DIM consecutive elements: vector loads (the analysis cannot see through % and /)
+  Value q_mask = (offs_r < head_rows).expand_dims(1) && (offs_d < a.D).expand_dims(0);         // (BM, HD)
+  Value q_offs = q_rows.expand_dims(1) + offs_d.expand_dims(0);                                // (BM, HD) i64
+  if (tp.even_d) // rows of HEAD_DIM consecutive elements: vector loads (the analysis cannot see through % and
+                 // /)
     q_offs = max_contiguous(q_offs, HD);
   Value q = load(a.q + q_offs, q_mask, 0.0).named("q"); // (BM, HD), zero past the packed rows (and D)
 
@@ -105,26 +118,27 @@ Kernel build_decode_split(const Config& config) {
   Value seen_by_all = causal ? maximum(n_k - a.N_Q + 1, 0) : n_k; // query 0 sees keys j <= n_k - N_Q
   Value mid = minimum(maximum(seen_by_all / BN * BN, lo), hi).named("mid");
 
-  Value qk_scale = a.sm_scale * kLog2e; // exp(x·s) = exp2(x·s·log2 e)
+  Value qk_scale = a.sm_scale * kLog2e;                 // exp(x·s) = exp2(x·s·log2 e)
   Value m_i = full({BM}, -kInfinity, f32).named("m_i"); // running row max, log2 domain
-  Value l_i = zeros({BM}, f32).named("l_i");             // running row sum of p
-  Value acc = zeros({BM, HD}, f32).named("acc");         // (BM, HD) unnormalised output
+  Value l_i = zeros({BM}, f32).named("l_i");            // running row sum of p
+  Value acc = zeros({BM, HD}, f32).named("acc");        // (BM, HD) unnormalised output
 
   // The rows of tile start_n: contiguous caches step block pointers carried through the loops (which the code
   // generator pipelines); paged ones look the tile's page up in the block table, one i32 a tile.
   Value k_seq, v_seq;
   if (!paged) {
-    KeyRows seq{a.k + (b64 * a.stride_kb + hkv64 * a.stride_kh), a.v + (b64 * a.stride_vb + hkv64 * a.stride_vh),
-                n_k, lo};
+    KeyRows seq{a.k + (b64 * a.stride_kb + hkv64 * a.stride_kh),
+                a.v + (b64 * a.stride_vb + hkv64 * a.stride_vh), n_k, lo};
     k_seq = k_tile_ptr(a, tp, seq).named("k_ptr");
     v_seq = v_tile_ptr(a, tp, seq).named("v_ptr");
   }
   auto page_rows = [&](const Value& start_n) {
-    Value slot = start_n / a.PAGE_SIZE;       // the tile's page in the sequence
+    Value slot = start_n / a.PAGE_SIZE; // the tile's page in the sequence
     Value page = load(a.block_table + (b64 * a.stride_bt + slot.to(i64))).to(i64).named("page");
     Value page_start = slot * a.PAGE_SIZE;
-    return KeyRows{a.k + (page * a.stride_kb + hkv64 * a.stride_kh), a.v + (page * a.stride_vb + hkv64 * a.stride_vh),
-                   minimum(a.PAGE_SIZE, n_k - page_start), start_n - page_start};
+    return KeyRows{a.k + (page * a.stride_kb + hkv64 * a.stride_kh),
+                   a.v + (page * a.stride_vb + hkv64 * a.stride_vh), minimum(a.PAGE_SIZE, n_k - page_start),
+                   start_n - page_start};
   };
 
   // One K/V tile: Q Kᵀ, the online-softmax update, acc += P V, as FA2's forward (fa2_fwd.cpp) does it.
@@ -159,7 +173,8 @@ Kernel build_decode_split(const Config& config) {
 
   // The split's O_s = acc / l (0 for a row that saw no key) and LSE_s = m + log2 l (−inf then), rows in
   // (b, h, i) order: this kv head's G·N_Q rows start at off_bk · G · N_Q.
-  Value seen = l_i != 0.0; // NaN (a NaN or +inf score) counts as seen, so that it reaches O (docs/guarantees.md)
+  Value seen =
+      l_i != 0.0; // NaN (a NaN or +inf score) counts as seen, so that it reaches O (docs/guarantees.md)
   Value l_safe = where(seen, l_i, 1.0);
   Value out = acc * (1.0 / l_safe).expand_dims(1); // (BM, HD) f32
   Value total_rows = (a.B * a.H * a.N_Q).to(i64);
@@ -178,8 +193,9 @@ namespace {
 KernelDef make_decode_split_def() {
   KernelDef d;
   d.name = "decode_split";
-  d.summary = "split-KV decoding, first kernel: each (split, kv head) program writes its keys' softmax output and "
-              "LSE for the packed query rows of that kv head";
+  d.summary =
+      "split-KV decoding, first kernel: each (split, kv head) program writes its keys' softmax output and "
+      "LSE for the packed query rows of that kv head";
   d.params = attention_param_defs();
   for (ParamDef& p : d.params) { // decoding's tiles: few packed rows, a head dim of 128
     if (p.name == "BLOCK_M")
@@ -189,19 +205,22 @@ KernelDef make_decode_split_def() {
     if (p.name == "CAUSAL")
       p.default_value = 2;
   }
-  d.params.push_back(ParamDef::flag("PAGED", 0,
-                                    "1: K/V are pages [num_pages, PAGE_SIZE, H_KV, D] found through BLOCK_TABLE"));
+  d.params.push_back(ParamDef::flag(
+      "PAGED", 0, "1: K/V are pages [num_pages, PAGE_SIZE, H_KV, D] found through BLOCK_TABLE"));
   d.params.push_back(ParamDef::flag("SEQLENS_K", 0, "1: sequence b has SEQLENS_K[b] keys (else N_K)"));
   d.default_num_warps = 4;
   d.default_num_stages = 2;
   d.build = build_decode_split;
-  // Memory-bound: the space varies the key tile and the copies in flight. BLOCK_M is the problem's (G·N_Q
-  // rounded up to a power of two), so it is not varied.
+  // Memory-bound: the space varies the key tile and the copies in flight, up to 128 KiB of K/V ring at
+  // HEAD_DIM = 128 (sm_80's 163 KiB a block holds it; 128-key tiles take 2 stages). BLOCK_M is the problem's
+  // (G·N_Q rounded up to a power of two), so it is not varied.
   d.config_space = [] {
     std::vector<Config> cs;
     for (int64_t bn : {32, 64, 128})
       for (int warps : {4, 8})
         for (int stages : {2, 3, 4}) {
+          if (bn * stages > 256)
+            continue;
           Config c = decode_split_def().default_config();
           c.set("BLOCK_N", bn);
           c.num_warps = warps;

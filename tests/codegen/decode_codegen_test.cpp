@@ -29,7 +29,8 @@ TEST(DecodeCodegen, PagedCacheCopiesEachTileOfItsPage) {
     GeneratedKernel g = generate("decode_split", {{"PAGED", 1}, {"SEQLENS_K", 1}}, arch);
     EXPECT_NE(g.source.find("BLOCK_TABLE"), std::string::npos) << arch;
     EXPECT_NE(g.source.find("SEQLENS_K"), std::string::npos) << arch;
-    EXPECT_NE(g.source.find("kiln::cp_async_16("), std::string::npos) << arch << ": 16-byte copies of a page's rows";
+    EXPECT_NE(g.source.find("kiln::cp_async_16("), std::string::npos)
+        << arch << ": 16-byte copies of a page's rows";
   }
 }
 

@@ -1,5 +1,5 @@
-// Error tests of the split-KV decoding host API (kernels/attention/decode_api.h): each test breaks one thing in
-// an otherwise valid decode call and asserts that validate_decode_args (no GPU needed: addresses are never
+// Error tests of the split-KV decoding host API (kernels/attention/decode_api.h): each test breaks one thing
+// in an otherwise valid decode call and asserts that validate_decode_args (no GPU needed: addresses are never
 // dereferenced) raises a kiln::Error naming what was expected and what came, at the caller's line.
 #include "error/error_test_support.h"
 #include "kernels/attention/decode_api.h"
@@ -71,7 +71,8 @@ TEST(DecodeApiErrors, MessageCarriesCallersLine) {
 TEST(DecodeApiErrors, CacheRankNamesThePagedLayout) {
   Call c = valid_call();
   c.k = TensorRef::contiguous(c.k.data, DType::f16, {10, 16, 128});
-  expect_mentions(validation_error(c), {"k_cache must have rank 4 [num_pages, page_size, H_KV, D]", "got rank 3"});
+  expect_mentions(validation_error(c),
+                  {"k_cache must have rank 4 [num_pages, page_size, H_KV, D]", "got rank 3"});
 }
 
 TEST(DecodeApiErrors, DtypesDiffer) {
@@ -171,7 +172,8 @@ TEST(DecodeApiErrors, ContiguousCacheBatchDiffers) {
   c.options.block_table.reset();
   c.k = TensorRef::contiguous(c.k.data, DType::f16, {3, 100, 2, 64});
   c.v = TensorRef::contiguous(c.v.data, DType::f16, {3, 100, 2, 64});
-  expect_mentions(validation_error(c), {"k_cache has batch 3 but q has 2", "options.block_table for a paged cache"});
+  expect_mentions(validation_error(c),
+                  {"k_cache has batch 3 but q has 2", "options.block_table for a paged cache"});
 }
 
 TEST(DecodeApiErrors, EmptyCache) {

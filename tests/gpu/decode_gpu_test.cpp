@@ -79,16 +79,19 @@ ApiRun run_api(const DecodeProblem& p, attention::DecodeOptions options, bool wi
   options.num_splits = num_splits;
   std::optional<rt::DeviceBuffer> workspace;
   if (with_workspace) {
-    const uint64_t bytes = attention::decode_workspace_bytes(p.B, p.H, p.N_Q, p.D, num_splits ? num_splits : 1024);
+    const uint64_t bytes =
+        attention::decode_workspace_bytes(p.B, p.H, p.N_Q, p.D, num_splits ? num_splits : 1024);
     HostBuffer nan(DType::f32, static_cast<int64_t>(bytes / 4));
     poison(nan);
     workspace.emplace(upload(nan));
-    options.workspace = attention::TensorRef::contiguous(workspace->ptr(), DType::f32, {static_cast<int64_t>(bytes / 4)});
+    options.workspace =
+        attention::TensorRef::contiguous(workspace->ptr(), DType::f32, {static_cast<int64_t>(bytes / 4)});
   }
   attention::decode(q_ref, k_ref, v_ref, o_ref, lse_ref, options);
   rt::Stream().synchronize();
   ApiRun r;
-  const HostBuffer o_out = download(o, p.dtype, in.q.numel()), lse_out = download(lse, DType::f32, lse_host.numel());
+  const HostBuffer o_out = download(o, p.dtype, in.q.numel()),
+                   lse_out = download(lse, DType::f32, lse_host.numel());
   for (int64_t b = 0; b < p.B; ++b) // [B, N_Q, H, D] -> logical [B, H, N_Q, D]
     for (int64_t h = 0; h < p.H; ++h)
       for (int64_t i = 0; i < p.N_Q; ++i)

@@ -1,6 +1,7 @@
-// Split-KV decoding in the interpreter (kernels/attention/decode_split.h, decode_combine.h) over the shared sweep
-// (decode_test_cases.h) at D = 16 and 32, plus what only the decoding kernels' structure has: the grid (one
-// program per split and kv head, not per query head), the num_splits heuristic, and the combine's LSE rules.
+// Split-KV decoding in the interpreter (kernels/attention/decode_split.h, decode_combine.h) over the shared
+// sweep (decode_test_cases.h) at D = 16 and 32, plus what only the decoding kernels' structure has: the grid
+// (one program per split and kv head, not per query head), the num_splits heuristic, and the combine's LSE
+// rules.
 #include "decode_test_cases.h"
 
 #include "kernels/attention/decode_combine.h"
@@ -40,9 +41,11 @@ TEST(DecodeKernels, GridIsSplitsByKvHeadsByPackedRowTiles) {
   EXPECT_EQ(split.get("PAGED"), 1);
   EXPECT_EQ((decode_split_def().grid(split, decode_size_args(p, 5))), (Grid{5, 24, 1}));
   p.N_Q = 16; // 64 rows: one tile of 64
-  EXPECT_EQ((decode_split_def().grid(default_decode_split_config(p), decode_size_args(p, 2))), (Grid{2, 24, 1}));
+  EXPECT_EQ((decode_split_def().grid(default_decode_split_config(p), decode_size_args(p, 2))),
+            (Grid{2, 24, 1}));
   p.H_KV = 1; // MQA: 512 rows, 8 tiles of 64
-  EXPECT_EQ((decode_split_def().grid(default_decode_split_config(p), decode_size_args(p, 2))), (Grid{2, 3, 8}));
+  EXPECT_EQ((decode_split_def().grid(default_decode_split_config(p), decode_size_args(p, 2))),
+            (Grid{2, 3, 8}));
   const Config combine = default_decode_combine_config(p);
   EXPECT_EQ((decode_combine_def().grid(combine, decode_size_args(p, 2))), (Grid{3 * 32 * 16 / 16, 1, 1}));
 }

@@ -1,9 +1,9 @@
 // The split-KV decoding cases the interpreter and GPU tests share (kernels/attention/decode_problem.h): query
-// counts 1-16, MHA/GQA/MQA groups, key counts off the tile, per-sequence key counts with 0 and 1, paged caches
-// of 16, 64 and 256 keys a page with shuffled block tables, and split counts from 1 to more than the key tiles.
-// Each case is named after its shape, and checked O and LSE against the double reference with every element
-// written (outputs and workspace start as NaN, cache rows past a sequence's keys hold NaN) and rows that see no
-// key exactly O = 0, LSE = −inf.
+// counts 1-16, MHA/GQA/MQA groups, key counts off the tile, per-sequence key counts with 0 and 1, paged
+// caches of 16, 64 and 256 keys a page with shuffled block tables, and split counts from 1 to more than the
+// key tiles. Each case is named after its shape, and checked O and LSE against the double reference with
+// every element written (outputs and workspace start as NaN, cache rows past a sequence's keys hold NaN) and
+// rows that see no key exactly O = 0, LSE = −inf.
 #pragma once
 
 #include "kernels/attention/attention_tolerance.h"
@@ -28,9 +28,9 @@ struct DecodeCase {
 
 inline std::string decode_case_name(const DecodeCase& c) {
   const DecodeProblem& p = c.problem;
-  std::string s = "B" + std::to_string(p.B) + "_H" + std::to_string(p.H) + "kv" + std::to_string(p.H_KV) + "_Nq" +
-                  std::to_string(p.N_Q) + "_Nk" + std::to_string(p.N_K) + "_D" + std::to_string(p.D) + "_" +
-                  std::string(dtype_name(p.dtype)) + (p.causal ? "_causal" : "_full");
+  std::string s = "B" + std::to_string(p.B) + "_H" + std::to_string(p.H) + "kv" + std::to_string(p.H_KV) +
+                  "_Nq" + std::to_string(p.N_Q) + "_Nk" + std::to_string(p.N_K) + "_D" + std::to_string(p.D) +
+                  "_" + std::string(dtype_name(p.dtype)) + (p.causal ? "_causal" : "_full");
   if (p.paged())
     s += "_page" + std::to_string(p.page_size);
   if (!p.seqlens_k.empty()) {
@@ -46,8 +46,8 @@ inline std::string decode_case_name(const DecodeCase& c) {
 
 inline void PrintTo(const DecodeCase& c, std::ostream* os) { *os << decode_case_name(c); }
 
-inline DecodeCase decode_case(int64_t B, int64_t H, int64_t H_KV, int64_t N_Q, int64_t N_K, int64_t D, int causal,
-                              int64_t num_splits, int64_t block_n, int64_t page_size = 0,
+inline DecodeCase decode_case(int64_t B, int64_t H, int64_t H_KV, int64_t N_Q, int64_t N_K, int64_t D,
+                              int causal, int64_t num_splits, int64_t block_n, int64_t page_size = 0,
                               std::vector<int64_t> seqlens = {}, DType dt = DType::f16) {
   DecodeCase c;
   c.problem.B = B, c.problem.H = H, c.problem.H_KV = H_KV, c.problem.N_Q = N_Q, c.problem.N_K = N_K;
@@ -103,8 +103,8 @@ inline Config decode_case_split_config(const DecodeCase& c) {
 inline void check_decode_case(const DecodeCase& c, const Config& split, const Config& combine,
                               Executor executor = Executor::Interpreter) {
   const DecodeProblem& p = c.problem;
-  const uint64_t seed = 0xdec0de + static_cast<uint64_t>(p.B * 7 + p.H * 11 + p.N_Q * 13 + p.N_K * 17 + p.D * 19 +
-                                                         p.page_size * 23 + c.num_splits * 29);
+  const uint64_t seed = 0xdec0de + static_cast<uint64_t>(p.B * 7 + p.H * 11 + p.N_Q * 13 + p.N_K * 17 +
+                                                         p.D * 19 + p.page_size * 23 + c.num_splits * 29);
   const DecodeInputs in = make_decode_inputs(p, seed, 1.0);
   const AttentionResult ref = decode_reference(p, in);
   const AttentionResult out = run_decode(p, split, combine, c.num_splits, in, executor);
@@ -119,7 +119,8 @@ inline void check_decode_case(const DecodeCase& c, const Config& split, const Co
       continue;
     ASSERT_EQ(out.lse[row], -std::numeric_limits<double>::infinity()) << "row " << row << " sees no key";
     for (int64_t d = 0; d < p.D; ++d)
-      ASSERT_EQ(out.o[row * static_cast<size_t>(p.D) + static_cast<size_t>(d)], 0.0) << "row " << row << ", d " << d;
+      ASSERT_EQ(out.o[row * static_cast<size_t>(p.D) + static_cast<size_t>(d)], 0.0)
+          << "row " << row << ", d " << d;
   }
 }
 
