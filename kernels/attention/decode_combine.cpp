@@ -74,6 +74,16 @@ KernelDef make_decode_combine_def() {
   d.default_num_warps = 4;
   d.default_num_stages = 1;
   d.build = build_decode_combine;
+  // A stream of the partials: 16 to 64 rows a program (4 to 16 rows a warp).
+  d.config_space = [] {
+    std::vector<Config> cs;
+    for (int64_t bm : {16, 32, 64}) {
+      Config c = decode_combine_def().default_config();
+      c.set("BLOCK_M", bm);
+      cs.push_back(c);
+    }
+    return cs;
+  };
   d.size_args = {"B", "H", "N_Q", "NUM_SPLITS"};
   d.tuning_key = {"B", "H", "N_Q", "NUM_SPLITS"};
   d.bucket = [](const std::string&, int64_t v) { return next_pow2(v); };

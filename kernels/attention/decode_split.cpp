@@ -216,7 +216,7 @@ KernelDef make_decode_split_def() {
   // (G·N_Q rounded up to a power of two), so it is not varied.
   d.config_space = [] {
     std::vector<Config> cs;
-    for (int64_t bn : {32, 64, 128})
+    for (int64_t bn : {16, 32, 64, 128}) // 16: pages of 16 keys
       for (int warps : {4, 8})
         for (int stages : {2, 3, 4}) {
           if (bn * stages > 256)

@@ -4,6 +4,7 @@
 // rules.
 #include "decode_test_cases.h"
 
+#include "jit/tuned_kernel.h"
 #include "kernels/attention/decode_combine.h"
 #include "kernels/attention/decode_split.h"
 
@@ -64,6 +65,22 @@ TEST(DecodeKernels, SmallPagesShrinkTheKeyTileToAPage) {
   }
   const SizeArgs sizes = decode_size_args(p, 1);
   EXPECT_NE(decode_split_def().prune(wide, sizes), "");
+}
+
+// The tuner must keep a candidate for every page size (it fails when its rule prunes them all).
+TEST(DecodeKernels, EveryPageSizeKeepsTuningCandidates) {
+  for (int64_t page : {0, 16, 64, 256}) {
+    DecodeProblem p;
+    p.N_K = 4096, p.page_size = page, p.D = 128;
+    const SizeArgs sizes = decode_size_args(p, 4);
+    int kept = 0;
+    for (const Config& c : tuning_candidates(decode_split_def(), default_decode_split_config(p)))
+      if (decode_split_def().prune(c, sizes).empty()) {
+        ++kept;
+        EXPECT_LE(c.get("BLOCK_N"), page ? page : 128) << c.str();
+      }
+    EXPECT_GT(kept, 0) << "page " << page;
+  }
 }
 
 TEST(DecodeKernels, TopLeftCausalIsRefused) {
