@@ -8,6 +8,8 @@
 #include "kernels/attention/decode_combine.h"
 #include "kernels/attention/decode_split.h"
 
+#include <cmath>
+
 using namespace kiln;
 using namespace kiln::testing_support;
 
@@ -125,6 +127,29 @@ TEST(DecodeSplits, SplitCountsAgree) {
     const Comparison o = compare_to_reference(many.o, one.o);
     EXPECT_TRUE(o.ok(tolerance(c.problem.dtype))) << n << " splits: " << o.str();
   }
+}
+
+} // namespace
+
+namespace {
+
+// docs/guarantees.md: a NaN in a key a query sees makes that query's O and LSE NaN, through the combine too;
+// the other kv head's queries, and the other sequence, stay finite and exact.
+TEST(DecodeSplits, NanInAVisibleKeyReachesItsQueriesOnly) {
+  DecodeCase c = decode_case(2, 4, 2, 4, 200, 16, 2, 3, 32, 0, {200, 150});
+  const DecodeProblem& p = c.problem;
+  DecodeInputs in = make_decode_inputs(p, 11, 1.0);
+  in.k.set(((0 * p.N_K + 37) * p.H_KV + 1) * p.D + 3, std::nan("")); // sequence 0, key 37, kv head 1
+  const AttentionResult ref = decode_reference(p, in);
+  const AttentionResult out =
+      run_decode(p, decode_case_split_config(c), default_decode_combine_config(p), 3, in);
+  int nan_rows = 0;
+  for (double lse : ref.lse)
+    nan_rows += std::isnan(lse);
+  EXPECT_EQ(nan_rows, 2 * 4) << "heads 2 and 3 of sequence 0, all 4 queries";
+  const Comparison o = compare_to_reference(out.o, ref.o), lse = compare_to_reference(out.lse, ref.lse);
+  EXPECT_TRUE(o.ok(tolerance(p.dtype))) << o.str();
+  EXPECT_TRUE(lse.ok(tolerance(p.dtype))) << lse.str();
 }
 
 } // namespace
