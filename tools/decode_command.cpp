@@ -4,10 +4,12 @@
 // split kernel runs its default config for the problem, or --set's changes to it; the split count is
 // --splits, or the heuristic's for this GPU (132 SMs, an H100's, in the interpreter).
 #include "kernels/attention/attention_tolerance.h"
+#include "kernels/attention/decode_api.h"
 #include "kernels/attention/decode_problem.h"
 #include "kernels/attention/decode_split.h"
 #include "kernels/compare.h"
 #include "runtime/device.h"
+#include "runtime/timing.h"
 #include "support/error.h"
 #include "tools/attention_runs.h"
 #include "tools/cli.h"
@@ -54,10 +56,65 @@ cl::opt<bool> interpret("interpret", cl::desc("Run in the CPU interpreter (also 
                         cl::sub(decode_sub), cl::cat(cat));
 cl::opt<bool> check("check", cl::desc("Compare with the double-precision reference"), cl::sub(decode_sub),
                     cl::cat(cat));
+cl::opt<bool> bench("bench", cl::desc("Time decode() on the GPU (median of --reps launches, L2 flushed)"),
+                    cl::sub(decode_sub), cl::cat(cat));
+DecimalFlag<int> reps("reps", cl::desc("Timed launches for --bench (default 20)"), cl::init(20),
+                      cl::sub(decode_sub), cl::cat(cat));
 DecimalFlag<uint64_t> seed("seed", cl::desc("Seed of the random inputs (default 1)"), cl::init(1),
                            cl::sub(decode_sub), cl::cat(cat));
 
 constexpr int64_t kInterpreterSms = 132; // the heuristic's SM count without a GPU: an H100's
+
+rt::DeviceBuffer to_device(const HostBuffer& b) {
+  rt::DeviceBuffer d(std::max<size_t>(b.bytes.size(), 16));
+  d.copy_from_host(b.bytes.data(), b.bytes.size());
+  return d;
+}
+
+// decode() on device copies of `in`, timed; prints the median and the bandwidth over the keys' K/V bytes.
+void bench_decode(const DecodeProblem& p, const DecodeInputs& in, const Config& split, int64_t num_splits) {
+  using attention::TensorRef;
+  rt::DeviceBuffer q = to_device(in.q), k = to_device(in.k), v = to_device(in.v),
+                   table = to_device(in.block_table), lens = to_device(in.seqlens_k);
+  const int64_t rows = p.B * p.H * p.N_Q;
+  rt::DeviceBuffer o(static_cast<size_t>(rows * p.D * dtype_bytes(p.dtype))),
+      lse(static_cast<size_t>(rows) * 4);
+  const uint64_t workspace_bytes = attention::decode_workspace_bytes(p.B, p.H, p.N_Q, p.D, num_splits);
+  rt::DeviceBuffer workspace(workspace_bytes);
+  const int64_t cache_b = p.paged() ? p.num_pages() : p.B, cache_n = p.paged() ? p.page_size : p.N_K;
+  attention::DecodeOptions options;
+  options.causal = p.causal ? attention::Causal::BottomRight : attention::Causal::None;
+  options.num_splits = num_splits;
+  options.split_config = split;
+  options.workspace =
+      TensorRef::contiguous(workspace.ptr(), DType::f32, {static_cast<int64_t>(workspace_bytes / 4)});
+  if (p.paged())
+    options.block_table = TensorRef::contiguous(table.ptr(), DType::i32, {p.B, p.max_pages()});
+  if (p.has_seqlens())
+    options.seqlens_k = TensorRef::contiguous(lens.ptr(), DType::i32, {p.B});
+  const TensorRef q_ref = TensorRef::contiguous(q.ptr(), p.dtype, {p.B, p.N_Q, p.H, p.D});
+  const TensorRef k_ref = TensorRef::contiguous(k.ptr(), p.dtype, {cache_b, cache_n, p.H_KV, p.D});
+  const TensorRef v_ref = TensorRef::contiguous(v.ptr(), p.dtype, {cache_b, cache_n, p.H_KV, p.D});
+  const TensorRef o_ref = TensorRef::contiguous(o.ptr(), p.dtype, {p.B, p.N_Q, p.H, p.D});
+  const TensorRef lse_ref = TensorRef::contiguous(lse.ptr(), DType::f32, {p.B, p.H, p.N_Q});
+  rt::TimingOptions timing;
+  timing.reps = reps;
+  timing.flush_l2 = true;
+  const double ms = rt::time_kernel_ms(
+      [&](rt::Stream& stream) {
+        options.stream = stream.handle();
+        attention::decode(q_ref, k_ref, v_ref, o_ref, lse_ref, options);
+      },
+      timing);
+  double kv_bytes = 0;
+  for (int64_t b = 0; b < p.B; ++b)
+    kv_bytes += 2.0 * static_cast<double>(p.seqlen(b) * p.H_KV * p.D * dtype_bytes(p.dtype));
+  const double gbps = kv_bytes / (ms * 1e-3) / 1e9, peak = rt::nominal_peak_rates(rt::current_device()).gbps;
+  llvm::outs() << fmt::format(
+      "bench: median {:.4f} ms ({} runs, L2 flushed), {} of K/V at {:.0f} GB/s, {:.1f} % of "
+      "the nominal {:.0f} GB/s\n",
+      ms, int(reps), human_bytes(kv_bytes), gbps, 100.0 * gbps / peak, peak);
+}
 
 int run_decode_command(const KernelRegistry& /*kernels: runs kiln's own decoding kernels*/) {
   DecodeProblem p;
@@ -89,6 +146,8 @@ int run_decode_command(const KernelRegistry& /*kernels: runs kiln's own decoding
       decode_split_def().with_overrides(default_decode_split_config(p), parse_assignments(sets, "--set"));
   check_decode_split_config(p, split);
   const Executor executor = choose_executor(interpret);
+  if (bench && executor == Executor::Interpreter)
+    fail("--bench times decode() on the GPU; it cannot be combined with --interpret or KILN_INTERPRET=1");
   const int64_t sms = executor == Executor::Gpu ? rt::current_device().sm_count : kInterpreterSms;
   const int64_t bn = split.get("BLOCK_N"), bm = split.get("BLOCK_M");
   const int64_t num_splits = splits ? int64_t(splits)
@@ -102,6 +161,8 @@ int run_decode_command(const KernelRegistry& /*kernels: runs kiln's own decoding
                               split.str());
   const AttentionResult result =
       run_decode(p, split, default_decode_combine_config(p), num_splits, inputs, executor);
+  if (bench)
+    bench_decode(p, inputs, split, num_splits);
   if (!check)
     return 0;
   const AttentionResult ref = decode_reference(p, inputs);

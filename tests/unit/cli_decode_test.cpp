@@ -39,6 +39,7 @@ TEST_F(CliTest, DecodeOptionErrors) {
   expect_error(kiln(with({"--seqlens=3"})), {"--seqlens gives 1 key counts", "--batch=2"});
   expect_error(kiln(with({"--seqlens=3,65"})), {"'65' is not a key count from 0 to --seq-k=64"});
   expect_error(kiln(with({"--page-size=16", "--set=BLOCK_N=32"})), {"wider than a page of 16 keys"});
+  expect_error(kiln(with({"--bench"})), {"--bench times decode() on the GPU", "--interpret"});
 }
 
 } // namespace
