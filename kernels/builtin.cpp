@@ -1,5 +1,7 @@
 #include "kernels/builtin.h"
 
+#include "kernels/attention/decode_combine.h"
+#include "kernels/attention/decode_split.h"
 #include "kernels/attention/fa1_fwd.h"
 #include "kernels/attention/fa2_bwd_dkdv.h"
 #include "kernels/attention/fa2_bwd_dq.h"
@@ -27,6 +29,8 @@ const KernelRegistry& builtin_kernels() {
     r.add(fa2_bwd_dkdv_def());
     r.add(fa2_bwd_dq_def());
     r.add(fa2_bwd_dq_convert_def());
+    r.add(decode_split_def());
+    r.add(decode_combine_def());
     return r;
   }();
   return registry;

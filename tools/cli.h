@@ -37,6 +37,7 @@ Command info_command();
 Command list_command();
 Command emit_command();
 Command attention_command();
+Command decode_command();
 Command compare_loads_command();
 Command cache_command();
 Command model_command();

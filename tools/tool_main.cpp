@@ -32,9 +32,9 @@ using kiln::cli::Command;
 
 std::vector<Command> all_commands() {
   namespace c = kiln::cli;
-  return {c::info_command(),          c::list_command(),  c::emit_command(),  c::attention_command(),
-          c::compare_loads_command(), c::cache_command(), c::model_command(), c::demo_command(),
-          c::tune_command(),          c::run_command()};
+  return {c::info_command(),   c::list_command(),          c::emit_command(),  c::attention_command(),
+          c::decode_command(), c::compare_loads_command(), c::cache_command(), c::model_command(),
+          c::demo_command(),   c::tune_command(),          c::run_command()};
 }
 
 std::string command_names(const std::vector<Command>& cmds) {

@@ -46,6 +46,12 @@ std::vector<Case> cases() {
       {"fa2_bwd_dq", {{"BLOCK_M", 64}, {"BLOCK_N", 64}, {"CAUSAL", 2}}, "d64_causal"},
       {"fa2_bwd_dq", {{"BLOCK_M", 64}, {"BLOCK_N", 64}, {"HEAD_DIM", 128}}, "d128"},
       {"fa2_bwd_dq_convert", {{"BLOCK_M", 64}}, "default"},
+      // Split-KV decoding (decode_split.h) at D = 128: a contiguous cache, a paged one with per-sequence key
+      // counts, 64 packed rows (MQA with 16 queries), and the combine.
+      {"decode_split", {}, "default"},
+      {"decode_split", {{"PAGED", 1}, {"SEQLENS_K", 1}}, "paged_seqlens"},
+      {"decode_split", {{"PAGED", 1}, {"SEQLENS_K", 1}, {"BLOCK_M", 64}, {"DTYPE", 1}}, "paged_bm64_bf16"},
+      {"decode_combine", {}, "default"},
   };
 }
 
