@@ -8,7 +8,7 @@
 # measured on an H100 SXM):
 #   (none)          the runtime suite and every GPU suite but those below (the differential suite included: 520
 #                   random forward problems through the API), and the compute-sanitizer passes over them: 6.1 min
-#                   cold (256 GPU tests, 2026-11-25);
+#                   cold (256 GPU tests, 2026-11-25; the decode suites, 43 tests, add about 1.4 min);
 #   --api           the attention API's forward suites (autotuning through the API, mods, the command line,
 #                   non-finite inputs): 1 min with a warm compile cache; cold, its suites but the non-finite ones
 #                   took 3.2 min in a run of both API parts together, which outgrew 10 minutes before finishing;
@@ -16,8 +16,8 @@
 #   --backward      the attention backward's kernel suites (many kernels to compile: about 6 minutes) and the
 #                   sanitizer passes over the backward's kernels;
 #   --varlen        attention over packed variable-length batches, forward (kernels, random problems, the API),
-#                   and a memcheck pass over one ragged case; --varlen-backward the same for the backward (both
-#                   not timed yet: the GPU suites were written on a machine without one).
+#                   and a memcheck pass over one ragged case: 1.4 min cold (60 GPU tests, 2026-11-25);
+#   --varlen-backward the same for the backward: 6.8 min cold (57 GPU tests, 2026-11-25).
 set -uo pipefail
 bin=build/tests
 part=forward

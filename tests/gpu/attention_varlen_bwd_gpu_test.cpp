@@ -80,7 +80,9 @@ void check_api(const VarlenCase& c, const ApiSpec& spec) {
                   tv = packed(v, p.total_k(), p.H_KV, s.v), to = packed(o, p.total_q(), p.H, s.o),
                   tlse = TensorRef::contiguous(lse.ptr(), DType::f32, {p.H, p.total_q()});
   // The forward's O and LSE as the kernel writes them (the buffers held the reference's: overwritten here).
-  forward_varlen(tq, tk, tv, to, tlse, batch, opts);
+  AttentionOptions forward_opts = opts; // the backward's dK/dV config is not a forward config
+  forward_opts.config.reset();
+  forward_varlen(tq, tk, tv, to, tlse, batch, forward_opts);
   backward_varlen(tq, tk, tv, to, tlse, packed(d_out, p.total_q(), p.H, s.q),
                   packed(dq, p.total_q(), p.H, s.q), packed(dk, p.total_k(), p.H_KV, s.k),
                   packed(dv, p.total_k(), p.H_KV, s.v), batch, opts);
