@@ -95,6 +95,21 @@ std::optional<bool> same_layout_views_overlap(const TensorRef& a, const TensorRe
   return reachable(static_cast<int64_t>(gap / elem), dims, dims.size());
 }
 
+void check_dtypes(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+                  const std::optional<TensorRef>& lse, const AttentionOptions& options, const ApiSite& site) {
+  if (q.dtype != DType::f16 && q.dtype != DType::bf16 && q.dtype != DType::f32)
+    reject(site, "q has dtype {}; expected f16, bf16 or f32", dtype_name(q.dtype));
+  const std::pair<const char*, const TensorRef*> tensors[] = {{"k", &k}, {"v", &v}, {"o", &o}};
+  for (auto [name, t] : tensors)
+    if (t->dtype != q.dtype)
+      reject(site, "{} has dtype {} but q has {}; q, k, v and o must share one dtype", name,
+             dtype_name(t->dtype), dtype_name(q.dtype));
+  if (lse && lse->dtype != DType::f32)
+    reject(site, "lse has dtype {}; expected f32", dtype_name(lse->dtype));
+  if (options.tf32 && q.dtype != DType::f32)
+    reject(site, "options.tf32 applies to f32 inputs, but q, k, v are {}", dtype_name(q.dtype));
+}
+
 void check_rank(const char* name, const TensorRef& t, size_t rank, const char* names, const ApiSite& site) {
   if (t.shape.size() != rank)
     reject(site, "{} must have rank {} {}, got rank {} with shape {}", name, rank, names, t.shape.size(),

@@ -67,6 +67,9 @@ std::optional<bool> same_layout_views_overlap(const TensorRef& a, const TensorRe
 
 // Rank, one stride per dim, no negative size or stride.
 void check_rank(const char* name, const TensorRef& t, size_t rank, const char* names, const ApiSite& site);
+// q a float dtype (f16, bf16, f32) that k, v and o share, lse f32, and options.tf32 only with f32 inputs.
+void check_dtypes(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+                  const std::optional<TensorRef>& lse, const AttentionOptions& options, const ApiSite& site);
 // A size below kMaxAttentionSize (the kernels' i32 indices), checked before check_attention_problem because an
 // empty problem (B or N_Q of 0) returns before that runs.
 void check_size(const char* what, int64_t v, const ApiSite& site);

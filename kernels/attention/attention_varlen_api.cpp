@@ -51,16 +51,7 @@ AttentionProblem check_shapes(const TensorRef& q, const TensorRef& k, const Tens
     check_rank(name, *t, 3, kPacked, site);
   if (lse)
     check_rank("lse", *lse, 2, "[H, total_q]", site);
-  if (q.dtype != DType::f16 && q.dtype != DType::bf16 && q.dtype != DType::f32)
-    reject(site, "q has dtype {}; expected f16, bf16 or f32", dtype_name(q.dtype));
-  for (auto [name, t] : tensors)
-    if (t->dtype != q.dtype)
-      reject(site, "{} has dtype {} but q has {}; q, k, v and o must share one dtype", name,
-             dtype_name(t->dtype), dtype_name(q.dtype));
-  if (lse && lse->dtype != DType::f32)
-    reject(site, "lse has dtype {}; expected f32", dtype_name(lse->dtype));
-  if (options.tf32 && q.dtype != DType::f32)
-    reject(site, "options.tf32 applies to f32 inputs, but q, k, v are {}", dtype_name(q.dtype));
+  check_dtypes(q, k, v, o, lse, options, site);
 
   AttentionProblem p;
   p.H = q.shape[1], p.D = q.shape[2], p.H_KV = k.shape[1];
