@@ -110,20 +110,8 @@ ValidatedAttention detail::validate_attention_args(const TensorRef& q, const Ten
   for (auto [what, n] : {std::pair{"B", p.B}, {"H", p.H}, {"H_KV", p.H_KV}, {"N_Q", p.N_Q}, {"N_K", p.N_K}})
     check_size(what, n, site);
 
-  if (!std::isfinite(options.sm_scale) ||
-      std::fabs(options.sm_scale) > static_cast<double>(std::numeric_limits<float>::max()))
-    reject(site, "options.sm_scale={} is not a finite f32 value; expected a finite scale, or 0 for 1/sqrt(D)",
-           options.sm_scale);
-
-  p.dtype = q.dtype;
-  p.causal = static_cast<int>(options.causal);
-  if (p.causal < 0 || p.causal > 2)
-    reject(site, "options.causal={} is not a mode; expected None, TopLeft or BottomRight", p.causal);
+  apply_options(p, q.dtype, options, site);
   p.bshd_layout = layout.bshd;
-  p.sm_scale = options.sm_scale;
-  p.k_transposed = options.k_transposed;
-  p.tf32 = options.tf32;
-  p.exact_masked_v = options.exact_masked_v;
 
   ValidatedAttention r;
   r.problem = p;

@@ -1,5 +1,9 @@
 #include "kernels/attention/attention_api_checks.h"
 
+#include <limits>
+
+#include <cmath>
+
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -108,6 +112,21 @@ void check_dtypes(const TensorRef& q, const TensorRef& k, const TensorRef& v, co
     reject(site, "lse has dtype {}; expected f32", dtype_name(lse->dtype));
   if (options.tf32 && q.dtype != DType::f32)
     reject(site, "options.tf32 applies to f32 inputs, but q, k, v are {}", dtype_name(q.dtype));
+}
+
+void apply_options(AttentionProblem& p, DType dtype, const AttentionOptions& options, const ApiSite& site) {
+  if (!std::isfinite(options.sm_scale) ||
+      std::fabs(options.sm_scale) > static_cast<double>(std::numeric_limits<float>::max()))
+    reject(site, "options.sm_scale={} is not a finite f32 value; expected a finite scale, or 0 for 1/sqrt(D)",
+           options.sm_scale);
+  p.dtype = dtype;
+  p.causal = static_cast<int>(options.causal);
+  if (p.causal < 0 || p.causal > 2)
+    reject(site, "options.causal={} is not a mode; expected None, TopLeft or BottomRight", p.causal);
+  p.sm_scale = options.sm_scale;
+  p.k_transposed = options.k_transposed;
+  p.tf32 = options.tf32;
+  p.exact_masked_v = options.exact_masked_v;
 }
 
 void check_rank(const char* name, const TensorRef& t, size_t rank, const char* names, const ApiSite& site) {

@@ -70,6 +70,9 @@ void check_rank(const char* name, const TensorRef& t, size_t rank, const char* n
 // q a float dtype (f16, bf16, f32) that k, v and o share, lse f32, and options.tf32 only with f32 inputs.
 void check_dtypes(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
                   const std::optional<TensorRef>& lse, const AttentionOptions& options, const ApiSite& site);
+// The options' part of the problem: sm_scale (a finite f32, 0 for 1/sqrt(D)), the causal mode, the K load
+// variant, tf32 and exact_masked_v, with the dtype of q; a kiln::Error for a scale or mode out of range.
+void apply_options(AttentionProblem& p, DType dtype, const AttentionOptions& options, const ApiSite& site);
 // A size below kMaxAttentionSize (the kernels' i32 indices), checked before check_attention_problem because an
 // empty problem (B or N_Q of 0) returns before that runs.
 void check_size(const char* what, int64_t v, const ApiSite& site);

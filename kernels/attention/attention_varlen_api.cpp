@@ -80,18 +80,7 @@ AttentionProblem check_shapes(const TensorRef& q, const TensorRef& k, const Tens
     reject(site,
            "q has H={} heads, not a multiple of k/v's H_KV={}; each k/v head must serve H / H_KV query heads",
            p.H, p.H_KV);
-  if (!std::isfinite(options.sm_scale) ||
-      std::fabs(options.sm_scale) > static_cast<double>(std::numeric_limits<float>::max()))
-    reject(site, "options.sm_scale={} is not a finite f32 value; expected a finite scale, or 0 for 1/sqrt(D)",
-           options.sm_scale);
-  p.dtype = q.dtype;
-  p.causal = static_cast<int>(options.causal);
-  if (p.causal < 0 || p.causal > 2)
-    reject(site, "options.causal={} is not a mode; expected None, TopLeft or BottomRight", p.causal);
-  p.sm_scale = options.sm_scale;
-  p.k_transposed = options.k_transposed;
-  p.tf32 = options.tf32;
-  p.exact_masked_v = options.exact_masked_v;
+  apply_options(p, q.dtype, options, site);
   return p;
 }
 
