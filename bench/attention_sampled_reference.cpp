@@ -28,7 +28,8 @@ bool key_visible(const AttentionProblem& p, int64_t i, int64_t j) {
 
 // The rows of one (b, h) pair against that pair's kv head, converted once to double.
 void reference_for_head(const AttentionProblem& p, const AttentionInputs& in,
-                        const std::vector<QueryRow>& rows, size_t first, size_t last, AttentionResult& out) {
+                        const std::vector<QueryRow>& rows, size_t first, size_t last,
+                        const ReferenceScoreFn& score, AttentionResult& out) {
   const AttentionStrides s = attention_strides(p);
   const int64_t b = rows[first].b, h = rows[first].h, hk = h / (p.H / p.H_KV);
   const size_t D = static_cast<size_t>(p.D), NK = static_cast<size_t>(p.N_K);
@@ -53,6 +54,8 @@ void reference_for_head(const AttentionProblem& p, const AttentionInputs& in,
       for (size_t d = 0; d < D; ++d)
         dot += q[d] * k[j * D + d];
       scores[j] = dot * p.scale();
+      if (score)
+        scores[j] = score(b, h, i, static_cast<int64_t>(j), scores[j]);
       m = std::max(m, scores[j]);
     }
     double* o = &out.o[r * D];
@@ -97,7 +100,7 @@ std::vector<QueryRow> sample_query_rows(const AttentionProblem& p, int64_t count
 }
 
 AttentionResult sampled_reference(const AttentionProblem& p, const AttentionInputs& in,
-                                  const std::vector<QueryRow>& rows) {
+                                  const std::vector<QueryRow>& rows, const ReferenceScoreFn& score) {
   check_attention_problem(p);
   AttentionResult out;
   out.o.assign(rows.size() * static_cast<size_t>(p.D), 0.0);
@@ -108,8 +111,9 @@ AttentionResult sampled_reference(const AttentionProblem& p, const AttentionInpu
     size_t last = first;
     while (last < rows.size() && rows[last].b == rows[first].b && rows[last].h == rows[first].h)
       ++last;
-    tasks.push_back(std::async(std::launch::async,
-                               [&, first, last] { reference_for_head(p, in, rows, first, last, out); }));
+    // A score function keeps state between calls: its heads run in turn.
+    tasks.push_back(std::async(score ? std::launch::deferred : std::launch::async,
+                               [&, first, last] { reference_for_head(p, in, rows, first, last, score, out); }));
     first = last;
   }
   for (auto& t : tasks)

@@ -12,6 +12,7 @@
 #include "bench/matmul_bench.h"
 #include "bench/memory_bench.h"
 #include "bench/model_bench.h"
+#include "bench/mods_bench.h"
 #include "bench/self_test.h"
 #include "bench/user_kernels_bench.h"
 
@@ -123,7 +124,7 @@ const std::vector<SuiteInfo>& suite_table() {
       {"attention_bwd", attention_bwd_cases, 155, 40},
       {"ablation", ablation_cases, 35, 15},    {"compile", compile_cases, 15, 8},
       {"autotune", autotune_cases, 30, 25},    {"model", model_cases, 20, 6},
-      {"user", user_kernel_cases, 20, 10},
+      {"user", user_kernel_cases, 20, 10},     {"mods", mods_cases, 90, 40},
   };
   return table;
 }

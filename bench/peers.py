@@ -13,6 +13,9 @@ kept from one forward (op "attention_bwd", 2.5 × the forward's FLOPs), and one 
 that backward (op "attention_fwd_bwd", 3.5 ×); the gradients of one (b, h) head are checked against the
 whole head's gradients computed in double on the GPU. Both attention suites are peers_attention.py's.
 
+Attention mods (suite "mods", peers_mods.py): torch.compile(flex_attention) with the same score and mask
+functions as kiln's mods cases, and the SDPA backends that take the case.
+
 Timing follows kiln_bench: CUDA events around each launch, warm-up launches first, the median of the
 timed launches, repetitions capped by a per-case time budget, L2 flushed before every launch of the
 memory-bound cases only (Timer in peers_harness.py). A backend that cannot run a shape is recorded with
@@ -39,6 +42,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peers_attention import attention_bwd_shapes, bench_attention, bench_attention_bwd  # noqa: E402
 from peers_harness import DTYPES, TOLERANCE, Timer, finish, record, rel_l2, set_check, short  # noqa: E402
+from peers_mods import bench_mods  # noqa: E402
 
 SCHEMA = "kiln-bench/1"
 
@@ -321,7 +325,7 @@ def versions():
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("suites", nargs="*", default=[],
-                    help="attention, attention_bwd, matmul, memory, seeds, user, all (default all)")
+                    help="attention, attention_bwd, matmul, memory, mods, seeds, user, all (default all)")
     ap.add_argument("--json", required=True, help="output file")
     ap.add_argument("--quick", action="store_true", help="the --quick subset of kiln_bench")
     ap.add_argument("--kiln-json", help="take attention/matmul shapes from kiln_bench's output")
@@ -332,7 +336,7 @@ def main(argv=None):
                     help="attention_bwd: time SDPA's memory-efficient backward too (slow; off to keep the run short)")
     args = ap.parse_args(argv)
     suites = set(args.suites) or {"all"}
-    known = {"attention", "attention_bwd", "matmul", "memory", "seeds", "user"}
+    known = {"attention", "attention_bwd", "matmul", "memory", "mods", "seeds", "user"}
     if "all" in suites:
         suites = set(known)
     unknown = suites - known
@@ -390,6 +394,8 @@ def main(argv=None):
         bench_memory(args.quick, timer, log)
     if "user" in suites:
         bench_user(args.quick, timer, log)
+    if "mods" in suites:
+        bench_mods(args.quick, timer, log)
     if mm:
         bench_matmul(mm, timer, log)
     if attn:

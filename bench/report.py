@@ -30,6 +30,7 @@ from collections import OrderedDict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report_plots  # noqa: E402
+import report_mods  # noqa: E402
 import report_user  # noqa: E402
 from report_format import ATTN_PEERS, DASH, cell, err, fmt_ms, geomean, ms, rate, ratio, table, verdict  # noqa: E402
 
@@ -489,6 +490,7 @@ class Report:
                     ("Memory-bound kernels vs copy bandwidth", self.memory),
                     ("The tutorials' kernels (user suite) vs PyTorch",
                      lambda: report_user.user_kernels(self)),
+                    ("Attention mods (mods suite) vs flex_attention and SDPA", lambda: report_mods.mods_section(self)),
                     ("What each code-generator optimisation is worth (automatic worklog)", self.ablation),
                     ("Compile latency", self.compile_latency),
                     ("Autotuner", self.autotune),

@@ -295,6 +295,26 @@ class ReportTest(unittest.TestCase):
                       text)
         self.assertNotIn(LN_KEY, self.section("Memory-bound kernels vs copy bandwidth"))
 
+    def test_mods_against_builtin_flex_and_the_best_sdpa(self):
+        key, shape = "mods_causal:f16:B1:H16:N16384:D128", {"B": 1, "H": 16, "N": 16384, "D": 128}
+        flops = 4.0 * 128 * 16 * 16384 * 16385 / 2
+        kiln_doc = {"schema": "kiln-bench/1", "tool": "kiln_bench", "device": DEVICE,
+                    "options": {"suites": ["mods"], "quick": False},
+                    "cases": [case("mods", "kiln", key, shape, 2.0, flops, op="mods_causal", causal=-1,
+                                   note="mask_mod causal (top-left)"),
+                              case("mods", "kiln_builtin", key, shape, 1.96, flops, op="mods_causal", causal=-1)]}
+        peers = []
+        for system, ms, ok in (("flex", 3.0, True), ("sdpa_cudnn", 1.9, False), ("sdpa_flash", 2.5, True)):
+            rec = case("mods", system, key, shape, ms, flops, ok=ok, op="mods_causal", causal=-1)
+            rec["available"] = True
+            peers.append(rec)
+        text = report.Report(report.merge_kiln([kiln_doc]), dict(peers_doc(), cases=peers)).markdown()
+        section = text[text.index("## Attention mods"):]
+        # kiln 2 ms: 0.98x the built-in (1.96 ms), 1.50x flex (3 ms); cuDNN failed its check, so the best SDPA
+        # is flash (2.5 ms): 1.25x.
+        self.assertIn("| mask_mod causal (top-left) | 549.8 | 561.0 | 0.98 | 366.5 | 1.50 | 439.8 (sdpa_flash) | "
+                      "1.25 |", section)
+
     def test_failures_list_the_failed_variant(self):
         self.assertIn("kiln_fa2/no_swizzle", self.section("kiln cases without a time"))
 

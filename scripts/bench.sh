@@ -14,7 +14,9 @@
 # Usage: scripts/bench.sh [--quick] [--no-tune] [--no-extra] [--suites a,b,...] [extra kiln_bench options,
 #        e.g. --config BLOCK_N=128]
 # --suites picks the sweep's suites (stages 2 and 4) among attention, matmul, memory, seeds, attention_bwd
-# (default all five) and user (the tutorials' kernels beside torch: --suites user); e.g. --suites attention_bwd --no-extra runs the attention backward alone (~3.5 minutes).
+# (default all five), user (the tutorials' kernels beside torch: --suites user) and mods (attention mods beside
+# flex_attention and SDPA: --suites mods); e.g. --suites attention_bwd --no-extra runs the attention backward
+# alone (~3.5 minutes).
 # FA2, matmul, softmax and vector add are timed with the autotuner's pick for each shape unless --no-tune
 # (or --config) is given.
 # --no-extra skips stage 3 (the report then has no ablation, compile, autotune or model sections).
@@ -94,16 +96,17 @@ extra_suites=(ablation compile autotune model)
 # 40 shapes, each a forward, the sampled double reference (seconds at N = 16384) and three timed cases
 # (152 s on an H100 SXM); its peers time flash's and cuDNN's backward and step with one head's gradients
 # checked in double (41 s there).
-# user (the tutorials' kernels, not in the default sweep: --suites user): estimates until a run measures them.
-declare -A kiln_est=([attention]=155 [matmul]=10 [memory]=5 [seeds]=45 [attention_bwd]=155 [user]=60)
-declare -A kiln_est_quick=([attention]=17 [matmul]=5 [memory]=3 [seeds]=10 [attention_bwd]=40 [user]=30)
-declare -A peers_est=([attention]=60 [matmul]=10 [memory]=10 [seeds]=10 [attention_bwd]=45 [user]=15)
-declare -A peers_est_quick=([attention]=12 [matmul]=3 [memory]=3 [seeds]=2 [attention_bwd]=10 [user]=5)
+# user (the tutorials' kernels) and mods (attention mods; flex_attention's compiles are most of its peers'
+# time), not in the default sweep: estimates until a run measures them.
+declare -A kiln_est=([attention]=155 [matmul]=10 [memory]=5 [seeds]=45 [attention_bwd]=155 [user]=60 [mods]=90)
+declare -A kiln_est_quick=([attention]=17 [matmul]=5 [memory]=3 [seeds]=10 [attention_bwd]=40 [user]=30 [mods]=40)
+declare -A peers_est=([attention]=60 [matmul]=10 [memory]=10 [seeds]=10 [attention_bwd]=45 [user]=15 [mods]=45)
+declare -A peers_est_quick=([attention]=12 [matmul]=3 [memory]=3 [seeds]=2 [attention_bwd]=10 [user]=5 [mods]=35)
 sweep_expect=0
 peers_expect=0
 for s in "${sweep_suites[@]}"; do
   if [[ -z "${kiln_est[$s]:-}" ]]; then
-    echo "bench.sh: --suites: unknown suite '$s' (expected attention, matmul, memory, seeds, attention_bwd, user)" >&2
+    echo "bench.sh: --suites: unknown suite '$s' (expected attention, matmul, memory, seeds, attention_bwd, user, mods)" >&2
     exit 2
   fi
   if [[ -n "$quick" ]]; then

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 
 namespace kiln {
@@ -213,6 +214,15 @@ AttentionResult reference_with_mods(const AttentionProblem& p, const AttentionIn
         r.lse[row] = merged;
       }
   return r;
+}
+
+ReferenceScoreFn mod_score_reference(const AttentionProblem& p, const AttentionMods& mods,
+                                     const ModTensorValues& tensors) {
+  if (!mods.sink.empty())
+    fail("mod_score_reference: the sink '{}' is not a score of the matrix; expected mods without a sink",
+         mods.sink[0].name);
+  auto ref = std::make_shared<ModReferences>(p, mods, tensors);
+  return [ref](int64_t b, int64_t h, int64_t i, int64_t j, double s) { return ref->score(b, h, i, j, s); };
 }
 
 AttentionGrads reference_backward_with_mods(const AttentionProblem& p, const AttentionInputs& in,

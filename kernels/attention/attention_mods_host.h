@@ -49,6 +49,14 @@ void check_mod_tensors(const AttentionMods& mods, const ModTensorValues& tensors
 AttentionResult reference_with_mods(const AttentionProblem& p, const AttentionInputs& in,
                                     const AttentionMods& mods, const ModTensorValues& tensors);
 
+// The final score of one point, for references that visit only part of the score matrix (the bench's
+// sampled rows): score(b, h, i, j, s) applies the score mods to the scaled q·k `s` and gives −inf where a mask
+// mod hides key j from row i (the CAUSAL mode is not applied: the caller's rule). Sinks are not supported (a
+// kiln::Error). The function refers to `mods` and `tensors`, which must outlive it, and keeps state between
+// calls: call it from one thread at a time.
+ReferenceScoreFn mod_score_reference(const AttentionProblem& p, const AttentionMods& mods,
+                                     const ModTensorValues& tensors);
+
 // The analytic gradients of Σ O ∘ dO in double with the mods (reference_backward through the mods'
 // references): dS multiplied by d score_mods / d score, a central difference of the score mods' references;
 // sinks enter through the forward's LSE. The sink logits' own gradient is not computed.

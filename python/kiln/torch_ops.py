@@ -13,8 +13,9 @@ pick, else the default config; KILN_AUTOTUNE=off stays off), so no timing run ha
 (one eager call per shape) before capturing.
 
 Per call, the ctypes structs describing the tensors and options are built once per signature (dtypes, shapes,
-strides, options) and reused with fresh data pointers and stream (per thread), since building them costs more
-than the C call itself.
+strides, devices, options), after that signature's checks, and reused with fresh data pointers and stream (per
+thread): a call whose signature was seen runs no Python-side check again (libkiln checks every call), since
+building and checking cost more than the C call itself.
 
 Importing this module needs torch; `import kiln` does not import it."""
 
@@ -79,30 +80,49 @@ def current_stream_handle(t):
 
 def _last_dim_contiguous(t):
     # kiln reads rows as 16-byte vectors: the head dim must have stride 1; other strides may be anything.
-    return t if t.stride(-1) == 1 else t.contiguous()
+    return t if t.dim() == 0 or t.stride(-1) == 1 else t.contiguous()
 
 
-def _call_structs(key, tensors, names, options, on_miss=None):
-    """The kiln_tensor structs of `tensors` and the kiln_attention_options for `options` (a tuple of
-    attention_options' arguments), from this thread's cache when `key` was seen, with the data pointers of these
-    tensors. `key` holds every dtype, shape and stride of the call's inputs and the options; the outputs, which
-    the op allocates contiguous from the inputs' shapes, need not be in it. on_miss(structs, opts) computes an
-    extra value kept with them (the workspace size)."""
-    cache = getattr(_local, "structs", None)
+def _needs_copy(tensors):
+    return any(t.dim() and t.stride(-1) != 1 for t in tensors)
+
+
+def _signature(tensors):
+    """What a call's tensors contribute to its cache key: each one's dtype, shape, strides and device."""
+    key = []
+    for t in tensors:
+        key += (t.dtype, t.shape, t.stride(), t.get_device(), t.is_cuda)
+    return tuple(key)
+
+
+def _cached_call(key):
+    """This thread's cached call for `key` (see _remember), or None."""
+    cache = getattr(_local, "calls", None)
     if cache is None:
-        cache = _local.structs = {}
-    hit = cache.get(key)
-    if hit is not None:
-        for s, t in zip(hit[0], tensors):
-            s.data = t.data_ptr()
-        return hit
+        cache = _local.calls = {}
+    return cache.get(key)
+
+
+def _remember(key, tensors, names, options, extra_of=None):
+    """Caches what a call with this key needs besides its tensors' addresses: the kiln_tensor structs of
+    `tensors` (inputs and the outputs allocated for it), the kiln_attention_options of `options` (a tuple of
+    attention_options' arguments) and extra_of(structs, opts) (what the op computes once per signature).
+    Called only after the call's checks passed, so that a hit skips them: the key holds every dtype, shape,
+    stride and device of the inputs and the options, and the outputs are allocated contiguous from the inputs'
+    shapes."""
+    cache = _local.calls
     if len(cache) >= _CACHE_LIMIT:
         cache.clear()
     structs = [describe(t, n) for t, n in zip(tensors, names)]
     opts = _lib.attention_options(*options)
-    hit = (structs, opts, on_miss(structs, opts) if on_miss else None)
+    hit = (structs, opts, extra_of(structs, opts) if extra_of else None)
     cache[key] = hit
     return hit
+
+
+def _set_addresses(structs, tensors):
+    for s, t in zip(structs, tensors):
+        s.data = t.data_ptr()
 
 
 def _options(causal, scale, layout, tf32, deterministic, exact_masked_v):
@@ -114,27 +134,43 @@ def _rank_error(q):
     return KilnError(f"kiln attention: q must have rank 4 ([B, H, N, D] or [B, N, H, D]); got shape {tuple(q.shape)}")
 
 
+_FWD_NAMES = ("q", "k", "v", "o", "lse")
+
+
 def _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v):
-    """The forward op's body: O and LSE from libkiln on the tensors' memory."""
-    q, k, v = _last_dim_contiguous(q), _last_dim_contiguous(k), _last_dim_contiguous(v)
-    _check_device((q, k, v), ("q", "k", "v"))
-    shape = lse_shape(q, layout)
-    if shape is None:
-        raise _rank_error(q)
-    o = q.new_empty(q.shape)
-    lse = q.new_empty(shape, dtype=torch.float32)
-    options = _options(causal, scale, layout, tf32, deterministic, exact_masked_v)
-    key = ("fwd", q.is_cuda, options, q.dtype, q.shape, q.stride(), k.dtype, k.shape, k.stride(), v.dtype, v.shape,
-           v.stride())
-    structs, opts, _ = _call_structs(key, (q, k, v, o, lse), ("q", "k", "v", "o", "lse"), options)
+    """The forward op's body: O and LSE from libkiln on the tensors' memory. The per-call path is a cache
+    lookup by the call's signature, two allocations and the C call; the checks run at a signature's first
+    call."""
+    key = ("fwd", causal, scale, layout, tf32, deterministic, exact_masked_v) + _signature((q, k, v))
+    hit = _cached_call(key)
+    if hit is None:
+        if _needs_copy((q, k, v)):
+            return _forward_impl(*(_last_dim_contiguous(t) for t in (q, k, v)), causal, scale, layout, tf32,
+                                 deterministic, exact_masked_v)
+        _check_device((q, k, v), ("q", "k", "v"))
+        shape = lse_shape(q, layout)
+        if shape is None:
+            raise _rank_error(q)
+        o = q.new_empty(q.shape)
+        lse = q.new_empty(shape, dtype=torch.float32)
+        options = _options(causal, scale, layout, tf32, deterministic, exact_masked_v)
+        hit = _remember(key, (q, k, v, o, lse), _FWD_NAMES, options,
+                        extra_of=lambda structs, opts: (shape, q.is_contiguous()))
+    else:
+        shape, q_contiguous = hit[2]
+        # O contiguous, as the fake implementation makes it; empty_like costs 2-3 us less than new_empty and,
+        # for a contiguous q, gives the same strides.
+        o = torch.empty_like(q) if q_contiguous else q.new_empty(q.shape)
+        lse = q.new_empty(shape, dtype=torch.float32)
+    structs, opts, _ = hit
+    _set_addresses(structs, (q, k, v, o, lse))
     lib = _lib.lib()
     if q.is_cuda:
         opts.stream = current_stream_handle(q)
         opts.autotune = autotune_mode(True)
-        fn = lib.kiln_attention_forward_cuda
+        _lib.check(lib.kiln_attention_forward_cuda(*structs, opts))
     else:
-        fn = lib.kiln_attention_forward_host
-    _lib.check(fn(*structs, opts))
+        _lib.check(lib.kiln_attention_forward_host(*structs, opts))
     return o, lse
 
 
@@ -209,25 +245,29 @@ def attention_bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch
 
 
 def _backward_impl(dout, q, k, v, o, lse, causal, scale, layout, tf32, deterministic, exact_masked_v):
-    """The backward op's body: dQ, dK, dV from libkiln on the tensors' memory."""
-    dout, q, k, v, o = (_last_dim_contiguous(t) for t in (dout, q, k, v, o))
-    _check_device((q, k, v, o, lse, dout), ("q", "k", "v", "o", "lse", "dout"))
-    dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
-    dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
-    options = _options(causal, scale, layout, tf32, deterministic, exact_masked_v)
-    key = ("bwd", q.is_cuda, options, q.dtype, q.shape, q.stride(), k.dtype, k.shape, k.stride(), v.dtype, v.shape,
-           v.stride(), o.dtype, o.shape, o.stride(), lse.dtype, lse.shape, lse.stride(), dout.dtype, dout.shape,
-           dout.stride())
-    structs, opts, ws_bytes = _call_structs(key, (q, k, v, o, lse, dout, dq, dk, dv), _BWD_NAMES, options,
-                                            on_miss=_workspace_bytes if q.is_cuda else None)
+    """The backward op's body: dQ, dK, dV from libkiln on the tensors' memory (checks at a signature's first
+    call, as the forward's)."""
+    inputs = (q, k, v, o, lse, dout)
+    key = ("bwd", causal, scale, layout, tf32, deterministic, exact_masked_v) + _signature(inputs)
+    hit = _cached_call(key)
+    if hit is None and _needs_copy((dout, q, k, v, o)):
+        dout, q, k, v, o = (_last_dim_contiguous(t) for t in (dout, q, k, v, o))
+        return _backward_impl(dout, q, k, v, o, lse, causal, scale, layout, tf32, deterministic, exact_masked_v)
+    dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+    tensors = (q, k, v, o, lse, dout, dq, dk, dv)
+    if hit is None:
+        _check_device(inputs, ("q", "k", "v", "o", "lse", "dout"))
+        options = _options(causal, scale, layout, tf32, deterministic, exact_masked_v)
+        hit = _remember(key, tensors, _BWD_NAMES, options, extra_of=_workspace_bytes if q.is_cuda else None)
+    structs, opts, ws_bytes = hit
+    _set_addresses(structs, tensors)
     lib = _lib.lib()
     if q.is_cuda:
         opts.stream = current_stream_handle(q)
         opts.autotune = autotune_mode(True)
         # The f32 scratch (Delta, and the dQ accumulator when atomic dQ may run) from torch's caching allocator,
         # freed back to it (stream-ordered) when this tensor goes.
-        ws = torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device=q.device)
+        ws = q.new_empty(max(ws_bytes, 1), dtype=torch.uint8)
         _lib.check(lib.kiln_attention_backward_cuda_workspace(*structs, ws.data_ptr(), ws_bytes, opts))
     else:
         _lib.check(lib.kiln_attention_backward_host(*structs, opts))

@@ -1,0 +1,40 @@
+"""The report's section for kiln_bench's "mods" suite (bench/mods_bench.cpp): kiln's FA2 forward generated from
+attention mods, beside the built-in kernel where the mod restates a built-in path (issue 19: within 3 %), and
+beside flex_attention (torch.compile) and the best SDPA backend that runs the case (peers_mods.py). Rates
+count only the scores a row sees (FlexAttention's convention), the same FLOPs for every system of a case."""
+
+from report_format import DASH, cell, err, ratio, rate, table
+
+SDPA = ("sdpa_flash", "sdpa_cudnn", "sdpa_efficient")
+
+
+def _best(report, key, systems):
+    """The fastest record among `systems` for `key` that ran and passed its check, with its system's name."""
+    best = None
+    for system in systems:
+        rec = report.get(key, system)
+        if rec is not None and rec.get("ok") and rate(rec) and (best is None or rate(rec) > rate(best[0])):
+            best = (rec, system)
+    return best
+
+
+def mods_section(report):
+    """Markdown for the mods suite of `report` (a report.Report), "" where the suite did not run."""
+    rows = []
+    for rec in report.records(source="kiln", suite="mods", system="kiln"):
+        key = rec["key"]
+        builtin = report.get(key, "kiln_builtin")
+        flex = report.get(key, "flex")
+        sdpa = _best(report, key, SDPA)
+        rows.append([key, rec.get("note", ""), cell(rec), cell(builtin), ratio(rec, builtin), cell(flex),
+                     ratio(rec, flex), f"{cell(sdpa[0])} ({sdpa[1]})" if sdpa else "n/a",
+                     ratio(rec, sdpa[0]) if sdpa else DASH, err(rec)])
+    if not rows:
+        return ""
+    head = ["case", "mods", "kiln TFLOP/s", "kiln built-in", "mods / built-in", "flex_attention",
+            "kiln / flex", "best SDPA", "kiln / SDPA", "check"]
+    return ("kiln's forward generated from the mods (tuned per mods, through `attention::forward`), the built-in "
+            "kernel on the same problem where a mod restates it, `torch.compile(flex_attention)` with the same "
+            "functions and a block mask, and the fastest SDPA backend that takes the case (a boolean `attn_mask` "
+            "for the window and document masks; none takes a softcap). TFLOP/s over the visible scores only.\n\n"
+            + table(head, rows))
