@@ -4,6 +4,7 @@
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/decode_combine.h"
 #include "kernels/attention/decode_split.h"
+#include "jit/occupancy.h"
 #include "runtime/device.h"
 
 #include <cmath>
@@ -61,11 +62,6 @@ void check_disjoint(const std::vector<ByteRange>& ranges, size_t first_output, c
                                                   ranges[out].name, ranges[other].name)
                                     : fmt::format("{} and {} would be written to the same memory",
                                                   ranges[out].name, ranges[other].name));
-}
-
-int64_t row_tiles(const DecodeProblem& p, const Config& split) {
-  const int64_t bm = split.get("BLOCK_M");
-  return (p.group() * p.N_Q + bm - 1) / bm;
 }
 
 } // namespace
@@ -186,9 +182,9 @@ ValidatedDecode validate_decode_args(const TensorRef& q, const TensorRef& k, con
     }
   }
   const Config split = options.split_config ? *options.split_config : default_decode_split_config(p);
-  if (row_tiles(p, split) > kMaxGridYZ)
+  if (decode_row_tiles(p, split) > kMaxGridYZ)
     reject(site, "G * N_Q = {} packed rows need {} row tiles of {}, above the grid's {}", p.group() * p.N_Q,
-           row_tiles(p, split), split.get("BLOCK_M"), kMaxGridYZ);
+           decode_row_tiles(p, split), split.get("BLOCK_M"), kMaxGridYZ);
 
   ValidatedDecode r;
   r.problem = p;
@@ -272,13 +268,18 @@ ValidatedDecode validate_decode_args(const TensorRef& q, const TensorRef& k, con
   return r;
 }
 
+int64_t decode_slots(const Config& split_config) {
+  const rt::DeviceInfo& device = rt::current_device();
+  return device.sm_count * resident_ctas_per_sm(*detail::compiled_for(decode_split_def(), split_config), device);
+}
+
 int64_t decode_num_splits(const ValidatedDecode& a, const Config& split_config, int64_t requested) {
   if (requested > 0)
     return requested;
   const DecodeProblem& p = a.problem;
   const int64_t bn = split_config.get("BLOCK_N");
-  return choose_num_splits(p.B * p.H_KV * row_tiles(p, split_config), (p.N_K + bn - 1) / bn,
-                           rt::current_device().sm_count);
+  return choose_num_splits(p.B * p.H_KV * decode_row_tiles(p, split_config), (p.N_K + bn - 1) / bn,
+                           decode_slots(split_config));
 }
 
 void decode(const TensorRef& q, const TensorRef& k_cache, const TensorRef& v_cache, const TensorRef& o,

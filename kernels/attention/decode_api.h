@@ -90,8 +90,11 @@ ValidatedDecode validate_decode_args(const TensorRef& q, const TensorRef& k_cach
 
 // Bytes of f32 workspace decode() needs for these shapes and this many splits.
 uint64_t decode_workspace_bytes(int64_t B, int64_t H, int64_t N_Q, int64_t D, int64_t num_splits);
+// The programs of the split kernel at `split_config` the current device runs at once: its SMs × the kernel's
+// resident CTAs an SM (compiles the kernel, through the compile cache).
+int64_t decode_slots(const Config& split_config);
 // The split count decode() uses for a validated call on the current device: options.num_splits, or the
-// heuristic's (choose_num_splits) for the split kernel's `split_config`.
+// heuristic's (choose_num_splits over decode_slots) for the split kernel's `split_config`.
 int64_t decode_num_splits(const ValidatedDecode& a, const Config& split_config, int64_t requested);
 
 // o = softmax(q k_cacheᵀ · sm_scale) v_cache per sequence over its keys (GQA/MQA: query head h reads kv head

@@ -157,12 +157,17 @@ SizeArgs decode_size_args(const DecodeProblem& p, int64_t num_splits) {
           {"N_K", p.N_K}, {"D", p.D}, {"PAGE_SIZE", p.page_size}, {"NUM_SPLITS", num_splits}};
 }
 
-int64_t choose_num_splits(int64_t programs, int64_t key_tiles, int64_t sm_count) {
-  if (programs <= 0 || key_tiles <= 1 || sm_count <= 0 || programs * 5 >= sm_count * 4)
+int64_t decode_row_tiles(const DecodeProblem& p, const Config& split_config) {
+  const int64_t bm = split_config.get("BLOCK_M");
+  return (p.group() * p.N_Q + bm - 1) / bm;
+}
+
+int64_t choose_num_splits(int64_t programs, int64_t key_tiles, int64_t slots) {
+  if (programs <= 0 || key_tiles <= 1 || slots <= 0)
     return 1;
-  const int64_t max_splits = std::min<int64_t>({128, sm_count, key_tiles});
+  const int64_t max_splits = std::min<int64_t>({128, slots, key_tiles});
   auto efficiency = [&](int64_t s) { // the last wave's share of full waves
-    const double waves = static_cast<double>(programs * s) / static_cast<double>(sm_count);
+    const double waves = static_cast<double>(programs * s) / static_cast<double>(slots);
     return waves / std::ceil(waves);
   };
   double best = 0;

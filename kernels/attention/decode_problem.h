@@ -60,10 +60,17 @@ void check_decode_split_config(const DecodeProblem& p, const Config& c);
 // Size arguments of the two kernels' grids and tuning keys.
 SizeArgs decode_size_args(const DecodeProblem& p, int64_t num_splits);
 
-// How many splits to cut each sequence's keys into, as FlashDecoding chooses: none when the programs without
-// splits (B · H_KV · row tiles) already nearly fill the GPU's SMs; else the fewest splits whose waves of
-// programs over the SMs are at least 85 % as efficient as the best, at most one per key tile and 128.
-int64_t choose_num_splits(int64_t programs, int64_t key_tiles, int64_t sm_count);
+// Query-row tiles a kv head's packed rows (its H / H_KV query heads × N_Q) take at the split config's BLOCK_M:
+// the split kernel runs B · H_KV · this programs a split.
+int64_t decode_row_tiles(const DecodeProblem& p, const Config& split_config);
+
+// How many splits to cut each sequence's keys into, after FlashDecoding's rule: the fewest splits whose waves
+// of programs (B · H_KV · row tiles, times the splits) over the GPU's `slots` (the programs it runs at once:
+// SMs × the split kernel's resident CTAs an SM, resident_ctas_per_sm) are at least 85 % as efficient as the
+// best, at most one per key tile and 128; a wave's efficiency is the share of its slots the last wave fills.
+// Not FlashDecoding's "none when the programs nearly fill the SMs": 512 programs on an H100 whose SMs hold 3
+// split CTAs each are 1.3 waves, and 2 splits measured 22 % faster there (worklog §43).
+int64_t choose_num_splits(int64_t programs, int64_t key_tiles, int64_t slots);
 
 // f32 workspace the kernel pair needs: O_PART [num_splits, B·H·N_Q, D] then LSE_PART [num_splits, B·H·N_Q].
 int64_t decode_workspace_floats(int64_t rows, int64_t D, int64_t num_splits);

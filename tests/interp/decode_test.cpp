@@ -97,8 +97,13 @@ TEST(DecodeKernels, TopLeftCausalIsRefused) {
 }
 
 TEST(DecodeSplits, HeuristicFillsTheGpuAndNoMore) {
-  // Issue 19's decoding shape: 64 sequences x 8 kv heads = 512 programs already fill 132 SMs.
+  // Issue 19's decoding shape: 64 sequences x 8 kv heads = 512 programs. On 132 slots (one CTA an SM) they
+  // are 3.9 waves, nearly even: no split.
   EXPECT_EQ(choose_num_splits(512, 8192 / 64, 132), 1);
+  // On an H100 whose SMs hold 3 split CTAs each (396 slots) they are 1.3 waves; 2 splits make 2.6 of 3.
+  EXPECT_EQ(choose_num_splits(512, 8192 / 64, 3 * 132), 2);
+  // Many full waves: no split.
+  EXPECT_EQ(choose_num_splits(4096, 128, 3 * 132), 1);
   // One sequence, 8 kv heads: split until the waves are nearly full.
   const int64_t s = choose_num_splits(8, 128, 132);
   EXPECT_GT(s, 1);

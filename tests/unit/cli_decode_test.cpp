@@ -15,7 +15,7 @@ TEST_F(CliTest, DecodePagedGqaMatchesReference) {
                     "--seqlens=256,0,77", "--page-size=16", "--head-dim=32", "--causal=bottom-right",
                     "--interpret", "--check"});
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("the heuristic's for 132 SMs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the heuristic's for 132 programs at once"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("pages=16"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("check O:"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
