@@ -5,6 +5,7 @@
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/attention_mods_host.h"
+#include "kernels/attention/attention_sink_grad_api.h"
 #include "kernels/attention/fa2_bwd_dkdv.h"
 #include "kernels/attention/fa2_bwd_dq.h"
 #include "kernels/attention/fa2_bwd_dq_convert.h"
@@ -208,6 +209,12 @@ struct CheckedBackward {
   // The tensors with elements (q, k, v, o, lse, dout, then dq, dk, dv; only dk, dv when N_Q == 0; none when
   // B == 0), each with its name.
   std::vector<ByteRange> ranges;
+  std::optional<SinkGradTarget> dsink; // options.dsink, checked
+
+  // Whether the call has nothing to run: no batch, and no [H] sink gradient to zero.
+  bool nothing_to_do() const {
+    return args.fwd.problem.B == 0 && !(dsink && dsink->per_head && dsink->bytes > 0);
+  }
 
   uint64_t bytes_of(std::string_view name) const {
     for (const ByteRange& r : ranges)
@@ -280,8 +287,10 @@ CheckedBackward check_backward(const TensorRef& q, const TensorRef& k, const Ten
         "kernel and never runs the dQ kernel; drop one of them",
         options.dq_config->str());
 
-  if (p.B == 0)
-    return checked; // no tensor has an element
+  if (p.B == 0) { // no tensor has an element but an [H] dsink
+    checked.dsink = validate_sink_grad(options, p, {}, r.fwd.mod_tensors, site);
+    return checked;
+  }
   // With N_Q == 0 only dk and dv have elements (backward() zeroes them); q, k, v, o, lse are not read.
   std::vector<std::pair<const char*, const TensorRef*>> inputs, outputs;
   if (r.fwd.empty) {
@@ -330,6 +339,9 @@ CheckedBackward check_backward(const TensorRef& q, const TensorRef& k, const Ten
                "mod tensor '{}' (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected the mods' "
                "tensors apart from the gradients, which are written while they are read",
                m.name, m.data, m.end, ranges[out].name, ranges[out].first, ranges[out].end);
+  checked.dsink = validate_sink_grad(options, p, ranges, r.fwd.mod_tensors, site);
+  if (checked.dsink && checked.dsink->bytes > 0) // kept apart from the workspace too
+    ranges.push_back(ByteRange{"options.dsink", checked.dsink->data, checked.dsink->data + checked.dsink->bytes});
   r.dk = layout_strides(dk, layout), r.dv = layout_strides(dv, layout);
   r.dk_data = dk.data, r.dv_data = dv.data;
   if (r.fwd.empty)
@@ -459,16 +471,18 @@ void enqueue_backward(const CheckedBackward& checked, const TensorRef& dk, const
                       const ApiSite& site) {
   const ValidatedBackward& b = checked.args;
   const AttentionProblem& p = b.fwd.problem;
-  if (p.B == 0)
+  if (checked.nothing_to_do())
     return;
   const WorkspaceLayout ws = workspace_layout(p, options, site);
   check_workspace(workspace, b.fwd.empty ? 0 : ws.total, checked.ranges, site);
   require_driver(site);
   rt::current_device(); // makes the context current before any launch
   const rt::Stream stream = rt::Stream::wrap(options.stream);
-  if (b.fwd.empty) { // N_Q == 0: no query sees a key, so nothing flows back to K and V
+  if (p.B == 0 || b.fwd.empty) { // N_Q == 0: no query sees a key, so nothing flows back to K, V or a sink
     zero_tensor("dk", dk, stream);
     zero_tensor("dv", dv, stream);
+    if (checked.dsink)
+      zero_sink_grad(*checked.dsink, stream);
     return;
   }
   const uint64_t delta = workspace.data;                                      // f32 [B, H, N_Q]
@@ -479,6 +493,8 @@ void enqueue_backward(const CheckedBackward& checked, const TensorRef& dk, const
   const std::vector<LaunchArg> modded_args = with_mod_tensor_args(b, args);
   const bool last_is_dq = plan->dkdv.config.get_or("ATOMIC_DQ", 0) == 0;
   plan->pre.kernel->launch(plan->pre.grid, args, stream);
+  if (checked.dsink) // reads the Delta the preprocess wrote
+    launch_sink_grad(*checked.dsink, p, options.mods, modded_args, stream);
   plan->dkdv.kernel->launch(plan->dkdv.grid, modded_args, stream);
   plan->last.kernel->launch(plan->last.grid, last_is_dq ? modded_args : args, stream);
 }
@@ -501,7 +517,7 @@ void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const 
   // Validated first, so that a mistake is reported before anything is allocated (and without a GPU).
   const CheckedBackward checked = check_backward(q, k, v, o, lse, dout, dq, dk, dv, options, site);
   const ValidatedBackward& b = checked.args;
-  if (b.fwd.problem.B == 0)
+  if (checked.nothing_to_do())
     return;
   require_driver(site);
   rt::current_device(); // makes the context current before the allocation

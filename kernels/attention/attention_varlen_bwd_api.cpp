@@ -62,6 +62,9 @@ CheckedVarlenBackward check_varlen_backward(const TensorRef& q, const TensorRef&
   CheckedVarlenBackward checked;
   ValidatedVarlenBackward& r = checked.args;
   r.fwd = detail::validate_varlen_args(q, k, v, o, lse, batch, fwd_options, site);
+  if (options.dsink)
+    reject(site, "options.dsink (the sink logits' gradient) is given, but variable-length batches take no mods "
+                 "yet, so no sink; expected no dsink");
   const struct {
     const char* name;
     const TensorRef* t;
