@@ -50,8 +50,10 @@ struct DeviceBackward {
     mod_buffers.reserve(r.mod_tensors.size());
     for (const auto& [name, t] : r.mod_tensors) {
       mod_buffers.push_back(upload(t.data));
-      options.mod_tensors[name] = attention::TensorRef{
-          mod_buffers.back().ptr(), t.data.dtype, {t.shape.begin(), t.shape.end()}, {t.strides.begin(), t.strides.end()}};
+      options.mod_tensors[name] = attention::TensorRef{mod_buffers.back().ptr(),
+                                                       t.data.dtype,
+                                                       {t.shape.begin(), t.shape.end()},
+                                                       {t.strides.begin(), t.strides.end()}};
     }
   }
 

@@ -45,7 +45,8 @@ DType parse_attention_dtype(const std::string& text, const char* flag) {
 }
 
 GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const AttentionInputs& in,
-                          int warmup, int reps, const AttentionMods& mods, const ModTensorValues& mod_tensors) {
+                          int warmup, int reps, const AttentionMods& mods,
+                          const ModTensorValues& mod_tensors) {
   if (reps < 1 || warmup < 0)
     fail("timing needs at least 1 repetition and no negative warmup; got {} and {}", reps, warmup);
   const KernelDef& def = fa2_fwd_def(mods); // fa2_fwd_def() itself without mods

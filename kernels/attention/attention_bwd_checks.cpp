@@ -38,10 +38,11 @@ void check_gradient_rows(const char* name, const TensorRef& t, const ApiSite& si
 
 void check_elements_distinct(const char* name, const TensorRef& t, const ApiSite& site) {
   if (!elements_distinct(t))
-    reject(site,
-           "{}'s elements overlap each other (shape {}, strides {}): several gradients would be written to one "
-           "place; expected strides that give every element its own memory",
-           name, dims_str(t.shape), dims_str(t.strides));
+    reject(
+        site,
+        "{}'s elements overlap each other (shape {}, strides {}): several gradients would be written to one "
+        "place; expected strides that give every element its own memory",
+        name, dims_str(t.shape), dims_str(t.strides));
 }
 
 void check_gradient_overlaps(llvm::ArrayRef<TensorRange> inputs, llvm::ArrayRef<TensorRange> outputs,
@@ -52,12 +53,13 @@ void check_gradient_overlaps(llvm::ArrayRef<TensorRange> inputs, llvm::ArrayRef<
       const ByteRange& a = out.range;
       const ByteRange& b = other.range;
       if (overlaps(a, b) && same_layout_views_overlap(*out.t, *other.t).value_or(true))
-        reject(site,
-               "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected gradients in memory of "
-               "their own, since {}",
-               a.name, a.first, a.end, b.name, b.first, b.end,
-               written ? fmt::format("{} and {} would be written to the same memory", a.name, b.name)
-                       : fmt::format("writing {} would overwrite {} while it is read", a.name, b.name));
+        reject(
+            site,
+            "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected gradients in memory of "
+            "their own, since {}",
+            a.name, a.first, a.end, b.name, b.first, b.end,
+            written ? fmt::format("{} and {} would be written to the same memory", a.name, b.name)
+                    : fmt::format("writing {} would overwrite {} while it is read", a.name, b.name));
     };
     for (const TensorRange& in : inputs)
       clash(in, false);

@@ -17,8 +17,8 @@ struct GradientLike {
   const char* like_name;
   const TensorRef* like;
 };
-// Each of `grads` of rank `rank` (dims named `names` in messages), of `dtype` (the inputs') and of its input's
-// shape.
+// Each of `grads` of rank `rank` (dims named `names` in messages), of `dtype` (the inputs') and of its
+// input's shape.
 void check_gradient_shapes(llvm::ArrayRef<GradientLike> grads, size_t rank, const char* names, DType dtype,
                            const ApiSite& site);
 
@@ -35,8 +35,8 @@ struct TensorRange {
   ByteRange range;
   const TensorRef* t;
 };
-// Each of `outputs` apart from every one of `inputs` (read while it is written) and from the outputs before it
-// (byte ranges, or exactly, element by element, for two views of one layout: same_layout_views_overlap).
+// Each of `outputs` apart from every one of `inputs` (read while it is written) and from the outputs before
+// it (byte ranges, or exactly, element by element, for two views of one layout: same_layout_views_overlap).
 void check_gradient_overlaps(llvm::ArrayRef<TensorRange> inputs, llvm::ArrayRef<TensorRange> outputs,
                              const ApiSite& site);
 

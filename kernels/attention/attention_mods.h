@@ -232,8 +232,8 @@ ModdedScores modded_scores_transposed(const ModKernelEnv& env, const AttentionAr
 // see scores already scaled by sm_scale). Named qk_scale.
 Value scores_to_log2(const ModKernelEnv& env, const Value& sm_scale);
 
-// The sink's logits of the env's rows: (BLOCK_M,) f32 in the scores' domain (the forward's starting state, the
-// backward's d loss / d sink).
+// The sink's logits of the env's rows: (BLOCK_M,) f32 in the scores' domain (the forward's starting state,
+// the backward's d loss / d sink).
 Value sink_logits(const ModKernelEnv& env, const AttentionTileParams& tp);
 
 // The online softmax's starting state with the sink as a key already seen: the running max m (BLOCK_M,) in

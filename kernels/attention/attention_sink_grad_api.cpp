@@ -14,10 +14,11 @@ std::optional<SinkGradTarget> validate_sink_grad(const BackwardOptions& options,
     return std::nullopt;
   const TensorRef& t = *options.dsink;
   if (options.mods.sink.empty())
-    reject(site,
-           "options.dsink (the sink logits' gradient) is given, but options.mods ({}) have no sink; expected a "
-           "SinkMod in options.mods.sink, or no dsink",
-           options.mods.empty() ? "none" : options.mods.name());
+    reject(
+        site,
+        "options.dsink (the sink logits' gradient) is given, but options.mods ({}) have no sink; expected a "
+        "SinkMod in options.mods.sink, or no dsink",
+        options.mods.empty() ? "none" : options.mods.name());
   const SinkMod& sink = options.mods.sink[0];
   if (t.dtype != DType::f32)
     reject(site, "options.dsink has dtype {}; expected f32", dtype_name(t.dtype));
@@ -29,10 +30,11 @@ std::optional<SinkGradTarget> validate_sink_grad(const BackwardOptions& options,
            "per-head sink's)",
            dims_str(t.shape), dims_str(rows), dims_str(heads));
   if (per_head && !sink.per_head)
-    reject(site,
-           "options.dsink is [H], a per-head gradient, but the sink '{}' is not per head (SinkMod::per_head is "
-           "false: it may differ by batch or row); expected [B, H, N_Q] = {}, each row's gradient",
-           sink.name, dims_str(rows));
+    reject(
+        site,
+        "options.dsink is [H], a per-head gradient, but the sink '{}' is not per head (SinkMod::per_head is "
+        "false: it may differ by batch or row); expected [B, H, N_Q] = {}, each row's gradient",
+        sink.name, dims_str(rows));
   if (t.strides.size() != t.shape.size())
     reject(site, "options.dsink has {} strides for {} dims; expected one stride per dim", t.strides.size(),
            t.shape.size());
@@ -53,13 +55,15 @@ std::optional<SinkGradTarget> validate_sink_grad(const BackwardOptions& options,
   const ByteRange mine{"options.dsink", t.data, t.data + target.bytes};
   for (const ByteRange& theirs : ranges)
     if (overlaps(mine, theirs))
-      reject(site,
-             "options.dsink (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected memory of its "
-             "own",
-             mine.first, mine.end, theirs.name, theirs.first, theirs.end);
+      reject(
+          site,
+          "options.dsink (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected memory of its "
+          "own",
+          mine.first, mine.end, theirs.name, theirs.first, theirs.end);
   for (const ValidatedModTensor& m : mod_tensors)
     if (m.end > m.data && overlaps(mine, ByteRange{"mod tensor", m.data, m.end}))
-      reject(site, "options.dsink (bytes [{:#x}, {:#x})) overlaps mod tensor '{}'; expected memory of its own",
+      reject(site,
+             "options.dsink (bytes [{:#x}, {:#x})) overlaps mod tensor '{}'; expected memory of its own",
              mine.first, mine.end, m.name);
   return target;
 }

@@ -2,9 +2,9 @@
 // checks, and its kernel's launch (fa2_bwd_sink.h) after the preprocess has written Delta.
 #pragma once
 
+#include "jit/launch_arg.h"
 #include "kernels/attention/attention_api_checks.h"
 #include "kernels/attention/attention_bwd_api.h"
-#include "jit/launch_arg.h"
 #include "runtime/device.h"
 
 #include <optional>

@@ -1,8 +1,8 @@
 #include "kernels/attention/attention_varlen_bwd_api.h"
 
 #include "jit/jit_kernel.h"
-#include "kernels/attention/attention_bwd_checks.h"
 #include "kernels/attention/attention_bwd_args.h"
+#include "kernels/attention/attention_bwd_checks.h"
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/attention_varlen_defs.h"
@@ -63,8 +63,9 @@ CheckedVarlenBackward check_varlen_backward(const TensorRef& q, const TensorRef&
   ValidatedVarlenBackward& r = checked.args;
   r.fwd = detail::validate_varlen_args(q, k, v, o, lse, batch, fwd_options, site);
   if (options.dsink)
-    reject(site, "options.dsink (the sink logits' gradient) is given, but variable-length batches take no mods "
-                 "yet, so no sink; expected no dsink");
+    reject(site,
+           "options.dsink (the sink logits' gradient) is given, but variable-length batches take no mods "
+           "yet, so no sink; expected no dsink");
   check_gradient_shapes(
       {{"dout", &dout, "q", &q}, {"dq", &dq, "q", &q}, {"dk", &dk, "k", &k}, {"dv", &dv, "v", &v}}, 3,
       "[total, heads, D]", q.dtype, site);

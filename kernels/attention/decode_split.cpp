@@ -155,7 +155,7 @@ Kernel build_decode_split(const Config& config) {
         visible = visible && (offs_n <= (q_idx + (n_k - a.N_Q)).expand_dims(1));
       qk = where(visible, qk, -kInfinity);
     }
-    Value p = online_softmax_step(qk, qk_scale, m_i, l_i, acc); // (BM, BN) f32
+    Value p = online_softmax_step(qk, qk_scale, m_i, l_i, acc);                       // (BM, BN) f32
     Value v = load(paged ? v_tile_ptr(a, tp, rows) : v_seq, tp.v_tile_check(masked)); // (BN, HD)
     acc = dot(tp.dtype == f32 ? p : p.to(tp.dtype), v, acc, tp.tf32);
     if (!paged) {

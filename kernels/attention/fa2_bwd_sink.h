@@ -1,5 +1,5 @@
-// Attention backward with a sink (SinkMod, attention_mods.h): the gradient of the loss with respect to the sink
-// logits, which dQ, dK, dV do not need (a sink has no value; it reaches them through the forward's LSE).
+// Attention backward with a sink (SinkMod, attention_mods.h): the gradient of the loss with respect to the
+// sink logits, which dQ, dK, dV do not need (a sink has no value; it reaches them through the forward's LSE).
 // A sink joins each row's softmax as a key of score `sink`, so its probability is exp(sink − LSE) and
 //
 //   d loss / d sink[b, h, i] = −exp(sink − LSE) · Delta,   Delta = rowsum(dO ∘ O)   (0 where sink = −inf)

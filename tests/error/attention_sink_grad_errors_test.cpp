@@ -10,9 +10,9 @@
 
 using namespace kiln;
 using namespace kiln::attention;
+using kiln_test::BwdCall;
 using kiln_test::expect_mentions;
 using kiln_test::user_error;
-using kiln_test::BwdCall;
 
 namespace {
 
@@ -26,24 +26,26 @@ BwdCall sink_call() {
 }
 
 std::string validation_error(const BwdCall& c) {
-  std::string msg = user_error([&] {
-    validate_attention_bwd_args(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv, c.options);
-  });
+  std::string msg = user_error(
+      [&] { validate_attention_bwd_args(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv, c.options); });
   expect_mentions(msg, {"attention::backward: "});
   return msg;
 }
 
 TEST(AttentionSinkGradErrors, PerHeadAndPerRowGradientsPass) {
   BwdCall c = sink_call();
-  EXPECT_NO_THROW(validate_attention_bwd_args(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv, c.options));
+  EXPECT_NO_THROW(
+      validate_attention_bwd_args(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv, c.options));
   c.options.dsink = TensorRef::contiguous(0xb0000000, DType::f32, {2, 4, 64});
-  EXPECT_NO_THROW(validate_attention_bwd_args(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv, c.options));
+  EXPECT_NO_THROW(
+      validate_attention_bwd_args(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv, c.options));
 }
 
 TEST(AttentionSinkGradErrors, NeedsASink) {
   BwdCall c = kiln_test::valid_bwd_call();
   c.options.dsink = TensorRef::contiguous(0xb0000000, DType::f32, {4});
-  expect_mentions(validation_error(c), {"options.dsink", "options.mods (none) have no sink", "expected a SinkMod"});
+  expect_mentions(validation_error(c),
+                  {"options.dsink", "options.mods (none) have no sink", "expected a SinkMod"});
 }
 
 TEST(AttentionSinkGradErrors, DtypeShapeAndStrides) {
@@ -51,8 +53,8 @@ TEST(AttentionSinkGradErrors, DtypeShapeAndStrides) {
   c.options.dsink = TensorRef::contiguous(0xb0000000, DType::f16, {4});
   expect_mentions(validation_error(c), {"options.dsink has dtype f16; expected f32"});
   c.options.dsink = TensorRef::contiguous(0xb0000000, DType::f32, {2, 4});
-  expect_mentions(validation_error(c), {"options.dsink has shape [2, 4]", "expected [B, H, N_Q] = [2, 4, 64]",
-                                        "or [H] = [4]"});
+  expect_mentions(validation_error(c),
+                  {"options.dsink has shape [2, 4]", "expected [B, H, N_Q] = [2, 4, 64]", "or [H] = [4]"});
   TensorRef strided = TensorRef::contiguous(0xb0000000, DType::f32, {2, 4, 64});
   strided.strides = {4 * 128, 128, 1};
   c.options.dsink = strided;
@@ -92,8 +94,9 @@ TEST(AttentionSinkGradErrors, VariableLengthBatchesTakeNoDsink) {
   TensorRef v = kv, o = q, dout = q, dq = q, dk = kv, dv = kv;
   v.data = 0x30000000, o.data = 0x40000000, dout.data = 0x80000000, dq.data = 0x90000000;
   dk.data = 0xa0000000, dv.data = 0xb0000000;
-  expect_mentions(user_error([&] { validate_varlen_bwd_args(q, kv, v, o, lse, dout, dq, dk, dv, batch, options); }),
-                  {"attention::backward_varlen", "options.dsink", "expected no dsink"});
+  expect_mentions(
+      user_error([&] { validate_varlen_bwd_args(q, kv, v, o, lse, dout, dq, dk, dv, batch, options); }),
+      {"attention::backward_varlen", "options.dsink", "expected no dsink"});
 }
 
 } // namespace

@@ -51,8 +51,9 @@ std::vector<double> api_sink_grad(const AttentionProblem& p, const ModCase& c, c
   poison(poisoned_kv);
   poison(poisoned_sink);
   rt::DeviceBuffer q = upload(in.q), k = upload(in.k), v = upload(in.v), d_out = upload(dout),
-                   o(in.q.bytes.size()), lse(static_cast<size_t>(rows) * sizeof(float)), dq = upload(poisoned_q),
-                   dk = upload(poisoned_kv), dv = upload(poisoned_kv), dsink = upload(poisoned_sink);
+                   o(in.q.bytes.size()), lse(static_cast<size_t>(rows) * sizeof(float)),
+                   dq = upload(poisoned_q), dk = upload(poisoned_kv), dv = upload(poisoned_kv),
+                   dsink = upload(poisoned_sink);
   const AttentionStrides s = attention_strides(p);
   const TensorRef tq = describe(p, q.ptr(), p.H, p.N_Q, s.q), tk = describe(p, k.ptr(), p.H_KV, p.N_K, s.k),
                   tv = describe(p, v.ptr(), p.H_KV, p.N_K, s.v), to = describe(p, o.ptr(), p.H, p.N_Q, s.o);
@@ -60,8 +61,9 @@ std::vector<double> api_sink_grad(const AttentionProblem& p, const ModCase& c, c
   forward(tq, tk, tv, to, tlse, options);
   options.dsink = per_head ? TensorRef::contiguous(dsink.ptr(), DType::f32, {p.H})
                            : TensorRef::contiguous(dsink.ptr(), DType::f32, {p.B, p.H, p.N_Q});
-  backward(tq, tk, tv, to, tlse, describe(p, d_out.ptr(), p.H, p.N_Q, s.q), describe(p, dq.ptr(), p.H, p.N_Q, s.q),
-           describe(p, dk.ptr(), p.H_KV, p.N_K, s.k), describe(p, dv.ptr(), p.H_KV, p.N_K, s.k), options);
+  backward(tq, tk, tv, to, tlse, describe(p, d_out.ptr(), p.H, p.N_Q, s.q),
+           describe(p, dq.ptr(), p.H, p.N_Q, s.q), describe(p, dk.ptr(), p.H_KV, p.N_K, s.k),
+           describe(p, dv.ptr(), p.H_KV, p.N_K, s.k), options);
   const HostBuffer got = download(dsink, DType::f32, n);
   std::vector<double> out(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
@@ -81,7 +83,8 @@ TEST(GpuSinkGradApi, BackwardWritesTheSinkGradientPerHeadAndPerRow) {
     const std::vector<double> magnitude = sink_grad_magnitude(p, in, dout, c);
     // The forward's O and LSE are the GPU's here, not the reference's: the forward's tolerance adds to it.
     const double lse = max_abs_lse(reference_with_mods(p, in, c.mods, c.tensors));
-    const double tol = attention_grad_tolerance(p.dtype, p.tf32, lse) + attention_tolerance(p.dtype, p.tf32, lse);
+    const double tol =
+        attention_grad_tolerance(p.dtype, p.tf32, lse) + attention_tolerance(p.dtype, p.tf32, lse);
     const Comparison rows = compare_to_reference(api_sink_grad(p, c, in, dout, false), ref, magnitude);
     EXPECT_TRUE(rows.ok(tol)) << "per row: " << rows.str() << ", tolerance " << tol;
     const Comparison heads = compare_to_reference(api_sink_grad(p, c, in, dout, true), per_head_sums(p, ref),

@@ -29,8 +29,8 @@ inline std::vector<ModCase> sink_grad_cases() {
   return cs;
 }
 
-// Σ|terms| of each row's gradient, exp(sink − LSE) · Σ_d |dO ∘ O| (0 where the sink is −inf), the scale of its
-// rounding errors: Delta's terms cancel.
+// Σ|terms| of each row's gradient, exp(sink − LSE) · Σ_d |dO ∘ O| (0 where the sink is −inf), the scale of
+// its rounding errors: Delta's terms cancel.
 inline std::vector<double> sink_grad_magnitude(const AttentionProblem& p, const AttentionInputs& in,
                                                const HostBuffer& dout, const ModCase& c) {
   const AttentionResult fwd = reference_with_mods(p, in, c.mods, c.tensors);

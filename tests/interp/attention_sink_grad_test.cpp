@@ -32,7 +32,8 @@ double reference_loss(const AttentionProblem& p, const AttentionInputs& in, cons
 
 // The library's per-head sinks: d loss / d sinks[h] by central differences of the reference loss equals the
 // per-row closed form summed over batch and rows; with a causal window whose first rows see one key, and a
-// bottom-right causal rule under which the first rows see none (their gradient is 0: O = 0 whatever the sink).
+// bottom-right causal rule under which the first rows see none (their gradient is 0: O = 0 whatever the
+// sink).
 TEST(AttentionSinkGrad, TheClosedFormMatchesFiniteDifferencesPerHead) {
   for (int causal : {1, 2}) {
     SCOPED_TRACE(causal);
@@ -56,7 +57,8 @@ TEST(AttentionSinkGrad, TheClosedFormMatchesFiniteDifferencesPerHead) {
       minus.at("sinks").data.set(h, s - step);
       // The f32 tensor rounds the perturbed logits: divide by the step it holds.
       const double held = plus.at("sinks").data.get(h) - minus.at("sinks").data.get(h);
-      const double fd = (reference_loss(p, in, dout, mods, plus) - reference_loss(p, in, dout, mods, minus)) / held;
+      const double fd =
+          (reference_loss(p, in, dout, mods, plus) - reference_loss(p, in, dout, mods, minus)) / held;
       EXPECT_NEAR(heads[static_cast<size_t>(h)], fd, 1e-5 * (1 + std::abs(fd))) << "head " << h;
     }
     if (causal == 2) { // rows 0..3 see no key under the bottom-right rule (N_Q − N_K = 4)
@@ -100,7 +102,8 @@ TEST(AttentionSinkGrad, AUsersPerRowSinkGetsItsPerRowGradient) {
     plus.at("row_sinks").data.set(i, t.data.get(i) + step);
     minus.at("row_sinks").data.set(i, t.data.get(i) - step);
     const double held = plus.at("row_sinks").data.get(i) - minus.at("row_sinks").data.get(i);
-    const double fd = (reference_loss(p, in, dout, mods, plus) - reference_loss(p, in, dout, mods, minus)) / held;
+    const double fd =
+        (reference_loss(p, in, dout, mods, plus) - reference_loss(p, in, dout, mods, minus)) / held;
     EXPECT_NEAR(ref[static_cast<size_t>(i)], fd, 1e-5 * (1 + std::abs(fd))) << "row " << i;
   }
   const std::vector<double> got = run_bwd_sink_gradient(p, mods, tensors, in, dout, false);

@@ -1,7 +1,7 @@
 // `kiln attention --mod NAME[=ARGS]` run as a process (KILN_TOOL_PATH) in the interpreter: library mods
 // checked against the double reference with the same mods, the config line naming them, and the errors of
-// mods the command line cannot run (tensors it cannot give, a malformed mod), --bench failing as without mods; the backward with mods
-// checked against the double gradients with the same mods.
+// mods the command line cannot run (tensors it cannot give, a malformed mod), --bench failing as without
+// mods; the backward with mods checked against the double gradients with the same mods.
 #include "cli_test_fixture.h"
 
 #include "runtime/cuda_driver.h"
@@ -52,7 +52,8 @@ TEST_F(CliTest, AttentionModsTheCommandLineCannotRun) {
 // --bench with mods is refused only as the built-in kernels' is: with the interpreter, and without a GPU (the
 // same message as without mods).
 TEST_F(CliTest, AttentionModsBenchFailsAsTheBuiltInKernelsBenchDoes) {
-  const std::vector<std::string> base = {"attention", "--batch=1", "--heads=1", "--seq-q=16", "--head-dim=16"};
+  const std::vector<std::string> base = {"attention", "--batch=1", "--heads=1", "--seq-q=16",
+                                         "--head-dim=16"};
   auto with = [&](std::initializer_list<std::string> extra) {
     std::vector<std::string> a = base;
     a.insert(a.end(), extra);
