@@ -7,7 +7,9 @@
 #include "kernels/attention/fa2_bwd_dq.h"
 #include "kernels/attention/fa2_bwd_dq_convert.h"
 #include "kernels/attention/fa2_bwd_preprocess.h"
+#include "kernels/attention/fa2_bwd_varlen.h"
 #include "kernels/attention/fa2_fwd.h"
+#include "kernels/attention/fa2_fwd_varlen.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/matmul/matmul_split_k.h"
 #include "kernels/softmax/softmax.h"
@@ -29,6 +31,12 @@ const KernelRegistry& builtin_kernels() {
     r.add(fa2_bwd_dkdv_def());
     r.add(fa2_bwd_dq_def());
     r.add(fa2_bwd_dq_convert_def());
+    // Packed variable-length batches (attention_varlen_defs.h): the dense builders with VARLEN=1.
+    r.add(fa2_fwd_varlen_def());
+    r.add(fa2_bwd_preprocess_varlen_def());
+    r.add(fa2_bwd_dkdv_varlen_def());
+    r.add(fa2_bwd_dq_varlen_def());
+    r.add(fa2_bwd_dq_convert_varlen_def());
     r.add(decode_split_def());
     r.add(decode_combine_def());
     return r;

@@ -30,6 +30,7 @@ rt::DeviceBuffer upload(const HostBuffer& b) {
 struct DeviceBackward {
   const BackwardRequest& r;
   rt::DeviceBuffer q, k, v, dout, o, lse, dq, dk, dv;
+  std::vector<rt::DeviceBuffer> mod_buffers; // the mods' tensors, as options.mod_tensors point at them
   attention::BackwardOptions options;
 
   explicit DeviceBackward(const BackwardRequest& req)
@@ -45,6 +46,15 @@ struct DeviceBackward {
     options.sm_scale = p.sm_scale;
     options.layout = p.bshd_layout ? "bshd" : "bhsd";
     options.deterministic = r.deterministic;
+    options.mods = r.mods;
+    mod_buffers.reserve(r.mod_tensors.size());
+    for (const auto& [name, t] : r.mod_tensors) {
+      mod_buffers.push_back(upload(t.data));
+      options.mod_tensors[name] = attention::TensorRef{mod_buffers.back().ptr(),
+                                                       t.data.dtype,
+                                                       {t.shape.begin(), t.shape.end()},
+                                                       {t.strides.begin(), t.strides.end()}};
+    }
   }
 
   attention::TensorRef ref(const rt::DeviceBuffer& b, bool kv) const {

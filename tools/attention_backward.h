@@ -16,13 +16,16 @@ struct BackwardRequest {
   HostBuffer dout;                  // the problem's dtype and layout, like Q
   std::optional<Config> fwd_config; // the forward's config (--set); none: the API's choice
   bool deterministic = true; // false: the atomic-dQ variant in the interpreter, the API's choice on the GPU
+  AttentionMods mods;        // --mod: timed through the API with options.mods (run_bwd_with_mods runs them)
+  ModTensorValues mod_tensors;
 };
 
 // dQ, dK, dV in logical order.
 AttentionGrads run_attention_backward(const BackwardRequest& r, Executor executor);
 
-// On the GPU, through the host API: backward() alone and the training step forward() + backward(), each the
-// median of `reps` calls after a warm-up call (which may tune).
+// On the GPU, through the host API (with the request's mods, whose tensors are uploaded once): backward()
+// alone and the training step forward() + backward(), each the median of `reps` calls after a warm-up call
+// (which may tune).
 struct BackwardTiming {
   GpuTiming backward, step;
 };

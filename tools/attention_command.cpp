@@ -105,7 +105,8 @@ cl::list<std::string>
     mod_specs("mod",
               cl::desc("A score or mask mod of kiln's library (repeatable): causal[=top-left|"
                        "bottom-right], sliding_window=LEFT[,RIGHT], prefix_lm=N, softcap=CAP, "
-                       "alibi (the usual slopes); with the default config (the backward's with --backward), not --bench"),
+                       "alibi (the usual slopes); runs the default config (the backward's with --backward), "
+                       "which --bench times (with --backward, through kiln::attention::backward with the mods)"),
               cl::value_desc("NAME[=ARGS]"), cl::sub(attention_sub), cl::cat(cat));
 cl::opt<std::string>
     varlen("varlen",
@@ -183,7 +184,7 @@ int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::o
   BackwardRequest r{p, std::move(inputs),
                     dout_file.empty() ? make_dout(p, seed + 1, 1.0)
                                       : read_input(dout_file, "dO", p, p.H, p.N_Q),
-                    fwd_config, !nondeterministic};
+                    fwd_config, !nondeterministic, mods, mod_tensors};
   const std::string configs = !mods.empty() ? "the default configs; mods " + mods.name() + " (not autotuned)"
                               : executor == Executor::Gpu ? "configs as kiln::attention::backward picks them"
                                                           : "the default configs";
@@ -349,8 +350,6 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
     for (int64_t h = 0; h < p.H; ++h)
       mod_tensors[spec.name].data.set(h, slopes[static_cast<size_t>(h)]);
   }
-  if (!mods.empty() && bench)
-    fail("--mod runs without --bench for now (the mods' kernels are not timed by the command line)");
 
   const std::map<std::string, int64_t> overrides = parse_assignments(sets, "--set");
   Config config = fa2_fwd_def().with_overrides(default_fa2_config(p), overrides);
@@ -410,7 +409,7 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
     ok = co.ok(tol) && cmp_lse.ok(tol);
   }
   if (bench) {
-    GpuTiming t = time_fa2_on_gpu(p, config, inputs, 3, reps);
+    GpuTiming t = time_fa2_on_gpu(p, config, inputs, 3, reps, mods, mod_tensors);
     const double tflops = attention_flops(p) / (t.median_ms * 1e-3) / 1e12;
     llvm::outs() << fmt::format("bench: median {:.4f} ms (min {:.4f}, max {:.4f}, {} runs), {:.1f} TFLOP/s\n",
                                 t.median_ms, t.min_ms, t.max_ms, t.reps, tflops);

@@ -45,21 +45,27 @@ DType parse_attention_dtype(const std::string& text, const char* flag) {
 }
 
 GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const AttentionInputs& in,
-                          int warmup, int reps) {
+                          int warmup, int reps, const AttentionMods& mods,
+                          const ModTensorValues& mod_tensors) {
   if (reps < 1 || warmup < 0)
     fail("timing needs at least 1 repetition and no negative warmup; got {} and {}", reps, warmup);
-  std::shared_ptr<JitKernel> kernel = JitKernel::compile(build_fa2_fwd(config));
+  const KernelDef& def = fa2_fwd_def(mods); // fa2_fwd_def() itself without mods
+  check_mod_tensors(mods, mod_tensors, p);
+  std::shared_ptr<JitKernel> kernel = JitKernel::compile(def.build(config));
   AttentionInputs inputs = in;
   AttentionOutputs outputs = make_outputs(p);
+  ModTensorValues mod_inputs = mod_tensors;
   std::vector<InterpArg> host_args = fa2_interp_args(p, inputs, outputs);
+  const std::vector<InterpArg> mod_args = mod_interp_args(p, mods, mod_inputs); // after the kernel's own
+  host_args.insert(host_args.end(), mod_args.begin(), mod_args.end());
 
   // Device copies of every buffer argument; scalars pass by value, typed by the kernel's parameters.
   std::vector<rt::DeviceBuffer> buffers;
   buffers.reserve(host_args.size());
   std::vector<LaunchArg> args;
   const std::vector<Type>& types = kernel->param_types();
-  KILN_INTERNAL_CHECK(types.size() == host_args.size(), "fa2_fwd takes {} arguments, {} given", types.size(),
-                      host_args.size());
+  KILN_INTERNAL_CHECK(types.size() == host_args.size(), "{} takes {} arguments, {} given", def.name,
+                      types.size(), host_args.size());
   for (size_t i = 0; i < host_args.size(); ++i) {
     const InterpArg& a = host_args[i];
     if (a.buffer) {
@@ -72,7 +78,7 @@ GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const
       args.push_back(LaunchArg::of_int(a.i));
     }
   }
-  const Grid grid = fa2_fwd_def().grid(config, attention_size_args(p));
+  const Grid grid = def.grid(config, attention_size_args(p));
   rt::Stream stream = rt::Stream::create();
   for (int i = 0; i < warmup; ++i)
     kernel->launch(grid, args, stream);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "jit/tuned_kernel.h"
+#include "kernels/attention/attention_mods_host.h"
 #include "kernels/attention/attention_problem.h"
 #include "tools/kernel_problem.h"
 
@@ -28,10 +29,11 @@ struct GpuTiming {
 // Median, min and max of timed runs (at least one).
 GpuTiming timing_of(std::vector<double> ms);
 
-// Compiles FA2 for `config`, copies the inputs to the GPU once, and times `reps` launches (after
-// `warmup` untimed ones) with events around each.
+// Compiles FA2 for `config` (with `mods`: fa2_fwd_def(mods), reading `mod_tensors`), copies the inputs to the
+// GPU once, and times `reps` launches (after `warmup` untimed ones) with events around each.
 GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const AttentionInputs& in,
-                          int warmup, int reps);
+                          int warmup, int reps, const AttentionMods& mods = {},
+                          const ModTensorValues& mod_tensors = {});
 
 // The autotuner's choice for the problem, as kiln::attention::forward makes it (KILN_AUTOTUNE decides
 // whether it tunes, unless `mode` is given), on device copies of the inputs: tuning writes scratch outputs only.

@@ -1,10 +1,12 @@
 #include "kernels/attention/attention_bwd_api.h"
 
 #include "kernels/attention/attention_api_checks.h"
+#include "kernels/attention/attention_bwd_checks.h"
 #include "kernels/attention/attention_bwd_args.h"
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/attention_mods_host.h"
+#include "kernels/attention/attention_sink_grad_api.h"
 #include "kernels/attention/fa2_bwd_dkdv.h"
 #include "kernels/attention/fa2_bwd_dq.h"
 #include "kernels/attention/fa2_bwd_dq_convert.h"
@@ -37,22 +39,6 @@ Config completed(const KernelDef& def, const Config& c) {
   full.num_stages = c.num_stages;
   def.check(full);
   return full;
-}
-
-// A gradient (or dO) and the input it must be shaped like.
-struct Like {
-  const char* name;
-  const TensorRef* t;
-  const char* like_name;
-  const TensorRef* like;
-};
-
-// A head dim of stride 1, a 16-byte aligned address and 16-byte row strides.
-void check_rows(const char* name, const TensorRef& t, const ApiSite& site) {
-  if (t.strides[3] != 1 && t.shape[3] > 1)
-    reject(site, "{}'s head dim is not contiguous: stride {} (strides {}); expected stride 1 in the last dim",
-           name, t.strides[3], dims_str(t.strides));
-  check_alignment(name, t, site);
 }
 
 // `c`, a config for `def`, names only its params, has its tiles and agrees with the problem.
@@ -208,6 +194,12 @@ struct CheckedBackward {
   // The tensors with elements (q, k, v, o, lse, dout, then dq, dk, dv; only dk, dv when N_Q == 0; none when
   // B == 0), each with its name.
   std::vector<ByteRange> ranges;
+  std::optional<SinkGradTarget> dsink; // options.dsink, checked
+
+  // Whether the call has nothing to run: no batch, and no [H] sink gradient to zero.
+  bool nothing_to_do() const {
+    return args.fwd.problem.B == 0 && !(dsink && dsink->per_head && dsink->bytes > 0);
+  }
 
   uint64_t bytes_of(std::string_view name) const {
     for (const ByteRange& r : ranges)
@@ -256,32 +248,15 @@ CheckedBackward check_backward(const TensorRef& q, const TensorRef& k, const Ten
   const AttentionProblem& p = r.fwd.problem;
   const LayoutInfo layout = parse_layout(options.layout, site);
 
-  const Like grads[] = {
-      {"dout", &dout, "q", &q}, {"dq", &dq, "q", &q}, {"dk", &dk, "k", &k}, {"dv", &dv, "v", &v}};
-  for (const Like& g : grads) {
-    check_rank(g.name, *g.t, 4, layout.names, site);
-    if (g.t->dtype != q.dtype)
-      reject(site, "{} has dtype {} but q has {}; expected the inputs' dtype", g.name, dtype_name(g.t->dtype),
-             dtype_name(q.dtype));
-    if (g.t->shape != g.like->shape)
-      reject(site, "{} has shape {}; expected {}'s shape {}", g.name, dims_str(g.t->shape), g.like_name,
-             dims_str(g.like->shape));
+  check_gradient_shapes(
+      {{"dout", &dout, "q", &q}, {"dq", &dq, "q", &q}, {"dk", &dk, "k", &k}, {"dv", &dv, "v", &v}}, 4,
+      layout.names, q.dtype, site);
+  check_bwd_variant(options, site);
+
+  if (p.B == 0) { // no tensor has an element but an [H] dsink
+    checked.dsink = validate_sink_grad(options, p, {}, r.fwd.mod_tensors, site);
+    return checked;
   }
-
-  const bool atomic_config = options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
-  if (options.deterministic && atomic_config)
-    reject(site, "options.config has ATOMIC_DQ=1 (dQ added up by f32 atomics, in an order that varies from "
-                 "run to run) "
-                 "but options.deterministic is true; set ATOMIC_DQ=0, or deterministic = false to allow it");
-  if (atomic_config && options.dq_config)
-    reject(
-        site,
-        "options.dq_config ({}) is given, but options.config has ATOMIC_DQ=1, which computes dQ in the dK/dV "
-        "kernel and never runs the dQ kernel; drop one of them",
-        options.dq_config->str());
-
-  if (p.B == 0)
-    return checked; // no tensor has an element
   // With N_Q == 0 only dk and dv have elements (backward() zeroes them); q, k, v, o, lse are not read.
   std::vector<std::pair<const char*, const TensorRef*>> inputs, outputs;
   if (r.fwd.empty) {
@@ -289,40 +264,22 @@ CheckedBackward check_backward(const TensorRef& q, const TensorRef& k, const Ten
   } else {
     inputs = {{"q", &q}, {"k", &k}, {"v", &v}, {"o", &o}, {"lse", &lse}, {"dout", &dout}};
     outputs = {{"dq", &dq}, {"dk", &dk}, {"dv", &dv}};
-    check_rows("dout", dout, site);
+    check_gradient_rows("dout", dout, site);
   }
-  std::vector<ByteRange>& ranges = checked.ranges; // inputs, then outputs
+  std::vector<TensorRange> read, written;
   for (auto [name, t] : inputs)
-    ranges.push_back(ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)});
-  const size_t first_output = ranges.size();
+    read.push_back({ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)}, t});
   for (auto [name, t] : outputs) {
-    ranges.push_back(ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)});
-    check_rows(name, *t, site);
-    if (!elements_distinct(*t))
-      reject(site,
-             "{}'s elements overlap each other (shape {}, strides {}): several gradients would be written to "
-             "one "
-             "place; expected strides that give every element its own memory",
-             name, dims_str(t->shape), dims_str(t->strides));
+    written.push_back({ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)}, t});
+    check_gradient_rows(name, *t, site);
+    check_elements_distinct(name, *t, site);
   }
-  std::vector<const TensorRef*> tensors; // in the order of `ranges`
-  for (const auto& list : {inputs, outputs})
-    for (auto [name, t] : list)
-      tensors.push_back(t);
-  for (size_t out = first_output; out < ranges.size(); ++out)
-    for (size_t other = 0; other < out; ++other)
-      if (overlaps(ranges[out], ranges[other]) &&
-          same_layout_views_overlap(*tensors[out], *tensors[other]).value_or(true))
-        reject(site,
-               "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected gradients in memory "
-               "of their "
-               "own, since {}",
-               ranges[out].name, ranges[out].first, ranges[out].end, ranges[other].name, ranges[other].first,
-               ranges[other].end,
-               other < first_output ? fmt::format("writing {} would overwrite {} while it is read",
-                                                  ranges[out].name, ranges[other].name)
-                                    : fmt::format("{} and {} would be written to the same memory",
-                                                  ranges[out].name, ranges[other].name));
+  check_gradient_overlaps(read, written, site);
+  std::vector<ByteRange>& ranges = checked.ranges; // inputs, then outputs
+  for (const auto& list : {read, written})
+    for (const TensorRange& r : list)
+      ranges.push_back(r.range);
+  const size_t first_output = read.size();
   for (const ValidatedModTensor& m : r.fwd.mod_tensors) // the mods' tensors are read while gradients are written
     for (size_t out = first_output; out < ranges.size(); ++out)
       if (m.end > m.data && overlaps(ByteRange{"mod tensor", m.data, m.end}, ranges[out]))
@@ -330,6 +287,9 @@ CheckedBackward check_backward(const TensorRef& q, const TensorRef& k, const Ten
                "mod tensor '{}' (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected the mods' "
                "tensors apart from the gradients, which are written while they are read",
                m.name, m.data, m.end, ranges[out].name, ranges[out].first, ranges[out].end);
+  checked.dsink = validate_sink_grad(options, p, ranges, r.fwd.mod_tensors, site);
+  if (checked.dsink && checked.dsink->bytes > 0) // kept apart from the workspace too
+    ranges.push_back(ByteRange{"options.dsink", checked.dsink->data, checked.dsink->data + checked.dsink->bytes});
   r.dk = layout_strides(dk, layout), r.dv = layout_strides(dv, layout);
   r.dk_data = dk.data, r.dv_data = dv.data;
   if (r.fwd.empty)
@@ -459,16 +419,18 @@ void enqueue_backward(const CheckedBackward& checked, const TensorRef& dk, const
                       const ApiSite& site) {
   const ValidatedBackward& b = checked.args;
   const AttentionProblem& p = b.fwd.problem;
-  if (p.B == 0)
+  if (checked.nothing_to_do())
     return;
   const WorkspaceLayout ws = workspace_layout(p, options, site);
   check_workspace(workspace, b.fwd.empty ? 0 : ws.total, checked.ranges, site);
   require_driver(site);
   rt::current_device(); // makes the context current before any launch
   const rt::Stream stream = rt::Stream::wrap(options.stream);
-  if (b.fwd.empty) { // N_Q == 0: no query sees a key, so nothing flows back to K and V
+  if (p.B == 0 || b.fwd.empty) { // N_Q == 0: no query sees a key, so nothing flows back to K, V or a sink
     zero_tensor("dk", dk, stream);
     zero_tensor("dv", dv, stream);
+    if (checked.dsink)
+      zero_sink_grad(*checked.dsink, stream);
     return;
   }
   const uint64_t delta = workspace.data;                                      // f32 [B, H, N_Q]
@@ -479,6 +441,8 @@ void enqueue_backward(const CheckedBackward& checked, const TensorRef& dk, const
   const std::vector<LaunchArg> modded_args = with_mod_tensor_args(b, args);
   const bool last_is_dq = plan->dkdv.config.get_or("ATOMIC_DQ", 0) == 0;
   plan->pre.kernel->launch(plan->pre.grid, args, stream);
+  if (checked.dsink) // reads the Delta the preprocess wrote
+    launch_sink_grad(*checked.dsink, p, options.mods, modded_args, stream);
   plan->dkdv.kernel->launch(plan->dkdv.grid, modded_args, stream);
   plan->last.kernel->launch(plan->last.grid, last_is_dq ? modded_args : args, stream);
 }
@@ -501,7 +465,7 @@ void backward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const 
   // Validated first, so that a mistake is reported before anything is allocated (and without a GPU).
   const CheckedBackward checked = check_backward(q, k, v, o, lse, dout, dq, dk, dv, options, site);
   const ValidatedBackward& b = checked.args;
-  if (b.fwd.problem.B == 0)
+  if (checked.nothing_to_do())
     return;
   require_driver(site);
   rt::current_device(); // makes the context current before the allocation

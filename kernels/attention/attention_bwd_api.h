@@ -10,7 +10,8 @@
 //   backward_with_workspace(q, k, v, o, lse, dout, dq, dk, dv, ws, bopts);
 //
 // Three kernels run (kernels/attention/fa2_bwd_*.h): the preprocess (Delta = rowsum(dO ∘ O)), dK/dV (one
-// program per key tile, GQA groups summed in the program) and dQ (one program per query tile). All are
+// program per key tile, GQA groups summed in the program) and dQ (one program per query tile); a fourth, the
+// sink's gradient (fa2_bwd_sink.h), after the preprocess when options.dsink asks for it. All are
 // deterministic; with deterministic = false the autotuner may instead pick dQ accumulated by f32 atomics
 // inside the dK/dV kernel, then cast (ATOMIC_DQ=1), when that is faster.
 //
@@ -35,6 +36,13 @@ struct BackwardOptions : AttentionOptions {
   // other is tuned); each must agree with the problem (start from default_bwd_configs()). Giving dq_config
   // alone keeps the deterministic variant.
   std::optional<Config> dq_config;
+  // With a sink (options.mods.sink): where to write d loss / d sink (fa2_bwd_sink.h), f32, dense row-major,
+  // overlapping no other tensor of the call. Either [B, H, N_Q], each row's d loss / d sink(b, h, q_idx), for
+  // any sink (a user's sink that depends on b or the row reduces it to its own parameters), or [H], for a
+  // per-head sink (SinkMod::per_head: attention_sinks()' "sinks" tensor), the gradient of that tensor: the
+  // rows' summed over batch and rows in a fixed order (deterministic). Not given: no sink gradient is computed.
+  // Rows that see no key get 0 (their O is 0 whatever the sink), as does a −inf sink.
+  std::optional<TensorRef> dsink;
 };
 
 // What validate_attention_bwd_args() derives: the forward's validation of q, k, v, o, lse plus the addresses
@@ -52,7 +60,8 @@ struct ValidatedBackward {
 // interleaved in one fused-KV gradient buffer are accepted); B * H above CUDA's grid limit (65535); options.config / dq_config that disagree with the
 // problem, name params their kernel lacks or lack a tile; ATOMIC_DQ=1 with deterministic, or with a
 // dq_config; a score mod the builder cannot differentiate (without its own derivative); a mod tensor
-// overlapping a gradient. With N_Q == 0 only dk and dv (the tensors with elements) get the address and stride checks.
+// overlapping a gradient; options.dsink without a sink, of a dtype, shape or strides other than the above, [H]
+// for a sink that is not per head, or overlapping another tensor. With N_Q == 0 only dk and dv (the tensors with elements) get the address and stride checks.
 // A kiln::Error starting "attention::backward:" and ending in "(at file:line)" names the first mistake, what
 // was expected and what came. Needs no GPU.
 ValidatedBackward validate_attention_bwd_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,
@@ -83,7 +92,7 @@ uint64_t backward_workspace_bytes(const TensorRef& q, const BackwardOptions& opt
 // synchronizing. Once the kernels are compiled and the configs picked (a call with autotune = Cached never
 // times anything), a call neither allocates device memory nor synchronizes, so it can be captured. B == 0:
 // nothing to do (no driver needed). N_Q == 0: dk and dv are zeroed (no query sees a key) on options.stream,
-// nothing else runs. Tuning tables count the convention's backward FLOPs (2.5 × the forward's) as dK/dV 2.0 ×
+// nothing else runs (an [H] options.dsink is zeroed too, also when B == 0). Tuning tables count the convention's backward FLOPs (2.5 × the forward's) as dK/dV 2.0 ×
 // (2.5 × with ATOMIC_DQ=1) and dQ 0.5 ×. Besides validate_attention_bwd_args()'s checks, a workspace smaller
 // than backward_workspace_bytes(), not 16-byte aligned, or overlapping a tensor is a kiln::Error. Throws
 // kiln::Error when no GPU driver is available.

@@ -127,6 +127,7 @@ SinkMod attention_sinks() {
   m.tensors = {{"sinks", DType::f32, {"H"}}};
   m.fn = {kDeterminedByName, [](const ModArgs& a) { return a.load("sinks", {a.h}); }};
   m.reference = [](const ModPoint& p) { return p.at("sinks", {p.h}); };
+  m.per_head = true; // the backward's dsink can be the [H] gradient of "sinks"
   return m;
 }
 

@@ -326,11 +326,14 @@ ModdedScores modded_scores_transposed(const ModKernelEnv& env, const AttentionAr
   return apply_mods_to_tile(*env.mods, m, tile, qkT * a.sm_scale, visible, with_derivative);
 }
 
-SinkState sink_initial_state(const ModKernelEnv& env, const AttentionTileParams& tp) {
+Value sink_logits(const ModKernelEnv& env, const AttentionTileParams& tp) {
   const SinkMod& mod = env.mods->sink[0];
-  // (BM, 1) f32 in the scores' domain, then (BM,) in the kernel's log2 domain.
-  Value s =
-      reshape(checked_result(mod.fn(env.args), "sink", mod.name, {tp.block_m, 1}), {tp.block_m}) * kLog2e;
+  // (BM, 1) f32 in the scores' domain, as (BM,).
+  return reshape(checked_result(mod.fn(env.args), "sink", mod.name, {tp.block_m, 1}), {tp.block_m});
+}
+
+SinkState sink_initial_state(const ModKernelEnv& env, const AttentionTileParams& tp) {
+  Value s = sink_logits(env, tp) * kLog2e; // (BM,) in the kernel's log2 domain
   return SinkState{s.named("m_sink"), (s > -kInfinity).to(f32).named("l_sink")};
 }
 

@@ -152,6 +152,11 @@ struct SinkMod {
   std::vector<ModTensorSpec> tensors;
   SinkModFn fn;
   std::function<double(const ModPoint& m)> reference; // optional, as ScoreMod::reference (kv_idx unused)
+  // true: fn returns one value per query head, the same for every batch and row, and that value is a learned
+  // parameter itself (attention_sinks(): sinks[h]). The backward can then give d loss / d that parameter,
+  // an [H] gradient (the rows' gradients summed over batch and rows, fa2_bwd_sink.h); any sink can give the
+  // per-row gradient d loss / d sink(b, h, q_idx), [B, H, N_Q].
+  bool per_head = false;
 };
 
 // The mods of one attention call: score mods applied in order, and mask mods of which every one must let a
@@ -226,6 +231,10 @@ ModdedScores modded_scores_transposed(const ModKernelEnv& env, const AttentionAr
 // What the kernels multiply the scores by before exp2: sm_scale · log2 e, or log2 e alone with mods (which
 // see scores already scaled by sm_scale). Named qk_scale.
 Value scores_to_log2(const ModKernelEnv& env, const Value& sm_scale);
+
+// The sink's logits of the env's rows: (BLOCK_M,) f32 in the scores' domain (the forward's starting state,
+// the backward's d loss / d sink).
+Value sink_logits(const ModKernelEnv& env, const AttentionTileParams& tp);
 
 // The online softmax's starting state with the sink as a key already seen: the running max m (BLOCK_M,) in
 // the log2 domain, the sink itself, and the row sum l, 1 (0 where the sink is −inf).

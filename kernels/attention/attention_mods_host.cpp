@@ -2,6 +2,8 @@
 
 #include "kernels/attention/fa2_bwd_dkdv.h"
 #include "kernels/attention/fa2_bwd_dq.h"
+#include "kernels/attention/fa2_bwd_preprocess.h"
+#include "kernels/attention/fa2_bwd_sink.h"
 #include "kernels/attention/fa2_fwd.h"
 
 #include <algorithm>
@@ -238,6 +240,56 @@ AttentionGrads reference_backward_with_mods(const AttentionProblem& p, const Att
     return ref.score_derivative(b, h, i, j, s);
   };
   return reference_backward(p, logical_bwd_tensors(p, in, dout), scores);
+}
+
+std::vector<double> reference_sink_gradient(const AttentionProblem& p, const AttentionInputs& in,
+                                            const HostBuffer& dout, const AttentionMods& mods,
+                                            const ModTensorValues& tensors) {
+  std::vector<double> grad(static_cast<size_t>(p.B * p.H * p.N_Q), 0.0);
+  if (mods.sink.empty())
+    return grad;
+  const AttentionResult fwd = reference_with_mods(p, in, mods, tensors);
+  const AttentionTensors64 t = logical_bwd_tensors(p, in, dout);
+  ModReferences ref(p, mods, tensors);
+  for (int64_t b = 0; b < p.B; ++b)
+    for (int64_t h = 0; h < p.H; ++h)
+      for (int64_t i = 0; i < p.N_Q; ++i) {
+        const size_t row = static_cast<size_t>((b * p.H + h) * p.N_Q + i);
+        const double sink = ref.sink(b, h, i);
+        if (sink == -std::numeric_limits<double>::infinity())
+          continue;
+        double delta = 0;
+        for (int64_t d = 0; d < p.D; ++d)
+          delta += t.dout[row * static_cast<size_t>(p.D) + static_cast<size_t>(d)] *
+                   fwd.o[row * static_cast<size_t>(p.D) + static_cast<size_t>(d)];
+        grad[row] = -std::exp(sink - fwd.lse[row]) * delta;
+      }
+  return grad;
+}
+
+std::vector<double> run_bwd_sink_gradient(const AttentionProblem& p, const AttentionMods& mods,
+                                          const ModTensorValues& tensors, const AttentionInputs& in,
+                                          const HostBuffer& dout, bool per_head, Executor executor) {
+  check_mod_tensors(mods, tensors, p);
+  AttentionBwdBuffers buffers = make_bwd_buffers(p, in, dout);
+  set_forward_outputs(p, reference_with_mods(p, in, mods, tensors), buffers);
+  ModTensorValues mod_inputs = tensors;
+  const SizeArgs sizes = attention_size_args(p);
+  std::vector<InterpArg> args = fa2_bwd_interp_args(p, buffers);
+  const Config pre = bwd_preprocess_config(p, default_bwd_configs(p).dkdv);
+  execute(executor, build_fa2_bwd_preprocess(pre), fa2_bwd_preprocess_def().grid(pre, sizes), args);
+  const std::vector<InterpArg> mod_args = mod_interp_args(p, mods, mod_inputs);
+  args.insert(args.end(), mod_args.begin(), mod_args.end());
+  HostBuffer dsink(DType::f32, per_head ? p.H : p.B * p.H * p.N_Q, "DSINK");
+  poison(dsink);
+  args.push_back(InterpArg::ptr(dsink));
+  const KernelDef& def = fa2_bwd_sink_def(mods);
+  const Config config = fa2_bwd_sink_config(p, per_head);
+  execute(executor, def.build(config), def.grid(config, sizes), args);
+  std::vector<double> out(static_cast<size_t>(dsink.numel()));
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = dsink.get(static_cast<int64_t>(i));
+  return out;
 }
 
 std::vector<InterpArg> mod_interp_args(const AttentionProblem& p, const AttentionMods& mods,

@@ -59,10 +59,24 @@ ReferenceScoreFn mod_score_reference(const AttentionProblem& p, const AttentionM
 
 // The analytic gradients of Σ O ∘ dO in double with the mods (reference_backward through the mods'
 // references): dS multiplied by d score_mods / d score, a central difference of the score mods' references;
-// sinks enter through the forward's LSE. The sink logits' own gradient is not computed.
+// sinks enter through the forward's LSE. The sink logits' own gradient is reference_sink_gradient's.
 AttentionGrads reference_backward_with_mods(const AttentionProblem& p, const AttentionInputs& in,
                                             const HostBuffer& dout, const AttentionMods& mods,
                                             const ModTensorValues& tensors);
+
+// d loss / d sink of every row in double, [B, H, N_Q] in logical order: −exp(sink − LSE) · Σ_d dO ∘ O with the
+// forward's O and LSE of reference_with_mods; 0 where the sink is −inf, and everywhere without a sink.
+std::vector<double> reference_sink_gradient(const AttentionProblem& p, const AttentionInputs& in,
+                                            const HostBuffer& dout, const AttentionMods& mods,
+                                            const ModTensorValues& tensors);
+
+// The sink's gradient as the backward computes it (fa2_bwd_preprocess, then fa2_bwd_sink_def(mods)), on the O
+// and LSE of reference_with_mods rounded as the forward stores them: per row, [B, H, N_Q] in logical order,
+// or with `per_head` the [H] sums.
+std::vector<double> run_bwd_sink_gradient(const AttentionProblem& p, const AttentionMods& mods,
+                                          const ModTensorValues& tensors, const AttentionInputs& in,
+                                          const HostBuffer& dout, bool per_head,
+                                          Executor executor = Executor::Interpreter);
 
 // The mods' tensors as kernel arguments, in AttentionMods::tensors() order: each tensor's pointer, then its
 // strides (mod_tensor_strides). The buffers are referenced, not copied.

@@ -1,8 +1,8 @@
 #include "kernels/attention/attention_varlen_bwd_api.h"
 
 #include "jit/jit_kernel.h"
-#include "kernels/attention/attention_api_checks.h"
 #include "kernels/attention/attention_bwd_args.h"
+#include "kernels/attention/attention_bwd_checks.h"
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/attention_varlen_defs.h"
@@ -62,37 +62,19 @@ CheckedVarlenBackward check_varlen_backward(const TensorRef& q, const TensorRef&
   CheckedVarlenBackward checked;
   ValidatedVarlenBackward& r = checked.args;
   r.fwd = detail::validate_varlen_args(q, k, v, o, lse, batch, fwd_options, site);
-  const struct {
-    const char* name;
-    const TensorRef* t;
-    const char* like_name;
-    const TensorRef* like;
-  } grads[] = {{"dout", &dout, "q", &q}, {"dq", &dq, "q", &q}, {"dk", &dk, "k", &k}, {"dv", &dv, "v", &v}};
-  for (const auto& g : grads) {
-    check_rank(g.name, *g.t, 3, "[total, heads, D]", site);
-    if (g.t->dtype != q.dtype)
-      reject(site, "{} has dtype {} but q has {}; expected the inputs' dtype", g.name, dtype_name(g.t->dtype),
-             dtype_name(q.dtype));
-    if (g.t->shape != g.like->shape)
-      reject(site, "{} has shape {}; expected {}'s shape {}", g.name, dims_str(g.t->shape), g.like_name,
-             dims_str(g.like->shape));
-  }
-  const bool atomic_config = options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
-  if (options.deterministic && atomic_config)
+  if (options.dsink)
     reject(site,
-           "options.config has ATOMIC_DQ=1 (dQ added up by f32 atomics, in an order that varies from run to "
-           "run) but options.deterministic is true; set ATOMIC_DQ=0, or deterministic = false to allow it");
-  if (atomic_config && options.dq_config)
-    reject(
-        site,
-        "options.dq_config ({}) is given, but options.config has ATOMIC_DQ=1, which computes dQ in the dK/dV "
-        "kernel and never runs the dQ kernel; drop one of them",
-        options.dq_config->str());
+           "options.dsink (the sink logits' gradient) is given, but variable-length batches take no mods "
+           "yet, so no sink; expected no dsink");
+  check_gradient_shapes(
+      {{"dout", &dout, "q", &q}, {"dq", &dq, "q", &q}, {"dk", &dk, "k", &k}, {"dv", &dv, "v", &v}}, 3,
+      "[total, heads, D]", q.dtype, site);
+  check_bwd_variant(options, site);
   if (r.fwd.sizes.B == 0)
     return checked; // nothing is read or written
 
   // Inputs are read while the gradients are written; tensors without elements are neither.
-  std::vector<std::pair<ByteRange, const TensorRef*>> inputs, outputs;
+  std::vector<TensorRange> inputs, outputs;
   for (auto [name, t] : {std::pair{"q", &q},
                          {"k", &k},
                          {"v", &v},
@@ -106,38 +88,13 @@ CheckedVarlenBackward check_varlen_backward(const TensorRef& q, const TensorRef&
   for (auto [name, t] : {std::pair{"dout", &dout}, {"dq", &dq}, {"dk", &dk}, {"dv", &dv}}) {
     if (numel(*t) == 0)
       continue;
-    if (t->strides[2] != 1 && t->shape[2] > 1)
-      reject(site,
-             "{}'s head dim is not contiguous: stride {} (strides {}); expected stride 1 in the last dim",
-             name, t->strides[2], dims_str(t->strides));
-    check_alignment(name, *t, site);
+    check_gradient_rows(name, *t, site);
     if (std::string_view(name) == "dout")
       continue;
-    if (!elements_distinct(*t))
-      reject(site,
-             "{}'s elements overlap each other (shape {}, strides {}): several gradients would be written to "
-             "one "
-             "place; expected strides that give every element its own memory",
-             name, dims_str(t->shape), dims_str(t->strides));
+    check_elements_distinct(name, *t, site);
     outputs.push_back({ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)}, t});
   }
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const auto& [out, out_t] = outputs[i];
-    auto clash = [&](const ByteRange& other, const TensorRef* other_t, bool written) {
-      if (overlaps(out, other) && same_layout_views_overlap(*out_t, *other_t).value_or(true))
-        reject(
-            site,
-            "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected gradients in memory of "
-            "their own, since {}",
-            out.name, out.first, out.end, other.name, other.first, other.end,
-            written ? fmt::format("{} and {} would be written to the same memory", out.name, other.name)
-                    : fmt::format("writing {} would overwrite {} while it is read", out.name, other.name));
-    };
-    for (const auto& [in, in_t] : inputs)
-      clash(in, in_t, false);
-    for (size_t j = 0; j < i; ++j)
-      clash(outputs[j].first, outputs[j].second, true);
-  }
+  check_gradient_overlaps(inputs, outputs, site);
   for (const auto& [range, t] : outputs) {
     const uint64_t bytes = range.end - range.first;
     (t == &dq ? checked.dq_bytes : t == &dk ? checked.dk_bytes : checked.dv_bytes) = bytes;

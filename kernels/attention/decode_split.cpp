@@ -1,6 +1,7 @@
 #include "kernels/attention/decode_split.h"
 
 #include "dsl/dsl.h"
+#include "kernels/attention/attention_online_softmax.h"
 #include "kernels/attention/attention_tiles.h"
 
 #include <fmt/format.h>
@@ -154,15 +155,9 @@ Kernel build_decode_split(const Config& config) {
         visible = visible && (offs_n <= (q_idx + (n_k - a.N_Q)).expand_dims(1));
       qk = where(visible, qk, -kInfinity);
     }
-    Value m_ij = maximum(m_i, max(qk, 1) * qk_scale);
-    Value m_shift = where(m_ij == -kInfinity, 0.0, m_ij); // a row with no key yet: exp2(-inf - -inf) is NaN
-    Value p = exp2(qk * qk_scale - m_shift.expand_dims(1)).named("p"); // (BM, BN) f32
-    Value alpha = exp2(m_i - m_shift).named("alpha");
-    l_i = l_i * alpha + sum(p, 1);
-    acc = acc * alpha.expand_dims(1);
+    Value p = online_softmax_step(qk, qk_scale, m_i, l_i, acc);                       // (BM, BN) f32
     Value v = load(paged ? v_tile_ptr(a, tp, rows) : v_seq, tp.v_tile_check(masked)); // (BN, HD)
     acc = dot(tp.dtype == f32 ? p : p.to(tp.dtype), v, acc, tp.tf32);
-    m_i = m_ij;
     if (!paged) {
       k_seq = advance_k(k_seq, tp);
       v_seq = advance(v_seq, {BN, 0});

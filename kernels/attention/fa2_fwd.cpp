@@ -2,6 +2,7 @@
 
 #include "dsl/dsl.h"
 #include "kernels/attention/attention_mods.h"
+#include "kernels/attention/attention_online_softmax.h"
 #include "kernels/attention/attention_tiles.h"
 #include "kernels/attention/attention_value_selection.h"
 #include "kernels/attention/attention_varlen_tiles.h"
@@ -77,21 +78,13 @@ Kernel build_fa2_fwd_with_mods(const Config& config, const AttentionMods& mods) 
       Value offs_n = start_n + arange(0, BN); // (BN,) i32
       qk = where(visible_keys(a, tp, offs_m, offs_n), qk, -kInfinity);
     }
-    Value m_ij = maximum(m_i, max(qk, 1) * qk_scale);
-    // What the exponents subtract: m_ij, or 0 where a row has seen no key yet (all masked, or scores of -inf,
-    // which count as masked keys: docs/guarantees.md): exp2(-inf - -inf) would be NaN.
-    Value m_shift = where(m_ij == -kInfinity, 0.0, m_ij);
-    Value p = exp2(qk * qk_scale - m_shift.expand_dims(1)).named("p"); // (BM, BN) f32
-    Value alpha = exp2(m_i - m_shift).named("alpha");                    // (BM,) rescale of the old state
-    l_i = l_i * alpha + sum(p, 1);
-    acc = acc * alpha.expand_dims(1);
+    Value p = online_softmax_step(qk, qk_scale, m_i, l_i, acc); // (BM, BN) f32; m_i is the new max
     Value v = load(v_ptr, tp.v_tile_check(masked)); // (BN, HD)
     // A masked tile's hidden keys have p = 0, and 0 · NaN = NaN: with EXACT_MASKED_V their V is selected away.
     if (select)
       acc = accumulate_masked_values(a, bases, tp, offs_m, start_n, p, v, v_finite, acc);
     else
       acc = dot(tp.dtype == f32 ? p : p.to(tp.dtype), v, acc, tp.tf32);
-    m_i = m_ij;
     k_ptr = advance_k(k_ptr, tp);
     v_ptr = advance(v_ptr, {BN, 0});
   };

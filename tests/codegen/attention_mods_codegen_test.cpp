@@ -3,13 +3,14 @@
 // (mask mods' key loop, tensor reads), ALiBi and attention sinks on the built-in causal path (two stages), a
 // bias in f16 with prefix-LM; and the mods' code is in the text (tanhf, the mod tensors as kernel
 // parameters). The backward's dK/dV (both variants) and dQ kernels with the same mods too, with the
-// derivative's code (softcap's 1 - tanh²) in them.
+// derivative's code (softcap's 1 - tanh²) in them. The sink logits' gradient kernel, per row and per head.
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_mod_library.h"
 #include "kernels/attention/attention_mods_host.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa2_bwd_dkdv.h"
 #include "kernels/attention/fa2_bwd_dq.h"
+#include "kernels/attention/fa2_bwd_sink.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "nvrtc_compile.h"
 
@@ -95,6 +96,21 @@ TEST(AttentionModsCodegen, BackwardModKernelsCompileForSm90aAndSm80) {
           expect_mod_kernel_compiles(mk, *def, config, arch);
         }
       }
+}
+
+// fa2_bwd_sink (the sink logits' gradient) per row and per head (its loop over a head's row tiles), with
+// the library's per-head sinks beside ALiBi, on both arches.
+TEST(AttentionModsCodegen, SinkGradientKernelCompilesForSm90aAndSm80) {
+  const ModKernel mk = mod_kernels()[1]; // alibi_sinks_causal
+  for (const char* arch : {"sm_90a", "sm_80"})
+    for (bool per_head : {false, true}) {
+      SCOPED_TRACE(std::string(arch) + (per_head ? " per head" : " per row"));
+      AttentionProblem p;
+      p.D = 128;
+      p.causal = mk.causal;
+      p.dtype = mk.dtype;
+      expect_mod_kernel_compiles(mk, fa2_bwd_sink_def(mk.mods), fa2_bwd_sink_config(p, per_head), arch);
+    }
 }
 
 } // namespace

@@ -1,0 +1,19 @@
+#include "kernels/attention/attention_online_softmax.h"
+
+#include "dsl/dsl.h"
+#include "kernels/attention/attention_tiles.h"
+
+namespace kiln {
+
+Value online_softmax_step(const Value& qk, const Value& qk_scale, Value& m_i, Value& l_i, Value& acc) {
+  Value m_ij = maximum(m_i, max(qk, 1) * qk_scale);
+  Value m_shift = where(m_ij == -kInfinity, 0.0, m_ij);              // what the exponents subtract
+  Value p = exp2(qk * qk_scale - m_shift.expand_dims(1)).named("p"); // (BM, BN) f32
+  Value alpha = exp2(m_i - m_shift).named("alpha");                  // (BM,) rescale of the old state
+  l_i = l_i * alpha + sum(p, 1);
+  acc = acc * alpha.expand_dims(1);
+  m_i = m_ij;
+  return p;
+}
+
+} // namespace kiln
