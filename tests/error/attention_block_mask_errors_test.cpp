@@ -7,6 +7,7 @@
 #include "kernels/attention/attention_block_mask_api.h"
 #include "kernels/attention/attention_bwd_api.h"
 #include "kernels/attention/attention_mod_library.h"
+#include "kernels/attention/fa2_fwd.h"
 
 #include <gtest/gtest.h>
 
@@ -168,8 +169,13 @@ TEST(BlockMaskApiErrors, EntryPointsThatTakeNoBlockMask) {
   const Call c = valid_call();
   expect_mentions(user_error([&] { (void)attention::tune_forward(c.q, c.k, c.v, c.o, c.lse, c.options, std::nullopt); }),
                   {"attention::tune_forward:", "options.block_mask is not supported by tune_forward"});
-  expect_mentions(user_error([&] { attention::fa1_forward(c.q, c.k, c.v, c.o, c.lse, c.options); }),
-                  {"not supported by fa1_forward"});
+  Call fa1 = c; // no mods (fa1_forward refuses those first)
+  fa1.options.mods = {};
+  auto no_mods = std::make_shared<attention::BlockMask>();
+  no_mods->layout = block_mask_layout(problem(), {}, 64, 32);
+  fa1.options.block_mask = no_mods;
+  expect_mentions(user_error([&] { attention::fa1_forward(fa1.q, fa1.k, fa1.v, fa1.o, fa1.lse, fa1.options); }),
+                  {"options.block_mask is not supported by fa1_forward"});
   attention::BackwardOptions b;
   static_cast<attention::AttentionOptions&>(b) = c.options;
   using attention::TensorRef;

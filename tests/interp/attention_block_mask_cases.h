@@ -92,7 +92,7 @@ inline void expect_block_mask_matches_dense_mask(const HostBlockMask& bm, const 
 inline std::vector<ModCase> block_mask_cases() {
   std::vector<ModCase> cs = mod_cases();
   {
-    AttentionCase br = make_case(100, 17, 64, 2, DType::f16);
+    AttentionCase br = make_case(100, 17, 64, 2, DType::f16, 1, 1, false, true, 3.0); // scores up to ~70
     cs.push_back(mod_case("builtin_causal_br_100x17", br, {softcap(4)}, {}));
     AttentionCase tl = make_case(90, 90, 32, 1, DType::f16);
     tl.block_m = 32;

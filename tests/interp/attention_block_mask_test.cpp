@@ -5,6 +5,7 @@
 // neither list never read; causal as a mod visiting exactly the built-in causal path's tiles.
 #include "interp/attention_block_mask_cases.h"
 
+#include "dsl/dsl.h"
 #include "dsl/printer.h"
 #include "kernels/attention/attention_block_mask.h"
 
