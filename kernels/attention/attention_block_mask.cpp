@@ -13,7 +13,8 @@ namespace {
 
 // WARP_SPECIALIZE's producer, PINGPONG and PRODUCT_AHEAD follow the key ranges of fa2_fwd's own loops.
 bool block_mask_config(const Config& c) {
-  return c.get_or("WARP_SPECIALIZE", 0) == 0 && c.get_or("PINGPONG", 0) == 0 && c.get_or("PRODUCT_AHEAD", 0) == 0;
+  return c.get_or("WARP_SPECIALIZE", 0) == 0 && c.get_or("PINGPONG", 0) == 0 &&
+         c.get_or("PRODUCT_AHEAD", 0) == 0;
 }
 
 // The classifier's params: the tiles it classifies and the built-in causal rule.
@@ -158,8 +159,8 @@ const KernelDef& attention_block_mask_def() {
 }
 
 const KernelDef& attention_block_mask_def(const AttentionMods& mods) {
-  return def_with_mods(attention_block_mask_def(), block_mask_mods(mods), build_attention_block_mask_with_mods,
-                       false);
+  return def_with_mods(attention_block_mask_def(), block_mask_mods(mods),
+                       build_attention_block_mask_with_mods, false);
 }
 
 const KernelDef& fa2_fwd_block_mask_def() {
@@ -171,9 +172,10 @@ const KernelDef& fa2_fwd_block_mask_def(const AttentionMods& mods) {
   return def_with_mods(fa2_fwd_block_mask_def(), mods, build_fa2_fwd_with_block_mask, false);
 }
 
-void for_each_block_mask_tile(const BlockMaskArgs& bm, const AttentionArgs& a, const AttentionHeadBases& bases,
-                              const AttentionTileParams& tp, const Value& off_hz, const Value& start_m,
-                              Value& k_ptr, Value& v_ptr, const std::function<void(Value, bool)>& tile) {
+void for_each_block_mask_tile(const BlockMaskArgs& bm, const AttentionArgs& a,
+                              const AttentionHeadBases& bases, const AttentionTileParams& tp,
+                              const Value& off_hz, const Value& start_m, Value& k_ptr, Value& v_ptr,
+                              const std::function<void(Value, bool)>& tile) {
   Value row = block_mask_row(a, tp, off_hz, start_m);
   Value list = block_mask_list(a, tp, row);
   auto walk = [&](const Value& count, const Value& index, bool masked) {

@@ -18,9 +18,9 @@ HostBlockMask BlockMask::to_host() const {
   HostBlockMask h;
   h.layout = layout;
   const std::pair<const rt::DeviceBuffer*, HostBuffer*> lists[] = {{&full_count, &h.full_count},
-                                                                    {&full_index, &h.full_index},
-                                                                    {&partial_count, &h.partial_count},
-                                                                    {&partial_index, &h.partial_index}};
+                                                                   {&full_index, &h.full_index},
+                                                                   {&partial_count, &h.partial_count},
+                                                                   {&partial_index, &h.partial_index}};
   for (auto [device, host] : lists) {
     *host = HostBuffer(DType::i32, static_cast<int64_t>(device->bytes() / sizeof(int32_t)));
     device->copy_to_host(host->bytes.data(), device->bytes());
@@ -36,15 +36,17 @@ ValidatedBlockMask validate_block_mask_args(const BlockMaskSizes& sizes, const A
   p.B = sizes.B, p.H = sizes.H, p.H_KV = sizes.H_KV, p.N_Q = sizes.N_Q, p.N_K = sizes.N_K;
   for (auto [what, n] : {std::pair{"B", p.B}, {"H", p.H}, {"H_KV", p.H_KV}, {"N_Q", p.N_Q}, {"N_K", p.N_K}}) {
     if (n < 1)
-      reject(site, "sizes.{} is {}; expected at least 1 (a block mask of an empty problem lists nothing)", what,
-             n);
+      reject(site, "sizes.{} is {}; expected at least 1 (a block mask of an empty problem lists nothing)",
+             what, n);
     check_size(what, n, site);
   }
   if (options.block_mask)
     reject(site, "options.block_mask is set; expected none (a block mask is built from the mods, not from "
                  "another block mask)");
-  if (options.causal != Causal::None && options.causal != Causal::TopLeft && options.causal != Causal::BottomRight)
-    reject(site, "options.causal is {}; expected None, TopLeft or BottomRight", static_cast<int>(options.causal));
+  if (options.causal != Causal::None && options.causal != Causal::TopLeft &&
+      options.causal != Causal::BottomRight)
+    reject(site, "options.causal is {}; expected None, TopLeft or BottomRight",
+           static_cast<int>(options.causal));
   p.causal = static_cast<int>(options.causal);
   try {
     v.layout = block_mask_layout(p, options.mods, block_m, block_n);
@@ -61,7 +63,8 @@ ValidatedBlockMask validate_block_mask_args(const BlockMaskSizes& sizes, const A
 }
 
 std::shared_ptr<const BlockMask> make_block_mask(const BlockMaskSizes& sizes, const AttentionOptions& options,
-                                                 int64_t block_m, int64_t block_n, std::source_location where) {
+                                                 int64_t block_m, int64_t block_n,
+                                                 std::source_location where) {
   const ApiSite site{"make_block_mask", where};
   const ValidatedBlockMask v = validate_block_mask_args(sizes, options, block_m, block_n, where);
   require_driver(site);
@@ -89,8 +92,8 @@ std::shared_ptr<const BlockMask> make_block_mask(const BlockMaskSizes& sizes, co
   const KernelDef& def = attention_block_mask_def(options.mods);
   Config config = def.default_config();
   config.set("BLOCK_M", l.block_m).set("BLOCK_N", l.block_n).set("CAUSAL", l.causal);
-  compiled_for(def, config)->launch(def.grid(config, attention_size_args(p)), args,
-                                    rt::Stream::wrap(options.stream));
+  compiled_for(def, config)
+      ->launch(def.grid(config, attention_size_args(p)), args, rt::Stream::wrap(options.stream));
   return bm;
 }
 

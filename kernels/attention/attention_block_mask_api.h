@@ -41,9 +41,9 @@ struct BlockMask {
 };
 
 // What make_block_mask checks without touching the GPU: the sizes (at least 1 each, within the kernels'
-// indices, H a multiple of H_KV), the tiles (powers of two in [16, 256]), options.mods and options.mod_tensors as
-// forward() checks them (the mask mods' tensors are what the classifier reads). A kiln::Error ending in the
-// caller's line otherwise.
+// indices, H a multiple of H_KV), the tiles (powers of two in [16, 256]), options.mods and
+// options.mod_tensors as forward() checks them (the mask mods' tensors are what the classifier reads). A
+// kiln::Error ending in the caller's line otherwise.
 struct ValidatedBlockMask {
   BlockMaskLayout layout;
   AttentionProblem problem;
@@ -59,8 +59,8 @@ Config block_mask_default_config(const BlockMask& bm, const AttentionProblem& p)
 
 // Validates, then runs the classifier (attention_block_mask) on options.stream. Throws kiln::Error when no
 // GPU driver is available (after validating).
-std::shared_ptr<const BlockMask> make_block_mask(const BlockMaskSizes& sizes, const AttentionOptions& options,
-                                                 int64_t block_m, int64_t block_n,
-                                                 std::source_location where = std::source_location::current());
+std::shared_ptr<const BlockMask>
+make_block_mask(const BlockMaskSizes& sizes, const AttentionOptions& options, int64_t block_m,
+                int64_t block_n, std::source_location where = std::source_location::current());
 
 } // namespace kiln::attention

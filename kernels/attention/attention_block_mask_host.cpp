@@ -29,8 +29,8 @@ std::vector<int64_t> list_of(const HostBuffer& count, const HostBuffer& index, c
 } // namespace
 
 std::string BlockMaskLayout::str() const {
-  return fmt::format("B{} H{} N_Q{} N_K{}, tiles BLOCK_M={} x BLOCK_N={}, causal {}, mask mods [{}]", B, H, N_Q,
-                     N_K, block_m, block_n, causal_name(causal), mask_mods);
+  return fmt::format("B{} H{} N_Q{} N_K{}, tiles BLOCK_M={} x BLOCK_N={}, causal {}, mask mods [{}]", B, H,
+                     N_Q, N_K, block_m, block_n, causal_name(causal), mask_mods);
 }
 
 BlockMaskLayout block_mask_layout(const AttentionProblem& p, const AttentionMods& mods, int64_t block_m,
@@ -52,7 +52,8 @@ BlockMaskLayout block_mask_layout(const AttentionProblem& p, const AttentionMods
 void check_block_mask(const BlockMaskLayout& l, const AttentionProblem& p, const AttentionMods& mods,
                       const Config* config) {
   if (l.B != p.B || l.H != p.H || l.H_KV != p.H_KV || l.N_Q != p.N_Q || l.N_K != p.N_K)
-    fail("block mask built for B{} H{} H_KV{} N_Q{} N_K{}; the attention has B{} H{} H_KV{} N_Q{} N_K{}; expected "
+    fail("block mask built for B{} H{} H_KV{} N_Q{} N_K{}; the attention has B{} H{} H_KV{} N_Q{} N_K{}; "
+         "expected "
          "a block mask built for the call's sizes",
          l.B, l.H, l.H_KV, l.N_Q, l.N_K, p.B, p.H, p.H_KV, p.N_Q, p.N_K);
   if (l.causal != p.causal)
@@ -66,10 +67,11 @@ void check_block_mask(const BlockMaskLayout& l, const AttentionProblem& p, const
          l.mask_mods, l.mask_identity.empty() ? "none" : l.mask_identity, mask.name().substr(1),
          mask.mask.empty() ? "none" : mask.identity());
   if (config && (config->get("BLOCK_M") != l.block_m || config->get("BLOCK_N") != l.block_n))
-    fail("block mask built at tiles BLOCK_M={} x BLOCK_N={}; the forward's config has BLOCK_M={} x "
-         "BLOCK_N={}; expected the block mask's tiles (build the block mask at the kernel's tiles, or run the "
-         "kernel at the block mask's)",
-         l.block_m, l.block_n, config->get("BLOCK_M"), config->get("BLOCK_N"));
+    fail(
+        "block mask built at tiles BLOCK_M={} x BLOCK_N={}; the forward's config has BLOCK_M={} x "
+        "BLOCK_N={}; expected the block mask's tiles (build the block mask at the kernel's tiles, or run the "
+        "kernel at the block mask's)",
+        l.block_m, l.block_n, config->get("BLOCK_M"), config->get("BLOCK_N"));
 }
 
 std::vector<int64_t> HostBlockMask::full_tiles(int64_t b, int64_t h, int64_t m) const {

@@ -1,6 +1,6 @@
 // The host side of block masks (attention_block_mask.h): what a block mask was built for (its layout), the
-// checks that a forward may use it, building one with the classifier kernel in the interpreter (or on the GPU,
-// through the executor), and the FA2 forward over one. The host API's device block masks
+// checks that a forward may use it, building one with the classifier kernel in the interpreter (or on the
+// GPU, through the executor), and the FA2 forward over one. The host API's device block masks
 // (attention_api.h: attention::make_block_mask) share the layout and its checks.
 #pragma once
 
@@ -16,9 +16,9 @@ namespace kiln {
 struct BlockMaskLayout {
   int64_t B = 0, H = 0, H_KV = 0, N_Q = 0, N_K = 0;
   int64_t block_m = 0, block_n = 0;
-  int causal = 0;             // the CAUSAL param: 0 none, 1 top-left, 2 bottom-right
-  std::string mask_mods;      // the mask mods' names ("document,sliding_window(8,0)"), for messages
-  std::string mask_identity;  // block_mask_mods(mods).identity(): names and a hash of their code
+  int causal = 0;            // the CAUSAL param: 0 none, 1 top-left, 2 bottom-right
+  std::string mask_mods;     // the mask mods' names ("document,sliding_window(8,0)"), for messages
+  std::string mask_identity; // block_mask_mods(mods).identity(): names and a hash of their code
 
   int64_t q_tiles() const { return (N_Q + block_m - 1) / block_m; }
   int64_t k_tiles() const { return (N_K + block_n - 1) / block_n; }

@@ -73,9 +73,10 @@ TEST(BlockMaskCodegen, ForwardOverTheListsCompilesForSm90aAndSm80) {
     }
 }
 
-// The loops over the lists make their block pointers anew from a loaded index each iteration, so the pipeliner
-// (which needs a carried block pointer advanced by a loop-invariant step) leaves them unpipelined, where
-// fa2_fwd's own key loops are pipelined at the same config. What this costs on a GPU is not measured yet.
+// The loops over the lists make their block pointers anew from a loaded index each iteration, so the
+// pipeliner (which needs a carried block pointer advanced by a loop-invariant step) leaves them unpipelined,
+// where fa2_fwd's own key loops are pipelined at the same config. What this costs on a GPU is not measured
+// yet.
 TEST(BlockMaskCodegen, TheListLoopsAreNotPipelined) {
   AttentionProblem p;
   p.D = 128;

@@ -1,6 +1,6 @@
 // Error tests of block masks (attention_block_mask.h): a block mask used with a forward it was not built for
-// (tiles, sizes, causal mode, mask mods), bad tiles, configs the forward over a block mask does not run, and the
-// host API's checks of options.block_mask and of make_block_mask's arguments (no GPU: addresses are never
+// (tiles, sizes, causal mode, mask mods), bad tiles, configs the forward over a block mask does not run, and
+// the host API's checks of options.block_mask and of make_block_mask's arguments (no GPU: addresses are never
 // dereferenced, and every check runs before the driver is needed).
 #include "error/error_test_support.h"
 #include "kernels/attention/attention_block_mask.h"
@@ -57,8 +57,9 @@ TEST(BlockMaskErrors, TilesOtherThanTheKernels) {
 
 TEST(BlockMaskErrors, OtherSizes) {
   const AttentionProblem p = problem(), other = problem(64, 90);
-  expect_mentions(run_error(p, window(8), host_mask(other, window(8), 16, 16), config_at(p, 16, 16)),
-                  {"block mask built for B2 H4 H_KV2 N_Q64 N_K90", "the attention has B2 H4 H_KV2 N_Q64 N_K80"});
+  expect_mentions(
+      run_error(p, window(8), host_mask(other, window(8), 16, 16), config_at(p, 16, 16)),
+      {"block mask built for B2 H4 H_KV2 N_Q64 N_K90", "the attention has B2 H4 H_KV2 N_Q64 N_K80"});
 }
 
 TEST(BlockMaskErrors, OtherCausalMode) {
@@ -71,7 +72,8 @@ TEST(BlockMaskErrors, OtherCausalMode) {
 TEST(BlockMaskErrors, OtherMaskMods) {
   const AttentionProblem p = problem();
   expect_mentions(run_error(p, window(16), host_mask(p, window(8), 16, 16), config_at(p, 16, 16)),
-                  {"built for the mask mods [sliding_window(8,0)]", "the attention has mask mods [sliding_window(16,0)]"});
+                  {"built for the mask mods [sliding_window(8,0)]",
+                   "the attention has mask mods [sliding_window(16,0)]"});
   expect_mentions(run_error(p, AttentionMods{}, host_mask(p, window(8), 16, 16), config_at(p, 16, 16)),
                   {"[sliding_window(8,0)]", "the attention has mask mods [] (none)"});
   // Score mods do not change which keys are seen: a block mask of the mask mods alone serves them.
@@ -99,8 +101,9 @@ TEST(BlockMaskErrors, ConfigsTheForwardOverABlockMaskDoesNotRun) {
   for (const char* param : {"WARP_SPECIALIZE", "PINGPONG", "PRODUCT_AHEAD"}) {
     Config c = config_at(p, 64, 64);
     c.set(param, 1);
-    expect_mentions(user_error([&] { (void)fa2_fwd_block_mask_def().build(c); }),
-                    {"fa2_fwd_block_mask", "WARP_SPECIALIZE, PINGPONG and PRODUCT_AHEAD", "expected all three 0"});
+    expect_mentions(
+        user_error([&] { (void)fa2_fwd_block_mask_def().build(c); }),
+        {"fa2_fwd_block_mask", "WARP_SPECIALIZE, PINGPONG and PRODUCT_AHEAD", "expected all three 0"});
   }
   Config varlen = config_at(p, 64, 64);
   varlen.set("VARLEN", 1);
@@ -116,7 +119,8 @@ struct Call {
   attention::AttentionOptions options;
 };
 
-// B=2, H=4, H_KV=2, N_Q=64, N_K=80, D=64, f16, with a sliding window and a block mask built for it at 64 x 32.
+// B=2, H=4, H_KV=2, N_Q=64, N_K=80, D=64, f16, with a sliding window and a block mask built for it at 64
+// x 32.
 Call valid_call() {
   using attention::TensorRef;
   Call c;
@@ -138,7 +142,8 @@ std::string api_error(const Call& c) {
 
 TEST(BlockMaskApiErrors, AValidCallPassesWithTheListsAsArguments) {
   const Call c = valid_call();
-  const attention::ValidatedAttention v = attention::validate_attention_args(c.q, c.k, c.v, c.o, c.lse, c.options);
+  const attention::ValidatedAttention v =
+      attention::validate_attention_args(c.q, c.k, c.v, c.o, c.lse, c.options);
   EXPECT_EQ(v.block_mask.size(), 4u);
   EXPECT_EQ(attention::block_mask_default_config(*c.options.block_mask, v.problem).get("BLOCK_N"), 32);
 }
@@ -146,8 +151,8 @@ TEST(BlockMaskApiErrors, AValidCallPassesWithTheListsAsArguments) {
 TEST(BlockMaskApiErrors, ABlockMaskForAnotherCall) {
   Call c = valid_call();
   c.options.mods = window(4);
-  expect_mentions(api_error(c),
-                  {"attention::forward: options.block_mask:", "[sliding_window(8,0)]", "[sliding_window(4,0)]"});
+  expect_mentions(api_error(c), {"attention::forward: options.block_mask:", "[sliding_window(8,0)]",
+                                 "[sliding_window(4,0)]"});
 
   c = valid_call();
   c.options.causal = attention::Causal::TopLeft;
@@ -162,20 +167,23 @@ TEST(BlockMaskApiErrors, ABlockMaskForAnotherCall) {
   c.q = attention::TensorRef::contiguous(0x10000000, DType::f16, {2, 4, 48, 64});
   c.o = attention::TensorRef::contiguous(0x40000000, DType::f16, {2, 4, 48, 64});
   c.lse = attention::TensorRef::contiguous(0x50000000, DType::f32, {2, 4, 48});
-  expect_mentions(api_error(c), {"built for B2 H4 H_KV2 N_Q64 N_K80", "the attention has B2 H4 H_KV2 N_Q48 N_K80"});
+  expect_mentions(api_error(c),
+                  {"built for B2 H4 H_KV2 N_Q64 N_K80", "the attention has B2 H4 H_KV2 N_Q48 N_K80"});
 }
 
 TEST(BlockMaskApiErrors, EntryPointsThatTakeNoBlockMask) {
   const Call c = valid_call();
-  expect_mentions(user_error([&] { (void)attention::tune_forward(c.q, c.k, c.v, c.o, c.lse, c.options, std::nullopt); }),
-                  {"attention::tune_forward:", "options.block_mask is not supported by tune_forward"});
+  expect_mentions(
+      user_error([&] { (void)attention::tune_forward(c.q, c.k, c.v, c.o, c.lse, c.options, std::nullopt); }),
+      {"attention::tune_forward:", "options.block_mask is not supported by tune_forward"});
   Call fa1 = c; // no mods (fa1_forward refuses those first)
   fa1.options.mods = {};
   auto no_mods = std::make_shared<attention::BlockMask>();
   no_mods->layout = block_mask_layout(problem(), {}, 64, 32);
   fa1.options.block_mask = no_mods;
-  expect_mentions(user_error([&] { attention::fa1_forward(fa1.q, fa1.k, fa1.v, fa1.o, fa1.lse, fa1.options); }),
-                  {"options.block_mask is not supported by fa1_forward"});
+  expect_mentions(
+      user_error([&] { attention::fa1_forward(fa1.q, fa1.k, fa1.v, fa1.o, fa1.lse, fa1.options); }),
+      {"options.block_mask is not supported by fa1_forward"});
   attention::BackwardOptions b;
   static_cast<attention::AttentionOptions&>(b) = c.options;
   using attention::TensorRef;
@@ -183,8 +191,9 @@ TEST(BlockMaskApiErrors, EntryPointsThatTakeNoBlockMask) {
   const TensorRef dq = TensorRef::contiguous(0x80000000, DType::f16, {2, 4, 64, 64});
   const TensorRef dk = TensorRef::contiguous(0x90000000, DType::f16, {2, 2, 80, 64});
   const TensorRef dv = TensorRef::contiguous(0xa0000000, DType::f16, {2, 2, 80, 64});
-  expect_mentions(user_error([&] { attention::backward(c.q, c.k, c.v, c.o, *c.lse, dout, dq, dk, dv, b); }),
-                  {"attention::backward:", "not supported by backward", "backward over a block mask is not built"});
+  expect_mentions(
+      user_error([&] { attention::backward(c.q, c.k, c.v, c.o, *c.lse, dout, dq, dk, dv, b); }),
+      {"attention::backward:", "not supported by backward", "backward over a block mask is not built"});
 }
 
 TEST(BlockMaskApiErrors, MakeBlockMaskChecksItsArguments) {

@@ -1,8 +1,8 @@
-// Block masks (attention_block_mask.h) on a GPU: the classifier kernel through the JIT gives the interpreter's
-// lists (which the interp tests check against the dense mask) for every block-mask case, and the forward over
-// them the reference's results; through the host API, make_block_mask and forward() with options.block_mask on
-// larger shapes, built once and reused across calls, against the reference with the same mods. Skips without a
-// driver.
+// Block masks (attention_block_mask.h) on a GPU: the classifier kernel through the JIT gives the
+// interpreter's lists (which the interp tests check against the dense mask) for every block-mask case, and
+// the forward over them the reference's results; through the host API, make_block_mask and forward() with
+// options.block_mask on larger shapes, built once and reused across calls, against the reference with the
+// same mods. Skips without a driver.
 #include "gpu/attention_gpu_support.h"
 #include "gpu/gpu_skip.h"
 #include "interp/attention_block_mask_cases.h"
@@ -22,10 +22,11 @@ TEST_P(GpuBlockMask, ListsAndForwardMatchTheInterpreterAndTheReference) {
   KILN_REQUIRE_GPU();
   const ModCase& c = GetParam();
   const AttentionProblem& p = c.base.problem;
-  const HostBlockMask gpu = make_host_block_mask(p, c.mods, c.tensors, c.base.block_m, c.base.block_n, Executor::Gpu);
+  const HostBlockMask gpu =
+      make_host_block_mask(p, c.mods, c.tensors, c.base.block_m, c.base.block_n, Executor::Gpu);
   expect_block_mask_matches_dense_mask(gpu, p, c.mods, c.tensors, c.name);
-  const AttentionResult out =
-      run_fa2_with_block_mask(p, c.mods, c.tensors, gpu, mod_case_config(c), mod_case_inputs(c), Executor::Gpu);
+  const AttentionResult out = run_fa2_with_block_mask(p, c.mods, c.tensors, gpu, mod_case_config(c),
+                                                      mod_case_inputs(c), Executor::Gpu);
   check_mod_case_result(c, out);
 }
 
@@ -43,8 +44,10 @@ void upload_mods(DeviceCall& d, const AttentionMods& mods, const ModTensorValues
   d.opts.mods = mods;
   for (const auto& [name, t] : tensors) {
     d.held.push_back(upload(t.data));
-    d.opts.mod_tensors[name] = attention::TensorRef{
-        d.held.back().ptr(), t.data.dtype, {t.shape.begin(), t.shape.end()}, {t.strides.begin(), t.strides.end()}};
+    d.opts.mod_tensors[name] = attention::TensorRef{d.held.back().ptr(),
+                                                    t.data.dtype,
+                                                    {t.shape.begin(), t.shape.end()},
+                                                    {t.strides.begin(), t.strides.end()}};
   }
 }
 
@@ -61,9 +64,10 @@ AttentionResult run_forward(const AttentionProblem& p, DeviceCall& d, const Atte
   return gather_outputs(p, out);
 }
 
-// make_block_mask once, then forward() over it on two inputs (a block mask is reused across calls and layers).
-void check_api(const AttentionProblem& p, const AttentionMods& mods, const ModTensorValues& tensors, int64_t bm,
-               int64_t bn) {
+// make_block_mask once, then forward() over it on two inputs (a block mask is reused across calls and
+// layers).
+void check_api(const AttentionProblem& p, const AttentionMods& mods, const ModTensorValues& tensors,
+               int64_t bm, int64_t bn) {
   SCOPED_TRACE(p.str() + " mods " + mods.name());
   DeviceCall d;
   d.opts = attention_options_for(p);

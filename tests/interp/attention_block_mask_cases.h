@@ -78,8 +78,9 @@ inline void expect_block_mask_matches_dense_mask(const HostBlockMask& bm, const 
         }
         ASSERT_EQ(bm.full_tiles(b, h, m), want_full) << label << ": full tiles of b " << b << " h " << h
                                                      << " query tile " << m << " (" << l.str() << ")";
-        ASSERT_EQ(bm.partial_tiles(b, h, m), want_partial) << label << ": partial tiles of b " << b << " h "
-                                                           << h << " query tile " << m << " (" << l.str() << ")";
+        ASSERT_EQ(bm.partial_tiles(b, h, m), want_partial)
+            << label << ": partial tiles of b " << b << " h " << h << " query tile " << m << " (" << l.str()
+            << ")";
       }
   // Every case has masking work somewhere; most have all three kinds (the printout says which).
   EXPECT_GT(partial, 0) << label << ": no partial tile";
