@@ -179,11 +179,23 @@ void for_each_block_mask_tile(const BlockMaskArgs& bm, const AttentionArgs& a,
   Value row = block_mask_row(a, tp, off_hz, start_m);
   Value list = block_mask_list(a, tp, row);
   auto walk = [&](const Value& count, const Value& index, bool masked) {
-    const char* what = masked ? "partial" : "full";
-    Value n = load(count + row).named(std::string("n_") + what);
-    for_range(0, n, 1, [&](Value i) {
+    const std::string what = masked ? "partial" : "full";
+    Value n = load(count + row).named("n_" + what);
+    // A list that is one run of consecutive tiles (causal's, a window's) is walked as a key range, whose loop
+    // the code generator pipelines as it does the built-in path's; any other list tile by tile. Both loops
+    // are always there, one of them empty. (With n = 0, `first` and `last` read the list's unused first
+    // entry.)
+    Value first = load(index + list).named(what + "_first");
+    Value last = load(index + (list + maximum(n - 1, 0).to(i64))).named(what + "_last");
+    Value run = ((n > 0) && (last - first == n - 1)).named(what + "_is_run");
+    Value run_start = where(run, first * tp.block_n, 0).named(what + "_run_start");
+    Value run_end = where(run, (last + 1) * tp.block_n, 0).named(what + "_run_end");
+    k_ptr = k_block_ptr(a, bases, tp, run_start);
+    v_ptr = v_block_ptr(a, bases, tp, run_start);
+    for_range(run_start, run_end, tp.block_n, [&](Value start_n) { tile(start_n, masked); });
+    for_range(0, where(run, 0, n), 1, [&](Value i) {
       // The key tile's index is read from the list; its block pointers are made from it.
-      Value start_n = (load(index + (list + i.to(i64))) * tp.block_n).named(std::string(what) + "_start_n");
+      Value start_n = (load(index + (list + i.to(i64))) * tp.block_n).named(what + "_start_n");
       k_ptr = k_block_ptr(a, bases, tp, start_n);
       v_ptr = v_block_ptr(a, bases, tp, start_n);
       tile(start_n, masked);

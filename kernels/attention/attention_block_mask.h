@@ -52,8 +52,9 @@ void check_block_mask_config(const Config& config); // the kiln::Error above
 const KernelDef& fa2_fwd_block_mask_def(const AttentionMods& mods);
 
 // The forward's loops over the block mask's lists for the query tile start_m of batch·head off_hz: the full
-// tiles, tile(start_n, false), then the partial ones, tile(start_n, true); k_ptr and v_ptr are set to each
-// tile's keys before tile() is called.
+// tiles, tile(start_n, false), then the partial ones, tile(start_n, true); k_ptr and v_ptr point at each
+// tile's keys when tile() is called (tile() may advance them by one tile). A list that is one run of
+// consecutive tiles is walked as a key range (a loop the code generator pipelines), any other tile by tile.
 void for_each_block_mask_tile(const BlockMaskArgs& bm, const AttentionArgs& a,
                               const AttentionHeadBases& bases, const AttentionTileParams& tp,
                               const Value& off_hz, const Value& start_m, Value& k_ptr, Value& v_ptr,
