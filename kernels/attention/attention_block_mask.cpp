@@ -184,12 +184,12 @@ void for_each_block_mask_tile(const BlockMaskArgs& bm, const AttentionArgs& a,
     // A list that is one run of consecutive tiles (causal's, a window's) is walked as a key range, whose loop
     // the code generator pipelines as it does the built-in path's; any other list tile by tile. Both loops
     // are always there, one of them empty. (With n = 0, `first` and `last` read the list's unused first
-    // entry.)
+    // entry, which make_block_mask zeroes.)
     Value first = load(index + list).named(what + "_first");
     Value last = load(index + (list + maximum(n - 1, 0).to(i64))).named(what + "_last");
     Value run = ((n > 0) && (last - first == n - 1)).named(what + "_is_run");
-    Value run_start = where(run, first * tp.block_n, 0).named(what + "_run_start");
-    Value run_end = where(run, (last + 1) * tp.block_n, 0).named(what + "_run_end");
+    Value run_start = (where(run, first, 0) * tp.block_n).named(what + "_run_start");
+    Value run_end = ((where(run, last, -1) + 1) * tp.block_n).named(what + "_run_end");
     k_ptr = k_block_ptr(a, bases, tp, run_start);
     v_ptr = v_block_ptr(a, bases, tp, run_start);
     for_range(run_start, run_end, tp.block_n, [&](Value start_n) { tile(start_n, masked); });

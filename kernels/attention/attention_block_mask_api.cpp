@@ -77,6 +77,11 @@ std::shared_ptr<const BlockMask> make_block_mask(const BlockMaskSizes& sizes, co
   bm->partial_count = rt::DeviceBuffer(count_bytes);
   bm->full_index = rt::DeviceBuffer(count_bytes * static_cast<size_t>(l.k_tiles()));
   bm->partial_index = rt::DeviceBuffer(count_bytes * static_cast<size_t>(l.k_tiles()));
+  // Entries past a list's count are never written; the forward reads a list's first entry even when it is
+  // empty (to tell a run of tiles from a list), so they start as zeros rather than whatever memory held.
+  const rt::Stream stream = rt::Stream::wrap(options.stream);
+  bm->full_index.fill_bytes_async(0, stream);
+  bm->partial_index.fill_bytes_async(0, stream);
 
   std::vector<LaunchArg> args;
   for (uint64_t list : bm->addresses())
@@ -92,8 +97,7 @@ std::shared_ptr<const BlockMask> make_block_mask(const BlockMaskSizes& sizes, co
   const KernelDef& def = attention_block_mask_def(options.mods);
   Config config = def.default_config();
   config.set("BLOCK_M", l.block_m).set("BLOCK_N", l.block_n).set("CAUSAL", l.causal);
-  compiled_for(def, config)
-      ->launch(def.grid(config, attention_size_args(p)), args, rt::Stream::wrap(options.stream));
+  compiled_for(def, config)->launch(def.grid(config, attention_size_args(p)), args, stream);
   return bm;
 }
 
