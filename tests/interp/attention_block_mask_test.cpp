@@ -72,6 +72,41 @@ TEST(BlockMask, EmptyTilesAreNeverVisited) {
   EXPECT_TRUE(std::isnan(visited.o[0])) << "without the block mask the hole's tiles are read";
 }
 
+// Lists that are runs of tiles (a causal window's full tiles and its diagonal) are walked as key ranges,
+// which cover the run and nothing more: V is NaN in every tile outside the lists (above the diagonal, and
+// before the window), yet O is finite and right.
+TEST(BlockMask, RunsOfTilesVisitNothingOutsideTheRun) {
+  AttentionProblem p = make_case(64, 128, 32, 0, DType::f32).problem;
+  AttentionMods mods;
+  mods.mask = {sliding_window(20, 0)};
+  const HostBlockMask bm = make_host_block_mask(p, mods, {}, 16, 16);
+  // Query tile 3 (rows 48..63) sees keys 28..63: tiles 2 (partial), 3 (partial) and none full.
+  EXPECT_EQ(bm.partial_tiles(0, 0, 3), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_TRUE(bm.full_tiles(0, 0, 3).empty());
+  EXPECT_EQ(bm.full_tiles(0, 0, 2), (std::vector<int64_t>{}));
+  AttentionInputs in = make_inputs(p, 5, 1.0);
+  for (int64_t j = 64; j < p.N_K; ++j) // above every row's diagonal
+    for (int64_t d = 0; d < p.D; ++d)
+      in.v.set(j * p.D + d, std::nan(""));
+  Config config = default_fa2_config(p);
+  config.set("BLOCK_M", 16).set("BLOCK_N", 16);
+  AttentionResult out = run_fa2_with_block_mask(p, mods, {}, bm, config, in);
+  AttentionResult ref = reference_with_mods(p, in, mods, {});
+  Comparison o = compare_to_reference(out.o, ref.o);
+  EXPECT_TRUE(o.ok(1e-5)) << o.str();
+
+  // Causal: full tiles 0..2 of query tile 3 are a run, walked unmasked as a range.
+  AttentionMods causal;
+  causal.mask = {causal_mask(false)};
+  const HostBlockMask cbm = make_host_block_mask(p, causal, {}, 16, 16);
+  EXPECT_EQ(cbm.full_tiles(0, 0, 3), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(cbm.partial_tiles(0, 0, 3), (std::vector<int64_t>{3}));
+  AttentionResult causal_out = run_fa2_with_block_mask(p, causal, {}, cbm, config, in);
+  AttentionResult cref = reference_with_mods(p, in, causal, {});
+  Comparison co = compare_to_reference(causal_out.o, cref.o);
+  EXPECT_TRUE(co.ok(1e-5)) << co.str();
+}
+
 // Causal as a mask mod over a block mask visits what the built-in causal path visits: the tiles below the
 // diagonal whole (full) and the diagonal's masked (partial), none above; and gives its results.
 TEST(BlockMask, CausalAsAModVisitsTheBuiltInCausalTiles) {
