@@ -10,7 +10,8 @@
 //
 // The forward then runs fa2_fwd_block_mask (attention_block_mask.h) at the block mask's tiles: options.config
 // when given (its BLOCK_M and BLOCK_N must be the block mask's), else the default config with the block
-// mask's tiles; it is not autotuned. The block mask is computed on options.stream, asynchronously: a forward
+// mask's tiles; it is not autotuned. options.config may not set WARP_SPECIALIZE, PINGPONG or PRODUCT_AHEAD
+// (validate_attention_args refuses them with a block mask). The block mask is computed on options.stream, asynchronously: a forward
 // on another stream must wait for it.
 #pragma once
 

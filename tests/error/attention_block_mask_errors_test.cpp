@@ -162,6 +162,9 @@ TEST(BlockMaskApiErrors, ABlockMaskForAnotherCall) {
   c.options.config = default_fa2_config(problem());
   c.options.config->set("BLOCK_M", 128).set("BLOCK_N", 64);
   expect_mentions(api_error(c), {"tiles BLOCK_M=64 x BLOCK_N=32", "config has BLOCK_M=128 x BLOCK_N=64"});
+  c.options.config->set("BLOCK_M", 64).set("BLOCK_N", 32).set("WARP_SPECIALIZE", 1);
+  expect_mentions(api_error(c),
+                  {"attention::forward: options.block_mask:", "WARP_SPECIALIZE", "expected all three 0"});
 
   c = valid_call();
   c.q = attention::TensorRef::contiguous(0x10000000, DType::f16, {2, 4, 48, 64});
