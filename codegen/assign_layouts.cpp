@@ -1,5 +1,6 @@
 #include "codegen/choose_dot_lowering.h"
 #include "codegen/assign_layouts.h"
+#include "codegen/operand_layouts.h"
 
 #include "codegen/wgmma.h"
 #include "dsl/verifier.h"
@@ -313,7 +314,9 @@ struct Assigner {
       return;
     case OpKind::Reduce:
     case OpKind::ArgMax: {
-      const Layout& in = plan.layout.at(op.operands[0]);
+      // A flexible input (a mask built from indices alone) is materialized in the default layout, as the
+      // emitter reads it (reduce_input_layout).
+      const Layout in = reduce_input_layout(k, plan, op);
       Layout s = slice_layout(in, op.axis);
       if (op.keepdims)
         s = expand_layout(s, op.axis);

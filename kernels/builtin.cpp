@@ -1,5 +1,6 @@
 #include "kernels/builtin.h"
 
+#include "kernels/attention/attention_block_mask.h"
 #include "kernels/attention/decode_combine.h"
 #include "kernels/attention/decode_split.h"
 #include "kernels/attention/fa1_fwd.h"
@@ -27,6 +28,7 @@ const KernelRegistry& builtin_kernels() {
     r.add(matmul_split_k_reduce_def());
     r.add(fa2_fwd_def());
     r.add(fa1_fwd_def());
+    r.add(attention_block_mask_def());
     r.add(fa2_bwd_preprocess_def());
     r.add(fa2_bwd_dkdv_def());
     r.add(fa2_bwd_dq_def());

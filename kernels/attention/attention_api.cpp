@@ -2,6 +2,8 @@
 
 #include "jit/jit_kernel.h"
 #include "kernels/attention/attention_api_checks.h"
+#include "kernels/attention/attention_block_mask.h"
+#include "kernels/attention/attention_block_mask_api.h"
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/fa1_fwd.h"
 #include "kernels/attention/fa2_fwd.h"
@@ -118,6 +120,7 @@ ValidatedAttention detail::validate_attention_args(const TensorRef& q, const Ten
   r.empty = p.B == 0 || p.N_Q == 0;
   if (r.empty) {
     (void)validate_mod_tensors(options, p, nullptr, site);
+    (void)validate_block_mask(options, p, site);
     return r; // nothing is read or written: addresses and strides do not matter
   }
 
@@ -174,6 +177,7 @@ ValidatedAttention detail::validate_attention_args(const TensorRef& q, const Ten
   if (lse)
     r.lse = lse->data;
   r.mod_tensors = validate_mod_tensors(options, p, &ranges, site);
+  r.block_mask = validate_block_mask(options, p, site);
 
   // Whatever the kernels would reject of the problem, reported here rather than at compile time.
   try {
@@ -213,6 +217,8 @@ std::vector<LaunchArg> forward_launch_args(const ValidatedAttention& a, uint64_t
     for (int64_t s : t.strides)
       args.push_back(LaunchArg::of_int(s));
   }
+  for (uint64_t list : a.block_mask) // fa2_fwd_block_mask's lists
+    args.push_back(LaunchArg::pointer(list));
   return args;
 }
 
@@ -228,8 +234,18 @@ struct PreparedForward {
   ValidatedAttention a;
   std::optional<rt::DeviceBuffer> lse_scratch;
   std::vector<LaunchArg> args;
-  std::optional<TunedLaunch> tuned; // empty when options.config was given
+  std::optional<TunedLaunch> tuned; // empty when options.config or a block mask was given
 };
+
+// The kernel a forward runs: over the block mask's lists when there is one, else the mods' (or built-in).
+const KernelDef& forward_def(const AttentionOptions& options) {
+  return options.block_mask ? fa2_fwd_block_mask_def(options.mods) : fa2_fwd_def(options.mods);
+}
+
+// The config of an untuned forward: options.config, else with a block mask the default at its tiles.
+Config untuned_config(const AttentionOptions& options, const AttentionProblem& p) {
+  return options.config ? *options.config : block_mask_default_config(*options.block_mask, p);
+}
 
 PreparedForward prepare_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v,
                                 const TensorRef& o, const std::optional<TensorRef>& lse,
@@ -244,7 +260,7 @@ PreparedForward prepare_forward(const TensorRef& q, const TensorRef& k, const Te
   if (!f.a.lse)
     f.lse_scratch.emplace(lse_bytes(p));
   f.args = forward_launch_args(f.a, f.a.lse ? *f.a.lse : f.lse_scratch->ptr());
-  if (!options.config) {
+  if (!options.config && !options.block_mask) {
     // Tuning launches write scratch copies of O and LSE, never the caller's.
     const std::vector<OutputArg> outputs = {
         {3, static_cast<size_t>(extent_bytes("o", o, site))},
@@ -271,9 +287,9 @@ void forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const T
   if (f.tuned) {
     f.tuned->kernel->launch(f.tuned->grid, f.args, stream);
   } else {
-    const KernelDef& def = fa2_fwd_def(options.mods);
-    compiled_for(def, *options.config)->launch(def.grid(*options.config, attention_size_args(f.a.problem)), f.args,
-                                               stream);
+    const KernelDef& def = forward_def(options);
+    const Config config = untuned_config(options, f.a.problem);
+    compiled_for(def, config)->launch(def.grid(config, attention_size_args(f.a.problem)), f.args, stream);
   }
   if (f.lse_scratch)
     stream.synchronize(); // the temporary LSE is freed on return

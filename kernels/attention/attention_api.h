@@ -25,11 +25,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <source_location>
 #include <string>
 
 namespace kiln::attention {
+
+struct BlockMask; // attention_block_mask_api.h
 
 // A device tensor the caller owns: `data` is a device address on kiln's device (rt::current_device(), chosen
 // by KILN_DEVICE), `shape` and `strides` are in elements and listed in the same order (outermost first).
@@ -86,6 +89,10 @@ struct AttentionOptions {
   // built-in kernel, exactly.
   AttentionMods mods;
   std::map<std::string, TensorRef> mod_tensors;
+  // forward() only: the key tiles each query tile visits, from make_block_mask (attention_block_mask_api.h),
+  // built for this call's sizes, causal mode and mask mods. The forward runs at its tiles (options.config's
+  // must be them) and is not autotuned. Null: the key ranges of the built-in path and the mods' key bounds.
+  std::shared_ptr<const BlockMask> block_mask;
 };
 
 // A mod tensor as the kernel receives it: its address and strides (0 along a broadcast dim), in
@@ -106,6 +113,7 @@ struct ValidatedAttention {
   uint64_t q = 0, k = 0, v = 0, o = 0;
   std::optional<uint64_t> lse; // f32 [B, H, N_Q] contiguous, when the caller asked for it
   std::vector<ValidatedModTensor> mod_tensors; // options.mod_tensors, in the kernel's order
+  std::vector<uint64_t> block_mask;            // options.block_mask's four tensors, when given
   // B == 0 or N_Q == 0: there is nothing to compute, and forward() returns without touching the GPU.
   bool empty = false;
 };
@@ -133,7 +141,9 @@ struct ValidatedAttention {
 //    differentiate, AttentionMods::check_differentiable), given to an entry point other than forward(),
 //    tune_forward() and backward(); a mod tensor missing, not declared, of another dtype, of a shape that is not the
 //    declared dims (or 1), with a negative stride, a null or misaligned address (a multiple of its element
-//    size), or whose bytes overlap o or lse.
+//    size), or whose bytes overlap o or lse;
+//  - options.block_mask given to an entry point other than forward(), or built for other sizes, another causal
+//    mode, other mask mods or (with options.config) other tiles (check_block_mask).
 ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,
                                            const TensorRef& o, const std::optional<TensorRef>& lse,
                                            const AttentionOptions& options = {},

@@ -86,6 +86,11 @@ std::vector<ValidatedModTensor> validate_mod_tensors(const AttentionOptions& opt
                                                      const AttentionProblem& p,
                                                      const std::vector<ByteRange>* ranges,
                                                      const ApiSite& site);
+// The addresses of options.block_mask's tensors (none without one), after checking that `site`'s entry point
+// takes a block mask and that it was built for `p`, options.mods and options.config's tiles
+// (attention_block_mask_api.cpp).
+std::vector<uint64_t> validate_block_mask(const AttentionOptions& options, const AttentionProblem& p,
+                                          const ApiSite& site);
 // validate_attention_args() with errors that name `site`'s entry point.
 ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,
                                            const TensorRef& o, const std::optional<TensorRef>& lse,

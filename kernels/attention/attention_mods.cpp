@@ -315,6 +315,17 @@ ModdedScores modded_scores(const ModKernelEnv& env, const AttentionArgs& a, cons
                             with_derivative);
 }
 
+Value mod_visible_keys(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
+                       const Value& start_n) {
+  Value offs_n = start_n + arange(0, tp.block_n); // (BN,) i32
+  Value visible = visible_keys(a, tp, env.offs_m, offs_n);
+  if (!env.has_mask())
+    return visible;
+  ModArgs m = env.args;
+  m.kv_idx = minimum(offs_n, a.N_K - 1).expand_dims(0).named("kv_idx"); // keys past N_K are hidden anyway
+  return apply_mask_mods(*env.mods, m, visible, {tp.block_m, tp.block_n});
+}
+
 ModdedScores modded_scores_transposed(const ModKernelEnv& env, const AttentionArgs& a, const Value& qkT,
                                       const Value& offs_m, const Value& offs_n, const Value& visible,
                                       bool with_derivative) {

@@ -221,6 +221,12 @@ struct ModdedScores {
 ModdedScores modded_scores(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
                            const Value& qk, const Value& start_n, bool masked, bool with_derivative = false);
 
+// (BLOCK_M, BLOCK_N) i1 of the key tile at start_n for the rows env.offs_m: the built-in mask (N_K, CAUSAL)
+// and every mask mod, as a masked tile of modded_scores hides keys; env may be inactive (no mods: the built-in
+// mask alone). What the block mask's classifier evaluates (attention_block_mask.h).
+Value mod_visible_keys(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
+                       const Value& start_n);
+
 // dK/dV's transposed tile: (BLOCK_N, BLOCK_M) scores qkT of keys offs_n (BLOCK_N,) against query rows offs_m
 // (BLOCK_M,), as modded_scores; `visible` (BLOCK_N, BLOCK_M) i1 is the built-in mask of a masked tile, empty
 // in an unmasked one.

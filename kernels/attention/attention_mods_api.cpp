@@ -26,7 +26,7 @@ std::vector<ValidatedModTensor> validate_mod_tensors(const AttentionOptions& opt
     return {};
   }
   const std::string_view entry = site.entry;
-  if (entry != "forward" && entry != "tune_forward" && entry != "backward")
+  if (entry != "forward" && entry != "tune_forward" && entry != "backward" && entry != "make_block_mask")
     reject(
         site,
         "options.mods ({}) are not supported by {} yet; expected empty mods (forward() and backward() take "

@@ -105,6 +105,9 @@ ValidatedVarlen detail::validate_varlen_args(const TensorRef& q, const TensorRef
   if (!options.mods.empty() || !options.mod_tensors.empty())
     reject(site, "score and mask mods are not built for variable-length batches yet; expected empty "
                  "options.mods and options.mod_tensors (forward() runs mods on dense batches)");
+  if (options.block_mask)
+    reject(site, "block masks are not built for variable-length batches yet; expected no options.block_mask "
+                 "(forward() takes one on dense batches)");
   AttentionProblem p = check_shapes(q, k, v, o, lse, options, site);
   check_offsets_tensor("batch.cu_seqlens_q", batch.cu_seqlens_q, site);
   check_offsets_tensor("batch.cu_seqlens_k", batch.cu_seqlens_k, site);

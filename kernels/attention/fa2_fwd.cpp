@@ -1,6 +1,7 @@
 #include "kernels/attention/fa2_fwd.h"
 
 #include "dsl/dsl.h"
+#include "kernels/attention/attention_block_mask.h"
 #include "kernels/attention/attention_mods.h"
 #include "kernels/attention/attention_online_softmax.h"
 #include "kernels/attention/attention_tiles.h"
@@ -14,7 +15,10 @@ namespace kiln {
 
 Kernel build_fa2_fwd(const Config& config) { return build_fa2_fwd_with_mods(config, AttentionMods{}); }
 
-Kernel build_fa2_fwd_with_mods(const Config& config, const AttentionMods& mods) {
+namespace {
+
+// The forward with mods and, with `block_mask`, over a block mask's lists (attention_block_mask.h).
+Kernel build_fa2_fwd_kernel(const Config& config, const AttentionMods& mods, bool block_mask) {
   const AttentionTileParams tp = attention_tile_params(config, "fa2_fwd");
   const int64_t BM = tp.block_m, BN = tp.block_n, HD = tp.head_dim;
 
@@ -24,7 +28,12 @@ Kernel build_fa2_fwd_with_mods(const Config& config, const AttentionMods& mods) 
   if (varlen && !mods.empty())
     fail("fa2_fwd_varlen: score and mask mods with packed sequences are not built yet (got mods {})",
          mods.identity());
-  KernelBuilder kb(varlen ? "fa2_fwd_varlen" : "fa2_fwd", config);
+  if (block_mask) {
+    if (varlen)
+      fail("fa2_fwd_block_mask: block masks with packed sequences (VARLEN=1) are not built yet");
+    check_block_mask_config(config);
+  }
+  KernelBuilder kb(varlen ? "fa2_fwd_varlen" : block_mask ? "fa2_fwd_block_mask" : "fa2_fwd", config);
   AttentionArgs a = declare_attention_args(kb, tp.dtype, varlen);
   const VarlenArgs varlen_args = varlen ? declare_varlen_args(kb) : VarlenArgs{};
 
@@ -52,6 +61,7 @@ Kernel build_fa2_fwd_with_mods(const Config& config, const AttentionMods& mods) 
   Value offs_m = (m0 + arange(0, BM)).named("offs_m"); // (BM,) i32
   // Mods (attention_mods.h) see scores already scaled by sm_scale: only log2 e is left to apply to them.
   ModKernelEnv mod_env = mods.empty() ? ModKernelEnv{} : mod_kernel_env(kb, mods, a, off_hz, offs_m);
+  const BlockMaskArgs bm = block_mask ? declare_block_mask_args(kb, "bm_") : BlockMaskArgs{};
   Value qk_scale = scores_to_log2(mod_env, a.sm_scale); // exp(x·s) = exp2(x·s·log2 e): one multiply
   Value m_i = full({BM}, -kInfinity, f32).named("m_i"); // running row max, log2 domain
   Value l_i = zeros({BM}, f32).named("l_i");             // running row sum of p
@@ -95,6 +105,9 @@ Kernel build_fa2_fwd_with_mods(const Config& config, const AttentionMods& mods) 
   // are measured against (bench seeds suite), same results.
   if (config.get("MASK_EVERY_TILE") != 0) {
     for_range(0, a.N_K, BN, [&](Value start_n) { attend(start_n, true); });
+  } else if (block_mask) {
+    // The block mask's lists: full tiles unmasked, partial tiles masked, empty tiles never visited.
+    for_each_block_mask_tile(bm, a, bases, tp, off_hz, start_m, k_ptr, v_ptr, attend);
   } else if (mod_env.has_mask()) {
     // Mask mods: every key tile within the mods' key bounds (and the causal rule), masked.
     for_each_mod_key_tile(mod_env, a, tp, m0, k_ptr, v_ptr, [&](Value start_n) { attend(start_n, true); });
@@ -106,6 +119,16 @@ Kernel build_fa2_fwd_with_mods(const Config& config, const AttentionMods& mods) 
 
   store_attention_rows(a, bases, tp, m0, offs_m, acc, l_i, m_i);
   return kb.finish();
+}
+
+} // namespace
+
+Kernel build_fa2_fwd_with_mods(const Config& config, const AttentionMods& mods) {
+  return build_fa2_fwd_kernel(config, mods, false);
+}
+
+Kernel build_fa2_fwd_with_block_mask(const Config& config, const AttentionMods& mods) {
+  return build_fa2_fwd_kernel(config, mods, true);
 }
 
 namespace {

@@ -32,5 +32,7 @@ const KernelDef& fa2_fwd_def(); // built once per process
 // use and kept for the process's life. Defined in attention_mods_host.cpp.
 Kernel build_fa2_fwd_with_mods(const Config& config, const AttentionMods& mods);
 const KernelDef& fa2_fwd_def(const AttentionMods& mods);
+// The forward over a block mask's lists of key tiles (attention_block_mask.h: fa2_fwd_block_mask_def).
+Kernel build_fa2_fwd_with_block_mask(const Config& config, const AttentionMods& mods);
 
 } // namespace kiln

@@ -177,17 +177,21 @@ inline std::vector<ModCase> mod_cases() {
   return cs;
 }
 
-// The FA2 forward with the case's mods against the reference with the same mods.
-inline void check_mod_case(const ModCase& c, const Config& config,
-                           Executor executor = Executor::Interpreter) {
+// The inputs every run of a case reads.
+inline AttentionInputs mod_case_inputs(const ModCase& c) {
   const AttentionProblem& p = c.base.problem;
   const uint64_t seed = 0x6d0d + static_cast<uint64_t>(p.N_Q * 31 + p.N_K * 7 + p.H);
-  AttentionInputs in = make_inputs(p, seed, c.base.input_scale);
+  return make_inputs(p, seed, c.base.input_scale);
+}
+
+// A forward's result `out` for the case (on mod_case_inputs) against the reference with the same mods.
+inline void check_mod_case_result(const ModCase& c, const AttentionResult& out) {
+  const AttentionProblem& p = c.base.problem;
+  AttentionInputs in = mod_case_inputs(c);
   AttentionResult ref = reference_with_mods(p, in, c.mods, c.tensors);
   // The mods change the result (else the case would check nothing about them).
   EXPECT_FALSE(compare_to_reference(reference(p, in).o, ref.o).ok(1e-2))
       << c.name << ": the mods change nothing";
-  AttentionResult out = run_fa2_with_mods(p, c.mods, c.tensors, config, in, executor);
   const double tol = attention_tolerance(p.dtype, p.tf32, max_abs_lse(ref));
   Comparison o = compare_to_reference(out.o, ref.o);
   EXPECT_TRUE(o.ok(tol)) << c.name << " O: " << o.str() << ", tolerance " << tol << " (" << p.str() << ")";
@@ -203,6 +207,13 @@ inline void check_mod_case(const ModCase& c, const Config& config,
       ASSERT_EQ(out.o[row * static_cast<size_t>(p.D) + static_cast<size_t>(d)], 0.0)
           << c.name << " row " << row << " sees no key, O[" << d << "]";
   }
+}
+
+// The FA2 forward with the case's mods against the reference with the same mods.
+inline void check_mod_case(const ModCase& c, const Config& config,
+                           Executor executor = Executor::Interpreter) {
+  check_mod_case_result(c, run_fa2_with_mods(c.base.problem, c.mods, c.tensors, config, mod_case_inputs(c),
+                                             executor));
 }
 
 inline Config mod_case_config(const ModCase& c) {

@@ -1,0 +1,208 @@
+#include "kernels/attention/attention_block_mask.h"
+
+#include "dsl/dsl.h"
+#include "kernels/attention/attention_mods_host.h"
+#include "kernels/attention/attention_tiles.h"
+#include "kernels/attention/fa2_fwd.h"
+
+#include <algorithm>
+
+namespace kiln {
+
+namespace {
+
+// WARP_SPECIALIZE's producer, PINGPONG and PRODUCT_AHEAD follow the key ranges of fa2_fwd's own loops.
+bool block_mask_config(const Config& c) {
+  return c.get_or("WARP_SPECIALIZE", 0) == 0 && c.get_or("PINGPONG", 0) == 0 &&
+         c.get_or("PRODUCT_AHEAD", 0) == 0;
+}
+
+// The classifier's params: the tiles it classifies and the built-in causal rule.
+std::vector<ParamDef> block_mask_param_defs() {
+  std::vector<ParamDef> all = attention_param_defs(), params;
+  for (const ParamDef& p : all)
+    if (p.name == "BLOCK_M" || p.name == "BLOCK_N" || p.name == "CAUSAL")
+      params.push_back(p);
+  return params;
+}
+
+// Which query tile (of its batch·head) a program reads or writes: the row of the [B, H, cdiv(N_Q, BLOCK_M)]
+// counts, as i64.
+Value block_mask_row(const AttentionArgs& a, const AttentionTileParams& tp, const Value& off_hz,
+                     const Value& start_m) {
+  return (off_hz.to(i64) * cdiv(a.N_Q, tp.block_m).to(i64) + start_m.to(i64)).named("bm_row");
+}
+
+// Where that row's lists start in the [B, H, q tiles, k tiles] index tensors.
+Value block_mask_list(const AttentionArgs& a, const AttentionTileParams& tp, const Value& row) {
+  return (row * cdiv(a.N_K, tp.block_n).to(i64)).named("bm_list");
+}
+
+} // namespace
+
+BlockMaskArgs declare_block_mask_args(KernelBuilder& kb, const std::string& prefix) {
+  BlockMaskArgs bm;
+  bm.full_count = kb.arg_ptr(prefix + "full_count", i32);
+  bm.full_index = kb.arg_ptr(prefix + "full_index", i32);
+  bm.partial_count = kb.arg_ptr(prefix + "partial_count", i32);
+  bm.partial_index = kb.arg_ptr(prefix + "partial_index", i32);
+  return bm;
+}
+
+AttentionMods block_mask_mods(const AttentionMods& mods) {
+  AttentionMods m;
+  m.mask = mods.mask;
+  return m;
+}
+
+Kernel build_attention_block_mask(const Config& config) {
+  return build_attention_block_mask_with_mods(config, AttentionMods{});
+}
+
+Kernel build_attention_block_mask_with_mods(const Config& config, const AttentionMods& mods) {
+  check_param_values("attention_block_mask", block_mask_param_defs(), config);
+  if (!mods.score.empty() || !mods.sink.empty())
+    fail("attention_block_mask: a block mask depends on mask mods only; got {} (pass block_mask_mods(mods))",
+         mods.name());
+  AttentionTileParams tp;
+  tp.block_m = config.get("BLOCK_M");
+  tp.block_n = config.get("BLOCK_N");
+  tp.causal = static_cast<CausalMode>(config.get("CAUSAL"));
+  const int64_t BM = tp.block_m, BN = tp.block_n;
+
+  KernelBuilder kb("attention_block_mask", config);
+  const BlockMaskArgs out = declare_block_mask_args(kb, "");
+  AttentionArgs a; // the sizes alone: what the mask reads
+  a.B = kb.arg("B", i32), a.H = kb.arg("H", i32), a.H_KV = kb.arg("H_KV", i32);
+  a.N_Q = kb.arg("N_Q", i32), a.N_K = kb.arg("N_K", i32);
+
+  Value start_m = program_id(0).named("start_m");
+  Value off_hz = program_id(1).named("off_hz");
+  Value offs_m = (start_m * BM + arange(0, BM)).named("offs_m"); // (BM,) i32
+  ModKernelEnv env;
+  if (!mods.mask.empty())
+    env = declare_mod_kernel_env(kb, mods, a).at(off_hz / a.H, off_hz % a.H, offs_m);
+  env.offs_m = offs_m;
+
+  // Rows past N_Q are never stored by the forward: they neither make a tile visible nor keep it from full.
+  Value real_row = (offs_m < a.N_Q).expand_dims(1); // (BM, 1) i1
+  Value row = block_mask_row(a, tp, off_hz, start_m);
+  Value list = block_mask_list(a, tp, row);
+  Value n_full = scalar(0, i32).named("n_full");
+  Value n_partial = scalar(0, i32).named("n_partial");
+  for_range(0, cdiv(a.N_K, BN), 1, [&](Value j) {
+    Value visible = mod_visible_keys(env, a, tp, j * BN); // (BM, BN) i1; keys past N_K hidden
+    Value seen = sum(sum((visible && real_row).to(i32), 1), 0).named("seen");
+    Value hidden = sum(sum((!visible && real_row).to(i32), 1), 0).named("hidden");
+    // The tile's first row is real (start_m * BM < N_Q), so a tile with nothing hidden is seen.
+    if_(hidden == 0, [&] {
+      store(out.full_index + (list + n_full.to(i64)), j);
+      n_full = n_full + 1;
+    });
+    if_((hidden > 0) && (seen > 0), [&] {
+      store(out.partial_index + (list + n_partial.to(i64)), j);
+      n_partial = n_partial + 1;
+    });
+  });
+  store(out.full_count + row, n_full);
+  store(out.partial_count + row, n_partial);
+  return kb.finish();
+}
+
+void check_block_mask_config(const Config& c) {
+  if (!block_mask_config(c))
+    fail("fa2_fwd_block_mask: WARP_SPECIALIZE, PINGPONG and PRODUCT_AHEAD follow fa2_fwd's key ranges, not a "
+         "block mask's lists; expected all three 0 (config {})",
+         c.str());
+}
+
+namespace {
+
+KernelDef make_attention_block_mask_def() {
+  KernelDef d;
+  d.name = "attention_block_mask";
+  d.summary = "attention block mask: per query tile, the key tiles the mask shows fully and partly";
+  d.params = block_mask_param_defs();
+  d.default_num_warps = 4;
+  d.default_num_stages = 1;
+  d.build = build_attention_block_mask;
+  d.config_space = [] { return std::vector<Config>{attention_block_mask_def().default_config()}; };
+  d.size_args = {"B", "H", "H_KV", "N_Q", "N_K"};
+  d.tuning_key = {"B", "H", "N_Q", "N_K"};
+  d.grid = query_tile_grid;
+  return d;
+}
+
+Kernel build_fa2_fwd_block_mask(const Config& config) {
+  return build_fa2_fwd_with_block_mask(config, AttentionMods{});
+}
+
+KernelDef make_fa2_fwd_block_mask_def() {
+  KernelDef d = fa2_fwd_def();
+  d.name = "fa2_fwd_block_mask";
+  d.summary = "FlashAttention-2 forward over a block mask's lists of full and partial key tiles";
+  d.build = build_fa2_fwd_block_mask;
+  d.config_space = [] {
+    std::vector<Config> cs = fa2_fwd_def().config_space();
+    cs.erase(std::remove_if(cs.begin(), cs.end(), [](const Config& c) { return !block_mask_config(c); }),
+             cs.end());
+    return cs;
+  };
+  return d;
+}
+
+} // namespace
+
+const KernelDef& attention_block_mask_def() {
+  static const KernelDef def = make_attention_block_mask_def();
+  return def;
+}
+
+const KernelDef& attention_block_mask_def(const AttentionMods& mods) {
+  return def_with_mods(attention_block_mask_def(), block_mask_mods(mods),
+                       build_attention_block_mask_with_mods, false);
+}
+
+const KernelDef& fa2_fwd_block_mask_def() {
+  static const KernelDef def = make_fa2_fwd_block_mask_def();
+  return def;
+}
+
+const KernelDef& fa2_fwd_block_mask_def(const AttentionMods& mods) {
+  return def_with_mods(fa2_fwd_block_mask_def(), mods, build_fa2_fwd_with_block_mask, false);
+}
+
+void for_each_block_mask_tile(const BlockMaskArgs& bm, const AttentionArgs& a,
+                              const AttentionHeadBases& bases, const AttentionTileParams& tp,
+                              const Value& off_hz, const Value& start_m, Value& k_ptr, Value& v_ptr,
+                              const std::function<void(Value, bool)>& tile) {
+  Value row = block_mask_row(a, tp, off_hz, start_m);
+  Value list = block_mask_list(a, tp, row);
+  auto walk = [&](const Value& count, const Value& index, bool masked) {
+    const std::string what = masked ? "partial" : "full";
+    Value n = load(count + row).named("n_" + what);
+    // A list that is one run of consecutive tiles (causal's, a window's) is walked as a key range, whose loop
+    // the code generator pipelines as it does the built-in path's; any other list tile by tile. Both loops
+    // are always there, one of them empty. (With n = 0, `first` and `last` read the list's unused first
+    // entry, which make_block_mask zeroes.)
+    Value first = load(index + list).named(what + "_first");
+    Value last = load(index + (list + maximum(n - 1, 0).to(i64))).named(what + "_last");
+    Value run = ((n > 0) && (last - first == n - 1)).named(what + "_is_run");
+    Value run_start = (where(run, first, 0) * tp.block_n).named(what + "_run_start");
+    Value run_end = ((where(run, last, -1) + 1) * tp.block_n).named(what + "_run_end");
+    k_ptr = k_block_ptr(a, bases, tp, run_start);
+    v_ptr = v_block_ptr(a, bases, tp, run_start);
+    for_range(run_start, run_end, tp.block_n, [&](Value start_n) { tile(start_n, masked); });
+    for_range(0, where(run, 0, n), 1, [&](Value i) {
+      // The key tile's index is read from the list; its block pointers are made from it.
+      Value start_n = (load(index + (list + i.to(i64))) * tp.block_n).named(what + "_start_n");
+      k_ptr = k_block_ptr(a, bases, tp, start_n);
+      v_ptr = v_block_ptr(a, bases, tp, start_n);
+      tile(start_n, masked);
+    });
+  };
+  walk(bm.full_count, bm.full_index, false);
+  walk(bm.partial_count, bm.partial_index, true);
+}
+
+} // namespace kiln

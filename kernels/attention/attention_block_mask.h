@@ -1,0 +1,63 @@
+// Block masks (FlexAttention's BlockMask): which key tiles each query tile of an attention problem visits,
+// classified once from the mask (the built-in N_K and CAUSAL rules and the mask mods) and reused by the
+// forward:
+//
+//   empty   every (row, key) pair of the tile is hidden: never visited;
+//   full    every pair with a row < N_Q is visible: visited with no masking work;
+//   partial the rest: visited with the mask applied.
+//
+// The block mask of a problem at tiles (BLOCK_M, BLOCK_N) is four i32 tensors, dense and row-major:
+//   full_count, partial_count    [B, H, cdiv(N_Q, BLOCK_M)]                      tiles in each list
+//   full_index, partial_index    [B, H, cdiv(N_Q, BLOCK_M), cdiv(N_K, BLOCK_N)]  key tile indices, ascending
+// (entries past a list's count are not written). They are computed by a DSL kernel, attention_block_mask,
+// which evaluates the mask on every tile at run time (one program per query tile and batch·head), so the
+// same code runs in the interpreter and on the GPU, and mask mods reading tensors (document ids) work.
+//
+// fa2_fwd_block_mask is the FA2 forward that walks the lists instead of key ranges: per query tile, the full
+// tiles unmasked, then the partial tiles masked, each tile's K and V block pointers set from the index read
+// from the list. Its tiles must be the block mask's (attention_block_mask_host.h checks).
+#pragma once
+
+#include "dsl/registry.h"
+#include "kernels/attention/attention_mods.h"
+
+#include <functional>
+
+namespace kiln {
+
+// The block mask's four tensors as kernel arguments: <prefix>full_count, <prefix>full_index,
+// <prefix>partial_count, <prefix>partial_index (i32 pointers), in that order.
+struct BlockMaskArgs {
+  Value full_count, full_index, partial_count, partial_index;
+};
+BlockMaskArgs declare_block_mask_args(KernelBuilder& kb, const std::string& prefix);
+
+// The classifier: args full_count, full_index, partial_count, partial_index, then B, H, H_KV, N_Q, N_K (i32),
+// then the mask mods' tensors (mod_<name> and strides, as the forward takes them). Params BLOCK_M, BLOCK_N,
+// CAUSAL; grid (cdiv(N_Q, BLOCK_M), B·H, 1). attention_block_mask_def(mods) is named after the mask mods
+// (score mods and sinks do not change which keys are seen: they are dropped, see block_mask_mods).
+Kernel build_attention_block_mask(const Config& config);
+Kernel build_attention_block_mask_with_mods(const Config& config, const AttentionMods& mods);
+const KernelDef& attention_block_mask_def();
+const KernelDef& attention_block_mask_def(const AttentionMods& mods);
+
+// The mods a block mask depends on: the mask mods alone.
+AttentionMods block_mask_mods(const AttentionMods& mods);
+
+// The forward with a block mask: fa2_fwd's args, the mods' tensors, then bm_full_count, bm_full_index,
+// bm_partial_count, bm_partial_index. fa2_fwd's params; WARP_SPECIALIZE, PINGPONG, PRODUCT_AHEAD and VARLEN
+// must be 0 (a kiln::Error otherwise), and the config space has none of them.
+const KernelDef& fa2_fwd_block_mask_def();
+void check_block_mask_config(const Config& config); // the kiln::Error above
+const KernelDef& fa2_fwd_block_mask_def(const AttentionMods& mods);
+
+// The forward's loops over the block mask's lists for the query tile start_m of batch·head off_hz: the full
+// tiles, tile(start_n, false), then the partial ones, tile(start_n, true); k_ptr and v_ptr point at each
+// tile's keys when tile() is called (tile() may advance them by one tile). A list that is one run of
+// consecutive tiles is walked as a key range (a loop the code generator pipelines), any other tile by tile.
+void for_each_block_mask_tile(const BlockMaskArgs& bm, const AttentionArgs& a,
+                              const AttentionHeadBases& bases, const AttentionTileParams& tp,
+                              const Value& off_hz, const Value& start_m, Value& k_ptr, Value& v_ptr,
+                              const std::function<void(Value, bool)>& tile);
+
+} // namespace kiln

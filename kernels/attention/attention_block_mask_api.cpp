@@ -1,0 +1,133 @@
+#include "kernels/attention/attention_block_mask_api.h"
+
+#include "kernels/attention/attention_api_checks.h"
+#include "kernels/attention/attention_block_mask.h"
+#include "kernels/attention/attention_launch.h"
+
+#include <algorithm>
+
+namespace kiln::attention {
+
+using namespace detail;
+
+std::array<uint64_t, 4> BlockMask::addresses() const {
+  return {full_count.ptr(), full_index.ptr(), partial_count.ptr(), partial_index.ptr()};
+}
+
+HostBlockMask BlockMask::to_host() const {
+  HostBlockMask h;
+  h.layout = layout;
+  const std::pair<const rt::DeviceBuffer*, HostBuffer*> lists[] = {{&full_count, &h.full_count},
+                                                                   {&full_index, &h.full_index},
+                                                                   {&partial_count, &h.partial_count},
+                                                                   {&partial_index, &h.partial_index}};
+  for (auto [device, host] : lists) {
+    *host = HostBuffer(DType::i32, static_cast<int64_t>(device->bytes() / sizeof(int32_t)));
+    device->copy_to_host(host->bytes.data(), device->bytes());
+  }
+  return h;
+}
+
+ValidatedBlockMask validate_block_mask_args(const BlockMaskSizes& sizes, const AttentionOptions& options,
+                                            int64_t block_m, int64_t block_n, std::source_location where) {
+  const ApiSite site{"make_block_mask", where};
+  ValidatedBlockMask v;
+  AttentionProblem& p = v.problem;
+  p.B = sizes.B, p.H = sizes.H, p.H_KV = sizes.H_KV, p.N_Q = sizes.N_Q, p.N_K = sizes.N_K;
+  for (auto [what, n] : {std::pair{"B", p.B}, {"H", p.H}, {"H_KV", p.H_KV}, {"N_Q", p.N_Q}, {"N_K", p.N_K}}) {
+    if (n < 1)
+      reject(site, "sizes.{} is {}; expected at least 1 (a block mask of an empty problem lists nothing)",
+             what, n);
+    check_size(what, n, site);
+  }
+  if (options.block_mask)
+    reject(site, "options.block_mask is set; expected none (a block mask is built from the mods, not from "
+                 "another block mask)");
+  if (options.causal != Causal::None && options.causal != Causal::TopLeft &&
+      options.causal != Causal::BottomRight)
+    reject(site, "options.causal is {}; expected None, TopLeft or BottomRight",
+           static_cast<int>(options.causal));
+  p.causal = static_cast<int>(options.causal);
+  try {
+    v.layout = block_mask_layout(p, options.mods, block_m, block_n);
+  } catch (const Error& e) {
+    reject(site, "{}", e.what());
+  }
+  const std::vector<ByteRange> no_outputs;
+  const std::vector<ValidatedModTensor> all = validate_mod_tensors(options, p, &no_outputs, site);
+  for (const ModTensorSpec& spec : block_mask_mods(options.mods).tensors())
+    for (const ValidatedModTensor& t : all)
+      if (t.name == spec.name)
+        v.mask_tensors.push_back(t);
+  return v;
+}
+
+std::shared_ptr<const BlockMask> make_block_mask(const BlockMaskSizes& sizes, const AttentionOptions& options,
+                                                 int64_t block_m, int64_t block_n,
+                                                 std::source_location where) {
+  const ApiSite site{"make_block_mask", where};
+  const ValidatedBlockMask v = validate_block_mask_args(sizes, options, block_m, block_n, where);
+  require_driver(site);
+  rt::current_device();
+  const BlockMaskLayout& l = v.layout;
+  auto bm = std::make_shared<BlockMask>();
+  bm->layout = l;
+  const size_t count_bytes = static_cast<size_t>(l.rows()) * sizeof(int32_t);
+  bm->full_count = rt::DeviceBuffer(count_bytes);
+  bm->partial_count = rt::DeviceBuffer(count_bytes);
+  bm->full_index = rt::DeviceBuffer(count_bytes * static_cast<size_t>(l.k_tiles()));
+  bm->partial_index = rt::DeviceBuffer(count_bytes * static_cast<size_t>(l.k_tiles()));
+  // Entries past a list's count are never written; the forward reads a list's first entry even when it is
+  // empty (to tell a run of tiles from a list), so they start as zeros rather than whatever memory held.
+  const rt::Stream stream = rt::Stream::wrap(options.stream);
+  bm->full_index.fill_bytes_async(0, stream);
+  bm->partial_index.fill_bytes_async(0, stream);
+
+  std::vector<LaunchArg> args;
+  for (uint64_t list : bm->addresses())
+    args.push_back(LaunchArg::pointer(list));
+  const AttentionProblem& p = v.problem;
+  for (int64_t n : {p.B, p.H, p.H_KV, p.N_Q, p.N_K})
+    args.push_back(LaunchArg::of_int(n));
+  for (const ValidatedModTensor& t : v.mask_tensors) {
+    args.push_back(LaunchArg::pointer(t.data));
+    for (int64_t s : t.strides)
+      args.push_back(LaunchArg::of_int(s));
+  }
+  const KernelDef& def = attention_block_mask_def(options.mods);
+  Config config = def.default_config();
+  config.set("BLOCK_M", l.block_m).set("BLOCK_N", l.block_n).set("CAUSAL", l.causal);
+  compiled_for(def, config)->launch(def.grid(config, attention_size_args(p)), args, stream);
+  return bm;
+}
+
+Config block_mask_default_config(const BlockMask& bm, const AttentionProblem& p) {
+  Config c = default_fa2_config(p);
+  c.num_warps = static_cast<int>(std::clamp<int64_t>(bm.layout.block_m / 16, 1, c.num_warps));
+  c.set("BLOCK_M", bm.layout.block_m).set("BLOCK_N", bm.layout.block_n);
+  c.set("WARP_SPECIALIZE", 0).set("PINGPONG", 0).set("PRODUCT_AHEAD", 0);
+  return c;
+}
+
+std::vector<uint64_t> detail::validate_block_mask(const AttentionOptions& options, const AttentionProblem& p,
+                                                  const ApiSite& site) {
+  if (!options.block_mask)
+    return {};
+  if (std::string_view(site.entry) != "forward")
+    reject(site,
+           "options.block_mask is not supported by {} yet; expected no block mask (forward() takes one; the "
+           "backward over a block mask is not built, and a forward over one is not tuned)",
+           site.entry);
+  const BlockMask& bm = *options.block_mask;
+  try {
+    check_block_mask(bm.layout, p, options.mods, options.config ? &*options.config : nullptr);
+    if (options.config)
+      check_block_mask_config(*options.config);
+  } catch (const Error& e) {
+    reject(site, "options.block_mask: {}", e.what());
+  }
+  const std::array<uint64_t, 4> a = bm.addresses();
+  return {a.begin(), a.end()};
+}
+
+} // namespace kiln::attention

@@ -1,0 +1,139 @@
+#include "kernels/attention/attention_block_mask_host.h"
+
+#include "kernels/attention/attention_block_mask.h"
+
+#include <algorithm>
+
+namespace kiln {
+
+namespace {
+
+const char* causal_name(int causal) {
+  return causal == 0 ? "none" : causal == 1 ? "top-left" : "bottom-right";
+}
+
+bool is_tile(int64_t n) { return n >= 16 && n <= 256 && (n & (n - 1)) == 0; }
+
+std::vector<int64_t> list_of(const HostBuffer& count, const HostBuffer& index, const BlockMaskLayout& l,
+                             int64_t b, int64_t h, int64_t m) {
+  if (b < 0 || b >= l.B || h < 0 || h >= l.H || m < 0 || m >= l.q_tiles())
+    fail("block mask: query tile (b {}, h {}, tile {}) is outside the block mask ({})", b, h, m, l.str());
+  const int64_t row = (b * l.H + h) * l.q_tiles() + m;
+  const int64_t n = static_cast<int64_t>(count.get(row));
+  std::vector<int64_t> tiles;
+  for (int64_t i = 0; i < n; ++i)
+    tiles.push_back(static_cast<int64_t>(index.get(row * l.k_tiles() + i)));
+  return tiles;
+}
+
+} // namespace
+
+std::string BlockMaskLayout::str() const {
+  return fmt::format("B{} H{} N_Q{} N_K{}, tiles BLOCK_M={} x BLOCK_N={}, causal {}, mask mods [{}]", B, H,
+                     N_Q, N_K, block_m, block_n, causal_name(causal), mask_mods);
+}
+
+BlockMaskLayout block_mask_layout(const AttentionProblem& p, const AttentionMods& mods, int64_t block_m,
+                                  int64_t block_n) {
+  for (auto [name, n] : {std::pair{"block_m", block_m}, {"block_n", block_n}})
+    if (!is_tile(n))
+      fail("block mask: {} = {}; expected a power of two in [16, 256], the forward's tile sizes", name, n);
+  check_attention_problem(p);
+  BlockMaskLayout l;
+  l.B = p.B, l.H = p.H, l.H_KV = p.H_KV, l.N_Q = p.N_Q, l.N_K = p.N_K;
+  l.block_m = block_m, l.block_n = block_n;
+  l.causal = p.causal;
+  const AttentionMods mask = block_mask_mods(mods);
+  l.mask_mods = mask.name().substr(1); // the mask mods after the (empty) score mods' "|"
+  l.mask_identity = mask.identity();
+  return l;
+}
+
+void check_block_mask(const BlockMaskLayout& l, const AttentionProblem& p, const AttentionMods& mods,
+                      const Config* config) {
+  if (l.B != p.B || l.H != p.H || l.H_KV != p.H_KV || l.N_Q != p.N_Q || l.N_K != p.N_K)
+    fail("block mask built for B{} H{} H_KV{} N_Q{} N_K{}; the attention has B{} H{} H_KV{} N_Q{} N_K{}; "
+         "expected "
+         "a block mask built for the call's sizes",
+         l.B, l.H, l.H_KV, l.N_Q, l.N_K, p.B, p.H, p.H_KV, p.N_Q, p.N_K);
+  if (l.causal != p.causal)
+    fail("block mask built with causal {}; the attention has causal {}; expected the same causal mode (or "
+         "causal as a mask mod, causal_mask(), in both)",
+         causal_name(l.causal), causal_name(p.causal));
+  const AttentionMods mask = block_mask_mods(mods);
+  if (mask.identity() != l.mask_identity)
+    fail("block mask built for the mask mods [{}] ({}); the attention has mask mods [{}] ({}); expected the "
+         "mask mods the block mask was built for",
+         l.mask_mods, l.mask_identity.empty() ? "none" : l.mask_identity, mask.name().substr(1),
+         mask.mask.empty() ? "none" : mask.identity());
+  if (config && (config->get("BLOCK_M") != l.block_m || config->get("BLOCK_N") != l.block_n))
+    fail(
+        "block mask built at tiles BLOCK_M={} x BLOCK_N={}; the forward's config has BLOCK_M={} x "
+        "BLOCK_N={}; expected the block mask's tiles (build the block mask at the kernel's tiles, or run the "
+        "kernel at the block mask's)",
+        l.block_m, l.block_n, config->get("BLOCK_M"), config->get("BLOCK_N"));
+}
+
+std::vector<int64_t> HostBlockMask::full_tiles(int64_t b, int64_t h, int64_t m) const {
+  return list_of(full_count, full_index, layout, b, h, m);
+}
+
+std::vector<int64_t> HostBlockMask::partial_tiles(int64_t b, int64_t h, int64_t m) const {
+  return list_of(partial_count, partial_index, layout, b, h, m);
+}
+
+HostBlockMask make_host_block_mask(const AttentionProblem& p, const AttentionMods& mods,
+                                   const ModTensorValues& tensors, int64_t block_m, int64_t block_n,
+                                   Executor executor) {
+  HostBlockMask bm;
+  bm.layout = block_mask_layout(p, mods, block_m, block_n);
+  const BlockMaskLayout& l = bm.layout;
+  // The mask mods' tensors; those of score mods and sinks are not read.
+  const AttentionMods mask = block_mask_mods(mods);
+  ModTensorValues mask_tensors;
+  for (const ModTensorSpec& spec : mask.tensors())
+    if (auto it = tensors.find(spec.name); it != tensors.end())
+      mask_tensors.insert(*it);
+  check_mod_tensors(mask, mask_tensors, p);
+
+  bm.full_count = HostBuffer(DType::i32, l.rows(), "full_count");
+  bm.full_index = HostBuffer(DType::i32, l.rows() * l.k_tiles(), "full_index");
+  bm.partial_count = HostBuffer(DType::i32, l.rows(), "partial_count");
+  bm.partial_index = HostBuffer(DType::i32, l.rows() * l.k_tiles(), "partial_index");
+  if (l.rows() == 0)
+    return bm;
+  std::vector<InterpArg> args = {InterpArg::ptr(bm.full_count), InterpArg::ptr(bm.full_index),
+                                 InterpArg::ptr(bm.partial_count), InterpArg::ptr(bm.partial_index)};
+  for (int64_t n : {p.B, p.H, p.H_KV, p.N_Q, p.N_K})
+    args.push_back(InterpArg::of_int(n));
+  const std::vector<InterpArg> mod_args = mod_interp_args(p, mask, mask_tensors);
+  args.insert(args.end(), mod_args.begin(), mod_args.end());
+  const KernelDef& def = attention_block_mask_def(mask);
+  Config config = def.default_config();
+  config.set("BLOCK_M", block_m).set("BLOCK_N", block_n).set("CAUSAL", p.causal);
+  execute(executor, def.build(config), def.grid(config, attention_size_args(p)), args);
+  return bm;
+}
+
+AttentionResult run_fa2_with_block_mask(const AttentionProblem& p, const AttentionMods& mods,
+                                        const ModTensorValues& tensors, const HostBlockMask& bm,
+                                        const Config& config, const AttentionInputs& in, Executor executor) {
+  check_attention_problem(p);
+  check_attention_config(p, config);
+  check_mod_tensors(mods, tensors, p);
+  check_block_mask(bm.layout, p, mods, &config);
+  AttentionInputs inputs = in;
+  ModTensorValues mod_inputs = tensors;
+  HostBlockMask lists = bm; // the kernel's arguments are mutable buffers
+  AttentionOutputs out = make_outputs(p);
+  std::vector<InterpArg> args = fa2_interp_args(p, inputs, out);
+  const std::vector<InterpArg> mod_args = mod_interp_args(p, mods, mod_inputs);
+  args.insert(args.end(), mod_args.begin(), mod_args.end());
+  for (HostBuffer* b : {&lists.full_count, &lists.full_index, &lists.partial_count, &lists.partial_index})
+    args.push_back(InterpArg::ptr(*b));
+  const KernelDef& def = fa2_fwd_block_mask_def(mods);
+  execute(executor, def.build(config), def.grid(config, attention_size_args(p)), args);
+  return gather_outputs(p, out);
+}
+
+} // namespace kiln

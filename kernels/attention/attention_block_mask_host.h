@@ -1,0 +1,65 @@
+// The host side of block masks (attention_block_mask.h): what a block mask was built for (its layout), the
+// checks that a forward may use it, building one with the classifier kernel in the interpreter (or on the
+// GPU, through the executor), and the FA2 forward over one. The host API's device block masks
+// (attention_api.h: attention::make_block_mask) share the layout and its checks.
+#pragma once
+
+#include "kernels/attention/attention_mods_host.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+// What a block mask was built for: the sizes, the tiles, the built-in causal rule and the mask mods.
+struct BlockMaskLayout {
+  int64_t B = 0, H = 0, H_KV = 0, N_Q = 0, N_K = 0;
+  int64_t block_m = 0, block_n = 0;
+  int causal = 0;            // the CAUSAL param: 0 none, 1 top-left, 2 bottom-right
+  std::string mask_mods;     // the mask mods' names ("document,sliding_window(8,0)"), for messages
+  std::string mask_identity; // block_mask_mods(mods).identity(): names and a hash of their code
+
+  int64_t q_tiles() const { return (N_Q + block_m - 1) / block_m; }
+  int64_t k_tiles() const { return (N_K + block_n - 1) / block_n; }
+  int64_t rows() const { return B * H * q_tiles(); } // elements of a count tensor
+  std::string str() const; // "B2 H4 N_Q100 N_K130 tiles 64x32 causal=0 mask mods [document]"
+};
+
+// The layout of a block mask of `p` (sizes and causal mode) at tiles block_m x block_n for `mods`' mask
+// mods. A kiln::Error when a tile is not a power of two in [16, 256] (the forward's tiles) or the problem is
+// one the kernels cannot run (check_attention_problem).
+BlockMaskLayout block_mask_layout(const AttentionProblem& p, const AttentionMods& mods, int64_t block_m,
+                                  int64_t block_n);
+
+// A kiln::Error, naming what the block mask was built for and what came, unless a forward of `p` with `mods`
+// may use a block mask of `layout`: same B, H, N_Q, N_K and causal mode, the same mask mods (by identity:
+// their code; the tensors they read are the caller's to keep equal), and, when `config` is given, its
+// BLOCK_M and BLOCK_N equal to the block mask's tiles.
+void check_block_mask(const BlockMaskLayout& layout, const AttentionProblem& p, const AttentionMods& mods,
+                      const Config* config = nullptr);
+
+// A block mask on the host: its layout and the four i32 tensors (attention_block_mask.h).
+struct HostBlockMask {
+  BlockMaskLayout layout;
+  HostBuffer full_count, full_index, partial_count, partial_index;
+
+  // The key tiles of query tile m of (b, h) in one list, in the order the forward visits them.
+  std::vector<int64_t> full_tiles(int64_t b, int64_t h, int64_t m) const;
+  std::vector<int64_t> partial_tiles(int64_t b, int64_t h, int64_t m) const;
+};
+
+// Evaluates the mask (built-in N_K and causal rules of `p`, and `mods`' mask mods reading `tensors`; score
+// mods, sinks and their tensors are ignored) on every tile with the attention_block_mask kernel.
+HostBlockMask make_host_block_mask(const AttentionProblem& p, const AttentionMods& mods,
+                                   const ModTensorValues& tensors, int64_t block_m, int64_t block_n,
+                                   Executor executor = Executor::Interpreter);
+
+// The FA2 forward with mods over the block mask `bm` on `config` (checked with check_block_mask), as
+// run_fa2_with_mods: outputs poisoned with NaN, O and LSE in logical order.
+AttentionResult run_fa2_with_block_mask(const AttentionProblem& p, const AttentionMods& mods,
+                                        const ModTensorValues& tensors, const HostBlockMask& bm,
+                                        const Config& config, const AttentionInputs& in,
+                                        Executor executor = Executor::Interpreter);
+
+} // namespace kiln

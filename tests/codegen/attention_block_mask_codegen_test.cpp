@@ -1,0 +1,93 @@
+// Block masks (attention_block_mask.h) through the code generator: the classifier kernel (with and without
+// mask mods reading tensors) and the forward over a block mask's lists (the built-in causal rule, mods with
+// tensors, f16/bf16/f32, both K variants, sm_90a and sm_80) generate CUDA that NVRTC compiles (where NVRTC is
+// usable); runs of tiles are pipelined as fa2_fwd's key ranges, lists walked tile by tile are not.
+#include "kernels/attention/attention_block_mask.h"
+#include "kernels/attention/attention_mod_library.h"
+#include "kernels/attention/attention_problem.h"
+#include "kernels/attention/fa2_fwd.h"
+#include "nvrtc_compile.h"
+#include "planned_kernel.h"
+
+#include <gtest/gtest.h>
+
+using namespace kiln;
+using kiln_test::expect_nvrtc_compiles;
+
+namespace {
+
+AttentionMods document_window_softcap() {
+  AttentionMods m;
+  m.mask = {document_mask(), sliding_window(256, 0)};
+  m.score = {softcap(30)};
+  return m;
+}
+
+GeneratedKernel generate(const KernelDef& def, const Config& config, const char* arch) {
+  def.check(config);
+  return generate_cuda(def.build(config), Target::parse(arch));
+}
+
+TEST(BlockMaskCodegen, ClassifierCompiles) {
+  for (const AttentionMods& mods : {AttentionMods{}, document_window_softcap()})
+    for (int causal : {0, 2}) {
+      const KernelDef& def = attention_block_mask_def(mods);
+      Config c = def.default_config();
+      c.set("BLOCK_M", 128).set("BLOCK_N", 64).set("CAUSAL", causal);
+      SCOPED_TRACE(def.name + " " + c.str());
+      GeneratedKernel g = generate(def, c, "sm_90a");
+      EXPECT_NE(g.source.find("partial_index"), std::string::npos);
+      if (!mods.empty()) {
+        EXPECT_NE(g.source.find("mod_q_doc"), std::string::npos);
+      }
+      expect_nvrtc_compiles(g, "sm_90a");
+    }
+}
+
+TEST(BlockMaskCodegen, ForwardOverTheListsCompilesForSm90aAndSm80) {
+  struct Variant {
+    const char* label;
+    AttentionMods mods;
+    int causal;
+    DType dtype;
+    bool k_transposed;
+  };
+  const Variant variants[] = {{"builtin_causal", {}, 1, DType::f16, true},
+                              {"mods_bf16", document_window_softcap(), 0, DType::bf16, true},
+                              {"mods_k_row_major", document_window_softcap(), 0, DType::f16, false},
+                              {"f32", {}, 2, DType::f32, true}};
+  for (const Variant& v : variants)
+    for (const char* arch : {"sm_90a", "sm_80"}) {
+      AttentionProblem p;
+      p.D = 128;
+      p.causal = v.causal;
+      p.dtype = v.dtype;
+      p.k_transposed = v.k_transposed;
+      Config c = default_fa2_config(p);
+      SCOPED_TRACE(std::string(v.label) + " " + arch + " " + c.str());
+      GeneratedKernel g = generate(fa2_fwd_block_mask_def(v.mods), c, arch);
+      for (const char* arg : {"bm_full_count", "bm_full_index", "bm_partial_count", "bm_partial_index"})
+        EXPECT_NE(g.source.find(arg), std::string::npos) << arg;
+      expect_nvrtc_compiles(g, arch);
+    }
+}
+
+// A list that is one run of consecutive tiles (causal's full tiles, its diagonal) is walked as a key range,
+// whose loop the pipeliner takes as it takes fa2_fwd's own (a carried block pointer advanced by BLOCK_N); a
+// list walked tile by tile makes its block pointers anew from a loaded index each iteration and is not
+// pipelined. So the forward over a block mask has two pipelined loops, as fa2_fwd's causal path has.
+TEST(BlockMaskCodegen, RunsOfTilesArePipelinedAsTheBuiltInPath) {
+  AttentionProblem p;
+  p.D = 128;
+  p.causal = 1;
+  const Config c = default_fa2_config(p);
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    SCOPED_TRACE(arch);
+    const kiln_test::Planned plain = kiln_test::plan_kernel(fa2_fwd_def().build(c), arch);
+    const kiln_test::Planned listed = kiln_test::plan_kernel(fa2_fwd_block_mask_def().build(c), arch);
+    EXPECT_EQ(plain.plan.pipelined.size(), 2u);
+    EXPECT_EQ(listed.plan.pipelined.size(), plain.plan.pipelined.size());
+  }
+}
+
+} // namespace

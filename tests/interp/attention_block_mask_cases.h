@@ -1,0 +1,113 @@
+// The block-mask cases the interpreter (attention_block_mask_test.cpp) and GPU
+// (gpu/attention_block_mask_gpu_test.cpp) tests share, and the tile-by-tile check of a block mask against the
+// dense mask: every (row, key) pair evaluated on the host through the mask mods' double references and the
+// built-in rules, each tile classified empty / partial / full, the lists compared with the block mask's.
+#pragma once
+
+#include "interp/attention_mods_cases.h"
+#include "kernels/attention/attention_block_mask_host.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln::testing_support {
+
+// Whether row i of (b, h) sees key j: j < N_K, the problem's causal rule and every mask mod's reference.
+class DenseMask {
+public:
+  DenseMask(const AttentionProblem& p, const AttentionMods& mods, const ModTensorValues& tensors)
+      : p_(p), mods_(mods), tensors_(tensors) {
+    const SizeArgs sizes = attention_size_args(p);
+    for (const ModTensorSpec& spec : mods.tensors()) {
+      const ModTensorData& t = tensors.at(spec.name);
+      strides_[spec.name] = mod_tensor_strides(spec, t.shape, t.strides, sizes);
+    }
+    pt_.N_Q = p.N_Q, pt_.N_K = p.N_K, pt_.H = p.H, pt_.H_KV = p.H_KV;
+    pt_.at = [this](const std::string& name, std::initializer_list<int64_t> index) {
+      const std::vector<int64_t>& s = strides_.at(name);
+      int64_t offset = 0;
+      size_t d = 0;
+      for (int64_t i : index)
+        offset += i * s.at(d++);
+      return tensors_.at(name).data.get(offset);
+    };
+  }
+  DenseMask(const DenseMask&) = delete;
+
+  bool sees(int64_t b, int64_t h, int64_t i, int64_t j) {
+    if (j >= p_.N_K || !visible(p_, i, j))
+      return false;
+    pt_.b = b, pt_.h = h, pt_.q_idx = i, pt_.kv_idx = j;
+    for (const MaskMod& m : mods_.mask)
+      if (!m.reference(pt_))
+        return false;
+    return true;
+  }
+
+private:
+  const AttentionProblem& p_;
+  const AttentionMods& mods_;
+  const ModTensorValues& tensors_;
+  std::map<std::string, std::vector<int64_t>> strides_;
+  ModPoint pt_;
+};
+
+// Every query tile's lists in `bm` are the tiles the dense mask shows fully (every real row sees every key)
+// and partly (some pair seen, some hidden), ascending; tiles with no pair seen in neither.
+inline void expect_block_mask_matches_dense_mask(const HostBlockMask& bm, const AttentionProblem& p,
+                                                 const AttentionMods& mods, const ModTensorValues& tensors,
+                                                 const std::string& label) {
+  const BlockMaskLayout& l = bm.layout;
+  DenseMask dense(p, mods, tensors);
+  int64_t full = 0, partial = 0, empty = 0;
+  for (int64_t b = 0; b < p.B; ++b)
+    for (int64_t h = 0; h < p.H; ++h)
+      for (int64_t m = 0; m < l.q_tiles(); ++m) {
+        std::vector<int64_t> want_full, want_partial;
+        for (int64_t t = 0; t < l.k_tiles(); ++t) {
+          int64_t seen = 0, hidden = 0;
+          for (int64_t i = m * l.block_m; i < std::min(p.N_Q, (m + 1) * l.block_m); ++i)
+            for (int64_t j = t * l.block_n; j < (t + 1) * l.block_n; ++j)
+              ++(dense.sees(b, h, i, j) ? seen : hidden);
+          if (hidden == 0)
+            want_full.push_back(t), ++full;
+          else if (seen > 0)
+            want_partial.push_back(t), ++partial;
+          else
+            ++empty;
+        }
+        ASSERT_EQ(bm.full_tiles(b, h, m), want_full) << label << ": full tiles of b " << b << " h " << h
+                                                     << " query tile " << m << " (" << l.str() << ")";
+        ASSERT_EQ(bm.partial_tiles(b, h, m), want_partial)
+            << label << ": partial tiles of b " << b << " h " << h << " query tile " << m << " (" << l.str()
+            << ")";
+      }
+  // Every case has masking work somewhere; most have all three kinds (the printout says which).
+  EXPECT_GT(partial, 0) << label << ": no partial tile";
+  ::testing::Test::RecordProperty(label, fmt::format("full {} partial {} empty {}", full, partial, empty));
+}
+
+// The cases the block mask is built for: the library's mask mods and their combinations (mod_cases():
+// causal both alignments, windows, prefix-LM, documents with rows that see no key, tails, GQA, score mods and
+// sinks beside the masks), each at its tiles and at others, and the built-in causal rule with no mask mod.
+inline std::vector<ModCase> block_mask_cases() {
+  std::vector<ModCase> cs = mod_cases();
+  {
+    AttentionCase br = make_case(100, 17, 64, 2, DType::f16, 1, 1, false, true, 3.0); // scores up to ~70
+    cs.push_back(mod_case("builtin_causal_br_100x17", br, {softcap(4)}, {}));
+    AttentionCase tl = make_case(90, 90, 32, 1, DType::f16);
+    tl.block_m = 32;
+    tl.block_n = 16;
+    cs.push_back(mod_case("builtin_causal_tl_window_90x90", tl, {}, {sliding_window(40, 0)}));
+  }
+  {
+    // A window at tiles that hold it inside one tile (32 keys, window 8) and across several.
+    AttentionCase w = make_case(130, 130, 32, 0, DType::f16, 2, 1);
+    w.block_m = 16;
+    w.block_n = 32;
+    cs.push_back(mod_case("window_8_3_130x130_16x32", w, {}, {sliding_window(8, 3)}));
+  }
+  return cs;
+}
+
+} // namespace kiln::testing_support
