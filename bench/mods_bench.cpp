@@ -5,6 +5,7 @@
 #include "bench/random_fill.h"
 
 #include "kernels/attention/attention_api.h"
+#include "kernels/attention/attention_block_mask_api.h"
 #include "kernels/attention/attention_mod_library.h"
 #include "kernels/attention/attention_mods_host.h"
 #include "kernels/compare.h"
@@ -15,6 +16,14 @@
 
 namespace kiln::bench {
 namespace {
+
+// The block mask's tiles (FlexAttention builds its block masks at 128 × 128 and runs 128 × 64 tiles; a kiln
+// forward over a block mask runs at the block mask's tiles, untuned).
+constexpr int64_t kBlockMaskM = 128, kBlockMaskN = 64;
+
+// How a case's kiln record runs: the forward with the mods (tuned), the built-in kernel the mods restate, or
+// the forward with the mods over a block mask made once beforehand.
+enum class Variant { Mods, Builtin, BlockMask };
 
 // One mods case: what the peers must compute under the same record key (peers_mods.py reads `op`).
 struct ModsCase {
@@ -78,7 +87,8 @@ double visible_scores(const ModsCase& mc, const AttentionProblem& p) {
   return n * static_cast<double>(p.B * p.H);
 }
 
-void run_mods_case(Session& s, CaseRecord& r, const ModsCase& mc, const AttentionProblem& p, bool builtin) {
+void run_mods_case(Session& s, CaseRecord& r, const ModsCase& mc, const AttentionProblem& p, Variant variant) {
+  const bool builtin = variant == Variant::Builtin;
   std::unique_ptr<Fa2DeviceProblem> d = make_fa2_device_problem(p, s.options().seed);
   std::unique_ptr<DocumentIds> docs = mc.documents > 0 ? document_ids(p, mc.documents) : nullptr;
   using attention::TensorRef;
@@ -99,6 +109,11 @@ void run_mods_case(Session& s, CaseRecord& r, const ModsCase& mc, const Attentio
   }
   rt::Stream stream = rt::Stream::create();
   options.stream = stream.handle();
+  if (variant == Variant::BlockMask) { // made once, as a user makes it for every call and layer of a shape
+    options.block_mask = attention::make_block_mask({p.B, p.H, p.H_KV, p.N_Q, p.N_K}, options, kBlockMaskM,
+                                                    kBlockMaskN);
+    options.autotune.reset();
+  }
   attention::forward(q, k, v, o, lse, options); // tunes here (with --tune), on poisoned outputs
   stream.synchronize();
 
@@ -134,15 +149,20 @@ void run_mods_case(Session& s, CaseRecord& r, const ModsCase& mc, const Attentio
       /*flush_l2=*/false);
 }
 
-BenchCase mods_case(const ModsCase& mc, const AttentionProblem& p, bool builtin) {
+BenchCase mods_case(const ModsCase& mc, const AttentionProblem& p, Variant variant) {
   BenchCase c;
-  const int causal = builtin ? mc.twin : mc.causal;
-  c.record = case_record("mods", mc.op, builtin ? "kiln_builtin" : "kiln",
-                         builtin ? fmt::format("built-in kernel, CAUSAL={}, no mods", causal) : mc.note, p.dtype,
-                         {{"B", p.B}, {"H", p.H}, {"N", p.N_Q}, {"D", p.D}}, -1, {});
+  const bool builtin = variant == Variant::Builtin;
+  const char* system = builtin ? "kiln_builtin" : variant == Variant::BlockMask ? "kiln_block_mask" : "kiln";
+  std::string note = mc.note;
+  if (builtin)
+    note = fmt::format("built-in kernel, CAUSAL={}, no mods", mc.twin);
+  else if (variant == Variant::BlockMask)
+    note += fmt::format("; block mask at {} x {} tiles, default config", kBlockMaskM, kBlockMaskN);
+  c.record = case_record("mods", mc.op, system, note, p.dtype, {{"B", p.B}, {"H", p.H}, {"N", p.N_Q}, {"D", p.D}},
+                         -1, {});
   c.record.flops = 4.0 * static_cast<double>(p.D) * visible_scores(mc, p);
   c.record.extra["mods"] = builtin ? std::string() : mc.mods.name();
-  c.run_self = [mc, p, builtin](Session& s, CaseRecord& r) { run_mods_case(s, r, mc, p, builtin); };
+  c.run_self = [mc, p, variant](Session& s, CaseRecord& r) { run_mods_case(s, r, mc, p, variant); };
   return c;
 }
 
@@ -154,9 +174,11 @@ std::vector<BenchCase> mods_cases(const BenchOptions& options) {
   const AttentionProblem p = single_problem(DType::f16, 16384 / N, 16, N, 128, 0);
   std::vector<BenchCase> cases;
   for (const ModsCase& mc : mods_table(N)) {
-    cases.push_back(mods_case(mc, p, false));
+    cases.push_back(mods_case(mc, p, Variant::Mods));
+    if (!mc.mods.mask.empty())
+      cases.push_back(mods_case(mc, p, Variant::BlockMask));
     if (mc.twin >= 0)
-      cases.push_back(mods_case(mc, p, true));
+      cases.push_back(mods_case(mc, p, Variant::Builtin));
   }
   return cases;
 }

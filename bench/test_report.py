@@ -312,7 +312,7 @@ class ReportTest(unittest.TestCase):
         section = text[text.index("## Attention mods"):]
         # kiln 2 ms: 0.98x the built-in (1.96 ms), 1.50x flex (3 ms); cuDNN failed its check, so the best SDPA
         # is flash (2.5 ms): 1.25x.
-        self.assertIn("| mask_mod causal (top-left) | 549.8 | 561.0 | 0.98 | 366.5 | 1.50 | 439.8 (sdpa_flash) | "
+        self.assertIn("| mask_mod causal (top-left) | 549.8 | — | 561.0 | 0.98 | 366.5 | 1.50 | 439.8 (sdpa_flash) | "
                       "1.25 |", section)
 
     def test_failures_list_the_failed_variant(self):

@@ -29,14 +29,15 @@ MaskMod causal_mask(bool bottom_right) {
   if (bottom_right) {
     m.fn = {kDeterminedByName, [](const ModArgs& a) { return a.kv_idx <= a.q_idx + (a.N_K - a.N_Q); }};
     m.reference = [](const ModPoint& p) { return p.kv_idx <= p.q_idx + p.N_K - p.N_Q; };
-    m.key_bounds = {kDeterminedByName, [](const ModArgs& a, const Value&, const Value& q_last) {
-                      return KeyBounds{scalar(0, i32), q_last + (a.N_K - a.N_Q) + 1};
+    m.key_bounds = {kDeterminedByName, [](const ModArgs& a, const Value& q_first, const Value& q_last) {
+                      return KeyBounds{scalar(0, i32), q_last + (a.N_K - a.N_Q) + 1, scalar(0, i32),
+                                       q_first + (a.N_K - a.N_Q) + 1};
                     }};
   } else {
     m.fn = {kDeterminedByName, [](const ModArgs& a) { return a.kv_idx <= a.q_idx; }};
     m.reference = [](const ModPoint& p) { return p.kv_idx <= p.q_idx; };
-    m.key_bounds = {kDeterminedByName, [](const ModArgs&, const Value&, const Value& q_last) {
-                      return KeyBounds{scalar(0, i32), q_last + 1};
+    m.key_bounds = {kDeterminedByName, [](const ModArgs&, const Value& q_first, const Value& q_last) {
+                      return KeyBounds{scalar(0, i32), q_last + 1, scalar(0, i32), q_first + 1};
                     }};
   }
   return m;
@@ -54,7 +55,7 @@ MaskMod sliding_window(int64_t left, int64_t right) {
     return p.kv_idx >= p.q_idx - left && p.kv_idx <= p.q_idx + right;
   };
   m.key_bounds = {kDeterminedByName, [l, r](const ModArgs&, const Value& q_first, const Value& q_last) {
-                    return KeyBounds{q_first - l, q_last + (r + 1)};
+                    return KeyBounds{q_first - l, q_last + (r + 1), q_last - l, q_first + (r + 1)};
                   }};
   return m;
 }
@@ -66,8 +67,8 @@ MaskMod prefix_lm(int64_t prefix) {
   m.name = fmt::format("prefix_lm({})", prefix);
   m.fn = {kDeterminedByName, [n](const ModArgs& a) { return (a.kv_idx < n) || (a.kv_idx <= a.q_idx); }};
   m.reference = [prefix](const ModPoint& p) { return p.kv_idx < prefix || p.kv_idx <= p.q_idx; };
-  m.key_bounds = {kDeterminedByName, [n](const ModArgs&, const Value&, const Value& q_last) {
-                    return KeyBounds{scalar(0, i32), maximum(q_last + 1, n)};
+  m.key_bounds = {kDeterminedByName, [n](const ModArgs&, const Value& q_first, const Value& q_last) {
+                    return KeyBounds{scalar(0, i32), maximum(q_last + 1, n), scalar(0, i32), maximum(q_first + 1, n)};
                   }};
   return m;
 }

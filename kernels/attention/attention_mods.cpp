@@ -352,25 +352,58 @@ ModKeyTiles mod_key_tiles(const ModKernelEnv& env, const AttentionArgs& a, const
                           const Value& m0) {
   Value q_last = m0 + (tp.block_m - 1);
   Value lo = scalar(0, i32), hi = a.N_K;
-  if (tp.causal != CausalMode::None)
+  // The keys every row sees whole: within N_K (the tile's rows past N_Q see what row N_Q - 1 would, or more:
+  // they are never stored), and for the built-in causal rule up to the first row's last key.
+  Value full_lo = scalar(0, i32), full_hi = a.N_K;
+  bool full_known = true;
+  if (tp.causal != CausalMode::None) {
     hi = minimum(hi, last_visible_key(a, tp, q_last) + 1);
-  for (const MaskMod& mod : env.mods->mask)
-    if (mod.key_bounds) {
-      KeyBounds b = mod.key_bounds(env.args, m0, q_last);
-      lo = maximum(lo, b.lo);
-      hi = minimum(hi, b.hi);
+    full_hi = minimum(full_hi, last_visible_key(a, tp, m0) + 1);
+  }
+  for (const MaskMod& mod : env.mods->mask) {
+    if (!mod.key_bounds) {
+      full_known = false;
+      continue;
     }
+    KeyBounds b = mod.key_bounds(env.args, m0, q_last);
+    lo = maximum(lo, b.lo);
+    hi = minimum(hi, b.hi);
+    if (b.full_lo.valid() != b.full_hi.valid())
+      fail("mask_mod '{}': its key bounds set one of full_lo and full_hi; expected both or neither", mod.name);
+    if (!b.full_lo.valid()) {
+      full_known = false;
+      continue;
+    }
+    full_lo = maximum(full_lo, b.full_lo);
+    full_hi = minimum(full_hi, b.full_hi);
+  }
   Value start = (lo / tp.block_n * tp.block_n).named("mod_keys_start");
-  return ModKeyTiles{start, maximum(hi, start).named("mod_keys_end")};
+  Value end = maximum(hi, start).named("mod_keys_end");
+  if (!full_known)
+    return ModKeyTiles{start, end, Value(), Value()};
+  // Whole tiles inside [full_lo, full_hi): the first tile start at or after full_lo, the last tile end at or
+  // before full_hi, clamped so that start <= full_start <= full_end <= end.
+  Value first = ((full_lo + (tp.block_n - 1)) / tp.block_n * tp.block_n);
+  Value full_start = minimum(maximum(first, start), end).named("mod_full_start");
+  Value last = maximum(full_hi, scalar(0, i32)) / tp.block_n * tp.block_n;
+  Value full_end = minimum(maximum(last, full_start), end).named("mod_full_end");
+  return ModKeyTiles{start, end, full_start, full_end};
 }
 
 void for_each_mod_key_tile(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
                            const Value& m0, Value& k_ptr, Value& v_ptr,
-                           const std::function<void(Value)>& masked_tile) {
+                           const std::function<void(Value, bool masked)>& tile) {
   ModKeyTiles keys = mod_key_tiles(env, a, tp, m0);
   k_ptr = tp.k_transposed ? advance(k_ptr, {0, keys.start}) : advance(k_ptr, {keys.start, 0});
   v_ptr = advance(v_ptr, {keys.start, 0});
-  for_range(keys.start, keys.end, tp.block_n, masked_tile);
+  auto masked = [&](Value start_n) { tile(start_n, true); };
+  if (!keys.full_start.valid()) {
+    for_range(keys.start, keys.end, tp.block_n, masked);
+    return;
+  }
+  for_range(keys.start, keys.full_start, tp.block_n, masked);
+  for_range(keys.full_start, keys.full_end, tp.block_n, [&](Value start_n) { tile(start_n, false); });
+  for_range(keys.full_end, keys.end, tp.block_n, masked);
 }
 
 Value scores_to_log2(const ModKernelEnv& env, const Value& sm_scale) {

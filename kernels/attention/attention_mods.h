@@ -119,9 +119,13 @@ using ScoreModRef = std::function<double(double score, const ModPoint& m)>;
 using MaskModRef = std::function<bool(const ModPoint& m)>;
 
 // The keys [lo, hi) (i32 scalars) outside which no row in [q_first, q_last] of a tile sees a key: a superset
-// of what the mask_mod lets through, which the kernel uses to skip key tiles (window-like masks).
+// of what the mask_mod lets through, which the kernel uses to skip key tiles (window-like masks). Optionally
+// also the keys [full_lo, full_hi) that every row in [q_first, q_last] sees (a subset of what the mask_mod lets
+// through; both or neither set): key tiles wholly inside it are visited without the mask, as the built-in
+// causal kernel visits the tiles below its diagonal.
 struct KeyBounds {
   Value lo, hi;
+  Value full_lo = {}, full_hi = {};
 };
 using KeyBoundsFn = ModFunction<KeyBounds(const ModArgs& m, const Value& q_first, const Value& q_last)>;
 
@@ -250,16 +254,21 @@ struct SinkState {
 SinkState sink_initial_state(const ModKernelEnv& env, const AttentionTileParams& tp);
 
 // The key tiles a Q tile at m0 visits when there are mask mods: from `start` (a multiple of BLOCK_N) to
-// `end`, each masked; the intersection of the mods' key bounds and the causal rule, else every key.
+// `end`; the intersection of the mods' key bounds and the causal rule, else every key. When every mask mod
+// gives full bounds, the tiles in [full_start, full_end) (start <= full_start <= full_end <= end, multiples of
+// BLOCK_N) are seen whole by every row of the tile and within N_K: they need no mask. Else full_* are empty.
 struct ModKeyTiles {
   Value start, end;
+  Value full_start, full_end;
 };
 ModKeyTiles mod_key_tiles(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
                           const Value& m0);
 // The loop over those tiles (the forward's and dQ's): k_ptr and v_ptr moved to the first, then
-// masked_tile(start_n) for each, which advances them.
+// tile(start_n, masked) for each, which advances them: masked before full_start, unmasked up to full_end,
+// masked after it (three loops, each pipelined as the built-in kernel's two are); one masked loop when the
+// mods give no full bounds.
 void for_each_mod_key_tile(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
                            const Value& m0, Value& k_ptr, Value& v_ptr,
-                           const std::function<void(Value)>& masked_tile);
+                           const std::function<void(Value, bool masked)>& tile);
 
 } // namespace kiln

@@ -83,8 +83,8 @@ Kernel build_fa2_bwd_dq_with_mods(const Config& config, const AttentionMods& mod
     v_ptr = advance(v_ptr, {BN, 0});
   };
   if (mod_env.has_mask()) {
-    // Mask mods: the key tiles the forward visits, every one masked.
-    for_each_mod_key_tile(mod_env, f, tp, m0, k_ptr, v_ptr, [&](Value start_n) { step(start_n, true); });
+    // Mask mods: the key tiles the forward visits, masked where the forward masks them.
+    for_each_mod_key_tile(mod_env, f, tp, m0, k_ptr, v_ptr, step);
   } else {
     KeyRange keys = key_range(f, tp, m0);
     for_range(0, keys.unmasked_end, BN, [&](Value start_n) { step(start_n, false); });

@@ -109,8 +109,9 @@ Kernel build_fa2_fwd_kernel(const Config& config, const AttentionMods& mods, boo
     // The block mask's lists: full tiles unmasked, partial tiles masked, empty tiles never visited.
     for_each_block_mask_tile(bm, a, bases, tp, off_hz, start_m, k_ptr, v_ptr, attend);
   } else if (mod_env.has_mask()) {
-    // Mask mods: every key tile within the mods' key bounds (and the causal rule), masked.
-    for_each_mod_key_tile(mod_env, a, tp, m0, k_ptr, v_ptr, [&](Value start_n) { attend(start_n, true); });
+    // Mask mods: the key tiles within the mods' key bounds (and the causal rule); those every row sees whole
+    // (the mods' full bounds) unmasked, the others masked.
+    for_each_mod_key_tile(mod_env, a, tp, m0, k_ptr, v_ptr, attend);
   } else {
     KeyRange keys = key_range(a, tp, m0);
     for_range(0, keys.unmasked_end, BN, [&](Value start_n) { attend(start_n, false); });
