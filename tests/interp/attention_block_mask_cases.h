@@ -7,49 +7,33 @@
 #include "interp/attention_mods_cases.h"
 #include "kernels/attention/attention_block_mask_host.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
 namespace kiln::testing_support {
 
-// Whether row i of (b, h) sees key j: j < N_K, the problem's causal rule and every mask mod's reference.
+// Whether row i of (b, h) sees key j: j < N_K, the problem's causal rule and every mask mod's reference
+// (through mod_score_reference over the mask mods alone, which gives −inf for a hidden key).
 class DenseMask {
 public:
-  DenseMask(const AttentionProblem& p, const AttentionMods& mods, const ModTensorValues& tensors)
-      : p_(p), mods_(mods), tensors_(tensors) {
-    const SizeArgs sizes = attention_size_args(p);
-    for (const ModTensorSpec& spec : mods.tensors()) {
-      const ModTensorData& t = tensors.at(spec.name);
-      strides_[spec.name] = mod_tensor_strides(spec, t.shape, t.strides, sizes);
-    }
-    pt_.N_Q = p.N_Q, pt_.N_K = p.N_K, pt_.H = p.H, pt_.H_KV = p.H_KV;
-    pt_.at = [this](const std::string& name, std::initializer_list<int64_t> index) {
-      const std::vector<int64_t>& s = strides_.at(name);
-      int64_t offset = 0;
-      size_t d = 0;
-      for (int64_t i : index)
-        offset += i * s.at(d++);
-      return tensors_.at(name).data.get(offset);
-    };
+  DenseMask(const AttentionProblem& p, const AttentionMods& mods, const ModTensorValues& tensors) : p_(p) {
+    masks_.mask = mods.mask;
+    for (const ModTensorSpec& spec : masks_.tensors())
+      mask_tensors_[spec.name] = tensors.at(spec.name);
+    score_ = mod_score_reference(p, masks_, mask_tensors_);
   }
   DenseMask(const DenseMask&) = delete;
 
   bool sees(int64_t b, int64_t h, int64_t i, int64_t j) {
-    if (j >= p_.N_K || !visible(p_, i, j))
-      return false;
-    pt_.b = b, pt_.h = h, pt_.q_idx = i, pt_.kv_idx = j;
-    for (const MaskMod& m : mods_.mask)
-      if (!m.reference(pt_))
-        return false;
-    return true;
+    return j < p_.N_K && visible(p_, i, j) && score_(b, h, i, j, 0.0) != -std::numeric_limits<double>::infinity();
   }
 
 private:
   const AttentionProblem& p_;
-  const AttentionMods& mods_;
-  const ModTensorValues& tensors_;
-  std::map<std::string, std::vector<int64_t>> strides_;
-  ModPoint pt_;
+  AttentionMods masks_;
+  ModTensorValues mask_tensors_;
+  ReferenceScoreFn score_;
 };
 
 // Every query tile's lists in `bm` are the tiles the dense mask shows fully (every real row sees every key)
