@@ -112,7 +112,6 @@ void run_mods_case(Session& s, CaseRecord& r, const ModsCase& mc, const Attentio
   if (variant == Variant::BlockMask) { // made once, as a user makes it for every call and layer of a shape
     options.block_mask = attention::make_block_mask({p.B, p.H, p.H_KV, p.N_Q, p.N_K}, options, kBlockMaskM,
                                                     kBlockMaskN);
-    options.autotune.reset();
   }
   attention::forward(q, k, v, o, lse, options); // tunes here (with --tune), on poisoned outputs
   stream.synchronize();
@@ -139,7 +138,6 @@ void run_mods_case(Session& s, CaseRecord& r, const ModsCase& mc, const Attentio
     return;
   // The whole call is timed (validation, the tuner's remembered pick, the launch): a user's cost, a few
   // microseconds against milliseconds of kernel.
-  options.stream = nullptr;
   s.time(
       r,
       [&](rt::Stream& timed) {

@@ -6,6 +6,7 @@
 #include "support/hash.h"
 
 #include <algorithm>
+#include <vector>
 #include <atomic>
 #include <set>
 #include <string_view>
@@ -352,35 +353,36 @@ ModKeyTiles mod_key_tiles(const ModKernelEnv& env, const AttentionArgs& a, const
                           const Value& m0) {
   Value q_last = m0 + (tp.block_m - 1);
   Value lo = scalar(0, i32), hi = a.N_K;
-  // The keys every row sees whole: within N_K (the tile's rows past N_Q see what row N_Q - 1 would, or more:
-  // they are never stored), and for the built-in causal rule up to the first row's last key.
-  Value full_lo = scalar(0, i32), full_hi = a.N_K;
-  bool full_known = true;
-  if (tp.causal != CausalMode::None) {
+  if (tp.causal != CausalMode::None)
     hi = minimum(hi, last_visible_key(a, tp, q_last) + 1);
-    full_hi = minimum(full_hi, last_visible_key(a, tp, m0) + 1);
-  }
+  std::vector<KeyBounds> bounds;
+  bool full_known = true; // every mask mod gives full bounds
   for (const MaskMod& mod : env.mods->mask) {
     if (!mod.key_bounds) {
       full_known = false;
       continue;
     }
-    KeyBounds b = mod.key_bounds(env.args, m0, q_last);
+    bounds.push_back(mod.key_bounds(env.args, m0, q_last));
+    const KeyBounds& b = bounds.back();
     lo = maximum(lo, b.lo);
     hi = minimum(hi, b.hi);
     if (b.full_lo.valid() != b.full_hi.valid())
       fail("mask_mod '{}': its key bounds set one of full_lo and full_hi; expected both or neither", mod.name);
-    if (!b.full_lo.valid()) {
-      full_known = false;
-      continue;
-    }
-    full_lo = maximum(full_lo, b.full_lo);
-    full_hi = minimum(full_hi, b.full_hi);
+    full_known = full_known && b.full_lo.valid();
   }
   Value start = (lo / tp.block_n * tp.block_n).named("mod_keys_start");
   Value end = maximum(hi, start).named("mod_keys_end");
   if (!full_known)
     return ModKeyTiles{start, end, Value(), Value()};
+  // The keys every row sees whole: within N_K (the tile's rows past N_Q see what row N_Q - 1 would, or more:
+  // they are never stored), for the built-in causal rule up to the first row's last key, and every mod's.
+  Value full_lo = scalar(0, i32), full_hi = a.N_K;
+  if (tp.causal != CausalMode::None)
+    full_hi = minimum(full_hi, last_visible_key(a, tp, m0) + 1);
+  for (const KeyBounds& b : bounds) {
+    full_lo = maximum(full_lo, b.full_lo);
+    full_hi = minimum(full_hi, b.full_hi);
+  }
   // Whole tiles inside [full_lo, full_hi): the first tile start at or after full_lo, the last tile end at or
   // before full_hi, clamped so that start <= full_start <= full_end <= end.
   Value first = ((full_lo + (tp.block_n - 1)) / tp.block_n * tp.block_n);
