@@ -2,6 +2,7 @@
 
 #include "kernels/attention/attention_api_checks.h"
 #include "kernels/attention/attention_block_mask.h"
+#include "kernels/attention/attention_block_mask_runs.h"
 #include "kernels/attention/attention_launch.h"
 
 #include <algorithm>
@@ -17,6 +18,7 @@ std::array<uint64_t, 4> BlockMask::addresses() const {
 HostBlockMask BlockMask::to_host() const {
   HostBlockMask h;
   h.layout = layout;
+  h.runs = runs;
   const std::pair<const rt::DeviceBuffer*, HostBuffer*> lists[] = {{&full_count, &h.full_count},
                                                                    {&full_index, &h.full_index},
                                                                    {&partial_count, &h.partial_count},
@@ -98,6 +100,23 @@ std::shared_ptr<const BlockMask> make_block_mask(const BlockMaskSizes& sizes, co
   Config config = def.default_config();
   config.set("BLOCK_M", l.block_m).set("BLOCK_N", l.block_n).set("CAUSAL", l.causal);
   compiled_for(def, config)->launch(def.grid(config, attention_size_args(p)), args, stream);
+
+  // Whether every list is a run: one i32 counted on the device and read back.
+  rt::DeviceBuffer non_runs(sizeof(int32_t));
+  non_runs.fill_bytes_async(0, stream);
+  std::vector<LaunchArg> run_args;
+  for (uint64_t list : bm->addresses())
+    run_args.push_back(LaunchArg::pointer(list));
+  run_args.push_back(LaunchArg::pointer(non_runs));
+  run_args.push_back(LaunchArg::of_int(l.rows()));
+  run_args.push_back(LaunchArg::of_int(l.k_tiles()));
+  const KernelDef& runs_def = attention_block_mask_runs_def();
+  const Config runs_config = runs_def.default_config();
+  compiled_for(runs_def, runs_config)->launch(runs_def.grid(runs_config, {{"ROWS", l.rows()}}), run_args, stream);
+  stream.synchronize();
+  int32_t count = 0;
+  non_runs.copy_to_host(&count, sizeof(count));
+  bm->runs = count == 0;
   return bm;
 }
 
@@ -106,6 +125,7 @@ Config block_mask_default_config(const BlockMask& bm, const AttentionProblem& p)
   c.num_warps = static_cast<int>(std::clamp<int64_t>(bm.layout.block_m / 16, 1, c.num_warps));
   c.set("BLOCK_M", bm.layout.block_m).set("BLOCK_N", bm.layout.block_n);
   c.set("WARP_SPECIALIZE", 0).set("PINGPONG", 0).set("PRODUCT_AHEAD", 0);
+  c.set("BLOCK_MASK_RUNS", bm.runs ? 1 : 0);
   return c;
 }
 
@@ -121,8 +141,12 @@ std::vector<uint64_t> detail::validate_block_mask(const AttentionOptions& option
   const BlockMask& bm = *options.block_mask;
   try {
     check_block_mask(bm.layout, p, options.mods, options.config ? &*options.config : nullptr);
-    if (options.config)
+    if (options.config) {
       check_block_mask_config(*options.config);
+      if (options.config->get_or("BLOCK_MASK_RUNS", 0) != 0 && !bm.runs)
+        fail("options.config has BLOCK_MASK_RUNS=1, but the block mask has lists that are not one run of key "
+             "tiles (BlockMask::runs is false); expected BLOCK_MASK_RUNS=0");
+    }
   } catch (const Error& e) {
     reject(site, "options.block_mask: {}", e.what());
   }

@@ -1,6 +1,7 @@
 #include "kernels/attention/attention_block_mask_host.h"
 
 #include "kernels/attention/attention_block_mask.h"
+#include "kernels/attention/attention_block_mask_runs.h"
 
 #include <algorithm>
 
@@ -112,6 +113,16 @@ HostBlockMask make_host_block_mask(const AttentionProblem& p, const AttentionMod
   Config config = def.default_config();
   config.set("BLOCK_M", block_m).set("BLOCK_N", block_n).set("CAUSAL", p.causal);
   execute(executor, def.build(config), def.grid(config, attention_size_args(p)), args);
+
+  HostBuffer non_runs(DType::i32, 1, "non_runs"); // zeroed
+  std::vector<InterpArg> run_args = {InterpArg::ptr(bm.full_count), InterpArg::ptr(bm.full_index),
+                                     InterpArg::ptr(bm.partial_count), InterpArg::ptr(bm.partial_index),
+                                     InterpArg::ptr(non_runs), InterpArg::of_int(l.rows()),
+                                     InterpArg::of_int(l.k_tiles())};
+  const KernelDef& runs_def = attention_block_mask_runs_def();
+  const Config runs_config = runs_def.default_config();
+  execute(executor, runs_def.build(runs_config), runs_def.grid(runs_config, {{"ROWS", l.rows()}}), run_args);
+  bm.runs = non_runs.get(0) == 0;
   return bm;
 }
 
@@ -122,6 +133,9 @@ AttentionResult run_fa2_with_block_mask(const AttentionProblem& p, const Attenti
   check_attention_config(p, config);
   check_mod_tensors(mods, tensors, p);
   check_block_mask(bm.layout, p, mods, &config);
+  if (config.get_or("BLOCK_MASK_RUNS", 0) != 0 && !bm.runs)
+    fail("block mask: config has BLOCK_MASK_RUNS=1, but the block mask has lists that are not one run of key "
+         "tiles; expected BLOCK_MASK_RUNS=0");
   AttentionInputs inputs = in;
   ModTensorValues mod_inputs = tensors;
   HostBlockMask lists = bm; // the kernel's arguments are mutable buffers

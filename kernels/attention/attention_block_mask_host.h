@@ -43,6 +43,7 @@ void check_block_mask(const BlockMaskLayout& layout, const AttentionProblem& p, 
 struct HostBlockMask {
   BlockMaskLayout layout;
   HostBuffer full_count, full_index, partial_count, partial_index;
+  bool runs = false; // every list is one run of consecutive tiles or empty (attention_block_mask_runs.h)
 
   // The key tiles of query tile m of (b, h) in one list, in the order the forward visits them.
   std::vector<int64_t> full_tiles(int64_t b, int64_t h, int64_t m) const;
@@ -50,12 +51,14 @@ struct HostBlockMask {
 };
 
 // Evaluates the mask (built-in N_K and causal rules of `p`, and `mods`' mask mods reading `tensors`; score
-// mods, sinks and their tensors are ignored) on every tile with the attention_block_mask kernel.
+// mods, sinks and their tensors are ignored) on every tile with the attention_block_mask kernel, then whether
+// every list is a run with attention_block_mask_runs.
 HostBlockMask make_host_block_mask(const AttentionProblem& p, const AttentionMods& mods,
                                    const ModTensorValues& tensors, int64_t block_m, int64_t block_n,
                                    Executor executor = Executor::Interpreter);
 
-// The FA2 forward with mods over the block mask `bm` on `config` (checked with check_block_mask), as
+// The FA2 forward with mods over the block mask `bm` on `config` (checked with check_block_mask; its
+// BLOCK_MASK_RUNS=1 needs bm.runs), as
 // run_fa2_with_mods: outputs poisoned with NaN, O and LSE in logical order.
 AttentionResult run_fa2_with_block_mask(const AttentionProblem& p, const AttentionMods& mods,
                                         const ModTensorValues& tensors, const HostBlockMask& bm,
