@@ -133,10 +133,10 @@ std::vector<uint64_t> detail::validate_block_mask(const AttentionOptions& option
                                                   const ApiSite& site) {
   if (!options.block_mask)
     return {};
-  if (std::string_view(site.entry) != "forward")
+  if (std::string_view(site.entry) != "forward" && std::string_view(site.entry) != "tune_forward")
     reject(site,
-           "options.block_mask is not supported by {} yet; expected no block mask (forward() takes one; the "
-           "backward over a block mask is not built, and a forward over one is not tuned)",
+           "options.block_mask is not supported by {} yet; expected no block mask (forward() and tune_forward() "
+           "take one; the backward over a block mask is not built)",
            site.entry);
   const BlockMask& bm = *options.block_mask;
   try {

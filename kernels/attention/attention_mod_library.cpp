@@ -26,6 +26,7 @@ std::string number(double v) { return fmt::format("{}", v); }
 MaskMod causal_mask(bool bottom_right) {
   MaskMod m;
   m.name = bottom_right ? "causal_bottom_right" : "causal_top_left";
+  m.later_rows_see_more = true;
   if (bottom_right) {
     m.fn = {kDeterminedByName, [](const ModArgs& a) { return a.kv_idx <= a.q_idx + (a.N_K - a.N_Q); }};
     m.reference = [](const ModPoint& p) { return p.kv_idx <= p.q_idx + p.N_K - p.N_Q; };
@@ -49,6 +50,7 @@ MaskMod sliding_window(int64_t left, int64_t right) {
   const int l = i32_literal(left), r = i32_literal(right);
   MaskMod m;
   m.name = fmt::format("sliding_window({},{})", left, right);
+  m.later_rows_see_more = right == 0; // open to the right, the last rows see fewer keys as the first do
   m.fn = {kDeterminedByName,
           [l, r](const ModArgs& a) { return (a.kv_idx >= a.q_idx - l) && (a.kv_idx <= a.q_idx + r); }};
   m.reference = [left, right](const ModPoint& p) {
@@ -65,6 +67,7 @@ MaskMod prefix_lm(int64_t prefix) {
   const int n = i32_literal(prefix);
   MaskMod m;
   m.name = fmt::format("prefix_lm({})", prefix);
+  m.later_rows_see_more = true;
   m.fn = {kDeterminedByName, [n](const ModArgs& a) { return (a.kv_idx < n) || (a.kv_idx <= a.q_idx); }};
   m.reference = [prefix](const ModPoint& p) { return p.kv_idx < prefix || p.kv_idx <= p.q_idx; };
   m.key_bounds = {kDeterminedByName, [n](const ModArgs&, const Value& q_first, const Value& q_last) {

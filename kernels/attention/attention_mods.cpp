@@ -209,8 +209,10 @@ std::string AttentionMods::identity_key() const {
   };
   for (const ScoreMod& m : score)
     add('s', m.name, m.tensors, {m.fn.id(), m.derivative.id()});
-  for (const MaskMod& m : mask)
+  for (const MaskMod& m : mask) {
     add('m', m.name, m.tensors, {m.fn.id(), m.key_bounds.id()});
+    key += m.later_rows_see_more ? "L" : "";
+  }
   for (const SinkMod& m : sink)
     add('k', m.name, m.tensors, {m.fn.id()});
   return key;
@@ -412,6 +414,13 @@ void for_each_mod_key_tile(const ModKernelEnv& env, const AttentionArgs& a, cons
   for_range(keys.start, keys.full_start, tp.block_n, masked);
   for_range(keys.full_start, keys.full_end, tp.block_n, [&](Value start_n) { tile(start_n, false); });
   for_range(keys.full_end, keys.end, tp.block_n, masked);
+}
+
+Value query_tile_index(const AttentionTileParams& tp, const AttentionMods& mods) {
+  const bool later_heavier =
+      tp.causal != CausalMode::None ||
+      std::any_of(mods.mask.begin(), mods.mask.end(), [](const MaskMod& m) { return m.later_rows_see_more; });
+  return later_heavier ? num_programs(0) - 1 - program_id(0) : program_id(0);
 }
 
 Value scores_to_log2(const ModKernelEnv& env, const Value& sm_scale) {

@@ -144,6 +144,10 @@ struct MaskMod {
   MaskModFn fn;
   MaskModRef reference;   // optional, as ScoreMod::reference
   KeyBoundsFn key_bounds; // optional: without it, every key tile is visited
+  // Optional hint: a query row sees at least as many keys as every row before it (causal, prefix-LM, a window
+  // open only to the left). The forward and dQ then launch the last query tiles first, as under the built-in
+  // CAUSAL mode, so that the grid's last wave holds light tiles (query_tile_index). Part of the mods' identity.
+  bool later_rows_see_more = false;
 };
 
 // An attention sink (learned per-head logits, as gpt-oss's): one more logit per query row that joins the
@@ -239,6 +243,10 @@ Value mod_visible_keys(const ModKernelEnv& env, const AttentionArgs& a, const At
 ModdedScores modded_scores_transposed(const ModKernelEnv& env, const AttentionArgs& a, const Value& qkT,
                                       const Value& offs_m, const Value& offs_n, const Value& visible,
                                       bool with_derivative);
+
+// The query tile a program of the forward or dQ takes, from program_id(0): the last first where later tiles do
+// more work (the built-in CAUSAL mode, or a mask mod with later_rows_see_more), else in order.
+Value query_tile_index(const AttentionTileParams& tp, const AttentionMods& mods);
 
 // What the kernels multiply the scores by before exp2: sm_scale · log2 e, or log2 e alone with score mods
 // (which see scores already scaled by sm_scale, modded_scores). Named qk_scale.

@@ -24,7 +24,7 @@ Kernel build_fa2_bwd_dq_with_mods(const Config& config, const AttentionMods& mod
   const VarlenArgs varlen_args = varlen ? declare_varlen_args(kb) : VarlenArgs{};
   const AttentionArgs& f = a.fwd;
   // Causal query tiles lower down see more keys: launch them first, as the forward does.
-  Value start_m = tp.causal == CausalMode::None ? program_id(0) : num_programs(0) - 1 - program_id(0);
+  Value start_m = query_tile_index(tp, mods);
   Value off_hz = program_id(1);
   AttentionBwdBases b;
   if (varlen) { // the sequence's rows and keys from here on

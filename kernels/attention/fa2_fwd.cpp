@@ -39,7 +39,7 @@ Kernel build_fa2_fwd_kernel(const Config& config, const AttentionMods& mods, boo
 
   // Causal Q tiles lower down see more keys: launch them first (the grid starts at x = 0), so that
   // the grid's last wave holds the light tiles instead of leaving a few heavy ones to run alone.
-  Value start_m = (tp.causal == CausalMode::None ? program_id(0) : num_programs(0) - 1 - program_id(0)).named("start_m");
+  Value start_m = query_tile_index(tp, mods).named("start_m");
   Value off_hz = program_id(1).named("off_hz");
   AttentionHeadBases bases;
   Value m0;

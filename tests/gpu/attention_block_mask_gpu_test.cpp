@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 using namespace kiln;
 using namespace kiln::testing_support;
 
@@ -75,13 +77,28 @@ void check_api(const AttentionProblem& p, const AttentionMods& mods, const ModTe
   d.opts.block_mask = attention::make_block_mask({p.B, p.H, p.H_KV, p.N_Q, p.N_K}, d.opts, bm, bn);
   rt::Stream().synchronize();
   expect_block_mask_matches_dense_mask(d.opts.block_mask->to_host(), p, mods, tensors, mods.name());
-  for (uint64_t seed : {77, 78}) {
-    const AttentionInputs in = make_inputs(p, seed, 2.0);
-    const AttentionResult got = run_forward(p, d, in), ref = reference_with_mods(p, in, mods, tensors);
-    const double tol = attention_tolerance(p.dtype, p.tf32, max_abs_lse(ref));
-    Comparison co = compare_to_reference(got.o, ref.o), cl = compare_to_reference(got.lse, ref.lse);
-    EXPECT_TRUE(co.ok(tol)) << "O " << co.str();
-    EXPECT_TRUE(cl.ok(tol)) << "LSE " << cl.str();
+  const HostBlockMask host = d.opts.block_mask->to_host();
+  EXPECT_EQ(d.opts.block_mask->runs, lists_are_runs(host)) << "whether every list is one run of tiles";
+  // The tuned forward (the configs at the block mask's tiles), then, over lists that are all runs, the
+  // warp-specialised kernel of two key ranges (BLOCK_MASK_RUNS=1) on a config given outright.
+  std::vector<std::optional<Config>> configs = {std::nullopt};
+  if (d.opts.block_mask->runs) {
+    Config ws = attention::block_mask_default_config(*d.opts.block_mask, p);
+    ws.set("WARP_SPECIALIZE", 1);
+    ws.num_warps = static_cast<int>(bm / 16);
+    configs.push_back(ws);
+  }
+  for (const std::optional<Config>& config : configs) {
+    d.opts.config = config;
+    SCOPED_TRACE(config ? config->str() : std::string("tuned"));
+    for (uint64_t seed : {77, 78}) {
+      const AttentionInputs in = make_inputs(p, seed, 2.0);
+      const AttentionResult got = run_forward(p, d, in), ref = reference_with_mods(p, in, mods, tensors);
+      const double tol = attention_tolerance(p.dtype, p.tf32, max_abs_lse(ref));
+      Comparison co = compare_to_reference(got.o, ref.o), cl = compare_to_reference(got.lse, ref.lse);
+      EXPECT_TRUE(co.ok(tol)) << "O " << co.str();
+      EXPECT_TRUE(cl.ok(tol)) << "LSE " << cl.str();
+    }
   }
 }
 
@@ -92,6 +109,17 @@ TEST(GpuBlockMaskApi, DocumentWindowSoftcapThroughForward) {
   AttentionMods mods;
   mods.mask = {document_mask(), sliding_window(128, 0)};
   mods.score = {softcap(30)};
+  check_api(p, mods, {{"q_doc", ids}, {"kv_doc", ids}}, 128, 64);
+}
+
+// Documents whose boundaries fall on the key tiles' edges (multiples of 128) give lists that are all runs:
+// the warp-specialised kernel runs with the document ids read by its consumers.
+TEST(GpuBlockMaskApi, TileAlignedDocumentsAreRunsAndWarpSpecialised) {
+  KILN_REQUIRE_GPU();
+  AttentionProblem p = problem(1, 4, 2, 1024, 1024, 128, DType::f16, 1, false); // B 1: document_ids shifts
+  ModTensorData ids = document_ids(p, 1024, {256, 128, 512, 128}, "q_doc");  // later batches off the edges
+  AttentionMods mods;
+  mods.mask = {document_mask()};
   check_api(p, mods, {{"q_doc", ids}, {"kv_doc", ids}}, 128, 64);
 }
 
