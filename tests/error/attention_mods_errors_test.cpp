@@ -117,6 +117,17 @@ TEST(AttentionModErrors, ModsFromMalformedText) {
   EXPECT_TRUE(m.empty()) << "nothing added by a failed parse";
 }
 
+TEST(AttentionModErrors, MalformedSpecLists) {
+  expect_mentions(user_error([] { (void)parse_mod_specs("causal;flash"); }),
+                  {"mod spec 'flash'", "unknown mod 'flash'", "causal[=top-left|bottom-right]", "sinks"});
+  expect_mentions(user_error([] { (void)parse_mod_specs("sinks;sinks"); }), {"mod specs 'sinks;sinks'", "sinks"});
+  expect_mentions(user_error([] { (void)parse_mod_specs("alibi; alibi"); }),
+                  {"mod specs 'alibi; alibi'", "'alibi_slopes' is declared twice"});
+  expect_mentions(user_error([] { (void)parse_mod_specs("prefix_lm=-2"); }), {"prefix_lm", "prefix is -2"});
+  expect_mentions(user_error([] { (void)parse_mod_specs("sliding_window=8,2,1"); }),
+                  {"mod spec 'sliding_window=8,2,1'", "'2,1' is not a number of keys"});
+}
+
 TEST(AttentionModErrors, HostTensorsThatDoNotFitTheirSpecs) {
   AttentionProblem p;
   p.H = 4;
