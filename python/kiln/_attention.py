@@ -54,7 +54,7 @@ def mods_spec(mods):
 
 
 def mod_tensor_items(mod_tensors):
-    """`mod_tensors` (None or a dict name -> array/tensor) as a list of (name, array) pairs, sorted by name."""
+    """`mod_tensors` (None or a dict name -> array/tensor) as a list of (name, array) pairs, in the dict's order."""
     if mod_tensors is None:
         return []
     if not isinstance(mod_tensors, dict):
@@ -63,7 +63,7 @@ def mod_tensor_items(mod_tensors):
     for name in mod_tensors:
         if not isinstance(name, str) or not name:
             raise KilnError(f"mod_tensors: names must be non-empty strings; got {name!r}")
-    return sorted(mod_tensors.items())
+    return list(mod_tensors.items())
 
 
 def lse_shape(q, layout):
