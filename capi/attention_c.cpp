@@ -38,7 +38,8 @@ BackwardArgs backward_args(const kiln_tensor* q, const kiln_tensor* k, const kil
                            const kiln_tensor* dk, const kiln_tensor* dv, const kiln_attention_options* options) {
   require(lse, "lse (the backward needs the forward's LSE)");
   return {forward_args(q, k, v, o, lse, options, /*backward=*/true), tensor_ref(require(dout, "dout"), "dout"),
-          tensor_ref(require(dq, "dq"), "dq"), tensor_ref(require(dk, "dk"), "dk"), tensor_ref(require(dv, "dv"), "dv")};
+          tensor_ref(require(dq, "dq"), "dq"), tensor_ref(require(dk, "dk"), "dk"),
+          tensor_ref(require(dv, "dv"), "dv")};
 }
 
 // Runs `call` (which validates, then launches); where there is no CUDA driver, a call whose arguments are

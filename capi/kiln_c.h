@@ -149,7 +149,8 @@ KILN_C_EXPORT const char* kiln_last_error(void);
 KILN_C_EXPORT const char* kiln_status_name(int32_t status); /* "KILN_ERROR_UNAVAILABLE" */
 /* The defaults in the first `struct_size` bytes of *options, struct_size set: sizeof(kiln_attention_options)
  * of the caller's header (KILN_ATTENTION_OPTIONS_V1_SIZE, KILN_ATTENTION_OPTIONS_V2_SIZE or the current size;
- * any other size leaves *options untouched). It writes no byte past struct_size, so a caller built against an older header is safe. */
+ * any other size leaves *options untouched). It writes no byte past struct_size, so a caller built against an
+ * older header is safe. */
 KILN_C_EXPORT void kiln_attention_options_init_sized(kiln_attention_options* options, uint32_t struct_size);
 /* ABI version 1's initializer, kept for binaries built against it: the version-1 part only. The macro below
  * sends a caller compiled against this header to kiln_attention_options_init_sized with its own size. */

@@ -167,7 +167,7 @@ def _tensors(names, arrays):
 
 def described_mods(opts, spec, named, dsink=None):
     """Sets opts' mods, mod tensors (pairs name, array/tensor) and dsink (an array/tensor or None) from the
-    arrays' descriptions; returns what must stay alive while opts is used."""
+    arrays' descriptions (kept alive by opts)."""
     structs = [(n, describe(t, f"mod_tensors['{n}']")) for n, t in named]
     return _lib.set_mods(opts, spec, structs, None if dsink is None else describe(dsink, "dsink"))
 
@@ -176,7 +176,7 @@ def forward_host(q, k, v, o, lse, causal, layout, scale, tf32=False, exact_maske
                  mod_tensors=()):
     """kiln_attention_forward_host on caller-owned host arrays (o and lse written in place)."""
     opts = _lib.attention_options(causal, layout, scale, tf32=tf32, exact_masked_v=exact_masked_v)
-    keep = described_mods(opts, mods, mod_tensors)  # noqa: F841 (alive for the call)
+    described_mods(opts, mods, mod_tensors)
     args = _tensors(("q", "k", "v", "o", "lse"), (q, k, v, o, lse))
     _lib.check(_lib.lib().kiln_attention_forward_host(*args, ctypes.byref(opts)))
 
@@ -186,6 +186,6 @@ def backward_host(q, k, v, o, lse, dout, dq, dk, dv, causal, layout, scale, dete
     """kiln_attention_backward_host on caller-owned host arrays (dq, dk, dv and dsink written in place)."""
     opts = _lib.attention_options(causal, layout, scale, deterministic=deterministic, tf32=tf32,
                                   exact_masked_v=exact_masked_v)
-    keep = described_mods(opts, mods, mod_tensors, dsink)  # noqa: F841 (alive for the call)
+    described_mods(opts, mods, mod_tensors, dsink)
     args = _tensors(("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv"), (q, k, v, o, lse, dout, dq, dk, dv))
     _lib.check(_lib.lib().kiln_attention_backward_host(*args, ctypes.byref(opts)))

@@ -159,7 +159,7 @@ def attention_options(causal, layout, scale, deterministic=True, tf32=False, str
 
 def set_mods(opts, spec, named_tensors, dsink=None):
     """Sets opts' mods (a ';'-separated spec string, or None), its mod tensors (name, kiln Tensor struct) pairs
-    and its dsink (a Tensor struct or None); returns what must stay alive while opts is used."""
+    and its dsink (a Tensor struct or None). What the pointers reach is kept alive by opts (and returned)."""
     keep = []
     opts.mods = spec.encode() if spec else None
     if named_tensors:
@@ -173,6 +173,7 @@ def set_mods(opts, spec, named_tensors, dsink=None):
         keep.append(dsink)
     else:
         opts.dsink = None
+    opts.keep_alive = keep
     return keep
 
 

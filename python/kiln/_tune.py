@@ -6,7 +6,8 @@ import ctypes
 import json
 
 from . import _lib
-from ._attention import causal_code, described_mods, layout_code, lse_shape, mod_tensor_items, mods_spec, scale_value
+from ._attention import (causal_code, described_mods, layout_code, lse_shape, mod_tensor_items, mods_spec,
+                         scale_value)
 from ._tensor import describe, is_numpy, is_torch
 from .errors import KilnError, KilnUnavailableError
 from .kernels import _params, _scalars
@@ -38,7 +39,7 @@ def _tune_attention(q, k, v, cached, causal=None, scale=None, layout="bhsd", tf3
     opts = _lib.attention_options(causal_code(causal), layout_code(layout), scale_value(scale), tf32=bool(tf32),
                                   stream=torch.cuda.current_stream(q.device).cuda_stream,
                                   exact_masked_v=bool(exact_masked_v), autotune=_mode(what, cached))
-    keep = described_mods(opts, mods_spec(mods), mod_tensor_items(mod_tensors))  # noqa: F841 (alive for the call)
+    described_mods(opts, mods_spec(mods), mod_tensor_items(mod_tensors))
     shape = lse_shape(q, layout)
     o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = None if shape is None else torch.empty(shape, dtype=torch.float32, device=q.device)

@@ -177,11 +177,11 @@ def _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_mas
 
 @torch.library.custom_op("kiln::attention_fwd", mutates_args=())
 def attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: int, scale: float, layout: str,
-                  tf32: bool, deterministic: bool, exact_masked_v: bool, mods: str, mod_names: list[str],
+                  tf32: bool, deterministic: bool, exact_masked_v: bool, mods: str, mod_names: str,
                   mod_tensors: list[torch.Tensor], sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """O and LSE (f32 [B, H, N_Q]) of softmax(q kᵀ · scale) v with the mods `mods` (a ';'-separated spec, "" for
-    none) reading mod_tensors by mod_names, and the "sinks" tensor apart (it is differentiable);
-    `deterministic` is kept for the backward."""
+    none) reading mod_tensors by mod_names (their names ';'-separated: the schema has no str[]), and the "sinks"
+    tensor apart (it is differentiable); `deterministic` is kept for the backward."""
     if not mods and not mod_names and sinks is None:
         return _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
     return _forward_mods_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, mods, mod_names,
@@ -189,7 +189,12 @@ def attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: int
 
 
 def _named(mod_names, mod_tensors, sinks):
-    named = list(zip(mod_names, mod_tensors))
+    """The (name, tensor) pairs of the op's arguments: mod_names ';'-separated, the sinks as "sinks"."""
+    names = mod_names.split(";") if mod_names else []
+    if len(names) != len(mod_tensors):
+        raise KilnError(f"kiln attention: {len(names)} mod tensor name(s) ({mod_names!r}) for {len(mod_tensors)} "
+                        f"mod tensor(s); expected one name per tensor")
+    named = list(zip(names, mod_tensors))
     return named + [("sinks", sinks)] if sinks is not None else named
 
 
@@ -207,7 +212,7 @@ def _forward_mods_impl(q, k, v, causal, scale, layout, tf32, deterministic, exac
     lse = q.new_empty(shape, dtype=torch.float32)
     structs = [describe(t, n) for t, n in zip((q, k, v, o, lse), _FWD_NAMES)]
     opts = _lib.attention_options(*_options(causal, scale, layout, tf32, deterministic, exact_masked_v))
-    keep = _attention.described_mods(opts, mods, named)  # noqa: F841 (alive for the call)
+    _attention.described_mods(opts, mods, named)
     lib = _lib.lib()
     if q.is_cuda:
         opts.stream = current_stream_handle(q)
@@ -235,7 +240,7 @@ class _EagerAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v):
         o, lse = _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
-        _setup_context(ctx, (q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, "", [], [], None),
+        _setup_context(ctx, (q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, "", "", [], None),
                        (o, lse))
         return o, lse
 
@@ -254,7 +259,7 @@ def forward(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
         if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
             return _EagerAttention.apply(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
         return _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
-    return torch.ops.kiln.attention_fwd(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, "", [],
+    return torch.ops.kiln.attention_fwd(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, "", "",
                                         [], None)
 
 
@@ -282,7 +287,7 @@ def forward_with_mods(q, k, v, causal, scale, layout, tf32, deterministic, exact
     in q, k, v and the "sinks" tensor)."""
     names, tensors, sinks = _split_mod_tensors(named)
     return torch.ops.kiln.attention_fwd(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, mods,
-                                        names, tensors, sinks)
+                                        ";".join(names), tensors, sinks)
 
 
 @attention_fwd.register_fake
@@ -306,7 +311,7 @@ _BWD_NAMES = ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv")
 @torch.library.custom_op("kiln::attention_bwd", mutates_args=())
 def attention_bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
                   lse: torch.Tensor, causal: int, scale: float, layout: str, tf32: bool, deterministic: bool,
-                  exact_masked_v: bool, mods: str, mod_names: list[str], mod_tensors: list[torch.Tensor],
+                  exact_masked_v: bool, mods: str, mod_names: str, mod_tensors: list[torch.Tensor],
                   sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """dQ, dK, dV of attention from its inputs, O, LSE and dO, and d loss / d sinks (shaped like sinks; an empty
     tensor without sinks)."""
@@ -332,7 +337,7 @@ def _backward_mods_impl(dout, q, k, v, o, lse, causal, scale, layout, tf32, dete
     dsink = q.new_empty((heads,) if sinks is not None else (0,), dtype=torch.float32)
     structs = [describe(t, n) for t, n in zip((q, k, v, o, lse, dout, dq, dk, dv), _BWD_NAMES)]
     opts = _lib.attention_options(*_options(causal, scale, layout, tf32, deterministic, exact_masked_v))
-    keep = _attention.described_mods(opts, mods, named, dsink if sinks is not None else None)  # noqa: F841
+    _attention.described_mods(opts, mods, named, dsink if sinks is not None else None)
     lib = _lib.lib()
     if q.is_cuda:
         opts.stream = current_stream_handle(q)
@@ -390,7 +395,7 @@ def _setup_context(ctx, inputs, output):
     o, lse = output
     ctx.save_for_backward(q, k, v, o, lse, *mod_tensors, *([] if sinks is None else [sinks]))
     ctx.options = (causal, scale, layout, tf32, deterministic, exact_masked_v)
-    ctx.mods = (mods, list(mod_names), len(mod_tensors), sinks is not None)
+    ctx.mods = (mods, mod_names, len(mod_tensors), sinks is not None)
     ctx.mark_non_differentiable(lse)
 
 
@@ -428,7 +433,8 @@ def backward_with_mods(dout, q, k, v, o, lse, causal, scale, layout, tf32, deter
         raise KilnError("kiln.attention_backward: return_dsink needs the sink logits as mod_tensors['sinks'] (with "
                         "the 'sinks' mod)")
     dq, dk, dv, dsink = torch.ops.kiln.attention_bwd(dout, q, k, v, o, lse, causal, scale, layout, tf32,
-                                                     deterministic, exact_masked_v, mods, names, tensors, sinks)
+                                                     deterministic, exact_masked_v, mods, ";".join(names), tensors,
+                                                     sinks)
     return dq, dk, dv, (dsink if want_dsink else None)
 
 

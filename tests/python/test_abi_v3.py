@@ -35,14 +35,13 @@ def test_init_fills_the_version_3_fields_and_version_2_init_stops_at_its_size():
 def test_version_2_struct_is_accepted_and_its_new_fields_ignored():
     arrays, descs = host_call()  # arrays: kept alive for the call
     o = options()
-    keep = _lib.set_mods(o, "no_such_mod", [])  # past a version-2 struct: never read
+    _lib.set_mods(o, "no_such_mod", [])  # past a version-2 struct: never read
     o.num_mod_tensors = -5
     o.struct_size = V2_SIZE
     assert LIB.kiln_attention_forward_host(*descs, o) == OK, last_error()
     o.struct_size = V2_SIZE + 4  # neither version's size
     assert LIB.kiln_attention_forward_host(*descs, o) == ERROR_INVALID_ARGUMENT
     assert "struct_size must be" in last_error() and str(V2_SIZE) in last_error()
-    del keep
 
 
 def test_mods_reach_the_forward():
@@ -54,7 +53,7 @@ def test_mods_reach_the_forward():
     assert LIB.kiln_attention_forward_host(*descs, plain) == OK, last_error()
     expected = o.copy()
     modded = options()
-    keep = _lib.set_mods(modded, "causal", [])  # noqa: F841
+    _lib.set_mods(modded, "causal", [])
     o[...] = np.nan
     assert LIB.kiln_attention_forward_host(*descs, modded) == OK, last_error()
     np.testing.assert_allclose(o, expected, rtol=1e-6, atol=1e-6)
@@ -86,11 +85,11 @@ def test_dsink_belongs_to_the_backward():
     arrays, descs = host_call()  # arrays: kept alive for the call
     sinks, dsink = np.zeros(2, np.float32), np.zeros(2, np.float32)
     o = options()
-    keep = _lib.set_mods(o, "sinks", [("sinks", describe(sinks, "sinks"))], describe(dsink, "dsink"))  # noqa: F841
+    _lib.set_mods(o, "sinks", [("sinks", describe(sinks, "sinks"))], describe(dsink, "dsink"))
     assert LIB.kiln_attention_forward_host(*descs, o) == ERROR
     assert "kiln_attention_options.dsink is given to a forward call" in last_error()
     bad = np.zeros(3, np.float32)
-    keep = _lib.set_mods(o, "sinks", [("sinks", describe(sinks, "sinks"))], describe(bad, "dsink"))  # noqa: F841
+    _lib.set_mods(o, "sinks", [("sinks", describe(sinks, "sinks"))], describe(bad, "dsink"))
     grads = [np.zeros_like(arrays[0]) for _ in range(4)]
     args = descs + [describe(g, "g") for g in grads]
     assert LIB.kiln_attention_backward_host(*args, o) == ERROR

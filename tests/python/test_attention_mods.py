@@ -132,7 +132,8 @@ def test_mod_argument_errors_carry_kilns_message():
     expect_error(lambda: kiln.attention(q, k, v, mod_tensors={"sinks": SINKS}), "options.mods is empty")
     expect_error(lambda: kiln.attention(q, k, v, mods=3), "mods must be None, a mod spec string")
     expect_error(lambda: kiln.attention(q, k, v, mods=["causal", 2]), "mods must be None")
-    expect_error(lambda: kiln.attention(q, k, v, mods="alibi", mod_tensors=[SLOPES]), "mod_tensors must be None or a dict")
+    expect_error(lambda: kiln.attention(q, k, v, mods="alibi", mod_tensors=[SLOPES]),
+                 "mod_tensors must be None or a dict")
     expect_error(lambda: kiln.attention(q, k, v, mods="alibi", mod_tensors={1: SLOPES}), "names must be non-empty")
     expect_error(lambda: kiln.attention(q, k, v, mods="alibi", mod_tensors={"alibi_slopes": [0.5, 0.1]}),
                  "mod_tensors['alibi_slopes']", "got list")

@@ -44,7 +44,8 @@ TEST(AttentionModSpec, EachSpellingOfOneMod) {
   for (const Case& c : {Case{"causal", "|causal_top_left"}, Case{"causal=top-left", "|causal_top_left"},
                         Case{"causal=bottom-right", "|causal_bottom_right"},
                         Case{"sliding_window=64", "|sliding_window(64,0)"}, Case{"prefix_lm=256", "|prefix_lm(256)"},
-                        Case{"softcap=30", "softcap(30)|"}, Case{"bias", "bias(f32)|"}, Case{"bias=bf16", "bias(bf16)|"}}) {
+                        Case{"softcap=30", "softcap(30)|"}, Case{"bias", "bias(f32)|"},
+                        Case{"bias=bf16", "bias(bf16)|"}}) {
     AttentionMods m;
     add_mod_spec(m, c.spec);
     EXPECT_EQ(m.name(), c.name) << c.spec;
