@@ -231,8 +231,8 @@ KILN_C_EXPORT kiln_status kiln_run_cuda(const char* kernel, const kiln_tensor* t
  * The config the autotuner picks, as JSON {"kernel", "config": {NAME: VALUE, ..., "num_warps", "num_stages"},
  * "source": "tuned" | "memory" | "disk" | "default", "ms" (the winner's time, absent without a timing), "key",
  * "table": [{"config", "ms", "status"}]}, remembered in the tuning cache as `kiln tune` does.
- * kiln_tune_attention_cuda: the FlashAttention-2 forward on these device tensors (lse may be NULL), the
- * mode from options->autotune (KILN_AUTOTUNE_ENV: tune now, as KILN_AUTOTUNE_FORCE); timing launches write
+ * kiln_tune_attention_cuda: the FlashAttention-2 forward on these device tensors (lse may be NULL) with
+ * options' mods (their kernel tuned apart from the built-in one), the mode from options->autotune (KILN_AUTOTUNE_ENV: tune now, as KILN_AUTOTUNE_FORCE); timing launches write
  * scratch copies of o and lse. kiln_tune_cuda: registered kernel `kernel` on device tensors and scalars bound
  * as kiln_run_cuda binds them, `params` fixed, the rest of its config space tuned (`autotune` as there), every
  * tensor's memory copied to scratch for the timing launches (the caller's tensors are never written). Both
