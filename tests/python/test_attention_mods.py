@@ -142,3 +142,13 @@ def test_mod_argument_errors_carry_kilns_message():
     expect_error(lambda: kiln.attention_backward(dout, q, k, v, o, lse, return_dsink=1), "return_dsink must be")
     expect_error(lambda: kiln.attention_backward(dout, q, k, v, o, lse, mods="softcap=0"), "cap is 0",
                  "above 0")
+
+
+def test_sinks_gradient_without_rows_is_zero():
+    q, k, v, dout = inputs(n_q=0)
+    tensors = {"sinks": SINKS}
+    o, lse = kiln.attention(q, k, v, mods="sinks", mod_tensors=tensors, return_lse=True)
+    dq, dk, dv, dsink = kiln.attention_backward(dout, q, k, v, o, lse, mods="sinks", mod_tensors=tensors,
+                                                return_dsink=True)
+    assert dq.shape == q.shape and np.all(dk == 0) and np.all(dv == 0)
+    assert dsink.shape == (H,) and np.all(dsink == 0)
