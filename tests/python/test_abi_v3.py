@@ -5,14 +5,15 @@ calls' statuses and messages."""
 import ctypes
 
 import numpy as np
+import pytest
 
 import kiln
 from kiln import _lib
 from kiln._tensor import describe
-from kiln.errors import ERROR, ERROR_INVALID_ARGUMENT, OK
+from kiln.errors import ERROR, ERROR_INVALID_ARGUMENT, ERROR_UNAVAILABLE, OK
 
-from abi_calls import LIB, last_error, options
-from test_abi_v2 import host_call
+from abi_calls import HAS_GPU, LIB, last_error, options
+from test_abi_v2 import fake_device_tensors, host_call
 
 V2_SIZE = _lib.AttentionOptions.mods.offset  # the version-2 struct ends before mods
 
@@ -95,3 +96,27 @@ def test_dsink_belongs_to_the_backward():
     assert LIB.kiln_attention_backward_host(*args, o) == ERROR
     assert "options.dsink has shape [3]" in last_error()
     assert kiln.version()  # the library still answers after every failure
+
+
+@pytest.mark.skipif(HAS_GPU, reason="checks the no-GPU answers")
+def test_device_entry_points_check_mods_before_needing_a_gpu():
+    t = fake_device_tensors()  # (1, 2, 64, 64) f16 at fake device addresses; lse t[4]
+    o = options()
+    _lib.set_mods(o, "causal;softcap=30", [])
+    assert LIB.kiln_attention_forward_cuda(*t[:5], o) == ERROR_UNAVAILABLE  # valid: only the GPU is missing
+    _lib.set_mods(o, "alibi", [])
+    assert LIB.kiln_attention_forward_cuda(*t[:5], o) == ERROR and "'alibi_slopes'" in last_error()
+    out = ctypes.c_char_p()
+    _lib.set_mods(o, "flash", [])
+    assert LIB.kiln_tune_attention_cuda(*t[:4], None, o, ctypes.byref(out)) == ERROR
+    assert "unknown mod 'flash'" in last_error()
+    slopes = _lib.Tensor(ctypes.c_void_p(0xB0000000), _lib.F32, 1)
+    slopes.shape[0], slopes.strides[0] = 2, 1
+    dsink = _lib.Tensor(ctypes.c_void_p(0xC0000000), _lib.F32, 1)
+    dsink.shape[0], dsink.strides[0] = 2, 1
+    _lib.set_mods(o, "sinks", [("sinks", slopes)], dsink)
+    status = LIB.kiln_attention_backward_cuda_workspace(*t, ctypes.c_void_p(0xA0000000), 1 << 20, o)
+    assert status == ERROR_UNAVAILABLE, last_error()
+    dsink.shape[0] = 5
+    _lib.set_mods(o, "sinks", [("sinks", slopes)], dsink)
+    assert LIB.kiln_attention_backward_cuda(*t, o) == ERROR and "options.dsink has shape [5]" in last_error()
