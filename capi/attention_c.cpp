@@ -15,12 +15,16 @@ struct ForwardArgs {
   attention::BackwardOptions options;
 };
 
+// `backward`: the call is a backward one, which options->dsink belongs to.
 ForwardArgs forward_args(const kiln_tensor* q, const kiln_tensor* k, const kiln_tensor* v, const kiln_tensor* o,
-                         const kiln_tensor* lse, const kiln_attention_options* options) {
+                         const kiln_tensor* lse, const kiln_attention_options* options, bool backward = false) {
   ForwardArgs a{tensor_ref(require(q, "q"), "q"), tensor_ref(require(k, "k"), "k"), tensor_ref(require(v, "v"), "v"),
                 tensor_ref(require(o, "o"), "o"), std::nullopt, attention_options(options)};
   if (lse != nullptr)
     a.lse = tensor_ref(*lse, "lse");
+  if (!backward && a.options.dsink)
+    fail("kiln_attention_options.dsink is given to a forward call; expected NULL (the sink's gradient is the "
+         "backward's output)");
   return a;
 }
 
@@ -33,8 +37,9 @@ BackwardArgs backward_args(const kiln_tensor* q, const kiln_tensor* k, const kil
                            const kiln_tensor* lse, const kiln_tensor* dout, const kiln_tensor* dq,
                            const kiln_tensor* dk, const kiln_tensor* dv, const kiln_attention_options* options) {
   require(lse, "lse (the backward needs the forward's LSE)");
-  return {forward_args(q, k, v, o, lse, options), tensor_ref(require(dout, "dout"), "dout"),
-          tensor_ref(require(dq, "dq"), "dq"), tensor_ref(require(dk, "dk"), "dk"), tensor_ref(require(dv, "dv"), "dv")};
+  return {forward_args(q, k, v, o, lse, options, /*backward=*/true), tensor_ref(require(dout, "dout"), "dout"),
+          tensor_ref(require(dq, "dq"), "dq"), tensor_ref(require(dk, "dk"), "dk"),
+          tensor_ref(require(dv, "dv"), "dv")};
 }
 
 // Runs `call` (which validates, then launches); where there is no CUDA driver, a call whose arguments are

@@ -1,5 +1,6 @@
 #include "capi/c_boundary.h"
 
+#include "kernels/attention/attention_mod_spec.h"
 #include "support/error.h"
 
 #include <fmt/format.h>
@@ -120,13 +121,15 @@ attention::BackwardOptions attention_options(const kiln_attention_options* optio
   attention::BackwardOptions o;
   if (options == nullptr)
     return o;
-  // Version 2 is the whole struct, version 1 ends before exact_masked_v (its fields keep their defaults); any
-  // other size comes from a newer header than this library, or from no header at all.
-  const size_t v1 = KILN_ATTENTION_OPTIONS_V1_SIZE;
-  if (options->struct_size != sizeof(kiln_attention_options) && options->struct_size != v1)
+  // Version 3 is the whole struct; versions 1 and 2 end earlier (the fields past them keep their defaults);
+  // any other size comes from a newer header than this library, or from no header at all.
+  const size_t v1 = KILN_ATTENTION_OPTIONS_V1_SIZE, v2 = KILN_ATTENTION_OPTIONS_V2_SIZE;
+  if (options->struct_size != sizeof(kiln_attention_options) && options->struct_size != v1 &&
+      options->struct_size != v2)
     throw InvalidArgument(fmt::format("kiln_attention_options.struct_size must be {} (call "
-                                      "kiln_attention_options_init), or {} for a version-1 caller; got {}",
-                                      sizeof(kiln_attention_options), v1, options->struct_size));
+                                      "kiln_attention_options_init), or {} / {} for a version-1 / version-2 "
+                                      "caller; got {}",
+                                      sizeof(kiln_attention_options), v1, v2, options->struct_size));
   switch (options->causal) {
   case KILN_CAUSAL_NONE:
     o.causal = attention::Causal::None;
@@ -151,11 +154,40 @@ attention::BackwardOptions attention_options(const kiln_attention_options* optio
   o.tf32 = options->tf32 != 0;
   o.sm_scale = options->scale;
   o.stream = options->stream;
-  if (options->struct_size >= sizeof(kiln_attention_options)) {
+  if (options->struct_size >= v2) {
     o.exact_masked_v = options->exact_masked_v != 0;
     o.autotune = autotune_mode(options->autotune, "kiln_attention_options.autotune");
   }
+  if (options->struct_size >= sizeof(kiln_attention_options)) {
+    add_mods(o, *options);
+    if (options->dsink != nullptr)
+      o.dsink = tensor_ref(*options->dsink, "kiln_attention_options.dsink");
+  }
   return o;
+}
+
+void add_mods(attention::AttentionOptions& o, const kiln_attention_options& options) {
+  if (options.num_mod_tensors < 0)
+    throw InvalidArgument(
+        fmt::format("kiln_attention_options.num_mod_tensors must be >= 0; got {}", options.num_mod_tensors));
+  if (options.num_mod_tensors > 0 && options.mod_tensors == nullptr)
+    throw InvalidArgument("kiln_attention_options.mod_tensors must not be NULL when num_mod_tensors > 0");
+  if (options.mods != nullptr) {
+    try {
+      o.mods = parse_mod_specs(options.mods).mods;
+    } catch (const Error& e) {
+      fail("kiln_attention_options.mods: {}", e.what());
+    }
+  }
+  for (int32_t i = 0; i < options.num_mod_tensors; ++i) {
+    const kiln_mod_tensor& m = options.mod_tensors[i];
+    const std::string what = fmt::format("kiln_attention_options.mod_tensors[{}]", i);
+    if (m.name == nullptr)
+      throw InvalidArgument(what + ".name must not be NULL");
+    const attention::TensorRef t = tensor_ref(m.tensor, (what + " ('" + m.name + "')").c_str());
+    if (!o.mod_tensors.emplace(m.name, t).second)
+      fail("{}: the mod tensor '{}' is given twice; expected each name once", what, m.name);
+  }
 }
 
 std::optional<rt::AutotuneMode> autotune_mode(int32_t autotune, const char* what) {

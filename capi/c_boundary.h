@@ -45,8 +45,12 @@ DType dtype_from_c(int32_t dtype, const char* what);
 int32_t dtype_to_c(DType dtype);
 // A tensor for kiln::attention; its data pointer is the address as an integer (host or device).
 attention::TensorRef tensor_ref(const kiln_tensor& t, const char* what);
-// The options as kiln::attention's (struct_size checked; defaults when `options` is null).
+// The options as kiln::attention's (struct_size checked; defaults when `options` is null), the mods and the
+// dsink tensor of a version-3 struct included.
 attention::BackwardOptions attention_options(const kiln_attention_options* options);
+// options.mods (parsed by parse_mod_specs) and options.mod_tensors as o.mods and o.mod_tensors: a kiln::Error
+// for a bad spec or a name given twice, InvalidArgument for a malformed array.
+void add_mods(attention::AttentionOptions& o, const kiln_attention_options& options);
 // A kiln_autotune as rt::AutotuneMode (nullopt for KILN_AUTOTUNE_ENV); InvalidArgument naming `what` otherwise.
 std::optional<rt::AutotuneMode> autotune_mode(int32_t autotune, const char* what);
 // NAME=VALUE overrides as a map; a name given twice is a kiln::Error.

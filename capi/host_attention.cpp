@@ -1,6 +1,8 @@
 #include "capi/host_attention.h"
 
 #include "kernels/attention/attention_bwd_problem.h"
+#include "kernels/attention/attention_mods_host.h"
+#include "kernels/attention/fa2_bwd_sink.h"
 #include "kernels/attention/fa2_fwd.h"
 
 #include <cstring>
@@ -57,6 +59,45 @@ HostBuffer gather_lse(const AttentionProblem& p, uint64_t address) {
   return buf;
 }
 
+// The mods' tensors as the interpreter reads them: each caller's tensor's bytes up to the last element the
+// kernels read (ValidatedModTensor::end), with the caller's shape and strides.
+ModTensorValues host_mod_tensors(const attention::AttentionOptions& options,
+                                 const std::vector<attention::ValidatedModTensor>& validated) {
+  ModTensorValues out;
+  for (const attention::ValidatedModTensor& m : validated) {
+    const attention::TensorRef& t = options.mod_tensors.at(m.name);
+    const uint64_t bytes = m.end - m.data;
+    ModTensorData d{HostBuffer(t.dtype, static_cast<int64_t>(bytes) / dtype_bytes(t.dtype), m.name),
+                    {t.shape.begin(), t.shape.end()},
+                    {t.strides.begin(), t.strides.end()}};
+    std::memcpy(d.data.bytes.data(), host_bytes(m.data), bytes);
+    out.emplace(m.name, std::move(d));
+  }
+  return out;
+}
+
+// d loss / d sink (options.dsink) from the buffers of a backward that has run (Delta written), as
+// attention::backward's sink kernel computes it, written into the caller's dense f32 tensor.
+void sink_gradient_host(const AttentionProblem& p, const attention::AttentionOptions& mods_of,
+                        ModTensorValues& mod_tensors, AttentionBwdBuffers& b, const attention::TensorRef& dsink) {
+  const bool per_head = dsink.shape.size() == 1;
+  std::vector<InterpArg> args = fa2_bwd_interp_args(p, b);
+  const std::vector<InterpArg> mod_args = mod_interp_args(p, mods_of.mods, mod_tensors);
+  args.insert(args.end(), mod_args.begin(), mod_args.end());
+  HostBuffer out(DType::f32, per_head ? p.H : p.B * p.H * p.N_Q, "dsink");
+  args.push_back(InterpArg::ptr(out));
+  const KernelDef& def = fa2_bwd_sink_def(mods_of.mods);
+  const Config config = fa2_bwd_sink_config(p, per_head);
+  interpret(def.build(config), def.grid(config, attention_size_args(p)), args);
+  std::memcpy(host_bytes(dsink.data), out.bytes.data(), out.bytes.size());
+}
+
+// A per-head dsink of a call with no rows: zeros (nothing for a per-row one, which has no elements then).
+void zero_sink_gradient_host(const attention::BackwardOptions& options) {
+  if (options.dsink && options.dsink->shape.size() == 1 && options.dsink->shape[0] > 0)
+    std::memset(host_bytes(options.dsink->data), 0, static_cast<size_t>(options.dsink->shape[0]) * sizeof(float));
+}
+
 } // namespace
 
 void attention_forward_host(const attention::TensorRef& q, const attention::TensorRef& k,
@@ -73,8 +114,12 @@ void attention_forward_host(const attention::TensorRef& q, const attention::Tens
                      gather(va.v, p.dtype, va.strides.v, dense.v, kv_rows(p), "v")};
   AttentionOutputs out = make_outputs(p);
   std::vector<InterpArg> args = fa2_interp_args(p, in, out);
+  ModTensorValues mod_tensors = host_mod_tensors(options, va.mod_tensors);
+  const std::vector<InterpArg> mod_args = mod_interp_args(p, options.mods, mod_tensors);
+  args.insert(args.end(), mod_args.begin(), mod_args.end());
   const Config config = options.config ? *options.config : default_fa2_config(p);
-  interpret(build_fa2_fwd(config), fa2_fwd_def().grid(config, attention_size_args(p)), args);
+  const KernelDef& def = fa2_fwd_def(options.mods); // fa2_fwd_def() itself without mods
+  interpret(def.build(config), def.grid(config, attention_size_args(p)), args);
   scatter(out.o, dense.o, va.o, va.strides.o, q_rows(p));
   if (va.lse)
     std::memcpy(host_bytes(*va.lse), out.lse.bytes.data(), out.lse.bytes.size());
@@ -88,6 +133,8 @@ void attention_backward_host(const attention::TensorRef& q, const attention::Ten
   const attention::ValidatedBackward vb =
       attention::validate_attention_bwd_args(q, k, v, o, lse, dout, dq, dk, dv, options);
   const AttentionProblem& p = vb.fwd.problem;
+  if (p.B == 0 || p.N_Q == 0)
+    zero_sink_gradient_host(options);
   if (p.B == 0)
     return;
   const AttentionStrides dense = attention_strides(p);
@@ -110,7 +157,10 @@ void attention_backward_host(const attention::TensorRef& q, const attention::Ten
     configs.dkdv = *options.config;
   if (options.dq_config)
     configs.dq = *options.dq_config;
-  run_bwd(p, configs, b);
+  ModTensorValues mod_tensors = host_mod_tensors(options, vb.fwd.mod_tensors);
+  run_bwd(p, configs, b, Executor::Interpreter, options.mods, mod_interp_args(p, options.mods, mod_tensors));
+  if (options.dsink)
+    sink_gradient_host(p, options, mod_tensors, b, *options.dsink);
   scatter(b.dq, dense.q, vb.dq_data, vb.dq, q_rows(p));
   scatter(b.dk, dense.k, vb.dk_data, vb.dk, kv_rows(p));
   scatter(b.dv, dense.v, vb.dv_data, vb.dv, kv_rows(p));

@@ -1,8 +1,10 @@
 // kiln::attention's forward and backward on host memory, run by the interpreter: the same validation as the
 // GPU API (validate_attention_args / validate_attention_bwd_args, so every mistake is the same kiln::Error),
 // then the caller's strided tensors gathered into the kernels' dense buffers, the default configs
-// interpreted, and the results scattered back into the caller's strided outputs. This is the path NumPy
-// arrays take through libkiln (capi/kiln_c.h), so the Python package is tested where there is no GPU.
+// interpreted, and the results scattered back into the caller's strided outputs. With options.mods the kernels
+// are the mods' (their tensors' bytes copied in with the caller's strides), and options.dsink runs the sink
+// gradient's kernel after the backward's. This is the path NumPy arrays take through libkiln (capi/kiln_c.h),
+// so the Python package is tested where there is no GPU.
 #pragma once
 
 #include "kernels/attention/attention_bwd_api.h"

@@ -32,7 +32,7 @@ extern "C" {
 #define KILN_C_EXPORT
 #endif
 
-#define KILN_C_ABI_VERSION 2
+#define KILN_C_ABI_VERSION 3
 #define KILN_MAX_DIMS 8
 
 typedef enum kiln_status {
@@ -89,6 +89,12 @@ typedef enum kiln_autotune {
   KILN_AUTOTUNE_FORCE = 4   /* tune now even when a pick is remembered */
 } kiln_autotune;
 
+/* A tensor a mod reads, by the name the mod gives it ("alibi_slopes", "q_doc", "kv_doc", "bias", "sinks"). */
+typedef struct kiln_mod_tensor {
+  const char* name;
+  kiln_tensor tensor;
+} kiln_mod_tensor;
+
 typedef struct kiln_attention_options {
   uint32_t struct_size; /* sizeof(kiln_attention_options) */
   int32_t causal;       /* kiln_causal */
@@ -100,9 +106,26 @@ typedef struct kiln_attention_options {
   /* ---- ABI version 2 (a version-1 caller's struct_size ends before here; these then take their defaults) */
   int32_t exact_masked_v; /* 1: keys a row does not see add nothing even when their V is NaN/inf (7-18 % slower) */
   int32_t autotune;       /* kiln_autotune; KILN_AUTOTUNE_ENV (0) by default */
+  /* ---- ABI version 3 (an older caller's struct ends before here: no mods, no dsink) */
+  /* Library score/mask/sink mods (kernels/attention/attention_mod_spec.h), ';'-separated, each NAME[=ARGS]:
+   * "causal[=top-left|bottom-right]", "sliding_window=LEFT[,RIGHT]", "prefix_lm=N", "softcap=CAP", "alibi",
+   * "document", "bias[=f32|f16|bf16]", "sinks"; e.g. "sliding_window=128,0;softcap=30". NULL or "": none.
+   * The backward must be given the forward's mods and tensors. Copied during the call, not kept. */
+  const char* mods;
+  /* The tensors the mods read (num_mod_tensors of them; NULL when 0), each the mod's dtype with the dims it
+   * declares ([H] for "alibi_slopes" and "sinks", [B, N_Q] / [B, N_K] i32 for "q_doc" / "kv_doc",
+   * [B, H, N_Q, N_K] for "bias"), any of them 1 (broadcast), any non-negative strides; host memory for the
+   * *_host calls, device memory for the *_cuda ones. */
+  const kiln_mod_tensor* mod_tensors;
+  int32_t num_mod_tensors;
+  /* Backward with the "sinks" mod: where to write d loss / d sinks, f32, dense: [H] (the "sinks" tensor's
+   * gradient) or [B, H, N_Q] (each row's). NULL: not computed. An error on the forward entry points. */
+  const kiln_tensor* dsink;
 } kiln_attention_options;
 /* struct_size of the version-1 struct (up to and including `stream`), which this library still accepts. */
 #define KILN_ATTENTION_OPTIONS_V1_SIZE (offsetof(kiln_attention_options, exact_masked_v))
+/* struct_size of the version-2 struct (up to and including `autotune`), which this library still accepts. */
+#define KILN_ATTENTION_OPTIONS_V2_SIZE (offsetof(kiln_attention_options, mods))
 
 /* A scalar argument of a kernel, by parameter name (a size argument of its grid rule too). */
 typedef struct kiln_scalar {
@@ -125,8 +148,9 @@ KILN_C_EXPORT int32_t kiln_abi_version(void); /* KILN_C_ABI_VERSION of the libra
 KILN_C_EXPORT const char* kiln_last_error(void);
 KILN_C_EXPORT const char* kiln_status_name(int32_t status); /* "KILN_ERROR_UNAVAILABLE" */
 /* The defaults in the first `struct_size` bytes of *options, struct_size set: sizeof(kiln_attention_options)
- * of the caller's header (KILN_ATTENTION_OPTIONS_V1_SIZE or the current size; any other size leaves *options
- * untouched). It writes no byte past struct_size, so a caller built against an older header is safe. */
+ * of the caller's header (KILN_ATTENTION_OPTIONS_V1_SIZE, KILN_ATTENTION_OPTIONS_V2_SIZE or the current size;
+ * any other size leaves *options untouched). It writes no byte past struct_size, so a caller built against an
+ * older header is safe. */
 KILN_C_EXPORT void kiln_attention_options_init_sized(kiln_attention_options* options, uint32_t struct_size);
 /* ABI version 1's initializer, kept for binaries built against it: the version-1 part only. The macro below
  * sends a caller compiled against this header to kiln_attention_options_init_sized with its own size. */
@@ -207,8 +231,8 @@ KILN_C_EXPORT kiln_status kiln_run_cuda(const char* kernel, const kiln_tensor* t
  * The config the autotuner picks, as JSON {"kernel", "config": {NAME: VALUE, ..., "num_warps", "num_stages"},
  * "source": "tuned" | "memory" | "disk" | "default", "ms" (the winner's time, absent without a timing), "key",
  * "table": [{"config", "ms", "status"}]}, remembered in the tuning cache as `kiln tune` does.
- * kiln_tune_attention_cuda: the FlashAttention-2 forward on these device tensors (lse may be NULL), the
- * mode from options->autotune (KILN_AUTOTUNE_ENV: tune now, as KILN_AUTOTUNE_FORCE); timing launches write
+ * kiln_tune_attention_cuda: the FlashAttention-2 forward on these device tensors (lse may be NULL) with
+ * options' mods (their kernel tuned apart from the built-in one), the mode from options->autotune (KILN_AUTOTUNE_ENV: tune now, as KILN_AUTOTUNE_FORCE); timing launches write
  * scratch copies of o and lse. kiln_tune_cuda: registered kernel `kernel` on device tensors and scalars bound
  * as kiln_run_cuda binds them, `params` fixed, the rest of its config space tuned (`autotune` as there), every
  * tensor's memory copied to scratch for the timing launches (the caller's tensors are never written). Both

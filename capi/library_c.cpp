@@ -66,7 +66,8 @@ const char* kiln_status_name(int32_t status) {
 
 void kiln_attention_options_init_sized(kiln_attention_options* options, uint32_t struct_size) {
   if (options == nullptr ||
-      (struct_size != KILN_ATTENTION_OPTIONS_V1_SIZE && struct_size != sizeof(kiln_attention_options)))
+      (struct_size != KILN_ATTENTION_OPTIONS_V1_SIZE && struct_size != KILN_ATTENTION_OPTIONS_V2_SIZE &&
+       struct_size != sizeof(kiln_attention_options)))
     return;
   kiln_attention_options defaults{};
   defaults.struct_size = struct_size;
@@ -75,6 +76,10 @@ void kiln_attention_options_init_sized(kiln_attention_options* options, uint32_t
   defaults.deterministic = 1;
   defaults.exact_masked_v = 0;
   defaults.autotune = KILN_AUTOTUNE_ENV;
+  defaults.mods = nullptr;
+  defaults.mod_tensors = nullptr;
+  defaults.num_mod_tensors = 0;
+  defaults.dsink = nullptr;
   std::memcpy(options, &defaults, struct_size); // never past the caller's struct
 }
 

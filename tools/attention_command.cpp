@@ -7,6 +7,7 @@
 // are checked before the run.
 #include "kernels/attention/attention_api.h"
 #include "kernels/attention/attention_mod_library.h"
+#include "kernels/attention/attention_mod_spec.h"
 #include "kernels/attention/attention_mods_host.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/attention_tolerance.h"
@@ -103,8 +104,8 @@ cl::opt<bool> exact_masked_v("exact-masked-v",
                              cl::sub(attention_sub), cl::cat(cat));
 cl::list<std::string>
     mod_specs("mod",
-              cl::desc("A score or mask mod of kiln's library (repeatable): causal[=top-left|"
-                       "bottom-right], sliding_window=LEFT[,RIGHT], prefix_lm=N, softcap=CAP, "
+              cl::desc("A score or mask mod of kiln's library (repeatable; kernels/attention/attention_mod_spec.h): "
+                       "causal[=top-left|bottom-right], sliding_window=LEFT[,RIGHT], prefix_lm=N, softcap=CAP, "
                        "alibi (the usual slopes); runs the default config (the backward's with --backward), "
                        "which --bench times (with --backward, through kiln::attention::backward with the mods)"),
               cl::value_desc("NAME[=ARGS]"), cl::sub(attention_sub), cl::cat(cat));
@@ -338,7 +339,7 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
   // --mod: library mods, with the tensors the command line can make (ALiBi's usual slopes).
   AttentionMods mods;
   for (const std::string& text : mod_specs)
-    add_mod_from_text(mods, text);
+    add_mod_spec(mods, text);
   ModTensorValues mod_tensors;
   for (const ModTensorSpec& spec : mods.tensors()) {
     if (spec.name != "alibi_slopes")

@@ -3,9 +3,7 @@
 #include "dsl/dsl.h"
 #include "kernels/attention/attention_problem.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 
 namespace kiln {
 
@@ -140,85 +138,6 @@ std::vector<double> standard_alibi_slopes(int64_t heads) {
   for (int64_t h = 0; h < heads; ++h)
     s.push_back(std::exp2(-8.0 * static_cast<double>(h + 1) / static_cast<double>(heads)));
   return s;
-}
-
-namespace {
-
-// The whole of `text` as an integer or a number, else an Error naming the mod and what it takes.
-int64_t parse_int(const std::string& mod, const std::string& text, const char* what) {
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE)
-    fail("--mod {}: '{}' is not {}", mod, text, what);
-  return v;
-}
-
-double parse_number(const std::string& mod, const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0')
-    fail("--mod {}: '{}' is not a number", mod, text);
-  return v;
-}
-
-} // namespace
-
-void add_mod_from_text(AttentionMods& mods, const std::string& text) {
-  const size_t eq = text.find('=');
-  const std::string name = text.substr(0, eq);
-  const bool has_arg = eq != std::string::npos;
-  const std::string arg = has_arg ? text.substr(eq + 1) : "";
-  auto no_arg = [&] {
-    if (has_arg)
-      fail("--mod {}: '{}' takes no argument; got '{}'", text, name, arg);
-  };
-  auto need_arg = [&](const char* what) {
-    if (!has_arg)
-      fail("--mod {}: '{}' takes an argument: {}=<{}>", text, name, name, what);
-  };
-  if (name == "causal") {
-    if (!has_arg || arg == "top-left")
-      mods.mask.push_back(causal_mask(false));
-    else if (arg == "bottom-right")
-      mods.mask.push_back(causal_mask(true));
-    else
-      fail("--mod {}: causal takes top-left or bottom-right; got '{}'", text, arg);
-  } else if (name == "sliding_window") {
-    need_arg("LEFT[,RIGHT]");
-    const size_t comma = arg.find(',');
-    const int64_t left = parse_int(text, arg.substr(0, comma), "a number of keys");
-    const int64_t right =
-        comma == std::string::npos ? 0 : parse_int(text, arg.substr(comma + 1), "a number of keys");
-    mods.mask.push_back(sliding_window(left, right));
-  } else if (name == "prefix_lm") {
-    need_arg("N");
-    mods.mask.push_back(prefix_lm(parse_int(text, arg, "a number of keys")));
-  } else if (name == "softcap") {
-    need_arg("CAP");
-    mods.score.push_back(softcap(parse_number(text, arg)));
-  } else if (name == "alibi") {
-    no_arg();
-    mods.score.push_back(alibi());
-  } else if (name == "document") {
-    no_arg();
-    mods.mask.push_back(document_mask());
-  } else if (name == "sinks") {
-    no_arg();
-    mods.sink.push_back(attention_sinks());
-  } else if (name == "bias") {
-    const DType dt = !has_arg || arg == "f32" ? DType::f32
-                     : arg == "f16"           ? DType::f16
-                     : arg == "bf16"          ? DType::bf16
-                                              : DType::i1;
-    if (dt == DType::i1)
-      fail("--mod {}: bias takes f32, f16 or bf16; got '{}'", text, arg);
-    mods.score.push_back(additive_bias(dt));
-  } else {
-    fail("--mod {}: unknown mod '{}'; expected one of causal, sliding_window, prefix_lm, softcap, alibi, "
-         "document, bias, sinks",
-         text, name);
-  }
 }
 
 } // namespace kiln

@@ -52,10 +52,4 @@ SinkMod attention_sinks();
 // ALiBi's usual slopes for `heads` heads: 2^(-8 (h + 1) / heads), h from 0.
 std::vector<double> standard_alibi_slopes(int64_t heads);
 
-// Adds the library mod `text` names, as the command line spells it, to `mods`: "causal" (top-left) or
-// "causal=top-left|bottom-right", "sliding_window=LEFT[,RIGHT]" (RIGHT 0 when left out), "prefix_lm=N",
-// "softcap=CAP", "alibi", "document", "bias[=f32|f16|bf16]", "sinks". A kiln::Error naming the text and what
-// was expected for an unknown name or a malformed argument.
-void add_mod_from_text(AttentionMods& mods, const std::string& text);
-
 } // namespace kiln

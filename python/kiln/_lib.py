@@ -8,7 +8,7 @@ import threading
 from .errors import OK, KilnError, error_for
 
 MAX_DIMS = 8
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 # enum kiln_dtype
 I1, U8, I32, I64, F16, BF16, F32, F64 = range(1, 9)
@@ -29,6 +29,10 @@ class Tensor(ctypes.Structure):
     ]
 
 
+class ModTensor(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("tensor", Tensor)]
+
+
 class AttentionOptions(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_uint32),
@@ -41,6 +45,11 @@ class AttentionOptions(ctypes.Structure):
         # ABI version 2
         ("exact_masked_v", ctypes.c_int32),
         ("autotune", ctypes.c_int32),
+        # ABI version 3
+        ("mods", ctypes.c_char_p),
+        ("mod_tensors", ctypes.POINTER(ModTensor)),
+        ("num_mod_tensors", ctypes.c_int32),
+        ("dsink", ctypes.POINTER(Tensor)),
     ]
 
 
@@ -146,6 +155,26 @@ def attention_options(causal, layout, scale, deterministic=True, tf32=False, str
     """kiln_attention_options with struct_size set, as kiln_attention_options_init makes it, and these fields."""
     return AttentionOptions(_OPTIONS_SIZE, causal, layout, int(deterministic), int(tf32), scale, stream,
                             int(exact_masked_v), autotune)
+
+
+def set_mods(opts, spec, named_tensors, dsink=None):
+    """Sets opts' mods (a ';'-separated spec string, or None), its mod tensors (name, kiln Tensor struct) pairs
+    and its dsink (a Tensor struct or None). What the pointers reach is kept alive by opts (and returned)."""
+    keep = []
+    opts.mods = spec.encode() if spec else None
+    if named_tensors:
+        arr = (ModTensor * len(named_tensors))(*(ModTensor(n.encode(), t) for n, t in named_tensors))
+        opts.mod_tensors, opts.num_mod_tensors = arr, len(named_tensors)
+        keep.append(arr)
+    else:
+        opts.mod_tensors, opts.num_mod_tensors = None, 0
+    if dsink is not None:
+        opts.dsink = ctypes.pointer(dsink)
+        keep.append(dsink)
+    else:
+        opts.dsink = None
+    opts.keep_alive = keep
+    return keep
 
 
 def text(ptr):

@@ -6,12 +6,13 @@ import ctypes
 import json
 
 from . import _lib
-from ._attention import causal_code, layout_code, lse_shape, scale_value
+from ._attention import (causal_code, described_mods, layout_code, lse_shape, mod_tensor_items, mods_spec,
+                         scale_value)
 from ._tensor import describe, is_numpy, is_torch
 from .errors import KilnError, KilnUnavailableError
 from .kernels import _params, _scalars
 
-_ATTENTION_OPTIONS = ("causal", "scale", "layout", "tf32", "exact_masked_v")
+_ATTENTION_OPTIONS = ("causal", "scale", "layout", "tf32", "exact_masked_v", "mods", "mod_tensors")
 
 
 def _require_cuda(what, tensors):
@@ -31,12 +32,14 @@ def _mode(what, cached):
     return _lib.AUTOTUNE_CACHED if cached else _lib.AUTOTUNE_FORCE
 
 
-def _tune_attention(q, k, v, cached, causal=None, scale=None, layout="bhsd", tf32=False, exact_masked_v=False):
+def _tune_attention(q, k, v, cached, causal=None, scale=None, layout="bhsd", tf32=False, exact_masked_v=False,
+                    mods=None, mod_tensors=None):
     import torch
     what = "kiln.tune('attention')"
     opts = _lib.attention_options(causal_code(causal), layout_code(layout), scale_value(scale), tf32=bool(tf32),
                                   stream=torch.cuda.current_stream(q.device).cuda_stream,
                                   exact_masked_v=bool(exact_masked_v), autotune=_mode(what, cached))
+    described_mods(opts, mods_spec(mods), mod_tensor_items(mod_tensors))
     shape = lse_shape(q, layout)
     o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = None if shape is None else torch.empty(shape, dtype=torch.float32, device=q.device)
@@ -56,7 +59,7 @@ def tune(kernel, *tensors, cached=False, config=None, **kwargs):
       kiln.tune("vector_add", x, y, out, n=x.numel())       # a registered kernel, bound as kiln.run binds it
 
     "attention": q, k, v as kiln.attention takes them, with its options causal, scale, layout, tf32,
-    exact_masked_v. Any other name: a registered kernel (kiln.list_kernels()), its tensors and scalars as in
+    exact_masked_v, mods and mod_tensors (CUDA tensors). Any other name: a registered kernel (kiln.list_kernels()), its tensors and scalars as in
     kiln.run, `config` fixing parameters of its default config; every tensor is copied to scratch for the
     timing launches, so none is written. cached=True returns a remembered pick (or the default) without timing.
     NumPy arrays and CPU tensors raise KilnUnavailableError: tuning needs a GPU."""

@@ -23,6 +23,7 @@ import ctypes
 import os
 import sys
 import threading
+from typing import Optional
 
 import torch
 
@@ -176,9 +177,50 @@ def _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_mas
 
 @torch.library.custom_op("kiln::attention_fwd", mutates_args=())
 def attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: int, scale: float, layout: str,
-                  tf32: bool, deterministic: bool, exact_masked_v: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """O and LSE (f32 [B, H, N_Q]) of softmax(q kᵀ · scale) v; `deterministic` is kept for the backward."""
-    return _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
+                  tf32: bool, deterministic: bool, exact_masked_v: bool, mods: str, mod_names: str,
+                  mod_tensors: list[torch.Tensor], sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """O and LSE (f32 [B, H, N_Q]) of softmax(q kᵀ · scale) v with the mods `mods` (a ';'-separated spec, "" for
+    none) reading mod_tensors by mod_names (their names ';'-separated: the schema has no str[]), and the "sinks"
+    tensor apart (it is differentiable); `deterministic` is kept for the backward."""
+    if not mods and not mod_names and sinks is None:
+        return _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
+    return _forward_mods_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, mods, mod_names,
+                              mod_tensors, sinks)
+
+
+def _named(mod_names, mod_tensors, sinks):
+    """The (name, tensor) pairs of the op's arguments: mod_names ';'-separated, the sinks as "sinks"."""
+    names = mod_names.split(";") if mod_names else []
+    if len(names) != len(mod_tensors):
+        raise KilnError(f"kiln attention: {len(names)} mod tensor name(s) ({mod_names!r}) for {len(mod_tensors)} "
+                        f"mod tensor(s); expected one name per tensor")
+    named = list(zip(names, mod_tensors))
+    return named + [("sinks", sinks)] if sinks is not None else named
+
+
+def _forward_mods_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, mods, mod_names,
+                       mod_tensors, sinks):
+    """The forward op's body with mods: as _forward_impl's first call of a signature, every call (no cache)."""
+    if _needs_copy((q, k, v)):
+        q, k, v = (_last_dim_contiguous(t) for t in (q, k, v))
+    named = _named(mod_names, mod_tensors, sinks)
+    _check_device((q, k, v) + tuple(t for _, t in named), ("q", "k", "v") + tuple(n for n, _ in named))
+    shape = lse_shape(q, layout)
+    if shape is None:
+        raise _rank_error(q)
+    o = q.new_empty(q.shape)
+    lse = q.new_empty(shape, dtype=torch.float32)
+    structs = [describe(t, n) for t, n in zip((q, k, v, o, lse), _FWD_NAMES)]
+    opts = _lib.attention_options(*_options(causal, scale, layout, tf32, deterministic, exact_masked_v))
+    _attention.described_mods(opts, mods, named)
+    lib = _lib.lib()
+    if q.is_cuda:
+        opts.stream = current_stream_handle(q)
+        opts.autotune = autotune_mode(True)
+        _lib.check(lib.kiln_attention_forward_cuda(*structs, opts))
+    else:
+        _lib.check(lib.kiln_attention_forward_host(*structs, opts))
+    return o, lse
 
 
 _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or torch._dynamo.is_compiling
@@ -198,12 +240,13 @@ class _EagerAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v):
         o, lse = _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
-        _setup_context(ctx, (q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v), (o, lse))
+        _setup_context(ctx, (q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, "", "", [], None),
+                       (o, lse))
         return o, lse
 
     @staticmethod
     def backward(ctx, grad_o, grad_lse):
-        return _gradients(ctx, grad_o, _backward_impl)
+        return _gradients(ctx, grad_o, _backward_impl)[:9]
 
 
 def forward(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v):
@@ -216,11 +259,40 @@ def forward(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
         if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
             return _EagerAttention.apply(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
         return _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
-    return torch.ops.kiln.attention_fwd(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
+    return torch.ops.kiln.attention_fwd(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, "", "",
+                                        [], None)
+
+
+def _split_mod_tensors(named, autograd=True):
+    """(names, tensors, sinks) of the (name, tensor) pairs: "sinks" apart, as the op takes it (differentiable).
+    With `autograd` (the forward), a mod tensor other than "sinks" that requires grad is an error: kiln gives no
+    gradient for it."""
+    names, tensors, sinks = [], [], None
+    for n, t in named:
+        if not isinstance(t, torch.Tensor):
+            raise KilnError(f"kiln attention: mod_tensors['{n}'] must be a torch tensor like q; got {type(t).__name__}")
+        if n == "sinks":
+            sinks = t
+            continue
+        if autograd and t.requires_grad and torch.is_grad_enabled():
+            raise KilnError(f"kiln attention: mod_tensors['{n}'] requires grad, but kiln treats mod tensors other "
+                            f"than 'sinks' as constants (no gradient); pass {n}.detach()")
+        names.append(n)
+        tensors.append(t)
+    return names, tensors, sinks
+
+
+def forward_with_mods(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, mods, named):
+    """O and LSE with mods (a spec string) and named mod tensors, always through the custom op (differentiable
+    in q, k, v and the "sinks" tensor)."""
+    names, tensors, sinks = _split_mod_tensors(named)
+    return torch.ops.kiln.attention_fwd(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, mods,
+                                        ";".join(names), tensors, sinks)
 
 
 @attention_fwd.register_fake
-def _attention_fwd_fake(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v):
+def _attention_fwd_fake(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, mods, mod_names,
+                        mod_tensors, sinks):
     shape = lse_shape(q, layout)
     if shape is None:
         raise _rank_error(q)
@@ -239,9 +311,45 @@ _BWD_NAMES = ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv")
 @torch.library.custom_op("kiln::attention_bwd", mutates_args=())
 def attention_bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
                   lse: torch.Tensor, causal: int, scale: float, layout: str, tf32: bool, deterministic: bool,
-                  exact_masked_v: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """dQ, dK, dV of attention from its inputs, O, LSE and dO."""
-    return _backward_impl(dout, q, k, v, o, lse, causal, scale, layout, tf32, deterministic, exact_masked_v)
+                  exact_masked_v: bool, mods: str, mod_names: str, mod_tensors: list[torch.Tensor],
+                  sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dQ, dK, dV of attention from its inputs, O, LSE and dO, and d loss / d sinks (shaped like sinks; an empty
+    tensor without sinks)."""
+    if not mods and not mod_names and sinks is None:
+        dq, dk, dv = _backward_impl(dout, q, k, v, o, lse, causal, scale, layout, tf32, deterministic,
+                                    exact_masked_v)
+        return dq, dk, dv, q.new_empty((0,), dtype=torch.float32)
+    return _backward_mods_impl(dout, q, k, v, o, lse, causal, scale, layout, tf32, deterministic, exact_masked_v,
+                               mods, mod_names, mod_tensors, sinks)
+
+
+def _backward_mods_impl(dout, q, k, v, o, lse, causal, scale, layout, tf32, deterministic, exact_masked_v, mods,
+                        mod_names, mod_tensors, sinks):
+    """The backward op's body with mods (no cache): dQ, dK, dV and, with sinks, their gradient."""
+    if _needs_copy((dout, q, k, v, o)):
+        dout, q, k, v, o = (_last_dim_contiguous(t) for t in (dout, q, k, v, o))
+    named = _named(mod_names, mod_tensors, sinks)
+    _check_device((q, k, v, o, lse, dout) + tuple(t for _, t in named),
+                  ("q", "k", "v", "o", "lse", "dout") + tuple(n for n, _ in named))
+    dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+    # kiln writes the per-head gradient [H]; a broadcast sinks tensor ([1]) gets its sum.
+    heads = lse.shape[1] if lse.dim() == 3 else 0
+    dsink = q.new_empty((heads,) if sinks is not None else (0,), dtype=torch.float32)
+    structs = [describe(t, n) for t, n in zip((q, k, v, o, lse, dout, dq, dk, dv), _BWD_NAMES)]
+    opts = _lib.attention_options(*_options(causal, scale, layout, tf32, deterministic, exact_masked_v))
+    _attention.described_mods(opts, mods, named, dsink if sinks is not None else None)
+    lib = _lib.lib()
+    if q.is_cuda:
+        opts.stream = current_stream_handle(q)
+        opts.autotune = autotune_mode(True)
+        ws_bytes = _workspace_bytes(structs, opts)
+        ws = q.new_empty(max(ws_bytes, 1), dtype=torch.uint8)
+        _lib.check(lib.kiln_attention_backward_cuda_workspace(*structs, ws.data_ptr(), ws_bytes, opts))
+    else:
+        _lib.check(lib.kiln_attention_backward_host(*structs, opts))
+    if sinks is not None and tuple(sinks.shape) != (heads,):
+        dsink = dsink.sum_to_size(sinks.shape)
+    return dq, dk, dv, dsink
 
 
 def _backward_impl(dout, q, k, v, o, lse, causal, scale, layout, tf32, deterministic, exact_masked_v):
@@ -275,25 +383,38 @@ def _backward_impl(dout, q, k, v, o, lse, causal, scale, layout, tf32, determini
 
 
 @attention_bwd.register_fake
-def _attention_bwd_fake(dout, q, k, v, o, lse, causal, scale, layout, tf32, deterministic, exact_masked_v):
-    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+def _attention_bwd_fake(dout, q, k, v, o, lse, causal, scale, layout, tf32, deterministic, exact_masked_v, mods,
+                        mod_names, mod_tensors, sinks):
+    dsink = q.new_empty((0,), dtype=torch.float32) if sinks is None else sinks.new_empty(sinks.shape,
+                                                                                           dtype=torch.float32)
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape), dsink
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v = inputs
+    q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, mods, mod_names, mod_tensors, sinks = inputs
     o, lse = output
-    ctx.save_for_backward(q, k, v, o, lse)
+    ctx.save_for_backward(q, k, v, o, lse, *mod_tensors, *([] if sinks is None else [sinks]))
     ctx.options = (causal, scale, layout, tf32, deterministic, exact_masked_v)
+    ctx.mods = (mods, mod_names, len(mod_tensors), sinks is not None)
     ctx.mark_non_differentiable(lse)
 
 
 def _gradients(ctx, grad_o, backward):
-    """The forward's inputs' gradients by `backward` (the op, or its body) from what _setup_context saved."""
-    q, k, v, o, lse = ctx.saved_tensors
+    """The forward's inputs' gradients by `backward` (the op, or the body without mods) from what
+    _setup_context saved: q, k, v, nine option arguments, the mod tensors' (none: constants) and the sinks'."""
+    q, k, v, o, lse, *rest = ctx.saved_tensors
+    mods, mod_names, n_mod, has_sinks = ctx.mods
+    mod_tensors, sinks = rest[:n_mod], (rest[n_mod] if has_sinks else None)
+    none_mods = [None] * n_mod
     if grad_o is None:
-        return (None,) * 9
-    dq, dk, dv = backward(grad_o.contiguous(), q, k, v, o, lse, *ctx.options)
-    return dq, dk, dv, None, None, None, None, None, None
+        return (None,) * 11 + (none_mods, None)
+    if backward is _backward_impl:  # the eager path: no mods
+        dq, dk, dv = backward(grad_o.contiguous(), q, k, v, o, lse, *ctx.options)
+        dsink = None
+    else:
+        dq, dk, dv, dsink = backward(grad_o.contiguous(), q, k, v, o, lse, *ctx.options, mods, mod_names,
+                                     mod_tensors, sinks)
+    return (dq, dk, dv) + (None,) * 8 + (none_mods, dsink if has_sinks else None)
 
 
 def _backward(ctx, grad_o, grad_lse):
@@ -303,8 +424,18 @@ def _backward(ctx, grad_o, grad_lse):
 attention_fwd.register_autograd(_backward, setup_context=_setup_context)
 
 
-def attention_bwd_op():
-    return torch.ops.kiln.attention_bwd
+def backward_with_mods(dout, q, k, v, o, lse, causal, scale, layout, tf32, deterministic, exact_masked_v, mods,
+                       named, want_dsink):
+    """kiln.attention_backward's torch path: (dQ, dK, dV, dsink) through the op; dsink None unless want_dsink
+    (which needs the "sinks" mod tensor)."""
+    names, tensors, sinks = _split_mod_tensors(named, autograd=False)
+    if want_dsink and sinks is None:
+        raise KilnError("kiln.attention_backward: return_dsink needs the sink logits as mod_tensors['sinks'] (with "
+                        "the 'sinks' mod)")
+    dq, dk, dv, dsink = torch.ops.kiln.attention_bwd(dout, q, k, v, o, lse, causal, scale, layout, tf32,
+                                                     deterministic, exact_masked_v, mods, ";".join(names), tensors,
+                                                     sinks)
+    return dq, dk, dv, (dsink if want_dsink else None)
 
 
 _attention._torch_ops = sys.modules[__name__]

@@ -68,6 +68,7 @@ int main(void) {
   expect(opts.struct_size == sizeof(kiln_attention_options) && opts.exact_masked_v == 0 &&
              opts.autotune == KILN_AUTOTUNE_ENV,
          "init fills the version-2 fields");
+  opts.causal = KILN_CAUSAL_NONE;
   {
     kiln_attention_options v1;
     uint64_t bytes = 0;
@@ -88,6 +89,54 @@ int main(void) {
     expect(kiln_attention_backward_workspace_size(&tq, &opts, &bytes) == KILN_ERROR_INVALID_ARGUMENT,
            "bad autotune mode");
     opts.autotune = KILN_AUTOTUNE_CACHED;
+  }
+
+  /* ABI version 3: library mods by spec, their tensors, and a version-2 sized struct still accepted. */
+  expect(opts.mods == NULL && opts.mod_tensors == NULL && opts.num_mod_tensors == 0 && opts.dsink == NULL,
+         "init fills the version-3 fields");
+  {
+    static float slopes[2] = {0.5f, 0.25f};
+    kiln_mod_tensor mt;
+    kiln_attention_options v2;
+    memset(&mt, 0, sizeof mt);
+    mt.name = "alibi_slopes";
+    mt.tensor.data = slopes;
+    mt.tensor.dtype = KILN_F32;
+    mt.tensor.ndim = 1;
+    mt.tensor.shape[0] = 2;
+    mt.tensor.strides[0] = 1;
+    opts.autotune = KILN_AUTOTUNE_ENV;
+    opts.mods = "causal";
+    expect(kiln_attention_forward_host(&tq, &tk, &tv, &to, NULL, &opts) == KILN_OK, "forward with a mask mod");
+    for (i = 0; i < 16; ++i)
+      expect(o[i] == v[i], "causal mod: row 0 equals V row 0");
+    opts.mods = "causal;alibi";
+    opts.mod_tensors = &mt;
+    opts.num_mod_tensors = 1;
+    expect(kiln_attention_forward_host(&tq, &tk, &tv, &to, NULL, &opts) == KILN_OK, "forward with a mod tensor");
+    opts.mods = "causal;flash";
+    expect(kiln_attention_forward_host(&tq, &tk, &tv, &to, NULL, &opts) == KILN_ERROR &&
+               strstr(kiln_last_error(), "unknown mod 'flash'") != NULL,
+           "a bad mod spec is a caller's mistake with kiln's message");
+    opts.mods = "causal";
+    opts.num_mod_tensors = -1;
+    expect(kiln_attention_forward_host(&tq, &tk, &tv, &to, NULL, &opts) == KILN_ERROR_INVALID_ARGUMENT,
+           "negative num_mod_tensors");
+    opts.num_mod_tensors = 0;
+    opts.dsink = &to;
+    expect(kiln_attention_forward_host(&tq, &tk, &tv, &to, NULL, &opts) == KILN_ERROR &&
+               strstr(kiln_last_error(), "dsink") != NULL,
+           "dsink on a forward call");
+    opts.dsink = NULL;
+    opts.mods = NULL;
+    opts.mod_tensors = NULL;
+
+    memset(&v2, 0x7f, sizeof v2);
+    kiln_attention_options_init_sized(&v2, (uint32_t)KILN_ATTENTION_OPTIONS_V2_SIZE);
+    expect(v2.struct_size == KILN_ATTENTION_OPTIONS_V2_SIZE && v2.autotune == KILN_AUTOTUNE_ENV, "version-2 init");
+    expect(v2.num_mod_tensors == 0x7f7f7f7f, "version-2 init writes nothing past its size");
+    expect(kiln_attention_forward_host(&tq, &tk, &tv, &to, NULL, &v2) == KILN_OK,
+           "a version-2 struct (its garbage past the end never read)");
   }
 
   expect(kiln_device_count(&count, &why) == KILN_OK && count >= 0 && why != NULL, "device count");

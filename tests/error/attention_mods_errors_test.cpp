@@ -7,6 +7,7 @@
 #include "kernels/attention/attention_bwd_api.h"
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_mod_library.h"
+#include "kernels/attention/attention_mod_spec.h"
 #include "kernels/attention/attention_mods_host.h"
 #include "kernels/attention/fa2_bwd_dkdv.h"
 #include "kernels/attention/fa2_bwd_dq.h"
@@ -104,16 +105,27 @@ TEST(AttentionModErrors, LibraryModsWithBadParameters) {
 
 TEST(AttentionModErrors, ModsFromMalformedText) {
   AttentionMods m;
-  expect_mentions(user_error([&] { add_mod_from_text(m, "flash"); }),
+  expect_mentions(user_error([&] { add_mod_spec(m, "flash"); }),
                   {"unknown mod 'flash'", "sliding_window"});
-  expect_mentions(user_error([&] { add_mod_from_text(m, "softcap"); }), {"softcap=<CAP>"});
-  expect_mentions(user_error([&] { add_mod_from_text(m, "softcap=abc"); }), {"'abc' is not a number"});
-  expect_mentions(user_error([&] { add_mod_from_text(m, "sliding_window=4,x"); }),
+  expect_mentions(user_error([&] { add_mod_spec(m, "softcap"); }), {"softcap=<CAP>"});
+  expect_mentions(user_error([&] { add_mod_spec(m, "softcap=abc"); }), {"'abc' is not a number"});
+  expect_mentions(user_error([&] { add_mod_spec(m, "sliding_window=4,x"); }),
                   {"'x' is not a number of keys"});
-  expect_mentions(user_error([&] { add_mod_from_text(m, "alibi=2"); }), {"'alibi' takes no argument"});
-  expect_mentions(user_error([&] { add_mod_from_text(m, "causal=diagonal"); }), {"top-left or bottom-right"});
-  expect_mentions(user_error([&] { add_mod_from_text(m, "bias=i8"); }), {"f32, f16 or bf16", "'i8'"});
+  expect_mentions(user_error([&] { add_mod_spec(m, "alibi=2"); }), {"'alibi' takes no argument"});
+  expect_mentions(user_error([&] { add_mod_spec(m, "causal=diagonal"); }), {"top-left or bottom-right"});
+  expect_mentions(user_error([&] { add_mod_spec(m, "bias=i8"); }), {"f32, f16 or bf16", "'i8'"});
   EXPECT_TRUE(m.empty()) << "nothing added by a failed parse";
+}
+
+TEST(AttentionModErrors, MalformedSpecLists) {
+  expect_mentions(user_error([] { (void)parse_mod_specs("causal;flash"); }),
+                  {"mod spec 'flash'", "unknown mod 'flash'", "causal[=top-left|bottom-right]", "sinks"});
+  expect_mentions(user_error([] { (void)parse_mod_specs("sinks;sinks"); }), {"mod specs 'sinks;sinks'", "sinks"});
+  expect_mentions(user_error([] { (void)parse_mod_specs("alibi; alibi"); }),
+                  {"mod specs 'alibi; alibi'", "'alibi_slopes' is declared twice"});
+  expect_mentions(user_error([] { (void)parse_mod_specs("prefix_lm=-2"); }), {"prefix_lm", "prefix is -2"});
+  expect_mentions(user_error([] { (void)parse_mod_specs("sliding_window=8,2,1"); }),
+                  {"mod spec 'sliding_window=8,2,1'", "'2,1' is not a number of keys"});
 }
 
 TEST(AttentionModErrors, HostTensorsThatDoNotFitTheirSpecs) {

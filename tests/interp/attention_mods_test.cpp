@@ -6,6 +6,7 @@
 
 #include "dsl/dsl.h"
 #include "dsl/printer.h"
+#include "kernels/attention/attention_mod_spec.h"
 #include "kernels/attention/fa2_fwd.h"
 
 using namespace kiln;
@@ -239,7 +240,7 @@ TEST(AttentionMods, ModsFromTheirCommandLineSpelling) {
   AttentionMods parsed, built;
   for (const char* text : {"causal", "causal=bottom-right", "sliding_window=64", "sliding_window=8,3",
                            "prefix_lm=5", "softcap=30", "alibi", "document", "bias=f16", "sinks"})
-    add_mod_from_text(parsed, text);
+    add_mod_spec(parsed, text);
   built.mask = {causal_mask(false),   causal_mask(true), sliding_window(64, 0),
                 sliding_window(8, 3), prefix_lm(5),      document_mask()};
   built.score = {softcap(30), alibi(), additive_bias(DType::f16)};
