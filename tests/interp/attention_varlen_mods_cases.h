@@ -151,16 +151,18 @@ inline void check_varlen_mod_case_result(const VarlenModCase& c, const Attention
     }
 }
 
-inline void check_varlen_mod_case(const VarlenModCase& c, Executor executor = Executor::Interpreter) {
+// The forward with the case's mods on `config` (varlen_case_config(c.base): the case's tiles).
+inline void check_varlen_mod_case(const VarlenModCase& c, const Config& config,
+                                  Executor executor = Executor::Interpreter) {
   const VarlenProblem& p = c.base.problem;
   const AttentionInputs in = make_varlen_inputs(p, varlen_mod_case_seed(c), c.base.input_scale);
-  check_varlen_mod_case_result(
-      c, run_fa2_varlen_with_mods(p, c.mods, c.tensors, varlen_case_config(c.base), in, executor));
+  check_varlen_mod_case_result(c, run_fa2_varlen_with_mods(p, c.mods, c.tensors, config, in, executor));
 }
 
 // The whole packed backward with the mods against the per-sequence gradients with the same mods; gradients
 // with no term in the reference (a row that sees no key, a key no row sees) exactly 0.
-inline void check_varlen_mod_bwd_case(const VarlenModCase& c, bool atomic_dq,
+// On `configs` (varlen_bwd_case_configs(c.base, atomic_dq): the case's tiles).
+inline void check_varlen_mod_bwd_case(const VarlenModCase& c, const AttentionBwdConfigs& configs,
                                       Executor executor = Executor::Interpreter) {
   const VarlenProblem& p = c.base.problem;
   const uint64_t seed = varlen_mod_case_seed(c) + 0xb4c4;
@@ -171,9 +173,7 @@ inline void check_varlen_mod_bwd_case(const VarlenModCase& c, bool atomic_dq,
   EXPECT_FALSE(compare_to_reference(plain.dq, ref.dq).ok(1e-2) &&
                compare_to_reference(plain.dk, ref.dk).ok(1e-2))
       << c.name << ": the mods change no gradient";
-  const AttentionGrads out = run_varlen_bwd_with_mods(p, c.mods, c.tensors,
-                                                      varlen_bwd_case_configs(c.base, atomic_dq), in, dout,
-                                                      executor);
+  const AttentionGrads out = run_varlen_bwd_with_mods(p, c.mods, c.tensors, configs, in, dout, executor);
   ASSERT_EQ(out.dq.size(), ref.dq.size());
   ASSERT_EQ(out.dk.size(), ref.dk.size());
   const double tol = attention_grad_tolerance(

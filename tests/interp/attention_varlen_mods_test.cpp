@@ -20,11 +20,11 @@ namespace {
 class VarlenModsInterp : public ::testing::TestWithParam<VarlenModCase> {};
 
 TEST_P(VarlenModsInterp, ForwardMatchesThePerSequenceReferenceWithTheSameMods) {
-  check_varlen_mod_case(GetParam());
+  check_varlen_mod_case(GetParam(), varlen_case_config(GetParam().base));
 }
 
 TEST_P(VarlenModsInterp, BackwardMatchesThePerSequenceGradientsWithTheSameMods) {
-  check_varlen_mod_bwd_case(GetParam(), /*atomic_dq=*/false);
+  check_varlen_mod_bwd_case(GetParam(), varlen_bwd_case_configs(GetParam().base, /*atomic_dq=*/false));
 }
 
 INSTANTIATE_TEST_SUITE_P(varlen_mods, VarlenModsInterp, ::testing::ValuesIn(varlen_mod_cases()),
@@ -36,7 +36,7 @@ TEST(VarlenModsBwd, AtomicDqMatchesThePerSequenceGradients) {
     if (c.name != "document_window_softcap_gqa" && c.name != "sinks_causal_br_gqa")
       continue;
     SCOPED_TRACE(c.name);
-    check_varlen_mod_bwd_case(c, /*atomic_dq=*/true);
+    check_varlen_mod_bwd_case(c, varlen_bwd_case_configs(c.base, /*atomic_dq=*/true));
   }
 }
 
