@@ -14,9 +14,7 @@
 // and keys, which the kernel hides anyway, never index past a mod's tensors; in the backward's dK/dV kernel,
 // whose score tiles are transposed, q_idx is (1, BLOCK_M) and kv_idx (BLOCK_N, 1): a mod must combine them
 // elementwise, by broadcasting, as every library mod does), the sizes, and the tensors the mod declared
-// (ModTensorSpec: ALiBi slopes per head, a bias, document ids), read with ModArgs::load. Over packed
-// variable-length batches (attention_varlen_mods.h) b is the sequence and q_idx, kv_idx, N_Q, N_K are the
-// sequence's own (positions within it, not packed rows). A score_mod returns
+// (ModTensorSpec: ALiBi slopes per head, a bias, document ids), read with ModArgs::load. A score_mod returns
 // a float tile broadcastable to (BLOCK_M, BLOCK_N), a mask_mod an i1 tile broadcastable to it; anything else
 // is a kiln::Error naming the mod. Library mods: attention_mod_library.h.
 //

@@ -1,4 +1,4 @@
-#include "kernels/attention/attention_mods_host.h"
+#include "kernels/attention/attention_mod_references.h"
 
 #include "kernels/attention/fa2_bwd_dkdv.h"
 #include "kernels/attention/fa2_bwd_dq.h"

@@ -43,46 +43,11 @@ std::vector<int64_t> mod_tensor_strides(const ModTensorSpec& spec, llvm::ArrayRe
 // Every tensor the mods declare is in `tensors`, with the declared dtype, a shape and strides that
 // mod_tensor_strides accepts, and elements enough for them; no other tensor is. A kiln::Error otherwise.
 void check_mod_tensors(const AttentionMods& mods, const ModTensorValues& tensors, const AttentionProblem& p);
-// The same against the sizes the tensors' dims run along (B, H, H_KV, N_Q, N_K): a packed batch's are
-// varlen_mod_size_args (attention_varlen_mods.h).
-void check_mod_tensors(const AttentionMods& mods, const ModTensorValues& tensors, const SizeArgs& sizes);
-
-// The mods' double-precision references at one point of the score matrix, through the tensors' strides, as
-// the references below apply them. `tensor_sizes` are the sizes the tensors' dims run along (checked by
-// check_mod_tensors); the mods see N_Q and N_K from them until set_lengths() gives a packed sequence's own. A
-// mod without a reference is a kiln::Error. Keeps state between calls: one thread at a time.
-class ModReferences {
-public:
-  ModReferences(const AttentionProblem& p, const AttentionMods& mods, const ModTensorValues& tensors);
-  ModReferences(const AttentionMods& mods, const ModTensorValues& tensors, const SizeArgs& tensor_sizes);
-  ModReferences(const ModReferences&) = delete;
-
-  void set_lengths(int64_t n_q, int64_t n_k);
-  // The final score of the scaled q·k `s` at (b, h, i, j): the score mods in order, −inf where a mask mod
-  // hides the key.
-  double score(int64_t b, int64_t h, int64_t i, int64_t j, double s);
-  // d score / d s through the score mods: a central difference of their references.
-  double score_derivative(int64_t b, int64_t h, int64_t i, int64_t j, double s);
-  // The sink logit of row i of (b, h); −inf without a sink.
-  double sink(int64_t b, int64_t h, int64_t i);
-
-private:
-  double score_mods(int64_t b, int64_t h, int64_t i, int64_t j, double s);
-
-  const AttentionMods& mods_;
-  const ModTensorValues& tensors_;
-  std::map<std::string, std::vector<int64_t>> strides_;
-  ModPoint pt_;
-};
 
 // softmax(mods(Q Kᵀ · scale)) V and the logsumexp in double, through each mod's reference (a mod without one
 // is a kiln::Error): rows that see no key get O = 0, LSE = −inf, as reference() gives them.
 AttentionResult reference_with_mods(const AttentionProblem& p, const AttentionInputs& in,
                                     const AttentionMods& mods, const ModTensorValues& tensors);
-// The same on logical tensors through `ref`, the mods seeing batch first_b + b (a packed sequence's index);
-// N_K may be 0 (every row then sees only the sink, if any).
-AttentionResult reference_with_mods(const AttentionProblem& p, const AttentionTensors64& t, ModReferences& ref,
-                                    int64_t first_b = 0);
 
 // The final score of one point, for references that visit only part of the score matrix (the bench's
 // sampled rows): score(b, h, i, j, s) applies the score mods to the scaled q·k `s` and gives −inf where a mask
@@ -98,9 +63,6 @@ ReferenceScoreFn mod_score_reference(const AttentionProblem& p, const AttentionM
 AttentionGrads reference_backward_with_mods(const AttentionProblem& p, const AttentionInputs& in,
                                             const HostBuffer& dout, const AttentionMods& mods,
                                             const ModTensorValues& tensors);
-// The same on logical tensors (with dO) through `ref`, the mods seeing batch first_b + b; N_K > 0.
-AttentionGrads reference_backward_with_mods(const AttentionProblem& p, const AttentionTensors64& t,
-                                            ModReferences& ref, int64_t first_b = 0);
 
 // d loss / d sink of every row in double, [B, H, N_Q] in logical order: −exp(sink − LSE) · Σ_d dO ∘ O with the
 // forward's O and LSE of reference_with_mods; 0 where the sink is −inf, and everywhere without a sink.
@@ -119,9 +81,6 @@ std::vector<double> run_bwd_sink_gradient(const AttentionProblem& p, const Atten
 // The mods' tensors as kernel arguments, in AttentionMods::tensors() order: each tensor's pointer, then its
 // strides (mod_tensor_strides). The buffers are referenced, not copied.
 std::vector<InterpArg> mod_interp_args(const AttentionProblem& p, const AttentionMods& mods,
-                                       ModTensorValues& tensors);
-// The same against the sizes the tensors' dims run along (check_mod_tensors's).
-std::vector<InterpArg> mod_interp_args(const SizeArgs& sizes, const AttentionMods& mods,
                                        ModTensorValues& tensors);
 
 // The FA2 forward with mods on `config` (which must agree with `p`), in the interpreter or on the GPU, on

@@ -11,7 +11,7 @@
 // a sequence's own lengths are never read.
 #pragma once
 
-#include "kernels/attention/attention_mods_host.h"
+#include "kernels/attention/attention_mod_references.h"
 #include "kernels/attention/attention_varlen_bwd_problem.h"
 
 namespace kiln {
