@@ -103,7 +103,8 @@ int run_varlen_backward(const VarlenRun& r) {
                               r.atomic_dq ? "nondeterministic" : "deterministic", configs.dkdv.str(),
                               r.atomic_dq ? "by atomics" : configs.dq.str(),
                               r.mods.empty() ? "" : "; mods " + r.mods.name());
-  // The mods' reference also gives the forward's O and LSE the backward reads (the built-in one without mods).
+  // The mods' reference also gives the forward's O and LSE the backward reads (the built-in one without
+  // mods).
   const AttentionGrads grads =
       run_varlen_bwd_with_mods(p, r.mods, r.mod_tensors, configs, inputs, dout, r.executor);
   bool ok = true;
@@ -156,9 +157,9 @@ int run_varlen_attention(const VarlenRun& r) {
                               tuned ? source : config.str() + "; " + source);
   const AttentionResult result =
       tuned ? run_on_gpu(p, inputs, std::nullopt)
-      : r.executor == Executor::Gpu && r.mods.empty() ? run_on_gpu(p, inputs, config)
-                                                      : run_fa2_varlen_with_mods(p, r.mods, r.mod_tensors, config,
-                                                                                 inputs, r.executor);
+      : r.executor == Executor::Gpu && r.mods.empty()
+          ? run_on_gpu(p, inputs, config)
+          : run_fa2_varlen_with_mods(p, r.mods, r.mod_tensors, config, inputs, r.executor);
 
   bool ok = true;
   if (r.check) {

@@ -213,7 +213,7 @@ std::vector<LaunchArg> forward_launch_args(const ValidatedAttention& a, uint64_t
     for (int64_t s : {t->b, t->h, t->n})
       args.push_back(LaunchArg::of_int(s));
   append_mod_launch_args(a.mod_tensors, args); // the mods' tensors (FA1 takes none)
-  for (uint64_t list : a.block_mask) // fa2_fwd_block_mask's lists
+  for (uint64_t list : a.block_mask)           // fa2_fwd_block_mask's lists
     args.push_back(LaunchArg::pointer(list));
   return args;
 }

@@ -44,10 +44,10 @@ private:
   ModPoint pt_;
 };
 
-// reference_with_mods on logical tensors through `ref`, the mods seeing batch first_b + b (a packed sequence's
-// index); N_K may be 0 (every row then sees only the sink, if any).
-AttentionResult reference_with_mods(const AttentionProblem& p, const AttentionTensors64& t, ModReferences& ref,
-                                    int64_t first_b = 0);
+// reference_with_mods on logical tensors through `ref`, the mods seeing batch first_b + b (a packed
+// sequence's index); N_K may be 0 (every row then sees only the sink, if any).
+AttentionResult reference_with_mods(const AttentionProblem& p, const AttentionTensors64& t,
+                                    ModReferences& ref, int64_t first_b = 0);
 
 // reference_backward_with_mods on logical tensors (with dO) through `ref`, the mods seeing batch
 // first_b + b; N_K > 0.

@@ -8,8 +8,8 @@
 #include "runtime/device.h"
 
 #include <cmath>
-#include <string_view>
 #include <limits>
+#include <string_view>
 
 namespace kiln::attention {
 

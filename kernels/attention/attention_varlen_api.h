@@ -60,7 +60,7 @@ struct ValidatedVarlen {
   VarlenSizes sizes;
   VarlenStrides strides; // token and head strides in elements, the caller's
   uint64_t q = 0, k = 0, v = 0, o = 0, cu_seqlens_q = 0, cu_seqlens_k = 0;
-  std::optional<uint64_t> lse; // f32 [H, total_q] contiguous, when the caller asked for it
+  std::optional<uint64_t> lse;                 // f32 [H, total_q] contiguous, when the caller asked for it
   std::vector<ValidatedModTensor> mod_tensors; // options.mod_tensors, in the kernel's order
   bool check_offsets = true;
   // B == 0 or total_q == 0: nothing to compute; forward_varlen() returns without touching the GPU.

@@ -98,10 +98,11 @@ CheckedVarlenBackward check_varlen_backward(const TensorRef& q, const TensorRef&
   for (const ValidatedModTensor& m : r.fwd.mod_tensors) // read while the gradients are written
     for (const auto& [out, t] : outputs)
       if (m.end > m.data && overlaps(ByteRange{"mod tensor", m.data, m.end}, out))
-        reject(site,
-               "mod tensor '{}' (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected the mods' "
-               "tensors apart from the gradients, which are written while they are read",
-               m.name, m.data, m.end, out.name, out.first, out.end);
+        reject(
+            site,
+            "mod tensor '{}' (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected the mods' "
+            "tensors apart from the gradients, which are written while they are read",
+            m.name, m.data, m.end, out.name, out.first, out.end);
   for (const auto& [range, t] : outputs) {
     const uint64_t bytes = range.end - range.first;
     (t == &dq ? checked.dq_bytes : t == &dk ? checked.dk_bytes : checked.dv_bytes) = bytes;
@@ -111,8 +112,8 @@ CheckedVarlenBackward check_varlen_backward(const TensorRef& q, const TensorRef&
   r.dout_data = dout.data, r.dq_data = dq.data;
   r.dk_data = numel(dk) > 0 ? dk.data : 0, r.dv_data = numel(dv) > 0 ? dv.data : 0;
   if (options.config)
-    (void)checked_config("options.config (the dK/dV kernel's)", fa2_bwd_dkdv_varlen_def(options.mods), *options.config,
-                         r.fwd.shape, site);
+    (void)checked_config("options.config (the dK/dV kernel's)", fa2_bwd_dkdv_varlen_def(options.mods),
+                         *options.config, r.fwd.shape, site);
   if (options.dq_config)
     (void)checked_config("options.dq_config", fa2_bwd_dq_varlen_def(options.mods), *options.dq_config,
                          r.fwd.shape, site);
@@ -227,8 +228,7 @@ void backward_varlen(const TensorRef& q, const TensorRef& k, const TensorRef& v,
   // Launches `def` at `given` or at the tuner's pick from `base` (timing on scratch copies of `outputs`); an
   // empty grid (no rows, or no keys) launches nothing.
   auto launch = [&](const KernelDef& def, const std::optional<Config>& given, const Config& base,
-                    const std::vector<OutputArg>& outputs, double flops,
-                    const std::vector<LaunchArg>& args) {
+                    const std::vector<OutputArg>& outputs, double flops, const std::vector<LaunchArg>& args) {
     if (given) {
       const Config c = checked_config("config", def, *given, a.shape, site);
       const Grid grid = def.grid(c, sizes);

@@ -22,9 +22,10 @@ HostBuffer make_varlen_dout(const VarlenProblem& p, uint64_t seed, double scale)
 
 AttentionGrads varlen_reference_backward(const VarlenProblem& p, const AttentionInputs& in,
                                          const HostBuffer& dout) {
-  return varlen_reference_backward(
-      p, in, dout,
-      [](int64_t, const AttentionProblem& sp, const AttentionTensors64& t) { return reference_backward(sp, t); });
+  return varlen_reference_backward(p, in, dout,
+                                   [](int64_t, const AttentionProblem& sp, const AttentionTensors64& t) {
+                                     return reference_backward(sp, t);
+                                   });
 }
 
 AttentionGrads varlen_reference_backward(const VarlenProblem& p, const AttentionInputs& in,

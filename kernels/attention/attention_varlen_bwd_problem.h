@@ -16,7 +16,8 @@ HostBuffer make_varlen_dout(const VarlenProblem& p, uint64_t seed, double scale)
 AttentionGrads varlen_reference_backward(const VarlenProblem& p, const AttentionInputs& in,
                                          const HostBuffer& dout);
 // The same with each sequence's gradients from `backward(b, sequence(b), its logical tensors with dO)`,
-// called for every sequence with rows and keys; it returns them as reference_backward does ([1, heads, n, D]).
+// called for every sequence with rows and keys; it returns them as reference_backward does ([1, heads, n,
+// D]).
 using SequenceBackwardFn =
     std::function<AttentionGrads(int64_t b, const AttentionProblem& seq, const AttentionTensors64& t)>;
 AttentionGrads varlen_reference_backward(const VarlenProblem& p, const AttentionInputs& in,

@@ -62,7 +62,8 @@ AttentionResult run_fa2_varlen_with_mods(const VarlenProblem& p, const Attention
 
 AttentionGrads run_varlen_bwd_with_mods(const VarlenProblem& p, const AttentionMods& mods,
                                         const ModTensorValues& tensors, const AttentionBwdConfigs& configs,
-                                        const AttentionInputs& in, const HostBuffer& dout, Executor executor) {
+                                        const AttentionInputs& in, const HostBuffer& dout,
+                                        Executor executor) {
   check_varlen_problem(p);
   check_mod_tensors(mods, tensors, varlen_mod_size_args(p));
   AttentionBwdBuffers buffers =

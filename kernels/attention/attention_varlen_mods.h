@@ -7,8 +7,8 @@
 //    per sequence.
 // A mod's tensor is therefore indexed per sequence, and sized as the padded batch: its dims B, H, H_KV, N_Q,
 // N_K have extents B (the sequences), H, H_KV, MAX_SEQLEN_Q and MAX_SEQLEN_K (or 1, broadcast): a bias is
-// [B, H, MAX_SEQLEN_Q, MAX_SEQLEN_K], document ids [B, MAX_SEQLEN_Q], ALiBi slopes and sinks [H]. Entries past
-// a sequence's own lengths are never read.
+// [B, H, MAX_SEQLEN_Q, MAX_SEQLEN_K], document ids [B, MAX_SEQLEN_Q], ALiBi slopes and sinks [H]. Entries
+// past a sequence's own lengths are never read.
 #pragma once
 
 #include "kernels/attention/attention_mod_references.h"
@@ -39,7 +39,8 @@ AttentionGrads varlen_reference_backward_with_mods(const VarlenProblem& p, const
 // fa2_fwd_varlen_def(mods) on `config`, in the interpreter or on the GPU; O and LSE in logical order.
 AttentionResult run_fa2_varlen_with_mods(const VarlenProblem& p, const AttentionMods& mods,
                                          const ModTensorValues& tensors, const Config& config,
-                                         const AttentionInputs& in, Executor executor = Executor::Interpreter);
+                                         const AttentionInputs& in,
+                                         Executor executor = Executor::Interpreter);
 
 // The whole packed backward with mods: O and LSE from varlen_reference_with_mods (as the forward with the
 // mods leaves them), then run_varlen_bwd with the mods; dQ, dK, dV in logical order.

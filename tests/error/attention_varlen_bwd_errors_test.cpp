@@ -145,8 +145,8 @@ TEST(AttentionVarlenBwdErrors, ModTensorsSizedPerSequenceAndApartFromTheGradient
       validate_varlen_bwd_args(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv, c.batch, c.options);
   ASSERT_EQ(b.fwd.mod_tensors.size(), 1u);
   c.options.mod_tensors["bias"] = TensorRef::contiguous(0xc0000000, DType::f32, {1, 4, 45, 37});
-  expect_mentions(validation_error(c), {"attention::backward_varlen", "mod tensor 'bias' has extent 45 in dim 2",
-                                        "expected 40 or 1"});
+  expect_mentions(validation_error(c), {"attention::backward_varlen",
+                                        "mod tensor 'bias' has extent 45 in dim 2", "expected 40 or 1"});
   c.options.mod_tensors["bias"] = TensorRef::contiguous(c.dk.data, DType::f32, {1, 4, 40, 30});
   expect_mentions(validation_error(c), {"mod tensor 'bias'", "overlaps dk", "apart from the gradients"});
   // o and lse are read by the backward: a mod tensor beside them is fine.

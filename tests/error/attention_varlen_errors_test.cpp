@@ -211,13 +211,15 @@ TEST(AttentionVarlenErrors, ModTensorsAreSizedByTheLongestSequences) {
   ASSERT_EQ(v.mod_tensors.size(), 1u);
   EXPECT_EQ(v.mod_tensors[0].strides, (std::vector<int64_t>{4 * 40 * 30, 40 * 30, 30, 1}));
   c.options.mod_tensors["bias"] = TensorRef::contiguous(0x90000000, DType::f32, {3, 4, 45, 37});
-  expect_mentions(validation_error(c), {"attention::forward_varlen", "mod tensor 'bias' has extent 45 in dim 2 (N_Q)",
-                                        "expected 40 or 1", "[B=3, H=4, N_Q=40, N_K=30]"});
+  expect_mentions(validation_error(c),
+                  {"attention::forward_varlen", "mod tensor 'bias' has extent 45 in dim 2 (N_Q)",
+                   "expected 40 or 1", "[B=3, H=4, N_Q=40, N_K=30]"});
   c = valid_call();
   c.options.mods.mask.push_back(document_mask());
   c.options.mod_tensors["q_doc"] = TensorRef::contiguous(0x90000000, DType::i32, {1, 45}); // packed ids
   c.options.mod_tensors["kv_doc"] = TensorRef::contiguous(0x98000000, DType::i32, {3, 30});
-  expect_mentions(validation_error(c), {"mod tensor 'q_doc' has extent 45 in dim 1 (N_Q)", "expected 40 or 1"});
+  expect_mentions(validation_error(c),
+                  {"mod tensor 'q_doc' has extent 45 in dim 1 (N_Q)", "expected 40 or 1"});
 }
 
 TEST(AttentionVarlenErrors, ModsAsForwardChecksThem) {
@@ -230,7 +232,8 @@ TEST(AttentionVarlenErrors, ModsAsForwardChecksThem) {
   c = valid_call();
   c.options.mods.mask.push_back(sliding_window(8, 0));
   c.options.exact_masked_v = true;
-  expect_mentions(validation_error(c), {"options.exact_masked_v", "expected exact_masked_v = false with mask mods"});
+  expect_mentions(validation_error(c),
+                  {"options.exact_masked_v", "expected exact_masked_v = false with mask mods"});
   c = valid_call();
   c.options.mod_tensors["bias"] = TensorRef::contiguous(0x90000000, DType::f32, {3, 4, 40, 30});
   expect_mentions(validation_error(c), {"options.mod_tensors holds 'bias', but options.mods is empty"});

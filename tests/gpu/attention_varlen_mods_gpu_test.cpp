@@ -27,7 +27,8 @@ TEST_P(GpuVarlenMods, ForwardMatchesThePerSequenceReference) {
   check_varlen_mod_case(c, default_fa2_varlen_config(c.base.problem), Executor::Gpu);
   SCOPED_TRACE("the case's tiles, at least 64 x 32");
   Config config = varlen_case_config(c.base);
-  config.set("BLOCK_M", std::max<int64_t>(c.base.block_m, 64)).set("BLOCK_N", std::max<int64_t>(c.base.block_n, 32));
+  config.set("BLOCK_M", std::max<int64_t>(c.base.block_m, 64))
+      .set("BLOCK_N", std::max<int64_t>(c.base.block_n, 32));
   check_varlen_mod_case(c, config, Executor::Gpu);
 }
 
@@ -90,7 +91,8 @@ void check_api(const VarlenModCase& c) {
   backward_varlen(tq, tk, tv, to, tlse, packed(d_out, p.total_q(), p.H, s.q),
                   packed(dq, p.total_q(), p.H, s.q), packed(dk, p.total_k(), p.H_KV, s.k),
                   packed(dv, p.total_k(), p.H_KV, s.v), batch, opts);
-  AttentionOutputs fwd{HostBuffer(p.dtype, host.o.numel(), "O"), HostBuffer(DType::f32, host.lse.numel(), "LSE")};
+  AttentionOutputs fwd{HostBuffer(p.dtype, host.o.numel(), "O"),
+                       HostBuffer(DType::f32, host.lse.numel(), "LSE")};
   o.copy_to_host(fwd.o.bytes.data(), fwd.o.bytes.size());
   lse.copy_to_host(fwd.lse.bytes.data(), fwd.lse.bytes.size());
   dq.copy_to_host(host.dq.bytes.data(), host.dq.bytes.size());
@@ -100,7 +102,8 @@ void check_api(const VarlenModCase& c) {
   const AttentionResult ref_fwd = varlen_reference_with_mods(p, in, c.mods, c.tensors);
   const AttentionResult got_fwd = gather_varlen_outputs(p, fwd);
   const double fwd_tol = attention_tolerance(p.dtype, p.tf32, max_abs_lse(ref_fwd));
-  const Comparison co = compare_to_reference(got_fwd.o, ref_fwd.o), cl = compare_to_reference(got_fwd.lse, ref_fwd.lse);
+  const Comparison co = compare_to_reference(got_fwd.o, ref_fwd.o),
+                   cl = compare_to_reference(got_fwd.lse, ref_fwd.lse);
   EXPECT_TRUE(co.ok(fwd_tol)) << "O: " << co.str() << ", tolerance " << fwd_tol;
   EXPECT_TRUE(cl.ok(fwd_tol)) << "LSE: " << cl.str() << ", tolerance " << fwd_tol;
   // The backward read the kernel's O and LSE, within the forward's tolerance of the reference's.
@@ -115,8 +118,8 @@ TEST(GpuVarlenModsApi, ForwardAndBackwardVarlenWithMods) {
   KILN_REQUIRE_GPU();
   ScopedEnv off("KILN_AUTOTUNE", "off");
   for (const VarlenModCase& c : varlen_mod_cases()) {
-    if (c.name != "document_window_softcap_gqa" && c.name != "sinks_causal_br_gqa" && c.name != "bias_full_f32" &&
-        c.name != "alibi_nq_ne_nk_gqa")
+    if (c.name != "document_window_softcap_gqa" && c.name != "sinks_causal_br_gqa" &&
+        c.name != "bias_full_f32" && c.name != "alibi_nq_ne_nk_gqa")
       continue;
     SCOPED_TRACE(c.name);
     check_api(c);

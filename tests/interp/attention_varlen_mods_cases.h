@@ -102,14 +102,15 @@ inline std::vector<VarlenModCase> varlen_mod_cases() {
     // (O = 0, LSE = the sink; -inf: no sink), and with a window and softcapping.
     const double inf = std::numeric_limits<double>::infinity();
     VarlenCase br = varlen_case("", q, k, 64, 2, D::f16, 4, 2);
-    VarlenModCase sinks = varlen_mod_case("sinks_causal_br_gqa", br, {}, {},
-                                          {{"sinks", sink_logits(br.problem.shape(), {-1.0, 0.5, 2.0, -inf})}});
+    VarlenModCase sinks =
+        varlen_mod_case("sinks_causal_br_gqa", br, {}, {},
+                        {{"sinks", sink_logits(br.problem.shape(), {-1.0, 0.5, 2.0, -inf})}});
     sinks.mods.sink = {attention_sinks()};
     cs.push_back(sinks);
     VarlenCase w = varlen_case("", ragged, ragged, 32, 0, D::bf16, 2, 1);
-    VarlenModCase combo = varlen_mod_case("sinks_window_softcap_ragged", w, {softcap(10)},
-                                          {sliding_window(20, 3)},
-                                          {{"sinks", sink_logits(w.problem.shape(), {1.5, 3.0})}});
+    VarlenModCase combo =
+        varlen_mod_case("sinks_window_softcap_ragged", w, {softcap(10)}, {sliding_window(20, 3)},
+                        {{"sinks", sink_logits(w.problem.shape(), {1.5, 3.0})}});
     combo.mods.sink = {attention_sinks()};
     cs.push_back(combo);
   }

@@ -62,7 +62,8 @@ TEST(VarlenModsKernel, OneSequenceEqualsTheDenseKernelWithTheSameModsExactly) {
   for (int64_t h = 0; h < v.H; ++h)
     for (int64_t i = 0; i < 70; ++i)
       for (int64_t e = 0; e < v.D; ++e)
-        ASSERT_EQ(a.o[static_cast<size_t>((h * 70 + i) * v.D + e)], b.o[static_cast<size_t>((i * v.H + h) * v.D + e)])
+        ASSERT_EQ(a.o[static_cast<size_t>((h * 70 + i) * v.D + e)],
+                  b.o[static_cast<size_t>((i * v.H + h) * v.D + e)])
             << "head " << h << " row " << i;
   ASSERT_EQ(a.lse, b.lse);
 
@@ -71,10 +72,11 @@ TEST(VarlenModsKernel, OneSequenceEqualsTheDenseKernelWithTheSameModsExactly) {
   dense_bwd.dkdv.set("BLOCK_N", 32).set("BLOCK_M", 16);
   dense_bwd.dq.set("BLOCK_M", 32).set("BLOCK_N", 16);
   const AttentionGrads ga = run_bwd_with_mods(d, mods, tensors, dense_bwd, in, dout);
-  const AttentionGrads gb = run_varlen_bwd_with_mods(v, mods, tensors,
-                                                     {varlen_config_of(fa2_bwd_dkdv_varlen_def(), dense_bwd.dkdv),
-                                                      varlen_config_of(fa2_bwd_dq_varlen_def(), dense_bwd.dq)},
-                                                     in, dout);
+  const AttentionGrads gb =
+      run_varlen_bwd_with_mods(v, mods, tensors,
+                               {varlen_config_of(fa2_bwd_dkdv_varlen_def(), dense_bwd.dkdv),
+                                varlen_config_of(fa2_bwd_dq_varlen_def(), dense_bwd.dq)},
+                               in, dout);
   // Dense gradients are gathered [B, heads, N, D], packed ones [N, heads, D].
   auto packed = [&](const std::vector<double>& g, int64_t heads, int64_t n) {
     std::vector<double> out(g.size());

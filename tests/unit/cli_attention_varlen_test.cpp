@@ -59,18 +59,21 @@ TEST_F(CliTest, AttentionVarlenWithMods) {
                     "--interpret", "--check", "--set", "BLOCK_M=32,BLOCK_N=16", "--mod", "alibi", "--mod",
                     "sliding_window=8", "--mod", "softcap=20"});
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("mods alibi,softcap(20)|sliding_window(8,0) (not autotuned)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mods alibi,softcap(20)|sliding_window(8,0) (not autotuned)"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("check O:"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
-  ToolRun b = kiln({"attention", "--varlen=1,40:17,33", "--heads=2", "--head-dim=16", "--interpret", "--check",
-                    "--backward", "--mod", "causal=bottom-right", "--mod", "alibi"});
+  ToolRun b = kiln({"attention", "--varlen=1,40:17,33", "--heads=2", "--head-dim=16", "--interpret",
+                    "--check", "--backward", "--mod", "causal=bottom-right", "--mod", "alibi"});
   ASSERT_EQ(b.rc, 0) << b.out << b.err;
   EXPECT_NE(b.out.find("; mods alibi|causal_bottom_right"), std::string::npos) << b.out;
   EXPECT_NE(b.out.find("check dQ"), std::string::npos) << b.out;
   EXPECT_EQ(b.out.find("FAIL"), std::string::npos) << b.out;
-  ToolRun e = kiln({"attention", "--varlen=3,4", "--heads=2", "--head-dim=16", "--interpret", "--mod", "document"});
+  ToolRun e =
+      kiln({"attention", "--varlen=3,4", "--heads=2", "--head-dim=16", "--interpret", "--mod", "document"});
   EXPECT_NE(e.rc, 0);
-  EXPECT_NE(e.err.find("read the tensor 'q_doc', which the command line cannot give"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("read the tensor 'q_doc', which the command line cannot give"), std::string::npos)
+      << e.err;
 }
 
 TEST_F(CliTest, AttentionVarlenOptionErrors) {
