@@ -247,16 +247,32 @@ int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::o
   return 0;
 }
 
+// --mod: library mods, with the tensors the command line can make (ALiBi's usual slopes for `heads` heads).
+void parse_mods(int64_t heads, AttentionMods& mods, ModTensorValues& mod_tensors) {
+  for (const std::string& text : mod_specs)
+    add_mod_spec(mods, text);
+  for (const ModTensorSpec& spec : mods.tensors()) {
+    if (spec.name != "alibi_slopes")
+      fail("--mod: the mods {} read the tensor '{}', which the command line cannot give; pass it through "
+           "kiln::attention::AttentionOptions::mod_tensors in C++",
+           mods.name(), spec.name);
+    mod_tensors[spec.name] = contiguous_mod_tensor(DType::f32, {heads}, spec.name);
+    const std::vector<double> slopes = standard_alibi_slopes(heads);
+    for (int64_t h = 0; h < heads; ++h)
+      mod_tensors[spec.name].data.set(h, slopes[static_cast<size_t>(h)]);
+  }
+}
+
 // --varlen: the flags that apply to packed sequences, handed to run_varlen_attention.
 int run_varlen(const std::optional<DType>& out_dt) {
   for (auto [flag, given] : {std::pair{"--batch", batch.getNumOccurrences() > 0},
                              {"--seq-q", seq_q.getNumOccurrences() > 0}, {"--seq-k", seq_k.getNumOccurrences() > 0},
                              {"--layout", layout.getNumOccurrences() > 0}, {"--q", !q_file.empty()},
                              {"--k", !k_file.empty()}, {"--v", !v_file.empty()}, {"--dout", !dout_file.empty()},
-                             {"--bench", bool(bench)}, {"--mod", !mod_specs.empty()}})
+                             {"--bench", bool(bench)}})
     if (given)
       fail("{} does not apply to --varlen, whose lengths give the batch and the sequences (packed inputs and dO "
-           "are random; --bench and --mod are not built for varlen yet)",
+           "are random; --bench is not built for varlen yet)",
            flag);
   if (!backward_pass)
     for (auto [flag, value] : {std::pair{"--dq", &dq_file}, {"--dk", &dk_file}, {"--dv", &dv_file}})
@@ -287,6 +303,7 @@ int run_varlen(const std::optional<DType>& out_dt) {
   r.dq_file = dq_file, r.dk_file = dk_file, r.dv_file = dv_file;
   check_output_paths({{"--out", out_file}, {"--lse", lse_file}, {"--dq", dq_file}, {"--dk", dk_file}, {"--dv", dv_file}},
                      {});
+  parse_mods(r.problem.H, r.mods, r.mod_tensors); // applied per sequence (attention_varlen_mods.h)
   r.executor = choose_executor(interpret);
   return run_varlen_attention(r);
 }
@@ -336,21 +353,9 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
       {{"--out", out_file}, {"--lse", lse_file}, {"--dq", dq_file}, {"--dk", dk_file}, {"--dv", dv_file}},
       {{"--q", q_file}, {"--k", k_file}, {"--v", v_file}, {"--dout", dout_file}});
 
-  // --mod: library mods, with the tensors the command line can make (ALiBi's usual slopes).
   AttentionMods mods;
-  for (const std::string& text : mod_specs)
-    add_mod_spec(mods, text);
   ModTensorValues mod_tensors;
-  for (const ModTensorSpec& spec : mods.tensors()) {
-    if (spec.name != "alibi_slopes")
-      fail("--mod: the mods {} read the tensor '{}', which the command line cannot give; pass it through "
-           "kiln::attention::AttentionOptions::mod_tensors in C++",
-           mods.name(), spec.name);
-    mod_tensors[spec.name] = contiguous_mod_tensor(DType::f32, {p.H}, spec.name);
-    const std::vector<double> slopes = standard_alibi_slopes(p.H);
-    for (int64_t h = 0; h < p.H; ++h)
-      mod_tensors[spec.name].data.set(h, slopes[static_cast<size_t>(h)]);
-  }
+  parse_mods(p.H, mods, mod_tensors);
 
   const std::map<std::string, int64_t> overrides = parse_assignments(sets, "--set");
   Config config = fa2_fwd_def().with_overrides(default_fa2_config(p), overrides);

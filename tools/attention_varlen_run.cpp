@@ -3,6 +3,7 @@
 #include "kernels/attention/attention_tolerance.h"
 #include "kernels/attention/attention_varlen_api.h"
 #include "kernels/attention/attention_varlen_bwd_problem.h"
+#include "kernels/attention/attention_varlen_mods.h"
 #include "kernels/attention/fa2_fwd_varlen.h"
 #include "kernels/compare.h"
 #include "runtime/device.h"
@@ -97,17 +98,20 @@ int run_varlen_backward(const VarlenRun& r) {
   const AttentionBwdConfigs configs = default_varlen_bwd_configs(p, r.atomic_dq);
   const AttentionInputs inputs = make_varlen_inputs(p, r.seed, 1.0);
   const HostBuffer dout = make_varlen_dout(p, r.seed + 1, 1.0);
-  llvm::outs() << fmt::format("fa2 backward varlen {} on {} ({}; the default configs: dK/dV {}; dQ {})\n",
+  llvm::outs() << fmt::format("fa2 backward varlen {} on {} ({}; the default configs: dK/dV {}; dQ {}{})\n",
                               p.str(), r.executor == Executor::Gpu ? "the GPU" : "the interpreter",
                               r.atomic_dq ? "nondeterministic" : "deterministic", configs.dkdv.str(),
-                              r.atomic_dq ? "by atomics" : configs.dq.str());
-  AttentionBwdBuffers buffers = make_varlen_bwd_buffers(p, inputs, dout);
-  run_varlen_bwd(p, configs, buffers, r.executor);
-  const AttentionGrads grads = gather_varlen_grads(p, buffers);
+                              r.atomic_dq ? "by atomics" : configs.dq.str(),
+                              r.mods.empty() ? "" : "; mods " + r.mods.name());
+  // The mods' reference also gives the forward's O and LSE the backward reads (the built-in one without
+  // mods).
+  const AttentionGrads grads =
+      run_varlen_bwd_with_mods(p, r.mods, r.mod_tensors, configs, inputs, dout, r.executor);
   bool ok = true;
   if (r.check) {
-    const AttentionGrads ref = varlen_reference_backward(p, inputs, dout);
-    const double tol = attention_grad_tolerance(p.dtype, p.tf32, max_abs_lse(varlen_reference(p, inputs)));
+    const AttentionGrads ref = varlen_reference_backward_with_mods(p, inputs, dout, r.mods, r.mod_tensors);
+    const double tol = attention_grad_tolerance(
+        p.dtype, p.tf32, max_abs_lse(varlen_reference_with_mods(p, inputs, r.mods, r.mod_tensors)));
     for (const auto& [name, c] : compare_grads(grads, ref)) {
       llvm::outs() << fmt::format("check {}: {} (tolerance {:.1e}) {}\n", name, c.str(), tol,
                                   c.ok(tol) ? "ok" : "FAIL");
@@ -137,24 +141,29 @@ int run_varlen_attention(const VarlenRun& r) {
   check_varlen_problem(p);
   if (r.backward)
     return run_varlen_backward(r);
-  Config config = fa2_fwd_varlen_def().with_overrides(default_fa2_varlen_config(p), r.overrides);
+  Config config = fa2_fwd_varlen_def(r.mods).with_overrides(default_fa2_varlen_config(p), r.overrides);
   check_attention_config(p.shape(), config);
   const AttentionInputs inputs = make_varlen_inputs(p, r.seed, 1.0);
 
   std::string source = r.overrides.empty() ? "the default config" : "the default config with --set";
-  if (r.executor == Executor::Gpu && r.overrides.empty())
+  // Mods run at the default config (or --set's), not autotuned, as the dense command line runs them.
+  const bool tuned = r.executor == Executor::Gpu && r.overrides.empty() && r.mods.empty();
+  if (tuned)
     source = "as kiln::attention::forward_varlen picks it (KILN_AUTOTUNE)";
-  llvm::outs() << fmt::format(
-      "fa2_fwd_varlen {} on {} ({})\n", p.str(), r.executor == Executor::Gpu ? "the GPU" : "the interpreter",
-      r.executor == Executor::Gpu && r.overrides.empty() ? source : config.str() + "; " + source);
+  if (!r.mods.empty())
+    source += "; mods " + r.mods.name() + " (not autotuned)";
+  llvm::outs() << fmt::format("fa2_fwd_varlen {} on {} ({})\n", p.str(),
+                              r.executor == Executor::Gpu ? "the GPU" : "the interpreter",
+                              tuned ? source : config.str() + "; " + source);
   const AttentionResult result =
-      r.executor == Executor::Gpu
-          ? run_on_gpu(p, inputs, r.overrides.empty() ? std::nullopt : std::optional<Config>(config))
-          : run_fa2_varlen_interpreted(p, config, inputs);
+      tuned ? run_on_gpu(p, inputs, std::nullopt)
+      : r.executor == Executor::Gpu && r.mods.empty()
+          ? run_on_gpu(p, inputs, config)
+          : run_fa2_varlen_with_mods(p, r.mods, r.mod_tensors, config, inputs, r.executor);
 
   bool ok = true;
   if (r.check) {
-    const AttentionResult ref = varlen_reference(p, inputs);
+    const AttentionResult ref = varlen_reference_with_mods(p, inputs, r.mods, r.mod_tensors);
     const double tol = attention_tolerance(p.dtype, p.tf32, max_abs_lse(ref));
     const Comparison co = compare_to_reference(result.o, ref.o),
                      cl = compare_to_reference(result.lse, ref.lse);

@@ -212,12 +212,8 @@ std::vector<LaunchArg> forward_launch_args(const ValidatedAttention& a, uint64_t
   for (const TensorStrides* t : {&a.strides.q, &a.strides.k, &a.strides.v, &a.strides.o})
     for (int64_t s : {t->b, t->h, t->n})
       args.push_back(LaunchArg::of_int(s));
-  for (const ValidatedModTensor& t : a.mod_tensors) { // the mods' tensors (FA1 takes none)
-    args.push_back(LaunchArg::pointer(t.data));
-    for (int64_t s : t.strides)
-      args.push_back(LaunchArg::of_int(s));
-  }
-  for (uint64_t list : a.block_mask) // fa2_fwd_block_mask's lists
+  append_mod_launch_args(a.mod_tensors, args); // the mods' tensors (FA1 takes none)
+  for (uint64_t list : a.block_mask)           // fa2_fwd_block_mask's lists
     args.push_back(LaunchArg::pointer(list));
   return args;
 }

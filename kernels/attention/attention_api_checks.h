@@ -79,6 +79,9 @@ void check_size(const char* what, int64_t v, const ApiSite& site);
 // A non-null, 16-byte aligned address and batch/head/sequence strides of a multiple of 16 bytes.
 void check_alignment(const char* name, const TensorRef& t, const ApiSite& site);
 
+// The mods' tensors appended to a kernel's launch arguments: each one's address, then its strides.
+void append_mod_launch_args(const std::vector<ValidatedModTensor>& tensors, std::vector<LaunchArg>& args);
+
 // The mod tensors of `options` checked against its mods and the problem (attention_api.h lists the checks),
 // in the kernel's order; `ranges` (q, k, v, o, then lse when given) for the overlap checks, nullptr for an
 // empty problem, whose tensors are never read (only the mods and shapes are checked then).

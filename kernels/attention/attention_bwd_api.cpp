@@ -315,11 +315,7 @@ struct BwdPlan {
 // convert do not read them).
 std::vector<LaunchArg> with_mod_tensor_args(const ValidatedBackward& b, const std::vector<LaunchArg>& args) {
   std::vector<LaunchArg> out = args;
-  for (const ValidatedModTensor& t : b.fwd.mod_tensors) {
-    out.push_back(LaunchArg::pointer(t.data));
-    for (int64_t stride : t.strides)
-      out.push_back(LaunchArg::of_int(stride));
-  }
+  append_mod_launch_args(b.fwd.mod_tensors, out);
   return out;
 }
 

@@ -26,12 +26,13 @@ std::vector<ValidatedModTensor> validate_mod_tensors(const AttentionOptions& opt
     return {};
   }
   const std::string_view entry = site.entry;
-  if (entry != "forward" && entry != "tune_forward" && entry != "backward" && entry != "make_block_mask")
-    reject(
-        site,
-        "options.mods ({}) are not supported by {} yet; expected empty mods (forward() and backward() take "
-        "them)",
-        mods.name(), entry);
+  const bool backward = entry == "backward" || entry == "backward_varlen";
+  if (entry != "forward" && entry != "tune_forward" && !backward && entry != "make_block_mask" &&
+      entry != "forward_varlen")
+    reject(site,
+           "options.mods ({}) are not supported by {} yet; expected empty mods (forward(), backward(), "
+           "forward_varlen() and backward_varlen() take them)",
+           mods.name(), entry);
   if (options.exact_masked_v && !mods.mask.empty())
     reject(site,
            "options.exact_masked_v selects away the keys of the causal mask, not those of mask mods ({}); "
@@ -42,7 +43,7 @@ std::vector<ValidatedModTensor> validate_mod_tensors(const AttentionOptions& opt
     // The mods' defs (once per distinct mods): a mod that breaks the rules, or that the backward cannot
     // differentiate, fails here, before any GPU work.
     (void)fa2_fwd_def(mods);
-    if (entry == "backward")
+    if (backward)
       (void)fa2_bwd_dq_def(mods);
     specs = mods.tensors();
   } catch (const Error& e) {
@@ -97,6 +98,14 @@ std::vector<ValidatedModTensor> validate_mod_tensors(const AttentionOptions& opt
     if (std::none_of(specs.begin(), specs.end(), [&](const ModTensorSpec& s) { return s.name == name; }))
       reject(site, "options.mod_tensors holds '{}', which no mod of {} reads", name, mods.name());
   return out;
+}
+
+void append_mod_launch_args(const std::vector<ValidatedModTensor>& tensors, std::vector<LaunchArg>& args) {
+  for (const ValidatedModTensor& t : tensors) {
+    args.push_back(LaunchArg::pointer(t.data));
+    for (int64_t s : t.strides)
+      args.push_back(LaunchArg::of_int(s));
+  }
 }
 
 } // namespace kiln::attention::detail

@@ -1,4 +1,4 @@
-#include "kernels/attention/attention_mods_host.h"
+#include "kernels/attention/attention_mod_references.h"
 
 #include "kernels/attention/fa2_bwd_dkdv.h"
 #include "kernels/attention/fa2_bwd_dq.h"
@@ -90,8 +90,11 @@ std::vector<int64_t> mod_tensor_strides(const ModTensorSpec& spec, llvm::ArrayRe
 }
 
 void check_mod_tensors(const AttentionMods& mods, const ModTensorValues& tensors, const AttentionProblem& p) {
+  check_mod_tensors(mods, tensors, attention_size_args(p));
+}
+
+void check_mod_tensors(const AttentionMods& mods, const ModTensorValues& tensors, const SizeArgs& sizes) {
   const std::vector<ModTensorSpec> specs = mods.tensors();
-  const SizeArgs sizes = attention_size_args(p);
   for (const ModTensorSpec& spec : specs) {
     auto it = tensors.find(spec.name);
     if (it == tensors.end())
@@ -113,97 +116,92 @@ void check_mod_tensors(const AttentionMods& mods, const ModTensorValues& tensors
       fail("mod tensor '{}' was given, but no mod of {} reads it", name, mods.name());
 }
 
-namespace {
+ModReferences::ModReferences(const AttentionProblem& p, const AttentionMods& mods,
+                             const ModTensorValues& tensors)
+    : ModReferences(mods, tensors, attention_size_args(p)) {}
 
-// The mods' double-precision references at one point of the score matrix, through the tensors' strides.
-class ModReferences {
-public:
-  ModReferences(const AttentionProblem& p, const AttentionMods& mods, const ModTensorValues& tensors)
-      : mods_(mods), tensors_(tensors) {
-    check_mod_tensors(mods, tensors, p);
-    for (const ScoreMod& m : mods.score)
-      if (!m.reference)
-        fail("score_mod '{}' has no reference; the double-precision reference needs one for every mod",
-             m.name);
-    for (const MaskMod& m : mods.mask)
-      if (!m.reference)
-        fail("mask_mod '{}' has no reference; the double-precision reference needs one for every mod",
-             m.name);
-    for (const SinkMod& m : mods.sink)
-      if (!m.reference)
-        fail("sink '{}' has no reference; the double-precision reference needs one for every mod", m.name);
-    const SizeArgs sizes = attention_size_args(p);
-    for (const ModTensorSpec& spec : mods.tensors()) {
-      const ModTensorData& t = tensors.at(spec.name);
-      strides_[spec.name] = mod_tensor_strides(spec, t.shape, t.strides, sizes);
-    }
-    pt_.N_Q = p.N_Q, pt_.N_K = p.N_K, pt_.H = p.H, pt_.H_KV = p.H_KV;
-    pt_.at = [this](const std::string& name, std::initializer_list<int64_t> index) {
-      const std::vector<int64_t>& s = strides_.at(name);
-      int64_t offset = 0;
-      size_t d = 0;
-      for (int64_t i : index)
-        offset += i * s.at(d++);
-      return tensors_.at(name).data.get(offset);
-    };
+ModReferences::ModReferences(const AttentionMods& mods, const ModTensorValues& tensors,
+                             const SizeArgs& tensor_sizes)
+    : mods_(mods), tensors_(tensors) {
+  check_mod_tensors(mods, tensors, tensor_sizes);
+  for (const ScoreMod& m : mods.score)
+    if (!m.reference)
+      fail("score_mod '{}' has no reference; the double-precision reference needs one for every mod", m.name);
+  for (const MaskMod& m : mods.mask)
+    if (!m.reference)
+      fail("mask_mod '{}' has no reference; the double-precision reference needs one for every mod", m.name);
+  for (const SinkMod& m : mods.sink)
+    if (!m.reference)
+      fail("sink '{}' has no reference; the double-precision reference needs one for every mod", m.name);
+  for (const ModTensorSpec& spec : mods.tensors()) {
+    const ModTensorData& t = tensors.at(spec.name);
+    strides_[spec.name] = mod_tensor_strides(spec, t.shape, t.strides, tensor_sizes);
   }
-  ModReferences(const ModReferences&) = delete;
+  pt_.N_Q = tensor_sizes.at("N_Q"), pt_.N_K = tensor_sizes.at("N_K");
+  pt_.H = tensor_sizes.at("H"), pt_.H_KV = tensor_sizes.at("H_KV");
+  pt_.at = [this](const std::string& name, std::initializer_list<int64_t> index) {
+    const std::vector<int64_t>& s = strides_.at(name);
+    int64_t offset = 0;
+    size_t d = 0;
+    for (int64_t i : index)
+      offset += i * s.at(d++);
+    return tensors_.at(name).data.get(offset);
+  };
+}
 
-  // The final score of the scaled q·k `s` at (b, h, i, j): the score mods in order, −inf where a mask mod
-  // hides the key.
-  double score(int64_t b, int64_t h, int64_t i, int64_t j, double s) {
-    s = score_mods(b, h, i, j, s);
-    for (const MaskMod& m : mods_.mask)
-      if (!m.reference(pt_))
-        return -std::numeric_limits<double>::infinity();
-    return s;
-  }
+void ModReferences::set_lengths(int64_t n_q, int64_t n_k) { pt_.N_Q = n_q, pt_.N_K = n_k; }
 
-  // d score / d s through the score mods: a central difference of their references (independent of the
-  // kernel's derivative, which differentiates the DSL ops).
-  double score_derivative(int64_t b, int64_t h, int64_t i, int64_t j, double s) {
-    if (mods_.score.empty())
-      return 1.0;
-    const double step = 1e-5 * std::max(1.0, std::abs(s));
-    return (score_mods(b, h, i, j, s + step) - score_mods(b, h, i, j, s - step)) / (2 * step);
-  }
+double ModReferences::score(int64_t b, int64_t h, int64_t i, int64_t j, double s) {
+  s = score_mods(b, h, i, j, s);
+  for (const MaskMod& m : mods_.mask)
+    if (!m.reference(pt_))
+      return -std::numeric_limits<double>::infinity();
+  return s;
+}
 
-  // The sink logit of row i of (b, h); −inf without a sink.
-  double sink(int64_t b, int64_t h, int64_t i) {
-    pt_.b = b, pt_.h = h, pt_.q_idx = i, pt_.kv_idx = 0;
-    return mods_.sink.empty() ? -std::numeric_limits<double>::infinity() : mods_.sink[0].reference(pt_);
-  }
+double ModReferences::score_derivative(int64_t b, int64_t h, int64_t i, int64_t j, double s) {
+  // A central difference of the references (independent of the kernel's derivative, which differentiates
+  // the DSL ops).
+  if (mods_.score.empty())
+    return 1.0;
+  const double step = 1e-5 * std::max(1.0, std::abs(s));
+  return (score_mods(b, h, i, j, s + step) - score_mods(b, h, i, j, s - step)) / (2 * step);
+}
 
-private:
-  double score_mods(int64_t b, int64_t h, int64_t i, int64_t j, double s) {
-    pt_.b = b, pt_.h = h, pt_.q_idx = i, pt_.kv_idx = j;
-    for (const ScoreMod& m : mods_.score)
-      s = m.reference(s, pt_);
-    return s;
-  }
+double ModReferences::sink(int64_t b, int64_t h, int64_t i) {
+  pt_.b = b, pt_.h = h, pt_.q_idx = i, pt_.kv_idx = 0;
+  return mods_.sink.empty() ? -std::numeric_limits<double>::infinity() : mods_.sink[0].reference(pt_);
+}
 
-  const AttentionMods& mods_;
-  const ModTensorValues& tensors_;
-  std::map<std::string, std::vector<int64_t>> strides_;
-  ModPoint pt_;
-};
-
-} // namespace
+double ModReferences::score_mods(int64_t b, int64_t h, int64_t i, int64_t j, double s) {
+  pt_.b = b, pt_.h = h, pt_.q_idx = i, pt_.kv_idx = j;
+  for (const ScoreMod& m : mods_.score)
+    s = m.reference(s, pt_);
+  return s;
+}
 
 AttentionResult reference_with_mods(const AttentionProblem& p, const AttentionInputs& in,
                                     const AttentionMods& mods, const ModTensorValues& tensors) {
   ModReferences ref(p, mods, tensors);
-  AttentionResult r =
-      reference_forward(p, logical_tensors(p, in), [&](int64_t b, int64_t h, int64_t i, int64_t j, double s) {
-        return ref.score(b, h, i, j, s);
-      });
-  if (mods.sink.empty())
-    return r;
-  // One more term in each row's denominator: LSE' = logaddexp(LSE, sink).
+  return reference_with_mods(p, logical_tensors(p, in), ref);
+}
+
+AttentionResult reference_with_mods(const AttentionProblem& p, const AttentionTensors64& t, ModReferences& ref,
+                                    int64_t first_b) {
+  AttentionResult r;
+  if (p.N_K == 0) { // no key (a packed sequence's): O = 0, LSE = −inf before the sink
+    r.o.assign(static_cast<size_t>(p.B * p.H * p.N_Q * p.D), 0.0);
+    r.lse.assign(static_cast<size_t>(p.B * p.H * p.N_Q), -std::numeric_limits<double>::infinity());
+  } else {
+    r = reference_forward(p, t, [&](int64_t b, int64_t h, int64_t i, int64_t j, double s) {
+      return ref.score(first_b + b, h, i, j, s);
+    });
+  }
+  // A sink is one more term in each row's denominator: LSE' = logaddexp(LSE, sink).
   for (int64_t b = 0; b < p.B; ++b)
     for (int64_t h = 0; h < p.H; ++h)
       for (int64_t i = 0; i < p.N_Q; ++i) {
-        const double s = ref.sink(b, h, i);
+        const double s = ref.sink(first_b + b, h, i);
         const size_t row = static_cast<size_t>((b * p.H + h) * p.N_Q + i);
         const double lse = r.lse[row];
         if (std::isnan(lse) || s == -std::numeric_limits<double>::infinity())
@@ -230,16 +228,21 @@ ReferenceScoreFn mod_score_reference(const AttentionProblem& p, const AttentionM
 AttentionGrads reference_backward_with_mods(const AttentionProblem& p, const AttentionInputs& in,
                                             const HostBuffer& dout, const AttentionMods& mods,
                                             const ModTensorValues& tensors) {
-  ReferenceBackwardScores scores;
-  scores.lse = reference_with_mods(p, in, mods, tensors).lse;
   ModReferences ref(p, mods, tensors);
+  return reference_backward_with_mods(p, logical_bwd_tensors(p, in, dout), ref);
+}
+
+AttentionGrads reference_backward_with_mods(const AttentionProblem& p, const AttentionTensors64& t,
+                                            ModReferences& ref, int64_t first_b) {
+  ReferenceBackwardScores scores;
+  scores.lse = reference_with_mods(p, t, ref, first_b).lse;
   scores.score = [&](int64_t b, int64_t h, int64_t i, int64_t j, double s) {
-    return ref.score(b, h, i, j, s);
+    return ref.score(first_b + b, h, i, j, s);
   };
   scores.derivative = [&](int64_t b, int64_t h, int64_t i, int64_t j, double s) {
-    return ref.score_derivative(b, h, i, j, s);
+    return ref.score_derivative(first_b + b, h, i, j, s);
   };
-  return reference_backward(p, logical_bwd_tensors(p, in, dout), scores);
+  return reference_backward(p, t, scores);
 }
 
 std::vector<double> reference_sink_gradient(const AttentionProblem& p, const AttentionInputs& in,
@@ -294,8 +297,12 @@ std::vector<double> run_bwd_sink_gradient(const AttentionProblem& p, const Atten
 
 std::vector<InterpArg> mod_interp_args(const AttentionProblem& p, const AttentionMods& mods,
                                        ModTensorValues& tensors) {
+  return mod_interp_args(attention_size_args(p), mods, tensors);
+}
+
+std::vector<InterpArg> mod_interp_args(const SizeArgs& sizes, const AttentionMods& mods,
+                                       ModTensorValues& tensors) {
   std::vector<InterpArg> args;
-  const SizeArgs sizes = attention_size_args(p);
   for (const ModTensorSpec& spec : mods.tensors()) {
     ModTensorData& t = tensors.at(spec.name);
     args.push_back(InterpArg::ptr(t.data));

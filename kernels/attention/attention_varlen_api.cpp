@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string_view>
 
 namespace kiln::attention {
 
@@ -102,9 +103,6 @@ ValidatedVarlen detail::validate_varlen_args(const TensorRef& q, const TensorRef
            "options.layout is \"{}\", but packed tensors have one layout, {}; leave options.layout at its "
            "default",
            options.layout, kPacked);
-  if (!options.mods.empty() || !options.mod_tensors.empty())
-    reject(site, "score and mask mods are not built for variable-length batches yet; expected empty "
-                 "options.mods and options.mod_tensors (forward() runs mods on dense batches)");
   if (options.block_mask)
     reject(site, "block masks are not built for variable-length batches yet; expected no options.block_mask "
                  "(forward() takes one on dense batches)");
@@ -151,8 +149,12 @@ ValidatedVarlen detail::validate_varlen_args(const TensorRef& q, const TensorRef
   r.shape = p;
   r.check_offsets = batch.check_offsets;
   r.empty = s.B == 0 || s.total_q == 0;
-  if (r.empty)
+  // The mods' tensors are indexed per sequence (attention_varlen_mods.h): dims N_Q and N_K run along
+  // max_seqlen_q and max_seqlen_k, B along the sequences; `p` holds those sizes.
+  if (r.empty) {
+    (void)validate_mod_tensors(options, p, nullptr, site);
     return r; // nothing is read or written
+  }
 
   // Strides, addresses, overlaps. k and v without tokens are never read.
   const bool has_keys = s.total_k > 0;
@@ -210,6 +212,13 @@ ValidatedVarlen detail::validate_varlen_args(const TensorRef& q, const TensorRef
         "own, since o and lse would be written to the same memory",
         outputs[1].first, outputs[1].end, outputs[0].first, outputs[0].end);
 
+  // The mods' tensors, apart from the forward's outputs (the backward, where o and lse are read, checks them
+  // against the gradients instead).
+  std::vector<ByteRange> mod_ranges(3); // validate_mod_tensors checks the ranges from the fourth on
+  if (site.entry != std::string_view("backward_varlen"))
+    mod_ranges.insert(mod_ranges.end(), outputs.begin(), outputs.end());
+  r.mod_tensors = validate_mod_tensors(options, p, &mod_ranges, site);
+
   auto packed = [](const TensorRef& t) { return PackedStrides{t.strides[0], t.strides[1]}; };
   r.strides = VarlenStrides{packed(q), packed(k), packed(v), packed(o)};
   r.q = q.data, r.k = has_keys ? k.data : 0, r.v = has_keys ? v.data : 0, r.o = o.data;
@@ -223,7 +232,7 @@ ValidatedVarlen detail::validate_varlen_args(const TensorRef& q, const TensorRef
   }
   if (options.config) {
     try {
-      fa2_fwd_varlen_def().check(*options.config);
+      fa2_fwd_varlen_def(options.mods).check(*options.config);
       check_attention_config(p, *options.config);
     } catch (const Error& e) {
       reject(site,
@@ -289,6 +298,7 @@ std::vector<LaunchArg> varlen_launch_args(const ValidatedVarlen& v, uint64_t lse
       args.push_back(LaunchArg::of_int(stride));
   args.push_back(LaunchArg::pointer(v.cu_seqlens_q));
   args.push_back(LaunchArg::pointer(v.cu_seqlens_k));
+  append_mod_launch_args(v.mod_tensors, args);
   return args;
 }
 
@@ -352,7 +362,7 @@ void forward_varlen(const TensorRef& q, const TensorRef& k, const TensorRef& v, 
   if (!a.lse)
     lse_scratch.emplace(lse_bytes);
   const std::vector<LaunchArg> args = varlen_launch_args(a, a.lse ? *a.lse : lse_scratch->ptr());
-  const KernelDef& def = fa2_fwd_varlen_def();
+  const KernelDef& def = fa2_fwd_varlen_def(options.mods);
   const SizeArgs sizes = varlen_size_args(a.sizes);
   if (options.config) {
     compiled_for(def, *options.config)->launch(def.grid(*options.config, sizes), args, stream);

@@ -16,9 +16,13 @@
 // may be 0: a sequence with no keys gives its rows O = 0 and LSE = −inf, as any row that sees no key.
 // LSE is [H, total_q], FlashAttention's varlen layout (a head's rows contiguous, as the kernel writes them).
 //
-// The backward is backward_varlen() (attention_varlen_bwd_api.h). What is not built: score and mask mods
-// (options.mods must be empty: the mods' tensors are shaped by dense sizes, and which sizes a packed batch
-// gives them is not decided), warp-specialised (TMA) configs, and FA1.
+// Score and mask mods and sinks (options.mods, options.mod_tensors) apply to each sequence as to one batch of
+// forward(): b is the sequence's index, q_idx and kv_idx positions within the sequence (not packed rows), N_Q
+// and N_K its lengths; a mod tensor is indexed per sequence and sized as the padded batch, its dims B, N_Q,
+// N_K of extents B (sequences), max_seqlen_q and max_seqlen_k, or 1 (attention_varlen_mods.h).
+//
+// The backward is backward_varlen() (attention_varlen_bwd_api.h). What is not built: block masks,
+// warp-specialised (TMA) configs, and FA1.
 #pragma once
 
 #include "kernels/attention/attention_api.h"
@@ -56,7 +60,8 @@ struct ValidatedVarlen {
   VarlenSizes sizes;
   VarlenStrides strides; // token and head strides in elements, the caller's
   uint64_t q = 0, k = 0, v = 0, o = 0, cu_seqlens_q = 0, cu_seqlens_k = 0;
-  std::optional<uint64_t> lse; // f32 [H, total_q] contiguous, when the caller asked for it
+  std::optional<uint64_t> lse;                 // f32 [H, total_q] contiguous, when the caller asked for it
+  std::vector<ValidatedModTensor> mod_tensors; // options.mod_tensors, in the kernel's order
   bool check_offsets = true;
   // B == 0 or total_q == 0: nothing to compute; forward_varlen() returns without touching the GPU.
   bool empty = false;
@@ -70,8 +75,9 @@ struct ValidatedVarlen {
 //  - cu_seqlens_q / cu_seqlens_k not i32, not of rank 1, of different lengths, empty (B + 1 >= 1), not
 //    contiguous, or at a null or misaligned (4-byte) address; o or lse overlapping them;
 //  - max_seqlen_q / max_seqlen_k negative or of 2^31 - 2^16 or more, or max_seqlen_q = 0 with q holding rows;
-//  - options.layout other than the default (packed tensors have one layout), options.mods or
-//    options.mod_tensors (not built for varlen yet).
+//  - options.layout other than the default (packed tensors have one layout), options.block_mask;
+//  - options.mods and options.mod_tensors as forward() checks them, with the mod tensors' N_Q and N_K dims of
+//    extent max_seqlen_q and max_seqlen_k (or 1) and B the sequences.
 // k and v may hold no tokens (every sequence without keys): their addresses are then not read or checked.
 ValidatedVarlen validate_varlen_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,
                                      const TensorRef& o, const std::optional<TensorRef>& lse,

@@ -64,8 +64,8 @@ CheckedVarlenBackward check_varlen_backward(const TensorRef& q, const TensorRef&
   r.fwd = detail::validate_varlen_args(q, k, v, o, lse, batch, fwd_options, site);
   if (options.dsink)
     reject(site,
-           "options.dsink (the sink logits' gradient) is given, but variable-length batches take no mods "
-           "yet, so no sink; expected no dsink");
+           "options.dsink (the sink logits' gradient) is not built for variable-length batches yet; expected "
+           "no dsink (dq, dk and dv with a sink are: it enters through lse)");
   check_gradient_shapes(
       {{"dout", &dout, "q", &q}, {"dq", &dq, "q", &q}, {"dk", &dk, "k", &k}, {"dv", &dv, "v", &v}}, 3,
       "[total, heads, D]", q.dtype, site);
@@ -95,6 +95,14 @@ CheckedVarlenBackward check_varlen_backward(const TensorRef& q, const TensorRef&
     outputs.push_back({ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)}, t});
   }
   check_gradient_overlaps(inputs, outputs, site);
+  for (const ValidatedModTensor& m : r.fwd.mod_tensors) // read while the gradients are written
+    for (const auto& [out, t] : outputs)
+      if (m.end > m.data && overlaps(ByteRange{"mod tensor", m.data, m.end}, out))
+        reject(
+            site,
+            "mod tensor '{}' (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected the mods' "
+            "tensors apart from the gradients, which are written while they are read",
+            m.name, m.data, m.end, out.name, out.first, out.end);
   for (const auto& [range, t] : outputs) {
     const uint64_t bytes = range.end - range.first;
     (t == &dq ? checked.dq_bytes : t == &dk ? checked.dk_bytes : checked.dv_bytes) = bytes;
@@ -104,10 +112,11 @@ CheckedVarlenBackward check_varlen_backward(const TensorRef& q, const TensorRef&
   r.dout_data = dout.data, r.dq_data = dq.data;
   r.dk_data = numel(dk) > 0 ? dk.data : 0, r.dv_data = numel(dv) > 0 ? dv.data : 0;
   if (options.config)
-    (void)checked_config("options.config (the dK/dV kernel's)", fa2_bwd_dkdv_varlen_def(), *options.config,
-                         r.fwd.shape, site);
+    (void)checked_config("options.config (the dK/dV kernel's)", fa2_bwd_dkdv_varlen_def(options.mods),
+                         *options.config, r.fwd.shape, site);
   if (options.dq_config)
-    (void)checked_config("options.dq_config", fa2_bwd_dq_varlen_def(), *options.dq_config, r.fwd.shape, site);
+    (void)checked_config("options.dq_config", fa2_bwd_dq_varlen_def(options.mods), *options.dq_config,
+                         r.fwd.shape, site);
   return checked;
 }
 
@@ -203,6 +212,8 @@ void backward_varlen(const TensorRef& q, const TensorRef& k, const TensorRef& v,
     dq_acc.emplace(rows * static_cast<uint64_t>(s.D) * sizeof(float));
   const std::vector<LaunchArg> args =
       varlen_bwd_launch_args(b, delta ? delta->ptr() : 0, dq_acc ? dq_acc->ptr() : 0);
+  std::vector<LaunchArg> modded_args = args; // dK/dV's and dQ's end in the mods' tensors
+  append_mod_launch_args(a.mod_tensors, modded_args);
   const SizeArgs sizes = varlen_size_args(s);
   const AttentionBwdConfigs defaults = default_bwd_configs(a.shape, atomic);
   double pairs = static_cast<double>(s.total_q) * static_cast<double>(s.max_seqlen_k); // a bound, unless read
@@ -217,7 +228,7 @@ void backward_varlen(const TensorRef& q, const TensorRef& k, const TensorRef& v,
   // Launches `def` at `given` or at the tuner's pick from `base` (timing on scratch copies of `outputs`); an
   // empty grid (no rows, or no keys) launches nothing.
   auto launch = [&](const KernelDef& def, const std::optional<Config>& given, const Config& base,
-                    const std::vector<OutputArg>& outputs, double flops) {
+                    const std::vector<OutputArg>& outputs, double flops, const std::vector<LaunchArg>& args) {
     if (given) {
       const Config c = checked_config("config", def, *given, a.shape, site);
       const Grid grid = def.grid(c, sizes);
@@ -237,21 +248,23 @@ void backward_varlen(const TensorRef& q, const TensorRef& k, const TensorRef& v,
   const Config pre =
       varlen_config_of(fa2_bwd_preprocess_varlen_def(),
                        bwd_preprocess_config(a.shape, options.config ? *options.config : dkdv_base));
-  launch(fa2_bwd_preprocess_varlen_def(), pre, pre, {}, 0);
+  launch(fa2_bwd_preprocess_varlen_def(), pre, pre, {}, 0, args);
   std::vector<OutputArg> dkdv_outputs;
   for (auto [index, bytes] : {std::pair{kBwdArgDk, checked.dk_bytes}, {kBwdArgDv, checked.dv_bytes}})
     if (bytes > 0)
       dkdv_outputs.push_back({index, static_cast<size_t>(bytes), 0});
-  launch(fa2_bwd_dkdv_varlen_def(), options.config, dkdv_base, dkdv_outputs, kDkdvFlops * fwd_flops);
+  launch(fa2_bwd_dkdv_varlen_def(options.mods), options.config, dkdv_base, dkdv_outputs,
+         kDkdvFlops * fwd_flops, modded_args);
   if (atomic) {
     const Config conv = varlen_config_of(fa2_bwd_dq_convert_varlen_def(), bwd_dq_convert_config(a.shape));
-    launch(fa2_bwd_dq_convert_varlen_def(), conv, conv, {}, 0);
+    launch(fa2_bwd_dq_convert_varlen_def(), conv, conv, {}, 0, args);
   } else {
     std::vector<OutputArg> dq_outputs;
     if (checked.dq_bytes > 0)
       dq_outputs.push_back({kBwdArgDq, static_cast<size_t>(checked.dq_bytes), 0});
-    launch(fa2_bwd_dq_varlen_def(), options.dq_config, varlen_config_of(fa2_bwd_dq_varlen_def(), defaults.dq),
-           dq_outputs, kDqFlops * fwd_flops);
+    launch(fa2_bwd_dq_varlen_def(options.mods), options.dq_config,
+           varlen_config_of(fa2_bwd_dq_varlen_def(), defaults.dq), dq_outputs, kDqFlops * fwd_flops,
+           modded_args);
   }
   stream.synchronize(); // the scratch is freed on return
 }

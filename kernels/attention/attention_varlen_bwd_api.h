@@ -13,8 +13,10 @@
 // What differs from backward(): the call always allocates its f32 scratch (Delta [H, total_q], and the atomic
 // variant's accumulator [H, total_q, D]) and synchronizes options.stream before freeing it, so it blocks and
 // cannot be captured in a CUDA graph (no workspace entry point yet); with deterministic = false and no config
-// the deterministic pair runs (the atomic pair is not tuned against it yet); no mods. Validation errors start
-// "attention::backward_varlen:" and end in the caller's line.
+// the deterministic pair runs (the atomic pair is not tuned against it yet). Mods: options.mods and
+// options.mod_tensors must be the forward's (forward_varlen(): per-sequence indices); a sink enters through
+// lse, and its own gradient (options.dsink) is not built for packed batches yet (an error). Validation
+// errors start "attention::backward_varlen:" and end in the caller's line.
 #pragma once
 
 #include "kernels/attention/attention_bwd_api.h"

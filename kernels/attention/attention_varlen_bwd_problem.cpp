@@ -1,5 +1,6 @@
 #include "kernels/attention/attention_varlen_bwd_problem.h"
 
+#include "kernels/attention/attention_mods.h"
 #include "kernels/attention/attention_varlen_defs.h"
 #include "kernels/attention/fa2_bwd_varlen.h"
 
@@ -21,6 +22,14 @@ HostBuffer make_varlen_dout(const VarlenProblem& p, uint64_t seed, double scale)
 
 AttentionGrads varlen_reference_backward(const VarlenProblem& p, const AttentionInputs& in,
                                          const HostBuffer& dout) {
+  return varlen_reference_backward(p, in, dout,
+                                   [](int64_t, const AttentionProblem& sp, const AttentionTensors64& t) {
+                                     return reference_backward(sp, t);
+                                   });
+}
+
+AttentionGrads varlen_reference_backward(const VarlenProblem& p, const AttentionInputs& in,
+                                         const HostBuffer& dout, const SequenceBackwardFn& backward) {
   check_varlen_problem(p);
   const VarlenStrides s = varlen_strides(p);
   const std::vector<int32_t> cu_q = p.cu_seqlens_q(), cu_k = p.cu_seqlens_k();
@@ -43,7 +52,7 @@ AttentionGrads varlen_reference_backward(const VarlenProblem& p, const Attention
                                packed_sequence_tensor(in.k, s.k, k0, sp.N_K, p.H_KV, p.D),
                                packed_sequence_tensor(in.v, s.v, k0, sp.N_K, p.H_KV, p.D),
                                packed_sequence_tensor(dout, s.q, q0, sp.N_Q, p.H, p.D)};
-    const AttentionGrads seq = reference_backward(sp, t); // [1, heads, n, D]
+    const AttentionGrads seq = backward(b, sp, t); // [1, heads, n, D]
     // Scatters a sequence's [heads, n, D] gradient into the packed [total, heads, D] one at token `t0`.
     auto scatter = [&](const std::vector<double>& from, std::vector<double>& to, int64_t heads, int64_t n,
                        int64_t t0) {
@@ -65,6 +74,11 @@ AttentionGrads varlen_reference_backward(const VarlenProblem& p, const Attention
 
 AttentionBwdBuffers make_varlen_bwd_buffers(const VarlenProblem& p, const AttentionInputs& in,
                                             const HostBuffer& dout) {
+  return make_varlen_bwd_buffers(p, in, dout, varlen_reference(p, in));
+}
+
+AttentionBwdBuffers make_varlen_bwd_buffers(const VarlenProblem& p, const AttentionInputs& in,
+                                            const HostBuffer& dout, const AttentionResult& fwd) {
   check_varlen_problem(p);
   const int64_t rows = p.H * p.total_q();
   AttentionBwdBuffers b{in.q,
@@ -79,7 +93,6 @@ AttentionBwdBuffers make_varlen_bwd_buffers(const VarlenProblem& p, const Attent
                         HostBuffer(p.dtype, varlen_kv_numel(p), "dV"),
                         HostBuffer(DType::f32, rows * p.D, "DQ_ACC")};
   // The forward's outputs as the forward kernel would leave them (O's padding NaN: never read).
-  const AttentionResult fwd = varlen_reference(p, in);
   poison(b.o);
   const PackedStrides so = varlen_strides(p).o;
   for (int64_t t = 0; t < p.total_q(); ++t)
@@ -124,6 +137,12 @@ void run_varlen_bwd(const VarlenProblem& p, const AttentionBwdConfigs& configs, 
 
 void run_varlen_bwd(const VarlenProblem& p, const AttentionBwdConfigs& configs, AttentionBwdBuffers& b,
                     const VarlenOffsets& offsets, Executor executor) {
+  run_varlen_bwd(p, configs, b, offsets, executor, AttentionMods{}, {});
+}
+
+void run_varlen_bwd(const VarlenProblem& p, const AttentionBwdConfigs& configs, AttentionBwdBuffers& b,
+                    const VarlenOffsets& offsets, Executor executor, const AttentionMods& mods,
+                    const std::vector<InterpArg>& mod_args) {
   check_varlen_problem(p);
   const AttentionProblem shape = p.shape();
   check_attention_config(shape, configs.dkdv);
@@ -159,19 +178,21 @@ void run_varlen_bwd(const VarlenProblem& p, const AttentionBwdConfigs& configs, 
       varlen_config_of(fa2_bwd_preprocess_varlen_def(), bwd_preprocess_config(shape, configs.dkdv));
   // A kernel whose grid is empty has nothing to do: no query rows (preprocess, dQ: yet dK/dV still write
   // their zeros) or no keys (dK/dV: yet dQ still writes its zeros).
-  auto run = [&](const KernelDef& def, const Config& c) {
+  std::vector<InterpArg> modded_args = args; // the looping kernels' arguments end in the mods' tensors
+  modded_args.insert(modded_args.end(), mod_args.begin(), mod_args.end());
+  auto run = [&](const KernelDef& def, const Config& c, const std::vector<InterpArg>& kernel_args) {
     def.check(c);
     const Grid grid = def.grid(c, sizes);
     if (grid[0] > 0 && grid[1] > 0)
-      execute(executor, def.build(c), grid, args);
+      execute(executor, def.build(c), grid, kernel_args);
   };
-  run(fa2_bwd_preprocess_varlen_def(), pre);
-  run(fa2_bwd_dkdv_varlen_def(), configs.dkdv);
+  run(fa2_bwd_preprocess_varlen_def(), pre, args);
+  run(fa2_bwd_dkdv_varlen_def(mods), configs.dkdv, modded_args);
   if (atomic_dq)
     run(fa2_bwd_dq_convert_varlen_def(),
-        varlen_config_of(fa2_bwd_dq_convert_varlen_def(), bwd_dq_convert_config(shape)));
+        varlen_config_of(fa2_bwd_dq_convert_varlen_def(), bwd_dq_convert_config(shape)), args);
   else
-    run(fa2_bwd_dq_varlen_def(), configs.dq);
+    run(fa2_bwd_dq_varlen_def(mods), configs.dq, modded_args);
 }
 
 } // namespace kiln

@@ -1,5 +1,6 @@
 #include "kernels/attention/attention_varlen_problem.h"
 
+#include "kernels/attention/attention_mods.h"
 #include "kernels/attention/fa2_fwd_varlen.h"
 
 #include <fmt/ranges.h>
@@ -115,6 +116,14 @@ std::vector<double> packed_sequence_tensor(const HostBuffer& buf, const PackedSt
 }
 
 AttentionResult varlen_reference(const VarlenProblem& p, const AttentionInputs& in) {
+  return varlen_reference(p, in, [](int64_t, const AttentionProblem& sp, const AttentionTensors64& t) {
+    // A sequence with rows but no keys: O = 0, LSE = −inf, as initialised.
+    return sp.N_K == 0 ? AttentionResult{} : reference_forward(sp, t);
+  });
+}
+
+AttentionResult varlen_reference(const VarlenProblem& p, const AttentionInputs& in,
+                                 const SequenceForwardFn& forward) {
   check_varlen_problem(p);
   const VarlenStrides s = varlen_strides(p);
   const int64_t total_q = p.total_q();
@@ -125,13 +134,15 @@ AttentionResult varlen_reference(const VarlenProblem& p, const AttentionInputs& 
   for (int64_t b = 0; b < p.batch(); ++b) {
     const AttentionProblem sp = p.sequence(b);
     const int64_t q0 = cu_q[static_cast<size_t>(b)], k0 = cu_k[static_cast<size_t>(b)];
-    if (sp.N_Q == 0 || sp.N_K == 0)
-      continue; // no rows, or rows that see no key: O = 0, LSE = −inf as initialised
+    if (sp.N_Q == 0)
+      continue; // no rows
     AttentionTensors64 t{packed_sequence_tensor(in.q, s.q, q0, sp.N_Q, p.H, p.D),
                          packed_sequence_tensor(in.k, s.k, k0, sp.N_K, p.H_KV, p.D),
                          packed_sequence_tensor(in.v, s.v, k0, sp.N_K, p.H_KV, p.D),
                          {}};
-    const AttentionResult seq = reference_forward(sp, t); // O [1, H, n, D], LSE [1, H, n]
+    const AttentionResult seq = forward(b, sp, t); // O [1, H, n, D], LSE [1, H, n]; empty: as initialised
+    if (seq.lse.empty())
+      continue;
     for (int64_t h = 0; h < p.H; ++h)
       for (int64_t i = 0; i < sp.N_Q; ++i) {
         const size_t src = static_cast<size_t>(h * sp.N_Q + i);
@@ -200,6 +211,13 @@ AttentionResult run_fa2_varlen_interpreted(const VarlenProblem& p, const Config&
 AttentionResult run_fa2_varlen_interpreted(const VarlenProblem& p, const Config& config,
                                            const AttentionInputs& in, const VarlenOffsets& offsets,
                                            Executor executor) {
+  return run_fa2_varlen_interpreted(p, config, in, offsets, executor, AttentionMods{}, {});
+}
+
+AttentionResult run_fa2_varlen_interpreted(const VarlenProblem& p, const Config& config,
+                                           const AttentionInputs& in, const VarlenOffsets& offsets,
+                                           Executor executor, const AttentionMods& mods,
+                                           const std::vector<InterpArg>& mod_args) {
   check_varlen_problem(p);
   check_attention_config(p.shape(), config);
   AttentionInputs inputs = in;
@@ -222,11 +240,13 @@ AttentionResult run_fa2_varlen_interpreted(const VarlenProblem& p, const Config&
         args.push_back(InterpArg::of_int(v));
     args.push_back(InterpArg::ptr(cu_q));
     args.push_back(InterpArg::ptr(cu_k));
+    args.insert(args.end(), mod_args.begin(), mod_args.end());
     SizeArgs sizes = varlen_size_args(p);
     sizes["B"] = B;
     sizes["MAX_SEQLEN_Q"] = offsets.max_seqlen_q;
     sizes["MAX_SEQLEN_K"] = offsets.max_seqlen_k;
-    execute(executor, build_fa2_fwd_varlen(config), fa2_fwd_varlen_def().grid(config, sizes), args);
+    const KernelDef& def = fa2_fwd_varlen_def(mods);
+    execute(executor, def.build(config), def.grid(config, sizes), args);
   }
   return gather_varlen_outputs(p, out);
 }

@@ -7,10 +7,13 @@
 #include "kernels/attention/attention_problem.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace kiln {
+
+struct AttentionMods;
 
 struct VarlenProblem {
   std::vector<int64_t> seqlens_q, seqlens_k; // one entry per sequence, 0 allowed
@@ -68,6 +71,13 @@ std::vector<double> packed_sequence_tensor(const HostBuffer& buf, const PackedSt
 // Each sequence is reference_forward() of sequence(b); a sequence with rows but no keys gets O = 0 and
 // LSE = −inf.
 AttentionResult varlen_reference(const VarlenProblem& p, const AttentionInputs& in);
+// The same with each sequence's result from `forward(b, sequence(b), its logical tensors)`, called for every
+// sequence with rows (N_K may be 0: K and V then empty); it returns [1, H, N_Q, D] and [1, H, N_Q] (the mods'
+// reference, attention_varlen_mods.h).
+using SequenceForwardFn =
+    std::function<AttentionResult(int64_t b, const AttentionProblem& seq, const AttentionTensors64& t)>;
+AttentionResult varlen_reference(const VarlenProblem& p, const AttentionInputs& in,
+                                 const SequenceForwardFn& forward);
 
 // The sizes fa2_fwd_varlen's grid and tuning key read (fa2_fwd_varlen.h), known without the lengths.
 struct VarlenSizes {
@@ -100,5 +110,11 @@ AttentionResult run_fa2_varlen_interpreted(const VarlenProblem& p, const Config&
 AttentionResult run_fa2_varlen_interpreted(const VarlenProblem& p, const Config& config,
                                            const AttentionInputs& in, const VarlenOffsets& offsets,
                                            Executor executor = Executor::Interpreter);
+// The same with mods: fa2_fwd_varlen_def(mods), whose arguments end in `mod_args` (the mods' tensors and
+// strides, attention_varlen_mods.h's varlen_mod_interp_args).
+AttentionResult run_fa2_varlen_interpreted(const VarlenProblem& p, const Config& config,
+                                           const AttentionInputs& in, const VarlenOffsets& offsets,
+                                           Executor executor, const AttentionMods& mods,
+                                           const std::vector<InterpArg>& mod_args);
 
 } // namespace kiln

@@ -16,9 +16,6 @@ Kernel build_fa2_bwd_dq_with_mods(const Config& config, const AttentionMods& mod
   const DType dt = tp.dtype;
 
   const bool varlen = config.get_or("VARLEN", 0) != 0; // packed sequences (fa2_bwd_varlen.h)
-  if (varlen && !mods.empty())
-    fail("fa2_bwd_dq_varlen: score and mask mods with packed sequences are not built yet (got mods {})",
-         mods.identity());
   KernelBuilder kb(varlen ? "fa2_bwd_dq_varlen" : "fa2_bwd_dq", config);
   AttentionBwdArgs a = declare_attention_bwd_args(kb, dt, varlen);
   const VarlenArgs varlen_args = varlen ? declare_varlen_args(kb) : VarlenArgs{};

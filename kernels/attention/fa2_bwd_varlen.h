@@ -10,16 +10,24 @@
 // N_K
 // ((cdiv(MAX_SEQLEN_K, BLOCK_N), B·H_KV) for dK/dV; (cdiv(MAX_SEQLEN_Q, BLOCK_M), B·H) for the others).
 // A tile past its sequence's end writes nothing; a sequence's keys that no query sees get dK = dV = 0, and
-// its rows that see no key dQ = 0. No mods (an error), no warp specialisation.
+// its rows that see no key dQ = 0. No warp specialisation.
+//
+// With mods (attention_mods.h), dK/dV and dQ recompute each sequence's scores as fa2_fwd_varlen_def(mods)
+// (b the sequence, positions within it), their mod tensors after CU_SEQLENS_K; a sink enters through LSE.
+// Defined in attention_varlen_mods.cpp; empty mods give the defs above.
 #pragma once
 
 #include "dsl/registry.h"
 
 namespace kiln {
 
+struct AttentionMods;
+
 const KernelDef& fa2_bwd_preprocess_varlen_def();
 const KernelDef& fa2_bwd_dkdv_varlen_def();
 const KernelDef& fa2_bwd_dq_varlen_def();
 const KernelDef& fa2_bwd_dq_convert_varlen_def();
+const KernelDef& fa2_bwd_dkdv_varlen_def(const AttentionMods& mods);
+const KernelDef& fa2_bwd_dq_varlen_def(const AttentionMods& mods);
 
 } // namespace kiln

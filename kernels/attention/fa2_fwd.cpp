@@ -25,9 +25,6 @@ Kernel build_fa2_fwd_kernel(const Config& config, const AttentionMods& mods, boo
   // VARLEN=1 (fa2_fwd_varlen.h): packed sequences; each program reads its sequence's lengths and first row and
   // key from the offsets, and everything below runs on them as on one (batch, head) of the dense kernel.
   const bool varlen = config.get_or("VARLEN", 0) != 0;
-  if (varlen && !mods.empty())
-    fail("fa2_fwd_varlen: score and mask mods with packed sequences are not built yet (got mods {})",
-         mods.identity());
   if (block_mask) {
     if (varlen)
       fail("fa2_fwd_block_mask: block masks with packed sequences (VARLEN=1) are not built yet");
@@ -60,7 +57,10 @@ Kernel build_fa2_fwd_kernel(const Config& config, const AttentionMods& mods, boo
 
   Value offs_m = (m0 + arange(0, BM)).named("offs_m"); // (BM,) i32
   // Score mods (attention_mods.h) see scores already scaled by sm_scale: only log2 e is left to apply to them.
+  // Packed: b is the sequence and the mods' N_Q, N_K, q_idx and kv_idx are the sequence's (a = its view).
   ModKernelEnv mod_env = mods.empty() ? ModKernelEnv{} : mod_kernel_env(kb, mods, a, off_hz, offs_m);
+  if (varlen && mod_env.active()) // an empty sequence's rows clamp to -1: the sink reads row 0 instead
+    mod_env.args.q_idx = maximum(mod_env.args.q_idx, 0);
   const BlockMaskArgs bm = block_mask ? declare_block_mask_args(kb, "bm_") : BlockMaskArgs{};
   Value qk_scale = scores_to_log2(mod_env, a.sm_scale); // exp(x·s) = exp2(x·s·log2 e): one multiply
   Value m_i = full({BM}, -kInfinity, f32).named("m_i"); // running row max, log2 domain

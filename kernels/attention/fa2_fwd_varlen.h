@@ -29,8 +29,18 @@
 
 namespace kiln {
 
+struct AttentionMods;
+
 Kernel build_fa2_fwd_varlen(const Config& config);
 const KernelDef& fa2_fwd_varlen_def(); // built once per process
+// With score and mask mods and sinks (attention_mods.h), applied per sequence: the mods see b, the sequence,
+// and q_idx, kv_idx, N_Q and N_K of the sequence (positions within it, not packed rows); their tensors follow
+// CU_SEQLENS_K (mod_<name>, then one i64 stride per dim), each dim sized by the padded batch
+// (attention_varlen_mods.h: N_Q is MAX_SEQLEN_Q, N_K MAX_SEQLEN_K, B the sequences). The def is named after
+// the mods' identity (one per distinct mods, as fa2_fwd_def(mods)); empty mods give fa2_fwd_varlen_def().
+// Defined in attention_varlen_mods.cpp.
+Kernel build_fa2_fwd_varlen_with_mods(const Config& config, const AttentionMods& mods);
+const KernelDef& fa2_fwd_varlen_def(const AttentionMods& mods);
 // An fa2_fwd config (default_fa2_config(problem), a point of its space) as fa2_fwd_varlen's: the same tiles,
 // warps, stages and problem params, VARLEN=1, without the params the varlen kernel does not take.
 Config varlen_config(const Config& fa2_config);

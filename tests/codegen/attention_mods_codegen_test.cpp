@@ -8,10 +8,14 @@
 #include "kernels/attention/attention_mod_library.h"
 #include "kernels/attention/attention_mods_host.h"
 #include "kernels/attention/attention_problem.h"
+#include "kernels/attention/attention_varlen_defs.h"
+#include "kernels/attention/attention_varlen_mods.h"
 #include "kernels/attention/fa2_bwd_dkdv.h"
 #include "kernels/attention/fa2_bwd_dq.h"
 #include "kernels/attention/fa2_bwd_sink.h"
+#include "kernels/attention/fa2_bwd_varlen.h"
 #include "kernels/attention/fa2_fwd.h"
+#include "kernels/attention/fa2_fwd_varlen.h"
 #include "nvrtc_compile.h"
 
 #include <gtest/gtest.h>
@@ -96,6 +100,30 @@ TEST(AttentionModsCodegen, BackwardModKernelsCompileForSm90aAndSm80) {
           expect_mod_kernel_compiles(mk, *def, config, arch);
         }
       }
+}
+
+// The packed (varlen) forward, dK/dV and dQ with every library mod kernel above, on sm_90a (the combination
+// on sm_80 too): the mods' tensors follow the offsets as parameters.
+TEST(AttentionModsCodegen, VarlenModKernelsCompile) {
+  for (const ModKernel& mk : mod_kernels())
+    for (const char* arch : {"sm_90a", "sm_80"}) {
+      if (std::string(arch) == "sm_80" && std::string(mk.label) != "document_window_softcap")
+        continue;
+      SCOPED_TRACE(std::string(mk.label) + " " + arch);
+      VarlenProblem p;
+      p.seqlens_q = {100, 3};
+      p.seqlens_k = {70, 200};
+      p.D = 128;
+      p.causal = mk.causal;
+      p.dtype = mk.dtype;
+      const AttentionBwdConfigs bwd = default_varlen_bwd_configs(p);
+      for (const auto& [def, config] : {std::pair{&fa2_fwd_varlen_def(mk.mods), default_fa2_varlen_config(p)},
+                                        {&fa2_bwd_dkdv_varlen_def(mk.mods), bwd.dkdv},
+                                        {&fa2_bwd_dq_varlen_def(mk.mods), bwd.dq}}) {
+        SCOPED_TRACE(def->name);
+        expect_mod_kernel_compiles(mk, *def, config, arch);
+      }
+    }
 }
 
 // fa2_bwd_sink (the sink logits' gradient) per row and per head (its loop over a head's row tiles), with

@@ -3,6 +3,7 @@
 // kiln::Error naming the entry point, what was expected and what came.
 #include "error/error_test_support.h"
 #include "kernels/attention/attention_bwd_problem.h"
+#include "kernels/attention/attention_mod_library.h"
 #include "kernels/attention/attention_varlen_bwd_api.h"
 #include "kernels/attention/attention_varlen_defs.h"
 #include "kernels/attention/fa2_bwd_varlen.h"
@@ -132,6 +133,26 @@ TEST(AttentionVarlenBwdErrors, BackwardValidatesBeforeTouchingTheGpu) {
                     backward_varlen(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv, c.batch, c.options);
                   }),
                   {"attention::backward_varlen", "dq (bytes", "overlaps q"});
+}
+
+// Mods in the packed backward: the forward's checks (per-sequence tensor sizes), and the mods' tensors apart
+// from the gradients, which are written while they are read.
+TEST(AttentionVarlenBwdErrors, ModTensorsSizedPerSequenceAndApartFromTheGradients) {
+  Call c = valid_call();
+  c.options.mods.score.push_back(additive_bias());
+  c.options.mod_tensors["bias"] = TensorRef::contiguous(0xc0000000, DType::f32, {1, 4, 40, 30});
+  const ValidatedVarlenBackward b =
+      validate_varlen_bwd_args(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv, c.batch, c.options);
+  ASSERT_EQ(b.fwd.mod_tensors.size(), 1u);
+  c.options.mod_tensors["bias"] = TensorRef::contiguous(0xc0000000, DType::f32, {1, 4, 45, 37});
+  expect_mentions(validation_error(c), {"attention::backward_varlen",
+                                        "mod tensor 'bias' has extent 45 in dim 2", "expected 40 or 1"});
+  c.options.mod_tensors["bias"] = TensorRef::contiguous(c.dk.data, DType::f32, {1, 4, 40, 30});
+  expect_mentions(validation_error(c), {"mod tensor 'bias'", "overlaps dk", "apart from the gradients"});
+  // o and lse are read by the backward: a mod tensor beside them is fine.
+  c.options.mod_tensors["bias"] = TensorRef::contiguous(c.lse.data, DType::f32, {1, 4, 40, 30});
+  EXPECT_NO_THROW(
+      validate_varlen_bwd_args(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv, c.batch, c.options));
 }
 
 } // namespace

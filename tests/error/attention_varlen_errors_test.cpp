@@ -194,13 +194,61 @@ TEST(AttentionVarlenErrors, OutputsOverlapInputsOrOffsets) {
   expect_mentions(validation_error(c), {"lse (bytes", "overlaps o"});
 }
 
-TEST(AttentionVarlenErrors, LayoutAndModsAreNotForPackedTensors) {
+TEST(AttentionVarlenErrors, LayoutIsNotForPackedTensors) {
   Call c = valid_call();
   c.options.layout = "bshd";
   expect_mentions(validation_error(c), {"options.layout is \"bshd\"", "packed tensors have one layout"});
+}
+
+// Mods on a packed batch (attention_varlen_mods.h): their tensors are indexed per sequence, so a dim N_Q or
+// N_K runs along max_seqlen_q or max_seqlen_k (40 and 30 here) and B along the sequences (3), not along the
+// packed totals (45 and 37).
+TEST(AttentionVarlenErrors, ModTensorsAreSizedByTheLongestSequences) {
+  Call c = valid_call();
+  c.options.mods.score.push_back(additive_bias());
+  c.options.mod_tensors["bias"] = TensorRef::contiguous(0x90000000, DType::f32, {3, 4, 40, 30});
+  const ValidatedVarlen v = validate(c);
+  ASSERT_EQ(v.mod_tensors.size(), 1u);
+  EXPECT_EQ(v.mod_tensors[0].strides, (std::vector<int64_t>{4 * 40 * 30, 40 * 30, 30, 1}));
+  c.options.mod_tensors["bias"] = TensorRef::contiguous(0x90000000, DType::f32, {3, 4, 45, 37});
+  expect_mentions(validation_error(c),
+                  {"attention::forward_varlen", "mod tensor 'bias' has extent 45 in dim 2 (N_Q)",
+                   "expected 40 or 1", "[B=3, H=4, N_Q=40, N_K=30]"});
   c = valid_call();
-  c.options.mods.score.push_back(softcap(30));
-  expect_mentions(validation_error(c), {"mods are not built for variable-length batches yet"});
+  c.options.mods.mask.push_back(document_mask());
+  c.options.mod_tensors["q_doc"] = TensorRef::contiguous(0x90000000, DType::i32, {1, 45}); // packed ids
+  c.options.mod_tensors["kv_doc"] = TensorRef::contiguous(0x98000000, DType::i32, {3, 30});
+  expect_mentions(validation_error(c),
+                  {"mod tensor 'q_doc' has extent 45 in dim 1 (N_Q)", "expected 40 or 1"});
+}
+
+TEST(AttentionVarlenErrors, ModsAsForwardChecksThem) {
+  Call c = valid_call();
+  c.options.mods.score.push_back(alibi());
+  expect_mentions(validation_error(c), {"attention::forward_varlen", "read a tensor 'alibi_slopes'",
+                                        "which options.mod_tensors does not hold"});
+  c.options.mod_tensors["alibi_slopes"] = TensorRef::contiguous(0x40000000, DType::f32, {4}); // inside o
+  expect_mentions(validation_error(c), {"mod tensor 'alibi_slopes'", "overlaps o"});
+  c = valid_call();
+  c.options.mods.mask.push_back(sliding_window(8, 0));
+  c.options.exact_masked_v = true;
+  expect_mentions(validation_error(c),
+                  {"options.exact_masked_v", "expected exact_masked_v = false with mask mods"});
+  c = valid_call();
+  c.options.mod_tensors["bias"] = TensorRef::contiguous(0x90000000, DType::f32, {3, 4, 40, 30});
+  expect_mentions(validation_error(c), {"options.mod_tensors holds 'bias', but options.mods is empty"});
+}
+
+TEST(AttentionVarlenErrors, ConfigOfTheKernelWithMods) {
+  Call c = valid_call();
+  c.options.mods.mask.push_back(sliding_window(8, 0));
+  Config config = default_fa2_varlen_config(VarlenProblem{{5, 0, 40}, {7, 30, 0}, 4, 2, 64});
+  c.options.config = config;
+  EXPECT_NO_THROW(validate(c));
+  config.params.erase("VARLEN");
+  config.set("WARP_SPECIALIZE", 1);
+  c.options.config = config;
+  expect_mentions(validation_error(c), {"options.config", "expected an fa2_fwd_varlen config"});
 }
 
 TEST(AttentionVarlenErrors, GridTooTallForSequencesTimesHeads) {

@@ -51,6 +51,31 @@ TEST_F(CliTest, AttentionVarlenRunsTheDefaultConfig) {
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
 }
 
+// --mod on packed sequences: the library mods applied to each sequence (positions within it), forward and
+// backward, checked against the per-sequence reference with the same mods; a mod whose tensor the command
+// line cannot make is refused.
+TEST_F(CliTest, AttentionVarlenWithMods) {
+  ToolRun r = kiln({"attention", "--varlen=0,1,40:17,70:0,33", "--heads=4", "--kv-heads=2", "--head-dim=32",
+                    "--interpret", "--check", "--set", "BLOCK_M=32,BLOCK_N=16", "--mod", "alibi", "--mod",
+                    "sliding_window=8", "--mod", "softcap=20"});
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("mods alibi,softcap(20)|sliding_window(8,0) (not autotuned)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("check O:"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  ToolRun b = kiln({"attention", "--varlen=1,40:17,33", "--heads=2", "--head-dim=16", "--interpret",
+                    "--check", "--backward", "--mod", "causal=bottom-right", "--mod", "alibi"});
+  ASSERT_EQ(b.rc, 0) << b.out << b.err;
+  EXPECT_NE(b.out.find("; mods alibi|causal_bottom_right"), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("check dQ"), std::string::npos) << b.out;
+  EXPECT_EQ(b.out.find("FAIL"), std::string::npos) << b.out;
+  ToolRun e =
+      kiln({"attention", "--varlen=3,4", "--heads=2", "--head-dim=16", "--interpret", "--mod", "document"});
+  EXPECT_NE(e.rc, 0);
+  EXPECT_NE(e.err.find("read the tensor 'q_doc', which the command line cannot give"), std::string::npos)
+      << e.err;
+}
+
 TEST_F(CliTest, AttentionVarlenOptionErrors) {
   const std::vector<std::string> base = {"attention", "--heads=2", "--head-dim=16", "--interpret"};
   auto with = [&](std::initializer_list<std::string> extra) {
