@@ -89,9 +89,11 @@ struct AttentionOptions {
   // built-in kernel, exactly.
   AttentionMods mods;
   std::map<std::string, TensorRef> mod_tensors;
-  // forward() only: the key tiles each query tile visits, from make_block_mask (attention_block_mask_api.h),
-  // built for this call's sizes, causal mode and mask mods. The forward runs at its tiles (options.config's
-  // must be them) and is not autotuned. Null: the key ranges of the built-in path and the mods' key bounds.
+  // forward() and backward(): the key tiles each query tile visits (and, for the backward's dK/dV, the query
+  // tiles each key tile is seen by), from make_block_mask (attention_block_mask_api.h), built for this call's
+  // sizes, causal mode and mask mods. The kernels run at its tiles (options.config's, and the backward's
+  // dq_config's, must be them) and are not autotuned. Null: the key ranges of the built-in path and the mods'
+  // key bounds.
   std::shared_ptr<const BlockMask> block_mask;
 };
 
@@ -142,8 +144,8 @@ struct ValidatedAttention {
 //    tune_forward() and backward(); a mod tensor missing, not declared, of another dtype, of a shape that is not the
 //    declared dims (or 1), with a negative stride, a null or misaligned address (a multiple of its element
 //    size), or whose bytes overlap o or lse;
-//  - options.block_mask given to an entry point other than forward(), or built for other sizes, another causal
-//    mode, other mask mods or (with options.config) other tiles (check_block_mask).
+//  - options.block_mask given to an entry point other than forward() and backward(), or built for other sizes,
+//    another causal mode, other mask mods or (with options.config) other tiles (check_block_mask).
 ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,
                                            const TensorRef& o, const std::optional<TensorRef>& lse,
                                            const AttentionOptions& options = {},
