@@ -118,11 +118,7 @@ std::shared_ptr<const BlockMask> make_block_mask(const BlockMaskSizes& sizes, co
 }
 
 Config block_mask_default_config(const BlockMask& bm, const AttentionProblem& p) {
-  Config c = default_fa2_config(p);
-  c.num_warps = static_cast<int>(std::clamp<int64_t>(bm.layout.block_m / 16, 1, c.num_warps));
-  c.set("BLOCK_M", bm.layout.block_m).set("BLOCK_N", bm.layout.block_n);
-  c.set("WARP_SPECIALIZE", 0).set("PINGPONG", 0).set("PRODUCT_AHEAD", 0);
-  return c;
+  return block_mask_fwd_config(bm.layout, p);
 }
 
 std::vector<uint64_t> detail::validate_block_mask(const AttentionOptions& options, const AttentionProblem& p,

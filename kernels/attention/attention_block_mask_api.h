@@ -62,8 +62,9 @@ ValidatedBlockMask validate_block_mask_args(const BlockMaskSizes& sizes, const A
                                             int64_t block_m, int64_t block_n,
                                             std::source_location where = std::source_location::current());
 
-// The config a forward over `bm` runs when options.config is empty: default_fa2_config(p) at the block mask's
-// tiles, 16 rows a warp (at most the default's warps), without WARP_SPECIALIZE, PINGPONG or PRODUCT_AHEAD.
+// The config a forward over `bm` runs when options.config is empty: block_mask_fwd_config(bm.layout, p), the
+// default at the block mask's tiles, 16 rows a warp (at most the default's warps), without WARP_SPECIALIZE,
+// PINGPONG or PRODUCT_AHEAD.
 Config block_mask_default_config(const BlockMask& bm, const AttentionProblem& p);
 
 // Validates, then runs the classifier (attention_block_mask, both orientations) on options.stream. Throws kiln::Error when no

@@ -90,6 +90,14 @@ void check_block_mask_bwd_configs(const BlockMaskLayout& l, const Config* dkdv, 
     check_tiles(l, *dq, "the dQ config (BLOCK_M query rows a program, BLOCK_N keys a step)");
 }
 
+Config block_mask_fwd_config(const BlockMaskLayout& l, const AttentionProblem& p) {
+  Config c = default_fa2_config(p);
+  c.num_warps = static_cast<int>(std::clamp<int64_t>(l.block_m / 16, 1, c.num_warps));
+  c.set("BLOCK_M", l.block_m).set("BLOCK_N", l.block_n);
+  c.set("WARP_SPECIALIZE", 0).set("PINGPONG", 0).set("PRODUCT_AHEAD", 0);
+  return c;
+}
+
 AttentionBwdConfigs block_mask_bwd_configs(const BlockMaskLayout& l, const AttentionProblem& p) {
   AttentionBwdConfigs c = default_bwd_configs(p);
   c.dkdv.set("BLOCK_M", l.block_m).set("BLOCK_N", l.block_n);

@@ -41,6 +41,10 @@ BlockMaskLayout block_mask_layout(const AttentionProblem& p, const AttentionMods
 void check_block_mask(const BlockMaskLayout& layout, const AttentionProblem& p, const AttentionMods& mods,
                       const Config* config = nullptr);
 
+// The forward's config over a block mask of `layout` when none is given: default_fa2_config(p) at its tiles,
+// 16 rows a warp (at most the default's warps), without WARP_SPECIALIZE, PINGPONG or PRODUCT_AHEAD.
+Config block_mask_fwd_config(const BlockMaskLayout& layout, const AttentionProblem& p);
+
 // The backward's tiles over a block mask: both kernels run at the block mask's tiles, dK/dV with BLOCK_N keys
 // a program and BLOCK_M query rows a step (the by-key lists), dQ with BLOCK_M rows a program and BLOCK_N keys
 // a step (the forward's lists). A kiln::Error naming both tiles unless each config given has them, or when
