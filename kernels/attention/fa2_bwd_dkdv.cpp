@@ -47,6 +47,11 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
   const AttentionTileParams tp = attention_tile_params(config, "fa2_bwd_dkdv");
   const int64_t BM = tp.block_m, BN = tp.block_n, HD = tp.head_dim;
   const bool atomic_dq = config.get("ATOMIC_DQ") != 0;
+  if (block_mask) { // before the atomic variant's own checks: over a block mask it is refused outright
+    if (config.get_or("VARLEN", 0) != 0)
+      fail("fa2_bwd_dkdv_block_mask: block masks with packed sequences (VARLEN=1) are not built yet");
+    check_block_mask_bwd_config(config);
+  }
   const DType dt = tp.dtype;
   auto low = [&](const Value& x) { return dt == f32 ? x : x.to(dt); }; // product operands in the input dtype
 
@@ -59,11 +64,6 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
   if (varlen && !mods.empty())
     fail("fa2_bwd_dkdv_varlen: score and mask mods with packed sequences are not built yet (got mods {})",
          mods.identity());
-  if (block_mask) {
-    if (varlen)
-      fail("fa2_bwd_dkdv_block_mask: block masks with packed sequences (VARLEN=1) are not built yet");
-    check_block_mask_bwd_config(config);
-  }
   KernelBuilder kb(varlen ? "fa2_bwd_dkdv_varlen" : block_mask ? "fa2_bwd_dkdv_block_mask" : "fa2_bwd_dkdv", config);
   AttentionBwdArgs a = declare_attention_bwd_args(kb, dt, varlen);
   const VarlenArgs varlen_args = varlen ? declare_varlen_args(kb) : VarlenArgs{};
