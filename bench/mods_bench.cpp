@@ -18,7 +18,7 @@ namespace kiln::bench {
 namespace {
 
 // The block mask's tiles (FlexAttention builds its block masks at 128 × 128 and runs 128 × 64 tiles; a kiln
-// forward over a block mask runs at the block mask's tiles, untuned).
+// forward over a block mask is tuned at the block mask's tiles).
 constexpr int64_t kBlockMaskM = 128, kBlockMaskN = 64;
 
 // How a case's kiln record runs: the forward with the mods (tuned), the built-in kernel the mods restate, or
@@ -115,6 +115,11 @@ void run_mods_case(Session& s, CaseRecord& r, const ModsCase& mc, const Attentio
   }
   attention::forward(q, k, v, o, lse, options); // tunes here (with --tune), on poisoned outputs
   stream.synchronize();
+  // The config that ran (the tuner's remembered pick: no launch), and over a block mask whether its lists
+  // were all runs (the kernel that may be warp-specialised).
+  r.extra["config"] = attention::tune_forward(q, k, v, o, lse, options, options.autotune).config.str();
+  if (options.block_mask)
+    r.extra["block_mask_runs"] = options.block_mask->runs ? "yes" : "no";
 
   // Sampled rows against the double reference with the same mods (the twin: the built-in rule alone).
   AttentionProblem ref_problem = p;
@@ -155,7 +160,7 @@ BenchCase mods_case(const ModsCase& mc, const AttentionProblem& p, Variant varia
   if (builtin)
     note = fmt::format("built-in kernel, CAUSAL={}, no mods", mc.twin);
   else if (variant == Variant::BlockMask)
-    note += fmt::format("; block mask at {} x {} tiles, default config", kBlockMaskM, kBlockMaskN);
+    note += fmt::format("; block mask at {} x {} tiles", kBlockMaskM, kBlockMaskN);
   c.record = case_record("mods", mc.op, system, note, p.dtype, {{"B", p.B}, {"H", p.H}, {"N", p.N_Q}, {"D", p.D}},
                          -1, {});
   c.record.flops = 4.0 * static_cast<double>(p.D) * visible_scores(mc, p);

@@ -33,11 +33,20 @@ def mods_section(report):
                      ratio(best, sdpa[0]) if sdpa else DASH, err(rec)])
     if not rows:
         return ""
+    configs = []
+    for rec in report.records(source="kiln", suite="mods"):
+        extra = rec.get("extra") or {}
+        if extra.get("config"):
+            runs = extra.get("block_mask_runs")
+            configs.append([rec["key"], rec["system"], f"`{extra['config']}`", runs if runs else DASH])
     head = ["case", "mods", "kiln TFLOP/s", "with a block mask", "kiln built-in", "best kiln / built-in",
             "flex_attention", "best kiln / flex", "best SDPA", "best kiln / SDPA", "check"]
     return ("kiln's forward generated from the mods (tuned per mods, through `attention::forward`), the same "
-            "over a block mask made once (mask cases; untuned, at the block mask's tiles), the built-in "
+            "over a block mask made once (mask cases; tuned at the block mask's tiles), the built-in "
             "kernel on the same problem where a mod restates it, `torch.compile(flex_attention)` with the same "
             "functions and a block mask, and the fastest SDPA backend that takes the case (a boolean `attn_mask` "
             "for the window and document masks; none takes a softcap). TFLOP/s over the visible scores only.\n\n"
-            + table(head, rows))
+            + table(head, rows)
+            + ("\n\nThe configs that ran (the tuner's picks), and whether a block mask's lists were all runs of "
+               "key tiles (the kernel that may be warp-specialised):\n\n"
+               + table(["case", "system", "config", "block mask all runs"], configs) if configs else ""))

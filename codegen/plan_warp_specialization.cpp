@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace kiln {
@@ -41,14 +42,50 @@ bool carried_by_producer(const Kernel& k, const LoweringPlan& plan, const std::v
   return false;
 }
 
+// The kernel parameter a pointer (or block pointer) is derived from by offsets, shape changes and block-pointer
+// steps, or -1 when it comes from elsewhere (a loop-carried value, a loaded pointer).
+int pointer_param(const Kernel& k, ValueId v) {
+  for (;;) {
+    const ValueInfo& info = k.info(v);
+    if (info.param_index >= 0)
+      return info.param_index;
+    const Op* def = info.def;
+    if (!def || (def->kind != OpKind::AddPtr && def->kind != OpKind::Broadcast && def->kind != OpKind::ExpandDims &&
+                 def->kind != OpKind::Reshape && def->kind != OpKind::MakeBlockPtr && def->kind != OpKind::Advance))
+      return -1;
+    v = def->operands[0];
+  }
+}
+
+// The parameters the kernel may write through (stores and atomics anywhere in it); nullopt when a write goes
+// through a pointer pointer_param cannot trace.
+std::optional<std::set<int>> written_params(const Kernel& k) {
+  std::set<int> written;
+  bool traced = true;
+  walk(k.body, [&](const Op& op) {
+    if (op.kind != OpKind::Store && op.kind != OpKind::AtomicAdd && op.kind != OpKind::StoreBlock)
+      return;
+    const int param = pointer_param(k, op.operands[0]);
+    traced &= param >= 0;
+    written.insert(param);
+  });
+  return traced ? std::optional(written) : std::nullopt;
+}
+
 // The scalars the producer recomputes: the ops behind `needed`, all at the top of the kernel before the last
-// specialised loop (position in k.body.ops < `last_loop_at`), in program order. Empty with `why` set when one
-// is not such an op.
+// specialised loop (position in k.body.ops < `last_loop_at`), in program order. Besides arithmetic, a scalar
+// load from a parameter the kernel never writes (a block mask's counts: the same value for the producer and the
+// consumers, whenever read). Empty with `why` set when one is not such an op.
 std::vector<const Op*> producer_slice(const Kernel& k, const LoweringPlan& plan,
                                       const std::vector<const Op*>& loops, std::vector<ValueId> needed,
                                       std::string& why) {
   const size_t last_loop_at = top_level_positions(k).at(loops.back());
   std::map<const Op*, size_t> top_level = top_level_positions(k);
+  const std::optional<std::set<int>> written = written_params(k);
+  auto read_only = [&](const Op& load) {
+    const int param = pointer_param(k, load.operands[0]);
+    return param >= 0 && written && !written->count(param);
+  };
   std::set<size_t> slice;
   std::set<ValueId> seen;
   while (!needed.empty()) {
@@ -73,11 +110,12 @@ std::vector<const Op*> producer_slice(const Kernel& k, const LoweringPlan& plan,
                       def->kind == OpKind::NumPrograms || def->kind == OpKind::Unary ||
                       def->kind == OpKind::Binary || def->kind == OpKind::Cast ||
                       def->kind == OpKind::Where || def->kind == OpKind::Fma || def->kind == OpKind::AddPtr ||
-                      def->kind == OpKind::MakeBlockPtr || def->kind == OpKind::Advance;
+                      def->kind == OpKind::MakeBlockPtr || def->kind == OpKind::Advance ||
+                      (def->kind == OpKind::Load && read_only(*def));
     if (!pure || (p != Placement::Scalar && p != Placement::BlockPtr)) {
       why = fmt::format(
           "the loops' copies need %{} from {} at {}, which the producer cannot recompute (it reads "
-          "no memory and holds no tiles)",
+          "only scalars of tensors the kernel never writes, and holds no tiles)",
           v, op_name(def->kind), def->loc.str());
       return {};
     }

@@ -5,8 +5,9 @@
 // masked key loop) are all at the top of the kernel (not inside another loop or an if), all copied by TMA, and
 // all fill one ring: the same tiles a stage in the same bytes, the same stages, no other tile in those bytes.
 // Every scalar their bounds, block pointers and advances need must be computed at the top of the kernel before
-// the last loop from parameters, program ids and arithmetic, or be a block pointer an earlier loop carried (the
-// producer recomputes them; it reads no memory). Tiles loaded before a loop are then waited for where the
+// the last loop from parameters, program ids, arithmetic and scalar loads of tensors the kernel never writes
+// (a block mask's counts and first and last tiles), or be a block pointer an earlier loop carried (the
+// producer recomputes them). Tiles loaded before a loop are then waited for where the
 // consumers issue them. Otherwise WarpSpecialization::why_not says which of these failed and the kernel is
 // generated as before.
 //

@@ -381,7 +381,8 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
       fail("--nondeterministic: the backward over a block mask (--block-mask) is always deterministic (no atomic "
            "dQ); drop one of them");
     block_mask_layout_given = block_mask_layout(p, mods, config.get("BLOCK_M"), config.get("BLOCK_N"));
-    config = fa2_fwd_def().with_overrides(block_mask_fwd_config(*block_mask_layout_given, p), overrides);
+    config = fa2_fwd_block_mask_def().with_overrides(
+        block_mask_fwd_config(*block_mask_layout_given, p, /*runs=*/false), overrides);
     check_attention_config(p, config);
     check_block_mask_config(config); // --set WARP_SPECIALIZE=1 and the like
   }
@@ -403,6 +404,8 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
   if (block_mask_layout_given) {
     const BlockMaskLayout& l = *block_mask_layout_given;
     block_mask = make_host_block_mask(p, mods, mod_tensors, l.block_m, l.block_n, executor);
+    if (block_mask->runs && !overrides.count("BLOCK_MASK_RUNS")) // every list a run: the kernel of two ranges
+      config.set("BLOCK_MASK_RUNS", 1);
     int64_t full = 0, partial = 0;
     for (int64_t row = 0; row < l.rows(); ++row) {
       full += static_cast<int64_t>(block_mask->full_count.get(row));

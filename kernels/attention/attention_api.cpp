@@ -234,17 +234,13 @@ struct PreparedForward {
   ValidatedAttention a;
   std::optional<rt::DeviceBuffer> lse_scratch;
   std::vector<LaunchArg> args;
-  std::optional<TunedLaunch> tuned; // empty when options.config or a block mask was given
+  std::optional<TunedLaunch> tuned; // empty when options.config was given
 };
 
-// The kernel a forward runs: over the block mask's lists when there is one, else the mods' (or built-in).
+// The kernel a forward runs on options.config: over the block mask's lists when there is one, else the mods'
+// (or built-in).
 const KernelDef& forward_def(const AttentionOptions& options) {
   return options.block_mask ? fa2_fwd_block_mask_def(options.mods) : fa2_fwd_def(options.mods);
-}
-
-// The config of an untuned forward: options.config, else with a block mask the default at its tiles.
-Config untuned_config(const AttentionOptions& options, const AttentionProblem& p) {
-  return options.config ? *options.config : block_mask_default_config(*options.block_mask, p);
 }
 
 PreparedForward prepare_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v,
@@ -260,7 +256,7 @@ PreparedForward prepare_forward(const TensorRef& q, const TensorRef& k, const Te
   if (!f.a.lse)
     f.lse_scratch.emplace(lse_bytes(p));
   f.args = forward_launch_args(f.a, f.a.lse ? *f.a.lse : f.lse_scratch->ptr());
-  if (!options.config && !options.block_mask) {
+  if (!options.config) {
     // Tuning launches write scratch copies of O and LSE, never the caller's.
     const std::vector<OutputArg> outputs = {
         {3, static_cast<size_t>(extent_bytes("o", o, site))},
@@ -269,8 +265,13 @@ PreparedForward prepare_forward(const TensorRef& q, const TensorRef& k, const Te
     TuneOptions tune;
     tune.mode = mode;
     tune.flops = attention_flops(p);
-    f.tuned = attention_tuner().select(fa2_fwd_def(options.mods), default_fa2_config(p),
-                                       attention_size_args(p), f.args, outputs, tune);
+    // Over a block mask: the configs at its tiles, warp-specialised ones too where its lists are runs.
+    const BlockMask* bm = options.block_mask.get();
+    const KernelDef& def = bm ? fa2_fwd_block_mask_tuning_def(options.mods, bm->layout.block_m,
+                                                              bm->layout.block_n, bm->runs)
+                              : fa2_fwd_def(options.mods);
+    const Config base = bm ? block_mask_default_config(*bm, p) : default_fa2_config(p);
+    f.tuned = attention_tuner().select(def, base, attention_size_args(p), f.args, outputs, tune);
   }
   return f;
 }
@@ -288,7 +289,7 @@ void forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const T
     f.tuned->kernel->launch(f.tuned->grid, f.args, stream);
   } else {
     const KernelDef& def = forward_def(options);
-    const Config config = untuned_config(options, f.a.problem);
+    const Config& config = *options.config;
     compiled_for(def, config)->launch(def.grid(config, attention_size_args(f.a.problem)), f.args, stream);
   }
   if (f.lse_scratch)

@@ -5,16 +5,23 @@
 #include "kernels/attention/attention_tiles.h"
 #include "kernels/attention/fa2_fwd.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 namespace kiln {
 
 namespace {
 
-// WARP_SPECIALIZE's producer, PINGPONG and PRODUCT_AHEAD follow the key ranges of fa2_fwd's own loops.
+// WARP_SPECIALIZE's producer, PINGPONG and PRODUCT_AHEAD follow key ranges: the kernel of BLOCK_MASK_RUNS=1
+// walks only those (two runs), the general one also lists tile by tile.
 bool block_mask_config(const Config& c) {
-  return c.get_or("WARP_SPECIALIZE", 0) == 0 && c.get_or("PINGPONG", 0) == 0 &&
-         c.get_or("PRODUCT_AHEAD", 0) == 0;
+  return c.get_or("BLOCK_MASK_RUNS", 0) != 0 ||
+         (c.get_or("WARP_SPECIALIZE", 0) == 0 && c.get_or("PINGPONG", 0) == 0 &&
+          c.get_or("PRODUCT_AHEAD", 0) == 0);
 }
 
 // The classifier's params: the tiles it classifies, the built-in causal rule and the lists' orientation.
@@ -138,8 +145,9 @@ Kernel build_attention_block_mask_with_mods(const Config& config, const Attentio
 
 void check_block_mask_config(const Config& c) {
   if (!block_mask_config(c))
-    fail("fa2_fwd_block_mask: WARP_SPECIALIZE, PINGPONG and PRODUCT_AHEAD follow fa2_fwd's key ranges, not a "
-         "block mask's lists; expected all three 0 (config {})",
+    fail("fa2_fwd_block_mask: WARP_SPECIALIZE, PINGPONG and PRODUCT_AHEAD follow key ranges, not a block "
+         "mask's lists; expected all three 0, or BLOCK_MASK_RUNS=1 for a block mask whose lists are all runs "
+         "(config {})",
          c.str());
 }
 
@@ -174,6 +182,9 @@ KernelDef make_fa2_fwd_block_mask_def() {
   KernelDef d = fa2_fwd_def();
   d.name = "fa2_fwd_block_mask";
   d.summary = "FlashAttention-2 forward over a block mask's lists of full and partial key tiles";
+  d.params.push_back(ParamDef::flag(
+      "BLOCK_MASK_RUNS", 0,
+      "1: every list of the block mask is one run of tiles (BlockMask::runs); the kernel walks two key ranges"));
   d.build = build_fa2_fwd_block_mask;
   d.config_space = [] {
     std::vector<Config> cs = fa2_fwd_def().config_space();
@@ -205,23 +216,52 @@ const KernelDef& fa2_fwd_block_mask_def(const AttentionMods& mods) {
   return def_with_mods(fa2_fwd_block_mask_def(), mods, build_fa2_fwd_with_block_mask, false);
 }
 
+const KernelDef& fa2_fwd_block_mask_tuning_def(const AttentionMods& mods, int64_t block_m, int64_t block_n,
+                                               bool runs) {
+  const KernelDef& base = fa2_fwd_block_mask_def(mods);
+  // One def per (mods, tiles, runs), kept for the process's life: the tuner tells spaces apart by name.
+  static std::mutex mutex;
+  static std::map<std::tuple<std::string, int64_t, int64_t, bool>, KernelDef> defs;
+  const std::tuple<std::string, int64_t, int64_t, bool> key{base.name, block_m, block_n, runs};
+  std::lock_guard lock(mutex);
+  if (auto it = defs.find(key); it != defs.end())
+    return it->second;
+  KernelDef d = base;
+  d.name += fmt::format("@{}x{}{}", block_m, block_n, runs ? "+runs" : "");
+  d.config_space = [block_m, block_n, runs] {
+    std::vector<Config> cs;
+    for (Config c : fa2_fwd_def().config_space()) {
+      if (c.get("BLOCK_M") != block_m || c.get("BLOCK_N") != block_n)
+        continue;
+      c.set("BLOCK_MASK_RUNS", runs ? 1 : 0);
+      if (block_mask_config(c))
+        cs.push_back(c);
+    }
+    return cs;
+  };
+  return defs.try_emplace(key, std::move(d)).first->second;
+}
+
 void walk_block_mask_lists(const BlockMaskArgs& bm, const Value& row, const Value& list, int64_t block,
-                           const char* dim, const std::function<void(const Value&)>& seek,
+                           const char* dim, bool runs_only, const std::function<void(const Value&)>& seek,
                            const std::function<void(Value, bool)>& tile) {
   auto walk = [&](const Value& count, const Value& index, bool masked) {
     const std::string what = masked ? "partial" : "full";
     Value n = load(count + row).named("n_" + what);
     // A list that is one run of consecutive tiles (causal's, a window's) is walked as a range, whose loop the
     // code generator pipelines as it does the built-in path's; any other list tile by tile. Both loops are
-    // always there, one of them empty. (With n = 0, `first` and `last` read the list's unused first entry,
-    // which make_block_mask zeroes.)
+    // there unless every list is a run (runs_only), one of them empty. (With n = 0, `first` and `last` read
+    // the list's unused first entry, which make_block_mask zeroes.)
     Value first = load(index + list).named(what + "_first");
     Value last = load(index + (list + maximum(n - 1, 0).to(i64))).named(what + "_last");
-    Value run = ((n > 0) && (last - first == n - 1)).named(what + "_is_run");
+    Value run = runs_only ? (n > 0).named(what + "_is_run")
+                          : ((n > 0) && (last - first == n - 1)).named(what + "_is_run");
     Value run_start = (where(run, first, 0) * block).named(what + "_run_start");
     Value run_end = ((where(run, last, -1) + 1) * block).named(what + "_run_end");
     seek(run_start);
     for_range(run_start, run_end, block, [&](Value start) { tile(start, masked); });
+    if (runs_only)
+      return;
     for_range(0, where(run, 0, n), 1, [&](Value i) {
       // The tile's index is read from the list; the caller's block pointers are made from it.
       Value start = (load(index + (list + i.to(i64))) * block).named(what + "_start_" + dim);
@@ -235,15 +275,15 @@ void walk_block_mask_lists(const BlockMaskArgs& bm, const Value& row, const Valu
 
 void for_each_block_mask_tile(const BlockMaskArgs& bm, const AttentionArgs& a,
                               const AttentionHeadBases& bases, const AttentionTileParams& tp,
-                              const Value& off_hz, const Value& start_m, Value& k_ptr, Value& v_ptr,
-                              const std::function<void(Value, bool)>& tile) {
+                              const Value& off_hz, const Value& start_m, bool runs_only, Value& k_ptr,
+                              Value& v_ptr, const std::function<void(Value, bool)>& tile) {
   Value row = block_mask_row(off_hz, cdiv(a.N_Q, tp.block_m), start_m);
   Value list = block_mask_list(row, cdiv(a.N_K, tp.block_n));
   auto seek = [&](const Value& start_n) {
     k_ptr = k_block_ptr(a, bases, tp, start_n);
     v_ptr = v_block_ptr(a, bases, tp, start_n);
   };
-  walk_block_mask_lists(bm, row, list, tp.block_n, "n", seek, tile);
+  walk_block_mask_lists(bm, row, list, tp.block_n, "n", runs_only, seek, tile);
 }
 
 } // namespace kiln

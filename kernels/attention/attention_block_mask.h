@@ -52,11 +52,19 @@ const KernelDef& attention_block_mask_def(const AttentionMods& mods);
 AttentionMods block_mask_mods(const AttentionMods& mods);
 
 // The forward with a block mask: fa2_fwd's args, the mods' tensors, then bm_full_count, bm_full_index,
-// bm_partial_count, bm_partial_index. fa2_fwd's params; WARP_SPECIALIZE, PINGPONG, PRODUCT_AHEAD and VARLEN
-// must be 0 (a kiln::Error otherwise), and the config space has none of them.
+// bm_partial_count, bm_partial_index. fa2_fwd's params and BLOCK_MASK_RUNS: 1 for a block mask whose lists
+// are all runs (BlockMask::runs, attention_block_mask_runs.h), whose kernel walks only key ranges. VARLEN must
+// be 0, and WARP_SPECIALIZE, PINGPONG and PRODUCT_AHEAD too unless BLOCK_MASK_RUNS=1 (a kiln::Error otherwise);
+// the config space has none of them (the host API tunes over block_mask_tuning_def's).
 const KernelDef& fa2_fwd_block_mask_def();
 void check_block_mask_config(const Config& config); // the kiln::Error above
 const KernelDef& fa2_fwd_block_mask_def(const AttentionMods& mods);
+// What the host API tunes a forward over a block mask with: fa2_fwd_block_mask_def(mods) whose space is
+// fa2_fwd's configs at the block mask's tiles (with `runs`, the warp-specialised ones too) with BLOCK_MASK_RUNS
+// set to `runs`, named "<name>@<block_m>x<block_n>[+runs]". Empty when fa2_fwd's space has no such tiles: the
+// tuner then runs the base config.
+const KernelDef& fa2_fwd_block_mask_tuning_def(const AttentionMods& mods, int64_t block_m, int64_t block_n,
+                                               bool runs);
 
 // Where a block mask's lists of tile `tile` (of `tiles` per batch·head) are: the row of the count tensors
 // (i64, named bm_row), and where its list starts in the index tensors, whose lists are `list_len` long.
@@ -67,18 +75,20 @@ Value block_mask_list(const Value& row, const Value& list_len);
 // ones, tile(start, true), where start = index · block. seek(start) sets the caller's block pointers at a tile
 // before tile() is called on it; tile() advances them by one tile. A list that is one run of consecutive tiles
 // is walked as a range [first, last + 1) · block (a loop the code generator pipelines), any other tile by tile
-// (start named <full|partial>_start_<dim>). The forward and dQ walk key tiles, dK/dV query tiles.
+// (start named <full|partial>_start_<dim>); with `runs_only` (every list is a run) the tile-by-tile loops are
+// left out. The forward and dQ walk key tiles, dK/dV query tiles.
 void walk_block_mask_lists(const BlockMaskArgs& bm, const Value& row, const Value& list, int64_t block,
-                           const char* dim, const std::function<void(const Value&)>& seek,
+                           const char* dim, bool runs_only, const std::function<void(const Value&)>& seek,
                            const std::function<void(Value, bool)>& tile);
 
 // The forward's loops over the block mask's lists for the query tile start_m of batch·head off_hz: the full
 // tiles, tile(start_n, false), then the partial ones, tile(start_n, true); k_ptr and v_ptr point at each
 // tile's keys when tile() is called (tile() may advance them by one tile). A list that is one run of
-// consecutive tiles is walked as a key range (a loop the code generator pipelines), any other tile by tile.
+// consecutive tiles is walked as a key range (a loop the code generator pipelines), any other tile by tile;
+// with `runs_only` (every list is a run) the tile-by-tile loops are left out.
 void for_each_block_mask_tile(const BlockMaskArgs& bm, const AttentionArgs& a,
                               const AttentionHeadBases& bases, const AttentionTileParams& tp,
-                              const Value& off_hz, const Value& start_m, Value& k_ptr, Value& v_ptr,
-                              const std::function<void(Value, bool)>& tile);
+                              const Value& off_hz, const Value& start_m, bool runs_only, Value& k_ptr,
+                              Value& v_ptr, const std::function<void(Value, bool)>& tile);
 
 } // namespace kiln

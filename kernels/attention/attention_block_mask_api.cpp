@@ -2,6 +2,7 @@
 
 #include "kernels/attention/attention_api_checks.h"
 #include "kernels/attention/attention_block_mask.h"
+#include "kernels/attention/attention_block_mask_runs.h"
 #include "kernels/attention/attention_launch.h"
 
 #include <algorithm>
@@ -21,6 +22,7 @@ std::array<uint64_t, 4> BlockMask::key_addresses() const {
 HostBlockMask BlockMask::to_host() const {
   HostBlockMask h;
   h.layout = layout;
+  h.runs = runs;
   const std::pair<const rt::DeviceBuffer*, HostBuffer*> lists[] = {{&full_count, &h.full_count},
                                                                    {&full_index, &h.full_index},
                                                                    {&partial_count, &h.partial_count},
@@ -114,11 +116,28 @@ std::shared_ptr<const BlockMask> make_block_mask(const BlockMaskSizes& sizes, co
   };
   classify(false, bm->full_count, bm->full_index, bm->partial_count, bm->partial_index);
   classify(true, bm->key_full_count, bm->key_full_index, bm->key_partial_count, bm->key_partial_index);
+
+  // Whether every list is a run: one i32 counted on the device and read back.
+  rt::DeviceBuffer non_runs(sizeof(int32_t));
+  non_runs.fill_bytes_async(0, stream);
+  std::vector<LaunchArg> run_args;
+  for (uint64_t list : bm->addresses())
+    run_args.push_back(LaunchArg::pointer(list));
+  run_args.push_back(LaunchArg::pointer(non_runs));
+  run_args.push_back(LaunchArg::of_int(l.rows()));
+  run_args.push_back(LaunchArg::of_int(l.k_tiles()));
+  const KernelDef& runs_def = attention_block_mask_runs_def();
+  const Config runs_config = runs_def.default_config();
+  compiled_for(runs_def, runs_config)->launch(runs_def.grid(runs_config, {{"ROWS", l.rows()}}), run_args, stream);
+  stream.synchronize();
+  int32_t count = 0;
+  non_runs.copy_to_host(&count, sizeof(count));
+  bm->runs = count == 0;
   return bm;
 }
 
 Config block_mask_default_config(const BlockMask& bm, const AttentionProblem& p) {
-  return block_mask_fwd_config(bm.layout, p);
+  return block_mask_fwd_config(bm.layout, p, bm.runs);
 }
 
 std::vector<uint64_t> detail::validate_block_mask(const AttentionOptions& options, const AttentionProblem& p,
@@ -128,13 +147,17 @@ std::vector<uint64_t> detail::validate_block_mask(const AttentionOptions& option
   if (std::string_view(site.entry) != "forward" && std::string_view(site.entry) != "backward")
     reject(site,
            "options.block_mask is not supported by {} yet; expected no block mask (forward() and backward() "
-           "take one; a forward over one is not tuned, and varlen and FA1 do not read one)",
+           "take one; tune_forward, varlen and FA1 do not)",
            site.entry);
   const BlockMask& bm = *options.block_mask;
   try {
     check_block_mask(bm.layout, p, options.mods, options.config ? &*options.config : nullptr);
-    if (options.config)
+    if (options.config) {
       check_block_mask_config(*options.config);
+      if (options.config->get_or("BLOCK_MASK_RUNS", 0) != 0 && !bm.runs)
+        fail("options.config has BLOCK_MASK_RUNS=1, but the block mask has lists that are not one run of key "
+             "tiles (BlockMask::runs is false); expected BLOCK_MASK_RUNS=0");
+    }
   } catch (const Error& e) {
     reject(site, "options.block_mask: {}", e.what());
   }

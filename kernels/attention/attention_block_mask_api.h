@@ -40,6 +40,9 @@ struct BlockMask {
   BlockMaskLayout layout;
   rt::DeviceBuffer full_count, full_index, partial_count, partial_index;
   rt::DeviceBuffer key_full_count, key_full_index, key_partial_count, key_partial_index;
+  // Every list is one run of consecutive key tiles or empty (attention_block_mask_runs.h): the forward then
+  // runs fa2_fwd_block_mask with BLOCK_MASK_RUNS=1, which may be warp-specialised.
+  bool runs = false;
 
   // The tensors' device addresses in the kernels' order: the forward's lists (the forward, dQ), the by-key
   // lists (dK/dV).
@@ -62,12 +65,15 @@ ValidatedBlockMask validate_block_mask_args(const BlockMaskSizes& sizes, const A
                                             int64_t block_m, int64_t block_n,
                                             std::source_location where = std::source_location::current());
 
-// The config a forward over `bm` runs when options.config is empty: block_mask_fwd_config(bm.layout, p), the
-// default at the block mask's tiles, 16 rows a warp (at most the default's warps), without WARP_SPECIALIZE,
-// PINGPONG or PRODUCT_AHEAD.
+// The config a forward over `bm` runs when options.config is empty: block_mask_fwd_config(bm.layout, p,
+// bm.runs), the default at the block mask's tiles, 16 rows a warp (at most the default's warps), without
+// WARP_SPECIALIZE, PINGPONG or PRODUCT_AHEAD, BLOCK_MASK_RUNS as bm.runs. It is also the base the tuner varies
+// (fa2_fwd_block_mask_tuning_def).
 Config block_mask_default_config(const BlockMask& bm, const AttentionProblem& p);
 
-// Validates, then runs the classifier (attention_block_mask, both orientations) on options.stream. Throws kiln::Error when no
+// Validates, then runs the classifier (attention_block_mask, both orientations) and attention_block_mask_runs
+// on options.stream, and waits for the stream to read whether every list is a run (BlockMask::runs). Throws
+// kiln::Error when no
 // GPU driver is available (after validating).
 std::shared_ptr<const BlockMask>
 make_block_mask(const BlockMaskSizes& sizes, const AttentionOptions& options, int64_t block_m,

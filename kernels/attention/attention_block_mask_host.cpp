@@ -1,6 +1,7 @@
 #include "kernels/attention/attention_block_mask_host.h"
 
 #include "kernels/attention/attention_block_mask.h"
+#include "kernels/attention/attention_block_mask_runs.h"
 #include "kernels/attention/fa2_bwd_block_mask.h"
 
 #include <algorithm>
@@ -90,11 +91,12 @@ void check_block_mask_bwd_configs(const BlockMaskLayout& l, const Config* dkdv, 
     check_tiles(l, *dq, "the dQ config (BLOCK_M query rows a program, BLOCK_N keys a step)");
 }
 
-Config block_mask_fwd_config(const BlockMaskLayout& l, const AttentionProblem& p) {
+Config block_mask_fwd_config(const BlockMaskLayout& l, const AttentionProblem& p, bool runs) {
   Config c = default_fa2_config(p);
   c.num_warps = static_cast<int>(std::clamp<int64_t>(l.block_m / 16, 1, c.num_warps));
   c.set("BLOCK_M", l.block_m).set("BLOCK_N", l.block_n);
   c.set("WARP_SPECIALIZE", 0).set("PINGPONG", 0).set("PRODUCT_AHEAD", 0);
+  c.set("BLOCK_MASK_RUNS", runs ? 1 : 0);
   return c;
 }
 
@@ -165,6 +167,18 @@ HostBlockMask make_host_block_mask(const AttentionProblem& p, const AttentionMod
   };
   classify(false, bm.full_count, bm.full_index, bm.partial_count, bm.partial_index);
   classify(true, bm.key_full_count, bm.key_full_index, bm.key_partial_count, bm.key_partial_index);
+  if (l.rows() == 0)
+    return bm;
+
+  HostBuffer non_runs(DType::i32, 1, "non_runs"); // zeroed
+  std::vector<InterpArg> run_args = {InterpArg::ptr(bm.full_count), InterpArg::ptr(bm.full_index),
+                                     InterpArg::ptr(bm.partial_count), InterpArg::ptr(bm.partial_index),
+                                     InterpArg::ptr(non_runs), InterpArg::of_int(l.rows()),
+                                     InterpArg::of_int(l.k_tiles())};
+  const KernelDef& runs_def = attention_block_mask_runs_def();
+  const Config runs_config = runs_def.default_config();
+  execute(executor, runs_def.build(runs_config), runs_def.grid(runs_config, {{"ROWS", l.rows()}}), run_args);
+  bm.runs = non_runs.get(0) == 0;
   return bm;
 }
 
@@ -175,6 +189,9 @@ AttentionResult run_fa2_with_block_mask(const AttentionProblem& p, const Attenti
   check_attention_config(p, config);
   check_mod_tensors(mods, tensors, p);
   check_block_mask(bm.layout, p, mods, &config);
+  if (config.get_or("BLOCK_MASK_RUNS", 0) != 0 && !bm.runs)
+    fail("block mask: config has BLOCK_MASK_RUNS=1, but the block mask has lists that are not one run of key "
+         "tiles; expected BLOCK_MASK_RUNS=0");
   AttentionInputs inputs = in;
   ModTensorValues mod_inputs = tensors;
   HostBlockMask lists = bm; // the kernel's arguments are mutable buffers

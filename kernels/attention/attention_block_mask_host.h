@@ -42,8 +42,9 @@ void check_block_mask(const BlockMaskLayout& layout, const AttentionProblem& p, 
                       const Config* config = nullptr);
 
 // The forward's config over a block mask of `layout` when none is given: default_fa2_config(p) at its tiles,
-// 16 rows a warp (at most the default's warps), without WARP_SPECIALIZE, PINGPONG or PRODUCT_AHEAD.
-Config block_mask_fwd_config(const BlockMaskLayout& layout, const AttentionProblem& p);
+// 16 rows a warp (at most the default's warps), without WARP_SPECIALIZE, PINGPONG or PRODUCT_AHEAD, and
+// BLOCK_MASK_RUNS as `runs` (whether every list of the block mask is a run: HostBlockMask::runs).
+Config block_mask_fwd_config(const BlockMaskLayout& layout, const AttentionProblem& p, bool runs);
 
 // The backward's tiles over a block mask: both kernels run at the block mask's tiles, dK/dV with BLOCK_N keys
 // a program and BLOCK_M query rows a step (the by-key lists), dQ with BLOCK_M rows a program and BLOCK_N keys
@@ -60,6 +61,7 @@ struct HostBlockMask {
   BlockMaskLayout layout;
   HostBuffer full_count, full_index, partial_count, partial_index;
   HostBuffer key_full_count, key_full_index, key_partial_count, key_partial_index;
+  bool runs = false; // every list is one run of consecutive tiles or empty (attention_block_mask_runs.h)
 
   // The key tiles of query tile m of (b, h) in one list, in the order the forward visits them.
   std::vector<int64_t> full_tiles(int64_t b, int64_t h, int64_t m) const;
@@ -71,12 +73,13 @@ struct HostBlockMask {
 
 // Evaluates the mask (built-in N_K and causal rules of `p`, and `mods`' mask mods reading `tensors`; score
 // mods, sinks and their tensors are ignored) on every tile with the attention_block_mask kernel, in both
-// orientations.
+// orientations, then whether every list of the forward's is a run with attention_block_mask_runs.
 HostBlockMask make_host_block_mask(const AttentionProblem& p, const AttentionMods& mods,
                                    const ModTensorValues& tensors, int64_t block_m, int64_t block_n,
                                    Executor executor = Executor::Interpreter);
 
-// The FA2 forward with mods over the block mask `bm` on `config` (checked with check_block_mask), as
+// The FA2 forward with mods over the block mask `bm` on `config` (checked with check_block_mask; its
+// BLOCK_MASK_RUNS=1 needs bm.runs), as
 // run_fa2_with_mods: outputs poisoned with NaN, O and LSE in logical order.
 AttentionResult run_fa2_with_block_mask(const AttentionProblem& p, const AttentionMods& mods,
                                         const ModTensorValues& tensors, const HostBlockMask& bm,

@@ -93,6 +93,12 @@ Value apply_mask_mods(const AttentionMods& mods, const ModArgs& m, Value visible
 // The mods on one tile whose queries and keys m.q_idx and m.kv_idx index (either orientation): the scaled
 // scores through the score mods, and where `visible` is given (a masked tile) −inf where it or a mask mod
 // hides the key.
+// The scores the mods take: scaled by sm_scale where score mods read them, else as they are (mask mods only
+// hide keys; scores_to_log2 then applies sm_scale).
+Value mod_input_scores(const ModKernelEnv& env, const AttentionArgs& a, const Value& qk) {
+  return env.has_score() ? qk * a.sm_scale : qk;
+}
+
 ModdedScores apply_mods_to_tile(const AttentionMods& mods, const ModArgs& m, const Shape& tile,
                                 const Value& scaled_qk, const Value& visible, bool with_derivative) {
   ModdedScores r;
@@ -312,7 +318,7 @@ ModdedScores modded_scores(const ModKernelEnv& env, const AttentionArgs& a, cons
   // Keys past N_K occur only in masked tiles, which hide them: clamped, they index what the tensors hold.
   m.kv_idx = (masked ? minimum(offs_n, a.N_K - 1) : offs_n).expand_dims(0).named("kv_idx");
   Value visible = masked ? visible_keys(a, tp, env.offs_m, offs_n) : Value();
-  return apply_mods_to_tile(*env.mods, m, {tp.block_m, tp.block_n}, qk * a.sm_scale, visible,
+  return apply_mods_to_tile(*env.mods, m, {tp.block_m, tp.block_n}, mod_input_scores(env, a, qk), visible,
                             with_derivative);
 }
 
@@ -335,7 +341,7 @@ ModdedScores modded_scores_transposed(const ModKernelEnv& env, const AttentionAr
   m.q_idx = (masked ? minimum(offs_m, a.N_Q - 1) : offs_m).expand_dims(0).named("q_idx");   // (1, BM)
   m.kv_idx = (masked ? minimum(offs_n, a.N_K - 1) : offs_n).expand_dims(1).named("kv_idx"); // (BN, 1)
   const Shape tile = qkT.shape();
-  return apply_mods_to_tile(*env.mods, m, tile, qkT * a.sm_scale, visible, with_derivative);
+  return apply_mods_to_tile(*env.mods, m, tile, mod_input_scores(env, a, qkT), visible, with_derivative);
 }
 
 Value sink_logits(const ModKernelEnv& env, const AttentionTileParams& tp) {
@@ -409,7 +415,7 @@ void for_each_mod_key_tile(const ModKernelEnv& env, const AttentionArgs& a, cons
 }
 
 Value scores_to_log2(const ModKernelEnv& env, const Value& sm_scale) {
-  return (env.active() ? scalar(kLog2e, f32) : sm_scale * kLog2e).named("qk_scale");
+  return (env.has_score() ? scalar(kLog2e, f32) : sm_scale * kLog2e).named("qk_scale");
 }
 
 } // namespace kiln

@@ -221,7 +221,9 @@ struct ModdedScores {
 };
 
 // The (BLOCK_M, BLOCK_N) f32 scores of the key tile at start_n: qk · sm_scale through the score mods, then,
-// in a `masked` tile, −inf where the built-in mask (N_K, CAUSAL) or a mask mod hides the key.
+// in a `masked` tile, −inf where the built-in mask (N_K, CAUSAL) or a mask mod hides the key. Without score
+// mods the scores stay unscaled (qk, or −inf): sm_scale is then folded into scores_to_log2's multiply, so that a
+// tile of mask mods alone costs what the built-in kernel's does.
 ModdedScores modded_scores(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
                            const Value& qk, const Value& start_n, bool masked, bool with_derivative = false);
 
@@ -238,8 +240,8 @@ ModdedScores modded_scores_transposed(const ModKernelEnv& env, const AttentionAr
                                       const Value& offs_m, const Value& offs_n, const Value& visible,
                                       bool with_derivative);
 
-// What the kernels multiply the scores by before exp2: sm_scale · log2 e, or log2 e alone with mods (which
-// see scores already scaled by sm_scale). Named qk_scale.
+// What the kernels multiply the scores by before exp2: sm_scale · log2 e, or log2 e alone with score mods
+// (which see scores already scaled by sm_scale, modded_scores). Named qk_scale.
 Value scores_to_log2(const ModKernelEnv& env, const Value& sm_scale);
 
 // The sink's logits of the env's rows: (BLOCK_M,) f32 in the scores' domain (the forward's starting state,

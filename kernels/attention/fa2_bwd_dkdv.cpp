@@ -195,7 +195,7 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
       // partial ones masked (the tail query tile is always partial there), empty ones never visited.
       Value row = block_mask_row(off_b * f.H + head0 + g, cdiv(f.N_K, BN), program_id(0));
       Value list = block_mask_list(row, cdiv(f.N_Q, BM));
-      walk_block_mask_lists(bm, row, list, BM, "m", seek, step);
+      walk_block_mask_lists(bm, row, list, BM, "m", /*runs_only=*/false, seek, step);
       return;
     }
     for_range(range.begin, range.unmasked_begin, BM, [&](Value start_m) { step(start_m, true); });

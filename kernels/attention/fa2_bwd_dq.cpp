@@ -97,7 +97,7 @@ Kernel build_fa2_bwd_dq_kernel(const Config& config, const AttentionMods& mods, 
       k_ptr = bwd_k_block_ptr(a, b, BN, tp, start_n);
       v_ptr = bwd_kv_block_ptr(a, b.v, f.stride_vn, BN, tp, start_n);
     };
-    walk_block_mask_lists(bm, row, list, BN, "n", seek, step);
+    walk_block_mask_lists(bm, row, list, BN, "n", /*runs_only=*/false, seek, step);
   } else if (mod_env.has_mask()) {
     // Mask mods: the key tiles the forward visits, masked where the forward masks them.
     for_each_mod_key_tile(mod_env, f, tp, m0, k_ptr, v_ptr, step);

@@ -59,7 +59,7 @@ Kernel build_fa2_fwd_kernel(const Config& config, const AttentionMods& mods, boo
   Value q = load(q_ptr, tp.row_tile_check()).named("q"); // (BM, HD), zero past N_Q (and D)
 
   Value offs_m = (m0 + arange(0, BM)).named("offs_m"); // (BM,) i32
-  // Mods (attention_mods.h) see scores already scaled by sm_scale: only log2 e is left to apply to them.
+  // Score mods (attention_mods.h) see scores already scaled by sm_scale: only log2 e is left to apply to them.
   ModKernelEnv mod_env = mods.empty() ? ModKernelEnv{} : mod_kernel_env(kb, mods, a, off_hz, offs_m);
   const BlockMaskArgs bm = block_mask ? declare_block_mask_args(kb, "bm_") : BlockMaskArgs{};
   Value qk_scale = scores_to_log2(mod_env, a.sm_scale); // exp(x·s) = exp2(x·s·log2 e): one multiply
@@ -107,7 +107,8 @@ Kernel build_fa2_fwd_kernel(const Config& config, const AttentionMods& mods, boo
     for_range(0, a.N_K, BN, [&](Value start_n) { attend(start_n, true); });
   } else if (block_mask) {
     // The block mask's lists: full tiles unmasked, partial tiles masked, empty tiles never visited.
-    for_each_block_mask_tile(bm, a, bases, tp, off_hz, start_m, k_ptr, v_ptr, attend);
+    for_each_block_mask_tile(bm, a, bases, tp, off_hz, start_m, config.get_or("BLOCK_MASK_RUNS", 0) != 0, k_ptr,
+                             v_ptr, attend);
   } else if (mod_env.has_mask()) {
     // Mask mods: the key tiles within the mods' key bounds (and the causal rule); those every row sees whole
     // (the mods' full bounds) unmasked, the others masked.

@@ -6,6 +6,7 @@
 #include "kernels/attention/attention_block_mask.h"
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/fa2_bwd_block_mask.h"
+#include "kernels/attention/fa2_bwd_dq.h"
 #include "kernels/attention/attention_mod_library.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa2_fwd.h"
@@ -127,6 +128,44 @@ TEST(BlockMaskCodegen, TheBackwardsRunsOfTilesArePipelined) {
     const kiln_test::Planned dkdv_listed = kiln_test::plan_kernel(fa2_bwd_dkdv_block_mask_def().build(c.dkdv), arch);
     EXPECT_EQ(dkdv_listed.plan.pipelined.size(), 2u);
   }
+}
+
+// A block mask whose lists are all runs runs the kernel of two key ranges (BLOCK_MASK_RUNS=1), which is
+// warp-specialised like fa2_fwd: its loops' bounds come from scalar loads of the lists, which the producer
+// makes itself (the lists are never written by the kernel). The general kernel keeps its list loops and is
+// refused WARP_SPECIALIZE at build time.
+TEST(BlockMaskCodegen, RunsOnlyKernelIsWarpSpecialisedWithTheListsReadByTheProducer) {
+  AttentionProblem p;
+  p.D = 128;
+  p.causal = 1;
+  Config c = default_fa2_config(p);
+  c.set("BLOCK_M", 128).set("BLOCK_N", 64).set("WARP_SPECIALIZE", 1).set("BLOCK_MASK_RUNS", 1);
+  c.num_warps = 8;
+  for (const AttentionMods& mods : {AttentionMods{}, document_window_softcap()}) {
+    const kiln_test::Planned runs = kiln_test::plan_kernel(fa2_fwd_block_mask_def(mods).build(c), "sm_90a");
+    SCOPED_TRACE(mods.name());
+    const WarpSpecialization& ws = runs.plan.ws;
+    ASSERT_TRUE(ws.on()) << ws.why_not;
+    EXPECT_EQ(ws.loops.size(), 2u);
+    int loads = 0;
+    for (const Op* op : ws.producer_ops)
+      loads += op->kind == OpKind::Load;
+    EXPECT_EQ(loads, 6) << "each list's count, first and last tile";
+  }
+  Config general = c;
+  general.set("BLOCK_MASK_RUNS", 0);
+  EXPECT_THROW((void)fa2_fwd_block_mask_def().build(general), Error);
+}
+
+TEST(BlockMaskCodegen, RunsOnlyWarpSpecialisedKernelCompiles) {
+  AttentionProblem p;
+  p.D = 128;
+  Config c = default_fa2_config(p);
+  c.set("BLOCK_M", 128).set("BLOCK_N", 64).set("WARP_SPECIALIZE", 1).set("BLOCK_MASK_RUNS", 1);
+  c.num_warps = 8;
+  GeneratedKernel g = generate(fa2_fwd_block_mask_def(document_window_softcap()), c, "sm_90a");
+  EXPECT_TRUE(g.why_not_warp_specialized.empty()) << g.why_not_warp_specialized;
+  expect_nvrtc_compiles(g, "sm_90a");
 }
 
 } // namespace

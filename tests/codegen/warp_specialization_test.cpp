@@ -4,6 +4,7 @@
 #include "codegen/codegen.h"
 #include "codegen/planned_kernel.h"
 #include "codegen/source_text.h"
+#include "dsl/dsl.h"
 #include "nvrtc_compile.h"
 
 #include <gtest/gtest.h>
@@ -53,6 +54,46 @@ TEST(WarpSpecialization, MatmulOnSm90aGetsAProducerForItsTmaLoop) {
   EXPECT_EQ(makes, 2); // A's and B's, not C's (the store's block pointer is the consumers' alone)
   // Full and empty barriers for each slot of the 3-stage ring.
   EXPECT_EQ(p.plan.tma.barrier_bytes, 2 * 8 * 3);
+}
+
+// A matmul whose K loop ends at a bound read from memory (*k_end), as a block mask's runs do; with
+// `writes_bound`, the kernel also stores to that tensor.
+Kernel matmul_with_loaded_bound(bool writes_bound) {
+  Config config;
+  config.set("WARP_SPECIALIZE", 1);
+  config.num_warps = 8;
+  config.num_stages = 3;
+  KernelBuilder kb("matmul_with_loaded_bound", config);
+  Value a = kb.arg_ptr("a", f16), b = kb.arg_ptr("b", f16), c = kb.arg_ptr("c", f32);
+  Value k_end_ptr = kb.arg_ptr("k_end", i32);
+  Value M = kb.arg("M", i32), N = kb.arg("N", i32), K = kb.arg("K", i32);
+  Value k_end = load(k_end_ptr).named("k_end_value");
+  Value pa = make_block_ptr(a, {M, K}, {K, 1}, {program_id(0) * 128, 0}, {128, 64}, {1, 0});
+  Value pb = make_block_ptr(b, {K, N}, {N, 1}, {0, program_id(1) * 128}, {64, 128}, {1, 0});
+  Value acc = zeros({128, 128}, f32);
+  for_range(0, k_end, 64, [&](Value) {
+    acc = dot(load(pa), load(pb), acc);
+    pa = advance(pa, {0, 64});
+    pb = advance(pb, {64, 0});
+  });
+  store(make_block_ptr(c, {M, N}, {N, 1}, {program_id(0) * 128, program_id(1) * 128}, {128, 128}, {1, 0}), acc);
+  if (writes_bound)
+    store(k_end_ptr, k_end + 1);
+  return kb.finish();
+}
+
+// The producer reads a loop bound from memory itself where the kernel never writes that tensor (the consumers
+// read the same value whenever they read it), and refuses where the kernel writes it.
+TEST(WarpSpecialization, ProducerLoadsScalarsOfTensorsTheKernelNeverWrites) {
+  const Planned read_only = plan_kernel(matmul_with_loaded_bound(false), "sm_90a");
+  ASSERT_TRUE(read_only.plan.ws.on()) << read_only.plan.ws.why_not;
+  EXPECT_EQ(std::count_if(read_only.plan.ws.producer_ops.begin(), read_only.plan.ws.producer_ops.end(),
+                          [](const Op* op) { return op->kind == OpKind::Load; }),
+            1);
+  const Planned written = plan_kernel(matmul_with_loaded_bound(true), "sm_90a");
+  EXPECT_FALSE(written.plan.ws.on());
+  EXPECT_NE(written.plan.ws.why_not.find("tensors the kernel never writes"), std::string::npos)
+      << written.plan.ws.why_not;
 }
 
 // FA2's forward has two key loops (unmasked, then masked) whose K/V tiles occupy the same bytes: one producer

@@ -104,6 +104,17 @@ TEST(BlockMaskErrors, ConfigsTheForwardOverABlockMaskDoesNotRun) {
         user_error([&] { (void)fa2_fwd_block_mask_def().build(c); }),
         {"fa2_fwd_block_mask", "WARP_SPECIALIZE, PINGPONG and PRODUCT_AHEAD", "expected all three 0"});
   }
+  // The kernel that walks only runs takes them (its loops are key ranges) ...
+  Config ws = config_at(p, 64, 64);
+  ws.set("WARP_SPECIALIZE", 1).set("BLOCK_MASK_RUNS", 1);
+  EXPECT_NO_THROW((void)fa2_fwd_block_mask_def().build(ws));
+  // ... but only over a block mask whose lists are all runs (host_mask's says they are not: runs is false).
+  const HostBlockMask gaps = host_mask(p, window(8), 16, 16);
+  ASSERT_FALSE(gaps.runs);
+  Config runs = config_at(p, 16, 16);
+  runs.set("BLOCK_MASK_RUNS", 1);
+  expect_mentions(run_error(p, window(8), gaps, runs),
+                  {"BLOCK_MASK_RUNS=1", "not one run", "expected BLOCK_MASK_RUNS=0"});
   Config varlen = config_at(p, 64, 64);
   varlen.set("VARLEN", 1);
   expect_mentions(user_error([&] { (void)build_fa2_fwd_with_block_mask(varlen, AttentionMods{}); }),
@@ -164,6 +175,8 @@ TEST(BlockMaskApiErrors, ABlockMaskForAnotherCall) {
   c.options.config->set("BLOCK_M", 64).set("BLOCK_N", 32).set("WARP_SPECIALIZE", 1);
   expect_mentions(api_error(c),
                   {"attention::forward: options.block_mask:", "WARP_SPECIALIZE", "expected all three 0"});
+  c.options.config->set("WARP_SPECIALIZE", 0).set("BLOCK_MASK_RUNS", 1); // valid_call's block mask: runs false
+  expect_mentions(api_error(c), {"options.block_mask:", "BLOCK_MASK_RUNS=1", "not one run"});
 
   c = valid_call();
   c.q = attention::TensorRef::contiguous(0x10000000, DType::f16, {2, 4, 48, 64});
@@ -175,9 +188,6 @@ TEST(BlockMaskApiErrors, ABlockMaskForAnotherCall) {
 
 TEST(BlockMaskApiErrors, EntryPointsThatTakeNoBlockMask) {
   const Call c = valid_call();
-  expect_mentions(
-      user_error([&] { (void)attention::tune_forward(c.q, c.k, c.v, c.o, c.lse, c.options, std::nullopt); }),
-      {"attention::tune_forward:", "options.block_mask is not supported by tune_forward"});
   Call fa1 = c; // no mods (fa1_forward refuses those first)
   fa1.options.mods = {};
   auto no_mods = std::make_shared<attention::BlockMask>();

@@ -102,6 +102,21 @@ inline void expect_block_mask_matches_dense_mask(const HostBlockMask& bm, const 
   ::testing::Test::RecordProperty(label, fmt::format("full {} partial {} empty {}", full, partial, empty));
 }
 
+// Whether every list of `bm` is one run of consecutive tiles or empty, from the lists themselves (what
+// attention_block_mask_runs computes on the device into HostBlockMask::runs).
+inline bool lists_are_runs(const HostBlockMask& bm) {
+  const BlockMaskLayout& l = bm.layout;
+  auto run = [](const std::vector<int64_t>& tiles) {
+    return tiles.empty() || tiles.back() - tiles.front() == static_cast<int64_t>(tiles.size()) - 1;
+  };
+  for (int64_t b = 0; b < l.B; ++b)
+    for (int64_t h = 0; h < l.H; ++h)
+      for (int64_t m = 0; m < l.q_tiles(); ++m)
+        if (!run(bm.full_tiles(b, h, m)) || !run(bm.partial_tiles(b, h, m)))
+          return false;
+  return true;
+}
+
 // The cases the block mask is built for: the library's mask mods and their combinations (mod_cases():
 // causal both alignments, windows, prefix-LM, documents with rows that see no key, tails, GQA, score mods and
 // sinks beside the masks), each at its tiles and at others, and the built-in causal rule with no mask mod.

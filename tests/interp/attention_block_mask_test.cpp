@@ -22,8 +22,9 @@ TEST_P(BlockMaskInterp, ListsMatchTheDenseMaskTileByTile) {
   const std::pair<int64_t, int64_t> tiles[] = {{c.base.block_m, c.base.block_n}, {16, 16}, {32, 64}};
   for (auto [bm, bn] : tiles) {
     const std::string label = fmt::format("{} at {}x{}", c.name, bm, bn);
-    expect_block_mask_matches_dense_mask(make_host_block_mask(p, c.mods, c.tensors, bm, bn), p, c.mods,
-                                         c.tensors, label);
+    const HostBlockMask mask = make_host_block_mask(p, c.mods, c.tensors, bm, bn);
+    expect_block_mask_matches_dense_mask(mask, p, c.mods, c.tensors, label);
+    EXPECT_EQ(mask.runs, lists_are_runs(mask)) << label << ": whether every list is one run of tiles";
   }
 }
 
@@ -34,6 +35,11 @@ TEST_P(BlockMaskInterp, ForwardOverTheBlockMaskMatchesTheReference) {
   const HostBlockMask bm = make_host_block_mask(p, c.mods, c.tensors, c.base.block_m, c.base.block_n);
   const AttentionResult out = run_fa2_with_block_mask(p, c.mods, c.tensors, bm, config, mod_case_inputs(c));
   check_mod_case_result(c, out);
+  if (bm.runs) { // the kernel that walks only the runs (the one the tuner may warp-specialise)
+    Config runs = config;
+    runs.set("BLOCK_MASK_RUNS", 1);
+    check_mod_case_result(c, run_fa2_with_block_mask(p, c.mods, c.tensors, bm, runs, mod_case_inputs(c)));
+  }
   // The same forward without the block mask: the same keys, visited in another order (full tiles first).
   const AttentionResult plain = run_fa2_with_mods(p, c.mods, c.tensors, config, mod_case_inputs(c));
   const double tol = attention_tolerance(p.dtype, p.tf32, max_abs_lse(plain));
@@ -64,6 +70,7 @@ TEST(BlockMask, EmptyTilesAreNeverVisited) {
   const HostBlockMask bm = make_host_block_mask(p, mods, {}, 16, 16);
   EXPECT_EQ(bm.full_tiles(0, 0, 0), (std::vector<int64_t>{0, 4, 5, 6, 7}));
   EXPECT_TRUE(bm.partial_tiles(0, 0, 0).empty());
+  EXPECT_FALSE(bm.runs) << "tiles 0, 4, 5, 6, 7 are not one run";
   AttentionResult out = run_fa2_with_block_mask(p, mods, {}, bm, config, in);
   AttentionResult ref = reference_with_mods(p, in, mods, {});
   Comparison o = compare_to_reference(out.o, ref.o);
@@ -101,10 +108,16 @@ TEST(BlockMask, RunsOfTilesVisitNothingOutsideTheRun) {
   const HostBlockMask cbm = make_host_block_mask(p, causal, {}, 16, 16);
   EXPECT_EQ(cbm.full_tiles(0, 0, 3), (std::vector<int64_t>{0, 1, 2}));
   EXPECT_EQ(cbm.partial_tiles(0, 0, 3), (std::vector<int64_t>{3}));
-  AttentionResult causal_out = run_fa2_with_block_mask(p, causal, {}, cbm, config, in);
   AttentionResult cref = reference_with_mods(p, in, causal, {});
-  Comparison co = compare_to_reference(causal_out.o, cref.o);
-  EXPECT_TRUE(co.ok(1e-5)) << co.str();
+  EXPECT_TRUE(bm.runs && cbm.runs);
+  // Both kernels: the one that also has tile-by-tile loops, and the one of two key ranges (BLOCK_MASK_RUNS=1).
+  for (int64_t runs : {0, 1}) {
+    Config c = config;
+    c.set("BLOCK_MASK_RUNS", runs);
+    AttentionResult causal_out = run_fa2_with_block_mask(p, causal, {}, cbm, c, in);
+    Comparison co = compare_to_reference(causal_out.o, cref.o);
+    EXPECT_TRUE(co.ok(1e-5)) << "BLOCK_MASK_RUNS=" << runs << ": " << co.str();
+  }
 }
 
 // Causal as a mask mod over a block mask visits what the built-in causal path visits: the tiles below the
