@@ -8,6 +8,7 @@
 #include "interp/attention_block_mask_cases.h"
 #include "interp/attention_mods_bwd_cases.h"
 
+#include "dsl/dsl.h"
 #include "dsl/printer.h"
 #include "kernels/attention/attention_block_mask.h"
 #include "kernels/attention/fa2_bwd_block_mask.h"
