@@ -6,6 +6,7 @@
 #include "kernels/attention/attention_block_mask.h"
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/fa2_bwd_block_mask.h"
+#include "kernels/attention/fa2_bwd_dq.h"
 #include "kernels/attention/attention_mod_library.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa2_fwd.h"
