@@ -1,5 +1,6 @@
 #include "tools/attention_backward.h"
 
+#include "kernels/attention/attention_block_mask_api.h"
 #include "kernels/attention/attention_bwd_api.h"
 #include "runtime/device.h"
 #include "support/error.h"
@@ -55,6 +56,9 @@ struct DeviceBackward {
                                                        {t.shape.begin(), t.shape.end()},
                                                        {t.strides.begin(), t.strides.end()}};
     }
+    if (r.block_mask_tiles) // built once from the mods, as a training loop would, and used by both passes
+      options.block_mask = attention::make_block_mask({p.B, p.H, p.H_KV, p.N_Q, p.N_K}, options,
+                                                      r.block_mask_tiles->first, r.block_mask_tiles->second);
   }
 
   attention::TensorRef ref(const rt::DeviceBuffer& b, bool kv) const {

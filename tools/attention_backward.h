@@ -7,6 +7,7 @@
 #include "tools/attention_runs.h"
 
 #include <optional>
+#include <utility>
 
 namespace kiln::cli {
 
@@ -18,6 +19,9 @@ struct BackwardRequest {
   bool deterministic = true; // false: the atomic-dQ variant in the interpreter, the API's choice on the GPU
   AttentionMods mods;        // --mod: timed through the API with options.mods (run_bwd_with_mods runs them)
   ModTensorValues mod_tensors;
+  // --block-mask: (BLOCK_M, BLOCK_N) of the block mask the API's forward and backward run over (made by
+  // make_block_mask from the mods); none: no block mask.
+  std::optional<std::pair<int64_t, int64_t>> block_mask_tiles;
 };
 
 // dQ, dK, dV in logical order.

@@ -6,6 +6,8 @@
 // the run (and the check) succeeded, as one set: all of them or none (support/output_set.h); their paths
 // are checked before the run.
 #include "kernels/attention/attention_api.h"
+#include "kernels/attention/attention_block_mask.h"
+#include "kernels/attention/attention_block_mask_host.h"
 #include "kernels/attention/attention_mod_library.h"
 #include "kernels/attention/attention_mod_spec.h"
 #include "kernels/attention/attention_mods_host.h"
@@ -109,6 +111,12 @@ cl::list<std::string>
                        "alibi (the usual slopes); runs the default config (the backward's with --backward), "
                        "which --bench times (with --backward, through kiln::attention::backward with the mods)"),
               cl::value_desc("NAME[=ARGS]"), cl::sub(attention_sub), cl::cat(cat));
+cl::opt<bool> block_mask_flag(
+    "block-mask",
+    cl::desc("Run over a block mask built from the --mod mask mods and --causal at the config's tiles (BLOCK_M, "
+             "BLOCK_N: --set, else the defaults): the forward, and with --backward the backward (at the same "
+             "tiles, deterministic), visit only the tiles the mask shows; --bench times them over it"),
+    cl::sub(attention_sub), cl::cat(cat));
 cl::opt<std::string>
     varlen("varlen",
            cl::desc("Packed variable-length sequences instead of --batch/--seq-q/--seq-k, as "
@@ -180,22 +188,33 @@ std::string nonfinite_inputs_note(const AttentionProblem& p, const std::vector<N
 // --backward: the gradients of the problem for dO (--dout or random), checked, timed and written as asked.
 // With mods, the forward's O and LSE come from the double reference with the mods and the backward runs on the
 // default configs (not autotuned), as `--mod` runs the forward.
+// With `block_mask` (--block-mask), over it at its tiles (run_bwd_with_block_mask; timed through the API with
+// a block mask made the same way).
 int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::optional<Config>& fwd_config,
-                 Executor executor, DType out_dt, const AttentionMods& mods, const ModTensorValues& mod_tensors) {
+                 Executor executor, DType out_dt, const AttentionMods& mods, const ModTensorValues& mod_tensors,
+                 const HostBlockMask* block_mask) {
   BackwardRequest r{p, std::move(inputs),
                     dout_file.empty() ? make_dout(p, seed + 1, 1.0)
                                       : read_input(dout_file, "dO", p, p.H, p.N_Q),
-                    fwd_config, !nondeterministic, mods, mod_tensors};
-  const std::string configs = !mods.empty() ? "the default configs; mods " + mods.name() + " (not autotuned)"
-                              : executor == Executor::Gpu ? "configs as kiln::attention::backward picks them"
-                                                          : "the default configs";
+                    fwd_config, !nondeterministic, mods, mod_tensors, std::nullopt};
+  std::string configs = !mods.empty() ? "the default configs; mods " + mods.name() + " (not autotuned)"
+                        : executor == Executor::Gpu ? "configs as kiln::attention::backward picks them"
+                                                    : "the default configs";
+  if (block_mask) {
+    r.block_mask_tiles = std::pair{block_mask->layout.block_m, block_mask->layout.block_n};
+    configs = fmt::format("the default configs at the block mask's tiles BLOCK_M={} x BLOCK_N={}{} (not autotuned)",
+                          block_mask->layout.block_m, block_mask->layout.block_n,
+                          mods.empty() ? "" : "; mods " + mods.name());
+  }
   llvm::outs() << fmt::format("fa2 backward {} on {} ({}; {})\n", p.str(),
                               executor == Executor::Gpu ? "the GPU" : "the interpreter",
                               r.deterministic ? "deterministic" : "nondeterministic", configs);
   const AttentionGrads grads =
-      mods.empty() ? run_attention_backward(r, executor)
-                   : run_bwd_with_mods(p, mods, mod_tensors, default_bwd_configs(p, !r.deterministic), r.inputs,
-                                       r.dout, executor);
+      block_mask ? run_bwd_with_block_mask(p, mods, mod_tensors, *block_mask,
+                                           block_mask_bwd_configs(block_mask->layout, p), r.inputs, r.dout, executor)
+      : mods.empty() ? run_attention_backward(r, executor)
+                     : run_bwd_with_mods(p, mods, mod_tensors, default_bwd_configs(p, !r.deterministic), r.inputs,
+                                         r.dout, executor);
 
   bool ok = true;
   std::string nonfinite;
@@ -269,10 +288,10 @@ int run_varlen(const std::optional<DType>& out_dt) {
                              {"--seq-q", seq_q.getNumOccurrences() > 0}, {"--seq-k", seq_k.getNumOccurrences() > 0},
                              {"--layout", layout.getNumOccurrences() > 0}, {"--q", !q_file.empty()},
                              {"--k", !k_file.empty()}, {"--v", !v_file.empty()}, {"--dout", !dout_file.empty()},
-                             {"--bench", bool(bench)}})
+                             {"--bench", bool(bench)}, {"--block-mask", bool(block_mask_flag)}})
     if (given)
       fail("{} does not apply to --varlen, whose lengths give the batch and the sequences (packed inputs and dO "
-           "are random; --bench is not built for varlen yet)",
+           "are random; --bench and --block-mask are not built for varlen yet)",
            flag);
   if (!backward_pass)
     for (auto [flag, value] : {std::pair{"--dq", &dq_file}, {"--dk", &dk_file}, {"--dv", &dv_file}})
@@ -360,6 +379,18 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
   const std::map<std::string, int64_t> overrides = parse_assignments(sets, "--set");
   Config config = fa2_fwd_def().with_overrides(default_fa2_config(p), overrides);
   check_attention_config(p, config);
+  // --block-mask: at the config's tiles; the forward then runs the block mask's default config with --set.
+  std::optional<BlockMaskLayout> block_mask_layout_given;
+  if (block_mask_flag) {
+    if (nondeterministic)
+      fail("--nondeterministic: the backward over a block mask (--block-mask) is always deterministic (no atomic "
+           "dQ); drop one of them");
+    block_mask_layout_given = block_mask_layout(p, mods, config.get("BLOCK_M"), config.get("BLOCK_N"));
+    config = fa2_fwd_block_mask_def().with_overrides(
+        block_mask_fwd_config(*block_mask_layout_given, p, /*runs=*/false), overrides);
+    check_attention_config(p, config);
+    check_block_mask_config(config); // --set WARP_SPECIALIZE=1 and the like
+  }
 
   const Executor executor = choose_executor(interpret);
   if (bench && executor == Executor::Interpreter)
@@ -374,17 +405,38 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
     inputs = make_inputs(p, seed, 1.0);
   }
 
+  std::optional<HostBlockMask> block_mask;
+  if (block_mask_layout_given) {
+    const BlockMaskLayout& l = *block_mask_layout_given;
+    block_mask = make_host_block_mask(p, mods, mod_tensors, l.block_m, l.block_n, executor);
+    if (block_mask->runs && !overrides.count("BLOCK_MASK_RUNS")) // every list a run: the kernel of two ranges
+      config.set("BLOCK_MASK_RUNS", 1);
+    int64_t full = 0, partial = 0;
+    for (int64_t row = 0; row < l.rows(); ++row) {
+      full += static_cast<int64_t>(block_mask->full_count.get(row));
+      partial += static_cast<int64_t>(block_mask->partial_count.get(row));
+    }
+    llvm::outs() << fmt::format("block mask at tiles BLOCK_M={} x BLOCK_N={}: {} full, {} partial, {} empty of {} "
+                                "tiles (mask mods [{}])\n",
+                                l.block_m, l.block_n, full, partial, l.rows() * l.k_tiles() - full - partial,
+                                l.rows() * l.k_tiles(), l.mask_mods);
+  }
+
   if (backward_pass)
     return run_backward(p, std::move(inputs),
                         overrides.empty() ? std::nullopt : std::optional<Config>(config), executor, *odt, mods,
-                        mod_tensors);
+                        mod_tensors, block_mask ? &*block_mask : nullptr);
 
   // As kiln::attention::forward does: on the GPU the autotuner picks the config (KILN_AUTOTUNE says whether
   // it may tune), unless --set fixed parameters. The interpreter runs the default: its speed says nothing.
   std::string config_source = overrides.empty() ? "the default config" : "the default config with --set";
+  if (block_mask)
+    config_source = "the block mask's default config" + std::string(overrides.empty() ? "" : " with --set");
   if (!mods.empty())
     config_source += "; mods " + mods.name() + " (not autotuned)";
-  if (executor == Executor::Gpu && overrides.empty() && mods.empty()) {
+  else if (block_mask)
+    config_source += " (not autotuned)";
+  if (executor == Executor::Gpu && overrides.empty() && mods.empty() && !block_mask) {
     TunedLaunch tuned = autotuned_launch(p, inputs);
     config = tuned.config;
     config_source = autotuned_source(tuned.result->source);
@@ -393,8 +445,10 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
   llvm::outs() << fmt::format("fa2_fwd {} on {} ({}; {})\n", p.str(),
                               executor == Executor::Gpu ? "the GPU" : "the interpreter", config.str(),
                               config_source);
-  AttentionResult result = mods.empty() ? run_fa2_interpreted(p, config, inputs, executor)
-                                        : run_fa2_with_mods(p, mods, mod_tensors, config, inputs, executor);
+  AttentionResult result =
+      block_mask     ? run_fa2_with_block_mask(p, mods, mod_tensors, *block_mask, config, inputs, executor)
+      : mods.empty() ? run_fa2_interpreted(p, config, inputs, executor)
+                     : run_fa2_with_mods(p, mods, mod_tensors, config, inputs, executor);
 
   bool ok = true;
   std::string nonfinite;
@@ -415,7 +469,7 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
     ok = co.ok(tol) && cmp_lse.ok(tol);
   }
   if (bench) {
-    GpuTiming t = time_fa2_on_gpu(p, config, inputs, 3, reps, mods, mod_tensors);
+    GpuTiming t = time_fa2_on_gpu(p, config, inputs, 3, reps, mods, mod_tensors, block_mask ? &*block_mask : nullptr);
     const double tflops = attention_flops(p) / (t.median_ms * 1e-3) / 1e12;
     llvm::outs() << fmt::format("bench: median {:.4f} ms (min {:.4f}, max {:.4f}, {} runs), {:.1f} TFLOP/s\n",
                                 t.median_ms, t.min_ms, t.max_ms, t.reps, tflops);

@@ -2,6 +2,8 @@
 
 #include "jit/jit_kernel.h"
 #include "kernels/attention/attention_api.h"
+#include "kernels/attention/attention_block_mask.h"
+#include "kernels/attention/attention_block_mask_host.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "runtime/device.h"
 #include "support/error.h"
@@ -46,11 +48,14 @@ DType parse_attention_dtype(const std::string& text, const char* flag) {
 
 GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const AttentionInputs& in,
                           int warmup, int reps, const AttentionMods& mods,
-                          const ModTensorValues& mod_tensors) {
+                          const ModTensorValues& mod_tensors, const HostBlockMask* block_mask) {
   if (reps < 1 || warmup < 0)
     fail("timing needs at least 1 repetition and no negative warmup; got {} and {}", reps, warmup);
-  const KernelDef& def = fa2_fwd_def(mods); // fa2_fwd_def() itself without mods
+  // fa2_fwd_def() itself without mods or a block mask
+  const KernelDef& def = block_mask ? fa2_fwd_block_mask_def(mods) : fa2_fwd_def(mods);
   check_mod_tensors(mods, mod_tensors, p);
+  if (block_mask)
+    check_block_mask(block_mask->layout, p, mods, &config);
   std::shared_ptr<JitKernel> kernel = JitKernel::compile(def.build(config));
   AttentionInputs inputs = in;
   AttentionOutputs outputs = make_outputs(p);
@@ -58,6 +63,10 @@ GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const
   std::vector<InterpArg> host_args = fa2_interp_args(p, inputs, outputs);
   const std::vector<InterpArg> mod_args = mod_interp_args(p, mods, mod_inputs); // after the kernel's own
   host_args.insert(host_args.end(), mod_args.begin(), mod_args.end());
+  HostBlockMask lists = block_mask ? *block_mask : HostBlockMask{}; // the block mask's lists after the mods'
+  if (block_mask)
+    for (HostBuffer* b : {&lists.full_count, &lists.full_index, &lists.partial_count, &lists.partial_index})
+      host_args.push_back(InterpArg::ptr(*b));
 
   // Device copies of every buffer argument; scalars pass by value, typed by the kernel's parameters.
   std::vector<rt::DeviceBuffer> buffers;

@@ -12,6 +12,10 @@
 #include <string>
 #include <vector>
 
+namespace kiln {
+struct HostBlockMask; // attention_block_mask_host.h
+} // namespace kiln
+
 namespace kiln::cli {
 
 // "none" | "top-left" | "bottom-right" -> the CAUSAL param; a kiln::Error naming `flag` otherwise.
@@ -29,11 +33,12 @@ struct GpuTiming {
 // Median, min and max of timed runs (at least one).
 GpuTiming timing_of(std::vector<double> ms);
 
-// Compiles FA2 for `config` (with `mods`: fa2_fwd_def(mods), reading `mod_tensors`), copies the inputs to the
-// GPU once, and times `reps` launches (after `warmup` untimed ones) with events around each.
+// Compiles FA2 for `config` (with `mods`: fa2_fwd_def(mods), reading `mod_tensors`; with `block_mask`,
+// fa2_fwd_block_mask_def(mods) over its lists), copies the inputs to the GPU once, and times `reps` launches
+// (after `warmup` untimed ones) with events around each.
 GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const AttentionInputs& in,
                           int warmup, int reps, const AttentionMods& mods = {},
-                          const ModTensorValues& mod_tensors = {});
+                          const ModTensorValues& mod_tensors = {}, const HostBlockMask* block_mask = nullptr);
 
 // The autotuner's choice for the problem, as kiln::attention::forward makes it (KILN_AUTOTUNE decides
 // whether it tunes, unless `mode` is given), on device copies of the inputs: tuning writes scratch outputs only.

@@ -89,10 +89,12 @@ struct AttentionOptions {
   // built-in kernel, exactly.
   AttentionMods mods;
   std::map<std::string, TensorRef> mod_tensors;
-  // forward() and tune_forward() only: the key tiles each query tile visits, from make_block_mask
-  // (attention_block_mask_api.h), built for this call's sizes, causal mode and mask mods. The forward runs at
-  // its tiles (options.config's must be them), tuned there without a config (warp-specialised configs too where
-  // its lists are all runs, BlockMask::runs). Null: the key ranges of the built-in path and the mods' key bounds.
+  // forward(), tune_forward() and backward(): the key tiles each query tile visits (and, for the backward's
+  // dK/dV, the query tiles each key tile is seen by), from make_block_mask (attention_block_mask_api.h), built
+  // for this call's sizes, causal mode and mask mods. The kernels run at its tiles (options.config's, and the
+  // backward's dq_config's, must be them). The forward is tuned there without a config (warp-specialised configs
+  // too where its lists are all runs, BlockMask::runs); the backward is not tuned. Null: the key ranges of the
+  // built-in path and the mods' key bounds.
   std::shared_ptr<const BlockMask> block_mask;
 };
 
@@ -143,9 +145,9 @@ struct ValidatedAttention {
 //    tune_forward() and backward(); a mod tensor missing, not declared, of another dtype, of a shape that is not the
 //    declared dims (or 1), with a negative stride, a null or misaligned address (a multiple of its element
 //    size), or whose bytes overlap o or lse;
-//  - options.block_mask given to an entry point other than forward() and tune_forward(), or built for other
-//    sizes, another causal mode, other mask mods or (with options.config) other tiles (check_block_mask), or
-//    options.config with BLOCK_MASK_RUNS=1 over a block mask whose lists are not all runs.
+//  - options.block_mask given to an entry point other than forward(), tune_forward() and backward(), or built
+//    for other sizes, another causal mode, other mask mods or (with options.config) other tiles
+//    (check_block_mask), or options.config with BLOCK_MASK_RUNS=1 over a block mask whose lists are not all runs.
 ValidatedAttention validate_attention_args(const TensorRef& q, const TensorRef& k, const TensorRef& v,
                                            const TensorRef& o, const std::optional<TensorRef>& lse,
                                            const AttentionOptions& options = {},

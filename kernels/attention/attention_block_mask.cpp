@@ -24,28 +24,27 @@ bool block_mask_config(const Config& c) {
           c.get_or("PRODUCT_AHEAD", 0) == 0);
 }
 
-// The classifier's params: the tiles it classifies and the built-in causal rule.
+// The classifier's params: the tiles it classifies, the built-in causal rule and the lists' orientation.
 std::vector<ParamDef> block_mask_param_defs() {
   std::vector<ParamDef> all = attention_param_defs(), params;
   for (const ParamDef& p : all)
     if (p.name == "BLOCK_M" || p.name == "BLOCK_N" || p.name == "CAUSAL")
       params.push_back(p);
+  params.push_back(ParamDef::flag("BY_KEY", 0,
+                                  "1 lists, per key tile, the query tiles that see it (the dK/dV kernel's "
+                                  "lists); 0, per query tile, the key tiles it sees"));
   return params;
 }
 
-// Which query tile (of its batch·head) a program reads or writes: the row of the [B, H, cdiv(N_Q, BLOCK_M)]
-// counts, as i64.
-Value block_mask_row(const AttentionArgs& a, const AttentionTileParams& tp, const Value& off_hz,
-                     const Value& start_m) {
-  return (off_hz.to(i64) * cdiv(a.N_Q, tp.block_m).to(i64) + start_m.to(i64)).named("bm_row");
-}
-
-// Where that row's lists start in the [B, H, q tiles, k tiles] index tensors.
-Value block_mask_list(const AttentionArgs& a, const AttentionTileParams& tp, const Value& row) {
-  return (row * cdiv(a.N_K, tp.block_n).to(i64)).named("bm_list");
-}
-
 } // namespace
+
+Value block_mask_row(const Value& off_hz, const Value& tiles, const Value& tile) {
+  return (off_hz.to(i64) * tiles.to(i64) + tile.to(i64)).named("bm_row");
+}
+
+Value block_mask_list(const Value& row, const Value& list_len) {
+  return (row * list_len.to(i64)).named("bm_list");
+}
 
 BlockMaskArgs declare_block_mask_args(KernelBuilder& kb, const std::string& prefix) {
   BlockMaskArgs bm;
@@ -75,6 +74,7 @@ Kernel build_attention_block_mask_with_mods(const Config& config, const Attentio
   tp.block_m = config.get("BLOCK_M");
   tp.block_n = config.get("BLOCK_N");
   tp.causal = static_cast<CausalMode>(config.get("CAUSAL"));
+  const bool by_key = config.get("BY_KEY") != 0;
   const int64_t BM = tp.block_m, BN = tp.block_n;
 
   KernelBuilder kb("attention_block_mask", config);
@@ -83,34 +83,61 @@ Kernel build_attention_block_mask_with_mods(const Config& config, const Attentio
   a.B = kb.arg("B", i32), a.H = kb.arg("H", i32), a.H_KV = kb.arg("H_KV", i32);
   a.N_Q = kb.arg("N_Q", i32), a.N_K = kb.arg("N_K", i32);
 
-  Value start_m = program_id(0).named("start_m");
+  // One program per tile of the lists' orientation (a query tile, or with BY_KEY a key tile) and batch·head,
+  // walking the tiles of the other.
+  Value tile = program_id(0).named(by_key ? "key_tile" : "start_m");
   Value off_hz = program_id(1).named("off_hz");
-  Value offs_m = (start_m * BM + arange(0, BM)).named("offs_m"); // (BM,) i32
-  ModKernelEnv env;
-  if (!mods.mask.empty())
-    env = declare_mod_kernel_env(kb, mods, a).at(off_hz / a.H, off_hz % a.H, offs_m);
-  env.offs_m = offs_m;
-
-  // Rows past N_Q are never stored by the forward: they neither make a tile visible nor keep it from full.
-  Value real_row = (offs_m < a.N_Q).expand_dims(1); // (BM, 1) i1
-  Value row = block_mask_row(a, tp, off_hz, start_m);
-  Value list = block_mask_list(a, tp, row);
-  Value n_full = scalar(0, i32).named("n_full");
-  Value n_partial = scalar(0, i32).named("n_partial");
-  for_range(0, cdiv(a.N_K, BN), 1, [&](Value j) {
-    Value visible = mod_visible_keys(env, a, tp, j * BN); // (BM, BN) i1; keys past N_K hidden
-    Value seen = sum(sum((visible && real_row).to(i32), 1), 0).named("seen");
-    Value hidden = sum(sum((!visible && real_row).to(i32), 1), 0).named("hidden");
-    // The tile's first row is real (start_m * BM < N_Q), so a tile with nothing hidden is seen.
+  Value n_full, n_partial, list;
+  // Appends tile `t` of the walked orientation to the full list (nothing hidden) or the partial list (some
+  // pairs of each). The tile's first row is real (start_m * BM < N_Q), so a tile with nothing hidden is seen.
+  auto classify = [&](const Value& t, const Value& seen, const Value& hidden) {
     if_(hidden == 0, [&] {
-      store(out.full_index + (list + n_full.to(i64)), j);
+      store(out.full_index + (list + n_full.to(i64)), t);
       n_full = n_full + 1;
     });
     if_((hidden > 0) && (seen > 0), [&] {
-      store(out.partial_index + (list + n_partial.to(i64)), j);
+      store(out.partial_index + (list + n_partial.to(i64)), t);
       n_partial = n_partial + 1;
     });
-  });
+  };
+  Value row;
+  if (!by_key) {
+    Value offs_m = (tile * BM + arange(0, BM)).named("offs_m"); // (BM,) i32
+    ModKernelEnv env;
+    if (!mods.mask.empty())
+      env = declare_mod_kernel_env(kb, mods, a).at(off_hz / a.H, off_hz % a.H, offs_m);
+    env.offs_m = offs_m;
+    // Rows past N_Q are never stored by the forward: they neither make a tile visible nor keep it from full.
+    Value real_row = (offs_m < a.N_Q).expand_dims(1); // (BM, 1) i1
+    row = block_mask_row(off_hz, cdiv(a.N_Q, BM), tile);
+    list = block_mask_list(row, cdiv(a.N_K, BN));
+    n_full = scalar(0, i32).named("n_full");
+    n_partial = scalar(0, i32).named("n_partial");
+    for_range(0, cdiv(a.N_K, BN), 1, [&](Value j) {
+      Value visible = mod_visible_keys(env, a, tp, j * BN); // (BM, BN) i1; keys past N_K hidden
+      Value seen = sum(sum((visible && real_row).to(i32), 1), 0).named("seen");
+      Value hidden = sum(sum((!visible && real_row).to(i32), 1), 0).named("hidden");
+      classify(j, seen, hidden);
+    });
+  } else {
+    const ModKernelEnv mods_env = mods.mask.empty() ? ModKernelEnv{} : declare_mod_kernel_env(kb, mods, a);
+    row = block_mask_row(off_hz, cdiv(a.N_K, BN), tile);
+    list = block_mask_list(row, cdiv(a.N_Q, BM));
+    n_full = scalar(0, i32).named("n_full");
+    n_partial = scalar(0, i32).named("n_partial");
+    Value start_n = tile * BN;
+    for_range(0, cdiv(a.N_Q, BM), 1, [&](Value m) {
+      Value offs_m = (m * BM + arange(0, BM)).named("offs_m"); // (BM,) i32
+      ModKernelEnv env = mods_env.active() ? mods_env.at(off_hz / a.H, off_hz % a.H, offs_m) : ModKernelEnv{};
+      env.offs_m = offs_m;
+      // dK/dV visits a full query tile without bounds checks along N_Q: rows past N_Q count as hidden here, so
+      // the tail query tile is never full (as the tail key tile is never full in either orientation).
+      Value seen_pair = mod_visible_keys(env, a, tp, start_n) && (offs_m < a.N_Q).expand_dims(1); // (BM, BN)
+      Value seen = sum(sum(seen_pair.to(i32), 1), 0).named("seen");
+      Value hidden = sum(sum((!seen_pair).to(i32), 1), 0).named("hidden");
+      classify(m, seen, hidden);
+    });
+  }
   store(out.full_count + row, n_full);
   store(out.partial_count + row, n_partial);
   return kb.finish();
@@ -137,7 +164,13 @@ KernelDef make_attention_block_mask_def() {
   d.config_space = [] { return std::vector<Config>{attention_block_mask_def().default_config()}; };
   d.size_args = {"B", "H", "H_KV", "N_Q", "N_K"};
   d.tuning_key = {"B", "H", "N_Q", "N_K"};
-  d.grid = query_tile_grid;
+  // One program per query tile, or with BY_KEY per key tile, and batch·head.
+  d.grid = [](const Config& c, const SizeArgs& s) {
+    if (c.get("BY_KEY") == 0)
+      return query_tile_grid(c, s);
+    const int64_t bn = c.get("BLOCK_N");
+    return Grid{(s.at("N_K") + bn - 1) / bn, s.at("B") * s.at("H"), 1};
+  };
   return d;
 }
 
@@ -209,40 +242,48 @@ const KernelDef& fa2_fwd_block_mask_tuning_def(const AttentionMods& mods, int64_
   return defs.try_emplace(key, std::move(d)).first->second;
 }
 
-void for_each_block_mask_tile(const BlockMaskArgs& bm, const AttentionArgs& a,
-                              const AttentionHeadBases& bases, const AttentionTileParams& tp,
-                              const Value& off_hz, const Value& start_m, bool runs_only, Value& k_ptr,
-                              Value& v_ptr, const std::function<void(Value, bool)>& tile) {
-  Value row = block_mask_row(a, tp, off_hz, start_m);
-  Value list = block_mask_list(a, tp, row);
+void walk_block_mask_lists(const BlockMaskArgs& bm, const Value& row, const Value& list, int64_t block,
+                           const char* dim, bool runs_only, const std::function<void(const Value&)>& seek,
+                           const std::function<void(Value, bool)>& tile) {
   auto walk = [&](const Value& count, const Value& index, bool masked) {
     const std::string what = masked ? "partial" : "full";
     Value n = load(count + row).named("n_" + what);
-    // A list that is one run of consecutive tiles (causal's, a window's) is walked as a key range, whose loop
-    // the code generator pipelines as it does the built-in path's; any other list tile by tile. Both loops
-    // are there unless every list is a run (runs_only), one of them empty. (With n = 0, `first` and `last`
-    // read the list's unused first entry, which make_block_mask zeroes.)
+    // A list that is one run of consecutive tiles (causal's, a window's) is walked as a range, whose loop the
+    // code generator pipelines as it does the built-in path's; any other list tile by tile. Both loops are
+    // there unless every list is a run (runs_only), one of them empty. (With n = 0, `first` and `last` read
+    // the list's unused first entry, which make_block_mask zeroes.)
     Value first = load(index + list).named(what + "_first");
     Value last = load(index + (list + maximum(n - 1, 0).to(i64))).named(what + "_last");
     Value run = runs_only ? (n > 0).named(what + "_is_run")
                           : ((n > 0) && (last - first == n - 1)).named(what + "_is_run");
-    Value run_start = (where(run, first, 0) * tp.block_n).named(what + "_run_start");
-    Value run_end = ((where(run, last, -1) + 1) * tp.block_n).named(what + "_run_end");
-    k_ptr = k_block_ptr(a, bases, tp, run_start);
-    v_ptr = v_block_ptr(a, bases, tp, run_start);
-    for_range(run_start, run_end, tp.block_n, [&](Value start_n) { tile(start_n, masked); });
+    Value run_start = (where(run, first, 0) * block).named(what + "_run_start");
+    Value run_end = ((where(run, last, -1) + 1) * block).named(what + "_run_end");
+    seek(run_start);
+    for_range(run_start, run_end, block, [&](Value start) { tile(start, masked); });
     if (runs_only)
       return;
     for_range(0, where(run, 0, n), 1, [&](Value i) {
-      // The key tile's index is read from the list; its block pointers are made from it.
-      Value start_n = (load(index + (list + i.to(i64))) * tp.block_n).named(what + "_start_n");
-      k_ptr = k_block_ptr(a, bases, tp, start_n);
-      v_ptr = v_block_ptr(a, bases, tp, start_n);
-      tile(start_n, masked);
+      // The tile's index is read from the list; the caller's block pointers are made from it.
+      Value start = (load(index + (list + i.to(i64))) * block).named(what + "_start_" + dim);
+      seek(start);
+      tile(start, masked);
     });
   };
   walk(bm.full_count, bm.full_index, false);
   walk(bm.partial_count, bm.partial_index, true);
+}
+
+void for_each_block_mask_tile(const BlockMaskArgs& bm, const AttentionArgs& a,
+                              const AttentionHeadBases& bases, const AttentionTileParams& tp,
+                              const Value& off_hz, const Value& start_m, bool runs_only, Value& k_ptr,
+                              Value& v_ptr, const std::function<void(Value, bool)>& tile) {
+  Value row = block_mask_row(off_hz, cdiv(a.N_Q, tp.block_m), start_m);
+  Value list = block_mask_list(row, cdiv(a.N_K, tp.block_n));
+  auto seek = [&](const Value& start_n) {
+    k_ptr = k_block_ptr(a, bases, tp, start_n);
+    v_ptr = v_block_ptr(a, bases, tp, start_n);
+  };
+  walk_block_mask_lists(bm, row, list, tp.block_n, "n", runs_only, seek, tile);
 }
 
 } // namespace kiln

@@ -15,6 +15,10 @@ std::array<uint64_t, 4> BlockMask::addresses() const {
   return {full_count.ptr(), full_index.ptr(), partial_count.ptr(), partial_index.ptr()};
 }
 
+std::array<uint64_t, 4> BlockMask::key_addresses() const {
+  return {key_full_count.ptr(), key_full_index.ptr(), key_partial_count.ptr(), key_partial_index.ptr()};
+}
+
 HostBlockMask BlockMask::to_host() const {
   HostBlockMask h;
   h.layout = layout;
@@ -22,7 +26,11 @@ HostBlockMask BlockMask::to_host() const {
   const std::pair<const rt::DeviceBuffer*, HostBuffer*> lists[] = {{&full_count, &h.full_count},
                                                                    {&full_index, &h.full_index},
                                                                    {&partial_count, &h.partial_count},
-                                                                   {&partial_index, &h.partial_index}};
+                                                                   {&partial_index, &h.partial_index},
+                                                                   {&key_full_count, &h.key_full_count},
+                                                                   {&key_full_index, &h.key_full_index},
+                                                                   {&key_partial_count, &h.key_partial_count},
+                                                                   {&key_partial_index, &h.key_partial_index}};
   for (auto [device, host] : lists) {
     *host = HostBuffer(DType::i32, static_cast<int64_t>(device->bytes() / sizeof(int32_t)));
     device->copy_to_host(host->bytes.data(), device->bytes());
@@ -74,32 +82,40 @@ std::shared_ptr<const BlockMask> make_block_mask(const BlockMaskSizes& sizes, co
   const BlockMaskLayout& l = v.layout;
   auto bm = std::make_shared<BlockMask>();
   bm->layout = l;
-  const size_t count_bytes = static_cast<size_t>(l.rows()) * sizeof(int32_t);
-  bm->full_count = rt::DeviceBuffer(count_bytes);
-  bm->partial_count = rt::DeviceBuffer(count_bytes);
-  bm->full_index = rt::DeviceBuffer(count_bytes * static_cast<size_t>(l.k_tiles()));
-  bm->partial_index = rt::DeviceBuffer(count_bytes * static_cast<size_t>(l.k_tiles()));
-  // Entries past a list's count are never written; the forward reads a list's first entry even when it is
-  // empty (to tell a run of tiles from a list), so they start as zeros rather than whatever memory held.
   const rt::Stream stream = rt::Stream::wrap(options.stream);
-  bm->full_index.fill_bytes_async(0, stream);
-  bm->partial_index.fill_bytes_async(0, stream);
-
-  std::vector<LaunchArg> args;
-  for (uint64_t list : bm->addresses())
-    args.push_back(LaunchArg::pointer(list));
   const AttentionProblem& p = v.problem;
+  std::vector<LaunchArg> sizes_and_tensors;
   for (int64_t n : {p.B, p.H, p.H_KV, p.N_Q, p.N_K})
-    args.push_back(LaunchArg::of_int(n));
+    sizes_and_tensors.push_back(LaunchArg::of_int(n));
   for (const ValidatedModTensor& t : v.mask_tensors) {
-    args.push_back(LaunchArg::pointer(t.data));
+    sizes_and_tensors.push_back(LaunchArg::pointer(t.data));
     for (int64_t s : t.strides)
-      args.push_back(LaunchArg::of_int(s));
+      sizes_and_tensors.push_back(LaunchArg::of_int(s));
   }
   const KernelDef& def = attention_block_mask_def(options.mods);
-  Config config = def.default_config();
-  config.set("BLOCK_M", l.block_m).set("BLOCK_N", l.block_n).set("CAUSAL", l.causal);
-  compiled_for(def, config)->launch(def.grid(config, attention_size_args(p)), args, stream);
+  // One orientation: per query tile the key tiles, or (by_key) per key tile the query tiles.
+  auto classify = [&](bool by_key, rt::DeviceBuffer& full_count, rt::DeviceBuffer& full_index,
+                      rt::DeviceBuffer& partial_count, rt::DeviceBuffer& partial_index) {
+    const size_t count_bytes = static_cast<size_t>(by_key ? l.key_rows() : l.rows()) * sizeof(int32_t);
+    const size_t list_len = static_cast<size_t>(by_key ? l.q_tiles() : l.k_tiles());
+    full_count = rt::DeviceBuffer(count_bytes);
+    partial_count = rt::DeviceBuffer(count_bytes);
+    full_index = rt::DeviceBuffer(count_bytes * list_len);
+    partial_index = rt::DeviceBuffer(count_bytes * list_len);
+    // Entries past a list's count are never written; the kernels read a list's first entry even when it is
+    // empty (to tell a run of tiles from a list), so they start as zeros rather than whatever memory held.
+    full_index.fill_bytes_async(0, stream);
+    partial_index.fill_bytes_async(0, stream);
+    std::vector<LaunchArg> args;
+    for (const rt::DeviceBuffer* list : {&full_count, &full_index, &partial_count, &partial_index})
+      args.push_back(LaunchArg::pointer(list->ptr()));
+    args.insert(args.end(), sizes_and_tensors.begin(), sizes_and_tensors.end());
+    Config config = def.default_config();
+    config.set("BLOCK_M", l.block_m).set("BLOCK_N", l.block_n).set("CAUSAL", l.causal).set("BY_KEY", by_key);
+    compiled_for(def, config)->launch(def.grid(config, attention_size_args(p)), args, stream);
+  };
+  classify(false, bm->full_count, bm->full_index, bm->partial_count, bm->partial_index);
+  classify(true, bm->key_full_count, bm->key_full_index, bm->key_partial_count, bm->key_partial_index);
 
   // Whether every list is a run: one i32 counted on the device and read back.
   rt::DeviceBuffer non_runs(sizeof(int32_t));
@@ -121,22 +137,18 @@ std::shared_ptr<const BlockMask> make_block_mask(const BlockMaskSizes& sizes, co
 }
 
 Config block_mask_default_config(const BlockMask& bm, const AttentionProblem& p) {
-  Config c = default_fa2_config(p);
-  c.num_warps = static_cast<int>(std::clamp<int64_t>(bm.layout.block_m / 16, 1, c.num_warps));
-  c.set("BLOCK_M", bm.layout.block_m).set("BLOCK_N", bm.layout.block_n);
-  c.set("WARP_SPECIALIZE", 0).set("PINGPONG", 0).set("PRODUCT_AHEAD", 0);
-  c.set("BLOCK_MASK_RUNS", bm.runs ? 1 : 0);
-  return c;
+  return block_mask_fwd_config(bm.layout, p, bm.runs);
 }
 
 std::vector<uint64_t> detail::validate_block_mask(const AttentionOptions& options, const AttentionProblem& p,
                                                   const ApiSite& site) {
   if (!options.block_mask)
     return {};
-  if (std::string_view(site.entry) != "forward" && std::string_view(site.entry) != "tune_forward")
+  const std::string_view entry = site.entry;
+  if (entry != "forward" && entry != "tune_forward" && entry != "backward")
     reject(site,
-           "options.block_mask is not supported by {} yet; expected no block mask (forward() and tune_forward() "
-           "take one; the backward over a block mask is not built)",
+           "options.block_mask is not supported by {} yet; expected no block mask (forward(), tune_forward() and "
+           "backward() take one; varlen and FA1 do not)",
            site.entry);
   const BlockMask& bm = *options.block_mask;
   try {

@@ -2,6 +2,7 @@
 
 #include "kernels/attention/attention_block_mask.h"
 #include "kernels/attention/attention_block_mask_runs.h"
+#include "kernels/attention/fa2_bwd_block_mask.h"
 
 #include <algorithm>
 
@@ -15,16 +16,26 @@ const char* causal_name(int causal) {
 
 bool is_tile(int64_t n) { return n >= 16 && n <= 256 && (n & (n - 1)) == 0; }
 
+// The list of tile m (one of `tiles` per (b, h), lists `list_len` long) of (b, h).
 std::vector<int64_t> list_of(const HostBuffer& count, const HostBuffer& index, const BlockMaskLayout& l,
-                             int64_t b, int64_t h, int64_t m) {
-  if (b < 0 || b >= l.B || h < 0 || h >= l.H || m < 0 || m >= l.q_tiles())
-    fail("block mask: query tile (b {}, h {}, tile {}) is outside the block mask ({})", b, h, m, l.str());
-  const int64_t row = (b * l.H + h) * l.q_tiles() + m;
+                             const char* what, int64_t tiles, int64_t list_len, int64_t b, int64_t h, int64_t m) {
+  if (b < 0 || b >= l.B || h < 0 || h >= l.H || m < 0 || m >= tiles)
+    fail("block mask: {} (b {}, h {}, tile {}) is outside the block mask ({})", what, b, h, m, l.str());
+  const int64_t row = (b * l.H + h) * tiles + m;
   const int64_t n = static_cast<int64_t>(count.get(row));
-  std::vector<int64_t> tiles;
+  std::vector<int64_t> list;
   for (int64_t i = 0; i < n; ++i)
-    tiles.push_back(static_cast<int64_t>(index.get(row * l.k_tiles() + i)));
-  return tiles;
+    list.push_back(static_cast<int64_t>(index.get(row * list_len + i)));
+  return list;
+}
+
+// A kiln::Error unless `config` (what: "the forward's config", ...) runs at the block mask's tiles.
+void check_tiles(const BlockMaskLayout& l, const Config& config, const char* what) {
+  if (config.get("BLOCK_M") != l.block_m || config.get("BLOCK_N") != l.block_n)
+    fail("block mask built at tiles BLOCK_M={} x BLOCK_N={}; {} has BLOCK_M={} x BLOCK_N={}; expected the "
+         "block mask's tiles (build the block mask at the kernel's tiles, or run the kernel at the block "
+         "mask's)",
+         l.block_m, l.block_n, what, config.get("BLOCK_M"), config.get("BLOCK_N"));
 }
 
 } // namespace
@@ -67,20 +78,54 @@ void check_block_mask(const BlockMaskLayout& l, const AttentionProblem& p, const
          "mask mods the block mask was built for",
          l.mask_mods, l.mask_identity.empty() ? "none" : l.mask_identity, mask.name().substr(1),
          mask.mask.empty() ? "none" : mask.identity());
-  if (config && (config->get("BLOCK_M") != l.block_m || config->get("BLOCK_N") != l.block_n))
-    fail(
-        "block mask built at tiles BLOCK_M={} x BLOCK_N={}; the forward's config has BLOCK_M={} x "
-        "BLOCK_N={}; expected the block mask's tiles (build the block mask at the kernel's tiles, or run the "
-        "kernel at the block mask's)",
-        l.block_m, l.block_n, config->get("BLOCK_M"), config->get("BLOCK_N"));
+  if (config)
+    check_tiles(l, *config, "the forward's config");
+}
+
+void check_block_mask_bwd_configs(const BlockMaskLayout& l, const Config* dkdv, const Config* dq) {
+  if (dkdv) {
+    check_tiles(l, *dkdv, "the dK/dV config (BLOCK_N keys a program, BLOCK_M query rows a step)");
+    check_block_mask_bwd_config(*dkdv);
+  }
+  if (dq)
+    check_tiles(l, *dq, "the dQ config (BLOCK_M query rows a program, BLOCK_N keys a step)");
+}
+
+Config block_mask_fwd_config(const BlockMaskLayout& l, const AttentionProblem& p, bool runs) {
+  Config c = default_fa2_config(p);
+  c.num_warps = static_cast<int>(std::clamp<int64_t>(l.block_m / 16, 1, c.num_warps));
+  c.set("BLOCK_M", l.block_m).set("BLOCK_N", l.block_n);
+  c.set("WARP_SPECIALIZE", 0).set("PINGPONG", 0).set("PRODUCT_AHEAD", 0);
+  c.set("BLOCK_MASK_RUNS", runs ? 1 : 0);
+  return c;
+}
+
+AttentionBwdConfigs block_mask_bwd_configs(const BlockMaskLayout& l, const AttentionProblem& p) {
+  AttentionBwdConfigs c = default_bwd_configs(p);
+  c.dkdv.set("BLOCK_M", l.block_m).set("BLOCK_N", l.block_n);
+  c.dkdv.num_warps = static_cast<int>(std::clamp<int64_t>(l.block_n / 16, 1, c.dkdv.num_warps));
+  c.dq.set("BLOCK_M", l.block_m).set("BLOCK_N", l.block_n);
+  c.dq.num_warps = static_cast<int>(std::clamp<int64_t>(l.block_m / 16, 1, c.dq.num_warps));
+  return c;
 }
 
 std::vector<int64_t> HostBlockMask::full_tiles(int64_t b, int64_t h, int64_t m) const {
-  return list_of(full_count, full_index, layout, b, h, m);
+  return list_of(full_count, full_index, layout, "query tile", layout.q_tiles(), layout.k_tiles(), b, h, m);
 }
 
 std::vector<int64_t> HostBlockMask::partial_tiles(int64_t b, int64_t h, int64_t m) const {
-  return list_of(partial_count, partial_index, layout, b, h, m);
+  return list_of(partial_count, partial_index, layout, "query tile", layout.q_tiles(), layout.k_tiles(), b, h,
+                 m);
+}
+
+std::vector<int64_t> HostBlockMask::full_query_tiles(int64_t b, int64_t h, int64_t n) const {
+  return list_of(key_full_count, key_full_index, layout, "key tile", layout.k_tiles(), layout.q_tiles(), b, h,
+                 n);
+}
+
+std::vector<int64_t> HostBlockMask::partial_query_tiles(int64_t b, int64_t h, int64_t n) const {
+  return list_of(key_partial_count, key_partial_index, layout, "key tile", layout.k_tiles(), layout.q_tiles(),
+                 b, h, n);
 }
 
 HostBlockMask make_host_block_mask(const AttentionProblem& p, const AttentionMods& mods,
@@ -97,22 +142,33 @@ HostBlockMask make_host_block_mask(const AttentionProblem& p, const AttentionMod
       mask_tensors.insert(*it);
   check_mod_tensors(mask, mask_tensors, p);
 
-  bm.full_count = HostBuffer(DType::i32, l.rows(), "full_count");
-  bm.full_index = HostBuffer(DType::i32, l.rows() * l.k_tiles(), "full_index");
-  bm.partial_count = HostBuffer(DType::i32, l.rows(), "partial_count");
-  bm.partial_index = HostBuffer(DType::i32, l.rows() * l.k_tiles(), "partial_index");
+  const KernelDef& def = attention_block_mask_def(mask);
+  const std::vector<InterpArg> mod_args = mod_interp_args(p, mask, mask_tensors);
+  // One orientation: per query tile the key tiles (rows = the query tiles), or per key tile the query tiles.
+  auto classify = [&](bool by_key, HostBuffer& full_count, HostBuffer& full_index, HostBuffer& partial_count,
+                      HostBuffer& partial_index) {
+    const int64_t rows = by_key ? l.key_rows() : l.rows();
+    const int64_t list_len = by_key ? l.q_tiles() : l.k_tiles();
+    const char* prefix = by_key ? "key_" : "";
+    full_count = HostBuffer(DType::i32, rows, std::string(prefix) + "full_count");
+    full_index = HostBuffer(DType::i32, rows * list_len, std::string(prefix) + "full_index");
+    partial_count = HostBuffer(DType::i32, rows, std::string(prefix) + "partial_count");
+    partial_index = HostBuffer(DType::i32, rows * list_len, std::string(prefix) + "partial_index");
+    if (rows == 0)
+      return;
+    std::vector<InterpArg> args = {InterpArg::ptr(full_count), InterpArg::ptr(full_index),
+                                   InterpArg::ptr(partial_count), InterpArg::ptr(partial_index)};
+    for (int64_t n : {p.B, p.H, p.H_KV, p.N_Q, p.N_K})
+      args.push_back(InterpArg::of_int(n));
+    args.insert(args.end(), mod_args.begin(), mod_args.end());
+    Config config = def.default_config();
+    config.set("BLOCK_M", block_m).set("BLOCK_N", block_n).set("CAUSAL", p.causal).set("BY_KEY", by_key);
+    execute(executor, def.build(config), def.grid(config, attention_size_args(p)), args);
+  };
+  classify(false, bm.full_count, bm.full_index, bm.partial_count, bm.partial_index);
+  classify(true, bm.key_full_count, bm.key_full_index, bm.key_partial_count, bm.key_partial_index);
   if (l.rows() == 0)
     return bm;
-  std::vector<InterpArg> args = {InterpArg::ptr(bm.full_count), InterpArg::ptr(bm.full_index),
-                                 InterpArg::ptr(bm.partial_count), InterpArg::ptr(bm.partial_index)};
-  for (int64_t n : {p.B, p.H, p.H_KV, p.N_Q, p.N_K})
-    args.push_back(InterpArg::of_int(n));
-  const std::vector<InterpArg> mod_args = mod_interp_args(p, mask, mask_tensors);
-  args.insert(args.end(), mod_args.begin(), mod_args.end());
-  const KernelDef& def = attention_block_mask_def(mask);
-  Config config = def.default_config();
-  config.set("BLOCK_M", block_m).set("BLOCK_N", block_n).set("CAUSAL", p.causal);
-  execute(executor, def.build(config), def.grid(config, attention_size_args(p)), args);
 
   HostBuffer non_runs(DType::i32, 1, "non_runs"); // zeroed
   std::vector<InterpArg> run_args = {InterpArg::ptr(bm.full_count), InterpArg::ptr(bm.full_index),
@@ -148,6 +204,29 @@ AttentionResult run_fa2_with_block_mask(const AttentionProblem& p, const Attenti
   const KernelDef& def = fa2_fwd_block_mask_def(mods);
   execute(executor, def.build(config), def.grid(config, attention_size_args(p)), args);
   return gather_outputs(p, out);
+}
+
+AttentionGrads run_bwd_with_block_mask(const AttentionProblem& p, const AttentionMods& mods,
+                                       const ModTensorValues& tensors, const HostBlockMask& bm,
+                                       const AttentionBwdConfigs& configs, const AttentionInputs& in,
+                                       const HostBuffer& dout, Executor executor) {
+  check_attention_problem(p);
+  check_mod_tensors(mods, tensors, p);
+  check_block_mask(bm.layout, p, mods);
+  check_block_mask_bwd_configs(bm.layout, &configs.dkdv, &configs.dq);
+  AttentionBwdBuffers buffers = make_bwd_buffers(p, in, dout);
+  set_forward_outputs(p, reference_with_mods(p, in, mods, tensors), buffers);
+  ModTensorValues mod_inputs = tensors;
+  HostBlockMask lists = bm; // the kernels' arguments are mutable buffers
+  BwdLoopKernels kernels{&fa2_bwd_dkdv_block_mask_def(mods), &fa2_bwd_dq_block_mask_def(mods), {}, {}};
+  kernels.dkdv_args = kernels.dq_args = mod_interp_args(p, mods, mod_inputs);
+  for (HostBuffer* b : {&lists.key_full_count, &lists.key_full_index, &lists.key_partial_count,
+                        &lists.key_partial_index})
+    kernels.dkdv_args.push_back(InterpArg::ptr(*b));
+  for (HostBuffer* b : {&lists.full_count, &lists.full_index, &lists.partial_count, &lists.partial_index})
+    kernels.dq_args.push_back(InterpArg::ptr(*b));
+  run_bwd(p, configs, buffers, executor, kernels);
+  return gather_grads(p, buffers);
 }
 
 } // namespace kiln

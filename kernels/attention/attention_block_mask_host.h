@@ -1,9 +1,10 @@
 // The host side of block masks (attention_block_mask.h): what a block mask was built for (its layout), the
-// checks that a forward may use it, building one with the classifier kernel in the interpreter (or on the
-// GPU, through the executor), and the FA2 forward over one. The host API's device block masks
+// checks that a forward or a backward may use it, building one with the classifier kernel in the interpreter
+// (or on the GPU, through the executor), and the FA2 forward and backward over one. The host API's device block masks
 // (attention_api.h: attention::make_block_mask) share the layout and its checks.
 #pragma once
 
+#include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_mods_host.h"
 
 #include <cstdint>
@@ -22,7 +23,8 @@ struct BlockMaskLayout {
 
   int64_t q_tiles() const { return (N_Q + block_m - 1) / block_m; }
   int64_t k_tiles() const { return (N_K + block_n - 1) / block_n; }
-  int64_t rows() const { return B * H * q_tiles(); } // elements of a count tensor
+  int64_t rows() const { return B * H * q_tiles(); }        // elements of a count tensor
+  int64_t key_rows() const { return B * H * k_tiles(); }    // elements of a by-key count tensor
   std::string str() const; // "B2 H4 N_Q100 N_K130 tiles 64x32 causal=0 mask mods [document]"
 };
 
@@ -39,20 +41,39 @@ BlockMaskLayout block_mask_layout(const AttentionProblem& p, const AttentionMods
 void check_block_mask(const BlockMaskLayout& layout, const AttentionProblem& p, const AttentionMods& mods,
                       const Config* config = nullptr);
 
-// A block mask on the host: its layout and the four i32 tensors (attention_block_mask.h).
+// The forward's config over a block mask of `layout` when none is given: default_fa2_config(p) at its tiles,
+// 16 rows a warp (at most the default's warps), without WARP_SPECIALIZE, PINGPONG or PRODUCT_AHEAD, and
+// BLOCK_MASK_RUNS as `runs` (whether every list of the block mask is a run: HostBlockMask::runs).
+Config block_mask_fwd_config(const BlockMaskLayout& layout, const AttentionProblem& p, bool runs);
+
+// The backward's tiles over a block mask: both kernels run at the block mask's tiles, dK/dV with BLOCK_N keys
+// a program and BLOCK_M query rows a step (the by-key lists), dQ with BLOCK_M rows a program and BLOCK_N keys
+// a step (the forward's lists). A kiln::Error naming both tiles unless each config given has them, or when
+// the dK/dV config has ATOMIC_DQ=1.
+void check_block_mask_bwd_configs(const BlockMaskLayout& layout, const Config* dkdv, const Config* dq);
+// default_bwd_configs(p) at the block mask's tiles (warps: 16 program rows each at least, at most the
+// default's), the configs the backward over a block mask runs when none is given.
+AttentionBwdConfigs block_mask_bwd_configs(const BlockMaskLayout& layout, const AttentionProblem& p);
+
+// A block mask on the host: its layout, the four i32 tensors of the forward's lists and the four of the
+// by-key lists (attention_block_mask.h).
 struct HostBlockMask {
   BlockMaskLayout layout;
   HostBuffer full_count, full_index, partial_count, partial_index;
+  HostBuffer key_full_count, key_full_index, key_partial_count, key_partial_index;
   bool runs = false; // every list is one run of consecutive tiles or empty (attention_block_mask_runs.h)
 
   // The key tiles of query tile m of (b, h) in one list, in the order the forward visits them.
   std::vector<int64_t> full_tiles(int64_t b, int64_t h, int64_t m) const;
   std::vector<int64_t> partial_tiles(int64_t b, int64_t h, int64_t m) const;
+  // The query tiles that see key tile n of (b, h) in one list, in the order dK/dV visits them.
+  std::vector<int64_t> full_query_tiles(int64_t b, int64_t h, int64_t n) const;
+  std::vector<int64_t> partial_query_tiles(int64_t b, int64_t h, int64_t n) const;
 };
 
 // Evaluates the mask (built-in N_K and causal rules of `p`, and `mods`' mask mods reading `tensors`; score
-// mods, sinks and their tensors are ignored) on every tile with the attention_block_mask kernel, then whether
-// every list is a run with attention_block_mask_runs.
+// mods, sinks and their tensors are ignored) on every tile with the attention_block_mask kernel, in both
+// orientations, then whether every list of the forward's is a run with attention_block_mask_runs.
 HostBlockMask make_host_block_mask(const AttentionProblem& p, const AttentionMods& mods,
                                    const ModTensorValues& tensors, int64_t block_m, int64_t block_n,
                                    Executor executor = Executor::Interpreter);
@@ -64,5 +85,13 @@ AttentionResult run_fa2_with_block_mask(const AttentionProblem& p, const Attenti
                                         const ModTensorValues& tensors, const HostBlockMask& bm,
                                         const Config& config, const AttentionInputs& in,
                                         Executor executor = Executor::Interpreter);
+
+// The whole backward with mods over the block mask `bm` on `configs` (checked with check_block_mask and
+// check_block_mask_bwd_configs): O and LSE from reference_with_mods, then the preprocess, dK/dV over the by-key
+// lists and dQ over the forward's (fa2_bwd_block_mask.h); dQ, dK, dV in logical order.
+AttentionGrads run_bwd_with_block_mask(const AttentionProblem& p, const AttentionMods& mods,
+                                       const ModTensorValues& tensors, const HostBlockMask& bm,
+                                       const AttentionBwdConfigs& configs, const AttentionInputs& in,
+                                       const HostBuffer& dout, Executor executor = Executor::Interpreter);
 
 } // namespace kiln

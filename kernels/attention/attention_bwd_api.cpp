@@ -2,11 +2,13 @@
 
 #include "kernels/attention/attention_api_checks.h"
 #include "kernels/attention/attention_bwd_checks.h"
+#include "kernels/attention/attention_block_mask_api.h"
 #include "kernels/attention/attention_bwd_args.h"
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/attention_mods_host.h"
 #include "kernels/attention/attention_sink_grad_api.h"
+#include "kernels/attention/fa2_bwd_block_mask.h"
 #include "kernels/attention/fa2_bwd_dkdv.h"
 #include "kernels/attention/fa2_bwd_dq.h"
 #include "kernels/attention/fa2_bwd_dq_convert.h"
@@ -131,6 +133,8 @@ BwdStep tuned_step(const KernelDef& def, const Config& base, const SizeArgs& siz
 
 // Whether the atomic-dQ variant may run, and so whether the workspace holds the dQ accumulator.
 bool may_accumulate_dq(const BackwardOptions& options) {
+  if (options.block_mask) // always the deterministic pair (ATOMIC_DQ=1 is refused)
+    return false;
   if (options.config)
     return options.config->get_or("ATOMIC_DQ", 0) != 0;
   return !options.deterministic && !options.dq_config;
@@ -303,6 +307,14 @@ CheckedBackward check_backward(const TensorRef& q, const TensorRef& k, const Ten
   if (options.dq_config)
     check_bwd_config("options.dq_config", fa2_bwd_dq_def(), *options.dq_config, p,
                      "default_bwd_configs(problem).dq", site);
+  if (options.block_mask) { // its sizes and mods were checked with the forward's; here the configs' tiles
+    try {
+      check_block_mask_bwd_configs(options.block_mask->layout, options.config ? &*options.config : nullptr,
+                                   options.dq_config ? &*options.dq_config : nullptr);
+    } catch (const Error& e) {
+      reject(site, "options.block_mask: {}", e.what());
+    }
+  }
   return checked;
 }
 
@@ -324,6 +336,16 @@ std::vector<LaunchArg> with_mod_tensor_args(const ValidatedBackward& b, const st
 BwdPlan plan_backward(const CheckedBackward& checked, const std::vector<LaunchArg>& args,
                       const WorkspaceLayout& ws, const BackwardOptions& options, rt::AutotuneMode mode) {
   const AttentionProblem& p = checked.args.fwd.problem;
+  const SizeArgs sizes = attention_size_args(p);
+  if (options.block_mask) { // at the block mask's tiles, not tuned, deterministic (attention_block_mask_api.h)
+    const AttentionBwdConfigs defaults = block_mask_bwd_configs(options.block_mask->layout, p);
+    const KernelDef& dkdv_def = fa2_bwd_dkdv_block_mask_def(options.mods);
+    const KernelDef& dq_def = fa2_bwd_dq_block_mask_def(options.mods);
+    BwdStep dkdv = fixed_step(dkdv_def, completed(dkdv_def, options.config ? *options.config : defaults.dkdv), sizes);
+    BwdStep dq = fixed_step(dq_def, completed(dq_def, options.dq_config ? *options.dq_config : defaults.dq), sizes);
+    BwdStep pre = fixed_step(fa2_bwd_preprocess_def(), bwd_preprocess_config(p, dkdv.config), sizes);
+    return BwdPlan{std::move(pre), std::move(dkdv), std::move(dq)};
+  }
   // The variant: options.config's ATOMIC_DQ when given; else, with deterministic = false and no dq_config,
   // the faster of the two as the tuner timed them; else the deterministic dQ kernel.
   const bool choose_variant = !options.deterministic && !options.config && !options.dq_config;
@@ -332,7 +354,6 @@ BwdPlan plan_backward(const CheckedBackward& checked, const std::vector<LaunchAr
   const std::vector<LaunchArg> modded_args = with_mod_tensor_args(checked.args, args);
   const KernelDef& dkdv_def = fa2_bwd_dkdv_def(options.mods);
   const KernelDef& dq_def = fa2_bwd_dq_def(options.mods);
-  const SizeArgs sizes = attention_size_args(p);
   const double flops = attention_flops(p);
 
   // Tuning launches write scratch copies of the gradients (and of the accumulator), never the caller's.
@@ -376,7 +397,7 @@ std::shared_ptr<const BwdPlan> planned_backward(const CheckedBackward& checked,
                                                 const std::vector<LaunchArg>& args, const WorkspaceLayout& ws,
                                                 const BackwardOptions& options) {
   const rt::AutotuneMode mode = options.autotune ? *options.autotune : rt::autotune_mode_from_env();
-  if (mode == rt::AutotuneMode::Force)
+  if (mode == rt::AutotuneMode::Force || options.block_mask) // a block mask's plan asks the tuner nothing
     return std::make_shared<const BwdPlan>(plan_backward(checked, args, ws, options, mode));
   // Everything plan_backward() reads but the tuner's memory: the problem (sizes, dtype, flags), the configs
   // given, the variant rule, the mods and the mode. The workspace's accumulator follows from the options.
@@ -439,6 +460,17 @@ void enqueue_backward(const CheckedBackward& checked, const TensorRef& dk, const
   plan->pre.kernel->launch(plan->pre.grid, args, stream);
   if (checked.dsink) // reads the Delta the preprocess wrote
     launch_sink_grad(*checked.dsink, p, options.mods, modded_args, stream);
+  if (options.block_mask) { // dK/dV reads the by-key lists, dQ the forward's, after the mods' tensors
+    auto with_lists = [&](const std::array<uint64_t, 4>& lists) {
+      std::vector<LaunchArg> all = modded_args;
+      for (uint64_t list : lists)
+        all.push_back(LaunchArg::pointer(list));
+      return all;
+    };
+    plan->dkdv.kernel->launch(plan->dkdv.grid, with_lists(options.block_mask->key_addresses()), stream);
+    plan->last.kernel->launch(plan->last.grid, with_lists(options.block_mask->addresses()), stream);
+    return;
+  }
   plan->dkdv.kernel->launch(plan->dkdv.grid, modded_args, stream);
   plan->last.kernel->launch(plan->last.grid, last_is_dq ? modded_args : args, stream);
 }

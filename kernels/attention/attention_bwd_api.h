@@ -17,6 +17,9 @@
 //
 // With mods (options.mods, options.mod_tensors: the forward's), dK/dV and dQ recompute the scores with them and
 // multiply dS by the score mods' derivative (attention_mods.h); they are tuned apart from the built-in kernels.
+// With options.block_mask (the forward's: attention_block_mask_api.h), dK/dV walks each key tile's lists of
+// query tiles and dQ each query tile's lists of key tiles (fa2_bwd_block_mask.h), at the block mask's tiles
+// (options.config's and dq_config's must be them), not tuned, always the deterministic pair.
 //
 // Validation errors start "attention::backward:" and end in the caller's line, like the forward's.
 #pragma once

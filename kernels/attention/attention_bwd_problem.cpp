@@ -214,27 +214,51 @@ void run_bwd(const AttentionProblem& p, const AttentionBwdConfigs& configs, Atte
   run_bwd(p, configs, b, executor, AttentionMods{}, {});
 }
 
-void run_bwd(const AttentionProblem& p, const AttentionBwdConfigs& configs, AttentionBwdBuffers& b,
-             Executor executor, const AttentionMods& mods, const std::vector<InterpArg>& mod_args) {
+namespace {
+
+// The preprocess, then dK/dV and dQ (`kernels`, after the backward's arguments their own), or with ATOMIC_DQ=1
+// dK/dV and the dQ convert.
+void run_bwd_steps(const AttentionProblem& p, const AttentionBwdConfigs& configs, AttentionBwdBuffers& b,
+                   Executor executor, const BwdLoopKernels& kernels) {
   check_attention_problem(p);
   check_attention_config(p, configs.dkdv);
   check_attention_config(p, configs.dq);
   const SizeArgs sizes = attention_size_args(p);
   const std::vector<InterpArg> args = fa2_bwd_interp_args(p, b);
-  std::vector<InterpArg> modded_args = args; // the looping kernels' arguments end in the mods' tensors
-  modded_args.insert(modded_args.end(), mod_args.begin(), mod_args.end());
+  auto with = [&](const std::vector<InterpArg>& extra) { // the looping kernels' arguments end in their own
+    std::vector<InterpArg> all = args;
+    all.insert(all.end(), extra.begin(), extra.end());
+    return all;
+  };
   const bool atomic_dq = configs.dkdv.get("ATOMIC_DQ") != 0;
   const Config pre = bwd_preprocess_config(p, configs.dkdv);
   execute(executor, build_fa2_bwd_preprocess(pre), fa2_bwd_preprocess_def().grid(pre, sizes), args);
-  const KernelDef dkdv = fa2_bwd_dkdv_def(mods);
-  execute(executor, dkdv.build(configs.dkdv), dkdv.grid(configs.dkdv, sizes), modded_args);
+  const KernelDef& dkdv = *kernels.dkdv;
+  execute(executor, dkdv.build(configs.dkdv), dkdv.grid(configs.dkdv, sizes), with(kernels.dkdv_args));
   if (atomic_dq) {
     const Config conv = bwd_dq_convert_config(p);
     execute(executor, build_fa2_bwd_dq_convert(conv), fa2_bwd_dq_convert_def().grid(conv, sizes), args);
   } else {
-    const KernelDef dq = fa2_bwd_dq_def(mods);
-    execute(executor, dq.build(configs.dq), dq.grid(configs.dq, sizes), modded_args);
+    const KernelDef& dq = *kernels.dq;
+    execute(executor, dq.build(configs.dq), dq.grid(configs.dq, sizes), with(kernels.dq_args));
   }
+}
+
+} // namespace
+
+void run_bwd(const AttentionProblem& p, const AttentionBwdConfigs& configs, AttentionBwdBuffers& b,
+             Executor executor, const AttentionMods& mods, const std::vector<InterpArg>& mod_args) {
+  run_bwd_steps(p, configs, b, executor,
+                BwdLoopKernels{&fa2_bwd_dkdv_def(mods), &fa2_bwd_dq_def(mods), mod_args, mod_args});
+}
+
+void run_bwd(const AttentionProblem& p, const AttentionBwdConfigs& configs, AttentionBwdBuffers& b,
+             Executor executor, const BwdLoopKernels& kernels) {
+  if (configs.dkdv.get_or("ATOMIC_DQ", 0) != 0)
+    fail("run_bwd with given looping kernels: ATOMIC_DQ=1 in the dK/dV config ({}); expected 0 (dQ runs as "
+         "its own kernel)",
+         configs.dkdv.str());
+  run_bwd_steps(p, configs, b, executor, kernels);
 }
 
 } // namespace kiln

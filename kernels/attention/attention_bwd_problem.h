@@ -88,5 +88,15 @@ void run_bwd(const AttentionProblem& p, const AttentionBwdConfigs& configs, Atte
 // dQ convert do not depend on the mods.
 void run_bwd(const AttentionProblem& p, const AttentionBwdConfigs& configs, AttentionBwdBuffers& b,
              Executor executor, const AttentionMods& mods, const std::vector<InterpArg>& mod_args);
+// The same with the looping kernels given: dK/dV's and dQ's defs, and the arguments each takes after the
+// backward's own (the mods' tensors; over a block mask, then its lists: attention_block_mask_host.h). No
+// atomic dQ (configs.dkdv's ATOMIC_DQ must be 0: a kiln::Error otherwise).
+struct BwdLoopKernels {
+  const KernelDef* dkdv = nullptr;
+  const KernelDef* dq = nullptr;
+  std::vector<InterpArg> dkdv_args, dq_args;
+};
+void run_bwd(const AttentionProblem& p, const AttentionBwdConfigs& configs, AttentionBwdBuffers& b,
+             Executor executor, const BwdLoopKernels& kernels);
 
 } // namespace kiln

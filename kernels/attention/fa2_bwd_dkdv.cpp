@@ -1,10 +1,12 @@
 #include "kernels/attention/fa2_bwd_dkdv.h"
 
 #include "dsl/dsl.h"
+#include "kernels/attention/attention_block_mask.h"
 #include "kernels/attention/attention_bwd_args.h"
 #include "kernels/attention/attention_bwd_space.h"
 #include "kernels/attention/attention_mods.h"
 #include "kernels/attention/attention_varlen_tiles.h"
+#include "kernels/attention/fa2_bwd_block_mask.h"
 
 #include <algorithm>
 #include <optional>
@@ -40,14 +42,16 @@ QueryRange query_range(const AttentionArgs& a, const AttentionTileParams& tp, co
                     unmasked_end.named("q_unmasked_end")};
 }
 
-} // namespace
-
-Kernel build_fa2_bwd_dkdv(const Config& config) { return build_fa2_bwd_dkdv_with_mods(config, AttentionMods{}); }
-
-Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& mods) {
+// dK/dV with mods and, with `block_mask`, over a block mask's by-key lists (fa2_bwd_block_mask.h).
+Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods, bool block_mask) {
   const AttentionTileParams tp = attention_tile_params(config, "fa2_bwd_dkdv");
   const int64_t BM = tp.block_m, BN = tp.block_n, HD = tp.head_dim;
   const bool atomic_dq = config.get("ATOMIC_DQ") != 0;
+  if (block_mask) { // before the atomic variant's own checks: over a block mask it is refused outright
+    if (config.get_or("VARLEN", 0) != 0)
+      fail("fa2_bwd_dkdv_block_mask: block masks with packed sequences (VARLEN=1) are not built yet");
+    check_block_mask_bwd_config(config);
+  }
   const DType dt = tp.dtype;
   auto low = [&](const Value& x) { return dt == f32 ? x : x.to(dt); }; // product operands in the input dtype
 
@@ -57,7 +61,7 @@ Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& m
                            "rows), got BLOCK_M={} with {} warps",
                            BM, config.num_warps));
   const bool varlen = config.get_or("VARLEN", 0) != 0; // packed sequences (fa2_bwd_varlen.h)
-  KernelBuilder kb(varlen ? "fa2_bwd_dkdv_varlen" : "fa2_bwd_dkdv", config);
+  KernelBuilder kb(varlen ? "fa2_bwd_dkdv_varlen" : block_mask ? "fa2_bwd_dkdv_block_mask" : "fa2_bwd_dkdv", config);
   AttentionBwdArgs a = declare_attention_bwd_args(kb, dt, varlen);
   const VarlenArgs varlen_args = varlen ? declare_varlen_args(kb) : VarlenArgs{};
   const AttentionArgs& f = a.fwd;
@@ -78,6 +82,8 @@ Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& m
   // The mods' tensors follow the backward's arguments; the scores are recomputed with them, on the transposed
   // tile (keys along rows: attention_mods.h).
   const ModKernelEnv mod_kernel = mods.empty() ? ModKernelEnv{} : declare_mod_kernel_env(kb, mods, f);
+  // Over a block mask: this key tile's lists of query tiles (the by-key lists), after the mods' tensors.
+  const BlockMaskArgs bm = block_mask ? declare_block_mask_args(kb, "bm_") : BlockMaskArgs{};
 
   // This program's keys, on chip for the whole program; keys past N_K read as zero.
   BoundaryCheck kv_check = tp.even_d ? BoundaryCheck{0} : BoundaryCheck{0, 1};
@@ -89,16 +95,17 @@ Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& m
   Value qk_scale = scores_to_log2(mod_kernel, f.sm_scale);
   Value dk = zeros({BN, HD}, f32).named("dk"); // (BN, HD) Σ dSᵀ Q, unscaled
   Value dv = zeros({BN, HD}, f32).named("dv"); // (BN, HD) Σ Pᵀ dO
-  QueryRange range = query_range(f, tp, n0);
+  // Over a block mask the lists replace the range (its loops are not built).
+  QueryRange range = block_mask ? QueryRange{zeros({}, i32), Value(), Value()} : query_range(f, tp, n0);
   // Mask mods: every query tile from the causal rule's first on is visited, masked, and with key bounds skipped
   // when it does not see this key tile (the bounds say which keys a query tile sees, not which queries see a
   // key tile, so the loop cannot start and end there).
-  if (mod_kernel.has_mask())
+  if (mod_kernel.has_mask() && !block_mask)
     range.unmasked_begin = range.unmasked_end = f.N_Q;
   // With key bounds, each query tile's step is guarded by the key tiles the tile visits (one function decides
   // them for the forward, dQ and here).
   const bool skips_by_key_bounds =
-      mod_kernel.has_mask() &&
+      mod_kernel.has_mask() && !block_mask &&
       std::any_of(mods.mask.begin(), mods.mask.end(), [](const MaskMod& m) { return static_cast<bool>(m.key_bounds); });
 
   for_range(0, group, 1, [&](Value g) {
@@ -159,6 +166,13 @@ Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& m
         atomic_add(ptrs, dq, inside);
       }
     };
+    // Moves the query-side block pointers to the query tile at start_m (the block mask's lists).
+    auto seek = [&](const Value& start_m) {
+      q_ptr = bwd_q_block_ptr(a, hb.q, f.stride_qn, BM, tp, start_m);
+      do_ptr = bwd_q_block_ptr(a, hb.dout, a.stride_don, BM, tp, start_m);
+      lse_ptr = bwd_row_block_ptr(a, f.lse, hb.row0, BM, start_m);
+      delta_ptr = bwd_row_block_ptr(a, a.delta, hb.row0, BM, start_m);
+    };
     auto step = [&](const Value& start_m, bool masked) {
       if (skips_by_key_bounds) {
         // The key tiles this query tile visits in the forward and in dQ (mod_key_tiles): when this key tile is
@@ -173,6 +187,14 @@ Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& m
       lse_ptr = advance(lse_ptr, {BM});
       delta_ptr = advance(delta_ptr, {BM});
     };
+    if (block_mask) {
+      // The query tiles that see this key tile, from the lists of query head head0 + g: full ones unmasked,
+      // partial ones masked (the tail query tile is always partial there), empty ones never visited.
+      Value row = block_mask_row(off_b * f.H + head0 + g, cdiv(f.N_K, BN), program_id(0));
+      Value list = block_mask_list(row, cdiv(f.N_Q, BM));
+      walk_block_mask_lists(bm, row, list, BM, "m", /*runs_only=*/false, seek, step);
+      return;
+    }
     for_range(range.begin, range.unmasked_begin, BM, [&](Value start_m) { step(start_m, true); });
     for_range(range.unmasked_begin, range.unmasked_end, BM, [&](Value start_m) { step(start_m, false); });
     for_range(range.unmasked_end, f.N_Q, BM, [&](Value start_m) { step(start_m, true); });
@@ -181,6 +203,18 @@ Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& m
   store(bwd_kv_block_ptr(a, kvb.dk, a.stride_dkn, BN, tp, n0), (dk * f.sm_scale).to(dt), kv_check);
   store(bwd_kv_block_ptr(a, kvb.dv, a.stride_dvn, BN, tp, n0), dv.to(dt), kv_check);
   return kb.finish();
+}
+
+} // namespace
+
+Kernel build_fa2_bwd_dkdv(const Config& config) { return build_fa2_bwd_dkdv_with_mods(config, AttentionMods{}); }
+
+Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& mods) {
+  return build_fa2_bwd_dkdv_kernel(config, mods, false);
+}
+
+Kernel build_fa2_bwd_dkdv_with_block_mask(const Config& config, const AttentionMods& mods) {
+  return build_fa2_bwd_dkdv_kernel(config, mods, true);
 }
 
 namespace {

@@ -28,5 +28,7 @@ const KernelDef& fa2_bwd_dkdv_def(); // built once per process
 // fa2_bwd_dkdv_def().
 Kernel build_fa2_bwd_dkdv_with_mods(const Config& config, const AttentionMods& mods);
 const KernelDef& fa2_bwd_dkdv_def(const AttentionMods& mods); // one per distinct mods
+// Over a block mask's by-key lists of query tiles (fa2_bwd_block_mask.h: fa2_bwd_dkdv_block_mask_def).
+Kernel build_fa2_bwd_dkdv_with_block_mask(const Config& config, const AttentionMods& mods);
 
 } // namespace kiln

@@ -1,22 +1,27 @@
 #include "kernels/attention/fa2_bwd_dq.h"
 
 #include "dsl/dsl.h"
+#include "kernels/attention/attention_block_mask.h"
 #include "kernels/attention/attention_bwd_args.h"
 #include "kernels/attention/attention_bwd_space.h"
 #include "kernels/attention/attention_mods.h"
 #include "kernels/attention/attention_varlen_tiles.h"
+#include "kernels/attention/fa2_bwd_block_mask.h"
 
 namespace kiln {
 
-Kernel build_fa2_bwd_dq(const Config& config) { return build_fa2_bwd_dq_with_mods(config, AttentionMods{}); }
+namespace {
 
-Kernel build_fa2_bwd_dq_with_mods(const Config& config, const AttentionMods& mods) {
+// dQ with mods and, with `block_mask`, over the forward's lists of a block mask (fa2_bwd_block_mask.h).
+Kernel build_fa2_bwd_dq_kernel(const Config& config, const AttentionMods& mods, bool block_mask) {
   const AttentionTileParams tp = attention_tile_params(config, "fa2_bwd_dq");
   const int64_t BM = tp.block_m, BN = tp.block_n, HD = tp.head_dim;
   const DType dt = tp.dtype;
 
   const bool varlen = config.get_or("VARLEN", 0) != 0; // packed sequences (fa2_bwd_varlen.h)
-  KernelBuilder kb(varlen ? "fa2_bwd_dq_varlen" : "fa2_bwd_dq", config);
+  if (block_mask && varlen)
+    fail("fa2_bwd_dq_block_mask: block masks with packed sequences (VARLEN=1) are not built yet");
+  KernelBuilder kb(varlen ? "fa2_bwd_dq_varlen" : block_mask ? "fa2_bwd_dq_block_mask" : "fa2_bwd_dq", config);
   AttentionBwdArgs a = declare_attention_bwd_args(kb, dt, varlen);
   const VarlenArgs varlen_args = varlen ? declare_varlen_args(kb) : VarlenArgs{};
   const AttentionArgs& f = a.fwd;
@@ -38,6 +43,8 @@ Kernel build_fa2_bwd_dq_with_mods(const Config& config, const AttentionMods& mod
   // The mods' tensors follow the backward's arguments; the scores are recomputed with them, as the forward
   // computed them (attention_mods.h).
   ModKernelEnv mod_env = mods.empty() ? ModKernelEnv{} : mod_kernel_env(kb, mods, f, off_hz, offs_m);
+  // Over a block mask: the forward's lists of key tiles, after the mods' tensors.
+  const BlockMaskArgs bm = block_mask ? declare_block_mask_args(kb, "bm_") : BlockMaskArgs{};
 
   BoundaryCheck rows = {0};
   Value q = load(bwd_q_block_ptr(a, b.q, f.stride_qn, BM, tp, m0), tp.row_tile_check()).named("q");       // (BM, HD)
@@ -79,7 +86,16 @@ Kernel build_fa2_bwd_dq_with_mods(const Config& config, const AttentionMods& mod
     k_ptr = advance_k(k_ptr, tp);
     v_ptr = advance(v_ptr, {BN, 0});
   };
-  if (mod_env.has_mask()) {
+  if (block_mask) {
+    // The key tiles the forward visits over the block mask: full ones unmasked, partial ones masked.
+    Value row = block_mask_row(off_hz, cdiv(f.N_Q, BM), start_m);
+    Value list = block_mask_list(row, cdiv(f.N_K, BN));
+    auto seek = [&](const Value& start_n) {
+      k_ptr = bwd_k_block_ptr(a, b, BN, tp, start_n);
+      v_ptr = bwd_kv_block_ptr(a, b.v, f.stride_vn, BN, tp, start_n);
+    };
+    walk_block_mask_lists(bm, row, list, BN, "n", /*runs_only=*/false, seek, step);
+  } else if (mod_env.has_mask()) {
     // Mask mods: the key tiles the forward visits, masked where the forward masks them.
     for_each_mod_key_tile(mod_env, f, tp, m0, k_ptr, v_ptr, step);
   } else {
@@ -90,6 +106,18 @@ Kernel build_fa2_bwd_dq_with_mods(const Config& config, const AttentionMods& mod
 
   store(bwd_q_block_ptr(a, b.dq, a.stride_dqn, BM, tp, m0), (dq * f.sm_scale).to(dt), tp.row_tile_check());
   return kb.finish();
+}
+
+} // namespace
+
+Kernel build_fa2_bwd_dq(const Config& config) { return build_fa2_bwd_dq_with_mods(config, AttentionMods{}); }
+
+Kernel build_fa2_bwd_dq_with_mods(const Config& config, const AttentionMods& mods) {
+  return build_fa2_bwd_dq_kernel(config, mods, false);
+}
+
+Kernel build_fa2_bwd_dq_with_block_mask(const Config& config, const AttentionMods& mods) {
+  return build_fa2_bwd_dq_kernel(config, mods, true);
 }
 
 namespace {

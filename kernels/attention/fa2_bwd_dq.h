@@ -21,5 +21,7 @@ const KernelDef& fa2_bwd_dq_def(); // built once per process
 // then one i64 stride per dim). The def is named after the mods' identity; empty mods give fa2_bwd_dq_def().
 Kernel build_fa2_bwd_dq_with_mods(const Config& config, const AttentionMods& mods);
 const KernelDef& fa2_bwd_dq_def(const AttentionMods& mods); // one per distinct mods
+// Over the forward's lists of a block mask (fa2_bwd_block_mask.h: fa2_bwd_dq_block_mask_def).
+Kernel build_fa2_bwd_dq_with_block_mask(const Config& config, const AttentionMods& mods);
 
 } // namespace kiln

@@ -1,8 +1,12 @@
 // Block masks (attention_block_mask.h) through the code generator: the classifier kernel (with and without
-// mask mods reading tensors) and the forward over a block mask's lists (the built-in causal rule, mods with
-// tensors, f16/bf16/f32, both K variants, sm_90a and sm_80) generate CUDA that NVRTC compiles (where NVRTC is
-// usable); runs of tiles are pipelined as fa2_fwd's key ranges, lists walked tile by tile are not.
+// mask mods reading tensors, both orientations), the forward over a block mask's lists and the backward's dK/dV
+// and dQ over them (the built-in causal rule, mods with tensors, f16/bf16/f32, both K variants, sm_90a and
+// sm_80) generate CUDA that NVRTC compiles (where NVRTC is usable); runs of tiles are pipelined as the
+// built-in kernels' ranges, lists walked tile by tile are not.
 #include "kernels/attention/attention_block_mask.h"
+#include "kernels/attention/attention_bwd_problem.h"
+#include "kernels/attention/fa2_bwd_block_mask.h"
+#include "kernels/attention/fa2_bwd_dq.h"
 #include "kernels/attention/attention_mod_library.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa2_fwd.h"
@@ -33,7 +37,7 @@ TEST(BlockMaskCodegen, ClassifierCompiles) {
     for (int causal : {0, 2}) {
       const KernelDef& def = attention_block_mask_def(mods);
       Config c = def.default_config();
-      c.set("BLOCK_M", 128).set("BLOCK_N", 64).set("CAUSAL", causal);
+      c.set("BLOCK_M", 128).set("BLOCK_N", 64).set("CAUSAL", causal).set("BY_KEY", causal == 2);
       SCOPED_TRACE(def.name + " " + c.str());
       GeneratedKernel g = generate(def, c, "sm_90a");
       EXPECT_NE(g.source.find("partial_index"), std::string::npos);
@@ -87,6 +91,42 @@ TEST(BlockMaskCodegen, RunsOfTilesArePipelinedAsTheBuiltInPath) {
     const kiln_test::Planned listed = kiln_test::plan_kernel(fa2_fwd_block_mask_def().build(c), arch);
     EXPECT_EQ(plain.plan.pipelined.size(), 2u);
     EXPECT_EQ(listed.plan.pipelined.size(), plain.plan.pipelined.size());
+  }
+}
+
+// dK/dV over the by-key lists and dQ over the forward's, for both targets, with and without mods.
+TEST(BlockMaskCodegen, BackwardOverTheListsCompilesForSm90aAndSm80) {
+  for (const AttentionMods& mods : {AttentionMods{}, document_window_softcap()})
+    for (const char* arch : {"sm_90a", "sm_80"}) {
+      AttentionProblem p;
+      p.D = 64;
+      p.causal = mods.empty() ? 2 : 0;
+      const AttentionBwdConfigs configs = default_bwd_configs(p);
+      for (const KernelDef* def : {&fa2_bwd_dkdv_block_mask_def(mods), &fa2_bwd_dq_block_mask_def(mods)}) {
+        const Config& c = def == &fa2_bwd_dq_block_mask_def(mods) ? configs.dq : configs.dkdv;
+        SCOPED_TRACE(def->name + " " + arch + " " + c.str());
+        GeneratedKernel g = generate(*def, c, arch);
+        EXPECT_NE(g.source.find("bm_partial_index"), std::string::npos);
+        expect_nvrtc_compiles(g, arch);
+      }
+    }
+}
+
+// The backward's runs of tiles are key (dQ) or query (dK/dV) ranges whose loops the pipeliner takes: over a
+// causal block mask, as many pipelined loops as the built-in causal kernels have where they have two.
+TEST(BlockMaskCodegen, TheBackwardsRunsOfTilesArePipelined) {
+  AttentionProblem p;
+  p.D = 64;
+  p.causal = 1;
+  const AttentionBwdConfigs c = default_bwd_configs(p);
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    SCOPED_TRACE(arch);
+    const kiln_test::Planned dq = kiln_test::plan_kernel(fa2_bwd_dq_def().build(c.dq), arch);
+    const kiln_test::Planned dq_listed = kiln_test::plan_kernel(fa2_bwd_dq_block_mask_def().build(c.dq), arch);
+    EXPECT_EQ(dq.plan.pipelined.size(), 2u);
+    EXPECT_EQ(dq_listed.plan.pipelined.size(), dq.plan.pipelined.size());
+    const kiln_test::Planned dkdv_listed = kiln_test::plan_kernel(fa2_bwd_dkdv_block_mask_def().build(c.dkdv), arch);
+    EXPECT_EQ(dkdv_listed.plan.pipelined.size(), 2u);
   }
 }
 

@@ -5,7 +5,6 @@
 #include "error/error_test_support.h"
 #include "kernels/attention/attention_block_mask.h"
 #include "kernels/attention/attention_block_mask_api.h"
-#include "kernels/attention/attention_bwd_api.h"
 #include "kernels/attention/attention_mod_library.h"
 #include "kernels/attention/fa2_fwd.h"
 
@@ -197,16 +196,7 @@ TEST(BlockMaskApiErrors, EntryPointsThatTakeNoBlockMask) {
   expect_mentions(
       user_error([&] { attention::fa1_forward(fa1.q, fa1.k, fa1.v, fa1.o, fa1.lse, fa1.options); }),
       {"options.block_mask is not supported by fa1_forward"});
-  attention::BackwardOptions b;
-  static_cast<attention::AttentionOptions&>(b) = c.options;
-  using attention::TensorRef;
-  const TensorRef dout = TensorRef::contiguous(0x70000000, DType::f16, {2, 4, 64, 64});
-  const TensorRef dq = TensorRef::contiguous(0x80000000, DType::f16, {2, 4, 64, 64});
-  const TensorRef dk = TensorRef::contiguous(0x90000000, DType::f16, {2, 2, 80, 64});
-  const TensorRef dv = TensorRef::contiguous(0xa0000000, DType::f16, {2, 2, 80, 64});
-  expect_mentions(
-      user_error([&] { attention::backward(c.q, c.k, c.v, c.o, *c.lse, dout, dq, dk, dv, b); }),
-      {"attention::backward:", "not supported by backward", "backward over a block mask is not built"});
+  // backward() takes one: attention_block_mask_bwd_errors_test.cpp.
 }
 
 TEST(BlockMaskApiErrors, MakeBlockMaskChecksItsArguments) {

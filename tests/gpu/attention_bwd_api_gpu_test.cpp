@@ -9,6 +9,7 @@
 #include "gpu/gpu_skip.h"
 #include "interp/attention_bwd_test_cases.h"
 #include "interp/attention_mods_cases.h"
+#include "kernels/attention/attention_block_mask_api.h"
 #include "kernels/attention/attention_bwd_api.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
@@ -18,8 +19,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 
 using namespace kiln;
 using namespace kiln::attention;
@@ -48,9 +51,11 @@ protected:
 // With `with_workspace`, through backward_with_workspace on a buffer of backward_workspace_bytes() (poisoned
 // with NaN bits first: the kernels must not read scratch they did not write), then a synchronize.
 // With mods (options.mods), `mod_tensors` are their host tensors: uploaded and passed as options.mod_tensors to
-// both passes, and the reference is reference_backward_with_mods.
+// both passes, and the reference is reference_backward_with_mods. With `block_mask_tiles`, both passes run over
+// a block mask made at those tiles (BLOCK_M, BLOCK_N) by make_block_mask from the mods.
 AttentionGrads check_backward(const AttentionProblem& p, uint64_t seed, BackwardOptions options,
-                              bool with_workspace = false, const ModTensorValues& mod_tensors = {}) {
+                              bool with_workspace = false, const ModTensorValues& mod_tensors = {},
+                              std::optional<std::pair<int64_t, int64_t>> block_mask_tiles = std::nullopt) {
   SCOPED_TRACE(p.str());
   std::vector<rt::DeviceBuffer> held; // the mods' tensors on the device
   for (const auto& [name, t] : mod_tensors) {
@@ -60,6 +65,9 @@ AttentionGrads check_backward(const AttentionProblem& p, uint64_t seed, Backward
                                           {t.shape.begin(), t.shape.end()},
                                           {t.strides.begin(), t.strides.end()}};
   }
+  if (block_mask_tiles)
+    options.block_mask = make_block_mask({p.B, p.H, p.H_KV, p.N_Q, p.N_K}, options, block_mask_tiles->first,
+                                         block_mask_tiles->second);
   const AttentionInputs in = make_inputs(p, seed, 1.0);
   const HostBuffer dout = make_dout(p, seed + 1, 1.0);
   HostBuffer poisoned_q(p.dtype, q_numel(p)), poisoned_kv(p.dtype, kv_numel(p));
@@ -264,6 +272,41 @@ TEST_F(GpuAttentionBwdApi, ModsThroughForwardAndBackward) {
   alibi_options.deterministic = false;
   check_backward(br, 93, alibi_options, false,
                  {{"alibi_slopes", alibi_slopes(br)}, {"sinks", sink_logits(br, {1.0, -2.0, 0.5, 3.0})}});
+}
+
+// forward() and backward() over a block mask made by make_block_mask from the mods: documents with a window
+// and a softcap (GQA, B = 2), causal as a mask mod and the built-in causal rule (N_Q != N_K, ragged), ALiBi with
+// a window and sinks; the block mask is reused by both passes, and the caller's workspace works with it.
+TEST_F(GpuAttentionBwdApi, BlockMaskThroughForwardAndBackward) {
+  KILN_REQUIRE_GPU();
+  AttentionProblem p = make_case(300, 300, 64, 0, bf16, 4, 2).problem;
+  p.B = 2;
+  ModTensorData ids = document_ids(p, 300, {120, 9, 100, 60}, "q_doc");
+  ModTensorData kv = ids;
+  kv.data.name = "kv_doc";
+  BackwardOptions options = options_for(p);
+  options.mods.mask = {document_mask(), sliding_window(64, 0)};
+  options.mods.score = {softcap(4)};
+  check_backward(p, 101, options, false, {{"q_doc", ids}, {"kv_doc", kv}}, std::pair<int64_t, int64_t>{128, 64});
+  check_backward(p, 102, options, /*with_workspace=*/true, {{"q_doc", ids}, {"kv_doc", kv}},
+                 std::pair<int64_t, int64_t>{64, 64});
+
+  AttentionProblem causal = make_case(333, 515, 64, 0, f16, 4, 4).problem;
+  BackwardOptions causal_options = options_for(causal);
+  causal_options.mods.mask = {causal_mask(true)};
+  check_backward(causal, 103, causal_options, false, {}, std::pair<int64_t, int64_t>{64, 64});
+  causal.causal = 2;
+  check_backward(causal, 104, options_for(causal), false, {}, std::pair<int64_t, int64_t>{128, 64});
+
+  AttentionProblem br = make_case(257, 190, 128, 0, f16, 4, 4).problem;
+  BackwardOptions alibi_options = options_for(br);
+  alibi_options.mods.score = {alibi()};
+  alibi_options.mods.mask = {sliding_window(48, 16)};
+  alibi_options.mods.sink = {attention_sinks()};
+  alibi_options.deterministic = false; // over a block mask, still the deterministic pair
+  check_backward(br, 105, alibi_options, false,
+                 {{"alibi_slopes", alibi_slopes(br)}, {"sinks", sink_logits(br, {1.0, -2.0, 0.5, 3.0})}},
+                 std::pair<int64_t, int64_t>{64, 32});
 }
 
 } // namespace

@@ -1,7 +1,8 @@
-// The block-mask cases the interpreter (attention_block_mask_test.cpp) and GPU
-// (gpu/attention_block_mask_gpu_test.cpp) tests share, and the tile-by-tile check of a block mask against the
-// dense mask: every (row, key) pair evaluated on the host through the mask mods' double references and the
-// built-in rules, each tile classified empty / partial / full, the lists compared with the block mask's.
+// The block-mask cases the interpreter (attention_block_mask_test.cpp, attention_block_mask_bwd_test.cpp) and
+// GPU (gpu/attention_block_mask_gpu_test.cpp) tests share, and the tile-by-tile check of a block mask against
+// the dense mask: every (row, key) pair evaluated on the host through the mask mods' double references and the
+// built-in rules, each tile classified empty / partial / full, the lists of both orientations compared with
+// the block mask's.
 #pragma once
 
 #include "interp/attention_mods_cases.h"
@@ -36,8 +37,25 @@ private:
   ReferenceScoreFn score_;
 };
 
+enum class TileKind { Empty, Partial, Full };
+
+// How the dense mask shows query tile m against key tile t of (b, h): full when nothing is hidden, partial when
+// some pair is seen and some hidden, else empty. Rows past N_Q count for nothing, or with `tail_rows_hidden`
+// (the by-key lists, which dK/dV visits unchecked when full) as hidden pairs.
+inline TileKind dense_tile_kind(DenseMask& dense, const BlockMaskLayout& l, int64_t b, int64_t h, int64_t m,
+                                int64_t t, bool tail_rows_hidden) {
+  int64_t seen = 0, hidden = 0;
+  const int64_t rows_end = tail_rows_hidden ? (m + 1) * l.block_m : std::min(l.N_Q, (m + 1) * l.block_m);
+  for (int64_t i = m * l.block_m; i < rows_end; ++i)
+    for (int64_t j = t * l.block_n; j < (t + 1) * l.block_n; ++j)
+      ++(i < l.N_Q && dense.sees(b, h, i, j) ? seen : hidden);
+  return hidden == 0 ? TileKind::Full : seen > 0 ? TileKind::Partial : TileKind::Empty;
+}
+
 // Every query tile's lists in `bm` are the tiles the dense mask shows fully (every real row sees every key)
-// and partly (some pair seen, some hidden), ascending; tiles with no pair seen in neither.
+// and partly (some pair seen, some hidden), ascending; tiles with no pair seen in neither. And every key
+// tile's by-key lists are the query tiles that see it fully and partly, ascending, the tail query tile never
+// full (its rows past N_Q count as hidden there).
 inline void expect_block_mask_matches_dense_mask(const HostBlockMask& bm, const AttentionProblem& p,
                                                  const AttentionMods& mods, const ModTensorValues& tensors,
                                                  const std::string& label) {
@@ -45,17 +63,14 @@ inline void expect_block_mask_matches_dense_mask(const HostBlockMask& bm, const 
   DenseMask dense(p, mods, tensors);
   int64_t full = 0, partial = 0, empty = 0;
   for (int64_t b = 0; b < p.B; ++b)
-    for (int64_t h = 0; h < p.H; ++h)
+    for (int64_t h = 0; h < p.H; ++h) {
       for (int64_t m = 0; m < l.q_tiles(); ++m) {
         std::vector<int64_t> want_full, want_partial;
         for (int64_t t = 0; t < l.k_tiles(); ++t) {
-          int64_t seen = 0, hidden = 0;
-          for (int64_t i = m * l.block_m; i < std::min(p.N_Q, (m + 1) * l.block_m); ++i)
-            for (int64_t j = t * l.block_n; j < (t + 1) * l.block_n; ++j)
-              ++(dense.sees(b, h, i, j) ? seen : hidden);
-          if (hidden == 0)
+          const TileKind kind = dense_tile_kind(dense, l, b, h, m, t, false);
+          if (kind == TileKind::Full)
             want_full.push_back(t), ++full;
-          else if (seen > 0)
+          else if (kind == TileKind::Partial)
             want_partial.push_back(t), ++partial;
           else
             ++empty;
@@ -66,6 +81,22 @@ inline void expect_block_mask_matches_dense_mask(const HostBlockMask& bm, const 
             << label << ": partial tiles of b " << b << " h " << h << " query tile " << m << " (" << l.str()
             << ")";
       }
+      for (int64_t t = 0; t < l.k_tiles(); ++t) {
+        std::vector<int64_t> want_full, want_partial;
+        for (int64_t m = 0; m < l.q_tiles(); ++m) {
+          const TileKind kind = dense_tile_kind(dense, l, b, h, m, t, true);
+          if (kind == TileKind::Full)
+            want_full.push_back(m);
+          else if (kind == TileKind::Partial)
+            want_partial.push_back(m);
+        }
+        ASSERT_EQ(bm.full_query_tiles(b, h, t), want_full) << label << ": full query tiles of b " << b << " h "
+                                                           << h << " key tile " << t << " (" << l.str() << ")";
+        ASSERT_EQ(bm.partial_query_tiles(b, h, t), want_partial)
+            << label << ": partial query tiles of b " << b << " h " << h << " key tile " << t << " ("
+            << l.str() << ")";
+      }
+    }
   // Every case has masking work somewhere; most have all three kinds (the printout says which).
   EXPECT_GT(partial, 0) << label << ": no partial tile";
   ::testing::Test::RecordProperty(label, fmt::format("full {} partial {} empty {}", full, partial, empty));

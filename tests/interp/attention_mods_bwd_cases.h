@@ -7,6 +7,7 @@
 
 #include "interp/attention_bwd_test_cases.h"
 #include "interp/attention_mods_cases.h"
+#include "kernels/attention/attention_block_mask_host.h"
 
 #include <tuple>
 
@@ -52,8 +53,10 @@ inline std::vector<ModCase> mod_bwd_cases() {
   return cs;
 }
 
+// With `block_mask`, the backward over it (run_bwd_with_block_mask) instead of the mods' key ranges.
 inline AttentionGrads check_mod_bwd_case(const ModCase& c, const AttentionBwdConfigs& configs,
-                                         Executor executor = Executor::Interpreter) {
+                                         Executor executor = Executor::Interpreter,
+                                         const HostBlockMask* block_mask = nullptr) {
   const AttentionProblem& p = c.base.problem;
   const uint64_t seed = bwd_case_seed(p) + 0x3d;
   AttentionInputs in = make_inputs(p, seed, c.base.input_scale);
@@ -64,7 +67,9 @@ inline AttentionGrads check_mod_bwd_case(const ModCase& c, const AttentionBwdCon
   EXPECT_FALSE(compare_to_reference(plain.dq, ref.dq).ok(1e-2) &&
                compare_to_reference(plain.dk, ref.dk).ok(1e-2))
       << c.name << ": the mods change no gradient";
-  AttentionGrads out = run_bwd_with_mods(p, c.mods, c.tensors, configs, in, dout, executor);
+  AttentionGrads out =
+      block_mask ? run_bwd_with_block_mask(p, c.mods, c.tensors, *block_mask, configs, in, dout, executor)
+                 : run_bwd_with_mods(p, c.mods, c.tensors, configs, in, dout, executor);
   const double tol =
       grad_tolerance(p.dtype, p.tf32, max_abs_lse(reference_with_mods(p, in, c.mods, c.tensors)));
   const std::array<GradComparison, 3> comparisons = compare_grads(out, ref);
