@@ -17,9 +17,9 @@
 namespace kiln::bench {
 namespace {
 
-// The block mask's tiles (FlexAttention builds its block masks at 128 × 128 and runs 128 × 64 tiles; a kiln
-// forward over a block mask is tuned at the block mask's tiles).
-constexpr int64_t kBlockMaskM = 128, kBlockMaskN = 64;
+// The block mask's tiles: FlexAttention's default block size, 128 × 128 (a kiln forward over a block mask is
+// tuned at the block mask's tiles, so these are also its kernel's tiles).
+constexpr int64_t kBlockMaskM = 128, kBlockMaskN = 128;
 
 // How a case's kiln record runs: the forward with the mods (tuned), the built-in kernel the mods restate, or
 // the forward with the mods over a block mask made once beforehand.
