@@ -165,6 +165,13 @@ def _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_mas
         lse = q.new_empty(shape, dtype=torch.float32)
     structs, opts, _ = hit
     _set_addresses(structs, (q, k, v, o, lse))
+    _launch_forward(q, structs, opts)
+    return o, lse
+
+
+def _launch_forward(q, structs, opts):
+    """The forward through libkiln on q's device: on the current stream, tuned, for CUDA tensors; the
+    interpreter for CPU tensors."""
     lib = _lib.lib()
     if q.is_cuda:
         opts.stream = current_stream_handle(q)
@@ -172,7 +179,6 @@ def _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_mas
         _lib.check(lib.kiln_attention_forward_cuda(*structs, opts))
     else:
         _lib.check(lib.kiln_attention_forward_host(*structs, opts))
-    return o, lse
 
 
 @torch.library.custom_op("kiln::attention_fwd", mutates_args=())
@@ -213,13 +219,7 @@ def _forward_mods_impl(q, k, v, causal, scale, layout, tf32, deterministic, exac
     structs = [describe(t, n) for t, n in zip((q, k, v, o, lse), _FWD_NAMES)]
     opts = _lib.attention_options(*_options(causal, scale, layout, tf32, deterministic, exact_masked_v))
     _attention.described_mods(opts, mods, named)
-    lib = _lib.lib()
-    if q.is_cuda:
-        opts.stream = current_stream_handle(q)
-        opts.autotune = autotune_mode(True)
-        _lib.check(lib.kiln_attention_forward_cuda(*structs, opts))
-    else:
-        _lib.check(lib.kiln_attention_forward_host(*structs, opts))
+    _launch_forward(q, structs, opts)
     return o, lse
 
 
