@@ -47,11 +47,12 @@ if [[ -z "${KILN_TUTORIAL_TOOL:-}" && -x "$bin/kiln_tutorial_tool" ]]; then
   export KILN_TUTORIAL_TOOL="$(cd "$bin" && pwd)/kiln_tutorial_tool"
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/device.txt" 2>&1
-backward_suites='*GpuFa2Bwd*'
+backward_suites='*GpuFa2Bwd*:*GpuBlockMaskBwd*'
 api_suites='*GpuAttentionApi*:*GpuModsApi*:*CliGpuTest*:*GpuAttentionNonFinite*'
 api_backward_suites='*GpuAttentionBwdApi*:*GpuModsBwd*'
-# Attention over packed variable-length batches: the forward's suites, then the backward's.
-varlen_suites='*GpuVarlen.*:*GpuVarlenApi*:*GpuVarlenRandom*'
+# Attention over packed variable-length batches: the forward's suites (with mods: forward and backward), then
+# the backward's.
+varlen_suites='*GpuVarlen.*:*GpuVarlenApi*:*GpuVarlenRandom*:*GpuVarlenMods*'
 varlen_backward_suites='*GpuVarlenBwd*'
 declare -A status
 run() { # name, command...
