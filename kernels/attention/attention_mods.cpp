@@ -284,9 +284,20 @@ void AttentionMods::check_differentiable() const {
   (void)apply_score_mods(*this, m, full(tile, 0.0, f32), tile, &derivative);
 }
 
+bool AttentionMods::score_mods_return_their_input() const {
+  if (score.empty())
+    return false;
+  const Shape tile = {kProbeTile, kProbeTile};
+  KernelBuilder kb("attention_mods_pass_through_probe");
+  ModArgs m = probe_mod_args(kb, *this);
+  const Value scores = full(tile, 0.0, f32);
+  return apply_score_mods(*this, m, scores, tile).id() == scores.id();
+}
+
 ModKernelEnv declare_mod_kernel_env(KernelBuilder& kb, const AttentionMods& mods, const AttentionArgs& a) {
   ModKernelEnv env;
   env.mods = &mods;
+  env.modifies_scores = !mods.score.empty() && !mods.score_mods_return_their_input();
   env.args = declare_mod_tensors(kb, mods);
   ModArgs& m = env.args;
   m.N_Q = a.N_Q, m.N_K = a.N_K, m.H = a.H, m.H_KV = a.H_KV;
@@ -321,7 +332,7 @@ ModdedScores modded_scores(const ModKernelEnv& env, const AttentionArgs& a, cons
   m.kv_idx = (masked ? minimum(offs_n, a.N_K - 1) : offs_n).expand_dims(0).named("kv_idx");
   Value visible = masked ? visible_keys(a, tp, env.offs_m, offs_n) : Value();
   return apply_mods_to_tile(*env.mods, m, {tp.block_m, tp.block_n}, mod_input_scores(env, a, qk), visible,
-                            with_derivative);
+                            with_derivative && env.has_score());
 }
 
 Value mod_visible_keys(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
@@ -343,7 +354,8 @@ ModdedScores modded_scores_transposed(const ModKernelEnv& env, const AttentionAr
   m.q_idx = (masked ? minimum(offs_m, a.N_Q - 1) : offs_m).expand_dims(0).named("q_idx");   // (1, BM)
   m.kv_idx = (masked ? minimum(offs_n, a.N_K - 1) : offs_n).expand_dims(1).named("kv_idx"); // (BN, 1)
   const Shape tile = qkT.shape();
-  return apply_mods_to_tile(*env.mods, m, tile, mod_input_scores(env, a, qkT), visible, with_derivative);
+  return apply_mods_to_tile(*env.mods, m, tile, mod_input_scores(env, a, qkT), visible,
+                            with_derivative && env.has_score());
 }
 
 Value sink_logits(const ModKernelEnv& env, const AttentionTileParams& tp) {

@@ -184,6 +184,10 @@ struct AttentionMods {
   // Builds the score mods' derivatives (the backward's factor on dS) on a probe tile: a kiln::Error naming
   // the mod and the op when a mod without its own derivative uses an op the builder cannot differentiate.
   void check_differentiable() const;
+  // Builds the score mods on a probe tile: true when there are some and together they return the very scores
+  // they were given (a no-op mod, `return score;`). The kernels then treat the scores as unmodded: unscaled
+  // until exp2's multiply, no derivative factor, as with mask mods alone.
+  bool score_mods_return_their_input() const;
   // What identity() is a function of, without building anything: the mods' names, their tensors and their
   // functions' ids. Equal keys give equal identities; fa2_fwd_def(mods) keeps its def by this key.
   std::string identity_key() const;
@@ -205,7 +209,9 @@ struct ModKernelEnv {
   bool active() const { return mods != nullptr; }
   bool has_mask() const { return mods != nullptr && !mods->mask.empty(); }
   bool has_sink() const { return mods != nullptr && !mods->sink.empty(); }
-  bool has_score() const { return mods != nullptr && !mods->score.empty(); }
+  // Score mods that change the scores (not only no-ops: AttentionMods::score_mods_return_their_input).
+  bool has_score() const { return modifies_scores; }
+  bool modifies_scores = false; // set by declare_mod_kernel_env
   // This env for batch b, query head h (i32 scalars) and query rows offs_m (BLOCK_M,) (may be empty: dK/dV
   // sets the rows per tile).
   ModKernelEnv at(const Value& b, const Value& h, const Value& offs_m) const;

@@ -64,6 +64,46 @@ TEST(AttentionMods, CausalMaskModsMatchTheBuiltInCausalPath) {
     }
 }
 
+// A score mod that returns the scores it was given changes nothing: the kernels treat the scores as unmodded
+// (unscaled until exp2's multiply, as with no mods), so a no-op mod costs what the built-in kernel costs. The
+// probe sees through chains of no-ops, and not through a mod that computes anything.
+TEST(AttentionMods, ANoOpScoreModLeavesTheScoresUnscaled) {
+  const ScoreMod noop{"noop", {}, [](const Value& s, const ModArgs&) { return s; }, {}};
+  AttentionMods none_changing, changing;
+  none_changing.score = {noop, noop};
+  changing.score = {noop, softcap(30), noop};
+  EXPECT_TRUE(none_changing.score_mods_return_their_input());
+  EXPECT_FALSE(changing.score_mods_return_their_input());
+  EXPECT_FALSE(AttentionMods{}.score_mods_return_their_input()) << "no score mods";
+  const ScoreMod plus_zero{"plus_zero", {}, [](const Value& s, const ModArgs&) { return s + 0.0; }, {}};
+  AttentionMods computing;
+  computing.score = {plus_zero};
+  EXPECT_FALSE(computing.score_mods_return_their_input()) << "an op, even one that changes no value";
+
+  // The no-op's kernel multiplies the scores as often as the kernel without mods does: sm_scale · log2 e once.
+  AttentionProblem p = make_case(100, 100, 64, 0, DType::f32, 2, 1).problem;
+  Config config = default_fa2_config(p);
+  config.set("BLOCK_M", 32).set("BLOCK_N", 16);
+  auto multiplies = [](const Kernel& k) {
+    const std::string ir = print_kernel(k);
+    size_t n = 0;
+    for (size_t at = ir.find(" mul "); at != std::string::npos; at = ir.find(" mul ", at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(multiplies(build_fa2_fwd_with_mods(config, none_changing)),
+            multiplies(build_fa2_fwd_with_mods(config, AttentionMods{})));
+  EXPECT_GT(multiplies(build_fa2_fwd_with_mods(config, computing)),
+            multiplies(build_fa2_fwd_with_mods(config, AttentionMods{})));
+
+  // And it computes what the kernel without mods computes (f32: equal to rounding).
+  AttentionInputs in = make_inputs(p, 11, 1.0);
+  AttentionResult modded = run_fa2_with_mods(p, none_changing, {}, config, in);
+  AttentionResult plain = run_fa2_interpreted(p, config, in);
+  Comparison o = compare_to_reference(modded.o, plain.o);
+  EXPECT_TRUE(o.ok(1e-6)) << o.str();
+}
+
 // Key tiles outside the key bounds are never read: V there is NaN, which a visited tile would spread into O
 // (p = 0 times NaN), yet O is finite and right.
 TEST(AttentionMods, KeyTilesOutsideTheKeyBoundsAreNeverVisited) {
