@@ -377,7 +377,9 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
   parse_mods(p.H, mods, mod_tensors);
 
   const std::map<std::string, int64_t> overrides = parse_assignments(sets, "--set");
-  Config config = fa2_fwd_def().with_overrides(default_fa2_config(p), overrides);
+  // --set names the parameters of the kernel that runs: over a block mask, fa2_fwd_block_mask's (BLOCK_MASK_RUNS).
+  const KernelDef& fwd_def = block_mask_flag ? fa2_fwd_block_mask_def() : fa2_fwd_def();
+  Config config = fwd_def.with_overrides(default_fa2_config(p), overrides);
   check_attention_config(p, config);
   // --block-mask: at the config's tiles; the forward then runs the block mask's default config with --set.
   std::optional<BlockMaskLayout> block_mask_layout_given;
@@ -389,7 +391,6 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
     config = fa2_fwd_block_mask_def().with_overrides(
         block_mask_fwd_config(*block_mask_layout_given, p, /*runs=*/false), overrides);
     check_attention_config(p, config);
-    check_block_mask_config(config); // --set WARP_SPECIALIZE=1 and the like
   }
 
   const Executor executor = choose_executor(interpret);
@@ -411,6 +412,7 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
     block_mask = make_host_block_mask(p, mods, mod_tensors, l.block_m, l.block_n, executor);
     if (block_mask->runs && !overrides.count("BLOCK_MASK_RUNS")) // every list a run: the kernel of two ranges
       config.set("BLOCK_MASK_RUNS", 1);
+    check_block_mask_config(config); // --set WARP_SPECIALIZE=1 over lists that are not all runs, and the like
     int64_t full = 0, partial = 0;
     for (int64_t row = 0; row < l.rows(); ++row) {
       full += static_cast<int64_t>(block_mask->full_count.get(row));

@@ -41,6 +41,20 @@ TEST_F(CliTest, AttentionBackwardOverABlockMaskMatchesTheReference) {
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
 }
 
+// Over a block mask whose lists are all runs (causal), --set may ask for the warp-specialised kernel of two key
+// ranges (BLOCK_MASK_RUNS=1 is set from the block mask, or given).
+TEST_F(CliTest, AttentionOverABlockMaskOfRunsTakesTheWarpSpecialisedConfig) {
+  for (const char* set : {"BLOCK_M=32,BLOCK_N=16,WARP_SPECIALIZE=1,num_warps=2",
+                          "BLOCK_M=32,BLOCK_N=16,WARP_SPECIALIZE=1,BLOCK_MASK_RUNS=1,num_warps=2"}) {
+    ToolRun r = kiln({"attention", "--batch=1", "--heads=2", "--seq-q=70", "--head-dim=32", "--interpret", "--check",
+                      "--block-mask", "--mod", "causal", "--set", set});
+    ASSERT_EQ(r.rc, 0) << set << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find("BLOCK_MASK_RUNS=1"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("WARP_SPECIALIZE=1"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  }
+}
+
 TEST_F(CliTest, AttentionBlockMaskFlagsItDoesNotCombineWith) {
   const std::vector<std::string> base = {"attention",  "--batch=1",     "--heads=1",   "--seq-q=32",
                                          "--head-dim=16", "--interpret", "--block-mask"};
@@ -51,7 +65,11 @@ TEST_F(CliTest, AttentionBlockMaskFlagsItDoesNotCombineWith) {
   };
   expect_error(kiln(with({"--backward", "--nondeterministic"})),
                {"--nondeterministic", "always deterministic", "--block-mask"});
-  expect_error(kiln(with({"--set", "WARP_SPECIALIZE=1"})), {"WARP_SPECIALIZE"});
+  // A window of 40 keys at 16 x 16 tiles: the last query tile's partial list is key tiles 0, 1 and 3, not a run,
+  // so no warp-specialised kernel walks it.
+  expect_error(kiln({"attention", "--batch=1", "--heads=1", "--seq-q=64", "--head-dim=16", "--interpret",
+                     "--block-mask", "--mod", "sliding_window=40,0", "--set", "BLOCK_M=16,BLOCK_N=16,WARP_SPECIALIZE=1"}),
+               {"WARP_SPECIALIZE", "BLOCK_MASK_RUNS=1 for a block mask whose lists are all runs"});
   expect_error(kiln(with({"--set", "BLOCK_M=24"})), {"BLOCK_M"});
   expect_error(kiln(with({"--bench"})), {"--bench times the kernel on the GPU", "--interpret"});
   expect_error(kiln({"attention", "--heads=1", "--head-dim=16", "--varlen=16,20", "--interpret", "--block-mask"}),
