@@ -308,12 +308,18 @@ void Emitter::emit_scalar_op(const Op& op) {
   case OpKind::Broadcast:
     line("{} {} = {};", ty, n, s(0));
     return;
-  case OpKind::Load:
-    if (op.has_mask)
-      line("{} {} = {} ? *{} : {};", ty, n, s(1), s(0), s(2));
-    else
-      line("{} {} = *{};", ty, n, s(0));
+  case OpKind::Load: {
+    std::string value = op.has_mask ? fmt::format("{} ? *{} : {}", s(1), s(0), s(2)) : "*" + s(0);
+    // With wgmma, a scalar read from memory is broadcast from lane 0 so that ptxas knows it is warp-uniform: a
+    // loop bounded by it would otherwise be a divergent path that serialises its wgmma (kiln_warp_uniform.cuh).
+    // Not in the producer warpgroup, whose TMA copies one thread issues alone.
+    if (plan_.any_wgmma() && !in_producer_) {
+      need_helper("kiln::warp_uniform", std::string(warp_uniform_prelude_source()));
+      value = "kiln::warp_uniform(" + value + ")";
+    }
+    line("{} {} = {};", ty, n, value);
     return;
+  }
   case OpKind::MakeBlockPtr: {
     int rank = t.rank();
     auto list = [&](int from) {

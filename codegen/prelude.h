@@ -25,5 +25,6 @@ std::string_view tma_prelude_source();   // the text of codegen/prelude/kiln_tma
 std::string_view warp_specialize_prelude_source(); // the text of codegen/prelude/kiln_warp_specialize.cuh
 std::string_view pingpong_prelude_source();        // the text of codegen/prelude/kiln_pingpong.cuh
 std::string_view philox_prelude_source();          // the text of codegen/prelude/kiln_philox.cuh
+std::string_view warp_uniform_prelude_source();    // the text of codegen/prelude/kiln_warp_uniform.cuh
 
 } // namespace kiln
