@@ -17,6 +17,11 @@ strides, devices, options), after that signature's checks, and reused with fresh
 thread): a call whose signature was seen runs no Python-side check again (libkiln checks every call), since
 building and checking cost more than the C call itself.
 
+A block mask (kiln.block_mask) reaches the ops as an int, BlockMask.id, which the op's body looks up in
+kiln._block_mask's weak registry of live block masks: op arguments must be what torch.compile traces, and a block
+mask is a libkiln handle, not tensors (docs/design.md, "kiln from Python"). The forward's autograd context holds
+the BlockMask until the backward. Calls with a block mask take the uncached path, as calls with mods do.
+
 Importing this module needs torch; `import kiln` does not import it."""
 
 import ctypes
