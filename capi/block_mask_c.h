@@ -23,6 +23,7 @@ namespace kiln::capi {
 std::shared_ptr<const attention::BlockMask> cuda_block_mask(const kiln_attention_options* options,
                                                             const char* entry);
 // The same for a *_host entry point: a kiln::Error when it was made by kiln_block_mask_create_cuda.
-std::shared_ptr<const HostBlockMask> host_block_mask(const kiln_attention_options* options, const char* entry);
+std::shared_ptr<const HostBlockMask> host_block_mask(const kiln_attention_options* options,
+                                                     const char* entry);
 
 } // namespace kiln::capi
