@@ -215,10 +215,11 @@ def _named(mod_names, mod_tensors, sinks):
 
 
 def _set_block_mask(opts, block_mask):
-    """opts.block_mask from a block mask id (0: none); the BlockMask is returned, to be held for the call."""
+    """opts.block_mask from a block mask id (0: none), the BlockMask held by opts (after described_mods, whose
+    keep_alive list it joins) for the call."""
     bm = _block_mask.by_id(block_mask)
     opts.block_mask = None if bm is None else bm.handle
-    return bm
+    opts.keep_alive.append(bm)
 
 
 def _forward_mods_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, mods, mod_names,
@@ -237,7 +238,7 @@ def _forward_mods_impl(q, k, v, causal, scale, layout, tf32, deterministic, exac
     structs = [describe(t, n) for t, n in zip((q, k, v, o, lse), _FWD_NAMES)]
     opts = _lib.attention_options(*_options(causal, scale, layout, tf32, deterministic, exact_masked_v))
     _attention.described_mods(opts, mods, named)
-    bm = _set_block_mask(opts, block_mask)  # noqa: F841 (held for the call)
+    _set_block_mask(opts, block_mask)
     _launch_forward(q, structs, opts)
     return o, lse
 
@@ -364,7 +365,7 @@ def _backward_mods_impl(dout, q, k, v, o, lse, causal, scale, layout, tf32, dete
     structs = [describe(t, n) for t, n in zip((q, k, v, o, lse, dout, dq, dk, dv), _BWD_NAMES)]
     opts = _lib.attention_options(*_options(causal, scale, layout, tf32, deterministic, exact_masked_v))
     _attention.described_mods(opts, mods, named, dsink if sinks is not None else None)
-    bm = _set_block_mask(opts, block_mask)  # noqa: F841 (held for the call)
+    _set_block_mask(opts, block_mask)
     lib = _lib.lib()
     if q.is_cuda:
         opts.stream = current_stream_handle(q)
