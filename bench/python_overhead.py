@@ -71,7 +71,8 @@ def main():
             _lib.check(lib.kiln_attention_forward_cuda(*structs, opts))
 
         row = [per_call_us(lambda: kiln.attention(q, k, v, causal="top-left"), args.calls, args.rounds),
-               per_call_us(lambda: op(q, k, v, 1, 0.0, "bhsd", False, True, False), args.calls, args.rounds),
+               per_call_us(lambda: op(q, k, v, 1, 0.0, "bhsd", False, True, False, "", "", [], None, 0), args.calls,
+                           args.rounds),
                per_call_us(c_abi, args.calls, args.rounds),
                per_call_us(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), args.calls, args.rounds)]
         print(f"{f'B{b} H{h} N{n} D{d} f16 causal':<24} {row[0]:>14.1f} {row[1]:>9.1f} {row[2]:>7.1f} {row[3]:>7.1f} "

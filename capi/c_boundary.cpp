@@ -117,19 +117,24 @@ attention::TensorRef tensor_ref(const kiln_tensor& t, const char* what) {
   return r;
 }
 
+void check_struct_size(const kiln_attention_options& options) {
+  // Version 4 is the whole struct; versions 1 to 3 end earlier (the fields past them keep their defaults);
+  // any other size comes from a newer header than this library, or from no header at all.
+  const size_t v1 = KILN_ATTENTION_OPTIONS_V1_SIZE, v2 = KILN_ATTENTION_OPTIONS_V2_SIZE,
+               v3 = KILN_ATTENTION_OPTIONS_V3_SIZE;
+  if (options.struct_size != sizeof(kiln_attention_options) && options.struct_size != v1 &&
+      options.struct_size != v2 && options.struct_size != v3)
+    throw InvalidArgument(fmt::format("kiln_attention_options.struct_size must be {} (call "
+                                      "kiln_attention_options_init), or {} / {} / {} for a version-1 / 2 / 3 "
+                                      "caller; got {}",
+                                      sizeof(kiln_attention_options), v1, v2, v3, options.struct_size));
+}
+
 attention::BackwardOptions attention_options(const kiln_attention_options* options) {
   attention::BackwardOptions o;
   if (options == nullptr)
     return o;
-  // Version 3 is the whole struct; versions 1 and 2 end earlier (the fields past them keep their defaults);
-  // any other size comes from a newer header than this library, or from no header at all.
-  const size_t v1 = KILN_ATTENTION_OPTIONS_V1_SIZE, v2 = KILN_ATTENTION_OPTIONS_V2_SIZE;
-  if (options->struct_size != sizeof(kiln_attention_options) && options->struct_size != v1 &&
-      options->struct_size != v2)
-    throw InvalidArgument(fmt::format("kiln_attention_options.struct_size must be {} (call "
-                                      "kiln_attention_options_init), or {} / {} for a version-1 / version-2 "
-                                      "caller; got {}",
-                                      sizeof(kiln_attention_options), v1, v2, options->struct_size));
+  check_struct_size(*options);
   switch (options->causal) {
   case KILN_CAUSAL_NONE:
     o.causal = attention::Causal::None;
@@ -154,11 +159,11 @@ attention::BackwardOptions attention_options(const kiln_attention_options* optio
   o.tf32 = options->tf32 != 0;
   o.sm_scale = options->scale;
   o.stream = options->stream;
-  if (options->struct_size >= v2) {
+  if (options->struct_size >= KILN_ATTENTION_OPTIONS_V2_SIZE) {
     o.exact_masked_v = options->exact_masked_v != 0;
     o.autotune = autotune_mode(options->autotune, "kiln_attention_options.autotune");
   }
-  if (options->struct_size >= sizeof(kiln_attention_options)) {
+  if (options->struct_size >= KILN_ATTENTION_OPTIONS_V3_SIZE) {
     add_mods(o, *options);
     if (options->dsink != nullptr)
       o.dsink = tensor_ref(*options->dsink, "kiln_attention_options.dsink");

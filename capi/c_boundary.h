@@ -45,8 +45,11 @@ DType dtype_from_c(int32_t dtype, const char* what);
 int32_t dtype_to_c(DType dtype);
 // A tensor for kiln::attention; its data pointer is the address as an integer (host or device).
 attention::TensorRef tensor_ref(const kiln_tensor& t, const char* what);
+// InvalidArgument unless options.struct_size is one of the ABI versions' sizes (kiln_c.h).
+void check_struct_size(const kiln_attention_options& options);
 // The options as kiln::attention's (struct_size checked; defaults when `options` is null), the mods and the
-// dsink tensor of a version-3 struct included.
+// dsink tensor of a version-3 struct included. A version-4 struct's block mask is not read here: which kind
+// a call takes depends on the call (capi/block_mask_c.h).
 attention::BackwardOptions attention_options(const kiln_attention_options* options);
 // options.mods (parsed by parse_mod_specs) and options.mod_tensors as o.mods and o.mod_tensors: a kiln::Error
 // for a bad spec or a name given twice, InvalidArgument for a malformed array.

@@ -1,7 +1,9 @@
 #include "capi/host_attention.h"
 
+#include "kernels/attention/attention_block_mask.h"
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_mods_host.h"
+#include "kernels/attention/fa2_bwd_block_mask.h"
 #include "kernels/attention/fa2_bwd_sink.h"
 #include "kernels/attention/fa2_fwd.h"
 
@@ -59,23 +61,6 @@ HostBuffer gather_lse(const AttentionProblem& p, uint64_t address) {
   return buf;
 }
 
-// The mods' tensors as the interpreter reads them: each caller's tensor's bytes up to the last element the
-// kernels read (ValidatedModTensor::end), with the caller's shape and strides.
-ModTensorValues host_mod_tensors(const attention::AttentionOptions& options,
-                                 const std::vector<attention::ValidatedModTensor>& validated) {
-  ModTensorValues out;
-  for (const attention::ValidatedModTensor& m : validated) {
-    const attention::TensorRef& t = options.mod_tensors.at(m.name);
-    const uint64_t bytes = m.end - m.data;
-    ModTensorData d{HostBuffer(t.dtype, static_cast<int64_t>(bytes) / dtype_bytes(t.dtype), m.name),
-                    {t.shape.begin(), t.shape.end()},
-                    {t.strides.begin(), t.strides.end()}};
-    std::memcpy(d.data.bytes.data(), host_bytes(m.data), bytes);
-    out.emplace(m.name, std::move(d));
-  }
-  return out;
-}
-
 // d loss / d sink (options.dsink) from the buffers of a backward that has run (Delta written), as
 // attention::backward's sink kernel computes it, written into the caller's dense f32 tensor.
 void sink_gradient_host(const AttentionProblem& p, const attention::AttentionOptions& mods_of,
@@ -98,13 +83,65 @@ void zero_sink_gradient_host(const attention::BackwardOptions& options) {
     std::memset(host_bytes(options.dsink->data), 0, static_cast<size_t>(options.dsink->shape[0]) * sizeof(float));
 }
 
+// The checks the device path makes of a block mask for a host call of `p` with `options`, naming `entry`:
+// validate_attention_args's, with the forward's config `options.config`; for the backward (`dq_config` given
+// when it is, `bwd`) check_block_mask_bwd_configs on options.config (dK/dV's) and dq_config instead.
+void check_host_block_mask(const HostBlockMask& bm, const AttentionProblem& p,
+                           const attention::AttentionOptions& options, bool bwd, const Config* dq_config,
+                           const char* entry) {
+  const Config* config = options.config ? &*options.config : nullptr;
+  try {
+    check_block_mask(bm.layout, p, options.mods, bwd ? nullptr : config);
+    if (bwd) {
+      check_block_mask_bwd_configs(bm.layout, config, dq_config);
+    } else if (config) {
+      check_block_mask_config(*config);
+      if (config->get_or("BLOCK_MASK_RUNS", 0) != 0 && !bm.runs)
+        fail("options.config has BLOCK_MASK_RUNS=1, but the block mask has lists that are not one run of key "
+             "tiles; expected BLOCK_MASK_RUNS=0");
+    }
+  } catch (const Error& e) {
+    fail("{}: options.block_mask: {}", entry, e.what());
+  }
+}
+
+// A host block mask's lists as the kernels' (mutable) arguments: the forward's (forward, dQ) or the by-key
+// ones (dK/dV), copied into `lists`.
+void append_lists(std::vector<InterpArg>& args, HostBlockMask& lists, bool by_key) {
+  if (by_key) {
+    for (HostBuffer* b : {&lists.key_full_count, &lists.key_full_index, &lists.key_partial_count,
+                          &lists.key_partial_index})
+      args.push_back(InterpArg::ptr(*b));
+    return;
+  }
+  for (HostBuffer* b : {&lists.full_count, &lists.full_index, &lists.partial_count, &lists.partial_index})
+    args.push_back(InterpArg::ptr(*b));
+}
+
 } // namespace
+
+ModTensorValues host_mod_tensors(const attention::AttentionOptions& options,
+                                 const std::vector<attention::ValidatedModTensor>& validated) {
+  ModTensorValues out;
+  for (const attention::ValidatedModTensor& m : validated) {
+    const attention::TensorRef& t = options.mod_tensors.at(m.name);
+    const uint64_t bytes = m.end - m.data;
+    ModTensorData d{HostBuffer(t.dtype, static_cast<int64_t>(bytes) / dtype_bytes(t.dtype), m.name),
+                    {t.shape.begin(), t.shape.end()},
+                    {t.strides.begin(), t.strides.end()}};
+    std::memcpy(d.data.bytes.data(), host_bytes(m.data), bytes);
+    out.emplace(m.name, std::move(d));
+  }
+  return out;
+}
 
 void attention_forward_host(const attention::TensorRef& q, const attention::TensorRef& k,
                             const attention::TensorRef& v, const attention::TensorRef& o,
                             const std::optional<attention::TensorRef>& lse,
-                            const attention::AttentionOptions& options) {
+                            const attention::AttentionOptions& options, const HostBlockMask* block_mask) {
   const attention::ValidatedAttention va = attention::validate_attention_args(q, k, v, o, lse, options);
+  if (block_mask)
+    check_host_block_mask(*block_mask, va.problem, options, /*bwd=*/false, nullptr, "kiln_attention_forward_host");
   if (va.empty)
     return;
   const AttentionProblem& p = va.problem;
@@ -117,9 +154,18 @@ void attention_forward_host(const attention::TensorRef& q, const attention::Tens
   ModTensorValues mod_tensors = host_mod_tensors(options, va.mod_tensors);
   const std::vector<InterpArg> mod_args = mod_interp_args(p, options.mods, mod_tensors);
   args.insert(args.end(), mod_args.begin(), mod_args.end());
-  const Config config = options.config ? *options.config : default_fa2_config(p);
-  const KernelDef& def = fa2_fwd_def(options.mods); // fa2_fwd_def() itself without mods
-  interpret(def.build(config), def.grid(config, attention_size_args(p)), args);
+  if (block_mask) {
+    HostBlockMask lists = *block_mask;
+    append_lists(args, lists, /*by_key=*/false);
+    const Config config =
+        options.config ? *options.config : block_mask_fwd_config(block_mask->layout, p, block_mask->runs);
+    const KernelDef& def = fa2_fwd_block_mask_def(options.mods);
+    interpret(def.build(config), def.grid(config, attention_size_args(p)), args);
+  } else {
+    const Config config = options.config ? *options.config : default_fa2_config(p);
+    const KernelDef& def = fa2_fwd_def(options.mods); // fa2_fwd_def() itself without mods
+    interpret(def.build(config), def.grid(config, attention_size_args(p)), args);
+  }
   scatter(out.o, dense.o, va.o, va.strides.o, q_rows(p));
   if (va.lse)
     std::memcpy(host_bytes(*va.lse), out.lse.bytes.data(), out.lse.bytes.size());
@@ -129,10 +175,14 @@ void attention_backward_host(const attention::TensorRef& q, const attention::Ten
                              const attention::TensorRef& v, const attention::TensorRef& o,
                              const attention::TensorRef& lse, const attention::TensorRef& dout,
                              const attention::TensorRef& dq, const attention::TensorRef& dk,
-                             const attention::TensorRef& dv, const attention::BackwardOptions& options) {
+                             const attention::TensorRef& dv, const attention::BackwardOptions& options,
+                             const HostBlockMask* block_mask) {
   const attention::ValidatedBackward vb =
       attention::validate_attention_bwd_args(q, k, v, o, lse, dout, dq, dk, dv, options);
   const AttentionProblem& p = vb.fwd.problem;
+  if (block_mask)
+    check_host_block_mask(*block_mask, p, options, /*bwd=*/true, options.dq_config ? &*options.dq_config : nullptr,
+                          "kiln_attention_backward_host");
   if (p.B == 0 || p.N_Q == 0)
     zero_sink_gradient_host(options);
   if (p.B == 0)
@@ -152,13 +202,25 @@ void attention_backward_host(const attention::TensorRef& q, const attention::Ten
   AttentionBwdBuffers b = make_bwd_buffers(p, in, d_out);
   b.o = gather(vb.fwd.o, p.dtype, vb.fwd.strides.o, dense.o, q_rows(p), "o");
   b.lse = gather_lse(p, *vb.fwd.lse);
-  AttentionBwdConfigs configs = default_bwd_configs(p, /*atomic_dq=*/!options.deterministic);
+  // Over a block mask: its tiles, always the deterministic pair (as attention::backward).
+  AttentionBwdConfigs configs = block_mask ? block_mask_bwd_configs(block_mask->layout, p)
+                                           : default_bwd_configs(p, /*atomic_dq=*/!options.deterministic);
   if (options.config)
     configs.dkdv = *options.config;
   if (options.dq_config)
     configs.dq = *options.dq_config;
   ModTensorValues mod_tensors = host_mod_tensors(options, vb.fwd.mod_tensors);
-  run_bwd(p, configs, b, Executor::Interpreter, options.mods, mod_interp_args(p, options.mods, mod_tensors));
+  const std::vector<InterpArg> mod_args = mod_interp_args(p, options.mods, mod_tensors);
+  if (block_mask) {
+    HostBlockMask lists = *block_mask; // the kernels' arguments are mutable buffers
+    BwdLoopKernels kernels{&fa2_bwd_dkdv_block_mask_def(options.mods), &fa2_bwd_dq_block_mask_def(options.mods),
+                           mod_args, mod_args};
+    append_lists(kernels.dkdv_args, lists, /*by_key=*/true);
+    append_lists(kernels.dq_args, lists, /*by_key=*/false);
+    run_bwd(p, configs, b, Executor::Interpreter, kernels);
+  } else {
+    run_bwd(p, configs, b, Executor::Interpreter, options.mods, mod_args);
+  }
   if (options.dsink)
     sink_gradient_host(p, options, mod_tensors, b, *options.dsink);
   scatter(b.dq, dense.q, vb.dq_data, vb.dq, q_rows(p));

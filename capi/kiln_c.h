@@ -32,7 +32,7 @@ extern "C" {
 #define KILN_C_EXPORT
 #endif
 
-#define KILN_C_ABI_VERSION 3
+#define KILN_C_ABI_VERSION 4
 #define KILN_MAX_DIMS 8
 
 typedef enum kiln_status {
@@ -95,6 +95,11 @@ typedef struct kiln_mod_tensor {
   kiln_tensor tensor;
 } kiln_mod_tensor;
 
+/* A block mask (kiln_block_mask_create_cuda / _host, below): per query tile, the key tiles the mask shows fully
+ * and those it shows partly, computed once from the mask mods and reused by the calls that name it in
+ * kiln_attention_options.block_mask. Opaque; owned by the caller, freed by kiln_block_mask_destroy. */
+typedef struct kiln_block_mask kiln_block_mask;
+
 typedef struct kiln_attention_options {
   uint32_t struct_size; /* sizeof(kiln_attention_options) */
   int32_t causal;       /* kiln_causal */
@@ -121,11 +126,21 @@ typedef struct kiln_attention_options {
   /* Backward with the "sinks" mod: where to write d loss / d sinks, f32, dense: [H] (the "sinks" tensor's
    * gradient) or [B, H, N_Q] (each row's). NULL: not computed. An error on the forward entry points. */
   const kiln_tensor* dsink;
+  /* ---- ABI version 4 (an older caller's struct ends before here: no block mask) */
+  /* The key tiles each query tile visits (forward, dQ) and the query tiles each key tile is seen by (dK/dV),
+   * from kiln_block_mask_create_cuda for the *_cuda calls or kiln_block_mask_create_host for the *_host ones
+   * (the other kind is a KILN_ERROR), built for this call's B, H, H_KV, N_Q, N_K, causal mode and mask mods
+   * (options->mods must hold the same mask mods; score mods and sinks may be added; their tensors are the
+   * caller's to keep equal to those the block mask was built from). The kernels run at its tiles and are not
+   * autotuned by the backward; the backward is always deterministic. NULL: none. Not owned, not kept. */
+  const kiln_block_mask* block_mask;
 } kiln_attention_options;
 /* struct_size of the version-1 struct (up to and including `stream`), which this library still accepts. */
 #define KILN_ATTENTION_OPTIONS_V1_SIZE (offsetof(kiln_attention_options, exact_masked_v))
 /* struct_size of the version-2 struct (up to and including `autotune`), which this library still accepts. */
 #define KILN_ATTENTION_OPTIONS_V2_SIZE (offsetof(kiln_attention_options, mods))
+/* struct_size of the version-3 struct (up to and including `dsink`), which this library still accepts. */
+#define KILN_ATTENTION_OPTIONS_V3_SIZE (offsetof(kiln_attention_options, block_mask))
 
 /* A scalar argument of a kernel, by parameter name (a size argument of its grid rule too). */
 typedef struct kiln_scalar {
@@ -148,7 +163,7 @@ KILN_C_EXPORT int32_t kiln_abi_version(void); /* KILN_C_ABI_VERSION of the libra
 KILN_C_EXPORT const char* kiln_last_error(void);
 KILN_C_EXPORT const char* kiln_status_name(int32_t status); /* "KILN_ERROR_UNAVAILABLE" */
 /* The defaults in the first `struct_size` bytes of *options, struct_size set: sizeof(kiln_attention_options)
- * of the caller's header (KILN_ATTENTION_OPTIONS_V1_SIZE, KILN_ATTENTION_OPTIONS_V2_SIZE or the current size;
+ * of the caller's header (KILN_ATTENTION_OPTIONS_V1_SIZE, _V2_SIZE, _V3_SIZE or the current size;
  * any other size leaves *options untouched). It writes no byte past struct_size, so a caller built against an
  * older header is safe. */
 KILN_C_EXPORT void kiln_attention_options_init_sized(kiln_attention_options* options, uint32_t struct_size);
@@ -208,6 +223,41 @@ KILN_C_EXPORT kiln_status kiln_attention_backward_host(const kiln_tensor* q, con
                                                        const kiln_tensor* lse, const kiln_tensor* dout,
                                                        const kiln_tensor* dq, const kiln_tensor* dk,
                                                        const kiln_tensor* dv, const kiln_attention_options* options);
+
+/* ---- block masks (ABI version 4) ----
+ * A block mask for attention calls of B batches, H query heads, H_KV kv heads, N_Q queries and N_K keys (each
+ * at least 1, H a multiple of H_KV) at tiles block_m x block_n (powers of two in [16, 256]; the forward and
+ * the backward then run at these tiles): `options` says the mask, its causal mode and its mods (only the
+ * mask mods matter: "causal", "sliding_window", "prefix_lm", "document"; score mods and sinks are ignored)
+ * with the tensors they read (mod_tensors: "q_doc", "kv_doc"); its other fields are not read, and its
+ * block_mask must be NULL. On success *block_mask is a new block mask, which the caller frees with
+ * kiln_block_mask_destroy; on failure NULL.
+ *   kiln_block_mask* bm;
+ *   opts.mods = "document;sliding_window=256,0";  opts.mod_tensors = docs;  opts.num_mod_tensors = 2;
+ *   kiln_block_mask_create_cuda(B, H, H_KV, N, N, 128, 64, &opts, &bm);
+ *   opts.block_mask = bm;                             // for every forward/backward of these sizes and mask
+ *   kiln_attention_forward_cuda(&q, &k, &v, &o, &lse, &opts);
+ *   kiln_block_mask_destroy(bm);                      // after the calls that use it are done
+ * _cuda: evaluated by kiln's classifier kernels on the GPU (mod tensors in device memory), on options->stream,
+ * which it synchronizes once (to read whether every list is a run). A later call on another stream must wait
+ * for that stream. KILN_ERROR_UNAVAILABLE where there is no GPU, after checking the arguments.
+ * _host: the same kernels in kiln's interpreter, mod tensors in host memory; for the *_host calls. */
+KILN_C_EXPORT kiln_status kiln_block_mask_create_cuda(int64_t B, int64_t H, int64_t H_KV, int64_t N_Q, int64_t N_K,
+                                                      int64_t block_m, int64_t block_n,
+                                                      const kiln_attention_options* options,
+                                                      kiln_block_mask** block_mask);
+KILN_C_EXPORT kiln_status kiln_block_mask_create_host(int64_t B, int64_t H, int64_t H_KV, int64_t N_Q, int64_t N_K,
+                                                      int64_t block_m, int64_t block_n,
+                                                      const kiln_attention_options* options,
+                                                      kiln_block_mask** block_mask);
+/* Frees a block mask (NULL: nothing). Its device memory is freed at once: the calls that use it must be done
+ * (the stream they ran on synchronized); calls that named it and returned keep no reference to it. */
+KILN_C_EXPORT void kiln_block_mask_destroy(kiln_block_mask* block_mask);
+/* What a block mask was built for, as JSON {"memory": "cuda" | "host", "B", "H", "H_KV", "N_Q", "N_K",
+ * "block_m", "block_n", "causal": "none" | "top-left" | "bottom-right", "mask_mods" (their names, e.g.
+ * "document,sliding_window(256,0)"; "" for none), "runs" (true when every list is one run of consecutive tiles
+ * or empty: the forward then runs its two-range kernel, which may be warp-specialised)}. */
+KILN_C_EXPORT kiln_status kiln_block_mask_info(const kiln_block_mask* block_mask, const char** json);
 
 /* ---- registered kernels (kiln's builtin registry) ---- */
 /* The kernels as JSON: [{"name", "summary", "params": [{"name", "default", "takes"}], "size_args"}]. */

@@ -67,7 +67,7 @@ const char* kiln_status_name(int32_t status) {
 void kiln_attention_options_init_sized(kiln_attention_options* options, uint32_t struct_size) {
   if (options == nullptr ||
       (struct_size != KILN_ATTENTION_OPTIONS_V1_SIZE && struct_size != KILN_ATTENTION_OPTIONS_V2_SIZE &&
-       struct_size != sizeof(kiln_attention_options)))
+       struct_size != KILN_ATTENTION_OPTIONS_V3_SIZE && struct_size != sizeof(kiln_attention_options)))
     return;
   kiln_attention_options defaults{};
   defaults.struct_size = struct_size;
@@ -80,6 +80,7 @@ void kiln_attention_options_init_sized(kiln_attention_options* options, uint32_t
   defaults.mod_tensors = nullptr;
   defaults.num_mod_tensors = 0;
   defaults.dsink = nullptr;
+  defaults.block_mask = nullptr;
   std::memcpy(options, &defaults, struct_size); // never past the caller's struct
 }
 

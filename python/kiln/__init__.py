@@ -6,13 +6,14 @@ interpreter), imported with kiln when torch is loaded already, else on first use
 import sys as _sys
 
 from ._attention import attention, attention_backward
+from ._block_mask import BlockMask, block_mask
 from .device import cache_clear, cache_path, device_count, device_info, gpu_available, version
 from .errors import KilnError, KilnUnavailableError
 from .kernels import emit, list_kernels, run
 from ._tune import tune
 
-__all__ = ["attention", "attention_backward", "cache_clear", "cache_path", "device_count", "device_info",
-           "emit", "gpu_available", "KilnError", "KilnUnavailableError", "list_kernels", "run", "tune",
+__all__ = ["attention", "attention_backward", "BlockMask", "block_mask", "cache_clear", "cache_path", "device_count",
+           "device_info", "emit", "gpu_available", "KilnError", "KilnUnavailableError", "list_kernels", "run", "tune",
            "version"]
 
 if "torch" in _sys.modules:  # torch is loaded already: register kiln's ops now, before any torch.compile traces

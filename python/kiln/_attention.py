@@ -5,6 +5,7 @@ tensors in the interpreter), which are differentiable and traceable by torch.com
 import ctypes
 
 from . import _lib
+from ._block_mask import check_block_mask
 from ._tensor import describe, is_numpy, is_torch
 from .errors import KilnError
 
@@ -96,7 +97,7 @@ def _check_numpy(arrays, names):
 
 
 def attention(q, k, v, *, causal=None, scale=None, layout="bhsd", return_lse=False, deterministic=True,
-              tf32=False, exact_masked_v=False, mods=None, mod_tensors=None):
+              tf32=False, exact_masked_v=False, mods=None, mod_tensors=None, block_mask=None):
     """softmax(q kᵀ · scale) v per (batch, head): O shaped like q, and LSE f32 [B, H, N_Q] (natural log) when
     return_lse. q [B, H, N_Q, D], k and v [B, H_KV, N_K, D] (bshd: [B, N, H, D]); H a multiple of H_KV
     (GQA/MQA). causal: None, "top-left" (PyTorch's is_causal; True is accepted) or "bottom-right"
@@ -110,16 +111,20 @@ def attention(q, k, v, *, causal=None, scale=None, layout="bhsd", return_lse=Fal
     ("alibi_slopes" f32 [H], "q_doc" / "kv_doc" int32 [B, N_Q] / [B, N_K], "bias" [B, H, N_Q, N_K], "sinks"
     f32 [H]; any dim may be 1), NumPy arrays or tensors like q. Under autograd, "sinks" gets its gradient; the
     other mod tensors are constants (one that requires grad is an error: detach it).
+    block_mask: a kiln.BlockMask (kiln.block_mask) built for these sizes, this causal mode and these mask mods
+    (with the same tensors' values), made for this memory ("cuda" for CUDA tensors, "cpu" for NumPy arrays and CPU
+    tensors): the kernels visit only the key tiles it lists, at its tiles. The result is the same as without it.
     torch tensors go through the custom op torch.ops.kiln.attention_fwd (differentiable; `deterministic`
     applies to its backward; eager calls that need no gradient run its body without the dispatch): CUDA tensors on the GPU, CPU tensors in the interpreter. NumPy arrays run in
     kiln's interpreter."""
     c, lay, s = causal_code(causal), layout_code(layout), scale_value(scale)
     spec, named = mods_spec(mods), mod_tensor_items(mod_tensors)
+    bm = check_block_mask(block_mask)
     ops = _torch_ops_for(q)
     if ops is not None:
-        if spec or named:
+        if spec or named or bm is not None:
             o, lse = ops.forward_with_mods(q, k, v, c, s, layout, bool(tf32), bool(deterministic),
-                                           bool(exact_masked_v), spec, named)
+                                           bool(exact_masked_v), spec, named, block_mask)
         else:
             o, lse = ops.forward(q, k, v, c, s, layout, bool(tf32), bool(deterministic), bool(exact_masked_v))
         return (o, lse) if return_lse else o
@@ -129,24 +134,28 @@ def attention(q, k, v, *, causal=None, scale=None, layout="bhsd", return_lse=Fal
     o = np.empty(q.shape, dtype=q.dtype)
     shape = lse_shape(q, layout)
     lse = np.empty(shape, dtype=np.float32) if (return_lse and shape is not None) else None
-    forward_host(q, k, v, o, lse, c, lay, s, tf32=tf32, exact_masked_v=exact_masked_v, mods=spec, mod_tensors=named)
+    forward_host(q, k, v, o, lse, c, lay, s, tf32=tf32, exact_masked_v=exact_masked_v, mods=spec, mod_tensors=named,
+                 block_mask=bm)
     return (o, lse) if return_lse else o
 
 
 def attention_backward(dout, q, k, v, o, lse, *, causal=None, scale=None, layout="bhsd", deterministic=True,
-                       tf32=False, exact_masked_v=False, mods=None, mod_tensors=None, return_dsink=False):
+                       tf32=False, exact_masked_v=False, mods=None, mod_tensors=None, return_dsink=False,
+                       block_mask=None):
     """dQ, dK, dV of attention from the forward's inputs, its O and LSE (return_lse=True) and the output
-    gradient dout (shaped like q), with the forward's mods and mod_tensors. return_dsink (with the "sinks" mod):
+    gradient dout (shaped like q), with the forward's mods, mod_tensors and block_mask (over a block mask the
+    backward runs at its tiles and is always deterministic). return_dsink (with the "sinks" mod):
     also d loss / d sinks, f32 [H], as a fourth result. torch tensors: torch.ops.kiln.attention_bwd; NumPy: the
     interpreter."""
     c, lay, s = causal_code(causal), layout_code(layout), scale_value(scale)
     spec, named = mods_spec(mods), mod_tensor_items(mod_tensors)
+    bm = check_block_mask(block_mask)
     if not isinstance(return_dsink, bool):
         raise KilnError(f"return_dsink must be True or False; got {return_dsink!r}")
     ops = _torch_ops_for(q)
     if ops is not None:
         grads = ops.backward_with_mods(dout, q, k, v, o, lse, c, s, layout, bool(tf32), bool(deterministic),
-                                       bool(exact_masked_v), spec, named, return_dsink)
+                                       bool(exact_masked_v), spec, named, return_dsink, block_mask)
         return grads if return_dsink else grads[:3]
     _check_numpy((dout, q, k, v, o, lse), ("dout", "q", "k", "v", "o", "lse"))
     _check_numpy([t for _, t in named], [f"mod_tensors['{n}']" for n, _ in named])
@@ -157,7 +166,7 @@ def attention_backward(dout, q, k, v, o, lse, *, causal=None, scale=None, layout
         shape = lse_shape(q, layout)
         dsink = np.empty((shape[1],) if shape else (0,), dtype=np.float32)
     backward_host(q, k, v, o, lse, dout, dq, dk, dv, c, lay, s, deterministic=deterministic, tf32=tf32,
-                  exact_masked_v=exact_masked_v, mods=spec, mod_tensors=named, dsink=dsink)
+                  exact_masked_v=exact_masked_v, mods=spec, mod_tensors=named, dsink=dsink, block_mask=bm)
     return (dq, dk, dv, dsink) if return_dsink else (dq, dk, dv)
 
 
@@ -173,19 +182,22 @@ def described_mods(opts, spec, named, dsink=None):
 
 
 def forward_host(q, k, v, o, lse, causal, layout, scale, tf32=False, exact_masked_v=False, mods="",
-                 mod_tensors=()):
-    """kiln_attention_forward_host on caller-owned host arrays (o and lse written in place)."""
+                 mod_tensors=(), block_mask=None):
+    """kiln_attention_forward_host on caller-owned host arrays (o and lse written in place); block_mask: a
+    kiln_block_mask* (BlockMask.handle) or None."""
     opts = _lib.attention_options(causal, layout, scale, tf32=tf32, exact_masked_v=exact_masked_v)
     described_mods(opts, mods, mod_tensors)
+    opts.block_mask = block_mask
     args = _tensors(("q", "k", "v", "o", "lse"), (q, k, v, o, lse))
     _lib.check(_lib.lib().kiln_attention_forward_host(*args, ctypes.byref(opts)))
 
 
 def backward_host(q, k, v, o, lse, dout, dq, dk, dv, causal, layout, scale, deterministic=True, tf32=False,
-                  exact_masked_v=False, mods="", mod_tensors=(), dsink=None):
+                  exact_masked_v=False, mods="", mod_tensors=(), dsink=None, block_mask=None):
     """kiln_attention_backward_host on caller-owned host arrays (dq, dk, dv and dsink written in place)."""
     opts = _lib.attention_options(causal, layout, scale, deterministic=deterministic, tf32=tf32,
                                   exact_masked_v=exact_masked_v)
     described_mods(opts, mods, mod_tensors, dsink)
+    opts.block_mask = block_mask
     args = _tensors(("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv"), (q, k, v, o, lse, dout, dq, dk, dv))
     _lib.check(_lib.lib().kiln_attention_backward_host(*args, ctypes.byref(opts)))

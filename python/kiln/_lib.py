@@ -8,7 +8,7 @@ import threading
 from .errors import OK, KilnError, error_for
 
 MAX_DIMS = 8
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 # enum kiln_dtype
 I1, U8, I32, I64, F16, BF16, F32, F64 = range(1, 9)
@@ -50,6 +50,8 @@ class AttentionOptions(ctypes.Structure):
         ("mod_tensors", ctypes.POINTER(ModTensor)),
         ("num_mod_tensors", ctypes.c_int32),
         ("dsink", ctypes.POINTER(Tensor)),
+        # ABI version 4
+        ("block_mask", ctypes.c_void_p),  # const kiln_block_mask*
     ]
 
 
@@ -91,6 +93,10 @@ _SIGNATURES = {
     "kiln_tune_attention_cuda": ([_T] * 5 + [_P(AttentionOptions), _STR_OUT], ctypes.c_int),
     "kiln_tune_cuda": ([ctypes.c_char_p, _T, ctypes.c_int32, _P(Scalar), ctypes.c_int32, _P(Param), ctypes.c_int32,
                         ctypes.c_int32, _STR_OUT], ctypes.c_int),
+    "kiln_block_mask_create_cuda": ([ctypes.c_int64] * 7 + [_P(AttentionOptions), _P(ctypes.c_void_p)], ctypes.c_int),
+    "kiln_block_mask_create_host": ([ctypes.c_int64] * 7 + [_P(AttentionOptions), _P(ctypes.c_void_p)], ctypes.c_int),
+    "kiln_block_mask_destroy": ([ctypes.c_void_p], None),
+    "kiln_block_mask_info": ([ctypes.c_void_p, _STR_OUT], ctypes.c_int),
     "kiln_list_kernels": ([_STR_OUT], ctypes.c_int),
     "kiln_emit": ([ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, _P(Param), ctypes.c_int32, _STR_OUT],
                   ctypes.c_int),

@@ -17,6 +17,11 @@ strides, devices, options), after that signature's checks, and reused with fresh
 thread): a call whose signature was seen runs no Python-side check again (libkiln checks every call), since
 building and checking cost more than the C call itself.
 
+A block mask (kiln.block_mask) reaches the ops as an int, BlockMask.id, which the op's body looks up in
+kiln._block_mask's weak registry of live block masks: op arguments must be what torch.compile traces, and a block
+mask is a libkiln handle, not tensors (docs/design.md, "kiln from Python"). The forward's autograd context holds
+the BlockMask until the backward. Calls with a block mask take the uncached path, as calls with mods do.
+
 Importing this module needs torch; `import kiln` does not import it."""
 
 import ctypes
@@ -29,7 +34,7 @@ import torch
 
 from . import _lib
 from ._tensor import describe
-from . import _attention
+from . import _attention, _block_mask
 from ._attention import lse_shape
 from .errors import KilnError
 
@@ -184,14 +189,19 @@ def _launch_forward(q, structs, opts):
 @torch.library.custom_op("kiln::attention_fwd", mutates_args=())
 def attention_fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: int, scale: float, layout: str,
                   tf32: bool, deterministic: bool, exact_masked_v: bool, mods: str, mod_names: str,
-                  mod_tensors: list[torch.Tensor], sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+                  mod_tensors: list[torch.Tensor], sinks: Optional[torch.Tensor],
+                  block_mask: int) -> tuple[torch.Tensor, torch.Tensor]:
     """O and LSE (f32 [B, H, N_Q]) of softmax(q kᵀ · scale) v with the mods `mods` (a ';'-separated spec, "" for
     none) reading mod_tensors by mod_names (their names ';'-separated: the schema has no str[]), and the "sinks"
-    tensor apart (it is differentiable); `deterministic` is kept for the backward."""
-    if not mods and not mod_names and sinks is None:
+    tensor apart (it is differentiable); `deterministic` is kept for the backward. block_mask: the id of a live
+    kiln.BlockMask (BlockMask.id; 0 for none). An op's arguments must be what torch.compile traces (tensors,
+    ints, strings), and a block mask is a libkiln handle owning device memory, not tensors, so the op takes its
+    id and looks it up in kiln._block_mask's registry of live block masks (weak: the caller's BlockMask, and the
+    autograd context of a forward that used one, keep it alive; ids are never reused)."""
+    if not mods and not mod_names and sinks is None and block_mask == 0:
         return _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
     return _forward_mods_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, mods, mod_names,
-                              mod_tensors, sinks)
+                              mod_tensors, sinks, block_mask)
 
 
 def _named(mod_names, mod_tensors, sinks):
@@ -204,9 +214,18 @@ def _named(mod_names, mod_tensors, sinks):
     return named + [("sinks", sinks)] if sinks is not None else named
 
 
+def _set_block_mask(opts, block_mask):
+    """opts.block_mask from a block mask id (0: none), the BlockMask held by opts (after described_mods, whose
+    keep_alive list it joins) for the call."""
+    bm = _block_mask.by_id(block_mask)
+    opts.block_mask = None if bm is None else bm.handle
+    opts.keep_alive.append(bm)
+
+
 def _forward_mods_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, mods, mod_names,
-                       mod_tensors, sinks):
-    """The forward op's body with mods: as _forward_impl's first call of a signature, every call (no cache)."""
+                       mod_tensors, sinks, block_mask):
+    """The forward op's body with mods or a block mask: as _forward_impl's first call of a signature, every call
+    (no cache)."""
     if _needs_copy((q, k, v)):
         q, k, v = (_last_dim_contiguous(t) for t in (q, k, v))
     named = _named(mod_names, mod_tensors, sinks)
@@ -219,6 +238,7 @@ def _forward_mods_impl(q, k, v, causal, scale, layout, tf32, deterministic, exac
     structs = [describe(t, n) for t, n in zip((q, k, v, o, lse), _FWD_NAMES)]
     opts = _lib.attention_options(*_options(causal, scale, layout, tf32, deterministic, exact_masked_v))
     _attention.described_mods(opts, mods, named)
+    _set_block_mask(opts, block_mask)
     _launch_forward(q, structs, opts)
     return o, lse
 
@@ -240,8 +260,8 @@ class _EagerAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v):
         o, lse = _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
-        _setup_context(ctx, (q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, "", "", [], None),
-                       (o, lse))
+        _setup_context(ctx, (q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, "", "", [], None,
+                             0), (o, lse))
         return o, lse
 
     @staticmethod
@@ -260,7 +280,7 @@ def forward(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
             return _EagerAttention.apply(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
         return _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
     return torch.ops.kiln.attention_fwd(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, "", "",
-                                        [], None)
+                                        [], None, 0)
 
 
 def _split_mod_tensors(named, autograd=True):
@@ -282,17 +302,22 @@ def _split_mod_tensors(named, autograd=True):
     return names, tensors, sinks
 
 
-def forward_with_mods(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, mods, named):
-    """O and LSE with mods (a spec string) and named mod tensors, always through the custom op (differentiable
-    in q, k, v and the "sinks" tensor)."""
+def _block_mask_id(block_mask):
+    return 0 if block_mask is None else block_mask.id
+
+
+def forward_with_mods(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, mods, named,
+                      block_mask=None):
+    """O and LSE with mods (a spec string), named mod tensors and a block mask (a kiln.BlockMask or None),
+    always through the custom op (differentiable in q, k, v and the "sinks" tensor)."""
     names, tensors, sinks = _split_mod_tensors(named)
     return torch.ops.kiln.attention_fwd(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, mods,
-                                        ";".join(names), tensors, sinks)
+                                        ";".join(names), tensors, sinks, _block_mask_id(block_mask))
 
 
 @attention_fwd.register_fake
 def _attention_fwd_fake(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, mods, mod_names,
-                        mod_tensors, sinks):
+                        mod_tensors, sinks, block_mask):
     shape = lse_shape(q, layout)
     if shape is None:
         raise _rank_error(q)
@@ -312,20 +337,22 @@ _BWD_NAMES = ("q", "k", "v", "o", "lse", "dout", "dq", "dk", "dv")
 def attention_bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
                   lse: torch.Tensor, causal: int, scale: float, layout: str, tf32: bool, deterministic: bool,
                   exact_masked_v: bool, mods: str, mod_names: str, mod_tensors: list[torch.Tensor],
-                  sinks: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+                  sinks: Optional[torch.Tensor],
+                  block_mask: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """dQ, dK, dV of attention from its inputs, O, LSE and dO, and d loss / d sinks (shaped like sinks; an empty
-    tensor without sinks)."""
-    if not mods and not mod_names and sinks is None:
+    tensor without sinks); block_mask as the forward op's (the id of a live kiln.BlockMask, 0 for none)."""
+    if not mods and not mod_names and sinks is None and block_mask == 0:
         dq, dk, dv = _backward_impl(dout, q, k, v, o, lse, causal, scale, layout, tf32, deterministic,
                                     exact_masked_v)
         return dq, dk, dv, q.new_empty((0,), dtype=torch.float32)
     return _backward_mods_impl(dout, q, k, v, o, lse, causal, scale, layout, tf32, deterministic, exact_masked_v,
-                               mods, mod_names, mod_tensors, sinks)
+                               mods, mod_names, mod_tensors, sinks, block_mask)
 
 
 def _backward_mods_impl(dout, q, k, v, o, lse, causal, scale, layout, tf32, deterministic, exact_masked_v, mods,
-                        mod_names, mod_tensors, sinks):
-    """The backward op's body with mods (no cache): dQ, dK, dV and, with sinks, their gradient."""
+                        mod_names, mod_tensors, sinks, block_mask):
+    """The backward op's body with mods or a block mask (no cache): dQ, dK, dV and, with sinks, their
+    gradient."""
     if _needs_copy((dout, q, k, v, o)):
         dout, q, k, v, o = (_last_dim_contiguous(t) for t in (dout, q, k, v, o))
     named = _named(mod_names, mod_tensors, sinks)
@@ -338,6 +365,7 @@ def _backward_mods_impl(dout, q, k, v, o, lse, causal, scale, layout, tf32, dete
     structs = [describe(t, n) for t, n in zip((q, k, v, o, lse, dout, dq, dk, dv), _BWD_NAMES)]
     opts = _lib.attention_options(*_options(causal, scale, layout, tf32, deterministic, exact_masked_v))
     _attention.described_mods(opts, mods, named, dsink if sinks is not None else None)
+    _set_block_mask(opts, block_mask)
     lib = _lib.lib()
     if q.is_cuda:
         opts.stream = current_stream_handle(q)
@@ -384,37 +412,42 @@ def _backward_impl(dout, q, k, v, o, lse, causal, scale, layout, tf32, determini
 
 @attention_bwd.register_fake
 def _attention_bwd_fake(dout, q, k, v, o, lse, causal, scale, layout, tf32, deterministic, exact_masked_v, mods,
-                        mod_names, mod_tensors, sinks):
+                        mod_names, mod_tensors, sinks, block_mask):
     dsink = q.new_empty((0,), dtype=torch.float32) if sinks is None else sinks.new_empty(sinks.shape,
                                                                                            dtype=torch.float32)
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape), dsink
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, mods, mod_names, mod_tensors, sinks = inputs
+    (q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, mods, mod_names, mod_tensors, sinks,
+     block_mask) = inputs
     o, lse = output
     ctx.save_for_backward(q, k, v, o, lse, *mod_tensors, *([] if sinks is None else [sinks]))
     ctx.options = (causal, scale, layout, tf32, deterministic, exact_masked_v)
     ctx.mods = (mods, mod_names, len(mod_tensors), sinks is not None)
+    ctx.block_mask = block_mask
+    # The BlockMask itself, so that it lives until the backward even if the caller drops it meanwhile.
+    ctx.block_mask_object = _block_mask.by_id(block_mask)
     ctx.mark_non_differentiable(lse)
 
 
 def _gradients(ctx, grad_o, backward):
     """The forward's inputs' gradients by `backward` (the op, or the body without mods) from what
-    _setup_context saved: q, k, v, nine option arguments, the mod tensors' (none: constants) and the sinks'."""
+    _setup_context saved: q, k, v, nine option arguments, the mod tensors' (none: constants), the sinks' and the
+    block mask id's (none)."""
     q, k, v, o, lse, *rest = ctx.saved_tensors
     mods, mod_names, n_mod, has_sinks = ctx.mods
     mod_tensors, sinks = rest[:n_mod], (rest[n_mod] if has_sinks else None)
     none_mods = [None] * n_mod
     if grad_o is None:
-        return (None,) * 11 + (none_mods, None)
+        return (None,) * 11 + (none_mods, None, None)
     if backward is _backward_impl:  # the eager path: no mods
         dq, dk, dv = backward(grad_o.contiguous(), q, k, v, o, lse, *ctx.options)
         dsink = None
     else:
         dq, dk, dv, dsink = backward(grad_o.contiguous(), q, k, v, o, lse, *ctx.options, mods, mod_names,
-                                     mod_tensors, sinks)
-    return (dq, dk, dv) + (None,) * 8 + (none_mods, dsink if has_sinks else None)
+                                     mod_tensors, sinks, ctx.block_mask)
+    return (dq, dk, dv) + (None,) * 8 + (none_mods, dsink if has_sinks else None, None)
 
 
 def _backward(ctx, grad_o, grad_lse):
@@ -425,16 +458,16 @@ attention_fwd.register_autograd(_backward, setup_context=_setup_context)
 
 
 def backward_with_mods(dout, q, k, v, o, lse, causal, scale, layout, tf32, deterministic, exact_masked_v, mods,
-                       named, want_dsink):
+                       named, want_dsink, block_mask=None):
     """kiln.attention_backward's torch path: (dQ, dK, dV, dsink) through the op; dsink None unless want_dsink
-    (which needs the "sinks" mod tensor)."""
+    (which needs the "sinks" mod tensor); block_mask a kiln.BlockMask or None."""
     names, tensors, sinks = _split_mod_tensors(named, autograd=False)
     if want_dsink and sinks is None:
         raise KilnError("kiln.attention_backward: return_dsink needs the sink logits as mod_tensors['sinks'] (with "
                         "the 'sinks' mod)")
     dq, dk, dv, dsink = torch.ops.kiln.attention_bwd(dout, q, k, v, o, lse, causal, scale, layout, tf32,
                                                      deterministic, exact_masked_v, mods, ";".join(names), tensors,
-                                                     sinks)
+                                                     sinks, _block_mask_id(block_mask))
     return dq, dk, dv, (dsink if want_dsink else None)
 
 

@@ -139,6 +139,45 @@ int main(void) {
            "a version-2 struct (its garbage past the end never read)");
   }
 
+  /* ABI version 4: a block mask on the host, named in the options; a version-3 sized struct still accepted. */
+  expect(opts.block_mask == NULL, "init fills the version-4 field");
+  {
+    kiln_block_mask *bm = NULL, *bad = NULL;
+    kiln_attention_options v3;
+    const char* json = NULL;
+    static float expected[2 * 8 * 16];
+    opts.mods = "causal";
+    expect(kiln_attention_forward_host(&tq, &tk, &tv, &to, NULL, &opts) == KILN_OK, "causal forward");
+    memcpy(expected, o, sizeof expected);
+    expect(kiln_block_mask_create_host(1, 2, 2, 8, 8, 16, 16, &opts, &bm) == KILN_OK && bm != NULL,
+           "block mask on the host");
+    expect(kiln_block_mask_info(bm, &json) == KILN_OK && strstr(json, "\"runs\":true") != NULL &&
+               strstr(json, "\"memory\":\"host\"") != NULL,
+           "block mask info");
+    opts.block_mask = bm;
+    memset(o, 0, sizeof o);
+    expect(kiln_attention_forward_host(&tq, &tk, &tv, &to, NULL, &opts) == KILN_OK, "forward over a block mask");
+    expect(memcmp(o, expected, sizeof expected) == 0, "the same output over the block mask");
+    expect(kiln_attention_forward_cuda(&tq, &tk, &tv, &to, NULL, &opts) == KILN_ERROR &&
+               strstr(kiln_last_error(), "made by kiln_block_mask_create_host") != NULL,
+           "a host block mask given to a cuda call");
+    opts.mods = NULL;
+    expect(kiln_attention_forward_host(&tq, &tk, &tv, &to, NULL, &opts) == KILN_ERROR &&
+               strstr(kiln_last_error(), "block mask built for the mask mods") != NULL,
+           "a block mask of other mask mods");
+    opts.block_mask = NULL;
+    expect(kiln_block_mask_create_host(1, 2, 2, 8, 8, 24, 16, &opts, &bad) == KILN_ERROR && bad == NULL,
+           "a tile that is not a power of two");
+    kiln_block_mask_destroy(bm);
+    kiln_block_mask_destroy(NULL);
+
+    memset(&v3, 0x7f, sizeof v3);
+    kiln_attention_options_init_sized(&v3, (uint32_t)KILN_ATTENTION_OPTIONS_V3_SIZE);
+    expect(v3.struct_size == KILN_ATTENTION_OPTIONS_V3_SIZE && v3.dsink == NULL, "version-3 init");
+    expect(kiln_attention_forward_host(&tq, &tk, &tv, &to, NULL, &v3) == KILN_OK,
+           "a version-3 struct (its garbage block_mask never read)");
+  }
+
   expect(kiln_device_count(&count, &why) == KILN_OK && count >= 0 && why != NULL, "device count");
   printf("kiln %s, C ABI %d, %d CUDA device(s)%s%s\n", kiln_version(), kiln_abi_version(), count,
          count ? "" : ": ", count ? "" : why);

@@ -18,8 +18,8 @@ from test_abi_v2 import fake_device_tensors, host_call
 V2_SIZE = _lib.AttentionOptions.mods.offset  # the version-2 struct ends before mods
 
 
-def test_abi_version_is_3():
-    assert LIB.kiln_abi_version() == 3 and _lib.ABI_VERSION == 3
+def test_abi_version_is_at_least_3():
+    assert LIB.kiln_abi_version() >= 3 and _lib.ABI_VERSION >= 3
 
 
 def test_init_fills_the_version_3_fields_and_version_2_init_stops_at_its_size():

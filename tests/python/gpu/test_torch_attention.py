@@ -230,7 +230,7 @@ def test_exact_masked_v_on_cuda():
 def test_eager_no_grad_call_skips_the_dispatch_but_not_the_result():
     q, k, v = make_inputs(CASES[1], requires_grad=False)
     fast = kiln.attention(q, k, v, causal="top-left")  # no gradient wanted: the op's body directly
-    through_op, _ = torch.ops.kiln.attention_fwd(q, k, v, 1, 0.0, "bhsd", False, True, False, "", "", [], None)
+    through_op, _ = torch.ops.kiln.attention_fwd(q, k, v, 1, 0.0, "bhsd", False, True, False, "", "", [], None, 0)
     torch.testing.assert_close(fast, through_op, rtol=0, atol=0)
     from torch._subclasses.fake_tensor import FakeTensorMode
     with FakeTensorMode() as mode:  # a dispatch mode: the op (its fake implementation) runs
@@ -246,7 +246,7 @@ def test_eager_grad_call_skips_the_dispatch_but_not_the_gradients():
     assert "EagerAttention" in type(o.grad_fn).__name__
     dout = torch.randn_like(o)
     fast = torch.autograd.grad(o, (q, k, v), dout)
-    through_op, _ = torch.ops.kiln.attention_fwd(q, k, v, 1, 0.0, "bhsd", False, True, False, "", "", [], None)
+    through_op, _ = torch.ops.kiln.attention_fwd(q, k, v, 1, 0.0, "bhsd", False, True, False, "", "", [], None, 0)
     assert "EagerAttention" not in type(through_op.grad_fn).__name__
     torch.testing.assert_close(o, through_op, rtol=0, atol=0)
     for a, b in zip(fast, torch.autograd.grad(through_op, (q, k, v), dout)):
@@ -267,7 +267,8 @@ def test_non_default_stream():
 
 def test_opcheck():
     q, k, v = make_inputs(CASES[1])
-    torch.library.opcheck(torch.ops.kiln.attention_fwd, (q, k, v, 1, 0.0, "bhsd", False, True, False, "", "", [], None))
+    torch.library.opcheck(torch.ops.kiln.attention_fwd,
+                          (q, k, v, 1, 0.0, "bhsd", False, True, False, "", "", [], None, 0))
 
 
 def test_errors_name_the_mistake():

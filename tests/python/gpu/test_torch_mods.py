@@ -152,6 +152,6 @@ def test_opcheck_with_mods():
     q, k, v = (t.detach() for t in inputs(seed=4))
     slopes = torch.tensor(SLOPES, device=DEV)
     sinks = torch.zeros(H, device=DEV)
-    args = (q, k, v, 1, 0.125, "bhsd", False, True, False, "alibi;sinks", "alibi_slopes", [slopes], sinks)
+    args = (q, k, v, 1, 0.125, "bhsd", False, True, False, "alibi;sinks", "alibi_slopes", [slopes], sinks, 0)
     torch.library.opcheck(torch.ops.kiln.attention_fwd.default, args,
                           test_utils=("test_schema", "test_faketensor"))
