@@ -57,6 +57,26 @@ def cases(device):
     }
 
 
+def lists_are_runs(mask, device, block_m, block_n):
+    """Whether every query tile's full and partial key tiles (of every batch) are each one run of tiles."""
+    b, _, n, _ = sizes(device)
+    seen = mask(torch.arange(b, device=device)[:, None, None], torch.arange(n, device=device)[None, :, None],
+                torch.arange(n, device=device)[None, None, :]).expand(b, n, n).cpu()
+    for bi in range(b):
+        for m0 in range(0, n, block_m):
+            full, partial = [], []
+            for t, n0 in enumerate(range(0, n, block_n)):
+                tile = seen[bi, m0:m0 + block_m, n0:n0 + block_n]
+                if bool(tile.all()):
+                    full.append(t)
+                elif bool(tile.any()):
+                    partial.append(t)
+            for tiles in (full, partial):
+                if tiles and tiles != list(range(tiles[0], tiles[-1] + 1)):
+                    return False
+    return True
+
+
 def block_mask_for(device, mods, tensors, **kw):
     b, h, n, _ = sizes(device)
     block_m, block_n = TILES[device.type]
@@ -72,7 +92,7 @@ def test_forward_and_gradients_over_a_block_mask(name, device):
     mods, tensors, mask = cases(dev)[name]
     bm = block_mask_for(dev, mods, tensors)
     assert bm.on_cuda == (device == "cuda") and (bm.block_m, bm.block_n) == TILES[device]
-    assert bm.runs  # these masks' lists are runs of tiles
+    assert bm.runs == lists_are_runs(mask, dev, *TILES[device])
     q, k, v = inputs(dev, dtype)
     o = kiln.attention(q, k, v, mods=mods, mod_tensors=tensors, block_mask=bm)
     plain = kiln.attention(q, k, v, mods=mods, mod_tensors=tensors)
