@@ -157,6 +157,38 @@ TEST(BlockMaskCodegen, RunsOnlyKernelIsWarpSpecialisedWithTheListsReadByTheProdu
   EXPECT_THROW((void)fa2_fwd_block_mask_def().build(general), Error);
 }
 
+// Beside wgmma, a scalar read from memory is broadcast by a warp reduction (kiln::warp_uniform) so that ptxas
+// knows the loop it bounds is not divergent (else it serialises the loop's wgmma: C7520, worklog §47): the
+// consumers' six list reads are, the producer's (one thread issues TMA alone) are not, and sm_80's code,
+// without wgmma, reads them plainly.
+TEST(BlockMaskCodegen, ListReadsAreWarpUniformBesideWgmma) {
+  AttentionProblem p;
+  p.D = 128;
+  p.causal = 1;
+  Config c = default_fa2_config(p);
+  c.set("BLOCK_M", 128).set("BLOCK_N", 64).set("WARP_SPECIALIZE", 1).set("BLOCK_MASK_RUNS", 1);
+  c.num_warps = 8;
+  auto count = [](const std::string& text, const std::string& what) {
+    int n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  const std::string source = generate(fa2_fwd_block_mask_def(), c, "sm_90a").source;
+  const size_t consumers = source.find("the consumers: the program");
+  ASSERT_NE(consumers, std::string::npos);
+  const size_t producer = source.find("the producer warpgroup");
+  ASSERT_NE(producer, std::string::npos);
+  EXPECT_EQ(count(source.substr(producer, consumers - producer), "kiln::warp_uniform("), 0);
+  EXPECT_EQ(count(source.substr(consumers), "kiln::warp_uniform(*"), 6);
+  EXPECT_EQ(count(source, "__reduce_max_sync"), count(source.substr(0, consumers), "__reduce_max_sync"))
+      << "the helper is defined once, before the kernel";
+
+  Config sm80 = c;
+  sm80.set("WARP_SPECIALIZE", 0);
+  EXPECT_EQ(count(generate(fa2_fwd_block_mask_def(), sm80, "sm_80").source, "warp_uniform"), 0);
+}
+
 TEST(BlockMaskCodegen, RunsOnlyWarpSpecialisedKernelCompiles) {
   AttentionProblem p;
   p.D = 128;
