@@ -96,9 +96,7 @@ void check_host_block_mask(const HostBlockMask& bm, const AttentionProblem& p,
       check_block_mask_bwd_configs(bm.layout, config, dq_config);
     } else if (config) {
       check_block_mask_config(*config);
-      if (config->get_or("BLOCK_MASK_RUNS", 0) != 0 && !bm.runs)
-        fail("options.config has BLOCK_MASK_RUNS=1, but the block mask has lists that are not one run of key "
-             "tiles; expected BLOCK_MASK_RUNS=0");
+      check_block_mask_runs(*config, bm.runs);
     }
   } catch (const Error& e) {
     fail("{}: options.block_mask: {}", entry, e.what());

@@ -155,9 +155,7 @@ std::vector<uint64_t> detail::validate_block_mask(const AttentionOptions& option
     check_block_mask(bm.layout, p, options.mods, options.config ? &*options.config : nullptr);
     if (options.config) {
       check_block_mask_config(*options.config);
-      if (options.config->get_or("BLOCK_MASK_RUNS", 0) != 0 && !bm.runs)
-        fail("options.config has BLOCK_MASK_RUNS=1, but the block mask has lists that are not one run of key "
-             "tiles (BlockMask::runs is false); expected BLOCK_MASK_RUNS=0");
+      check_block_mask_runs(*options.config, bm.runs);
     }
   } catch (const Error& e) {
     reject(site, "options.block_mask: {}", e.what());

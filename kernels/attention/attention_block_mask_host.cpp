@@ -82,6 +82,12 @@ void check_block_mask(const BlockMaskLayout& l, const AttentionProblem& p, const
     check_tiles(l, *config, "the forward's config");
 }
 
+void check_block_mask_runs(const Config& config, bool runs) {
+  if (config.get_or("BLOCK_MASK_RUNS", 0) != 0 && !runs)
+    fail("block mask: config has BLOCK_MASK_RUNS=1, but the block mask has lists that are not one run of key "
+         "tiles (its runs flag is false); expected BLOCK_MASK_RUNS=0");
+}
+
 void check_block_mask_bwd_configs(const BlockMaskLayout& l, const Config* dkdv, const Config* dq) {
   if (dkdv) {
     check_tiles(l, *dkdv, "the dK/dV config (BLOCK_N keys a program, BLOCK_M query rows a step)");
@@ -189,9 +195,7 @@ AttentionResult run_fa2_with_block_mask(const AttentionProblem& p, const Attenti
   check_attention_config(p, config);
   check_mod_tensors(mods, tensors, p);
   check_block_mask(bm.layout, p, mods, &config);
-  if (config.get_or("BLOCK_MASK_RUNS", 0) != 0 && !bm.runs)
-    fail("block mask: config has BLOCK_MASK_RUNS=1, but the block mask has lists that are not one run of key "
-         "tiles; expected BLOCK_MASK_RUNS=0");
+  check_block_mask_runs(config, bm.runs);
   AttentionInputs inputs = in;
   ModTensorValues mod_inputs = tensors;
   HostBlockMask lists = bm; // the kernel's arguments are mutable buffers

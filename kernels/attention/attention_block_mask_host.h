@@ -41,6 +41,10 @@ BlockMaskLayout block_mask_layout(const AttentionProblem& p, const AttentionMods
 void check_block_mask(const BlockMaskLayout& layout, const AttentionProblem& p, const AttentionMods& mods,
                       const Config* config = nullptr);
 
+// A kiln::Error unless `config` asks for the kernel of key ranges (BLOCK_MASK_RUNS=1) only over a block mask
+// whose lists are all runs (`runs`: HostBlockMask::runs, BlockMask::runs).
+void check_block_mask_runs(const Config& config, bool runs);
+
 // The forward's config over a block mask of `layout` when none is given: default_fa2_config(p) at its tiles,
 // 16 rows a warp (at most the default's warps), without WARP_SPECIALIZE, PINGPONG or PRODUCT_AHEAD, and
 // BLOCK_MASK_RUNS as `runs` (whether every list of the block mask is a run: HostBlockMask::runs).
