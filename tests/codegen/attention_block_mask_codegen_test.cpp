@@ -32,6 +32,18 @@ GeneratedKernel generate(const KernelDef& def, const Config& config, const char*
   return generate_cuda(def.build(config), Target::parse(arch));
 }
 
+// fa2_fwd_block_mask's warp-specialised kernel of key ranges (BLOCK_MASK_RUNS=1) at D = 128, 128 x 64 tiles
+// over two consumer warpgroups, with the built-in CAUSAL mode `causal`.
+Config warp_specialised_runs_config(int causal) {
+  AttentionProblem p;
+  p.D = 128;
+  p.causal = causal;
+  Config c = default_fa2_config(p);
+  c.set("BLOCK_M", 128).set("BLOCK_N", 64).set("WARP_SPECIALIZE", 1).set("BLOCK_MASK_RUNS", 1);
+  c.num_warps = 8;
+  return c;
+}
+
 TEST(BlockMaskCodegen, ClassifierCompiles) {
   for (const AttentionMods& mods : {AttentionMods{}, document_window_softcap()})
     for (int causal : {0, 2}) {
@@ -135,12 +147,7 @@ TEST(BlockMaskCodegen, TheBackwardsRunsOfTilesArePipelined) {
 // makes itself (the lists are never written by the kernel). The general kernel keeps its list loops and is
 // refused WARP_SPECIALIZE at build time.
 TEST(BlockMaskCodegen, RunsOnlyKernelIsWarpSpecialisedWithTheListsReadByTheProducer) {
-  AttentionProblem p;
-  p.D = 128;
-  p.causal = 1;
-  Config c = default_fa2_config(p);
-  c.set("BLOCK_M", 128).set("BLOCK_N", 64).set("WARP_SPECIALIZE", 1).set("BLOCK_MASK_RUNS", 1);
-  c.num_warps = 8;
+  const Config c = warp_specialised_runs_config(1);
   for (const AttentionMods& mods : {AttentionMods{}, document_window_softcap()}) {
     const kiln_test::Planned runs = kiln_test::plan_kernel(fa2_fwd_block_mask_def(mods).build(c), "sm_90a");
     SCOPED_TRACE(mods.name());
@@ -162,12 +169,7 @@ TEST(BlockMaskCodegen, RunsOnlyKernelIsWarpSpecialisedWithTheListsReadByTheProdu
 // consumers' six list reads are, the producer's (one thread issues TMA alone) are not, and sm_80's code,
 // without wgmma, reads them plainly.
 TEST(BlockMaskCodegen, ListReadsAreWarpUniformBesideWgmma) {
-  AttentionProblem p;
-  p.D = 128;
-  p.causal = 1;
-  Config c = default_fa2_config(p);
-  c.set("BLOCK_M", 128).set("BLOCK_N", 64).set("WARP_SPECIALIZE", 1).set("BLOCK_MASK_RUNS", 1);
-  c.num_warps = 8;
+  const Config c = warp_specialised_runs_config(1);
   auto count = [](const std::string& text, const std::string& what) {
     int n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
@@ -190,11 +192,7 @@ TEST(BlockMaskCodegen, ListReadsAreWarpUniformBesideWgmma) {
 }
 
 TEST(BlockMaskCodegen, RunsOnlyWarpSpecialisedKernelCompiles) {
-  AttentionProblem p;
-  p.D = 128;
-  Config c = default_fa2_config(p);
-  c.set("BLOCK_M", 128).set("BLOCK_N", 64).set("WARP_SPECIALIZE", 1).set("BLOCK_MASK_RUNS", 1);
-  c.num_warps = 8;
+  const Config c = warp_specialised_runs_config(0);
   GeneratedKernel g = generate(fa2_fwd_block_mask_def(document_window_softcap()), c, "sm_90a");
   EXPECT_TRUE(g.why_not_warp_specialized.empty()) << g.why_not_warp_specialized;
   expect_nvrtc_compiles(g, "sm_90a");
