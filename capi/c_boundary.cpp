@@ -117,13 +117,17 @@ attention::TensorRef tensor_ref(const kiln_tensor& t, const char* what) {
   return r;
 }
 
-void check_struct_size(const kiln_attention_options& options) {
+bool known_options_size(size_t size) {
   // Version 4 is the whole struct; versions 1 to 3 end earlier (the fields past them keep their defaults);
   // any other size comes from a newer header than this library, or from no header at all.
+  return size == sizeof(kiln_attention_options) || size == KILN_ATTENTION_OPTIONS_V1_SIZE ||
+         size == KILN_ATTENTION_OPTIONS_V2_SIZE || size == KILN_ATTENTION_OPTIONS_V3_SIZE;
+}
+
+void check_struct_size(const kiln_attention_options& options) {
   const size_t v1 = KILN_ATTENTION_OPTIONS_V1_SIZE, v2 = KILN_ATTENTION_OPTIONS_V2_SIZE,
                v3 = KILN_ATTENTION_OPTIONS_V3_SIZE;
-  if (options.struct_size != sizeof(kiln_attention_options) && options.struct_size != v1 &&
-      options.struct_size != v2 && options.struct_size != v3)
+  if (!known_options_size(options.struct_size))
     throw InvalidArgument(fmt::format("kiln_attention_options.struct_size must be {} (call "
                                       "kiln_attention_options_init), or {} / {} / {} for a version-1 / 2 / 3 "
                                       "caller; got {}",

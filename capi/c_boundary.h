@@ -45,7 +45,9 @@ DType dtype_from_c(int32_t dtype, const char* what);
 int32_t dtype_to_c(DType dtype);
 // A tensor for kiln::attention; its data pointer is the address as an integer (host or device).
 attention::TensorRef tensor_ref(const kiln_tensor& t, const char* what);
-// InvalidArgument unless options.struct_size is one of the ABI versions' sizes (kiln_c.h).
+// Whether `size` is one of the ABI versions' sizes of kiln_attention_options (kiln_c.h: V1, V2, V3 or the whole
+// struct), and InvalidArgument unless options.struct_size is.
+bool known_options_size(size_t size);
 void check_struct_size(const kiln_attention_options& options);
 // The options as kiln::attention's (struct_size checked; defaults when `options` is null), the mods and the
 // dsink tensor of a version-3 struct included. A version-4 struct's block mask is not read here: which kind

@@ -95,25 +95,11 @@ void check_host_block_mask(const HostBlockMask& bm, const AttentionProblem& p,
     if (bwd) {
       check_block_mask_bwd_configs(bm.layout, config, dq_config);
     } else if (config) {
-      check_block_mask_config(*config);
-      check_block_mask_runs(*config, bm.runs);
+      check_block_mask_fwd_config(*config, bm.runs);
     }
   } catch (const Error& e) {
     fail("{}: options.block_mask: {}", entry, e.what());
   }
-}
-
-// A host block mask's lists as the kernels' (mutable) arguments: the forward's (forward, dQ) or the by-key
-// ones (dK/dV), copied into `lists`.
-void append_lists(std::vector<InterpArg>& args, HostBlockMask& lists, bool by_key) {
-  if (by_key) {
-    for (HostBuffer* b : {&lists.key_full_count, &lists.key_full_index, &lists.key_partial_count,
-                          &lists.key_partial_index})
-      args.push_back(InterpArg::ptr(*b));
-    return;
-  }
-  for (HostBuffer* b : {&lists.full_count, &lists.full_index, &lists.partial_count, &lists.partial_index})
-    args.push_back(InterpArg::ptr(*b));
 }
 
 } // namespace
@@ -154,7 +140,7 @@ void attention_forward_host(const attention::TensorRef& q, const attention::Tens
   args.insert(args.end(), mod_args.begin(), mod_args.end());
   if (block_mask) {
     HostBlockMask lists = *block_mask;
-    append_lists(args, lists, /*by_key=*/false);
+    append_block_mask_args(args, lists, /*by_key=*/false);
     const Config config =
         options.config ? *options.config : block_mask_fwd_config(block_mask->layout, p, block_mask->runs);
     const KernelDef& def = fa2_fwd_block_mask_def(options.mods);
@@ -213,8 +199,8 @@ void attention_backward_host(const attention::TensorRef& q, const attention::Ten
     HostBlockMask lists = *block_mask; // the kernels' arguments are mutable buffers
     BwdLoopKernels kernels{&fa2_bwd_dkdv_block_mask_def(options.mods), &fa2_bwd_dq_block_mask_def(options.mods),
                            mod_args, mod_args};
-    append_lists(kernels.dkdv_args, lists, /*by_key=*/true);
-    append_lists(kernels.dq_args, lists, /*by_key=*/false);
+    append_block_mask_args(kernels.dkdv_args, lists, /*by_key=*/true);
+    append_block_mask_args(kernels.dq_args, lists, /*by_key=*/false);
     run_bwd(p, configs, b, Executor::Interpreter, kernels);
   } else {
     run_bwd(p, configs, b, Executor::Interpreter, options.mods, mod_args);

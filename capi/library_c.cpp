@@ -65,9 +65,7 @@ const char* kiln_status_name(int32_t status) {
 }
 
 void kiln_attention_options_init_sized(kiln_attention_options* options, uint32_t struct_size) {
-  if (options == nullptr ||
-      (struct_size != KILN_ATTENTION_OPTIONS_V1_SIZE && struct_size != KILN_ATTENTION_OPTIONS_V2_SIZE &&
-       struct_size != KILN_ATTENTION_OPTIONS_V3_SIZE && struct_size != sizeof(kiln_attention_options)))
+  if (options == nullptr || !known_options_size(struct_size))
     return;
   kiln_attention_options defaults{};
   defaults.struct_size = struct_size;

@@ -153,10 +153,8 @@ std::vector<uint64_t> detail::validate_block_mask(const AttentionOptions& option
   const BlockMask& bm = *options.block_mask;
   try {
     check_block_mask(bm.layout, p, options.mods, options.config ? &*options.config : nullptr);
-    if (options.config) {
-      check_block_mask_config(*options.config);
-      check_block_mask_runs(*options.config, bm.runs);
-    }
+    if (options.config)
+      check_block_mask_fwd_config(*options.config, bm.runs);
   } catch (const Error& e) {
     reject(site, "options.block_mask: {}", e.what());
   }

@@ -82,7 +82,8 @@ void check_block_mask(const BlockMaskLayout& l, const AttentionProblem& p, const
     check_tiles(l, *config, "the forward's config");
 }
 
-void check_block_mask_runs(const Config& config, bool runs) {
+void check_block_mask_fwd_config(const Config& config, bool runs) {
+  check_block_mask_config(config);
   if (config.get_or("BLOCK_MASK_RUNS", 0) != 0 && !runs)
     fail("block mask: config has BLOCK_MASK_RUNS=1, but the block mask has lists that are not one run of key "
          "tiles (its runs flag is false); expected BLOCK_MASK_RUNS=0");
@@ -95,6 +96,17 @@ void check_block_mask_bwd_configs(const BlockMaskLayout& l, const Config* dkdv, 
   }
   if (dq)
     check_tiles(l, *dq, "the dQ config (BLOCK_M query rows a program, BLOCK_N keys a step)");
+}
+
+void append_block_mask_args(std::vector<InterpArg>& args, HostBlockMask& lists, bool by_key) {
+  if (by_key) {
+    for (HostBuffer* b : {&lists.key_full_count, &lists.key_full_index, &lists.key_partial_count,
+                          &lists.key_partial_index})
+      args.push_back(InterpArg::ptr(*b));
+    return;
+  }
+  for (HostBuffer* b : {&lists.full_count, &lists.full_index, &lists.partial_count, &lists.partial_index})
+    args.push_back(InterpArg::ptr(*b));
 }
 
 Config block_mask_fwd_config(const BlockMaskLayout& l, const AttentionProblem& p, bool runs) {
@@ -195,7 +207,7 @@ AttentionResult run_fa2_with_block_mask(const AttentionProblem& p, const Attenti
   check_attention_config(p, config);
   check_mod_tensors(mods, tensors, p);
   check_block_mask(bm.layout, p, mods, &config);
-  check_block_mask_runs(config, bm.runs);
+  check_block_mask_fwd_config(config, bm.runs);
   AttentionInputs inputs = in;
   ModTensorValues mod_inputs = tensors;
   HostBlockMask lists = bm; // the kernel's arguments are mutable buffers
@@ -203,8 +215,7 @@ AttentionResult run_fa2_with_block_mask(const AttentionProblem& p, const Attenti
   std::vector<InterpArg> args = fa2_interp_args(p, inputs, out);
   const std::vector<InterpArg> mod_args = mod_interp_args(p, mods, mod_inputs);
   args.insert(args.end(), mod_args.begin(), mod_args.end());
-  for (HostBuffer* b : {&lists.full_count, &lists.full_index, &lists.partial_count, &lists.partial_index})
-    args.push_back(InterpArg::ptr(*b));
+  append_block_mask_args(args, lists, /*by_key=*/false);
   const KernelDef& def = fa2_fwd_block_mask_def(mods);
   execute(executor, def.build(config), def.grid(config, attention_size_args(p)), args);
   return gather_outputs(p, out);
@@ -224,11 +235,8 @@ AttentionGrads run_bwd_with_block_mask(const AttentionProblem& p, const Attentio
   HostBlockMask lists = bm; // the kernels' arguments are mutable buffers
   BwdLoopKernels kernels{&fa2_bwd_dkdv_block_mask_def(mods), &fa2_bwd_dq_block_mask_def(mods), {}, {}};
   kernels.dkdv_args = kernels.dq_args = mod_interp_args(p, mods, mod_inputs);
-  for (HostBuffer* b : {&lists.key_full_count, &lists.key_full_index, &lists.key_partial_count,
-                        &lists.key_partial_index})
-    kernels.dkdv_args.push_back(InterpArg::ptr(*b));
-  for (HostBuffer* b : {&lists.full_count, &lists.full_index, &lists.partial_count, &lists.partial_index})
-    kernels.dq_args.push_back(InterpArg::ptr(*b));
+  append_block_mask_args(kernels.dkdv_args, lists, /*by_key=*/true);
+  append_block_mask_args(kernels.dq_args, lists, /*by_key=*/false);
   run_bwd(p, configs, buffers, executor, kernels);
   return gather_grads(p, buffers);
 }

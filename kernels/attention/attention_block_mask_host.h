@@ -41,9 +41,10 @@ BlockMaskLayout block_mask_layout(const AttentionProblem& p, const AttentionMods
 void check_block_mask(const BlockMaskLayout& layout, const AttentionProblem& p, const AttentionMods& mods,
                       const Config* config = nullptr);
 
-// A kiln::Error unless `config` asks for the kernel of key ranges (BLOCK_MASK_RUNS=1) only over a block mask
-// whose lists are all runs (`runs`: HostBlockMask::runs, BlockMask::runs).
-void check_block_mask_runs(const Config& config, bool runs);
+// The forward's config over a block mask whose lists are all runs or not (`runs`: HostBlockMask::runs,
+// BlockMask::runs): check_block_mask_config's rules (attention_block_mask.h), and a kiln::Error when it asks for
+// the kernel of key ranges (BLOCK_MASK_RUNS=1) over lists that are not all runs.
+void check_block_mask_fwd_config(const Config& config, bool runs);
 
 // The forward's config over a block mask of `layout` when none is given: default_fa2_config(p) at its tiles,
 // 16 rows a warp (at most the default's warps), without WARP_SPECIALIZE, PINGPONG or PRODUCT_AHEAD, and
@@ -74,6 +75,11 @@ struct HostBlockMask {
   std::vector<int64_t> full_query_tiles(int64_t b, int64_t h, int64_t n) const;
   std::vector<int64_t> partial_query_tiles(int64_t b, int64_t h, int64_t n) const;
 };
+
+// The block mask's four tensors of the forward's lists (forward, dQ) or, with `by_key`, of the by-key lists
+// (dK/dV), appended to a kernel's interpreter arguments in the kernels' order. They point into `lists`, which
+// must outlive the run (the kernels' arguments are mutable: pass a copy of a block mask to be kept).
+void append_block_mask_args(std::vector<InterpArg>& args, HostBlockMask& lists, bool by_key);
 
 // Evaluates the mask (built-in N_K and causal rules of `p`, and `mods`' mask mods reading `tensors`; score
 // mods, sinks and their tensors are ignored) on every tile with the attention_block_mask kernel, in both
