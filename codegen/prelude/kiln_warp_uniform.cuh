@@ -2,8 +2,8 @@ namespace kiln {
 // ---- Scalars loaded from memory, known warp-uniform (sm_90a) -------------------------------------------
 // A DSL scalar is the program's: every thread of a warp loads the same value from the same address. ptxas
 // cannot know that of a load, so a loop whose bounds come from memory (a block mask's run of key tiles,
-// varlen's sequence lengths) is a possibly divergent path to it, and it serialises the wgmma inside (ptxas
-// C7520, worklog §47). The warp's maximum of the loaded value, by `redux.sync`, is that value, and ptxas
+// varlen's sequence lengths) is a possibly divergent path to it, where it may serialise the wgmma inside (ptxas
+// C7520: it did over a block mask, worklog §47). The warp's maximum of the loaded value, by `redux.sync`, is that value, and ptxas
 // knows a warp reduction is uniform (a lane-0 broadcast by __shfl_sync is not enough: measured, C7520
 // stays), so what depends on it is uniform to it, as kernel parameters are. Only where the whole warp runs
 // the program (never in a producer thread that issues TMA copies alone). redux.sync takes 32-bit integers:
