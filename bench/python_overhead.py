@@ -7,11 +7,14 @@ enough that the launch, not the kernel, bounds the rate. Each figure is the host
   C ABI            kiln_attention_forward_cuda through ctypes on prebuilt structs and preallocated O and LSE:
                    libkiln's own cost (validation, the config lookup, the launch) plus ctypes' call
   SDPA             F.scaled_dot_product_attention (its own dispatch and launch)
-"over C ABI" is what the Python side adds (the issue asks <= 10 us). Bounded: --calls x --rounds per row (default
+"over C ABI" is what the Python side adds (the issue asks <= 10 us). --pieces adds, for the first shape, the
+per-call cost of each piece of kiln.attention's eager path, one by one (allocations, the signature key, the
+stream and capture queries, the address updates, the torch-side checks), to show where that difference goes.
+Bounded: --calls x --rounds per row (default
 200 x 5) after one warm-up call, and the whole run stops adding rows after --budget seconds (default 20).
 KILN_AUTOTUNE defaults to off here (the default config, compiled once), so no tuning run hides in the first call.
 Needs torch with CUDA and the installed kiln:
-    python3 bench/python_overhead.py [--calls 200] [--rounds 5] [--budget 20]
+    python3 bench/python_overhead.py [--calls 200] [--rounds 5] [--budget 20] [--pieces]
 """
 
 import argparse
@@ -42,11 +45,34 @@ def per_call_us(fn, calls, rounds):
     return statistics.median(times)
 
 
+def print_pieces(q, calls, rounds):
+    """The eager forward path's pieces (python/kiln/torch_ops.py), each timed alone on q's signature."""
+    from kiln import torch_ops as ops
+    key_tensors = (q, q, q)
+    shape = (q.shape[0], q.shape[1], q.shape[2])
+    structs = [describe(t, "t") for t in (q, q, q, q)]
+    pieces = [
+        ("torch.empty_like(q)", lambda: torch.empty_like(q)),
+        ("q.new_empty(lse shape, f32)", lambda: q.new_empty(shape, dtype=torch.float32)),
+        ("signature key (3 tensors)", lambda: ops._signature(key_tensors)),
+        ("cached-call lookup", lambda: ops._cached_call(("fwd",) + ops._signature(key_tensors))),
+        ("current stream handle", lambda: ops.current_stream_handle(q)),
+        ("capture query (autotune_mode)", lambda: ops.autotune_mode(True)),
+        ("data_ptr x5 into structs", lambda: ops._set_addresses(structs + structs[:1], (q,) * 5)),
+        ("fast-path checks", lambda: (ops._is_compiling(), type(q) is torch.Tensor, ops._dispatch_modes(),
+                                      ops._functorch_active(), torch.is_grad_enabled(), q.requires_grad)),
+        ("empty Python call", lambda: None),
+    ]
+    for name, fn in pieces:
+        print(f"  {name:<32} {per_call_us(fn, calls, rounds):>7.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--budget", type=float, default=20.0, help="seconds after which no further row starts")
+    ap.add_argument("--pieces", action="store_true", help="time the eager path's pieces one by one")
     args = ap.parse_args()
     start = time.perf_counter()
     dev = torch.device("cuda", int(os.environ.get("KILN_DEVICE", "0") or 0))
@@ -77,6 +103,9 @@ def main():
                per_call_us(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), args.calls, args.rounds)]
         print(f"{f'B{b} H{h} N{n} D{d} f16 causal':<24} {row[0]:>14.1f} {row[1]:>9.1f} {row[2]:>7.1f} {row[3]:>7.1f} "
               f"{row[0] - row[2]:>11.1f}")
+        if args.pieces:
+            print_pieces(q, args.calls, args.rounds)
+            args.pieces = False
     print(f"total {time.perf_counter() - start:.1f} s")
 
 

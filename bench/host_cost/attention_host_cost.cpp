@@ -9,11 +9,16 @@
 //   forward / backward call         (GPU only) attention::forward and backward_with_workspace on a small
 //                                   problem, KILN_AUTOTUNE=off, launches included, the stream synchronised
 //                                   between rounds only
+//   forward pieces                  (GPU only) what a forward call is made of, one by one: the device query
+//                                   (current_device), the launch arguments, the tuner's lookup of a remembered
+//                                   pick (select), and the kernel's launch on prebuilt arguments (argument
+//                                   packing, tensor maps where the kernel has them, cuLaunchKernel)
 //
 // Everything but the last two rows runs on a machine without a GPU; addresses are never dereferenced there.
 //   kiln_attention_host_cost [--calls 2000] [--rounds 7]
 #include "kernels/attention/attention_bwd_api.h"
 #include "kernels/attention/attention_bwd_problem.h"
+#include "kernels/attention/attention_launch.h"
 #include "kernels/attention/attention_mod_library.h"
 #include "kernels/attention/fa2_bwd_dkdv.h"
 #include "kernels/attention/fa2_bwd_dq.h"
@@ -153,7 +158,33 @@ int main(int argc, char** argv) {
     backward_with_workspace(dev.q, dev.k, dev.v, dev.o, dev.lse, dev.dout, dev.dq, dev.dk, dev.dv, ws,
                             options);
   };
-  print_row("forward call", per_call_us(forward_call, calls, rounds, sync));
-  print_row("backward call", per_call_us(backward_call, calls, rounds, sync));
+  // Launch rows make fewer calls a round: thousands of queued launches fill the driver's queue, after which
+  // a launch waits for the GPU and the row would time kernels, not the host.
+  const int launches = std::min(calls, 200);
+  print_row("forward call", per_call_us(forward_call, launches, rounds, sync));
+  print_row("backward call", per_call_us(backward_call, launches, rounds, sync));
+
+  // The forward's pieces, as forward() runs them with KILN_AUTOTUNE=off (the default config, remembered).
+  const ValidatedAttention va = validate_attention_args(dev.q, dev.k, dev.v, dev.o, dev.lse, options);
+  const std::vector<LaunchArg> args = forward_launch_args(va, *va.lse);
+  const std::vector<OutputArg> outputs = {{3, static_cast<size_t>(B * H * N * D * 2)},
+                                          {4, static_cast<size_t>(B * H * N * 4)}};
+  TuneOptions tune;
+  tune.mode = rt::AutotuneMode::Off;
+  const Config base = default_fa2_config(va.problem);
+  const SizeArgs sizes = attention_size_args(va.problem);
+  auto select = [&] { (void)detail::attention_tuner().select(fa2_fwd_def(), base, sizes, args, outputs, tune); };
+  const TunedLaunch chosen = detail::attention_tuner().select(fa2_fwd_def(), base, sizes, args, outputs, tune);
+  const rt::Stream stream = rt::Stream::wrap(nullptr);
+  auto launch_only = [&] { chosen.kernel->launch(chosen.grid, args, stream); };
+  auto device_query = [] { (void)rt::current_device(); };
+  auto launch_args = [&] { (void)forward_launch_args(va, *va.lse); };
+  print_row("  current_device", per_call_us(device_query, calls, rounds, no_sync));
+  print_row("  forward_launch_args", per_call_us(launch_args, calls, rounds, no_sync));
+  print_row("  tuner select (remembered)", per_call_us(select, calls, rounds, no_sync));
+  print_row("  launch on prebuilt args", per_call_us(launch_only, launches, rounds, sync));
+  fmt::print("  (the forward's config: {}; tensor maps: {})\n", chosen.config.str(),
+             chosen.kernel->generated().tensor_maps.size());
+  return 0;
   return 0;
 }

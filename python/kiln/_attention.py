@@ -126,7 +126,8 @@ def attention(q, k, v, *, causal=None, scale=None, layout="bhsd", return_lse=Fal
             o, lse = ops.forward_with_mods(q, k, v, c, s, layout, bool(tf32), bool(deterministic),
                                            bool(exact_masked_v), spec, named, block_mask)
         else:
-            o, lse = ops.forward(q, k, v, c, s, layout, bool(tf32), bool(deterministic), bool(exact_masked_v))
+            o, lse = ops.forward(q, k, v, c, s, layout, bool(tf32), bool(deterministic), bool(exact_masked_v),
+                                 want_lse=bool(return_lse))
         return (o, lse) if return_lse else o
     _check_numpy((q, k, v), ("q", "k", "v"))
     _check_numpy([t for _, t in named], [f"mod_tensors['{n}']" for n, _ in named])

@@ -61,11 +61,14 @@ def _check_device(tensors, names):
         raise KilnError(f"kiln attention runs on CUDA or CPU tensors; got {dev}")
 
 
-def autotune_mode(is_cuda):
+def autotune_mode(is_cuda, capturing=None):
     """kiln_autotune for a call now: KILN_AUTOTUNE_ENV, except while torch's current stream is capturing a CUDA
     graph, when nothing may be timed: KILN_AUTOTUNE_CACHED (or OFF where KILN_AUTOTUNE=off asks for defaults,
-    whose compiled kernels a capture should find, not a cache lookup's)."""
-    if not is_cuda or not torch.cuda.is_current_stream_capturing():
+    whose compiled kernels a capture should find, not a cache lookup's). capturing: whether the current stream
+    is capturing, where the caller asked already (None: asked here)."""
+    if capturing is None:
+        capturing = is_cuda and torch.cuda.is_current_stream_capturing()
+    if not capturing:
         return _lib.AUTOTUNE_ENV
     if os.environ.get("KILN_AUTOTUNE", "").strip().lower() == "off":
         return _lib.AUTOTUNE_OFF
@@ -94,10 +97,11 @@ def _needs_copy(tensors):
 
 
 def _signature(tensors):
-    """What a call's tensors contribute to its cache key: each one's dtype, shape, strides and device."""
+    """What a call's tensors contribute to its cache key: each one's dtype, shape, strides and device (a
+    torch.device: its type and index in one attribute)."""
     key = []
     for t in tensors:
-        key += (t.dtype, t.shape, t.stride(), t.get_device(), t.is_cuda)
+        key += (t.dtype, t.shape, t.stride(), t.device)
     return tuple(key)
 
 
@@ -118,6 +122,11 @@ def _remember(key, tensors, names, options, extra_of=None):
     shapes."""
     cache = _local.calls
     if len(cache) >= _CACHE_LIMIT:
+        if getattr(_local, "scratch_made", False):
+            # A kernel on a stream other than the one a scratch LSE was made on (a stream whose handle was
+            # reused) may still write it: none may when torch's allocator takes the scratch back.
+            torch.cuda.synchronize()
+            _local.scratch_made = False
         cache.clear()
     structs = [describe(t, n) for t, n in zip(tensors, names)]
     opts = _lib.attention_options(*options)
@@ -143,16 +152,26 @@ def _rank_error(q):
 _FWD_NAMES = ("q", "k", "v", "o", "lse")
 
 
-def _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v):
+def _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, want_lse=True):
     """The forward op's body: O and LSE from libkiln on the tensors' memory. The per-call path is a cache
-    lookup by the call's signature, two allocations and the C call; the checks run at a signature's first
-    call."""
+    lookup by the call's signature, the outputs' allocations and the C call; the checks run at a signature's
+    first call.
+
+    want_lse=False (an eager call that returns O alone and records no gradient): the kernel still writes an
+    LSE, into a scratch tensor kept with the signature's cached call, one per CUDA stream, instead of a new one
+    each call, and LSE is returned as None. Reuse is safe: nothing reads the scratch, and the calls on one
+    stream write it in stream order; the scratch is allocated while its stream is current, so torch's caching
+    allocator frees it in that stream's order when the cache lets it go (and the device is synchronised first,
+    for a stream handle that was reused by a new stream). It costs B * H * N_Q f32 (1/32 of O at f16, D = 64)
+    per signature and stream, freed with the cache (at most _CACHE_LIMIT signatures a thread). Not while a CUDA
+    graph is captured: a graph would keep writing a scratch the cache may free."""
     key = ("fwd", causal, scale, layout, tf32, deterministic, exact_masked_v) + _signature((q, k, v))
     hit = _cached_call(key)
+    capturing = None  # asked below where the scratch needs it, else by _launch_forward
     if hit is None:
         if _needs_copy((q, k, v)):
             return _forward_impl(*(_last_dim_contiguous(t) for t in (q, k, v)), causal, scale, layout, tf32,
-                                 deterministic, exact_masked_v)
+                                 deterministic, exact_masked_v, want_lse)
         _check_device((q, k, v), ("q", "k", "v"))
         shape = lse_shape(q, layout)
         if shape is None:
@@ -161,26 +180,41 @@ def _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_mas
         lse = q.new_empty(shape, dtype=torch.float32)
         options = _options(causal, scale, layout, tf32, deterministic, exact_masked_v)
         hit = _remember(key, (q, k, v, o, lse), _FWD_NAMES, options,
-                        extra_of=lambda structs, opts: (shape, q.is_contiguous()))
+                        extra_of=lambda structs, opts: (shape, q.is_contiguous(), {}))
     else:
-        shape, q_contiguous = hit[2]
+        shape, q_contiguous, scratch = hit[2]
         # O contiguous, as the fake implementation makes it; empty_like costs 2-3 us less than new_empty and,
         # for a contiguous q, gives the same strides.
         o = torch.empty_like(q) if q_contiguous else q.new_empty(q.shape)
-        lse = q.new_empty(shape, dtype=torch.float32)
+        capturing = q.is_cuda and torch.cuda.is_current_stream_capturing()
+        if not want_lse and q.is_cuda and not capturing:
+            lse = _scratch_lse(q, shape, scratch)
+        else:
+            lse = q.new_empty(shape, dtype=torch.float32)
     structs, opts, _ = hit
     _set_addresses(structs, (q, k, v, o, lse))
-    _launch_forward(q, structs, opts)
-    return o, lse
+    _launch_forward(q, structs, opts, capturing)
+    return o, (lse if want_lse else None)
 
 
-def _launch_forward(q, structs, opts):
+def _scratch_lse(q, shape, scratch):
+    """The scratch LSE of a cached call (`scratch`: stream handle -> tensor) on torch's current stream, made
+    there at its first use (see _forward_impl)."""
+    stream = current_stream_handle(q)
+    lse = scratch.get(stream)
+    if lse is None:
+        lse = scratch[stream] = q.new_empty(shape, dtype=torch.float32)
+        _local.scratch_made = True
+    return lse
+
+
+def _launch_forward(q, structs, opts, capturing=None):
     """The forward through libkiln on q's device: on the current stream, tuned, for CUDA tensors; the
-    interpreter for CPU tensors."""
+    interpreter for CPU tensors. capturing: as autotune_mode's."""
     lib = _lib.lib()
     if q.is_cuda:
         opts.stream = current_stream_handle(q)
-        opts.autotune = autotune_mode(True)
+        opts.autotune = autotune_mode(True, capturing)
         _lib.check(lib.kiln_attention_forward_cuda(*structs, opts))
     else:
         _lib.check(lib.kiln_attention_forward_host(*structs, opts))
@@ -269,16 +303,17 @@ class _EagerAttention(torch.autograd.Function):
         return _gradients(ctx, grad_o, _backward_impl)[:9]
 
 
-def forward(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v):
+def forward(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, want_lse=True):
     """O and LSE through the custom op, or, where the op's dispatch would add nothing (eager, plain tensors, no
     dispatch mode such as FakeTensorMode and no torch.func transform active), through its body directly (no
     gradient wanted) or _EagerAttention (a gradient wanted): the dispatcher and the autograd wrapper cost more
-    per call than the rest of kiln's Python side together. torch.compile traces the op."""
+    per call than the rest of kiln's Python side together. torch.compile traces the op. want_lse=False: the
+    caller drops LSE, which may then come back as None (the body's scratch LSE, see _forward_impl)."""
     if (_FAST_PATH and not _is_compiling() and type(q) is torch.Tensor and type(k) is torch.Tensor
             and type(v) is torch.Tensor and _dispatch_modes() == 0 and not _functorch_active()):
         if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
             return _EagerAttention.apply(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
-        return _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
+        return _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, want_lse)
     return torch.ops.kiln.attention_fwd(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, "", "",
                                         [], None, 0)
 

@@ -238,6 +238,30 @@ def test_eager_no_grad_call_skips_the_dispatch_but_not_the_result():
         assert kiln.attention(fq, fk, fv, causal="top-left").shape == q.shape
 
 
+def test_eager_calls_without_lse_reuse_a_scratch_per_stream_and_give_the_same_o():
+    """An eager call that returns O alone writes LSE into a scratch kept per signature and stream: repeated
+    calls and calls on a second stream give the O of a call that returns LSE, each stream with its own scratch.
+    (A capture allocates instead: test_cuda_graph_capture_and_replay_forward.)"""
+    from kiln import torch_ops
+    q, k, v = make_inputs(CASES[1], requires_grad=False)
+    expected, lse = kiln.attention(q, k, v, causal="top-left", return_lse=True)
+    outs = [kiln.attention(q, k, v, causal="top-left") for _ in range(3)]
+    scratches = [hit[2][2] for hit in torch_ops._local.calls.values() if hit[0][0].data == q.data_ptr()
+                 and isinstance(hit[2], tuple) and len(hit[2]) == 3]
+    assert any(len(sc) == 1 for sc in scratches), "no scratch LSE was kept for the repeated calls"
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        outs.append(kiln.attention(q, k, v, causal="top-left"))
+    s.synchronize()
+    assert any(len(sc) == 2 for sc in scratches), "the second stream did not get its own scratch"
+    for o in outs:
+        torch.testing.assert_close(o, expected, rtol=0, atol=0)
+    # The scratch was written, not the returned LSE's memory.
+    again, lse_again = kiln.attention(q, k, v, causal="top-left", return_lse=True)
+    torch.testing.assert_close(lse_again, lse, rtol=0, atol=0)
+
+
 def test_eager_grad_call_skips_the_dispatch_but_not_the_gradients():
     """An eager call that wants a gradient runs torch_ops' autograd.Function, not the custom op: same O, same
     dQ, dK, dV (deterministic backward) as through the op and its registered autograd formula."""
