@@ -3,20 +3,46 @@
 
 #include "support/error.h"
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
+#include <algorithm>
+#include <iterator>
 #include <utility>
 
 namespace kiln::rt {
 
-std::string tensor_map_cache_key(const TensorMapSpec& spec) {
-  // Enums are written by number and vectors in full, separated so that no two specs print alike.
-  return fmt::format(
-      "e{}|a{:x}|d{}|s{}|b{}|es{}|i{}|sw{}|l2{}|oob{}", static_cast<int>(spec.element), spec.global_address,
-      fmt::join(spec.global_dims, ","), fmt::join(spec.global_strides_bytes, ","),
-      fmt::join(spec.box_dims, ","), fmt::join(spec.element_strides, ","), static_cast<int>(spec.interleave),
-      static_cast<int>(spec.swizzle), static_cast<int>(spec.l2_promotion), static_cast<int>(spec.oob_fill));
+TensorMapKey tensor_map_cache_key(const TensorMapSpec& spec) {
+  TensorMapKey key;
+  auto& w = key.words;
+  w[0] = static_cast<int64_t>(spec.element);
+  w[1] = static_cast<int64_t>(spec.global_address);
+  w[2] = static_cast<int64_t>(spec.interleave);
+  w[3] = static_cast<int64_t>(spec.swizzle);
+  w[4] = static_cast<int64_t>(spec.l2_promotion);
+  w[5] = static_cast<int64_t>(spec.oob_fill);
+  const std::pair<const char*, const std::vector<int64_t>*> lists[] = {
+      {"dims", &spec.global_dims},
+      {"strides", &spec.global_strides_bytes},
+      {"box dims", &spec.box_dims},
+      {"element strides", &spec.element_strides}};
+  for (size_t l = 0; l < std::size(lists); ++l) {
+    const auto& [name, values] = lists[l];
+    if (values->size() > TensorMapKey::kMostDims)
+      fail("a tensor map takes at most {} dims; its {} list has {}", TensorMapKey::kMostDims, name,
+           values->size());
+    w[6 + l] = static_cast<int64_t>(values->size());
+    std::copy(values->begin(), values->end(),
+              w.begin() + static_cast<std::ptrdiff_t>(10 + l * TensorMapKey::kMostDims));
+  }
+  return key;
+}
+
+size_t TensorMapKeyHash::operator()(const TensorMapKey& key) const {
+  uint64_t h = 0xcbf29ce484222325ull; // FNV-1a over the words, each mixed in whole
+  for (int64_t word : key.words) {
+    h ^= static_cast<uint64_t>(word);
+    h *= 0x100000001b3ull;
+    h ^= h >> 29;
+  }
+  return static_cast<size_t>(h);
 }
 
 TensorMapCache::TensorMapCache(size_t capacity, Encoder encoder)
@@ -28,7 +54,7 @@ TensorMapCache::TensorMapCache(size_t capacity, Encoder encoder)
 }
 
 CUtensorMap TensorMapCache::get(const TensorMapSpec& spec) {
-  std::string key = tensor_map_cache_key(spec);
+  const TensorMapKey key = tensor_map_cache_key(spec);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = index_.find(key); it != index_.end()) {
@@ -42,18 +68,18 @@ CUtensorMap TensorMapCache::get(const TensorMapSpec& spec) {
   // missing on one spec both encode it; the maps are identical, and the second insertion just refreshes it.
   CUtensorMap map = encoder_(spec);
   std::lock_guard<std::mutex> lock(mutex_);
-  insert_locked(std::move(key), map);
+  insert_locked(key, map);
   return map;
 }
 
-void TensorMapCache::insert_locked(std::string key, const CUtensorMap& map) {
+void TensorMapCache::insert_locked(const TensorMapKey& key, const CUtensorMap& map) {
   if (auto it = index_.find(key); it != index_.end()) {
     it->second->map = map;
     entries_.splice(entries_.begin(), entries_, it->second);
     return;
   }
   entries_.push_front(Entry{key, map});
-  index_.emplace(std::move(key), entries_.begin());
+  index_.emplace(key, entries_.begin());
   while (entries_.size() > capacity_) {
     index_.erase(entries_.back().key);
     entries_.pop_back();

@@ -9,6 +9,7 @@
 
 #include "runtime/tensor_map.h"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -19,9 +20,24 @@
 
 namespace kiln::rt {
 
-// The key of `spec` in the cache: every parameter the driver receives, so that two specs share a key exactly
-// when they encode to the same map. source_dims, which only names dims in messages, is left out.
-std::string tensor_map_cache_key(const TensorMapSpec& spec);
+// The key of a spec in the cache: every parameter the driver receives, as fixed-size words (no string is
+// formatted: a launch with tensor maps looks each one up, and formatting the key cost more than the rest of
+// the lookup), so that two specs share a key exactly when they encode to the same map.
+struct TensorMapKey {
+  static constexpr size_t kMostDims = 5; // what cuTensorMapEncodeTiled takes
+  // element, address, interleave, swizzle, L2 promotion, OOB fill, the four lists' lengths, then the lists
+  // (dims, strides in bytes, box, element strides), each padded with zeros to kMostDims.
+  std::array<int64_t, 10 + 4 * kMostDims> words{};
+  bool operator==(const TensorMapKey&) const = default;
+};
+
+struct TensorMapKeyHash {
+  size_t operator()(const TensorMapKey& key) const;
+};
+
+// The key of `spec`; source_dims, which only names dims in messages, is left out. A list longer than
+// TensorMapKey::kMostDims (which no driver can encode) is a kiln::Error.
+TensorMapKey tensor_map_cache_key(const TensorMapSpec& spec);
 
 struct TensorMapCacheStats {
   uint64_t hits = 0;
@@ -49,16 +65,16 @@ public:
 
 private:
   struct Entry {
-    std::string key;
+    TensorMapKey key;
     CUtensorMap map;
   };
-  void insert_locked(std::string key, const CUtensorMap& map);
+  void insert_locked(const TensorMapKey& key, const CUtensorMap& map);
 
   const size_t capacity_;
   const Encoder encoder_;
   mutable std::mutex mutex_;
   std::list<Entry> entries_; // most recently used first
-  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  std::unordered_map<TensorMapKey, std::list<Entry>::iterator, TensorMapKeyHash> index_;
   TensorMapCacheStats stats_;
 };
 

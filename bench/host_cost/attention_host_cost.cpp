@@ -6,13 +6,15 @@
 //                                   variants, the preprocess's and the dQ convert's)
 //   backward's defs                 the KernelDefs of its four kernels
 //   fwd def with mods               fa2_fwd_def(mods) for ALiBi + a sliding window (the mods' identity)
+//   tensor-map lookup (hit)         one map's key and its lookup in a TensorMapCache (a stand-in encoder):
+//                                   what a launch with tensor maps pays per map besides its spec
 //   forward / backward call         (GPU only) attention::forward and backward_with_workspace on a small
 //                                   problem, KILN_AUTOTUNE=off, launches included, the stream synchronised
 //                                   between rounds only
 //   forward pieces                  (GPU only) what a forward call is made of, one by one: the device query
-//                                   (current_device), the launch arguments, the tuner's lookup of a remembered
-//                                   pick (select), and the kernel's launch on prebuilt arguments (argument
-//                                   packing, tensor maps where the kernel has them, cuLaunchKernel)
+//                                   (current_device), the launch arguments, the tuner's lookup of a
+//                                   remembered pick (select), and the kernel's launch on prebuilt arguments
+//                                   (argument packing, tensor maps where the kernel has them, cuLaunchKernel)
 //
 // Everything but the last two rows runs on a machine without a GPU; addresses are never dereferenced there.
 //   kiln_attention_host_cost [--calls 2000] [--rounds 7]
@@ -27,6 +29,7 @@
 #include "kernels/attention/fa2_fwd.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/device.h"
+#include "runtime/tensor_map_cache.h"
 
 #include <fmt/format.h>
 
@@ -137,6 +140,16 @@ int main(int argc, char** argv) {
   print_row("backward configs", per_call_us(backward_configs, calls, rounds, no_sync));
   print_row("backward's defs", per_call_us(backward_defs, calls, rounds, no_sync));
   print_row("fwd def with mods", per_call_us(fwd_def_with_mods, calls, rounds, no_sync));
+  rt::TensorMapSpec spec;
+  spec.global_address = uint64_t{1} << 40;
+  spec.global_dims = {D, N, H, B};
+  spec.global_strides_bytes = {2, H * D * 2, D * 2, N * H * D * 2};
+  spec.box_dims = {D, 64, 1, 1};
+  spec.element_strides = {1, 1, 1, 1};
+  spec.swizzle = rt::TensorMapSwizzle::span128;
+  rt::TensorMapCache maps(16, [](const rt::TensorMapSpec&) { return rt::CUtensorMap{}; });
+  auto map_lookup = [&] { (void)maps.get(spec); };
+  print_row("tensor-map lookup (hit)", per_call_us(map_lookup, calls, rounds, no_sync));
 
   std::string why;
   if (!rt::driver_available(&why)) {
@@ -173,8 +186,11 @@ int main(int argc, char** argv) {
   tune.mode = rt::AutotuneMode::Off;
   const Config base = default_fa2_config(va.problem);
   const SizeArgs sizes = attention_size_args(va.problem);
-  auto select = [&] { (void)detail::attention_tuner().select(fa2_fwd_def(), base, sizes, args, outputs, tune); };
-  const TunedLaunch chosen = detail::attention_tuner().select(fa2_fwd_def(), base, sizes, args, outputs, tune);
+  auto select = [&] {
+    (void)detail::attention_tuner().select(fa2_fwd_def(), base, sizes, args, outputs, tune);
+  };
+  const TunedLaunch chosen =
+      detail::attention_tuner().select(fa2_fwd_def(), base, sizes, args, outputs, tune);
   const rt::Stream stream = rt::Stream::wrap(nullptr);
   auto launch_only = [&] { chosen.kernel->launch(chosen.grid, args, stream); };
   auto device_query = [] { (void)rt::current_device(); };

@@ -55,7 +55,7 @@ TEST(TensorMapCacheKey, SourceDimsDoNotChangeTheKey) {
 }
 
 TEST(TensorMapCacheKey, EveryParameterTheDriverSeesChangesTheKey) {
-  const std::string base_key = tensor_map_cache_key(spec_at(kBase));
+  const TensorMapKey base_key = tensor_map_cache_key(spec_at(kBase));
   std::vector<std::pair<const char*, std::function<void(TensorMapSpec&)>>> changes = {
       {"element", [](TensorMapSpec& s) { s.element = TensorMapElement::bf16; }},
       {"address", [](TensorMapSpec& s) { s.global_address += 16; }},
@@ -76,23 +76,37 @@ TEST(TensorMapCacheKey, EveryParameterTheDriverSeesChangesTheKey) {
       {"L2 promotion", [](TensorMapSpec& s) { s.l2_promotion = TensorMapL2Promotion::bytes128; }},
       {"out-of-bounds fill", [](TensorMapSpec& s) { s.oob_fill = TensorMapOobFill::nan_request_zero_fma; }},
   };
-  std::vector<std::string> keys = {base_key};
+  std::vector<TensorMapKey> keys = {base_key};
   for (auto& [what, change] : changes) {
     TensorMapSpec s = spec_at(kBase);
     change(s);
-    std::string key = tensor_map_cache_key(s);
-    for (const std::string& other : keys)
-      EXPECT_NE(key, other) << "changing the " << what << " must give a key of its own: " << key;
+    const TensorMapKey key = tensor_map_cache_key(s);
+    for (const TensorMapKey& other : keys)
+      EXPECT_FALSE(key == other) << "changing the " << what << " must give a key of its own";
     keys.push_back(key);
   }
 }
 
-TEST(TensorMapCacheKey, ListsThatSplitDifferentlyDoNotCollide) {
-  // dims [12, 3] against [1, 23]: the separators keep them apart.
+TEST(TensorMapCacheKey, ListsOfOtherLengthsDoNotCollide) {
+  // dims [12, 3] against [12, 3, 0]: the lists' lengths are part of the key, not only their padded words.
   TensorMapSpec a = spec_at(kBase), b = spec_at(kBase);
   a.global_dims = {12, 3};
-  b.global_dims = {1, 23};
-  EXPECT_NE(tensor_map_cache_key(a), tensor_map_cache_key(b));
+  b.global_dims = {12, 3, 0};
+  EXPECT_FALSE(tensor_map_cache_key(a) == tensor_map_cache_key(b));
+  EXPECT_NE(TensorMapKeyHash{}(tensor_map_cache_key(spec_at(kBase))),
+            TensorMapKeyHash{}(tensor_map_cache_key(spec_at(kBase + 16))));
+}
+
+TEST(TensorMapCacheKey, AListLongerThanAMapTakesIsAnError) {
+  TensorMapSpec s = spec_at(kBase);
+  s.box_dims = {1, 1, 1, 1, 1, 1};
+  try {
+    (void)tensor_map_cache_key(s);
+    FAIL() << "a box of 6 dims must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 5 dims; its box dims list has 6"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(TensorMapCache, RepeatedSpecsAreEncodedOnce) {
