@@ -134,6 +134,23 @@ void check_struct_size(const kiln_attention_options& options) {
                                       sizeof(kiln_attention_options), v1, v2, v3, options.struct_size));
 }
 
+bool known_varlen_batch_size(size_t size) { return size == sizeof(kiln_varlen_batch); }
+bool known_decode_options_size(size_t size) { return size == sizeof(kiln_decode_options); }
+
+void check_struct_size(const kiln_varlen_batch& batch) {
+  if (!known_varlen_batch_size(batch.struct_size))
+    throw InvalidArgument(
+        fmt::format("kiln_varlen_batch.struct_size must be {} (call kiln_varlen_batch_init); got {}",
+                    sizeof(kiln_varlen_batch), batch.struct_size));
+}
+
+void check_struct_size(const kiln_decode_options& options) {
+  if (!known_decode_options_size(options.struct_size))
+    throw InvalidArgument(
+        fmt::format("kiln_decode_options.struct_size must be {} (call kiln_decode_options_init); got {}",
+                    sizeof(kiln_decode_options), options.struct_size));
+}
+
 attention::BackwardOptions attention_options(const kiln_attention_options* options) {
   attention::BackwardOptions o;
   if (options == nullptr)
