@@ -151,26 +151,28 @@ void check_struct_size(const kiln_decode_options& options) {
                     sizeof(kiln_decode_options), options.struct_size));
 }
 
+attention::Causal causal_from_c(int32_t causal, const char* what) {
+  switch (causal) {
+  case KILN_CAUSAL_NONE:
+    return attention::Causal::None;
+  case KILN_CAUSAL_TOP_LEFT:
+    return attention::Causal::TopLeft;
+  case KILN_CAUSAL_BOTTOM_RIGHT:
+    return attention::Causal::BottomRight;
+  default:
+    break;
+  }
+  throw InvalidArgument(fmt::format("{} must be KILN_CAUSAL_NONE (0), KILN_CAUSAL_TOP_LEFT (1) or "
+                                    "KILN_CAUSAL_BOTTOM_RIGHT (2); got {}",
+                                    what, causal));
+}
+
 attention::BackwardOptions attention_options(const kiln_attention_options* options) {
   attention::BackwardOptions o;
   if (options == nullptr)
     return o;
   check_struct_size(*options);
-  switch (options->causal) {
-  case KILN_CAUSAL_NONE:
-    o.causal = attention::Causal::None;
-    break;
-  case KILN_CAUSAL_TOP_LEFT:
-    o.causal = attention::Causal::TopLeft;
-    break;
-  case KILN_CAUSAL_BOTTOM_RIGHT:
-    o.causal = attention::Causal::BottomRight;
-    break;
-  default:
-    throw InvalidArgument(fmt::format("kiln_attention_options.causal must be KILN_CAUSAL_NONE (0), "
-                                      "KILN_CAUSAL_TOP_LEFT (1) or KILN_CAUSAL_BOTTOM_RIGHT (2); got {}",
-                                      options->causal));
-  }
+  o.causal = causal_from_c(options->causal, "kiln_attention_options.causal");
   if (options->layout != KILN_LAYOUT_BHSD && options->layout != KILN_LAYOUT_BSHD)
     throw InvalidArgument(fmt::format(
         "kiln_attention_options.layout must be KILN_LAYOUT_BHSD (0) or KILN_LAYOUT_BSHD (1); got {}",

@@ -59,6 +59,8 @@ template <typename T> const T& require(const T* p, const char* what) {
 }
 
 DType dtype_from_c(int32_t dtype, const char* what);
+// A kiln_causal as attention::Causal; InvalidArgument naming `what` for another value.
+attention::Causal causal_from_c(int32_t causal, const char* what);
 int32_t dtype_to_c(DType dtype);
 // A tensor for kiln::attention; its data pointer is the address as an integer (host or device).
 attention::TensorRef tensor_ref(const kiln_tensor& t, const char* what);

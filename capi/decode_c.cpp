@@ -5,8 +5,6 @@
 #include "capi/host_decode.h"
 #include "kernels/attention/decode_problem.h"
 
-#include <fmt/format.h>
-
 #include <cstring>
 
 namespace kiln::capi {
@@ -20,21 +18,8 @@ attention::DecodeOptions decode_options(const kiln_decode_options* options) {
   if (options == nullptr)
     return o;
   check_struct_size(*options);
-  switch (options->causal) {
-  case KILN_CAUSAL_NONE:
-    o.causal = attention::Causal::None;
-    break;
-  case KILN_CAUSAL_TOP_LEFT: // refused by the validation, with its reason
-    o.causal = attention::Causal::TopLeft;
-    break;
-  case KILN_CAUSAL_BOTTOM_RIGHT:
-    o.causal = attention::Causal::BottomRight;
-    break;
-  default:
-    throw InvalidArgument(fmt::format("kiln_decode_options.causal must be KILN_CAUSAL_NONE (0) or "
-                                      "KILN_CAUSAL_BOTTOM_RIGHT (2); got {}",
-                                      options->causal));
-  }
+  // TopLeft is refused by the validation, with its reason.
+  o.causal = causal_from_c(options->causal, "kiln_decode_options.causal");
   o.sm_scale = options->scale;
   o.num_splits = options->num_splits;
   o.autotune = autotune_mode(options->autotune, "kiln_decode_options.autotune");

@@ -42,6 +42,17 @@ def flag_value(x, name):
     return x
 
 
+def _arguments(causal, scale, max_seqlen_q, max_seqlen_k, tf32, deterministic, exact_masked_v, check_offsets, mods,
+               mod_tensors):
+    """The forward's and the backward's keyword arguments checked and in the form the calls pass on: (causal
+    code, scale, max_seqlen_q, max_seqlen_k, (tf32, deterministic, exact_masked_v, check_offsets), mods spec,
+    [(name, mod tensor)])."""
+    flags = (flag_value(tf32, "tf32"), flag_value(deterministic, "deterministic"),
+             flag_value(exact_masked_v, "exact_masked_v"), flag_value(check_offsets, "check_offsets"))
+    return (causal_code(causal), scale_value(scale), seqlen_value(max_seqlen_q, "max_seqlen_q"),
+            seqlen_value(max_seqlen_k, "max_seqlen_k"), flags, mods_spec(mods), mod_tensor_items(mod_tensors))
+
+
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=None, scale=None,
                      return_lse=False, deterministic=True, tf32=False, exact_masked_v=False, mods=None,
                      mod_tensors=None, check_offsets=True):
@@ -59,11 +70,9 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     then give wrong results, never out-of-bounds accesses). NumPy arrays run in kiln's interpreter (offsets always
     checked); torch tensors go through torch.ops.kiln.attention_varlen_fwd (differentiable in q, k, v;
     `deterministic` is kept for the backward, whose packed kernels are always deterministic)."""
-    c, s = causal_code(causal), scale_value(scale)
-    spec, named = mods_spec(mods), mod_tensor_items(mod_tensors)
-    max_q, max_k = seqlen_value(max_seqlen_q, "max_seqlen_q"), seqlen_value(max_seqlen_k, "max_seqlen_k")
-    flags = (flag_value(tf32, "tf32"), flag_value(deterministic, "deterministic"),
-             flag_value(exact_masked_v, "exact_masked_v"), flag_value(check_offsets, "check_offsets"))
+    c, s, max_q, max_k, flags, spec, named = _arguments(causal, scale, max_seqlen_q, max_seqlen_k, tf32,
+                                                        deterministic, exact_masked_v, check_offsets, mods,
+                                                        mod_tensors)
     ops = _torch_varlen_for(q)
     if ops is not None:
         o, lse = ops.forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_q, max_k, c, s, *flags, spec, named)
@@ -85,11 +94,9 @@ def attention_varlen_backward(dout, q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k,
     the forward's packing, causal mode, scale and mods. Keys no row sees get dK = dV = 0, rows that see no key
     dQ = 0. torch tensors: torch.ops.kiln.attention_varlen_bwd (its f32 workspace allocated by torch, so that it
     can be captured in a CUDA graph with check_offsets=False or while capturing); NumPy: the interpreter."""
-    c, s = causal_code(causal), scale_value(scale)
-    spec, named = mods_spec(mods), mod_tensor_items(mod_tensors)
-    max_q, max_k = seqlen_value(max_seqlen_q, "max_seqlen_q"), seqlen_value(max_seqlen_k, "max_seqlen_k")
-    flags = (flag_value(tf32, "tf32"), flag_value(deterministic, "deterministic"),
-             flag_value(exact_masked_v, "exact_masked_v"), flag_value(check_offsets, "check_offsets"))
+    c, s, max_q, max_k, flags, spec, named = _arguments(causal, scale, max_seqlen_q, max_seqlen_k, tf32,
+                                                        deterministic, exact_masked_v, check_offsets, mods,
+                                                        mod_tensors)
     ops = _torch_varlen_for(q)
     if ops is not None:
         return ops.backward(dout, q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k, max_q, max_k, c, s, *flags, spec,

@@ -119,8 +119,8 @@ def test_decode_host_call_and_its_malformed_variants():
     assert LIB.kiln_decode_host(*t, o) == ERROR and "options.causal is TopLeft" in last_error()
     o.causal = 7
     assert LIB.kiln_decode_host(*t, o) == ERROR_INVALID_ARGUMENT
-    assert "kiln_decode_options.causal must be KILN_CAUSAL_NONE (0) or KILN_CAUSAL_BOTTOM_RIGHT (2); got 7" in \
-        last_error()
+    assert "kiln_decode_options.causal must be KILN_CAUSAL_NONE (0), KILN_CAUSAL_TOP_LEFT (1) or " \
+           "KILN_CAUSAL_BOTTOM_RIGHT (2); got 7" in last_error()
     o.causal, o.autotune = _lib.CAUSAL_NONE, 9
     assert LIB.kiln_decode_host(*t, o) == ERROR_INVALID_ARGUMENT and "autotune" in last_error()
     o.autotune, o.struct_size = _lib.AUTOTUNE_ENV, 40

@@ -8,6 +8,7 @@ import pytest
 
 import kiln
 import reference
+from test_errors import raises
 
 TOL = {np.float32: 1e-5, np.float16: 2e-3}
 
@@ -68,13 +69,6 @@ def test_split_counts_agree_and_int_seqlens():
     one = kiln.decode(q, k, v, cache_seqlens=50, block_table=table, num_splits=1)
     many = kiln.decode(q, k, v, cache_seqlens=np.full(2, 50, np.int32), block_table=table, num_splits=4)
     np.testing.assert_allclose(one, many, rtol=1e-6, atol=1e-6)
-
-
-def raises(fn, *substrings):
-    with pytest.raises(kiln.KilnError) as info:
-        fn()
-    for s in substrings:
-        assert s in str(info.value), f"{s!r} not in {str(info.value)!r}"
 
 
 def test_argument_mistakes_are_kiln_errors():

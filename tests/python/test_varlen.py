@@ -8,6 +8,7 @@ import pytest
 
 import kiln
 import reference
+from test_errors import raises
 
 FWD_TOL = {np.float32: 1e-5, np.float16: 2e-3}
 BWD_TOL = {np.float32: 1e-4, np.float16: 1e-2}
@@ -97,13 +98,6 @@ def test_empty_batch_and_no_rows():
     assert o.shape == (0, 2, 16) and lse.shape == (2, 0)
     dq, dk, dv = kiln.attention_varlen_backward(q, q, k, k, o, lse, offsets([0, 0]), offsets([2, 2]), 0, 2)
     assert dq.shape == (0, 2, 16) and np.all(dk == 0) and np.all(dv == 0)
-
-
-def raises(fn, *substrings):
-    with pytest.raises(kiln.KilnError) as info:
-        fn()
-    for s in substrings:
-        assert s in str(info.value), f"{s!r} not in {str(info.value)!r}"
 
 
 def test_argument_mistakes_are_kiln_errors():
