@@ -90,8 +90,8 @@ void check_api(const VarlenCase& c, const ApiSpec& spec) {
   if (spec.workspace) {
     const uint64_t bytes = varlen_backward_workspace_bytes(tq, opts);
     rt::DeviceBuffer ws(std::max<uint64_t>(bytes, 16));
-    backward_varlen_with_workspace(tq, tk, tv, to, tlse, tdout, tdq, tdk, tdv, batch, BackwardWorkspace{ws.ptr(), bytes},
-                                   opts);
+    backward_varlen_with_workspace(tq, tk, tv, to, tlse, tdout, tdq, tdk, tdv, batch,
+                                   BackwardWorkspace{ws.ptr(), bytes}, opts);
     rt::Stream::wrap(nullptr).synchronize(); // the workspace is freed below
   } else {
     backward_varlen(tq, tk, tv, to, tlse, tdout, tdq, tdk, tdv, batch, opts);
