@@ -4,7 +4,6 @@
 #include "capi/block_mask_c.h"
 #include "capi/c_boundary.h"
 #include "capi/host_attention.h"
-#include "runtime/cuda_driver.h"
 
 namespace kiln::capi {
 namespace {
@@ -53,21 +52,6 @@ BackwardArgs backward_args(const kiln_tensor* q, const kiln_tensor* k, const kil
           tensor_ref(require(dout, "dout"), "dout"),
           tensor_ref(require(dq, "dq"), "dq"), tensor_ref(require(dk, "dk"), "dk"),
           tensor_ref(require(dv, "dv"), "dv")};
-}
-
-// Runs `call` (which validates, then launches); where there is no CUDA driver, a call whose arguments are
-// valid fails with KILN_ERROR_UNAVAILABLE instead of kiln::Error. `validate` re-runs the checks only on that
-// failure path, so that a valid call pays for one validation.
-template <typename Call, typename Validate> void on_gpu(const char* what, Call&& call, Validate&& validate) {
-  try {
-    call();
-  } catch (const Error&) {
-    std::string why;
-    if (rt::driver_available(&why))
-      throw;
-    validate(); // a mistake in the arguments is still reported as such
-    throw Unavailable(std::string(what) + " needs a GPU: " + why);
-  }
 }
 
 } // namespace

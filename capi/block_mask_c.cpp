@@ -5,7 +5,6 @@
 
 #include "capi/c_boundary.h"
 #include "capi/host_attention.h"
-#include "runtime/cuda_driver.h"
 
 #include <llvm/Support/FormatVariadic.h>
 #include <llvm/Support/JSON.h>
@@ -82,16 +81,10 @@ kiln_status kiln_block_mask_create_cuda(int64_t B, int64_t H, int64_t H_KV, int6
   return guarded([&] {
     const CreateArgs a = create_args(B, H, H_KV, N_Q, N_K, options, block_mask);
     auto handle = std::make_unique<kiln_block_mask>();
-    try {
-      handle->device = attention::make_block_mask(a.sizes, a.options, block_m, block_n);
-    } catch (const Error&) {
-      std::string why;
-      if (rt::driver_available(&why))
-        throw;
-      attention::validate_block_mask_args(a.sizes, a.options, block_m,
-                                          block_n); // a mistake is reported as such
-      throw Unavailable("kiln_block_mask_create_cuda needs a GPU: " + why);
-    }
+    on_gpu(
+        "kiln_block_mask_create_cuda",
+        [&] { handle->device = attention::make_block_mask(a.sizes, a.options, block_m, block_n); },
+        [&] { attention::validate_block_mask_args(a.sizes, a.options, block_m, block_n); });
     *block_mask = handle.release();
   });
 }

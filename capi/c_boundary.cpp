@@ -134,26 +134,45 @@ void check_struct_size(const kiln_attention_options& options) {
                                       sizeof(kiln_attention_options), v1, v2, v3, options.struct_size));
 }
 
+bool known_varlen_batch_size(size_t size) { return size == sizeof(kiln_varlen_batch); }
+bool known_decode_options_size(size_t size) { return size == sizeof(kiln_decode_options); }
+
+void check_struct_size(const kiln_varlen_batch& batch) {
+  if (!known_varlen_batch_size(batch.struct_size))
+    throw InvalidArgument(
+        fmt::format("kiln_varlen_batch.struct_size must be {} (call kiln_varlen_batch_init); got {}",
+                    sizeof(kiln_varlen_batch), batch.struct_size));
+}
+
+void check_struct_size(const kiln_decode_options& options) {
+  if (!known_decode_options_size(options.struct_size))
+    throw InvalidArgument(
+        fmt::format("kiln_decode_options.struct_size must be {} (call kiln_decode_options_init); got {}",
+                    sizeof(kiln_decode_options), options.struct_size));
+}
+
+attention::Causal causal_from_c(int32_t causal, const char* what) {
+  switch (causal) {
+  case KILN_CAUSAL_NONE:
+    return attention::Causal::None;
+  case KILN_CAUSAL_TOP_LEFT:
+    return attention::Causal::TopLeft;
+  case KILN_CAUSAL_BOTTOM_RIGHT:
+    return attention::Causal::BottomRight;
+  default:
+    break;
+  }
+  throw InvalidArgument(fmt::format("{} must be KILN_CAUSAL_NONE (0), KILN_CAUSAL_TOP_LEFT (1) or "
+                                    "KILN_CAUSAL_BOTTOM_RIGHT (2); got {}",
+                                    what, causal));
+}
+
 attention::BackwardOptions attention_options(const kiln_attention_options* options) {
   attention::BackwardOptions o;
   if (options == nullptr)
     return o;
   check_struct_size(*options);
-  switch (options->causal) {
-  case KILN_CAUSAL_NONE:
-    o.causal = attention::Causal::None;
-    break;
-  case KILN_CAUSAL_TOP_LEFT:
-    o.causal = attention::Causal::TopLeft;
-    break;
-  case KILN_CAUSAL_BOTTOM_RIGHT:
-    o.causal = attention::Causal::BottomRight;
-    break;
-  default:
-    throw InvalidArgument(fmt::format("kiln_attention_options.causal must be KILN_CAUSAL_NONE (0), "
-                                      "KILN_CAUSAL_TOP_LEFT (1) or KILN_CAUSAL_BOTTOM_RIGHT (2); got {}",
-                                      options->causal));
-  }
+  o.causal = causal_from_c(options->causal, "kiln_attention_options.causal");
   if (options->layout != KILN_LAYOUT_BHSD && options->layout != KILN_LAYOUT_BSHD)
     throw InvalidArgument(fmt::format(
         "kiln_attention_options.layout must be KILN_LAYOUT_BHSD (0) or KILN_LAYOUT_BSHD (1); got {}",

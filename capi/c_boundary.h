@@ -1,12 +1,14 @@
 // What every C entry point of libkiln shares: the exception-to-status boundary (no C++ exception crosses the
-// ABI), the per-thread last error and returned strings, and the conversions from the ABI's plain structs
-// (kiln_tensor, kiln_attention_options, kiln_param) to kiln's C++ types.
+// ABI), the per-thread last error and returned strings, the GPU calls' answer where there is no GPU, the
+// option structs' known sizes, and the conversions from the ABI's plain structs (kiln_tensor,
+// kiln_attention_options, kiln_param) to kiln's C++ types.
 #pragma once
 
 #include "capi/kiln_c.h"
 #include "dsl/config.h"
 #include "dsl/dtype.h"
 #include "kernels/attention/attention_bwd_api.h"
+#include "runtime/cuda_driver.h"
 
 #include <map>
 #include <string>
@@ -34,6 +36,21 @@ kiln_status status_of_current_exception() noexcept; // inside a catch (...)
 // Stores `text` in this thread's slot for returned strings and returns a pointer valid until the next call.
 const char* return_string(std::string text);
 
+// Runs `call` (which validates, then launches); where there is no CUDA driver, a call whose arguments are
+// valid fails with KILN_ERROR_UNAVAILABLE instead of kiln::Error. `validate` re-runs the checks only on that
+// failure path, so that a valid call pays for one validation.
+template <typename Call, typename Validate> void on_gpu(const char* what, Call&& call, Validate&& validate) {
+  try {
+    call();
+  } catch (const Error&) {
+    std::string why;
+    if (rt::driver_available(&why))
+      throw;
+    validate(); // a mistake in the arguments is still reported as such
+    throw Unavailable(std::string(what) + " needs a GPU: " + why);
+  }
+}
+
 // The pointer argument `p` named `what` must not be null (InvalidArgument otherwise).
 template <typename T> const T& require(const T* p, const char* what) {
   if (p == nullptr)
@@ -42,6 +59,8 @@ template <typename T> const T& require(const T* p, const char* what) {
 }
 
 DType dtype_from_c(int32_t dtype, const char* what);
+// A kiln_causal as attention::Causal; InvalidArgument naming `what` for another value.
+attention::Causal causal_from_c(int32_t causal, const char* what);
 int32_t dtype_to_c(DType dtype);
 // A tensor for kiln::attention; its data pointer is the address as an integer (host or device).
 attention::TensorRef tensor_ref(const kiln_tensor& t, const char* what);
@@ -49,6 +68,11 @@ attention::TensorRef tensor_ref(const kiln_tensor& t, const char* what);
 // struct), and InvalidArgument unless options.struct_size is.
 bool known_options_size(size_t size);
 void check_struct_size(const kiln_attention_options& options);
+// The same for ABI version 5's structs, whose one known size is the whole struct.
+bool known_varlen_batch_size(size_t size);
+bool known_decode_options_size(size_t size);
+void check_struct_size(const kiln_varlen_batch& batch);
+void check_struct_size(const kiln_decode_options& options);
 // The options as kiln::attention's (struct_size checked; defaults when `options` is null), the mods and the
 // dsink tensor of a version-3 struct included. A version-4 struct's block mask is not read here: which kind
 // a call takes depends on the call (capi/block_mask_c.h).

@@ -1,5 +1,6 @@
 #include "capi/host_attention.h"
 
+#include "capi/host_rows.h"
 #include "kernels/attention/attention_block_mask.h"
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_mods_host.h"
@@ -12,46 +13,22 @@
 namespace kiln::capi {
 namespace {
 
-// One [B, heads, n, D] tensor's rows: the head dim is contiguous in the caller's memory and in the kernels'
-// buffers alike (the validation requires it), so each (b, h, i) row moves as one memcpy.
-struct Rows {
-  int64_t B, heads, n, D;
-};
+// One [B, heads, n, D] tensor's rows (b, h, i), each D elements.
+RowShape q_rows(const AttentionProblem& p) { return {{p.B, p.H, p.N_Q}, p.D}; }
+RowShape kv_rows(const AttentionProblem& p) { return {{p.B, p.H_KV, p.N_K}, p.D}; }
 
-Rows q_rows(const AttentionProblem& p) { return {p.B, p.H, p.N_Q, p.D}; }
-Rows kv_rows(const AttentionProblem& p) { return {p.B, p.H_KV, p.N_K, p.D}; }
-
-uint8_t* host_bytes(uint64_t address) { return reinterpret_cast<uint8_t*>(address); }
-
-template <typename F> void for_each_row(const Rows& r, F&& f) {
-  for (int64_t b = 0; b < r.B; ++b)
-    for (int64_t h = 0; h < r.heads; ++h)
-      for (int64_t i = 0; i < r.n; ++i)
-        f(b, h, i);
-}
+llvm::SmallVector<int64_t, 4> outer(const TensorStrides& s) { return {s.b, s.h, s.n}; }
 
 // The caller's tensor at `address` (strides `from`) as a dense buffer with the kernels' strides `to`.
-HostBuffer gather(uint64_t address, DType dtype, const TensorStrides& from, const TensorStrides& to, const Rows& r,
-                  const char* name) {
-  HostBuffer buf(dtype, r.B * r.heads * r.n * r.D, name);
-  const int64_t es = dtype_bytes(dtype);
-  const uint8_t* src = host_bytes(address);
-  for_each_row(r, [&](int64_t b, int64_t h, int64_t i) {
-    std::memcpy(buf.bytes.data() + element_offset(to, b, h, i, 0) * es, src + element_offset(from, b, h, i, 0) * es,
-                static_cast<size_t>(r.D * es));
-  });
-  return buf;
+HostBuffer gather(uint64_t address, DType dtype, const TensorStrides& from, const TensorStrides& to,
+                  const RowShape& r, const char* name) {
+  return gather_rows(address, dtype, outer(from), outer(to), r, name);
 }
 
 // The dense buffer `buf` (strides `from`) written into the caller's tensor at `address` (strides `to`).
 void scatter(const HostBuffer& buf, const TensorStrides& from, uint64_t address, const TensorStrides& to,
-             const Rows& r) {
-  const int64_t es = dtype_bytes(buf.dtype);
-  uint8_t* dst = host_bytes(address);
-  for_each_row(r, [&](int64_t b, int64_t h, int64_t i) {
-    std::memcpy(dst + element_offset(to, b, h, i, 0) * es, buf.bytes.data() + element_offset(from, b, h, i, 0) * es,
-                static_cast<size_t>(r.D * es));
-  });
+             const RowShape& r) {
+  scatter_rows(buf, outer(from), address, outer(to), r);
 }
 
 // LSE is f32 [B, H, N_Q] and contiguous (validated), as the kernels store it.

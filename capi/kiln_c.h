@@ -32,7 +32,7 @@ extern "C" {
 #define KILN_C_EXPORT
 #endif
 
-#define KILN_C_ABI_VERSION 4
+#define KILN_C_ABI_VERSION 5
 #define KILN_MAX_DIMS 8
 
 typedef enum kiln_status {
@@ -258,6 +258,135 @@ KILN_C_EXPORT void kiln_block_mask_destroy(kiln_block_mask* block_mask);
  * "document,sliding_window(256,0)"; "" for none), "runs" (true when every list is one run of consecutive tiles
  * or empty: the forward then runs its two-range kernel, which may be warp-specialised)}. */
 KILN_C_EXPORT kiln_status kiln_block_mask_info(const kiln_block_mask* block_mask, const char** json);
+
+/* ---- variable-length (packed) attention (ABI version 5): FlashAttention's flash_attn_varlen_func ----
+ * B sequences packed along one token dim: q and o [total_q, H, D], k and v [total_k, H_KV, D] (the head dim
+ * contiguous), sequence b being rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] of q against keys cu_seqlens_k[b]
+ * .. cu_seqlens_k[b + 1] of k and v, each its own attention problem (lengths may be 0; a row that sees no key
+ * gets O = 0 and LSE = -inf). lse is f32 [H, total_q] (FlashAttention's varlen layout). Causal masks align
+ * per sequence, positions within it. kiln_attention_options as for dense attention, except: layout must stay
+ * KILN_LAYOUT_BHSD (packed tensors have one layout), block_mask must be NULL (not built for packed batches),
+ * dsink must be NULL (the sink's gradient is not built for them). Mods apply per sequence, as to one batch of
+ * the dense call: b is the sequence, q_idx and kv_idx positions within it, and a mod tensor's B, N_Q, N_K
+ * dims are B (sequences), max_seqlen_q, max_seqlen_k (or 1): document ids [B, max_seqlen_q], a bias [B, H,
+ * max_seqlen_q, max_seqlen_k]. Every check of kiln::attention::validate_varlen_args applies. */
+typedef struct kiln_varlen_batch {
+  uint32_t struct_size;     /* sizeof(kiln_varlen_batch); kiln_varlen_batch_init sets it */
+  kiln_tensor cu_seqlens_q; /* i32 [B + 1], contiguous, from 0 to total_q (device memory for *_cuda) */
+  kiln_tensor cu_seqlens_k; /* i32 [B + 1], contiguous, from 0 to total_k */
+  int64_t max_seqlen_q;     /* the longest query and key sequence (a bound: the grid's query tiles); >= 0 */
+  int64_t max_seqlen_k;
+  /* *_cuda: 1 (default) synchronizes options->stream, copies the 2 (B + 1) offsets to the host and checks
+   * them (from 0, non-decreasing, ending at total_q / total_k, no sequence above max_seqlen_q /
+   * max_seqlen_k): a KILN_ERROR naming the first wrong one. 0: no copy and no synchronization (CUDA-graph
+   * capture); the offsets are then the caller's promise (the kernels clamp them, so wrong ones give wrong
+   * results, never accesses outside the tensors). *_host calls always check them. */
+  int32_t check_offsets;
+} kiln_varlen_batch;
+/* The defaults in the first struct_size bytes of *batch: struct_size set, empty offsets, check_offsets = 1
+ * (sizeof(kiln_varlen_batch) is the one size this library knows; any other leaves *batch untouched). */
+KILN_C_EXPORT void kiln_varlen_batch_init_sized(kiln_varlen_batch* batch, uint32_t struct_size);
+#define kiln_varlen_batch_init(batch)                                                                        \
+  kiln_varlen_batch_init_sized((batch), (uint32_t)sizeof(kiln_varlen_batch))
+
+/* Forward: o and (when lse is not NULL) lse. _cuda: on options->stream, asynchronous unless lse is NULL (a
+ * temporary LSE is then allocated and the stream synchronized) or batch->check_offsets;
+ * KILN_ERROR_UNAVAILABLE where there is no GPU, after checking the arguments. _host: kiln's interpreter on
+ * host memory. */
+KILN_C_EXPORT kiln_status kiln_attention_varlen_forward_cuda(const kiln_tensor* q, const kiln_tensor* k,
+                                                             const kiln_tensor* v, const kiln_tensor* o,
+                                                             const kiln_tensor* lse,
+                                                             const kiln_varlen_batch* batch,
+                                                             const kiln_attention_options* options);
+KILN_C_EXPORT kiln_status kiln_attention_varlen_forward_host(const kiln_tensor* q, const kiln_tensor* k,
+                                                             const kiln_tensor* v, const kiln_tensor* o,
+                                                             const kiln_tensor* lse,
+                                                             const kiln_varlen_batch* batch,
+                                                             const kiln_attention_options* options);
+/* Backward: dq, dk, dv (shaped like q, k, v) from the forward's inputs, its o and lse and dout, with the
+ * forward's batch, causal mode, scale and mods. Keys no row sees get dK = dV = 0, rows that see no key dQ =
+ * 0. The packed backward is the deterministic pair of kernels (options->deterministic is accepted and changes
+ * nothing). kiln_attention_varlen_backward_cuda allocates its f32 scratch and synchronizes options->stream
+ * before returning; _cuda_workspace takes it from the caller (device memory, 16-byte aligned, workspace_bytes
+ * of it, at least kiln_attention_varlen_backward_workspace_size's: Delta, f32 [H, total_q]), enqueues the
+ * kernels and returns without synchronizing, so that with batch->check_offsets = 0 and options->autotune =
+ * KILN_AUTOTUNE_CACHED (after one eager call compiled the kernels) it can be captured in a CUDA graph. The
+ * size query reads only q's ndim and shape ([total_q, H, D]) and needs no GPU. */
+KILN_C_EXPORT kiln_status kiln_attention_varlen_backward_cuda(
+    const kiln_tensor* q, const kiln_tensor* k, const kiln_tensor* v, const kiln_tensor* o,
+    const kiln_tensor* lse, const kiln_tensor* dout, const kiln_tensor* dq, const kiln_tensor* dk,
+    const kiln_tensor* dv, const kiln_varlen_batch* batch, const kiln_attention_options* options);
+KILN_C_EXPORT kiln_status kiln_attention_varlen_backward_workspace_size(const kiln_tensor* q,
+                                                                        const kiln_attention_options* options,
+                                                                        uint64_t* bytes);
+KILN_C_EXPORT kiln_status kiln_attention_varlen_backward_cuda_workspace(
+    const kiln_tensor* q, const kiln_tensor* k, const kiln_tensor* v, const kiln_tensor* o,
+    const kiln_tensor* lse, const kiln_tensor* dout, const kiln_tensor* dq, const kiln_tensor* dk,
+    const kiln_tensor* dv, const kiln_varlen_batch* batch, void* workspace, uint64_t workspace_bytes,
+    const kiln_attention_options* options);
+KILN_C_EXPORT kiln_status kiln_attention_varlen_backward_host(
+    const kiln_tensor* q, const kiln_tensor* k, const kiln_tensor* v, const kiln_tensor* o,
+    const kiln_tensor* lse, const kiln_tensor* dout, const kiln_tensor* dq, const kiln_tensor* dk,
+    const kiln_tensor* dv, const kiln_varlen_batch* batch, const kiln_attention_options* options);
+
+/* ---- split-KV decoding (ABI version 5): flash_attn_with_kvcache without the cache update ----
+ * q and o [B, N_Q, H, D]; the KV cache k_cache and v_cache contiguous [B, N_K, H_KV, D] or, with a block
+ * table, pages [num_pages, page_size, H_KV, D] (page_size a power of two >= 16); lse f32 [B, H, N_Q] or NULL.
+ * H a multiple of H_KV (GQA/MQA), D a multiple of 8 up to 256, f16/bf16/f32. Each sequence's queries attend
+ * to its first seqlens_k[b] cache rows (all of them without seqlens_k); a query that sees no key gets O = 0,
+ * LSE = -inf. Every check of kiln::attention::validate_decode_args applies. */
+typedef struct kiln_decode_options {
+  uint32_t struct_size; /* sizeof(kiln_decode_options); kiln_decode_options_init sets it */
+  int32_t causal;       /* KILN_CAUSAL_NONE or KILN_CAUSAL_BOTTOM_RIGHT (query i of N_Q sees keys j <=
+                           n_k - N_Q + i); KILN_CAUSAL_TOP_LEFT is a KILN_ERROR */
+  double scale;         /* softmax scale; 0: 1/sqrt(D) */
+  /* How many ranges each sequence's keys are cut into (1..1024); 0 (default) chooses from the GPU's SMs (the
+   * *_host calls: from an H100's). */
+  int32_t num_splits;
+  int32_t autotune; /* kiln_autotune of the split kernel's config; KILN_AUTOTUNE_ENV (0) by default */
+  void* stream;     /* *_cuda: the cudaStream_t / CUstream to launch on (not owned); NULL: legacy default */
+  /* i32 [B], contiguous, or NULL: the keys of sequence b are its first seqlens_k[b] cache rows, each in [0,
+   * the capacity]. Device values are not checked (the *_host calls check them); rows past them are never
+   * read. */
+  const kiln_tensor* seqlens_k;
+  /* i32 [B, max_pages], the last dim contiguous, or NULL (a contiguous cache): key j of sequence b is row
+   * j % page_size of page block_table[b, j / page_size], in any order; the capacity is max_pages * page_size.
+   * Entries a sequence's keys reach must lie in [0, num_pages) (device values are not checked; the *_host
+   * calls check them); the others are never read. */
+  const kiln_tensor* block_table;
+} kiln_decode_options;
+/* The defaults in the first struct_size bytes of *options (sizeof(kiln_decode_options) is the one size this
+ * library knows; any other leaves *options untouched). */
+KILN_C_EXPORT void kiln_decode_options_init_sized(kiln_decode_options* options, uint32_t struct_size);
+#define kiln_decode_options_init(options)                                                                    \
+  kiln_decode_options_init_sized((options), (uint32_t)sizeof(kiln_decode_options))
+/* The split kernel and the combine kernel on options->stream. kiln_decode_cuda allocates the f32 workspace
+ * (the splits' partial results) and synchronizes the stream before freeing it; kiln_decode_cuda_workspace
+ * takes it from the caller (device memory, 16-byte aligned, at least kiln_decode_workspace_size's bytes) and
+ * returns without synchronizing, so that (after one call compiled the kernels, with options->autotune =
+ * KILN_AUTOTUNE_CACHED) it can be captured in a CUDA graph. KILN_ERROR_UNAVAILABLE where there is no GPU,
+ * after checking the arguments. kiln_decode_host: kiln's interpreter on host memory. */
+KILN_C_EXPORT kiln_status kiln_decode_cuda(const kiln_tensor* q, const kiln_tensor* k_cache,
+                                           const kiln_tensor* v_cache, const kiln_tensor* o,
+                                           const kiln_tensor* lse, const kiln_decode_options* options);
+/* The workspace a kiln_decode_cuda_workspace call with these arguments needs, in *bytes, and the split count
+ * it runs, in *num_splits (may be NULL): checks the arguments as the call does (data addresses included);
+ * with options->num_splits = 0 the count is chosen for the current GPU (KILN_ERROR_UNAVAILABLE without one,
+ * after the checks), else it is options->num_splits and no GPU is needed. Passing *num_splits back as
+ * options->num_splits pins the count the workspace was sized for. */
+KILN_C_EXPORT kiln_status kiln_decode_workspace_size(const kiln_tensor* q, const kiln_tensor* k_cache,
+                                                     const kiln_tensor* v_cache, const kiln_tensor* o,
+                                                     const kiln_tensor* lse,
+                                                     const kiln_decode_options* options, uint64_t* bytes,
+                                                     int32_t* num_splits);
+KILN_C_EXPORT kiln_status kiln_decode_cuda_workspace(const kiln_tensor* q, const kiln_tensor* k_cache,
+                                                     const kiln_tensor* v_cache, const kiln_tensor* o,
+                                                     const kiln_tensor* lse, void* workspace,
+                                                     uint64_t workspace_bytes,
+                                                     const kiln_decode_options* options);
+KILN_C_EXPORT kiln_status kiln_decode_host(const kiln_tensor* q, const kiln_tensor* k_cache,
+                                           const kiln_tensor* v_cache, const kiln_tensor* o,
+                                           const kiln_tensor* lse, const kiln_decode_options* options);
 
 /* ---- registered kernels (kiln's builtin registry) ---- */
 /* The kernels as JSON: [{"name", "summary", "params": [{"name", "default", "takes"}], "size_args"}]. */

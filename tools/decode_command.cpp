@@ -63,8 +63,6 @@ DecimalFlag<int> reps("reps", cl::desc("Timed launches for --bench (default 20)"
 DecimalFlag<uint64_t> seed("seed", cl::desc("Seed of the random inputs (default 1)"), cl::init(1),
                            cl::sub(decode_sub), cl::cat(cat));
 
-constexpr int64_t kInterpreterSms = 132; // the heuristic's slots without a GPU: an H100's SMs
-
 rt::DeviceBuffer to_device(const HostBuffer& b) {
   rt::DeviceBuffer d(std::max<size_t>(b.bytes.size(), 16));
   d.copy_from_host(b.bytes.data(), b.bytes.size());
@@ -148,7 +146,7 @@ int run_decode_command(const KernelRegistry& /*kernels: runs kiln's own decoding
   const Executor executor = choose_executor(interpret);
   if (bench && executor == Executor::Interpreter)
     fail("--bench times decode() on the GPU; it cannot be combined with --interpret or KILN_INTERPRET=1");
-  const int64_t slots = executor == Executor::Gpu ? attention::decode_slots(split) : kInterpreterSms;
+  const int64_t slots = executor == Executor::Gpu ? attention::decode_slots(split) : kInterpreterDecodeSlots;
   const int64_t bn = split.get("BLOCK_N");
   const int64_t num_splits =
       splits ? int64_t(splits) : choose_num_splits(p.B * p.H_KV * decode_row_tiles(p, split), (p.N_K + bn - 1) / bn, slots);

@@ -140,55 +140,8 @@ bool may_accumulate_dq(const BackwardOptions& options) {
   return !options.deterministic && !options.dq_config;
 }
 
-// Where Delta and the accumulator lie in the workspace.
-struct WorkspaceLayout {
-  uint64_t acc_offset = 0; // 0: no accumulator
-  uint64_t total = 0;
-};
-
-constexpr uint64_t kAccAlignment = 256;
-
-WorkspaceLayout workspace_layout(int64_t B, int64_t H, int64_t N_Q, int64_t D, bool accumulate,
-                                 const ApiSite& site) {
-  uint64_t rows = 0, delta = 0, acc = 0;
-  if (__builtin_mul_overflow(static_cast<uint64_t>(B), static_cast<uint64_t>(H), &rows) ||
-      __builtin_mul_overflow(rows, static_cast<uint64_t>(N_Q), &rows) ||
-      __builtin_mul_overflow(rows, sizeof(float), &delta) ||
-      __builtin_mul_overflow(delta, static_cast<uint64_t>(D), &acc) || delta > (uint64_t{1} << 62) ||
-      acc > (uint64_t{1} << 62))
-    reject(site, "the workspace for B={} H={} N_Q={} D={} does not fit in 64 bits; expected a smaller problem",
-           B, H, N_Q, D);
-  WorkspaceLayout w;
-  w.total = delta;
-  if (accumulate && acc > 0) {
-    w.acc_offset = (delta + kAccAlignment - 1) / kAccAlignment * kAccAlignment;
-    w.total = w.acc_offset + acc;
-  }
-  return w;
-}
-
 WorkspaceLayout workspace_layout(const AttentionProblem& p, const BackwardOptions& options, const ApiSite& site) {
   return workspace_layout(p.B, p.H, p.N_Q, p.D, may_accumulate_dq(options), site);
-}
-
-// The workspace is large enough, aligned, and apart from every tensor of the call (`tensors`: their bytes).
-void check_workspace(const BackwardWorkspace& ws, uint64_t needed, const std::vector<ByteRange>& tensors,
-                     const ApiSite& site) {
-  if (ws.bytes < needed)
-    reject(site, "the workspace has {} bytes; expected at least backward_workspace_bytes() = {}", ws.bytes,
-           needed);
-  if (needed == 0)
-    return;
-  if (ws.data == 0 || ws.data % 16 != 0)
-    reject(site, "the workspace's address {:#x} is {}; expected a 16-byte aligned device address", ws.data,
-           ws.data == 0 ? "null" : "not 16-byte aligned");
-  const ByteRange mine{"the workspace", ws.data, ws.data + needed};
-  for (const ByteRange& theirs : tensors)
-    if (overlaps(mine, theirs))
-      reject(site,
-             "the workspace (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected scratch "
-             "memory of its own",
-             mine.first, mine.end, theirs.name, theirs.first, theirs.end);
 }
 
 // validate_attention_bwd_args()'s result and the byte ranges it measured, which the workspace check and the
@@ -439,7 +392,7 @@ void enqueue_backward(const CheckedBackward& checked, const TensorRef& dk, const
   if (checked.nothing_to_do())
     return;
   const WorkspaceLayout ws = workspace_layout(p, options, site);
-  check_workspace(workspace, b.fwd.empty ? 0 : ws.total, checked.ranges, site);
+  check_workspace(workspace, b.fwd.empty ? 0 : ws.total, "backward_workspace_bytes", checked.ranges, site);
   require_driver(site);
   rt::current_device(); // makes the context current before any launch
   const rt::Stream stream = rt::Stream::wrap(options.stream);

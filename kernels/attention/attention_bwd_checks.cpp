@@ -68,4 +68,46 @@ void check_gradient_overlaps(llvm::ArrayRef<TensorRange> inputs, llvm::ArrayRef<
   }
 }
 
+namespace {
+constexpr uint64_t kAccAlignment = 256;
+} // namespace
+
+WorkspaceLayout workspace_layout(int64_t B, int64_t H, int64_t N_Q, int64_t D, bool accumulate,
+                                 const ApiSite& site) {
+  uint64_t rows = 0, delta = 0, acc = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(B), static_cast<uint64_t>(H), &rows) ||
+      __builtin_mul_overflow(rows, static_cast<uint64_t>(N_Q), &rows) ||
+      __builtin_mul_overflow(rows, sizeof(float), &delta) ||
+      __builtin_mul_overflow(delta, static_cast<uint64_t>(D), &acc) || delta > (uint64_t{1} << 62) ||
+      acc > (uint64_t{1} << 62))
+    reject(site,
+           "the workspace for B={} H={} N_Q={} D={} does not fit in 64 bits; expected a smaller problem", B,
+           H, N_Q, D);
+  WorkspaceLayout w;
+  w.total = delta;
+  if (accumulate && acc > 0) {
+    w.acc_offset = (delta + kAccAlignment - 1) / kAccAlignment * kAccAlignment;
+    w.total = w.acc_offset + acc;
+  }
+  return w;
+}
+
+void check_workspace(const BackwardWorkspace& ws, uint64_t needed, const char* size_fn,
+                     const std::vector<ByteRange>& tensors, const ApiSite& site) {
+  if (ws.bytes < needed)
+    reject(site, "the workspace has {} bytes; expected at least {}() = {}", ws.bytes, size_fn, needed);
+  if (needed == 0)
+    return;
+  if (ws.data == 0 || ws.data % 16 != 0)
+    reject(site, "the workspace's address {:#x} is {}; expected a 16-byte aligned device address", ws.data,
+           ws.data == 0 ? "null" : "not 16-byte aligned");
+  const ByteRange mine{"the workspace", ws.data, ws.data + needed};
+  for (const ByteRange& theirs : tensors)
+    if (overlaps(mine, theirs))
+      reject(site,
+             "the workspace (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected scratch "
+             "memory of its own",
+             mine.first, mine.end, theirs.name, theirs.first, theirs.end);
+}
+
 } // namespace kiln::attention::detail

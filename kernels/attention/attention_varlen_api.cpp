@@ -286,6 +286,11 @@ void check_varlen_offsets(const ValidatedVarlen& v, const std::vector<int32_t>& 
   check_offsets_contents(v, cu_seqlens_q, cu_seqlens_k, ApiSite{"forward_varlen", where});
 }
 
+void detail::check_varlen_offsets(const ValidatedVarlen& v, const std::vector<int32_t>& cu_seqlens_q,
+                                  const std::vector<int32_t>& cu_seqlens_k, const ApiSite& site) {
+  check_offsets_contents(v, cu_seqlens_q, cu_seqlens_k, site);
+}
+
 std::vector<LaunchArg> varlen_launch_args(const ValidatedVarlen& v, uint64_t lse) {
   const VarlenSizes& s = v.sizes;
   std::vector<LaunchArg> args = {LaunchArg::pointer(v.q), LaunchArg::pointer(v.k),

@@ -98,6 +98,10 @@ ValidatedVarlen validate_varlen_args(const TensorRef& q, const TensorRef& k, con
                                      const TensorRef& o, const std::optional<TensorRef>& lse,
                                      const VarlenBatch& batch, const AttentionOptions& options,
                                      const ApiSite& site);
+// check_varlen_offsets() with errors that name `site`'s entry point (the C ABI's host backward checks the
+// offsets it reads as backward_varlen's).
+void check_varlen_offsets(const ValidatedVarlen& v, const std::vector<int32_t>& cu_seqlens_q,
+                          const std::vector<int32_t>& cu_seqlens_k, const ApiSite& site);
 // The offsets' contents as forward_varlen and backward_varlen check them when v.check_offsets: `stream`
 // synchronized, both arrays copied to the host once and given to check_varlen_offsets (errors naming
 // `entry`). Returns the copies (empty when not checked). Needs a driver and the current device's context.

@@ -47,9 +47,16 @@ Config checked_config(const char* what, const KernelDef& def, const Config& c, c
   return full;
 }
 
+// The packed backward runs the atomic-dQ pair only when options.config asks for it (ATOMIC_DQ=1): the
+// workspace then holds the f32 dQ accumulator too.
+bool atomic_dq(const BackwardOptions& options) {
+  return options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
+}
+
 struct CheckedVarlenBackward {
   ValidatedVarlenBackward args;
   uint64_t dq_bytes = 0, dk_bytes = 0, dv_bytes = 0; // the gradients' extents, for the tuner's scratch copies
+  std::vector<ByteRange> ranges; // every tensor with elements, for the workspace's overlap check
 };
 
 CheckedVarlenBackward check_varlen_backward(const TensorRef& q, const TensorRef& k, const TensorRef& v,
@@ -95,6 +102,9 @@ CheckedVarlenBackward check_varlen_backward(const TensorRef& q, const TensorRef&
     outputs.push_back({ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)}, t});
   }
   check_gradient_overlaps(inputs, outputs, site);
+  for (const std::vector<TensorRange>* list : {&inputs, &outputs})
+    for (const TensorRange& t : *list)
+      checked.ranges.push_back(t.range);
   for (const ValidatedModTensor& m : r.fwd.mod_tensors) // read while the gradients are written
     for (const auto& [out, t] : outputs)
       if (m.end > m.data && overlaps(ByteRange{"mod tensor", m.data, m.end}, out))
@@ -178,40 +188,42 @@ ValidatedVarlenBackward validate_varlen_bwd_args(const TensorRef& q, const Tenso
       .args;
 }
 
-void backward_varlen(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
-                     const TensorRef& lse, const TensorRef& dout, const TensorRef& dq, const TensorRef& dk,
-                     const TensorRef& dv, const VarlenBatch& batch, const BackwardOptions& options,
-                     std::source_location where) {
-  const ApiSite site{"backward_varlen", where};
-  const CheckedVarlenBackward checked =
-      check_varlen_backward(q, k, v, o, lse, dout, dq, dk, dv, batch, options, site);
+uint64_t varlen_backward_workspace_bytes(const TensorRef& q, const BackwardOptions& options,
+                                         std::source_location where) {
+  const ApiSite site{"varlen_backward_workspace_bytes", where};
+  check_rank("q", q, 3, "[total_q, H, D]", site); // negative sizes too
+  return workspace_layout(1, q.shape[1], q.shape[0], q.shape[2], atomic_dq(options), site).total;
+}
+
+namespace {
+
+// The packed backward's kernels on `workspace`, for a call check_varlen_backward() accepted: enqueued on
+// options.stream without a synchronization, except the offsets' copy when batch.check_offsets.
+void enqueue_varlen_backward(const CheckedVarlenBackward& checked, const TensorRef& dk, const TensorRef& dv,
+                             const BackwardWorkspace& workspace, const BackwardOptions& options,
+                             const ApiSite& site) {
   const ValidatedVarlenBackward& b = checked.args;
   const ValidatedVarlen& a = b.fwd;
   const VarlenSizes& s = a.sizes;
   if (s.B == 0 || (s.total_q == 0 && s.total_k == 0))
     return;
+  const bool atomic = atomic_dq(options);
+  const WorkspaceLayout ws = workspace_layout(1, s.H, s.total_q, s.D, atomic, site);
+  check_workspace(workspace, a.empty ? 0 : ws.total, "varlen_backward_workspace_bytes", checked.ranges, site);
   require_driver(site);
-  rt::current_device(); // makes the context current before any copy, allocation or launch
+  rt::current_device(); // makes the context current before any copy or launch
   const rt::Stream stream = rt::Stream::wrap(options.stream);
   if (a.empty) { // no query rows: nothing flows back to the keys
     zero_packed("dk", dk, stream);
     zero_packed("dv", dv, stream);
-    stream.synchronize();
     return;
   }
-  const detail::OffsetsOnHost host =
-      detail::read_checked_offsets(a, options.stream, "backward_varlen", where);
+  const detail::OffsetsOnHost host = detail::read_checked_offsets(a, options.stream, site.entry, site.where);
   const std::vector<int32_t>&cu_q = host.cu_seqlens_q, &cu_k = host.cu_seqlens_k;
 
-  const bool atomic = options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
-  const uint64_t rows = static_cast<uint64_t>(s.H * s.total_q);
-  std::optional<rt::DeviceBuffer> delta, dq_acc;
-  if (rows > 0)
-    delta.emplace(rows * sizeof(float));
-  if (atomic && rows > 0)
-    dq_acc.emplace(rows * static_cast<uint64_t>(s.D) * sizeof(float));
-  const std::vector<LaunchArg> args =
-      varlen_bwd_launch_args(b, delta ? delta->ptr() : 0, dq_acc ? dq_acc->ptr() : 0);
+  const uint64_t delta = workspace.data;                                      // f32 [H, total_q]
+  const uint64_t dq_acc = ws.acc_offset ? workspace.data + ws.acc_offset : 0; // f32 [H, total_q, D]
+  const std::vector<LaunchArg> args = varlen_bwd_launch_args(b, delta, dq_acc);
   std::vector<LaunchArg> modded_args = args; // dK/dV's and dQ's end in the mods' tensors
   append_mod_launch_args(a.mod_tensors, modded_args);
   const SizeArgs sizes = varlen_size_args(s);
@@ -266,7 +278,41 @@ void backward_varlen(const TensorRef& q, const TensorRef& k, const TensorRef& v,
            varlen_config_of(fa2_bwd_dq_varlen_def(), defaults.dq), dq_outputs, kDqFlops * fwd_flops,
            modded_args);
   }
-  stream.synchronize(); // the scratch is freed on return
+}
+
+} // namespace
+
+void backward_varlen_with_workspace(const TensorRef& q, const TensorRef& k, const TensorRef& v,
+                                    const TensorRef& o, const TensorRef& lse, const TensorRef& dout,
+                                    const TensorRef& dq, const TensorRef& dk, const TensorRef& dv,
+                                    const VarlenBatch& batch, const BackwardWorkspace& workspace,
+                                    const BackwardOptions& options, std::source_location where) {
+  const ApiSite site{"backward_varlen", where};
+  enqueue_varlen_backward(check_varlen_backward(q, k, v, o, lse, dout, dq, dk, dv, batch, options, site), dk,
+                          dv, workspace, options, site);
+}
+
+void backward_varlen(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
+                     const TensorRef& lse, const TensorRef& dout, const TensorRef& dq, const TensorRef& dk,
+                     const TensorRef& dv, const VarlenBatch& batch, const BackwardOptions& options,
+                     std::source_location where) {
+  const ApiSite site{"backward_varlen", where};
+  // Validated first, so that a mistake is reported before anything is allocated (and without a GPU).
+  const CheckedVarlenBackward checked =
+      check_varlen_backward(q, k, v, o, lse, dout, dq, dk, dv, batch, options, site);
+  const VarlenSizes& s = checked.args.fwd.sizes;
+  if (s.B == 0 || (s.total_q == 0 && s.total_k == 0))
+    return;
+  require_driver(site);
+  rt::current_device(); // makes the context current before the allocation
+  const uint64_t needed =
+      checked.args.fwd.empty ? 0 : workspace_layout(1, s.H, s.total_q, s.D, atomic_dq(options), site).total;
+  std::optional<rt::DeviceBuffer> scratch;
+  if (needed > 0)
+    scratch.emplace(needed);
+  enqueue_varlen_backward(checked, dk, dv, BackwardWorkspace{scratch ? scratch->ptr() : 0, needed}, options,
+                          site);
+  rt::Stream::wrap(options.stream).synchronize(); // the scratch is freed on return (and dk, dv are written)
 }
 
 } // namespace kiln::attention

@@ -10,13 +10,14 @@
 // sequence's keys no query sees get dK = dV = 0 and its rows that see no key dQ = 0; a batch without query
 // rows writes zeros to dk and dv, one without keys zeros to dq.
 //
-// What differs from backward(): the call always allocates its f32 scratch (Delta [H, total_q], and the atomic
-// variant's accumulator [H, total_q, D]) and synchronizes options.stream before freeing it, so it blocks and
-// cannot be captured in a CUDA graph (no workspace entry point yet); with deterministic = false and no config
-// the deterministic pair runs (the atomic pair is not tuned against it yet). Mods: options.mods and
-// options.mod_tensors must be the forward's (forward_varlen(): per-sequence indices); a sink enters through
-// lse, and its own gradient (options.dsink) is not built for packed batches yet (an error). Validation
-// errors start "attention::backward_varlen:" and end in the caller's line.
+// The f32 scratch (Delta [H, total_q], and the atomic variant's accumulator [H, total_q, D]) is either the
+// caller's (backward_varlen_with_workspace: enqueued without synchronizing, CUDA-graph-capturable with
+// batch.check_offsets = false) or allocated by backward_varlen, which synchronizes options.stream before
+// freeing it. What differs from backward(): with deterministic = false and no config the deterministic pair
+// runs (the atomic pair is not tuned against it yet). Mods: options.mods and options.mod_tensors must be the
+// forward's (forward_varlen(): per-sequence indices); a sink enters through lse, and its own gradient
+// (options.dsink) is not built for packed batches yet (an error). Validation errors start
+// "attention::backward_varlen:" and end in the caller's line.
 #pragma once
 
 #include "kernels/attention/attention_bwd_api.h"
@@ -45,10 +46,34 @@ validate_varlen_bwd_args(const TensorRef& q, const TensorRef& k, const TensorRef
                          const BackwardOptions& options = {},
                          std::source_location where = std::source_location::current());
 
+// The workspace backward_varlen_with_workspace() needs for q's problem ([total_q, H, D]) under `options`:
+// Delta f32 [H, total_q], plus the dQ accumulator f32 [H, total_q, D] after it (at a 256-byte boundary) when
+// options.config has ATOMIC_DQ=1, the one case in which the packed backward runs the atomic pair. 0 when q
+// has no rows. A kiln::Error when q is not of rank 3 or has a negative dimension. Needs no GPU.
+uint64_t varlen_backward_workspace_bytes(const TensorRef& q, const BackwardOptions& options = {},
+                                         std::source_location where = std::source_location::current());
+
+// The backward on caller-provided scratch (BackwardWorkspace, attention_bwd_api.h: device memory, 16-byte
+// aligned, at least varlen_backward_workspace_bytes() long, apart from every tensor of the call): validates
+// as backward_varlen does, picks the configs as it does, and enqueues the kernels on options.stream, then
+// returns without synchronizing. With batch.check_offsets = false and the kernels compiled and their configs
+// picked (options.autotune = Cached never times anything) it neither allocates, copies nor synchronizes, so
+// it can be captured in a CUDA graph; with check_offsets (the default) it synchronizes the stream once to
+// copy the offsets, as forward_varlen does. Besides validate_varlen_bwd_args()'s checks, a workspace that is
+// too small, misaligned or overlapping a tensor is a kiln::Error. Throws kiln::Error when no GPU driver is
+// available.
+void backward_varlen_with_workspace(const TensorRef& q, const TensorRef& k, const TensorRef& v,
+                                    const TensorRef& o, const TensorRef& lse, const TensorRef& dout,
+                                    const TensorRef& dq, const TensorRef& dk, const TensorRef& dv,
+                                    const VarlenBatch& batch, const BackwardWorkspace& workspace,
+                                    const BackwardOptions& options = {},
+                                    std::source_location where = std::source_location::current());
+
 // The backward: validates, checks the offsets' contents as forward_varlen does (batch.check_offsets), picks
 // each kernel's config (options.config / dq_config, else the tuner's per bucket of H, total_q, max_seqlen_q
 // and max_seqlen_k, timing on scratch gradients), launches on options.stream and synchronizes it before
-// returning. Throws kiln::Error when no GPU driver is available (after validating).
+// returning (backward_varlen_with_workspace on a workspace it allocates). Throws kiln::Error when no GPU
+// driver is available (after validating).
 void backward_varlen(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
                      const TensorRef& lse, const TensorRef& dout, const TensorRef& dq, const TensorRef& dk,
                      const TensorRef& dv, const VarlenBatch& batch, const BackwardOptions& options = {},

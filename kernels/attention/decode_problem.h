@@ -71,6 +71,9 @@ int64_t decode_row_tiles(const DecodeProblem& p, const Config& split_config);
 // Not FlashDecoding's "none when the programs nearly fill the SMs": 512 programs on an H100 whose SMs hold 3
 // split CTAs each are 1.3 waves, and 2 splits measured 22 % faster there (worklog §43).
 int64_t choose_num_splits(int64_t programs, int64_t key_tiles, int64_t slots);
+// The slots the heuristic is given where no GPU says how many it has (the interpreter: `kiln decode
+// --interpret`, the C ABI's kiln_decode_host): an H100's 132 SMs.
+constexpr int64_t kInterpreterDecodeSlots = 132;
 
 // f32 workspace the kernel pair needs: O_PART [num_splits, B·H·N_Q, D] then LSE_PART [num_splits, B·H·N_Q].
 int64_t decode_workspace_floats(int64_t rows, int64_t D, int64_t num_splits);

@@ -8,7 +8,7 @@ import threading
 from .errors import OK, KilnError, error_for
 
 MAX_DIMS = 8
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 # enum kiln_dtype
 I1, U8, I32, I64, F16, BF16, F32, F64 = range(1, 9)
@@ -55,6 +55,32 @@ class AttentionOptions(ctypes.Structure):
     ]
 
 
+class VarlenBatch(ctypes.Structure):
+    """kiln_varlen_batch (ABI version 5): the packing of a variable-length batch."""
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("cu_seqlens_q", Tensor),
+        ("cu_seqlens_k", Tensor),
+        ("max_seqlen_q", ctypes.c_int64),
+        ("max_seqlen_k", ctypes.c_int64),
+        ("check_offsets", ctypes.c_int32),
+    ]
+
+
+class DecodeOptions(ctypes.Structure):
+    """kiln_decode_options (ABI version 5)."""
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("causal", ctypes.c_int32),
+        ("scale", ctypes.c_double),
+        ("num_splits", ctypes.c_int32),
+        ("autotune", ctypes.c_int32),
+        ("stream", ctypes.c_void_p),
+        ("seqlens_k", ctypes.POINTER(Tensor)),
+        ("block_table", ctypes.POINTER(Tensor)),
+    ]
+
+
 class Scalar(ctypes.Structure):
     _fields_ = [
         ("name", ctypes.c_char_p),
@@ -93,6 +119,21 @@ _SIGNATURES = {
     "kiln_tune_attention_cuda": ([_T] * 5 + [_P(AttentionOptions), _STR_OUT], ctypes.c_int),
     "kiln_tune_cuda": ([ctypes.c_char_p, _T, ctypes.c_int32, _P(Scalar), ctypes.c_int32, _P(Param), ctypes.c_int32,
                         ctypes.c_int32, _STR_OUT], ctypes.c_int),
+    "kiln_varlen_batch_init_sized": ([_P(VarlenBatch), ctypes.c_uint32], None),
+    "kiln_attention_varlen_forward_cuda": ([_T] * 5 + [_P(VarlenBatch), _P(AttentionOptions)], ctypes.c_int),
+    "kiln_attention_varlen_forward_host": ([_T] * 5 + [_P(VarlenBatch), _P(AttentionOptions)], ctypes.c_int),
+    "kiln_attention_varlen_backward_cuda": ([_T] * 9 + [_P(VarlenBatch), _P(AttentionOptions)], ctypes.c_int),
+    "kiln_attention_varlen_backward_host": ([_T] * 9 + [_P(VarlenBatch), _P(AttentionOptions)], ctypes.c_int),
+    "kiln_attention_varlen_backward_workspace_size": ([_T, _P(AttentionOptions), _P(ctypes.c_uint64)],
+                                                      ctypes.c_int),
+    "kiln_attention_varlen_backward_cuda_workspace": ([_T] * 9 + [_P(VarlenBatch), ctypes.c_void_p, ctypes.c_uint64,
+                                                                  _P(AttentionOptions)], ctypes.c_int),
+    "kiln_decode_options_init_sized": ([_P(DecodeOptions), ctypes.c_uint32], None),
+    "kiln_decode_cuda": ([_T] * 5 + [_P(DecodeOptions)], ctypes.c_int),
+    "kiln_decode_host": ([_T] * 5 + [_P(DecodeOptions)], ctypes.c_int),
+    "kiln_decode_workspace_size": ([_T] * 5 + [_P(DecodeOptions), _P(ctypes.c_uint64), _P(ctypes.c_int32)],
+                                   ctypes.c_int),
+    "kiln_decode_cuda_workspace": ([_T] * 5 + [ctypes.c_void_p, ctypes.c_uint64, _P(DecodeOptions)], ctypes.c_int),
     "kiln_block_mask_create_cuda": ([ctypes.c_int64] * 7 + [_P(AttentionOptions), _P(ctypes.c_void_p)], ctypes.c_int),
     "kiln_block_mask_create_host": ([ctypes.c_int64] * 7 + [_P(AttentionOptions), _P(ctypes.c_void_p)], ctypes.c_int),
     "kiln_block_mask_destroy": ([ctypes.c_void_p], None),
@@ -161,6 +202,28 @@ def attention_options(causal, layout, scale, deterministic=True, tf32=False, str
     """kiln_attention_options with struct_size set, as kiln_attention_options_init makes it, and these fields."""
     return AttentionOptions(_OPTIONS_SIZE, causal, layout, int(deterministic), int(tf32), scale, stream,
                             int(exact_masked_v), autotune)
+
+
+def varlen_batch(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, check_offsets=True):
+    """kiln_varlen_batch as kiln_varlen_batch_init makes it, with the offsets' Tensor structs and these fields."""
+    b = VarlenBatch()
+    lib().kiln_varlen_batch_init_sized(ctypes.byref(b), ctypes.sizeof(b))
+    b.cu_seqlens_q, b.cu_seqlens_k = cu_seqlens_q, cu_seqlens_k
+    b.max_seqlen_q, b.max_seqlen_k = max_seqlen_q, max_seqlen_k
+    b.check_offsets = int(check_offsets)
+    return b
+
+
+def decode_options(causal, scale, num_splits, seqlens_k=None, block_table=None, stream=None, autotune=AUTOTUNE_ENV):
+    """kiln_decode_options as kiln_decode_options_init makes it, with these fields (seqlens_k and block_table:
+    Tensor structs or None, kept alive by the struct)."""
+    o = DecodeOptions()
+    lib().kiln_decode_options_init_sized(ctypes.byref(o), ctypes.sizeof(o))
+    o.causal, o.scale, o.num_splits, o.stream, o.autotune = causal, scale, num_splits, stream, autotune
+    o.seqlens_k = None if seqlens_k is None else ctypes.pointer(seqlens_k)
+    o.block_table = None if block_table is None else ctypes.pointer(block_table)
+    o.keep_alive = [seqlens_k, block_table]
+    return o
 
 
 def set_mods(opts, spec, named_tensors, dsink=None):

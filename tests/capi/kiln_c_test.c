@@ -178,6 +178,62 @@ int main(void) {
            "a version-3 struct (its garbage block_mask never read)");
   }
 
+  /* ABI version 5: packed attention and decoding on host memory. q, k, v, o above are [1, 2, 8, 16] bhsd; one
+   * packed sequence of 8 tokens reads the same memory as [8 tokens, 1 head, 16] (the first head). */
+  {
+    static int32_t cu[2] = {0, 8};
+    static float packed_o[8 * 16] __attribute__((aligned(16)));
+    kiln_varlen_batch batch;
+    kiln_decode_options dopts;
+    kiln_tensor pq, pk, pv, po, cq, ck, cv, co;
+    memset(&batch, 0x7f, sizeof batch);
+    kiln_varlen_batch_init(&batch);
+    expect(batch.struct_size == sizeof batch && batch.check_offsets == 1 && batch.max_seqlen_q == 0,
+           "varlen batch init");
+    batch.cu_seqlens_q.data = batch.cu_seqlens_k.data = cu;
+    batch.cu_seqlens_q.shape[0] = batch.cu_seqlens_k.shape[0] = 2;
+    batch.cu_seqlens_q.strides[0] = batch.cu_seqlens_k.strides[0] = 1;
+    batch.max_seqlen_q = batch.max_seqlen_k = 8;
+    pq = dense4(q, KILN_F32, 1, 8, 1, 16);
+    pk = dense4(k, KILN_F32, 1, 8, 1, 16);
+    pv = dense4(v, KILN_F32, 1, 8, 1, 16);
+    po = dense4(packed_o, KILN_F32, 1, 8, 1, 16);
+    for (i = 0; i < 3; ++i) { /* [total, heads, D]: drop the leading 1 */
+      pq.shape[i] = pq.shape[i + 1], pq.strides[i] = pq.strides[i + 1];
+      pk.shape[i] = pk.shape[i + 1], pk.strides[i] = pk.strides[i + 1];
+      pv.shape[i] = pv.shape[i + 1], pv.strides[i] = pv.strides[i + 1];
+      po.shape[i] = po.shape[i + 1], po.strides[i] = po.strides[i + 1];
+    }
+    pq.ndim = pk.ndim = pv.ndim = po.ndim = 3;
+    kiln_attention_options_init(&opts);
+    opts.causal = KILN_CAUSAL_TOP_LEFT;
+    expect(kiln_attention_varlen_forward_host(&pq, &pk, &pv, &po, NULL, &batch, &opts) == KILN_OK,
+           "packed forward on host memory");
+    for (i = 0; i < 16; ++i)
+      expect(packed_o[i] == v[i], "packed causal row 0 equals V row 0");
+    batch.struct_size = 8;
+    expect(kiln_attention_varlen_forward_host(&pq, &pk, &pv, &po, NULL, &batch, &opts) ==
+               KILN_ERROR_INVALID_ARGUMENT,
+           "a varlen batch of an unknown size");
+
+    /* Decoding: one query (q's row 0 of head 0 as [1, 1, 1, 16]) against the 8 keys of k's head 0 as a
+     * contiguous cache [1, 8, 1, 16]; bottom-right causality lets it see all 8. */
+    memset(&dopts, 0x7f, sizeof dopts);
+    kiln_decode_options_init(&dopts);
+    expect(dopts.struct_size == sizeof dopts && dopts.num_splits == 0 && dopts.block_table == NULL,
+           "decode options init");
+    dopts.causal = KILN_CAUSAL_BOTTOM_RIGHT;
+    cq = dense4(q, KILN_F32, 1, 1, 1, 16);
+    ck = dense4(k, KILN_F32, 1, 8, 1, 16);
+    cv = dense4(v, KILN_F32, 1, 8, 1, 16);
+    co = dense4(packed_o, KILN_F32, 1, 1, 1, 16);
+    expect(kiln_decode_host(&cq, &ck, &cv, &co, NULL, &dopts) == KILN_OK, "decode on host memory");
+    dopts.causal = KILN_CAUSAL_TOP_LEFT;
+    expect(kiln_decode_host(&cq, &ck, &cv, &co, NULL, &dopts) == KILN_ERROR &&
+               strstr(kiln_last_error(), "TopLeft") != NULL,
+           "decode refuses top-left causality with kiln's message");
+  }
+
   expect(kiln_device_count(&count, &why) == KILN_OK && count >= 0 && why != NULL, "device count");
   printf("kiln %s, C ABI %d, %d CUDA device(s)%s%s\n", kiln_version(), kiln_abi_version(), count,
          count ? "" : ": ", count ? "" : why);

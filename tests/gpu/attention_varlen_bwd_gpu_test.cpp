@@ -1,8 +1,9 @@
 // The attention backward over packed variable-length sequences on a GPU: the interpreter's varlen cases
 // through the JIT at the default configs (deterministic and atomic dQ), and through the host API
-// (forward_varlen then backward_varlen on device buffers: default configs, the tuner, an explicit atomic
-// config, batches without rows or without keys), each against the per-sequence analytic gradients with
-// outputs poisoned first. Skips without a driver. GpuVarlenBwd.* runs the kernels, GpuVarlenBwdApi.* the host
+// (forward_varlen then backward_varlen, or backward_varlen_with_workspace on a workspace of
+// varlen_backward_workspace_bytes, on device buffers: default configs, the tuner, an explicit atomic config,
+// batches without rows or without keys), each against the per-sequence analytic gradients with outputs
+// poisoned first. Skips without a driver. GpuVarlenBwd.* runs the kernels, GpuVarlenBwdApi.* the host
 // API.
 #include "gpu/attention_gpu_support.h"
 #include "gpu/gpu_skip.h"
@@ -38,6 +39,7 @@ struct ApiSpec {
   bool check_offsets = true;
   std::optional<Config> dkdv_config;
   bool deterministic = true;
+  bool workspace = false; // backward_varlen_with_workspace on a buffer of varlen_backward_workspace_bytes
 };
 
 rt::DeviceBuffer upload_padded(const HostBuffer& b) {
@@ -83,9 +85,17 @@ void check_api(const VarlenCase& c, const ApiSpec& spec) {
   AttentionOptions forward_opts = opts; // the backward's dK/dV config is not a forward config
   forward_opts.config.reset();
   forward_varlen(tq, tk, tv, to, tlse, batch, forward_opts);
-  backward_varlen(tq, tk, tv, to, tlse, packed(d_out, p.total_q(), p.H, s.q),
-                  packed(dq, p.total_q(), p.H, s.q), packed(dk, p.total_k(), p.H_KV, s.k),
-                  packed(dv, p.total_k(), p.H_KV, s.v), batch, opts);
+  const TensorRef tdout = packed(d_out, p.total_q(), p.H, s.q), tdq = packed(dq, p.total_q(), p.H, s.q),
+                  tdk = packed(dk, p.total_k(), p.H_KV, s.k), tdv = packed(dv, p.total_k(), p.H_KV, s.v);
+  if (spec.workspace) {
+    const uint64_t bytes = varlen_backward_workspace_bytes(tq, opts);
+    rt::DeviceBuffer ws(std::max<uint64_t>(bytes, 16));
+    backward_varlen_with_workspace(tq, tk, tv, to, tlse, tdout, tdq, tdk, tdv, batch,
+                                   BackwardWorkspace{ws.ptr(), bytes}, opts);
+    rt::Stream::wrap(nullptr).synchronize(); // the workspace is freed below
+  } else {
+    backward_varlen(tq, tk, tv, to, tlse, tdout, tdq, tdk, tdv, batch, opts);
+  }
   dq.copy_to_host(host.dq.bytes.data(), host.dq.bytes.size());
   dk.copy_to_host(host.dk.bytes.data(), host.dk.bytes.size());
   dv.copy_to_host(host.dv.bytes.data(), host.dv.bytes.size());
@@ -103,6 +113,8 @@ TEST_P(GpuVarlenBwdApi, BackwardVarlenMatchesPerSequenceGradients) {
   check_api(GetParam(), ApiSpec{});
   SCOPED_TRACE("offsets not checked on the host");
   check_api(GetParam(), ApiSpec{false, std::nullopt, true});
+  SCOPED_TRACE("on the caller's workspace, offsets not checked (as a CUDA-graph capture runs it)");
+  check_api(GetParam(), ApiSpec{false, std::nullopt, true, true});
 }
 
 INSTANTIATE_TEST_SUITE_P(varlen, GpuVarlenBwdApi, ::testing::ValuesIn(varlen_cases()),
@@ -118,10 +130,11 @@ TEST(GpuVarlenBwdApi, TunedAndAtomic) {
   }
   ScopedEnv off("KILN_AUTOTUNE", "off");
   SCOPED_TRACE("atomic dQ");
-  check_api(c, ApiSpec{true,
-                       varlen_config_of(fa2_bwd_dkdv_varlen_def(),
-                                        default_bwd_configs(c.problem.shape(), true).dkdv),
-                       false});
+  const Config atomic =
+      varlen_config_of(fa2_bwd_dkdv_varlen_def(), default_bwd_configs(c.problem.shape(), true).dkdv);
+  check_api(c, ApiSpec{true, atomic, false});
+  SCOPED_TRACE("atomic dQ on the caller's workspace (Delta, then the accumulator)");
+  check_api(c, ApiSpec{true, atomic, false, true});
 }
 
 } // namespace
