@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 
@@ -52,9 +53,10 @@ bool collect_terms(const Kernel& k, ValueId v, std::vector<OuterDim>& terms, std
       }
     }
     if (term.coordinate < 0) {
-      why = fmt::format("the offset added to the base at {} multiplies two values computed in the kernel; a tensor "
-                        "map needs each term's stride known at launch",
-                        where(k, v));
+      why = fmt::format(
+          "the offset added to the base at {} multiplies two values computed in the kernel; a tensor "
+          "map needs each term's stride known at launch",
+          where(k, v));
       return false;
     }
   } else {
@@ -63,12 +65,23 @@ bool collect_terms(const Kernel& k, ValueId v, std::vector<OuterDim>& terms, std
   }
   auto bound = magnitude_bound(k, term.coordinate);
   if (!bound || *bound >= kMostCoordinate) {
-    why = fmt::format("the coordinate at {} of a term of the base may exceed the 32 bits a TMA coordinate holds "
-                      "(its bound is not known in the kernel)",
-                      where(k, term.coordinate));
+    why = fmt::format(
+        "the coordinate at {} of a term of the base may exceed the 32 bits a TMA coordinate holds "
+        "(its bound is not known in the kernel)",
+        where(k, term.coordinate));
+    return false;
+  }
+  auto nonneg = nonneg_conditions(k, term.coordinate);
+  if (!nonneg) {
+    why = fmt::format(
+        "the coordinate at {} of a term of the base may be negative (it is not built from program "
+        "ids, constants and parameters by operations that keep a sign); a tensor map would fill "
+        "with zeros what the pointer arithmetic reads before the base",
+        where(k, term.coordinate));
     return false;
   }
   term.extent = *bound + 1;
+  term.nonneg_params = std::move(*nonneg);
   terms.push_back(term);
   return true;
 }
@@ -154,6 +167,66 @@ std::optional<int64_t> magnitude_bound(const Kernel& k, ValueId v) {
     case BinaryOp::Min:
     case BinaryOp::Max:
       return std::max(*a, *b);
+    default:
+      return std::nullopt;
+    }
+  }
+  default:
+    return std::nullopt;
+  }
+}
+
+namespace {
+
+std::optional<std::vector<int>> merged(std::optional<std::vector<int>> a,
+                                       const std::optional<std::vector<int>>& b) {
+  if (!a || !b)
+    return std::nullopt;
+  a->insert(a->end(), b->begin(), b->end());
+  std::sort(a->begin(), a->end());
+  a->erase(std::unique(a->begin(), a->end()), a->end());
+  return a;
+}
+
+} // namespace
+
+std::optional<std::vector<int>> nonneg_conditions(const Kernel& k, ValueId v) {
+  const ValueInfo& info = k.info(v);
+  if (!info.type.shape.empty() || !is_int(info.type.elem) || info.type.elem == DType::i1)
+    return std::nullopt;
+  if (info.param_index >= 0)
+    return std::vector<int>{info.param_index};
+  const Op* def = info.def;
+  if (!def)
+    return std::nullopt; // loop variables and the like
+  switch (def->kind) {
+  case OpKind::Constant:
+    if (auto c = def->exact_int(); c && *c >= 0)
+      return std::vector<int>{};
+    return std::nullopt;
+  case OpKind::ProgramId:
+  case OpKind::NumPrograms:
+    return std::vector<int>{};
+  case OpKind::Cast: // narrowing may wrap to a negative value
+    return is_widening_int_cast(k, *def) ? nonneg_conditions(k, def->operands[0]) : std::nullopt;
+  case OpKind::Unary: // |x| of a bounded coordinate (magnitude_bound), never the most negative integer
+    return def->unary == UnaryOp::Abs ? std::optional<std::vector<int>>(std::vector<int>{}) : std::nullopt;
+  case OpKind::Binary: {
+    auto a = nonneg_conditions(k, def->operands[0]);
+    switch (def->binary) {
+    case BinaryOp::Rem: // truncating: the sign of the dividend
+      return a;
+    case BinaryOp::Add:
+    case BinaryOp::Mul:
+    case BinaryOp::Div: // by zero the kernel is wrong on either path
+    case BinaryOp::Min:
+      return merged(a, nonneg_conditions(k, def->operands[1]));
+    case BinaryOp::Max: { // either side >= 0 will do: the one that needs fewer conditions
+      auto b = nonneg_conditions(k, def->operands[1]);
+      if (!a || (b && b->size() < a->size()))
+        return b;
+      return a;
+    }
     default:
       return std::nullopt;
     }

@@ -30,12 +30,16 @@ struct LaunchScalar {
 };
 
 // A dim of a tensor map beyond the block pointer's own: the block pointer's base is a pointer parameter plus
-// `coordinate * stride` (a batch or head offset computed per program; codegen/block_base.h), so the map covers
-// the whole tensor and each copy passes the coordinate. Its box is 1 element.
+// `coordinate * stride` (a batch or head offset computed per program; codegen/block_base.h), so the map
+// covers the whole tensor and each copy passes the coordinate. Its box is 1 element.
 struct OuterDim {
   ValueId coordinate = -1; // a scalar of the kernel, |value| <= extent - 1 in every program
   LaunchScalar stride;     // elements
   int64_t extent = 0;      // the map's size along the dim
+  // The integer parameters that must be >= 0 at launch for the coordinate to be >= 0 in every program (empty:
+  // it is whatever the arguments). A negative coordinate is legal pointer arithmetic, which cp.async reads
+  // before the base but a tensor map would fill with zeros, so a launch that breaks one keeps cp.async.
+  std::vector<int> nonneg_params;
 };
 
 // A tensor-map kernel parameter: how the launch builds it from the kernel's arguments. Per-dim vectors follow
@@ -46,25 +50,25 @@ struct TensorMapParam {
   std::vector<LaunchScalar> shape, strides; // elements
   std::vector<int64_t> box;                 // elements per copy: the block, its contiguous dim cut to a line
   std::vector<int> order;                   // the block pointer's order: fastest-varying dim first
-  std::vector<OuterDim> outer;              // per-program terms of the base (empty: the base is the parameter)
+  std::vector<OuterDim> outer; // per-program terms of the base (empty: the base is the parameter)
   SwizzleMode swizzle = SwizzleMode::Bytes128;
   std::string source; // the make_block_ptr's DSL location, for messages
 };
 
 // How one TMA-copied load is issued.
 struct TmaCopy {
-  int map = 0;                // index into TmaPlan::maps (the kernel's kiln_map<i> parameter)
-  int panels = 1;             // copies per tile: one per 128-byte column panel
-  int64_t panel_elems = 0;    // elements of the contiguous dim per panel (the box's inner dim)
+  int map = 0;                 // index into TmaPlan::maps (the kernel's kiln_map<i> parameter)
+  int panels = 1;              // copies per tile: one per 128-byte column panel
+  int64_t panel_elems = 0;     // elements of the contiguous dim per panel (the box's inner dim)
   int64_t bytes_per_stage = 0; // transaction bytes the slot's mbarrier expects for this tile
 };
 
 struct TmaPlan {
   std::vector<TensorMapParam> maps;
-  std::map<const Op*, TmaCopy> copies;         // pipelined load -> its copy
-  std::map<const Op*, int> loops;              // pipelined loop copied by TMA -> its ring's index
-  std::map<const Op*, std::string> why_not;    // pipelined loop whose loads stay on cp.async -> why
-  int64_t barrier_bytes = 0;                   // static shared memory of the rings' mbarriers (8 per slot)
+  std::map<const Op*, TmaCopy> copies;      // pipelined load -> its copy
+  std::map<const Op*, int> loops;           // pipelined loop copied by TMA -> its ring's index
+  std::map<const Op*, std::string> why_not; // pipelined loop whose loads stay on cp.async -> why
+  int64_t barrier_bytes = 0;                // static shared memory of the rings' mbarriers (8 per slot)
   bool any() const { return !copies.empty(); }
 };
 

@@ -96,12 +96,20 @@ TensorMapArgs tensor_map_args(const std::vector<TensorMapParam>& maps, const std
   for (size_t i = 0; i < maps.size(); ++i) {
     specs.push_back(tensor_map_spec(maps[i], params, args));
     std::vector<std::string> problems = rt::tensor_map_problems(specs.back());
-    // The kernel passes each copy's coordinates as 32-bit signed integers (the block pointer's offsets), which
-    // cannot name elements of a dim longer than that: the driver's own limit (2^32) is not enough here.
+    // The kernel passes each copy's coordinates as 32-bit signed integers (the block pointer's offsets),
+    // which cannot name elements of a dim longer than that: the driver's own limit (2^32) is not enough here.
     for (size_t d = 0; d < specs.back().global_dims.size(); ++d)
       if (specs.back().global_dims[d] > std::numeric_limits<int32_t>::max())
         problems.push_back(fmt::format("dim {} holds {} elements; TMA coordinates are 32-bit signed", d,
                                        specs.back().global_dims[d]));
+    // A per-program coordinate is >= 0 only while these parameters are (codegen/block_base.h): a negative one
+    // would be filled with zeros, where the kernel's pointer arithmetic reads before the base.
+    for (const OuterDim& o : maps[i].outer)
+      for (int param : o.nonneg_params)
+        if (int64_t value = value_of(LaunchScalar{param, 0}, args); value < 0)
+          problems.push_back(
+              fmt::format("'{}' is {}, so a per-program coordinate of the base may be negative",
+                          params[static_cast<size_t>(param)].name, value));
     for (const std::string& p : problems)
       out.why_not += fmt::format("{}map {} (make_block_ptr at {}): {}", out.why_not.empty() ? "" : "; ", i,
                                  maps[i].source, p);

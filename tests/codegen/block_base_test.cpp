@@ -1,10 +1,16 @@
 // A block pointer's base as a tensor map sees it (codegen/block_base.h): a pointer parameter plus per-program
-// terms `coordinate * stride` with strides known at launch, and the bound on each coordinate that the IR proves.
+// terms `coordinate * stride` with strides known at launch, and the bound on each coordinate that the IR
+// proves.
 #include "codegen/block_base.h"
 #include "dsl/dsl.h"
 #include "dsl/registry.h"
 
 #include <gtest/gtest.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
 
 using namespace kiln;
 
@@ -70,9 +76,8 @@ TEST(BlockBase, StridesOnEitherSideAndNestedPointerAdditions) {
 
 TEST(BlockBase, ACoordinateWithoutABoundIsRefusedWithTheReason) {
   // H is a parameter: any value, so pid * H may not fit a 32-bit coordinate.
-  Kernel k = kernel_with_base([](Value x, Value H, Value sb, Value) {
-    return x + (program_id(1) * H).to(i64) * sb;
-  });
+  Kernel k = kernel_with_base(
+      [](Value x, Value H, Value sb, Value) { return x + (program_id(1) * H).to(i64) * sb; });
   std::string why;
   EXPECT_FALSE(decompose_block_base(k, block_base_of(k), why));
   EXPECT_NE(why.find("may exceed the 32 bits a TMA coordinate holds"), std::string::npos) << why;
@@ -101,11 +106,56 @@ template <class CoordinateOf> std::optional<int64_t> extent_of(CoordinateOf coor
 
 TEST(BlockBase, MagnitudeBoundsFollowTheArithmetic) {
   EXPECT_EQ(extent_of([](Value) { return (program_id(1) * 2 + 7).to(i64); }), 65534 * 2 + 7 + 1);
-  EXPECT_EQ(extent_of([](Value H) { return (program_id(2) / H).to(i64) - 3; }), 65534 + 3 + 1);
+  EXPECT_EQ(extent_of([](Value H) { return (program_id(2) / H).to(i64) + 3; }), 65534 + 3 + 1);
   EXPECT_EQ(extent_of([](Value H) { return maximum(program_id(2) % H, program_id(1)).to(i64); }), 65534 + 1);
   EXPECT_FALSE(extent_of([](Value H) { return minimum(program_id(2), H).to(i64); })); // H: any value
   EXPECT_FALSE(extent_of([](Value) { return (program_id(0) + 3).to(i64); }));         // past 2^31 - 1
   EXPECT_FALSE(extent_of([](Value) { return program_id(0).to(i64) * 2; }));           // past 2^31 - 1
+}
+
+// The one term of `x + coordinate * stride_b` (H is parameter 2), or nullopt with `why` when it is refused.
+template <class CoordinateOf> std::optional<OuterDim> term_of(CoordinateOf coordinate_of, std::string& why) {
+  Kernel k = kernel_with_base([&](Value x, Value H, Value sb, Value) { return x + coordinate_of(H) * sb; });
+  std::optional<BlockBase> b = decompose_block_base(k, block_base_of(k), why);
+  if (!b)
+    return std::nullopt;
+  EXPECT_EQ(b->terms.size(), 1u);
+  return b->terms.at(0);
+}
+
+TEST(BlockBase, ACoordinateThatMayBeNegativeIsRefusedWithTheReason) {
+  // Program 0 reads the block before the base: legal pointer arithmetic, which cp.async reads and a tensor
+  // map would fill with zeros.
+  for (auto coordinate : std::vector<std::function<Value(Value)>>{
+           [](Value) { return (program_id(1) - 1).to(i64); },
+           [](Value) { return -program_id(1).to(i64); },
+           [](Value) { return (program_id(2) - program_id(1)).to(i64); },
+       }) {
+    std::string why;
+    EXPECT_FALSE(term_of(coordinate, why));
+    EXPECT_NE(why.find("may be negative"), std::string::npos) << why;
+  }
+}
+
+TEST(BlockBase, ACoordinateIsNonNegativeWhileTheParametersItIsBuiltFromAre) {
+  std::string why;
+  // FA2's batch offset, off_hz / H: >= 0 while H is, which the launch checks.
+  std::optional<OuterDim> t = term_of([](Value H) { return (program_id(1) / H).to(i64); }, why);
+  ASSERT_TRUE(t) << why;
+  EXPECT_EQ(t->nonneg_params, std::vector<int>{2});
+  // Its head offset, off_hz % H: a remainder has the sign of the dividend, whatever H is.
+  t = term_of([](Value H) { return (program_id(1) % H).to(i64); }, why);
+  ASSERT_TRUE(t) << why;
+  EXPECT_TRUE(t->nonneg_params.empty());
+  // A maximum with 0 needs nothing; a minimum and a sum need both sides; H twice is one condition.
+  t = term_of([](Value) { return maximum(program_id(1) - 1, 0).to(i64); }, why);
+  ASSERT_TRUE(t) << why;
+  EXPECT_TRUE(t->nonneg_params.empty());
+  t = term_of(
+      [](Value H) { return (minimum(program_id(1) / H, program_id(2) % H) + program_id(2) / H).to(i64); },
+      why);
+  ASSERT_TRUE(t) << why;
+  EXPECT_EQ(t->nonneg_params, std::vector<int>{2});
 }
 
 } // namespace

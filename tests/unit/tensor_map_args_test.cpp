@@ -76,6 +76,23 @@ TEST(TensorMapArgs, LegalMapsNeedADriverWithTensorMaps) {
   EXPECT_NE(t.why_not.find("cuTensorMapEncodeTiled"), std::string::npos) << t.why_not;
 }
 
+TEST(TensorMapArgs, AParameterThatMakesAPerProgramCoordinateNegativeKeepsTheCpAsyncPath) {
+  // A's base as `A + (pid / M) * stride_am` (codegen/block_base.h): its coordinate is >= 0 while M is.
+  TensorMapParam m = a_map();
+  OuterDim per_program;
+  per_program.stride = LaunchScalar{3, 0};
+  per_program.extent = 65535;
+  per_program.nonneg_params = {1};
+  m.outer = {per_program};
+  TensorMapArgs t = tensor_map_args({m}, kParams, args(kBase, -4096, 1024, 1024));
+  EXPECT_EQ(t.use_tma, 0);
+  EXPECT_NE(t.why_not.find("'M' is -4096, so a per-program coordinate of the base may be negative"),
+            std::string::npos)
+      << t.why_not;
+  t = tensor_map_args({m}, kParams, args(kBase, 4096, 1024, 1024));
+  EXPECT_EQ(t.why_not.find("may be negative"), std::string::npos) << t.why_not;
+}
+
 TEST(TensorMapArgs, NoMapsMeansNoExtraParameters) {
   TensorMapArgs t = tensor_map_args({}, kParams, args(kBase, 4096, 1024, 1024));
   EXPECT_TRUE(t.maps.empty());
