@@ -67,9 +67,7 @@ kiln_status kiln_attention_forward_cuda(const kiln_tensor* q, const kiln_tensor*
                                         const kiln_attention_options* options) {
   return guarded([&] {
     const ForwardArgs a = forward_args(q, k, v, o, lse, options, "kiln_attention_forward_cuda", Memory::Cuda);
-    on_gpu(
-        "kiln_attention_forward_cuda", [&] { attention::forward(a.q, a.k, a.v, a.o, a.lse, a.options); },
-        [&] { attention::validate_attention_args(a.q, a.k, a.v, a.o, a.lse, a.options); });
+    on_gpu("kiln_attention_forward_cuda", [&] { attention::forward(a.q, a.k, a.v, a.o, a.lse, a.options); });
   });
 }
 
@@ -81,12 +79,8 @@ kiln_status kiln_attention_backward_cuda(const kiln_tensor* q, const kiln_tensor
     const BackwardArgs a =
         backward_args(q, k, v, o, lse, dout, dq, dk, dv, options, "kiln_attention_backward_cuda", Memory::Cuda);
     const ForwardArgs& f = a.fwd;
-    on_gpu(
-        "kiln_attention_backward_cuda",
-        [&] { attention::backward(f.q, f.k, f.v, f.o, *f.lse, a.dout, a.dq, a.dk, a.dv, f.options); },
-        [&] {
-          attention::validate_attention_bwd_args(f.q, f.k, f.v, f.o, *f.lse, a.dout, a.dq, a.dk, a.dv, f.options);
-        });
+    on_gpu("kiln_attention_backward_cuda",
+           [&] { attention::backward(f.q, f.k, f.v, f.o, *f.lse, a.dout, a.dq, a.dk, a.dv, f.options); });
   });
 }
 
@@ -112,14 +106,9 @@ kiln_status kiln_attention_backward_cuda_workspace(const kiln_tensor* q, const k
                                          "kiln_attention_backward_cuda_workspace", Memory::Cuda);
     const ForwardArgs& f = a.fwd;
     const attention::BackwardWorkspace ws{reinterpret_cast<uint64_t>(workspace), workspace_bytes};
-    on_gpu(
-        "kiln_attention_backward_cuda_workspace",
-        [&] {
-          attention::backward_with_workspace(f.q, f.k, f.v, f.o, *f.lse, a.dout, a.dq, a.dk, a.dv, ws, f.options);
-        },
-        [&] {
-          attention::validate_attention_bwd_args(f.q, f.k, f.v, f.o, *f.lse, a.dout, a.dq, a.dk, a.dv, f.options);
-        });
+    on_gpu("kiln_attention_backward_cuda_workspace", [&] {
+      attention::backward_with_workspace(f.q, f.k, f.v, f.o, *f.lse, a.dout, a.dq, a.dk, a.dv, ws, f.options);
+    });
   });
 }
 
@@ -134,10 +123,8 @@ kiln_status kiln_tune_attention_cuda(const kiln_tensor* q, const kiln_tensor* k,
     const std::optional<rt::AutotuneMode> mode = a.options.autotune ? a.options.autotune : rt::AutotuneMode::Force;
     a.options.autotune.reset();
     TunedLaunch chosen;
-    on_gpu(
-        "kiln_tune_attention_cuda",
-        [&] { chosen = attention::tune_forward(a.q, a.k, a.v, a.o, a.lse, a.options, mode); },
-        [&] { attention::validate_attention_args(a.q, a.k, a.v, a.o, a.lse, a.options); });
+    on_gpu("kiln_tune_attention_cuda",
+           [&] { chosen = attention::tune_forward(a.q, a.k, a.v, a.o, a.lse, a.options, mode); });
     *json = return_string(tuned_launch_json("fa2_fwd", chosen));
   });
 }

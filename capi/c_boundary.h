@@ -36,18 +36,14 @@ kiln_status status_of_current_exception() noexcept; // inside a catch (...)
 // Stores `text` in this thread's slot for returned strings and returns a pointer valid until the next call.
 const char* return_string(std::string text);
 
-// Runs `call` (which validates, then launches); where there is no CUDA driver, a call whose arguments are
-// valid fails with KILN_ERROR_UNAVAILABLE instead of kiln::Error. `validate` re-runs the checks only on that
-// failure path, so that a valid call pays for one validation.
-template <typename Call, typename Validate> void on_gpu(const char* what, Call&& call, Validate&& validate) {
+// Runs `call` (which validates, then launches): where there is no GPU, kiln's NoGpuError (thrown only once
+// the call's arguments were checked) becomes KILN_ERROR_UNAVAILABLE; any other mistake, a workspace too small
+// among them, stays a kiln::Error (KILN_ERROR) whether a GPU exists or not.
+template <typename Call> void on_gpu(const char* what, Call&& call) {
   try {
     call();
-  } catch (const Error&) {
-    std::string why;
-    if (rt::driver_available(&why))
-      throw;
-    validate(); // a mistake in the arguments is still reported as such
-    throw Unavailable(std::string(what) + " needs a GPU: " + why);
+  } catch (const rt::NoGpuError& e) {
+    throw Unavailable(std::string(what) + " needs a GPU: " + e.what());
   }
 }
 
@@ -64,8 +60,8 @@ attention::Causal causal_from_c(int32_t causal, const char* what);
 int32_t dtype_to_c(DType dtype);
 // A tensor for kiln::attention; its data pointer is the address as an integer (host or device).
 attention::TensorRef tensor_ref(const kiln_tensor& t, const char* what);
-// Whether `size` is one of the ABI versions' sizes of kiln_attention_options (kiln_c.h: V1, V2, V3 or the whole
-// struct), and InvalidArgument unless options.struct_size is.
+// Whether `size` is one of the ABI versions' sizes of kiln_attention_options (kiln_c.h: V1, V2, V3 or the
+// whole struct), and InvalidArgument unless options.struct_size is.
 bool known_options_size(size_t size);
 void check_struct_size(const kiln_attention_options& options);
 // The same for ABI version 5's structs, whose one known size is the whole struct.
@@ -80,7 +76,8 @@ attention::BackwardOptions attention_options(const kiln_attention_options* optio
 // options.mods (parsed by parse_mod_specs) and options.mod_tensors as o.mods and o.mod_tensors: a kiln::Error
 // for a bad spec or a name given twice, InvalidArgument for a malformed array.
 void add_mods(attention::AttentionOptions& o, const kiln_attention_options& options);
-// A kiln_autotune as rt::AutotuneMode (nullopt for KILN_AUTOTUNE_ENV); InvalidArgument naming `what` otherwise.
+// A kiln_autotune as rt::AutotuneMode (nullopt for KILN_AUTOTUNE_ENV); InvalidArgument naming `what`
+// otherwise.
 std::optional<rt::AutotuneMode> autotune_mode(int32_t autotune, const char* what);
 // NAME=VALUE overrides as a map; a name given twice is a kiln::Error.
 std::map<std::string, int64_t> param_overrides(const kiln_param* params, int32_t num_params);

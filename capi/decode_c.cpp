@@ -79,9 +79,7 @@ kiln_status kiln_decode_cuda(const kiln_tensor* q, const kiln_tensor* k_cache, c
                              const kiln_decode_options* options) {
   return guarded([&] {
     const DecodeArgs a = decode_args(q, k_cache, v_cache, o, lse, options);
-    on_gpu(
-        "kiln_decode_cuda", [&] { attention::decode(a.q, a.k_cache, a.v_cache, a.o, a.lse, a.options); },
-        [&] { attention::validate_decode_args(a.q, a.k_cache, a.v_cache, a.o, a.lse, a.options); });
+    on_gpu("kiln_decode_cuda", [&] { attention::decode(a.q, a.k_cache, a.v_cache, a.o, a.lse, a.options); });
   });
 }
 
@@ -121,10 +119,8 @@ kiln_status kiln_decode_cuda_workspace(const kiln_tensor* q, const kiln_tensor* 
   return guarded([&] {
     DecodeArgs a = decode_args(q, k_cache, v_cache, o, lse, options);
     a.options.workspace = workspace_ref(workspace, workspace_bytes);
-    on_gpu(
-        "kiln_decode_cuda_workspace",
-        [&] { attention::decode(a.q, a.k_cache, a.v_cache, a.o, a.lse, a.options); },
-        [&] { attention::validate_decode_args(a.q, a.k_cache, a.v_cache, a.o, a.lse, a.options); });
+    on_gpu("kiln_decode_cuda_workspace",
+           [&] { attention::decode(a.q, a.k_cache, a.v_cache, a.o, a.lse, a.options); });
   });
 }
 

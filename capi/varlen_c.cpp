@@ -72,12 +72,6 @@ VarlenBackwardArgs varlen_backward_args(const kiln_tensor* q, const kiln_tensor*
           tensor_ref(require(dk, "dk"), "dk"), tensor_ref(require(dv, "dv"), "dv")};
 }
 
-void validate_backward(const VarlenBackwardArgs& a) {
-  const VarlenArgs& f = a.fwd;
-  attention::validate_varlen_bwd_args(f.q, f.k, f.v, f.o, *f.lse, a.dout, a.dq, a.dk, a.dv, f.batch,
-                                      f.options);
-}
-
 } // namespace
 } // namespace kiln::capi
 
@@ -103,10 +97,8 @@ kiln_status kiln_attention_varlen_forward_cuda(const kiln_tensor* q, const kiln_
                                                const kiln_attention_options* options) {
   return guarded([&] {
     const VarlenArgs a = varlen_args(q, k, v, o, lse, batch, options, "kiln_attention_varlen_forward_cuda");
-    on_gpu(
-        "kiln_attention_varlen_forward_cuda",
-        [&] { attention::forward_varlen(a.q, a.k, a.v, a.o, a.lse, a.batch, a.options); },
-        [&] { attention::validate_varlen_args(a.q, a.k, a.v, a.o, a.lse, a.batch, a.options); });
+    on_gpu("kiln_attention_varlen_forward_cuda",
+           [&] { attention::forward_varlen(a.q, a.k, a.v, a.o, a.lse, a.batch, a.options); });
   });
 }
 
@@ -130,13 +122,9 @@ kiln_status kiln_attention_varlen_backward_cuda(const kiln_tensor* q, const kiln
     const VarlenBackwardArgs a = varlen_backward_args(q, k, v, o, lse, dout, dq, dk, dv, batch, options,
                                                       "kiln_attention_varlen_backward_cuda");
     const VarlenArgs& f = a.fwd;
-    on_gpu(
-        "kiln_attention_varlen_backward_cuda",
-        [&] {
-          attention::backward_varlen(f.q, f.k, f.v, f.o, *f.lse, a.dout, a.dq, a.dk, a.dv, f.batch,
-                                     f.options);
-        },
-        [&] { validate_backward(a); });
+    on_gpu("kiln_attention_varlen_backward_cuda", [&] {
+      attention::backward_varlen(f.q, f.k, f.v, f.o, *f.lse, a.dout, a.dq, a.dk, a.dv, f.batch, f.options);
+    });
   });
 }
 
@@ -161,13 +149,10 @@ kiln_status kiln_attention_varlen_backward_cuda_workspace(
                                                       "kiln_attention_varlen_backward_cuda_workspace");
     const VarlenArgs& f = a.fwd;
     const attention::BackwardWorkspace ws{reinterpret_cast<uint64_t>(workspace), workspace_bytes};
-    on_gpu(
-        "kiln_attention_varlen_backward_cuda_workspace",
-        [&] {
-          attention::backward_varlen_with_workspace(f.q, f.k, f.v, f.o, *f.lse, a.dout, a.dq, a.dk, a.dv,
-                                                    f.batch, ws, f.options);
-        },
-        [&] { validate_backward(a); });
+    on_gpu("kiln_attention_varlen_backward_cuda_workspace", [&] {
+      attention::backward_varlen_with_workspace(f.q, f.k, f.v, f.o, *f.lse, a.dout, a.dq, a.dk, a.dv, f.batch,
+                                                ws, f.options);
+    });
   });
 }
 

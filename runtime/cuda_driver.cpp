@@ -145,7 +145,7 @@ void Driver::check(CUresult result, std::string_view call, std::string_view cont
 Driver& driver() {
   const DriverLoad& load = driver_load();
   if (!load.driver)
-    throw Error(load.error);
+    throw NoGpuError(load.error);
   return *load.driver;
 }
 

@@ -3,6 +3,8 @@
 // (copied by number from cuda.h, which kiln never includes), the function table, and result checking.
 #pragma once
 
+#include "support/error.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -162,7 +164,15 @@ struct Driver {
   void check(CUresult result, std::string_view call, std::string_view context = {}) const;
 };
 
-// The process-wide driver, loaded and cuInit'ed on first use (thread-safe). Throws kiln::Error starting
+// A call that needs a GPU (the CUDA driver) where none can be used: what driver() throws, and what the
+// attention entry points throw once a call's arguments were checked, so that the C ABI answers
+// KILN_ERROR_UNAVAILABLE for it and KILN_ERROR for every other mistake.
+class NoGpuError : public Error {
+public:
+  using Error::Error;
+};
+
+// The process-wide driver, loaded and cuInit'ed on first use (thread-safe). Throws NoGpuError starting
 // "no CUDA driver found: " when libcuda cannot be opened, or naming the failure when cuInit fails.
 Driver& driver();
 

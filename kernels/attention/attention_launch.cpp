@@ -30,8 +30,12 @@ KernelTuner& attention_tuner() {
 
 void require_driver(const ApiSite& site) {
   std::string why;
-  if (!rt::driver_available(&why))
-    reject(site, "no GPU is available to run on: {}", why);
+  if (!rt::driver_available(&why)) {
+    // reject()'s message, as the type the C ABI answers KILN_ERROR_UNAVAILABLE for.
+    const SourceLoc loc{site.where.file_name(), static_cast<unsigned>(site.where.line())};
+    throw rt::NoGpuError(fmt::format("attention::{}: no GPU is available to run on: {}{}", site.entry, why,
+                                 loc.known() ? " (at " + loc.str() + ")" : ""));
+  }
 }
 
 } // namespace kiln::attention::detail

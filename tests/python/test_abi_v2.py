@@ -86,6 +86,9 @@ def test_capturable_backward_without_gpu():
     t = fake_device_tensors()
     status = LIB.kiln_attention_backward_cuda_workspace(*t, ctypes.c_void_p(0xA0000000), 1 << 20, options())
     assert status == ERROR_UNAVAILABLE and "kiln_attention_backward_cuda_workspace needs a GPU" in last_error()
+    # A workspace too small is the caller's mistake, with a GPU or without one.
+    status = LIB.kiln_attention_backward_cuda_workspace(*t, ctypes.c_void_p(0xA0000000), 16, options())
+    assert status == ERROR and "the workspace has 16 bytes" in last_error()
     t[6].shape[3] = 32  # dq shaped unlike q: still reported as the mistake
     status = LIB.kiln_attention_backward_cuda_workspace(*t, ctypes.c_void_p(0xA0000000), 1 << 20, options())
     assert status == ERROR and "dq has shape" in last_error()

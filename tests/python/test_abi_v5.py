@@ -169,6 +169,9 @@ def test_cuda_entry_points_without_gpu():
     ws = ctypes.c_void_p(0xA0000000)
     assert LIB.kiln_attention_varlen_backward_cuda_workspace(*t, b, ws, 1 << 20, options()) == ERROR_UNAVAILABLE
     assert "kiln_attention_varlen_backward_cuda_workspace needs a GPU" in last_error()
+    # A workspace too small is the caller's mistake, with a GPU or without one.
+    assert LIB.kiln_attention_varlen_backward_cuda_workspace(*t, b, ws, 16, options()) == ERROR
+    assert "the workspace has 16 bytes" in last_error() and "varlen_backward_workspace_bytes" in last_error()
     t[6].shape[2] = 32  # dq shaped unlike q: still reported as the mistake
     assert LIB.kiln_attention_varlen_backward_cuda_workspace(*t, b, ws, 1 << 20, options()) == ERROR
     assert "dq has shape" in last_error()
