@@ -1,5 +1,6 @@
 #include "kernels/attention/attention_mod_spec.h"
 
+#include "kernels/attention/attention_mod_expr.h"
 #include "kernels/attention/attention_mod_library.h"
 #include "support/error.h"
 
@@ -12,7 +13,7 @@ namespace kiln {
 namespace {
 
 constexpr const char* kHelp = "causal[=top-left|bottom-right], sliding_window=LEFT[,RIGHT], prefix_lm=N, "
-                              "softcap=CAP, alibi, document, bias[=f32|f16|bf16], sinks";
+                              "softcap=CAP, alibi, document, bias[=f32|f16|bf16], sinks, score=EXPR, mask=EXPR";
 
 // The whole of `text` as an integer, else an Error naming the spec and what it takes.
 int64_t parse_int(const std::string& spec, const std::string& text, const char* what) {
@@ -92,6 +93,12 @@ void add_mod_spec(AttentionMods& mods, const std::string& spec) {
     if (dt == DType::i1)
       fail("mod spec '{}': bias takes f32, f16 or bf16; got '{}'", spec, arg);
     mods.score.push_back(additive_bias(dt));
+  } else if (name == "score") {
+    need_arg("EXPR");
+    mods.score.push_back(score_mod_from_expression(arg));
+  } else if (name == "mask") {
+    need_arg("EXPR");
+    mods.mask.push_back(mask_mod_from_expression(arg));
   } else {
     fail("mod spec '{}': unknown mod '{}'; expected one of {}", spec, name, kHelp);
   }

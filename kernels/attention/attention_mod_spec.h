@@ -9,8 +9,11 @@
 //   "document"                    document_mask(): reads "q_doc" i32 [B, N_Q] and "kv_doc" i32 [B, N_K]
 //   "bias[=f32|f16|bf16]"         additive_bias(dtype): reads "bias" [B, H, N_Q, N_K]
 //   "sinks"                       attention_sinks(): reads "sinks" f32 [H]
+//   "score=EXPR", "mask=EXPR"     a score or mask mod written as an expression (attention_mod_expr.h), e.g.
+//                                 "score=30 * tanh(score / 30)", "mask=kv_idx <= q_idx && kv_idx > q_idx - 256"
 //
 // A list of them is separated by ';' (a comma separates a mod's own arguments): "causal;softcap=30;alibi".
+// An expression runs to the next ';'.
 // Blanks around each spec are ignored, as are empty specs ("causal;" is "causal").
 #pragma once
 

@@ -42,6 +42,12 @@ CASES = {
                         [ref.Softcap(3.0), ref.Alibi(SLOPES), ref.SlidingWindow(12, 0)], None, None),
     "combined_list": (["sinks", "document", "softcap=4"], {"sinks": SINKS, "q_doc": Q_DOC, "kv_doc": KV_DOC},
                       [ref.Softcap(4.0), ref.Document(Q_DOC, KV_DOC)], SINKS, "bottom-right"),
+    # The same mods written as expressions (FlexAttention's score_mod / mask_mod, as text).
+    "expressions": (["score=3 * tanh(score / 3) + slopes[h] * (kv_idx - q_idx)", "mask=kv_idx >= q_idx - 12",
+                     "mask=q_doc:i32[b, q_idx] == kv_doc:i32[b, kv_idx]"],
+                    {"slopes": SLOPES, "q_doc": Q_DOC, "kv_doc": KV_DOC},
+                    [ref.Softcap(3.0), ref.Alibi(SLOPES), ref.SlidingWindow(12, N_K), ref.Document(Q_DOC, KV_DOC)],
+                    None, None),
 }
 
 
@@ -117,6 +123,10 @@ def test_mod_argument_errors_carry_kilns_message():
     expect_error(lambda: kiln.attention(q, k, v, mods="flash"), "unknown mod 'flash'", "sliding_window=LEFT[,RIGHT]",
                  "kiln_attention_options.mods")
     expect_error(lambda: kiln.attention(q, k, v, mods="softcap"), "softcap=<CAP>")
+    expect_error(lambda: kiln.attention(q, k, v, mods="score=score * tanhh(score)"), "unknown function 'tanhh'")
+    expect_error(lambda: kiln.attention(q, k, v, mods="mask=kv_idx <= q_idx +"), "expected a number, a name or '('",
+                 "column 18")
+    expect_error(lambda: kiln.attention(q, k, v, mods="mask=score > 0"), "'score' is a score mod's input")
     expect_error(lambda: kiln.attention(q, k, v, mods="sliding_window=4,x"), "'x' is not a number of keys")
     expect_error(lambda: kiln.attention(q, k, v, mods="sinks;sinks", mod_tensors={"sinks": SINKS}),
                  "mod specs 'sinks;sinks'")
