@@ -6,6 +6,7 @@
 // derivative's code (softcap's 1 - tanh²) in them. The sink logits' gradient kernel, per row and per head.
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_mod_library.h"
+#include "kernels/attention/attention_mod_spec.h"
 #include "kernels/attention/attention_mods_host.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/attention_varlen_defs.h"
@@ -46,6 +47,13 @@ std::vector<ModKernel> mod_kernels() {
   bias.mods.score = {additive_bias(DType::f16)};
   bias.mods.mask = {prefix_lm(128)};
   ks.push_back(bias);
+  // Mods written as expressions (attention_mod_expr.h): integer and float arithmetic, functions, where(),
+  // tensor reads of f16 and i32.
+  ModKernel expr{"expressions", {}, 0, DType::f16};
+  expr.mods = parse_mod_specs("score=where(kv_idx % 4 == 0, 20 * tanh(score / 20), score) + t:f16[h, kv_idx];"
+                              "mask=doc:i32[b, q_idx] <= min(kv_idx, q_idx + 64) || h == 0")
+                  .mods;
+  ks.push_back(expr);
   return ks;
 }
 
