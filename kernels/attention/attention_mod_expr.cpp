@@ -419,7 +419,7 @@ private:
   Built arithmetic(const std::string& op, const Built& a, const Built& b) {
     need_number(a, "'" + op + "'");
     need_number(b, "'" + op + "'");
-    const bool integer = a.integer && b.integer && op != "/";
+    const bool integer = a.integer && b.integer && op != "/" && op != "pow";
     if (op == "%" && !integer)
       fail("{} mod expression '{}': '%' takes integers; got a float operand", kind_, text_);
     if (op == "%" && b.is_literal && b.literal == 0)
@@ -579,16 +579,16 @@ double evaluate(const Node& n, const ModPoint& p, double score) {
   case Node::Kind::Number:
     return n.number;
   case Node::Kind::Name: {
-    const std::map<std::string, double> names = {{"score", score},
-                                                 {"b", static_cast<double>(p.b)},
-                                                 {"h", static_cast<double>(p.h)},
-                                                 {"q_idx", static_cast<double>(p.q_idx)},
-                                                 {"kv_idx", static_cast<double>(p.kv_idx)},
-                                                 {"N_Q", static_cast<double>(p.N_Q)},
-                                                 {"N_K", static_cast<double>(p.N_K)},
-                                                 {"H", static_cast<double>(p.H)},
-                                                 {"H_KV", static_cast<double>(p.H_KV)}};
-    return names.at(n.text);
+    const std::string& x = n.text;
+    const int64_t v = x == "b"        ? p.b
+                      : x == "h"      ? p.h
+                      : x == "q_idx"  ? p.q_idx
+                      : x == "kv_idx" ? p.kv_idx
+                      : x == "N_Q"    ? p.N_Q
+                      : x == "N_K"    ? p.N_K
+                      : x == "H"      ? p.H
+                                      : p.H_KV;
+    return x == "score" ? score : static_cast<double>(v);
   }
   case Node::Kind::Tensor: {
     std::vector<int64_t> index;

@@ -107,7 +107,9 @@ def attention(q, k, v, *, causal=None, scale=None, layout="bhsd", return_lse=Fal
     costs 7-18 %).
     mods: kiln's library score/mask/sink mods as a spec string or a list of them ("causal", "sliding_window=
     LEFT[,RIGHT]", "prefix_lm=N", "softcap=CAP", "alibi", "document", "bias[=f32|f16|bf16]", "sinks"; several
-    in one string are ';'-separated), applied on top of `causal`. mod_tensors: the tensors they read, by name
+    in one string are ';'-separated), applied on top of `causal`, or your own as expressions, "score=30 *
+    tanh(score / 30)", "mask=kv_idx <= q_idx && kv_idx > q_idx - 256", "score=score + slopes[h] * (kv_idx -
+    q_idx)" (kernels/attention/attention_mod_expr.h has the language). mod_tensors: the tensors they read, by name
     ("alibi_slopes" f32 [H], "q_doc" / "kv_doc" int32 [B, N_Q] / [B, N_K], "bias" [B, H, N_Q, N_K], "sinks"
     f32 [H]; any dim may be 1), NumPy arrays or tensors like q. Under autograd, "sinks" gets its gradient; the
     other mod tensors are constants (one that requires grad is an error: detach it).
