@@ -3,11 +3,14 @@
 #include "dsl/dsl.h"
 #include "support/error.h"
 
+#include <fmt/ranges.h>
+
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 
 namespace kiln {
 
@@ -289,8 +292,10 @@ void check(const Node& n, const std::string& text, const char* kind, bool score,
     for (const ModTensorSpec& t : tensors)
       if (t.name == spec.name) {
         if (t.dtype != spec.dtype || t.dims != spec.dims)
-          bad(fmt::format("tensor '{}' is read as {} and as {}; expected one dtype and one set of dims",
-                          n.text, spelled(n), t.name));
+          bad(fmt::format(
+              "tensor '{}' is read as {} [{}] and as {} [{}]; expected one dtype and one set of dims", n.text,
+              dtype_name(t.dtype), fmt::join(t.dims, ", "), dtype_name(spec.dtype),
+              fmt::join(spec.dims, ", ")));
         return;
       }
     tensors.push_back(spec);
@@ -345,8 +350,12 @@ public:
         return literal(-a.literal, a.integer);
       return value(-a.v);
     }
-    case Node::Kind::Binary:
-      return binary(n.text, build(n.kids[0]), build(n.kids[1]));
+    case Node::Kind::Binary: {
+      // In the order written (a call's arguments would be built in any order): the ops follow the text.
+      const Built a = build(n.kids[0]);
+      const Built b = build(n.kids[1]);
+      return binary(n.text, a, b);
+    }
     case Node::Kind::Call:
       return call(n);
     }
@@ -670,6 +679,118 @@ double evaluate(const Node& n, const ModPoint& p, double score) {
   return 0;
 }
 
+// ---- Key bounds of a mask
+// ----------------------------------------------------------------------------------
+
+// One term of a mask's conjunction that bounds the keys a row sees: kv_idx <= q_idx + c (upper) or kv_idx >=
+// q_idx + c (lower), or the same against the constant c (not relative).
+struct KeyConstraint {
+  bool upper = false, relative = false;
+  int64_t c = 0;
+};
+
+void conjuncts(const Node& n, std::vector<const Node*>& out) {
+  if (n.kind == Node::Kind::Binary && n.text == "&&") {
+    conjuncts(n.kids[0], out);
+    conjuncts(n.kids[1], out);
+  } else {
+    out.push_back(&n);
+  }
+}
+
+// `n` as q_idx + c (relative) or c with an integer c of at most 2^30 in magnitude; nullopt otherwise.
+std::optional<KeyConstraint> linear_in_q(const Node& n) {
+  constexpr int64_t kMost = int64_t{1} << 30;
+  auto within = [&](KeyConstraint k) -> std::optional<KeyConstraint> {
+    return k.c > -kMost && k.c < kMost ? std::optional<KeyConstraint>(k) : std::nullopt;
+  };
+  if (n.kind == Node::Kind::Number && n.integer)
+    return within({false, false, static_cast<int64_t>(n.number)});
+  if (n.kind == Node::Kind::Name && n.text == "q_idx")
+    return KeyConstraint{false, true, 0};
+  if (n.kind == Node::Kind::Unary && n.text == "-" && n.kids[0].kind == Node::Kind::Number &&
+      n.kids[0].integer)
+    return within({false, false, -static_cast<int64_t>(n.kids[0].number)});
+  if (n.kind == Node::Kind::Binary && (n.text == "+" || n.text == "-")) {
+    auto a = linear_in_q(n.kids[0]), b = linear_in_q(n.kids[1]);
+    if (!a || !b || (a->relative && b->relative) || (n.text == "-" && b->relative))
+      return std::nullopt;
+    return within({false, a->relative || b->relative, n.text == "+" ? a->c + b->c : a->c - b->c});
+  }
+  return std::nullopt;
+}
+
+// `n` as a bound on kv_idx: `kv_idx OP e` or `e OP kv_idx` with OP one of < <= > >= and e linear in q_idx.
+std::optional<KeyConstraint> key_constraint(const Node& n) {
+  if (n.kind != Node::Kind::Binary)
+    return std::nullopt;
+  std::string op = n.text;
+  if (op != "<" && op != "<=" && op != ">" && op != ">=")
+    return std::nullopt;
+  auto is_kv = [](const Node& k) { return k.kind == Node::Kind::Name && k.text == "kv_idx"; };
+  std::optional<KeyConstraint> e;
+  if (is_kv(n.kids[0])) {
+    e = linear_in_q(n.kids[1]);
+  } else if (is_kv(n.kids[1])) {
+    e = linear_in_q(n.kids[0]);
+    op = op == "<" ? ">" : op == "<=" ? ">=" : op == ">" ? "<" : "<="; // e OP kv  is  kv OP' e
+  }
+  if (!e)
+    return std::nullopt;
+  e->upper = op[0] == '<';
+  e->c += op == "<" ? -1 : op == ">" ? 1 : 0; // strict bounds as inclusive ones
+  return e;
+}
+
+// The tightest of `cs`' lower (or upper, as the exclusive end c + 1) bounds for the query row `q`, built in
+// the order the library's bounds build theirs; an invalid Value when no term bounds that side (no op is built
+// for it then).
+Value combined_bound(const std::vector<KeyConstraint>& cs, bool upper, const Value& q) {
+  Value out;
+  for (const KeyConstraint& k : cs) {
+    if (k.upper != upper)
+      continue;
+    const int64_t c = upper ? k.c + 1 : k.c;
+    Value v = !k.relative ? scalar(static_cast<double>(c), i32)
+              : c > 0     ? q + static_cast<int>(c)
+              : c < 0     ? q - static_cast<int>(-c)
+                          : q;
+    out = !out.valid() ? v : upper ? minimum(out, v) : maximum(out, v);
+  }
+  return out;
+}
+
+// The key bounds (attention_mods.h) of a mask whose conjunction holds terms `cs`; the keys every row sees too
+// when every term is one (`all`). Nothing when no term bounds the keys.
+void set_key_bounds(MaskMod& m, const std::vector<KeyConstraint>& cs, bool all) {
+  if (cs.empty())
+    return;
+  m.key_bounds = {kDeterminedByName, [cs, all](const ModArgs& a, const Value& q_first, const Value& q_last) {
+                    // Each side built when it is reached (the library's order: lo, hi, full_lo, full_hi).
+                    auto side = [&](bool upper, const Value& q) {
+                      Value v = combined_bound(cs, upper, q);
+                      return v.valid() ? v : upper ? a.N_K : scalar(0, i32);
+                    };
+                    KeyBounds b;
+                    b.lo = side(false, q_first);
+                    b.hi = side(true, q_last);
+                    if (all) {
+                      b.full_lo = side(false, q_last);
+                      b.full_hi = side(true, q_first);
+                    }
+                    return b;
+                  }};
+  // A later row sees at least as many keys as every row before while every upper bound follows the row no
+  // further than the row itself (kv_idx <= q_idx + c, c <= 0: causal, a window open only to the left).
+  bool relative_upper = false, monotone = all;
+  for (const KeyConstraint& k : cs)
+    if (k.upper) {
+      relative_upper = relative_upper || k.relative;
+      monotone = monotone && k.relative && k.c <= 0;
+    }
+  m.later_rows_see_more = monotone && relative_upper;
+}
+
 Expression parsed(const std::string& text, const char* kind, bool score) {
   Expression e{Parser(text, kind).parse(), {}};
   check(e.root, text, kind, score, e.tensors);
@@ -701,6 +822,19 @@ MaskMod mask_mod_from_expression(const std::string& text) {
             return b.result(b.build(e->root), true);
           }};
   m.reference = [e](const ModPoint& p) { return evaluate(e->root, p, 0) != 0; };
+  // Terms that bound the keys by the row (causal, windows) let the kernels skip key tiles and visit whole
+  // ones unmasked, as the library's masks do.
+  std::vector<const Node*> terms;
+  conjuncts(e->root, terms);
+  std::vector<KeyConstraint> cs;
+  bool all = true;
+  for (const Node* t : terms) {
+    if (auto k = key_constraint(*t))
+      cs.push_back(*k);
+    else
+      all = false;
+  }
+  set_key_bounds(m, cs, all);
   return m;
 }
 

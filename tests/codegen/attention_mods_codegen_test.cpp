@@ -84,6 +84,56 @@ TEST(AttentionModsCodegen, ModKernelsCompileForSm90aAndSm80) {
     }
 }
 
+// The generated CUDA without comments (which name the DSL lines the ops came from) and without blank lines.
+std::string code_of(const KernelDef& def, const Config& config) {
+  const std::string src = generate_cuda(def.build(config), Target::parse("sm_90a")).source;
+  std::string out;
+  for (size_t at = 0; at < src.size();) {
+    size_t eol = src.find('\n', at);
+    eol = eol == std::string::npos ? src.size() : eol;
+    std::string line = src.substr(at, eol - at);
+    line = line.substr(0, line.find("//"));
+    if (line.find_first_not_of(" \t") != std::string::npos)
+      out += line + "\n";
+    at = eol + 1;
+  }
+  return out;
+}
+
+TEST(AttentionModsCodegen, MasksWrittenAsExpressionsBuildTheLibrarysKernels) {
+  // Same ops, same key bounds (the tiles skipped and the tiles visited whole), same tile order: the same
+  // code.
+  const std::vector<std::pair<std::string, MaskMod>> pairs = {
+      {"mask=kv_idx <= q_idx", causal_mask(false)},
+      {"mask=kv_idx >= q_idx - 64 && kv_idx <= q_idx + 16", sliding_window(64, 16)},
+      // "+ 0": the library's window builds q_idx + right even for right = 0
+      {"mask=kv_idx >= q_idx - 256 && kv_idx <= q_idx + 0", sliding_window(256, 0)}};
+  AttentionProblem p;
+  p.D = 128;
+  for (const auto& [spec, library] : pairs) {
+    SCOPED_TRACE(spec);
+    AttentionMods expr = parse_mod_specs(spec).mods, lib;
+    lib.mask = {library};
+    ASSERT_TRUE(expr.mask[0].key_bounds);
+    EXPECT_EQ(expr.mask[0].later_rows_see_more, library.later_rows_see_more);
+    const Config config = default_fa2_config(p);
+    const std::string a = code_of(fa2_fwd_def(expr), config), b = code_of(fa2_fwd_def(lib), config);
+    size_t at = 0;
+    while (at < a.size() && at < b.size() && a[at] == b[at])
+      ++at;
+    const size_t line = a.rfind('\n', at) == std::string::npos ? 0 : a.rfind('\n', at) + 1;
+    EXPECT_EQ(a.size(), b.size());
+    EXPECT_EQ(at, a.size()) << "first difference:\n  expression: " << a.substr(line, a.find('\n', at) - line)
+                            << "\n  library:    " << b.substr(line, b.find('\n', at) - line);
+  }
+  // A term the bounds cannot read (documents) leaves the window's bounds, without the keys every row sees.
+  const MaskMod doc_window =
+      parse_mod_specs("mask=kv_idx > q_idx - 8 && q_doc:i32[b, q_idx] == kv_doc:i32[b, kv_idx]").mods.mask[0];
+  ASSERT_TRUE(doc_window.key_bounds);
+  EXPECT_FALSE(doc_window.later_rows_see_more);
+  EXPECT_FALSE(parse_mod_specs("mask=kv_idx <= q_idx || kv_idx < 4").mods.mask[0].key_bounds);
+}
+
 TEST(AttentionModsCodegen, BackwardModKernelsCompileForSm90aAndSm80) {
   // Every mod on sm_90a; sm_80 and the atomic variant (the same dS) for the combination only, to keep the
   // suite's NVRTC time bounded.

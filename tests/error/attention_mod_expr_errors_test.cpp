@@ -45,7 +45,7 @@ TEST(AttentionModExpressionErrors, TensorsAreIndexedByTheModsIndicesOneWay) {
   expect_mentions(error_of("score=score + t[q_idx + 1]"),
                   {"tensor 't' is indexed by '(q_idx+1)'", "one of b, h, q_idx, kv_idx per dim"});
   expect_mentions(error_of("score=score + t[h] + t[b]"),
-                  {"tensor 't' is read as", "expected one dtype and one set of dims"});
+                  {"tensor 't' is read as f32 [H] and as f32 [B]", "expected one dtype and one set of dims"});
   expect_mentions(error_of("score=score + t[h] + t:f16[h]"), {"tensor 't' is read as"});
   expect_mentions(error_of("score=score + t[]"), {"tensor 't' read with 0 indices; expected 1 to 4"});
   expect_mentions(error_of("score=score + t[b, h, h, q_idx, kv_idx]"), {"read with 5 indices"});
