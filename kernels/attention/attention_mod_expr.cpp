@@ -1,14 +1,10 @@
 #include "kernels/attention/attention_mod_expr.h"
 
 #include "dsl/dsl.h"
+#include "kernels/attention/attention_mod_expr_parse.h"
 #include "support/error.h"
 
-#include <fmt/ranges.h>
-
-#include <cctype>
 #include <cmath>
-#include <cstdlib>
-#include <map>
 #include <memory>
 #include <optional>
 
@@ -16,298 +12,7 @@ namespace kiln {
 
 namespace {
 
-// ---- The parse
-// ---------------------------------------------------------------------------------------------
-
-struct Node {
-  enum class Kind { Number, Name, Tensor, Unary, Binary, Call } kind = Kind::Number;
-  double number = 0;
-  bool integer = false;     // a Number written without '.' or an exponent
-  std::string text;         // Name, Tensor and Call: the name; Unary and Binary: the operator
-  DType dtype = DType::f32; // Tensor: its elements
-  std::vector<Node> kids;   // operands, arguments, indices
-};
-
-// The names a mod reads from ModArgs, and the dims a tensor index names.
-const std::map<std::string, const char*> kIndexDims = {
-    {"b", "B"}, {"h", "H"}, {"q_idx", "N_Q"}, {"kv_idx", "N_K"}};
-bool is_size_name(const std::string& s) { return s == "N_Q" || s == "N_K" || s == "H" || s == "H_KV"; }
-
-const std::map<std::string, int> kFunctions = {
-    {"exp", 1}, {"log", 1},   {"sqrt", 1},  {"abs", 1}, {"tanh", 1}, {"sigmoid", 1}, {"erf", 1},  {"sin", 1},
-    {"cos", 1}, {"log1p", 1}, {"expm1", 1}, {"min", 2}, {"max", 2},  {"pow", 2},     {"where", 3}};
-
-class Parser {
-public:
-  Parser(const std::string& text, const char* kind) : text_(text), kind_(kind) {}
-
-  Node parse() {
-    Node n = logical_or();
-    skip_blanks();
-    if (at_ < text_.size())
-      error("an operator or the end");
-    return n;
-  }
-
-private:
-  [[noreturn]] void error(const std::string& expected) const {
-    const std::string got = at_ < text_.size() ? "'" + text_.substr(at_, 12) + "'" : "the end";
-    fail("{} mod expression '{}': expected {} at column {}, got {}", kind_, text_, expected, at_ + 1, got);
-  }
-  void skip_blanks() {
-    while (at_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[at_])))
-      ++at_;
-  }
-  // Takes `op` when it comes next (and, for '<' '>' '=' '!', is not the start of a longer operator).
-  bool take(const char* op) {
-    skip_blanks();
-    const std::string s(op);
-    if (text_.compare(at_, s.size(), s) != 0)
-      return false;
-    const size_t next = at_ + s.size();
-    if (s.size() == 1 && std::string("<>=!").find(s[0]) != std::string::npos && next < text_.size() &&
-        text_[next] == '=')
-      return false;
-    if ((s == "&" || s == "|") && next < text_.size() && text_[next] == s[0])
-      return false;
-    at_ = next;
-    return true;
-  }
-  void expect(const char* op) {
-    if (!take(op))
-      error(std::string("'") + op + "'");
-  }
-  static Node binary(const std::string& op, Node a, Node b) {
-    Node n;
-    n.kind = Node::Kind::Binary;
-    n.text = op;
-    n.kids.push_back(std::move(a));
-    n.kids.push_back(std::move(b));
-    return n;
-  }
-
-  Node logical_or() {
-    Node n = logical_and();
-    while (take("||"))
-      n = binary("||", std::move(n), logical_and());
-    return n;
-  }
-  Node logical_and() {
-    Node n = comparison();
-    while (take("&&"))
-      n = binary("&&", std::move(n), comparison());
-    return n;
-  }
-  Node comparison() {
-    Node n = sum();
-    for (const char* op : {"<=", ">=", "==", "!=", "<", ">"})
-      if (take(op))
-        return binary(op, std::move(n), sum());
-    return n;
-  }
-  Node sum() {
-    Node n = product();
-    for (;;) {
-      if (take("+"))
-        n = binary("+", std::move(n), product());
-      else if (take("-"))
-        n = binary("-", std::move(n), product());
-      else
-        return n;
-    }
-  }
-  Node product() {
-    Node n = unary();
-    for (;;) {
-      if (take("*"))
-        n = binary("*", std::move(n), unary());
-      else if (take("/"))
-        n = binary("/", std::move(n), unary());
-      else if (take("%"))
-        n = binary("%", std::move(n), unary());
-      else
-        return n;
-    }
-  }
-  Node unary() {
-    for (const char* op : {"-", "!"})
-      if (take(op)) {
-        Node n;
-        n.kind = Node::Kind::Unary;
-        n.text = op;
-        n.kids.push_back(unary());
-        return n;
-      }
-    return primary();
-  }
-  std::vector<Node> list(const char* close) {
-    std::vector<Node> items;
-    if (take(close))
-      return items;
-    do
-      items.push_back(logical_or());
-    while (take(","));
-    expect(close);
-    return items;
-  }
-  std::string identifier() {
-    const size_t start = at_;
-    while (at_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[at_])) || text_[at_] == '_'))
-      ++at_;
-    return text_.substr(start, at_ - start);
-  }
-  Node primary() {
-    skip_blanks();
-    if (take("(")) {
-      Node n = logical_or();
-      expect(")");
-      return n;
-    }
-    if (at_ < text_.size() && (std::isdigit(static_cast<unsigned char>(text_[at_])) || text_[at_] == '.'))
-      return number();
-    if (at_ >= text_.size() || !(std::isalpha(static_cast<unsigned char>(text_[at_])) || text_[at_] == '_'))
-      error("a number, a name or '('");
-    Node n;
-    n.text = identifier();
-    if (take("(")) {
-      n.kind = Node::Kind::Call;
-      n.kids = list(")");
-      return n;
-    }
-    if (take(":")) {
-      skip_blanks();
-      const std::string dt = identifier();
-      n.dtype = dt == "f32" ? DType::f32 : dt == "f16" ? DType::f16 : dt == "bf16" ? DType::bf16 : DType::i1;
-      if (dt == "i32")
-        n.dtype = DType::i32;
-      if (n.dtype == DType::i1)
-        error("a tensor's dtype (f32, f16, bf16 or i32) after ':'");
-      expect("[");
-      n.kind = Node::Kind::Tensor;
-      n.kids = list("]");
-      return n;
-    }
-    if (take("[")) {
-      n.kind = Node::Kind::Tensor;
-      n.kids = list("]");
-      return n;
-    }
-    n.kind = Node::Kind::Name;
-    return n;
-  }
-  Node number() {
-    const char* begin = text_.c_str() + at_;
-    char* end = nullptr;
-    Node n;
-    n.number = std::strtod(begin, &end);
-    const std::string written(begin, static_cast<size_t>(end - begin));
-    if (written.empty() || written == ".")
-      error("a number");
-    n.integer = written.find_first_of(".eE") == std::string::npos;
-    if (n.integer && std::fabs(n.number) > 2147483647.0)
-      error("an integer of 32 bits");
-    at_ += written.size();
-    return n;
-  }
-
-  const std::string& text_;
-  const char* kind_;
-  size_t at_ = 0;
-};
-
-// ---- Checks, names and the tensors an expression reads
-// -----------------------------------------------------
-
-struct Expression {
-  Node root;
-  std::vector<ModTensorSpec> tensors;
-};
-
-// The expression printed in full, one pair of parentheses per operation: the mod's name, and so its identity.
-std::string spelled(const Node& n) {
-  switch (n.kind) {
-  case Node::Kind::Number:
-    return n.integer ? fmt::format("{}", static_cast<int64_t>(n.number)) : fmt::format("{:.17g}f", n.number);
-  case Node::Kind::Name:
-    return n.text;
-  case Node::Kind::Unary:
-    return (n.text == "!" ? "not " : "-") + spelled(n.kids[0]);
-  case Node::Kind::Binary: {
-    const std::string op = n.text == "&&" ? " and " : n.text == "||" ? " or " : n.text;
-    return "(" + spelled(n.kids[0]) + op + spelled(n.kids[1]) + ")";
-  }
-  case Node::Kind::Call:
-  case Node::Kind::Tensor: {
-    std::string s =
-        n.text + (n.kind == Node::Kind::Tensor ? ":" + std::string(dtype_name(n.dtype)) + "[" : "(");
-    for (size_t i = 0; i < n.kids.size(); ++i)
-      s += (i ? "," : "") + spelled(n.kids[i]);
-    return s + (n.kind == Node::Kind::Tensor ? "]" : ")");
-  }
-  }
-  return "";
-}
-
-// Checks names, arities and tensor indices; collects the tensors read (their dims from the indices).
-void check(const Node& n, const std::string& text, const char* kind, bool score,
-           std::vector<ModTensorSpec>& tensors) {
-  auto bad = [&](const std::string& what) { fail("{} mod expression '{}': {}", kind, text, what); };
-  switch (n.kind) {
-  case Node::Kind::Number:
-    return;
-  case Node::Kind::Name:
-    if (n.text == "score" && !score)
-      bad("'score' is a score mod's input; a mask mod sees b, h, q_idx, kv_idx and the sizes");
-    if (n.text != "score" && !kIndexDims.count(n.text) && !is_size_name(n.text))
-      bad(fmt::format(
-          "unknown name '{}'; expected {}b, h, q_idx, kv_idx, N_Q, N_K, H, H_KV, a function call or "
-          "a tensor read NAME[index, ...]",
-          n.text, score ? "score, " : ""));
-    return;
-  case Node::Kind::Call: {
-    auto f = kFunctions.find(n.text);
-    if (f == kFunctions.end())
-      bad(fmt::format(
-          "unknown function '{}'; expected exp, log, sqrt, abs, tanh, sigmoid, erf, sin, cos, log1p, "
-          "expm1, min, max, pow or where",
-          n.text));
-    if (static_cast<int>(n.kids.size()) != f->second)
-      bad(fmt::format("{}() takes {} argument(s); got {}", n.text, f->second, n.kids.size()));
-    break;
-  }
-  case Node::Kind::Tensor: {
-    if (n.kids.empty() || n.kids.size() > 4)
-      bad(fmt::format("tensor '{}' read with {} indices; expected 1 to 4 (b, h, q_idx, kv_idx)", n.text,
-                      n.kids.size()));
-    ModTensorSpec spec{n.text, n.dtype, {}};
-    for (const Node& i : n.kids) {
-      auto dim = i.kind == Node::Kind::Name ? kIndexDims.find(i.text) : kIndexDims.end();
-      if (dim == kIndexDims.end())
-        bad(fmt::format(
-            "tensor '{}' is indexed by '{}'; expected one of b, h, q_idx, kv_idx per dim (they name "
-            "its dims B, H, N_Q, N_K)",
-            n.text, spelled(i)));
-      spec.dims.push_back(dim->second);
-    }
-    for (const ModTensorSpec& t : tensors)
-      if (t.name == spec.name) {
-        if (t.dtype != spec.dtype || t.dims != spec.dims)
-          bad(fmt::format(
-              "tensor '{}' is read as {} [{}] and as {} [{}]; expected one dtype and one set of dims", n.text,
-              dtype_name(t.dtype), fmt::join(t.dims, ", "), dtype_name(spec.dtype),
-              fmt::join(spec.dims, ", ")));
-        return;
-      }
-    tensors.push_back(spec);
-    return;
-  }
-  case Node::Kind::Unary:
-  case Node::Kind::Binary:
-    break;
-  }
-  for (const Node& k : n.kids)
-    check(k, text, kind, score, tensors);
-}
+using mod_expr::Node;
 
 // ---- The DSL ops an expression builds --------------------------------------------------------------------
 
@@ -423,6 +128,12 @@ private:
   }
   // The operand as a DSL operand of a float operation (integer values converted to f32).
   static Value as_float(const Built& b) { return b.integer ? b.v.to(f32) : b.v; }
+  // The number `v` as a DSL value of an integer (i32) or a float (f32) operation.
+  static Value as_value(const Built& v, bool integer) {
+    if (v.is_literal)
+      return scalar(v.literal, integer ? i32 : f32);
+    return integer ? v.v : as_float(v);
+  }
 
   // a op b on numbers: literals fold; integers stay integers unless the other side is float or op is '/'.
   Built arithmetic(const std::string& op, const Built& a, const Built& b) {
@@ -493,12 +204,7 @@ private:
                                     : x != y);
       }
       const bool integer = a.integer && b.integer;
-      auto side = [&](const Built& v) {
-        if (v.is_literal)
-          return scalar(v.literal, integer ? i32 : f32);
-        return integer ? v.v : as_float(v);
-      };
-      const Value x = side(a), y = side(b);
+      const Value x = as_value(a, integer), y = as_value(b, integer);
       if (op == "<")
         return value(x < y);
       if (op == "<=")
@@ -526,13 +232,10 @@ private:
       need_number(args[1], "where()");
       need_number(args[2], "where()");
       const bool integer = args[1].integer && args[2].integer;
-      auto side = [&](const Built& v) {
-        if (v.is_literal)
-          return scalar(v.literal, integer ? i32 : f32);
-        return integer ? v.v : as_float(v);
-      };
       const Value c = args[0].is_literal ? scalar(args[0].literal, i1) : args[0].v;
-      return value(where(c, side(args[1]), side(args[2])));
+      const Value x = as_value(args[1], integer); // in the order written, as every op here
+      const Value y = as_value(args[2], integer);
+      return value(where(c, x, y));
     }
     need_number(args[0], f + "()");
     const Value x = args[0].is_literal ? scalar(args[0].literal, f32) : as_float(args[0]);
@@ -564,120 +267,6 @@ private:
   const ModArgs& m_;
   const Value* score_;
 };
-
-// ---- The double-precision reference
-// ------------------------------------------------------------------------
-
-double at(const ModPoint& p, const std::string& name, const std::vector<int64_t>& i) {
-  switch (i.size()) {
-  case 1:
-    return p.at(name, {i[0]});
-  case 2:
-    return p.at(name, {i[0], i[1]});
-  case 3:
-    return p.at(name, {i[0], i[1], i[2]});
-  default:
-    return p.at(name, {i[0], i[1], i[2], i[3]});
-  }
-}
-
-// The expression at one point, as the kernel computes it but in double (integers as int64, C's % and
-// truncation); conditions are 1 or 0.
-double evaluate(const Node& n, const ModPoint& p, double score) {
-  switch (n.kind) {
-  case Node::Kind::Number:
-    return n.number;
-  case Node::Kind::Name: {
-    const std::string& x = n.text;
-    const int64_t v = x == "b"        ? p.b
-                      : x == "h"      ? p.h
-                      : x == "q_idx"  ? p.q_idx
-                      : x == "kv_idx" ? p.kv_idx
-                      : x == "N_Q"    ? p.N_Q
-                      : x == "N_K"    ? p.N_K
-                      : x == "H"      ? p.H
-                                      : p.H_KV;
-    return x == "score" ? score : static_cast<double>(v);
-  }
-  case Node::Kind::Tensor: {
-    std::vector<int64_t> index;
-    for (const Node& k : n.kids)
-      index.push_back(static_cast<int64_t>(evaluate(k, p, score)));
-    return at(p, n.text, index);
-  }
-  case Node::Kind::Unary: {
-    const double a = evaluate(n.kids[0], p, score);
-    return n.text == "!" ? (a == 0 ? 1 : 0) : -a;
-  }
-  case Node::Kind::Binary: {
-    const double a = evaluate(n.kids[0], p, score), b = evaluate(n.kids[1], p, score);
-    const std::string& op = n.text;
-    if (op == "&&")
-      return a != 0 && b != 0;
-    if (op == "||")
-      return a != 0 || b != 0;
-    if (op == "<")
-      return a < b;
-    if (op == "<=")
-      return a <= b;
-    if (op == ">")
-      return a > b;
-    if (op == ">=")
-      return a >= b;
-    if (op == "==")
-      return a == b;
-    if (op == "!=")
-      return a != b;
-    if (op == "+")
-      return a + b;
-    if (op == "-")
-      return a - b;
-    if (op == "*")
-      return a * b;
-    if (op == "/")
-      return a / b;
-    if (static_cast<int64_t>(b) == 0)
-      fail("mod expression: '%' by zero at b={} h={} q_idx={} kv_idx={}", p.b, p.h, p.q_idx, p.kv_idx);
-    return static_cast<double>(static_cast<int64_t>(a) % static_cast<int64_t>(b));
-  }
-  case Node::Kind::Call: {
-    std::vector<double> x;
-    for (const Node& k : n.kids)
-      x.push_back(evaluate(k, p, score));
-    const std::string& f = n.text;
-    if (f == "min")
-      return std::min(x[0], x[1]);
-    if (f == "max")
-      return std::max(x[0], x[1]);
-    if (f == "pow")
-      return std::pow(x[0], x[1]);
-    if (f == "where")
-      return x[0] != 0 ? x[1] : x[2];
-    if (f == "exp")
-      return std::exp(x[0]);
-    if (f == "log")
-      return std::log(x[0]);
-    if (f == "sqrt")
-      return std::sqrt(x[0]);
-    if (f == "abs")
-      return std::fabs(x[0]);
-    if (f == "tanh")
-      return std::tanh(x[0]);
-    if (f == "sigmoid")
-      return 1 / (1 + std::exp(-x[0]));
-    if (f == "erf")
-      return std::erf(x[0]);
-    if (f == "sin")
-      return std::sin(x[0]);
-    if (f == "cos")
-      return std::cos(x[0]);
-    if (f == "log1p")
-      return std::log1p(x[0]);
-    return std::expm1(x[0]);
-  }
-  }
-  return 0;
-}
 
 // ---- Key bounds of a mask
 // ----------------------------------------------------------------------------------
@@ -791,37 +380,31 @@ void set_key_bounds(MaskMod& m, const std::vector<KeyConstraint>& cs, bool all) 
   m.later_rows_see_more = monotone && relative_upper;
 }
 
-Expression parsed(const std::string& text, const char* kind, bool score) {
-  Expression e{Parser(text, kind).parse(), {}};
-  check(e.root, text, kind, score, e.tensors);
-  return e;
-}
-
 } // namespace
 
 ScoreMod score_mod_from_expression(const std::string& text) {
-  auto e = std::make_shared<const Expression>(parsed(text, "score", true));
+  auto e = std::make_shared<const mod_expr::Parsed>(mod_expr::parse(text, "score", true));
   ScoreMod m;
-  m.name = "score" + spelled(e->root);
+  m.name = "score" + mod_expr::spelled(e->root);
   m.tensors = e->tensors;
   m.fn = {kDeterminedByName, [e, text](const Value& s, const ModArgs& a) {
             Builder b(text, "score", a, &s);
             return b.result(b.build(e->root), false);
           }};
-  m.reference = [e](double s, const ModPoint& p) { return evaluate(e->root, p, s); };
+  m.reference = [e](double s, const ModPoint& p) { return mod_expr::evaluate(e->root, p, s); };
   return m;
 }
 
 MaskMod mask_mod_from_expression(const std::string& text) {
-  auto e = std::make_shared<const Expression>(parsed(text, "mask", false));
+  auto e = std::make_shared<const mod_expr::Parsed>(mod_expr::parse(text, "mask", false));
   MaskMod m;
-  m.name = "mask" + spelled(e->root);
+  m.name = "mask" + mod_expr::spelled(e->root);
   m.tensors = e->tensors;
   m.fn = {kDeterminedByName, [e, text](const ModArgs& a) {
             Builder b(text, "mask", a, nullptr);
             return b.result(b.build(e->root), true);
           }};
-  m.reference = [e](const ModPoint& p) { return evaluate(e->root, p, 0) != 0; };
+  m.reference = [e](const ModPoint& p) { return mod_expr::evaluate(e->root, p, 0) != 0; };
   // Terms that bound the keys by the row (causal, windows) let the kernels skip key tiles and visit whole
   // ones unmasked, as the library's masks do.
   std::vector<const Node*> terms;

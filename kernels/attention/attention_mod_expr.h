@@ -19,11 +19,11 @@
 //
 // Each mod gets a name that spells its expression in full (its identity: two expressions that print alike
 // build the same ops), a DSL function and a double-precision reference built from the same parse, and, for a
-// score mod, the derivative the builder derives from its ops (attention_mods.h). A mask whose conjunction (&&)
-// holds terms kv_idx OP q_idx + c or kv_idx OP c (OP one of < <= > >=, c an integer literal) gets key bounds
-// from them, so that the kernels skip the key tiles no row sees and visit whole the ones every row sees, as
-// the library's causal and window masks do ("mask=kv_idx <= q_idx" builds the same kernel as causal_mask());
-// other terms (documents, sizes such as N_K - N_Q) only narrow what is visited.
+// score mod, the derivative the builder derives from its ops (attention_mods.h). A mask whose conjunction
+// (&&) holds terms kv_idx OP q_idx + c or kv_idx OP c (OP one of < <= > >=, c an integer literal) gets key
+// bounds from them, so that the kernels skip the key tiles no row sees and visit whole the ones every row
+// sees, as the library's causal and window masks do ("mask=kv_idx <= q_idx" builds the same kernel as
+// causal_mask()); other terms (documents, sizes such as N_K - N_Q) only narrow what is visited.
 #pragma once
 
 #include "kernels/attention/attention_mods.h"
