@@ -154,6 +154,9 @@ private:
                        : op == "max" ? std::max(x, y)
                        : op == "pow" ? std::pow(x, y)
                                      : std::fmod(x, y);
+      if (integer && !(std::fabs(r) <= 2147483647.0))
+        fail("{} mod expression '{}': the integer {} {} {} overflows the kernel's 32 bits", kind_, text_, x,
+             op, y);
       return literal(integer ? std::trunc(r) : r, integer);
     }
     auto operand = [&](const Built& v, const Value& holder) -> Operand {

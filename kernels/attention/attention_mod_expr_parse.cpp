@@ -63,7 +63,15 @@ private:
     if (!take(op))
       error(std::string("'") + op + "'");
   }
-  static Node binary(const std::string& op, Node a, Node b) {
+  // Bounds that keep the walks over the tree (each recursive) far from the stack's end on any input.
+  static constexpr int kMostNesting = 128, kMostOperations = 1024;
+  void count_operation() {
+    if (++operations_ > kMostOperations)
+      fail("{} mod expression of {} characters: more than {} operations; expected a shorter expression",
+           kind_, text_.size(), kMostOperations);
+  }
+  Node binary(const std::string& op, Node a, Node b) {
+    count_operation();
     Node n;
     n.kind = Node::Kind::Binary;
     n.text = op;
@@ -116,8 +124,16 @@ private:
     }
   }
   Node unary() {
+    struct Nested {
+      int& depth;
+      ~Nested() { --depth; }
+    } nested{++depth_};
+    if (depth_ > kMostNesting)
+      fail("{} mod expression '{}': nested more than {} deep at column {}", kind_, text_.substr(0, 40),
+           kMostNesting, at_ + 1);
     for (const char* op : {"-", "!"})
       if (take(op)) {
+        count_operation();
         Node n;
         n.kind = Node::Kind::Unary;
         n.text = op;
@@ -199,6 +215,7 @@ private:
   const std::string& text_;
   const char* kind_;
   size_t at_ = 0;
+  int depth_ = 0, operations_ = 0;
 };
 
 // Checks names, arities and tensor indices; collects the tensors read (their dims from the indices).
@@ -357,8 +374,13 @@ double evaluate(const Node& n, const ModPoint& p, double score) {
       return a * b;
     if (op == "/")
       return a / b;
-    if (static_cast<int64_t>(b) == 0)
-      fail("mod expression: '%' by zero at b={} h={} q_idx={} kv_idx={}", p.b, p.h, p.q_idx, p.kv_idx);
+    // The kernel computes in i32: an operand beyond it has no value to compare with (nor, past 2^63, an
+    // int64).
+    if (!(std::fabs(a) <= 2147483647.0 && std::fabs(b) <= 2147483647.0) || b == 0)
+      fail("mod expression: '%' of {} by {} at b={} h={} q_idx={} kv_idx={}; expected i32 operands, the "
+           "second "
+           "nonzero",
+           a, b, p.b, p.h, p.q_idx, p.kv_idx);
     return static_cast<double>(static_cast<int64_t>(a) % static_cast<int64_t>(b));
   }
   case Node::Kind::Call: {

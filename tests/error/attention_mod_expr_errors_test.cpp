@@ -31,6 +31,13 @@ TEST(AttentionModExpressionErrors, MalformedTextNamesTheColumnAndWhatWasExpected
   expect_mentions(error_of("mask=x:i64[b] > 0"), {"a tensor's dtype (f32, f16, bf16 or i32)"});
   expect_mentions(error_of("score=99999999999 * score"), {"an integer of 32 bits"});
   expect_mentions(error_of("score="), {"score mod expression ''", "column 1", "got the end"});
+  // Sizes that would take the tree's walks deep into the stack.
+  expect_mentions(error_of("score=" + std::string(200, '(') + "score" + std::string(200, ')')),
+                  {"nested more than 128 deep"});
+  std::string chain = "score";
+  for (int i = 0; i < 1100; ++i)
+    chain += "+1";
+  expect_mentions(error_of("score=" + chain), {"more than 1024 operations"});
 }
 
 TEST(AttentionModExpressionErrors, UnknownNamesAndFunctionsListWhatExists) {
@@ -59,6 +66,7 @@ TEST(AttentionModExpressionErrors, ConditionsAndNumbersGoWhereTheyBelong) {
   expect_mentions(error_of("score=where(score, 1, 2)"), {"where()'s condition takes a condition"});
   expect_mentions(error_of("score=score % 2"), {"'%' takes integers; got a float operand"});
   expect_mentions(error_of("mask=kv_idx % 0 == 1"), {"'%' by zero"});
+  expect_mentions(error_of("mask=kv_idx < 65536 * 65536"), {"the integer 65536 * 65536 overflows"});
 }
 
 } // namespace
