@@ -63,6 +63,12 @@ def cases(device):
                   lambda s, b, h, i, j: s + slopes.double()[h] * (j - i), None),
         "document": (["document", "prefix_lm=16"], {"q_doc": doc, "kv_doc": doc}, None,
                      lambda b, h, i, j: (doc[b, i] == doc[b, j]) & ((j < 16) | (j <= i))),
+        # Your own mods, as expressions: softcapped ALiBi in a causal window over documents.
+        "expressions": (["score=20 * tanh(score / 20) + slopes[h] * (kv_idx - q_idx)",
+                         "mask=kv_idx <= q_idx && kv_idx > q_idx - 48 && d:i32[b, q_idx] == d:i32[b, kv_idx]"],
+                        {"slopes": slopes, "d": doc},
+                        lambda s, b, h, i, j: 20 * torch.tanh(s / 20) + slopes.double()[h] * (j - i),
+                        lambda b, h, i, j: (j <= i) & (j > i - 48) & (doc[b, i] == doc[b, j])),
     }
 
 
@@ -72,7 +78,7 @@ def close(out, ref, tol):
 
 
 @pytest.mark.parametrize("device", ["cuda", "cpu"])
-@pytest.mark.parametrize("name", ["causal", "sliding_window", "softcap", "alibi", "document"])
+@pytest.mark.parametrize("name", ["causal", "sliding_window", "softcap", "alibi", "document", "expressions"])
 def test_forward_and_gradients_with_mods(name, device):
     dev = DEV if device == "cuda" else torch.device("cpu")
     dtype = torch.float16 if device == "cuda" else torch.float32
