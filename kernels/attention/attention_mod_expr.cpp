@@ -99,25 +99,7 @@ private:
     b.integer = !b.boolean && is_int(v.dtype());
     return b;
   }
-  Built name(const std::string& n) {
-    if (n == "score")
-      return value(*score_);
-    if (n == "b")
-      return value(m_.b);
-    if (n == "h")
-      return value(m_.h);
-    if (n == "q_idx")
-      return value(m_.q_idx);
-    if (n == "kv_idx")
-      return value(m_.kv_idx);
-    if (n == "N_Q")
-      return value(m_.N_Q);
-    if (n == "N_K")
-      return value(m_.N_K);
-    if (n == "H")
-      return value(m_.H);
-    return value(m_.H_KV);
-  }
+  Built name(const std::string& n) { return value(n == "score" ? *score_ : mod_expr::index_value(m_, n)); }
   void need_number(const Built& b, const std::string& what) const {
     if (b.boolean)
       fail("{} mod expression '{}': {} takes a number; got a condition", kind_, text_, what);
@@ -145,15 +127,7 @@ private:
     if (op == "%" && b.is_literal && b.literal == 0)
       fail("{} mod expression '{}': '%' by zero", kind_, text_);
     if (a.is_literal && b.is_literal) {
-      const double x = a.literal, y = b.literal;
-      const double r = op == "+"     ? x + y
-                       : op == "-"   ? x - y
-                       : op == "*"   ? x * y
-                       : op == "/"   ? x / y
-                       : op == "min" ? std::min(x, y)
-                       : op == "max" ? std::max(x, y)
-                       : op == "pow" ? std::pow(x, y)
-                                     : std::fmod(x, y);
+      const double x = a.literal, y = b.literal, r = mod_expr::apply(op, x, y);
       if (integer && !(std::fabs(r) <= 2147483647.0))
         fail("{} mod expression '{}': the integer {} {} {} overflows the kernel's 32 bits", kind_, text_, x,
              op, y);
@@ -189,7 +163,7 @@ private:
       need_bool(a, "'" + op + "'");
       need_bool(b, "'" + op + "'");
       if (a.is_literal && b.is_literal)
-        return boolean(op == "&&" ? (a.literal != 0 && b.literal != 0) : (a.literal != 0 || b.literal != 0));
+        return boolean(mod_expr::apply(op, a.literal, b.literal) != 0);
       const Value x = a.is_literal ? scalar(a.literal, i1) : a.v,
                   y = b.is_literal ? scalar(b.literal, i1) : b.v;
       return value(op == "&&" ? (x && y) : (x || y));
@@ -197,15 +171,8 @@ private:
     if (op == "<" || op == "<=" || op == ">" || op == ">=" || op == "==" || op == "!=") {
       need_number(a, "'" + op + "'");
       need_number(b, "'" + op + "'");
-      if (a.is_literal && b.is_literal) {
-        const double x = a.literal, y = b.literal;
-        return boolean(op == "<"    ? x < y
-                       : op == "<=" ? x <= y
-                       : op == ">"  ? x > y
-                       : op == ">=" ? x >= y
-                       : op == "==" ? x == y
-                                    : x != y);
-      }
+      if (a.is_literal && b.is_literal)
+        return boolean(mod_expr::apply(op, a.literal, b.literal) != 0);
       const bool integer = a.integer && b.integer;
       const Value x = as_value(a, integer), y = as_value(b, integer);
       if (op == "<")
@@ -242,27 +209,7 @@ private:
     }
     need_number(args[0], f + "()");
     const Value x = args[0].is_literal ? scalar(args[0].literal, f32) : as_float(args[0]);
-    if (f == "exp")
-      return value(exp(x));
-    if (f == "log")
-      return value(log(x));
-    if (f == "sqrt")
-      return value(sqrt(x));
-    if (f == "abs")
-      return value(abs(x));
-    if (f == "tanh")
-      return value(tanh(x));
-    if (f == "sigmoid")
-      return value(sigmoid(x));
-    if (f == "erf")
-      return value(erf(x));
-    if (f == "sin")
-      return value(sin(x));
-    if (f == "cos")
-      return value(cos(x));
-    if (f == "log1p")
-      return value(log1p(x));
-    return value(expm1(x));
+    return value(mod_expr::unary_function(f)->build(x, CallSite::current()));
   }
 
   const std::string& text_;

@@ -1,5 +1,6 @@
 #include "kernels/attention/attention_mod_expr_parse.h"
 
+#include "dsl/dsl.h"
 #include "support/error.h"
 
 #include <fmt/format.h>
@@ -19,9 +20,29 @@ const std::map<std::string, const char*> kIndexDims = {
     {"b", "B"}, {"h", "H"}, {"q_idx", "N_Q"}, {"kv_idx", "N_K"}};
 bool is_size_name(const std::string& s) { return s == "N_Q" || s == "N_K" || s == "H" || s == "H_KV"; }
 
-const std::map<std::string, int> kFunctions = {
-    {"exp", 1}, {"log", 1},   {"sqrt", 1},  {"abs", 1}, {"tanh", 1}, {"sigmoid", 1}, {"erf", 1},  {"sin", 1},
-    {"cos", 1}, {"log1p", 1}, {"expm1", 1}, {"min", 2}, {"max", 2},  {"pow", 2},     {"where", 3}};
+using DslFunction = Value (*)(const Value&, CallSite);
+const UnaryFunction kUnaryFunctions[] = {
+    {"exp", static_cast<DslFunction>(&kiln::exp), +[](double x) { return std::exp(x); }},
+    {"log", static_cast<DslFunction>(&kiln::log), +[](double x) { return std::log(x); }},
+    {"sqrt", static_cast<DslFunction>(&kiln::sqrt), +[](double x) { return std::sqrt(x); }},
+    {"abs", static_cast<DslFunction>(&kiln::abs), +[](double x) { return std::fabs(x); }},
+    {"tanh", static_cast<DslFunction>(&kiln::tanh), +[](double x) { return std::tanh(x); }},
+    {"sigmoid", static_cast<DslFunction>(&kiln::sigmoid), +[](double x) { return 1 / (1 + std::exp(-x)); }},
+    {"erf", static_cast<DslFunction>(&kiln::erf), +[](double x) { return std::erf(x); }},
+    {"sin", static_cast<DslFunction>(&kiln::sin), +[](double x) { return std::sin(x); }},
+    {"cos", static_cast<DslFunction>(&kiln::cos), +[](double x) { return std::cos(x); }},
+    {"log1p", static_cast<DslFunction>(&kiln::log1p), +[](double x) { return std::log1p(x); }},
+    {"expm1", static_cast<DslFunction>(&kiln::expm1), +[](double x) { return std::expm1(x); }},
+};
+// The functions of more than one argument, by arity.
+const std::map<std::string, int> kOtherFunctions = {{"min", 2}, {"max", 2}, {"pow", 2}, {"where", 3}};
+
+std::string function_names() {
+  std::string s;
+  for (const UnaryFunction& f : kUnaryFunctions)
+    s += std::string(f.name) + ", ";
+  return s + "min, max, pow or where";
+}
 
 class Parser {
 public:
@@ -235,14 +256,12 @@ void check(const Node& n, const std::string& text, const char* kind, bool score,
           n.text, score ? "score, " : ""));
     return;
   case Node::Kind::Call: {
-    auto f = kFunctions.find(n.text);
-    if (f == kFunctions.end())
-      bad(fmt::format(
-          "unknown function '{}'; expected exp, log, sqrt, abs, tanh, sigmoid, erf, sin, cos, log1p, "
-          "expm1, min, max, pow or where",
-          n.text));
-    if (static_cast<int>(n.kids.size()) != f->second)
-      bad(fmt::format("{}() takes {} argument(s); got {}", n.text, f->second, n.kids.size()));
+    auto f = kOtherFunctions.find(n.text);
+    if (f == kOtherFunctions.end() && !unary_function(n.text))
+      bad(fmt::format("unknown function '{}'; expected {}", n.text, function_names()));
+    const int arity = f == kOtherFunctions.end() ? 1 : f->second;
+    if (static_cast<int>(n.kids.size()) != arity)
+      bad(fmt::format("{}() takes {} argument(s); got {}", n.text, arity, n.kids.size()));
     break;
   }
   case Node::Kind::Tensor: {
@@ -325,18 +344,8 @@ double evaluate(const Node& n, const ModPoint& p, double score) {
   switch (n.kind) {
   case Node::Kind::Number:
     return n.number;
-  case Node::Kind::Name: {
-    const std::string& x = n.text;
-    const int64_t v = x == "b"        ? p.b
-                      : x == "h"      ? p.h
-                      : x == "q_idx"  ? p.q_idx
-                      : x == "kv_idx" ? p.kv_idx
-                      : x == "N_Q"    ? p.N_Q
-                      : x == "N_K"    ? p.N_K
-                      : x == "H"      ? p.H
-                                      : p.H_KV;
-    return x == "score" ? score : static_cast<double>(v);
-  }
+  case Node::Kind::Name:
+    return n.text == "score" ? score : static_cast<double>(index_value(p, n.text));
   case Node::Kind::Tensor: {
     std::vector<int64_t> index;
     for (const Node& k : n.kids)
@@ -347,79 +356,66 @@ double evaluate(const Node& n, const ModPoint& p, double score) {
     const double a = evaluate(n.kids[0], p, score);
     return n.text == "!" ? (a == 0 ? 1 : 0) : -a;
   }
-  case Node::Kind::Binary: {
-    const double a = evaluate(n.kids[0], p, score), b = evaluate(n.kids[1], p, score);
-    const std::string& op = n.text;
-    if (op == "&&")
-      return a != 0 && b != 0;
-    if (op == "||")
-      return a != 0 || b != 0;
-    if (op == "<")
-      return a < b;
-    if (op == "<=")
-      return a <= b;
-    if (op == ">")
-      return a > b;
-    if (op == ">=")
-      return a >= b;
-    if (op == "==")
-      return a == b;
-    if (op == "!=")
-      return a != b;
-    if (op == "+")
-      return a + b;
-    if (op == "-")
-      return a - b;
-    if (op == "*")
-      return a * b;
-    if (op == "/")
-      return a / b;
-    // The kernel computes in i32: an operand beyond it has no value to compare with (nor, past 2^63, an
-    // int64).
-    if (!(std::fabs(a) <= 2147483647.0 && std::fabs(b) <= 2147483647.0) || b == 0)
-      fail("mod expression: '%' of {} by {} at b={} h={} q_idx={} kv_idx={}; expected i32 operands, the "
-           "second "
-           "nonzero",
-           a, b, p.b, p.h, p.q_idx, p.kv_idx);
-    return static_cast<double>(static_cast<int64_t>(a) % static_cast<int64_t>(b));
-  }
+  case Node::Kind::Binary:
+    return apply(n.text, evaluate(n.kids[0], p, score), evaluate(n.kids[1], p, score), &p);
   case Node::Kind::Call: {
     std::vector<double> x;
     for (const Node& k : n.kids)
       x.push_back(evaluate(k, p, score));
-    const std::string& f = n.text;
-    if (f == "min")
-      return std::min(x[0], x[1]);
-    if (f == "max")
-      return std::max(x[0], x[1]);
-    if (f == "pow")
-      return std::pow(x[0], x[1]);
-    if (f == "where")
+    if (n.text == "where")
       return x[0] != 0 ? x[1] : x[2];
-    if (f == "exp")
-      return std::exp(x[0]);
-    if (f == "log")
-      return std::log(x[0]);
-    if (f == "sqrt")
-      return std::sqrt(x[0]);
-    if (f == "abs")
-      return std::fabs(x[0]);
-    if (f == "tanh")
-      return std::tanh(x[0]);
-    if (f == "sigmoid")
-      return 1 / (1 + std::exp(-x[0]));
-    if (f == "erf")
-      return std::erf(x[0]);
-    if (f == "sin")
-      return std::sin(x[0]);
-    if (f == "cos")
-      return std::cos(x[0]);
-    if (f == "log1p")
-      return std::log1p(x[0]);
-    return std::expm1(x[0]);
+    if (x.size() == 2)
+      return apply(n.text, x[0], x[1], &p);
+    return unary_function(n.text)->reference(x[0]);
   }
   }
   return 0;
+}
+
+double apply(const std::string& op, double a, double b, const ModPoint* at) {
+  if (op == "&&")
+    return a != 0 && b != 0;
+  if (op == "||")
+    return a != 0 || b != 0;
+  if (op == "<")
+    return a < b;
+  if (op == "<=")
+    return a <= b;
+  if (op == ">")
+    return a > b;
+  if (op == ">=")
+    return a >= b;
+  if (op == "==")
+    return a == b;
+  if (op == "!=")
+    return a != b;
+  if (op == "+")
+    return a + b;
+  if (op == "-")
+    return a - b;
+  if (op == "*")
+    return a * b;
+  if (op == "/")
+    return a / b;
+  if (op == "min")
+    return std::min(a, b);
+  if (op == "max")
+    return std::max(a, b);
+  if (op == "pow")
+    return std::pow(a, b);
+  // '%': the kernel computes in i32, so an operand beyond it has no value to compare with (nor, past 2^63,
+  // an int64).
+  if (!(std::fabs(a) <= 2147483647.0 && std::fabs(b) <= 2147483647.0) || b == 0)
+    fail("mod expression: '%' of {} by {}{}; expected i32 operands, the second nonzero", a, b,
+         at ? fmt::format(" at b={} h={} q_idx={} kv_idx={}", at->b, at->h, at->q_idx, at->kv_idx) : "");
+  return static_cast<double>(static_cast<int64_t>(a) % static_cast<int64_t>(b));
+}
+
+const UnaryFunction* unary_function(const std::string& name) {
+  for (const UnaryFunction& f : kUnaryFunctions)
+    if (name == f.name)
+      return &f;
+  return nullptr;
 }
 
 Parsed parse(const std::string& text, const char* kind, bool score) {

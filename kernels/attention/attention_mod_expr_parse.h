@@ -37,4 +37,31 @@ std::string spelled(const Node& n);
 // conditions are 1 or 0.
 double evaluate(const Node& n, const ModPoint& p, double score);
 
+// a OP b in double, OP a binary operator (+ - * / % < <= > >= == != && ||) or min, max, pow: what evaluate()
+// computes, and what the DSL build folds two literals with. '%' of operands beyond i32 or by 0 is a
+// kiln::Error (naming the point `at`, where there is one).
+double apply(const std::string& op, double a, double b, const ModPoint* at = nullptr);
+
+// The one-argument functions: each one's DSL op and its double-precision value.
+struct UnaryFunction {
+  const char* name;
+  Value (*build)(const Value&, CallSite);
+  double (*reference)(double);
+};
+// The function `name`, or null.
+const UnaryFunction* unary_function(const std::string& name);
+
+// The value of the index or size `name` (b, h, q_idx, kv_idx, N_Q, N_K, H, H_KV) in a mod's ModArgs (DSL
+// values) or ModPoint (integers).
+template <class Args> const auto& index_value(const Args& a, const std::string& name) {
+  return name == "b"        ? a.b
+         : name == "h"      ? a.h
+         : name == "q_idx"  ? a.q_idx
+         : name == "kv_idx" ? a.kv_idx
+         : name == "N_Q"    ? a.N_Q
+         : name == "N_K"    ? a.N_K
+         : name == "H"      ? a.H
+                            : a.H_KV;
+}
+
 } // namespace kiln::mod_expr
