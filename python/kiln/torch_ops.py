@@ -42,6 +42,7 @@ from .errors import KilnError
 # first CUDA call too.
 _kiln_device = None
 _CACHE_LIMIT = 256  # signatures remembered per thread; the cache is emptied when it grows past this
+_SCRATCH_STREAMS = 8  # scratch LSEs kept per signature (one per stream); past it they are dropped
 _local = threading.local()
 
 
@@ -163,7 +164,8 @@ def _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_mas
     stream write it in stream order; the scratch is allocated while its stream is current, so torch's caching
     allocator frees it in that stream's order when the cache lets it go (and the device is synchronised first,
     for a stream handle that was reused by a new stream). It costs B * H * N_Q f32 (1/32 of O at f16, D = 64)
-    per signature and stream, freed with the cache (at most _CACHE_LIMIT signatures a thread). Not while a CUDA
+    per signature and stream (at most _SCRATCH_STREAMS streams), freed with the cache (at most _CACHE_LIMIT
+    signatures a thread). Not while a CUDA
     graph is captured: a graph would keep writing a scratch the cache may free."""
     key = ("fwd", causal, scale, layout, tf32, deterministic, exact_masked_v) + _signature((q, k, v))
     hit = _cached_call(key)
@@ -203,6 +205,9 @@ def _scratch_lse(q, shape, scratch):
     stream = current_stream_handle(q)
     lse = scratch.get(stream)
     if lse is None:
+        if len(scratch) >= _SCRATCH_STREAMS:  # a new stream per call must not grow the scratches without end
+            torch.cuda.synchronize()
+            scratch.clear()
         lse = scratch[stream] = q.new_empty(shape, dtype=torch.float32)
         _local.scratch_made = True
     return lse
