@@ -91,15 +91,11 @@ void decode_host(const attention::TensorRef& q, const attention::TensorRef& k_ca
   const AttentionResult r = run_decode(p, split, default_decode_combine_config(p), num_splits, in);
 
   // O in logical order [B, H, N_Q, D], the kernel's values exactly: rows (b, i, h) at (b·H + h)·N_Q + i.
-  HostBuffer out(p.dtype, static_cast<int64_t>(r.o.size()), "o");
-  for (size_t i = 0; i < r.o.size(); ++i)
-    out.set(static_cast<int64_t>(i), r.o[i]);
+  const HostBuffer out = buffer_of(p.dtype, r.o, "o");
   scatter_rows(out, {p.H * p.N_Q * p.D, p.D, p.N_Q * p.D}, a.o, {a.stride_ob, a.stride_on, a.stride_oh},
                q_rows);
   if (a.lse) { // f32 [B, H, N_Q], contiguous (validated)
-    HostBuffer l(DType::f32, static_cast<int64_t>(r.lse.size()), "lse");
-    for (size_t i = 0; i < r.lse.size(); ++i)
-      l.set(static_cast<int64_t>(i), r.lse[i]);
+    const HostBuffer l = buffer_of(DType::f32, r.lse, "lse");
     std::memcpy(host_bytes(*a.lse), l.bytes.data(), l.bytes.size());
   }
 }

@@ -52,4 +52,11 @@ llvm::SmallVector<int64_t, 4> dense_row_strides(const RowShape& shape) {
   return strides;
 }
 
+HostBuffer buffer_of(DType dtype, const std::vector<double>& values, const char* name) {
+  HostBuffer buf(dtype, static_cast<int64_t>(values.size()), name);
+  for (size_t i = 0; i < values.size(); ++i)
+    buf.set(static_cast<int64_t>(i), values[i]);
+  return buf;
+}
+
 } // namespace kiln::capi

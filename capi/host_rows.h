@@ -8,6 +8,7 @@
 #include <llvm/ADT/ArrayRef.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace kiln::capi {
 
@@ -32,6 +33,9 @@ HostBuffer gather_rows(uint64_t address, DType dtype, llvm::ArrayRef<int64_t> fr
 // The buffer `buf` (outer strides `from`) written into the caller's tensor at `address` (outer strides `to`).
 void scatter_rows(const HostBuffer& buf, llvm::ArrayRef<int64_t> from, uint64_t address,
                   llvm::ArrayRef<int64_t> to, const RowShape& shape);
+
+// `values` (an interpreted run's results, in the kernel's dtype already) as a dense buffer of `dtype`.
+HostBuffer buffer_of(DType dtype, const std::vector<double>& values, const char* name);
 
 // The dense row-major outer strides of `shape`.
 llvm::SmallVector<int64_t, 4> dense_row_strides(const RowShape& shape);

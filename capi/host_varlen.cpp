@@ -85,14 +85,10 @@ void attention_varlen_forward_host(const attention::TensorRef& q, const attentio
   const AttentionResult r = run_fa2_varlen_interpreted(p, config, gather_inputs(va, p), offsets,
                                                        Executor::Interpreter, options.mods, mod_args);
   // O [total_q, H, D] and LSE [H, total_q] in logical order, the kernel's values exactly (their dtype's).
-  HostBuffer out(p.dtype, static_cast<int64_t>(r.o.size()), "o");
-  for (size_t i = 0; i < r.o.size(); ++i)
-    out.set(static_cast<int64_t>(i), r.o[i]);
+  const HostBuffer out = buffer_of(p.dtype, r.o, "o");
   scatter_packed(out, varlen_strides(p).o, va.o, va.strides.o, packed_rows(p.total_q(), p.H, p.D));
   if (va.lse) {
-    HostBuffer l(DType::f32, static_cast<int64_t>(r.lse.size()), "lse");
-    for (size_t i = 0; i < r.lse.size(); ++i)
-      l.set(static_cast<int64_t>(i), r.lse[i]);
+    const HostBuffer l = buffer_of(DType::f32, r.lse, "lse");
     std::memcpy(host_bytes(*va.lse), l.bytes.data(), l.bytes.size());
   }
 }
