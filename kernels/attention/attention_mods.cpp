@@ -428,11 +428,27 @@ void for_each_mod_key_tile(const ModKernelEnv& env, const AttentionArgs& a, cons
   for_range(keys.full_end, keys.end, tp.block_n, masked);
 }
 
+namespace {
+bool later_tiles_heavier(const AttentionTileParams& tp, const AttentionMods& mods) {
+  return tp.causal != CausalMode::None ||
+         std::any_of(mods.mask.begin(), mods.mask.end(), [](const MaskMod& m) { return m.later_rows_see_more; });
+}
+} // namespace
+
 Value query_tile_index(const AttentionTileParams& tp, const AttentionMods& mods) {
-  const bool later_heavier =
-      tp.causal != CausalMode::None ||
-      std::any_of(mods.mask.begin(), mods.mask.end(), [](const MaskMod& m) { return m.later_rows_see_more; });
-  return later_heavier ? num_programs(0) - 1 - program_id(0) : program_id(0);
+  return later_tiles_heavier(tp, mods) ? num_programs(0) - 1 - program_id(0) : program_id(0);
+}
+
+QueryTileProgram query_tile_program(const AttentionTileParams& tp, const AttentionMods& mods, bool persistent,
+                                    const Value& n_q) {
+  if (!persistent)
+    return {query_tile_index(tp, mods), program_id(1)};
+  // (n_q + BLOCK_M - 1) / BLOCK_M without a subtraction, so that the code generator sees the program's head
+  // coordinate (program / tiles) is not negative and may copy K and V by TMA (codegen/block_base.h).
+  Value tiles = ((n_q + (tp.block_m - 1)) / tp.block_m).named("query_tiles");
+  Value program = program_id(0);
+  Value in_head = program % tiles;
+  return {later_tiles_heavier(tp, mods) ? tiles - 1 - in_head : in_head, program / tiles};
 }
 
 Value scores_to_log2(const ModKernelEnv& env, const Value& sm_scale) {

@@ -254,6 +254,17 @@ ModdedScores modded_scores_transposed(const ModKernelEnv& env, const AttentionAr
 // more work (the built-in CAUSAL mode, or a mask mod with later_rows_see_more), else in order.
 Value query_tile_index(const AttentionTileParams& tp, const AttentionMods& mods);
 
+// A program's query tile and batch·head. On query_tile_grid's two-dimensional grid: query_tile_index and
+// program_id(1). On its one-dimensional grid (persistent: PERSISTENT=1, which a persistent grid needs), program
+// id p holds tile p % tiles of batch·head p / tiles, tiles = cdiv(n_q, BLOCK_M): the programs that run at once
+// share a head's K and V in L2, and within a head the tiles come in query_tile_index's order.
+struct QueryTileProgram {
+  Value start_m; // the query tile's index: its rows start at start_m · BLOCK_M
+  Value off_hz;  // batch · H + head
+};
+QueryTileProgram query_tile_program(const AttentionTileParams& tp, const AttentionMods& mods, bool persistent,
+                                    const Value& n_q);
+
 // What the kernels multiply the scores by before exp2: sm_scale · log2 e, or log2 e alone with score mods
 // (which see scores already scaled by sm_scale, modded_scores). Named qk_scale.
 Value scores_to_log2(const ModKernelEnv& env, const Value& sm_scale);

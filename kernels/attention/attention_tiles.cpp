@@ -173,7 +173,10 @@ void store_attention_rows(const AttentionArgs& a, const AttentionHeadBases& b, c
 
 Grid query_tile_grid(const Config& c, const SizeArgs& s) {
   const int64_t bm = c.get("BLOCK_M");
-  return Grid{(s.at("N_Q") + bm - 1) / bm, s.at("B") * s.at("H"), 1};
+  const int64_t tiles = (s.at("N_Q") + bm - 1) / bm, heads = s.at("B") * s.at("H");
+  if (c.get_or("PERSISTENT", 0) != 0) // query_tile_program's one-dimensional grid
+    return Grid{tiles * heads, 1, 1};
+  return Grid{tiles, heads, 1};
 }
 
 std::string prune_tiles_past_sequence(const Config& c, const SizeArgs& s, int64_t min_rows, int64_t min_keys) {

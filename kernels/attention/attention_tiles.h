@@ -94,7 +94,8 @@ void store_attention_rows(const AttentionArgs& a, const AttentionHeadBases& b, c
                           const Value& m0, const Value& offs_m, const Value& acc, const Value& l,
                           const Value& m);
 
-// The grid of kernels with one program per (BLOCK_M query rows, batch·head): (cdiv(N_Q, BLOCK_M), B·H, 1).
+// The grid of kernels with one program per (BLOCK_M query rows, batch·head): (cdiv(N_Q, BLOCK_M), B·H, 1), or
+// with PERSISTENT=1 in the config (cdiv(N_Q, BLOCK_M) · B·H, 1, 1) (query_tile_program's order).
 Grid query_tile_grid(const Config& c, const SizeArgs& s);
 // Why a tuner should skip `c` for these sizes: BLOCK_M wider than the query rows it needs (N_Q padded to a
 // power of two, at least min_rows) or BLOCK_N wider than the keys (at least min_keys); "" keeps it. The

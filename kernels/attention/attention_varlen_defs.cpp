@@ -5,8 +5,10 @@
 namespace kiln {
 
 namespace {
-bool needs_tma(const std::string& param) {
-  return param == "WARP_SPECIALIZE" || param == "PINGPONG" || param == "PRODUCT_AHEAD";
+// The dense kernels' params packed sequences do not take: TMA cannot map a sequence's block pointers, and a
+// persistent grid walks a dense grid of query tiles.
+bool dense_only(const std::string& param) {
+  return param == "WARP_SPECIALIZE" || param == "PINGPONG" || param == "PRODUCT_AHEAD" || param == "PERSISTENT";
 }
 
 Config default_of(const std::vector<ParamDef>& params, int warps, int stages) {
@@ -42,7 +44,7 @@ KernelDef make_varlen_def(const KernelDef& dense, std::string name, std::string 
   d.name = std::move(name);
   d.summary = std::move(summary);
   for (const ParamDef& p : dense.params)
-    if (!needs_tma(p.name))
+    if (!dense_only(p.name))
       d.params.push_back(p);
   d.params.push_back(ParamDef::choice("VARLEN", 1, "1: packed sequences read through CU_SEQLENS_Q/K", 1, 1));
   d.default_num_warps = dense.default_num_warps;

@@ -10,7 +10,8 @@ namespace kiln {
 
 // `dense` as a packed kernel named `name`:
 //  - params: the dense ones less WARP_SPECIALIZE, PINGPONG and PRODUCT_AHEAD (TMA cannot map a block pointer
-//    whose shape, a sequence's length, is read from memory), plus VARLEN (always 1);
+//    whose shape, a sequence's length, is read from memory) and PERSISTENT (a dense grid), plus VARLEN (always
+//    1);
 //  - config space: the dense space less its warp-specialised configs;
 //  - build: the dense build (which reads VARLEN);
 //  - sizes: B (sequences), H, H_KV, TOTAL_Q, TOTAL_K, D, MAX_SEQLEN_Q, MAX_SEQLEN_K; the grid and the pruning

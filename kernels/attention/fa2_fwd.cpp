@@ -36,8 +36,14 @@ Kernel build_fa2_fwd_kernel(const Config& config, const AttentionMods& mods, boo
 
   // Causal Q tiles lower down see more keys: launch them first (the grid starts at x = 0), so that
   // the grid's last wave holds the light tiles instead of leaving a few heavy ones to run alone.
-  Value start_m = query_tile_index(tp, mods).named("start_m");
-  Value off_hz = program_id(1).named("off_hz");
+  // PERSISTENT=1 numbers the programs along x only, which a persistent grid needs (dense sequences only: a
+  // packed batch's tiles per sequence vary).
+  const bool persistent = config.get_or("PERSISTENT", 0) != 0;
+  if (persistent && varlen)
+    fail("fa2_fwd_varlen: PERSISTENT=1 is for dense sequences; packed ones (VARLEN=1) take PERSISTENT=0");
+  const QueryTileProgram program = query_tile_program(tp, mods, persistent, a.N_Q);
+  Value start_m = program.start_m.named("start_m");
+  Value off_hz = program.off_hz.named("off_hz");
   AttentionHeadBases bases;
   Value m0;
   if (varlen) {
@@ -148,17 +154,19 @@ KernelDef make_fa2_fwd_def() {
   d.params.push_back(warp_specialize_param(0));
   d.params.push_back(pingpong_param(0));
   d.params.push_back(product_ahead_param(0));
+  d.params.push_back(persistent_param(0));
   d.default_num_warps = 8; // 16 rows per warp: no spills on sm_80 or sm_90 (4 warps spill on sm_80)
   d.default_num_stages = 2;
   d.build = build_fa2_fwd;
-  // 36 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
+  // 38 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
   // exceeds the device's per-block limit, or whose MIN_BLOCKS_PER_SM CTAs cannot share an SM's shared memory.
   d.config_space = [] {
     std::vector<Config> cs;
-    auto add = [&](int64_t bm, int64_t bn, int warps, int stages, int64_t min_blocks, bool ws = false) {
+    auto add = [&](int64_t bm, int64_t bn, int warps, int stages, int64_t min_blocks, bool ws = false,
+                   bool persistent = false) {
       Config c = fa2_fwd_def().default_config();
       c.set("BLOCK_M", bm).set("BLOCK_N", bn).set("MIN_BLOCKS_PER_SM", min_blocks);
-      c.set("WARP_SPECIALIZE", ws ? 1 : 0);
+      c.set("WARP_SPECIALIZE", ws ? 1 : 0).set("PERSISTENT", persistent ? 1 : 0);
       c.num_warps = warps;
       c.num_stages = stages;
       cs.push_back(c);
@@ -194,6 +202,11 @@ KernelDef make_fa2_fwd_def() {
       add(64, bn, 4, 2, 2, true);
     }
     add(128, 64, 4, 2, 1, true);
+    // The same warp-specialised tiles on a persistent grid: one wave of CTAs walks the query tiles, so that the
+    // producer loads a tile's first K/V while the consumers finish the previous tile's O, and the grid has no
+    // part-empty last wave.
+    for (int64_t bn : {64, 128})
+      add(128, bn, 8, 2, 1, true, true);
     // Small tiles for the widest f32 heads, whose 4-byte tiles fit no config above (f32 at HEAD_DIM = 256 needs
     // 232 KiB with 64 x 32 tiles and 2 stages): they fit sm_90's 227 KiB per block, sm_80's 163 KiB and, the
     // last, sm_86's 99 KiB.

@@ -49,6 +49,29 @@ TEST(PersistentGrid, AWarpSpecialisedProducerWalksTheSameProgramIds) {
   EXPECT_NE(g.lowered.find("persistent grid: 1 CTA(s) an SM"), std::string::npos) << g.lowered;
 }
 
+// FA2's forward with PERSISTENT=1 numbers its programs along x (query_tile_program), so the persistent grid
+// applies; its head coordinates (program / tiles) are still provably non-negative, so K and V keep their TMA
+// copies and the producer warpgroup walks the same programs, running into the next query tile's keys.
+TEST(PersistentGrid, Fa2ForwardWalksItsQueryTilesWarpSpecialisedWithTma) {
+  for (int causal : {0, 1}) {
+    const KernelDef& def = builtin_kernels().find("fa2_fwd");
+    const Config c = def.with_overrides(def.default_config(), {{"BLOCK_M", 128},
+                                                               {"BLOCK_N", 128},
+                                                               {"HEAD_DIM", 128},
+                                                               {"CAUSAL", causal},
+                                                               {"WARP_SPECIALIZE", 1},
+                                                               {"PERSISTENT", 1}});
+    const GeneratedKernel g = generate_cuda(def.build(c), Target::parse("sm_90a"));
+    SCOPED_TRACE(c.str());
+    EXPECT_TRUE(g.why_not_persistent.empty()) << g.why_not_persistent;
+    EXPECT_EQ(g.persistent_ctas_per_sm, 1);
+    EXPECT_TRUE(g.why_not_warp_specialized.empty()) << g.why_not_warp_specialized;
+    EXPECT_EQ(g.tensor_maps.size(), 2u) << g.lowered; // K and V
+    EXPECT_EQ(occurrences(g.source, "kiln_program = blockIdx.x"), 2) << g.source;
+    EXPECT_EQ(occurrences(g.source, "blockIdx.y"), 0);
+  }
+}
+
 TEST(PersistentGrid, SwitchedOffOrNotAskedForNothingChanges) {
   CodegenOptions off;
   off.persistent = false;

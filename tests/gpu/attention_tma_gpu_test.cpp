@@ -5,7 +5,7 @@
 // holds O and LSE to the double-precision reference, outputs poisoned first. Shapes cut the last key tile and
 // the head dim, N_Q != N_K, GQA, bshd strides (the head stride smaller than the row stride), both causal
 // alignments, f16 and bf16, K transposed. The same shapes run warp-specialised (WARP_SPECIALIZE=1: a producer
-// warpgroup fills one ring for both key loops), and with its two consumer warpgroups taking turns (PINGPONG=1). The attention API admits only 16-byte aligned bases and
+// warpgroup fills one ring for both key loops), with its two consumer warpgroups taking turns (PINGPONG=1), and on a persistent grid (PERSISTENT=1). The attention API admits only 16-byte aligned bases and
 // strides, so its maps are always legal: the producer's cp.async fallback is exercised by GpuMatmulTma's odd-K
 // case. Skipped below compute capability 9.0.
 #include "gpu/attention_gpu_support.h"
@@ -36,12 +36,14 @@ struct TmaAttentionCase {
   bool warp_specialized = false;
   bool pingpong = false; // PINGPONG=1: the two consumer warpgroups issue their products in turn
   bool product_ahead = false; // PRODUCT_AHEAD=1: Q K_{j+1}ᵀ issued before the softmax of S_j
+  bool persistent = false;    // PERSISTENT=1: one wave of CTAs walks the query tiles of every head
 };
 
 std::string label(const TmaAttentionCase& c) {
   std::string s = c.p.str() + "_bm" + std::to_string(c.bm) + "_bn" + std::to_string(c.bn) + "_w" +
                   std::to_string(c.warps) + "_s" + std::to_string(c.stages) + (c.warp_specialized ? "_ws" : "") +
-                  (c.pingpong ? "_pingpong" : "") + (c.product_ahead ? "_ahead" : "");
+                  (c.pingpong ? "_pingpong" : "") + (c.product_ahead ? "_ahead" : "") +
+                  (c.persistent ? "_persistent" : "");
   for (char& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch)))
       ch = '_';
@@ -65,6 +67,10 @@ TmaAttentionCase product_ahead(AttentionProblem p, int64_t bn, int stages, int64
   return {p, bm, bn, warps, stages, true, false, true};
 }
 
+TmaAttentionCase persistent(AttentionProblem p, int64_t bn, int stages, int64_t bm = 128, int warps = 8) {
+  return {p, bm, bn, warps, stages, true, false, false, true};
+}
+
 AttentionProblem transposed_k(AttentionProblem p) {
   p.k_transposed = true;
   return p;
@@ -83,7 +89,7 @@ TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
   Config c = default_fa2_config(p);
   c.set("BLOCK_M", tc.bm).set("BLOCK_N", tc.bn);
   c.set("WARP_SPECIALIZE", tc.warp_specialized ? 1 : 0).set("PINGPONG", tc.pingpong ? 1 : 0);
-  c.set("PRODUCT_AHEAD", tc.product_ahead ? 1 : 0);
+  c.set("PRODUCT_AHEAD", tc.product_ahead ? 1 : 0).set("PERSISTENT", tc.persistent ? 1 : 0);
   c.num_warps = tc.warps;
   c.num_stages = tc.stages;
 
@@ -106,6 +112,7 @@ TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
     ASSERT_EQ(jk->generated().threads, 32 * tc.warps + 128);
     ASSERT_EQ(jk->generated().why_not_pingpong, "");
     ASSERT_EQ(jk->generated().why_not_product_ahead, "");
+    ASSERT_EQ(jk->generated().why_not_persistent, "");
   }
   const ValidatedAttention a = validate_attention_args(tq, tk, tv, to, tlse, opts);
   TensorMapArgs maps = tensor_map_args(jk->generated().tensor_maps, kernel.params, forward_launch_args(a, lse.ptr()));
@@ -189,6 +196,23 @@ INSTANTIATE_TEST_SUITE_P(
                       product_ahead(transposed_k(problem(1, 4, 4, 256, 300, 64, DType::f16, 1, false)), 128, 2),
                       product_ahead(problem(2, 3, 1, 300, 333, 128, DType::bf16, 1, false), 64, 2, 128, 4),
                       product_ahead(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 2)),
+    [](const auto& info) { return label(info.param); });
+
+// The warp-specialised kernels on a persistent grid (PERSISTENT=1): one CTA an SM walks the programs of every
+// (batch, head), so most CTAs take several query tiles, their producer running into the next tile's K and V
+// while the consumers store the last tile's O. More programs than SMs in every case but the last; heads whose
+// first query tiles see no key (bottom-right, N_Q > N_K); tails of both sequences and of the head dim; GQA;
+// bshd; causal tiles launched heaviest first within each head; one consumer warpgroup.
+INSTANTIATE_TEST_SUITE_P(
+    fa2_persistent, GpuAttentionTma,
+    ::testing::Values(persistent(problem(4, 8, 8, 1000, 1000, 64, DType::f16, 0, false), 128, 2),
+                      persistent(problem(4, 8, 2, 1000, 1000, 64, DType::f16, 1, false), 64, 2),
+                      persistent(problem(3, 16, 4, 333, 777, 128, DType::bf16, 2, true), 128, 3),
+                      persistent(problem(2, 16, 16, 1024, 257, 128, DType::bf16, 2, false), 64, 2),
+                      persistent(problem(2, 12, 12, 600, 600, 96, DType::f16, 1, true), 64, 2),
+                      persistent(transposed_k(problem(2, 32, 8, 256, 300, 64, DType::f16, 1, false)), 128, 2),
+                      persistent(problem(8, 8, 8, 300, 333, 128, DType::bf16, 1, false), 64, 2, 128, 4),
+                      persistent(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 2)),
     [](const auto& info) { return label(info.param); });
 
 } // namespace

@@ -36,6 +36,22 @@ TEST(AttentionMods, MaskingEveryTileGivesTheSameResults) {
   }
 }
 
+// On the one-dimensional grid of PERSISTENT=1 (query_tile_program), mods that read per-batch and per-head tensors
+// and masks whose later rows see more (launched heaviest first) still find their batch, head and rows.
+TEST(AttentionMods, PersistentNumberingGivesTheSameResults) {
+  int ran = 0;
+  for (const ModCase& c : mod_cases()) {
+    if (c.name != "document_window_softcap" && c.name != "alibi_builtin_causal_br")
+      continue;
+    Config config = mod_case_config(c);
+    config.set("PERSISTENT", 1);
+    SCOPED_TRACE(c.name);
+    check_mod_case(c, config);
+    ++ran;
+  }
+  EXPECT_EQ(ran, 2);
+}
+
 // The causal mask mods give what CAUSAL=1 and CAUSAL=2 give (same arithmetic: equal to rounding).
 TEST(AttentionMods, CausalMaskModsMatchTheBuiltInCausalPath) {
   for (bool bottom_right : {false, true})
