@@ -41,11 +41,12 @@ ForwardPlan::ForwardPlan(const TensorRef& q, const TensorRef& k, const TensorRef
   const ApiSite site{"ForwardPlan", where};
   if (!options.mods.empty() || !options.mod_tensors.empty())
     reject(site,
-           "options.mods or options.mod_tensors is set; a plan runs the forward without mods (its runs patch "
-           "q, k, v, o and lse only), so call forward() for a call with mods");
+           "options.mods or options.mod_tensors is set; a plan runs the plain forward, whose runs replace q, k, "
+           "v, o and lse only: call forward() (C: kiln_attention_forward_cuda) for a call with mods");
   if (options.block_mask)
-    reject(site, "options.block_mask is set; a plan runs the forward without a block mask, so call forward() "
-                 "for a call with one");
+    reject(site,
+           "options.block_mask is set; a plan runs the plain forward, without a block mask: call forward() "
+           "(C: kiln_attention_forward_cuda) for a call with one");
   State& s = *state_;
   s.options = options;
   s.mode = options.autotune ? *options.autotune : rt::autotune_mode_from_env();
