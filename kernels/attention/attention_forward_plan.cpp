@@ -40,9 +40,10 @@ ForwardPlan::ForwardPlan(const TensorRef& q, const TensorRef& k, const TensorRef
     : state_(std::make_unique<State>()) {
   const ApiSite site{"ForwardPlan", where};
   if (!options.mods.empty() || !options.mod_tensors.empty())
-    reject(site,
-           "options.mods or options.mod_tensors is set; a plan runs the plain forward, whose runs replace q, k, "
-           "v, o and lse only: call forward() (C: kiln_attention_forward_cuda) for a call with mods");
+    reject(
+        site,
+        "options.mods or options.mod_tensors is set; a plan runs the plain forward, whose runs replace q, k, "
+        "v, o and lse only: call forward() (C: kiln_attention_forward_cuda) for a call with mods");
   if (options.block_mask)
     reject(site,
            "options.block_mask is set; a plan runs the plain forward, without a block mask: call forward() "
