@@ -40,22 +40,25 @@ ForwardPlan::ForwardPlan(const TensorRef& q, const TensorRef& k, const TensorRef
     : state_(std::make_unique<State>()) {
   const ApiSite site{"ForwardPlan", where};
   if (!options.mods.empty() || !options.mod_tensors.empty())
-    reject(
-        site,
-        "options.mods or options.mod_tensors is set; a plan runs the plain forward, whose runs replace q, k, "
-        "v, o and lse only: call forward() (C: kiln_attention_forward_cuda) for a call with mods");
+    reject(site,
+           "options.mods or options.mod_tensors is set; a plan runs the plain forward, whose runs "
+           "replace q, k, v, o and lse only: call forward() (C: kiln_attention_forward_cuda) for a call "
+           "with mods");
   if (options.block_mask)
     reject(site,
            "options.block_mask is set; a plan runs the plain forward, without a block mask: call forward() "
            "(C: kiln_attention_forward_cuda) for a call with one");
   State& s = *state_;
   s.options = options;
-  s.mode = options.autotune ? *options.autotune : rt::autotune_mode_from_env();
-  s.picks_version =
-      attention_tuner().picks_version(); // before the selection: a pick it stores makes it stale
-  s.prepared = prepare_forward(q, k, v, o, lse, options, s.mode, site);
+  // Read before the selection: a pick it stores makes the plan's pick stale, and the first run selects again.
+  s.picks_version = attention_tuner().picks_version();
+  s.prepared = prepare_forward(q, k, v, o, lse, options, options.autotune, site);
   if (s.prepared.a.empty)
     return;
+  // The mode the pick was made in, read only where a run compares it, as forward() reads KILN_AUTOTUNE only
+  // where it selects (read again here: where it changed meanwhile, the first run selects again).
+  if (!options.config)
+    s.mode = options.autotune ? *options.autotune : rt::autotune_mode_from_env();
   s.bytes = ForwardExtents{extent_bytes("q", q, site), extent_bytes("k", k, site), extent_bytes("v", v, site),
                            s.prepared.o_bytes, extent_bytes("lse", lse, site)};
   s.launch = forward_launch(s.prepared, options);
