@@ -1,9 +1,16 @@
 // The attention entry points of the C ABI: kiln::attention::forward / backward on device pointers and
 // capi/host_attention.h's interpreter path on host pointers, over the same conversions of the C structs (and
-// of options->block_mask, a device one for the *_cuda calls, a host one for the *_host calls).
+// of options->block_mask, a device one for the *_cuda calls, a host one for the *_host calls); and the
+// forward plans over attention::ForwardPlan.
 #include "capi/block_mask_c.h"
 #include "capi/c_boundary.h"
 #include "capi/host_attention.h"
+#include "kernels/attention/attention_forward_plan.h"
+
+// The handle behind kiln_c.h's opaque type: the plan itself.
+struct kiln_attention_plan : kiln::attention::ForwardPlan {
+  using ForwardPlan::ForwardPlan;
+};
 
 namespace kiln::capi {
 namespace {
@@ -128,6 +135,32 @@ kiln_status kiln_tune_attention_cuda(const kiln_tensor* q, const kiln_tensor* k,
     *json = return_string(tuned_launch_json("fa2_fwd", chosen));
   });
 }
+
+kiln_status kiln_attention_forward_plan(const kiln_tensor* q, const kiln_tensor* k, const kiln_tensor* v,
+                                        const kiln_tensor* o, const kiln_tensor* lse,
+                                        const kiln_attention_options* options, kiln_attention_plan** plan) {
+  return guarded([&] {
+    require(plan, "plan");
+    *plan = nullptr;
+    require(lse, "lse (a plan always writes LSE)");
+    const ForwardArgs a = forward_args(q, k, v, o, lse, options, "kiln_attention_forward_plan", Memory::Cuda);
+    on_gpu("kiln_attention_forward_plan",
+           [&] { *plan = new kiln_attention_plan(a.q, a.k, a.v, a.o, *a.lse, a.options); });
+  });
+}
+
+kiln_status kiln_attention_plan_forward(kiln_attention_plan* plan, const void* q, const void* k, const void* v,
+                                        void* o, void* lse, void* stream, int32_t autotune) {
+  return guarded([&] {
+    require(plan, "plan");
+    const std::optional<rt::AutotuneMode> mode = autotune_mode(autotune, "autotune");
+    auto address = [](const void* p) { return reinterpret_cast<uint64_t>(p); };
+    on_gpu("kiln_attention_plan_forward",
+           [&] { plan->run({address(q), address(k), address(v), address(o), address(lse)}, stream, mode); });
+  });
+}
+
+void kiln_attention_plan_destroy(kiln_attention_plan* plan) { delete plan; }
 
 kiln_status kiln_attention_forward_host(const kiln_tensor* q, const kiln_tensor* k, const kiln_tensor* v,
                                         const kiln_tensor* o, const kiln_tensor* lse,

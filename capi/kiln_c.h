@@ -32,7 +32,7 @@ extern "C" {
 #define KILN_C_EXPORT
 #endif
 
-#define KILN_C_ABI_VERSION 5
+#define KILN_C_ABI_VERSION 6
 #define KILN_MAX_DIMS 8
 
 typedef enum kiln_status {
@@ -223,6 +223,39 @@ KILN_C_EXPORT kiln_status kiln_attention_backward_host(const kiln_tensor* q, con
                                                        const kiln_tensor* lse, const kiln_tensor* dout,
                                                        const kiln_tensor* dq, const kiln_tensor* dk,
                                                        const kiln_tensor* dv, const kiln_attention_options* options);
+
+/* ---- forward plans (ABI version 6): one forward made once, run many times on other memory ----
+ * kiln_attention_forward_plan checks a forward call as kiln_attention_forward_cuda does (every check of
+ * kiln::attention::validate_attention_args; q, k, v, o and lse describe tensors of the dtypes, shapes and strides
+ * the runs will have, at addresses that pass the checks) and picks its config as that call does (the autotuner
+ * in options->autotune's mode), but launches nothing (options->stream is not read). lse is required (KILN_ERROR_INVALID_ARGUMENT when NULL); options->mods, mod_tensors and block_mask must
+ * be unset (KILN_ERROR otherwise: call kiln_attention_forward_cuda for those). On success *plan is a new plan,
+ * freed by kiln_attention_plan_destroy; on failure NULL. KILN_ERROR_UNAVAILABLE where there is no GPU, after
+ * checking the arguments (a plan of an empty problem, B = 0 or N_Q = 0, needs none and runs nothing).
+ *   kiln_attention_plan* plan;
+ *   kiln_attention_forward_plan(&q, &k, &v, &o, &lse, &opts, &plan);
+ *   for (...)   // tensors of q..lse's dtypes, shapes and strides, anywhere in device memory
+ *     kiln_attention_plan_forward(plan, q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, stream, KILN_AUTOTUNE_ENV);
+ *   kiln_attention_plan_destroy(plan);
+ * kiln_attention_plan_forward launches the plan's forward on these device addresses on `stream` (a cudaStream_t /
+ * CUstream, not owned; NULL: the legacy default stream), asynchronously, as kiln_attention_forward_cuda would on
+ * tensors described as at creation but at these addresses. Of that call's checks only those that depend on the
+ * addresses are made again: each address non-null and 16-byte aligned, each tensor's bytes within the address
+ * space, o and lse overlapping neither q, k, v nor each other (KILN_ERROR naming the tensor, nothing launched).
+ * The config is the one the plan picked until the autotuner's remembered picks change, `autotune` (kiln_autotune)
+ * differs from the mode the pick was made in, or it is KILN_AUTOTUNE_FORCE: the run then picks again, as a
+ * kiln_attention_forward_cuda call in that mode would (under CUDA-graph capture pass KILN_AUTOTUNE_CACHED, which
+ * times nothing). Runs of one plan from several threads take turns. A plan owns no device memory that its
+ * launches read, so kiln_attention_plan_destroy (NULL: nothing) may run while they are queued. */
+typedef struct kiln_attention_plan kiln_attention_plan;
+KILN_C_EXPORT kiln_status kiln_attention_forward_plan(const kiln_tensor* q, const kiln_tensor* k,
+                                                      const kiln_tensor* v, const kiln_tensor* o,
+                                                      const kiln_tensor* lse, const kiln_attention_options* options,
+                                                      kiln_attention_plan** plan);
+KILN_C_EXPORT kiln_status kiln_attention_plan_forward(kiln_attention_plan* plan, const void* q, const void* k,
+                                                      const void* v, void* o, void* lse, void* stream,
+                                                      int32_t autotune);
+KILN_C_EXPORT void kiln_attention_plan_destroy(kiln_attention_plan* plan);
 
 /* ---- block masks (ABI version 4) ----
  * A block mask for attention calls of B batches, H query heads, H_KV kv heads, N_Q queries and N_K keys (each

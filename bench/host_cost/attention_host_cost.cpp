@@ -8,6 +8,8 @@
 //   fwd def with mods               fa2_fwd_def(mods) for ALiBi + a sliding window (the mods' identity)
 //   tensor-map lookup (hit)         one map's key and its lookup in a TensorMapCache (a stand-in encoder):
 //                                   what a launch with tensor maps pays per map besides its spec
+//   plan address rechecks           what a ForwardPlan's run checks of its five addresses
+//                                   (detail::check_forward_addresses)
 //   forward / backward call         (GPU only) attention::forward and backward_with_workspace on a small
 //                                   problem, KILN_AUTOTUNE=off, launches included, the stream synchronised
 //                                   between rounds only
@@ -15,11 +17,17 @@
 //                                   (current_device), the launch arguments, the tuner's lookup of a
 //                                   remembered pick (select), and the kernel's launch on prebuilt arguments
 //                                   (argument packing, tensor maps where the kernel has them, cuLaunchKernel)
+//   plan run                        (GPU only) ForwardPlan::run on the forward call's tensors: the address
+//                                   rechecks, the picks_version check, the five pointers patched and the
+//                                   launch; what the C ABI's kiln_attention_plan_forward and kiln.attention
+//                                   run
 //
 // Everything but the last two rows runs on a machine without a GPU; addresses are never dereferenced there.
 //   kiln_attention_host_cost [--calls 2000] [--rounds 7]
 #include "kernels/attention/attention_bwd_api.h"
 #include "kernels/attention/attention_bwd_problem.h"
+#include "kernels/attention/attention_forward_plan.h"
+#include "kernels/attention/attention_forward_prepare.h"
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/attention_mod_library.h"
 #include "kernels/attention/fa2_bwd_dkdv.h"
@@ -150,6 +158,13 @@ int main(int argc, char** argv) {
   rt::TensorMapCache maps(16, [](const rt::TensorMapSpec&) { return rt::CUtensorMap{}; });
   auto map_lookup = [&] { (void)maps.get(spec); };
   print_row("tensor-map lookup (hit)", per_call_us(map_lookup, calls, rounds, no_sync));
+  const ForwardAddresses addresses{t.q.data, t.k.data, t.v.data, t.o.data, t.lse.data};
+  const detail::ForwardExtents extents{
+      static_cast<uint64_t>(B * H * N * D * 2), static_cast<uint64_t>(B * H * N * D * 2),
+      static_cast<uint64_t>(B * H * N * D * 2), static_cast<uint64_t>(B * H * N * D * 2),
+      static_cast<uint64_t>(B * H * N * 4)};
+  auto plan_rechecks = [&] { detail::check_forward_addresses(addresses, extents, {"ForwardPlan::run", {}}); };
+  print_row("plan address rechecks", per_call_us(plan_rechecks, calls, rounds, no_sync));
 
   std::string why;
   if (!rt::driver_available(&why)) {
@@ -201,6 +216,9 @@ int main(int argc, char** argv) {
   print_row("  launch on prebuilt args", per_call_us(launch_only, launches, rounds, sync));
   fmt::print("  (the forward's config: {}; tensor maps: {})\n", chosen.config.str(),
              chosen.kernel->generated().tensor_maps.size());
-  return 0;
+  ForwardPlan plan(dev.q, dev.k, dev.v, dev.o, dev.lse, options);
+  const ForwardAddresses dev_addresses{dev.q.data, dev.k.data, dev.v.data, dev.o.data, dev.lse.data};
+  auto plan_run = [&] { plan.run(dev_addresses, nullptr, rt::AutotuneMode::Off); };
+  print_row("plan run", per_call_us(plan_run, launches, rounds, sync));
   return 0;
 }

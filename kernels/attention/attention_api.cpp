@@ -4,6 +4,7 @@
 #include "kernels/attention/attention_api_checks.h"
 #include "kernels/attention/attention_block_mask.h"
 #include "kernels/attention/attention_block_mask_api.h"
+#include "kernels/attention/attention_forward_prepare.h"
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/fa1_fwd.h"
 #include "kernels/attention/fa2_fwd.h"
@@ -139,11 +140,7 @@ ValidatedAttention detail::validate_attention_args(const TensorRef& q, const Ten
   for (auto [name, t] : tensors)
     check_alignment(name, *t, site);
   if (lse) {
-    if (lse->data == 0)
-      reject(site, "lse has a null data address; expected a device address (or no lse at all)");
-    if (lse->data % kAlignBytes != 0)
-      reject(site, "lse's address {:#x} is not 16-byte aligned (it is {} bytes past a multiple of 16)",
-             lse->data, lse->data % kAlignBytes);
+    check_address("lse", lse->data, site);
     const TensorRef dense = TensorRef::contiguous(lse->data, DType::f32, lse_shape);
     for (size_t i = 0; i < 3; ++i)
       if (lse_shape[i] > 1 && lse->strides[i] != dense.strides[i])
@@ -158,18 +155,7 @@ ValidatedAttention detail::validate_attention_args(const TensorRef& q, const Ten
            "o's elements overlap each other (shape {}, strides {}): several outputs would be written to one "
            "place; expected strides that give every element its own memory",
            dims_str(o.shape), dims_str(o.strides));
-  for (size_t out = 3; out < ranges.size(); ++out)
-    for (size_t other = 0; other < out; ++other)
-      if (overlaps(ranges[out], ranges[other]))
-        reject(site,
-               "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected outputs in memory of "
-               "their own, since {}",
-               ranges[out].name, ranges[out].first, ranges[out].end, ranges[other].name, ranges[other].first,
-               ranges[other].end,
-               other < 3 ? fmt::format("writing {} would overwrite {} while it is read", ranges[out].name,
-                                       ranges[other].name)
-                         : fmt::format("{} and {} would be written to the same memory", ranges[out].name,
-                                       ranges[other].name));
+  check_outputs_apart(ranges, 3, site);
 
   r.strides = AttentionStrides{layout_strides(q, layout), layout_strides(k, layout),
                                layout_strides(v, layout), layout_strides(o, layout)};
@@ -224,26 +210,34 @@ uint64_t lse_bytes(const AttentionProblem& p) {
   return static_cast<uint64_t>(p.B * p.H * p.N_Q) * sizeof(float);
 }
 
-// What forward() and tune_forward() share: validation, the GPU check, the launch arguments (with a
-// temporary LSE when the caller gave none) and, unless a config was given, the tuner's choice.
-struct PreparedForward {
-  ValidatedAttention a;
-  std::optional<rt::DeviceBuffer> lse_scratch;
-  std::vector<LaunchArg> args;
-  std::optional<TunedLaunch> tuned; // empty when options.config was given
-};
+} // namespace
 
-// The kernel a forward runs on options.config: over the block mask's lists when there is one, else the mods'
-// (or built-in).
-const KernelDef& forward_def(const AttentionOptions& options) {
-  return options.block_mask ? fa2_fwd_block_mask_def(options.mods) : fa2_fwd_def(options.mods);
+TunedLaunch detail::select_forward(const ValidatedAttention& a, const AttentionOptions& options,
+                                   const std::vector<LaunchArg>& args, uint64_t o_bytes,
+                                   std::optional<rt::AutotuneMode> mode) {
+  const AttentionProblem& p = a.problem;
+  // Tuning launches write scratch copies of O and LSE, never the caller's.
+  const std::vector<OutputArg> outputs = {
+      {3, static_cast<size_t>(o_bytes)},
+      {4, static_cast<size_t>(lse_bytes(p))},
+  };
+  TuneOptions tune;
+  tune.mode = mode;
+  tune.flops = attention_flops(p);
+  // Over a block mask: the configs at its tiles, warp-specialised ones too where its lists are runs.
+  const BlockMask* bm = options.block_mask.get();
+  const KernelDef& def =
+      bm ? fa2_fwd_block_mask_tuning_def(options.mods, bm->layout.block_m, bm->layout.block_n, bm->runs)
+         : fa2_fwd_def(options.mods);
+  const Config base = bm ? block_mask_default_config(*bm, p) : default_fa2_config(p);
+  return attention_tuner().select(def, base, attention_size_args(p), args, outputs, tune);
 }
 
-PreparedForward prepare_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v,
-                                const TensorRef& o, const std::optional<TensorRef>& lse,
-                                const AttentionOptions& options, std::optional<rt::AutotuneMode> mode,
-                                const ApiSite& site) {
-  PreparedForward f{detail::validate_attention_args(q, k, v, o, lse, options, site), {}, {}, {}};
+PreparedForward detail::prepare_forward(const TensorRef& q, const TensorRef& k, const TensorRef& v,
+                                        const TensorRef& o, const std::optional<TensorRef>& lse,
+                                        const AttentionOptions& options, std::optional<rt::AutotuneMode> mode,
+                                        const ApiSite& site) {
+  PreparedForward f{detail::validate_attention_args(q, k, v, o, lse, options, site), {}, {}, 0, {}};
   if (f.a.empty)
     return f;
   const AttentionProblem& p = f.a.problem; // B * H within the grid: check_attention_problem saw to that
@@ -252,27 +246,21 @@ PreparedForward prepare_forward(const TensorRef& q, const TensorRef& k, const Te
   if (!f.a.lse)
     f.lse_scratch.emplace(lse_bytes(p));
   f.args = forward_launch_args(f.a, f.a.lse ? *f.a.lse : f.lse_scratch->ptr());
-  if (!options.config) {
-    // Tuning launches write scratch copies of O and LSE, never the caller's.
-    const std::vector<OutputArg> outputs = {
-        {3, static_cast<size_t>(extent_bytes("o", o, site))},
-        {4, static_cast<size_t>(lse_bytes(p))},
-    };
-    TuneOptions tune;
-    tune.mode = mode;
-    tune.flops = attention_flops(p);
-    // Over a block mask: the configs at its tiles, warp-specialised ones too where its lists are runs.
-    const BlockMask* bm = options.block_mask.get();
-    const KernelDef& def = bm ? fa2_fwd_block_mask_tuning_def(options.mods, bm->layout.block_m,
-                                                              bm->layout.block_n, bm->runs)
-                              : fa2_fwd_def(options.mods);
-    const Config base = bm ? block_mask_default_config(*bm, p) : default_fa2_config(p);
-    f.tuned = attention_tuner().select(def, base, attention_size_args(p), f.args, outputs, tune);
-  }
+  f.o_bytes = extent_bytes("o", o, site);
+  if (!options.config)
+    f.tuned = select_forward(f.a, options, f.args, f.o_bytes, mode);
   return f;
 }
 
-} // namespace
+ForwardLaunch detail::forward_launch(const PreparedForward& f, const AttentionOptions& options) {
+  if (f.tuned)
+    return ForwardLaunch{f.tuned->kernel, f.tuned->grid};
+  // options.config: over the block mask's lists when there is one, else the mods' (or built-in) kernel.
+  const KernelDef& def =
+      options.block_mask ? fa2_fwd_block_mask_def(options.mods) : fa2_fwd_def(options.mods);
+  const Config& config = *options.config;
+  return ForwardLaunch{compiled_for(def, config), def.grid(config, attention_size_args(f.a.problem))};
+}
 
 void forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
              const std::optional<TensorRef>& lse, const AttentionOptions& options,
@@ -281,13 +269,8 @@ void forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const T
   if (f.a.empty)
     return;
   const rt::Stream stream = rt::Stream::wrap(options.stream);
-  if (f.tuned) {
-    f.tuned->kernel->launch(f.tuned->grid, f.args, stream);
-  } else {
-    const KernelDef& def = forward_def(options);
-    const Config& config = *options.config;
-    compiled_for(def, config)->launch(def.grid(config, attention_size_args(f.a.problem)), f.args, stream);
-  }
+  const ForwardLaunch launch = forward_launch(f, options);
+  launch.kernel->launch(launch.grid, f.args, stream);
   if (f.lse_scratch)
     stream.synchronize(); // the temporary LSE is freed on return
 }

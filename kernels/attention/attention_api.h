@@ -169,7 +169,8 @@ std::vector<LaunchArg> forward_launch_args(const ValidatedAttention& a, uint64_t
 // timing launches on scratch outputs, never on o and lse.
 // The launch is asynchronous, except when lse is omitted: the kernel always writes an LSE, so a temporary one
 // is allocated and the stream is synchronized before it is freed.
-// Throws kiln::Error when no GPU driver is available (after validating).
+// Throws kiln::Error when no GPU driver is available (after validating). A caller that repeats one call on other
+// buffers can validate and select once: ForwardPlan (attention_forward_plan.h).
 void forward(const TensorRef& q, const TensorRef& k, const TensorRef& v, const TensorRef& o,
              const std::optional<TensorRef>& lse = std::nullopt, const AttentionOptions& options = {},
              std::source_location where = std::source_location::current());

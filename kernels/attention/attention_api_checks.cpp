@@ -41,10 +41,30 @@ uint64_t extent_bytes(const char* name, const TensorRef& t, const ApiSite& site)
       __builtin_mul_overflow(last, int64_t{dtype_bytes(t.dtype)}, &bytes))
     reject(site, "{} ({}) spans more than 2^63 bytes; its offsets overflow the kernels' 64-bit indices", name,
            t.str());
-  uint64_t end = 0;
-  if (__builtin_add_overflow(t.data, static_cast<uint64_t>(bytes), &end))
-    reject(site, "{} ({}) runs past the end of the 64-bit address space", name, t.str());
+  (void)byte_range(name, t.data, static_cast<uint64_t>(bytes), site);
   return static_cast<uint64_t>(bytes);
+}
+
+ByteRange byte_range(const char* name, uint64_t data, uint64_t bytes, const ApiSite& site) {
+  uint64_t end = 0;
+  if (__builtin_add_overflow(data, bytes, &end))
+    reject(site, "{} ({} bytes at {:#x}) runs past the end of the 64-bit address space", name, bytes, data);
+  return ByteRange{name, data, end};
+}
+
+void check_outputs_apart(llvm::ArrayRef<ByteRange> ranges, size_t first_output, const ApiSite& site) {
+  for (size_t out = first_output; out < ranges.size(); ++out)
+    for (size_t other = 0; other < out; ++other)
+      if (overlaps(ranges[out], ranges[other]))
+        reject(site,
+               "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected outputs in memory of "
+               "their own, since {}",
+               ranges[out].name, ranges[out].first, ranges[out].end, ranges[other].name, ranges[other].first,
+               ranges[other].end,
+               other < first_output ? fmt::format("writing {} would overwrite {} while it is read",
+                                                  ranges[out].name, ranges[other].name)
+                                    : fmt::format("{} and {} would be written to the same memory",
+                                                  ranges[out].name, ranges[other].name));
 }
 
 // Walking the dims of size > 1 from the smallest stride up, each stride must step past everything the smaller
@@ -73,7 +93,8 @@ bool reachable(int64_t delta, const std::vector<std::pair<int64_t, int64_t>>& di
   if (count == 0)
     return delta == 0;
   auto [stride, size] = dims[count - 1];
-  const int64_t low = delta >= 0 ? delta / stride : -((-delta + stride - 1) / stride); // floor(delta / stride)
+  const int64_t low =
+      delta >= 0 ? delta / stride : -((-delta + stride - 1) / stride); // floor(delta / stride)
   for (int64_t c : {low, low + 1})
     if (c > -size && c < size && reachable(delta - c * stride, dims, count - 1))
       return true;
@@ -153,14 +174,18 @@ void check_size(const char* what, int64_t v, const ApiSite& site) {
            what, v, kMaxAttentionSize);
 }
 
-void check_alignment(const char* name, const TensorRef& t, const ApiSite& site) {
-  if (t.data == 0)
+void check_address(const char* name, uint64_t data, const ApiSite& site) {
+  if (data == 0)
     reject(site, "{} has a null data address; expected a device address", name);
-  if (t.data % kAlignBytes != 0)
+  if (data % kAlignBytes != 0)
     reject(site,
            "{}'s address {:#x} is not 16-byte aligned (it is {} bytes past a multiple of 16); the kernels "
            "move rows as 16-byte vectors",
-           name, t.data, t.data % kAlignBytes);
+           name, data, data % kAlignBytes);
+}
+
+void check_alignment(const char* name, const TensorRef& t, const ApiSite& site) {
+  check_address(name, t.data, site);
   const int64_t elem = dtype_bytes(t.dtype);
   for (size_t i = 0; i + 1 < t.shape.size(); ++i)
     if (t.shape[i] > 1 && (t.strides[i] * elem) % static_cast<int64_t>(kAlignBytes) != 0)

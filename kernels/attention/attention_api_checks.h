@@ -59,6 +59,12 @@ struct ByteRange {
   uint64_t first, end; // [first, end)
 };
 bool overlaps(const ByteRange& a, const ByteRange& b);
+// The `bytes` bytes at `data`, or an error when they run past the end of the 64-bit address space.
+ByteRange byte_range(const char* name, uint64_t data, uint64_t bytes, const ApiSite& site);
+// Outputs in memory of their own: each range from ranges[first_output] on overlaps none before it (inputs,
+// and the outputs listed earlier), else an error naming both and why (an input overwritten while it is read,
+// or two outputs written to one place).
+void check_outputs_apart(llvm::ArrayRef<ByteRange> ranges, size_t first_output, const ApiSite& site);
 // Whether two views of one dtype, shape and strides, `a` and `b`, share an element, decided exactly when
 // each stride steps past everything the smaller ones reach (elements_distinct) and the views sit a whole
 // number of elements apart: the interleaved dK and dV of a fused KV gradient ([B, N, 2, H, D] viewed twice)
@@ -73,10 +79,13 @@ void check_dtypes(const TensorRef& q, const TensorRef& k, const TensorRef& v, co
 // The options' part of the problem: sm_scale (a finite f32, 0 for 1/sqrt(D)), the causal mode, the K load
 // variant, tf32 and exact_masked_v, with the dtype of q; a kiln::Error for a scale or mode out of range.
 void apply_options(AttentionProblem& p, DType dtype, const AttentionOptions& options, const ApiSite& site);
-// A size below kMaxAttentionSize (the kernels' i32 indices), checked before check_attention_problem because an
-// empty problem (B or N_Q of 0) returns before that runs.
+// A size below kMaxAttentionSize (the kernels' i32 indices), checked before check_attention_problem because
+// an empty problem (B or N_Q of 0) returns before that runs.
 void check_size(const char* what, int64_t v, const ApiSite& site);
-// A non-null, 16-byte aligned address and batch/head/sequence strides of a multiple of 16 bytes.
+// A non-null, 16-byte aligned address (the kernels move rows as 16-byte vectors and stage them with cp.async;
+// a TMA tensor map's base needs the same).
+void check_address(const char* name, uint64_t data, const ApiSite& site);
+// check_address, and batch/head/sequence strides of a multiple of 16 bytes.
 void check_alignment(const char* name, const TensorRef& t, const ApiSite& site);
 
 // The mods' tensors appended to a kernel's launch arguments: each one's address, then its strides.

@@ -3,12 +3,13 @@ signatures, and turning a failed status into KilnError. No other module touches 
 
 import ctypes
 import os
+import sys
 import threading
 
 from .errors import OK, KilnError, error_for
 
 MAX_DIMS = 8
-ABI_VERSION = 5
+ABI_VERSION = 6
 
 # enum kiln_dtype
 I1, U8, I32, I64, F16, BF16, F32, F64 = range(1, 9)
@@ -116,6 +117,10 @@ _SIGNATURES = {
     "kiln_attention_backward_workspace_size": ([_T, _P(AttentionOptions), _P(ctypes.c_uint64)], ctypes.c_int),
     "kiln_attention_backward_cuda_workspace": ([_T] * 9 + [ctypes.c_void_p, ctypes.c_uint64, _P(AttentionOptions)],
                                                ctypes.c_int),
+    # ABI version 6: forward plans. The run takes plain addresses (c_void_p converts a Python int fastest).
+    "kiln_attention_forward_plan": ([_T] * 5 + [_P(AttentionOptions), _P(ctypes.c_void_p)], ctypes.c_int),
+    "kiln_attention_plan_forward": ([ctypes.c_void_p] * 7 + [ctypes.c_int32], ctypes.c_int),
+    "kiln_attention_plan_destroy": ([ctypes.c_void_p], None),
     "kiln_tune_attention_cuda": ([_T] * 5 + [_P(AttentionOptions), _STR_OUT], ctypes.c_int),
     "kiln_tune_cuda": ([ctypes.c_char_p, _T, ctypes.c_int32, _P(Scalar), ctypes.c_int32, _P(Param), ctypes.c_int32,
                         ctypes.c_int32, _STR_OUT], ctypes.c_int),
@@ -176,13 +181,15 @@ def lib():
                 handle = ctypes.CDLL(path)
             except OSError as e:
                 raise KilnError(f"cannot load libkiln from {path}: {e}") from None
+            # The version first: an older library lacks the newer functions, and should be named as older.
+            handle.kiln_abi_version.restype = ctypes.c_int32
+            abi = handle.kiln_abi_version()
+            if abi < ABI_VERSION:
+                raise KilnError(f"{path} has C ABI version {abi}; this package needs {ABI_VERSION} or later")
             for name, (args, res) in _SIGNATURES.items():
                 fn = getattr(handle, name)
                 fn.argtypes = args
                 fn.restype = res
-            abi = handle.kiln_abi_version()
-            if abi < ABI_VERSION:
-                raise KilnError(f"{path} has C ABI version {abi}; this package needs {ABI_VERSION} or later")
             _lib = handle
     return _lib
 
@@ -192,6 +199,29 @@ def check(status):
     if status != OK:
         message = lib().kiln_last_error().decode("utf-8", "replace")
         raise error_for(status, message)
+
+
+class AttentionPlan:
+    """A libkiln forward plan (kiln_attention_forward_plan) and its owner: destroyed when this object goes. `run`
+    is kiln_attention_plan_forward, to be called as run(handle, q, k, v, o, lse, stream, autotune) with device
+    addresses as ints; `device` is the CUDA device index it was made for. Nothing is destroyed while the
+    interpreter shuts down (a plan is host memory, which the process's exit takes back, and libkiln may be
+    half torn down by then)."""
+    __slots__ = ("handle", "run", "device", "_destroy", "_finalizing")
+
+    def __init__(self, tensors, opts, device):
+        """The plan of a forward on `tensors` (q, k, v, o, lse as Tensor structs) with options `opts`."""
+        lib_ = lib()
+        out = ctypes.c_void_p()
+        self.handle = None
+        check(lib_.kiln_attention_forward_plan(*tensors, opts, ctypes.byref(out)))
+        self.handle, self.run, self.device = out.value, lib_.kiln_attention_plan_forward, device
+        self._destroy, self._finalizing = lib_.kiln_attention_plan_destroy, sys.is_finalizing
+
+    def __del__(self):
+        handle, self.handle = self.handle, None
+        if handle and not self._finalizing():
+            self._destroy(handle)
 
 
 _OPTIONS_SIZE = ctypes.sizeof(AttentionOptions)

@@ -62,13 +62,17 @@ def _check_device(tensors, names):
         raise KilnError(f"kiln attention runs on CUDA or CPU tensors; got {dev}")
 
 
+# Whether torch's current CUDA stream is capturing a graph, without torch.cuda's Python wrapper around it.
+_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None) or torch.cuda.is_current_stream_capturing
+
+
 def autotune_mode(is_cuda, capturing=None):
     """kiln_autotune for a call now: KILN_AUTOTUNE_ENV, except while torch's current stream is capturing a CUDA
     graph, when nothing may be timed: KILN_AUTOTUNE_CACHED (or OFF where KILN_AUTOTUNE=off asks for defaults,
     whose compiled kernels a capture should find, not a cache lookup's). capturing: whether the current stream
     is capturing, where the caller asked already (None: asked here)."""
     if capturing is None:
-        capturing = is_cuda and torch.cuda.is_current_stream_capturing()
+        capturing = is_cuda and _capturing()
     if not capturing:
         return _lib.AUTOTUNE_ENV
     if os.environ.get("KILN_AUTOTUNE", "").strip().lower() == "off":
@@ -153,10 +157,22 @@ def _rank_error(q):
 _FWD_NAMES = ("q", "k", "v", "o", "lse")
 
 
+def _forward_key(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v):
+    """A plain forward's cache key: the options, then each tensor's dtype, shape, strides and device (a
+    torch.device: its type and index in one attribute), in one flat tuple (no list, loop or concatenation)."""
+    return ("fwd", causal, scale, layout, tf32, deterministic, exact_masked_v, q.dtype, q.shape, q.stride(), q.device,
+            k.dtype, k.shape, k.stride(), k.device, v.dtype, v.shape, v.stride(), v.device)
+
+
 def _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, want_lse=True):
     """The forward op's body: O and LSE from libkiln on the tensors' memory. The per-call path is a cache
     lookup by the call's signature, the outputs' allocations and the C call; the checks run at a signature's
-    first call.
+    first call (_forward_first), which for CUDA tensors also makes libkiln's plan of the forward
+    (kiln_attention_forward_plan: validated and tuned once). A later call of the signature runs the plan on its
+    tensors' addresses (kiln_attention_plan_forward: plain ints, no struct to update), which libkiln checks
+    again where they matter (non-null, aligned, outputs apart from inputs); everything else a call could get
+    wrong is in the key. The plan asks the autotuner again when its picks change, or when the mode changes
+    (KILN_AUTOTUNE_CACHED under capture). CPU tensors run the interpreter on the cached structs.
 
     want_lse=False (an eager call that returns O alone and records no gradient): the kernel still writes an
     LSE, into a scratch tensor kept with the signature's cached call, one per CUDA stream, instead of a new one
@@ -165,51 +181,75 @@ def _forward_impl(q, k, v, causal, scale, layout, tf32, deterministic, exact_mas
     allocator frees it in that stream's order when the cache lets it go (and the device is synchronised first,
     for a stream handle that was reused by a new stream). It costs B * H * N_Q f32 (1/32 of O at f16, D = 64)
     per signature and stream (at most _SCRATCH_STREAMS streams), freed with the cache (at most _CACHE_LIMIT
-    signatures a thread). Not while a CUDA
-    graph is captured: a graph would keep writing a scratch the cache may free."""
-    key = ("fwd", causal, scale, layout, tf32, deterministic, exact_masked_v) + _signature((q, k, v))
+    signatures a thread). Not while a CUDA graph is captured: a graph would keep writing a scratch the cache may
+    free."""
+    key = _forward_key(q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v)
     hit = _cached_call(key)
-    capturing = None  # asked below where the scratch needs it, else by _launch_forward
     if hit is None:
-        if _needs_copy((q, k, v)):
-            return _forward_impl(*(_last_dim_contiguous(t) for t in (q, k, v)), causal, scale, layout, tf32,
-                                 deterministic, exact_masked_v, want_lse)
-        _check_device((q, k, v), ("q", "k", "v"))
-        shape = lse_shape(q, layout)
-        if shape is None:
-            raise _rank_error(q)
-        o = q.new_empty(q.shape)
+        return _forward_first(key, q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, want_lse)
+    structs, opts, (shape, q_contiguous, scratch, plan) = hit
+    # O contiguous, as the fake implementation makes it; empty_like costs 2-3 us less than new_empty and, for a
+    # contiguous q, gives the same strides.
+    o = torch.empty_like(q) if q_contiguous else q.new_empty(q.shape)
+    if plan is None:  # CPU tensors
         lse = q.new_empty(shape, dtype=torch.float32)
-        options = _options(causal, scale, layout, tf32, deterministic, exact_masked_v)
-        hit = _remember(key, (q, k, v, o, lse), _FWD_NAMES, options,
-                        extra_of=lambda structs, opts: (shape, q.is_contiguous(), {}))
+        _set_addresses(structs, (q, k, v, o, lse))
+        _lib.check(_lib.lib().kiln_attention_forward_host(*structs, opts))
+        return o, (lse if want_lse else None)
+    stream = _raw_stream(plan.device) if _raw_stream is not None else current_stream_handle(q)
+    capturing = _capturing()
+    if want_lse or capturing:
+        lse = q.new_empty(shape, dtype=torch.float32)
     else:
-        shape, q_contiguous, scratch = hit[2]
-        # O contiguous, as the fake implementation makes it; empty_like costs 2-3 us less than new_empty and,
-        # for a contiguous q, gives the same strides.
-        o = torch.empty_like(q) if q_contiguous else q.new_empty(q.shape)
-        capturing = q.is_cuda and torch.cuda.is_current_stream_capturing()
-        if not want_lse and q.is_cuda and not capturing:
-            lse = _scratch_lse(q, shape, scratch)
-        else:
-            lse = q.new_empty(shape, dtype=torch.float32)
-    structs, opts, _ = hit
-    _set_addresses(structs, (q, k, v, o, lse))
-    _launch_forward(q, structs, opts, capturing)
+        lse = scratch.get(stream)
+        if lse is None:
+            lse = _new_scratch_lse(q, shape, scratch, stream)
+    status = plan.run(plan.handle, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(), stream,
+                      autotune_mode(True, True) if capturing else _lib.AUTOTUNE_ENV)
+    if status:
+        _lib.check(status)
     return o, (lse if want_lse else None)
 
 
-def _scratch_lse(q, shape, scratch):
-    """The scratch LSE of a cached call (`scratch`: stream handle -> tensor) on torch's current stream, made
-    there at its first use (see _forward_impl)."""
-    stream = current_stream_handle(q)
-    lse = scratch.get(stream)
-    if lse is None:
-        if len(scratch) >= _SCRATCH_STREAMS:  # a new stream per call must not grow the scratches without end
-            torch.cuda.synchronize()
-            scratch.clear()
-        lse = scratch[stream] = q.new_empty(shape, dtype=torch.float32)
-        _local.scratch_made = True
+def _forward_first(key, q, k, v, causal, scale, layout, tf32, deterministic, exact_masked_v, want_lse):
+    """_forward_impl's first call of a signature: the Python-side checks, then the structs and, for CUDA tensors,
+    the plan (made on this call's tensors, tuned in this call's autotune mode), cached under `key` once libkiln
+    accepted them, then the call itself."""
+    if _needs_copy((q, k, v)):
+        return _forward_impl(*(_last_dim_contiguous(t) for t in (q, k, v)), causal, scale, layout, tf32,
+                             deterministic, exact_masked_v, want_lse)
+    _check_device((q, k, v), ("q", "k", "v"))
+    shape = lse_shape(q, layout)
+    if shape is None:
+        raise _rank_error(q)
+    o = q.new_empty(q.shape)
+    lse = q.new_empty(shape, dtype=torch.float32)
+    options = _options(causal, scale, layout, tf32, deterministic, exact_masked_v)
+    if not q.is_cuda:
+        structs, opts, _ = _remember(key, (q, k, v, o, lse), _FWD_NAMES, options,
+                                     extra_of=lambda structs, opts: (shape, q.is_contiguous(), {}, None))
+        _lib.check(_lib.lib().kiln_attention_forward_host(*structs, opts))
+        return o, (lse if want_lse else None)
+    autotune = autotune_mode(True)
+
+    def with_plan(structs, opts):
+        opts.autotune = autotune
+        return shape, q.is_contiguous(), {}, _lib.AttentionPlan(structs, opts, q.get_device())
+
+    plan = _remember(key, (q, k, v, o, lse), _FWD_NAMES, options, extra_of=with_plan)[2][3]
+    _lib.check(plan.run(plan.handle, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(),
+                        current_stream_handle(q), autotune))
+    return o, (lse if want_lse else None)
+
+
+def _new_scratch_lse(q, shape, scratch, stream):
+    """A new scratch LSE of a cached call (`scratch`: stream handle -> tensor) for torch's current stream,
+    `stream`, made there (see _forward_impl)."""
+    if len(scratch) >= _SCRATCH_STREAMS:  # a new stream per call must not grow the scratches without end
+        torch.cuda.synchronize()
+        scratch.clear()
+    lse = scratch[stream] = q.new_empty(shape, dtype=torch.float32)
+    _local.scratch_made = True
     return lse
 
 

@@ -234,6 +234,56 @@ int main(void) {
            "decode refuses top-left causality with kiln's message");
   }
 
+  /* ABI version 6: forward plans. Without a GPU only their argument checks and an empty problem's plan run. */
+  {
+    kiln_attention_plan* plan = (kiln_attention_plan*)&opts; /* not NULL: a failed create must clear it */
+    static float lse[2 * 8] __attribute__((aligned(16)));
+    kiln_tensor tl, eq, ek, ev, eo, el;
+    int32_t gpus = 0;
+    expect(kiln_device_count(&gpus, NULL) == KILN_OK, "device count for the plans");
+    memset(&tl, 0, sizeof tl);
+    tl.data = lse, tl.dtype = KILN_F32, tl.ndim = 3;
+    tl.shape[0] = 1, tl.shape[1] = 2, tl.shape[2] = 8;
+    tl.strides[0] = 16, tl.strides[1] = 8, tl.strides[2] = 1;
+    kiln_attention_options_init(&opts);
+    opts.autotune = KILN_AUTOTUNE_OFF;
+    expect(kiln_attention_forward_plan(&tq, &tk, &tv, &to, &tl, &opts, NULL) == KILN_ERROR_INVALID_ARGUMENT &&
+               strcmp(kiln_last_error(), "plan must not be NULL") == 0,
+           "a plan with nowhere to go");
+    expect(kiln_attention_forward_plan(&tq, &tk, &tv, &to, NULL, &opts, &plan) == KILN_ERROR_INVALID_ARGUMENT &&
+               plan == NULL && strstr(kiln_last_error(), "lse") != NULL,
+           "a plan without lse");
+    tk.shape[3] = 8;
+    expect(kiln_attention_forward_plan(&tq, &tk, &tv, &to, &tl, &opts, &plan) == KILN_ERROR &&
+               strstr(kiln_last_error(), "attention::ForwardPlan: k has head dim 8") != NULL,
+           "a plan's validation runs where there is no GPU too");
+    tk.shape[3] = 16;
+    opts.mods = "causal";
+    expect(kiln_attention_forward_plan(&tq, &tk, &tv, &to, &tl, &opts, &plan) == KILN_ERROR &&
+               strstr(kiln_last_error(), "kiln_attention_forward_cuda") != NULL,
+           "a plan with mods is refused");
+    opts.mods = NULL;
+    if (gpus == 0)
+      expect(kiln_attention_forward_plan(&tq, &tk, &tv, &to, &tl, &opts, &plan) == KILN_ERROR_UNAVAILABLE &&
+                 plan == NULL,
+             "a valid plan without a GPU");
+    expect(kiln_attention_plan_forward(NULL, q, k, v, o, lse, NULL, KILN_AUTOTUNE_ENV) ==
+                   KILN_ERROR_INVALID_ARGUMENT &&
+               strcmp(kiln_last_error(), "plan must not be NULL") == 0,
+           "running no plan");
+    /* B = 0: nothing to compute, so a plan is made without a GPU and its runs launch nothing. */
+    eq = tq, ek = tk, ev = tv, eo = to, el = tl;
+    eq.shape[0] = ek.shape[0] = ev.shape[0] = eo.shape[0] = el.shape[0] = 0;
+    expect(kiln_attention_forward_plan(&eq, &ek, &ev, &eo, &el, &opts, &plan) == KILN_OK && plan != NULL,
+           "an empty problem's plan");
+    expect(kiln_attention_plan_forward(plan, NULL, NULL, NULL, NULL, NULL, NULL, KILN_AUTOTUNE_CACHED) == KILN_OK,
+           "an empty plan runs nothing");
+    expect(kiln_attention_plan_forward(plan, NULL, NULL, NULL, NULL, NULL, NULL, 9) == KILN_ERROR_INVALID_ARGUMENT,
+           "a run's unknown autotune mode");
+    kiln_attention_plan_destroy(plan);
+    kiln_attention_plan_destroy(NULL);
+  }
+
   expect(kiln_device_count(&count, &why) == KILN_OK && count >= 0 && why != NULL, "device count");
   printf("kiln %s, C ABI %d, %d CUDA device(s)%s%s\n", kiln_version(), kiln_abi_version(), count,
          count ? "" : ": ", count ? "" : why);

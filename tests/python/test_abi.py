@@ -42,7 +42,7 @@ def test_installed_package_not_source_tree():
 def test_version_and_abi():
     assert LIB.kiln_version().decode() == kiln.version()
     assert kiln.version().count(".") == 2
-    assert LIB.kiln_abi_version() == _lib.ABI_VERSION == 5
+    assert LIB.kiln_abi_version() == _lib.ABI_VERSION == 6
 
 
 def test_status_names():

@@ -29,8 +29,8 @@ def host_varlen(total_q=6, total_k=5, heads=2, d=16):
     return arrays, [describe(a, f"t{i}") for i, a in enumerate(arrays[:5])], batch(cu_q, cu_k, 4, 3)
 
 
-def test_abi_version_is_5_and_the_new_structs_are_sized_once():
-    assert LIB.kiln_abi_version() == 5 and _lib.ABI_VERSION == 5
+def test_abi_version_is_at_least_5_and_the_new_structs_are_sized_once():
+    assert LIB.kiln_abi_version() >= 5 and _lib.ABI_VERSION >= 5
     assert ctypes.sizeof(_lib.VarlenBatch) == 320 and ctypes.sizeof(_lib.DecodeOptions) == 48
 
 
