@@ -21,6 +21,8 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+
 using namespace kiln;
 using kiln_test::expect_nvrtc_compiles;
 
@@ -132,6 +134,56 @@ TEST(AttentionModsCodegen, MasksWrittenAsExpressionsBuildTheLibrarysKernels) {
   ASSERT_TRUE(doc_window.key_bounds);
   EXPECT_FALSE(doc_window.later_rows_see_more);
   EXPECT_FALSE(parse_mod_specs("mask=kv_idx <= q_idx || kv_idx < 4").mods.mask[0].key_bounds);
+}
+
+// `code` without the scalar definitions ("const T name = ...;") nothing reads (repeatedly: a definition read
+// only by such a line goes too), its names' numbers dropped (they follow how many values came before).
+std::string live_code_unnumbered(const std::string& code) {
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < code.size();) {
+    const size_t eol = code.find('\n', at);
+    lines.push_back(code.substr(at, eol - at));
+    at = eol == std::string::npos ? code.size() : eol + 1;
+  }
+  const std::regex definition(R"(^\s*const (int|float|long long) (\w+) = .*;$)");
+  for (bool dropped = true; dropped;) {
+    dropped = false;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      std::smatch m;
+      if (!std::regex_match(lines[i], m, definition))
+        continue;
+      const std::regex use("\\b" + m[2].str() + "\\b");
+      bool read = false;
+      for (size_t j = 0; j < lines.size() && !read; ++j)
+        read = j != i && std::regex_search(lines[j], use);
+      if (!read) {
+        lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(i));
+        dropped = true;
+        break;
+      }
+    }
+  }
+  std::string out;
+  for (const std::string& line : lines)
+    out += std::regex_replace(line, std::regex(R"(\b([A-Za-z_]+?)\d+\b)"), "$1#") + "\n";
+  return out;
+}
+
+// A score mod that returns its input counts as none (AttentionMods::score_mods_return_their_input): the kernel is
+// the built-in one but for the mods' batch and head indices and row clamps, which nothing reads (ptxas drops them),
+// so it runs at the built-in kernel's speed by construction.
+TEST(AttentionModsCodegen, ANoOpScoreModBuildsTheBuiltInKernel) {
+  AttentionProblem p;
+  p.D = 128;
+  for (int causal : {0, 1}) {
+    p.causal = causal;
+    Config config = default_fa2_config(p);
+    config.set("BLOCK_N", 128).set("WARP_SPECIALIZE", 1);
+    config.num_stages = 3;
+    SCOPED_TRACE(config.str());
+    const std::string modded = code_of(fa2_fwd_def(parse_mod_specs("score=score").mods), config);
+    EXPECT_EQ(live_code_unnumbered(modded), live_code_unnumbered(code_of(fa2_fwd_def(), config)));
+  }
 }
 
 TEST(AttentionModsCodegen, BackwardModKernelsCompileForSm90aAndSm80) {
