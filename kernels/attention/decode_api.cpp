@@ -47,23 +47,6 @@ ByteRange range_of(const char* name, const TensorRef& t, const ApiSite& site) {
   return ByteRange{name, t.data, t.data + detail::extent_bytes(name, t, site)};
 }
 
-// Every output range (from `first_output` on) against every range before it.
-void check_disjoint(const std::vector<ByteRange>& ranges, size_t first_output, const ApiSite& site) {
-  for (size_t out = first_output; out < ranges.size(); ++out)
-    for (size_t other = 0; other < out; ++other)
-      if (detail::overlaps(ranges[out], ranges[other]))
-        reject(site,
-               "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected outputs in memory of "
-               "their "
-               "own, since {}",
-               ranges[out].name, ranges[out].first, ranges[out].end, ranges[other].name, ranges[other].first,
-               ranges[other].end,
-               other < first_output ? fmt::format("writing {} would overwrite {} while it is read",
-                                                  ranges[out].name, ranges[other].name)
-                                    : fmt::format("{} and {} would be written to the same memory",
-                                                  ranges[out].name, ranges[other].name));
-}
-
 } // namespace
 
 uint64_t decode_workspace_bytes(int64_t B, int64_t H, int64_t N_Q, int64_t D, int64_t num_splits) {
@@ -250,7 +233,7 @@ ValidatedDecode validate_decode_args(const TensorRef& q, const TensorRef& k, con
     reject(site,
            "o's elements overlap each other (shape {}, strides {}); expected every element its own memory",
            dims_str(o.shape), dims_str(o.strides));
-  check_disjoint(ranges, first_output, site);
+  detail::check_outputs_apart(ranges, first_output, site);
 
   r.stride_qb = q.strides[0], r.stride_qn = q.strides[1], r.stride_qh = q.strides[2];
   r.stride_kb = k.strides[0], r.stride_kn = k.strides[1], r.stride_kh = k.strides[2];
