@@ -85,13 +85,13 @@ ModTensorValues host_mod_tensors(const attention::AttentionOptions& options,
                                  const std::vector<attention::ValidatedModTensor>& validated) {
   ModTensorValues out;
   for (const attention::ValidatedModTensor& m : validated) {
-    const attention::TensorRef& t = options.mod_tensors.at(m.name);
+    const attention::TensorRef& t = options.mod_tensors.at(m.tensor_name);
     const uint64_t bytes = m.end - m.data;
     ModTensorData d{HostBuffer(t.dtype, static_cast<int64_t>(bytes) / dtype_bytes(t.dtype), m.name),
                     {t.shape.begin(), t.shape.end()},
                     {t.strides.begin(), t.strides.end()}};
     std::memcpy(d.data.bytes.data(), host_bytes(m.data), bytes);
-    out.emplace(m.name, std::move(d));
+    out.emplace(m.tensor_name, std::move(d)); // a tensor two specs read is copied once
   }
   return out;
 }

@@ -101,7 +101,8 @@ struct AttentionOptions {
 // A mod tensor as the kernel receives it: its address and strides (0 along a broadcast dim), in
 // AttentionMods::tensors() order.
 struct ValidatedModTensor {
-  std::string name;
+  std::string name;        // the spec's (ModTensorSpec::name)
+  std::string tensor_name; // the tensor given for it (ModTensorSpec::tensor_name())
   uint64_t data = 0;
   std::vector<int64_t> strides;
   uint64_t end = 0; // one past the last byte the kernels may read (0 for an empty problem's)

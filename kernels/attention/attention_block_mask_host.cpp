@@ -156,7 +156,7 @@ HostBlockMask make_host_block_mask(const AttentionProblem& p, const AttentionMod
   const AttentionMods mask = block_mask_mods(mods);
   ModTensorValues mask_tensors;
   for (const ModTensorSpec& spec : mask.tensors())
-    if (auto it = tensors.find(spec.name); it != tensors.end())
+    if (auto it = tensors.find(spec.tensor_name()); it != tensors.end())
       mask_tensors.insert(*it);
   check_mod_tensors(mask, mask_tensors, p);
 

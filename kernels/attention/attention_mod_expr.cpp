@@ -25,8 +25,9 @@ struct Built {
 
 class Builder {
 public:
-  Builder(const std::string& text, const char* kind, const ModArgs& m, const Value* score)
-      : text_(text), kind_(kind), m_(m), score_(score) {}
+  Builder(const mod_expr::Parsed& parsed, const std::string& text, const char* kind, const ModArgs& m,
+          const Value* score)
+      : parsed_(parsed), text_(text), kind_(kind), m_(m), score_(score) {}
 
   Built build(const Node& n) {
     switch (n.kind) {
@@ -39,7 +40,7 @@ public:
       for (const Node& i : n.kids)
         index.push_back(name(i.text).v);
       std::vector<Operand> ops(index.begin(), index.end());
-      Value x = m_.load(n.text, ops);
+      Value x = m_.load(mod_expr::read_spec_name(parsed_.tensors, n), ops);
       if (n.dtype == DType::f16 || n.dtype == DType::bf16)
         x = x.to(f32); // arithmetic runs in f32, as the scores
       return value(x);
@@ -212,6 +213,7 @@ private:
     return value(mod_expr::unary_function(f)->build(x, CallSite::current()));
   }
 
+  const mod_expr::Parsed& parsed_;
   const std::string& text_;
   const char* kind_;
   const ModArgs& m_;
@@ -338,7 +340,7 @@ ScoreMod score_mod_from_expression(const std::string& text) {
   m.name = "score" + mod_expr::spelled(e->root);
   m.tensors = e->tensors;
   m.fn = {kDeterminedByName, [e, text](const Value& s, const ModArgs& a) {
-            Builder b(text, "score", a, &s);
+            Builder b(*e, text, "score", a, &s);
             return b.result(b.build(e->root), false);
           }};
   m.reference = [e](double s, const ModPoint& p) { return mod_expr::evaluate(e->root, p, s); };
@@ -351,7 +353,7 @@ MaskMod mask_mod_from_expression(const std::string& text) {
   m.name = "mask" + mod_expr::spelled(e->root);
   m.tensors = e->tensors;
   m.fn = {kDeterminedByName, [e, text](const ModArgs& a) {
-            Builder b(text, "mask", a, nullptr);
+            Builder b(*e, text, "mask", a, nullptr);
             return b.result(b.build(e->root), true);
           }};
   m.reference = [e](const ModPoint& p) { return mod_expr::evaluate(e->root, p, 0) != 0; };

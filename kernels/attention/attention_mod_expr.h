@@ -13,7 +13,8 @@
 // cos, log1p, expm1 (one argument), min, max, pow (two) and where(cond, a, b); and tensor reads
 // NAME[:DTYPE][i, ...], whose indices are each one of b, h, q_idx, kv_idx: they name the tensor's dims (B,
 // H, N_Q, N_K), and DTYPE (f32 when left out; f16, bf16, i32) its elements, which the call's mod_tensors must
-// match. Integers stay integers through + - * % min max (index arithmetic, as C's); `/` is float division and
+// match. A tensor read at q_idx in one place and at kv_idx in another (doc[b, q_idx] == doc[b, kv_idx]) runs
+// along both: one tensor given, of extent N_Q = N_K (or 1) there. Integers stay integers through + - * % min max (index arithmetic, as C's); `/` is float division and
 // any float operand makes an operation float. A score expression must be a number, a mask expression a
 // condition; anything else, an unknown name or a malformed expression is a kiln::Error naming the column.
 //

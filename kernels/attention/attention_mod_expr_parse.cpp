@@ -239,6 +239,17 @@ private:
   int depth_ = 0, operations_ = 0;
 };
 
+// Whether two reads of one tensor may share it: dims that differ only where one runs along the queries and the
+// other along the keys (doc[b, q_idx] and doc[b, kv_idx]).
+bool differ_only_along_sequences(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  if (a.size() != b.size())
+    return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i] && !((a[i] == "N_Q" && b[i] == "N_K") || (a[i] == "N_K" && b[i] == "N_Q")))
+      return false;
+  return true;
+}
+
 // Checks names, arities and tensor indices; collects the tensors read (their dims from the indices).
 void check(const Node& n, const std::string& text, const char* kind, bool score,
            std::vector<ModTensorSpec>& tensors) {
@@ -268,25 +279,36 @@ void check(const Node& n, const std::string& text, const char* kind, bool score,
     if (n.kids.empty() || n.kids.size() > 4)
       bad(fmt::format("tensor '{}' read with {} indices; expected 1 to 4 (b, h, q_idx, kv_idx)", n.text,
                       n.kids.size()));
-    ModTensorSpec spec{n.text, n.dtype, {}};
-    for (const Node& i : n.kids) {
-      auto dim = i.kind == Node::Kind::Name ? kIndexDims.find(i.text) : kIndexDims.end();
-      if (dim == kIndexDims.end())
+    for (const Node& i : n.kids)
+      if (i.kind != Node::Kind::Name || !kIndexDims.count(i.text))
         bad(fmt::format(
             "tensor '{}' is indexed by '{}'; expected one of b, h, q_idx, kv_idx per dim (they name "
             "its dims B, H, N_Q, N_K)",
             n.text, spelled(i)));
-      spec.dims.push_back(dim->second);
+    ModTensorSpec spec{n.text, n.dtype, read_dims(n), ""};
+    bool read_before = false;
+    for (const ModTensorSpec& t : tensors) {
+      if (t.tensor_name() != n.text)
+        continue;
+      if (t.dtype == spec.dtype && t.dims == spec.dims)
+        return; // read as before
+      if (t.dtype != spec.dtype || !differ_only_along_sequences(t.dims, spec.dims))
+        bad(fmt::format("tensor '{}' is read as {} [{}] and as {} [{}]; expected one dtype, and dims that "
+                        "differ only where one read runs along the queries (q_idx) and the other along the "
+                        "keys (kv_idx)",
+                        n.text, dtype_name(t.dtype), fmt::join(t.dims, ", "), dtype_name(spec.dtype),
+                        fmt::join(spec.dims, ", ")));
+      read_before = true;
+    }
+    if (read_before) { // one more spec of the same tensor, along these dims
+      spec.given_as = n.text;
+      spec.name = fmt::format("{}__{}", n.text, fmt::join(spec.dims, "_"));
     }
     for (const ModTensorSpec& t : tensors)
-      if (t.name == spec.name) {
-        if (t.dtype != spec.dtype || t.dims != spec.dims)
-          bad(fmt::format(
-              "tensor '{}' is read as {} [{}] and as {} [{}]; expected one dtype and one set of dims", n.text,
-              dtype_name(t.dtype), fmt::join(t.dims, ", "), dtype_name(spec.dtype),
-              fmt::join(spec.dims, ", ")));
-        return;
-      }
+      if (t.name == spec.name)
+        bad(fmt::format("tensor '{}' is also the name kiln gives tensor '{}' read along [{}]; expected "
+                        "another name",
+                        spec.name, t.tensor_name(), fmt::join(t.dims, ", ")));
     tensors.push_back(spec);
     return;
   }
@@ -336,6 +358,22 @@ std::string spelled(const Node& n) {
   }
   }
   return "";
+}
+
+std::vector<std::string> read_dims(const Node& n) {
+  std::vector<std::string> dims;
+  for (const Node& i : n.kids)
+    dims.push_back(kIndexDims.at(i.text));
+  return dims;
+}
+
+const std::string& read_spec_name(const std::vector<ModTensorSpec>& tensors, const Node& n) {
+  const std::vector<std::string> dims = read_dims(n);
+  for (const ModTensorSpec& t : tensors)
+    if (t.tensor_name() == n.text && t.dims == dims)
+      return t.name;
+  throw InternalError(fmt::format("mod expression: tensor '{}' read along [{}] has no spec", n.text,
+                                  fmt::join(dims, ", ")));
 }
 
 // The expression at one point, as the kernel computes it but in double (integers as int64, C's % and

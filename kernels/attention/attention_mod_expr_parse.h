@@ -30,6 +30,12 @@ struct Parsed {
 // score); a kiln::Error naming the column of a malformed one, or what breaks the rules.
 Parsed parse(const std::string& text, const char* kind, bool score);
 
+// The dims a checked tensor read's indices name (b: B, h: H, q_idx: N_Q, kv_idx: N_K).
+std::vector<std::string> read_dims(const Node& n);
+// The spec a checked tensor read `n` loads through: the tensor's own, or where the expression reads it along other
+// dims too, the spec of these dims (named NAME__DIMS, ModTensorSpec::given_as the tensor's name).
+const std::string& read_spec_name(const std::vector<ModTensorSpec>& tensors, const Node& n);
+
 // `n` printed in full, one pair of parentheses per operation.
 std::string spelled(const Node& n);
 

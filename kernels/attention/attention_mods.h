@@ -48,6 +48,10 @@ struct ModTensorSpec {
   std::string name; // an identifier, unique among a call's mods
   DType dtype = DType::f32;
   std::vector<std::string> dims;
+  // The tensor given for this one, where another: a tensor an expression reads along other dims too (doc[b,
+  // q_idx] and doc[b, kv_idx]) is one spec per set of dims, each its own kernel argument, all given as `doc`.
+  std::string given_as = {};
+  const std::string& tensor_name() const { return given_as.empty() ? name : given_as; }
 };
 
 // What a mod sees of the tile being scored (see the file comment). Built by the kernel; a mod only reads it.

@@ -52,15 +52,15 @@ std::vector<ValidatedModTensor> validate_mod_tensors(const AttentionOptions& opt
   const SizeArgs sizes = attention_size_args(p);
   std::vector<ValidatedModTensor> out;
   for (const ModTensorSpec& spec : specs) {
-    auto it = options.mod_tensors.find(spec.name);
+    auto it = options.mod_tensors.find(spec.tensor_name());
     if (it == options.mod_tensors.end())
       reject(site, "options.mods {} read a tensor '{}' ({} [{}]), which options.mod_tensors does not hold",
-             mods.name(), spec.name, dtype_name(spec.dtype), fmt::join(spec.dims, ", "));
+             mods.name(), spec.tensor_name(), dtype_name(spec.dtype), fmt::join(spec.dims, ", "));
     const TensorRef& t = it->second;
     if (t.dtype != spec.dtype)
       reject(site, "mod tensor '{}' has dtype {}; expected {}", spec.name, dtype_name(t.dtype),
              dtype_name(spec.dtype));
-    ValidatedModTensor v{spec.name, t.data, {}};
+    ValidatedModTensor v{spec.name, spec.tensor_name(), t.data, {}, 0};
     try {
       v.strides = mod_tensor_strides(spec, t.shape, t.strides, sizes);
     } catch (const Error& e) {
@@ -95,7 +95,7 @@ std::vector<ValidatedModTensor> validate_mod_tensors(const AttentionOptions& opt
     out.push_back(std::move(v));
   }
   for (const auto& [name, t] : options.mod_tensors)
-    if (std::none_of(specs.begin(), specs.end(), [&](const ModTensorSpec& s) { return s.name == name; }))
+    if (std::none_of(specs.begin(), specs.end(), [&](const ModTensorSpec& s) { return s.tensor_name() == name; }))
       reject(site, "options.mod_tensors holds '{}', which no mod of {} reads", name, mods.name());
   return out;
 }

@@ -6,6 +6,8 @@
 #include "kernels/attention/fa2_bwd_sink.h"
 #include "kernels/attention/fa2_fwd.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -72,18 +74,21 @@ std::vector<int64_t> mod_tensor_strides(const ModTensorSpec& spec, llvm::ArrayRe
   std::string want;
   for (const std::string& d : spec.dims)
     want += fmt::format("{}{}={}", want.empty() ? "" : ", ", d, sizes.at(d));
+  // A tensor read along other dims too is named with the dims of this read.
+  const std::string what = spec.given_as.empty()
+                               ? fmt::format("'{}'", spec.name)
+                               : fmt::format("'{}' (read along [{}])", spec.given_as, fmt::join(spec.dims, ", "));
   if (shape.size() != spec.dims.size() || strides.size() != spec.dims.size())
-    fail("mod tensor '{}' has {} dims ({} strides); expected {} dims [{}]", spec.name, shape.size(),
-         strides.size(), spec.dims.size(), want);
+    fail("mod tensor {} has {} dims ({} strides); expected {} dims [{}]", what, shape.size(), strides.size(),
+         spec.dims.size(), want);
   std::vector<int64_t> out(shape.size());
   for (size_t i = 0; i < shape.size(); ++i) {
     const int64_t size = sizes.at(spec.dims[i]);
     if (shape[i] != size && shape[i] != 1)
-      fail("mod tensor '{}' has extent {} in dim {} ({}); expected {} or 1 (broadcast), the shape being [{}]",
-           spec.name, shape[i], i, spec.dims[i], size, want);
+      fail("mod tensor {} has extent {} in dim {} ({}); expected {} or 1 (broadcast), the shape being [{}]",
+           what, shape[i], i, spec.dims[i], size, want);
     if (strides[i] < 0)
-      fail("mod tensor '{}' has stride {} in dim {}; expected a non-negative stride", spec.name, strides[i],
-           i);
+      fail("mod tensor {} has stride {} in dim {}; expected a non-negative stride", what, strides[i], i);
     out[i] = shape[i] == 1 ? 0 : strides[i];
   }
   return out;
@@ -96,9 +101,9 @@ void check_mod_tensors(const AttentionMods& mods, const ModTensorValues& tensors
 void check_mod_tensors(const AttentionMods& mods, const ModTensorValues& tensors, const SizeArgs& sizes) {
   const std::vector<ModTensorSpec> specs = mods.tensors();
   for (const ModTensorSpec& spec : specs) {
-    auto it = tensors.find(spec.name);
+    auto it = tensors.find(spec.tensor_name());
     if (it == tensors.end())
-      fail("attention mods {} read a tensor '{}', which was not given", mods.name(), spec.name);
+      fail("attention mods {} read a tensor '{}', which was not given", mods.name(), spec.tensor_name());
     const ModTensorData& t = it->second;
     if (t.data.dtype != spec.dtype)
       fail("mod tensor '{}' has dtype {}; expected {}", spec.name, dtype_name(t.data.dtype),
@@ -112,7 +117,7 @@ void check_mod_tensors(const AttentionMods& mods, const ModTensorValues& tensors
            last);
   }
   for (const auto& [name, t] : tensors)
-    if (std::none_of(specs.begin(), specs.end(), [&](const ModTensorSpec& s) { return s.name == name; }))
+    if (std::none_of(specs.begin(), specs.end(), [&](const ModTensorSpec& s) { return s.tensor_name() == name; }))
       fail("mod tensor '{}' was given, but no mod of {} reads it", name, mods.name());
 }
 
@@ -134,7 +139,7 @@ ModReferences::ModReferences(const AttentionMods& mods, const ModTensorValues& t
     if (!m.reference)
       fail("sink '{}' has no reference; the double-precision reference needs one for every mod", m.name);
   for (const ModTensorSpec& spec : mods.tensors()) {
-    const ModTensorData& t = tensors.at(spec.name);
+    const ModTensorData& t = tensors.at(spec.tensor_name());
     strides_[spec.name] = mod_tensor_strides(spec, t.shape, t.strides, tensor_sizes);
   }
   pt_.N_Q = tensor_sizes.at("N_Q"), pt_.N_K = tensor_sizes.at("N_K");
@@ -304,7 +309,7 @@ std::vector<InterpArg> mod_interp_args(const SizeArgs& sizes, const AttentionMod
                                        ModTensorValues& tensors) {
   std::vector<InterpArg> args;
   for (const ModTensorSpec& spec : mods.tensors()) {
-    ModTensorData& t = tensors.at(spec.name);
+    ModTensorData& t = tensors.at(spec.tensor_name());
     args.push_back(InterpArg::ptr(t.data));
     for (int64_t s : mod_tensor_strides(spec, t.shape, t.strides, sizes))
       args.push_back(InterpArg::of_int(s));

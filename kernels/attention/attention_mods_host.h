@@ -29,7 +29,7 @@ struct ModTensorData {
   HostBuffer data;
   std::vector<int64_t> shape, strides;
 };
-using ModTensorValues = std::map<std::string, ModTensorData>; // by ModTensorSpec::name
+using ModTensorValues = std::map<std::string, ModTensorData>; // by ModTensorSpec::tensor_name()
 
 // A dense (row-major) tensor of `shape`, zero-filled.
 ModTensorData contiguous_mod_tensor(DType dtype, std::vector<int64_t> shape, const std::string& name);

@@ -52,7 +52,15 @@ TEST(AttentionModExpressionErrors, TensorsAreIndexedByTheModsIndicesOneWay) {
   expect_mentions(error_of("score=score + t[q_idx + 1]"),
                   {"tensor 't' is indexed by '(q_idx+1)'", "one of b, h, q_idx, kv_idx per dim"});
   expect_mentions(error_of("score=score + t[h] + t[b]"),
-                  {"tensor 't' is read as f32 [H] and as f32 [B]", "expected one dtype and one set of dims"});
+                  {"tensor 't' is read as f32 [H] and as f32 [B]",
+                   "dims that differ only where one read runs along the queries (q_idx) and the other along the "
+                   "keys (kv_idx)"});
+  // Along the queries and the keys both is allowed (one tensor, two specs), but not in another dim too.
+  expect_mentions(error_of("mask=d:i32[b, q_idx] == d:i32[h, kv_idx]"),
+                  {"tensor 'd' is read as i32 [B, N_Q] and as i32 [H, N_K]"});
+  // The name kiln gives the second read's spec is not a user tensor's.
+  expect_mentions(error_of("mask=d:i32[q_idx] == d:i32[kv_idx] && d__N_K:i32[kv_idx] > 0"),
+                  {"tensor 'd__N_K' is also the name kiln gives tensor 'd' read along [N_K]"});
   expect_mentions(error_of("score=score + t[h] + t:f16[h]"), {"tensor 't' is read as"});
   expect_mentions(error_of("score=score + t[]"), {"tensor 't' read with 0 indices; expected 1 to 4"});
   expect_mentions(error_of("score=score + t[b, h, h, q_idx, kv_idx]"), {"read with 5 indices"});

@@ -69,6 +69,24 @@ TEST(AttentionModExpressions, DocumentsOverI32TensorsMatchTheLibrarysDocumentMas
       mod_case("document", base, {}, {document_mask()}, docs));
 }
 
+// One tensor read along the queries and along the keys, as FlexAttention's document masks read theirs: two specs
+// (doc, and doc__B_N_K given as doc), one tensor given.
+TEST(AttentionModExpressions, OneTensorReadAlongQueriesAndKeysMatchesTheLibrarysDocumentMask) {
+  AttentionCase base = make_case(100, 100, 64, 0, DType::f16, 2, 1);
+  base.problem.B = 2;
+  ModTensorData ids = document_ids(base.problem, 100, {30, 1, 45, 9}, "q_doc");
+  ModTensorData kv = ids;
+  kv.data.name = "kv_doc";
+  ModTensorData doc = ids;
+  doc.data.name = "doc";
+  const ModCase expr = spec_case("one_doc_tensor", base, "mask=doc:i32[b, q_idx] == doc:i32[b, kv_idx]",
+                                 {{"doc", doc}});
+  ASSERT_EQ(expr.mods.tensors().size(), 2u);
+  EXPECT_EQ(expr.mods.tensors()[1].name, "doc__B_N_K");
+  EXPECT_EQ(expr.mods.tensors()[1].tensor_name(), "doc");
+  check_against_library(expr, mod_case("document", base, {}, {document_mask()}, {{"q_doc", ids}, {"kv_doc", kv}}));
+}
+
 TEST(AttentionModExpressions, FunctionsIntegersAndLiteralsFollowTheirTypes) {
   // A float literal meets integers (promoted, not truncated), '%' and min/max stay integer, where() picks.
   AttentionCase base = make_case(50, 70, 32, 0, DType::f32, 2, 1);

@@ -110,6 +110,24 @@ def test_sinks_gradient_matches_finite_differences():
         assert abs(dsink[h] - (loss[0] - loss[1]) / (2 * eps)) < 1e-3 * max(1.0, abs(dsink[h]))
 
 
+def test_one_tensor_read_along_queries_and_keys():
+    """FlexAttention's document mask reads one tensor at q_idx and at kv_idx; so may an expression: one tensor
+    given, read along both (N_Q == N_K); where the lengths differ it cannot run along both, and says so."""
+    q, k, v, dout = inputs(n_k=N_Q)
+    mods = "mask=doc:i32[b, q_idx] == doc:i32[b, kv_idx]"
+    ref_mods = [ref.Document(Q_DOC, Q_DOC)]
+    o, lse = kiln.attention(q, k, v, mods=mods, mod_tensors={"doc": Q_DOC}, return_lse=True)
+    ref_o, ref_lse = ref.forward(q, k, v, ref_mods)
+    assert reference.rel_l2(o, ref_o) < FWD_TOL
+    assert reference.rel_l2(lse, ref_lse) < 1e-6
+    grads = kiln.attention_backward(dout, q, k, v, o, lse, mods=mods, mod_tensors={"doc": Q_DOC})
+    for got, want in zip(grads, ref.backward(dout, q, k, v, ref_mods)):
+        assert reference.rel_l2(got, want) < BWD_TOL
+    q, k, v, _ = inputs()  # N_Q 40, N_K 48
+    expect_error(lambda: kiln.attention(q, k, v, mods=mods, mod_tensors={"doc": Q_DOC}),
+                 "mod tensor 'doc' (read along [B, N_K]) has extent 40 in dim 1 (N_K); expected 48 or 1")
+
+
 def expect_error(call, *parts):
     with pytest.raises(kiln.KilnError) as e:
         call()

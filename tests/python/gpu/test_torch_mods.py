@@ -65,8 +65,8 @@ def cases(device):
                      lambda b, h, i, j: (doc[b, i] == doc[b, j]) & ((j < 16) | (j <= i))),
         # Your own mods, as expressions: softcapped ALiBi in a causal window over documents.
         "expressions": (["score=20 * tanh(score / 20) + slopes[h] * (kv_idx - q_idx)",
-                         "mask=kv_idx <= q_idx && kv_idx > q_idx - 48 && qd:i32[b, q_idx] == kd:i32[b, kv_idx]"],
-                        {"slopes": slopes, "qd": doc, "kd": doc},  # a tensor's dims are named by its reads
+                         "mask=kv_idx <= q_idx && kv_idx > q_idx - 48 && d:i32[b, q_idx] == d:i32[b, kv_idx]"],
+                        {"slopes": slopes, "d": doc},  # one tensor read along the queries and the keys
                         lambda s, b, h, i, j: 20 * torch.tanh(s / 20) + slopes.double()[h] * (j - i),
                         lambda b, h, i, j: (j <= i) & (j > i - 48) & (doc[b, i] == doc[b, j])),
     }
