@@ -150,7 +150,7 @@ std::string AttentionMods::name() const {
 
 std::vector<ModTensorSpec> AttentionMods::tensors() const {
   std::vector<ModTensorSpec> all;
-  std::set<std::string> seen;
+  std::map<std::string, std::string> declared_by; // tensor name -> the mod that declared it first
   auto add = [&](const std::string& mod, bool has_fn, const std::vector<ModTensorSpec>& specs) {
     if (mod.empty())
       fail("attention mods: a mod has no name; expected a name with its parameters, e.g. \"softcap(30)\"");
@@ -161,10 +161,18 @@ std::vector<ModTensorSpec> AttentionMods::tensors() const {
         fail("attention mods: mod '{}' declares a tensor named '{}'; expected an identifier (letters, "
              "digits, _)",
              mod, t.name);
-      if (!seen.insert(t.name).second)
-        fail("attention mods: tensor '{}' is declared twice (again by mod '{}'); names must be unique in a "
-             "call",
-             t.name, mod);
+      if (auto first = declared_by.find(t.name); first != declared_by.end()) {
+        // Several mods may read one tensor (a bias both scored and masked on): one argument, if they agree.
+        const ModTensorSpec& seen = *std::find_if(all.begin(), all.end(),
+                                                  [&](const ModTensorSpec& s) { return s.name == t.name; });
+        if (seen.dtype != t.dtype || seen.dims != t.dims || seen.given_as != t.given_as)
+          fail("attention mods: tensor '{}' is declared as {} [{}] by mod '{}' and as {} [{}] by mod '{}'; "
+               "expected one dtype and one set of dims for a name",
+               t.name, dtype_name(seen.dtype), fmt::join(seen.dims, ", "), first->second, dtype_name(t.dtype),
+               fmt::join(t.dims, ", "), mod);
+        continue;
+      }
+      declared_by.emplace(t.name, mod);
       for (const std::string& d : t.dims)
         if (std::find(std::begin(kModDims), std::end(kModDims), d) == std::end(kModDims))
           fail("attention mods: tensor '{}' of mod '{}' has a dim '{}'; expected one of B, H, H_KV, N_Q, N_K",

@@ -72,9 +72,15 @@ TEST(AttentionModErrors, LoadWithTheWrongNumberOfIndices) {
 }
 
 TEST(AttentionModErrors, BadTensorDeclarations) {
+  // Two mods may read one tensor when they declare it alike (one kernel argument), not otherwise.
+  AttentionMods shared;
+  shared.score = {additive_bias(), additive_bias()};
+  EXPECT_EQ(shared.tensors().size(), 1u);
   AttentionMods dup;
-  dup.score = {additive_bias(), additive_bias()};
-  expect_mentions(user_error([&] { (void)dup.tensors(); }), {"tensor 'bias' is declared twice"});
+  dup.score = {additive_bias(DType::f32), additive_bias(DType::f16)};
+  expect_mentions(user_error([&] { (void)dup.tensors(); }),
+                  {"tensor 'bias' is declared as f32 [B, H, N_Q, N_K] by mod", "and as f16 [B, H, N_Q, N_K] by mod",
+                   "expected one dtype and one set of dims for a name"});
   AttentionMods dims;
   dims.score = {
       ScoreMod{"x", {{"t", DType::f32, {"N"}}}, [](const Value& s, const ModArgs&) { return s; }, {}}};
@@ -121,8 +127,9 @@ TEST(AttentionModErrors, MalformedSpecLists) {
   expect_mentions(user_error([] { (void)parse_mod_specs("causal;flash"); }),
                   {"mod spec 'flash'", "unknown mod 'flash'", "causal[=top-left|bottom-right]", "sinks"});
   expect_mentions(user_error([] { (void)parse_mod_specs("sinks;sinks"); }), {"mod specs 'sinks;sinks'", "sinks"});
-  expect_mentions(user_error([] { (void)parse_mod_specs("alibi; alibi"); }),
-                  {"mod specs 'alibi; alibi'", "'alibi_slopes' is declared twice"});
+  expect_mentions(user_error([] { (void)parse_mod_specs("alibi; score=score + alibi_slopes:f16[h]"); }),
+                  {"mod specs 'alibi; score=score + alibi_slopes:f16[h]'",
+                   "'alibi_slopes' is declared as f32 [H] by mod 'alibi' and as f16 [H]"});
   expect_mentions(user_error([] { (void)parse_mod_specs("prefix_lm=-2"); }), {"prefix_lm", "prefix is -2"});
   expect_mentions(user_error([] { (void)parse_mod_specs("sliding_window=8,2,1"); }),
                   {"mod spec 'sliding_window=8,2,1'", "'2,1' is not a number of keys"});

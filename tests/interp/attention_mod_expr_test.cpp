@@ -87,6 +87,20 @@ TEST(AttentionModExpressions, OneTensorReadAlongQueriesAndKeysMatchesTheLibrarys
   check_against_library(expr, mod_case("document", base, {}, {document_mask()}, {{"q_doc", ids}, {"kv_doc", kv}}));
 }
 
+// A score mod and a mask mod that read one tensor share it (one kernel argument): the bias is added where it
+// is not below -1.5, and masks the rest, against the reference with the same mods.
+TEST(AttentionModExpressions, AScoreAndAMaskModReadOneTensor) {
+  AttentionCase base = make_case(40, 70, 32, 0, DType::f32, 2, 1);
+  base.problem.B = 2;
+  const AttentionProblem& p = base.problem;
+  const ModCase c = spec_case("bias_scored_and_masked", base,
+                              "score=score + bias[b, h, q_idx, kv_idx]; mask=bias[b, h, q_idx, kv_idx] >= -1.5",
+                              {{"bias", bias_tensor(DType::f32, {p.B, p.H, p.N_Q, p.N_K}, 5)}});
+  ASSERT_EQ(c.mods.tensors().size(), 1u);
+  SCOPED_TRACE(c.name);
+  check_mod_case(c, mod_case_config(c));
+}
+
 TEST(AttentionModExpressions, FunctionsIntegersAndLiteralsFollowTheirTypes) {
   // A float literal meets integers (promoted, not truncated), '%' and min/max stay integer, where() picks.
   AttentionCase base = make_case(50, 70, 32, 0, DType::f32, 2, 1);
