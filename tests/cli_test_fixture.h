@@ -3,10 +3,16 @@
 #pragma once
 
 #include "kiln_tool_run.h"
+#include "support/npy.h"
 
 #include <gtest/gtest.h>
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Support/FileSystem.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
 
 #include <map>
 #include <string>
@@ -29,6 +35,41 @@ protected:
   ToolRun tool(const std::string& program, const std::vector<std::string>& args,
                const std::map<std::string, std::string>& env = {}) {
     return run_tool(program, dir_.str().str(), args, env);
+  }
+
+  // Writes `values` as an f32 .npy file of `shape` in the test's directory; returns its path.
+  std::string write_npy(const std::string& name, const std::vector<int64_t>& shape,
+                        const std::vector<double>& values) {
+    return write_file(name, serialize_npy(DType::f32, shape, values));
+  }
+  // An int32 .npy file (serialize_npy writes floats only): the format 1.0 header, then `values` (zeros where
+  // none are given).
+  std::string write_int32_npy(const std::string& name, const std::vector<int64_t>& shape,
+                              const std::vector<int32_t>& values = {}) {
+    std::string dims;
+    int64_t n = 1;
+    for (int64_t d : shape) {
+      dims += std::to_string(d) + ", ";
+      n *= d;
+    }
+    std::string header = "{'descr': '<i4', 'fortran_order': False, 'shape': (" + dims + "), }";
+    header.append(64 - (10 + header.size() + 1) % 64, ' ');
+    header += '\n';
+    std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+    bytes += static_cast<char>(header.size() & 0xff);
+    bytes += static_cast<char>(header.size() >> 8);
+    bytes += header;
+    std::string data(static_cast<size_t>(n) * 4, '\0');
+    if (!values.empty())
+      std::memcpy(data.data(), values.data(), std::min(data.size(), values.size() * 4)); // little-endian hosts
+    return write_file(name, bytes + data);
+  }
+  std::string write_file(const std::string& name, const std::string& bytes) {
+    const std::string p = path(name);
+    std::error_code ec;
+    llvm::raw_fd_ostream os(p, ec);
+    os << bytes;
+    return p;
   }
 
   // Expects exit code 1 and a "kiln: error: " line containing every substring.

@@ -23,6 +23,7 @@
 #include "tools/attention_varlen_run.h"
 #include "tools/cli.h"
 #include "tools/decimal_flag.h"
+#include "tools/mod_tensor_files.h"
 #include "tools/npy_outputs.h"
 
 #include <algorithm>
@@ -111,6 +112,13 @@ cl::list<std::string>
                        "alibi (the usual slopes); runs the default config (the backward's with --backward), "
                        "which --bench times (with --backward, through kiln::attention::backward with the mods)"),
               cl::value_desc("NAME[=ARGS]"), cl::sub(attention_sub), cl::cat(cat));
+cl::list<std::string> mod_tensor_args(
+    "mod-tensor",
+    cl::desc("A tensor the --mod mods read, from an .npy file (repeatable): a bias, document ids (q_doc, kv_doc), "
+             "an expression's own (--mod 'mask=doc:i32[b, q_idx] == doc:i32[b, kv_idx]' --mod-tensor "
+             "doc=ids.npy); its shape the file's (extent-1 dims broadcast), its values rounded to the dtype the "
+             "mods read it as; dense runs only (not --varlen)"),
+    cl::value_desc("NAME=FILE.npy"), cl::sub(attention_sub), cl::cat(cat));
 cl::opt<bool> block_mask_flag(
     "block-mask",
     cl::desc("Run over a block mask built from the --mod mask mods and --causal at the config's tiles (BLOCK_M, "
@@ -266,15 +274,25 @@ int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::o
   return 0;
 }
 
-// --mod: library mods, with the tensors the command line can make (ALiBi's usual slopes for `heads` heads).
-void parse_mods(int64_t heads, AttentionMods& mods, ModTensorValues& mod_tensors) {
+// --mod: the mods, with the tensors --mod-tensor gives (dense runs) and those the command line can make (ALiBi's
+// usual slopes for `heads` heads).
+void parse_mods(int64_t heads, AttentionMods& mods, ModTensorValues& mod_tensors, bool packed) {
   for (const std::string& text : mod_specs)
     add_mod_spec(mods, text);
+  if (packed && !mod_tensor_args.empty())
+    fail("--mod-tensor applies to dense runs; with --varlen the mods may read ALiBi's slopes only (made by the "
+         "command line)");
+  mod_tensors = read_mod_tensor_files(mod_tensor_args, mods);
   for (const ModTensorSpec& spec : mods.tensors()) {
+    if (mod_tensors.count(spec.tensor_name()))
+      continue;
     if (spec.name != "alibi_slopes")
-      fail("--mod: the mods {} read the tensor '{}', which the command line cannot give; pass it through "
-           "kiln::attention::AttentionOptions::mod_tensors in C++",
-           mods.name(), spec.name);
+      fail("--mod: the mods {} read the tensor '{}', which the command line cannot make; give it as "
+           "--mod-tensor {}=FILE.npy{}",
+           mods.name(), spec.tensor_name(), spec.tensor_name(),
+           packed ? " (dense runs only; with --varlen, through kiln::attention::AttentionOptions::mod_tensors "
+                    "in C++)"
+                  : "");
     mod_tensors[spec.name] = contiguous_mod_tensor(DType::f32, {heads}, spec.name);
     const std::vector<double> slopes = standard_alibi_slopes(heads);
     for (int64_t h = 0; h < heads; ++h)
@@ -322,7 +340,7 @@ int run_varlen(const std::optional<DType>& out_dt) {
   r.dq_file = dq_file, r.dk_file = dk_file, r.dv_file = dv_file;
   check_output_paths({{"--out", out_file}, {"--lse", lse_file}, {"--dq", dq_file}, {"--dk", dk_file}, {"--dv", dv_file}},
                      {});
-  parse_mods(r.problem.H, r.mods, r.mod_tensors); // applied per sequence (attention_varlen_mods.h)
+  parse_mods(r.problem.H, r.mods, r.mod_tensors, true); // applied per sequence (attention_varlen_mods.h)
   r.executor = choose_executor(interpret);
   return run_varlen_attention(r);
 }
@@ -374,7 +392,7 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
 
   AttentionMods mods;
   ModTensorValues mod_tensors;
-  parse_mods(p.H, mods, mod_tensors);
+  parse_mods(p.H, mods, mod_tensors, false);
 
   const std::map<std::string, int64_t> overrides = parse_assignments(sets, "--set");
   // --set names the parameters of the kernel that runs: over a block mask, fa2_fwd_block_mask's (BLOCK_MASK_RUNS).

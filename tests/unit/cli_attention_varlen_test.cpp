@@ -72,8 +72,12 @@ TEST_F(CliTest, AttentionVarlenWithMods) {
   ToolRun e =
       kiln({"attention", "--varlen=3,4", "--heads=2", "--head-dim=16", "--interpret", "--mod", "document"});
   EXPECT_NE(e.rc, 0);
-  EXPECT_NE(e.err.find("read the tensor 'q_doc', which the command line cannot give"), std::string::npos)
+  EXPECT_NE(e.err.find("read the tensor 'q_doc', which the command line cannot make"), std::string::npos)
       << e.err;
+  ToolRun f = kiln({"attention", "--varlen=3,4", "--heads=2", "--head-dim=16", "--interpret", "--mod", "document",
+                    "--mod-tensor", "q_doc=ids.npy"});
+  EXPECT_NE(f.rc, 0);
+  EXPECT_NE(f.err.find("--mod-tensor applies to dense runs"), std::string::npos) << f.err;
 }
 
 TEST_F(CliTest, AttentionVarlenOptionErrors) {

@@ -35,38 +35,6 @@ protected:
     for (const char* s : substrings)
       EXPECT_NE(r.err.find(s), std::string::npos) << "missing '" << s << "' in: " << r.err;
   }
-  // Writes `values` as an f32 .npy file of `shape` in the test's directory; returns its path.
-  std::string write_npy(const std::string& name, const std::vector<int64_t>& shape,
-                        const std::vector<double>& v) {
-    const std::string p = path(name);
-    std::error_code ec;
-    llvm::raw_fd_ostream os(p, ec);
-    os << serialize_npy(DType::f32, shape, v);
-    return p;
-  }
-  // An int32 .npy file (serialize_npy writes floats only): the format 1.0 header, then the values.
-  std::string write_int32_npy(const std::string& name, const std::vector<int64_t>& shape) {
-    std::string dims;
-    int64_t n = 1;
-    for (int64_t d : shape) {
-      dims += std::to_string(d) + ", ";
-      n *= d;
-    }
-    std::string header = "{'descr': '<i4', 'fortran_order': False, 'shape': (" + dims + "), }";
-    header.append(64 - (10 + header.size() + 1) % 64, ' ');
-    header += '\n';
-    std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
-    bytes += static_cast<char>(header.size() & 0xff);
-    bytes += static_cast<char>(header.size() >> 8);
-    bytes += header;
-    bytes.append(static_cast<size_t>(n) * 4, '\0');
-    const std::string p = path(name);
-    std::error_code ec;
-    llvm::raw_fd_ostream os(p, ec);
-    os << bytes;
-    return p;
-  }
-
   // A 5 x 48 LayerNorm problem: x, weight and bias files, and the expected y in double.
   void write_layernorm_inputs() {
     for (int64_t i = 0; i < rows_ * cols_; ++i)
