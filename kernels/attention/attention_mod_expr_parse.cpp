@@ -305,10 +305,12 @@ void check(const Node& n, const std::string& text, const char* kind, bool score,
       spec.name = fmt::format("{}__{}", n.text, fmt::join(spec.dims, "_"));
     }
     for (const ModTensorSpec& t : tensors)
-      if (t.name == spec.name)
+      if (t.name == spec.name) { // a tensor named as kiln names another's second read (either came first)
+        const ModTensorSpec& second_read = spec.given_as.empty() ? t : spec;
         bad(fmt::format("tensor '{}' is also the name kiln gives tensor '{}' read along [{}]; expected "
                         "another name",
-                        spec.name, t.tensor_name(), fmt::join(t.dims, ", ")));
+                        second_read.name, second_read.given_as, fmt::join(second_read.dims, ", ")));
+      }
     tensors.push_back(spec);
     return;
   }

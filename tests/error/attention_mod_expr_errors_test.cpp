@@ -61,6 +61,8 @@ TEST(AttentionModExpressionErrors, TensorsAreIndexedByTheModsIndicesOneWay) {
   // The name kiln gives the second read's spec is not a user tensor's.
   expect_mentions(error_of("mask=d:i32[q_idx] == d:i32[kv_idx] && d__N_K:i32[kv_idx] > 0"),
                   {"tensor 'd__N_K' is also the name kiln gives tensor 'd' read along [N_K]"});
+  expect_mentions(error_of("mask=d__N_K:i32[kv_idx] > 0 && d:i32[q_idx] == d:i32[kv_idx]"),
+                  {"tensor 'd__N_K' is also the name kiln gives tensor 'd' read along [N_K]"});
   expect_mentions(error_of("score=score + t[h] + t:f16[h]"), {"tensor 't' is read as"});
   expect_mentions(error_of("score=score + t[]"), {"tensor 't' read with 0 indices; expected 1 to 4"});
   expect_mentions(error_of("score=score + t[b, h, h, q_idx, kv_idx]"), {"read with 5 indices"});
