@@ -85,6 +85,15 @@ TEST_F(CliTest, AttentionModTensorsFromNpyFiles) {
     EXPECT_NE(r.out.find("check O:"), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
   }
+  // The backward reads them too (the gradients against the double ones with the same mods and tensors).
+  const ToolRun bwd = kiln(with({"--backward", "--mod", "mask=doc:i32[b, q_idx] == doc:i32[b, kv_idx]", "--mod",
+                                 "score=score + bias[b, h, q_idx, kv_idx]", "--mod-tensor", "doc=" + doc,
+                                 "--mod-tensor", "bias=" + bias_file}));
+  ASSERT_EQ(bwd.rc, 0) << bwd.out << bwd.err;
+  for (const char* grad : {"check dQ:", "check dK:", "check dV:"})
+    EXPECT_NE(bwd.out.find(grad), std::string::npos) << bwd.out;
+  EXPECT_EQ(bwd.out.find("FAIL"), std::string::npos) << bwd.out;
+
   const std::string mask = "mask=doc:i32[b, q_idx] == doc:i32[b, kv_idx]";
   expect_error(kiln(with({"--mod", mask, "--mod-tensor", "doc"})), {"--mod-tensor 'doc': expected NAME=FILE.npy"});
   expect_error(kiln(with({"--mod", mask, "--mod-tensor", "ids=" + doc})),
