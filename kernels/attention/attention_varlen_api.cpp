@@ -177,11 +177,7 @@ ValidatedVarlen detail::validate_varlen_args(const TensorRef& q, const TensorRef
       check_alignment(name, *t, site);
   outputs.push_back(ByteRange{"o", o.data, o.data + extent_bytes("o", o, site)});
   if (lse) {
-    if (lse->data == 0)
-      reject(site, "lse has a null data address; expected a device address (or no lse at all)");
-    if (lse->data % kAlignBytes != 0)
-      reject(site, "lse's address {:#x} is not 16-byte aligned (it is {} bytes past a multiple of 16)",
-             lse->data, lse->data % kAlignBytes);
+    check_address("lse", lse->data, site);
     const TensorRef dense = TensorRef::contiguous(lse->data, DType::f32, lse->shape);
     for (size_t i = 0; i < 2; ++i)
       if (lse->shape[i] > 1 && lse->strides[i] != dense.strides[i])
@@ -197,20 +193,9 @@ ValidatedVarlen detail::validate_varlen_args(const TensorRef& q, const TensorRef
            "place; "
            "expected strides that give every element its own memory",
            dims_str(o.shape), dims_str(o.strides));
-  for (const ByteRange& out : outputs)
-    for (const ByteRange& in : inputs)
-      if (overlaps(out, in))
-        reject(site,
-               "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); expected outputs in memory of "
-               "their "
-               "own, since writing {} would overwrite {} while it is read",
-               out.name, out.first, out.end, in.name, in.first, in.end, out.name, in.name);
-  if (outputs.size() == 2 && overlaps(outputs[0], outputs[1]))
-    reject(
-        site,
-        "lse (bytes [{:#x}, {:#x})) overlaps o (bytes [{:#x}, {:#x})); expected outputs in memory of their "
-        "own, since o and lse would be written to the same memory",
-        outputs[1].first, outputs[1].end, outputs[0].first, outputs[0].end);
+  std::vector<ByteRange> ranges = inputs;
+  ranges.insert(ranges.end(), outputs.begin(), outputs.end());
+  check_outputs_apart(ranges, inputs.size(), site);
 
   // The mods' tensors, apart from the forward's outputs (the backward, where o and lse are read, checks them
   // against the gradients instead).
