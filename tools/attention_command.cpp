@@ -287,12 +287,10 @@ void parse_mods(int64_t heads, AttentionMods& mods, ModTensorValues& mod_tensors
     if (mod_tensors.count(spec.tensor_name()))
       continue;
     if (spec.name != "alibi_slopes")
-      fail("--mod: the mods {} read the tensor '{}', which the command line cannot make; give it as "
-           "--mod-tensor {}=FILE.npy{}",
-           mods.name(), spec.tensor_name(), spec.tensor_name(),
-           packed ? " (dense runs only; with --varlen, through kiln::attention::AttentionOptions::mod_tensors "
-                    "in C++)"
-                  : "");
+      fail("--mod: the mods {} read the tensor '{}', which the command line cannot make; {}", mods.name(),
+           spec.tensor_name(),
+           packed ? "with --varlen, pass it through kiln::attention::AttentionOptions::mod_tensors in C++"
+                  : fmt::format("give it as --mod-tensor {}=FILE.npy", spec.tensor_name()));
     mod_tensors[spec.name] = contiguous_mod_tensor(DType::f32, {heads}, spec.name);
     const std::vector<double> slopes = standard_alibi_slopes(heads);
     for (int64_t h = 0; h < heads; ++h)

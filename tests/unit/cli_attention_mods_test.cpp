@@ -55,7 +55,8 @@ TEST_F(CliTest, AttentionModsTheCommandLineCannotRun) {
 }
 
 // --mod-tensor NAME=FILE.npy gives the tensors mods read: one document-id tensor read along the queries and the
-// keys by an expression, the library's document mask over two, and a bias both scored and masked on, each checked
+// keys by an expression, the library's document mask over two, a bias both scored and masked on, and attention
+// sinks, each checked
 // against the double reference with the same mods and tensors.
 TEST_F(CliTest, AttentionModTensorsFromNpyFiles) {
   const std::vector<std::string> base = {"attention",       "--batch=2", "--heads=2",         "--seq-q=40",
@@ -75,11 +76,13 @@ TEST_F(CliTest, AttentionModTensorsFromNpyFiles) {
   for (int i = 0; i < 2 * 40 * 40; ++i)
     bias.push_back(std::sin(0.7 * i) * 2);
   const std::string bias_file = write_npy("bias.npy", {1, 2, 40, 40}, bias); // B broadcast
+  const std::string sinks = write_npy("sinks.npy", {2}, {0.5, -1.0});
   for (const std::vector<std::string>& args :
        {with({"--mod", "mask=doc:i32[b, q_idx] == doc:i32[b, kv_idx]", "--mod-tensor", "doc=" + doc}),
         with({"--mod", "document", "--mod-tensor", "q_doc=" + doc, "--mod-tensor", "kv_doc=" + doc}),
         with({"--mod", "score=score + bias[b, h, q_idx, kv_idx]", "--mod", "mask=bias[b, h, q_idx, kv_idx] > -1.5",
-              "--mod-tensor", "bias=" + bias_file})}) {
+              "--mod-tensor", "bias=" + bias_file}),
+        with({"--mod", "sinks", "--mod-tensor", "sinks=" + sinks})}) {
     const ToolRun r = kiln(args);
     ASSERT_EQ(r.rc, 0) << r.out << r.err;
     EXPECT_NE(r.out.find("check O:"), std::string::npos) << r.out;
@@ -87,8 +90,9 @@ TEST_F(CliTest, AttentionModTensorsFromNpyFiles) {
   }
   // The backward reads them too (the gradients against the double ones with the same mods and tensors).
   const ToolRun bwd = kiln(with({"--backward", "--mod", "mask=doc:i32[b, q_idx] == doc:i32[b, kv_idx]", "--mod",
-                                 "score=score + bias[b, h, q_idx, kv_idx]", "--mod-tensor", "doc=" + doc,
-                                 "--mod-tensor", "bias=" + bias_file}));
+                                 "score=score + bias[b, h, q_idx, kv_idx]", "--mod", "sinks", "--mod-tensor",
+                                 "doc=" + doc, "--mod-tensor", "bias=" + bias_file, "--mod-tensor",
+                                 "sinks=" + sinks}));
   ASSERT_EQ(bwd.rc, 0) << bwd.out << bwd.err;
   for (const char* grad : {"check dQ:", "check dK:", "check dV:"})
     EXPECT_NE(bwd.out.find(grad), std::string::npos) << bwd.out;
