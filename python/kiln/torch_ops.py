@@ -253,13 +253,13 @@ def _new_scratch_lse(q, shape, scratch, stream):
     return lse
 
 
-def _launch_forward(q, structs, opts, capturing=None):
+def _launch_forward(q, structs, opts):
     """The forward through libkiln on q's device: on the current stream, tuned, for CUDA tensors; the
-    interpreter for CPU tensors. capturing: as autotune_mode's."""
+    interpreter for CPU tensors."""
     lib = _lib.lib()
     if q.is_cuda:
         opts.stream = current_stream_handle(q)
-        opts.autotune = autotune_mode(True, capturing)
+        opts.autotune = autotune_mode(True)
         _lib.check(lib.kiln_attention_forward_cuda(*structs, opts))
     else:
         _lib.check(lib.kiln_attention_forward_host(*structs, opts))
