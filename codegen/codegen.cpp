@@ -80,8 +80,9 @@ GeneratedKernel generate_cuda(const Kernel& k, const Target& target, const Codeg
   plan_scratch(k, plan);
   plan_programs_per_cta(k, target, options, plan);
   check_resident_blocks(k, target, plan.cta_threads());
-  const int64_t shared_bytes = plan.programs.on() ? plan.programs.shared_bytes : tiles + plan.scratch_bytes;
-  check_shared_bytes(k, target, shared_bytes + plan.tma.barrier_bytes,
+  const int64_t shared_bytes =
+      plan.programs.on() ? plan.programs.count * plan.programs.stride_bytes : tiles + plan.scratch_bytes;
+  check_shared_bytes(k, target, shared_bytes + plan.programs.count * plan.tma.barrier_bytes,
                      plan.programs.on() ? "its programs' shared tiles, conversion scratch and TMA barriers"
                                         : "its shared tiles, conversion scratch and TMA barriers");
   GeneratedKernel g;

@@ -75,13 +75,11 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
     s += fmt::format("//   not warp-specialised (WARP_SPECIALIZE=1): {}\n", plan.ws.why_not);
   if (plan.programs.on())
     s += fmt::format("//   {} programs a CTA: consumer copy c (threads c·{}..c·{}+{}) runs every {}th program id of "
-                     "the CTA's persistent walk, meeting at named barrier 1 + c, its tiles outside the ring and scratch "
-                     "c·{} bytes on; the copies take turns at the one ring (named barrier {} + c, the ring's phases "
-                     "handed on), so one copy's epilogue runs under the next copy's main loop; {} bytes of shared "
-                     "memory\n",
+                     "the CTA's persistent walk in its own {} bytes of shared memory, meeting at named barrier 1 + c; "
+                     "the producer fills each copy's ring in turn, so one copy's epilogue runs under the other's main "
+                     "loop\n",
                      plan.programs.count, plan.ws.consumer_threads, plan.ws.consumer_threads,
-                     plan.ws.consumer_threads - 1, plan.programs.count, plan.programs.stride_bytes,
-                     ProgramsPerCta::kFirstTurnBarrier, plan.programs.shared_bytes);
+                     plan.ws.consumer_threads - 1, plan.programs.count, plan.programs.stride_bytes);
   else if (!plan.programs.why_not.empty())
     s += fmt::format("//   one program a CTA (PROGRAMS_PER_CTA>1): {}\n", plan.programs.why_not);
   if (plan.pingpong.on())

@@ -356,47 +356,10 @@ void Emitter::emit_scalar_op(const Op& op) {
 void Emitter::emit_program() {
   if (!plan_.persistent.on)
     return emit_region(k_.body);
-  if (plan_.programs.on())
-    return emit_programs_in_turn();
   open_program_loop();
   emit_region(k_.body);
   close();
   line("}}");
-}
-
-// Several programs a CTA (ProgramsPerCta): this copy's programs, each taking its turn at the one ring. The turn
-// of copy g is named barrier kFirstTurnBarrier + g, of both copies' threads: copy g syncs there before its
-// program, and the copy before it arrives there once its last specialised loop is done. The ring's phases go
-// with the turn, through shared memory: copy g writes its own slot of kiln_phase_handoff and reads the other's
-// (the barrier orders the write before the read; a slot is rewritten only after its reader has handed the turn
-// back).
-void Emitter::emit_programs_in_turn() {
-  const int copies = plan_.programs.count, turn = ProgramsPerCta::kFirstTurnBarrier, both = copies * threads_;
-  KILN_INTERNAL_CHECK(copies == 2, "{} programs a CTA take turns in pairs only", copies);
-  line("if (kiln_copy == 0) kiln::named_barrier_arrive({}, {}); // the first program's copy takes the first turn",
-       turn, both);
-  open_program_loop();
-  line("kiln::named_barrier_sync({} + kiln_copy, {}); // this copy's turn at the ring ...", turn, both);
-  const Op* last_loop = plan_.ws.loops.back();
-  const int ring = plan_.tma.loops.at(last_loop); // every specialised loop's (plan_warp_specialization)
-  line("kiln_phase{} = kiln_phase_handoff[1 - kiln_copy]; // ... whose phases the previous program left", ring);
-  for (const auto& op : k_.body.ops) {
-    if (op->kind == OpKind::Yield)
-      continue;
-    emit_op(*op);
-    if (op.get() != last_loop)
-      continue;
-    line("if (kiln_tid == 0) kiln_phase_handoff[kiln_copy] = kiln_phase{}; // the ring's phases for the next program",
-         ring);
-    line("kiln::named_barrier_arrive({} + 1 - kiln_copy, {}); // and its turn: this program's copies are all read",
-         turn, both);
-  }
-  close();
-  line("}}");
-  line("// The turn nobody took (the copy of the program after the CTA's last): taken back, no arrival left pending");
-  line("if ((kiln_programs - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x % 2 == kiln_copy) "
-       "kiln::named_barrier_sync({} + kiln_copy, {});",
-       turn, both);
 }
 
 void Emitter::open_program_loop() {
@@ -404,9 +367,10 @@ void Emitter::open_program_loop() {
   if (programs == 1)
     line("for (int kiln_program = blockIdx.x; kiln_program < kiln_programs; kiln_program += gridDim.x) {{ // "
          "persistent grid");
-  else if (in_producer_) // every program of the CTA, in order, into the one ring
-    line("for (int kiln_program = blockIdx.x; kiln_program < kiln_programs; kiln_program += gridDim.x) {{ // "
-         "persistent grid: the CTA's programs, whichever copy runs them");
+  else if (in_producer_) // every program of the CTA, each into its program's copy of the ring
+    line("for (int kiln_program = blockIdx.x, kiln_turn = 0; kiln_program < kiln_programs; kiln_program += gridDim.x, "
+         "kiln_turn = kiln_turn + 1 == {} ? 0 : kiln_turn + 1) {{ // persistent grid: the CTA's programs in turn",
+         programs);
   else
     line("for (int kiln_program = blockIdx.x + kiln_copy * gridDim.x; kiln_program < kiln_programs; kiln_program += "
          "{} * gridDim.x) {{ // persistent grid: this copy's programs, every {}th of the CTA's",
@@ -436,7 +400,7 @@ std::string Emitter::run() {
     params += ", int kiln_programs";
   if (plan_.ws.on())
     need_helper("kiln::warp_specialize", std::string(warp_specialize_prelude_source()));
-  if (plan_.pingpong.on() || plan_.programs.on()) // turns between warpgroups, or between programs
+  if (plan_.pingpong.on())
     need_helper("kiln::pingpong", std::string(pingpong_prelude_source()));
   if (plan_.ws.on()) {
     // One if/else whose branches are the warpgroups' roles: setmaxnreg takes effect only at the head of each.
@@ -488,10 +452,7 @@ std::string Emitter::run() {
     head += fmt::format("  const int kiln_copy = threadIdx.x < {0} ? threadIdx.x / {1} : 0; // which program's "
                         "consumers (the producer: 0)\n  const int kiln_tid = threadIdx.x - kiln_copy * {1};\n",
                         plan_.programs.count * threads_, threads_);
-    head += fmt::format("  const int kiln_copy_shift = kiln_copy * {}; // this copy's tiles outside the ring and scratch\n"
-                        "  unsigned char* const kiln_smem = kiln_smem_all + kiln_copy_shift;\n",
-                        plan_.programs.stride_bytes);
-    head += "  __shared__ unsigned kiln_phase_handoff[2]; // the ring's phases, from one program's copy to the next\n";
+    head += fmt::format("  unsigned char* kiln_smem = kiln_smem_all + kiln_copy * {};\n", plan_.programs.stride_bytes);
     head += "  const int kiln_lane = threadIdx.x % 32;\n  const int kiln_warp = kiln_tid / 32;\n";
   } else {
     head += "  extern __shared__ __align__(1024) unsigned char kiln_smem[];\n";

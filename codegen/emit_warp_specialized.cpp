@@ -10,6 +10,8 @@
 // slot's parity bit at each use, so their sequences of uses match across the loops.
 #include "codegen/emitter.h"
 
+#include <set>
+
 namespace kiln::emit_detail {
 
 void Emitter::emit_producer() {
@@ -21,8 +23,22 @@ void Emitter::emit_producer() {
   const std::string released = fresh("release_phase");
   line("unsigned {} = ~0u; // bit s: the parity of slot s's next release (the first pass finds every slot free)",
        released);
+  const std::string released_next = plan_.programs.on() ? fresh("release_phase_next") : "";
+  if (plan_.programs.on())
+    line("unsigned {} = ~0u; // the same bits for the next program's copy of the ring", released_next);
   if (plan_.persistent.on)
-    open_program_loop(); // the consumers' program ids, in their order (with several programs a CTA, all of them)
+    open_program_loop(); // the consumers' program ids, in their order
+  if (plan_.programs.on()) {
+    line("kiln_smem = kiln_smem_all + kiln_turn * {}; // this program's copy of the shared tiles ...",
+         plan_.programs.stride_bytes);
+    std::set<int> rings;
+    for (const Op* loop : plan_.ws.loops)
+      rings.insert(plan_.tma.loops.at(loop));
+    for (int ring : rings)
+      line("kiln_full{0} = kiln_full_all{0}[kiln_turn], kiln_empty{0} = kiln_empty_all{0}[kiln_turn]; // ... and of "
+           "ring {0}'s barriers",
+           ring);
+  }
   // The scalars each loop needs, each emitted before the first loop that follows it in the program, then the
   // loop's copies; a later loop may start from the block pointers an earlier one leaves.
   auto position = [&](const Op* op) { // in the kernel's top-level ops, where the producer's ops all are
@@ -36,6 +52,9 @@ void Emitter::emit_producer() {
       emit_scalar_op(*ws.producer_ops[next_op]);
     emit_producer_loop(*loop, released);
   }
+  if (plan_.programs.on())
+    line("{{ const unsigned t = {0}; {0} = {1}; {1} = t; }} // the next program's copy of the ring's parities",
+         released, released_next);
   if (plan_.persistent.on) {
     close();
     line("}}");

@@ -261,7 +261,6 @@ private:
   // The DSL program once, or, on a persistent grid, in a loop over the CTA's program ids (kiln_program).
   void emit_program();
   void open_program_loop(); // the persistent grid's loop, opened (close() and "}" end it)
-  void emit_programs_in_turn(); // several programs a CTA: this copy's programs, taking turns at the ring
   void emit_scalar_op(const Op& op);
   void emit_elementwise(const Op& op);
   void emit_reduce(const Op& op);
@@ -328,14 +327,10 @@ private:
   void emit_if(const Op& op);
 
   // Shared-memory tile addressing.
-  // Bytes from kiln_smem. With several programs a CTA, kiln_smem is this copy's memory and the ring's tiles are
-  // the first copy's, so their offsets take this copy's shift back (kiln_copy_shift; 0 in the producer).
   std::string tile_base(const SharedTile& t) {
-    const std::string offset = plan_.in_shared_ring(t) ? fmt::format("{} - kiln_copy_shift", t.offset)
-                                                       : std::to_string(t.offset);
     auto it = stage_var_.find(t.load);
-    return it != stage_var_.end() ? fmt::format("({} + {} * {})", offset, it->second, t.bytes_per_stage())
-                                  : plan_.in_shared_ring(t) ? "(" + offset + ")" : offset;
+    return it != stage_var_.end() ? fmt::format("({} + {} * {})", t.offset, it->second, t.bytes_per_stage())
+                                  : std::to_string(t.offset);
   }
   // The tile format (swizzled 16-byte chunks, 128-byte panels) is SharedTileGeometry's.
   SharedTileGeometry geometry(const SharedTile& t) const { return t.geometry(opt_.swizzle); }

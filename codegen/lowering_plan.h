@@ -178,20 +178,15 @@ struct PersistentGrid {
 // Several programs a CTA (PROGRAMS_PER_CTA=2: CUTLASS's "ping-pong" GEMM schedule, derived from the plan): on a
 // persistent grid beside a producer warpgroup, the CTA holds `count` copies of the consumers, copy g being threads
 // [g · 32 · num_warps, +32 · num_warps), each running the program on its own program ids (the CTA's g-th, g +
-// count-th, ... of the persistent walk) and meeting at its own named barrier (1 + g). The producer walks the CTA's
-// programs in order into the one ring, which every copy reads (the whole ring's depth serves whichever copy is
-// in its main loop); each copy has its own copy of the rest of the shared memory (tiles outside the ring, scratch),
-// stride_bytes after the previous copy's. The copies take turns at the ring: copy g waits at named barrier
-// kFirstTurnBarrier + g before its program, reads the ring's phases where the previous program's copy left them,
-// and after its last specialised loop writes them and hands the turn on. So the main loops run one after the
-// other in the producer's order, and each copy's epilogue (its stores, an elementwise epilogue such as
-// bias + GELU) runs while the next copy's main loop keeps the tensor cores busy.
+// count-th, ... of the persistent walk) in its own copy of the shared memory (tiles, scratch and ring barriers,
+// stride_bytes apart) and meeting at its own named barrier (1 + g). The one producer walks the CTA's programs in
+// order and fills copy g's ring for each of copy g's programs, finishing one program's copies before the next's:
+// so the copies' main loops take turns at the tensor cores, and each copy's epilogue (its stores, an elementwise
+// epilogue such as bias + GELU) runs while the other's main loop keeps the tensor cores busy.
 struct ProgramsPerCta {
   static constexpr int kMost = 2;
-  static constexpr int kFirstTurnBarrier = 1 + kMost; // after the copies' own barriers 1 .. kMost
   int count = 1;
-  int64_t stride_bytes = 0; // from one copy's tiles outside the ring and scratch to the next's (a multiple of 1024)
-  int64_t shared_bytes = 0; // the CTA's dynamic shared memory: the ring once, the rest once a copy
+  int64_t stride_bytes = 0; // shared memory of one copy (tiles and scratch), a multiple of 1024
   std::string why_not;      // asked for (PROGRAMS_PER_CTA > 1) and not done: why
 
   bool on() const { return count > 1; }
@@ -256,14 +251,6 @@ struct LoweringPlan {
   int reduction_slots = 0;
 
   Placement where(ValueId v) const { return placement.at(v); }
-  // A tile of a specialised loop's ring: with several programs a CTA, the one every copy reads.
-  bool in_shared_ring(const SharedTile& t) const {
-    const Op* loop = t.loop();
-    if (!programs.on() || !loop || !ws.specializes(loop))
-      return false;
-    const std::vector<const Op*>& loads = pipelined.at(loop);
-    return std::find(loads.begin(), loads.end(), t.load) != loads.end();
-  }
   // The CTA's threads: each program's num_warps warps, and the producer warpgroup when warp-specialised.
   int cta_threads() const { return programs.count * ws.consumer_threads + (ws.on() ? WarpSpecialization::kProducerThreads : 0); }
   int conversions_by(ConversionMethod m) const {

@@ -4,9 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <limits>
-
 namespace kiln {
 
 void plan_programs_per_cta(const Kernel& k, const Target& target, const CodegenOptions& options,
@@ -36,17 +33,7 @@ void plan_programs_per_cta(const Kernel& k, const Target& target, const CodegenO
   if (!p.why_not.empty())
     return;
   p.count = static_cast<int>(asked);
-  // Each copy's own bytes: the tiles outside the ring and the scratch, [lo, hi) in the one-program layout; copy c's
-  // are c · stride_bytes further on (ring tiles inside that span are left unused in the later copies).
-  int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
-  auto own = [&](int64_t from, int64_t to) { lo = std::min(lo, from), hi = std::max(hi, to); };
-  if (plan.scratch_bytes)
-    own(plan.tiles_bytes, plan.tiles_bytes + plan.scratch_bytes);
-  for (const SharedTile& t : plan.tiles)
-    if (!plan.in_shared_ring(t))
-      own(t.offset, t.offset + (t.bytes_per_stage() * t.stages + 1023) / 1024 * 1024); // as plan_shared_memory
-  p.stride_bytes = hi > lo ? (hi - lo + 1023) / 1024 * 1024 : 0;
-  p.shared_bytes = std::max(plan.tiles_bytes + plan.scratch_bytes, hi + (p.count - 1) * p.stride_bytes);
+  p.stride_bytes = (plan.tiles_bytes + plan.scratch_bytes + 1023) / 1024 * 1024;
   plan_register_reallocation(p.count * ws.consumer_threads, static_cast<int>(k.config.get_or("MIN_BLOCKS_PER_SM", 1)),
                              ws);
 }

@@ -111,7 +111,7 @@ KernelDef matmul_bias_gelu_def() {
                           {128, 128, 64, 4, 4},        {128, 128, 64, 8, 4, true},  {128, 256, 64, 8, 4, true},
                           {256, 128, 64, 8, 4, true},  {128, 128, 64, 8, 4, true, true},
                           {128, 256, 64, 8, 4, true, true}, {256, 128, 64, 8, 4, true, true},
-                          {128, 128, 64, 4, 6, true, true, 2}, {64, 256, 64, 4, 5, true, true, 2}};
+                          {128, 128, 64, 4, 3, true, true, 2}, {64, 256, 64, 4, 2, true, true, 2}};
     std::vector<Config> space;
     for (const Tile& t : tiles) {
       Config c = matmul_bias_gelu_def().default_config();

@@ -66,9 +66,9 @@ KernelDef matmul_def() {
                           // ... on a persistent grid, the producer filling the next tile's ring under the epilogue
                           {128, 128, 64, 8, 4, true, true}, {256, 128, 64, 8, 4, true, true},
                           {128, 256, 64, 8, 4, true, true},
-                          // ... two programs a CTA of one warpgroup each, taking turns at one ring (CUTLASS's
-                          // ping-pong schedule: one tile's epilogue under the other's main loop)
-                          {128, 128, 64, 4, 6, true, true, 2}, {64, 256, 64, 4, 5, true, true, 2}};
+                          // ... two programs a CTA of one warpgroup each, taking turns at the tensor cores
+                          // (CUTLASS's ping-pong schedule: one tile's epilogue under the other's main loop)
+                          {128, 128, 64, 4, 3, true, true, 2}, {64, 256, 64, 4, 2, true, true, 2}};
     std::vector<Config> cs;
     for (const Tile& t : tiles) {
       Config c = matmul_def().default_config();
