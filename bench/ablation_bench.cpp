@@ -44,9 +44,6 @@ std::vector<AblationVariant> ablation_variants() {
   o.product_ahead = false; // configs with PRODUCT_AHEAD=1: each product issued where the program computes it
                            // (elsewhere the code does not change)
   out.push_back({"no_product_ahead", o});
-  o = {};
-  o.programs_per_cta = false; // configs with PROGRAMS_PER_CTA=2: one program a CTA (elsewhere the code does not change)
-  out.push_back({"no_programs_per_cta", o});
   return out;
 }
 

@@ -12,9 +12,7 @@
 //          -> plan_persistent_grid (PERSISTENT=1: one wave of CTAs walks the program ids)
 //          -> analyze_contiguity (vector width of pointer-tensor accesses, hints included, block-store pieces)
 //          -> plan_layout_conversions (every conversion between layouts: shared memory or register shuffles)
-//          -> plan_scratch (scratch shared memory)
-//          -> plan_programs_per_cta (PROGRAMS_PER_CTA=2: two programs a CTA on their own consumer warps)
-//          -> describe_plan (the lowered summary)
+//          -> plan_scratch (scratch shared memory) -> describe_plan (the lowered summary)
 //          -> emit_cuda (prelude + one __global__ function)
 #pragma once
 
@@ -35,9 +33,7 @@ namespace kiln {
 // (default 0): 1 launches one wave of CTAs that walk the program ids (codegen/plan_persistent_grid.h); and
 // PINGPONG (default 0): 1 has a warp-specialised kernel's consumer warpgroups issue their tensor-core products in
 // turn (codegen/plan_pingpong.h); and PRODUCT_AHEAD (default 0): 1 has each specialised loop issue its first
-// product one iteration ahead (codegen/plan_products_ahead.h); and PROGRAMS_PER_CTA (default 1): 2 has a
-// warp-specialised kernel on a persistent grid run two programs a CTA, each on its own num_warps consumer warps
-// (codegen/plan_programs_per_cta.h; the block then has 2 * 32 * num_warps + 128 threads).
+// product one iteration ahead (codegen/plan_products_ahead.h).
 //
 // Code-generator switches: each optimisation can be turned off to measure what it is worth.
 struct CodegenOptions {
@@ -57,24 +53,21 @@ struct CodegenOptions {
   // warp-specialised kernels whose config asks (PRODUCT_AHEAD=1): each loop's first product issued one iteration
   // ahead (else where the program computes it)
   bool product_ahead = true;
-  // warp-specialised kernels on a persistent grid whose config asks (PROGRAMS_PER_CTA=2): two programs a CTA, each
-  // on its own consumer warps, fed in turn by the one producer (else one program a CTA)
-  bool programs_per_cta = true;
 
-  static constexpr int kSwitches = 11;
+  static constexpr int kSwitches = 10;
   int switches_off() const {
     return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma + !warp_specialize + !persistent +
-           !pingpong + !product_ahead + !programs_per_cta;
+           !pingpong + !product_ahead;
   }
   bool all_on() const { return switches_off() == 0; }
-  std::string str() const; // "tensor_cores=1 swizzle=1 ... product_ahead=1 programs_per_cta=1"
+  std::string str() const; // "tensor_cores=1 swizzle=1 ... pingpong=1 product_ahead=1"
 };
 
 // What a launch needs besides the source: the entry point, the block size and dynamic shared memory.
 struct GeneratedKernel {
   std::string name;         // the __global__ function's name
   std::string source;       // complete CUDA C++, prelude included
-  int threads = 128;        // 32 * num_warps (times the programs a CTA), plus a producer warpgroup's 128 when warp-specialised
+  int threads = 128;        // 32 * num_warps, plus a producer warpgroup's 128 when warp-specialised
   int shared_bytes = 0;     // dynamic shared memory per CTA
   std::string lowered;      // a summary of the lowering decisions (layouts, smem, pipelining)
   // Tensor maps the kernel's TMA copies read: after the DSL parameters it takes one
@@ -90,10 +83,6 @@ struct GeneratedKernel {
   std::string why_not_persistent; // PERSISTENT=1 and not done: why (pruned by the autotuner, as above)
   std::string why_not_pingpong;   // PINGPONG=1 and not done: why (pruned by the autotuner, as above)
   std::string why_not_product_ahead; // PRODUCT_AHEAD=1 and not done: why (pruned by the autotuner, as above)
-  // Programs a CTA runs at once (PROGRAMS_PER_CTA): a persistent launch starts enough CTAs for the program count
-  // divided by this, at most persistent_ctas_per_sm an SM.
-  int programs_per_cta = 1;
-  std::string why_not_programs_per_cta; // PROGRAMS_PER_CTA > 1 and not done: why (pruned by the autotuner, as above)
 };
 
 // A config the target cannot run at all: shared tiles beyond the arch's per-block limit, or MIN_BLOCKS_PER_SM

@@ -51,13 +51,12 @@ std::string describe_warp_specialization(const LoweringPlan& plan, const Op& loo
     return fmt::format("//     warp-specialised: the producer goes on filling the ring of the loop at {} (the same "
                        "slots and barriers, the same bytes)\n",
                        ws.loops.front()->loc.str());
-  const int consumers = plan.programs.count * ws.consumer_threads;
   std::string s = fmt::format(
       "//     warp-specialised: producer warpgroup (threads {}..{}) recomputes {} scalar op(s) and issues every "
       "stage of {} loop(s) after the consumers release its slot (full and empty mbarriers per slot); the {} "
-      "consumer threads issue no copy and meet at named barrier {}, not __syncthreads\n",
-      consumers, consumers + WarpSpecialization::kProducerThreads - 1, ws.producer_ops.size(), ws.loops.size(),
-      consumers, plan.programs.on() ? "1 + c (copy c's)" : "1");
+      "consumer threads issue no copy and meet at named barrier 1, not __syncthreads\n",
+      ws.consumer_threads, ws.consumer_threads + WarpSpecialization::kProducerThreads - 1, ws.producer_ops.size(),
+      ws.loops.size(), ws.consumer_threads);
   if (ws.consumer_registers)
     s += fmt::format("//     setmaxnreg: producer {} registers, consumers {} (from {} at entry)\n",
                      ws.producer_registers, ws.consumer_registers, ws.entry_registers);
@@ -73,15 +72,6 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                               plan.warps.warps_m, plan.warps.warps_n);
   if (!plan.ws.why_not.empty())
     s += fmt::format("//   not warp-specialised (WARP_SPECIALIZE=1): {}\n", plan.ws.why_not);
-  if (plan.programs.on())
-    s += fmt::format("//   {} programs a CTA: consumer copy c (threads c·{}..c·{}+{}) runs every {}th program id of "
-                     "the CTA's persistent walk in its own {} bytes of shared memory, meeting at named barrier 1 + c; "
-                     "the producer fills each copy's ring in turn, so one copy's epilogue runs under the other's main "
-                     "loop\n",
-                     plan.programs.count, plan.ws.consumer_threads, plan.ws.consumer_threads,
-                     plan.ws.consumer_threads - 1, plan.programs.count, plan.programs.stride_bytes);
-  else if (!plan.programs.why_not.empty())
-    s += fmt::format("//   one program a CTA (PROGRAMS_PER_CTA>1): {}\n", plan.programs.why_not);
   if (plan.pingpong.on())
     s += fmt::format("//   ping-pong: the {} consumer warpgroups issue the {} product(s) of the specialised loops in "
                      "turn, warpgroup g waiting at named barrier {} + g and passing the turn to the next\n",

@@ -25,7 +25,7 @@ void Emitter::emit_stage_issue(const Op& op, const std::vector<std::string>& var
   if (tma) {
     // One thread copies every tile by TMA; launches whose maps are illegal take the cp.async path.
     line("if (kiln_tma) {{");
-    line("  if ({} == 0) {{", tid_);
+    line("  if (threadIdx.x == 0) {{");
     open();
     open();
     for (size_t i = 0; i < loads.size(); ++i)

@@ -363,18 +363,8 @@ void Emitter::emit_program() {
 }
 
 void Emitter::open_program_loop() {
-  const int programs = plan_.programs.count;
-  if (programs == 1)
-    line("for (int kiln_program = blockIdx.x; kiln_program < kiln_programs; kiln_program += gridDim.x) {{ // "
-         "persistent grid");
-  else if (in_producer_) // every program of the CTA, each into its program's copy of the ring
-    line("for (int kiln_program = blockIdx.x, kiln_turn = 0; kiln_program < kiln_programs; kiln_program += gridDim.x, "
-         "kiln_turn = kiln_turn + 1 == {} ? 0 : kiln_turn + 1) {{ // persistent grid: the CTA's programs in turn",
-         programs);
-  else
-    line("for (int kiln_program = blockIdx.x + kiln_copy * gridDim.x; kiln_program < kiln_programs; kiln_program += "
-         "{} * gridDim.x) {{ // persistent grid: this copy's programs, every {}th of the CTA's",
-         programs, programs);
+  line("for (int kiln_program = blockIdx.x; kiln_program < kiln_programs; kiln_program += gridDim.x) {{ // "
+       "persistent grid");
   open();
   forget_scratch_reads(); // the previous program's reductions may still be read
 }
@@ -405,7 +395,7 @@ std::string Emitter::run() {
   if (plan_.ws.on()) {
     // One if/else whose branches are the warpgroups' roles: setmaxnreg takes effect only at the head of each.
     const WarpSpecialization& ws = plan_.ws;
-    line("if (threadIdx.x >= {}) {{ // the producer warpgroup", plan_.programs.count * threads_);
+    line("if (threadIdx.x >= {}) {{ // the producer warpgroup", threads_);
     open();
     in_producer_ = true;
     if (ws.producer_registers)
@@ -443,21 +433,10 @@ std::string Emitter::run() {
                       "{} bytes of scratch planned, {} used", plan_.scratch_bytes, largest_scratch_use_);  // MIN_BLOCKS_PER_SM (an optional config parameter) caps registers so that many CTAs fit on an SM.
   std::string head =
       fmt::format("extern \"C\" __global__ void __launch_bounds__({}, {}) {}({}) {{\n",
-                  plan_.cta_threads(),
+                  threads_ + (plan_.ws.on() ? WarpSpecialization::kProducerThreads : 0),
                   k_.config.get_or("MIN_BLOCKS_PER_SM", 1), identifier(k_.name), params);
-  if (plan_.programs.on()) {
-    // Copy c of the consumers runs its programs in shared memory of its own; the producer fills each copy's in
-    // turn (it moves kiln_smem and the ring barriers' pointers at each program).
-    head += "  extern __shared__ __align__(1024) unsigned char kiln_smem_all[];\n";
-    head += fmt::format("  const int kiln_copy = threadIdx.x < {0} ? threadIdx.x / {1} : 0; // which program's "
-                        "consumers (the producer: 0)\n  const int kiln_tid = threadIdx.x - kiln_copy * {1};\n",
-                        plan_.programs.count * threads_, threads_);
-    head += fmt::format("  unsigned char* kiln_smem = kiln_smem_all + kiln_copy * {};\n", plan_.programs.stride_bytes);
-    head += "  const int kiln_lane = threadIdx.x % 32;\n  const int kiln_warp = kiln_tid / 32;\n";
-  } else {
-    head += "  extern __shared__ __align__(1024) unsigned char kiln_smem[];\n";
-    head += "  const int kiln_lane = threadIdx.x % 32;\n  const int kiln_warp = threadIdx.x / 32;\n";
-  }
+  head += "  extern __shared__ __align__(1024) unsigned char kiln_smem[];\n";
+  head += "  const int kiln_lane = threadIdx.x % 32;\n  const int kiln_warp = threadIdx.x / 32;\n";
   head += tma_ring_declarations();
   for (const std::string& d : layout_decls_)
     head += "  " + d + "\n";

@@ -62,7 +62,7 @@ void Emitter::emit_pointer_store(const Op& op) {
     // Every thread holds the scalar and its address: thread 0 writes it.
     global_write_pending_ = true;
     const std::string store = fmt::format("*{} = {};", scalar(op.operands[0]), scalar(v));
-    line("if ({} == 0{}) {}", tid_, op.has_mask ? " && " + scalar(op.operands[2]) : "", store);
+    line("if (threadIdx.x == 0{}) {}", op.has_mask ? " && " + scalar(op.operands[2]) : "", store);
     return;
   }
   const Layout L = access_layout(k_, plan_, op);

@@ -58,7 +58,7 @@ void Emitter::emit_scan(const Op& op) {
   }
   stage_to_scratch(op, in, xs, acc_t);
   if (split.chunks == 1) { // a thread a line
-    line("for (int kiln_l = {}; kiln_l < {}; kiln_l += {}) {{", tid_, split.lines, threads_);
+    line("for (int kiln_l = threadIdx.x; kiln_l < {}; kiln_l += {}) {{", split.lines, threads_);
     line("  const int kiln_b = {};", line_base("kiln_l"));
     line("  {} kiln_a = kiln_s[{}];", acc, at("kiln_b", "0"));
     line("  for (int q = 1; q < {}; ++q) {{", split.len);
@@ -68,9 +68,9 @@ void Emitter::emit_scan(const Op& op) {
     line("}}");
   } else { // runs of a line: scan each, then add the totals of the runs before it
     const int64_t run = split.run();
-    line("const int kiln_c = {} % {};", tid_, split.chunks);
-    line("const bool kiln_on = {} < {};", tid_, split.lines * split.chunks);
-    line("const int kiln_b = {};", line_base(fmt::format("{} / {}", tid_, split.chunks)));
+    line("const int kiln_c = threadIdx.x % {};", split.chunks);
+    line("const bool kiln_on = threadIdx.x < {};", split.lines * split.chunks);
+    line("const int kiln_b = {};", line_base(fmt::format("threadIdx.x / {}", split.chunks)));
     line("if (kiln_on) {{");
     line("  {} kiln_a = kiln_s[{}];", acc, at("kiln_b", fmt::format("kiln_c * {}", run)));
     line("  for (int q = kiln_c * {0} + 1; q < kiln_c * {0} + {0}; ++q) {{", run);
@@ -149,7 +149,7 @@ void Emitter::emit_sort(const Op& op) {
   const int64_t half = split.len / 2;
   line("for (int kiln_k = 2; kiln_k <= {}; kiln_k <<= 1) {{", split.len);
   line("  for (int kiln_j = kiln_k >> 1; kiln_j > 0; kiln_j >>= 1) {{");
-  line("    for (int kiln_p = {}; kiln_p < {}; kiln_p += {}) {{", tid_, split.lines * half, threads_);
+  line("    for (int kiln_p = threadIdx.x; kiln_p < {}; kiln_p += {}) {{", split.lines * half, threads_);
   line("      const int kiln_h = kiln_p % {}, kiln_l = kiln_p / {};", half, half);
   line("      const int kiln_i = ((kiln_h & ~(kiln_j - 1)) << 1) | (kiln_h & (kiln_j - 1));");
   line("      const int kiln_b = (kiln_l / {0}) * {1} + kiln_l % {0};", split.stride,

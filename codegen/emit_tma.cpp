@@ -31,38 +31,22 @@ std::string Emitter::tma_ring_declarations() const {
     std::string where;
     for (const Op* l : loops_of_ring[ring])
       where += (where.empty() ? "" : ", ") + l->loc.str();
-    // With several programs a CTA, each program's copy of the consumers has its own copy of the barriers, which
-    // kiln_full<r> points to (the producer moves it to each program's copy in turn).
-    const int copies = plan_.programs.count;
-    auto declare = [&](const char* name, const std::string& what) {
-      if (copies == 1)
-        s += fmt::format("  __shared__ __align__(8) unsigned long long {}{}[{}]; // {}\n", name, ring, stages, what);
-      else
-        s += fmt::format("  __shared__ __align__(8) unsigned long long {0}_all{1}[{2}][{3}]; // {4}, one ring a "
-                         "program\n  unsigned long long* {0}{1} = {0}_all{1}[kiln_copy];\n",
-                         name, ring, copies, stages, what);
-    };
-    // Initialises every copy's barrier `name`[s] to expect `count` arrivals.
-    auto initialise = [&](const char* name, const std::string& count) {
-      if (copies == 1)
-        return fmt::format("kiln::mbarrier_init(kiln::smem_u32(&{}{}[s]), {});", name, ring, count);
-      return fmt::format("for (int c = 0; c < {}; ++c) kiln::mbarrier_init(kiln::smem_u32(&{}_all{}[c][s]), {});",
-                         copies, name, ring, count);
-    };
-    declare("kiln_full", fmt::format("TMA ring of the loop{} at {}", loops_of_ring[ring].size() > 1 ? "s" : "", where));
+    s += fmt::format("  __shared__ __align__(8) unsigned long long kiln_full{}[{}]; // TMA ring of the loop{} at {}\n",
+                     ring, stages, loops_of_ring[ring].size() > 1 ? "s" : "", where);
     s += fmt::format("  unsigned kiln_phase{} = 0; // bit s: the parity slot s completes next\n", ring);
     if (!plan_.ws.specializes(loop)) {
-      init += fmt::format("    for (int s = 0; s < {}; ++s)\n      {}\n", stages,
-                          initialise("kiln_full", std::to_string(loads.size())));
+      init += fmt::format("    for (int s = 0; s < {}; ++s)\n      kiln::mbarrier_init(kiln::smem_u32(&kiln_full{}[s]), {});\n",
+                          stages, ring, loads.size());
       continue;
     }
     // Warp-specialised: a slot is full when the producer's copies land (one arrival per tile by TMA, one per
     // producer thread after its cp.async copies) and empty when every consumer warp has released it.
-    declare("kiln_empty", "the consumers' releases");
-    init += fmt::format("    for (int s = 0; s < {}; ++s) {{\n      {}\n      {}\n    }}\n", stages,
-                        initialise("kiln_full", fmt::format("kiln_tma ? {} : {}", loads.size(),
-                                                            WarpSpecialization::kProducerThreads)),
-                        initialise("kiln_empty", std::to_string(plan_.num_warps)));
+    s += fmt::format("  __shared__ __align__(8) unsigned long long kiln_empty{}[{}]; // the consumers' releases\n",
+                     ring, stages);
+    init += fmt::format("    for (int s = 0; s < {}; ++s) {{\n"
+                        "      kiln::mbarrier_init(kiln::smem_u32(&kiln_full{}[s]), kiln_tma ? {} : {});\n"
+                        "      kiln::mbarrier_init(kiln::smem_u32(&kiln_empty{}[s]), {});\n    }}\n",
+                        stages, ring, loads.size(), WarpSpecialization::kProducerThreads, ring, plan_.num_warps);
   }
   // With a producer warpgroup the barriers exist on either path; otherwise only TMA launches use them.
   s += fmt::format("  if ({}threadIdx.x == 0) {{\n", plan_.ws.on() ? "" : "kiln_tma && ") + init +

@@ -10,35 +10,18 @@
 // slot's parity bit at each use, so their sequences of uses match across the loops.
 #include "codegen/emitter.h"
 
-#include <set>
-
 namespace kiln::emit_detail {
 
 void Emitter::emit_producer() {
   const WarpSpecialization& ws = plan_.ws;
-  const int consumers = plan_.programs.count * threads_;
-  line("if (kiln_tma ? threadIdx.x == {} : true) {{ // TMA: one thread; cp.async: the whole warpgroup", consumers);
+  line("if (kiln_tma ? threadIdx.x == {} : true) {{ // TMA: one thread; cp.async: the whole warpgroup", threads_);
   open();
-  line("const int kiln_ptid = threadIdx.x - {};", consumers);
+  line("const int kiln_ptid = threadIdx.x - {};", threads_);
   const std::string released = fresh("release_phase");
   line("unsigned {} = ~0u; // bit s: the parity of slot s's next release (the first pass finds every slot free)",
        released);
-  const std::string released_next = plan_.programs.on() ? fresh("release_phase_next") : "";
-  if (plan_.programs.on())
-    line("unsigned {} = ~0u; // the same bits for the next program's copy of the ring", released_next);
   if (plan_.persistent.on)
     open_program_loop(); // the consumers' program ids, in their order
-  if (plan_.programs.on()) {
-    line("kiln_smem = kiln_smem_all + kiln_turn * {}; // this program's copy of the shared tiles ...",
-         plan_.programs.stride_bytes);
-    std::set<int> rings;
-    for (const Op* loop : plan_.ws.loops)
-      rings.insert(plan_.tma.loops.at(loop));
-    for (int ring : rings)
-      line("kiln_full{0} = kiln_full_all{0}[kiln_turn], kiln_empty{0} = kiln_empty_all{0}[kiln_turn]; // ... and of "
-           "ring {0}'s barriers",
-           ring);
-  }
   // The scalars each loop needs, each emitted before the first loop that follows it in the program, then the
   // loop's copies; a later loop may start from the block pointers an earlier one leaves.
   auto position = [&](const Op* op) { // in the kernel's top-level ops, where the producer's ops all are
@@ -52,9 +35,6 @@ void Emitter::emit_producer() {
       emit_scalar_op(*ws.producer_ops[next_op]);
     emit_producer_loop(*loop, released);
   }
-  if (plan_.programs.on())
-    line("{{ const unsigned t = {0}; {0} = {1}; {1} = t; }} // the next program's copy of the ring's parities",
-         released, released_next);
   if (plan_.persistent.on) {
     close();
     line("}}");
@@ -95,7 +75,7 @@ void Emitter::emit_producer_loop(const Op& loop, const std::string& released) {
   copy_threads_ = WarpSpecialization::kProducerThreads;
   for (size_t i = 0; i < loads.size(); ++i)
     emit_tile_issue(plan_.tiles[plan_.tile_of.at(loads[i]->result())], bps[i], slot);
-  copy_thread_ = tid_;
+  copy_thread_ = "threadIdx.x";
   copy_threads_ = threads_;
   line("kiln::cp_async_commit();");
   line("kiln::cp_async_wait_all(); // this thread's copies have landed ...");

@@ -25,8 +25,7 @@ namespace kiln::emit_detail {
 class Emitter {
 public:
   Emitter(const Kernel& k, const LoweringPlan& plan, const Target& target, const CodegenOptions& options)
-      : k_(k), plan_(plan), target_(target), opt_(options), threads_(32 * plan.num_warps),
-        tid_(plan.programs.on() ? "kiln_tid" : "threadIdx.x") {}
+      : k_(k), plan_(plan), target_(target), opt_(options), threads_(32 * plan.num_warps) {}
 
   std::string run();
 
@@ -35,10 +34,7 @@ private:
   const LoweringPlan& plan_;
   const Target& target_;
   const CodegenOptions& opt_;
-  const int threads_; // a program's threads
-  // A thread's index within its program: threadIdx.x, or with several programs a CTA (plan_.programs) its index
-  // within its program's copy of the consumers.
-  const std::string tid_;
+  const int threads_;
   std::string out_;
   int indent_ = 1;
   int next_id_ = 0;
@@ -74,7 +70,7 @@ private:
       helpers_; // device functions before the kernel: name, source
   // Who copies a shared tile with cp.async (emit_tile_issue): every thread of the program, or, in a
   // warp-specialised kernel's producer, its warpgroup (index relative to the producer's first thread).
-  std::string copy_thread_ = tid_;
+  std::string copy_thread_ = "threadIdx.x";
   int copy_threads_ = threads_;
   bool in_producer_ = false; // emitting the producer warpgroup's branch: no barrier of the consumers there
   // The producer runs in few registers (setmaxnreg): its cp.async copy loops are not unrolled, which would
@@ -85,8 +81,6 @@ private:
   // warpgroup is split off (it never reaches the consumers' barriers).
   std::string cta_barrier() const {
     KILN_INTERNAL_CHECK(!in_producer_, "a CTA barrier in the producer warpgroup's code");
-    if (plan_.programs.on()) // each program's consumers meet at their own barrier
-      return fmt::format("kiln::named_barrier_sync(1 + kiln_copy, {});", threads_);
     return plan_.ws.on() ? fmt::format("kiln::named_barrier_sync(1, {});", threads_) : "__syncthreads();";
   }
 

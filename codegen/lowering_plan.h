@@ -175,23 +175,6 @@ struct PersistentGrid {
   std::string why_not; // asked for (PERSISTENT=1) and not done: why
 };
 
-// Several programs a CTA (PROGRAMS_PER_CTA=2: CUTLASS's "ping-pong" GEMM schedule, derived from the plan): on a
-// persistent grid beside a producer warpgroup, the CTA holds `count` copies of the consumers, copy g being threads
-// [g · 32 · num_warps, +32 · num_warps), each running the program on its own program ids (the CTA's g-th, g +
-// count-th, ... of the persistent walk) in its own copy of the shared memory (tiles, scratch and ring barriers,
-// stride_bytes apart) and meeting at its own named barrier (1 + g). The one producer walks the CTA's programs in
-// order and fills copy g's ring for each of copy g's programs, finishing one program's copies before the next's:
-// so the copies' main loops take turns at the tensor cores, and each copy's epilogue (its stores, an elementwise
-// epilogue such as bias + GELU) runs while the other's main loop keeps the tensor cores busy.
-struct ProgramsPerCta {
-  static constexpr int kMost = 2;
-  int count = 1;
-  int64_t stride_bytes = 0; // shared memory of one copy (tiles and scratch), a multiple of 1024
-  std::string why_not;      // asked for (PROGRAMS_PER_CTA > 1) and not done: why
-
-  bool on() const { return count > 1; }
-};
-
 // How a pipelined load's block pointer moves: the loop carries it as carried value `carried` (body arg
 // carried + 1, loop operand 3 + carried) and its yield is `advance`, whose steps are loop-invariant.
 struct PipelinedStep {
@@ -230,8 +213,6 @@ struct LoweringPlan {
   ProductsAhead ahead;
   // plan_persistent_grid: whether the program runs in a loop over program ids.
   PersistentGrid persistent;
-  // plan_programs_per_cta: how many programs a CTA runs at once, each on its own consumer warps.
-  ProgramsPerCta programs;
   // analyze_contiguity: the width of every global access through pointer tensors, and the pieces block
   // stores of register tiles are written in and block loads into registers read in.
   std::map<const Op*, AccessPlan> accesses;
@@ -251,8 +232,6 @@ struct LoweringPlan {
   int reduction_slots = 0;
 
   Placement where(ValueId v) const { return placement.at(v); }
-  // The CTA's threads: each program's num_warps warps, and the producer warpgroup when warp-specialised.
-  int cta_threads() const { return programs.count * ws.consumer_threads + (ws.on() ? WarpSpecialization::kProducerThreads : 0); }
   int conversions_by(ConversionMethod m) const {
     int n = 0;
     for (const LayoutConversion& c : conversions)

@@ -12,9 +12,8 @@ struct Target {
 
   std::string arch() const { return "sm_" + std::to_string(sm) + (sm == 90 && arch_specific ? "a" : ""); }
   // The arch's hardware limits (CUDA programming guide, compute capabilities table): the most shared memory a
-  // block can opt in to, the most threads a block has, and the most resident CTAs and threads an SM holds.
+  // block can opt in to, and the most resident CTAs and threads an SM holds.
   int64_t max_shared_bytes_per_block() const;
-  int64_t max_threads_per_block() const { return 1024; }
   int64_t max_blocks_per_sm() const;
   int64_t max_threads_per_sm() const;
   static Target parse(const std::string& arch); // "sm_80", "sm_90a"; Error for anything else

@@ -118,13 +118,11 @@ void JitKernel::launch(const Grid& grid, const std::vector<LaunchArg>& args, con
       packed.pointers.push_back(&m);
     packed.pointers.push_back(&tma.use_tma);
   }
-  // A persistent grid: one wave of CTAs (MIN_BLOCKS_PER_SM an SM) walks the grid's program ids along x, each
-  // CTA programs_per_cta of them at once.
+  // A persistent grid: one wave of CTAs (MIN_BLOCKS_PER_SM an SM) walks the grid's program ids along x.
   int64_t ctas_x = grid[0];
   int32_t programs = static_cast<int32_t>(grid[0]); // check_grid: x fits CUDA's (31-bit) limit
   if (persistent_wave_ > 0) {
-    const int64_t at_once = generated_.programs_per_cta;
-    ctas_x = std::min((grid[0] + at_once - 1) / at_once, persistent_wave_);
+    ctas_x = std::min(grid[0], persistent_wave_);
     packed.pointers.push_back(&programs);
   }
   loaded_->launch(rt::Dim3{static_cast<unsigned>(ctas_x), static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2])},

@@ -291,9 +291,6 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
     if (!slots[i].generated.why_not_product_ahead.empty())
       return "PRODUCT_AHEAD=1 does not apply (the same code as PRODUCT_AHEAD=0): " +
              slots[i].generated.why_not_product_ahead;
-    if (!slots[i].generated.why_not_programs_per_cta.empty())
-      return "PROGRAMS_PER_CTA>1 does not apply (the same code as PROGRAMS_PER_CTA=1): " +
-             slots[i].generated.why_not_programs_per_cta;
     return device_prune_reason(candidates[i], slots[i].generated.shared_bytes, device);
   };
   hooks.compile = compile;

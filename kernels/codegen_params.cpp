@@ -31,11 +31,4 @@ ParamDef persistent_param(int64_t default_value) {
                         "1: one wave of CTAs walks every program id (a persistent grid; see codegen.h)");
 }
 
-ParamDef programs_per_cta_param(int64_t default_value) {
-  return ParamDef::count("PROGRAMS_PER_CTA", default_value,
-                         "programs a CTA runs at once, each on its own num_warps consumer warps beside one producer "
-                         "warpgroup (warp-specialised, persistent; see codegen.h)",
-                         1, 2);
-}
-
 } // namespace kiln

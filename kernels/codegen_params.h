@@ -10,12 +10,8 @@
 //   ahead, so that it runs under the rest of the iteration (codegen/plan_products_ahead.h; FA2 forward).
 // - PERSISTENT: 1 launches at most as many CTAs as fit on the device at once, each walking the program ids
 //   (codegen/plan_persistent_grid.h; matmul).
-// - PROGRAMS_PER_CTA: 2 has a warp-specialised kernel on a persistent grid run two programs a CTA, each on its own
-//   consumer warps, fed in turn by one producer, so that one program's epilogue runs under the other's main loop
-//   (codegen/plan_programs_per_cta.h; matmul).
-// Where the target or the kernel does not allow WARP_SPECIALIZE, PINGPONG, PRODUCT_AHEAD, PERSISTENT or
-// PROGRAMS_PER_CTA, the kernel is generated as
-// without it, `--stage lowered` says why, and the autotuner prunes the config.
+// Where the target or the kernel does not allow WARP_SPECIALIZE, PINGPONG, PRODUCT_AHEAD or PERSISTENT, the kernel is generated as
+// with 0, `--stage lowered` says why, and the autotuner prunes the config.
 #pragma once
 
 #include "dsl/registry.h"
@@ -28,6 +24,5 @@ ParamDef warp_specialize_param(int64_t default_value);
 ParamDef pingpong_param(int64_t default_value);
 ParamDef product_ahead_param(int64_t default_value);
 ParamDef persistent_param(int64_t default_value);
-ParamDef programs_per_cta_param(int64_t default_value);
 
 } // namespace kiln

@@ -78,13 +78,11 @@ KernelDef matmul_bias_gelu_def() {
               ParamDef::power_of_two("BLOCK_N", 128, "columns of C per program", 16, 256),
               ParamDef::power_of_two("BLOCK_K", 32, "depth of each A/B tile", 16, 128),
               ParamDef::count("GROUP_M", 8, "rows of tiles per program group (L2 reuse)", 1, 64),
-              // kiln's code generator reads these four from any kernel's config (codegen/codegen.h): declaring
+              // kiln's code generator reads these three from any kernel's config (codegen/codegen.h): declaring
               // them lets the autotuner try Hopper's schedules on this kernel as on kiln's own matmul.
               ParamDef::count("MIN_BLOCKS_PER_SM", 1, "CTAs that must fit on one SM (caps registers)", 1, 4),
               ParamDef::flag("WARP_SPECIALIZE", 0, "1: a producer warpgroup issues the loop's TMA copies (sm_90a)"),
-              ParamDef::flag("PERSISTENT", 0, "1: one wave of CTAs walks every program id"),
-              ParamDef::count("PROGRAMS_PER_CTA", 1,
-                              "2: two programs a CTA on their own warps, one's epilogue under the other's loop", 1, 2)};
+              ParamDef::flag("PERSISTENT", 0, "1: one wave of CTAs walks every program id")};
   d.default_num_warps = 8;
   d.default_num_stages = 3;
   d.build = build_matmul_bias_gelu;
@@ -101,23 +99,20 @@ KernelDef matmul_bias_gelu_def() {
       int warps, stages;
       bool ws = false;         // a producer warpgroup beside the warps (sm_90a; the tuner prunes it elsewhere)
       bool persistent = false; // one wave of CTAs walks the tiles, the next tile's loads under this epilogue
-      int programs = 1;        // two programs a CTA: this tile's bias + GELU under the other's products
     };
     // Triton tutorial 03's candidates, the deeper rings kiln's own matmul tunes on sm_90a, and its
-    // warp-specialised, persistent and two-programs-a-CTA schedules.
+    // warp-specialised and persistent schedules.
     const Tile tiles[] = {{128, 256, 64, 8, 3},        {64, 256, 32, 4, 4},         {128, 128, 32, 4, 4},
                           {128, 64, 32, 4, 4},         {64, 128, 32, 4, 4},         {128, 128, 64, 8, 3},
                           {256, 128, 64, 8, 3},        {128, 256, 64, 8, 4},        {128, 128, 64, 8, 4},
                           {128, 128, 64, 4, 4},        {128, 128, 64, 8, 4, true},  {128, 256, 64, 8, 4, true},
                           {256, 128, 64, 8, 4, true},  {128, 128, 64, 8, 4, true, true},
-                          {128, 256, 64, 8, 4, true, true}, {256, 128, 64, 8, 4, true, true},
-                          {128, 128, 64, 4, 3, true, true, 2}, {64, 256, 64, 4, 2, true, true, 2}};
+                          {128, 256, 64, 8, 4, true, true}, {256, 128, 64, 8, 4, true, true}};
     std::vector<Config> space;
     for (const Tile& t : tiles) {
       Config c = matmul_bias_gelu_def().default_config();
       c.set("BLOCK_M", t.m).set("BLOCK_N", t.n).set("BLOCK_K", t.k);
       c.set("WARP_SPECIALIZE", t.ws ? 1 : 0).set("PERSISTENT", t.persistent ? 1 : 0);
-      c.set("PROGRAMS_PER_CTA", t.programs);
       // Two resident CTAs hide each k step's barrier where the registers allow it (as kiln's matmul does).
       c.set("MIN_BLOCKS_PER_SM", t.ws || (t.k == 64 && (t.warps == 8 || t.stages == 4)) ? 1 : 2);
       c.num_warps = t.warps;

@@ -42,7 +42,7 @@ KernelDef matmul_def() {
               ParamDef::flag("TF32", 0, "f32 only: 1 multiplies on tensor cores in tf32"),
               ParamDef::flag("A_COL_MAJOR", 0, "1 when A's M dim is the contiguous one"),
               ParamDef::flag("B_COL_MAJOR", 0, "1 when B's K dim is the contiguous one"),
-              min_blocks_per_sm_param(2), warp_specialize_param(0), persistent_param(0), programs_per_cta_param(1)};
+              min_blocks_per_sm_param(2), warp_specialize_param(0), persistent_param(0)};
   d.default_num_warps = 8;
   d.default_num_stages = 3;
   d.build = build_matmul;
@@ -52,7 +52,6 @@ KernelDef matmul_def() {
       int warps, stages;
       bool ws = false;         // a producer warpgroup beside the warps (sm_90a; pruned elsewhere)
       bool persistent = false; // one wave of CTAs walks the tiles
-      int programs = 1;        // programs a CTA at once, each on its own warps (the epilogue under the other's loop)
     };
     // Triton tutorial 03's candidates for sm_80+, then deeper rings of the large tiles for sm_90a, where
     // wgmma keeps one product in flight and loads run num_stages - 2 tiles ahead (worklog §8).
@@ -65,10 +64,7 @@ KernelDef matmul_def() {
                           {128, 256, 64, 8, 3, true}, {128, 256, 64, 8, 4, true},
                           // ... on a persistent grid, the producer filling the next tile's ring under the epilogue
                           {128, 128, 64, 8, 4, true, true}, {256, 128, 64, 8, 4, true, true},
-                          {128, 256, 64, 8, 4, true, true},
-                          // ... two programs a CTA of one warpgroup each, taking turns at the tensor cores
-                          // (CUTLASS's ping-pong schedule: one tile's epilogue under the other's main loop)
-                          {128, 128, 64, 4, 3, true, true, 2}, {64, 256, 64, 4, 2, true, true, 2}};
+                          {128, 256, 64, 8, 4, true, true}};
     std::vector<Config> cs;
     for (const Tile& t : tiles) {
       Config c = matmul_def().default_config();
@@ -80,7 +76,6 @@ KernelDef matmul_def() {
       c.set("MIN_BLOCKS_PER_SM", t.ws || (t.k == 64 && (t.warps == 8 || t.stages == 4)) ? 1 : 2);
       c.set("WARP_SPECIALIZE", t.ws ? 1 : 0);
       c.set("PERSISTENT", t.persistent ? 1 : 0);
-      c.set("PROGRAMS_PER_CTA", t.programs);
       cs.push_back(c);
     }
     return cs;

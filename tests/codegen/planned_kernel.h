@@ -9,7 +9,6 @@
 #include "codegen/plan_persistent_grid.h"
 #include "codegen/plan_pingpong.h"
 #include "codegen/plan_products_ahead.h"
-#include "codegen/plan_programs_per_cta.h"
 #include "codegen/plan_scratch.h"
 #include "codegen/plan_tma_copies.h"
 #include "codegen/plan_warp_specialization.h"
@@ -45,7 +44,6 @@ inline Planned plan_kernel(Kernel kernel, const std::string& arch, const Codegen
   analyze_contiguity(p.kernel, t, options, p.plan);
   plan_layout_conversions(p.kernel, p.plan);
   plan_scratch(p.kernel, p.plan);
-  plan_programs_per_cta(p.kernel, t, options, p.plan);
   return p;
 }
 

@@ -28,15 +28,13 @@ struct TmaMatmulCase {
   int warps, stages;
   bool ws = false;         // WARP_SPECIALIZE=1: a producer warpgroup issues the copies
   bool persistent = false; // PERSISTENT=1: one wave of CTAs walks the tiles
-  int programs = 1;         // PROGRAMS_PER_CTA: programs a CTA at once, each on its own warps
 };
 
 std::string label(const TmaMatmulCase& c) {
   return "M" + std::to_string(c.M) + "_N" + std::to_string(c.N) + "_K" + std::to_string(c.K) + "_" +
          std::string(dtype_name(c.dtype)) + (c.a_col ? "_Acol" : "") + (c.b_col ? "_Bcol" : "") + "_bm" +
          std::to_string(c.bm) + "_bn" + std::to_string(c.bn) + "_bk" + std::to_string(c.bk) + "_s" +
-         std::to_string(c.stages) + (c.ws ? "_ws" : "") + (c.persistent ? "_persistent" : "") +
-         (c.programs > 1 ? "_programs" + std::to_string(c.programs) : "");
+         std::to_string(c.stages) + (c.ws ? "_ws" : "") + (c.persistent ? "_persistent" : "");
 }
 // ctest lists the cases by this, not by a dump of the struct's bytes.
 void PrintTo(const TmaMatmulCase& c, std::ostream* os) { *os << label(c); }
@@ -58,15 +56,13 @@ TEST_P(GpuMatmulTma, TakesTheTmaPathAndMatchesReference) {
     c.set("MIN_BLOCKS_PER_SM", 1); // a 128 x 256 accumulator needs more than two CTAs' registers allow
   c.set("WARP_SPECIALIZE", tc.ws ? 1 : 0);
   c.set("PERSISTENT", tc.persistent ? 1 : 0);
-  c.set("PROGRAMS_PER_CTA", tc.programs);
 
   // The plan copies both tiles by TMA, and this launch's maps (buffers from cuMemAlloc, packed strides) are
   // legal, so the kernel takes that path rather than its cp.async fallback.
   const Kernel k = build_matmul(c);
   std::shared_ptr<JitKernel> jk = JitKernel::compile(k);
   ASSERT_EQ(jk->generated().tensor_maps.size(), 2u) << jk->generated().lowered;
-  EXPECT_EQ(jk->generated().threads, tc.programs * 32 * tc.warps + (tc.ws ? 128 : 0))
-      << jk->generated().why_not_warp_specialized << jk->generated().why_not_programs_per_cta;
+  EXPECT_EQ(jk->generated().threads, 32 * tc.warps + (tc.ws ? 128 : 0)) << jk->generated().why_not_warp_specialized;
   EXPECT_EQ(jk->generated().persistent_ctas_per_sm > 0, tc.persistent) << jk->generated().why_not_persistent;
   rt::DeviceBuffer a(static_cast<size_t>(tc.M * tc.K * 2)), b(static_cast<size_t>(tc.K * tc.N * 2));
   const int64_t sam = tc.a_col ? 1 : tc.K, sak = tc.a_col ? tc.M : 1;
@@ -105,15 +101,7 @@ INSTANTIATE_TEST_SUITE_P(
                       // tile's ring under the epilogue), fewer, and without a producer (every thread copies).
                       TmaMatmulCase{2048, 2056, 264, f16, false, false, 128, 128, 64, 8, 4, true, true},
                       TmaMatmulCase{1000, 1000, 1000, bf16, false, false, 128, 256, 64, 8, 4, true, true},
-                      TmaMatmulCase{2056, 2048, 136, bf16, true, false, 128, 128, 32, 8, 3, false, true},
-                      // Two programs a CTA, each copy of the consumers on every other tile of its CTA: several
-                      // tiles a copy, an odd count (one copy runs one more), a single tile (copy 1 idle), edges in
-                      // M, N and K, a one-step loop, and a 64 x 256 tile.
-                      TmaMatmulCase{2048, 2056, 264, f16, false, false, 128, 128, 64, 4, 3, true, true, 2},
-                      TmaMatmulCase{4096, 4096, 512, bf16, false, false, 128, 128, 64, 4, 3, true, true, 2},
-                      TmaMatmulCase{1000, 1000, 1000, f16, true, false, 64, 256, 64, 4, 2, true, true, 2},
-                      TmaMatmulCase{100, 90, 1000, bf16, false, true, 128, 128, 64, 4, 3, true, true, 2},
-                      TmaMatmulCase{3000, 520, 40, f16, false, false, 128, 128, 64, 4, 3, true, true, 2}),
+                      TmaMatmulCase{2056, 2048, 136, bf16, true, false, 128, 128, 32, 8, 3, false, true}),
     [](const auto& info) { return label(info.param); });
 
 } // namespace
@@ -122,8 +110,7 @@ namespace {
 
 // A warp-specialised matmul whose tensor maps are illegal (K odd: A's row stride is not a multiple of 16 bytes)
 // keeps its producer, which copies with cp.async on all 128 threads and arrives on the slot after its copies
-// land (bf16 on a persistent grid: the producer walks the tiles on that path too, once with two programs a CTA,
-// filling each copy's ring in turn).
+// land (bf16 on a persistent grid: the producer walks the tiles on that path too).
 TEST(GpuMatmulWarpSpecialized, IllegalMapsTakeTheProducersCpAsyncPath) {
   KILN_REQUIRE_GPU();
   const rt::DeviceInfo& device = rt::current_device();
@@ -138,23 +125,12 @@ TEST(GpuMatmulWarpSpecialized, IllegalMapsTakeTheProducersCpAsyncPath) {
     c.set("WARP_SPECIALIZE", 1).set("PERSISTENT", dt == bf16 ? 1 : 0);
     c.num_warps = 8;
     c.num_stages = 4;
-    for (int programs : {1, 2}) {
-      if (programs == 2) {
-        if (dt == f16)
-          continue;
-        c.set("PROGRAMS_PER_CTA", 2);
-        c.num_warps = 4;
-        c.num_stages = 3;
-      }
-      std::shared_ptr<JitKernel> jk = JitKernel::compile(build_matmul(c));
-      ASSERT_EQ(jk->generated().threads, 384)
-          << jk->generated().why_not_warp_specialized << jk->generated().why_not_programs_per_cta;
-      ASSERT_EQ(jk->generated().programs_per_cta, programs);
-      MatmulInputs in = make_matmul_inputs(p, 5, 1.0);
-      std::vector<double> out = run_matmul_interpreted(p, c, in, Executor::Gpu);
-      Comparison cmp = compare_to_reference(out, matmul_reference(p, in));
-      EXPECT_TRUE(cmp.ok(tolerance(dt))) << cmp.str() << " config " << c.str();
-    }
+    std::shared_ptr<JitKernel> jk = JitKernel::compile(build_matmul(c));
+    ASSERT_EQ(jk->generated().threads, 384) << jk->generated().why_not_warp_specialized;
+    MatmulInputs in = make_matmul_inputs(p, 5, 1.0);
+    std::vector<double> out = run_matmul_interpreted(p, c, in, Executor::Gpu);
+    Comparison cmp = compare_to_reference(out, matmul_reference(p, in));
+    EXPECT_TRUE(cmp.ok(tolerance(dt))) << cmp.str() << " config " << c.str();
   }
 }
 
