@@ -134,9 +134,9 @@ ValidatedAttention detail::validate_attention_args(const TensorRef& q, const Ten
   // Extents first: they bound every offset, so the checks below compute theirs without overflow.
   std::vector<ByteRange> ranges;
   for (auto [name, t] : tensors)
-    ranges.push_back(ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)});
+    ranges.push_back(tensor_range(name, *t, site));
   if (lse)
-    ranges.push_back(ByteRange{"lse", lse->data, lse->data + extent_bytes("lse", *lse, site)});
+    ranges.push_back(tensor_range("lse", *lse, site));
   for (auto [name, t] : tensors)
     check_alignment(name, *t, site);
   if (lse) {

@@ -52,6 +52,10 @@ ByteRange byte_range(const char* name, uint64_t data, uint64_t bytes, const ApiS
   return ByteRange{name, data, end};
 }
 
+ByteRange tensor_range(const char* name, const TensorRef& t, const ApiSite& site) {
+  return ByteRange{name, t.data, t.data + extent_bytes(name, t, site)}; // extent_bytes: the end does not wrap
+}
+
 void check_outputs_apart(llvm::ArrayRef<ByteRange> ranges, size_t first_output, const ApiSite& site) {
   for (size_t out = first_output; out < ranges.size(); ++out)
     for (size_t other = 0; other < out; ++other)

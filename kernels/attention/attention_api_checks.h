@@ -61,6 +61,8 @@ struct ByteRange {
 bool overlaps(const ByteRange& a, const ByteRange& b);
 // The `bytes` bytes at `data`, or an error when they run past the end of the 64-bit address space.
 ByteRange byte_range(const char* name, uint64_t data, uint64_t bytes, const ApiSite& site);
+// The bytes tensor `t` reaches from its address (extent_bytes), named `name`.
+ByteRange tensor_range(const char* name, const TensorRef& t, const ApiSite& site);
 // Outputs in memory of their own: each range from ranges[first_output] on overlaps none before it (inputs,
 // and the outputs listed earlier), else an error naming both and why (an input overwritten while it is read,
 // or two outputs written to one place).

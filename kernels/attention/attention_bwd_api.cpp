@@ -225,9 +225,9 @@ CheckedBackward check_backward(const TensorRef& q, const TensorRef& k, const Ten
   }
   std::vector<TensorRange> read, written;
   for (auto [name, t] : inputs)
-    read.push_back({ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)}, t});
+    read.push_back({tensor_range(name, *t, site), t});
   for (auto [name, t] : outputs) {
-    written.push_back({ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)}, t});
+    written.push_back({tensor_range(name, *t, site), t});
     check_gradient_rows(name, *t, site);
     check_elements_distinct(name, *t, site);
   }

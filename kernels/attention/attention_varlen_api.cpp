@@ -171,11 +171,11 @@ ValidatedVarlen detail::validate_varlen_args(const TensorRef& q, const TensorRef
                          {"cu_seqlens_q", &batch.cu_seqlens_q},
                          {"cu_seqlens_k", &batch.cu_seqlens_k}})
     if (numel(*t) > 0)
-      inputs.push_back(ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)});
+      inputs.push_back(tensor_range(name, *t, site));
   for (auto [name, t] : tensors)
     if (numel(*t) > 0)
       check_alignment(name, *t, site);
-  outputs.push_back(ByteRange{"o", o.data, o.data + extent_bytes("o", o, site)});
+  outputs.push_back(tensor_range("o", o, site));
   if (lse) {
     check_address("lse", lse->data, site);
     const TensorRef dense = TensorRef::contiguous(lse->data, DType::f32, lse->shape);
@@ -185,7 +185,7 @@ ValidatedVarlen detail::validate_varlen_args(const TensorRef& q, const TensorRef
                "lse has strides {}; expected the contiguous strides {} of [H, total_q] (the kernel writes it "
                "densely)",
                dims_str(lse->strides), dims_str(dense.strides));
-    outputs.push_back(ByteRange{"lse", lse->data, lse->data + extent_bytes("lse", *lse, site)});
+    outputs.push_back(tensor_range("lse", *lse, site));
   }
   if (!elements_distinct(o))
     reject(site,

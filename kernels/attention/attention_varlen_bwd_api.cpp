@@ -91,7 +91,7 @@ CheckedVarlenBackward check_varlen_backward(const TensorRef& q, const TensorRef&
                          {"cu_seqlens_q", &batch.cu_seqlens_q},
                          {"cu_seqlens_k", &batch.cu_seqlens_k}})
     if (numel(*t) > 0)
-      inputs.push_back({ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)}, t});
+      inputs.push_back({tensor_range(name, *t, site), t});
   for (auto [name, t] : {std::pair{"dout", &dout}, {"dq", &dq}, {"dk", &dk}, {"dv", &dv}}) {
     if (numel(*t) == 0)
       continue;
@@ -99,7 +99,7 @@ CheckedVarlenBackward check_varlen_backward(const TensorRef& q, const TensorRef&
     if (std::string_view(name) == "dout")
       continue;
     check_elements_distinct(name, *t, site);
-    outputs.push_back({ByteRange{name, t->data, t->data + extent_bytes(name, *t, site)}, t});
+    outputs.push_back({tensor_range(name, *t, site), t});
   }
   check_gradient_overlaps(inputs, outputs, site);
   for (const std::vector<TensorRange>* list : {&inputs, &outputs})

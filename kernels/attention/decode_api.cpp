@@ -43,10 +43,6 @@ void check_index_tensor(const char* name, const TensorRef& t, llvm::ArrayRef<int
            t.data);
 }
 
-ByteRange range_of(const char* name, const TensorRef& t, const ApiSite& site) {
-  return ByteRange{name, t.data, t.data + detail::extent_bytes(name, t, site)};
-}
-
 } // namespace
 
 uint64_t decode_workspace_bytes(int64_t B, int64_t H, int64_t N_Q, int64_t D, int64_t num_splits) {
@@ -186,17 +182,17 @@ ValidatedDecode validate_decode_args(const TensorRef& q, const TensorRef& k, con
   std::vector<ByteRange> ranges;
   for (auto [name, t] : moved)
     if (t != &o)
-      ranges.push_back(range_of(name, *t, site));
+      ranges.push_back(detail::tensor_range(name, *t, site));
   if (paged)
-    ranges.push_back(range_of("block_table", *options.block_table, site));
+    ranges.push_back(detail::tensor_range("block_table", *options.block_table, site));
   if (options.seqlens_k)
-    ranges.push_back(range_of("seqlens_k", *options.seqlens_k, site));
+    ranges.push_back(detail::tensor_range("seqlens_k", *options.seqlens_k, site));
   const size_t first_output = ranges.size();
-  ranges.push_back(range_of("o", o, site));
+  ranges.push_back(detail::tensor_range("o", o, site));
   for (auto [name, t] : moved)
     detail::check_alignment(name, *t, site);
   if (lse) {
-    ranges.push_back(range_of("lse", *lse, site));
+    ranges.push_back(detail::tensor_range("lse", *lse, site));
     if (lse->data == 0 || lse->data % detail::kAlignBytes != 0)
       reject(site,
              "lse's address {:#x} is null or not 16-byte aligned; expected a 16-byte aligned device address",
@@ -226,7 +222,7 @@ ValidatedDecode validate_decode_args(const TensorRef& q, const TensorRef& k, con
                "options.workspace holds {} f32 ({} bytes); {} splits need {} bytes (decode_workspace_bytes)",
                w.shape[0], w.shape[0] * 4, splits, need);
     }
-    ranges.push_back(range_of("workspace", w, site));
+    ranges.push_back(detail::tensor_range("workspace", w, site));
     r.workspace = w.data;
   }
   if (!detail::elements_distinct(o))
