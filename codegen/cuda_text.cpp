@@ -108,8 +108,8 @@ std::string unary_expr(UnaryOp u, const std::string& x0, DType t) {
             : "([](float v) { const float e = expf(-fabsf(v)); return v >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e); }(" +
                   x + "))";
     break;
-  case UnaryOp::Erf:
-    e = (f64 ? "erf(" : "erff(") + x + ")";
+  case UnaryOp::Erf: // f32: the erf prelude's branch-free erf_f32 (codegen/prelude/kiln_erf.cuh)
+    e = (f64 ? "erf(" : "kiln::erf_f32(") + x + ")";
     break;
   case UnaryOp::Sin:
     e = (f64 ? "sin(" : "sinf(") + x + ")";

@@ -18,7 +18,8 @@ std::string literal(double v, DType t);
 // 16-bit floats compute in f32: as_math widens an expression, from_math narrows it back.
 std::string as_math(const std::string& x, DType t);
 std::string from_math(const std::string& x, DType t);
-// The expression of one elementwise op on operand expressions.
+// The expression of one elementwise op on operand expressions (erf below f64 calls the erf prelude, which
+// Emitter::unary_text adds to the kernel).
 std::string unary_expr(UnaryOp u, const std::string& x0, DType t);
 std::string binary_expr(BinaryOp b, const std::string& a0, const std::string& b0, DType t);
 // fma(a, b, c) of float dtype `t`: one rounding in f32 (f16/bf16 widened, the result narrowed) or f64.

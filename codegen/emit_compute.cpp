@@ -16,7 +16,7 @@ void Emitter::emit_elementwise(const Op& op) {
   std::string e;
   switch (op.kind) {
   case OpKind::Unary:
-    e = unary_expr(op.unary, ins[0], in_t);
+    e = unary_text(op.unary, ins[0], in_t);
     break;
   case OpKind::Binary:
     e = binary_expr(op.binary, ins[0], ins[1], in_t);

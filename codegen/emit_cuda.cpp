@@ -149,7 +149,7 @@ std::string Emitter::materialize(ValueId v, const Layout& want) {
     DType in_t = k_.type(op.operands[0]).elem;
     std::string e;
     if (op.kind == OpKind::Unary)
-      e = unary_expr(op.unary, ins[0], in_t);
+      e = unary_text(op.unary, ins[0], in_t);
     else if (op.kind == OpKind::Binary)
       e = binary_expr(op.binary, ins[0], ins[1], in_t);
     else if (op.kind == OpKind::Cast)
@@ -283,7 +283,7 @@ void Emitter::emit_scalar_op(const Op& op) {
       line("{} {} = (int)gridDim.{};", ty, n, "xyz"[op.axis]);
     return;
   case OpKind::Unary:
-    line("{} {} = {};", ty, n, unary_expr(op.unary, s(0), k_.type(op.operands[0]).elem));
+    line("{} {} = {};", ty, n, unary_text(op.unary, s(0), k_.type(op.operands[0]).elem));
     return;
   case OpKind::Binary:
     line("{} {} = {};", ty, n, binary_expr(op.binary, s(0), s(1), k_.type(op.operands[0]).elem));

@@ -10,6 +10,7 @@
 #include "codegen/mma_shape.h"
 #include "codegen/operand_layouts.h"
 #include "codegen/plan_scratch.h"
+#include "codegen/prelude.h"
 #include "codegen/wgmma.h"
 
 #include <functional>
@@ -89,6 +90,13 @@ private:
       if (h.first == name)
         return;
     helpers_.emplace_back(name, source);
+  }
+
+  // unary_expr, with the erf prelude added to the kernel when the op is erf below f64.
+  std::string unary_text(UnaryOp u, const std::string& x, DType t) {
+    if (u == UnaryOp::Erf && t != DType::f64)
+      need_helper("kiln::erf", std::string(erf_prelude_source()));
+    return unary_expr(u, x, t);
   }
 
   // The barrier after this thread's copies into shared tiles have landed; wgmma reads shared memory

@@ -12,7 +12,9 @@
 //   consumers' named barrier;
 // - the ping-pong prelude, added to kernels whose consumer warpgroups take turns: the named barrier's arrive;
 // - the Philox prelude, added to kernels that call rand/randn: the counter-based generator, which the
-//   interpreter compiles as host code from the same file.
+//   interpreter compiles as host code from the same file;
+// - the erf prelude, added to kernels that call erf on f32, f16 or bf16: a branch-free erf (CUDA's erff
+//   branches, which serialises a tile's elements), which tests/unit/erf_prelude_test.cpp compiles as host code.
 #pragma once
 
 #include <string_view>
@@ -25,6 +27,7 @@ std::string_view tma_prelude_source();   // the text of codegen/prelude/kiln_tma
 std::string_view warp_specialize_prelude_source(); // the text of codegen/prelude/kiln_warp_specialize.cuh
 std::string_view pingpong_prelude_source();        // the text of codegen/prelude/kiln_pingpong.cuh
 std::string_view philox_prelude_source();          // the text of codegen/prelude/kiln_philox.cuh
+std::string_view erf_prelude_source();             // the text of codegen/prelude/kiln_erf.cuh
 std::string_view warp_uniform_prelude_source();    // the text of codegen/prelude/kiln_warp_uniform.cuh
 
 } // namespace kiln

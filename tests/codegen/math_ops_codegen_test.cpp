@@ -1,6 +1,7 @@
 // The CUDA text of tanh, sigmoid, erf, sin, cos and pow (on tiles and on scalars) and of -inf block
 // padding (register loads and shared-tile loads), for every float dtype: the accurate CUDA math functions
-// (tanhf/erff/sinf/cosf/powf, their double versions for f64; f16/bf16 through f32), a sigmoid without
+// (tanhf/sinf/cosf/powf, their double versions for f64; f16/bf16 through f32), erf through the erf prelude's
+// branch-free erf_f32 below f64 (its definition added once), a sigmoid without
 // inf / inf, the -inf literal, no cp.async pipeline for a -inf padded load; and the text compiles with NVRTC
 // where NVRTC is usable.
 #include "codegen/codegen.h"
@@ -70,9 +71,12 @@ TEST_P(MathOpsCodegen, AccurateMathFunctionsAndNegInfPadding) {
   const std::string& src = g.source;
   const bool f64 = t == DType::f64;
   for (const char* fn : {"tanh", "erf", "sin", "cos", "pow"}) {
-    const std::string call = std::string(fn) + (f64 ? "(" : "f(");
-    EXPECT_EQ(occurrences(src, call), 2) << call << " once for the tile and once for the scalar\n" << src;
+    const std::string call = std::string(fn) + (f64 ? "(" : std::string(fn) == "erf" ? "_f32(" : "f(");
+    EXPECT_EQ(occurrences(src, call), f64 || std::string(fn) != "erf" ? 2 : 3)
+        << call << " once for the tile and once for the scalar (and erf_f32's definition)\n" << src;
   }
+  EXPECT_EQ(occurrences(src, "erff("), 0) << "CUDA's erff branches around its exp2\n" << src;
+  EXPECT_EQ(occurrences(src, "KILN_ERF_FN float erf_f32("), f64 ? 0 : 1) << "the erf prelude, once\n" << src;
   // sigmoid from e = exp(-|x|) in (0, 1]: 1 / (1 + e) or e / (1 + e), never exp(x) / (1 + exp(x)).
   EXPECT_EQ(occurrences(src, f64 ? "exp(-fabs(v))" : "expf(-fabsf(v))"), 2) << src;
   if (is_half(t)) { // computed in f32 and rounded once

@@ -1,7 +1,7 @@
 // tanh, sigmoid, erf, sin, cos and pow on the GPU against the interpreter, in one kernel per float dtype,
 // and a max-reduction over a block padded with -inf. The interpreter computes each op in double and rounds
-// once; the GPU calls CUDA's tanhf/erff/sinf/cosf/powf (f16/bf16 through f32) and their double versions,
-// whose documented errors are a few ulp. Tolerances, relative to max(|interpreter|, 1) (an absolute
+// once; the GPU calls CUDA's tanhf/sinf/cosf/powf and kiln's erf_f32 (codegen/prelude/kiln_erf.cuh; f16/bf16
+// through f32) and their double versions, whose documented errors are a few ulp. Tolerances, relative to max(|interpreter|, 1) (an absolute
 // error near zero, where sin/cos/tanh/erf cross it):
 //   f64 1e-13, f32 1e-5, f16 2e-3 (two f16 ulp: the f32 result may round the other way), bf16 1.6e-2.
 // Non-finite results (pow's NaN for a negative base, ±inf, the signs of infinities) must match exactly.
