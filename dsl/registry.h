@@ -40,7 +40,9 @@ struct KernelDef {
   int default_num_warps = 4;
   int default_num_stages = 2;
   std::function<Kernel(const Config&)> build;
-  std::function<std::vector<Config>()> config_space; // candidates for the autotuner
+  // Candidates for the autotuner. The params they give different values, or all one value other than the
+  // default, are the tuned ones (jit/tuned_kernel.h: tuned_params); the rest come from the problem.
+  std::function<std::vector<Config>()> config_space;
   std::function<Grid(const Config&, const SizeArgs&)> grid;
   std::vector<std::string> size_args;  // names the grid and tuning key may read
   std::vector<std::string> tuning_key; // subset of size_args (plus dtypes/flags via params)

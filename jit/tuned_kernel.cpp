@@ -50,12 +50,13 @@ bool context_usable() { return rt::driver().cuCtxSynchronize() == rt::cu::kSucce
 
 } // namespace
 
-std::vector<std::string> varied_params(const std::vector<Config>& space) {
+std::vector<std::string> tuned_params(const KernelDef& def, const std::vector<Config>& space) {
+  const Config defaults = def.default_config();
   std::set<std::string> names;
   for (const Config& c : space)
     for (const auto& [name, value] : c.params)
       names.insert(name);
-  std::vector<std::string> varied;
+  std::vector<std::string> tuned;
   for (const std::string& name : names) {
     std::set<int64_t> values;
     bool everywhere = true;
@@ -65,10 +66,14 @@ std::vector<std::string> varied_params(const std::vector<Config>& space) {
       if (it != c.params.end())
         values.insert(it->second);
     }
-    if (values.size() > 1 || !everywhere)
-      varied.push_back(name);
+    // One value in every config is the space's choice too where it is not the default (a space of
+    // BLOCK_N=4096 configs): the base's default must not replace it.
+    auto d = defaults.params.find(name);
+    const bool pinned = values.size() == 1 && (d == defaults.params.end() || d->second != *values.begin());
+    if (values.size() > 1 || !everywhere || pinned)
+      tuned.push_back(name);
   }
-  return varied;
+  return tuned;
 }
 
 std::vector<Config> tuning_candidates(const KernelDef& def, const Config& base_in) {
@@ -76,11 +81,11 @@ std::vector<Config> tuning_candidates(const KernelDef& def, const Config& base_i
   const std::vector<Config> space = space_of(def);
   if (space.empty())
     return {base};
-  const std::vector<std::string> varied = varied_params(space);
+  const std::vector<std::string> tuned = tuned_params(def, space);
   std::vector<Config> out;
   for (const Config& c : space) {
     Config cand = base;
-    for (const std::string& name : varied)
+    for (const std::string& name : tuned)
       if (auto it = c.params.find(name); it != c.params.end())
         cand.params[name] = it->second;
     cand.num_warps = c.num_warps;
@@ -111,20 +116,20 @@ std::string tuning_key_text(const KernelDef& def, const SizeArgs& sizes, const C
                        def.bucket ? def.bucket(name, it->second) : it->second);
   }
   const Config base = complete_base(def, base_in);
-  const std::vector<std::string> varied = varied_params(space_of(def));
+  const std::vector<std::string> tuned = tuned_params(def, space_of(def));
   // The problem-fixed params after a bar, only where there are some: a key of sizes alone ends in no "|".
   std::string fixed;
   for (const auto& [name, value] : base.params)
-    if (std::find(varied.begin(), varied.end(), name) == varied.end())
+    if (std::find(tuned.begin(), tuned.end(), name) == tuned.end())
       fixed += fmt::format("{}{}={}", fixed.empty() ? "" : " ", name, value);
   if (!fixed.empty())
     key += (key.empty() ? "| " : " | ") + fixed;
   return key;
 }
 
-std::string candidate_label(const KernelDef& def, const Config& c, const std::vector<std::string>& varied) {
+std::string candidate_label(const KernelDef& def, const Config& c, const std::vector<std::string>& tuned) {
   std::string tiles, others;
-  for (const std::string& name : varied) {
+  for (const std::string& name : tuned) {
     const int64_t v = c.get(name);
     if (name.rfind("BLOCK_", 0) == 0) {
       tiles += fmt::format("B{}={} ", name.substr(6), v);
@@ -209,7 +214,7 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
 
   const Config base = complete_base(def, base_in);
   const std::vector<Config> candidates = tuning_candidates(def, base);
-  const std::vector<std::string> varied = varied_params(space_of(def));
+  const std::vector<std::string> tuned = tuned_params(def, space_of(def));
   rt::TuneRequest request;
   // Code-generator switches change the code, so a pick made with any of them off is its own result.
   std::string key_text = tuning_key_text(def, sizes, base);
@@ -218,7 +223,7 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
   request.key = rt::TuningKey{def.name, key_text, arch, device.name, ""};
   for (const Config& c : candidates) {
     request.ids.push_back(c.str());
-    request.labels.push_back(candidate_label(def, c, varied));
+    request.labels.push_back(candidate_label(def, c, tuned));
   }
   request.flops = options.flops;
   request.bytes = options.bytes;

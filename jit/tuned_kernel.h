@@ -21,22 +21,24 @@
 
 namespace kiln {
 
-// The params a config space varies (their values differ between its configs), sorted.
-std::vector<std::string> varied_params(const std::vector<Config>& space);
+// The params config space `space` of `def` chooses, sorted: those whose values differ between its configs, and
+// those every config sets to one value other than def's default (a space of BLOCK_N=4096 configs). The others
+// are the problem's: tuning takes them from the base config and keys its results by them.
+std::vector<std::string> tuned_params(const KernelDef& def, const std::vector<Config>& space);
 
 // The configs to tune: `base` (the problem-fixed params set; unknown params are an Error) with each config of
-// def.config_space()'s varied params, num_warps and num_stages; {base} when the kernel has no space.
+// def.config_space()'s tuned params, num_warps and num_stages; {base} when the kernel has no space.
 std::vector<Config> tuning_candidates(const KernelDef& def, const Config& base);
 
 // "B=1 H=4 N_Q=1024 N_K=1024 | CAUSAL=0 DTYPE=0 ...": the kernel's tuning_key sizes through def.bucket, then,
-// after a bar where there are any, base's params that the space does not vary. A size name outside
+// after a bar where there are any, base's params that the space does not tune. A size name outside
 // def.size_args, or a tuning_key size missing from `sizes`, is a kiln::Error naming it and the valid names.
 std::string tuning_key_text(const KernelDef& def, const SizeArgs& sizes, const Config& base);
 
 // What tells candidate `c` from the others in a progress line: its tile params (BLOCK_M as BM, BLOCK_N as
-// BN, ...), num_warps and num_stages, then any other param of `varied` that is not at the kernel's default:
+// BN, ...), num_warps and num_stages, then any other param of `tuned` that is not at the kernel's default:
 // "BM=128 BN=64 w=8 s=3", "BM=128 BN=64 w=8 s=2 MIN_BLOCKS_PER_SM=2".
-std::string candidate_label(const KernelDef& def, const Config& c, const std::vector<std::string>& varied);
+std::string candidate_label(const KernelDef& def, const Config& c, const std::vector<std::string>& tuned);
 
 // Why `config`, whose generated code needs `shared_bytes` of shared memory per block, cannot run well on
 // `device`, or "": more than the per-block opt-in limit, or MIN_BLOCKS_PER_SM blocks that cannot share one

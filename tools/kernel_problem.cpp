@@ -132,6 +132,14 @@ KernelProblem parse_kernel_problem(const KernelDef& def, const std::map<std::str
   return p;
 }
 
+std::vector<std::string> chosen_by_tuning(const KernelDef& def) {
+  if (!def.config_space)
+    return {};
+  std::vector<std::string> names = tuned_params(def, def.config_space());
+  names.insert(names.end(), {"num_warps", "num_stages"});
+  return names;
+}
+
 LaunchPlan plan_for(const KernelProblem& problem, const Config& config) {
   const KernelDef& def = *problem.def;
   const Grid grid = def.grid(config, problem.sizes);

@@ -37,6 +37,10 @@ std::map<std::string, int64_t> shape_and_set_assignments(const std::vector<std::
 // get, unless given: dense [B, H, N, D] strides, sm_scale = 1/sqrt(D), and HEAD_DIM / EVEN_D that follow D.
 KernelProblem parse_kernel_problem(const KernelDef& def, const std::map<std::string, int64_t>& assignments);
 
+// What the autotuner chooses for `def`: the params its config space tunes (tuned_params), num_warps and
+// num_stages; nothing when it has no space.
+std::vector<std::string> chosen_by_tuning(const KernelDef& def);
+
 // The launch plan of `config` for the problem (its grid from def->grid).
 LaunchPlan plan_for(const KernelProblem& problem, const Config& config);
 // One plan that covers every config of `configs` (those that fail to build are left out; when all fail, the

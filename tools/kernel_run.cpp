@@ -188,9 +188,7 @@ std::string choose_gpu_config(const KernelDef& def, std::map<std::string, int64_
                               const ArgValues& scalars, uint64_t seed) {
   if (!def.config_space)
     return "the default config: the kernel has no config space to tune";
-  std::vector<std::string> tuned = varied_params(def.config_space());
-  tuned.insert(tuned.end(), {"num_warps", "num_stages"});
-  for (const std::string& name : tuned)
+  for (const std::string& name : chosen_by_tuning(def))
     if (assignments.count(name))
       return fmt::format("the config as given: --set {} fixes what the autotuner would choose", name);
   KernelProblem problem = parse_kernel_problem(def, assignments);

@@ -170,7 +170,15 @@ int tune_generic(const KernelDef& def) {
     fail("--batch, --heads, --seq-q, --head-dim, --dtype and --causal describe an attention problem for "
          "fa2_fwd; give the sizes of '{}' with --shape (its sizes: {})",
          def.name, fmt::format("{}", fmt::join(def.size_args, ", ")));
-  const KernelProblem problem = parse_kernel_problem(def, assignments());
+  const std::map<std::string, int64_t> given = assignments();
+  const KernelProblem problem = parse_kernel_problem(def, given);
+  // A --set of what the space chooses would be dropped for the space's values (and a pick tuned under it
+  // would be remembered for the problem without it): refused, as fa2_fwd's tiles are.
+  for (const std::string& name : chosen_by_tuning(def))
+    if (given.count(name))
+      fail("kiln tune {} chooses {} itself: its config space sets it; --set only what the space leaves to the "
+           "problem, or time one config with `run {} --set {}=...`",
+           def.name, name, def.name, name);
   TunedLaunch chosen = tune_problem(problem, mode(), seed, [&](const LaunchPlan& plan) {
     llvm::outs() << fmt::format("{} {}: random inputs (seed {}), outputs on scratch copies\n", def.name,
                                 problem.sizes_text(), uint64_t(seed))

@@ -47,6 +47,13 @@ TEST_F(CliTest, TuneParsesAnyKernelsProblemBeforeNeedingAGpu) {
   expect_error(kiln({"tune", "matmul", "--shape", "M=64,N=64,K=64", "--set", "M=32"}),
                {"M is given twice, as 64 (--shape) and 32 (--set)"});
   expect_error(kiln({"tune", "matmul", "--shape", "M=64,N=x,K=64"}), {"--shape expects NAME=VALUE"});
+  // What the config space chooses cannot be fixed for a tune (it used to be dropped without a word).
+  expect_error(kiln({"tune", "matmul", "--shape", "M=64,N=64,K=64", "--set", "BLOCK_M=64"}),
+               {"kiln tune matmul chooses BLOCK_M itself", "run matmul --set BLOCK_M=..."});
+  expect_error(kiln({"tune", "matmul", "--shape", "M=64,N=64,K=64", "--set", "num_warps=4"}),
+               {"chooses num_warps itself"});
+  expect_error(kiln({"tune", "matmul_split_k", "--shape", "M=64,N=64,K=64", "--set", "BLOCK_K=32"}),
+               {"chooses BLOCK_K itself"}); // every config of its space sets BLOCK_K=64
   // Strides of block pointers are derived; those of pointer tensors must be given.
   expect_error(kiln({"tune", "softmax", "--shape", "n_rows=8,n_cols=100"}),
                {"kernel 'softmax' needs a value for its integer arguments in_row_stride, out_row_stride"});

@@ -1,15 +1,18 @@
 // The keys and candidates the kernel tuner (jit/tuned_kernel.h) builds for a real kernel, FA2 forward: sizes
 // bucketed into the key, problem-fixed params in it, candidates that vary only tile params around the base,
 // their labels, the device-side and kernel prunes, and buckets deciding between a retune and a cache hit.
+#include "dsl/dsl.h"
 #include "jit/tuned_kernel.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa2_fwd.h"
+#include "kernels/builtin.h"
 #include "kernels/vector_add/vector_add.h"
 #include "temp_dir.h"
 #include "unit/fake_tuning.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -102,15 +105,69 @@ TEST(TuningKey, CandidatesVaryOnlyTileParamsAroundTheBase) {
       EXPECT_EQ(c.get(fixed), base.get(fixed)) << fixed << " in " << c.str();
   }
   EXPECT_EQ(ids.size(), cands.size()) << "candidates are distinct";
-  EXPECT_EQ(varied_params(def.config_space()),
+  EXPECT_EQ(tuned_params(def, def.config_space()),
             (std::vector<std::string>{"BLOCK_M", "BLOCK_N", "MIN_BLOCKS_PER_SM", "WARP_SPECIALIZE"}));
+}
+
+// A space that sets a param to one value in every config, other than the default, chooses it as surely as one
+// that varies it: the candidates keep the space's value (they once took the default's, silently), and the key
+// leaves it out. A param every config leaves at its default stays the problem's.
+TEST(TuningKey, AParamTheSpacePinsIsTunedNotTakenFromTheBase) {
+  KernelDef d;
+  d.name = "pinned";
+  d.params = {ParamDef::power_of_two("BLOCK_N", 1024, "row tile", 16, 16384),
+              ParamDef::power_of_two("ROWS", 1, "rows", 1, 16), ParamDef::flag("FAST", 0, "a problem flag")};
+  d.build = [](const Config& c) {
+    KernelBuilder kb("pinned", c);
+    kb.arg("n", i32);
+    return kb.finish();
+  };
+  d.size_args = {"n"};
+  d.tuning_key = {"n"};
+  d.config_space = [] {
+    std::vector<Config> space;
+    for (int64_t rows : {1, 2}) {
+      Config c;
+      c.set("BLOCK_N", 4096).set("ROWS", rows).set("FAST", 0);
+      space.push_back(c);
+    }
+    return space;
+  };
+  EXPECT_EQ(tuned_params(d, d.config_space()), (std::vector<std::string>{"BLOCK_N", "ROWS"}));
+  Config base = d.default_config();
+  base.set("FAST", 1);
+  for (const Config& c : tuning_candidates(d, base)) {
+    EXPECT_EQ(c.get("BLOCK_N"), 4096) << c.str();
+    EXPECT_EQ(c.get("FAST"), 1) << "the problem's flag: " << c.str();
+  }
+  EXPECT_EQ(tuning_key_text(d, SizeArgs{{"n", 8}}, base), "n=8 | FAST=1");
+}
+
+// Every shipped kernel: a param the space pins away from its default is tuned, so no candidate differs from the
+// space's own configs in a tuned param (the check above, on the kernels users run).
+TEST(TuningKey, ShippedCandidatesAreTheirSpacesConfigs) {
+  for (const KernelDef& def : builtin_kernels().all()) {
+    if (!def.config_space)
+      continue;
+    const std::vector<Config> space = def.config_space();
+    const std::vector<Config> cands = tuning_candidates(def, def.default_config());
+    ASSERT_EQ(cands.size(), space.size()) << def.name;
+    for (size_t i = 0; i < space.size(); ++i)
+      for (const auto& [name, value] : space[i].params) {
+        const std::vector<std::string> tuned = tuned_params(def, space);
+        if (std::find(tuned.begin(), tuned.end(), name) != tuned.end() || value == def.default_config().get(name))
+          EXPECT_EQ(cands[i].get(name), value) << def.name << " " << name;
+        else
+          ADD_FAILURE() << def.name << ": " << name << " is neither tuned nor the default in its space";
+      }
+  }
 }
 
 // Progress lines name a candidate as issue 5 shows them: "BM=128 BN=64 w=8 s=3"; other varied params only
 // where they leave the kernel's default.
 TEST(TuningKey, CandidateLabelsAreShortAndSayWhatDiffers) {
   const KernelDef def = fa2_fwd_def();
-  const std::vector<std::string> varied = varied_params(def.config_space());
+  const std::vector<std::string> varied = tuned_params(def, def.config_space());
   Config c = default_fa2_config(fa2_problem(1024, 1024));
   c.set("BLOCK_M", 128).set("BLOCK_N", 64).set("MIN_BLOCKS_PER_SM", 1);
   c.num_warps = 8;
