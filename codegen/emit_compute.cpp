@@ -175,7 +175,7 @@ void Emitter::emit_reduce(const Op& op) {
       }
       close(); // no barrier after the reads: the next user of this slot starts with one
       line("}}");
-      scratch_reads_ = slot ? ScratchReads::ReductionSlot1 : ScratchReads::ReductionSlot0;
+      set_scratch_reads(slot ? ScratchReads::ReductionSlot1 : ScratchReads::ReductionSlot0);
       return finish_reduce(op, arg ? idx : n, out);
     }
     for_regs(RO);
@@ -196,7 +196,7 @@ void Emitter::emit_reduce(const Op& op) {
     line("}}");
     close(); // no barrier after the reads: the next user of this slot starts with one
     line("}}");
-    scratch_reads_ = slot ? ScratchReads::ReductionSlot1 : ScratchReads::ReductionSlot0;
+    set_scratch_reads(slot ? ScratchReads::ReductionSlot1 : ScratchReads::ReductionSlot0);
   }
   finish_reduce(op, arg ? idx : n, out);
 }

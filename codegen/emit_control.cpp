@@ -113,10 +113,20 @@ void Emitter::emit_for(const Op& op) {
     open_product_ahead(op, *ahead->second, iv, lo, hi, step, stage, stages);
   bool loop_stores = stores_globally(body);
   const bool write_pending_before = global_write_pending_; // still pending after a loop that ran no iteration
+  const std::string write_unless_before = global_write_unless_;
+  const ScratchReads scratch_reads_before = scratch_reads_;
   line("for ({} {} = {}; {} < {}; {} += {}) {{", ctype(k_.type(body.args[0]).elem), iv, lo, iv, hi, iv, step);
   open();
-  forget_scratch_reads();               // the previous iteration's
-  global_write_pending_ |= loop_stores; // the previous iteration's stores
+  forget_scratch_reads(); // the previous iteration's
+  if (loop_stores) {      // the previous iteration's stores: none before the first, unless stores came before
+    const std::string first = fmt::format("{} == {}", iv, lo);
+    global_write_unless_ = !global_write_pending_          ? first
+                           : global_write_unless_.empty() ? ""
+                                                          : fmt::format("({}) && {}", global_write_unless_, first);
+    global_write_pending_ = true;
+    unless_entry_scratch_reads_ = scratch_reads_before;
+    unless_scratch_reads_changes_ = scratch_reads_changes_;
+  }
   if (pit != plan_.pipelined.end()) {
     // Emit the body, issuing iteration i + stages - 1 right after this iteration's wait.
     bool issued = false;
@@ -189,7 +199,11 @@ void Emitter::emit_for(const Op& op) {
   close();
   line("}}");
   forget_scratch_reads(); // the body's, or, should the loop run no iteration, what came before it
-  global_write_pending_ |= write_pending_before;
+  // Past the loop its induction variable is gone: what is pending is pending unconditionally, except stores
+  // from before a loop that stores nothing, which keep their condition.
+  const bool body_pending = global_write_pending_;
+  global_write_pending_ = body_pending || write_pending_before;
+  global_write_unless_ = !loop_stores && !body_pending ? write_unless_before : "";
   if (plan_.deferred_dots.count(&op)) {
     line("kiln::wgmma_wait<0>(); // the last product");
     if (specialized) { // its slot goes back too: the producer fills it again when the loop is entered again
@@ -228,15 +242,20 @@ void Emitter::emit_if(const Op& op) {
   }
   // Each branch starts from the stores pending before the if; afterwards a store either left is pending.
   const bool write_pending_before = global_write_pending_;
+  const std::string write_unless_before = global_write_unless_;
+  const ScratchReads scratch_reads_before = scratch_reads_;
+  std::vector<ScratchReads> scratch_reads_after; // each branch's
   bool write_pending_after = false;
+  std::vector<std::string> unless_after; // of each branch that leaves stores pending
   for (int branch = 0; branch < 2; ++branch) {
     global_write_pending_ = write_pending_before;
+    global_write_unless_ = write_unless_before;
     if (branch == 0)
       line("if ({}) {{", scalar(op.operands[0]));
     else
       line("}} else {{");
     open();
-    forget_scratch_reads();
+    set_scratch_reads(scratch_reads_before); // a branch is entered from here: the same reads are in flight
     emit_region(op.regions[branch]);
     const Op& y = *op.regions[branch].ops.back();
     reader_ = &y;
@@ -252,11 +271,20 @@ void Emitter::emit_if(const Op& op) {
       }
     }
     write_pending_after |= global_write_pending_;
+    if (global_write_pending_)
+      unless_after.push_back(global_write_unless_);
+    scratch_reads_after.push_back(scratch_reads_);
     close();
   }
   line("}}");
   global_write_pending_ = write_pending_after;
-  forget_scratch_reads(); // either branch's
+  // One condition where every pending branch has the same; else pending unconditionally.
+  const bool same_unless = !unless_after.empty() && std::all_of(unless_after.begin(), unless_after.end(),
+                                                                [&](const std::string& u) { return u == unless_after[0]; });
+  global_write_unless_ = same_unless ? unless_after[0] : "";
+  // Either branch's: where both end with the same reads, those.
+  set_scratch_reads(scratch_reads_after[0] == scratch_reads_after[1] ? scratch_reads_after[0]
+                                                                     : ScratchReads::Unknown);
   for (size_t i = 0; i < op.results.size(); ++i)
     name_[op.results[i]] = vars[i];
 }

@@ -58,15 +58,32 @@ private:
   };
   std::map<const Op*, AheadProduct> ahead_;
   // A program may read back what its own threads stored (FA1 does): a barrier separates a global
-  // store from the next global load.
+  // store from the next global load. `global_write_unless_`, where not empty, is a condition under which
+  // nothing is pending after all: the stores are those of an earlier iteration of a loop that nothing
+  // before it stored, and in the first iteration ("i4 == 0") there was none (emit_for).
   bool global_write_pending_ = false;
+  std::string global_write_unless_;
+  void note_global_store() {
+    global_write_pending_ = true;
+    global_write_unless_.clear();
+  }
   // What this straight-line code may still be reading from the scratch since the last barrier it passed: the
   // cross-warp reductions read it to skip their leading barrier (emit_reduce). None right after a barrier,
   // ReductionSlotN after a reduction that read slot N; Unknown after any other use of the scratch (scratch()
   // says so), on entering or leaving a loop or a branch, and on entering the persistent grid's loop.
   enum class ScratchReads { None, ReductionSlot0, ReductionSlot1, Unknown };
   ScratchReads scratch_reads_ = ScratchReads::None;
-  void forget_scratch_reads() { scratch_reads_ = ScratchReads::Unknown; }
+  int scratch_reads_changes_ = 0; // how often scratch_reads_ was set: "nothing since" is a test of equality
+  void set_scratch_reads(ScratchReads s) {
+    scratch_reads_ = s;
+    ++scratch_reads_changes_;
+  }
+  void forget_scratch_reads() { set_scratch_reads(ScratchReads::Unknown); }
+  // Where the loop that set global_write_unless_ was entered: the scratch reads then, and the count of
+  // changes right after its first iteration began. A barrier that the first iteration skips leaves that
+  // iteration with the loop's entry state, if nothing touched the scratch in between.
+  ScratchReads unless_entry_scratch_reads_ = ScratchReads::Unknown;
+  int unless_scratch_reads_changes_ = -1;
   std::vector<std::pair<std::string, std::string>>
       helpers_; // device functions before the kernel: name, source
   // Who copies a shared tile with cp.async (emit_tile_issue): every thread of the program, or, in a
@@ -105,14 +122,23 @@ private:
     if (plan_.any_wgmma())
       line("kiln::fence_proxy_async();");
     line("{}", cta_barrier());
-    scratch_reads_ = ScratchReads::None;
+    set_scratch_reads(ScratchReads::None);
   }
   void order_global_memory() {
-    if (global_write_pending_) {
+    if (!global_write_pending_)
+      return;
+    if (global_write_unless_.empty()) {
       line("{} // make this program's global stores visible to its loads", cta_barrier());
-      global_write_pending_ = false;
-      scratch_reads_ = ScratchReads::None;
+      set_scratch_reads(ScratchReads::None);
+    } else { // uniform: a loop's induction variable
+      line("if (!({})) {} // make the previous iterations' global stores visible to this one's loads",
+           global_write_unless_, cta_barrier());
+      // Past the barrier nothing is read; where the first iteration skips it, what was read before the loop.
+      if (scratch_reads_changes_ == unless_scratch_reads_changes_)
+        set_scratch_reads(unless_entry_scratch_reads_);
     }
+    global_write_pending_ = false;
+    global_write_unless_.clear();
   }
   static bool stores_globally(const Region& r) {
     bool any = false;

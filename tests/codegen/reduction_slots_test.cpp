@@ -1,8 +1,10 @@
 // Cross-warp reductions share the scratch through two slots (LoweringPlan::reduction_slots) and skip their
 // leading barrier where straight-line code proves no thread still reads the slot they write
-// (Emitter::emit_reduce): after a barrier, or after another reduction, which leaves the other slot free. In a
-// loop without a barrier at its top, in an if's branches and after the if, the first reduction keeps its
-// barrier. Checked on tests/reduction_chain_kernel.h (16 warps along a row, so every reduction crosses warps);
+// (Emitter::emit_reduce): after a barrier, or after another reduction, which leaves the other slot free. An
+// if's branches start from what was read before the if, and after the if the reads are known where both
+// branches end alike. In a loop without a barrier at its top the first reduction keeps its barrier; a loop
+// that stores has one, which its first iteration skips (nothing was stored yet), reading then what was read
+// before the loop. Checked on tests/reduction_chain_kernel.h (16 warps along a row, so every reduction crosses warps);
 // the GPU test runs the same kernel (tests/gpu/reduction_slots_gpu_test.cpp).
 #include "reduction_chain_kernel.h"
 
@@ -72,19 +74,22 @@ TEST(ReductionSlots, AReductionAfterABarrierOrAnotherReductionSkipsItsLeadingBar
   for (const char* arch : {"sm_80", "sm_90a"}) {
     SCOPED_TRACE(arch);
     const GeneratedKernel g = generate_cuda(kiln_test::reduction_chain_kernel(true), Target::parse(arch));
-    // The loop stores, so its top has a barrier (the previous iteration's stores before this one's loads): the
-    // first reduction follows it and the next three follow a reduction, in alternating slots.
+    // The loop stores, so its top has a barrier (the previous iteration's stores before this one's loads) that
+    // the first iteration skips: the first reduction follows that barrier or the loop's entry, where nothing
+    // was read, and the next three follow a reduction, in alternating slots.
     const std::string before_if = between(g.source, "// for ", "// if ");
-    EXPECT_EQ(occurrences(before_if, "make this program's global stores visible"), 1) << before_if;
+    EXPECT_EQ(occurrences(before_if, "make the previous iterations' global stores visible"), 1) << before_if;
+    EXPECT_EQ(occurrences(before_if, "make this program's global stores visible"), 0) << before_if;
     EXPECT_EQ(occurrences(before_if, kNoBarrier), 4) << "sum, max, sum, min: " << before_if;
     EXPECT_EQ(occurrences(before_if, "no thread has read slot 0"), 2);
     EXPECT_EQ(occurrences(before_if, "no thread has read slot 1"), 2);
-    // Each branch starts unknown, and so does the argmax after the if; the sum after the argmax follows it.
+    // Each branch starts where the min left off and takes the other slot; both end alike, so the argmax after
+    // the if takes the slot after theirs, and the sum after the argmax follows it.
     const auto [then_branch, else_branch] = if_branches(g.source);
-    EXPECT_EQ(occurrences(then_branch, kNoBarrier), 0) << then_branch;
-    EXPECT_EQ(occurrences(else_branch, kNoBarrier), 0) << else_branch;
-    EXPECT_EQ(occurrences(between(g.source, "// argmax", "// binary"), kNoBarrier), 0);
-    EXPECT_EQ(occurrences(between(g.source, "", ""), kNoBarrier), 5) << "the four before the if and the last sum";
+    EXPECT_EQ(occurrences(then_branch, kNoBarrier), 1) << then_branch;
+    EXPECT_EQ(occurrences(else_branch, kNoBarrier), 1) << else_branch;
+    EXPECT_EQ(occurrences(between(g.source, "// argmax", "// binary"), kNoBarrier), 1);
+    EXPECT_EQ(occurrences(between(g.source, "", ""), kNoBarrier), 8) << "four before the if, one a branch, two after";
     kiln_test::expect_nvrtc_compiles(g, arch);
   }
 }
@@ -115,6 +120,29 @@ TEST(ReductionSlots, EachBranchOfAnIfOrdersAStoreBeforeItBeforeItsLoads) {
   const auto [then_branch, else_branch] = if_branches(g.source);
   EXPECT_EQ(occurrences(then_branch, "make this program's global stores visible"), 1) << then_branch;
   EXPECT_EQ(occurrences(else_branch, "make this program's global stores visible"), 1) << else_branch;
+}
+
+// The barrier between a loop's stores and its next iteration's loads is skipped in the first iteration when
+// nothing before the loop stored; a store before the loop keeps it in every iteration.
+TEST(ReductionSlots, ALoopsStoreBarrierIsSkippedInItsFirstIterationOnlyWhenNothingWasStoredBefore) {
+  for (bool store_before : {false, true}) {
+    SCOPED_TRACE(store_before ? "a store before the loop" : "no store before the loop");
+    KernelBuilder kb(store_before ? "store_then_loop" : "loop_stores");
+    Value buf = kb.arg_ptr("buf", f32), n = kb.arg("n", i32);
+    Value i = arange(0, 128);
+    if (store_before)
+      store(buf + i, zeros({128}, f32), i < 128);
+    for_range(1, n, 1, [&](Value k) {
+      Value prev = load(buf + ((k - 1) * 128 + i), i < 128, 0.0f); // what the previous iteration stored
+      store(buf + (k * 128 + i), prev + 1.0f, i < 128);
+    });
+    const GeneratedKernel g = generate_cuda(kb.finish(), Target::parse("sm_80"));
+    const std::string loop = between(g.source, "// for ", "");
+    EXPECT_EQ(occurrences(loop, "make the previous iterations' global stores visible"), store_before ? 0 : 1)
+        << loop;
+    EXPECT_EQ(occurrences(loop, "make this program's global stores visible"), store_before ? 1 : 0) << loop;
+    kiln_test::expect_nvrtc_compiles(g, "sm_80");
+  }
 }
 
 // A full reduction's scalar made a one-element tile again with expand_dims (the builder makes that a broadcast)
