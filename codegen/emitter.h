@@ -70,7 +70,8 @@ private:
   // What this straight-line code may still be reading from the scratch since the last barrier it passed: the
   // cross-warp reductions read it to skip their leading barrier (emit_reduce). None right after a barrier,
   // ReductionSlotN after a reduction that read slot N; Unknown after any other use of the scratch (scratch()
-  // says so), on entering or leaving a loop or a branch, and on entering the persistent grid's loop.
+  // says so), on entering or leaving a loop, after an if whose branches end differently, and on entering the
+  // persistent grid's loop. A branch starts from the reads before its if.
   enum class ScratchReads { None, ReductionSlot0, ReductionSlot1, Unknown };
   ScratchReads scratch_reads_ = ScratchReads::None;
   int scratch_reads_changes_ = 0; // how often scratch_reads_ was set: "nothing since" is a test of equality
