@@ -24,17 +24,23 @@ Kernel build_online_logsumexp(const Config& c) {
   const double neg_inf = -std::numeric_limits<double>::infinity();
   Value m = full({ROWS}, neg_inf, f32); // (ROWS,) f32, in log2 units
   Value s = zeros({ROWS}, f32);         // (ROWS,) f32
-  for_range(0, n_cols, BLOCK_N, [&](Value start) {
-    Value cols = start + arange(0, BLOCK_N);                               // (BLOCK_N,) i32
-    Value mask = expand_dims(row_ok, 1) && expand_dims(cols < n_cols, 0);  // (ROWS, BLOCK_N) i1
-    Value xs = load(x + (row_offs + expand_dims(cols, 0)), mask, neg_inf); // (ROWS, BLOCK_N) f16
-    Value t = xs.to(f32) * static_cast<float>(kLog2e);                     // (ROWS, BLOCK_N) f32
-    Value m_new = maximum(m, max(t, 1));                                   // (ROWS,) f32
-    // A row whose every element so far is -inf (or a row past n_rows) keeps m = -inf: shift by 0 instead.
-    Value shift = where(m_new == neg_inf, 0.0f, m_new); // (ROWS,) f32
-    s = s * exp2(m - shift) + sum(exp2(t - expand_dims(shift, 1)), 1);
-    m = m_new;
-  });
+  // The chunk loop, written once and built twice: without masks where every chunk is whole and every row of
+  // every program exists (n_cols a multiple of BLOCK_N, n_rows of ROWS), else with them.
+  auto stream_rows = [&](bool whole) {
+    for_range(0, n_cols, BLOCK_N, [&](Value start) {
+      Value cols = start + arange(0, BLOCK_N);  // (BLOCK_N,) i32
+      Value ptrs = x + (row_offs + expand_dims(cols, 0));
+      Value xs = whole ? load(ptrs)
+                       : load(ptrs, expand_dims(row_ok, 1) && expand_dims(cols < n_cols, 0), neg_inf); // f16
+      Value t = xs.to(f32) * static_cast<float>(kLog2e);                     // (ROWS, BLOCK_N) f32
+      Value m_new = maximum(m, max(t, 1));                                   // (ROWS,) f32
+      // A row whose every element so far is -inf (or a row past n_rows) keeps m = -inf: shift by 0 instead.
+      Value shift = where(m_new == neg_inf, 0.0f, m_new); // (ROWS,) f32
+      s = s * exp2(m - shift) + sum(exp2(t - expand_dims(shift, 1)), 1);
+      m = m_new;
+    });
+  };
+  if_((n_cols % BLOCK_N == 0) && (n_rows % ROWS == 0), [&] { stream_rows(true); }, [&] { stream_rows(false); });
   store(out + rows, (m + log2(s)) * static_cast<float>(kLn2), row_ok);
   return kb.finish();
 }
@@ -75,9 +81,9 @@ KernelDef online_logsumexp_def() {
     return Grid{(s.at("n_rows") + c.get("ROWS") - 1) / c.get("ROWS"), 1, 1};
   };
   // One warp a row (ROWS == num_warps) keeps both reductions of a chunk inside the warp: shuffles, no shared
-  // memory, no barrier. That is the H200's pick (16 rows of 16 warps, chunks of 512: 0.90 of copy, against 0.77
-  // for the best of the others, which are what the H100 picked; worklog §55). num_stages stays 1: the -inf
-  // padded load is not staged through shared memory (cp.async can only zero-fill), so 2 measured the same.
+  // memory, no barrier. On the H200 that took the masked loop from 0.77 to 0.90 of copy, and the unmasked one
+  // runs at 2 rows of 2 warps in chunks of 1024, faster than copy (worklog §55, §57). num_stages stays 1: the
+  // -inf padded load is not staged through shared memory (cp.async can only zero-fill), so 2 measured the same.
   d.config_space = [] {
     struct Shape {
       int warps;
