@@ -70,28 +70,32 @@ TEST(TutorialKernels, OnlineLogsumexpMatchesItsReference) {
 }
 
 // Logits near f16's largest value overflow exp(x) in f32 without the running maximum, a row of -inf has
-// logsumexp -inf (no NaN from -inf - -inf), and the maximum arriving in a late chunk rescales the sum.
+// logsumexp -inf (no NaN from -inf - -inf), and the maximum arriving in a late chunk rescales the sum: in the
+// masked loop (600 columns in chunks of 128) and in the unmasked one (640).
 TEST(TutorialKernels, OnlineLogsumexpIsStableOnExtremeRows) {
-  const int64_t rows = 3, cols = 600;
-  NpyArray x;
-  x.shape = {rows, cols};
-  const double inf = std::numeric_limits<double>::infinity();
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c)
-      x.values.push_back(r == 0 ? 60000.0 : r == 1 ? -inf : (c == cols - 1 ? 30.0 : -1.0));
-  InputFile f{"x", "--in x", "extreme rows", x};
-  // A temporary def: the run keeps its own copy (KernelProblem::def), so the sanitizer preset's ASan finds no
-  // use after scope here (it did when the problem held a pointer).
-  KernelRun run = cli::prepare_kernel_run(tutorial::online_logsumexp_def(),
-                                          {{"n_rows", rows}, {"n_cols", cols}, {"BLOCK_N", 128}}, {}, {f}, 1);
-  cli::execute_kernel_run(run, Executor::Interpreter);
-  const std::vector<double> out = run.buffer("out")->tensor_values();
-  ASSERT_EQ(out.size(), 3u);
-  EXPECT_NEAR(out[0], 60000.0 + std::log(static_cast<double>(cols)), 0.05);
-  EXPECT_EQ(out[1], -inf);
-  EXPECT_NEAR(out[2], 30.0 + std::log(1 + (cols - 1) * std::exp(-31.0)), 1e-4);
-  for (const OutputCheck& c : cli::check_kernel_run(run))
-    EXPECT_TRUE(c.ok()) << c.str();
+  for (const int64_t cols : {600, 640}) {
+    SCOPED_TRACE(testing::Message() << cols << " columns");
+    const int64_t rows = 3;
+    NpyArray x;
+    x.shape = {rows, cols};
+    const double inf = std::numeric_limits<double>::infinity();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        x.values.push_back(r == 0 ? 60000.0 : r == 1 ? -inf : (c == cols - 1 ? 30.0 : -1.0));
+    InputFile f{"x", "--in x", "extreme rows", x};
+    // A temporary def: the run keeps its own copy (KernelProblem::def), so the sanitizer preset's ASan finds no
+    // use after scope here (it did when the problem held a pointer).
+    KernelRun run = cli::prepare_kernel_run(tutorial::online_logsumexp_def(),
+                                            {{"n_rows", rows}, {"n_cols", cols}, {"BLOCK_N", 128}}, {}, {f}, 1);
+    cli::execute_kernel_run(run, Executor::Interpreter);
+    const std::vector<double> out = run.buffer("out")->tensor_values();
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_NEAR(out[0], 60000.0 + std::log(static_cast<double>(cols)), 0.05);
+    EXPECT_EQ(out[1], -inf);
+    EXPECT_NEAR(out[2], 30.0 + std::log(1 + (cols - 1) * std::exp(-31.0)), 1e-4);
+    for (const OutputCheck& c : cli::check_kernel_run(run))
+      EXPECT_TRUE(c.ok()) << c.str();
+  }
 }
 
 // The run library refuses a file whose shape is not the declared one, naming the dims it expected.
