@@ -1,6 +1,6 @@
 // The branch-free erf of the device prelude (codegen/prelude/kiln_erf.cuh), compiled here as host C++ with an
-// exact 2^x: its error over the f32 line against double erf, and its special values. The GPU's ex2.approx
-// adds under 0.1 ulp (tests/gpu/erf_gpu_test.cpp runs the same text on the device).
+// exact 2^x: its error over the f32 line against double erf, and its special values. On the GPU, ex2.approx
+// moves a result by at most one f32 step (tests/gpu/erf_gpu_test.cpp runs the same text on the device).
 #include <gtest/gtest.h>
 
 #include <cmath>
