@@ -12,6 +12,43 @@ std::string alignment_check(const AccessPlan& access, const std::string& p, int 
                         : fmt::format(" && reinterpret_cast<unsigned long long>({}[g]) % {} == 0", p, bytes);
 }
 
+// One vector load of `count` elements of type `ty` (bytes in all) into dst[g ...], taken where `vector_ok`
+// holds, element by element (`element`, an expression of i) otherwise. Both branches fill the same 32-bit
+// words and the elements are taken out of them after the branches merge: merged element by element, every
+// 16-bit (or 8-bit) element would hold a register of its own until it is used, where the words hold two (or
+// four) a register (ptxas spilled 4 bytes of the tutorial LayerNorm at its 32-register cap for that).
+void Emitter::emit_vector_load_or_elements(const std::string& vector_ok, const std::string& ptr, const std::string& ty,
+                                           int count, int bytes, const std::string& dst, const std::string& element) {
+  if (bytes % 4 != 0) { // a 2-byte vector: nothing to merge in words
+    line("  if ({}) {{", vector_ok);
+    line("    alignas(16) {} kiln_v[{}];", ty, count);
+    line("    kiln::ld_global<{}>({}, kiln_v);", bytes, ptr);
+    line("    #pragma unroll");
+    line("    for (int i = 0; i < {}; ++i) {}[g + i] = kiln_v[i];", count, dst);
+    line("  }} else {{");
+    line("    #pragma unroll");
+    line("    for (int i = 0; i < {}; ++i) {}[g + i] = {};", count, dst, element);
+    line("  }}");
+    return;
+  }
+  const int words = bytes / 4;
+  line("  kiln::u32 kiln_w[{}];", words);
+  line("  if ({}) {{", vector_ok);
+  line("    kiln::ld_global<{}>({}, kiln_w);", bytes, ptr);
+  line("  }} else {{");
+  line("    alignas(16) {} kiln_e[{}];", ty, count);
+  line("    #pragma unroll");
+  line("    for (int i = 0; i < {}; ++i) kiln_e[i] = {};", count, element);
+  line("    #pragma unroll");
+  line("    for (int i = 0; i < {}; ++i) kiln_w[i] = reinterpret_cast<const kiln::u32*>(kiln_e)[i];", words);
+  line("  }}");
+  line("  alignas(16) {} kiln_v[{}];", ty, count);
+  line("  #pragma unroll");
+  line("  for (int i = 0; i < {}; ++i) reinterpret_cast<kiln::u32*>(kiln_v)[i] = kiln_w[i];", words);
+  line("  #pragma unroll");
+  line("  for (int i = 0; i < {}; ++i) {}[g + i] = kiln_v[i];", count, dst);
+}
+
 void Emitter::emit_pointer_load(const Op& op) {
   order_global_memory();
   ValueId r = op.result();
@@ -34,17 +71,9 @@ void Emitter::emit_pointer_load(const Op& op) {
     if (op.has_mask)
       for (int i = 0; i < V; ++i)
         full += fmt::format(" && {}[g + {}]", m, i);
-    line("  if ({}{}) {{", full, alignment_check(access, p, bytes));
-    line("    alignas(16) {} kiln_v[{}];", ty, V);
-    line("    kiln::ld_global<{}>({}[g], kiln_v);", bytes, p);
-    line("    #pragma unroll");
-    line("    for (int i = 0; i < {}; ++i) {}[g + i] = kiln_v[i];", V, n);
-    line("  }} else {{");
-    line("    #pragma unroll");
-    line("    for (int i = 0; i < {}; ++i) {}[g + i] = {};", V, n,
-         op.has_mask ? fmt::format("{0}[g + i] ? *{1}[g + i] : {2}[g + i]", m, p, o)
-                     : fmt::format("*{}[g + i]", p));
-    line("  }}");
+    emit_vector_load_or_elements(full + alignment_check(access, p, bytes), p + "[g]", ty, V, bytes, n,
+                                 op.has_mask ? fmt::format("{0}[g + i] ? *{1}[g + i] : {2}[g + i]", m, p, o)
+                                             : fmt::format("*{}[g + i]", p));
     line("}}");
     return;
   }
@@ -242,18 +271,12 @@ bool Emitter::emit_vector_block_load(const Op& op, const std::string& bp, const 
   const bool check_c = op.checks_dim(cdim);
   std::string whole = check_c ? " && " + run_in_bounds(fmt::format("c{}", cdim), bp, cdim, run) : "";
   line("  const {} * const kiln_p = {}.base + ({});", ctype(bt.elem), bp, addr);
-  line("  if ({}{} && {}.stride[{}] == 1 && reinterpret_cast<unsigned long long>(kiln_p) % {} == 0) {{", other_ok,
-       whole, bp, cdim, bytes);
-  line("    alignas(16) {} kiln_v[{}];", ctype(bt.elem), run);
-  line("    kiln::ld_global<{}>(kiln_p, kiln_v);", bytes);
-  line("    #pragma unroll");
-  line("    for (int i = 0; i < {}; ++i) {}[g + i] = kiln_v[i];", run, n);
-  line("  }} else {{");
-  line("    #pragma unroll");
-  line("    for (int i = 0; i < {}; ++i)", run);
-  line("      {}[g + i] = ({}{}) ? kiln_p[i * {}.stride[{}]] : {};", n, other_ok,
-       check_c ? " && " + in_bounds(fmt::format("c{} + i", cdim), bp, cdim) : "", bp, cdim, pad);
-  line("  }}");
+  emit_vector_load_or_elements(
+      fmt::format("{}{} && {}.stride[{}] == 1 && reinterpret_cast<unsigned long long>(kiln_p) % {} == 0", other_ok,
+                  whole, bp, cdim, bytes),
+      "kiln_p", ctype(bt.elem), run, bytes, n,
+      fmt::format("({}{}) ? kiln_p[i * {}.stride[{}]] : {}", other_ok,
+                  check_c ? " && " + in_bounds(fmt::format("c{} + i", cdim), bp, cdim) : "", bp, cdim, pad));
   line("}}");
   return true;
 }

@@ -350,6 +350,8 @@ private:
   void emit_staged_block_load(const Op& op, const SharedTile& t);
   bool emit_vector_block_load(const Op& op, const std::string& bp, const Type& bt, const Layout& L,
                               const std::string& n, const std::string& pad);
+  void emit_vector_load_or_elements(const std::string& vector_ok, const std::string& ptr, const std::string& ty,
+                                    int count, int bytes, const std::string& dst, const std::string& element);
   void emit_tile_issue(const SharedTile& tile, const std::string& bp, const std::string& stage);
   void emit_hoisted_conversions(const Op& loop);
   void emit_for(const Op& op);
