@@ -44,6 +44,10 @@ std::vector<AblationVariant> ablation_variants() {
   o.product_ahead = false; // configs with PRODUCT_AHEAD=1: each product issued where the program computes it
                            // (elsewhere the code does not change)
   out.push_back({"no_product_ahead", o});
+  o = {};
+  o.late_product = false; // configs with LAST_PRODUCT_LATE=1: each last product issued where the program computes
+                          // it (elsewhere the code does not change)
+  out.push_back({"no_late_product", o});
   return out;
 }
 

@@ -9,6 +9,7 @@
 //          -> plan_warp_specialization (WARP_SPECIALIZE=1: a producer warpgroup for the TMA loop, setmaxnreg)
 //          -> plan_pingpong (PINGPONG=1: the consumer warpgroups issue the loops' products in turn)
 //          -> plan_products_ahead (PRODUCT_AHEAD=1: a loop's first product issued one iteration ahead)
+//          -> plan_late_products (LAST_PRODUCT_LATE=1: a loop's last product issued after the next one's first)
 //          -> plan_persistent_grid (PERSISTENT=1: one wave of CTAs walks the program ids)
 //          -> analyze_contiguity (vector width of pointer-tensor accesses, hints included, block-store pieces)
 //          -> plan_layout_conversions (every conversion between layouts: shared memory or register shuffles)
@@ -33,7 +34,8 @@ namespace kiln {
 // (default 0): 1 launches one wave of CTAs that walk the program ids (codegen/plan_persistent_grid.h); and
 // PINGPONG (default 0): 1 has a warp-specialised kernel's consumer warpgroups issue their tensor-core products in
 // turn (codegen/plan_pingpong.h); and PRODUCT_AHEAD (default 0): 1 has each specialised loop issue its first
-// product one iteration ahead (codegen/plan_products_ahead.h).
+// product one iteration ahead (codegen/plan_products_ahead.h); and LAST_PRODUCT_LATE (default 0): 1 has each
+// specialised loop issue its last product after the next iteration's first (codegen/plan_late_products.h).
 //
 // Code-generator switches: each optimisation can be turned off to measure what it is worth.
 struct CodegenOptions {
@@ -53,14 +55,17 @@ struct CodegenOptions {
   // warp-specialised kernels whose config asks (PRODUCT_AHEAD=1): each loop's first product issued one iteration
   // ahead (else where the program computes it)
   bool product_ahead = true;
+  // warp-specialised kernels whose config asks (LAST_PRODUCT_LATE=1): each loop's last product issued after the
+  // next iteration's first (else where the program computes it)
+  bool late_product = true;
 
-  static constexpr int kSwitches = 10;
+  static constexpr int kSwitches = 11;
   int switches_off() const {
     return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma + !warp_specialize + !persistent +
-           !pingpong + !product_ahead;
+           !pingpong + !product_ahead + !late_product;
   }
   bool all_on() const { return switches_off() == 0; }
-  std::string str() const; // "tensor_cores=1 swizzle=1 ... pingpong=1 product_ahead=1"
+  std::string str() const; // "tensor_cores=1 swizzle=1 ... product_ahead=1 late_product=1"
 };
 
 // What a launch needs besides the source: the entry point, the block size and dynamic shared memory.
@@ -83,6 +88,7 @@ struct GeneratedKernel {
   std::string why_not_persistent; // PERSISTENT=1 and not done: why (pruned by the autotuner, as above)
   std::string why_not_pingpong;   // PINGPONG=1 and not done: why (pruned by the autotuner, as above)
   std::string why_not_product_ahead; // PRODUCT_AHEAD=1 and not done: why (pruned by the autotuner, as above)
+  std::string why_not_late_product;  // LAST_PRODUCT_LATE=1 and not done: why (pruned by the autotuner, as above)
 };
 
 // A config the target cannot run at all: shared tiles beyond the arch's per-block limit, or MIN_BLOCKS_PER_SM

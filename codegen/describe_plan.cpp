@@ -80,6 +80,12 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
     s += fmt::format("//   no ping-pong (PINGPONG=1): {}\n", plan.pingpong.why_not);
   if (!plan.ahead.why_not.empty())
     s += fmt::format("//   no product ahead (PRODUCT_AHEAD=1): {}\n", plan.ahead.why_not);
+  for (const auto& [loop, late] : plan.late.loops)
+    s += fmt::format("//   loop at {}: the product at {} is issued in the next iteration, after the product at {}, "
+                     "and waited for before the op at {} (its slot held until then)\n",
+                     loop->loc.str(), late.last->loc.str(), late.first->loc.str(), late.first_reader->loc.str());
+  if (!plan.late.why_not.empty())
+    s += fmt::format("//   no late product (LAST_PRODUCT_LATE=1): {}\n", plan.late.why_not);
   if (plan.persistent.on)
     s += fmt::format("//   persistent grid: {} CTA(s) an SM walk program ids blockIdx.x + k * gridDim.x below "
                      "kiln_programs (the launch's grid size)\n",

@@ -111,6 +111,9 @@ void Emitter::emit_for(const Op& op) {
   name_[body.args[0]] = iv;
   if (auto ahead = plan_.ahead.dots.find(&op); ahead != plan_.ahead.dots.end())
     open_product_ahead(op, *ahead->second, iv, lo, hi, step, stage, stages);
+  std::optional<LateLoop> late;
+  if (auto it = plan_.late.loops.find(&op); it != plan_.late.loops.end())
+    late = open_late_product(op, it->second, vars, iv, lo, stage, stages);
   bool loop_stores = stores_globally(body);
   const bool write_pending_before = global_write_pending_; // still pending after a loop that ran no iteration
   const std::string write_unless_before = global_write_unless_;
@@ -133,7 +136,15 @@ void Emitter::emit_for(const Op& op) {
     for (const auto& inner : body.ops) {
       if (inner->kind == OpKind::Yield)
         continue;
+      if (late && inner.get() == late->late->last) {
+        keep_late_product(*late);
+        continue;
+      }
+      if (late && inner.get() == late->late->first_reader)
+        emit_late_product_wait(*late);
       emit_op(*inner);
+      if (late && inner.get() == late->late->first)
+        emit_late_product_after_first(*late);
       if (!issued && inner.get() == pit->second.front() && !specialized) {
         issued = true;
         const int ahead = plan_.lookahead(&op, stages);
@@ -143,7 +154,10 @@ void Emitter::emit_for(const Op& op) {
     if (specialized) {
       // Hand the slot back to the producer once no product still reads it: this iteration's, or, while a
       // product stays in flight, the previous iteration's (its wgmma_wait<1> above has retired it).
-      if (plan_.deferred_dots.count(&op)) {
+      if (late) {
+        // nothing: this iteration's slot goes back where the next iteration (or the code after the loop) has
+        // waited for the product that reads it
+      } else if (plan_.deferred_dots.count(&op)) {
         line("if ({} != {}) {{", iv, lo);
         open();
         emit_slot_release(op, fmt::format("(({} + {}) % {})", stage, stages - 1, stages));
@@ -204,6 +218,8 @@ void Emitter::emit_for(const Op& op) {
   const bool body_pending = global_write_pending_;
   global_write_pending_ = body_pending || write_pending_before;
   global_write_unless_ = !loop_stores && !body_pending ? write_unless_before : "";
+  if (late)
+    close_late_product(*late);
   if (plan_.deferred_dots.count(&op)) {
     line("kiln::wgmma_wait<0>(); // the last product");
     if (specialized) { // its slot goes back too: the producer fills it again when the loop is entered again

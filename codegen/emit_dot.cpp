@@ -18,7 +18,7 @@ void Emitter::emit_dot(const Op& op) {
     return emit_product_ahead(op, d);
   switch (plan_.dots.at(&op).instruction) {
   case DotInstruction::Wgmma:
-    emit_dot_wgmma(op, d);
+    emit_dot_wgmma(op, d, /*wait=*/!unwaited_dots_.count(&op));
     break;
   case DotInstruction::MmaSync:
     emit_dot_mma(op, d);
@@ -195,7 +195,31 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
 // The product completes before the accumulator is used (wait 0): the softmax or epilogue that
 // follows reads it straight away, and the next tile's loads are already in flight through cp.async.
 // A matmul-style chain is the exception (deferred_wgmma_dot): it waits only for the previous product.
-void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait) {
+// A register A operand of a wgmma product as 32-bit words, in the order the product's instructions read them
+// (k step kt, then 64-row block mt, then the instruction's words): word w of the product is words[w].
+std::vector<std::string> Emitter::wgmma_register_a_words(const Op& op) {
+  ValueId a = op.operands[0], b = op.operands[1];
+  const int64_t M = k_.type(a).shape[0], K = k_.type(a).shape[1], N = k_.type(b).shape[1];
+  const MmaShape shape = wgmma_shape(N / plan_.warps.warps_n);
+  const int64_t MT = M / (shape.m / shape.warps * plan_.warps.warps_m), KT = K / shape.k;
+  const FragmentTiling a_tiles{shape.a.regs(), KT};
+  const std::string ar = regs(dot_a_register_value(k_, plan_, op), dot_a_layout(k_, plan_, op));
+  const std::string pack2 = plan_.fused_casts.count(a) > 0
+                                ? (k_.type(a).elem == DType::bf16 ? "kiln::pack_bf16x2" : "kiln::pack_f16x2")
+                                : "kiln::pack2";
+  std::vector<std::string> words;
+  for (int64_t kt = 0; kt < KT; ++kt)
+    for (int64_t mt = 0; mt < MT; ++mt) {
+      const int64_t base = a_tiles.first_register(kt, mt);
+      for (int i = 0; i < shape.a.regs() / shape.elements_per_register; ++i) {
+        const std::vector<int> p = shape.packed_registers(i);
+        words.push_back(fmt::format("{}({}[{}], {}[{}])", pack2, ar, base + p[0], ar, base + p[1]));
+      }
+    }
+  return words;
+}
+
+void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, const std::string& packed_a) {
   ValueId a = op.operands[0], b = op.operands[1];
   int64_t M = k_.type(a).shape[0], K = k_.type(a).shape[1], N = k_.type(b).shape[1];
   DType in = k_.type(a).elem;
@@ -205,7 +229,7 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait) {
   const MmaShape shape = wgmma_shape(WN);
   const int64_t warp_rows = shape.m / shape.warps;
   const int64_t MT = M / (warp_rows * wm), KT = K / shape.k;
-  const FragmentTiling a_tiles{shape.a.regs(), KT}, c_tiles{shape.c.regs(), 1};
+  const FragmentTiling c_tiles{shape.c.regs(), 1};
   bool a_smem = plan_.where(a) == Placement::Shared;
   const SharedTile& bt = plan_.tiles[plan_.tile_of.at(b)];
   WgmmaOperand bo = *wgmma_operand(bt, plan_.contiguous_dim(b) == 0);
@@ -234,12 +258,10 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait) {
   std::string da = a_smem ? descriptor(a, *ao, "kiln_wg_m") : "";
   std::string db = descriptor(b, bo, "kiln_wn");
   // A in registers: wgmma's register-A fragment is mma.sync's A fragment for each warp's 16 rows, so the
-  // operand is in the mma.sync A layout (mma_a_layout).
-  const bool a_cast = plan_.fused_casts.count(a) > 0;
-  std::string ar;
-  if (!a_smem)
-    ar = regs(dot_a_register_value(k_, plan_, op), dot_a_layout(k_, plan_, op));
-  std::string pack2 = a_cast ? (in == DType::bf16 ? "kiln::pack_bf16x2" : "kiln::pack_f16x2") : "kiln::pack2";
+  // operand is in the mma.sync A layout (mma_a_layout); `packed_a`, where given, holds its words already.
+  std::vector<std::string> a_words;
+  if (!a_smem && packed_a.empty())
+    a_words = wgmma_register_a_words(op);
   const bool in_turn = plan_.pingpong.dots.count(&op) > 0;
   if (in_turn)
     line("kiln::named_barrier_sync({} + kiln_warp / 4, 256); // ping-pong: this warpgroup's turn to issue",
@@ -255,12 +277,12 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait) {
         int64_t off = ao->k_offset(shape.k * kt) + warp_rows * wm * mt * ao->mn_stride();
         line("{}({}, {} + {}, {});", fn, acc, da, off / 16, bk);
       } else {
-        const int64_t base = a_tiles.first_register(kt, mt);
+        const int per = shape.a.regs() / shape.elements_per_register;
+        const int64_t first = (kt * MT + mt) * per;
         std::vector<std::string> words;
-        for (int i = 0; i < shape.a.regs() / shape.elements_per_register; ++i) {
-          const std::vector<int> p = shape.packed_registers(i);
-          words.push_back(fmt::format("{}({}[{}], {}[{}])", pack2, ar, base + p[0], ar, base + p[1]));
-        }
+        for (int i = 0; i < per; ++i)
+          words.push_back(packed_a.empty() ? a_words[static_cast<size_t>(first + i)]
+                                           : fmt::format("{}[{}]", packed_a, first + i));
         line("{{ const kiln::u32 fa[{}] = {{{}}};", words.size(), fmt::join(words, ", "));
         line("  {}({}, fa, {}); }}", fn, acc, bk);
       }

@@ -303,8 +303,28 @@ private:
   void read_back_from_scratch(const Op& op, DType acc_t);
   void emit_dot(const Op& op);
   void emit_dot_mma(const Op& op, const std::string& d);
-  // `wait` false: the product is committed and left in flight (a product issued ahead).
-  void emit_dot_wgmma(const Op& op, const std::string& d, bool wait = true);
+  // `wait` false: the product is committed and left in flight (a product issued ahead). `packed_a`, where not
+  // empty, names the words of a register A packed earlier (wgmma_register_a_words' order).
+  void emit_dot_wgmma(const Op& op, const std::string& d, bool wait = true, const std::string& packed_a = "");
+  std::vector<std::string> wgmma_register_a_words(const Op& op);
+  // A loop's last product issued after the next iteration's first (emit_late_product.cpp, LateProducts in
+  // lowering_plan.h). `LateLoop` is what the loop's emission knows: its products, the words its last product's A
+  // is kept in, the carried value's registers, its induction variable, lower bound and ring counter.
+  struct LateLoop {
+    const Op* loop = nullptr;
+    const LateProduct* late = nullptr;
+    std::string a_words, acc, iv, lo, stage;
+    int stages = 0;
+    std::string previous_slot() const { return fmt::format("(({} + {}) % {})", stage, stages - 1, stages); }
+  };
+  LateLoop open_late_product(const Op& loop, const LateProduct& late, const std::vector<std::string>& vars,
+                             const std::string& iv, const std::string& lo, const std::string& stage, int stages);
+  void issue_late_product(const LateLoop& l, const std::string& slot);
+  void emit_late_product_after_first(const LateLoop& l);
+  void emit_late_product_wait(const LateLoop& l);
+  void keep_late_product(const LateLoop& l);
+  void close_late_product(const LateLoop& l);
+  std::unordered_set<const Op*> unwaited_dots_; // products whose wait the emission of their loop places
   // A product issued one iteration ahead (emit_product_ahead.cpp): before its loop, the first iteration's; in the
   // loop, this iteration's taken and the next one's issued.
   void open_product_ahead(const Op& loop, const Op& dot, const std::string& iv, const std::string& lo,

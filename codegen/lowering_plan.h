@@ -13,6 +13,8 @@
 //                           (PINGPONG=1), so one's softmax runs beside another's tensor-core work
 //   plan_products_ahead     each specialised loop's first product issued one iteration ahead (PRODUCT_AHEAD=1),
 //                           so that it runs on the tensor cores under the rest of the iteration
+//   plan_late_products      each specialised loop's last product issued after the next iteration's first
+//                           (LAST_PRODUCT_LATE=1), so that the next softmax runs under it
 //   plan_persistent_grid    one wave of CTAs that walk the program ids (PERSISTENT=1)
 //   analyze_contiguity      the vector width of global accesses through pointer tensors (hints included), the
 //                           pieces block stores are written in
@@ -182,6 +184,33 @@ struct PipelinedStep {
   const Op* advance = nullptr;
 };
 
+// A loop's last product issued late, after the next iteration's first (FlashAttention-3's intra-warpgroup
+// overlap, in the order its paper gives): in a specialised loop whose first product needs nothing the iteration
+// computes (FA2's S = Q Kᵀ) and whose last product accumulates into a carried value from a register A and a
+// ring tile (FA2's O += P V), iteration j packs its last product's A (P_j) into words carried to iteration
+// j + 1, which issues S_{j+1}, then P_j V_j, waits for S_{j+1} alone and runs its softmax while P_j V_j is on
+// the tensor cores; it waits for P_j V_j before the first op that reads the carried value (FA2's rescale of O)
+// and only then hands slot j back to the producer. The loop's last iteration's product is issued after the loop.
+// Results are the same bits: each product is the same instructions on the same operands, issued later.
+struct LateProduct {
+  const Op* first = nullptr;        // the loop's first product (issued, then the previous iteration's last)
+  const Op* last = nullptr;         // the loop's last product, issued in the next iteration (or after the loop)
+  const Op* first_reader = nullptr; // the first op after `first` that reads the carried value: waits before it
+  size_t carried = 0;               // which of the loop's carried values `last` yields
+};
+struct LateProducts {
+  std::map<const Op*, LateProduct> loops; // specialised loop -> its products; empty: none
+  std::string why_not;                    // asked for (LAST_PRODUCT_LATE=1) and not done: why
+
+  bool on() const { return !loops.empty(); }
+  const LateProduct* of_first(const Op& dot) const {
+    for (const auto& [loop, p] : loops)
+      if (p.first == &dot)
+        return &p;
+    return nullptr;
+  }
+};
+
 struct LoweringPlan {
   std::unordered_map<ValueId, Placement> placement;
   std::unordered_map<ValueId, Layout> layout; // Registers values
@@ -211,6 +240,8 @@ struct LoweringPlan {
   PingPong pingpong;
   // plan_products_ahead: the products issued one iteration ahead.
   ProductsAhead ahead;
+  // plan_late_products: the products issued after the next iteration's first.
+  LateProducts late;
   // plan_persistent_grid: whether the program runs in a loop over program ids.
   PersistentGrid persistent;
   // analyze_contiguity: the width of every global access through pointer tensors, and the pieces block

@@ -23,8 +23,9 @@ const Op* first_product(const Op& loop) {
   return nullptr;
 }
 
-// Why `dot`, the first product of `loop`, cannot be issued an iteration ahead ("" when it can).
-std::string why_not_ahead(const Kernel& k, const LoweringPlan& plan, const Op& loop, const Op& dot) {
+} // namespace
+
+std::string why_product_needs_the_iteration(const Kernel& k, const LoweringPlan& plan, const Op& loop, const Op& dot) {
   const std::string at = fmt::format("the first product of the loop at {} (dot at {})", loop.loc.str(), dot.loc.str());
   if (plan.dots.at(&dot).instruction != DotInstruction::Wgmma)
     return at + " is not on wgmma";
@@ -45,8 +46,6 @@ std::string why_not_ahead(const Kernel& k, const LoweringPlan& plan, const Op& l
     return at + fmt::format(": its accumulator (%{}) is not a constant", c);
   return "";
 }
-
-} // namespace
 
 void plan_products_ahead(const Kernel& k, const CodegenOptions& options, LoweringPlan& plan) {
   ProductsAhead& ahead = plan.ahead;
@@ -74,7 +73,7 @@ void plan_products_ahead(const Kernel& k, const CodegenOptions& options, Lowerin
       ahead.why_not = fmt::format("the loop at {} has no product at the top of its body", loop->loc.str());
       return;
     }
-    if (std::string why = why_not_ahead(k, plan, *loop, *dot); !why.empty()) {
+    if (std::string why = why_product_needs_the_iteration(k, plan, *loop, *dot); !why.empty()) {
       ahead.why_not = why;
       return;
     }

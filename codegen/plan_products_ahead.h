@@ -18,4 +18,11 @@ namespace kiln {
 
 void plan_products_ahead(const Kernel& k, const CodegenOptions& options, LoweringPlan& plan);
 
+// Why `dot`, a product in `loop`'s body, needs something the iteration computes ("" when it does not): it must
+// be on wgmma, not a chain left in flight, accumulate a constant in f32, read an A defined before the loop and
+// one of the loop's ring tiles as B. Such a product can be issued at any point of the loop's iterations once its
+// slot is there (plan_products_ahead issues it an iteration early, plan_late_products before the previous
+// iteration's last product).
+std::string why_product_needs_the_iteration(const Kernel& k, const LoweringPlan& plan, const Op& loop, const Op& dot);
+
 } // namespace kiln

@@ -296,6 +296,9 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
     if (!slots[i].generated.why_not_product_ahead.empty())
       return "PRODUCT_AHEAD=1 does not apply (the same code as PRODUCT_AHEAD=0): " +
              slots[i].generated.why_not_product_ahead;
+    if (!slots[i].generated.why_not_late_product.empty())
+      return "LAST_PRODUCT_LATE=1 does not apply (the same code as LAST_PRODUCT_LATE=0): " +
+             slots[i].generated.why_not_late_product;
     return device_prune_reason(candidates[i], slots[i].generated.shared_bytes, device);
   };
   hooks.compile = compile;

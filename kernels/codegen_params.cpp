@@ -26,6 +26,12 @@ ParamDef product_ahead_param(int64_t default_value) {
                         "(see codegen.h)");
 }
 
+ParamDef last_product_late_param(int64_t default_value) {
+  return ParamDef::flag("LAST_PRODUCT_LATE", default_value,
+                        "1: a warp-specialised kernel's loops issue their last product after the next iteration's "
+                        "first (see codegen.h)");
+}
+
 ParamDef persistent_param(int64_t default_value) {
   return ParamDef::flag("PERSISTENT", default_value,
                         "1: one wave of CTAs walks every program id (a persistent grid; see codegen.h)");

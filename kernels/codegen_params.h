@@ -8,9 +8,13 @@
 //   so that one's elementwise work runs beside another's products (codegen/plan_pingpong.h; FA2 forward).
 // - PRODUCT_AHEAD: 1 has a warp-specialised kernel's loops issue their first tensor-core product one iteration
 //   ahead, so that it runs under the rest of the iteration (codegen/plan_products_ahead.h; FA2 forward).
+// - LAST_PRODUCT_LATE: 1 has a warp-specialised kernel's loops issue their last tensor-core product after the
+//   next iteration's first, so that the next iteration's elementwise work runs under it
+//   (codegen/plan_late_products.h; FA2 forward).
 // - PERSISTENT: 1 launches at most as many CTAs as fit on the device at once, each walking the program ids
 //   (codegen/plan_persistent_grid.h; matmul).
-// Where the target or the kernel does not allow WARP_SPECIALIZE, PINGPONG, PRODUCT_AHEAD or PERSISTENT, the kernel is generated as
+// Where the target or the kernel does not allow WARP_SPECIALIZE, PINGPONG, PRODUCT_AHEAD, LAST_PRODUCT_LATE or
+// PERSISTENT, the kernel is generated as
 // with 0, `--stage lowered` says why, and the autotuner prunes the config.
 #pragma once
 
@@ -23,6 +27,7 @@ ParamDef min_blocks_per_sm_param(int64_t default_value);
 ParamDef warp_specialize_param(int64_t default_value);
 ParamDef pingpong_param(int64_t default_value);
 ParamDef product_ahead_param(int64_t default_value);
+ParamDef last_product_late_param(int64_t default_value);
 ParamDef persistent_param(int64_t default_value);
 
 } // namespace kiln

@@ -16,12 +16,12 @@ namespace kiln {
 
 namespace {
 
-// WARP_SPECIALIZE's producer, PINGPONG and PRODUCT_AHEAD follow key ranges: the kernel of BLOCK_MASK_RUNS=1
-// walks only those (two runs), the general one also lists tile by tile.
+// WARP_SPECIALIZE's producer, PINGPONG, PRODUCT_AHEAD and LAST_PRODUCT_LATE follow key ranges: the kernel of
+// BLOCK_MASK_RUNS=1 walks only those (two runs), the general one also lists tile by tile.
 bool block_mask_config(const Config& c) {
   return c.get_or("BLOCK_MASK_RUNS", 0) != 0 ||
          (c.get_or("WARP_SPECIALIZE", 0) == 0 && c.get_or("PINGPONG", 0) == 0 &&
-          c.get_or("PRODUCT_AHEAD", 0) == 0);
+          c.get_or("PRODUCT_AHEAD", 0) == 0 && c.get_or("LAST_PRODUCT_LATE", 0) == 0);
 }
 
 // The classifier's params: the tiles it classifies, the built-in causal rule and the lists' orientation.
@@ -145,9 +145,9 @@ Kernel build_attention_block_mask_with_mods(const Config& config, const Attentio
 
 void check_block_mask_config(const Config& c) {
   if (!block_mask_config(c))
-    fail("fa2_fwd_block_mask: WARP_SPECIALIZE, PINGPONG and PRODUCT_AHEAD follow key ranges, not a block "
-         "mask's lists; expected all three 0, or BLOCK_MASK_RUNS=1 for a block mask whose lists are all runs "
-         "(config {})",
+    fail("fa2_fwd_block_mask: WARP_SPECIALIZE, PINGPONG, PRODUCT_AHEAD and LAST_PRODUCT_LATE follow key ranges, "
+         "not a block mask's lists; expected all four 0, or BLOCK_MASK_RUNS=1 for a block mask whose lists are all "
+         "runs (config {})",
          c.str());
 }
 

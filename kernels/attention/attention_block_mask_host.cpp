@@ -113,7 +113,7 @@ Config block_mask_fwd_config(const BlockMaskLayout& l, const AttentionProblem& p
   Config c = default_fa2_config(p);
   c.num_warps = static_cast<int>(std::clamp<int64_t>(l.block_m / 16, 1, c.num_warps));
   c.set("BLOCK_M", l.block_m).set("BLOCK_N", l.block_n);
-  c.set("WARP_SPECIALIZE", 0).set("PINGPONG", 0).set("PRODUCT_AHEAD", 0);
+  c.set("WARP_SPECIALIZE", 0).set("PINGPONG", 0).set("PRODUCT_AHEAD", 0).set("LAST_PRODUCT_LATE", 0);
   c.set("BLOCK_MASK_RUNS", runs ? 1 : 0);
   return c;
 }

@@ -8,7 +8,8 @@ namespace {
 // The dense kernels' params packed sequences do not take: TMA cannot map a sequence's block pointers, and a
 // persistent grid walks a dense grid of query tiles.
 bool dense_only(const std::string& param) {
-  return param == "WARP_SPECIALIZE" || param == "PINGPONG" || param == "PRODUCT_AHEAD" || param == "PERSISTENT";
+  return param == "WARP_SPECIALIZE" || param == "PINGPONG" || param == "PRODUCT_AHEAD" ||
+         param == "LAST_PRODUCT_LATE" || param == "PERSISTENT";
 }
 
 Config default_of(const std::vector<ParamDef>& params, int warps, int stages) {

@@ -154,18 +154,20 @@ KernelDef make_fa2_fwd_def() {
   d.params.push_back(warp_specialize_param(0));
   d.params.push_back(pingpong_param(0));
   d.params.push_back(product_ahead_param(0));
+  d.params.push_back(last_product_late_param(0));
   d.params.push_back(persistent_param(0));
   d.default_num_warps = 8; // 16 rows per warp: no spills on sm_80 or sm_90 (4 warps spill on sm_80)
   d.default_num_stages = 2;
   d.build = build_fa2_fwd;
-  // 36 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
+  // 38 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
   // exceeds the device's per-block limit, or whose MIN_BLOCKS_PER_SM CTAs cannot share an SM's shared memory.
   d.config_space = [] {
     std::vector<Config> cs;
-    auto add = [&](int64_t bm, int64_t bn, int warps, int stages, int64_t min_blocks, bool ws = false) {
+    auto add = [&](int64_t bm, int64_t bn, int warps, int stages, int64_t min_blocks, bool ws = false,
+                   bool late = false) {
       Config c = fa2_fwd_def().default_config();
       c.set("BLOCK_M", bm).set("BLOCK_N", bn).set("MIN_BLOCKS_PER_SM", min_blocks);
-      c.set("WARP_SPECIALIZE", ws ? 1 : 0);
+      c.set("WARP_SPECIALIZE", ws ? 1 : 0).set("LAST_PRODUCT_LATE", late ? 1 : 0);
       c.num_warps = warps;
       c.num_stages = stages;
       cs.push_back(c);
@@ -201,6 +203,12 @@ KernelDef make_fa2_fwd_def() {
       add(64, bn, 4, 2, 2, true);
     }
     add(128, 64, 4, 2, 1, true);
+    // LAST_PRODUCT_LATE=1: each key loop's P_j V_j issued after Q K_{j+1}ᵀ, so that the softmax of S_{j+1} runs
+    // while P_j V_j is on the tensor cores (FlashAttention-3's intra-warpgroup overlap). A slot is then held until
+    // the next iteration's wait, so only three stages pay: on the H200 at D = 128, 128 x 128, causal 445 -> 495
+    // TFLOP/s, not causal 609 -> 616; two stages lose 30-40 % (worklog §59).
+    for (int64_t bn : {64, 128})
+      add(128, bn, 8, 3, 1, true, true);
     // PERSISTENT=1 (one wave of CTAs walking the query tiles, each CTA's producer running into its next tile's
     // keys) is not offered either: on the H200 it measured even without a causal mask and 5-35 % slower with one
     // or with a window, whose tiles' work varies: a CTA walks every gridDim.x-th program, so some CTAs keep

@@ -5,6 +5,7 @@
 #include "codegen/analyze_contiguity.h"
 #include "codegen/assign_layouts.h"
 #include "codegen/choose_dot_lowering.h"
+#include "codegen/plan_late_products.h"
 #include "codegen/plan_layout_conversions.h"
 #include "codegen/plan_persistent_grid.h"
 #include "codegen/plan_pingpong.h"
@@ -40,6 +41,7 @@ inline Planned plan_kernel(Kernel kernel, const std::string& arch, const Codegen
   plan_warp_specialization(p.kernel, t, options, p.plan);
   plan_pingpong(p.kernel, options, p.plan);
   plan_products_ahead(p.kernel, options, p.plan);
+  plan_late_products(p.kernel, options, p.plan);
   plan_persistent_grid(p.kernel, options, p.plan);
   analyze_contiguity(p.kernel, t, options, p.plan);
   plan_layout_conversions(p.kernel, p.plan);

@@ -102,7 +102,7 @@ TEST(BlockMaskErrors, ConfigsTheForwardOverABlockMaskDoesNotRun) {
     c.set(param, 1);
     expect_mentions(
         user_error([&] { (void)fa2_fwd_block_mask_def().build(c); }),
-        {"fa2_fwd_block_mask", "WARP_SPECIALIZE, PINGPONG and PRODUCT_AHEAD", "expected all three 0"});
+        {"fa2_fwd_block_mask", "WARP_SPECIALIZE, PINGPONG, PRODUCT_AHEAD and LAST_PRODUCT_LATE", "expected all four 0"});
   }
   // The kernel that walks only runs takes them (its loops are key ranges) ...
   Config ws = config_at(p, 64, 64);
@@ -174,7 +174,7 @@ TEST(BlockMaskApiErrors, ABlockMaskForAnotherCall) {
   expect_mentions(api_error(c), {"tiles BLOCK_M=64 x BLOCK_N=32", "config has BLOCK_M=128 x BLOCK_N=64"});
   c.options.config->set("BLOCK_M", 64).set("BLOCK_N", 32).set("WARP_SPECIALIZE", 1);
   expect_mentions(api_error(c),
-                  {"attention::forward: options.block_mask:", "WARP_SPECIALIZE", "expected all three 0"});
+                  {"attention::forward: options.block_mask:", "WARP_SPECIALIZE", "expected all four 0"});
   c.options.config->set("WARP_SPECIALIZE", 0).set("BLOCK_MASK_RUNS", 1); // valid_call's block mask: runs false
   expect_mentions(api_error(c), {"options.block_mask:", "BLOCK_MASK_RUNS=1", "not one run"});
 

@@ -37,13 +37,14 @@ struct TmaAttentionCase {
   bool pingpong = false; // PINGPONG=1: the two consumer warpgroups issue their products in turn
   bool product_ahead = false; // PRODUCT_AHEAD=1: Q K_{j+1}ᵀ issued before the softmax of S_j
   bool persistent = false;    // PERSISTENT=1: one wave of CTAs walks the query tiles of every head
+  bool late = false;          // LAST_PRODUCT_LATE=1: P_j V_j issued after Q K_{j+1}ᵀ
 };
 
 std::string label(const TmaAttentionCase& c) {
   std::string s = c.p.str() + "_bm" + std::to_string(c.bm) + "_bn" + std::to_string(c.bn) + "_w" +
                   std::to_string(c.warps) + "_s" + std::to_string(c.stages) + (c.warp_specialized ? "_ws" : "") +
                   (c.pingpong ? "_pingpong" : "") + (c.product_ahead ? "_ahead" : "") +
-                  (c.persistent ? "_persistent" : "");
+                  (c.persistent ? "_persistent" : "") + (c.late ? "_late" : "");
   for (char& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch)))
       ch = '_';
@@ -71,6 +72,14 @@ TmaAttentionCase persistent(AttentionProblem p, int64_t bn, int stages, int64_t 
   return {p, bm, bn, warps, stages, true, false, false, true};
 }
 
+TmaAttentionCase late(AttentionProblem p, int64_t bn, int stages, int64_t bm = 128, int warps = 8,
+                      bool on_persistent_grid = false) {
+  TmaAttentionCase c{p, bm, bn, warps, stages, true};
+  c.late = true;
+  c.persistent = on_persistent_grid;
+  return c;
+}
+
 AttentionProblem transposed_k(AttentionProblem p) {
   p.k_transposed = true;
   return p;
@@ -90,6 +99,7 @@ TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
   c.set("BLOCK_M", tc.bm).set("BLOCK_N", tc.bn);
   c.set("WARP_SPECIALIZE", tc.warp_specialized ? 1 : 0).set("PINGPONG", tc.pingpong ? 1 : 0);
   c.set("PRODUCT_AHEAD", tc.product_ahead ? 1 : 0).set("PERSISTENT", tc.persistent ? 1 : 0);
+  c.set("LAST_PRODUCT_LATE", tc.late ? 1 : 0);
   c.num_warps = tc.warps;
   c.num_stages = tc.stages;
 
@@ -113,6 +123,7 @@ TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
     ASSERT_EQ(jk->generated().why_not_pingpong, "");
     ASSERT_EQ(jk->generated().why_not_product_ahead, "");
     ASSERT_EQ(jk->generated().why_not_persistent, "");
+    ASSERT_EQ(jk->generated().why_not_late_product, "");
   }
   const ValidatedAttention a = validate_attention_args(tq, tk, tv, to, tlse, opts);
   TensorMapArgs maps = tensor_map_args(jk->generated().tensor_maps, kernel.params, forward_launch_args(a, lse.ptr()));
@@ -196,6 +207,22 @@ INSTANTIATE_TEST_SUITE_P(
                       product_ahead(transposed_k(problem(1, 4, 4, 256, 300, 64, DType::f16, 1, false)), 128, 2),
                       product_ahead(problem(2, 3, 1, 300, 333, 128, DType::bf16, 1, false), 64, 2, 128, 4),
                       product_ahead(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 2)),
+    [](const auto& info) { return label(info.param); });
+
+// The same kernels with each key loop's P V issued after the next iteration's Q Kᵀ (LAST_PRODUCT_LATE=1): loops
+// with one iteration and with none (bottom-right, N_Q > N_K), the two loops each issuing their last product after
+// the loop, 2- and 3-stage rings, one consumer warpgroup, many key tiles, and a persistent grid.
+INSTANTIATE_TEST_SUITE_P(
+    fa2_late, GpuAttentionTma,
+    ::testing::Values(late(problem(2, 3, 3, 200, 333, 64, DType::f16, 0, false), 128, 2),
+                      late(problem(1, 8, 2, 129, 77, 128, DType::bf16, 0, false), 64, 3),
+                      late(problem(2, 4, 2, 300, 300, 128, DType::f16, 1, true), 64, 2),
+                      late(problem(3, 2, 1, 64, 500, 64, DType::bf16, 2, true), 128, 3),
+                      late(problem(1, 2, 2, 1024, 257, 128, DType::bf16, 2, false), 128, 2),
+                      late(transposed_k(problem(1, 4, 4, 256, 300, 64, DType::f16, 1, false)), 128, 2),
+                      late(problem(2, 3, 1, 300, 333, 128, DType::bf16, 1, false), 64, 2, 128, 4),
+                      late(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 3),
+                      late(problem(3, 16, 4, 333, 777, 128, DType::bf16, 2, true), 128, 2, 128, 8, true)),
     [](const auto& info) { return label(info.param); });
 
 // The warp-specialised kernels on a persistent grid (PERSISTENT=1): one CTA an SM walks the programs of every

@@ -105,7 +105,8 @@ TEST(TuningKey, CandidatesVaryOnlyTileParamsAroundTheBase) {
   }
   EXPECT_EQ(ids.size(), cands.size()) << "candidates are distinct";
   EXPECT_EQ(tuned_params(def, def.config_space()),
-            (std::vector<std::string>{"BLOCK_M", "BLOCK_N", "MIN_BLOCKS_PER_SM", "WARP_SPECIALIZE"}));
+            (std::vector<std::string>{"BLOCK_M", "BLOCK_N", "LAST_PRODUCT_LATE", "MIN_BLOCKS_PER_SM",
+                                      "WARP_SPECIALIZE"}));
 }
 
 // A space that sets a param to one value in every config, other than the default, chooses it as surely as one

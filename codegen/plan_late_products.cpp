@@ -1,0 +1,129 @@
+#include "codegen/plan_late_products.h"
+
+#include "codegen/plan_products_ahead.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace kiln {
+
+namespace {
+
+// Whether `op` (or an op nested in its regions) reads `v`.
+bool reads(const Op& op, ValueId v) {
+  bool found = false;
+  auto check = [&](const Op& o) {
+    if (std::find(o.operands.begin(), o.operands.end(), v) != o.operands.end())
+      found = true;
+  };
+  check(op);
+  for (const Region& r : op.regions)
+    walk(r, check);
+  return found;
+}
+
+// The products of `loop` issued late, or why not (LateProduct::first == nullptr).
+std::string plan_loop(const Kernel& k, const LoweringPlan& plan, const Op& loop, LateProduct& late) {
+  const auto& ops = loop.regions[0].ops;
+  std::vector<const Op*> dots;
+  for (const auto& op : ops)
+    if (op->kind == OpKind::Dot)
+      dots.push_back(op.get());
+  const std::string at = fmt::format("the loop at {}", loop.loc.str());
+  if (dots.size() < 2)
+    return at + " has fewer than two products at the top level of its body";
+  const Op& first = *dots.front();
+  const Op& last = *dots.back();
+  if (std::string why = why_product_needs_the_iteration(k, plan, loop, first); !why.empty())
+    return why;
+  const std::string last_at = fmt::format("the last product of {} (dot at {})", at, last.loc.str());
+  if (plan.dots.at(&last).instruction != DotInstruction::Wgmma)
+    return last_at + " is not on wgmma";
+  if (plan.is_deferred_dot(last))
+    return last_at + " is a chain left in flight across iterations";
+  if (k.type(last.result()).elem != DType::f32)
+    return last_at + " does not accumulate in f32";
+  const ValueId a = last.operands[0], b = last.operands[1], c = last.operands[2];
+  if (plan.where(a) == Placement::Shared)
+    return last_at + fmt::format(": A (%{}) is in shared memory, not registers", a);
+  const std::vector<const Op*>& ring = plan.pipelined.at(&loop);
+  auto tile = plan.tile_of.find(b);
+  if (plan.where(b) != Placement::Shared || tile == plan.tile_of.end() ||
+      std::find(ring.begin(), ring.end(), plan.tiles[tile->second].load) == ring.end())
+    return last_at + fmt::format(": B (%{}) is not one of the loop's ring tiles", b);
+  // The carried value it yields.
+  const Op& yield = *ops.back();
+  const auto y = std::find(yield.operands.begin(), yield.operands.end(), last.result());
+  if (y == yield.operands.end() || std::count(yield.operands.begin(), yield.operands.end(), last.result()) != 1)
+    return last_at + " is not yielded as exactly one carried value";
+  const size_t carried = static_cast<size_t>(y - yield.operands.begin());
+  const ValueId arg = loop.regions[0].args[carried + 1];
+  if (plan.where(arg) != Placement::Registers || plan.where(c) != Placement::Registers ||
+      !plan.layout.at(arg).same_bases(plan.layout.at(last.result())) ||
+      !plan.layout.at(c).same_bases(plan.layout.at(last.result())))
+    return last_at + ": its accumulator, its result and the carried value are not in one register layout";
+  // Positions: first < first_reader < last; nothing after last (but the yield) reads the carried value or the
+  // product, and no product sits between the first one and the wait.
+  auto pos = [&](const Op* o) {
+    return static_cast<size_t>(std::find_if(ops.begin(), ops.end(), [&](const auto& p) { return p.get() == o; }) -
+                               ops.begin());
+  };
+  const size_t first_pos = pos(&first), last_pos = pos(&last);
+  for (size_t i = last_pos + 1; i + 1 < ops.size(); ++i)
+    if (reads(*ops[i], arg) || reads(*ops[i], last.result()))
+      return fmt::format("{}: the op at {} after it reads the carried value", last_at, ops[i]->loc.str());
+  const Op* first_reader = nullptr;
+  for (size_t i = first_pos + 1; i < last_pos && !first_reader; ++i) {
+    if (reads(*ops[i], arg))
+      first_reader = ops[i].get();
+    else if (ops[i]->kind == OpKind::Dot)
+      return fmt::format("{}: the product at {} comes between its first product and the first read of the carried "
+                         "value",
+                         at, ops[i]->loc.str());
+  }
+  for (size_t i = 0; i < first_pos; ++i)
+    if (reads(*ops[i], arg))
+      return fmt::format("{}: the op at {} reads the carried value before the first product", at,
+                         ops[i]->loc.str());
+  if (!first_reader)
+    return fmt::format("{}: nothing between its first and last products reads the carried value %{}", at, arg);
+  late = LateProduct{&first, &last, first_reader, carried};
+  return "";
+}
+
+} // namespace
+
+void plan_late_products(const Kernel& k, const CodegenOptions& options, LoweringPlan& plan) {
+  LateProducts& late = plan.late;
+  late = LateProducts{};
+  if (k.config.get_or("LAST_PRODUCT_LATE", 0) == 0)
+    return;
+  const WarpSpecialization& ws = plan.ws;
+  if (!options.late_product) {
+    late.why_not = "CodegenOptions::late_product is off";
+    return;
+  }
+  if (!ws.on()) {
+    late.why_not = "the kernel is not warp-specialised (a slot is kept an iteration longer only on the producer's "
+                   "barriers; " +
+                   ws.why_off() + ")";
+    return;
+  }
+  if (plan.pingpong.on() || plan.ahead.on()) {
+    late.why_not = "PINGPONG or PRODUCT_AHEAD is on: each reorders the same products";
+    return;
+  }
+  std::map<const Op*, LateProduct> loops;
+  for (const Op* loop : ws.loops) {
+    LateProduct p;
+    if (std::string why = plan_loop(k, plan, *loop, p); !why.empty()) {
+      late.why_not = why;
+      return;
+    }
+    loops[loop] = p;
+  }
+  late.loops = std::move(loops);
+}
+
+} // namespace kiln

@@ -1,0 +1,152 @@
+// plan_late_products (codegen/plan_late_products.h): which products a warp-specialised kernel issues after the
+// next iteration's first (LAST_PRODUCT_LATE=1), how the emitted loop orders the issues, the waits and the slot's
+// release, that the result compiles without spills or serialised products, and why a kernel or config that does
+// not allow it keeps the code it had.
+#include "codegen/codegen.h"
+#include "codegen/planned_kernel.h"
+#include "codegen/source_text.h"
+#include "nvrtc_compile.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace kiln_test {
+namespace {
+
+std::map<std::string, int64_t> fa2_late(int64_t causal, int64_t head_dim = 128, int64_t block_n = 128) {
+  return {{"HEAD_DIM", head_dim}, {"BLOCK_N", block_n}, {"CAUSAL", causal},       {"WARP_SPECIALIZE", 1},
+          {"num_stages", 3},      {"num_warps", 8},     {"LAST_PRODUCT_LATE", 1}};
+}
+
+size_t position(const Op& loop, const Op* op) {
+  const auto& ops = loop.regions[0].ops;
+  return static_cast<size_t>(std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o.get() == op; }) -
+                             ops.begin());
+}
+
+// FA2's key loops each start with S = Q Kᵀ and end with O += P V: P V goes late in both, and the wait for it sits
+// at the rescale of O, after the softmax's exponentials.
+TEST(LateProducts, Fa2IssuesPVAfterTheNextQKtInBothKeyLoops) {
+  for (int64_t causal : {0, 1, 2}) {
+    SCOPED_TRACE("CAUSAL=" + std::to_string(causal));
+    Planned p = plan_for("fa2_fwd", fa2_late(causal), "sm_90a");
+    const LateProducts& late = p.plan.late;
+    ASSERT_TRUE(late.on()) << late.why_not;
+    const std::vector<const Op*> loops = ops_of(p.kernel, OpKind::For);
+    const std::vector<const Op*> dots = ops_of(p.kernel, OpKind::Dot);
+    ASSERT_EQ(loops.size(), 2u);
+    ASSERT_EQ(dots.size(), 4u); // Q Kᵀ and P V in each loop, in program order
+    for (size_t i = 0; i < 2; ++i) {
+      const LateProduct& l = late.loops.at(loops[i]);
+      EXPECT_EQ(l.first, dots[2 * i]);
+      EXPECT_EQ(l.last, dots[2 * i + 1]);
+      ASSERT_NE(l.first_reader, nullptr);
+      EXPECT_EQ(l.first_reader->kind, OpKind::Binary); // O * alpha
+      EXPECT_LT(position(*loops[i], l.first), position(*loops[i], l.first_reader));
+      EXPECT_LT(position(*loops[i], l.first_reader), position(*loops[i], l.last));
+      // The exponentials of P come before the wait: they run while the late product is on the tensor cores.
+      bool exp_before_wait = false;
+      for (size_t j = position(*loops[i], l.first); j < position(*loops[i], l.first_reader); ++j)
+        exp_before_wait |= loops[i]->regions[0].ops[j]->kind == OpKind::Unary;
+      EXPECT_TRUE(exp_before_wait);
+    }
+    EXPECT_EQ(late.of_first(*dots[0]), &late.loops.at(loops[0]));
+    EXPECT_EQ(late.of_first(*dots[1]), nullptr);
+  }
+}
+
+// The order the plan asks for, in the emitted loop: S issued and left in flight, then (from the second iteration)
+// the previous iteration's P V, then a wait that leaves P V in flight, the softmax, the wait for P V with the
+// slot's release, the rescale, and P packed for the next iteration; after the loop, the last P V.
+TEST(LateProducts, PreviousPVIsIssuedAfterQKtAndWaitedForAfterTheSoftmax) {
+  const KernelDef& def = builtin_kernels().find("fa2_fwd");
+  const GeneratedKernel g =
+      generate_cuda(def.build(def.with_overrides(def.default_config(), fa2_late(0))), Target::parse("sm_90a"));
+  ASSERT_TRUE(g.why_not_late_product.empty()) << g.why_not_late_product;
+  const std::string& s = g.source;
+  const size_t open = s.find("is issued in the next iteration, after the product at");
+  ASSERT_NE(open, std::string::npos);
+  const size_t loop = s.find("for (int i", open);
+  const size_t s_issue = s.find("// left in flight", loop);
+  const size_t pv_issue = s.find("// the previous iteration's product at fa2_fwd.cpp", s_issue);
+  const size_t keep_in_flight = s.find("kiln::wgmma_wait<1>();", pv_issue);
+  const size_t softmax = s.find("kiln::ex2(", keep_in_flight);
+  const size_t pv_wait = s.find("kiln::wgmma_wait<0>(); // the previous iteration's product", softmax);
+  const size_t release = s.find("kiln::mbarrier_arrive(kiln::smem_u32(&kiln_empty0[", pv_wait);
+  const size_t pack = s.find("its A packed", release);
+  const size_t after = s.find("// the last iteration's product at", pack);
+  for (size_t at : {s_issue, pv_issue, keep_in_flight, softmax, pv_wait, release, pack, after})
+    ASSERT_NE(at, std::string::npos);
+  EXPECT_LT(s_issue, pv_issue);
+  EXPECT_LT(pv_issue, keep_in_flight);
+  EXPECT_LT(keep_in_flight, softmax);
+  EXPECT_LT(softmax, pv_wait);
+  EXPECT_LT(pv_wait, release);
+  EXPECT_LT(release, pack);
+  EXPECT_LT(pack, after);
+  // Both key loops: one late product each, issued after each loop once.
+  EXPECT_EQ(occurrences(s, "// the last iteration's product at"), 2);
+  EXPECT_NE(g.lowered.find("is issued in the next iteration, after the product at"), std::string::npos)
+      << g.lowered;
+}
+
+TEST(LateProducts, NotAskedNotDone) {
+  std::map<std::string, int64_t> o = fa2_late(0);
+  o["LAST_PRODUCT_LATE"] = 0;
+  Planned p = plan_for("fa2_fwd", o, "sm_90a");
+  EXPECT_FALSE(p.plan.late.on());
+  EXPECT_TRUE(p.plan.late.why_not.empty());
+}
+
+TEST(LateProducts, SaysWhyWhereItDoesNotApply) {
+  Planned ampere = plan_for("fa2_fwd", fa2_late(0), "sm_80");
+  EXPECT_NE(ampere.plan.late.why_not.find("not warp-specialised"), std::string::npos) << ampere.plan.late.why_not;
+
+  std::map<std::string, int64_t> turns = fa2_late(0);
+  turns["PINGPONG"] = 1;
+  Planned pingpong = plan_for("fa2_fwd", turns, "sm_90a");
+  ASSERT_TRUE(pingpong.plan.pingpong.on()) << pingpong.plan.pingpong.why_not;
+  EXPECT_NE(pingpong.plan.late.why_not.find("PINGPONG or PRODUCT_AHEAD is on"), std::string::npos)
+      << pingpong.plan.late.why_not;
+
+  // matmul's loop has one product: nothing to issue after another.
+  const KernelDef& mm = builtin_kernels().find("matmul");
+  Kernel k = mm.build(mm.with_overrides(mm.default_config(), {{"BLOCK_M", 128},
+                                                                {"BLOCK_N", 256},
+                                                                {"BLOCK_K", 64},
+                                                                {"MIN_BLOCKS_PER_SM", 1},
+                                                                {"WARP_SPECIALIZE", 1}}));
+  k.config.set("LAST_PRODUCT_LATE", 1);
+  Planned matmul = plan_kernel(std::move(k), "sm_90a");
+  ASSERT_TRUE(matmul.plan.ws.on()) << matmul.plan.ws.why_not;
+  EXPECT_NE(matmul.plan.late.why_not.find("fewer than two products"), std::string::npos) << matmul.plan.late.why_not;
+
+  CodegenOptions off;
+  off.late_product = false;
+  Planned switched_off = plan_for("fa2_fwd", fa2_late(0), "sm_90a", off);
+  EXPECT_EQ(switched_off.plan.late.why_not, "CodegenOptions::late_product is off");
+}
+
+// P kept packed (half an S tile) beside S and O: the tiles the space offers compile with no spill, no ignored
+// setmaxnreg, and no product serialised by ptxas (C7512 for registers; C7514 where a path could read an
+// accumulator with a product in flight, which undoes the overlap), causal (both loops), D = 64 and 128.
+TEST(LateProducts, CompilesWithoutSpillsOrSerialisedProducts) {
+  std::string why;
+  if (!rt::nvrtc_available(&why))
+    GTEST_SKIP() << "NVRTC not available: " << why;
+  const KernelDef& def = builtin_kernels().find("fa2_fwd");
+  for (const int64_t head_dim : {64, 128})
+    for (const int64_t block_n : {64, 128}) {
+      const Config c = def.with_overrides(def.default_config(), fa2_late(1, head_dim, block_n));
+      SCOPED_TRACE(c.str());
+      const GeneratedKernel g = generate_cuda(def.build(c), Target::parse("sm_90a"));
+      ASSERT_TRUE(g.why_not_late_product.empty()) << g.why_not_late_product;
+      const std::string log = expect_compiles_without_spills(g, "sm_90a");
+      EXPECT_EQ(log.find("C7512"), std::string::npos) << log;
+      EXPECT_EQ(log.find("C7514"), std::string::npos) << log;
+    }
+}
+
+} // namespace
+} // namespace kiln_test
