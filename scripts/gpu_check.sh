@@ -2,13 +2,16 @@
 # The whole GPU check, run on a GPU machine: device info, the runtime and GPU test suites, and a
 # compute-sanitizer pass over one config of each kernel. Logs go to $OUT (or ./gpu-check-logs);
 # a short table is printed last.
-# Usage: scripts/gpu_check.sh [BIN_DIR] [--api | --api-backward | --backward | --varlen | --varlen-backward]
+# Usage: scripts/gpu_check.sh [BIN_DIR] [--api | --api-backward | --backward | --mods | --varlen | --varlen-backward]
 #        (BIN_DIR holds kiln_*_tests; default build/tests)
-# Four parts, each within the GPU tool's 10-minute limit per command; together they are the whole check (times
-# measured on an H100 SXM):
+# Seven parts, each within the GPU tool's 10-minute limit per command; together they are the whole check (times
+# measured on an H100 SXM unless an H200 is named):
 #   (none)          the runtime suite and every GPU suite but those below (the differential suite included: 520
 #                   random forward problems through the API), and the compute-sanitizer passes over them: 6.1 min
-#                   cold (256 GPU tests, 2026-11-25; the decode suites, 43 tests, add about 1.4 min);
+#                   cold (256 GPU tests, 2026-11-25; the decode suites, 43 tests, add about 1.4 min); with the
+#                   suites --mods now runs it had reached 9.2 min cold on an H200 (350 tests, 2026-11-29);
+#   --mods          the forward with attention mods and block masks (kernels and API) and the sinks' gradients
+#                   through the API: about 2.7 min of that H200 run;
 #   --api           the attention API's forward suites (autotuning through the API, mods, the command line,
 #                   non-finite inputs): 1 min with a warm compile cache; cold, its suites but the non-finite ones
 #                   took 3.2 min in a run of both API parts together, which outgrew 10 minutes before finishing;
@@ -26,6 +29,7 @@ for arg in "$@"; do
   --backward) part=backward ;;
   --api) part=api ;;
   --api-backward) part=api_backward ;;
+  --mods) part=mods ;;
   --varlen) part=varlen ;;
   --varlen-backward) part=varlen_backward ;;
   *) bin=$arg ;;
@@ -54,6 +58,8 @@ api_backward_suites='*GpuAttentionBwdApi*:*GpuModsBwd*'
 # the backward's.
 varlen_suites='*GpuVarlen.*:*GpuVarlenApi*:*GpuVarlenRandom*:*GpuVarlenMods*'
 varlen_backward_suites='*GpuVarlenBwd*'
+# The forward with mods and block masks (their backward suites are in --backward and --api-backward).
+mods_suites='*GpuMods.*:*GpuBlockMask.*:*GpuBlockMaskApi.*:*GpuSinkGrad.*:*GpuSinkGradApi.*'
 declare -A status
 run() { # name, command...
   local name=$1; shift
@@ -74,6 +80,8 @@ elif [[ $part == api ]]; then
   run gpu_tests_api "$bin/kiln_gpu_tests" --gtest_filter="$api_suites"
 elif [[ $part == api_backward ]]; then
   run gpu_tests_api_backward "$bin/kiln_gpu_tests" --gtest_filter="$api_backward_suites"
+elif [[ $part == mods ]]; then
+  run gpu_tests_mods "$bin/kiln_gpu_tests" --gtest_filter="$mods_suites"
 elif [[ $part == varlen ]]; then
   run gpu_tests_varlen "$bin/kiln_gpu_tests" --gtest_filter="$varlen_suites"
   if command -v compute-sanitizer >/dev/null; then
@@ -88,7 +96,7 @@ elif [[ $part == varlen_backward ]]; then
   fi
 else
   run runtime_tests "$bin/kiln_runtime_tests"
-  run gpu_tests "$bin/kiln_gpu_tests" --gtest_filter="-$backward_suites:$api_suites:$api_backward_suites:$varlen_suites:$varlen_backward_suites"
+  run gpu_tests "$bin/kiln_gpu_tests" --gtest_filter="-$backward_suites:$api_suites:$api_backward_suites:$mods_suites:$varlen_suites:$varlen_backward_suites"
   if command -v compute-sanitizer >/dev/null; then
     run sanitizer_memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/kiln_gpu_tests" \
       --gtest_filter='*GpuVectorAdd*:*GpuMatmul*M128_*:*GpuMatmulTma*M264*:*TmaGpu*:*GpuFa2Big*N1024_D64_c1*:*GpuSoftmax*:*GpuMatmulSplitK*M300_N200_K1000_f16*:*GpuMatmulSplitK*M64_N64*:*GpuChunkedLogsumexp*f16_R4*:*GpuStagedLoads*s3*:*GpuAttentionTma*N_K333*:*GpuReductionSlots*'
