@@ -18,7 +18,7 @@ void Emitter::emit_dot(const Op& op) {
     return emit_product_ahead(op, d);
   switch (plan_.dots.at(&op).instruction) {
   case DotInstruction::Wgmma:
-    emit_dot_wgmma(op, d, /*wait=*/!unwaited_dots_.count(&op));
+    emit_dot_wgmma(op, d, /*wait=*/!late_firsts_.count(&op));
     break;
   case DotInstruction::MmaSync:
     emit_dot_mma(op, d);
@@ -219,7 +219,18 @@ std::vector<std::string> Emitter::wgmma_register_a_words(const Op& op) {
   return words;
 }
 
-void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, const std::string& packed_a) {
+void Emitter::take_turn() {
+  line("kiln::named_barrier_sync({} + kiln_warp / 4, 256); // ping-pong: this warpgroup's turn to issue",
+       PingPong::kFirstBarrier);
+}
+
+void Emitter::pass_turn() {
+  line("kiln::named_barrier_arrive({} + (kiln_warp / 4 + 1) % {}, 256); // ping-pong: the next warpgroup's turn",
+       PingPong::kFirstBarrier, plan_.pingpong.warpgroups);
+}
+
+void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, const std::string& packed_a,
+                             bool turn_held) {
   ValueId a = op.operands[0], b = op.operands[1];
   int64_t M = k_.type(a).shape[0], K = k_.type(a).shape[1], N = k_.type(b).shape[1];
   DType in = k_.type(a).elem;
@@ -263,9 +274,8 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, cons
   if (!a_smem && packed_a.empty())
     a_words = wgmma_register_a_words(op);
   const bool in_turn = plan_.pingpong.dots.count(&op) > 0;
-  if (in_turn)
-    line("kiln::named_barrier_sync({} + kiln_warp / 4, 256); // ping-pong: this warpgroup's turn to issue",
-         PingPong::kFirstBarrier);
+  if (in_turn && !turn_held)
+    take_turn();
   line("kiln::wgmma_fence();");
   for (int64_t kt = 0; kt < KT; ++kt)
     for (int64_t mt = 0; mt < MT; ++mt) {
@@ -288,9 +298,10 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, cons
       }
     }
   line("kiln::wgmma_commit();");
-  if (in_turn)
-    line("kiln::named_barrier_arrive({} + (kiln_warp / 4 + 1) % {}, 256); // ping-pong: the next warpgroup's turn",
-         PingPong::kFirstBarrier, plan_.pingpong.warpgroups);
+  if (in_turn && !late_firsts_.count(&op))
+    pass_turn();
+  else if (in_turn)
+    line("// ping-pong: the turn is kept for the previous iteration's late product");
   if (!wait)
     line("// left in flight");
   else if (plan_.is_deferred_dot(op))

@@ -21,17 +21,17 @@ Emitter::LateLoop Emitter::open_late_product(const Op& loop, const LateProduct& 
   // One word per two elements of A, as wgmma_register_a_words counts them.
   const Layout& A = dot_a_layout(k_, plan_, *late.last);
   line("kiln::u32 {}[{}];", l.a_words, A.num_regs() / 2);
-  unwaited_dots_.insert(late.first);
+  late_firsts_.insert(late.first);
   return l;
 }
 
-void Emitter::issue_late_product(const LateLoop& l, const std::string& slot) {
+void Emitter::issue_late_product(const LateLoop& l, const std::string& slot, bool turn_held) {
   std::map<const Op*, std::string> saved;
   for (const Op* load : plan_.pipelined.at(l.loop)) {
     saved[load] = stage_var_.at(load);
     stage_var_[load] = slot;
   }
-  emit_dot_wgmma(*l.late->last, l.acc, /*wait=*/false, l.a_words);
+  emit_dot_wgmma(*l.late->last, l.acc, /*wait=*/false, l.a_words, turn_held);
   for (const auto& [load, stage] : saved)
     stage_var_[load] = stage;
 }
@@ -41,11 +41,15 @@ void Emitter::emit_late_product_after_first(const LateLoop& l) {
   line("if ({} != {}) {{ // the previous iteration's product at {}, behind this one's", l.iv, l.lo,
        l.late->last->loc.str());
   open();
-  issue_late_product(l, l.previous_slot());
+  issue_late_product(l, l.previous_slot(), /*turn_held=*/true);
   line("kiln::wgmma_wait<1>(); // this iteration's first product is done; the previous one's last stays in flight");
   close();
   line("}} else {{");
-  line("  kiln::wgmma_wait<0>();");
+  open();
+  if (plan_.pingpong.dots.count(l.late->first))
+    pass_turn();
+  line("kiln::wgmma_wait<0>();");
+  close();
   line("}}");
   const std::string first = name_.at(l.late->first->result());
   for_regs(layout_of(l.late->first->result()).num_regs());
@@ -92,7 +96,7 @@ void Emitter::close_late_product(const LateLoop& l) {
   line("if ({} < {}) {{ // the last iteration's product at {}", l.lo, scalar(l.loop->operands[1]),
        l.late->last->loc.str());
   open();
-  issue_late_product(l, l.previous_slot());
+  issue_late_product(l, l.previous_slot(), /*turn_held=*/false);
   line("kiln::wgmma_wait<0>();");
   emit_slot_release(*l.loop, l.previous_slot());
   close();
@@ -100,7 +104,7 @@ void Emitter::close_late_product(const LateLoop& l) {
   for_regs(layout_of(l.late->last->result()).num_regs());
   line("  asm volatile(\"\" : \"+f\"({}[r])); // read after the wait", l.acc);
   line("}}");
-  unwaited_dots_.erase(l.late->first);
+  late_firsts_.erase(l.late->first);
 }
 
 } // namespace kiln::emit_detail

@@ -305,7 +305,12 @@ private:
   void emit_dot_mma(const Op& op, const std::string& d);
   // `wait` false: the product is committed and left in flight (a product issued ahead). `packed_a`, where not
   // empty, names the words of a register A packed earlier (wgmma_register_a_words' order).
-  void emit_dot_wgmma(const Op& op, const std::string& d, bool wait = true, const std::string& packed_a = "");
+  // `turn_held`: under ping-pong, this warpgroup already holds the turn (a late product issued right after its
+  // loop's first product): the product does not wait for it, only passes it on.
+  void emit_dot_wgmma(const Op& op, const std::string& d, bool wait = true, const std::string& packed_a = "",
+                      bool turn_held = false);
+  void take_turn();
+  void pass_turn();
   std::vector<std::string> wgmma_register_a_words(const Op& op);
   // A loop's last product issued after the next iteration's first (emit_late_product.cpp, LateProducts in
   // lowering_plan.h). `LateLoop` is what the loop's emission knows: its products, the words its last product's A
@@ -319,12 +324,14 @@ private:
   };
   LateLoop open_late_product(const Op& loop, const LateProduct& late, const std::vector<std::string>& vars,
                              const std::string& iv, const std::string& lo, const std::string& stage, int stages);
-  void issue_late_product(const LateLoop& l, const std::string& slot);
+  void issue_late_product(const LateLoop& l, const std::string& slot, bool turn_held);
   void emit_late_product_after_first(const LateLoop& l);
   void emit_late_product_wait(const LateLoop& l);
   void keep_late_product(const LateLoop& l);
   void close_late_product(const LateLoop& l);
-  std::unordered_set<const Op*> unwaited_dots_; // products whose wait the emission of their loop places
+  // The first products of loops with a late product (plan_.late): issued without a wait (the loop's emission
+  // places it), and under ping-pong keeping the turn for the late product issued right after them.
+  std::unordered_set<const Op*> late_firsts_;
   // A product issued one iteration ahead (emit_product_ahead.cpp): before its loop, the first iteration's; in the
   // loop, this iteration's taken and the next one's issued.
   void open_product_ahead(const Op& loop, const Op& dot, const std::string& iv, const std::string& lo,

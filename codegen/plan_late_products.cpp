@@ -110,8 +110,8 @@ void plan_late_products(const Kernel& k, const CodegenOptions& options, Lowering
                    ws.why_off() + ")";
     return;
   }
-  if (plan.pingpong.on() || plan.ahead.on()) {
-    late.why_not = "PINGPONG or PRODUCT_AHEAD is on: each reorders the same products";
+  if (plan.ahead.on()) {
+    late.why_not = "PRODUCT_AHEAD is on: it reorders the same products";
     return;
   }
   std::map<const Op*, LateProduct> loops;

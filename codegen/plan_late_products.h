@@ -3,7 +3,7 @@
 //
 // A config asks for it with LAST_PRODUCT_LATE=1. It is done when CodegenOptions allow it, the kernel is
 // warp-specialised (a slot is handed back to the producer on its empty barrier, so the consumers can keep it one
-// iteration longer), neither PINGPONG nor PRODUCT_AHEAD is on, and in every specialised loop:
+// iteration longer), PRODUCT_AHEAD is not on, and in every specialised loop:
 //   - the first product, at the top level of the body, needs nothing the iteration computes (the rule of
 //     plan_products_ahead.h);
 //   - the last product, at the top level and not the first, is on wgmma with A in registers and B one of the
@@ -11,7 +11,10 @@
 //     which nothing after it in the body reads;
 //   - an op after the first product and before the last one reads the carried value (the wait goes there);
 //   - no other product sits between the first product and that op (it would wait for the late one).
-// Otherwise LateProducts::why_not says which rule failed and the kernel is generated as before.
+// Otherwise LateProducts::why_not says which rule failed and the kernel is generated as before. With PINGPONG=1 a
+// consumer warpgroup takes its turn before the first product and passes it on after the late one (or after the
+// first, in an iteration with no late product yet): the two products of an iteration go to the tensor cores in
+// one turn, FlashAttention-3's schedule.
 #pragma once
 
 #include "codegen/codegen.h"

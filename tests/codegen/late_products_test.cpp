@@ -91,6 +91,39 @@ TEST(LateProducts, PreviousPVIsIssuedAfterQKtAndWaitedForAfterTheSoftmax) {
       << g.lowered;
 }
 
+// With ping-pong, an iteration's two products go to the tensor cores in one turn: the turn is taken before Q Kᵀ,
+// kept over it, and passed on after the previous P V (or right after Q Kᵀ in the first iteration); the P V after
+// the loop takes a turn of its own.
+TEST(LateProducts, UnderPingPongBothProductsOfAnIterationShareOneTurn) {
+  std::map<std::string, int64_t> o = fa2_late(0);
+  o["PINGPONG"] = 1;
+  const KernelDef& def = builtin_kernels().find("fa2_fwd");
+  const GeneratedKernel g = generate_cuda(def.build(def.with_overrides(def.default_config(), o)), Target::parse("sm_90a"));
+  ASSERT_TRUE(g.why_not_late_product.empty()) << g.why_not_late_product;
+  ASSERT_TRUE(g.why_not_pingpong.empty()) << g.why_not_pingpong;
+  const std::string& s = g.source;
+  const size_t loop = s.find("for (int i", s.find("is issued in the next iteration, after the product at"));
+  const size_t take = s.find("// ping-pong: this warpgroup's turn to issue", loop);
+  const size_t kept = s.find("// ping-pong: the turn is kept for the previous iteration's late product", take);
+  const size_t pv_issue = s.find("// the previous iteration's product at fa2_fwd.cpp", kept);
+  const size_t pv_commit = s.find("kiln::wgmma_commit();", pv_issue);
+  const size_t pass = s.find("// ping-pong: the next warpgroup's turn", pv_commit);
+  const size_t keep_in_flight = s.find("kiln::wgmma_wait<1>();", pass);
+  const size_t first_iteration_pass = s.find("// ping-pong: the next warpgroup's turn", keep_in_flight);
+  const size_t first_iteration_wait = s.find("kiln::wgmma_wait<0>();", first_iteration_pass);
+  const size_t softmax = s.find("kiln::ex2(", first_iteration_wait);
+  for (size_t at : {take, kept, pv_issue, pv_commit, pass, keep_in_flight, first_iteration_pass,
+                    first_iteration_wait, softmax})
+    ASSERT_NE(at, std::string::npos);
+  EXPECT_LT(take, kept);
+  EXPECT_LT(pv_commit, pass);
+  EXPECT_LT(pass, keep_in_flight);
+  EXPECT_LT(first_iteration_wait, softmax);
+  // No turn is taken between Q Kᵀ and the late P V: one take per loop iteration (two loops), one per P V after a
+  // loop, and the CTA's last.
+  EXPECT_EQ(occurrences(s, "// ping-pong: this warpgroup's turn to issue"), 4);
+}
+
 TEST(LateProducts, NotAskedNotDone) {
   std::map<std::string, int64_t> o = fa2_late(0);
   o["LAST_PRODUCT_LATE"] = 0;
@@ -103,12 +136,11 @@ TEST(LateProducts, SaysWhyWhereItDoesNotApply) {
   Planned ampere = plan_for("fa2_fwd", fa2_late(0), "sm_80");
   EXPECT_NE(ampere.plan.late.why_not.find("not warp-specialised"), std::string::npos) << ampere.plan.late.why_not;
 
-  std::map<std::string, int64_t> turns = fa2_late(0);
-  turns["PINGPONG"] = 1;
-  Planned pingpong = plan_for("fa2_fwd", turns, "sm_90a");
-  ASSERT_TRUE(pingpong.plan.pingpong.on()) << pingpong.plan.pingpong.why_not;
-  EXPECT_NE(pingpong.plan.late.why_not.find("PINGPONG or PRODUCT_AHEAD is on"), std::string::npos)
-      << pingpong.plan.late.why_not;
+  std::map<std::string, int64_t> ahead = fa2_late(0);
+  ahead["PRODUCT_AHEAD"] = 1;
+  Planned both = plan_for("fa2_fwd", ahead, "sm_90a");
+  ASSERT_TRUE(both.plan.ahead.on()) << both.plan.ahead.why_not;
+  EXPECT_NE(both.plan.late.why_not.find("PRODUCT_AHEAD is on"), std::string::npos) << both.plan.late.why_not;
 
   // matmul's loop has one product: nothing to issue after another.
   const KernelDef& mm = builtin_kernels().find("matmul");

@@ -80,6 +80,12 @@ TmaAttentionCase late(AttentionProblem p, int64_t bn, int stages, int64_t bm = 1
   return c;
 }
 
+TmaAttentionCase late_pingpong(AttentionProblem p, int64_t bn, int stages) {
+  TmaAttentionCase c = late(p, bn, stages);
+  c.pingpong = true;
+  return c;
+}
+
 AttentionProblem transposed_k(AttentionProblem p) {
   p.k_transposed = true;
   return p;
@@ -223,6 +229,16 @@ INSTANTIATE_TEST_SUITE_P(
                       late(problem(2, 3, 1, 300, 333, 128, DType::bf16, 1, false), 64, 2, 128, 4),
                       late(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 3),
                       late(problem(3, 16, 4, 333, 777, 128, DType::bf16, 2, true), 128, 2, 128, 8, true)),
+    [](const auto& info) { return label(info.param); });
+
+// The same with the two consumer warpgroups taking turns (PINGPONG=1), an iteration's Q Kᵀ and the previous P V in
+// one turn: one and no iteration in a loop, both loops, 2 and 3 stages, many key tiles.
+INSTANTIATE_TEST_SUITE_P(
+    fa2_late_pingpong, GpuAttentionTma,
+    ::testing::Values(late_pingpong(problem(2, 3, 3, 200, 333, 64, DType::f16, 0, false), 128, 3),
+                      late_pingpong(problem(2, 4, 2, 300, 300, 128, DType::f16, 1, true), 64, 2),
+                      late_pingpong(problem(3, 2, 1, 64, 500, 64, DType::bf16, 2, true), 128, 3),
+                      late_pingpong(problem(1, 2, 2, 256, 4096, 128, DType::bf16, 0, false), 128, 3)),
     [](const auto& info) { return label(info.param); });
 
 // The warp-specialised kernels on a persistent grid (PERSISTENT=1): one CTA an SM walks the programs of every
