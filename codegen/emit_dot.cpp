@@ -229,6 +229,15 @@ void Emitter::pass_turn() {
        PingPong::kFirstBarrier, plan_.pingpong.warpgroups);
 }
 
+// The n f32 registers of `regs` are read only after the wgmma wait just emitted: an empty asm that writes them
+// keeps the compiler from reading them earlier (volatile asm stays in order; no memory clobber, which would order
+// every memory access).
+void Emitter::read_after_wait(const std::string& regs, int n) {
+  for_regs(n);
+  line("  asm volatile(\"\" : \"+f\"({}[r]));", regs);
+  line("}}");
+}
+
 void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, const std::string& packed_a,
                              bool turn_held) {
   ValueId a = op.operands[0], b = op.operands[1];

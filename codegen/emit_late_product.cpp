@@ -51,10 +51,7 @@ void Emitter::emit_late_product_after_first(const LateLoop& l) {
   line("kiln::wgmma_wait<0>();");
   close();
   line("}}");
-  const std::string first = name_.at(l.late->first->result());
-  for_regs(layout_of(l.late->first->result()).num_regs());
-  line("  asm volatile(\"\" : \"+f\"({}[r])); // read after the wait", first);
-  line("}}");
+  read_after_wait(name_.at(l.late->first->result()), layout_of(l.late->first->result()).num_regs());
 }
 
 void Emitter::emit_late_product_wait(const LateLoop& l) {
@@ -67,9 +64,7 @@ void Emitter::emit_late_product_wait(const LateLoop& l) {
   emit_slot_release(*l.loop, l.previous_slot());
   close();
   line("}}");
-  for_regs(layout_of(l.late->last->result()).num_regs());
-  line("  asm volatile(\"\" : \"+f\"({}[r])); // read after the wait", l.acc);
-  line("}}");
+  read_after_wait(l.acc, layout_of(l.late->last->result()).num_regs());
 }
 
 void Emitter::keep_late_product(const LateLoop& l) {
@@ -101,9 +96,7 @@ void Emitter::close_late_product(const LateLoop& l) {
   emit_slot_release(*l.loop, l.previous_slot());
   close();
   line("}}");
-  for_regs(layout_of(l.late->last->result()).num_regs());
-  line("  asm volatile(\"\" : \"+f\"({}[r])); // read after the wait", l.acc);
-  line("}}");
+  read_after_wait(l.acc, layout_of(l.late->last->result()).num_regs());
   late_firsts_.erase(l.late->first);
 }
 

@@ -30,11 +30,7 @@ void Emitter::emit_product_ahead(const Op& dot, const std::string& d) {
   const AheadProduct& a = ahead_.at(&dot);
   const int R = layout_of(dot.result()).num_regs();
   line("kiln::wgmma_wait<0>(); // this iteration's product, issued one iteration ahead, is done");
-  // The copy must read the registers after the wait: an empty asm that writes them keeps the compiler from
-  // reading them earlier (volatile asm stays in order; no memory clobber, which would order every memory access).
-  for_regs(R);
-  line("  asm volatile(\"\" : \"+f\"({}[r]));", a.regs);
-  line("}}");
+  read_after_wait(a.regs, R);
   for_regs(R);
   line("  {}[r] = {}[r];", d, a.regs);
   line("}}");

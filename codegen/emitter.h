@@ -338,6 +338,7 @@ private:
                           const std::string& hi, const std::string& step, const std::string& stage, int stages);
   void emit_product_ahead(const Op& dot, const std::string& d);
   void issue_product_ahead(const Op& dot, const AheadProduct& a, const std::string& slot);
+  void read_after_wait(const std::string& regs, int n);
   std::string fragment_base(ValueId v, const std::string& lane_row, const std::string& lane_chunk);
   // Replicated lanes and warps (zero bases) hold copies of the same element; the one with those bits
   // clear writes it.
