@@ -4,6 +4,10 @@
 // not allow it keeps the code it had.
 #include "codegen/codegen.h"
 #include "codegen/planned_kernel.h"
+#include "kernels/attention/attention_block_mask.h"
+#include "kernels/attention/attention_mod_spec.h"
+#include "kernels/attention/attention_problem.h"
+#include "kernels/attention/fa2_fwd.h"
 #include "codegen/source_text.h"
 #include "nvrtc_compile.h"
 
@@ -122,6 +126,31 @@ TEST(LateProducts, UnderPingPongBothProductsOfAnIterationShareOneTurn) {
   // No turn is taken between Q Kᵀ and the late P V: one take per loop iteration (two loops), one per P V after a
   // loop, and the CTA's last.
   EXPECT_EQ(occurrences(s, "// ping-pong: this warpgroup's turn to issue"), 4);
+}
+
+// The plan is read off the kernel, not off FA2's source: the forward generated from attention mods (a score mod
+// between Q Kᵀ and the softmax, a mask mod's key ranges) and over a block mask whose lists are runs takes it in
+// each of its key loops too.
+TEST(LateProducts, ModsAndBlockMaskForwardsTakeItToo) {
+  kiln::AttentionProblem p;
+  p.D = 128;
+  p.causal = 1;
+  kiln::Config c = kiln::default_fa2_config(p);
+  c.set("BLOCK_M", 128).set("BLOCK_N", 128).set("WARP_SPECIALIZE", 1).set("LAST_PRODUCT_LATE", 1);
+  c.num_warps = 8;
+  c.num_stages = 3;
+  for (const char* spec : {"softcap=30", "sliding_window=300", "alibi"}) {
+    SCOPED_TRACE(spec);
+    const GeneratedKernel g =
+        generate_cuda(kiln::fa2_fwd_def(kiln::parse_mod_specs(spec).mods).build(c), Target::parse("sm_90a"));
+    EXPECT_TRUE(g.why_not_late_product.empty()) << g.why_not_late_product;
+    EXPECT_GE(occurrences(g.source, "// the last iteration's product at"), 2);
+  }
+  kiln::Config runs = c;
+  runs.set("BLOCK_MASK_RUNS", 1);
+  const GeneratedKernel g = generate_cuda(kiln::fa2_fwd_block_mask_def().build(runs), Target::parse("sm_90a"));
+  EXPECT_TRUE(g.why_not_late_product.empty()) << g.why_not_late_product;
+  EXPECT_EQ(occurrences(g.source, "// the last iteration's product at"), 2);
 }
 
 TEST(LateProducts, NotAskedNotDone) {
