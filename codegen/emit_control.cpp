@@ -45,6 +45,17 @@ void Emitter::emit_stage_issue(const Op& op, const std::vector<std::string>& var
   line("kiln::cp_async_commit();");
 }
 
+void Emitter::at_ring_slot(const Op& loop, const std::string& slot, const std::function<void()>& emit) {
+  std::map<const Op*, std::string> saved;
+  for (const Op* load : plan_.pipelined.at(&loop)) {
+    saved[load] = stage_var_.at(load);
+    stage_var_[load] = slot;
+  }
+  emit();
+  for (const auto& [load, stage] : saved)
+    stage_var_[load] = stage;
+}
+
 // The conversions the plan hoisted out of loop `op` (LayoutConversion::hoisted_before): each made once here,
 // in the scope around the loop, where the loop's reads (and later ones in this scope) find it.
 void Emitter::emit_hoisted_conversions(const Op& op) {

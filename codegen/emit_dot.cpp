@@ -18,7 +18,8 @@ void Emitter::emit_dot(const Op& op) {
     return emit_product_ahead(op, d);
   switch (plan_.dots.at(&op).instruction) {
   case DotInstruction::Wgmma:
-    emit_dot_wgmma(op, d, /*wait=*/!late_firsts_.count(&op));
+    // A late loop's first product is waited for where the loop's emission says (emit_late_product.cpp).
+    emit_dot_wgmma(op, d, /*wait=*/!plan_.late.of_first(op));
     break;
   case DotInstruction::MmaSync:
     emit_dot_mma(op, d);
@@ -307,7 +308,7 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, cons
       }
     }
   line("kiln::wgmma_commit();");
-  if (in_turn && !late_firsts_.count(&op))
+  if (in_turn && !plan_.late.of_first(op))
     pass_turn();
   else if (in_turn)
     line("// ping-pong: the turn is kept for the previous iteration's late product");

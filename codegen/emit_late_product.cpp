@@ -21,21 +21,12 @@ Emitter::LateLoop Emitter::open_late_product(const Op& loop, const LateProduct& 
   // One word per two elements of A, as wgmma_register_a_words counts them.
   const Layout& A = dot_a_layout(k_, plan_, *late.last);
   line("kiln::u32 {}[{}];", l.a_words, A.num_regs() / 2);
-  late_firsts_.insert(late.first);
   return l;
 }
 
 void Emitter::issue_late_product(const LateLoop& l, const std::string& slot, bool turn_held) {
-  std::map<const Op*, std::string> saved;
-  for (const Op* load : plan_.pipelined.at(l.loop)) {
-    saved[load] = stage_var_.at(load);
-    stage_var_[load] = slot;
-  }
-  emit_dot_wgmma(*l.late->last, l.acc, /*wait=*/false, l.a_words, turn_held);
-  for (const auto& [load, stage] : saved)
-    stage_var_[load] = stage;
+  at_ring_slot(*l.loop, slot, [&] { emit_dot_wgmma(*l.late->last, l.acc, /*wait=*/false, l.a_words, turn_held); });
 }
-
 
 void Emitter::emit_late_product_after_first(const LateLoop& l) {
   line("if ({} != {}) {{ // the previous iteration's product at {}, behind this one's", l.iv, l.lo,
@@ -97,7 +88,6 @@ void Emitter::close_late_product(const LateLoop& l) {
   close();
   line("}}");
   read_after_wait(l.acc, layout_of(l.late->last->result()).num_regs());
-  late_firsts_.erase(l.late->first);
 }
 
 } // namespace kiln::emit_detail

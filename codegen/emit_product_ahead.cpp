@@ -45,22 +45,13 @@ void Emitter::emit_product_ahead(const Op& dot, const std::string& d) {
 }
 
 void Emitter::issue_product_ahead(const Op& dot, const AheadProduct& a, const std::string& slot) {
-  const std::vector<const Op*>& loads = plan_.pipelined.at(a.loop);
   emit_stage_wait(*a.loop, plan_.ring_tile(a.loop), slot);
   const Layout& L = layout_of(dot.result());
   const std::string c = regs(dot.operands[2], L);
   for_regs(L.num_regs());
   line("  {}[r] = {}[r];", a.regs, c);
   line("}}");
-  // The ring's tiles at `slot`, not at the loop's stage counter.
-  std::map<const Op*, std::string> saved;
-  for (const Op* l : loads) {
-    saved[l] = stage_var_.at(l);
-    stage_var_[l] = slot;
-  }
-  emit_dot_wgmma(dot, a.regs, /*wait=*/false);
-  for (const auto& [l, stage] : saved)
-    stage_var_[l] = stage;
+  at_ring_slot(*a.loop, slot, [&] { emit_dot_wgmma(dot, a.regs, /*wait=*/false); });
 }
 
 } // namespace kiln::emit_detail

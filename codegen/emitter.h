@@ -329,9 +329,6 @@ private:
   void emit_late_product_wait(const LateLoop& l);
   void keep_late_product(const LateLoop& l);
   void close_late_product(const LateLoop& l);
-  // The first products of loops with a late product (plan_.late): issued without a wait (the loop's emission
-  // places it), and under ping-pong keeping the turn for the late product issued right after them.
-  std::unordered_set<const Op*> late_firsts_;
   // A product issued one iteration ahead (emit_product_ahead.cpp): before its loop, the first iteration's; in the
   // loop, this iteration's taken and the next one's issued.
   void open_product_ahead(const Op& loop, const Op& dot, const std::string& iv, const std::string& lo,
@@ -339,6 +336,9 @@ private:
   void emit_product_ahead(const Op& dot, const std::string& d);
   void issue_product_ahead(const Op& dot, const AheadProduct& a, const std::string& slot);
   void read_after_wait(const std::string& regs, int n);
+  // Runs `emit` with pipelined loop `loop`'s ring tiles addressed at `slot` rather than at the loop's stage counter
+  // (a product issued for another iteration than the current one).
+  void at_ring_slot(const Op& loop, const std::string& slot, const std::function<void()>& emit);
   std::string fragment_base(ValueId v, const std::string& lane_row, const std::string& lane_chunk);
   // Replicated lanes and warps (zero bases) hold copies of the same element; the one with those bits
   // clear writes it.
