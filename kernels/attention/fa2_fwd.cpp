@@ -206,7 +206,7 @@ KernelDef make_fa2_fwd_def() {
     // LAST_PRODUCT_LATE=1: each key loop's P_j V_j issued after Q K_{j+1}ᵀ, so that the softmax of S_{j+1} runs
     // while P_j V_j is on the tensor cores (FlashAttention-3's intra-warpgroup overlap). A slot is then held until
     // the next iteration's wait, so only three stages pay: on the H200 at D = 128, 128 x 128, causal 445 -> 495
-    // TFLOP/s, not causal 609 -> 616; two stages lose 30-40 % (worklog §59).
+    // TFLOP/s, not causal 609 -> 616; two stages lose 23-38 % (worklog §59).
     for (int64_t bn : {64, 128})
       add(128, bn, 8, 3, 1, true, true);
     // PERSISTENT=1 (one wave of CTAs walking the query tiles, each CTA's producer running into its next tile's
