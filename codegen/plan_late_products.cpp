@@ -23,18 +23,19 @@ bool reads(const Op& op, ValueId v) {
   return found;
 }
 
-// The products of `loop` issued late, or why not (LateProduct::first == nullptr).
+// Fills `late` with the products of `loop` issued late and returns "", or returns why they cannot be.
 std::string plan_loop(const Kernel& k, const LoweringPlan& plan, const Op& loop, LateProduct& late) {
   const auto& ops = loop.regions[0].ops;
-  std::vector<const Op*> dots;
-  for (const auto& op : ops)
-    if (op->kind == OpKind::Dot)
-      dots.push_back(op.get());
+  std::vector<size_t> dots; // positions of the top-level products in the body
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i]->kind == OpKind::Dot)
+      dots.push_back(i);
   const std::string at = fmt::format("the loop at {}", loop.loc.str());
   if (dots.size() < 2)
     return at + " has fewer than two products at the top level of its body";
-  const Op& first = *dots.front();
-  const Op& last = *dots.back();
+  const size_t first_pos = dots.front(), last_pos = dots.back();
+  const Op& first = *ops[first_pos];
+  const Op& last = *ops[last_pos];
   if (std::string why = why_product_needs_the_iteration(k, plan, loop, first); !why.empty())
     return why;
   const std::string last_at = fmt::format("the last product of {} (dot at {})", at, last.loc.str());
@@ -65,11 +66,6 @@ std::string plan_loop(const Kernel& k, const LoweringPlan& plan, const Op& loop,
     return last_at + ": its accumulator, its result and the carried value are not in one register layout";
   // Positions: first < first_reader < last; nothing after last (but the yield) reads the carried value or the
   // product, and no product sits between the first one and the wait.
-  auto pos = [&](const Op* o) {
-    return static_cast<size_t>(std::find_if(ops.begin(), ops.end(), [&](const auto& p) { return p.get() == o; }) -
-                               ops.begin());
-  };
-  const size_t first_pos = pos(&first), last_pos = pos(&last);
   for (size_t i = last_pos + 1; i + 1 < ops.size(); ++i)
     if (reads(*ops[i], arg) || reads(*ops[i], last.result()))
       return fmt::format("{}: the op at {} after it reads the carried value", last_at, ops[i]->loc.str());
