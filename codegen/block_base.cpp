@@ -126,6 +126,14 @@ std::optional<BlockBase> decompose_block_base(const Kernel& k, ValueId base, std
   return b;
 }
 
+namespace {
+// >= 0 with no condition on the launch's arguments.
+bool is_nonnegative(const Kernel& k, ValueId v) {
+  const auto conditions = nonneg_conditions(k, v);
+  return conditions && conditions->empty();
+}
+} // namespace
+
 std::optional<int64_t> magnitude_bound(const Kernel& k, ValueId v) {
   const ValueInfo& info = k.info(v);
   const Op* def = info.def;
@@ -156,6 +164,9 @@ std::optional<int64_t> magnitude_bound(const Kernel& k, ValueId v) {
       break;
     }
     auto b = magnitude_bound(k, def->operands[1]);
+    if (def->binary == BinaryOp::Min && (a || b) && is_nonnegative(k, def->operands[0]) &&
+        is_nonnegative(k, def->operands[1])) // 0 <= min(a, b) <= either
+      return a && b ? std::min(*a, *b) : a ? *a : *b;
     if (!a || !b)
       return std::nullopt;
     switch (def->binary) {

@@ -447,10 +447,33 @@ Value query_tile_index(const AttentionTileParams& tp, const AttentionMods& mods)
   return later_tiles_heavier(tp, mods) ? num_programs(0) - 1 - program_id(0) : program_id(0);
 }
 
+namespace {
+// The grouped heaviest-first order (QueryTileProgram in attention_mods.h) on the two-dimensional grid.
+QueryTileProgram heaviest_first_in_head_groups(const AttentionTileParams& tp, const Value& n_k) {
+  // Keys whose K and V rows fit the budget, and so the heads a group holds (at least 1, at most all).
+  constexpr int64_t kKeyValueBytesPerGroup = int64_t{24} << 20;
+  const int64_t key_budget = kKeyValueBytesPerGroup / (2 * tp.head_dim * dtype_bytes(tp.dtype));
+  Value tiles = num_programs(0), heads = num_programs(1);
+  Value group_heads = minimum(maximum(scalar(key_budget, i32) / maximum(n_k, 1), 1), heads).named("group_heads");
+  // Program (x, y) is the (y · tiles + x)-th the hardware starts; its group's first head is y rounded down to a
+  // multiple of group_heads.
+  Value first_head = program_id(1) / group_heads * group_heads;
+  Value heads_here = minimum(group_heads, heads - first_head); // the last group may hold fewer
+  Value in_group = (program_id(1) % group_heads) * tiles + program_id(0); // program - first_head * tiles
+  // min(.., heads) changes nothing (the head is < heads) but bounds it for the code generator, which copies K and
+  // V by TMA only with coordinates it can prove fit 32 bits and are >= 0 (codegen/block_base.h).
+  Value head = minimum(first_head + in_group % heads_here, heads);
+  return {tiles - 1 - in_group / heads_here, head};
+}
+} // namespace
+
 QueryTileProgram query_tile_program(const AttentionTileParams& tp, const AttentionMods& mods, bool persistent,
-                                    const Value& n_q) {
-  if (!persistent)
+                                    const Value& n_q, const std::optional<Value>& grouped_n_k) {
+  if (!persistent) {
+    if (grouped_n_k && later_tiles_heavier(tp, mods))
+      return heaviest_first_in_head_groups(tp, *grouped_n_k);
     return {query_tile_index(tp, mods), program_id(1)};
+  }
   // (n_q + BLOCK_M - 1) / BLOCK_M without a subtraction, so that the code generator sees the program's head
   // coordinate (program / tiles) is not negative and may copy K and V by TMA (codegen/block_base.h).
   Value tiles = ((n_q + (tp.block_m - 1)) / tp.block_m).named("query_tiles");

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -259,15 +260,22 @@ ModdedScores modded_scores_transposed(const ModKernelEnv& env, const AttentionAr
 Value query_tile_index(const AttentionTileParams& tp, const AttentionMods& mods);
 
 // A program's query tile and batch·head. On query_tile_grid's two-dimensional grid: query_tile_index and
-// program_id(1). On its one-dimensional grid (persistent: PERSISTENT=1, which a persistent grid needs), program
-// id p holds tile p % tiles of batch·head p / tiles, tiles = cdiv(n_q, BLOCK_M): the programs that run at once
-// share a head's K and V in L2, and within a head the tiles come in query_tile_index's order.
+// program_id(1), except where later tiles do more work and the caller asks for groups of heads (`grouped_n_k`,
+// the key count of dense sequences): then the programs, in the order the hardware starts them (x fastest), take the heaviest tiles of a
+// group of heads first, all of the group's heads at one tile before the next lighter tile, the group's heads
+// as many as keep their K and V within 24 MiB (L2 holds them while the group runs). So the grid's last wave holds
+// the lightest tiles of the last group, not one head's heavy tiles started late: a longest-processing-time-first
+// order, as FlashAttention-3's scheduler takes it. (Head by head, the last heads' heavy tiles start when most of
+// the grid is done; on equal SMs that tail costs 3-15 % of a causal forward at the bench's shapes.)
+// On its one-dimensional grid (persistent: PERSISTENT=1, which a persistent grid needs), program id p holds
+// tile p % tiles of batch·head p / tiles, tiles = cdiv(n_q, BLOCK_M): the programs that run at once share a
+// head's K and V in L2, and within a head the tiles come in query_tile_index's order.
 struct QueryTileProgram {
   Value start_m; // the query tile's index: its rows start at start_m · BLOCK_M
   Value off_hz;  // batch · H + head
 };
 QueryTileProgram query_tile_program(const AttentionTileParams& tp, const AttentionMods& mods, bool persistent,
-                                    const Value& n_q);
+                                    const Value& n_q, const std::optional<Value>& grouped_n_k);
 
 // What the kernels multiply the scores by before exp2: sm_scale · log2 e, or log2 e alone with score mods
 // (which see scores already scaled by sm_scale, modded_scores). Named qk_scale.

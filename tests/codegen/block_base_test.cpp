@@ -111,6 +111,13 @@ TEST(BlockBase, MagnitudeBoundsFollowTheArithmetic) {
   EXPECT_FALSE(extent_of([](Value H) { return minimum(program_id(2), H).to(i64); })); // H: any value
   EXPECT_FALSE(extent_of([](Value) { return (program_id(0) + 3).to(i64); }));         // past 2^31 - 1
   EXPECT_FALSE(extent_of([](Value) { return program_id(0).to(i64) * 2; }));           // past 2^31 - 1
+  // The minimum of two values >= 0 is at most either: an unbounded one (program_id(0) * 4 may pass 2^31) capped
+  // by a bounded one, as FA2's grouped causal order caps its head (kernels/attention/attention_mods.h).
+  EXPECT_EQ(extent_of([](Value) { return minimum(program_id(0) * 4, num_programs(1)).to(i64); }), 65535 + 1);
+  EXPECT_EQ(extent_of([](Value) { return minimum(program_id(1) * 4, program_id(2)).to(i64); }), 65534 + 1);
+  // Not where a side may be negative (min(-2^40, 5) = -2^40), nor where it is >= 0 only while H is.
+  EXPECT_FALSE(extent_of([](Value) { return minimum(program_id(0) * -4, num_programs(1)).to(i64); }));
+  EXPECT_FALSE(extent_of([](Value H) { return minimum(program_id(0) * H, num_programs(1)).to(i64); }));
 }
 
 // The one term of `x + coordinate * stride_b` (H is parameter 2), or nullopt with `why` when it is refused.
