@@ -13,7 +13,8 @@
 // TMA takes 32-bit signed coordinates, so every coordinate must be bounded: `magnitude_bound` proves a bound
 // from the program ids (CUDA's grid limits, which every launch checks), constants, and operations that do not
 // grow a magnitude (integer division and remainder, widening casts, min/max) or grow it by a known amount
-// (add, multiply); the min of two values >= 0 (nonneg_conditions, with no condition) is bounded by either. A coordinate it cannot bound keeps the loop on cp.async, with the reason.
+// (add, multiply); the min of two values >= 0 (nonneg_conditions, with no condition) is bounded by either.
+// A coordinate it cannot bound keeps the loop on cp.async, with the reason.
 //
 // A coordinate must also be >= 0: the hardware fills a negative one with zeros, where the pointer arithmetic
 // the kernel wrote (and cp.async) reads the memory before the base, which a pointer into the middle of a

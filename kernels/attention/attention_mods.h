@@ -261,12 +261,13 @@ Value query_tile_index(const AttentionTileParams& tp, const AttentionMods& mods)
 
 // A program's query tile and batch·head. On query_tile_grid's two-dimensional grid: query_tile_index and
 // program_id(1), except where later tiles do more work and the caller asks for groups of heads (`grouped_n_k`,
-// the key count of dense sequences): then the programs, in the order the hardware starts them (x fastest), take the heaviest tiles of a
-// group of heads first, all of the group's heads at one tile before the next lighter tile, the group's heads
-// as many as keep their K and V within 24 MiB (L2 holds them while the group runs). So the grid's last wave holds
-// the lightest tiles of the last group, not one head's heavy tiles started late: a longest-processing-time-first
-// order, as FlashAttention-3's scheduler takes it. (Head by head, the last heads' heavy tiles start when most of
-// the grid is done; on equal SMs that tail costs 3-15 % of a causal forward at the bench's shapes.)
+// the key count of dense sequences): then the programs, in the order the hardware starts them (x fastest),
+// take the heaviest tiles of a group of heads first, all of the group's heads at one tile before the next
+// lighter tile, the group's heads as many as keep their K and V within 24 MiB (L2 holds them while the group
+// runs). So the grid's last wave holds the lightest tiles of the last group, not one head's heavy tiles started
+// late: a longest-processing-time-first order, as FlashAttention-3's scheduler takes it. (Head by head, the
+// last heads' heavy tiles start when most of the grid is done: 3-15 % of a causal forward at the bench's shapes
+// in a model of equal SMs, +0.5-3.5 % measured on the H200 at two CTAs an SM, worklog §63.)
 // On its one-dimensional grid (persistent: PERSISTENT=1, which a persistent grid needs), program id p holds
 // tile p % tiles of batch·head p / tiles, tiles = cdiv(n_q, BLOCK_M): the programs that run at once share a
 // head's K and V in L2, and within a head the tiles come in query_tile_index's order.
