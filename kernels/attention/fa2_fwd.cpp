@@ -34,16 +34,16 @@ Kernel build_fa2_fwd_kernel(const Config& config, const AttentionMods& mods, boo
   AttentionArgs a = declare_attention_args(kb, tp.dtype, varlen);
   const VarlenArgs varlen_args = varlen ? declare_varlen_args(kb) : VarlenArgs{};
 
-  // Causal Q tiles lower down see more keys: launch them first, in groups of heads on dense sequences
-  // (query_tile_program), so that the grid's last wave holds the light tiles instead of leaving a few heavy ones
+  // Causal Q tiles lower down see more keys: launch them first (across a group of heads where below says,
+  // query_tile_program), so that the grid's last wave holds the light tiles instead of leaving a few heavy ones
   // to run alone. PERSISTENT=1 numbers the programs along x only, which a persistent grid needs (dense sequences
   // only: a packed batch's tiles per sequence vary).
   const bool persistent = config.get_or("PERSISTENT", 0) != 0;
   if (persistent && varlen)
     fail("fa2_fwd_varlen: PERSISTENT=1 is for dense sequences; packed ones (VARLEN=1) take PERSISTENT=0");
-  // Heads in groups only where two or more CTAs share an SM: measured +0.5-3.5 % there, -1-0 % with one CTA an
-  // SM (worklog §63), where the order's extra live registers also tip the 128 x 64 one-warpgroup tile into
-  // spilling at 255.
+  // Heads in groups only on dense sequences where two or more CTAs share an SM: measured +0.5-3.5 % there, -1-0 %
+  // with one CTA an SM (worklog §63), where the order's extra live registers also tip the 128 x 64
+  // one-warpgroup tile into spilling at 255.
   const bool group_heads = !varlen && config.get_or("MIN_BLOCKS_PER_SM", 1) >= 2;
   const QueryTileProgram program =
       query_tile_program(tp, mods, persistent, a.N_Q, group_heads ? std::optional<Value>(a.N_K) : std::nullopt);

@@ -23,6 +23,12 @@ std::map<std::string, int64_t> fa2_late(int64_t causal, int64_t head_dim = 128, 
           {"num_stages", 3},      {"num_warps", 8},     {"LAST_PRODUCT_LATE", 1}};
 }
 
+// FA2's forward with `overrides`, generated for sm_90a.
+GeneratedKernel fa2_sm90a(const std::map<std::string, int64_t>& overrides) {
+  const KernelDef& def = builtin_kernels().find("fa2_fwd");
+  return generate_cuda(def.build(def.with_overrides(def.default_config(), overrides)), Target::parse("sm_90a"));
+}
+
 size_t position(const Op& loop, const Op* op) {
   const auto& ops = loop.regions[0].ops;
   return static_cast<size_t>(std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o.get() == op; }) -
@@ -64,9 +70,7 @@ TEST(LateProducts, Fa2IssuesPVAfterTheNextQKtInBothKeyLoops) {
 // the previous iteration's P V, then a wait that leaves P V in flight, the softmax, the wait for P V with the
 // slot's release, the rescale, and P packed for the next iteration; after the loop, the last P V.
 TEST(LateProducts, PreviousPVIsIssuedAfterQKtAndWaitedForAfterTheSoftmax) {
-  const KernelDef& def = builtin_kernels().find("fa2_fwd");
-  const GeneratedKernel g =
-      generate_cuda(def.build(def.with_overrides(def.default_config(), fa2_late(0))), Target::parse("sm_90a"));
+  const GeneratedKernel g = fa2_sm90a(fa2_late(0));
   ASSERT_TRUE(g.why_not_late_product.empty()) << g.why_not_late_product;
   const std::string& s = g.source;
   const size_t open = s.find("is issued in the next iteration, after the product at");
@@ -101,8 +105,7 @@ TEST(LateProducts, PreviousPVIsIssuedAfterQKtAndWaitedForAfterTheSoftmax) {
 TEST(LateProducts, UnderPingPongBothProductsOfAnIterationShareOneTurn) {
   std::map<std::string, int64_t> o = fa2_late(0);
   o["PINGPONG"] = 1;
-  const KernelDef& def = builtin_kernels().find("fa2_fwd");
-  const GeneratedKernel g = generate_cuda(def.build(def.with_overrides(def.default_config(), o)), Target::parse("sm_90a"));
+  const GeneratedKernel g = fa2_sm90a(o);
   ASSERT_TRUE(g.why_not_late_product.empty()) << g.why_not_late_product;
   ASSERT_TRUE(g.why_not_pingpong.empty()) << g.why_not_pingpong;
   const std::string& s = g.source;

@@ -1,6 +1,7 @@
 // The order FA2's forward takes its query tiles in (query_tile_program, kernels/attention/attention_mods.h):
-// a bijection of the grid onto (tile, batch·head), and on dense causal sequences the heaviest tiles of a group
-// of heads first, all the group's heads at one tile before the next lighter one.
+// a bijection of the grid onto (tile, batch·head), and, where the caller asks for groups of heads (fa2_fwd: dense
+// causal sequences, two or more CTAs an SM), the heaviest tiles of a group first, all the group's heads at one
+// tile before the next lighter one.
 #include "dsl/dsl.h"
 #include "dsl/interpreter.h"
 #include "kernels/attention/attention_mods.h"
@@ -21,7 +22,7 @@ struct Taken {
 
 // Program (x, y) writes the tile and head it takes at its start order, y · tiles + x.
 std::vector<Taken> order_taken(CausalMode causal, int64_t tiles, int64_t heads, int64_t n_k, int64_t head_dim,
-                               bool dense = true) {
+                               bool grouped = true) {
   AttentionTileParams tp;
   tp.block_m = 64;
   tp.block_n = 64;
@@ -32,7 +33,7 @@ std::vector<Taken> order_taken(CausalMode causal, int64_t tiles, int64_t heads, 
   Value tile_out = kb.arg_ptr("tile", i32), head_out = kb.arg_ptr("head", i32);
   Value n_q = kb.arg("N_Q", i32), n_k_arg = kb.arg("N_K", i32);
   const QueryTileProgram p =
-      query_tile_program(tp, AttentionMods{}, false, n_q, dense ? std::optional<Value>(n_k_arg) : std::nullopt);
+      query_tile_program(tp, AttentionMods{}, false, n_q, grouped ? std::optional<Value>(n_k_arg) : std::nullopt);
   Value at = program_id(1) * num_programs(0) + program_id(0);
   store(tile_out + at, p.start_m);
   store(head_out + at, p.off_hz);
@@ -97,8 +98,8 @@ TEST(AttentionTileOrder, NotCausalOrPackedKeepsTheGridsOrder) {
     EXPECT_EQ(order[i].tile, static_cast<int64_t>(i) % tiles);
     EXPECT_EQ(order[i].head, static_cast<int64_t>(i) / tiles);
   }
-  // Causal over packed sequences (no dense key count): head by head, the last tile first.
-  order = order_taken(CausalMode::BottomRight, tiles, heads, 40000, 64, /*dense=*/false);
+  // Causal without groups (packed sequences, or one CTA an SM): head by head, the last tile first.
+  order = order_taken(CausalMode::BottomRight, tiles, heads, 40000, 64, /*grouped=*/false);
   for (size_t i = 0; i < order.size(); ++i) {
     EXPECT_EQ(order[i].tile, tiles - 1 - static_cast<int64_t>(i) % tiles);
     EXPECT_EQ(order[i].head, static_cast<int64_t>(i) / tiles);

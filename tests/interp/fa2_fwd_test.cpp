@@ -84,20 +84,26 @@ TEST(Fa2Kernel, GridIsQTilesByBatchHeads) {
   EXPECT_EQ(g, (Grid{3, 15, 1})); // cdiv(300, 128) = 3
 }
 
-// PERSISTENT=1 numbers the programs along x alone (query_tile_program: tile p % tiles of batch·head p / tiles, the
-// causal tiles heaviest first within each head), which is what a persistent grid walks. The interpreter runs that
-// grid as the launch gives it: the same results, over several batches and heads, GQA, both causal alignments
-// and bshd.
-TEST(Fa2Kernel, PersistentNumberingMatchesTheReference) {
+// The masking-strategy cases (several batches and heads, GQA, both causal alignments, bshd) with `param` set,
+// which changes only which program takes which query tile: the same results as the reference.
+void check_numbering_cases(const char* param, int64_t value) {
   std::vector<AttentionCase> cases = masking_strategy_cases();
   cases.push_back(make_case(70, 90, 32, 1, DType::f16, 4, 2, /*bshd=*/true));
   for (AttentionCase c : cases) {
     c.problem.B = 3;
     Config config = default_fa2_config(c.problem);
-    config.set("BLOCK_M", 32).set("BLOCK_N", 16).set("PERSISTENT", 1);
+    config.set("BLOCK_M", 32).set("BLOCK_N", 16).set(param, value);
     SCOPED_TRACE(attention_case_name(c));
     check_attention_case(c, run_fa2_interpreted, config);
   }
+}
+
+// PERSISTENT=1 numbers the programs along x alone (query_tile_program: tile p % tiles of batch·head p / tiles, the
+// causal tiles heaviest first within each head), which is what a persistent grid walks. The interpreter runs that
+// grid as the launch gives it: the same results, over several batches and heads, GQA, both causal alignments
+// and bshd.
+TEST(Fa2Kernel, PersistentNumberingMatchesTheReference) {
+  check_numbering_cases("PERSISTENT", 1);
   AttentionProblem p;
   p.B = 3;
   p.H = 5;
@@ -108,6 +114,10 @@ TEST(Fa2Kernel, PersistentNumberingMatchesTheReference) {
   c.set("PERSISTENT", 1);
   EXPECT_EQ(fa2_fwd_def().grid(c, attention_size_args(p)), (Grid{45, 1, 1})); // 3 query tiles x 15 heads
 }
+
+// With two CTAs an SM (MIN_BLOCKS_PER_SM=2) the causal forward takes its tiles heaviest first across the heads of
+// a group (query_tile_program; these short sequences make one group of every batch·head): the same results.
+TEST(Fa2Kernel, HeadGroupsOrderMatchesTheReference) { check_numbering_cases("MIN_BLOCKS_PER_SM", 2); }
 
 TEST(Fa2Kernel, ConfigThatDisagreesWithTheProblemIsAnError) {
   AttentionProblem p;
