@@ -3,6 +3,7 @@
 #include "codegen/wgmma.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace kiln {
 
@@ -80,10 +81,18 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
     s += fmt::format("//   no ping-pong (PINGPONG=1): {}\n", plan.pingpong.why_not);
   if (!plan.ahead.why_not.empty())
     s += fmt::format("//   no product ahead (PRODUCT_AHEAD=1): {}\n", plan.ahead.why_not);
+  auto places = [](const std::vector<const Op*>& ops) {
+    std::vector<std::string> at;
+    for (const Op* op : ops)
+      at.push_back(op->loc.str());
+    return fmt::format("{}", fmt::join(at, ", "));
+  };
   for (const auto& [loop, late] : plan.late.loops)
-    s += fmt::format("//   loop at {}: the product at {} is issued in the next iteration, after the product at {}, "
+    s += fmt::format("//   loop at {}: the product{} at {} {} issued in the next iteration, after the product{} at {}, "
                      "and waited for before the op at {} (its slot held until then)\n",
-                     loop->loc.str(), late.last->loc.str(), late.first->loc.str(), late.first_reader->loc.str());
+                     loop->loc.str(), late.last.size() > 1 ? "s" : "", places(late.last),
+                     late.last.size() > 1 ? "are" : "is", late.first.size() > 1 ? "s" : "", places(late.first),
+                     late.first_reader->loc.str());
   if (!plan.late.why_not.empty())
     s += fmt::format("//   no late product (LAST_PRODUCT_LATE=1): {}\n", plan.late.why_not);
   if (plan.persistent.on)

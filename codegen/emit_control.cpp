@@ -147,14 +147,14 @@ void Emitter::emit_for(const Op& op) {
     for (const auto& inner : body.ops) {
       if (inner->kind == OpKind::Yield)
         continue;
-      if (late && inner.get() == late->late->last) {
-        keep_late_product(*late);
+      if (late && std::find(late->late->last.begin(), late->late->last.end(), inner.get()) != late->late->last.end()) {
+        keep_late_product(*late, *inner);
         continue;
       }
       if (late && inner.get() == late->late->first_reader)
         emit_late_product_wait(*late);
       emit_op(*inner);
-      if (late && inner.get() == late->late->first)
+      if (late && inner.get() == late->late->first.back())
         emit_late_product_after_first(*late);
       if (!issued && inner.get() == pit->second.front() && !specialized) {
         issued = true;

@@ -1,93 +1,115 @@
-// Emitter: a loop's last product issued after the next iteration's first (LateProducts in codegen/lowering_plan.h).
+// Emitter: a loop's last products issued after the next iteration's first (LateProducts in
+// codegen/lowering_plan.h).
 //
-// Before the loop: the words that keep the last product's A from one iteration to the next. In iteration j: the
-// first product is issued and not waited for; then, from the second iteration on, iteration j - 1's last product
-// (its A from the words, its B from slot j - 1, accumulating into the carried registers); then the first product
-// is waited for alone (`wgmma_wait<1>`), and the ops up to the first read of the carried value run while the
-// last product is on the tensor cores. Before that read, the last product is waited for and slot j - 1 goes back
-// to the producer. Where the last product stood, its A is packed into the words and its accumulator copied into
-// the carried registers. After the loop, the last iteration's product is issued, waited for, and its slot
-// released.
+// Before the loop: the words that keep the last products' A from one iteration to the next (one array for each
+// distinct A). In iteration j: the first products are issued and not waited for; then, from the second iteration
+// on, iteration j - 1's last products (their A from the words, their B from slot j - 1, accumulating into the
+// carried registers); then the first products are waited for alone (`wgmma_wait<n>`, n the last products), and
+// the ops up to the first read of a carried value run while the last products are on the tensor cores. Before
+// that read, they are waited for and slot j - 1 goes back to the producer. Where each last product stood, its A is
+// packed into the words and its accumulator copied into the carried registers. After the loop, the last
+// iteration's products are issued, waited for, and their slot released.
 #include "codegen/emitter.h"
+
+#include <algorithm>
+#include <map>
 
 namespace kiln::emit_detail {
 
 Emitter::LateLoop Emitter::open_late_product(const Op& loop, const LateProduct& late,
                                              const std::vector<std::string>& vars, const std::string& iv,
                                              const std::string& lo, const std::string& stage, int stages) {
-  LateLoop l{&loop, &late, fresh("late_a"), vars.at(late.carried), iv, lo, stage, stages};
-  line("// the product at {} is issued in the next iteration, after the product at {}: its A waits in {}",
-       late.last->loc.str(), late.first->loc.str(), l.a_words);
-  // One word per two elements of A, as wgmma_register_a_words counts them.
-  const Layout& A = dot_a_layout(k_, plan_, *late.last);
-  line("kiln::u32 {}[{}];", l.a_words, A.num_regs() / 2);
+  LateLoop l{&loop, &late, {}, {}, iv, lo, stage, stages};
+  std::map<ValueId, std::string> words_of; // one array of words for each distinct A
+  for (size_t i = 0; i < late.last.size(); ++i) {
+    const Op& last = *late.last[i];
+    auto [it, fresh_a] = words_of.try_emplace(last.operands[0], "");
+    if (fresh_a) {
+      it->second = fresh("late_a");
+      // One word per two elements of A, as wgmma_register_a_words counts them.
+      line("kiln::u32 {}[{}];", it->second, dot_a_layout(k_, plan_, last).num_regs() / 2);
+    }
+    line("// the product at {} is issued in the next iteration, after the product at {}: its A waits in {}",
+         last.loc.str(), late.first.back()->loc.str(), it->second);
+    l.a_words.push_back(it->second);
+    l.acc.push_back(vars.at(late.carried[i]));
+  }
   return l;
 }
 
 void Emitter::issue_late_product(const LateLoop& l, const std::string& slot, bool turn_held) {
-  at_ring_slot(*l.loop, slot, [&] { emit_dot_wgmma(*l.late->last, l.acc, /*wait=*/false, l.a_words, turn_held); });
+  for (size_t i = 0; i < l.late->last.size(); ++i)
+    at_ring_slot(*l.loop, slot,
+                 [&] { emit_dot_wgmma(*l.late->last[i], l.acc[i], /*wait=*/false, l.a_words[i], turn_held); });
 }
 
 void Emitter::emit_late_product_after_first(const LateLoop& l) {
-  line("if ({} != {}) {{ // the previous iteration's product at {}, behind this one's", l.iv, l.lo,
-       l.late->last->loc.str());
+  const size_t n_last = l.late->last.size();
+  line("if ({} != {}) {{ // the previous iteration's product{} at {}, behind this one's", l.iv, l.lo,
+       n_last > 1 ? "s" : "", l.late->last.front()->loc.str());
   open();
   issue_late_product(l, l.previous_slot(), /*turn_held=*/true);
-  line("kiln::wgmma_wait<1>(); // this iteration's first product is done; the previous one's last stays in flight");
+  line("kiln::wgmma_wait<{}>(); // this iteration's first product{} done; the previous one's last stay{} in flight",
+       n_last, l.late->first.size() > 1 ? "s are" : " is", n_last > 1 ? "" : "s");
   close();
   line("}} else {{");
   open();
-  if (plan_.pingpong.dots.count(l.late->first))
+  if (plan_.pingpong.dots.count(l.late->first.front()))
     pass_turn();
   line("kiln::wgmma_wait<0>();");
   close();
   line("}}");
-  read_after_wait(name_.at(l.late->first->result()), layout_of(l.late->first->result()).num_regs());
+  const Op& first = *l.late->first.back();
+  read_after_wait(name_.at(first.result()), layout_of(first.result()).num_regs());
 }
 
 void Emitter::emit_late_product_wait(const LateLoop& l) {
   // Unconditional: ptxas cannot tell that this branch and the one that issued the product agree, and serialises
   // every wgmma of the kernel if a path reads the accumulator with a product possibly in flight (C7514).
   line("kiln::wgmma_wait<0>(); // the previous iteration's product at {} is done (in the first, none is in flight)",
-       l.late->last->loc.str());
+       l.late->last.front()->loc.str());
   line("if ({} != {}) {{ // its slot goes back", l.iv, l.lo);
   open();
   emit_slot_release(*l.loop, l.previous_slot());
   close();
   line("}}");
-  read_after_wait(l.acc, layout_of(l.late->last->result()).num_regs());
+  for (size_t i = 0; i < l.late->last.size(); ++i)
+    read_after_wait(l.acc[i], layout_of(l.late->last[i]->result()).num_regs());
 }
 
-void Emitter::keep_late_product(const LateLoop& l) {
-  const Op& last = *l.late->last;
+void Emitter::keep_late_product(const LateLoop& l, const Op& last) {
+  const size_t i = static_cast<size_t>(std::find(l.late->last.begin(), l.late->last.end(), &last) - l.late->last.begin());
   line("// {}: issued in the next iteration (or after the loop); its A packed, its accumulator in {}",
-       last.loc.str(), l.acc);
-  const std::vector<std::string> words = wgmma_register_a_words(last);
-  KILN_INTERNAL_CHECK(2 * static_cast<int>(words.size()) == dot_a_layout(k_, plan_, last).num_regs(),
-                      "the product at {}: {} words of A for {} registers", last.loc.str(), words.size(),
-                      dot_a_layout(k_, plan_, last).num_regs());
-  for (size_t w = 0; w < words.size(); ++w)
-    line("{}[{}] = {};", l.a_words, w, words[w]);
+       last.loc.str(), l.acc[i]);
+  if (i == 0 || l.a_words[i] != l.a_words[i - 1]) { // products with the same A share its words
+    const std::vector<std::string> words = wgmma_register_a_words(last);
+    KILN_INTERNAL_CHECK(2 * static_cast<int>(words.size()) == dot_a_layout(k_, plan_, last).num_regs(),
+                        "the product at {}: {} words of A for {} registers", last.loc.str(), words.size(),
+                        dot_a_layout(k_, plan_, last).num_regs());
+    for (size_t w = 0; w < words.size(); ++w)
+      line("{}[{}] = {};", l.a_words[i], w, words[w]);
+  }
   const Layout& L = layout_of(last.result());
   const std::string c = regs(last.operands[2], L);
-  if (c != l.acc) {
+  if (c != l.acc[i]) {
     for_regs(L.num_regs());
-    line("  {}[r] = {}[r];", l.acc, c);
+    line("  {}[r] = {}[r];", l.acc[i], c);
     line("}}");
   }
-  name_[last.result()] = l.acc;
+  name_[last.result()] = l.acc[i];
 }
 
 void Emitter::close_late_product(const LateLoop& l) {
   line("if ({} < {}) {{ // the last iteration's product at {}", l.lo, scalar(l.loop->operands[1]),
-       l.late->last->loc.str());
+       l.late->last.front()->loc.str());
   open();
   issue_late_product(l, l.previous_slot(), /*turn_held=*/false);
   line("kiln::wgmma_wait<0>();");
   emit_slot_release(*l.loop, l.previous_slot());
   close();
   line("}}");
-  read_after_wait(l.acc, layout_of(l.late->last->result()).num_regs());
+  for (size_t i = 0; i < l.late->last.size(); ++i)
+    read_after_wait(l.acc[i], layout_of(l.late->last[i]->result()).num_regs());
 }
 
 } // namespace kiln::emit_detail

@@ -313,12 +313,15 @@ private:
   void pass_turn();
   std::vector<std::string> wgmma_register_a_words(const Op& op);
   // A loop's last product issued after the next iteration's first (emit_late_product.cpp, LateProducts in
-  // lowering_plan.h). `LateLoop` is what the loop's emission knows: its products, the words its last product's A
-  // is kept in, the carried value's registers, its induction variable, lower bound and ring counter.
+  // lowering_plan.h). `LateLoop` is what the loop's emission knows: its products, the words its last products' A
+  // is kept in, the carried values' registers, its induction variable, lower bound and ring counter.
   struct LateLoop {
     const Op* loop = nullptr;
     const LateProduct* late = nullptr;
-    std::string a_words, acc, iv, lo, stage;
+    // For each last product: the words its A is kept in (shared by products with the same A) and its carried
+    // value's registers.
+    std::vector<std::string> a_words, acc;
+    std::string iv, lo, stage;
     int stages = 0;
     std::string previous_slot() const { return fmt::format("(({} + {}) % {})", stage, stages - 1, stages); }
   };
@@ -327,7 +330,7 @@ private:
   void issue_late_product(const LateLoop& l, const std::string& slot, bool turn_held);
   void emit_late_product_after_first(const LateLoop& l);
   void emit_late_product_wait(const LateLoop& l);
-  void keep_late_product(const LateLoop& l);
+  void keep_late_product(const LateLoop& l, const Op& last);
   void close_late_product(const LateLoop& l);
   // A product issued one iteration ahead (emit_product_ahead.cpp): before its loop, the first iteration's; in the
   // loop, this iteration's taken and the next one's issued.

@@ -193,10 +193,14 @@ struct PipelinedStep {
 // and only then hands slot j back to the producer. The loop's last iteration's product is issued after the loop.
 // Results are the same bits: each product is the same instructions on the same operands, issued later.
 struct LateProduct {
-  const Op* first = nullptr;        // the loop's first product (issued, then the previous iteration's last)
-  const Op* last = nullptr;         // the loop's last product, issued in the next iteration (or after the loop)
-  const Op* first_reader = nullptr; // the first op after `first` that reads the carried value: waits before it
-  size_t carried = 0;               // which of the loop's carried values `last` yields
+  // The loop's first products (issued, then the previous iteration's last ones): one, or a chain in which each
+  // accumulates onto the one before (Q Kᵀ over two head-dim tiles).
+  std::vector<const Op*> first;
+  // The loop's last products, each issued in the next iteration (or after the loop): one, or one per
+  // accumulator (P V into two head-dim tiles).
+  std::vector<const Op*> last;
+  const Op* first_reader = nullptr; // the first op after `first` that reads a carried value: waits before it
+  std::vector<size_t> carried;      // which of the loop's carried values each of `last` yields
 };
 struct LateProducts {
   std::map<const Op*, LateProduct> loops; // specialised loop -> its products; empty: none
@@ -205,7 +209,7 @@ struct LateProducts {
   bool on() const { return !loops.empty(); }
   const LateProduct* of_first(const Op& dot) const {
     for (const auto& [loop, p] : loops)
-      if (p.first == &dot)
+      if (std::find(p.first.begin(), p.first.end(), &dot) != p.first.end())
         return &p;
     return nullptr;
   }

@@ -23,22 +23,14 @@ bool reads(const Op& op, ValueId v) {
   return found;
 }
 
-// Fills `late` with the products of `loop` issued late and returns "", or returns why they cannot be.
-std::string plan_loop(const Kernel& k, const LoweringPlan& plan, const Op& loop, LateProduct& late) {
+// Why `dot` cannot be one of `loop`'s last products ("" when it can): on wgmma with A in registers and B one of the
+// loop's ring tiles, accumulating in f32 in the layout of the carried value it is yielded as (exactly one), which
+// nothing after it in the body but the yield reads. `carried` is set to that value's index.
+std::string why_not_last(const Kernel& k, const LoweringPlan& plan, const Op& loop, size_t pos, size_t& carried) {
   const auto& ops = loop.regions[0].ops;
-  std::vector<size_t> dots; // positions of the top-level products in the body
-  for (size_t i = 0; i < ops.size(); ++i)
-    if (ops[i]->kind == OpKind::Dot)
-      dots.push_back(i);
-  const std::string at = fmt::format("the loop at {}", loop.loc.str());
-  if (dots.size() < 2)
-    return at + " has fewer than two products at the top level of its body";
-  const size_t first_pos = dots.front(), last_pos = dots.back();
-  const Op& first = *ops[first_pos];
-  const Op& last = *ops[last_pos];
-  if (std::string why = why_product_needs_the_iteration(k, plan, loop, first); !why.empty())
-    return why;
-  const std::string last_at = fmt::format("the last product of {} (dot at {})", at, last.loc.str());
+  const Op& last = *ops[pos];
+  const std::string last_at =
+      fmt::format("the last product of the loop at {} (dot at {})", loop.loc.str(), last.loc.str());
   if (plan.dots.at(&last).instruction != DotInstruction::Wgmma)
     return last_at + " is not on wgmma";
   if (plan.is_deferred_dot(last))
@@ -53,38 +45,81 @@ std::string plan_loop(const Kernel& k, const LoweringPlan& plan, const Op& loop,
   if (plan.where(b) != Placement::Shared || tile == plan.tile_of.end() ||
       std::find(ring.begin(), ring.end(), plan.tiles[tile->second].load) == ring.end())
     return last_at + fmt::format(": B (%{}) is not one of the loop's ring tiles", b);
-  // The carried value it yields.
   const Op& yield = *ops.back();
   const auto y = std::find(yield.operands.begin(), yield.operands.end(), last.result());
   if (y == yield.operands.end() || std::count(yield.operands.begin(), yield.operands.end(), last.result()) != 1)
     return last_at + " is not yielded as exactly one carried value";
-  const size_t carried = static_cast<size_t>(y - yield.operands.begin());
+  carried = static_cast<size_t>(y - yield.operands.begin());
   const ValueId arg = loop.regions[0].args[carried + 1];
   if (plan.where(arg) != Placement::Registers || plan.where(c) != Placement::Registers ||
       !plan.layout.at(arg).same_bases(plan.layout.at(last.result())) ||
       !plan.layout.at(c).same_bases(plan.layout.at(last.result())))
     return last_at + ": its accumulator, its result and the carried value are not in one register layout";
-  // Positions: first < first_reader < last; nothing after last (but the yield) reads the carried value or the
-  // product, and no product sits between the first one and the wait.
-  for (size_t i = last_pos + 1; i + 1 < ops.size(); ++i)
+  for (size_t i = pos + 1; i + 1 < ops.size(); ++i)
     if (reads(*ops[i], arg) || reads(*ops[i], last.result()))
       return fmt::format("{}: the op at {} after it reads the carried value", last_at, ops[i]->loc.str());
+  return "";
+}
+
+// Fills `late` with the products of `loop` issued late and returns "", or returns why they cannot be.
+std::string plan_loop(const Kernel& k, const LoweringPlan& plan, const Op& loop, LateProduct& late) {
+  const auto& ops = loop.regions[0].ops;
+  std::vector<size_t> dots; // positions of the top-level products in the body
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i]->kind == OpKind::Dot)
+      dots.push_back(i);
+  const std::string at = fmt::format("the loop at {}", loop.loc.str());
+  if (dots.size() < 2)
+    return at + " has fewer than two products at the top level of its body";
+  // The first products: the first, then each next product that accumulates onto the one before.
+  size_t n_first = 1;
+  while (n_first < dots.size() && ops[dots[n_first]]->operands[2] == ops[dots[n_first - 1]]->result())
+    ++n_first;
+  if (std::string why = why_product_needs_the_iteration(k, plan, loop, *ops[dots.front()]); !why.empty())
+    return why;
+  // The last products: the longest run of products at the end of the body that can all be issued late.
+  size_t first_last = dots.size();
+  std::vector<size_t> carried;
+  std::string why_not;
+  while (first_last > n_first) {
+    size_t c = 0;
+    why_not = why_not_last(k, plan, loop, dots[first_last - 1], c);
+    if (!why_not.empty())
+      break;
+    carried.insert(carried.begin(), c);
+    --first_last;
+  }
+  if (carried.empty())
+    return n_first == dots.size() ? at + ": its products are one chain, with no last product to issue late" : why_not;
+  const size_t first_end = dots[n_first - 1], last_begin = dots[first_last];
+  std::vector<ValueId> args;
+  for (size_t c : carried)
+    args.push_back(loop.regions[0].args[c + 1]);
+  auto reads_carried = [&](const Op& op) {
+    return std::any_of(args.begin(), args.end(), [&](ValueId arg) { return reads(op, arg); });
+  };
+  // Positions: the first products < first_reader < the last ones; no product sits between the first products and
+  // the wait, and nothing before the first product reads a carried value.
   const Op* first_reader = nullptr;
-  for (size_t i = first_pos + 1; i < last_pos && !first_reader; ++i) {
-    if (reads(*ops[i], arg))
+  for (size_t i = first_end + 1; i < last_begin && !first_reader; ++i) {
+    if (reads_carried(*ops[i]))
       first_reader = ops[i].get();
     else if (ops[i]->kind == OpKind::Dot)
-      return fmt::format("{}: the product at {} comes between its first product and the first read of the carried "
-                         "value",
+      return fmt::format("{}: the product at {} comes between its first products and the first read of the carried "
+                         "values",
                          at, ops[i]->loc.str());
   }
-  for (size_t i = 0; i < first_pos; ++i)
-    if (reads(*ops[i], arg))
-      return fmt::format("{}: the op at {} reads the carried value before the first product", at,
-                         ops[i]->loc.str());
+  for (size_t i = 0; i < dots.front(); ++i)
+    if (reads_carried(*ops[i]))
+      return fmt::format("{}: the op at {} reads a carried value before the first product", at, ops[i]->loc.str());
   if (!first_reader)
-    return fmt::format("{}: nothing between its first and last products reads the carried value %{}", at, arg);
-  late = LateProduct{&first, &last, first_reader, carried};
+    return fmt::format("{}: nothing between its first and last products reads the carried values", at);
+  for (size_t i = 0; i < n_first; ++i)
+    late.first.push_back(ops[dots[i]].get());
+  for (size_t i = first_last; i < dots.size(); ++i)
+    late.last.push_back(ops[dots[i]].get());
+  late.first_reader = first_reader;
+  late.carried = std::move(carried);
   return "";
 }
 
@@ -115,6 +150,12 @@ void plan_late_products(const Kernel& k, const CodegenOptions& options, Lowering
     LateProduct p;
     if (std::string why = plan_loop(k, plan, *loop, p); !why.empty()) {
       late.why_not = why;
+      return;
+    }
+    if (plan.pingpong.on() && (p.first.size() > 1 || p.last.size() > 1)) {
+      late.why_not = fmt::format("the loop at {} has {} first and {} last products: ping-pong turns are built for "
+                                 "one of each",
+                                 loop->loc.str(), p.first.size(), p.last.size());
       return;
     }
     loops[loop] = p;

@@ -45,8 +45,17 @@ void apply_attention_defaults(KernelProblem& p, const std::map<std::string, int6
   check_attention_problem(a); // H_KV dividing H, D from 1 to 256, sizes the kernels index, B * H in the grid
   if (!given.count("HEAD_DIM") && p.config.params.count("HEAD_DIM"))
     p.config.set("HEAD_DIM", a.head_dim_tile());
+  // The forward covers D = 96 or 192 with two tiles (SPLIT_D) where its own HEAD_DIM is the one it runs with.
+  if (!given.count("SPLIT_D") && p.config.params.count("SPLIT_D"))
+    p.config.set("SPLIT_D", !given.count("HEAD_DIM") && a.split_head_dim() ? 1 : 0);
+  const bool split = p.config.get_or("SPLIT_D", 0) != 0;
+  const int64_t hd = p.config.get_or("HEAD_DIM", 0), covered = split ? hd / 4 * 3 : hd;
+  if (split && a.D > covered)
+    fail("{}: SPLIT_D=1 covers {} columns of the head dim (HEAD_DIM={}: tiles of {} and {}), fewer than D={}; "
+         "give SPLIT_D=0 or a wider HEAD_DIM",
+         p.def->name, covered, hd, hd / 2, hd / 4, a.D);
   if (!given.count("EVEN_D") && p.config.params.count("EVEN_D"))
-    p.config.set("EVEN_D", a.D == p.config.get("HEAD_DIM") ? 1 : 0);
+    p.config.set("EVEN_D", a.D == covered ? 1 : 0);
   const AttentionStrides s = attention_strides(a);
   for (auto [t, name] : {std::pair{&s.q, 'q'}, {&s.k, 'k'}, {&s.v, 'v'}, {&s.o, 'o'}})
     for (auto [stride, dim] : {std::pair{t->b, 'b'}, {t->h, 'h'}, {t->n, 'n'}}) {

@@ -273,16 +273,12 @@ void walk_block_mask_lists(const BlockMaskArgs& bm, const Value& row, const Valu
   walk(bm.partial_count, bm.partial_index, true);
 }
 
-void for_each_block_mask_tile(const BlockMaskArgs& bm, const AttentionArgs& a,
-                              const AttentionHeadBases& bases, const AttentionTileParams& tp,
-                              const Value& off_hz, const Value& start_m, bool runs_only, Value& k_ptr,
-                              Value& v_ptr, const std::function<void(Value, bool)>& tile) {
+void for_each_block_mask_tile(const BlockMaskArgs& bm, const AttentionArgs& a, const AttentionTileParams& tp,
+                              const Value& off_hz, const Value& start_m, bool runs_only,
+                              const std::function<void(const Value&)>& seek,
+                              const std::function<void(Value, bool)>& tile) {
   Value row = block_mask_row(off_hz, cdiv(a.N_Q, tp.block_m), start_m);
   Value list = block_mask_list(row, cdiv(a.N_K, tp.block_n));
-  auto seek = [&](const Value& start_n) {
-    k_ptr = k_block_ptr(a, bases, tp, start_n);
-    v_ptr = v_block_ptr(a, bases, tp, start_n);
-  };
   walk_block_mask_lists(bm, row, list, tp.block_n, "n", runs_only, seek, tile);
 }
 

@@ -82,13 +82,13 @@ void walk_block_mask_lists(const BlockMaskArgs& bm, const Value& row, const Valu
                            const std::function<void(Value, bool)>& tile);
 
 // The forward's loops over the block mask's lists for the query tile start_m of batch·head off_hz: the full
-// tiles, tile(start_n, false), then the partial ones, tile(start_n, true); k_ptr and v_ptr point at each
-// tile's keys when tile() is called (tile() may advance them by one tile). A list that is one run of
+// tiles, tile(start_n, false), then the partial ones, tile(start_n, true); seek(start_n) points the caller's K
+// and V block pointers at each tile's keys before tile() is called (tile() may advance them by one tile). A list that is one run of
 // consecutive tiles is walked as a key range (a loop the code generator pipelines), any other tile by tile;
 // with `runs_only` (every list is a run) the tile-by-tile loops are left out.
-void for_each_block_mask_tile(const BlockMaskArgs& bm, const AttentionArgs& a,
-                              const AttentionHeadBases& bases, const AttentionTileParams& tp,
-                              const Value& off_hz, const Value& start_m, bool runs_only, Value& k_ptr,
-                              Value& v_ptr, const std::function<void(Value, bool)>& tile);
+void for_each_block_mask_tile(const BlockMaskArgs& bm, const AttentionArgs& a, const AttentionTileParams& tp,
+                              const Value& off_hz, const Value& start_m, bool runs_only,
+                              const std::function<void(const Value&)>& seek,
+                              const std::function<void(Value, bool)>& tile);
 
 } // namespace kiln

@@ -421,11 +421,10 @@ ModKeyTiles mod_key_tiles(const ModKernelEnv& env, const AttentionArgs& a, const
 }
 
 void for_each_mod_key_tile(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
-                           const Value& m0, Value& k_ptr, Value& v_ptr,
+                           const Value& m0, const std::function<void(const Value& start)>& skip,
                            const std::function<void(Value, bool masked)>& tile) {
   ModKeyTiles keys = mod_key_tiles(env, a, tp, m0);
-  k_ptr = tp.k_transposed ? advance(k_ptr, {0, keys.start}) : advance(k_ptr, {keys.start, 0});
-  v_ptr = advance(v_ptr, {keys.start, 0});
+  skip(keys.start);
   auto masked = [&](Value start_n) { tile(start_n, true); };
   if (!keys.full_start.valid()) {
     for_range(keys.start, keys.end, tp.block_n, masked);

@@ -303,12 +303,12 @@ struct ModKeyTiles {
 };
 ModKeyTiles mod_key_tiles(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
                           const Value& m0);
-// The loop over those tiles (the forward's and dQ's): k_ptr and v_ptr moved to the first, then
-// tile(start_n, masked) for each, which advances them: masked before full_start, unmasked up to full_end,
-// masked after it (three loops, each pipelined as the built-in kernel's two are); one masked loop when the
-// mods give no full bounds.
+// The loop over those tiles (the forward's and dQ's): skip(start) moves the caller's K and V block pointers on
+// by `start` keys, to the first tile, then tile(start_n, masked) for each, which advances them: masked before
+// full_start, unmasked up to full_end, masked after it (three loops, each pipelined as the built-in kernel's
+// two are); one masked loop when the mods give no full bounds.
 void for_each_mod_key_tile(const ModKernelEnv& env, const AttentionArgs& a, const AttentionTileParams& tp,
-                           const Value& m0, Value& k_ptr, Value& v_ptr,
+                           const Value& m0, const std::function<void(const Value& start)>& skip,
                            const std::function<void(Value, bool masked)>& tile);
 
 } // namespace kiln

@@ -4,13 +4,19 @@
 
 #include "dsl/builder.h"
 
+#include <span>
+
 namespace kiln {
 
 // For scores qk (BM, BN) f32 (−inf where a key is hidden) times qk_scale (to the log2 domain): the new
 // running max m_ij = max(m_i, rowmax(qk) · qk_scale), the row sum l_i and the accumulator acc (BM, HD)
-// rescaled by exp2(m_i − m_ij), and m_i set to m_ij. Returns P = exp2(qk · qk_scale − m_ij) (BM, BN) f32,
+// rescaled by exp2(m_i − m_ij), and m_i set to m_ij. With one accumulator tile per head-dim piece (SPLIT_D),
+// each is rescaled. Returns P = exp2(qk · qk_scale − m_ij) (BM, BN) f32,
 // which the caller multiplies by V into acc. A row that has seen no key yet (m_ij = −inf) subtracts 0
 // instead, since exp2(−inf − −inf) would be NaN (docs/guarantees.md: scores of −inf count as masked keys).
-Value online_softmax_step(const Value& qk, const Value& qk_scale, Value& m_i, Value& l_i, Value& acc);
+Value online_softmax_step(const Value& qk, const Value& qk_scale, Value& m_i, Value& l_i, std::span<Value> acc);
+inline Value online_softmax_step(const Value& qk, const Value& qk_scale, Value& m_i, Value& l_i, Value& acc) {
+  return online_softmax_step(qk, qk_scale, m_i, l_i, std::span<Value>(&acc, 1));
+}
 
 } // namespace kiln

@@ -45,6 +45,12 @@ bool visible(const AttentionProblem& p, int64_t i, int64_t j) {
 Config with_attention_problem(Config c, const AttentionProblem& p) {
   c.set("HEAD_DIM", p.head_dim_tile());
   c.set("EVEN_D", p.D == p.head_dim_tile() ? 1 : 0);
+  if (c.params.contains("SPLIT_D")) {
+    const bool split = p.split_head_dim();
+    c.set("SPLIT_D", split ? 1 : 0);
+    if (split)
+      c.set("EVEN_D", p.D == p.head_dim_tile() / 4 * 3 ? 1 : 0);
+  }
   c.set("CAUSAL", p.causal);
   c.set("K_TRANSPOSED", p.k_transposed ? 1 : 0);
   c.set("DTYPE", dtype_param(p.dtype, "attention"));
@@ -60,6 +66,11 @@ int64_t AttentionProblem::head_dim_tile() const {
   while (t < D)
     t *= 2;
   return t;
+}
+
+bool AttentionProblem::split_head_dim() const {
+  const int64_t hd = head_dim_tile();
+  return hd >= 64 && D > hd / 2 && D <= hd / 4 * 3 && !exact_masked_v;
 }
 
 std::string AttentionProblem::str() const {
@@ -247,8 +258,8 @@ std::vector<Config> fa2_config_space(const AttentionProblem& p) {
 void check_attention_config(const AttentionProblem& p, const Config& config) {
   check_param_values("attention", attention_param_defs(), config);
   Config want = with_problem(config, p);
-  for (const char* name : {"HEAD_DIM", "EVEN_D", "CAUSAL", "K_TRANSPOSED", "DTYPE", "TF32", "EXACT_MASKED_V"})
-    if (config.get(name) != want.get(name))
+  for (const char* name : {"HEAD_DIM", "EVEN_D", "CAUSAL", "K_TRANSPOSED", "DTYPE", "TF32", "EXACT_MASKED_V", "SPLIT_D"})
+    if (config.get_or(name, 0) != want.get_or(name, 0))
       fail("attention: config has {}={} but the problem ({}) needs {}={}", name, config.get(name), p.str(), name,
            want.get(name));
 }

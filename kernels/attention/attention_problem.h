@@ -26,6 +26,10 @@ struct AttentionProblem {
 
   double scale() const;
   int64_t head_dim_tile() const; // HEAD_DIM: the power of two >= max(D, 16)
+  // SPLIT_D for the forward (fa2_fwd.h): D within (HEAD_DIM/2, 3/4 HEAD_DIM] at HEAD_DIM >= 64, so that tiles of
+  // HEAD_DIM/2 and HEAD_DIM/4 columns cover it (D = 96, 192); not with exact_masked_v, whose selection is built
+  // for one tile.
+  bool split_head_dim() const;
   std::string str() const;       // "B1 H4 H_KV2 N_Q17 N_K100 D96 f16 causal=2 bshd"
 };
 
@@ -92,7 +96,8 @@ AttentionResult reference_forward(const AttentionProblem& p, const AttentionTens
 AttentionResult reference(const AttentionProblem& p, const AttentionInputs& in);
 
 // `c` with the problem-bound params of `p` applied (HEAD_DIM, EVEN_D, CAUSAL, K_TRANSPOSED, DTYPE, TF32,
-// EXACT_MASKED_V).
+// EXACT_MASKED_V), and SPLIT_D where `c` has it (the forward's configs): EVEN_D then says whether D fills the
+// columns the head-dim tiles cover.
 Config with_attention_problem(Config c, const AttentionProblem& p);
 // Configs whose problem-bound params (HEAD_DIM, EVEN_D, CAUSAL, K_TRANSPOSED, DTYPE, TF32) match `p`,
 // with GPU-sized tiles; tests shrink BLOCK_M/BLOCK_N for the interpreter.

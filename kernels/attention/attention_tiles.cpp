@@ -15,12 +15,17 @@ AttentionTileParams attention_tile_params(const Config& config, const char* kern
   tp.block_n = config.get("BLOCK_N");
   tp.head_dim = config.get("HEAD_DIM");
   tp.even_d = config.get("EVEN_D") != 0;
+  tp.split_d = config.get_or("SPLIT_D", 0) != 0;
   int64_t causal = config.get("CAUSAL");
   tp.k_transposed = config.get("K_TRANSPOSED") != 0;
   tp.dtype = dtype_from_param(config.get("DTYPE"), kernel);
   tp.tf32 = config.get("TF32") != 0;
   tp.exact_masked_v = config.get("EXACT_MASKED_V") != 0;
   tp.causal = static_cast<CausalMode>(causal);
+  if (tp.split_d && tp.head_dim < 64)
+    fail("{}: SPLIT_D=1 covers the head dim with tiles HEAD_DIM/2 and HEAD_DIM/4 wide, at least 16 each, so it "
+         "needs HEAD_DIM >= 64, but HEAD_DIM is {}",
+         kernel, tp.head_dim);
   if (tp.tf32 && tp.dtype != DType::f32)
     fail("{}: TF32=1 applies to f32 inputs (DTYPE=2), but DTYPE is {}", kernel, dtype_name(tp.dtype));
   return tp;
@@ -44,24 +49,36 @@ std::vector<ParamDef> attention_param_defs() {
                          "their V cannot reach it (each masked V tile is checked; slower, docs/guarantees.md)")};
 }
 
-BoundaryCheck AttentionTileParams::row_tile_check() const { return even_d ? BoundaryCheck{0} : BoundaryCheck{0, 1}; }
+std::vector<HeadDimPiece> AttentionTileParams::head_dim_pieces() const {
+  if (!split_d)
+    return {whole_head_dim()};
+  return {{0, head_dim / 2, !even_d}, {head_dim / 2, head_dim / 4, !even_d}};
+}
 
-BoundaryCheck AttentionTileParams::k_tile_check(bool masked) const {
+std::string head_dim_piece_name(const char* base, size_t i, size_t n) {
+  return n == 1 ? std::string(base) : fmt::format("{}_d{}", base, i);
+}
+
+BoundaryCheck AttentionTileParams::row_tile_check(const HeadDimPiece& piece) const {
+  return piece.checked ? BoundaryCheck{0, 1} : BoundaryCheck{0};
+}
+
+BoundaryCheck AttentionTileParams::k_tile_check(bool masked, const HeadDimPiece& piece) const {
   // Kᵀ tiles are (HEAD_DIM, BLOCK_N): keys along dim 1; K tiles (BLOCK_N, HEAD_DIM): keys along dim 0.
   int key_dim = k_transposed ? 1 : 0, d_dim = 1 - key_dim;
   BoundaryCheck c;
   if (masked)
     c.dims.push_back(key_dim);
-  if (!even_d)
+  if (piece.checked)
     c.dims.push_back(d_dim);
   return c;
 }
 
-BoundaryCheck AttentionTileParams::v_tile_check(bool masked) const {
+BoundaryCheck AttentionTileParams::v_tile_check(bool masked, const HeadDimPiece& piece) const {
   BoundaryCheck c;
   if (masked)
     c.dims.push_back(0);
-  if (!even_d)
+  if (piece.checked)
     c.dims.push_back(1);
   return c;
 }
@@ -105,30 +122,68 @@ AttentionHeadBases attention_head_bases(const AttentionArgs& a, const Value& off
 
 Value q_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
                   const Operand& offset) {
-  return make_block_ptr(b.q, {a.N_Q, a.D}, {a.stride_qn, 1}, {offset, 0}, {tp.block_m, tp.head_dim}, {1, 0})
+  return q_block_ptr(a, b, tp, offset, tp.whole_head_dim());
+}
+
+Value q_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
+                  const Operand& offset, const HeadDimPiece& piece) {
+  return make_block_ptr(b.q, {a.N_Q, a.D}, {a.stride_qn, 1}, {offset, piece.start}, {tp.block_m, piece.width},
+                        {1, 0})
       .named("q_ptr");
 }
 
 Value o_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
-                  const Operand& offset) {
-  return make_block_ptr(b.o, {a.N_Q, a.D}, {a.stride_on, 1}, {offset, 0}, {tp.block_m, tp.head_dim}, {1, 0})
+                  const Operand& offset, const HeadDimPiece& piece) {
+  return make_block_ptr(b.o, {a.N_Q, a.D}, {a.stride_on, 1}, {offset, piece.start}, {tp.block_m, piece.width},
+                        {1, 0})
       .named("o_ptr");
 }
 
 Value k_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
                   const Operand& offset) {
+  return k_block_ptr(a, b, tp, offset, tp.whole_head_dim());
+}
+
+Value k_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
+                  const Operand& offset, const HeadDimPiece& piece) {
   if (tp.k_transposed) // Kᵀ: (D, N_K) with the head dim contiguous, so order (0, 1)
-    return make_block_ptr(b.k, {a.D, a.N_K}, {1, a.stride_kn}, {0, offset}, {tp.head_dim, tp.block_n}, {0, 1});
-  return make_block_ptr(b.k, {a.N_K, a.D}, {a.stride_kn, 1}, {offset, 0}, {tp.block_n, tp.head_dim}, {1, 0});
+    return make_block_ptr(b.k, {a.D, a.N_K}, {1, a.stride_kn}, {piece.start, offset}, {piece.width, tp.block_n},
+                          {0, 1});
+  return make_block_ptr(b.k, {a.N_K, a.D}, {a.stride_kn, 1}, {offset, piece.start}, {tp.block_n, piece.width},
+                        {1, 0});
 }
 
 Value v_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
                   const Operand& offset) {
-  return make_block_ptr(b.v, {a.N_K, a.D}, {a.stride_vn, 1}, {offset, 0}, {tp.block_n, tp.head_dim}, {1, 0});
+  return v_block_ptr(a, b, tp, offset, tp.whole_head_dim());
+}
+
+Value v_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
+                  const Operand& offset, const HeadDimPiece& piece) {
+  return make_block_ptr(b.v, {a.N_K, a.D}, {a.stride_vn, 1}, {offset, piece.start}, {tp.block_n, piece.width},
+                        {1, 0});
 }
 
 Value advance_k(const Value& k_ptr, const AttentionTileParams& tp) {
   return tp.k_transposed ? advance(k_ptr, {0, tp.block_n}) : advance(k_ptr, {tp.block_n, 0});
+}
+
+KeyTilePtrs key_tile_ptrs(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
+                          const Operand& offset) {
+  const std::vector<HeadDimPiece> pieces = tp.head_dim_pieces();
+  KeyTilePtrs ptrs;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    ptrs.k.push_back(k_block_ptr(a, b, tp, offset, pieces[i]).named(head_dim_piece_name("k_ptr", i, pieces.size())));
+    ptrs.v.push_back(v_block_ptr(a, b, tp, offset, pieces[i]).named(head_dim_piece_name("v_ptr", i, pieces.size())));
+  }
+  return ptrs;
+}
+
+void advance_keys(KeyTilePtrs& ptrs, const AttentionTileParams& tp, const Operand& keys) {
+  for (Value& k : ptrs.k)
+    k = tp.k_transposed ? advance(k, {0, keys}) : advance(k, {keys, 0});
+  for (Value& v : ptrs.v)
+    v = advance(v, {keys, 0});
 }
 
 Value last_visible_key(const AttentionArgs& a, const AttentionTileParams& tp, const Value& row) {
@@ -159,14 +214,20 @@ KeyRange key_range(const AttentionArgs& a, const AttentionTileParams& tp, const 
 }
 
 void store_attention_rows(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
-                          const Value& m0, const Value& offs_m, const Value& acc, const Value& l, const Value& m) {
+                          const Value& m0, const Value& offs_m, std::span<const Value> acc, const Value& l,
+                          const Value& m) {
   // (BM,) rows that saw at least one key. A row whose scores held NaN or +inf has l = NaN: it counts as seen, so
   // that its O and LSE are NaN (docs/guarantees.md), not the O = 0, LSE = -inf of a row that sees no key.
   Value seen = l != 0.0;
   Value l_safe = where(seen, l, 1.0); // rows that saw none keep acc = 0 and so O = 0
   Value inv_l = (1.0 / l_safe).named("inv_l"); // one division a row, then a multiply an element
-  Value out = acc * inv_l.expand_dims(1);       // (BM, HD) f32
-  store(o_block_ptr(a, b, tp, m0), out.to(tp.dtype), tp.row_tile_check());
+  const std::vector<HeadDimPiece> pieces = tp.head_dim_pieces();
+  if (acc.size() != pieces.size())
+    fail("store_attention_rows: {} accumulator tiles for {} head-dim pieces", acc.size(), pieces.size());
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    Value out = acc[i] * inv_l.expand_dims(1); // (BM, piece width) f32
+    store(o_block_ptr(a, b, tp, m0, pieces[i]), out.to(tp.dtype), tp.row_tile_check(pieces[i]));
+  }
   Value lse = where(seen, (m + log2(l_safe)) * kLn2, -kInfinity); // natural-log logsumexp
   store(a.lse + b.lse_row0 + offs_m, lse, offs_m < a.N_Q);
 }

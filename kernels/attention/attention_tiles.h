@@ -9,6 +9,8 @@
 #include "dsl/registry.h"
 
 #include <limits>
+#include <span>
+#include <string>
 #include <vector>
 
 namespace kiln {
@@ -20,9 +22,19 @@ inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // CAUSAL parameter values.
 enum class CausalMode : int64_t { None = 0, TopLeft = 1, BottomRight = 2 };
 
+// A slice of the head dim that one tile covers: columns [start, start + width), `checked` against D when the
+// slice may reach past it.
+struct HeadDimPiece {
+  int64_t start = 0, width = 0;
+  bool checked = false;
+};
+
 struct AttentionTileParams {
   int64_t block_m = 0, block_n = 0, head_dim = 0;
   bool even_d = true;
+  // SPLIT_D (fa2_fwd): the head dim is covered by two tiles, HEAD_DIM/2 and HEAD_DIM/4 wide, instead of one
+  // HEAD_DIM wide, so that D = 96 or 192 multiplies no quarter of padding (head_dim_pieces).
+  bool split_d = false;
   CausalMode causal = CausalMode::None;
   bool k_transposed = true;
   DType dtype = DType::f16;
@@ -31,12 +43,24 @@ struct AttentionTileParams {
   // (attention_value_selection.h); 0 leaves the kernels' code exactly as without the option.
   bool exact_masked_v = false;
 
+  // The tiles along the head dim: one of HEAD_DIM columns, or with SPLIT_D [0, HEAD_DIM/2) and
+  // [HEAD_DIM/2, 3·HEAD_DIM/4); each checked against D unless EVEN_D (D then fills them exactly).
+  std::vector<HeadDimPiece> head_dim_pieces() const;
+  // The single piece of a kernel without SPLIT_D: all HEAD_DIM columns.
+  HeadDimPiece whole_head_dim() const { return {0, head_dim, !even_d}; }
+
   // (rows, HEAD_DIM) tiles of Q, O: rows checked against N_Q, D only when D < HEAD_DIM.
-  BoundaryCheck row_tile_check() const;
+  BoundaryCheck row_tile_check() const { return row_tile_check(whole_head_dim()); }
+  BoundaryCheck row_tile_check(const HeadDimPiece& piece) const;
   // K and V tiles: keys checked against N_K only in `masked` (tail) tiles, D when D < HEAD_DIM.
-  BoundaryCheck k_tile_check(bool masked) const;
-  BoundaryCheck v_tile_check(bool masked) const;
+  BoundaryCheck k_tile_check(bool masked) const { return k_tile_check(masked, whole_head_dim()); }
+  BoundaryCheck k_tile_check(bool masked, const HeadDimPiece& piece) const;
+  BoundaryCheck v_tile_check(bool masked) const { return v_tile_check(masked, whole_head_dim()); }
+  BoundaryCheck v_tile_check(bool masked, const HeadDimPiece& piece) const;
 };
+
+// A name for piece i of n: `base` itself when there is one piece, else base_d0, base_d1.
+std::string head_dim_piece_name(const char* base, size_t i, size_t n);
 
 // Reads and checks the attention params of `config` (a kiln::Error naming `kernel` on a bad value).
 AttentionTileParams attention_tile_params(const Config& config, const char* kernel);
@@ -62,17 +86,35 @@ struct AttentionHeadBases {
 AttentionHeadBases attention_head_bases(const AttentionArgs& a, const Value& off_hz);
 
 // Block pointers at row (or key) `offset`: Q/O (BLOCK_M, HEAD_DIM); V (BLOCK_N, HEAD_DIM); K as Kᵀ
-// (HEAD_DIM, BLOCK_N) with order (0, 1) when K_TRANSPOSED, else (BLOCK_N, HEAD_DIM) row-major.
+// (HEAD_DIM, BLOCK_N) with order (0, 1) when K_TRANSPOSED, else (BLOCK_N, HEAD_DIM) row-major. With a
+// `piece`, the tile covers that piece's columns of the head dim instead of all HEAD_DIM.
 Value q_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
                   const Operand& offset);
+Value q_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
+                  const Operand& offset, const HeadDimPiece& piece);
 Value o_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
-                  const Operand& offset);
+                  const Operand& offset, const HeadDimPiece& piece);
 Value k_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
                   const Operand& offset);
+Value k_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
+                  const Operand& offset, const HeadDimPiece& piece);
 Value v_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
                   const Operand& offset);
+Value v_block_ptr(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
+                  const Operand& offset, const HeadDimPiece& piece);
 // Moves a K block pointer on by BLOCK_N keys (along dim 1 of Kᵀ, dim 0 of K).
 Value advance_k(const Value& k_ptr, const AttentionTileParams& tp);
+
+// The K and V block pointers of the forward's key tiles, a pair per head-dim piece (head_dim_pieces), named
+// k_ptr and v_ptr (k_ptr_d0, ... with two pieces).
+struct KeyTilePtrs {
+  std::vector<Value> k, v;
+};
+// At key `offset`.
+KeyTilePtrs key_tile_ptrs(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
+                          const Operand& offset);
+// Every pointer moved on by `keys` keys (advance_k and V's advance by BLOCK_N when `keys` is BLOCK_N).
+void advance_keys(KeyTilePtrs& ptrs, const AttentionTileParams& tp, const Operand& keys);
 
 // (BLOCK_M, BLOCK_N) i1: key offs_n[j] exists (< N_K) and, when causal, is visible to query offs_m[i].
 Value visible_keys(const AttentionArgs& a, const AttentionTileParams& tp, const Value& offs_m, const Value& offs_n);
@@ -89,9 +131,10 @@ struct KeyRange {
 KeyRange key_range(const AttentionArgs& a, const AttentionTileParams& tp, const Value& m0);
 
 // O[m0 : m0 + BLOCK_M] = acc / l (0 where l == 0: a row that saw no key) in the output dtype, and
-// LSE = (m + log2 l) · ln 2 (−inf where l == 0). m is the running max in the log2 domain.
+// LSE = (m + log2 l) · ln 2 (−inf where l == 0). m is the running max in the log2 domain. `acc` holds one
+// tile per head-dim piece (head_dim_pieces), in their order.
 void store_attention_rows(const AttentionArgs& a, const AttentionHeadBases& b, const AttentionTileParams& tp,
-                          const Value& m0, const Value& offs_m, const Value& acc, const Value& l,
+                          const Value& m0, const Value& offs_m, std::span<const Value> acc, const Value& l,
                           const Value& m);
 
 // The grid of kernels with one program per (BLOCK_M query rows, batch·head): (cdiv(N_Q, BLOCK_M), B·H, 1), or

@@ -92,7 +92,7 @@ Kernel build_fa1_fwd(const Config& config) {
       Value acc = load(oacc_ptr, BoundaryCheck{0});
       Value l = load(l_head + offs_m, in_rows, 0.0f);
       Value m = load(m_head + offs_m, in_rows, -kInfinity);
-      store_attention_rows(a, bases, tp, start_m, offs_m, acc, l, m);
+      store_attention_rows(a, bases, tp, start_m, offs_m, std::span<const Value>(&acc, 1), l, m);
       oacc_ptr = advance(oacc_ptr, {BM, 0});
     });
   }

@@ -97,7 +97,11 @@ Kernel build_fa2_bwd_dq_kernel(const Config& config, const AttentionMods& mods, 
     walk_block_mask_lists(bm, row, list, BN, "n", /*runs_only=*/false, seek, step);
   } else if (mod_env.has_mask()) {
     // Mask mods: the key tiles the forward visits, masked where the forward masks them.
-    for_each_mod_key_tile(mod_env, f, tp, m0, k_ptr, v_ptr, step);
+    auto skip = [&](const Value& start) {
+      k_ptr = tp.k_transposed ? advance(k_ptr, {0, start}) : advance(k_ptr, {start, 0});
+      v_ptr = advance(v_ptr, {start, 0});
+    };
+    for_each_mod_key_tile(mod_env, f, tp, m0, skip, step);
   } else {
     KeyRange keys = key_range(f, tp, m0);
     for_range(0, keys.unmasked_end, BN, [&](Value start_n) { step(start_n, false); });

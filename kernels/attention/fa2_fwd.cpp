@@ -20,7 +20,7 @@ namespace {
 // The forward with mods and, with `block_mask`, over a block mask's lists (attention_block_mask.h).
 Kernel build_fa2_fwd_kernel(const Config& config, const AttentionMods& mods, bool block_mask) {
   const AttentionTileParams tp = attention_tile_params(config, "fa2_fwd");
-  const int64_t BM = tp.block_m, BN = tp.block_n, HD = tp.head_dim;
+  const int64_t BM = tp.block_m, BN = tp.block_n;
 
   // VARLEN=1 (fa2_fwd_varlen.h): packed sequences; each program reads its sequence's lengths and first row and
   // key from the offsets, and everything below runs on them as on one (batch, head) of the dense kernel.
@@ -61,10 +61,18 @@ Kernel build_fa2_fwd_kernel(const Config& config, const AttentionMods& mods, boo
     m0 = start_m * BM;
   }
 
-  Value q_ptr = q_block_ptr(a, bases, tp, m0);
-  Value k_ptr = k_block_ptr(a, bases, tp, 0).named("k_ptr");
-  Value v_ptr = v_block_ptr(a, bases, tp, 0).named("v_ptr");
-  Value q = load(q_ptr, tp.row_tile_check()).named("q"); // (BM, HD), zero past N_Q (and D)
+  // One Q, K, V and O tile a head-dim piece: one HEAD_DIM wide, or with SPLIT_D two (attention_tiles.h).
+  const std::vector<HeadDimPiece> pieces = tp.head_dim_pieces();
+  const size_t n_pieces = pieces.size();
+  if (n_pieces > 1 && tp.exact_masked_v)
+    fail("fa2_fwd: SPLIT_D=1 with EXACT_MASKED_V=1 is not built; the host runs such problems with SPLIT_D=0");
+  std::vector<Value> q_ptrs;
+  for (const HeadDimPiece& piece : pieces)
+    q_ptrs.push_back(q_block_ptr(a, bases, tp, m0, piece));
+  KeyTilePtrs kv = key_tile_ptrs(a, bases, tp, 0);
+  std::vector<Value> q; // (BM, piece width) each, zero past N_Q (and D)
+  for (size_t i = 0; i < n_pieces; ++i)
+    q.push_back(load(q_ptrs[i], tp.row_tile_check(pieces[i])).named(head_dim_piece_name("q", i, n_pieces)));
 
   Value offs_m = (m0 + arange(0, BM)).named("offs_m"); // (BM,) i32
   // Score mods (attention_mods.h) see scores already scaled by sm_scale: only log2 e is left to apply to them.
@@ -76,7 +84,9 @@ Kernel build_fa2_fwd_kernel(const Config& config, const AttentionMods& mods, boo
   Value qk_scale = scores_to_log2(mod_env, a.sm_scale); // exp(x·s) = exp2(x·s·log2 e): one multiply
   Value m_i = full({BM}, -kInfinity, f32).named("m_i"); // running row max, log2 domain
   Value l_i = zeros({BM}, f32).named("l_i");             // running row sum of p
-  Value acc = zeros({BM, HD}, f32).named("acc");         // (BM, HD) unnormalised output
+  std::vector<Value> acc; // (BM, piece width) unnormalised output, a tile a head-dim piece
+  for (size_t i = 0; i < n_pieces; ++i)
+    acc.push_back(zeros({BM, pieces[i].width}, f32).named(head_dim_piece_name("acc", i, n_pieces)));
   if (mod_env.has_sink()) { // a sink joins the softmax as a key with no value: the state starts from it
     SinkState sink = sink_initial_state(mod_env, tp);
     m_i = sink.m, l_i = sink.l;
@@ -89,10 +99,16 @@ Kernel build_fa2_fwd_kernel(const Config& config, const AttentionMods& mods, boo
     // second read of the tile into registers and a block-wide reduction, done here, before Q Kᵀ, where few
     // registers are live. Without it, the kernel's code is exactly what it is without the option.
     const bool select = masked && tp.exact_masked_v;
-    Value v_finite = select ? values_are_finite(load_values_to_check(v_ptr, tp)) : Value();
-    Value k = load(k_ptr, tp.k_tile_check(masked));
-    Value kt = tp.k_transposed ? k : trans(k);           // (HD, BN)
-    Value qk = dot(q, kt, Value(), tp.tf32).named("qk"); // (BM, BN) f32
+    Value v_finite = select ? values_are_finite(load_values_to_check(kv.v[0], tp)) : Value();
+    std::vector<Value> kt; // (piece width, BN) each
+    for (size_t i = 0; i < n_pieces; ++i) {
+      Value k = load(kv.k[i], tp.k_tile_check(masked, pieces[i]));
+      kt.push_back(tp.k_transposed ? k : trans(k));
+    }
+    Value qk; // (BM, BN) f32: the pieces' products summed on the tensor cores
+    for (size_t i = 0; i < n_pieces; ++i)
+      qk = dot(q[i], kt[i], qk, tp.tf32);
+    qk = qk.named("qk");
     if (mod_env.active()) {
       qk = modded_scores(mod_env, a, tp, qk, start_n, masked).score;
     } else if (masked) {
@@ -100,14 +116,19 @@ Kernel build_fa2_fwd_kernel(const Config& config, const AttentionMods& mods, boo
       qk = where(visible_keys(a, tp, offs_m, offs_n), qk, -kInfinity);
     }
     Value p = online_softmax_step(qk, qk_scale, m_i, l_i, acc); // (BM, BN) f32; m_i is the new max
-    Value v = load(v_ptr, tp.v_tile_check(masked)); // (BN, HD)
-    // A masked tile's hidden keys have p = 0, and 0 · NaN = NaN: with EXACT_MASKED_V their V is selected away.
-    if (select)
-      acc = accumulate_masked_values(a, bases, tp, offs_m, start_n, p, v, v_finite, acc);
-    else
-      acc = dot(tp.dtype == f32 ? p : p.to(tp.dtype), v, acc, tp.tf32);
-    k_ptr = advance_k(k_ptr, tp);
-    v_ptr = advance(v_ptr, {BN, 0});
+    Value p_in; // P in V's dtype, converted once for every head-dim tile
+    for (size_t i = 0; i < n_pieces; ++i) {
+      Value v = load(kv.v[i], tp.v_tile_check(masked, pieces[i])); // (BN, piece width)
+      // A masked tile's hidden keys have p = 0, and 0 · NaN = NaN: with EXACT_MASKED_V their V is selected away.
+      if (select) {
+        acc[i] = accumulate_masked_values(a, bases, tp, offs_m, start_n, p, v, v_finite, acc[i]);
+        continue;
+      }
+      if (!p_in.valid())
+        p_in = tp.dtype == f32 ? p : p.to(tp.dtype);
+      acc[i] = dot(p_in, v, acc[i], tp.tf32);
+    }
+    advance_keys(kv, tp, BN);
   };
 
   // Stage 1: key tiles every row of this Q tile sees whole (no mask). Stage 2: the tiles that cross
@@ -118,12 +139,16 @@ Kernel build_fa2_fwd_kernel(const Config& config, const AttentionMods& mods, boo
     for_range(0, a.N_K, BN, [&](Value start_n) { attend(start_n, true); });
   } else if (block_mask) {
     // The block mask's lists: full tiles unmasked, partial tiles masked, empty tiles never visited.
-    for_each_block_mask_tile(bm, a, bases, tp, off_hz, start_m, config.get_or("BLOCK_MASK_RUNS", 0) != 0, k_ptr,
-                             v_ptr, attend);
+    auto seek = [&](const Value& start_n) { // the loops carry kv's own Values: assigned one by one
+      const KeyTilePtrs at = key_tile_ptrs(a, bases, tp, start_n);
+      for (size_t i = 0; i < n_pieces; ++i)
+        kv.k[i] = at.k[i], kv.v[i] = at.v[i];
+    };
+    for_each_block_mask_tile(bm, a, tp, off_hz, start_m, config.get_or("BLOCK_MASK_RUNS", 0) != 0, seek, attend);
   } else if (mod_env.has_mask()) {
     // Mask mods: the key tiles within the mods' key bounds (and the causal rule); those every row sees whole
     // (the mods' full bounds) unmasked, the others masked.
-    for_each_mod_key_tile(mod_env, a, tp, m0, k_ptr, v_ptr, attend);
+    for_each_mod_key_tile(mod_env, a, tp, m0, [&](const Value& start) { advance_keys(kv, tp, start); }, attend);
   } else {
     KeyRange keys = key_range(a, tp, m0);
     for_range(0, keys.unmasked_end, BN, [&](Value start_n) { attend(start_n, false); });
@@ -161,6 +186,10 @@ KernelDef make_fa2_fwd_def() {
   d.params.push_back(product_ahead_param(0));
   d.params.push_back(last_product_late_param(0));
   d.params.push_back(persistent_param(0));
+  d.params.push_back(ParamDef::flag(
+      "SPLIT_D", 0,
+      "1 covers the head dim with two tiles, HEAD_DIM/2 and HEAD_DIM/4 wide (HEAD_DIM >= 64), instead of one "
+      "HEAD_DIM wide: for HEAD_DIM/2 < D <= 3/4 HEAD_DIM (D = 96, 192), a quarter fewer products; set from D"));
   d.default_num_warps = 8; // 16 rows per warp: no spills on sm_80 or sm_90 (4 warps spill on sm_80)
   d.default_num_stages = 2;
   d.build = build_fa2_fwd;

@@ -87,6 +87,13 @@ std::vector<Config> configs_of(const KernelDef& def) {
                                            {"HEAD_DIM", 128},
                                            {"BLOCK_N", 64},
                                            {"num_stages", 3}}));
+  if (has("SPLIT_D") && has("LAST_PRODUCT_LATE")) // D = 96 over two head-dim tiles, their products issued late (sm_90a)
+    cs.push_back(def.with_overrides(base, {{"WARP_SPECIALIZE", 1},
+                                           {"LAST_PRODUCT_LATE", 1},
+                                           {"SPLIT_D", 1},
+                                           {"HEAD_DIM", 128},
+                                           {"BLOCK_N", 128},
+                                           {"num_stages", 3}}));
   if (has("ATOMIC_DQ"))
     cs.push_back(def.with_overrides(base, {{"ATOMIC_DQ", 1}, {"BLOCK_M", 64}}));
   return cs;

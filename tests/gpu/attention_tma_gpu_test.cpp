@@ -122,7 +122,9 @@ TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
   // Both key loops are copied by TMA, and this launch's two maps (K and V over every batch and head) encode.
   const Kernel kernel = build_fa2_fwd(c);
   std::shared_ptr<JitKernel> jk = JitKernel::compile(kernel);
-  ASSERT_EQ(jk->generated().tensor_maps.size(), 2u) << jk->generated().lowered;
+  // Two with SPLIT_D (D = 96 as tiles of 64 and 32 columns): a K and a V map for each.
+  const size_t head_dim_tiles = c.get("SPLIT_D") != 0 ? 2 : 1;
+  ASSERT_EQ(jk->generated().tensor_maps.size(), 2 * head_dim_tiles) << jk->generated().lowered;
   if (tc.warp_specialized) {
     ASSERT_EQ(jk->generated().why_not_warp_specialized, "");
     ASSERT_EQ(jk->generated().threads, 32 * tc.warps + 128);
@@ -159,7 +161,10 @@ INSTANTIATE_TEST_SUITE_P(
         // Causal both ways, N_Q != N_K, a deeper ring.
         with_tiles(problem(1, 2, 2, 1000, 700, 64, DType::f16, 1, false), 128, 32, 4, 4),
         with_tiles(problem(1, 2, 2, 257, 1024, 128, DType::bf16, 2, false), 128, 64, 8, 3),
-        // A head dim the tile pads (D = 96 in a 128-wide tile: the map's box past D reads zeros).
+        // A head dim the tiles pad: D = 120 in a 128-wide tile, D = 80 in tiles of 64 and 32 (SPLIT_D); the
+        // maps' boxes past D read zeros. D = 96 fills its two tiles (SPLIT_D).
+        with_tiles(problem(2, 2, 2, 192, 192, 120, DType::f16, 0, false), 64, 64, 4, 2),
+        with_tiles(problem(2, 2, 2, 192, 192, 80, DType::f16, 2, false), 64, 64, 4, 2),
         with_tiles(problem(2, 2, 2, 192, 192, 96, DType::f16, 0, false), 64, 64, 4, 2),
         // Kᵀ loaded as (D, N_K) blocks: the map's inner dim is the head dim.
         with_tiles(transposed_k(problem(1, 4, 4, 256, 300, 64, DType::f16, 1, false)), 128, 64, 4, 2)),
@@ -184,7 +189,10 @@ INSTANTIATE_TEST_SUITE_P(
         warp_specialized(problem(2, 3, 1, 300, 333, 128, DType::bf16, 1, false), 64, 2, 128, 4),
         warp_specialized(problem(2, 3, 3, 300, 333, 64, DType::f16, 2, true), 128, 2, 64, 4),
         // Many key tiles: the ring's phases wrap many times within one program.
-        warp_specialized(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 2)),
+        warp_specialized(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 2),
+        // Two head-dim tiles (SPLIT_D): D = 192 as 128 + 64 with GQA, D = 80 padded to 64 + 32 in bshd.
+        warp_specialized(problem(1, 4, 2, 300, 333, 192, DType::bf16, 2, false), 64, 2),
+        warp_specialized(problem(2, 2, 2, 200, 300, 80, DType::f16, 1, true), 128, 2)),
     [](const auto& info) { return label(info.param); });
 
 // The same kernels with the two consumer warpgroups taking turns at every product (ping-pong): the turns carry
@@ -228,7 +236,10 @@ INSTANTIATE_TEST_SUITE_P(
                       late(transposed_k(problem(1, 4, 4, 256, 300, 64, DType::f16, 1, false)), 128, 2),
                       late(problem(2, 3, 1, 300, 333, 128, DType::bf16, 1, false), 64, 2, 128, 4),
                       late(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 3),
-                      late(problem(3, 16, 4, 333, 777, 128, DType::bf16, 2, true), 128, 2, 128, 8, true)),
+                      late(problem(3, 16, 4, 333, 777, 128, DType::bf16, 2, true), 128, 2, 128, 8, true),
+                      // Two head-dim tiles (SPLIT_D): four products an iteration.
+                      late(problem(1, 2, 2, 300, 1000, 96, DType::f16, 2, false), 128, 3),
+                      late(problem(2, 2, 2, 256, 700, 192, DType::bf16, 0, false), 64, 3)),
     [](const auto& info) { return label(info.param); });
 
 // The same with the two consumer warpgroups taking turns (PINGPONG=1), an iteration's Q Kᵀ and the previous P V in

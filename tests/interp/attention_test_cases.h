@@ -93,6 +93,11 @@ inline std::vector<AttentionCase> attention_sweep() {
   AttentionCase tf32 = make_case(64, 100, 64, 1, f32, 4, 1, false, true);
   tf32.problem.tf32 = true;
   cases.push_back(tf32);
+  // Head dims FA2 covers with two tiles (SPLIT_D): D = 80 in 64 + 32 (the second tile past D), D = 48 in 32 + 16,
+  // D = 192 in 128 + 64.
+  cases.push_back(make_case(100, 17, 80, 1, f16, 2, 1, true, true));
+  cases.push_back(make_case(17, 100, 48, 2, bf16, 1, 1, false, false));
+  cases.push_back(make_case(64, 100, 192, 0, f16, 1, 1, false, true));
   // Large inputs (±30): scores reach the hundreds.
   cases.push_back(make_case(100, 128, 64, 0, f16, 1, 1, false, true, 30));
   cases.push_back(make_case(64, 100, 128, 2, bf16, 2, 2, true, false, 30));

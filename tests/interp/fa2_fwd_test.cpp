@@ -119,18 +119,46 @@ TEST(Fa2Kernel, PersistentNumberingMatchesTheReference) {
 // a group (query_tile_program; these short sequences make one group of every batch·head): the same results.
 TEST(Fa2Kernel, HeadGroupsOrderMatchesTheReference) { check_numbering_cases("MIN_BLOCKS_PER_SM", 2); }
 
-TEST(Fa2Kernel, ConfigThatDisagreesWithTheProblemIsAnError) {
-  AttentionProblem p;
-  p.D = 96;
-  Config c = default_fa2_config(p);
-  c.set("EVEN_D", 1);
+void expect_config_error(const AttentionProblem& p, const Config& c, const std::string& needle) {
   AttentionInputs in = make_inputs(p, 1, 1.0);
   try {
     run_fa2_interpreted(p, c, in);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("EVEN_D=1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
   }
+}
+
+TEST(Fa2Kernel, ConfigThatDisagreesWithTheProblemIsAnError) {
+  AttentionProblem p;
+  p.D = 90; // two tiles of 64 and 32 columns, the second past D
+  expect_config_error(p, default_fa2_config(p).set("EVEN_D", 1), "EVEN_D=1");
+  p.D = 120; // one tile of 128
+  expect_config_error(p, default_fa2_config(p).set("SPLIT_D", 1), "SPLIT_D=1");
+}
+
+// D = 96 and 192 take two head-dim tiles (3/4 of HEAD_DIM, no padding); D = 80 too (its second tile checked);
+// D = 120 one; D = 32 one (HEAD_DIM 32 has no quarter of 16); and not with EXACT_MASKED_V.
+TEST(Fa2Kernel, HeadDimsThreeQuartersOfTheTileTakeTwoTiles) {
+  auto config_for = [](int64_t d, bool exact = false) {
+    AttentionProblem p;
+    p.D = d;
+    p.exact_masked_v = exact;
+    return default_fa2_config(p);
+  };
+  for (auto [d, hd, split, even] : {std::tuple{96, 128, 1, 1}, {192, 256, 1, 1}, {48, 64, 1, 1}, {80, 128, 1, 0},
+                                    {120, 128, 0, 0}, {128, 128, 0, 1}, {32, 32, 0, 1}, {24, 32, 0, 0}}) {
+    const Config c = config_for(d);
+    EXPECT_EQ(c.get("HEAD_DIM"), hd) << "D=" << d;
+    EXPECT_EQ(c.get("SPLIT_D"), split) << "D=" << d;
+    EXPECT_EQ(c.get("EVEN_D"), even) << "D=" << d;
+  }
+  EXPECT_EQ(config_for(96, true).get("SPLIT_D"), 0);
+  EXPECT_EQ(config_for(96, true).get("EVEN_D"), 0);
+  // The kernel's IR: Q tiles of 64 and 32 columns, and an accumulator for each.
+  const std::string ir = print_kernel(build_fa2_fwd(config_for(96)));
+  for (const char* want : {"%q_d0", "%q_d1", "%acc_d0", "%acc_d1", "block_ptr<128x64xf16", "block_ptr<128x32xf16"})
+    EXPECT_NE(ir.find(want), std::string::npos) << want << " in\n" << ir;
 }
 
 } // namespace
