@@ -233,6 +233,14 @@ std::vector<BenchCase> attention_cases(const BenchOptions& options) {
                                    single_problem(DType::f16, 1, 1, 16384, 64, causal), false, options,
                                    cache));
   }
+  // The other head dims FlashAttention-3 serves: 96 and 192 (two head-dim tiles, SPLIT_D) and 256.
+  for (int64_t D : {96, 192, 256})
+    for (int causal : {0, 1}) {
+      if (q && (D != 96 || causal))
+        continue;
+      cases.push_back(attention_case("attention", "kiln_fa2", "head dim",
+                                     single_problem(DType::f16, 1, 16, 8192, D, causal), false, options, cache));
+    }
   return cases;
 }
 

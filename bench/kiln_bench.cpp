@@ -120,7 +120,7 @@ struct SuiteInfo {
 const std::vector<SuiteInfo>& suite_table() {
   static const std::vector<SuiteInfo> table = {
       {"memory", memory_cases, 5, 3},          {"matmul", matmul_cases, 10, 5},
-      {"attention", attention_cases, 150, 20}, {"seeds", seed_cases, 40, 15},
+      {"attention", attention_cases, 230, 30}, {"seeds", seed_cases, 40, 15},
       {"attention_bwd", attention_bwd_cases, 155, 40},
       {"ablation", ablation_cases, 35, 15},    {"compile", compile_cases, 15, 8},
       {"autotune", autotune_cases, 30, 25},    {"model", model_cases, 20, 6},

@@ -68,6 +68,11 @@ def attention_shapes(quick):
         if quick and causal:
             continue
         out.append(("attention", "f16", 1, 1, 16384, 64, causal))
+    for D in (96, 192, 256):
+        for causal in (0, 1):
+            if quick and (D != 96 or causal):
+                continue
+            out.append(("attention", "f16", 1, 16, 8192, D, causal))
     for N in (64, 128, 256, 512, 1024, 2048):
         if quick and N not in (128, 1024):
             continue

@@ -9,7 +9,7 @@
 #   5. bench/report.py (merged JSON, markdown tables, PNG plots under docs/bench/<device-slug>*),
 # then prints the headline table and each stage's time against its estimate. Each stage has a time limit,
 # the sum of its suites' estimates with a margin; a stage cut short keeps the cases it finished (the JSON
-# files are rewritten after every case). The whole standard run takes about 11 minutes (--quick: about 3).
+# files are rewritten after every case). The whole standard run takes about 12 minutes (--quick: about 3).
 #
 # Usage: scripts/bench.sh [--quick] [--no-tune] [--no-extra] [--suites a,b,...] [extra kiln_bench options,
 #        e.g. --config BLOCK_N=128]
@@ -98,9 +98,9 @@ extra_suites=(ablation compile autotune model)
 # checked in double (41 s there).
 # user (the tutorials' kernels) and mods (attention mods; flex_attention's compiles are most of its peers'
 # time), not in the default sweep: estimates until a run measures them.
-declare -A kiln_est=([attention]=155 [matmul]=10 [memory]=5 [seeds]=45 [attention_bwd]=155 [user]=60 [mods]=90)
-declare -A kiln_est_quick=([attention]=17 [matmul]=5 [memory]=3 [seeds]=10 [attention_bwd]=40 [user]=30 [mods]=40)
-declare -A peers_est=([attention]=60 [matmul]=10 [memory]=10 [seeds]=10 [attention_bwd]=45 [user]=15 [mods]=45)
+declare -A kiln_est=([attention]=235 [matmul]=10 [memory]=5 [seeds]=45 [attention_bwd]=155 [user]=60 [mods]=90)
+declare -A kiln_est_quick=([attention]=27 [matmul]=5 [memory]=3 [seeds]=10 [attention_bwd]=40 [user]=30 [mods]=40)
+declare -A peers_est=([attention]=70 [matmul]=10 [memory]=10 [seeds]=10 [attention_bwd]=45 [user]=15 [mods]=45)
 declare -A peers_est_quick=([attention]=12 [matmul]=3 [memory]=3 [seeds]=2 [attention_bwd]=10 [user]=5 [mods]=35)
 sweep_expect=0
 peers_expect=0
