@@ -59,19 +59,37 @@ AttentionBwdBases attention_bwd_bases(const AttentionBwdArgs& a, const Value& of
 
 Value bwd_q_block_ptr(const AttentionBwdArgs& a, const Value& base, const Value& stride_n, int64_t rows,
                       const AttentionTileParams& tp, const Operand& offset) {
-  return make_block_ptr(base, {a.fwd.N_Q, a.fwd.D}, {stride_n, 1}, {offset, 0}, {rows, tp.head_dim}, {1, 0});
+  return bwd_q_block_ptr(a, base, stride_n, rows, tp, offset, tp.whole_head_dim());
+}
+
+Value bwd_q_block_ptr(const AttentionBwdArgs& a, const Value& base, const Value& stride_n, int64_t rows,
+                      const AttentionTileParams&, const Operand& offset, const HeadDimPiece& piece) {
+  return make_block_ptr(base, {a.fwd.N_Q, a.fwd.D}, {stride_n, 1}, {offset, piece.start}, {rows, piece.width},
+                        {1, 0});
 }
 
 Value bwd_kv_block_ptr(const AttentionBwdArgs& a, const Value& base, const Value& stride_n, int64_t rows,
                        const AttentionTileParams& tp, const Operand& offset) {
-  return make_block_ptr(base, {a.fwd.N_K, a.fwd.D}, {stride_n, 1}, {offset, 0}, {rows, tp.head_dim}, {1, 0});
+  return bwd_kv_block_ptr(a, base, stride_n, rows, tp, offset, tp.whole_head_dim());
+}
+
+Value bwd_kv_block_ptr(const AttentionBwdArgs& a, const Value& base, const Value& stride_n, int64_t rows,
+                       const AttentionTileParams&, const Operand& offset, const HeadDimPiece& piece) {
+  return make_block_ptr(base, {a.fwd.N_K, a.fwd.D}, {stride_n, 1}, {offset, piece.start}, {rows, piece.width},
+                        {1, 0});
 }
 
 Value bwd_k_block_ptr(const AttentionBwdArgs& a, const AttentionBwdBases& b, int64_t rows,
                       const AttentionTileParams& tp, const Operand& offset) {
+  return bwd_k_block_ptr(a, b, rows, tp, offset, tp.whole_head_dim());
+}
+
+Value bwd_k_block_ptr(const AttentionBwdArgs& a, const AttentionBwdBases& b, int64_t rows,
+                      const AttentionTileParams& tp, const Operand& offset, const HeadDimPiece& piece) {
   if (tp.k_transposed) // Kᵀ: (D, N_K) with the head dim contiguous, so order (0, 1)
-    return make_block_ptr(b.k, {a.fwd.D, a.fwd.N_K}, {1, a.fwd.stride_kn}, {0, offset}, {tp.head_dim, rows}, {0, 1});
-  return bwd_kv_block_ptr(a, b.k, a.fwd.stride_kn, rows, tp, offset);
+    return make_block_ptr(b.k, {a.fwd.D, a.fwd.N_K}, {1, a.fwd.stride_kn}, {piece.start, offset},
+                          {piece.width, rows}, {0, 1});
+  return bwd_kv_block_ptr(a, b.k, a.fwd.stride_kn, rows, tp, offset, piece);
 }
 
 Value bwd_row_block_ptr(const AttentionBwdArgs& a, const Value& ptr, const Value& row0, int64_t rows,

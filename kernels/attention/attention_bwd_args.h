@@ -35,13 +35,19 @@ AttentionBwdBases attention_bwd_bases(const AttentionBwdArgs& a, const Value& of
 
 // The backward's block pointers over one head: (rows, HEAD_DIM) windows of Q, O, dO, dQ at query row
 // `offset`; K (row-major or as Kᵀ, as K_TRANSPOSED says), V, dK, dV at key `offset`; and (rows,) windows of
-// LSE and Delta.
+// LSE and Delta. With a `piece`, the window covers that piece's columns of the head dim (SPLIT_D).
 Value bwd_q_block_ptr(const AttentionBwdArgs& a, const Value& base, const Value& stride_n, int64_t rows,
                       const AttentionTileParams& tp, const Operand& offset);
+Value bwd_q_block_ptr(const AttentionBwdArgs& a, const Value& base, const Value& stride_n, int64_t rows,
+                      const AttentionTileParams& tp, const Operand& offset, const HeadDimPiece& piece);
 Value bwd_kv_block_ptr(const AttentionBwdArgs& a, const Value& base, const Value& stride_n, int64_t rows,
                        const AttentionTileParams& tp, const Operand& offset);
+Value bwd_kv_block_ptr(const AttentionBwdArgs& a, const Value& base, const Value& stride_n, int64_t rows,
+                       const AttentionTileParams& tp, const Operand& offset, const HeadDimPiece& piece);
 Value bwd_k_block_ptr(const AttentionBwdArgs& a, const AttentionBwdBases& b, int64_t rows,
                       const AttentionTileParams& tp, const Operand& offset);
+Value bwd_k_block_ptr(const AttentionBwdArgs& a, const AttentionBwdBases& b, int64_t rows,
+                      const AttentionTileParams& tp, const Operand& offset, const HeadDimPiece& piece);
 Value bwd_row_block_ptr(const AttentionBwdArgs& a, const Value& ptr, const Value& row0, int64_t rows,
                         const Operand& offset);
 

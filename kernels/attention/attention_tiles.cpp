@@ -59,6 +59,13 @@ std::string head_dim_piece_name(const char* base, size_t i, size_t n) {
   return n == 1 ? std::string(base) : fmt::format("{}_d{}", base, i);
 }
 
+ParamDef split_d_param() {
+  return ParamDef::flag(
+      "SPLIT_D", 0,
+      "1 covers the head dim with two tiles, HEAD_DIM/2 and HEAD_DIM/4 wide (HEAD_DIM >= 64), instead of one "
+      "HEAD_DIM wide: for HEAD_DIM/2 < D <= 3/4 HEAD_DIM (D = 96, 192), a quarter fewer products; set from D");
+}
+
 BoundaryCheck AttentionTileParams::row_tile_check(const HeadDimPiece& piece) const {
   return piece.checked ? BoundaryCheck{0, 1} : BoundaryCheck{0};
 }

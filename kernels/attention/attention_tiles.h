@@ -66,6 +66,8 @@ std::string head_dim_piece_name(const char* base, size_t i, size_t n);
 AttentionTileParams attention_tile_params(const Config& config, const char* kernel);
 // BLOCK_M, BLOCK_N, HEAD_DIM, EVEN_D, CAUSAL, K_TRANSPOSED, DTYPE, TF32, EXACT_MASKED_V with their defaults.
 std::vector<ParamDef> attention_param_defs();
+// SPLIT_D, for the kernels built over head_dim_pieces (the forward, dK/dV and dQ); the host sets it from D.
+ParamDef split_d_param();
 
 // The kernel arguments FA1 and FA2 share, declared in their documented order (see fa2_fwd.h). `packed`
 // (fa2_fwd_varlen.h) names the two sequence sizes TOTAL_Q and TOTAL_K: the rows of the packed tensors.

@@ -45,7 +45,7 @@ QueryRange query_range(const AttentionArgs& a, const AttentionTileParams& tp, co
 // dK/dV with mods and, with `block_mask`, over a block mask's by-key lists (fa2_bwd_block_mask.h).
 Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods, bool block_mask) {
   const AttentionTileParams tp = attention_tile_params(config, "fa2_bwd_dkdv");
-  const int64_t BM = tp.block_m, BN = tp.block_n, HD = tp.head_dim;
+  const int64_t BM = tp.block_m, BN = tp.block_n;
   const bool atomic_dq = config.get("ATOMIC_DQ") != 0;
   if (block_mask) { // before the atomic variant's own checks: over a block mask it is refused outright
     if (config.get_or("VARLEN", 0) != 0)
@@ -85,16 +85,27 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
   // Over a block mask: this key tile's lists of query tiles (the by-key lists), after the mods' tensors.
   const BlockMaskArgs bm = block_mask ? declare_block_mask_args(kb, "bm_") : BlockMaskArgs{};
 
-  // This program's keys, on chip for the whole program; keys past N_K read as zero.
-  BoundaryCheck kv_check = tp.even_d ? BoundaryCheck{0} : BoundaryCheck{0, 1};
-  BoundaryCheck kt_check = tp.even_d ? BoundaryCheck{1} : BoundaryCheck{0, 1};
-  Value k_loaded = load(bwd_k_block_ptr(a, kvb, BN, tp, n0), tp.k_transposed ? kt_check : kv_check);
-  Value k = (tp.k_transposed ? trans(k_loaded) : k_loaded).named("k");                       // (BN, HD)
-  Value v = load(bwd_kv_block_ptr(a, kvb.v, f.stride_vn, BN, tp, n0), kv_check).named("v"); // (BN, HD)
-  Value offs_n = (n0 + arange(0, BN)).named("offs_n");                                        // (BN,) i32
+  // This program's keys, on chip for the whole program; keys past N_K read as zero. A K, V, dK, dV, Q and dO tile
+  // a head-dim piece: one HEAD_DIM wide, or with SPLIT_D two (attention_tiles.h).
+  const std::vector<HeadDimPiece> pieces = tp.head_dim_pieces();
+  const size_t n_pieces = pieces.size();
+  auto kv_check = [](const HeadDimPiece& piece) { return piece.checked ? BoundaryCheck{0, 1} : BoundaryCheck{0}; };
+  auto kt_check = [](const HeadDimPiece& piece) { return piece.checked ? BoundaryCheck{0, 1} : BoundaryCheck{1}; };
+  std::vector<Value> k, v; // (BN, piece width) each
+  for (size_t i = 0; i < n_pieces; ++i) {
+    Value k_loaded =
+        load(bwd_k_block_ptr(a, kvb, BN, tp, n0, pieces[i]), tp.k_transposed ? kt_check(pieces[i]) : kv_check(pieces[i]));
+    k.push_back((tp.k_transposed ? trans(k_loaded) : k_loaded).named(head_dim_piece_name("k", i, n_pieces)));
+    v.push_back(load(bwd_kv_block_ptr(a, kvb.v, f.stride_vn, BN, tp, n0, pieces[i]), kv_check(pieces[i]))
+                    .named(head_dim_piece_name("v", i, n_pieces)));
+  }
+  Value offs_n = (n0 + arange(0, BN)).named("offs_n"); // (BN,) i32
   Value qk_scale = scores_to_log2(mod_kernel, f.sm_scale);
-  Value dk = zeros({BN, HD}, f32).named("dk"); // (BN, HD) Σ dSᵀ Q, unscaled
-  Value dv = zeros({BN, HD}, f32).named("dv"); // (BN, HD) Σ Pᵀ dO
+  std::vector<Value> dk, dv; // (BN, piece width): Σ dSᵀ Q unscaled, and Σ Pᵀ dO
+  for (size_t i = 0; i < n_pieces; ++i)
+    dk.push_back(zeros({BN, pieces[i].width}, f32).named(head_dim_piece_name("dk", i, n_pieces)));
+  for (size_t i = 0; i < n_pieces; ++i)
+    dv.push_back(zeros({BN, pieces[i].width}, f32).named(head_dim_piece_name("dv", i, n_pieces)));
   // Over a block mask the lists replace the range (its loops are not built).
   QueryRange range = block_mask ? QueryRange{zeros({}, i32), Value(), Value()} : query_range(f, tp, n0);
   // Mask mods: every query tile from the causal rule's first on is visited, masked, and with key bounds skipped
@@ -111,21 +122,33 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
   for_range(0, group, 1, [&](Value g) {
     AttentionBwdBases hb = bases(head0 + g);
     const ModKernelEnv mod_env = mod_kernel.active() ? mod_kernel.at(off_b, head0 + g, Value()) : ModKernelEnv{};
-    Value q_ptr = bwd_q_block_ptr(a, hb.q, f.stride_qn, BM, tp, range.begin).named("q_ptr");
-    Value do_ptr = bwd_q_block_ptr(a, hb.dout, a.stride_don, BM, tp, range.begin).named("do_ptr");
+    std::vector<Value> q_ptr, do_ptr;
+    for (size_t i = 0; i < n_pieces; ++i) {
+      q_ptr.push_back(bwd_q_block_ptr(a, hb.q, f.stride_qn, BM, tp, range.begin, pieces[i])
+                          .named(head_dim_piece_name("q_ptr", i, n_pieces)));
+      do_ptr.push_back(bwd_q_block_ptr(a, hb.dout, a.stride_don, BM, tp, range.begin, pieces[i])
+                           .named(head_dim_piece_name("do_ptr", i, n_pieces)));
+    }
     Value lse_ptr = bwd_row_block_ptr(a, f.lse, hb.row0, BM, range.begin).named("lse_ptr");
     Value delta_ptr = bwd_row_block_ptr(a, a.delta, hb.row0, BM, range.begin).named("delta_ptr");
 
     // One query tile. `masked` tiles hide rows past N_Q, keys past N_K and keys a row may not see.
     auto accumulate = [&](const Value& start_m, bool masked) {
       BoundaryCheck rows = masked ? BoundaryCheck{0} : BoundaryCheck{};
-      BoundaryCheck tile = masked ? tp.row_tile_check() : (tp.even_d ? BoundaryCheck{} : BoundaryCheck{1});
+      auto tile = [&](const HeadDimPiece& piece) {
+        return masked ? tp.row_tile_check(piece) : (piece.checked ? BoundaryCheck{1} : BoundaryCheck{});
+      };
       Value offs_m = start_m + arange(0, BM); // (BM,) i32
-      Value q = load(q_ptr, tile);             // (BM, HD)
-      Value lse = load(lse_ptr, rows);         // (BM,) f32
+      std::vector<Value> q;                   // (BM, piece width) each
+      for (size_t i = 0; i < n_pieces; ++i)
+        q.push_back(load(q_ptr[i], tile(pieces[i])));
+      Value lse = load(lse_ptr, rows); // (BM,) f32
       // exp2(x - LSE·log2 e); a row that sees no key (LSE = -inf) gets P = 0 through +inf.
       Value lse2 = masked ? where(lse == -kInfinity, kInfinity, lse * kLog2e) : lse * kLog2e;
-      Value qkT = dot(k, trans(q), Value(), tp.tf32).named("qkT");                    // (BN, BM) f32
+      Value qkT; // (BN, BM) f32: the pieces' products summed
+      for (size_t i = 0; i < n_pieces; ++i)
+        qkT = dot(k[i], trans(q[i]), qkT, tp.tf32);
+      qkT = qkT.named("qkT");
       // (BN, BM) i1: the built-in mask of a masked tile (rows past N_Q, keys past N_K, the causal rule).
       auto builtin_seen = [&] {
         Value cols = offs_m.expand_dims(0); // (1, BM) query rows
@@ -144,9 +167,19 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
       Value pT = exp2(qkT * qk_scale - lse2.expand_dims(0)).named("pT");             // (BN, BM) f32
       if (masked && !mod_env.active())
         pT = where(builtin_seen(), pT, 0.0);
-      Value dout = load(do_ptr, tile);                                        // (BM, HD)
-      dv = dot(low(pT), dout, dv, tp.tf32);                                   // (BN, HD)
-      Value dpT = dot(v, trans(dout), Value(), tp.tf32).named("dpT");         // (BN, BM) f32
+      std::vector<Value> dout; // (BM, piece width) each
+      for (size_t i = 0; i < n_pieces; ++i)
+        dout.push_back(load(do_ptr[i], tile(pieces[i])));
+      Value pT_in; // Pᵀ in the inputs' dtype, converted once for every piece
+      for (size_t i = 0; i < n_pieces; ++i) {
+        if (!pT_in.valid())
+          pT_in = low(pT);
+        dv[i] = dot(pT_in, dout[i], dv[i], tp.tf32); // (BN, piece width)
+      }
+      Value dpT; // (BN, BM) f32: V dOᵀ summed over the pieces
+      for (size_t i = 0; i < n_pieces; ++i)
+        dpT = dot(v[i], trans(dout[i]), dpT, tp.tf32);
+      dpT = dpT.named("dpT");
       Value delta = load(delta_ptr, rows);                                    // (BM,) f32
       Value dsT = pT * (dpT - delta.expand_dims(0));                          // (BN, BM) f32, d/d score
       if (modded.derivative.valid()) // through the score mods: d/d (q·k · sm_scale)
@@ -156,20 +189,30 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
       if (masked && tp.exact_masked_v)
         dsT = where(pT == 0.0, 0.0, dsT);
       dsT = dsT.named("dsT");
-      dk = dot(low(dsT), q, dk, tp.tf32);                                     // (BN, HD)
+      Value dsT_in; // dSᵀ in the inputs' dtype, converted once for every piece
+      for (size_t i = 0; i < n_pieces; ++i) {
+        if (!dsT_in.valid())
+          dsT_in = low(dsT);
+        dk[i] = dot(dsT_in, q[i], dk[i], tp.tf32); // (BN, piece width)
+      }
       if (atomic_dq) {
-        Value dq = dot(trans(low(dsT)), k, Value(), tp.tf32);                 // (BM, HD) f32, unscaled
-        Value offs_d = arange(0, HD).expand_dims(0);                          // (1, HD)
-        Value row = (hb.row0 + offs_m.to(i64)).expand_dims(1);                // (BM, 1) i64
-        Value ptrs = a.dq_acc + (row * f.D.to(i64) + offs_d.to(i64));         // (BM, HD)
-        Value inside = broadcast_to((offs_m.expand_dims(1) < f.N_Q) && (offs_d < f.D), {BM, HD});
-        atomic_add(ptrs, dq, inside);
+        for (size_t i = 0; i < n_pieces; ++i) {
+          const int64_t w = pieces[i].width;
+          Value dq = dot(trans(low(dsT)), k[i], Value(), tp.tf32);                // (BM, w) f32, unscaled
+          Value offs_d = arange(pieces[i].start, pieces[i].start + w).expand_dims(0); // (1, w)
+          Value row = (hb.row0 + offs_m.to(i64)).expand_dims(1);                  // (BM, 1) i64
+          Value ptrs = a.dq_acc + (row * f.D.to(i64) + offs_d.to(i64));           // (BM, w)
+          Value inside = broadcast_to((offs_m.expand_dims(1) < f.N_Q) && (offs_d < f.D), {BM, w});
+          atomic_add(ptrs, dq, inside);
+        }
       }
     };
     // Moves the query-side block pointers to the query tile at start_m (the block mask's lists).
     auto seek = [&](const Value& start_m) {
-      q_ptr = bwd_q_block_ptr(a, hb.q, f.stride_qn, BM, tp, start_m);
-      do_ptr = bwd_q_block_ptr(a, hb.dout, a.stride_don, BM, tp, start_m);
+      for (size_t i = 0; i < n_pieces; ++i) {
+        q_ptr[i] = bwd_q_block_ptr(a, hb.q, f.stride_qn, BM, tp, start_m, pieces[i]);
+        do_ptr[i] = bwd_q_block_ptr(a, hb.dout, a.stride_don, BM, tp, start_m, pieces[i]);
+      }
       lse_ptr = bwd_row_block_ptr(a, f.lse, hb.row0, BM, start_m);
       delta_ptr = bwd_row_block_ptr(a, a.delta, hb.row0, BM, start_m);
     };
@@ -182,8 +225,10 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
       } else {
         accumulate(start_m, masked);
       }
-      q_ptr = advance(q_ptr, {BM, 0});
-      do_ptr = advance(do_ptr, {BM, 0});
+      for (size_t i = 0; i < n_pieces; ++i) {
+        q_ptr[i] = advance(q_ptr[i], {BM, 0});
+        do_ptr[i] = advance(do_ptr[i], {BM, 0});
+      }
       lse_ptr = advance(lse_ptr, {BM});
       delta_ptr = advance(delta_ptr, {BM});
     };
@@ -200,8 +245,11 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
     for_range(range.unmasked_end, f.N_Q, BM, [&](Value start_m) { step(start_m, true); });
   });
 
-  store(bwd_kv_block_ptr(a, kvb.dk, a.stride_dkn, BN, tp, n0), (dk * f.sm_scale).to(dt), kv_check);
-  store(bwd_kv_block_ptr(a, kvb.dv, a.stride_dvn, BN, tp, n0), dv.to(dt), kv_check);
+  for (size_t i = 0; i < n_pieces; ++i)
+    store(bwd_kv_block_ptr(a, kvb.dk, a.stride_dkn, BN, tp, n0, pieces[i]), (dk[i] * f.sm_scale).to(dt),
+          kv_check(pieces[i]));
+  for (size_t i = 0; i < n_pieces; ++i)
+    store(bwd_kv_block_ptr(a, kvb.dv, a.stride_dvn, BN, tp, n0, pieces[i]), dv[i].to(dt), kv_check(pieces[i]));
   return kb.finish();
 }
 
@@ -225,6 +273,7 @@ KernelDef make_fa2_bwd_dkdv_def() {
   d.summary = "attention backward: dK and dV of one key tile, looping over the query tiles (and heads) that see it";
   d.params = attention_bwd_param_defs();
   d.params.push_back(atomic_dq_param());
+  d.params.push_back(split_d_param());
   d.default_num_warps = 4;
   d.default_num_stages = 2;
   d.build = build_fa2_bwd_dkdv;

@@ -15,7 +15,7 @@ namespace {
 // dQ with mods and, with `block_mask`, over the forward's lists of a block mask (fa2_bwd_block_mask.h).
 Kernel build_fa2_bwd_dq_kernel(const Config& config, const AttentionMods& mods, bool block_mask) {
   const AttentionTileParams tp = attention_tile_params(config, "fa2_bwd_dq");
-  const int64_t BM = tp.block_m, BN = tp.block_n, HD = tp.head_dim;
+  const int64_t BM = tp.block_m, BN = tp.block_n;
   const DType dt = tp.dtype;
 
   const bool varlen = config.get_or("VARLEN", 0) != 0; // packed sequences (fa2_bwd_varlen.h)
@@ -47,8 +47,17 @@ Kernel build_fa2_bwd_dq_kernel(const Config& config, const AttentionMods& mods, 
   const BlockMaskArgs bm = block_mask ? declare_block_mask_args(kb, "bm_") : BlockMaskArgs{};
 
   BoundaryCheck rows = {0};
-  Value q = load(bwd_q_block_ptr(a, b.q, f.stride_qn, BM, tp, m0), tp.row_tile_check()).named("q");       // (BM, HD)
-  Value dout = load(bwd_q_block_ptr(a, b.dout, a.stride_don, BM, tp, m0), tp.row_tile_check()).named("do"); // (BM, HD)
+  // A Q, dO, K, V and dQ tile a head-dim piece: one HEAD_DIM wide, or with SPLIT_D two (attention_tiles.h).
+  const std::vector<HeadDimPiece> pieces = tp.head_dim_pieces();
+  const size_t n_pieces = pieces.size();
+  std::vector<Value> q, dout; // (BM, piece width) each
+  for (size_t i = 0; i < n_pieces; ++i)
+    q.push_back(load(bwd_q_block_ptr(a, b.q, f.stride_qn, BM, tp, m0, pieces[i]), tp.row_tile_check(pieces[i]))
+                    .named(head_dim_piece_name("q", i, n_pieces)));
+  for (size_t i = 0; i < n_pieces; ++i)
+    dout.push_back(
+        load(bwd_q_block_ptr(a, b.dout, a.stride_don, BM, tp, m0, pieces[i]), tp.row_tile_check(pieces[i]))
+            .named(head_dim_piece_name("do", i, n_pieces)));
   Value lse = load(bwd_row_block_ptr(a, f.lse, b.row0, BM, m0), rows);     // (BM,) f32, 0 past N_Q
   Value delta = load(bwd_row_block_ptr(a, a.delta, b.row0, BM, m0), rows); // (BM,) f32
   // exp2(x - LSE·log2 e); a row that sees no key (LSE = -inf) gets P = 0 through +inf. Such rows occur only
@@ -56,14 +65,34 @@ Kernel build_fa2_bwd_dq_kernel(const Config& config, const AttentionMods& mods, 
   Value lse2 = where(lse == -kInfinity, kInfinity, lse * kLog2e).named("lse2").expand_dims(1); // (BM, 1)
   Value delta_rows = delta.expand_dims(1);                                                   // (BM, 1)
   Value qk_scale = scores_to_log2(mod_env, f.sm_scale);
-  Value dq = zeros({BM, HD}, f32).named("dq"); // (BM, HD) Σ dS K, unscaled
+  std::vector<Value> dq; // (BM, piece width) Σ dS K, unscaled, a tile a piece
+  for (size_t i = 0; i < n_pieces; ++i)
+    dq.push_back(zeros({BM, pieces[i].width}, f32).named(head_dim_piece_name("dq", i, n_pieces)));
 
-  Value k_ptr = bwd_k_block_ptr(a, b, BN, tp, 0).named("k_ptr");
-  Value v_ptr = bwd_kv_block_ptr(a, b.v, f.stride_vn, BN, tp, 0).named("v_ptr");
+  std::vector<Value> k_ptr, v_ptr;
+  auto point_at = [&](const Operand& key) { // the pieces' pointers at key `key`, named on the first call only
+    for (size_t i = 0; i < n_pieces; ++i) {
+      Value kp = bwd_k_block_ptr(a, b, BN, tp, key, pieces[i]);
+      Value vp = bwd_kv_block_ptr(a, b.v, f.stride_vn, BN, tp, key, pieces[i]);
+      if (k_ptr.size() < n_pieces) {
+        k_ptr.push_back(kp.named(head_dim_piece_name("k_ptr", i, n_pieces)));
+        v_ptr.push_back(vp.named(head_dim_piece_name("v_ptr", i, n_pieces)));
+      } else { // the loops carry these Values: assigned one by one
+        k_ptr[i] = kp, v_ptr[i] = vp;
+      }
+    }
+  };
+  point_at(0);
   auto step = [&](const Value& start_n, bool masked) {
-    Value k = load(k_ptr, tp.k_tile_check(masked));
-    Value kt = tp.k_transposed ? k : trans(k);                          // (HD, BN)
-    Value qk = dot(q, kt, Value(), tp.tf32).named("qk");                // (BM, BN) f32
+    std::vector<Value> kt; // (piece width, BN) each
+    for (size_t i = 0; i < n_pieces; ++i) {
+      Value k = load(k_ptr[i], tp.k_tile_check(masked, pieces[i]));
+      kt.push_back(tp.k_transposed ? k : trans(k));
+    }
+    Value qk; // (BM, BN) f32: the pieces' products summed
+    for (size_t i = 0; i < n_pieces; ++i)
+      qk = dot(q[i], kt[i], qk, tp.tf32);
+    qk = qk.named("qk");
     ModdedScores modded;
     if (mod_env.active()) { // hidden keys are -inf already: P = 0 there
       modded = modded_scores(mod_env, f, tp, qk, start_n, masked, /*with_derivative=*/true);
@@ -72,8 +101,12 @@ Kernel build_fa2_bwd_dq_kernel(const Config& config, const AttentionMods& mods, 
     Value p = exp2(qk * qk_scale - lse2).named("p");                    // (BM, BN) f32
     if (masked && !mod_env.active())
       p = where(visible_keys(f, tp, offs_m, start_n + arange(0, BN)), p, 0.0);
-    Value v = load(v_ptr, tp.v_tile_check(masked));                     // (BN, HD)
-    Value dp = dot(dout, trans(v), Value(), tp.tf32).named("dp");       // (BM, BN) f32
+    Value dp; // (BM, BN) f32: dO Vᵀ summed over the pieces
+    for (size_t i = 0; i < n_pieces; ++i) {
+      Value v = load(v_ptr[i], tp.v_tile_check(masked, pieces[i])); // (BN, piece width)
+      dp = dot(dout[i], trans(v), dp, tp.tf32);
+    }
+    dp = dp.named("dp");
     Value ds = p * (dp - delta_rows);                                   // (BM, BN) f32, d/d score
     if (modded.derivative.valid()) // through the score mods: d/d (q·k · sm_scale)
       ds = ds * modded.derivative;
@@ -82,24 +115,29 @@ Kernel build_fa2_bwd_dq_kernel(const Config& config, const AttentionMods& mods, 
     if (masked && tp.exact_masked_v)
       ds = where(p == 0.0, 0.0, ds);
     ds = ds.named("ds");
-    dq = dot(dt == f32 ? ds : ds.to(dt), trans(kt), dq, tp.tf32);      // (BM, HD)
-    k_ptr = advance_k(k_ptr, tp);
-    v_ptr = advance(v_ptr, {BN, 0});
+    Value ds_in; // dS in the inputs' dtype, converted once for every piece
+    for (size_t i = 0; i < n_pieces; ++i) {
+      if (!ds_in.valid())
+        ds_in = dt == f32 ? ds : ds.to(dt);
+      dq[i] = dot(ds_in, trans(kt[i]), dq[i], tp.tf32); // (BM, piece width)
+    }
+    for (size_t i = 0; i < n_pieces; ++i) {
+      k_ptr[i] = advance_k(k_ptr[i], tp);
+      v_ptr[i] = advance(v_ptr[i], {BN, 0});
+    }
   };
   if (block_mask) {
     // The key tiles the forward visits over the block mask: full ones unmasked, partial ones masked.
     Value row = block_mask_row(off_hz, cdiv(f.N_Q, BM), start_m);
     Value list = block_mask_list(row, cdiv(f.N_K, BN));
-    auto seek = [&](const Value& start_n) {
-      k_ptr = bwd_k_block_ptr(a, b, BN, tp, start_n);
-      v_ptr = bwd_kv_block_ptr(a, b.v, f.stride_vn, BN, tp, start_n);
-    };
-    walk_block_mask_lists(bm, row, list, BN, "n", /*runs_only=*/false, seek, step);
+    walk_block_mask_lists(bm, row, list, BN, "n", /*runs_only=*/false, point_at, step);
   } else if (mod_env.has_mask()) {
     // Mask mods: the key tiles the forward visits, masked where the forward masks them.
     auto skip = [&](const Value& start) {
-      k_ptr = tp.k_transposed ? advance(k_ptr, {0, start}) : advance(k_ptr, {start, 0});
-      v_ptr = advance(v_ptr, {start, 0});
+      for (size_t i = 0; i < n_pieces; ++i) {
+        k_ptr[i] = tp.k_transposed ? advance(k_ptr[i], {0, start}) : advance(k_ptr[i], {start, 0});
+        v_ptr[i] = advance(v_ptr[i], {start, 0});
+      }
     };
     for_each_mod_key_tile(mod_env, f, tp, m0, skip, step);
   } else {
@@ -108,7 +146,9 @@ Kernel build_fa2_bwd_dq_kernel(const Config& config, const AttentionMods& mods, 
     for_range(keys.unmasked_end, keys.end, BN, [&](Value start_n) { step(start_n, true); });
   }
 
-  store(bwd_q_block_ptr(a, b.dq, a.stride_dqn, BM, tp, m0), (dq * f.sm_scale).to(dt), tp.row_tile_check());
+  for (size_t i = 0; i < n_pieces; ++i)
+    store(bwd_q_block_ptr(a, b.dq, a.stride_dqn, BM, tp, m0, pieces[i]), (dq[i] * f.sm_scale).to(dt),
+          tp.row_tile_check(pieces[i]));
   return kb.finish();
 }
 
@@ -131,6 +171,7 @@ KernelDef make_fa2_bwd_dq_def() {
   d.name = "fa2_bwd_dq";
   d.summary = "attention backward: dQ of one query tile, looping over the key tiles it sees (deterministic)";
   d.params = attention_bwd_param_defs();
+  d.params.push_back(split_d_param());
   d.default_num_warps = 4;
   d.default_num_stages = 2;
   d.build = build_fa2_bwd_dq;

@@ -186,10 +186,7 @@ KernelDef make_fa2_fwd_def() {
   d.params.push_back(product_ahead_param(0));
   d.params.push_back(last_product_late_param(0));
   d.params.push_back(persistent_param(0));
-  d.params.push_back(ParamDef::flag(
-      "SPLIT_D", 0,
-      "1 covers the head dim with two tiles, HEAD_DIM/2 and HEAD_DIM/4 wide (HEAD_DIM >= 64), instead of one "
-      "HEAD_DIM wide: for HEAD_DIM/2 < D <= 3/4 HEAD_DIM (D = 96, 192), a quarter fewer products; set from D"));
+  d.params.push_back(split_d_param());
   d.default_num_warps = 8; // 16 rows per warp: no spills on sm_80 or sm_90 (4 warps spill on sm_80)
   d.default_num_stages = 2;
   d.build = build_fa2_fwd;

@@ -87,7 +87,9 @@ std::vector<Config> configs_of(const KernelDef& def) {
                                            {"HEAD_DIM", 128},
                                            {"BLOCK_N", 64},
                                            {"num_stages", 3}}));
-  if (has("SPLIT_D") && has("LAST_PRODUCT_LATE")) // D = 96 over two head-dim tiles, their products issued late (sm_90a)
+  if (has("SPLIT_D")) // D = 96 over two head-dim tiles (forward, dK/dV, dQ)
+    cs.push_back(def.with_overrides(base, {{"SPLIT_D", 1}, {"HEAD_DIM", 128}}));
+  if (has("SPLIT_D") && has("LAST_PRODUCT_LATE")) // ... their products issued late (sm_90a)
     cs.push_back(def.with_overrides(base, {{"WARP_SPECIALIZE", 1},
                                            {"LAST_PRODUCT_LATE", 1},
                                            {"SPLIT_D", 1},
