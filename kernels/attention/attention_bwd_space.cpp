@@ -42,6 +42,10 @@ std::string prune_bwd_config(const Config& c, const SizeArgs& s) {
   if (c.get_or("ATOMIC_DQ", 0) != 0 && c.get("BLOCK_M") < 16 * c.num_warps)
     return fmt::format("ATOMIC_DQ=1 needs BLOCK_M >= 16 * num_warps, got BLOCK_M={} with {} warps", c.get("BLOCK_M"),
                        c.num_warps);
+  // dK/dV's 64 keys over 8 warps are there for heads whose dK and dV spill over 4 (worklog §66); at 128 columns
+  // or fewer 4 warps hold them, and the GPU checks have not run the 8-warp tile there.
+  if (c.params.count("ATOMIC_DQ") && c.get("BLOCK_N") == 64 && c.num_warps == 8 && c.get("HEAD_DIM") <= 128)
+    return fmt::format("BLOCK_N=64 over 8 warps is for heads past 128 columns, got HEAD_DIM={}", c.get("HEAD_DIM"));
   return "";
 }
 

@@ -32,6 +32,23 @@ TEST(AttentionWideHeads, BackwardDefaultsSpreadDkDvOverEightWarpsPast192Columns)
   EXPECT_EQ(default_bwd_configs(problem_with_head_dim(256, kiln::DType::f32)).dkdv.num_warps, 2);
 }
 
+// The tuner runs dK/dV's 8-warp 64-key tile only past 128 columns, where 4 warps spill; dQ's space has none.
+TEST(AttentionWideHeads, EightWarpDkDvTileIsTunedOnlyForWideHeads) {
+  const kiln::KernelDef& dkdv = kiln::fa2_bwd_dkdv_def();
+  const kiln::SizeArgs sizes = {{"B", 1}, {"H", 1}, {"H_KV", 1}, {"N_Q", 4096}, {"N_K", 4096}, {"D", 256}};
+  int eight_warp_tiles = 0;
+  for (kiln::Config c : dkdv.config_space()) {
+    if (c.get("BLOCK_N") != 64 || c.num_warps != 8)
+      continue;
+    ++eight_warp_tiles;
+    EXPECT_EQ(dkdv.prune(c.set("HEAD_DIM", 256), sizes), "");
+    EXPECT_NE(dkdv.prune(c.set("HEAD_DIM", 128), sizes).find("past 128 columns"), std::string::npos);
+  }
+  EXPECT_EQ(eight_warp_tiles, 1);
+  for (const kiln::Config& c : kiln::fa2_bwd_dq_def().config_space())
+    EXPECT_FALSE(c.get("BLOCK_M") == 64 && c.num_warps == 8) << c.str();
+}
+
 TEST(AttentionWideHeads, BackwardDefaultsAtD256CompileWithoutSpillsOnHopper) {
   std::string why;
   if (!kiln::rt::nvrtc_available(&why))
