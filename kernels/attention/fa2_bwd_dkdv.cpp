@@ -170,12 +170,9 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
       std::vector<Value> dout; // (BM, piece width) each
       for (size_t i = 0; i < n_pieces; ++i)
         dout.push_back(load(do_ptr[i], tile(pieces[i])));
-      Value pT_in; // Pᵀ in the inputs' dtype, converted once for every piece
-      for (size_t i = 0; i < n_pieces; ++i) {
-        if (!pT_in.valid())
-          pT_in = low(pT);
+      Value pT_in = low(pT); // Pᵀ in the inputs' dtype, converted once for every piece
+      for (size_t i = 0; i < n_pieces; ++i)
         dv[i] = dot(pT_in, dout[i], dv[i], tp.tf32); // (BN, piece width)
-      }
       Value dpT; // (BN, BM) f32: V dOᵀ summed over the pieces
       for (size_t i = 0; i < n_pieces; ++i)
         dpT = dot(v[i], trans(dout[i]), dpT, tp.tf32);
@@ -189,12 +186,9 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
       if (masked && tp.exact_masked_v)
         dsT = where(pT == 0.0, 0.0, dsT);
       dsT = dsT.named("dsT");
-      Value dsT_in; // dSᵀ in the inputs' dtype, converted once for every piece
-      for (size_t i = 0; i < n_pieces; ++i) {
-        if (!dsT_in.valid())
-          dsT_in = low(dsT);
+      Value dsT_in = low(dsT); // dSᵀ in the inputs' dtype, converted once for every piece
+      for (size_t i = 0; i < n_pieces; ++i)
         dk[i] = dot(dsT_in, q[i], dk[i], tp.tf32); // (BN, piece width)
-      }
       if (atomic_dq) {
         for (size_t i = 0; i < n_pieces; ++i) {
           const int64_t w = pieces[i].width;

@@ -115,12 +115,9 @@ Kernel build_fa2_bwd_dq_kernel(const Config& config, const AttentionMods& mods, 
     if (masked && tp.exact_masked_v)
       ds = where(p == 0.0, 0.0, ds);
     ds = ds.named("ds");
-    Value ds_in; // dS in the inputs' dtype, converted once for every piece
-    for (size_t i = 0; i < n_pieces; ++i) {
-      if (!ds_in.valid())
-        ds_in = dt == f32 ? ds : ds.to(dt);
+    Value ds_in = dt == f32 ? ds : ds.to(dt); // dS in the inputs' dtype, converted once for every piece
+    for (size_t i = 0; i < n_pieces; ++i)
       dq[i] = dot(ds_in, trans(kt[i]), dq[i], tp.tf32); // (BM, piece width)
-    }
     for (size_t i = 0; i < n_pieces; ++i) {
       k_ptr[i] = advance_k(k_ptr[i], tp);
       v_ptr[i] = advance(v_ptr[i], {BN, 0});
