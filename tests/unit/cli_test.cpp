@@ -262,6 +262,17 @@ TEST_F(CliTest, ModelOfAttentionFollowsTheHeadDimAndTakesSizesFromSet) {
   ASSERT_TRUE(o.getString("config").hasValue()) << d128.out;
   EXPECT_NE(o.getString("config")->str().find("HEAD_DIM=128"), std::string::npos) << d128.out;
 
+  // D = 96: two head-dim tiles of 64 and 32 (SPLIT_D), whose products count 96 columns, not 128.
+  ToolRun d96 = kiln({"model", "fa2_fwd", "--shape", "B=1,H=2,H_KV=2,N_Q=256,N_K=256,D=96", "--json"});
+  ASSERT_EQ(d96.rc, 0) << d96.err;
+  auto v96 = llvm::json::parse(d96.out);
+  ASSERT_TRUE(bool(v96)) << d96.out;
+  EXPECT_DOUBLE_EQ(json_number(*v96->getAsObject(), "matrix_flops"), 4.0 * 1 * 2 * 256 * 256 * 96);
+  EXPECT_NE(d96.out.find("SPLIT_D=1"), std::string::npos) << d96.out;
+  // Two tiles that cover less than D are refused, naming what they cover.
+  expect_error(kiln({"model", "fa2_fwd", "--shape", "B=1,H=1,H_KV=1,N_Q=64,N_K=64,D=120", "--set", "SPLIT_D=1"}),
+               {"SPLIT_D=1 covers 96 columns", "fewer than D=120", "SPLIT_D=0"});
+
   ToolRun via_set = kiln({"model", "vector_add", "--set", "n=4096,BLOCK=1024", "--json"});
   ASSERT_EQ(via_set.rc, 0) << via_set.err;
   auto vv = llvm::json::parse(via_set.out);
