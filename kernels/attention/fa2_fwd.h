@@ -8,7 +8,8 @@
 // every tensor. Q/O have H heads, K/V H_KV (GQA/MQA: query head h reads kv head h / (H / H_KV)).
 //
 // Params: BLOCK_M, BLOCK_N (powers of two ≥ 16), HEAD_DIM (power of two ≥ max(D, 16): the tile
-// width), EVEN_D (1 when D == HEAD_DIM: no boundary check along D), CAUSAL (0 none, 1 top-left as
+// width), SPLIT_D (1: two tiles of HEAD_DIM/2 and HEAD_DIM/4 columns instead, for D = 96 or 192; set from D),
+// EVEN_D (1 when D fills the head-dim tiles: no boundary check along D), CAUSAL (0 none, 1 top-left as
 // PyTorch is_causal: key j visible to query i iff j ≤ i; 2 bottom-right as FlashAttention ≥ 2.1:
 // iff j ≤ i + N_K − N_Q), K_TRANSPOSED (1: K is read through a block pointer over Kᵀ, (HEAD_DIM,
 // BLOCK_N) with order (0, 1); 0: K tiles are loaded row-major and transposed on chip), DTYPE (0 f16,
