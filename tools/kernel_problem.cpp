@@ -3,6 +3,7 @@
 
 #include "analysis/perf_model.h"
 #include "kernels/attention/attention_problem.h"
+#include "kernels/attention/attention_tiles.h"
 #include "support/error.h"
 #include "tools/cli.h"
 
@@ -49,7 +50,7 @@ void apply_attention_defaults(KernelProblem& p, const std::map<std::string, int6
   if (!given.count("SPLIT_D") && p.config.params.count("SPLIT_D"))
     p.config.set("SPLIT_D", !given.count("HEAD_DIM") && a.split_head_dim() ? 1 : 0);
   const bool split = p.config.get_or("SPLIT_D", 0) != 0;
-  const int64_t hd = p.config.get_or("HEAD_DIM", 0), covered = split ? hd / 4 * 3 : hd;
+  const int64_t hd = p.config.get_or("HEAD_DIM", 0), covered = head_dim_columns(hd, split);
   if (split && a.D > covered)
     fail("{}: SPLIT_D=1 covers {} columns of the head dim (HEAD_DIM={}: tiles of {} and {}), fewer than D={}; "
          "give SPLIT_D=0 or a wider HEAD_DIM",

@@ -180,8 +180,7 @@ AttentionBwdConfigs default_bwd_configs(const AttentionProblem& p, bool atomic_d
   // spilled 3.6 KB a thread (sm_90a) and ran at 92 TFLOP/s on the H200, over 8 none, at 163 (worklog §66). At
   // D = 192 (two tiles, 192 columns) 4 warps measured faster (252 against 146). The atomic variant's dQ
   // product needs 16 rows a warp: 4 warps.
-  const int64_t columns = p.split_head_dim() ? hd / 4 * 3 : hd;
-  c.dkdv.num_warps = widest ? 2 : columns > 192 && p.dtype != DType::f32 && !atomic_dq ? 8 : 4;
+  c.dkdv.num_warps = widest ? 2 : p.head_dim_columns() > 192 && p.dtype != DType::f32 && !atomic_dq ? 8 : 4;
   c.dkdv.num_stages = widest ? 1 : 2;
   // dQ: 64 query rows a program, 64 keys a step.
   c.dq.set("BLOCK_M", widest ? 32 : 64).set("BLOCK_N", wide ? 32 : 64);

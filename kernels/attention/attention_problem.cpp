@@ -46,10 +46,8 @@ Config with_attention_problem(Config c, const AttentionProblem& p) {
   c.set("HEAD_DIM", p.head_dim_tile());
   c.set("EVEN_D", p.D == p.head_dim_tile() ? 1 : 0);
   if (c.params.contains("SPLIT_D")) {
-    const bool split = p.split_head_dim();
-    c.set("SPLIT_D", split ? 1 : 0);
-    if (split)
-      c.set("EVEN_D", p.D == p.head_dim_tile() / 4 * 3 ? 1 : 0);
+    c.set("SPLIT_D", p.split_head_dim() ? 1 : 0);
+    c.set("EVEN_D", p.D == p.head_dim_columns() ? 1 : 0);
   }
   c.set("CAUSAL", p.causal);
   c.set("K_TRANSPOSED", p.k_transposed ? 1 : 0);
@@ -70,7 +68,11 @@ int64_t AttentionProblem::head_dim_tile() const {
 
 bool AttentionProblem::split_head_dim() const {
   const int64_t hd = head_dim_tile();
-  return hd >= 64 && D > hd / 2 && D <= hd / 4 * 3 && !exact_masked_v;
+  return hd >= 64 && D > hd / 2 && D <= kiln::head_dim_columns(hd, true) && !exact_masked_v;
+}
+
+int64_t AttentionProblem::head_dim_columns() const {
+  return kiln::head_dim_columns(head_dim_tile(), split_head_dim());
 }
 
 std::string AttentionProblem::str() const {

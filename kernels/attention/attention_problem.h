@@ -30,6 +30,7 @@ struct AttentionProblem {
   // HEAD_DIM/2 and HEAD_DIM/4 columns cover it (D = 96, 192); not with exact_masked_v, whose selection is built
   // for one tile.
   bool split_head_dim() const;
+  int64_t head_dim_columns() const; // what the forward's head-dim tiles cover: head_dim_columns(HEAD_DIM, SPLIT_D)
   std::string str() const;       // "B1 H4 H_KV2 N_Q17 N_K100 D96 f16 causal=2 bshd"
 };
 

@@ -55,6 +55,8 @@ std::vector<HeadDimPiece> AttentionTileParams::head_dim_pieces() const {
   return {{0, head_dim / 2, !even_d}, {head_dim / 2, head_dim / 4, !even_d}};
 }
 
+int64_t head_dim_columns(int64_t head_dim, bool split_d) { return split_d ? head_dim / 2 + head_dim / 4 : head_dim; }
+
 std::string head_dim_piece_name(const char* base, size_t i, size_t n) {
   return n == 1 ? std::string(base) : fmt::format("{}_d{}", base, i);
 }

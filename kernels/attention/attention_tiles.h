@@ -59,6 +59,9 @@ struct AttentionTileParams {
   BoundaryCheck v_tile_check(bool masked, const HeadDimPiece& piece) const;
 };
 
+// The head-dim columns the tiles cover: HEAD_DIM, or 3/4 of it with SPLIT_D (what EVEN_D compares D with).
+int64_t head_dim_columns(int64_t head_dim, bool split_d);
+
 // A name for piece i of n: `base` itself when there is one piece, else base_d0, base_d1.
 std::string head_dim_piece_name(const char* base, size_t i, size_t n);
 

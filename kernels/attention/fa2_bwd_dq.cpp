@@ -69,16 +69,16 @@ Kernel build_fa2_bwd_dq_kernel(const Config& config, const AttentionMods& mods, 
   for (size_t i = 0; i < n_pieces; ++i)
     dq.push_back(zeros({BM, pieces[i].width}, f32).named(head_dim_piece_name("dq", i, n_pieces)));
 
-  std::vector<Value> k_ptr, v_ptr;
+  KeyTilePtrs kv; // a K and a V block pointer a piece (attention_tiles.h)
   auto point_at = [&](const Operand& key) { // the pieces' pointers at key `key`, named on the first call only
     for (size_t i = 0; i < n_pieces; ++i) {
       Value kp = bwd_k_block_ptr(a, b, BN, tp, key, pieces[i]);
       Value vp = bwd_kv_block_ptr(a, b.v, f.stride_vn, BN, tp, key, pieces[i]);
-      if (k_ptr.size() < n_pieces) {
-        k_ptr.push_back(kp.named(head_dim_piece_name("k_ptr", i, n_pieces)));
-        v_ptr.push_back(vp.named(head_dim_piece_name("v_ptr", i, n_pieces)));
+      if (kv.k.size() < n_pieces) {
+        kv.k.push_back(kp.named(head_dim_piece_name("k_ptr", i, n_pieces)));
+        kv.v.push_back(vp.named(head_dim_piece_name("v_ptr", i, n_pieces)));
       } else { // the loops carry these Values: assigned one by one
-        k_ptr[i] = kp, v_ptr[i] = vp;
+        kv.k[i] = kp, kv.v[i] = vp;
       }
     }
   };
@@ -86,7 +86,7 @@ Kernel build_fa2_bwd_dq_kernel(const Config& config, const AttentionMods& mods, 
   auto step = [&](const Value& start_n, bool masked) {
     std::vector<Value> kt; // (piece width, BN) each
     for (size_t i = 0; i < n_pieces; ++i) {
-      Value k = load(k_ptr[i], tp.k_tile_check(masked, pieces[i]));
+      Value k = load(kv.k[i], tp.k_tile_check(masked, pieces[i]));
       kt.push_back(tp.k_transposed ? k : trans(k));
     }
     Value qk; // (BM, BN) f32: the pieces' products summed
@@ -103,7 +103,7 @@ Kernel build_fa2_bwd_dq_kernel(const Config& config, const AttentionMods& mods, 
       p = where(visible_keys(f, tp, offs_m, start_n + arange(0, BN)), p, 0.0);
     Value dp; // (BM, BN) f32: dO Vᵀ summed over the pieces
     for (size_t i = 0; i < n_pieces; ++i) {
-      Value v = load(v_ptr[i], tp.v_tile_check(masked, pieces[i])); // (BN, piece width)
+      Value v = load(kv.v[i], tp.v_tile_check(masked, pieces[i])); // (BN, piece width)
       dp = dot(dout[i], trans(v), dp, tp.tf32);
     }
     dp = dp.named("dp");
@@ -118,10 +118,7 @@ Kernel build_fa2_bwd_dq_kernel(const Config& config, const AttentionMods& mods, 
     Value ds_in = dt == f32 ? ds : ds.to(dt); // dS in the inputs' dtype, converted once for every piece
     for (size_t i = 0; i < n_pieces; ++i)
       dq[i] = dot(ds_in, trans(kt[i]), dq[i], tp.tf32); // (BM, piece width)
-    for (size_t i = 0; i < n_pieces; ++i) {
-      k_ptr[i] = advance_k(k_ptr[i], tp);
-      v_ptr[i] = advance(v_ptr[i], {BN, 0});
-    }
+    advance_keys(kv, tp, BN);
   };
   if (block_mask) {
     // The key tiles the forward visits over the block mask: full ones unmasked, partial ones masked.
@@ -130,13 +127,7 @@ Kernel build_fa2_bwd_dq_kernel(const Config& config, const AttentionMods& mods, 
     walk_block_mask_lists(bm, row, list, BN, "n", /*runs_only=*/false, point_at, step);
   } else if (mod_env.has_mask()) {
     // Mask mods: the key tiles the forward visits, masked where the forward masks them.
-    auto skip = [&](const Value& start) {
-      for (size_t i = 0; i < n_pieces; ++i) {
-        k_ptr[i] = tp.k_transposed ? advance(k_ptr[i], {0, start}) : advance(k_ptr[i], {start, 0});
-        v_ptr[i] = advance(v_ptr[i], {start, 0});
-      }
-    };
-    for_each_mod_key_tile(mod_env, f, tp, m0, skip, step);
+    for_each_mod_key_tile(mod_env, f, tp, m0, [&](const Value& start) { advance_keys(kv, tp, start); }, step);
   } else {
     KeyRange keys = key_range(f, tp, m0);
     for_range(0, keys.unmasked_end, BN, [&](Value start_n) { step(start_n, false); });

@@ -116,7 +116,8 @@ Kernel build_fa2_fwd_kernel(const Config& config, const AttentionMods& mods, boo
       qk = where(visible_keys(a, tp, offs_m, offs_n), qk, -kInfinity);
     }
     Value p = online_softmax_step(qk, qk_scale, m_i, l_i, acc); // (BM, BN) f32; m_i is the new max
-    Value p_in; // P in V's dtype, converted once for every head-dim tile
+    Value p_in; // P in V's dtype, converted once for every head-dim tile (after the first V load, where the
+                // one-tile kernel has always converted it)
     for (size_t i = 0; i < n_pieces; ++i) {
       Value v = load(kv.v[i], tp.v_tile_check(masked, pieces[i])); // (BN, piece width)
       // A masked tile's hidden keys have p = 0, and 0 · NaN = NaN: with EXACT_MASKED_V their V is selected away.
