@@ -46,7 +46,7 @@ CheckResult check_matmul(const MatmulProblem& p, const HostBuffer& a, const Host
 }
 
 void run_matmul(Session& s, const JitKernel& k, CaseRecord& r, const MatmulProblem& p, const Config& config,
-                bool tunable) {
+                bool tunable, bool flush_l2) {
   HostBuffer a(p.dtype, p.M * p.K, "A"), b(p.dtype, p.K * p.N, "B");
   fill_uniform(a, s.options().seed + 11, 1.0);
   fill_uniform(b, s.options().seed + 12, 1.0);
@@ -75,13 +75,14 @@ void run_matmul(Session& s, const JitKernel& k, CaseRecord& r, const MatmulProbl
   r.check = check_matmul(p, a, b, dc, s.options().seed ^ 0xC0FFEE);
   if (!r.check.ok)
     return;
-  s.time(r, launch, /*flush_l2=*/false);
+  s.time(r, launch, flush_l2);
 }
 
 } // namespace
 
 BenchCase matmul_case(const MatmulProblem& p, const BenchOptions& options, const std::string& suite,
-                      const std::string& system, const std::string& note, const CodegenOptions& codegen) {
+                      const std::string& system, const std::string& note, const CodegenOptions& codegen,
+                      bool flush_l2) {
   BenchCase c;
   c.record =
       case_record(suite, "matmul", system, note, p.dtype, {{"M", p.M}, {"N", p.N}, {"K", p.K}}, -1, codegen);
@@ -91,8 +92,8 @@ BenchCase matmul_case(const MatmulProblem& p, const BenchOptions& options, const
   c.config = c.def.with_overrides(default_matmul_config(p), options.matmul_overrides);
   // Only the standard cases with every code-generator switch on are tuned (an ablation times one config).
   const bool tunable = codegen.all_on();
-  c.run = [p, config = c.config, tunable](Session& s, const JitKernel& k, CaseRecord& rec) {
-    run_matmul(s, k, rec, p, config, tunable);
+  c.run = [p, config = c.config, tunable, flush_l2](Session& s, const JitKernel& k, CaseRecord& rec) {
+    run_matmul(s, k, rec, p, config, tunable, flush_l2);
   };
   return c;
 }

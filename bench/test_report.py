@@ -295,6 +295,19 @@ class ReportTest(unittest.TestCase):
                       text)
         self.assertNotIn(LN_KEY, self.section("Memory-bound kernels vs copy bandwidth"))
 
+    def test_fused_matmul_against_the_plain_matmul_timed_beside_it(self):
+        # The user suite's own timing of the plain matmul (L2 flushed, 0.1950 ms: 704.8 TFLOP/s) is the one the
+        # fused kernel is compared with, not the matmul suite's 0.1913.
+        doc = user_doc()
+        plain = case("user", "kiln_plain_matmul", "matmul:f16:M4096:N4096:K4096", MM_SHAPE, 0.195, MM_FLOPS,
+                     op="matmul", causal=-1)
+        plain["suite"] = "user"
+        doc["cases"].append(plain)
+        text = report.Report(report.merge_kiln([doc]), {"cases": user_peers()}).markdown()
+        self.assertIn("| matmul_bias_gelu:f16:M4096:N4096:K4096 | 659.2 TFLOP/s | 550.6 | 1.20 | — | 704.8 | 0.94 |",
+                      text)
+        self.assertNotIn("| matmul:f16:M4096:N4096:K4096 | 704.8", text)  # not a row of the user table
+
     def test_mods_against_builtin_flex_and_the_best_sdpa(self):
         key, shape = "mods_causal:f16:B1:H16:N16384:D128", {"B": 1, "H": 16, "N": 16384, "D": 128}
         flops = 4.0 * 128 * 16 * 16384 * 16385 / 2

@@ -1,5 +1,7 @@
 #include "bench/user_kernels_bench.h"
 
+#include "bench/matmul_bench.h"
+
 #include "examples/kernels/layernorm_fwd.h"
 #include "examples/kernels/matmul_bias_gelu.h"
 #include "examples/kernels/online_logsumexp.h"
@@ -89,6 +91,11 @@ std::vector<BenchCase> user_kernel_cases(const BenchOptions& options) {
                   {{"M", 300}, {"N", 260}, {"K", 200}}};
     p.flops = 2.0 * double(n) * double(n) * double(n);
     cases.push_back(user_case(p, "tutorial 11"));
+    // kiln's own plain matmul at the same shape, timed as the fused kernel is (L2 flushed) and right after it:
+    // the figure is the ratio of the two, which the matmul suite's case (L2 warm, timed minutes
+    // earlier or later) does not measure like for like.
+    cases.push_back(matmul_case(MatmulProblem{n, n, n, DType::f16}, options, "user", "kiln_plain_matmul",
+                                "kiln's matmul beside tutorial 11, L2 flushed as it is", {}, /*flush_l2=*/true));
   }
   {
     const int64_t rows = q ? 4096 : 16384, cols = 32768;
