@@ -21,7 +21,7 @@ add_library(kiln::llvm_support ALIAS kiln_llvm_support)
 find_path(KILN_FMT_INCLUDE fmt/format.h REQUIRED)
 add_library(kiln_fmt INTERFACE)
 target_include_directories(kiln_fmt SYSTEM INTERFACE ${KILN_FMT_INCLUDE})
-target_compile_definitions(kiln_fmt INTERFACE FMT_HEADER_ONLY)
+# fmt's headers only: its compiled part is support/fmt_library.cpp, in kiln_support (why: that file).
 add_library(kiln::fmt ALIAS kiln_fmt)
 
 find_package(GTest)
