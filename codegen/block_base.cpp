@@ -34,6 +34,30 @@ std::optional<int64_t> bounded(__int128 m) {
   return static_cast<int64_t>(m);
 }
 
+// The integer parameter P when `v` is min(x, P) or min(P, x) (through widening casts): |v| <= P wherever v >= 0,
+// which nonneg_conditions proves separately. A bound known only at launch: the map's dim is P + 1 long.
+std::optional<int> parameter_cap(const Kernel& k, ValueId v) {
+  const Op* def = k.info(v).def;
+  while (def && is_widening_int_cast(k, *def))
+    def = k.info(def->operands[0]).def;
+  if (!def || def->kind != OpKind::Binary || def->binary != BinaryOp::Min)
+    return std::nullopt;
+  for (ValueId side : def->operands)
+    if (k.info(side).param_index >= 0 && is_int(k.type(side).elem))
+      return k.info(side).param_index;
+  return std::nullopt;
+}
+
+// The for loop whose induction variable is `v`, or null.
+const Op* loop_of_induction_variable(const Kernel& k, ValueId v) {
+  const Op* found = nullptr;
+  walk(k.body, [&](const Op& op) {
+    if (op.kind == OpKind::For && !op.regions.empty() && !op.regions[0].args.empty() && op.regions[0].args[0] == v)
+      found = &op;
+  });
+  return found;
+}
+
 // Appends the terms of the i64 offset `v` (added to a pointer) to `terms`; false with `why` when a part of it
 // is not `coordinate * launch scalar`.
 bool collect_terms(const Kernel& k, ValueId v, std::vector<OuterDim>& terms, std::string& why) {
@@ -64,10 +88,12 @@ bool collect_terms(const Kernel& k, ValueId v, std::vector<OuterDim>& terms, std
     term.stride = LaunchScalar{-1, 1};
   }
   auto bound = magnitude_bound(k, term.coordinate);
-  if (!bound || *bound >= kMostCoordinate) {
+  const std::optional<int> cap = bound ? std::nullopt : parameter_cap(k, term.coordinate);
+  if ((!bound && !cap) || (bound && *bound >= kMostCoordinate)) {
     why = fmt::format(
         "the coordinate at {} of a term of the base may exceed the 32 bits a TMA coordinate holds "
-        "(its bound is not known in the kernel)",
+        "(its bound is not known in the kernel; where it is at most an integer parameter P, writing min(x, P) "
+        "caps it, and the map's dim is P + 1 long)",
         where(k, term.coordinate));
     return false;
   }
@@ -80,7 +106,10 @@ bool collect_terms(const Kernel& k, ValueId v, std::vector<OuterDim>& terms, std
         where(k, term.coordinate));
     return false;
   }
-  term.extent = *bound + 1;
+  if (bound)
+    term.extent = *bound + 1;
+  else
+    term.extent_param = *cap;
   term.nonneg_params = std::move(*nonneg);
   terms.push_back(term);
   return true;
@@ -208,8 +237,19 @@ std::optional<std::vector<int>> nonneg_conditions(const Kernel& k, ValueId v) {
   if (info.param_index >= 0)
     return std::vector<int>{info.param_index};
   const Op* def = info.def;
-  if (!def)
-    return std::nullopt; // loop variables and the like
+  if (!def) {
+    // A for loop's induction variable: >= 0 in every iteration when it starts >= 0 and its step is a positive
+    // constant (it stops before its bound, so it never wraps). Other region arguments: not known.
+    const Op* loop = loop_of_induction_variable(k, v);
+    if (!loop)
+      return std::nullopt;
+    const Op* step = k.info(loop->operands[2]).def;
+    const std::optional<int64_t> step_value =
+        step && step->kind == OpKind::Constant ? step->exact_int() : std::optional<int64_t>{};
+    if (!step_value || *step_value <= 0)
+      return std::nullopt;
+    return nonneg_conditions(k, loop->operands[0]);
+  }
   switch (def->kind) {
   case OpKind::Constant:
     if (auto c = def->exact_int(); c && *c >= 0)

@@ -14,14 +14,18 @@
 // from the program ids (CUDA's grid limits, which every launch checks), constants, and operations that do not
 // grow a magnitude (integer division and remainder, widening casts, min/max) or grow it by a known amount
 // (add, multiply); the min of two values >= 0 (nonneg_conditions, with no condition) is bounded by either.
-// A coordinate it cannot bound keeps the loop on cp.async, with the reason.
+// A coordinate it cannot bound that way may still be capped by an integer parameter, min(x, P): the map's dim
+// is then P + 1 long, a size the launch knows (OuterDim::extent_param). A kernel whose coordinate comes from a
+// loop over a parameter's range (a GQA group's query heads, `head0 + g`, as in dK/dV) may write that cap, a
+// no-op that puts the loop's copies on TMA; the refusal's reason says so.
+// A coordinate it can neither bound nor see capped keeps the loop on cp.async, with the reason.
 //
 // A coordinate must also be >= 0: the hardware fills a negative one with zeros, where the pointer arithmetic
 // the kernel wrote (and cp.async) reads the memory before the base, which a pointer into the middle of a
 // buffer may legally do. `nonneg_conditions` proves it from program ids, constants and operations that keep
-// a sign (add, multiply, division, remainder's dividend, min, max, widening casts), up to the signs of
-// integer parameters, which the launch checks (jit/tensor_map_args.h). A subtraction or a negation keeps
-// cp.async.
+// a sign (add, multiply, division, remainder's dividend, min, max, widening casts) and for-loop induction
+// variables that start >= 0 and step by a positive constant, up to the signs of integer parameters, which the
+// launch checks (jit/tensor_map_args.h). A subtraction or a negation keeps cp.async.
 #pragma once
 
 #include "codegen/tma_plan.h"

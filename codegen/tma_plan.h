@@ -35,7 +35,10 @@ struct LaunchScalar {
 struct OuterDim {
   ValueId coordinate = -1; // a scalar of the kernel, |value| <= extent - 1 in every program
   LaunchScalar stride;     // elements
-  int64_t extent = 0;      // the map's size along the dim
+  int64_t extent = 0;      // the map's size along the dim (0 with extent_param)
+  // >= 0: the coordinate is a minimum with this integer parameter (a cap the kernel writes: codegen/block_base.h),
+  // so the map's size along the dim is the parameter's value + 1, known only at launch.
+  int extent_param = -1;
   // The integer parameters that must be >= 0 at launch for the coordinate to be >= 0 in every program (empty:
   // it is whatever the arguments). A negative coordinate is legal pointer arithmetic, which cp.async reads
   // before the base but a tensor map would fill with zeros, so a launch that breaks one keeps cp.async.

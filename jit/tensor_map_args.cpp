@@ -79,7 +79,8 @@ rt::TensorMapSpec tensor_map_spec(const TensorMapParam& m, const std::vector<Par
   // The per-program terms of the base: dims outside the block's, one element of each per copy.
   for (const OuterDim& o : m.outer) {
     g.order.push_back(static_cast<int>(g.shape.size()));
-    g.shape.push_back(o.extent);
+    // A coordinate capped by a parameter, min(x, P), is at most P: the dim holds P + 1 (codegen/block_base.h).
+    g.shape.push_back(o.extent_param >= 0 ? value_of(LaunchScalar{o.extent_param, 0}, args) + 1 : o.extent);
     g.strides.push_back(value_of(o.stride, args));
     g.block_shape.push_back(1);
   }

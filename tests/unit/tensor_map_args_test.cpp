@@ -93,6 +93,22 @@ TEST(TensorMapArgs, AParameterThatMakesAPerProgramCoordinateNegativeKeepsTheCpAs
   EXPECT_EQ(t.why_not.find("may be negative"), std::string::npos) << t.why_not;
 }
 
+TEST(TensorMapArgs, ACoordinateCappedByAParameterGivesADimThatParameterPlusOneLong) {
+  // A's base as `A + min(x, M) * stride_am` (codegen/block_base.h): the coordinate is at most M, so the map's
+  // outermost dim holds M + 1, whatever the launch's M is.
+  TensorMapParam m = a_map();
+  OuterDim capped;
+  capped.stride = LaunchScalar{3, 0};
+  capped.extent_param = 1;
+  capped.nonneg_params = {1};
+  m.outer = {capped};
+  rt::TensorMapSpec s = tensor_map_spec(m, kParams, args(kBase, 4096, 1024, 1024));
+  EXPECT_EQ(s.global_dims, (std::vector<int64_t>{1024, 4096, 4097}));
+  EXPECT_EQ(s.box_dims, (std::vector<int64_t>{32, 128, 1}));
+  s = tensor_map_spec(m, kParams, args(kBase, 77, 1024, 1024));
+  EXPECT_EQ(s.global_dims.back(), 78);
+}
+
 TEST(TensorMapArgs, NoMapsMeansNoExtraParameters) {
   TensorMapArgs t = tensor_map_args({}, kParams, args(kBase, 4096, 1024, 1024));
   EXPECT_TRUE(t.maps.empty());
