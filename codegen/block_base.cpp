@@ -239,7 +239,7 @@ std::optional<std::vector<int>> nonneg_conditions(const Kernel& k, ValueId v) {
   const Op* def = info.def;
   if (!def) {
     // A for loop's induction variable: >= 0 in every iteration when it starts >= 0 and its step is a positive
-    // constant (it stops before its bound, so it never wraps). Other region arguments: not known.
+    // constant (it only grows, and is taken not to wrap: block_base.h). Other region arguments: not known.
     const Op* loop = loop_of_induction_variable(k, v);
     if (!loop)
       return std::nullopt;

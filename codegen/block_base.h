@@ -25,7 +25,9 @@
 // buffer may legally do. `nonneg_conditions` proves it from program ids, constants and operations that keep
 // a sign (add, multiply, division, remainder's dividend, min, max, widening casts) and for-loop induction
 // variables that start >= 0 and step by a positive constant, up to the signs of integer parameters, which the
-// launch checks (jit/tensor_map_args.h). A subtraction or a negation keeps cp.async.
+// launch checks (jit/tensor_map_args.h). A subtraction or a negation keeps cp.async. A bounded coordinate cannot
+// wrap (its magnitude is proven within 2^31); the x of a capped one, min(x, P), is taken not to wrap either (a
+// kernel whose head index wraps past 2^31 reads garbage on either path).
 #pragma once
 
 #include "codegen/tma_plan.h"
