@@ -14,8 +14,10 @@
 namespace kiln_test {
 
 // Arguments: x (f16, [H][n][64] with head stride stride_h, row stride 64), w (f16, [64][64]), out (f32,
-// [H / group][64][64]), H, group, n (i32), stride_h (i64). Grid: (H / group, 1, 1).
-inline kiln::Kernel head_group_kernel(bool capped) {
+// [H / group][64][64]), H, group, n (i32), stride_h (i64). Grid: (H / group, 1, 1). With `starts_below_zero`
+// the group's loop starts at program_id(0) - 1, so its variable may be -1 (for the code generator's tests
+// only: program 0 would read before x).
+inline kiln::Kernel head_group_kernel(bool capped, bool starts_below_zero = false) {
   using namespace kiln;
   Config config;
   config.num_warps = 4;
@@ -27,7 +29,7 @@ inline kiln::Kernel head_group_kernel(bool capped) {
   Value w_tile = load(make_block_ptr(w, {64, 64}, {64, 1}, {0, 0}, {64, 64}, {1, 0}));
   Value head0 = program_id(0) * group;
   Value acc = zeros({64, 64}, f32);
-  for_range(0, group, 1, [&](Value g) {
+  for_range(starts_below_zero ? program_id(0) - 1 : zeros({}, i32), group, 1, [&](Value g) {
     Value head = capped ? minimum(head0 + g, H) : head0 + g;
     Value xp = make_block_ptr(x + head.to(i64) * stride_h, {n, 64}, {64, 1}, {0, 0}, {64, 64}, {1, 0});
     for_range(0, n, 64, [&](Value) {

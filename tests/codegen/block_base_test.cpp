@@ -4,6 +4,7 @@
 #include "codegen/block_base.h"
 #include "dsl/dsl.h"
 #include "dsl/registry.h"
+#include "head_group_kernel.h"
 
 #include <gtest/gtest.h>
 
@@ -16,11 +17,12 @@ using namespace kiln;
 
 namespace {
 
-// The ValueId of the base of the kernel's first make_block_ptr (the load's).
+// The ValueId of the base of the kernel's first make_block_ptr whose base is computed in the kernel, not a
+// parameter as it is (the load's).
 ValueId block_base_of(const Kernel& k) {
   ValueId base = -1;
   walk(k.body, [&](const Op& op) {
-    if (op.kind == OpKind::MakeBlockPtr && base < 0)
+    if (op.kind == OpKind::MakeBlockPtr && base < 0 && k.info(op.operands[0]).param_index < 0)
       base = op.operands[0];
   });
   return base;
@@ -167,47 +169,27 @@ TEST(BlockBase, ACoordinateIsNonNegativeWhileTheParametersItIsBuiltFromAre) {
   EXPECT_EQ(t->nonneg_params, std::vector<int>{2});
 }
 
-// dK/dV's pattern: a loop over a group of heads, each head's base `x + head * stride_h` inside it. With
-// `capped`, the head is min(head0 + g, H), a no-op the kernel writes so that the coordinate is bounded by H.
-Kernel kernel_over_a_loop_of_heads(bool capped, bool negative_start = false) {
-  KernelBuilder kb("heads", Config{});
-  Value x = kb.arg_ptr("X", f16);
-  Value y = kb.arg_ptr("Y", f16);
-  Value H = kb.arg("H", i32);
-  Value N = kb.arg("N", i32);
-  Value group = kb.arg("group", i32);
-  Value stride_h = kb.arg("stride_h", i64);
-  Value stride_n = kb.arg("stride_n", i64);
-  Value head0 = program_id(1) * group;
-  Value lo = negative_start ? program_id(0) - 1 : zeros({}, i32);
-  for_range(lo, group, 1, [&](Value g) {
-    Value head = capped ? minimum(head0 + g, H) : head0 + g;
-    Value t = load(make_block_ptr(x + head.to(i64) * stride_h, {N, 64}, {stride_n, 1}, {0, 0}, {64, 64}, {1, 0}));
-    store(make_block_ptr(y, {N, 64}, {stride_n, 1}, {0, 0}, {64, 64}, {1, 0}), t);
-  });
-  return kb.finish();
-}
-
 TEST(BlockBase, ACoordinateCappedByAParameterIsADimThatParameterPlusOneLong) {
-  Kernel k = kernel_over_a_loop_of_heads(/*capped=*/true);
+  // dK/dV's pattern (tests/head_group_kernel.h): x's base `x + min(head0 + g, H) * stride_h` inside a loop over g.
+  Kernel k = kiln_test::head_group_kernel(/*capped=*/true);
   std::string why;
   std::optional<BlockBase> b = decompose_block_base(k, block_base_of(k), why);
   ASSERT_TRUE(b) << why;
   ASSERT_EQ(b->terms.size(), 1u);
-  EXPECT_EQ(b->terms[0].extent_param, 2); // H
+  EXPECT_EQ(b->terms[0].extent_param, 3); // H
   EXPECT_EQ(b->terms[0].extent, 0);
-  // >= 0 while group (head0 = pid * group) and H (the cap) are: the loop's variable starts at 0 and grows.
-  EXPECT_EQ(b->terms[0].nonneg_params, (std::vector<int>{2, 4}));
+  // >= 0 while H (the cap) and group (head0 = pid * group) are: the loop's variable starts at 0 and grows.
+  EXPECT_EQ(b->terms[0].nonneg_params, (std::vector<int>{3, 4}));
 }
 
 TEST(BlockBase, AnUncappedLoopCoordinateOrOneThatStartsBelowZeroKeepsCpAsync) {
   std::string why;
-  Kernel uncapped = kernel_over_a_loop_of_heads(/*capped=*/false);
+  Kernel uncapped = kiln_test::head_group_kernel(/*capped=*/false);
   EXPECT_FALSE(decompose_block_base(uncapped, block_base_of(uncapped), why));
   EXPECT_NE(why.find("may exceed the 32 bits a TMA coordinate holds"), std::string::npos) << why;
   EXPECT_NE(why.find("writing min(x, P) caps it"), std::string::npos) << why; // and says how to reach TMA
   // The loop starts at pid - 1: its variable may be -1, and min(-1, H) is -1.
-  Kernel below = kernel_over_a_loop_of_heads(/*capped=*/true, /*negative_start=*/true);
+  Kernel below = kiln_test::head_group_kernel(/*capped=*/true, /*starts_below_zero=*/true);
   EXPECT_FALSE(decompose_block_base(below, block_base_of(below), why));
   EXPECT_NE(why.find("may be negative"), std::string::npos) << why;
 }

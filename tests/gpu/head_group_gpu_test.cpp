@@ -9,24 +9,15 @@
 #include "jit/tensor_map_args.h"
 #include "kernels/compare.h"
 #include "runtime/device.h"
+#include "unit/interpreter_test_support.h"
 
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <random>
-
 using namespace kiln;
+using kiln::testing_support::poisoned;
+using kiln::testing_support::random_floats;
 
 namespace {
-
-HostBuffer random_f16(int64_t count, unsigned seed, const char* name) {
-  HostBuffer b(DType::f16, count, name);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  for (int64_t i = 0; i < count; ++i)
-    b.set(i, u(rng));
-  return b;
-}
 
 TEST(GpuHeadGroupCap, TmaThroughAParameterCappedMapMatchesTheReferenceAndTheInterpreter) {
   KILN_REQUIRE_GPU();
@@ -37,12 +28,11 @@ TEST(GpuHeadGroupCap, TmaThroughAParameterCappedMapMatchesTheReferenceAndTheInte
     for (int64_t n : {64, 200}) {
       const int64_t H = 8;
       SCOPED_TRACE("group " + std::to_string(group) + " n " + std::to_string(n));
-      HostBuffer x = random_f16(H * n * 64, static_cast<unsigned>(7 + group + n), "x");
-      HostBuffer w = random_f16(64 * 64, 3, "w");
+      HostBuffer x = random_floats(DType::f16, H * n * 64, "x", static_cast<unsigned>(7 + group + n), -1, 1);
+      HostBuffer w = random_floats(DType::f16, 64 * 64, "w", 3, -1, 1);
       const int64_t outs = H / group * 64 * 64;
-      HostBuffer gpu(DType::f32, outs, "out"), interp(DType::f32, outs, "out");
-      for (int64_t i = 0; i < outs; ++i)
-        gpu.set(i, std::nan("")); // poisoned: every element must be written
+      HostBuffer gpu = poisoned(DType::f32, outs, "out"); // every element must be written
+      HostBuffer interp(DType::f32, outs, "out");
       auto args = [&](HostBuffer& out) {
         return std::vector<InterpArg>{InterpArg::ptr(x),      InterpArg::ptr(w),          InterpArg::ptr(out),
                                       InterpArg::of_int(H),   InterpArg::of_int(group),   InterpArg::of_int(n),

@@ -76,14 +76,22 @@ TEST(TensorMapArgs, LegalMapsNeedADriverWithTensorMaps) {
   EXPECT_NE(t.why_not.find("cuTensorMapEncodeTiled"), std::string::npos) << t.why_not;
 }
 
-TEST(TensorMapArgs, AParameterThatMakesAPerProgramCoordinateNegativeKeepsTheCpAsyncPath) {
-  // A's base as `A + (pid / M) * stride_am` (codegen/block_base.h): its coordinate is >= 0 while M is.
+// a_map() over a base `A + coordinate * stride_am` whose coordinate is >= 0 while M is (codegen/block_base.h):
+// one per-program dim, `extent` long or, with `extent_param`, that parameter's value + 1.
+TensorMapParam a_map_with_a_per_program_dim(int64_t extent, int extent_param = -1) {
   TensorMapParam m = a_map();
   OuterDim per_program;
   per_program.stride = LaunchScalar{3, 0};
-  per_program.extent = 65535;
+  per_program.extent = extent;
+  per_program.extent_param = extent_param;
   per_program.nonneg_params = {1};
   m.outer = {per_program};
+  return m;
+}
+
+TEST(TensorMapArgs, AParameterThatMakesAPerProgramCoordinateNegativeKeepsTheCpAsyncPath) {
+  // A's base as `A + (pid / M) * stride_am`.
+  const TensorMapParam m = a_map_with_a_per_program_dim(65535);
   TensorMapArgs t = tensor_map_args({m}, kParams, args(kBase, -4096, 1024, 1024));
   EXPECT_EQ(t.use_tma, 0);
   EXPECT_NE(t.why_not.find("'M' is -4096, so a per-program coordinate of the base may be negative"),
@@ -96,12 +104,7 @@ TEST(TensorMapArgs, AParameterThatMakesAPerProgramCoordinateNegativeKeepsTheCpAs
 TEST(TensorMapArgs, ACoordinateCappedByAParameterGivesADimThatParameterPlusOneLong) {
   // A's base as `A + min(x, M) * stride_am` (codegen/block_base.h): the coordinate is at most M, so the map's
   // outermost dim holds M + 1, whatever the launch's M is.
-  TensorMapParam m = a_map();
-  OuterDim capped;
-  capped.stride = LaunchScalar{3, 0};
-  capped.extent_param = 1;
-  capped.nonneg_params = {1};
-  m.outer = {capped};
+  const TensorMapParam m = a_map_with_a_per_program_dim(0, /*extent_param=*/1);
   rt::TensorMapSpec s = tensor_map_spec(m, kParams, args(kBase, 4096, 1024, 1024));
   EXPECT_EQ(s.global_dims, (std::vector<int64_t>{1024, 4096, 4097}));
   EXPECT_EQ(s.box_dims, (std::vector<int64_t>{32, 128, 1}));
