@@ -195,6 +195,9 @@ void AddressAnalysis::exec(const Op& op) {
   case OpKind::StoreBlock:
     record_block_access(op, false, true);
     return;
+  case OpKind::AtomicAddBlock:
+    record_block_access(op, true, true);
+    return;
   case OpKind::For:
     return exec_for(op);
   case OpKind::If:

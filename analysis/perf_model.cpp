@@ -250,6 +250,12 @@ private:
       cost_.bytes_stored +=
           block_elements(op.operands[0], op.checked_dims()) * dbytes(k_.type(op.operands[1]).elem);
       return;
+    case OpKind::AtomicAddBlock: { // read and written, as a pointer tile's atomic_add
+      const double b = block_elements(op.operands[0], op.checked_dims()) * dbytes(k_.type(op.operands[1]).elem);
+      cost_.bytes_loaded += b;
+      cost_.bytes_stored += b;
+      return;
+    }
     case OpKind::For:
       return visit_for(op);
     case OpKind::If: {

@@ -175,6 +175,17 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                    "by register shuffles: {}\n",
                    plan.tiles_bytes, plan.scratch_bytes, plan.conversions_by(ConversionMethod::SharedMemory),
                    plan.conversions_by(ConversionMethod::RegisterShuffles));
+  if (plan.bulk.any())
+    s += fmt::format("//   bulk-reduction stage: {} B at {}\n", plan.bulk.stage_bytes, plan.bulk.stage_offset);
+  walk(k.body, [&](const Op& op) {
+    if (op.kind != OpKind::AtomicAddBlock)
+      return;
+    if (auto it = plan.bulk.ops.find(&op); it != plan.bulk.ops.end())
+      s += fmt::format("//   atomic_add at {}: {} row(s) of {} f32 through the stage, one bulk reduction a row\n",
+                       op.loc.str(), it->second.rows, it->second.cols);
+    else
+      s += fmt::format("//   atomic_add at {}: element by element ({})\n", op.loc.str(), plan.bulk.why_not.at(&op));
+  });
   for (const LayoutConversion& c : plan.conversions) {
     const std::string how = c.method == ConversionMethod::SharedMemory
                                 ? fmt::format("{} B of scratch", c.scratch_bytes)

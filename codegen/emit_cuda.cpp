@@ -237,6 +237,8 @@ void Emitter::emit_op(const Op& op) {
     return emit_block_load(op);
   case OpKind::StoreBlock:
     return emit_block_store(op);
+  case OpKind::AtomicAddBlock:
+    return emit_block_atomic_add(op);
   case OpKind::Constant:
   case OpKind::Arange:
     name_[r] = materialize(r, layout_of(r));
@@ -354,12 +356,16 @@ void Emitter::emit_scalar_op(const Op& op) {
 }
 
 void Emitter::emit_program() {
-  if (!plan_.persistent.on)
-    return emit_region(k_.body);
-  open_program_loop();
-  emit_region(k_.body);
-  close();
-  line("}}");
+  if (!plan_.persistent.on) {
+    emit_region(k_.body);
+  } else {
+    open_program_loop();
+    emit_region(k_.body);
+    close();
+    line("}}");
+  }
+  if (plan_.bulk.any()) // shared memory outlives no CTA: the reductions must have read their stage
+    line("kiln::bulk_wait<0>(); // this thread's bulk reductions are done");
 }
 
 void Emitter::open_program_loop() {

@@ -144,7 +144,8 @@ private:
   static bool stores_globally(const Region& r) {
     bool any = false;
     walk(r, [&](const Op& o) {
-      any |= o.kind == OpKind::Store || o.kind == OpKind::StoreBlock || o.kind == OpKind::AtomicAdd;
+      any |= o.kind == OpKind::Store || o.kind == OpKind::StoreBlock || o.kind == OpKind::AtomicAdd ||
+             o.kind == OpKind::AtomicAddBlock;
     });
     return any;
   }
@@ -376,6 +377,7 @@ private:
   void emit_pointer_store(const Op& op);
   void emit_block_load(const Op& op);
   void emit_block_store(const Op& op);
+  void emit_block_atomic_add(const Op& op);
   bool emit_vector_block_store(const Op& op, const std::string& bp, const Type& bt, const Layout& L,
                                const std::string& x);
   void emit_staged_block_load(const Op& op, const SharedTile& t);

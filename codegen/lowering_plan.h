@@ -21,6 +21,8 @@
 //   plan_layout_conversions every layout conversion: the value, the op that reads it, from and to layouts,
 //                           through shared memory (with its scratch) or by register shuffles
 //   plan_scratch            the scratch shared memory after the tiles
+//   plan_bulk_reductions    atomic adds through block pointers made from a shared-memory stage by bulk
+//                           reductions (sm_90), the stage after the scratch
 #pragma once
 
 #include "codegen/layout.h"
@@ -177,6 +179,23 @@ struct PersistentGrid {
   std::string why_not; // asked for (PERSISTENT=1) and not done: why
 };
 
+// plan_bulk_reductions: an atomic_add through a block pointer added from a shared-memory stage by one bulk
+// reduction a row (codegen/plan_bulk_reductions.h). The block's rows run along `col_dim` (its contiguous dim).
+struct BulkReduction {
+  int row_dim = -1; // -1: a rank-1 block, one row
+  int col_dim = 0;
+  int64_t rows = 1, cols = 0;
+  int64_t pitch = 0; // f32 elements from one row of the stage to the next
+};
+struct BulkReductions {
+  std::map<const Op*, BulkReduction> ops;
+  std::map<const Op*, std::string> why_not; // the others: why they add element by element
+  int64_t stage_offset = 0;                  // bytes from kiln_smem: after the tiles and the scratch
+  int64_t stage_bytes = 0;                   // 0 without bulk reductions
+  bool any() const { return !ops.empty(); }
+  int64_t end() const { return any() ? stage_offset + stage_bytes : 0; } // shared bytes up to the stage's end
+};
+
 // How a pipelined load's block pointer moves: the loop carries it as carried value `carried` (body arg
 // carried + 1, loop operand 3 + carried) and its yield is `advance`, whose steps are loop-invariant.
 struct PipelinedStep {
@@ -259,6 +278,8 @@ struct LoweringPlan {
   // plan_scratch: bytes of shared memory after the tiles (at tiles_bytes) that conversions through shared
   // memory, cross-warp reductions and FMA operand staging reuse, one at a time.
   int64_t scratch_bytes = 0;
+  // plan_bulk_reductions: the atomic adds through block pointers made from a shared-memory stage.
+  BulkReductions bulk;
   // plan_scratch: the cross-warp reductions' slots at the start of the scratch, each reduction_slot_bytes long
   // (the largest such reduction's bytes, rounded up to 16): 1, or 2 when the kernel has two or more such
   // reductions, so that one can exchange its partial results in the slot the previous one still reads and

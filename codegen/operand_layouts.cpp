@@ -27,6 +27,7 @@ Layout access_layout(const Kernel& k, const LoweringPlan& plan, const Op& access
     return plan.layout.at(access.operands[1]);
   case OpKind::Store:
   case OpKind::StoreBlock:
+  case OpKind::AtomicAddBlock:
     return register_or_default_layout(k, plan, access.operands[1]);
   default:
     throw InternalError(fmt::format("access_layout: {} is not a global access", op_name(access.kind)));

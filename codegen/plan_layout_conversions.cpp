@@ -245,6 +245,8 @@ private:
     }
     case OpKind::StoreBlock:
       return block_store(op);
+    case OpKind::AtomicAddBlock: // element by element or through the stage, in the value's own layout
+      return read(op.operands[1], access_layout(k_, plan_, op));
     case OpKind::Constant:
     case OpKind::Arange:
       return recompute(r, layout_of(r));

@@ -63,7 +63,8 @@ std::optional<std::set<int>> written_params(const Kernel& k) {
   std::set<int> written;
   bool traced = true;
   walk(k.body, [&](const Op& op) {
-    if (op.kind != OpKind::Store && op.kind != OpKind::AtomicAdd && op.kind != OpKind::StoreBlock)
+    if (op.kind != OpKind::Store && op.kind != OpKind::AtomicAdd && op.kind != OpKind::StoreBlock &&
+        op.kind != OpKind::AtomicAddBlock)
       return;
     const int param = pointer_param(k, op.operands[0]);
     traced &= param >= 0;

@@ -155,6 +155,12 @@ Value load(const Value& ptr, BoundaryCheck boundary_check = {}, Padding padding 
 // Stores through a block pointer (or, unmasked, a tensor of pointers).
 void store(const Value& ptr, const Value& value, BoundaryCheck boundary_check = {},
            CallSite where = CallSite::current());
+// Adds `value` to the block's elements, atomically element by element (as Triton's descriptor atomic_add);
+// dims in `boundary_check` skip what lies outside the tensor. Nothing comes back, so the code generator may
+// gather the block in shared memory and add it with one bulk reduction (sm_90: cp.reduce.async.bulk).
+// atomic_add(block_ptr, value) with no mask is the same with no boundary check (and returns no value).
+void atomic_add(const Value& block_ptr, const Value& value, BoundaryCheck boundary_check,
+                CallSite where = CallSite::current());
 
 // ---- control flow ----
 // for (i = lo; i < hi; i += step) body(i). Variables the body reassigns are carried across iterations.

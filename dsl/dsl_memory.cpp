@@ -65,6 +65,15 @@ void store(const Value& ptrs, const Value& value, const Value& mask, CallSite wh
 Value atomic_add(const Value& ptrs, const Value& value, const Value& mask, CallSite where) {
   use(ptrs, "atomic_add", where);
   use(value, "atomic_add", where);
+  if (ptrs.type().is_block_ptr()) {
+    if (mask.valid())
+      fail_at(loc_of(where),
+              "atomic_add: a mask needs a tensor of pointers, got {}; block pointers take boundary_check instead: "
+              "atomic_add(bp, value, {{0, 1}})",
+              ptrs.type().str());
+    atomic_add(ptrs, value, BoundaryCheck{}, where);
+    return Value();
+  }
   auto op = new_op(OpKind::AtomicAdd, where);
   Shape s = broadcast_shape(ptrs.shape(), value.shape(), "atomic_add", where, "pointers'", "value's");
   if (mask.valid())
@@ -152,6 +161,21 @@ void store(const Value& ptr, const Value& value, BoundaryCheck boundary_check, C
   Value v = vt.is_tensor() && vt.is_scalar() ? broadcast_to(value, t.shape, where) : value; // a scalar fills the block
   auto op = new_op(OpKind::StoreBlock, where);
   op->operands = {ptr.id(), v.id()};
+  op->ints.assign(boundary_check.dims.begin(), boundary_check.dims.end());
+  B(where).emit(std::move(op));
+}
+
+void atomic_add(const Value& block_ptr, const Value& value, BoundaryCheck boundary_check, CallSite where) {
+  const Type& t = use(block_ptr, "atomic_add", where).type();
+  const Type& vt = use(value, "atomic_add", where).type();
+  if (!t.is_block_ptr())
+    fail_at(loc_of(where),
+            "atomic_add: boundary_check applies to block pointers, got {}; a tensor of pointers takes a mask: "
+            "atomic_add(ptrs, value, mask)",
+            t.str());
+  Value v = vt.is_tensor() && vt.is_scalar() ? broadcast_to(value, t.shape, where) : value; // a scalar fills the block
+  auto op = new_op(OpKind::AtomicAddBlock, where);
+  op->operands = {block_ptr.id(), v.id()};
   op->ints.assign(boundary_check.dims.begin(), boundary_check.dims.end());
   B(where).emit(std::move(op));
 }

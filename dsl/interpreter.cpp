@@ -244,6 +244,7 @@ void Interpreter::exec(const Op& op) {
   }
   case OpKind::LoadBlock:
   case OpKind::StoreBlock:
+  case OpKind::AtomicAddBlock:
     return exec_block_access(op);
   case OpKind::For:
     return exec_for(op);

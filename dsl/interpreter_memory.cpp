@@ -175,6 +175,21 @@ void Interpreter::exec_block_access(const Op& op) {
     return;
   }
   const Tile& v = val(op.operands[1]);
+  if (op.kind == OpKind::AtomicAddBlock) { // each element's sum rounded to the block's dtype, as atomic_add's
+    if (as_float)
+      with_float_binary(BinaryOp::Add, bt.elem, [&](auto add) {
+        for (int64_t j = 0; j < n; ++j)
+          if (positions_[j] >= 0)
+            s.buffer->write_float(positions_[j], add(s.buffer->read_float(positions_[j]), v.f[j]));
+      });
+    else
+      with_int_binary(BinaryOp::Add, bt.elem, [&](auto add) {
+        for (int64_t j = 0; j < n; ++j)
+          if (positions_[j] >= 0)
+            s.buffer->write_int(positions_[j], add(s.buffer->read_int(positions_[j]), v.i[j]).value);
+      });
+    return;
+  }
   for (int64_t j = 0; j < n; ++j) {
     if (positions_[j] < 0)
       continue;

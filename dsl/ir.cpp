@@ -66,6 +66,8 @@ std::string_view op_name(OpKind k) {
     return "load_block";
   case OpKind::StoreBlock:
     return "store_block";
+  case OpKind::AtomicAddBlock:
+    return "atomic_add_block";
   case OpKind::For:
     return "for";
   case OpKind::If:
@@ -195,7 +197,8 @@ int64_t Op::arange_hi() const {
 }
 
 llvm::ArrayRef<int64_t> Op::checked_dims() const {
-  KILN_INTERNAL_CHECK(kind == OpKind::LoadBlock || kind == OpKind::StoreBlock, "checked_dims on a {} op",
+  KILN_INTERNAL_CHECK(kind == OpKind::LoadBlock || kind == OpKind::StoreBlock || kind == OpKind::AtomicAddBlock,
+                      "checked_dims on a {} op",
                       op_name(kind));
   return ints;
 }

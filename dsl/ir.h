@@ -54,6 +54,7 @@ enum class OpKind : uint8_t {
   Advance,      // operands bp, deltas[r]
   LoadBlock,    // operand bp; attrs: ints = boundary-checked dims, padding
   StoreBlock,   // operands bp, value; attrs: ints = boundary-checked dims
+  AtomicAddBlock, // operands bp, value; attrs: ints = boundary-checked dims; adds value to the block, no result
   // Control flow
   For,   // operands lo, hi, step, inits...; region 0 args (iv, carried...); results: carried values
   If,    // operand cond (scalar i1); regions then, else; results
@@ -130,7 +131,7 @@ struct Op {
   // consumer decodes the encoding again.
   int64_t arange_lo() const; // Arange: [lo, hi)
   int64_t arange_hi() const;
-  llvm::ArrayRef<int64_t> checked_dims() const; // LoadBlock, StoreBlock: the boundary-checked dims
+  llvm::ArrayRef<int64_t> checked_dims() const; // LoadBlock, StoreBlock, AtomicAddBlock: the checked dims
   bool checks_dim(int64_t dim) const;
   std::optional<int64_t> exact_int() const; // Constant: the value, when it was given as an exact integer
 };

@@ -44,7 +44,8 @@ struct Printer {
     case OpKind::LoadBlock:
       return fmt::format(" boundary_check=[{}] padding={}", fmt::join(op.checked_dims(), ","),
                          padding_name(op.padding));
-    case OpKind::StoreBlock: return fmt::format(" boundary_check=[{}]", fmt::join(op.checked_dims(), ","));
+    case OpKind::StoreBlock:
+    case OpKind::AtomicAddBlock: return fmt::format(" boundary_check=[{}]", fmt::join(op.checked_dims(), ","));
     default: return "";
     }
   }

@@ -83,6 +83,12 @@ bool same_order_permutation(const llvm::SmallVector<int, 4>& order, int rank) {
   return true;
 }
 
+// The element types an atomic add (through pointers or a block pointer) takes.
+void check_atomic_add_dtype(const Checker& c, DType elem) {
+  if (elem != DType::f32 && elem != DType::i32 && elem != DType::f16 && elem != DType::i64 && elem != DType::f64)
+    c.error("atomic_add supports f16, f32, f64, i32 and i64, got {}", dtype_name(elem));
+}
+
 std::optional<Type> infer_memory(const Checker& c) {
   const Op& op = c.op;
   switch (op.kind) {
@@ -125,9 +131,7 @@ std::optional<Type> infer_memory(const Checker& c) {
       c.error("mask must be {} to match the pointers, got {}", Type::tensor(DType::i1, p.shape).str(),
               c.ty(2).str());
     if (op.kind == OpKind::AtomicAdd) {
-      if (p.elem != DType::f32 && p.elem != DType::i32 && p.elem != DType::f16 && p.elem != DType::i64 &&
-          p.elem != DType::f64)
-        c.error("atomic_add supports f16, f32, f64, i32 and i64, got {}", dtype_name(p.elem));
+      check_atomic_add_dtype(c, p.elem);
       return want;
     }
     return std::nullopt;
@@ -164,7 +168,8 @@ std::optional<Type> infer_memory(const Checker& c) {
     return bp;
   }
   case OpKind::LoadBlock:
-  case OpKind::StoreBlock: {
+  case OpKind::StoreBlock:
+  case OpKind::AtomicAddBlock: {
     const Type& bp = c.ty(0);
     if (!bp.is_block_ptr())
       c.error("expected a block pointer, got {}", bp.str());
@@ -192,6 +197,8 @@ std::optional<Type> infer_memory(const Checker& c) {
     if (c.ty(1) != tile)
       c.error("value must be {} to match the block pointer, got {}{}", tile.str(), c.ty(1).str(),
               c.ty(1).shape == bp.shape ? fmt::format(" (convert it with .to({}))", dtype_name(bp.elem)) : "");
+    if (op.kind == OpKind::AtomicAddBlock)
+      check_atomic_add_dtype(c, bp.elem);
     return std::nullopt;
   }
   default: break;
@@ -508,7 +515,8 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
   case OpKind::MakeBlockPtr:
   case OpKind::Advance:
   case OpKind::LoadBlock:
-  case OpKind::StoreBlock: return infer_memory(c);
+  case OpKind::StoreBlock:
+  case OpKind::AtomicAddBlock: return infer_memory(c);
   case OpKind::For:
   case OpKind::If:
   case OpKind::Yield: return infer_control(c);

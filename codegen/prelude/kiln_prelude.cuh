@@ -537,6 +537,28 @@ __device__ __forceinline__ void red_add_v2(float* p, float a, float b) {
 __device__ __forceinline__ void red_add_v4(float* p, float a, float b, float c, float d) {
   asm volatile("red.add.v4.f32 [%0], {%1, %2, %3, %4};" : : "l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
 }
+
+// ---- the async proxy and bulk groups (sm_90) ----
+// Makes this thread's generic-proxy shared-memory writes (st.shared, cp.async) visible to the async proxy that
+// wgmma, TMA stores and bulk reductions read through; issued before the barrier that publishes the data.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// Adds `bytes` (a multiple of 16) of f32 at shared address `src` to global memory at `dst`, both 16-byte
+// aligned, element by element and atomically, by the TMA unit: the issuing thread goes on at once. Tracked by
+// this thread's bulk groups: commit them, and wait for their reads before `src` is written again.
+__device__ __forceinline__ void bulk_reduce_add(float* dst, u32 src, u32 bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;" ::"l"(dst), "r"(src),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// Waits until at most N of this thread's committed bulk groups still read their shared-memory source.
+template <int N> __device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+// Waits until at most N of this thread's committed bulk groups are incomplete (their global writes done).
+template <int N> __device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
+}
 #endif
 
 // ---- block pointer ----------------------------------------------------------------------------------

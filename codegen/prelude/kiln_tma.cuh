@@ -82,13 +82,5 @@ __device__ __forceinline__ void tma_store_2d(const TensorMap* map, int c0, int c
                "r"(c0), "r"(c1), "r"(src)
                : "memory");
 }
-__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-// Waits until at most N committed bulk groups still read their shared-memory source.
-template <int N> __device__ __forceinline__ void bulk_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
-}
-// Waits until at most N committed bulk groups are incomplete (their global writes done).
-template <int N> __device__ __forceinline__ void bulk_wait() {
-  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory");
-}
+// (bulk_commit, bulk_wait_read and bulk_wait are the main prelude's: bulk reductions use them too.)
 } // namespace kiln

@@ -7,9 +7,7 @@ __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_grou
 template <int N> __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
 }
-// Makes this thread's generic-proxy shared-memory writes (st.shared, cp.async) visible to the async
-// proxy that wgmma reads through; issued before the barrier that publishes a tile.
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// (fence_proxy_async, which orders shared-memory writes before wgmma's reads, is the main prelude's.)
 // A shared-memory matrix descriptor: start address, leading and stride byte offsets (all in 16-byte
 // units), swizzle mode in the top two bits; base offset 0 (tiles are 1024-byte aligned).
 __device__ __forceinline__ u64 wgmma_desc(u32 addr, u32 lbo, u32 sbo, u32 mode) {

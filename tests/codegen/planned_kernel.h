@@ -4,6 +4,7 @@
 
 #include "codegen/analyze_contiguity.h"
 #include "codegen/assign_layouts.h"
+#include "codegen/plan_bulk_reductions.h"
 #include "codegen/choose_dot_lowering.h"
 #include "codegen/plan_late_products.h"
 #include "codegen/plan_layout_conversions.h"
@@ -46,6 +47,7 @@ inline Planned plan_kernel(Kernel kernel, const std::string& arch, const Codegen
   analyze_contiguity(p.kernel, t, options, p.plan);
   plan_layout_conversions(p.kernel, p.plan);
   plan_scratch(p.kernel, p.plan);
+  plan_bulk_reductions(p.kernel, t, options, p.plan);
   return p;
 }
 

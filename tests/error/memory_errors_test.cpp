@@ -53,6 +53,58 @@ TEST(MemoryError, StoreBlockValueShapeDiffers) {
   expect_call_site(msg, line);
 }
 
+TEST(MemoryError, AtomicAddBlockValueShapeDiffers) {
+  KernelBuilder kb("bad");
+  Value out = kb.arg_ptr("out", f32);
+  Value bp = make_block_ptr(out, {128, 128}, {128, 1}, {0, 0}, {32, 64}, {1, 0});
+  Value v = zeros({64, 32}, f32);
+  unsigned line = 0;
+  std::string msg = user_error([&] { line = __LINE__; atomic_add(bp, v, {0, 1}); });
+  expect_mentions(msg, {"atomic_add_block:", "tensor<32x64xf32>", "tensor<64x32xf32>"});
+  expect_call_site(msg, line);
+}
+
+TEST(MemoryError, AtomicAddBlockOfAnUnsupportedDtype) {
+  KernelBuilder kb("bad");
+  Value out = kb.arg_ptr("out", bf16);
+  Value bp = make_block_ptr(out, {128, 128}, {128, 1}, {0, 0}, {32, 64}, {1, 0});
+  unsigned line = 0;
+  std::string msg = user_error([&] { line = __LINE__; atomic_add(bp, zeros({32, 64}, bf16), {0}); });
+  expect_mentions(msg, {"atomic_add_block:", "atomic_add supports f16, f32, f64, i32 and i64", "bf16"});
+  expect_call_site(msg, line);
+}
+
+TEST(MemoryError, MaskedAtomicAddOnBlockPointer) {
+  KernelBuilder kb("bad");
+  Value x = kb.arg_ptr("x", f32), n = kb.arg("n", i32);
+  Value bp = make_block_ptr(x, {n}, {1}, {0}, {64}, {0});
+  Value mask = arange(0, 64) < n;
+  unsigned line = 0;
+  std::string msg = user_error([&] { line = __LINE__; atomic_add(bp, zeros({64}, f32), mask); });
+  expect_mentions(msg, {"atomic_add:", "a mask needs a tensor of pointers", "block_ptr<64xf32", "boundary_check"});
+  expect_call_site(msg, line);
+}
+
+TEST(MemoryError, AtomicAddBoundaryCheckOnPointerTensor) {
+  KernelBuilder kb("bad");
+  Value x = kb.arg_ptr("x", f32);
+  Value ptrs = x + arange(0, 64);
+  unsigned line = 0;
+  std::string msg = user_error([&] { line = __LINE__; atomic_add(ptrs, zeros({64}, f32), {0}); });
+  expect_mentions(msg, {"atomic_add:", "boundary_check applies to block pointers", "tensor<64xptr<f32>>", "mask"});
+  expect_call_site(msg, line);
+}
+
+TEST(MemoryError, AtomicAddBlockBoundaryCheckDimOutOfRange) {
+  KernelBuilder kb("bad");
+  Value x = kb.arg_ptr("x", f32);
+  Value bp = make_block_ptr(x, {128, 128}, {128, 1}, {0, 0}, {32, 32}, {1, 0});
+  unsigned line = 0;
+  std::string msg = user_error([&] { line = __LINE__; atomic_add(bp, zeros({32, 32}, f32), {2}); });
+  expect_mentions(msg, {"atomic_add_block:", "boundary_check dim 2 is out of range", "rank-2", "0 to 1"});
+  expect_call_site(msg, line);
+}
+
 TEST(MemoryError, LoadMaskShapeDiffers) {
   KernelBuilder kb("bad");
   Value x = kb.arg_ptr("x", f32), n = kb.arg("n", i32);

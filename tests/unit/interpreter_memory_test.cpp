@@ -4,12 +4,14 @@
 // (dsl/interpreter_memory.cpp).
 #include "dsl/dsl.h"
 #include "dsl/interpreter.h"
+#include "block_atomic_add_kernel.h"
 #include "unit/interpreter_test_support.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
+#include <tuple>
 
 using namespace kiln;
 using namespace kiln::testing_support;
@@ -115,6 +117,39 @@ TEST(Interpreter, ProgramIdsAndAtomicAdd) {
   EXPECT_EQ(hc.get_int(0), 24 * 25 / 2);
   for (int p = 0; p < 24; ++p) // programs run in order, x fastest
     EXPECT_EQ(ho.get_int(p), p * (p + 1) / 2) << p;
+}
+
+// atomic_add through a block pointer: programs of the same parity add to the same block, blocks that cross the
+// tensor's edges (below row 0, past R, past C) add only what lies inside, and nothing outside the tensor changes.
+TEST(Interpreter, BlockAtomicAddSumsWhatLiesInsideTheTensor) {
+  const int64_t P = 5, BR = 4, BC = 8, R = 6, C = 10, stride_r = 12;
+  for (auto [row_off, col_off, shift] : {std::tuple{0, 0, 2}, {-2, 5, 3}, {3, -3, -4}}) {
+    SCOPED_TRACE(fmt::format("row_off {} col_off {} shift {}", row_off, col_off, shift));
+    Kernel k = kiln_test::block_atomic_add_kernel(BR, BC, f32, 4);
+    HostBuffer x = random_floats(f32, P * BR * BC, "x", 7);
+    HostBuffer y = random_floats(f32, R * stride_r, "y", 8);
+    const std::vector<double> want =
+        kiln_test::block_atomic_add_reference(x, y, P, BR, BC, R, C, stride_r, 1, row_off, col_off, shift);
+    interpret(k, Grid{P, 1, 1},
+              {InterpArg::ptr(x), InterpArg::ptr(y), InterpArg::of_int(R), InterpArg::of_int(C),
+               InterpArg::of_int(stride_r), InterpArg::of_int(1), InterpArg::of_int(row_off),
+               InterpArg::of_int(col_off), InterpArg::of_int(shift)});
+    for (int64_t i = 0; i < y.numel(); ++i) // f32 sums of a few terms in program order: within rounding
+      EXPECT_NEAR(y.get(i), want[static_cast<size_t>(i)], 1e-5 * (1 + std::abs(want[static_cast<size_t>(i)]))) << i;
+  }
+}
+
+// An integer block adds exactly, and atomic_add(bp, value) without a boundary check adds the whole block.
+TEST(Interpreter, BlockAtomicAddOfIntegersWithoutABoundaryCheck) {
+  KernelBuilder kb("block_atomic_add_i32");
+  Value y = kb.arg_ptr("y", i32);
+  Value v = atomic_add(make_block_ptr(y, {4, 4}, {4, 1}, {1, 0}, {2, 4}, {1, 0}), zeros({2, 4}, i32) + (program_id(0) + 1));
+  EXPECT_FALSE(v.valid()); // nothing comes back through a block pointer
+  Kernel k = kb.finish();
+  HostBuffer hy(i32, 16, "y");
+  interpret(k, Grid{3, 1, 1}, {InterpArg::ptr(hy)});
+  for (int i = 0; i < 16; ++i)
+    EXPECT_EQ(hy.get_int(i), i >= 4 && i < 12 ? 1 + 2 + 3 : 0) << i;
 }
 
 // ---- errors ----

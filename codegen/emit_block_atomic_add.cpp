@@ -1,0 +1,78 @@
+// Emitter: atomic_add through a block pointer (OpKind::AtomicAddBlock), element by element (`red`) or, as
+// plan_bulk_reductions decided, through the shared-memory stage and one bulk reduction a row.
+#include "codegen/emitter.h"
+
+namespace kiln::emit_detail {
+
+void Emitter::emit_block_atomic_add(const Op& op) {
+  const std::string bp = scalar(op.operands[0]);
+  const Type& bt = k_.type(op.operands[0]);
+  const Layout L = access_layout(k_, plan_, op);
+  const std::string x = regs(op.operands[1], L);
+  const auto bulk = plan_.bulk.ops.find(&op);
+  if (bulk == plan_.bulk.ops.end()) { // element by element from registers, nothing back
+    note_global_store();
+    line("if ({}) {{", owner_predicate(L));
+    open();
+    for_regs(L.num_regs());
+    auto [ok, addr] = block_element(op, bp, bt, L);
+    line("  if ({}) kiln::red_add({}.base + ({}), {}[r]);", ok, bp, addr, x);
+    line("}}");
+    close();
+    line("}}");
+    return;
+  }
+  // Through the stage. No load of this kernel reads the tensor (plan_bulk_reductions), so no barrier has to
+  // order these adds before one: note_global_store is not called.
+  const BulkReduction& b = bulk->second;
+  const int rd = b.row_dim, cd = b.col_dim;
+  const bool check_rows = rd >= 0 && op.checks_dim(rd), check_cols = op.checks_dim(cd);
+  line("{{ // to the stage, then one bulk reduction a row ({} x {} f32)", b.rows, b.cols);
+  open();
+  line("float* const kiln_stage = reinterpret_cast<float*>(kiln_smem + {});", plan_.bulk.stage_offset);
+  line("kiln::bulk_wait_read<0>(); // this thread's earlier reductions have read the stage ...");
+  line("{} // ... and every thread's have", cta_barrier());
+  set_scratch_reads(ScratchReads::None);
+  line("if ({}) {{", owner_predicate(L));
+  open();
+  for_regs(L.num_regs());
+  const std::string row = rd >= 0 ? coord(L, rd, "r") : "0";
+  line("  kiln_stage[{} * {} + {}] = {}[r];", row, b.pitch, coord(L, cd, "r"), x);
+  line("}}");
+  close();
+  line("}}");
+  line("kiln::fence_proxy_async(); // the stage is visible to the TMA unit ...");
+  line("{} // ... once every thread has written its part", cta_barrier());
+  line("for (int kiln_row = threadIdx.x; kiln_row < {}; kiln_row += {}) {{", b.rows, threads_);
+  open();
+  const std::string c_row = rd >= 0 ? fmt::format("{}.off[{}] + kiln_row", bp, rd) : "0";
+  line("const long long kiln_r = {};", c_row);
+  line("const long long kiln_c = {}.off[{}];", bp, cd);
+  std::string addr = fmt::format("kiln_c * {}.stride[{}]", bp, cd);
+  if (rd >= 0)
+    addr += fmt::format(" + kiln_r * {}.stride[{}]", bp, rd);
+  line("float* const kiln_p = {}.base + ({});", bp, addr);
+  line("const float* const kiln_src = kiln_stage + kiln_row * {};", b.pitch);
+  // The elements of the row inside the tensor: all of them, or those a checked dim leaves.
+  line("const long long kiln_n = {};",
+       check_cols ? fmt::format("kiln_c < 0 ? -1 : ({0}.shape[{1}] - kiln_c < {2} ? {0}.shape[{1}] - kiln_c : {2})", bp,
+                                cd, b.cols)
+                  : std::to_string(b.cols));
+  line("if ({}) {{", check_rows ? in_bounds("kiln_r", bp, rd) : "true");
+  line("  if (kiln_n > 0 && kiln_n % 4 == 0 && {}.stride[{}] == 1 && reinterpret_cast<unsigned long long>(kiln_p) % "
+       "16 == 0)",
+       bp, cd);
+  line("    kiln::bulk_reduce_add(kiln_p, kiln::smem_u32(kiln_src), static_cast<unsigned>(kiln_n * 4));");
+  line("  else // misaligned, strided or cut by the boundary: element by element");
+  line("    for (int i = 0; i < {}; ++i)", b.cols);
+  line("      if ({}) kiln::red_add(kiln_p + i * {}.stride[{}], kiln_src[i]);",
+       check_cols ? in_bounds("kiln_c + i", bp, cd) : "true", bp, cd);
+  line("}}");
+  close();
+  line("}}");
+  line("kiln::bulk_commit();");
+  close();
+  line("}}");
+}
+
+} // namespace kiln::emit_detail

@@ -1,0 +1,163 @@
+#include "codegen/plan_bulk_reductions.h"
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+namespace kiln {
+
+namespace {
+
+// The pointer parameters a pointer value (a tensor of pointers or a block pointer) may derive from, through
+// pointer arithmetic, block pointers, selections and the values loops and ifs carry; nullopt when it may come
+// from elsewhere (a pointer loaded from memory).
+class PointerRoots {
+public:
+  explicit PointerRoots(const Kernel& k) : k_(k) {
+    walk(k.body, [&](const Op& op) {
+      if (op.kind == OpKind::For) { // body args: iv, then the carried values (inits at operand 3 + i)
+        const Region& body = op.regions[0];
+        for (size_t i = 1; i < body.args.size(); ++i)
+          carried_[body.args[i]] = {&op, i - 1};
+      }
+    });
+  }
+
+  std::optional<std::set<int>> of(ValueId v) {
+    std::set<int> roots;
+    std::set<ValueId> seen;
+    if (!collect(v, roots, seen))
+      return std::nullopt;
+    return roots;
+  }
+
+private:
+  // The yield that ends region r, if any.
+  static const Op* yield_of(const Region& r) {
+    return !r.ops.empty() && r.ops.back()->kind == OpKind::Yield ? r.ops.back().get() : nullptr;
+  }
+  bool collect_carried(const Op& loop, size_t i, std::set<int>& roots, std::set<ValueId>& seen) {
+    const Op* y = yield_of(loop.regions[0]);
+    return collect(loop.operands[3 + i], roots, seen) && (!y || collect(y->operands[i], roots, seen));
+  }
+  bool collect(ValueId v, std::set<int>& roots, std::set<ValueId>& seen) {
+    if (!seen.insert(v).second)
+      return true;
+    const ValueInfo& info = k_.info(v);
+    if (info.param_index >= 0) {
+      roots.insert(info.param_index);
+      return true;
+    }
+    if (auto it = carried_.find(v); it != carried_.end())
+      return collect_carried(*it->second.first, it->second.second, roots, seen);
+    const Op* def = info.def;
+    if (!def)
+      return false;
+    switch (def->kind) {
+    case OpKind::AddPtr:
+    case OpKind::MakeBlockPtr:
+    case OpKind::Advance:
+    case OpKind::Broadcast:
+    case OpKind::ExpandDims:
+    case OpKind::Trans:
+    case OpKind::Reshape:
+      return collect(def->operands[0], roots, seen);
+    case OpKind::Where:
+      return collect(def->operands[1], roots, seen) && collect(def->operands[2], roots, seen);
+    case OpKind::For:
+      for (size_t i = 0; i < def->results.size(); ++i)
+        if (def->results[i] == v)
+          return collect_carried(*def, i, roots, seen);
+      return false;
+    case OpKind::If:
+      for (size_t i = 0; i < def->results.size(); ++i)
+        if (def->results[i] == v) {
+          for (const Region& r : def->regions)
+            if (const Op* y = yield_of(r); y && !collect(y->operands[i], roots, seen))
+              return false;
+          return true;
+        }
+      return false;
+    default:
+      return false;
+    }
+  }
+
+  const Kernel& k_;
+  std::unordered_map<ValueId, std::pair<const Op*, size_t>> carried_;
+};
+
+// Why `op` adds element by element rather than through the stage; empty when the stage serves it.
+std::string why_not_bulk(const Kernel& k, const Target& target, const CodegenOptions& options, const Op& op,
+                         PointerRoots& roots, const std::set<int>& loaded) {
+  const Type& bt = k.type(op.operands[0]);
+  if (target.sm < 90)
+    return fmt::format("bulk reductions need sm_90, the target is {}", target.arch());
+  if (!options.tma)
+    return "the TMA unit is off (CodegenOptions::tma)";
+  if (bt.elem != DType::f32)
+    return fmt::format("bulk reductions add f32 here, the block is {}", dtype_name(bt.elem));
+  if (bt.rank() > 2)
+    return fmt::format("a rank-{} block (the stage holds rank 1 or 2)", bt.rank());
+  if (bt.shape[static_cast<size_t>(bt.order[0])] * 4 < 16)
+    return fmt::format("its rows are {} bytes, a bulk reduction moves 16 or more",
+                       bt.shape[static_cast<size_t>(bt.order[0])] * 4);
+  const std::optional<std::set<int>> mine = roots.of(op.operands[0]);
+  if (!mine)
+    return "its block pointer's base is not known to come from a pointer parameter";
+  for (int p : *mine)
+    if (loaded.count(p))
+      return fmt::format("the kernel also loads through '{}', and a bulk reduction's sums land asynchronously",
+                         k.params[static_cast<size_t>(p)].name);
+  return "";
+}
+
+} // namespace
+
+void plan_bulk_reductions(const Kernel& k, const Target& target, const CodegenOptions& options, LoweringPlan& plan) {
+  PointerRoots roots(k);
+  // Every parameter some load may read through (all of them when a load's pointer has unknown roots).
+  std::set<int> loaded;
+  bool unknown_load = false;
+  walk(k.body, [&](const Op& op) {
+    if (op.kind != OpKind::Load && op.kind != OpKind::LoadBlock && op.kind != OpKind::AtomicAdd)
+      return;
+    if (std::optional<std::set<int>> r = roots.of(op.operands[0]))
+      loaded.insert(r->begin(), r->end());
+    else
+      unknown_load = true;
+  });
+  if (unknown_load)
+    for (size_t i = 0; i < k.params.size(); ++i)
+      loaded.insert(static_cast<int>(i));
+  BulkReductions& b = plan.bulk;
+  b.stage_offset = (plan.tiles_bytes + plan.scratch_bytes + 127) / 128 * 128;
+  walk(k.body, [&](const Op& op) {
+    if (op.kind != OpKind::AtomicAddBlock)
+      return;
+    if (std::string why = why_not_bulk(k, target, options, op, roots, loaded); !why.empty()) {
+      b.why_not[&op] = why;
+      return;
+    }
+    const Type& bt = k.type(op.operands[0]);
+    BulkReduction r;
+    r.col_dim = bt.order[0];
+    r.row_dim = bt.rank() == 2 ? bt.order[1] : -1;
+    r.cols = bt.shape[static_cast<size_t>(r.col_dim)];
+    r.rows = r.row_dim >= 0 ? bt.shape[static_cast<size_t>(r.row_dim)] : 1;
+    // 8 more f32 a row: a warp's 8-byte writes of an mma accumulator's rows (4 rows a half-warp) land 8 banks
+    // apart, and each row stays 16-byte aligned.
+    r.pitch = r.cols + 8;
+    const int64_t bytes = r.rows * r.pitch * 4;
+    if (b.stage_offset + bytes + plan.tma.barrier_bytes > target.max_shared_bytes_per_block()) {
+      b.why_not[&op] = fmt::format("its stage ({} B) does not fit beside the tiles and the scratch ({} B) in {}'s {} B",
+                                   bytes, b.stage_offset, target.arch(), target.max_shared_bytes_per_block());
+      return;
+    }
+    b.stage_bytes = std::max(b.stage_bytes, bytes);
+    b.ops[&op] = r;
+  });
+}
+
+} // namespace kiln

@@ -1,0 +1,25 @@
+// Pass: how each atomic_add through a block pointer (OpKind::AtomicAddBlock) is issued, and the shared memory its
+// stage takes (LoweringPlan::bulk).
+//
+// On sm_90, with the TMA unit enabled (CodegenOptions::tma), an f32 block of rank 1 or 2 whose rows along its
+// contiguous dim are 16 bytes or more goes through shared memory: the threads write the block to a stage, and
+// one bulk reduction a row (cp.reduce.async.bulk .add.f32) adds it to global memory while the threads go on
+// (FlashAttention-3 accumulates dQ so). Its sums land asynchronously, so the pass takes this path only where no
+// load of the kernel reads through the same base pointer parameter (a program cannot see its own adds late). A
+// row the launch cannot reduce in bulk (misaligned, a stride other than 1 along the row, a boundary that cuts it
+// at other than a multiple of 4 elements) is added element by element from the stage. Everything else adds
+// element by element from registers (`red`), each op's reason kept for `--stage lowered`: so does a block whose
+// stage would not fit in shared memory beside the kernel's tiles and scratch.
+//
+// Runs after plan_scratch: the stage follows the scratch (one stage, as large as the largest block, shared by
+// the ops in turn: each use first waits until the previous reductions have read it).
+#pragma once
+
+#include "codegen/codegen.h"
+#include "codegen/lowering_plan.h"
+
+namespace kiln {
+
+void plan_bulk_reductions(const Kernel& k, const Target& target, const CodegenOptions& options, LoweringPlan& plan);
+
+} // namespace kiln

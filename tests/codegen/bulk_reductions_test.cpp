@@ -1,0 +1,81 @@
+// atomic_add through a block pointer (tests/block_atomic_add_kernel.h) as the code generator issues it
+// (codegen/plan_bulk_reductions.h): on sm_90a an f32 block goes through a shared-memory stage and one bulk
+// reduction a row; on sm_80, for other dtypes, for rows under 16 bytes, with the TMA unit off, or where the kernel
+// also loads through the tensor's pointer, it adds element by element and the plan says why. Everything compiles
+// with NVRTC.
+#include "block_atomic_add_kernel.h"
+
+#include "codegen/codegen.h"
+#include "nvrtc_compile.h"
+#include "planned_kernel.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+using namespace kiln;
+
+namespace {
+
+bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+TEST(BulkReductions, AnF32BlockOnSm90aGoesThroughTheStageOneBulkReductionARow) {
+  const kiln_test::Planned p = kiln_test::plan_kernel(kiln_test::block_atomic_add_kernel(64, 32, f32, 4), "sm_90a");
+  ASSERT_EQ(p.plan.bulk.ops.size(), 1u);
+  const BulkReduction& b = p.plan.bulk.ops.begin()->second;
+  EXPECT_EQ(b.row_dim, 0);
+  EXPECT_EQ(b.col_dim, 1);
+  EXPECT_EQ(b.rows, 64);
+  EXPECT_EQ(b.cols, 32);
+  EXPECT_EQ(b.pitch % 4, 0); // every row of the stage 16-byte aligned
+  EXPECT_GE(b.pitch, b.cols);
+  EXPECT_EQ(p.plan.bulk.stage_bytes, b.rows * b.pitch * 4);
+  EXPECT_GE(p.plan.bulk.stage_offset, p.plan.tiles_bytes + p.plan.scratch_bytes); // after what others reuse
+  EXPECT_EQ(p.plan.bulk.stage_offset % 16, 0);
+
+  const GeneratedKernel g = generate_cuda(kiln_test::block_atomic_add_kernel(64, 32, f32, 4), Target::parse("sm_90a"));
+  EXPECT_TRUE(has(g.lowered, "through the stage, one bulk reduction a row")) << g.lowered;
+  EXPECT_EQ(g.shared_bytes, p.plan.bulk.end());
+  for (const char* s : {"kiln::fence_proxy_async();", "kiln::bulk_reduce_add(", "kiln::bulk_commit();",
+                        "kiln::bulk_wait_read<0>();", "kiln::bulk_wait<0>();"})
+    EXPECT_TRUE(has(g.source, s)) << s;
+  kiln_test::expect_nvrtc_compiles(g, "sm_90a");
+}
+
+TEST(BulkReductions, ElsewhereTheBlockAddsElementByElementAndThePlanSaysWhy) {
+  struct Case {
+    const char* what;
+    std::function<Kernel()> kernel;
+    std::string arch;
+    CodegenOptions options;
+    const char* why;
+  };
+  CodegenOptions no_tma;
+  no_tma.tma = false;
+  const Case cases[] = {
+      {"sm_80", [] { return kiln_test::block_atomic_add_kernel(64, 32, f32, 4); }, "sm_80", {}, "need sm_90"},
+      {"f16", [] { return kiln_test::block_atomic_add_kernel(64, 32, f16, 4); }, "sm_90a", {},
+       "add f32 here, the block is f16"},
+      {"8-byte rows", [] { return kiln_test::block_atomic_add_kernel(64, 2, f32, 4); }, "sm_90a", {},
+       "rows are 8 bytes"},
+      {"TMA off", [] { return kiln_test::block_atomic_add_kernel(64, 32, f32, 4); }, "sm_90a", no_tma,
+       "the TMA unit is off"},
+      {"loads y", [] { return kiln_test::block_atomic_add_kernel(64, 32, f32, 4, /*also_loads_y=*/true); }, "sm_90a",
+       {}, "also loads through 'y'"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const kiln_test::Planned p = kiln_test::plan_kernel(c.kernel(), c.arch, c.options);
+    EXPECT_FALSE(p.plan.bulk.any());
+    EXPECT_EQ(p.plan.bulk.stage_bytes, 0);
+    ASSERT_EQ(p.plan.bulk.why_not.size(), 1u);
+    EXPECT_TRUE(has(p.plan.bulk.why_not.begin()->second, c.why)) << p.plan.bulk.why_not.begin()->second;
+    const GeneratedKernel g = generate_cuda(c.kernel(), Target::parse(c.arch), c.options);
+    EXPECT_TRUE(has(g.lowered, "element by element (")) << g.lowered;
+    EXPECT_TRUE(has(g.source, "kiln::red_add("));
+    EXPECT_FALSE(has(g.source, "kiln::bulk_reduce_add("));
+    kiln_test::expect_nvrtc_compiles(g, c.arch);
+  }
+}
+
+} // namespace
