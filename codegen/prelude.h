@@ -2,12 +2,13 @@
 // from codegen/prelude/). None needs a CUDA header, so NVRTC compiles them with no include path.
 // - the prelude, prepended to every generated kernel: kiln's small CUDA tile library (fragment types,
 //   mma/ldmatrix/cp.async wrappers, conversions, warp shuffles, fast exp2);
-// - the wgmma prelude, added to kernels that use Hopper's warpgroup MMA: fences, commit/wait, the
+// - the wgmma prelude, added to kernels that use Hopper's warpgroup MMA: the wgmma fence, commit/wait, the
 //   shared-memory matrix descriptor encoder. (The per-shape wgmma instructions are generated:
 //   wgmma_function_source in codegen/wgmma.h.)
 // - the TMA prelude (sm_90+): the tensor-map parameter type, mbarrier init / arrive.expect_tx /
-//   try_wait.parity, TMA tile loads and stores with their bulk-group waits, added to kernels with TMA-copied
-//   loops; tests/gpu/tma_gpu_test.cpp also runs it against runtime/tensor_map.h's maps;
+//   try_wait.parity, TMA tile loads and stores (their bulk-group commit and waits and the async-proxy fence
+//   are the main prelude's, beside the bulk reduction of atomic_add through a block pointer), added to kernels
+//   with TMA-copied loops; tests/gpu/tma_gpu_test.cpp also runs it against runtime/tensor_map.h's maps;
 // - the warp-specialisation prelude (sm_90a), added to warp-specialised kernels: setmaxnreg and the
 //   consumers' named barrier;
 // - the ping-pong prelude, added to kernels whose consumer warpgroups take turns: the named barrier's arrive;

@@ -539,8 +539,8 @@ __device__ __forceinline__ void red_add_v4(float* p, float a, float b, float c, 
 }
 
 // ---- the async proxy and bulk groups (sm_90) ----
-// Makes this thread's generic-proxy shared-memory writes (st.shared, cp.async) visible to the async proxy that
-// wgmma, TMA stores and bulk reductions read through; issued before the barrier that publishes the data.
+// Makes this thread's generic-proxy shared-memory writes (st.shared, cp.async) visible to the async proxy, through
+// which warpgroup products, TMA stores and bulk reductions read; issued before the barrier that publishes the data.
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 // Adds `bytes` (a multiple of 16) of f32 at shared address `src` to global memory at `dst`, both 16-byte
 // aligned, element by element and atomically, by the TMA unit: the issuing thread goes on at once. Tracked by

@@ -1,8 +1,8 @@
 // Fuzzes the DSL (dsl/dsl.h) with random small programs: the input is read as a sequence of DSL calls on a
 // pool of values (sources, elementwise operators, casts, shape changes, reductions, dot, masked and
-// block-pointer loads and stores, loops and branches whose bodies are the calls that follow). A call the DSL
-// refuses with a kiln::Error is skipped, as a user who catches it would go on; the program that remains must
-// either verify and run in the interpreter, or be refused with a kiln::Error there. Any other exception
+// block-pointer loads, stores and atomic adds, loops and branches whose bodies are the calls that follow). A
+// call the DSL refuses with a kiln::Error is skipped, as a user who catches it would go on; the program that
+// remains must either verify and run in the interpreter, or be refused with a kiln::Error there. Any other exception
 // (kiln::InternalError included), a crash, a hang or a sanitizer report is a bug.
 #include "dsl/dsl.h"
 #include "dsl/interpreter.h"
@@ -28,7 +28,7 @@ constexpr int kMaxDepth = 2;             // nesting of loops and branches
 
 enum class Call : uint8_t {
   Binary, BinaryLiteral, Unary, Math, Cast, Arange, Full, ProgramId, ExpandDims, Trans, Reshape, BroadcastTo,
-  Reduce, Dot, Where, Load, Store, AtomicAdd, BlockLoad, BlockStore, Loop, Branch, kLast = Branch
+  Reduce, Dot, Where, Load, Store, AtomicAdd, BlockLoad, BlockStore, BlockAtomicAdd, Loop, Branch, kLast = Branch
 };
 
 class ProgramBuilder {
@@ -211,6 +211,11 @@ private:
     case Call::BlockStore: {
       const Value ptr = block_ptr(y_);
       store(ptr, slot(), boundary_check());
+      break;
+    }
+    case Call::BlockAtomicAdd: {
+      const Value ptr = block_ptr(y_);
+      atomic_add(ptr, slot(), boundary_check());
       break;
     }
     case Call::Loop:

@@ -1,7 +1,7 @@
 // The interpreter's memory access: masked loads take `other` and masked stores skip their lanes, block
-// pointers pad and skip outside boundary-checked dims and move with advance, atomic adds accumulate in
-// program order, and an access outside a buffer is an error naming the op, the buffer and the element
-// (dsl/interpreter_memory.cpp).
+// pointers pad and skip outside boundary-checked dims and move with advance, atomic adds (through pointers and
+// block pointers) accumulate in program order, and an access outside a buffer is an error naming the op, the
+// buffer and the element (dsl/interpreter_memory.cpp).
 #include "dsl/dsl.h"
 #include "dsl/interpreter.h"
 #include "block_atomic_add_kernel.h"

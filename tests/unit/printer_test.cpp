@@ -40,6 +40,7 @@ Kernel every_op_kernel(unsigned* line_of_neg = nullptr) {
   Value picked = where(mask, e - m, 0.0f);
   Value out_bp = make_block_ptr(out, {n, n}, {n, 1}, {0, 0}, {32, 32}, {1, 0});
   store(out_bp, picked, {1});
+  atomic_add(out_bp, picked, {0, 1});
   atomic_add(counts + arange(0, 32), am, am > 0);
   store(out + arange(0, 32), sum(picked, 0), arange(0, 32) < n);
   store(out + arange(0, 32) + 32, m.reshape({32}));
@@ -114,6 +115,7 @@ TEST(Printer, OpAttributes) {
   EXPECT_TRUE(has(ir, "atomic_add masked")) << ir;
   EXPECT_TRUE(has(ir, "load_block boundary_check=[0,1] padding=nan")) << ir;
   EXPECT_TRUE(has(ir, "store_block boundary_check=[1]")) << ir;
+  EXPECT_TRUE(has(ir, "atomic_add_block boundary_check=[0,1]")) << ir;
   EXPECT_TRUE(has(ir, ": block_ptr<32x32xf16, order=1,0>")) << ir;
   EXPECT_TRUE(has(ir, "trans %")) << ir;
   EXPECT_TRUE(has(ir, "reshape %")) << ir;
