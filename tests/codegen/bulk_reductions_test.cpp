@@ -56,6 +56,8 @@ TEST(BulkReductions, ElsewhereTheBlockAddsElementByElementAndThePlanSaysWhy) {
       {"sm_80", [] { return kiln_test::block_atomic_add_kernel(64, 32, f32, 4); }, "sm_80", {}, "need sm_90"},
       {"f16", [] { return kiln_test::block_atomic_add_kernel(64, 32, f16, 4); }, "sm_90a", {},
        "add f32 here, the block is f16"},
+      {"i32", [] { return kiln_test::block_atomic_add_kernel(64, 32, i32, 4); }, "sm_90a", {},
+       "add f32 here, the block is i32"},
       {"8-byte rows", [] { return kiln_test::block_atomic_add_kernel(64, 2, f32, 4); }, "sm_90a", {},
        "rows are 8 bytes"},
       {"TMA off", [] { return kiln_test::block_atomic_add_kernel(64, 32, f32, 4); }, "sm_90a", no_tma,
