@@ -5,6 +5,7 @@
 #include "kernels/attention/attention_block_mask_api.h"
 #include "kernels/attention/attention_bwd_args.h"
 #include "kernels/attention/attention_bwd_problem.h"
+#include "kernels/attention/attention_bwd_space.h"
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/attention_mods_host.h"
 #include "kernels/attention/attention_sink_grad_api.h"
@@ -60,6 +61,8 @@ void check_bwd_config(const char* what, const KernelDef& def, const Config& c, c
   } catch (const Error& e) {
     reject(site, "{}: {}", what, e.what());
   }
+  if (std::string why = why_not_warp_specialized_dkdv(c, p.H, p.H_KV); !why.empty())
+    reject(site, "{} ({}): {}", what, c.str(), why);
 }
 
 std::vector<LaunchArg> bwd_launch_args(const ValidatedBackward& b, uint64_t delta, uint64_t dq_acc) {

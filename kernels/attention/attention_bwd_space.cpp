@@ -13,6 +13,7 @@ std::vector<Config> bwd_config_space(const Config& base, const char* program_til
   struct Candidate {
     int64_t program, step;
     int warps, stages;
+    bool ws = false; // dK/dV only: a producer warpgroup copies Q and dO by TMA (sm_90a; H == H_KV)
   };
   // Measured on an H100 and an H200 (docs/worklog.md §15): 64 × 64 with 4 warps and 2 stages is the best
   // all-round tile for both loops; 128-row steps win for dK/dV at long sequences with D = 64, 128-key steps
@@ -20,24 +21,42 @@ std::vector<Config> bwd_config_space(const Config& base, const char* program_til
   // warpgroups) and 3 stages are there for other shapes and GPUs; 32 × 32 over 2 warps with one stage is
   // what f32 at D = 256 fits in shared memory. dK/dV's 64 keys over 8 warps hold the widest heads' dK and dV
   // without spilling (D = 256 on sm_90a: none, against 3.6 KB at 4 warps; worklog §66; dQ's default does not
-  // spill there).
+  // spill there). The warp-specialised 128 × 64 dK/dV tile (a producer copies Q and dO by TMA) measured 9.65 ms
+  // against the best other tile's 9.91 at D = 128 on an H200, 12.0 against 11.0 at D = 64 (worklog §71); with 3
+  // stages the same, 128 × 32 and 64 × 64 over one warpgroup slower.
   const Candidate candidates[] = {{64, 64, 4, 2},  {64, 32, 4, 2},  {64, 128, 4, 2}, {64, 64, 4, 3},
-                                  {128, 64, 8, 2}, {128, 32, 8, 2}, {32, 32, 2, 1},  {64, 32, 8, 2}};
+                                  {128, 64, 8, 2}, {128, 32, 8, 2}, {32, 32, 2, 1},  {64, 32, 8, 2},
+                                  {128, 64, 8, 2, true}};
   std::vector<Config> cs;
   for (const Candidate& k : candidates) {
-    if (!dkdv && k.program == 64 && k.warps == 8)
+    if (!dkdv && ((k.program == 64 && k.warps == 8) || k.ws))
       continue;
     Config c = base;
     c.set(program_tile, k.program).set(step_tile, k.step);
     c.num_warps = k.warps;
     c.num_stages = k.stages;
+    if (dkdv)
+      c.set("WARP_SPECIALIZE", k.ws ? 1 : 0);
     cs.push_back(c);
   }
   return cs;
 }
 
+std::string why_not_warp_specialized_dkdv(const Config& c, int64_t H, int64_t H_KV) {
+  if (c.get_or("WARP_SPECIALIZE", 0) == 0)
+    return "";
+  if (H != H_KV)
+    return fmt::format("WARP_SPECIALIZE=1 in dK/dV needs one query head a kv head (H == H_KV), got H={} H_KV={}", H,
+                       H_KV);
+  if (c.get_or("ATOMIC_DQ", 0) != 0)
+    return "WARP_SPECIALIZE=1 in dK/dV is built for the deterministic backward, not with ATOMIC_DQ=1";
+  return "";
+}
+
 std::string prune_bwd_config(const Config& c, const SizeArgs& s) {
   if (std::string why = prune_tiles_past_sequence(c, s, 64, 64); !why.empty())
+    return why;
+  if (std::string why = why_not_warp_specialized_dkdv(c, s.at("H"), s.at("H_KV")); !why.empty())
     return why;
   if (c.get_or("ATOMIC_DQ", 0) != 0 && c.get("BLOCK_M") < 16 * c.num_warps)
     return fmt::format("ATOMIC_DQ=1 needs BLOCK_M >= 16 * num_warps, got BLOCK_M={} with {} warps", c.get("BLOCK_M"),

@@ -7,6 +7,7 @@
 #include "kernels/attention/attention_mods.h"
 #include "kernels/attention/attention_varlen_tiles.h"
 #include "kernels/attention/fa2_bwd_block_mask.h"
+#include "kernels/codegen_params.h"
 
 #include <algorithm>
 #include <optional>
@@ -47,6 +48,7 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
   const AttentionTileParams tp = attention_tile_params(config, "fa2_bwd_dkdv");
   const int64_t BM = tp.block_m, BN = tp.block_n;
   const bool atomic_dq = config.get("ATOMIC_DQ") != 0;
+  const bool warp_specialized = config.get_or("WARP_SPECIALIZE", 0) != 0;
   if (block_mask) { // before the atomic variant's own checks: over a block mask it is refused outright
     if (config.get_or("VARLEN", 0) != 0)
       fail("fa2_bwd_dkdv_block_mask: block masks with packed sequences (VARLEN=1) are not built yet");
@@ -61,6 +63,9 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
                            "rows), got BLOCK_M={} with {} warps",
                            BM, config.num_warps));
   const bool varlen = config.get_or("VARLEN", 0) != 0; // packed sequences (fa2_bwd_varlen.h)
+  static_check(!warp_specialized || (!atomic_dq && !varlen && !block_mask),
+               "fa2_bwd_dkdv: WARP_SPECIALIZE=1 is built for the dense deterministic backward (not with ATOMIC_DQ=1, "
+               "packed sequences or a block mask)");
   KernelBuilder kb(varlen ? "fa2_bwd_dkdv_varlen" : block_mask ? "fa2_bwd_dkdv_block_mask" : "fa2_bwd_dkdv", config);
   AttentionBwdArgs a = declare_attention_bwd_args(kb, dt, varlen);
   const VarlenArgs varlen_args = varlen ? declare_varlen_args(kb) : VarlenArgs{};
@@ -69,7 +74,9 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
   Value off_bkv = program_id(1);
   Value off_b = off_bkv / f.H_KV;
   Value group = (f.H / f.H_KV).named("group"); // query heads per kv head
-  Value head0 = (off_bkv % f.H_KV) * group;    // the group's first query head
+  // The group's first query head; warp-specialised, the only one (H == H_KV: fa2_bwd_dkdv.h), written without
+  // the group's size so that its bound (and so TMA's coordinate) follows from the program id.
+  Value head0 = warp_specialized ? off_bkv % f.H_KV : (off_bkv % f.H_KV) * group;
   std::optional<SequenceSpan> seq;             // VARLEN: this program's sequence
   if (varlen)
     seq = read_sequence_span(f, varlen_args, off_b);
@@ -119,7 +126,7 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
       mod_kernel.has_mask() && !block_mask &&
       std::any_of(mods.mask.begin(), mods.mask.end(), [](const MaskMod& m) { return static_cast<bool>(m.key_bounds); });
 
-  for_range(0, group, 1, [&](Value g) {
+  auto per_query_head = [&](Value g) {
     AttentionBwdBases hb = bases(head0 + g);
     const ModKernelEnv mod_env = mod_kernel.active() ? mod_kernel.at(off_b, head0 + g, Value()) : ModKernelEnv{};
     std::vector<Value> q_ptr, do_ptr;
@@ -237,7 +244,11 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
     for_range(range.begin, range.unmasked_begin, BM, [&](Value start_m) { step(start_m, true); });
     for_range(range.unmasked_begin, range.unmasked_end, BM, [&](Value start_m) { step(start_m, false); });
     for_range(range.unmasked_end, f.N_Q, BM, [&](Value start_m) { step(start_m, true); });
-  });
+  };
+  if (warp_specialized) // one query head a kv head: the query loops at the top of the kernel, as the producer needs
+    per_query_head(zeros({}, i32));
+  else
+    for_range(0, group, 1, per_query_head);
 
   for (size_t i = 0; i < n_pieces; ++i)
     store(bwd_kv_block_ptr(a, kvb.dk, a.stride_dkn, BN, tp, n0, pieces[i]), (dk[i] * f.sm_scale).to(dt),
@@ -268,6 +279,7 @@ KernelDef make_fa2_bwd_dkdv_def() {
   d.params = attention_bwd_param_defs();
   d.params.push_back(atomic_dq_param());
   d.params.push_back(split_d_param());
+  d.params.push_back(warp_specialize_param(0));
   d.default_num_warps = 4;
   d.default_num_stages = 2;
   d.build = build_fa2_bwd_dkdv;

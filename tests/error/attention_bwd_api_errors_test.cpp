@@ -249,6 +249,16 @@ TEST(AttentionBwdApiErrors, DeterministicRejectsAtomicConfig) {
                   {"ATOMIC_DQ=1", "options.deterministic is true", "deterministic = false"});
 }
 
+TEST(AttentionBwdApiErrors, WarpSpecializedDkdvUnderGqa) {
+  // The warp-specialised dK/dV kernel serves one query head a kv head; this call has H=4, H_KV=2.
+  BwdCall c = valid_bwd_call();
+  Config config = default_bwd_configs(problem_of(c)).dkdv;
+  config.set("WARP_SPECIALIZE", 1);
+  c.options.config = config;
+  expect_mentions(validation_error(c),
+                  {"options.config (the dK/dV kernel's)", "WARP_SPECIALIZE=1", "H == H_KV", "H=4 H_KV=2"});
+}
+
 TEST(AttentionBwdApiErrors, AtomicConfigLeavesNoRoomForDqConfig) {
   BwdCall c = valid_bwd_call();
   c.options.deterministic = false;

@@ -50,6 +50,24 @@ TEST(Fa2BwdKernel, HiddenNanValueDoesNotReachTheRowsThatDoNotSeeIt) {
   }
 }
 
+// WARP_SPECIALIZE=1 (dK/dV without the loop over a group's query heads, for one query head a kv head): the same
+// gradients, and the kernel has no loop around its query loops. Over several heads, both causal alignments and
+// tails, in the interpreter (the GPU runs it warp-specialised: GpuFa2BwdLarge.WarpSpecializedDkdvMatchesTheReference).
+TEST(Fa2BwdKernel, WarpSpecializedDkdvMatchesReference) {
+  for (const AttentionCase& c : {make_case(100, 70, 64, 1, f16, 3, 3), make_case(70, 100, 32, 2, bf16, 2, 2)}) {
+    SCOPED_TRACE(attention_case_name(c));
+    AttentionBwdConfigs configs = interp_bwd_configs(c, false);
+    configs.dkdv.set("WARP_SPECIALIZE", 1);
+    check_bwd_case(c, configs);
+    int nested = 0;
+    walk(build_fa2_bwd_dkdv(configs.dkdv).body, [&](const Op& op) {
+      if (op.kind == OpKind::For)
+        walk(op.regions[0], [&](const Op& inner) { nested += inner.kind == OpKind::For; });
+    });
+    EXPECT_EQ(nested, 0) << "every loop at the top of the kernel";
+  }
+}
+
 // GQA: one dK/dV program sums over the group's query heads, in a loop (no atomics).
 TEST(Fa2BwdKernel, DkDvLoopsOverTheGroupsQueryHeads) {
   AttentionProblem p;
