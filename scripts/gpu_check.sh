@@ -16,8 +16,9 @@
 #                   non-finite inputs): 1 min with a warm compile cache; cold, its suites but the non-finite ones
 #                   took 3.2 min in a run of both API parts together, which outgrew 10 minutes before finishing;
 #   --api-backward  the backward through the API, with and without mods: 0.5 min warm, 5.7 min cold (that run);
-#   --backward      the attention backward's kernel suites (many kernels to compile: about 6 minutes) and the
-#                   sanitizer passes over the backward's kernels;
+#   --backward      the attention backward's kernel suites (many kernels to compile: about 6 minutes), the
+#                   block-pointer atomic_add suite (the dQ accumulation's op) and the sanitizer passes over the
+#                   backward's kernels;
 #   --varlen        attention over packed variable-length batches, forward (kernels, random problems, the API),
 #                   and a memcheck pass over one ragged case: 1.4 min cold (60 GPU tests, 2026-11-25);
 #   --varlen-backward the same for the backward: 6.8 min cold (57 GPU tests, 2026-11-25).
@@ -51,7 +52,7 @@ if [[ -z "${KILN_TUTORIAL_TOOL:-}" && -x "$bin/kiln_tutorial_tool" ]]; then
   export KILN_TUTORIAL_TOOL="$(cd "$bin" && pwd)/kiln_tutorial_tool"
 fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/device.txt" 2>&1
-backward_suites='*GpuFa2Bwd*:*GpuBlockMaskBwd*'
+backward_suites='*GpuFa2Bwd*:*GpuBlockMaskBwd*:*GpuBlockAtomicAdd*'
 api_suites='*GpuAttentionApi*:*GpuModsApi*:*CliGpuTest*:*GpuAttentionNonFinite*'
 api_backward_suites='*GpuAttentionBwdApi*:*GpuModsBwd*'
 # Attention over packed variable-length batches: the forward's suites (with mods: forward and backward), then
@@ -72,9 +73,9 @@ if [[ $part == backward ]]; then
   run gpu_tests_backward "$bin/kiln_gpu_tests" --gtest_filter="$backward_suites"
   if command -v compute-sanitizer >/dev/null; then
     run sanitizer_memcheck_backward compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/kiln_gpu_tests" \
-      --gtest_filter='*GpuFa2BwdSmall*'
+      --gtest_filter='*GpuFa2BwdSmall*:*GpuBlockAtomicAdd*'
     run sanitizer_racecheck_backward compute-sanitizer --tool racecheck --error-exitcode 9 "$bin/kiln_gpu_tests" \
-      --gtest_filter='*GpuFa2BwdSmall*'
+      --gtest_filter='*GpuFa2BwdSmall*:*GpuBlockAtomicAdd*'
   fi
 elif [[ $part == api ]]; then
   run gpu_tests_api "$bin/kiln_gpu_tests" --gtest_filter="$api_suites"

@@ -1,5 +1,6 @@
 #include "kernels/attention/attention_bwd_problem.h"
 
+#include "kernels/attention/attention_bwd_space.h"
 #include "kernels/attention/fa2_bwd_dkdv.h"
 #include "kernels/attention/fa2_bwd_dq.h"
 #include "kernels/attention/fa2_bwd_dq_convert.h"
@@ -191,8 +192,11 @@ AttentionBwdConfigs default_bwd_configs(const AttentionProblem& p, bool atomic_d
 
 std::vector<Config> bwd_dkdv_config_space(const AttentionProblem& p, bool atomic_dq) {
   std::vector<Config> cs;
-  for (Config c : fa2_bwd_dkdv_def().config_space())
-    cs.push_back(with_attention_problem(c.set("ATOMIC_DQ", atomic_dq ? 1 : 0), p));
+  for (Config c : fa2_bwd_dkdv_def().config_space()) {
+    c.set("ATOMIC_DQ", atomic_dq ? 1 : 0);
+    if (why_not_warp_specialized_dkdv(c, p.H, p.H_KV).empty()) // the warp-specialised tile serves H == H_KV only
+      cs.push_back(with_attention_problem(c, p));
+  }
   return cs;
 }
 

@@ -72,7 +72,8 @@ struct AttentionBwdConfigs {
   Config dkdv, dq;
 };
 AttentionBwdConfigs default_bwd_configs(const AttentionProblem& p, bool atomic_dq = false);
-// The spaces the autotuner searches for dK/dV and dQ, with `p`'s problem-bound params applied.
+// The spaces the autotuner searches for dK/dV and dQ, with `p`'s problem-bound params applied (dK/dV's without
+// the warp-specialised tile where it cannot serve `p`: H != H_KV, or atomic_dq).
 std::vector<Config> bwd_dkdv_config_space(const AttentionProblem& p, bool atomic_dq = false);
 std::vector<Config> bwd_dq_config_space(const AttentionProblem& p);
 // The preprocess / dQ-convert configs that go with `dkdv` (same problem params and ATOMIC_DQ).

@@ -20,7 +20,10 @@ KernelDef make_dkdv_def() {
   d.build = build_dkdv;
   d.config_space = [] {
     std::vector<Config> cs = fa2_bwd_dkdv_def().config_space();
-    cs.erase(std::remove_if(cs.begin(), cs.end(), [](const Config& c) { return c.get("ATOMIC_DQ") != 0; }),
+    cs.erase(std::remove_if(cs.begin(), cs.end(),
+                            [](const Config& c) {
+                              return c.get("ATOMIC_DQ") != 0 || c.get_or("WARP_SPECIALIZE", 0) != 0;
+                            }),
              cs.end());
     return cs;
   };
@@ -38,6 +41,10 @@ KernelDef make_dq_def() {
 } // namespace
 
 void check_block_mask_bwd_config(const Config& dkdv) {
+  if (dkdv.get_or("WARP_SPECIALIZE", 0) != 0)
+    fail("fa2_bwd_dkdv_block_mask: WARP_SPECIALIZE=1 is built for the dense backward's query loops, not a block "
+         "mask's lists; expected WARP_SPECIALIZE=0 (config {})",
+         dkdv.str());
   if (dkdv.get_or("ATOMIC_DQ", 0) != 0)
     fail("fa2_bwd_dkdv_block_mask: ATOMIC_DQ=1 accumulates dQ over every query tile of a key tile's range, not "
          "a block mask's lists; expected ATOMIC_DQ=0 (the backward over a block mask runs dQ as its own kernel "

@@ -111,7 +111,8 @@ TEST(GpuFa2BwdLarge, DeterministicModeIsBitwiseReproducible) {
   EXPECT_EQ(first.dv.bytes, second.dv.bytes);
 }
 
-// The backward with mods: every mod case at its tiles and at the default (GPU) configs, the atomic variant too.
+// The backward with mods: every mod case at its tiles and at the default (GPU) configs, the atomic variant too,
+// and where each kv head has one query head, the warp-specialised dK/dV.
 class GpuModsBwd : public ::testing::TestWithParam<ModCase> {};
 
 TEST_P(GpuModsBwd, GradientsMatchTheReferenceWithTheSameMods) {
@@ -122,6 +123,14 @@ TEST_P(GpuModsBwd, GradientsMatchTheReferenceWithTheSameMods) {
   check_mod_bwd_case(c, default_bwd_configs(c.base.problem), Executor::Gpu);
   SCOPED_TRACE("atomic dQ");
   check_mod_bwd_case(c, default_bwd_configs(c.base.problem, /*atomic_dq=*/true), Executor::Gpu);
+  const AttentionProblem& p = c.base.problem;
+  if (p.H == p.H_KV) { // the tuner may pick the warp-specialised dK/dV there
+    SCOPED_TRACE("warp-specialised dK/dV");
+    AttentionBwdConfigs ws = default_bwd_configs(p);
+    ws.dkdv.set("WARP_SPECIALIZE", 1).set("BLOCK_N", 128).set("BLOCK_M", 64);
+    ws.dkdv.num_warps = 8;
+    check_mod_bwd_case(c, ws, Executor::Gpu);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(mods_bwd, GpuModsBwd, ::testing::ValuesIn(mod_bwd_cases()),
