@@ -279,7 +279,9 @@ KernelDef make_fa2_bwd_dkdv_def() {
   d.params = attention_bwd_param_defs();
   d.params.push_back(atomic_dq_param());
   d.params.push_back(split_d_param());
-  d.params.push_back(warp_specialize_param(0));
+  ParamDef ws = warp_specialize_param(0);
+  ws.help += "; here the kernel leaves out the loop over a GQA group's query heads, so it serves H == H_KV only";
+  d.params.push_back(ws);
   d.default_num_warps = 4;
   d.default_num_stages = 2;
   d.build = build_fa2_bwd_dkdv;
@@ -289,6 +291,10 @@ KernelDef make_fa2_bwd_dkdv_def() {
   d.bucket = [](const std::string&, int64_t v) { return next_pow2(v); };
   d.prune = prune_bwd_config;
   d.grid = [](const Config& c, const SizeArgs& s) {
+    // Every launch computes the grid (the API, the tuner, `kiln run`): a warp-specialised config that would
+    // leave out a GQA group's other query heads fails here instead of computing dK and dV of the first alone.
+    if (std::string why = why_not_warp_specialized_dkdv(c, s.at("H"), s.at("H_KV")); !why.empty())
+      fail("fa2_bwd_dkdv ({}): {}", c.str(), why);
     int64_t bn = c.get("BLOCK_N");
     return Grid{(s.at("N_K") + bn - 1) / bn, s.at("B") * s.at("H_KV"), 1};
   };

@@ -6,6 +6,7 @@
 #include "error/error_test_support.h"
 #include "kernels/attention/attention_bwd_api.h"
 #include "kernels/attention/attention_bwd_problem.h"
+#include "kernels/attention/fa2_bwd_dkdv.h"
 
 #include <gtest/gtest.h>
 
@@ -257,6 +258,17 @@ TEST(AttentionBwdApiErrors, WarpSpecializedDkdvUnderGqa) {
   c.options.config = config;
   expect_mentions(validation_error(c),
                   {"options.config (the dK/dV kernel's)", "WARP_SPECIALIZE=1", "H == H_KV", "H=4 H_KV=2"});
+}
+
+TEST(AttentionBwdApiErrors, WarpSpecializedDkdvLaunchUnderGqa) {
+  // Below the API (`kiln run`, a user's launch): the kernel's grid refuses the sizes it cannot serve.
+  Config config = default_bwd_configs(problem_of(valid_bwd_call())).dkdv;
+  config.set("WARP_SPECIALIZE", 1);
+  const SizeArgs sizes = {{"B", 2}, {"H", 4}, {"H_KV", 2}, {"N_Q", 64}, {"N_K", 80}, {"D", 64}};
+  expect_mentions(user_error([&] { (void)fa2_bwd_dkdv_def().grid(config, sizes); }),
+                  {"fa2_bwd_dkdv (", "WARP_SPECIALIZE=1", "H == H_KV", "H=4 H_KV=2"});
+  config.set("WARP_SPECIALIZE", 0);
+  EXPECT_EQ(fa2_bwd_dkdv_def().grid(config, sizes)[1], 2 * 2); // B * H_KV programs along y
 }
 
 TEST(AttentionBwdApiErrors, AtomicConfigLeavesNoRoomForDqConfig) {
