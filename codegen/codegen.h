@@ -13,7 +13,9 @@
 //          -> plan_persistent_grid (PERSISTENT=1: one wave of CTAs walks the program ids)
 //          -> analyze_contiguity (vector width of pointer-tensor accesses, hints included, block-store pieces)
 //          -> plan_layout_conversions (every conversion between layouts: shared memory or register shuffles)
-//          -> plan_scratch (scratch shared memory) -> describe_plan (the lowered summary)
+//          -> plan_scratch (scratch shared memory)
+//          -> plan_bulk_reductions (sm_90a: block atomic adds through a stage and bulk reductions, the stage)
+//          -> describe_plan (the lowered summary)
 //          -> emit_cuda (prelude + one __global__ function)
 #pragma once
 
