@@ -12,14 +12,7 @@ void Emitter::emit_block_atomic_add(const Op& op) {
   const auto bulk = plan_.bulk.ops.find(&op);
   if (bulk == plan_.bulk.ops.end()) { // element by element from registers, nothing back
     note_global_store();
-    line("if ({}) {{", owner_predicate(L));
-    open();
-    for_regs(L.num_regs());
-    auto [ok, addr] = block_element(op, bp, bt, L);
-    line("  if ({}) kiln::red_add({}.base + ({}), {}[r]);", ok, bp, addr, x);
-    line("}}");
-    close();
-    line("}}");
+    emit_block_elements(op, bp, bt, L, x, /*add=*/true);
     return;
   }
   // Through the stage. No load of this kernel reads the tensor (plan_bulk_reductions), so no barrier has to

@@ -290,12 +290,21 @@ void Emitter::emit_block_store(const Op& op) {
   std::string x = regs(v, L);
   if (emit_vector_block_store(op, bp, bt, L, x))
     return;
-  std::string owner = owner_predicate(L);
-  line("if ({}) {{", owner);
+  emit_block_elements(op, bp, bt, L, x, /*add=*/false);
+}
+
+// Each owned register's element of the block, stored (or, with `add`, added by `red`) where its checked dims
+// leave it inside the tensor.
+void Emitter::emit_block_elements(const Op& op, const std::string& bp, const Type& bt, const Layout& L,
+                                  const std::string& x, bool add) {
+  line("if ({}) {{", owner_predicate(L));
   open();
   for_regs(L.num_regs());
   auto [ok, addr] = block_element(op, bp, bt, L);
-  line("  if ({}) {}.base[{}] = {}[r];", ok, bp, addr, x);
+  if (add)
+    line("  if ({}) kiln::red_add({}.base + ({}), {}[r]);", ok, bp, addr, x);
+  else
+    line("  if ({}) {}.base[{}] = {}[r];", ok, bp, addr, x);
   line("}}");
   close();
   line("}}");

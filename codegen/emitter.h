@@ -379,6 +379,8 @@ private:
   void emit_block_load(const Op& op);
   void emit_block_store(const Op& op);
   void emit_block_atomic_add(const Op& op);
+  void emit_block_elements(const Op& op, const std::string& bp, const Type& bt, const Layout& L,
+                           const std::string& x, bool add);
   bool emit_vector_block_store(const Op& op, const std::string& bp, const Type& bt, const Layout& L,
                                const std::string& x);
   void emit_staged_block_load(const Op& op, const SharedTile& t);
