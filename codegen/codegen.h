@@ -15,6 +15,7 @@
 //          -> plan_layout_conversions (every conversion between layouts: shared memory or register shuffles)
 //          -> plan_scratch (scratch shared memory)
 //          -> plan_bulk_reductions (sm_90a: block atomic adds through a stage and bulk reductions, the stage)
+//          -> plan_rescale_skips (LAZY_RESCALE=1: a loop accumulator's rescale skipped where its factors are 1)
 //          -> describe_plan (the lowered summary)
 //          -> emit_cuda (prelude + one __global__ function)
 #pragma once
@@ -37,7 +38,9 @@ namespace kiln {
 // PINGPONG (default 0): 1 has a warp-specialised kernel's consumer warpgroups issue their tensor-core products in
 // turn (codegen/plan_pingpong.h); and PRODUCT_AHEAD (default 0): 1 has each specialised loop issue its first
 // product one iteration ahead (codegen/plan_products_ahead.h); and LAST_PRODUCT_LATE (default 0): 1 has each
-// specialised loop issue its last product after the next iteration's first (codegen/plan_late_products.h).
+// specialised loop issue its last product after the next iteration's first (codegen/plan_late_products.h); and
+// LAZY_RESCALE (default 0): 1 has a loop skip its accumulator's rescale by a row factor in a thread whose factors
+// are all 1 (codegen/plan_rescale_skips.h).
 //
 // Code-generator switches: each optimisation can be turned off to measure what it is worth.
 struct CodegenOptions {

@@ -38,6 +38,29 @@ void Emitter::emit_elementwise(const Op& op) {
     e = fmt::format("({} + {})", ins[0], ins[1]);
     break;
   }
+  // A loop accumulator's rescale by a row factor (plan_rescale_skips): skipped where this thread's factors are 1.
+  if (const RescaleSkip* skip = plan_.rescale_skips.of(op)) {
+    const Layout& fl = layout_of(skip->factor);
+    const std::string fs = regs(skip->factor, fl);
+    std::vector<std::string> ones;
+    for (int i = 0; i < fl.num_regs(); ++i)
+      ones.push_back(fmt::format("{}[{}] == 1.0f", fs, i));
+    line("if ({}) {{ // {} is 1 in each row this thread holds: the rescale is skipped", fmt::join(ones, " && "),
+         fs);
+    open();
+    for_regs(L.num_regs());
+    line("  {}[r] = {};", n, ins[skip->accumulator_operand]);
+    line("}}");
+    close();
+    line("}} else {{");
+    open();
+    for_regs(L.num_regs());
+    line("  {}[r] = {};", n, e);
+    line("}}");
+    close();
+    line("}}");
+    return;
+  }
   for_regs(L.num_regs());
   line("  {}[r] = {};", n, e);
   line("}}");

@@ -23,6 +23,8 @@
 //   plan_scratch            the scratch shared memory after the tiles
 //   plan_bulk_reductions    atomic adds through block pointers made from a shared-memory stage by bulk
 //                           reductions (sm_90), the stage after the scratch
+//   plan_rescale_skips      loop accumulators rescaled by a row factor that skip the multiply where a
+//                           thread's factors are all 1 (LAZY_RESCALE=1)
 #pragma once
 
 #include "codegen/layout.h"
@@ -234,6 +236,23 @@ struct LateProducts {
   }
 };
 
+// Multiplies of a loop's dot accumulator by a broadcast row factor that a thread skips when every factor it holds is
+// exactly 1 (codegen/plan_rescale_skips.h): the online softmax's O *= exp2(m_old − m_new) under a running max that
+// seldom moves (LAZY_RESCALE=1). The same bits either way (x · 1 = x).
+struct RescaleSkip {
+  ValueId factor = kNoValue;   // the vector the multiply broadcasts (in registers, read in its own layout)
+  int accumulator_operand = 0; // which operand of the multiply is the carried accumulator
+};
+struct RescaleSkips {
+  std::map<const Op*, RescaleSkip> ops; // the multiplies
+  std::string why_not;                  // asked for (LAZY_RESCALE=1) and no multiply matched: why
+
+  const RescaleSkip* of(const Op& mul) const {
+    auto it = ops.find(&mul);
+    return it == ops.end() ? nullptr : &it->second;
+  }
+};
+
 struct LoweringPlan {
   std::unordered_map<ValueId, Placement> placement;
   std::unordered_map<ValueId, Layout> layout; // Registers values
@@ -280,6 +299,8 @@ struct LoweringPlan {
   int64_t scratch_bytes = 0;
   // plan_bulk_reductions: the atomic adds through block pointers made from a shared-memory stage.
   BulkReductions bulk;
+  // plan_rescale_skips: the accumulator rescales a thread skips where its factors are all 1.
+  RescaleSkips rescale_skips;
   // plan_scratch: the cross-warp reductions' slots at the start of the scratch, each reduction_slot_bytes long
   // (the largest such reduction's bytes, rounded up to 16): 1, or 2 when the kernel has two or more such
   // reductions, so that one can exchange its partial results in the slot the previous one still reads and

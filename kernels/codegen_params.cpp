@@ -37,4 +37,10 @@ ParamDef persistent_param(int64_t default_value) {
                         "1: one wave of CTAs walks every program id (a persistent grid; see codegen.h)");
 }
 
+ParamDef lazy_rescale_param(int64_t default_value) {
+  return ParamDef::flag("LAZY_RESCALE", default_value,
+                        "1: the running max moves only when a row's max grows by more than 2^8, and the "
+                        "accumulator's rescale is skipped where its factors are 1 (see codegen_params.h)");
+}
+
 } // namespace kiln

@@ -25,6 +25,8 @@ Kernel build_fa2_fwd_kernel(const Config& config, const AttentionMods& mods, boo
   // VARLEN=1 (fa2_fwd_varlen.h): packed sequences; each program reads its sequence's lengths and first row and
   // key from the offsets, and everything below runs on them as on one (batch, head) of the dense kernel.
   const bool varlen = config.get_or("VARLEN", 0) != 0;
+  // LAZY_RESCALE=1 (codegen_params.h): the running max moves by jumps of more than 2^8 only.
+  const bool lazy_rescale = config.get_or("LAZY_RESCALE", 0) != 0;
   if (block_mask) {
     if (varlen)
       fail("fa2_fwd_block_mask: block masks with packed sequences (VARLEN=1) are not built yet");
@@ -115,7 +117,7 @@ Kernel build_fa2_fwd_kernel(const Config& config, const AttentionMods& mods, boo
       Value offs_n = start_n + arange(0, BN); // (BN,) i32
       qk = where(visible_keys(a, tp, offs_m, offs_n), qk, -kInfinity);
     }
-    Value p = online_softmax_step(qk, qk_scale, m_i, l_i, acc); // (BM, BN) f32; m_i is the new max
+    Value p = online_softmax_step(qk, qk_scale, m_i, l_i, acc, lazy_rescale); // (BM, BN) f32; m_i: the new max
     Value p_in; // P in V's dtype, converted once for every head-dim tile (after the first V load, where the
                 // one-tile kernel has always converted it)
     for (size_t i = 0; i < n_pieces; ++i) {
@@ -187,19 +189,20 @@ KernelDef make_fa2_fwd_def() {
   d.params.push_back(product_ahead_param(0));
   d.params.push_back(last_product_late_param(0));
   d.params.push_back(persistent_param(0));
+  d.params.push_back(lazy_rescale_param(0));
   d.params.push_back(split_d_param());
   d.default_num_warps = 8; // 16 rows per warp: no spills on sm_80 or sm_90 (4 warps spill on sm_80)
   d.default_num_stages = 2;
   d.build = build_fa2_fwd;
-  // 38 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
+  // 42 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
   // exceeds the device's per-block limit, or whose MIN_BLOCKS_PER_SM CTAs cannot share an SM's shared memory.
   d.config_space = [] {
     std::vector<Config> cs;
     auto add = [&](int64_t bm, int64_t bn, int warps, int stages, int64_t min_blocks, bool ws = false,
-                   bool late = false) {
+                   bool late = false, bool lazy = false) {
       Config c = fa2_fwd_def().default_config();
       c.set("BLOCK_M", bm).set("BLOCK_N", bn).set("MIN_BLOCKS_PER_SM", min_blocks);
-      c.set("WARP_SPECIALIZE", ws ? 1 : 0).set("LAST_PRODUCT_LATE", late ? 1 : 0);
+      c.set("WARP_SPECIALIZE", ws ? 1 : 0).set("LAST_PRODUCT_LATE", late ? 1 : 0).set("LAZY_RESCALE", lazy ? 1 : 0);
       c.num_warps = warps;
       c.num_stages = stages;
       cs.push_back(c);
@@ -241,6 +244,13 @@ KernelDef make_fa2_fwd_def() {
     // TFLOP/s, not causal 609 -> 616; two stages lose 23-38 % (worklog §59).
     for (int64_t bn : {64, 128})
       add(128, bn, 8, 3, 1, true, true);
+    // LAZY_RESCALE=1 (the running max moved by jumps of more than 2^8 only, O's rescale skipped where its factors
+    // are 1) on the warp-specialised tiles it measured faster on (H200, worklog §72): the 64-row tiles two CTAs an
+    // SM with a causal mask at D = 64 (+4-5 %; 3-5 % slower without one) and the late tiles at D = 128.
+    for (int64_t bn : {64, 128}) {
+      add(64, bn, 4, 2, 2, true, false, true);
+      add(128, bn, 8, 3, 1, true, true, true);
+    }
     // PERSISTENT=1 (one wave of CTAs walking the query tiles, each CTA's producer running into its next tile's
     // keys) is not offered either: on the H200 it measured even without a causal mask and 5-35 % slower with one
     // or with a window, whose tiles' work varies: a CTA walks every gridDim.x-th program, so some CTAs keep

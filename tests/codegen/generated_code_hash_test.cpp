@@ -96,6 +96,13 @@ std::vector<Config> configs_of(const KernelDef& def) {
                                            {"HEAD_DIM", 128},
                                            {"BLOCK_N", 128},
                                            {"num_stages", 3}}));
+  if (has("LAZY_RESCALE") && has("LAST_PRODUCT_LATE")) // O's rescale skipped where its factors are 1 (sm_90a: late)
+    cs.push_back(def.with_overrides(base, {{"WARP_SPECIALIZE", 1},
+                                           {"LAST_PRODUCT_LATE", 1},
+                                           {"LAZY_RESCALE", 1},
+                                           {"HEAD_DIM", 128},
+                                           {"BLOCK_N", 128},
+                                           {"num_stages", 3}}));
   if (has("ATOMIC_DQ"))
     cs.push_back(def.with_overrides(base, {{"ATOMIC_DQ", 1}, {"BLOCK_M", 64}}));
   return cs;

@@ -38,13 +38,14 @@ struct TmaAttentionCase {
   bool product_ahead = false; // PRODUCT_AHEAD=1: Q K_{j+1}ᵀ issued before the softmax of S_j
   bool persistent = false;    // PERSISTENT=1: one wave of CTAs walks the query tiles of every head
   bool late = false;          // LAST_PRODUCT_LATE=1: P_j V_j issued after Q K_{j+1}ᵀ
+  bool lazy = false;          // LAZY_RESCALE=1: the running max moves by jumps past 2^8, O's rescale skipped at 1
 };
 
 std::string label(const TmaAttentionCase& c) {
   std::string s = c.p.str() + "_bm" + std::to_string(c.bm) + "_bn" + std::to_string(c.bn) + "_w" +
                   std::to_string(c.warps) + "_s" + std::to_string(c.stages) + (c.warp_specialized ? "_ws" : "") +
                   (c.pingpong ? "_pingpong" : "") + (c.product_ahead ? "_ahead" : "") +
-                  (c.persistent ? "_persistent" : "") + (c.late ? "_late" : "");
+                  (c.persistent ? "_persistent" : "") + (c.late ? "_late" : "") + (c.lazy ? "_lazy" : "");
   for (char& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch)))
       ch = '_';
@@ -86,6 +87,11 @@ TmaAttentionCase late_pingpong(AttentionProblem p, int64_t bn, int stages) {
   return c;
 }
 
+TmaAttentionCase lazy(TmaAttentionCase c) {
+  c.lazy = true;
+  return c;
+}
+
 AttentionProblem transposed_k(AttentionProblem p) {
   p.k_transposed = true;
   return p;
@@ -105,7 +111,7 @@ TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
   c.set("BLOCK_M", tc.bm).set("BLOCK_N", tc.bn);
   c.set("WARP_SPECIALIZE", tc.warp_specialized ? 1 : 0).set("PINGPONG", tc.pingpong ? 1 : 0);
   c.set("PRODUCT_AHEAD", tc.product_ahead ? 1 : 0).set("PERSISTENT", tc.persistent ? 1 : 0);
-  c.set("LAST_PRODUCT_LATE", tc.late ? 1 : 0);
+  c.set("LAST_PRODUCT_LATE", tc.late ? 1 : 0).set("LAZY_RESCALE", tc.lazy ? 1 : 0);
   c.num_warps = tc.warps;
   c.num_stages = tc.stages;
 
@@ -132,6 +138,10 @@ TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
     ASSERT_EQ(jk->generated().why_not_product_ahead, "");
     ASSERT_EQ(jk->generated().why_not_persistent, "");
     ASSERT_EQ(jk->generated().why_not_late_product, "");
+  }
+  if (tc.lazy) { // both key loops skip O's rescale where a thread's factors are 1
+    ASSERT_NE(jk->generated().lowered.find("skipped in a thread whose factors"), std::string::npos)
+        << jk->generated().lowered;
   }
   const ValidatedAttention a = validate_attention_args(tq, tk, tv, to, tlse, opts);
   TensorMapArgs maps = tensor_map_args(jk->generated().tensor_maps, kernel.params, forward_launch_args(a, lse.ptr()));
@@ -240,6 +250,19 @@ INSTANTIATE_TEST_SUITE_P(
                       // Two head-dim tiles (SPLIT_D): four products an iteration.
                       late(problem(1, 2, 2, 300, 1000, 96, DType::f16, 2, false), 128, 3),
                       late(problem(2, 2, 2, 256, 700, 192, DType::bf16, 0, false), 64, 3)),
+    [](const auto& info) { return label(info.param); });
+
+// The same kernels with LAZY_RESCALE=1 (inputs in [-2, 2]: a row's max passes the 2^8 slack in some key tiles and not
+// in others): the space's tiles (64 rows over one consumer warpgroup; 128 rows, late, 3 stages), both causal
+// alignments, tails, GQA, bshd, two head-dim tiles, and a persistent grid.
+INSTANTIATE_TEST_SUITE_P(
+    fa2_lazy_rescale, GpuAttentionTma,
+    ::testing::Values(lazy(warp_specialized(problem(2, 3, 3, 200, 333, 64, DType::f16, 0, false), 128, 2, 64, 4)),
+                      lazy(warp_specialized(problem(3, 2, 1, 64, 500, 64, DType::bf16, 2, true), 64, 2, 64, 4)),
+                      lazy(late(problem(2, 4, 2, 300, 300, 128, DType::f16, 1, true), 128, 3)),
+                      lazy(late(problem(1, 2, 2, 256, 4096, 128, DType::bf16, 0, false), 64, 3)),
+                      lazy(late(problem(1, 2, 2, 300, 1000, 96, DType::f16, 2, false), 128, 3)),
+                      lazy(late(problem(3, 16, 4, 333, 777, 128, DType::bf16, 2, true), 128, 3, 128, 8, true))),
     [](const auto& info) { return label(info.param); });
 
 // The same with the two consumer warpgroups taking turns (PINGPONG=1), an iteration's Q Kᵀ and the previous P V in

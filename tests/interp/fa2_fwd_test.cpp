@@ -72,6 +72,35 @@ TEST(Fa2Kernel, MaskingEveryTileMatchesTheReference) {
   EXPECT_EQ(loops, 1) << "one loop over every key tile";
 }
 
+// LAZY_RESCALE=1: the running max moves only by jumps of more than 2^8, so P reaches 256 and alpha is 1 in most
+// steps. Every sweep case (inputs up to ±30 among them, whose row maxima jump by hundreds) matches the reference,
+// and so do keys whose scores grow along the row: the max then passes the slack in some steps and not in others.
+TEST(Fa2Kernel, LazyRescaleMatchesTheReference) {
+  for (const AttentionCase& c : attention_sweep()) {
+    Config config = default_fa2_config(c.problem);
+    config.set("BLOCK_M", c.block_m).set("BLOCK_N", c.block_n).set("LAZY_RESCALE", 1);
+    SCOPED_TRACE(attention_case_name(c));
+    check_attention_case(c, run_fa2_interpreted, config);
+  }
+  for (int causal : {0, 1}) {
+    const AttentionCase c = make_case(48, 300, 32, causal, f16, 2, 1);
+    SCOPED_TRACE("growing scores, causal " + std::to_string(causal));
+    AttentionInputs in = make_inputs(c.problem, 7, 1.0);
+    // K's row j (bhsd, one kv head) scaled by 1 + j / 12: the later a key, the larger its scores' spread.
+    for (int64_t j = 0; j < 300; ++j)
+      for (int64_t d = 0; d < 32; ++d)
+        in.k.set(j * 32 + d, in.k.get(j * 32 + d) * (1.0 + static_cast<double>(j) / 12.0));
+    Config config = default_fa2_config(c.problem);
+    config.set("BLOCK_M", 16).set("BLOCK_N", 16).set("LAZY_RESCALE", 1);
+    const AttentionResult ref = reference(c.problem, in);
+    const AttentionResult out = run_fa2_interpreted(c.problem, config, in, Executor::Interpreter);
+    const double tol = attention_tolerance(c.problem.dtype, false, max_abs_lse(ref));
+    const Comparison o = compare_to_reference(out.o, ref.o), lse = compare_to_reference(out.lse, ref.lse);
+    EXPECT_TRUE(o.ok(tol)) << "O: " << o.str() << ", tolerance " << tol;
+    EXPECT_TRUE(lse.ok(tol)) << "LSE: " << lse.str() << ", tolerance " << tol;
+  }
+}
+
 TEST(Fa2Kernel, GridIsQTilesByBatchHeads) {
   AttentionProblem p;
   p.B = 3;

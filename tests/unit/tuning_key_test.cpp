@@ -105,7 +105,7 @@ TEST(TuningKey, CandidatesVaryOnlyTileParamsAroundTheBase) {
   }
   EXPECT_EQ(ids.size(), cands.size()) << "candidates are distinct";
   EXPECT_EQ(tuned_params(def, def.config_space()),
-            (std::vector<std::string>{"BLOCK_M", "BLOCK_N", "LAST_PRODUCT_LATE", "MIN_BLOCKS_PER_SM",
+            (std::vector<std::string>{"BLOCK_M", "BLOCK_N", "LAST_PRODUCT_LATE", "LAZY_RESCALE", "MIN_BLOCKS_PER_SM",
                                       "WARP_SPECIALIZE"}));
 }
 
