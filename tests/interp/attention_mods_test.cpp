@@ -36,6 +36,17 @@ TEST(AttentionMods, MaskingEveryTileGivesTheSameResults) {
   }
 }
 
+// LAZY_RESCALE=1 (a running max that moves by jumps past 2^8): every mod case, sinks and softcaps among them, matches
+// the reference as without it.
+TEST(AttentionMods, LazyRescaleGivesTheSameResults) {
+  for (const ModCase& c : mod_cases()) {
+    Config config = mod_case_config(c);
+    config.set("LAZY_RESCALE", 1);
+    SCOPED_TRACE(c.name);
+    check_mod_case(c, config);
+  }
+}
+
 // On the one-dimensional grid of PERSISTENT=1 (query_tile_program), mods that read per-batch and per-head tensors
 // and masks whose later rows see more (launched heaviest first) still find their batch, head and rows.
 TEST(AttentionMods, PersistentNumberingGivesTheSameResults) {
