@@ -30,6 +30,13 @@ TEST_P(AttentionNonFinite, Fa2MaskingEveryTileFollowsTheSemantics) {
   check_nonfinite_case(GetParam(), run_fa2_interpreted, config, Executor::Interpreter);
 }
 
+// LAZY_RESCALE=1 (a running max that moves by jumps past 2^8) keeps the semantics: +inf scores still move the max,
+// NaN scores are still ignored by it, rows that see no key still give O = 0 and LSE = -inf.
+TEST_P(AttentionNonFinite, Fa2LazyRescaleFollowsTheSemantics) {
+  auto config = [](const AttentionProblem& p) { return fa2_small_tiles(p).set("LAZY_RESCALE", 1); };
+  check_nonfinite_case(GetParam(), run_fa2_interpreted, config, Executor::Interpreter);
+}
+
 TEST_P(AttentionNonFinite, Fa1FollowsTheSemantics) {
   auto config = [](const AttentionProblem& p) { return default_fa1_config(p).set("BLOCK_M", 32).set("BLOCK_N", 16); };
   check_nonfinite_case(GetParam(), run_fa1_interpreted, config, Executor::Interpreter);
