@@ -38,6 +38,11 @@ void Emitter::emit_elementwise(const Op& op) {
     e = fmt::format("({} + {})", ins[0], ins[1]);
     break;
   }
+  auto assign = [&](const std::string& expr) {
+    for_regs(L.num_regs());
+    line("  {}[r] = {};", n, expr);
+    line("}}");
+  };
   // A loop accumulator's rescale by a row factor (plan_rescale_skips): skipped where this thread's factors are 1.
   if (const RescaleSkip* skip = plan_.rescale_skips.of(op)) {
     const Layout& fl = layout_of(skip->factor);
@@ -48,22 +53,16 @@ void Emitter::emit_elementwise(const Op& op) {
     line("if ({}) {{ // {} is 1 in each row this thread holds: the rescale is skipped", fmt::join(ones, " && "),
          fs);
     open();
-    for_regs(L.num_regs());
-    line("  {}[r] = {};", n, ins[skip->accumulator_operand]);
-    line("}}");
+    assign(ins[skip->accumulator_operand]);
     close();
     line("}} else {{");
     open();
-    for_regs(L.num_regs());
-    line("  {}[r] = {};", n, e);
-    line("}}");
+    assign(e);
     close();
     line("}}");
     return;
   }
-  for_regs(L.num_regs());
-  line("  {}[r] = {};", n, e);
-  line("}}");
+  assign(e);
 }
 
 // Reduction along one dim: registers within a thread, then lanes by xor-shuffles, then warps through

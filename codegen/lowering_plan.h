@@ -238,7 +238,7 @@ struct LateProducts {
 
 // Multiplies of a loop's dot accumulator by a broadcast row factor that a thread skips when every factor it holds is
 // exactly 1 (codegen/plan_rescale_skips.h): the online softmax's O *= exp2(m_old − m_new) under a running max that
-// seldom moves (LAZY_RESCALE=1). The same bits either way (x · 1 = x).
+// moves only by jumps (LAZY_RESCALE=1). The same bits either way (x · 1 = x).
 struct RescaleSkip {
   ValueId factor = kNoValue;   // the vector the multiply broadcasts (in registers, read in its own layout)
   int accumulator_operand = 0; // which operand of the multiply is the carried accumulator

@@ -3,13 +3,13 @@
 // layouts only.
 //
 // A config asks for it with LAZY_RESCALE=1 (FA2's forward: the running max then moves only when a row's max grows
-// by more than 2^8, so O's rescale by exp2(m_old − m_new) is 1 in most steps; kernels/codegen_params.h). The pass
+// by more than 2^8, so O's rescale by exp2(m_old − m_new) is 1 wherever the max stays; kernels/codegen_params.h). The pass
 // takes every f32 multiply, in a for loop's body, of a value the loop carries by a broadcast of a vector of at most
 // 4 registers a thread (read in its own layout, so a thread's factors are its own registers), whose product is the
 // accumulator of a dot in the same body: `acc = dot(p, v, acc * alpha[:, None])`. A thread whose factors are all
 // exactly 1 copies the accumulator instead (x · 1 = x for every float), behind a branch: measured on the H200 the
-// branch costs 3–5 % where the factors are rarely all 1 and gains where the multiply sits between the softmax
-// and the next product (worklog §72), so it is the config's choice, never the default. Where the config asks and no
+// branch costs up to 5 % at D = 64 without a causal mask and gains 4–5 % with one (worklog §72), so it is the
+// config's choice, never the default. Where the config asks and no
 // multiply matches, RescaleSkips::why_not says so.
 #pragma once
 

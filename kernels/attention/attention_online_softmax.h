@@ -16,7 +16,7 @@ namespace kiln {
 // instead, since exp2(−inf − −inf) would be NaN (docs/guarantees.md: scores of −inf count as masked keys).
 // With `lazy_rescale` (LAZY_RESCALE=1) the max moves only when the tile's exceeds it by more than
 // kLazyRescaleSlack (log2 units; FlashAttention-4's conditional rescale): P is then at most 2^8, O and l are
-// consistent with the max kept, and alpha is exactly 1 in most steps, which the code generator skips
+// consistent with the max kept, and alpha is exactly 1 in every step where the max stays, which the code generator skips
 // (codegen/plan_rescale_skips.h).
 Value online_softmax_step(const Value& qk, const Value& qk_scale, Value& m_i, Value& l_i, std::span<Value> acc,
                           bool lazy_rescale = false);
