@@ -96,7 +96,7 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
   if (!plan.late.why_not.empty())
     s += fmt::format("//   no late product (LAST_PRODUCT_LATE=1): {}\n", plan.late.why_not);
   for (const auto& [mul, skip] : plan.rescale_skips.ops)
-    s += fmt::format("//   rescale at {}: skipped in a thread whose factors (%{}) are all 1 (LAZY_RESCALE=1)\n",
+    s += fmt::format("//   rescale at {}: skipped in a warp whose factors (%{}) are all 1 (LAZY_RESCALE=1)\n",
                      mul->loc.str(), skip.factor);
   if (!plan.rescale_skips.why_not.empty())
     s += fmt::format("//   no rescale skipped (LAZY_RESCALE=1): {}\n", plan.rescale_skips.why_not);

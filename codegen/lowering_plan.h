@@ -24,7 +24,7 @@
 //   plan_bulk_reductions    atomic adds through block pointers made from a shared-memory stage by bulk
 //                           reductions (sm_90), the stage after the scratch
 //   plan_rescale_skips      loop accumulators rescaled by a row factor that skip the multiply where a
-//                           thread's factors are all 1 (LAZY_RESCALE=1)
+//                           warp's factors are all 1 (LAZY_RESCALE=1)
 #pragma once
 
 #include "codegen/layout.h"

@@ -1,4 +1,4 @@
-// Pass: a loop's accumulator rescaled by a row factor that is usually exactly 1 skips the multiply in a thread whose
+// Pass: a loop's accumulator rescaled by a row factor that is usually exactly 1 skips the multiply in a warp whose
 // factors are all 1 (RescaleSkips in codegen/lowering_plan.h). Runs after assign_layouts; reads placements and
 // layouts only.
 //
@@ -6,10 +6,10 @@
 // by more than 2^8, so O's rescale by exp2(m_old − m_new) is 1 wherever the max stays; kernels/codegen_params.h). The pass
 // takes every f32 multiply, in a for loop's body, of a value the loop carries by a broadcast of a vector of at most
 // 4 registers a thread (read in its own layout, so a thread's factors are its own registers), whose product is the
-// accumulator of a dot in the same body: `acc = dot(p, v, acc * alpha[:, None])`. A thread whose factors are all
-// exactly 1 copies the accumulator instead (x · 1 = x for every float), behind a branch: measured on the H200 the
-// branch costs up to 5 % at D = 64 without a causal mask and gains 4–5 % with one (worklog §72), so it is the
-// config's choice, never the default. Where the config asks and no
+// accumulator of a dot in the same body: `acc = dot(p, v, acc * alpha[:, None])`. A warp whose threads' factors are
+// all exactly 1 (one vote, so the branch is uniform) copies the accumulator instead (x · 1 = x for every float):
+// measured on the H200 the branch costs up to 5 % at D = 64 without a causal mask and gains up to 7 % with one, and
+// up to 4 % at D = 128 (worklog §72, §73), so it is the config's choice, never the default. Where the config asks and no
 // multiply matches, RescaleSkips::why_not says so.
 #pragma once
 

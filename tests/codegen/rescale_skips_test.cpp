@@ -53,13 +53,14 @@ TEST(RescaleSkips, Fa2SkipsORescaleInBothKeyLoops) {
     }
 }
 
-// The emitted rescale: a branch on the thread's factors, the accumulator copied where they are all 1 and multiplied
-// otherwise; the late schedule keeps its issue order around it and compiles without spills or serialised products.
-TEST(RescaleSkips, TheRescaleIsABranchOnTheThreadsFactors) {
+// The emitted rescale: a branch on a warp's vote over its threads' factors, the accumulator copied where they are all
+// 1 and multiplied otherwise; the late schedule keeps its issue order around it and compiles without spills or serialised products.
+TEST(RescaleSkips, TheRescaleIsABranchOnTheWarpsFactors) {
   const GeneratedKernel g = fa2_generated(fa2_lazy(0, true), "sm_90a");
   ASSERT_TRUE(g.why_not_late_product.empty()) << g.why_not_late_product;
-  EXPECT_EQ(occurrences(g.source, "is 1 in each row this thread holds: the rescale is skipped"), 2) << g.source;
-  EXPECT_EQ(occurrences(g.lowered, "skipped in a thread whose factors"), 2) << g.lowered;
+  EXPECT_EQ(occurrences(g.source, "is 1 in each row this warp holds: the rescale is skipped"), 2) << g.source;
+  EXPECT_EQ(occurrences(g.source, "if (__all_sync(0xffffffffu, "), 2) << "one vote a warp: a uniform branch";
+  EXPECT_EQ(occurrences(g.lowered, "skipped in a warp whose factors"), 2) << g.lowered;
   const size_t branch = g.source.find("the rescale is skipped");
   const size_t copy = g.source.find("[r] = acc", branch);
   const size_t otherwise = g.source.find("} else {", branch);
