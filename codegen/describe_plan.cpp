@@ -100,12 +100,19 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                      mul->loc.str(), skip.factor);
   if (!plan.rescale_skips.why_not.empty())
     s += fmt::format("//   no rescale skipped (LAZY_RESCALE=1): {}\n", plan.rescale_skips.why_not);
-  if (plan.persistent.on)
+  if (plan.persistent.on) {
     s += fmt::format("//   persistent grid: {} CTA(s) an SM walk program ids blockIdx.x + k * gridDim.x below "
                      "kiln_programs (the launch's grid size)\n",
                      plan.persistent.ctas_per_sm);
-  else if (!plan.persistent.why_not.empty())
+    for (const PersistentPrefetch& p : plan.persistent.prefetches)
+      s += fmt::format("//     the shared tile of %{} ({}) prefetched: the next program's copy issued after the op "
+                       "at {}, under this program's epilogue\n",
+                       p.load->result(), p.load->loc.str(), p.issue_after->loc.str());
+    if (!plan.persistent.why_not_prefetch.empty())
+      s += fmt::format("//     not prefetched: {}\n", plan.persistent.why_not_prefetch);
+  } else if (!plan.persistent.why_not.empty()) {
     s += fmt::format("//   not persistent (PERSISTENT=1): {}\n", plan.persistent.why_not);
+  }
   for (const SharedTile& t : plan.tiles)
     s += fmt::format("//   shared tile %{}: {} x {} ({} B/elem) x {} stage(s) at byte {}{}{}{}\n", t.value,
                      t.rows, t.cols, t.elem_bytes, t.stages, t.offset,

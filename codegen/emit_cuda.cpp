@@ -174,9 +174,14 @@ std::string Emitter::materialize(ValueId v, const Layout& want) {
 // ---------------------------------------------------------------------------------------------
 
 void Emitter::emit_region(const Region& r) {
-  for (const auto& op : r.ops)
+  for (const auto& op : r.ops) {
     if (op->kind != OpKind::Yield)
       emit_op(*op);
+    if (&r == &k_.body)
+      for (const PersistentPrefetch& p : plan_.persistent.prefetches)
+        if (p.issue_after == op.get())
+          emit_next_program_copy(p);
+  }
 }
 
 void Emitter::emit_op(const Op& op) {
@@ -274,7 +279,7 @@ void Emitter::emit_scalar_op(const Op& op) {
     return;
   case OpKind::ProgramId: // a persistent grid's program id along x is its loop variable
     if (plan_.persistent.on && op.axis == 0)
-      line("{} {} = kiln_program;", ty, n);
+      line("{} {} = {};", ty, n, program_id_override_.empty() ? "kiln_program" : program_id_override_);
     else
       line("{} {} = (int)blockIdx.{};", ty, n, "xyz"[op.axis]);
     return;

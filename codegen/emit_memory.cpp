@@ -179,9 +179,19 @@ void Emitter::emit_block_load(const Op& op) {
       }
       return;
     }
-    line("{} // the tile's previous readers are done", cta_barrier());
-    emit_tile_issue(t, bp, "0");
-    line("kiln::cp_async_commit();");
+    if (plan_.persistent.prefetch_of(&op)) {
+      line("if (kiln_program == blockIdx.x) {{ // this CTA's first program copies its own tile; each later one's "
+           "copy was issued by the program before it");
+      open();
+      emit_tile_issue(t, bp, "0");
+      line("kiln::cp_async_commit();");
+      close();
+      line("}}");
+    } else {
+      line("{} // the tile's previous readers are done", cta_barrier());
+      emit_tile_issue(t, bp, "0");
+      line("kiln::cp_async_commit();");
+    }
     if (plan_.unwaited_loads.count(&op)) {
       line("// waited for with the first tiles of the pipelined loop that reads it");
       return;
@@ -203,6 +213,33 @@ void Emitter::emit_block_load(const Op& op) {
   for_regs(L.num_regs());
   auto [ok, addr] = block_element(op, bp, bt, L);
   line("  {}[r] = ({}) ? {}.base[{}] : {};", n, ok, bp, addr, pad);
+  line("}}");
+}
+
+void Emitter::emit_next_program_copy(const PersistentPrefetch& p) {
+  const SharedTile& t = plan_.tiles[plan_.tile_of.at(p.load->result())];
+  line("// persistent grid: the next program's tile of {} ({}), copied while this program finishes", 
+       p.load->loc.str(), value_hint(p.load->result()));
+  if (plan_.any_wgmma())
+    line("kiln::wgmma_wait<0>(); // this thread's products that read the tile are done ...");
+  line("{} // ... and every thread's", cta_barrier());
+  set_scratch_reads(ScratchReads::None);
+  line("if (kiln_program + (int)gridDim.x < kiln_programs) {{");
+  open();
+  line("const int kiln_next_program = kiln_program + (int)gridDim.x;");
+  // The block pointer's scalars again, for the next program id, under fresh names; this program's stay as they were.
+  std::vector<std::pair<ValueId, std::string>> saved;
+  for (const Op* op : p.slice)
+    saved.emplace_back(op->result(), name_.at(op->result()));
+  program_id_override_ = "kiln_next_program";
+  for (const Op* op : p.slice)
+    emit_scalar_op(*op);
+  program_id_override_.clear();
+  emit_tile_issue(t, scalar(p.load->operands[0]), "0");
+  line("kiln::cp_async_commit();");
+  for (const auto& [v, name] : saved)
+    name_[v] = name;
+  close();
   line("}}");
 }
 

@@ -93,6 +93,9 @@ private:
   std::string copy_thread_ = "threadIdx.x";
   int copy_threads_ = threads_;
   bool in_producer_ = false; // emitting the producer warpgroup's branch: no barrier of the consumers there
+  // Where not empty, what program_id(0) reads instead of the persistent grid's kiln_program (the next program's
+  // id, while its tiles' block pointers are computed for emit_next_program_copy).
+  std::string program_id_override_;
   // The producer runs in few registers (setmaxnreg): its cp.async copy loops are not unrolled, which would
   // spill (a 128 x 256 x 64 matmul's producer spilled 1 KiB at 40 registers unrolled, nothing rolled).
   std::string copy_unroll() const { return in_producer_ ? "#pragma unroll 1" : "#pragma unroll"; }
@@ -377,6 +380,8 @@ private:
   void emit_pointer_load(const Op& op);
   void emit_pointer_store(const Op& op);
   void emit_block_load(const Op& op);
+  // A persistent grid's copy of the next program's tile (plan_.persistent.prefetches), after its last reader.
+  void emit_next_program_copy(const PersistentPrefetch& p);
   void emit_block_store(const Op& op);
   void emit_block_atomic_add(const Op& op);
   void emit_block_elements(const Op& op, const std::string& bp, const Type& bt, const Layout& L,

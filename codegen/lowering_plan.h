@@ -175,10 +175,28 @@ struct ProductsAhead {
 // ids blockIdx.x, blockIdx.x + gridDim.x, ... below the grid's size, which the kernel takes as `kiln_programs`.
 // program_id(0) and num_programs(0) read those. A warp-specialised kernel's producer walks the same ids, so it
 // fills the next program's ring while the consumers finish the last one's epilogue.
+//
+// A shared tile the program loads once, before its loops (FA2's Q), is prefetched across programs: the program
+// issues the next program's copy as soon as its own last reader of the tile is done (before its epilogue), so
+// that the copy's latency runs under the epilogue and the next program finds the tile landed. The first program
+// a CTA runs issues its own.
+struct PersistentPrefetch {
+  const Op* load = nullptr;         // a top-level block load into a shared tile (not a loop's ring)
+  const Op* issue_after = nullptr;  // the last top-level op that reads the tile: the next copy goes after it
+  std::vector<const Op*> slice;     // the top-level scalar ops the load's block pointer needs, in program order
+};
 struct PersistentGrid {
   bool on = false;
   int ctas_per_sm = 1;
   std::string why_not; // asked for (PERSISTENT=1) and not done: why
+  std::vector<PersistentPrefetch> prefetches;
+  std::string why_not_prefetch; // a shared tile loaded before the loops that is not prefetched: why
+  const PersistentPrefetch* prefetch_of(const Op* load) const {
+    for (const PersistentPrefetch& p : prefetches)
+      if (p.load == load)
+        return &p;
+    return nullptr;
+  }
 };
 
 // plan_bulk_reductions: an atomic_add through a block pointer added from a shared-memory stage by one bulk

@@ -1,5 +1,7 @@
 #include "codegen/plan_warp_specialization.h"
 
+#include "codegen/program_scalars.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,14 +21,6 @@ constexpr int kMostConsumerRegisters = 240;
 
 int floor8(int n) { return n / 8 * 8; }
 
-// Where each top-level op of the kernel stands in k.body.ops.
-std::map<const Op*, size_t> top_level_positions(const Kernel& k) {
-  std::map<const Op*, size_t> at;
-  for (size_t i = 0; i < k.body.ops.size(); ++i)
-    at[k.body.ops[i].get()] = i;
-  return at;
-}
-
 // Whether `v` is the block pointer a specialised loop carries for one of its pipelined loads, as that loop's
 // result: the producer holds it in its own variable after walking the loop (a later loop may start from it).
 bool carried_by_producer(const Kernel& k, const LoweringPlan& plan, const std::vector<const Op*>& loops,
@@ -42,91 +36,15 @@ bool carried_by_producer(const Kernel& k, const LoweringPlan& plan, const std::v
   return false;
 }
 
-// The kernel parameter a pointer (or block pointer) is derived from by offsets, shape changes and block-pointer
-// steps, or -1 when it comes from elsewhere (a loop-carried value, a loaded pointer).
-int pointer_param(const Kernel& k, ValueId v) {
-  for (;;) {
-    const ValueInfo& info = k.info(v);
-    if (info.param_index >= 0)
-      return info.param_index;
-    const Op* def = info.def;
-    if (!def || (def->kind != OpKind::AddPtr && def->kind != OpKind::Broadcast && def->kind != OpKind::ExpandDims &&
-                 def->kind != OpKind::Reshape && def->kind != OpKind::MakeBlockPtr && def->kind != OpKind::Advance))
-      return -1;
-    v = def->operands[0];
-  }
-}
-
-// The parameters the kernel may write through (stores and atomics anywhere in it); nullopt when a write goes
-// through a pointer pointer_param cannot trace.
-std::optional<std::set<int>> written_params(const Kernel& k) {
-  std::set<int> written;
-  bool traced = true;
-  walk(k.body, [&](const Op& op) {
-    if (op.kind != OpKind::Store && op.kind != OpKind::AtomicAdd && op.kind != OpKind::StoreBlock &&
-        op.kind != OpKind::AtomicAddBlock)
-      return;
-    const int param = pointer_param(k, op.operands[0]);
-    traced &= param >= 0;
-    written.insert(param);
-  });
-  return traced ? std::optional(written) : std::nullopt;
-}
-
 // The scalars the producer recomputes: the ops behind `needed`, all at the top of the kernel before the last
-// specialised loop (position in k.body.ops < `last_loop_at`), in program order. Besides arithmetic, a scalar
-// load from a parameter the kernel never writes (a block mask's counts: the same value for the producer and the
-// consumers, whenever read). Empty with `why` set when one is not such an op.
+// specialised loop, in program order (top_level_scalar_slice); the block pointers an earlier specialised loop
+// carries are the producer's own. Empty with `why` set when one is not such an op.
 std::vector<const Op*> producer_slice(const Kernel& k, const LoweringPlan& plan,
                                       const std::vector<const Op*>& loops, std::vector<ValueId> needed,
                                       std::string& why) {
-  const size_t last_loop_at = top_level_positions(k).at(loops.back());
-  std::map<const Op*, size_t> top_level = top_level_positions(k);
-  const std::optional<std::set<int>> written = written_params(k);
-  auto read_only = [&](const Op& load) {
-    const int param = pointer_param(k, load.operands[0]);
-    return param >= 0 && written && !written->count(param);
-  };
-  std::set<size_t> slice;
-  std::set<ValueId> seen;
-  while (!needed.empty()) {
-    ValueId v = needed.back();
-    needed.pop_back();
-    if (!seen.insert(v).second)
-      continue;
-    const ValueInfo& info = k.info(v);
-    if (info.param_index >= 0 || carried_by_producer(k, plan, loops, v))
-      continue;
-    const Op* def = info.def;
-    auto at = def ? top_level.find(def) : top_level.end();
-    if (at == top_level.end() || at->second >= last_loop_at) {
-      if (def && def->kind == OpKind::Constant)
-        continue; // a constant inside the loop: printed inline where it is used
-      why = fmt::format("%{} ({}) is not computed at the top of the kernel before the loops", v,
-                        def ? def->loc.str() : "a loop variable");
-      return {};
-    }
-    const Placement p = plan.where(v);
-    const bool pure = def->kind == OpKind::Constant || def->kind == OpKind::ProgramId ||
-                      def->kind == OpKind::NumPrograms || def->kind == OpKind::Unary ||
-                      def->kind == OpKind::Binary || def->kind == OpKind::Cast ||
-                      def->kind == OpKind::Where || def->kind == OpKind::Fma || def->kind == OpKind::AddPtr ||
-                      def->kind == OpKind::MakeBlockPtr || def->kind == OpKind::Advance ||
-                      (def->kind == OpKind::Load && read_only(*def));
-    if (!pure || (p != Placement::Scalar && p != Placement::BlockPtr)) {
-      why = fmt::format(
-          "the loops' copies need %{} from {} at {}, which the producer cannot recompute (it reads "
-          "only scalars of tensors the kernel never writes, and holds no tiles)",
-          v, op_name(def->kind), def->loc.str());
-      return {};
-    }
-    slice.insert(at->second);
-    needed.insert(needed.end(), def->operands.begin(), def->operands.end());
-  }
-  std::vector<const Op*> ops;
-  for (size_t i : slice)
-    ops.push_back(k.body.ops[i].get());
-  return ops;
+  return top_level_scalar_slice(
+      k, plan, std::move(needed), top_level_positions(k).at(loops.back()),
+      [&](ValueId v) { return carried_by_producer(k, plan, loops, v); }, "the loops' copies (the producer's)", why);
 }
 
 // Why the loops' rings cannot be one ring ("" when they can): the same number of tiles a stage, the same

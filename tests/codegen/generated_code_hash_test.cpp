@@ -103,6 +103,13 @@ std::vector<Config> configs_of(const KernelDef& def) {
                                            {"HEAD_DIM", 128},
                                            {"BLOCK_N", 128},
                                            {"num_stages", 3}}));
+  if (has("PERSISTENT") && has("LAST_PRODUCT_LATE")) // a persistent grid that prefetches the next program's Q
+    cs.push_back(def.with_overrides(base, {{"WARP_SPECIALIZE", 1},
+                                           {"LAST_PRODUCT_LATE", 1},
+                                           {"PERSISTENT", 1},
+                                           {"HEAD_DIM", 128},
+                                           {"BLOCK_N", 128},
+                                           {"num_stages", 3}}));
   if (has("ATOMIC_DQ"))
     cs.push_back(def.with_overrides(base, {{"ATOMIC_DQ", 1}, {"BLOCK_M", 64}}));
   return cs;

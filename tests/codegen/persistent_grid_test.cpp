@@ -1,7 +1,9 @@
 // plan_persistent_grid (codegen/plan_persistent_grid.h): PERSISTENT=1 runs the program in a loop over program
 // ids, one wave of MIN_BLOCKS_PER_SM CTAs an SM; where the kernel reads program ids along y or z, or the switch
-// is off, the kernel stays as it was and says why.
+// is off, the kernel stays as it was and says why. A shared tile copied once a program (FA2's Q) is prefetched:
+// the program copies the next one's after its last reader, or says why not.
 #include "codegen/codegen.h"
+#include "nvrtc_compile.h"
 #include "codegen/planned_kernel.h"
 #include "codegen/source_text.h"
 #include "dsl/dsl.h"
@@ -95,6 +97,104 @@ TEST(PersistentGrid, ProgramIdsAlongYAreRefusedWithTheirLine) {
   EXPECT_EQ(g.persistent_ctas_per_sm, 0);
   EXPECT_NE(g.why_not_persistent.find("program_id(1) at persistent_grid_test.cpp:"), std::string::npos)
       << g.why_not_persistent;
+}
+
+std::map<std::string, int64_t> fa2_late_persistent(int causal) {
+  return {{"BLOCK_M", 128},         {"BLOCK_N", 128},        {"HEAD_DIM", 128}, {"CAUSAL", causal},
+          {"WARP_SPECIALIZE", 1},   {"LAST_PRODUCT_LATE", 1}, {"num_stages", 3}, {"PERSISTENT", 1}};
+}
+
+// Q is copied once a program, before the key loops, and read last by the last key loop: the next program's copy
+// is issued after that loop (its products waited for, every consumer past them) and before O is stored, for the
+// next program id's Q; a CTA's first program copies its own.
+TEST(PersistentGrid, Fa2ForwardCopiesTheNextProgramsQUnderItsEpilogue) {
+  for (int causal : {0, 1}) {
+    SCOPED_TRACE(causal);
+    Planned p = plan_for("fa2_fwd", fa2_late_persistent(causal), "sm_90a");
+    ASSERT_TRUE(p.plan.persistent.on) << p.plan.persistent.why_not;
+    EXPECT_TRUE(p.plan.persistent.why_not_prefetch.empty()) << p.plan.persistent.why_not_prefetch;
+    ASSERT_EQ(p.plan.persistent.prefetches.size(), 1u);
+    const PersistentPrefetch& q = p.plan.persistent.prefetches[0];
+    EXPECT_EQ(p.plan.where(q.load->result()), Placement::Shared);
+    EXPECT_EQ(q.issue_after->kind, OpKind::For);
+    const Op* last_loop = nullptr;
+    for (const auto& op : p.kernel.body.ops)
+      if (op->kind == OpKind::For)
+        last_loop = op.get();
+    EXPECT_EQ(q.issue_after, last_loop) << "the last key loop reads Q last";
+    EXPECT_FALSE(q.slice.empty());
+    bool reads_program_id = false;
+    for (const Op* op : q.slice)
+      reads_program_id |= op->kind == OpKind::ProgramId;
+    EXPECT_TRUE(reads_program_id) << "Q's block pointer is the program's";
+
+    const KernelDef& def = builtin_kernels().find("fa2_fwd");
+    const GeneratedKernel g =
+        generate_cuda(def.build(def.with_overrides(def.default_config(), fa2_late_persistent(causal))),
+                      Target::parse("sm_90a"));
+    EXPECT_EQ(occurrences(g.source, "this CTA's first program copies its own tile"), 1) << g.source;
+    const size_t next = g.source.find("the next program's tile of");
+    ASSERT_NE(next, std::string::npos) << g.source;
+    EXPECT_EQ(occurrences(g.source, "the next program's tile of"), 1);
+    EXPECT_LT(g.source.rfind("kiln::wgmma_wait<0>();", next), next);
+    EXPECT_LT(next, g.source.find("kiln::wgmma_wait<0>(); // this thread's products that read the tile", next - 200));
+    EXPECT_LT(next, g.source.find("store_block", next)) << "issued before O is stored";
+    EXPECT_NE(g.source.find("= kiln_next_program;", next), std::string::npos);
+    EXPECT_NE(g.lowered.find("prefetched: the next program's copy issued after the op at"), std::string::npos)
+        << g.lowered;
+    std::string why;
+    if (!rt::nvrtc_available(&why))
+      GTEST_SKIP() << "NVRTC not available: " << why;
+    expect_compiles_without_spills(g, "sm_90a");
+  }
+}
+
+TEST(PersistentGrid, NotPersistentOrNothingCopiedOncePrefetchesNothing) {
+  Planned fa2 = plan_for("fa2_fwd", {{"BLOCK_M", 128}, {"HEAD_DIM", 128}, {"WARP_SPECIALIZE", 1}}, "sm_90a");
+  EXPECT_TRUE(fa2.plan.persistent.prefetches.empty());
+  // Matmul's tiles are all its loop's ring: nothing is copied once a program.
+  Planned mm = plan_for("matmul", {{"PERSISTENT", 1}}, "sm_80");
+  ASSERT_TRUE(mm.plan.persistent.on);
+  EXPECT_TRUE(mm.plan.persistent.prefetches.empty());
+  EXPECT_TRUE(mm.plan.persistent.why_not_prefetch.empty()) << mm.plan.persistent.why_not_prefetch;
+}
+
+// Two tiles copied once a program and multiplied: the one whose block pointer is made of program ids and
+// parameters is prefetched; the one whose row comes from a tensor the kernel writes is copied where the program
+// starts, and the plan says why (the next program's value may not be written yet).
+TEST(PersistentGrid, ATileWhoseAddressTheProgramWritesIsNotPrefetched) {
+  Config cfg;
+  cfg.set("PERSISTENT", 1);
+  cfg.set("num_warps", 4);
+  KernelBuilder kb("gathered_rows", cfg);
+  Value a = kb.arg_ptr("a", f16), b = kb.arg_ptr("b", f16), c = kb.arg_ptr("c", f32), rows = kb.arg_ptr("rows", i32);
+  Value n = kb.arg("N", i32);
+  Value pid = program_id(0);
+  Value row = load(rows + pid);
+  Value ta = load(make_block_ptr(a, {n, 64}, {64, 1}, {row, 0}, {64, 64}, {1, 0}));
+  Value tb = load(make_block_ptr(b, {n, 64}, {64, 1}, {pid * 64, 0}, {64, 64}, {1, 0}));
+  Value prod = dot(ta, tb);
+  store(make_block_ptr(c, {n, 64}, {64, 1}, {pid * 64, 0}, {64, 64}, {1, 0}), prod);
+  store(rows + pid, row + 1);
+  Planned p = plan_kernel(kb.finish(), "sm_80");
+  ASSERT_TRUE(p.plan.persistent.on) << p.plan.persistent.why_not;
+  std::vector<const Op*> tiles; // the two block loads, in program order; then the product
+  const Op* product = nullptr;
+  for (const auto& op : p.kernel.body.ops) {
+    if (op->kind == OpKind::LoadBlock)
+      tiles.push_back(op.get());
+    if (op->kind == OpKind::Dot)
+      product = op.get();
+  }
+  ASSERT_EQ(tiles.size(), 2u);
+  ASSERT_EQ(p.plan.where(tiles[0]->result()), Placement::Shared);
+  ASSERT_EQ(p.plan.persistent.prefetches.size(), 1u);
+  EXPECT_EQ(p.plan.persistent.prefetches[0].load, tiles[1]);
+  EXPECT_EQ(p.plan.persistent.prefetches[0].issue_after, product);
+  EXPECT_NE(p.plan.persistent.why_not_prefetch.find("cannot be computed again"), std::string::npos)
+      << p.plan.persistent.why_not_prefetch;
+  EXPECT_NE(p.plan.persistent.why_not_prefetch.find("persistent_grid_test.cpp:"), std::string::npos)
+      << p.plan.persistent.why_not_prefetch;
 }
 
 } // namespace

@@ -1,5 +1,5 @@
 // plan_rescale_skips (codegen/plan_rescale_skips.h): which multiplies of a loop's accumulator by a row factor a
-// thread skips where its factors are all 1 (LAZY_RESCALE=1), the branch the emitter prints for them, that the
+// warp skips where its factors are all 1 (LAZY_RESCALE=1), the branch the emitter prints for them, that the
 // result compiles (without spills on the warp-specialised late schedule), and why a kernel without such a rescale
 // keeps its code.
 #include "codegen/codegen.h"

@@ -279,7 +279,9 @@ INSTANTIATE_TEST_SUITE_P(
 // (batch, head), so most CTAs take several query tiles, their producer running into the next tile's K and V
 // while the consumers store the last tile's O. More programs than SMs in every case but the last; heads whose
 // first query tiles see no key (bottom-right, N_Q > N_K); tails of both sequences and of the head dim; GQA;
-// bshd; causal tiles launched heaviest first within each head; one consumer warpgroup.
+// bshd; causal tiles launched heaviest first within each head; one consumer warpgroup. Each program copies the next
+// one's Q after its key loops (PersistentPrefetch), so a wrong next program id or a copy that lands on a Q still
+// being read shows here.
 INSTANTIATE_TEST_SUITE_P(
     fa2_persistent, GpuAttentionTma,
     ::testing::Values(persistent(problem(4, 8, 8, 1000, 1000, 64, DType::f16, 0, false), 128, 2),
@@ -289,7 +291,10 @@ INSTANTIATE_TEST_SUITE_P(
                       persistent(problem(2, 12, 12, 600, 600, 96, DType::f16, 1, true), 64, 2),
                       persistent(transposed_k(problem(2, 32, 8, 256, 300, 64, DType::f16, 1, false)), 128, 2),
                       persistent(problem(8, 8, 8, 300, 333, 128, DType::bf16, 1, false), 64, 2, 128, 4),
-                      persistent(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 2)),
+                      persistent(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 2),
+                      // Late products, about eight programs a CTA: Q copied for the next program under the epilogue.
+                      late(problem(8, 16, 4, 1024, 1024, 128, DType::bf16, 1, false), 128, 3, 128, 8, true),
+                      late(problem(8, 16, 16, 1000, 1100, 128, DType::f16, 0, true), 128, 3, 128, 8, true)),
     [](const auto& info) { return label(info.param); });
 
 } // namespace
