@@ -218,7 +218,7 @@ void Emitter::emit_block_load(const Op& op) {
 
 void Emitter::emit_next_program_copy(const PersistentPrefetch& p) {
   const SharedTile& t = plan_.tiles[plan_.tile_of.at(p.load->result())];
-  line("// persistent grid: the next program's tile of {} ({}), copied while this program finishes", 
+  line("// persistent grid: the next program's tile of {} ({}), copied while this program finishes",
        p.load->loc.str(), value_hint(p.load->result()));
   if (plan_.any_wgmma())
     line("kiln::wgmma_wait<0>(); // this thread's products that read the tile are done ...");
