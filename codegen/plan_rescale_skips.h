@@ -8,8 +8,8 @@
 // 4 registers a thread (read in its own layout, so a thread's factors are its own registers), whose product is the
 // accumulator of a dot in the same body: `acc = dot(p, v, acc * alpha[:, None])`. A warp whose threads' factors are
 // all exactly 1 (one vote, so the branch is uniform) copies the accumulator instead (x · 1 = x for every float):
-// measured on the H200 the branch costs up to 5 % at D = 64 without a causal mask and gains up to 7 % with one, and
-// up to 4 % at D = 128 (worklog §72, §73), so it is the config's choice, never the default. Where the config asks and no
+// measured on the H200 the branch costs up to 5 % at D = 64 without a causal mask, gains under 1 % with one and 2 %
+// at D = 128 (worklog §72, §73), so it is the config's choice, never the default. Where the config asks and no
 // multiply matches, RescaleSkips::why_not says so.
 #pragma once
 
