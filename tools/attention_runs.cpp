@@ -91,15 +91,16 @@ GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const
   rt::Stream stream = rt::Stream::create();
   for (int i = 0; i < warmup; ++i)
     kernel->launch(grid, args, stream);
-  std::vector<double> ms;
+  std::vector<rt::Event> starts(reps), ends(reps);
   for (int i = 0; i < reps; ++i) {
-    rt::Event start, end;
-    start.record(stream);
+    starts[i].record(stream);
     kernel->launch(grid, args, stream);
-    end.record(stream);
-    end.synchronize();
-    ms.push_back(rt::Event::elapsed_ms(start, end));
+    ends[i].record(stream);
   }
+  stream.synchronize();
+  std::vector<double> ms;
+  for (int i = 0; i < reps; ++i)
+    ms.push_back(rt::Event::elapsed_ms(starts[i], ends[i]));
   return timing_of(std::move(ms));
 }
 
