@@ -100,6 +100,13 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                      mul->loc.str(), skip.factor);
   if (!plan.rescale_skips.why_not.empty())
     s += fmt::format("//   no rescale skipped (LAZY_RESCALE=1): {}\n", plan.rescale_skips.why_not);
+  for (const Op* op : plan.exp2_on_fma.ops)
+    s += fmt::format("//   exp2 at {}: one register in {} on the FMA pipe (kiln::ex2_fma), the rest on ex2.approx "
+                     "(EXP2_ON_FMA={})\n",
+                     op->loc.str(), plan.exp2_on_fma.every, plan.exp2_on_fma.every);
+  if (!plan.exp2_on_fma.why_not.empty())
+    s += fmt::format("//   no exp2 on the FMA pipe (EXP2_ON_FMA={}): {}\n", plan.exp2_on_fma.every,
+                     plan.exp2_on_fma.why_not);
   if (plan.persistent.on) {
     s += fmt::format("//   persistent grid: {} CTA(s) an SM walk program ids blockIdx.x + k * gridDim.x below "
                      "kiln_programs (the launch's grid size)\n",

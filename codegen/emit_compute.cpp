@@ -17,6 +17,11 @@ void Emitter::emit_elementwise(const Op& op) {
   switch (op.kind) {
   case OpKind::Unary:
     e = unary_text(op.unary, ins[0], in_t);
+    if (plan_.exp2_on_fma.splits(op)) { // register r's choice is a constant of the unrolled loop
+      need_helper("kiln::ex2_fma", std::string(ex2_fma_prelude_source()));
+      const int every = plan_.exp2_on_fma.every;
+      e = fmt::format("(r % {} == {} ? kiln::ex2_fma({}) : {})", every, every - 1, ins[0], e);
+    }
     break;
   case OpKind::Binary:
     e = binary_expr(op.binary, ins[0], ins[1], in_t);

@@ -25,6 +25,8 @@
 //                           reductions (sm_90), the stage after the scratch
 //   plan_rescale_skips      loop accumulators rescaled by a row factor that skip the multiply where a
 //                           warp's factors are all 1 (LAZY_RESCALE=1)
+//   plan_exp2_on_fma        f32 exp2 tiles with one register in every K computed by a polynomial on the FMA
+//                           pipe (EXP2_ON_FMA=K)
 #pragma once
 
 #include "codegen/layout.h"
@@ -34,6 +36,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -271,6 +274,15 @@ struct RescaleSkips {
   }
 };
 
+// plan_exp2_on_fma (codegen/plan_exp2_on_fma.h): f32 exp2 tiles in registers of which register r is computed by
+// kiln::ex2_fma (codegen/prelude/kiln_ex2_fma.cuh) where r % every == every - 1, by ex2.approx elsewhere.
+struct Exp2OnFma {
+  int every = 0;                  // EXP2_ON_FMA; 0: none
+  std::set<const Op*> ops;        // the exp2 ops split so
+  std::string why_not;            // asked for and no exp2 matched: why
+  bool splits(const Op& op) const { return ops.count(&op) > 0; }
+};
+
 struct LoweringPlan {
   std::unordered_map<ValueId, Placement> placement;
   std::unordered_map<ValueId, Layout> layout; // Registers values
@@ -319,6 +331,8 @@ struct LoweringPlan {
   BulkReductions bulk;
   // plan_rescale_skips: the accumulator rescales a thread skips where its factors are all 1.
   RescaleSkips rescale_skips;
+  // plan_exp2_on_fma: the exp2 tiles one register in every `every` of which the FMA pipe computes.
+  Exp2OnFma exp2_on_fma;
   // plan_scratch: the cross-warp reductions' slots at the start of the scratch, each reduction_slot_bytes long
   // (the largest such reduction's bytes, rounded up to 16): 1, or 2 when the kernel has two or more such
   // reductions, so that one can exchange its partial results in the slot the previous one still reads and

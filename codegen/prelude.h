@@ -15,7 +15,9 @@
 // - the Philox prelude, added to kernels that call rand/randn: the counter-based generator, which the
 //   interpreter compiles as host code from the same file;
 // - the erf prelude, added to kernels that call erf on f32, f16 or bf16: a branch-free erf (CUDA's erff
-//   branches, which serialises a tile's elements), which tests/unit/erf_prelude_test.cpp compiles as host code.
+//   branches, which serialises a tile's elements), which tests/unit/erf_prelude_test.cpp compiles as host code;
+// - the ex2-on-FMA prelude, added to kernels with EXP2_ON_FMA (codegen/plan_exp2_on_fma.h): 2^x by a polynomial
+//   on the FMA pipe, which tests/unit/ex2_fma_prelude_test.cpp compiles as host code.
 #pragma once
 
 #include <string_view>
@@ -29,6 +31,7 @@ std::string_view warp_specialize_prelude_source(); // the text of codegen/prelud
 std::string_view pingpong_prelude_source();        // the text of codegen/prelude/kiln_pingpong.cuh
 std::string_view philox_prelude_source();          // the text of codegen/prelude/kiln_philox.cuh
 std::string_view erf_prelude_source();             // the text of codegen/prelude/kiln_erf.cuh
+std::string_view ex2_fma_prelude_source();         // the text of codegen/prelude/kiln_ex2_fma.cuh
 std::string_view warp_uniform_prelude_source();    // the text of codegen/prelude/kiln_warp_uniform.cuh
 
 } // namespace kiln

@@ -17,8 +17,9 @@ int pointer_param(const Kernel& k, ValueId v) {
     if (info.param_index >= 0)
       return info.param_index;
     const Op* def = info.def;
-    if (!def || (def->kind != OpKind::AddPtr && def->kind != OpKind::Broadcast && def->kind != OpKind::ExpandDims &&
-                 def->kind != OpKind::Reshape && def->kind != OpKind::MakeBlockPtr && def->kind != OpKind::Advance))
+    if (!def ||
+        (def->kind != OpKind::AddPtr && def->kind != OpKind::Broadcast && def->kind != OpKind::ExpandDims &&
+         def->kind != OpKind::Reshape && def->kind != OpKind::MakeBlockPtr && def->kind != OpKind::Advance))
       return -1;
     v = def->operands[0];
   }
@@ -38,8 +39,9 @@ std::optional<std::set<int>> written_params(const Kernel& k) {
   return traced ? std::optional(written) : std::nullopt;
 }
 
-std::vector<const Op*> top_level_scalar_slice(const Kernel& k, const LoweringPlan& plan, std::vector<ValueId> needed,
-                                              size_t before, const std::function<bool(ValueId)>& given,
+std::vector<const Op*> top_level_scalar_slice(const Kernel& k, const LoweringPlan& plan,
+                                              std::vector<ValueId> needed, size_t before,
+                                              const std::function<bool(ValueId)>& given,
                                               const std::string& who, std::string& why) {
   const std::map<const Op*, size_t> top_level = top_level_positions(k);
   const std::optional<std::set<int>> written = written_params(k);
@@ -62,8 +64,8 @@ std::vector<const Op*> top_level_scalar_slice(const Kernel& k, const LoweringPla
     if (at == top_level.end() || at->second >= before) {
       if (def && def->kind == OpKind::Constant)
         continue; // a constant inside later code: printed inline where it is used
-      why = fmt::format("{} need %{} ({}), which is not computed at the top of the kernel before them", who, v,
-                        def ? def->loc.str() : "a loop variable");
+      why = fmt::format("{} need %{} ({}), which is not computed at the top of the kernel before them", who,
+                        v, def ? def->loc.str() : "a loop variable");
       return {};
     }
     const Placement p = plan.where(v);
@@ -74,9 +76,10 @@ std::vector<const Op*> top_level_scalar_slice(const Kernel& k, const LoweringPla
                       def->kind == OpKind::MakeBlockPtr || def->kind == OpKind::Advance ||
                       (def->kind == OpKind::Load && read_only(*def));
     if (!pure || (p != Placement::Scalar && p != Placement::BlockPtr)) {
-      why = fmt::format("{} need %{} from {} at {}, which cannot be computed again (only scalars of tensors the "
-                        "kernel never writes are read again, and no tile is held)",
-                        who, v, op_name(def->kind), def->loc.str());
+      why = fmt::format(
+          "{} need %{} from {} at {}, which cannot be computed again (only scalars of tensors the "
+          "kernel never writes are read again, and no tile is held)",
+          who, v, op_name(def->kind), def->loc.str());
       return {};
     }
     slice.insert(at->second);

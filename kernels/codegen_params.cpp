@@ -43,4 +43,11 @@ ParamDef lazy_rescale_param(int64_t default_value) {
                         "accumulator's rescale is skipped where its factors are 1 (see codegen_params.h)");
 }
 
+ParamDef exp2_on_fma_param(int64_t default_value) {
+  return ParamDef::choice("EXP2_ON_FMA", default_value,
+                          "K: one of every K registers of an f32 exp2 tile computed by a polynomial on the FMA "
+                          "pipe (1: all; 0: none; see codegen_params.h)",
+                          0, 16);
+}
+
 } // namespace kiln

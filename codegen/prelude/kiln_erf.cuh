@@ -6,7 +6,7 @@
 //   |x| <  0.9:  erf(x) = x + x * P(x^2),          P of degree 5
 //   |x| >= 0.9:  erf(x) = sign(x) * (1 - 2^Q(|x|)), Q of degree 6 approximating log2(erfc(|x|)) on [0.9, 4]
 // (|x| clamped to 4, where erf rounds to 1 in f32; the clamp also keeps Q from growing past its interval).
-// The coefficients are kiln's own weighted minimax fits (scripts/fit_erf.cpp: Lawson's iteration in long
+// The coefficients are kiln's own weighted minimax fits (scripts/fit_prelude_polynomials.cpp: Lawson's iteration in long
 // double, errors weighted to be relative to erf), rounded to f32. Error: at most 1.3 ulp with an exact 2^x
 // (tests/unit/erf_prelude_test.cpp sweeps the f32 line on the host; CUDA documents 2 ulp for erff); the
 // device's ex2.approx moves a result by at most one f32 step from that (tests/gpu/erf_gpu_test.cpp). NaN

@@ -190,6 +190,7 @@ KernelDef make_fa2_fwd_def() {
   d.params.push_back(last_product_late_param(0));
   d.params.push_back(persistent_param(0));
   d.params.push_back(lazy_rescale_param(0));
+  d.params.push_back(exp2_on_fma_param(0));
   d.params.push_back(split_d_param());
   d.default_num_warps = 8; // 16 rows per warp: no spills on sm_80 or sm_90 (4 warps spill on sm_80)
   d.default_num_stages = 2;

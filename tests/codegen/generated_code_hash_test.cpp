@@ -103,6 +103,13 @@ std::vector<Config> configs_of(const KernelDef& def) {
                                            {"HEAD_DIM", 128},
                                            {"BLOCK_N", 128},
                                            {"num_stages", 3}}));
+  if (has("EXP2_ON_FMA") && has("WARP_SPECIALIZE")) // one of every 4 exponentials of a tile on the FMA pipe (the 64-row warp-specialised tile)
+    cs.push_back(def.with_overrides(base, {{"WARP_SPECIALIZE", 1},
+                                           {"EXP2_ON_FMA", 4},
+                                           {"BLOCK_M", 64},
+                                           {"BLOCK_N", 128},
+                                           {"num_warps", 4},
+                                           {"MIN_BLOCKS_PER_SM", 2}}));
   if (has("PERSISTENT") && has("LAST_PRODUCT_LATE")) // a persistent grid that prefetches the next program's Q
     cs.push_back(def.with_overrides(base, {{"WARP_SPECIALIZE", 1},
                                            {"LAST_PRODUCT_LATE", 1},

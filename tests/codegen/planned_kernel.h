@@ -11,6 +11,7 @@
 #include "codegen/plan_persistent_grid.h"
 #include "codegen/plan_pingpong.h"
 #include "codegen/plan_products_ahead.h"
+#include "codegen/plan_exp2_on_fma.h"
 #include "codegen/plan_rescale_skips.h"
 #include "codegen/plan_scratch.h"
 #include "codegen/plan_tma_copies.h"
@@ -50,6 +51,7 @@ inline Planned plan_kernel(Kernel kernel, const std::string& arch, const Codegen
   plan_scratch(p.kernel, p.plan);
   plan_bulk_reductions(p.kernel, t, options, p.plan);
   plan_rescale_skips(p.kernel, p.plan);
+  plan_exp2_on_fma(p.kernel, p.plan);
   return p;
 }
 

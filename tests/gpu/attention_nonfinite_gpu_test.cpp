@@ -1,6 +1,6 @@
 // kiln's non-finite semantics (interp/attention_nonfinite_cases.h, interp/attention_nonfinite_value_cases.h,
 // docs/guarantees.md) in the generated code: FA2 with GPU-sized tiles (its unmasked and masked key loops, and
-// masking every tile) and FA1, on NaN and ±inf in Q and K, NaN in V and scores overflowing f32; and, with
+// masking every tile, every exponential on the FMA pipe) and FA1, on NaN and ±inf in Q and K, NaN in V and scores overflowing f32; and, with
 // EXACT_MASKED_V=1, NaN and ±inf in V inside the key tiles of rows that do not see them. Skips without a driver.
 #include "gpu/gpu_skip.h"
 #include "interp/attention_nonfinite_cases.h"
@@ -27,6 +27,14 @@ TEST_P(GpuAttentionNonFinite, Fa2MaskingEveryTileFollowsTheSemantics) {
     GTEST_SKIP() << "MASK_EVERY_TILE=1 visits key tiles a row sees none of, where a NaN in V reaches the row "
                     "(0 * NaN) unless EXACT_MASKED_V=1 (GpuAttentionNonFiniteValues)";
   auto config = [](const AttentionProblem& p) { return fa2_gpu_tiles(p).set("MASK_EVERY_TILE", 1); };
+  check_nonfinite_case(GetParam(), run_fa2_interpreted, config, Executor::Gpu);
+}
+
+// Every exponential by the FMA pipe's polynomial (EXP2_ON_FMA=1, codegen/prelude/kiln_ex2_fma.cuh): NaN, ±inf and
+// masked (-inf) scores give what ex2.approx gives.
+TEST_P(GpuAttentionNonFinite, Fa2WithExp2OnTheFmaPipeFollowsTheSemantics) {
+  KILN_REQUIRE_GPU();
+  auto config = [](const AttentionProblem& p) { return fa2_gpu_tiles(p).set("EXP2_ON_FMA", 1); };
   check_nonfinite_case(GetParam(), run_fa2_interpreted, config, Executor::Gpu);
 }
 

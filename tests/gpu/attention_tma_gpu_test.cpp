@@ -39,13 +39,15 @@ struct TmaAttentionCase {
   bool persistent = false;    // PERSISTENT=1: one wave of CTAs walks the query tiles of every head
   bool late = false;          // LAST_PRODUCT_LATE=1: P_j V_j issued after Q K_{j+1}ᵀ
   bool lazy = false;          // LAZY_RESCALE=1: the running max moves by jumps past 2^8, O's rescale skipped at 1
+  int exp2_on_fma = 0;        // EXP2_ON_FMA=K: one register in K of P's exp2 by the FMA pipe's polynomial
 };
 
 std::string label(const TmaAttentionCase& c) {
   std::string s = c.p.str() + "_bm" + std::to_string(c.bm) + "_bn" + std::to_string(c.bn) + "_w" +
                   std::to_string(c.warps) + "_s" + std::to_string(c.stages) + (c.warp_specialized ? "_ws" : "") +
                   (c.pingpong ? "_pingpong" : "") + (c.product_ahead ? "_ahead" : "") +
-                  (c.persistent ? "_persistent" : "") + (c.late ? "_late" : "") + (c.lazy ? "_lazy" : "");
+                  (c.persistent ? "_persistent" : "") + (c.late ? "_late" : "") + (c.lazy ? "_lazy" : "") +
+                  (c.exp2_on_fma ? "_fma" + std::to_string(c.exp2_on_fma) : "");
   for (char& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch)))
       ch = '_';
@@ -92,6 +94,11 @@ TmaAttentionCase lazy(TmaAttentionCase c) {
   return c;
 }
 
+TmaAttentionCase exp2_on_fma(TmaAttentionCase c, int every) {
+  c.exp2_on_fma = every;
+  return c;
+}
+
 AttentionProblem transposed_k(AttentionProblem p) {
   p.k_transposed = true;
   return p;
@@ -112,6 +119,7 @@ TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
   c.set("WARP_SPECIALIZE", tc.warp_specialized ? 1 : 0).set("PINGPONG", tc.pingpong ? 1 : 0);
   c.set("PRODUCT_AHEAD", tc.product_ahead ? 1 : 0).set("PERSISTENT", tc.persistent ? 1 : 0);
   c.set("LAST_PRODUCT_LATE", tc.late ? 1 : 0).set("LAZY_RESCALE", tc.lazy ? 1 : 0);
+  c.set("EXP2_ON_FMA", tc.exp2_on_fma);
   c.num_warps = tc.warps;
   c.num_stages = tc.stages;
 
@@ -263,6 +271,17 @@ INSTANTIATE_TEST_SUITE_P(
                       lazy(late(problem(1, 2, 2, 256, 4096, 128, DType::bf16, 0, false), 64, 3)),
                       lazy(late(problem(1, 2, 2, 300, 1000, 96, DType::f16, 2, false), 128, 3)),
                       lazy(late(problem(3, 16, 4, 333, 777, 128, DType::bf16, 2, true), 128, 3, 128, 8, true))),
+    [](const auto& info) { return label(info.param); });
+
+// The same with part of P's exponentials on the FMA pipe (EXP2_ON_FMA): the 64-row tile at D = 64 (one in four,
+// both causal alignments, tails), the late 128-row tile at D = 128 with LAZY_RESCALE (one in two, alpha's too: 2^0
+// must stay exactly 1 for the rescale to be skipped), and every exponential (one in one) with GQA and bshd.
+INSTANTIATE_TEST_SUITE_P(
+    fa2_exp2_on_fma, GpuAttentionTma,
+    ::testing::Values(exp2_on_fma(warp_specialized(problem(2, 3, 3, 200, 333, 64, DType::f16, 0, false), 128, 2, 64, 4), 4),
+                      exp2_on_fma(warp_specialized(problem(3, 2, 1, 64, 500, 64, DType::bf16, 2, true), 128, 2, 64, 4), 4),
+                      exp2_on_fma(lazy(late(problem(2, 4, 2, 300, 300, 128, DType::f16, 1, true), 128, 3)), 2),
+                      exp2_on_fma(late(problem(1, 2, 2, 256, 4096, 128, DType::bf16, 0, false), 64, 3), 1)),
     [](const auto& info) { return label(info.param); });
 
 // The same with the two consumer warpgroups taking turns (PINGPONG=1), an iteration's Q Kᵀ and the previous P V in

@@ -1,10 +1,14 @@
-// Fits the two polynomials of kiln's branch-free f32 erf (codegen/prelude/kiln_erf.cuh) and prints them as the
-// Horner steps that file holds. Weighted minimax by Lawson's iteration (iteratively reweighted least squares on
-// Chebyshev points), in long double:
-//   |x| <  0.9:  erf(x) = x + x * P(x^2),           P of degree 5, error relative to erf
-//   |x| >= 0.9:  erf(x) = 1 - 2^Q(t), t in [0.9, 4], Q of degree 6 ~ log2(erfc(t)); an error d in Q moves erf by
-//                erfc(t) * ln 2 * d, so Q's error is weighted by that, relative to erf.
-// Not part of the build: g++ -O2 -std=c++17 scripts/fit_erf.cpp -o /tmp/fit_erf && /tmp/fit_erf
+// Fits the polynomials of the device prelude's own f32 functions and prints them as the Horner steps their files
+// hold. Weighted minimax by Lawson's iteration (iteratively reweighted least squares on Chebyshev points), in long
+// double:
+//   erf (codegen/prelude/kiln_erf.cuh):
+//     |x| <  0.9:  erf(x) = x + x * P(x^2),           P of degree 5, error relative to erf
+//     |x| >= 0.9:  erf(x) = 1 - 2^Q(t), t in [0.9, 4], Q of degree 6 ~ log2(erfc(t)); an error d in Q moves erf by
+//                  erfc(t) * ln 2 * d, so Q's error is weighted by that, relative to erf.
+//   2^x on the FMA pipe (codegen/prelude/kiln_ex2_fma.cuh): 2^x = 2^j * (1 + f * E(f)), j = x rounded to the
+//     nearest integer, f = x - j in [-0.5, 0.5], E of degree 4 ~ (2^f - 1) / f (so that 2^0 is exactly 1); an
+//     error d in E moves 2^f by f * d, relative to 2^f.
+// Not part of the build: g++ -O2 -std=c++17 scripts/fit_prelude_polynomials.cpp -o /tmp/fit && /tmp/fit
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -109,4 +113,10 @@ int main() {
               seam, far_error);
   print_horner("p", "s", p);
   print_horner("q", "t", q);
+  Real ex2_error;
+  const std::vector<Real> e = weighted_minimax(
+      [](Real f) { return f == 0 ? M_LN2l : std::expm1(f * M_LN2l) / f; },
+      [](Real f) { return std::fabs(f) / std::exp2(f); }, -0.5L, 0.5L, 4, &ex2_error);
+  std::printf("// 2^f, f in [-0.5, 0.5]: relative error %.3Lg (before rounding to f32)\n", ex2_error);
+  print_horner("e", "f", e);
 }
