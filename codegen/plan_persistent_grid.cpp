@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+#include <set>
+
 namespace kiln {
 
 namespace {
@@ -47,6 +50,14 @@ void plan_prefetches(const Kernel& k, LoweringPlan& plan) {
         other = &u;
     if (other) {
       refuse(fmt::format("its bytes are shared with the tile of %{}", other->value));
+      continue;
+    }
+    // Copied before this program's stores, its tensor must be one the kernel never writes.
+    const int param = pointer_param(k, load.operands[0]);
+    const std::optional<std::set<int>> written = written_params(k);
+    if (param < 0 || !written || written->count(param)) {
+      refuse(param < 0 ? "its block pointer does not come from a pointer parameter"
+                       : "the kernel may write the tensor it reads (a copy made early could miss a store)");
       continue;
     }
     const Op* last_reader = nullptr;

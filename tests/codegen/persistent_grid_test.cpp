@@ -197,5 +197,25 @@ TEST(PersistentGrid, ATileWhoseAddressTheProgramWritesIsNotPrefetched) {
       << p.plan.persistent.why_not_prefetch;
 }
 
+// A tile of a tensor the kernel also writes is copied where the program starts: an early copy of the next
+// program's tile could miss this program's store to it.
+TEST(PersistentGrid, ATileOfATensorTheKernelWritesIsNotPrefetched) {
+  Config cfg;
+  cfg.set("PERSISTENT", 1);
+  cfg.set("num_warps", 4);
+  KernelBuilder kb("in_place", cfg);
+  Value a = kb.arg_ptr("a", f16), b = kb.arg_ptr("b", f16);
+  Value n = kb.arg("N", i32);
+  Value pid = program_id(0);
+  Value ta = load(make_block_ptr(a, {n, 64}, {64, 1}, {pid * 64, 0}, {64, 64}, {1, 0}));
+  Value tb = load(make_block_ptr(b, {n, 64}, {64, 1}, {0, 0}, {64, 64}, {1, 0}));
+  store(make_block_ptr(a, {n, 64}, {64, 1}, {pid * 64, 0}, {64, 64}, {1, 0}), dot(ta, tb).to(f16));
+  Planned p = plan_kernel(kb.finish(), "sm_80");
+  ASSERT_TRUE(p.plan.persistent.on) << p.plan.persistent.why_not;
+  ASSERT_EQ(p.plan.persistent.prefetches.size(), 1u) << "b's tile, which nothing writes";
+  EXPECT_NE(p.plan.persistent.why_not_prefetch.find("the kernel may write the tensor it reads"), std::string::npos)
+      << p.plan.persistent.why_not_prefetch;
+}
+
 } // namespace
 } // namespace kiln_test
