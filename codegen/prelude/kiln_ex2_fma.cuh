@@ -30,8 +30,11 @@ KILN_EX2_FMA_FN float ex2_fma(float x) {
   e = fmaf(e, f, 4.804448485e-01f);
   e = fmaf(e, f, 1.386294007e+00f);
   e = fmaf(e, f, 2.0f); // 2 * 2^f, in [1.41, 2.83]
-  // t's bits are 0x4B400000 + j, whose upper bits shift out: ((bits - 1) << 23) is (j - 1) << 23.
-  const float r = KILN_BITS_F32(KILN_F32_BITS(e) + ((KILN_F32_BITS(t) - 1) << 23));
+  // t's bits are 0x4B400000 + j, whose upper bits shift out: ((bits - 1) << 23) is (j - 1) << 23. Unsigned, so
+  // that the wrapping sums of inputs selected away below (x < -125, NaN) are defined.
+  const unsigned j_bits = (static_cast<unsigned>(KILN_F32_BITS(t)) - 1u) << 23;
+  const unsigned bits = static_cast<unsigned>(KILN_F32_BITS(e)) + j_bits;
+  const float r = KILN_BITS_F32(static_cast<int>(bits));
   return x < -125.0f ? 0.0f : (x == x ? r : x);
 }
 } // namespace kiln
