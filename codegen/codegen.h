@@ -39,8 +39,9 @@ namespace kiln {
 // turn (codegen/plan_pingpong.h); and PRODUCT_AHEAD (default 0): 1 has each specialised loop issue its first
 // product one iteration ahead (codegen/plan_products_ahead.h); and LAST_PRODUCT_LATE (default 0): 1 has each
 // specialised loop issue its last product after the next iteration's first (codegen/plan_late_products.h); and
-// LAZY_RESCALE (default 0): 1 has a loop skip its accumulator's rescale by a row factor in a thread whose factors
-// are all 1 (codegen/plan_rescale_skips.h).
+// LAZY_RESCALE (default 0): 1 has a loop skip its accumulator's rescale by a row factor in a warp whose factors
+// are all 1 (codegen/plan_rescale_skips.h); and EXP2_ON_FMA (default 0): K has one register in every K of an f32
+// exp2 tile computed by a polynomial on the FMA pipe (codegen/plan_exp2_on_fma.h).
 //
 // Code-generator switches: each optimisation can be turned off to measure what it is worth.
 struct CodegenOptions {

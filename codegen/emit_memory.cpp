@@ -179,18 +179,19 @@ void Emitter::emit_block_load(const Op& op) {
       }
       return;
     }
-    if (plan_.persistent.prefetch_of(&op)) {
+    const bool prefetched = plan_.persistent.prefetch_of(&op) != nullptr;
+    if (prefetched) {
       line("if (kiln_program == blockIdx.x) {{ // this CTA's first program copies its own tile; each later one's "
            "copy was issued by the program before it");
       open();
-      emit_tile_issue(t, bp, "0");
-      line("kiln::cp_async_commit();");
-      close();
-      line("}}");
     } else {
       line("{} // the tile's previous readers are done", cta_barrier());
-      emit_tile_issue(t, bp, "0");
-      line("kiln::cp_async_commit();");
+    }
+    emit_tile_issue(t, bp, "0");
+    line("kiln::cp_async_commit();");
+    if (prefetched) {
+      close();
+      line("}}");
     }
     if (plan_.unwaited_loads.count(&op)) {
       line("// waited for with the first tiles of the pipelined loop that reads it");

@@ -257,8 +257,8 @@ struct LateProducts {
   }
 };
 
-// Multiplies of a loop's dot accumulator by a broadcast row factor that a thread skips when every factor it holds is
-// exactly 1 (codegen/plan_rescale_skips.h): the online softmax's O *= exp2(m_old − m_new) under a running max that
+// Multiplies of a loop's dot accumulator by a broadcast row factor that a warp skips when every factor its threads
+// hold is exactly 1 (codegen/plan_rescale_skips.h): the online softmax's O *= exp2(m_old − m_new) under a running max that
 // moves only by jumps (LAZY_RESCALE=1). The same bits either way (x · 1 = x).
 struct RescaleSkip {
   ValueId factor = kNoValue;   // the vector the multiply broadcasts (in registers, read in its own layout)
@@ -329,7 +329,7 @@ struct LoweringPlan {
   int64_t scratch_bytes = 0;
   // plan_bulk_reductions: the atomic adds through block pointers made from a shared-memory stage.
   BulkReductions bulk;
-  // plan_rescale_skips: the accumulator rescales a thread skips where its factors are all 1.
+  // plan_rescale_skips: the accumulator rescales a warp skips where its factors are all 1.
   RescaleSkips rescale_skips;
   // plan_exp2_on_fma: the exp2 tiles one register in every `every` of which the FMA pipe computes.
   Exp2OnFma exp2_on_fma;

@@ -29,6 +29,7 @@ bool reads_tile(const LoweringPlan& plan, const Op& op, int tile) {
 // names the first such tile that cannot be prefetched.
 void plan_prefetches(const Kernel& k, LoweringPlan& plan) {
   PersistentGrid& p = plan.persistent;
+  const std::optional<std::set<int>> written = written_params(k);
   for (size_t i = 0; i < k.body.ops.size(); ++i) {
     const Op& load = *k.body.ops[i];
     if (load.kind != OpKind::LoadBlock || plan.where(load.result()) != Placement::Shared)
@@ -54,7 +55,6 @@ void plan_prefetches(const Kernel& k, LoweringPlan& plan) {
     }
     // Copied before this program's stores, its tensor must be one the kernel never writes.
     const int param = pointer_param(k, load.operands[0]);
-    const std::optional<std::set<int>> written = written_params(k);
     if (param < 0 || !written || written->count(param)) {
       refuse(param < 0 ? "its block pointer does not come from a pointer parameter"
                        : "the kernel may write the tensor it reads (a copy made early could miss a store)");

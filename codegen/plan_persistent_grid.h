@@ -9,9 +9,9 @@
 //
 // A shared tile copied once a program, before its loops (FA2's Q), is prefetched: its own bytes (no other tile
 // shares them), read last by a top-level op, read from a tensor the kernel never writes, and addressed by a block
-// pointer made of top-level scalars that can be computed again for the next program id (program_scalars.h). The program then copies the next program's tile
-// after that last reader and before its epilogue (PersistentPrefetch); where a tile does not qualify,
-// why_not_prefetch says why and it is copied where the program starts, as before.
+// pointer made of top-level scalars that can be computed again for the next program id (program_scalars.h). The
+// program then copies the next program's tile after that last reader and before its epilogue (PersistentPrefetch);
+// where a tile does not qualify, why_not_prefetch says why and it is copied where the program starts, as before.
 #pragma once
 
 #include "codegen/codegen.h"

@@ -24,9 +24,9 @@ void L2Flusher::flush(const Stream& stream) {
   buffer_.fill_bytes_async(++value, stream);  // a changing value, in case a driver ever skips no-op fills
 }
 
-double time_kernel_ms(const std::function<void(Stream&)>& launch, const TimingOptions& options) {
+std::vector<double> time_kernel_runs_ms(const std::function<void(Stream&)>& launch, const TimingOptions& options) {
   if (options.warmup < 0 || options.reps < 1)
-    fail("time_kernel_ms: expected warmup >= 0 and reps >= 1, got warmup {} and reps {}", options.warmup,
+    fail("time_kernel_runs_ms: expected warmup >= 0 and reps >= 1, got warmup {} and reps {}", options.warmup,
          options.reps);
   Stream stream = Stream::create();
   std::optional<L2Flusher> flusher;
@@ -47,6 +47,11 @@ double time_kernel_ms(const std::function<void(Stream&)>& launch, const TimingOp
   ms.reserve(options.reps);
   for (int i = 0; i < options.reps; ++i)
     ms.push_back(Event::elapsed_ms(starts[i], ends[i]));
+  return ms;
+}
+
+double time_kernel_ms(const std::function<void(Stream&)>& launch, const TimingOptions& options) {
+  std::vector<double> ms = time_kernel_runs_ms(launch, options);
   std::sort(ms.begin(), ms.end());
   size_t n = ms.size();
   return n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);

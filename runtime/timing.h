@@ -5,6 +5,7 @@
 #include "runtime/device.h"
 
 #include <functional>
+#include <vector>
 
 namespace kiln::rt {
 
@@ -25,8 +26,10 @@ struct TimingOptions {
   bool flush_l2 = false;  // flush before every timed launch (cold-cache timing)
 };
 
-// Runs launch(stream) warmup times, then reps times with events recorded around each launch, and returns
-// the median per-launch time in milliseconds. Throws kiln::Error when warmup < 0 or reps < 1.
+// Runs launch(stream) warmup times, then reps times back to back with events recorded around each launch, and
+// returns each launch's time in milliseconds, in launch order. Throws kiln::Error when warmup < 0 or reps < 1.
+std::vector<double> time_kernel_runs_ms(const std::function<void(Stream&)>& launch, const TimingOptions& options);
+// The median of time_kernel_runs_ms.
 double time_kernel_ms(const std::function<void(Stream&)>& launch, const TimingOptions& options);
 double time_kernel_ms(const std::function<void(Stream&)>& launch, int warmup, int reps);
 

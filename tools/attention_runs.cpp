@@ -6,6 +6,7 @@
 #include "kernels/attention/attention_block_mask_host.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "runtime/device.h"
+#include "runtime/timing.h"
 #include "support/error.h"
 
 #include <fmt/format.h>
@@ -88,20 +89,8 @@ GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const
     }
   }
   const Grid grid = def.grid(config, attention_size_args(p));
-  rt::Stream stream = rt::Stream::create();
-  for (int i = 0; i < warmup; ++i)
-    kernel->launch(grid, args, stream);
-  std::vector<rt::Event> starts(reps), ends(reps);
-  for (int i = 0; i < reps; ++i) {
-    starts[i].record(stream);
-    kernel->launch(grid, args, stream);
-    ends[i].record(stream);
-  }
-  stream.synchronize();
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i)
-    ms.push_back(rt::Event::elapsed_ms(starts[i], ends[i]));
-  return timing_of(std::move(ms));
+  return timing_of(rt::time_kernel_runs_ms([&](rt::Stream& stream) { kernel->launch(grid, args, stream); },
+                                           rt::TimingOptions{warmup, reps, false}));
 }
 
 GpuTiming timing_of(std::vector<double> ms) {

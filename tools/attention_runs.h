@@ -35,8 +35,8 @@ GpuTiming timing_of(std::vector<double> ms);
 
 // Compiles FA2 for `config` (with `mods`: fa2_fwd_def(mods), reading `mod_tensors`; with `block_mask`,
 // fa2_fwd_block_mask_def(mods) over its lists), copies the inputs to the GPU once, and times `reps` launches
-// (after `warmup` untimed ones) with events around each, launched back to back as kiln_bench and the autotuner
-// time them (a wait for each launch before the next measured other speeds: worklog §75).
+// (after `warmup` untimed ones) with rt::time_kernel_runs_ms, back to back as kiln_bench and the autotuner time
+// them (a wait for each launch before the next measured other speeds: worklog §75).
 GpuTiming time_fa2_on_gpu(const AttentionProblem& p, const Config& config, const AttentionInputs& in,
                           int warmup, int reps, const AttentionMods& mods = {},
                           const ModTensorValues& mod_tensors = {}, const HostBlockMask* block_mask = nullptr);

@@ -6,7 +6,7 @@
 // which leaves j in the low mantissa bits), f = x - j in [-0.5, 0.5], E of degree 4 (kiln's own weighted minimax
 // fit, scripts/fit_prelude_polynomials.cpp; its coefficients here are doubled, exactly, to hold the factor 2),
 // 2^(j - 1) added to the exponent bits by an integer shift and add (j - 1, so that j = 128 does not overflow
-// them). About 15 FMA- and ALU-pipe instructions and no MUFU: the ranges are handled by selects. Error: at most
+// them). 16 arithmetic PTX instructions (nvcc -ptx) and no MUFU: the ranges are handled by selects. Error: at most
 // 2.03 f32 steps from 2^x for x in [-125, 128) (tests/unit/ex2_fma_prelude_test.cpp sweeps it on the host;
 // ex2.approx documents 2), and 2^j is exact at every integer j, so 2^0 is exactly 1. Like ex2.approx.ftz it gives
 // +inf from 128 up and NaN for NaN, and 0 for -inf; it gives 0 below -125 as well, where ex2.approx.ftz
