@@ -8,7 +8,8 @@
 // codegen/prelude/kiln_ex2_fma.cuh). Every f32 exp2 whose result is a register tile of at least
 // K registers a thread is split: register r by the polynomial where r % K == K - 1, by ex2.approx elsewhere
 // (r is a constant of the unrolled loop, so each register's choice is made at compile time). Where the config
-// asks and no exp2 matches, Exp2OnFma::why_not says so.
+// asks and no exp2 matches, Exp2OnFma::why_not says so. On the H200 every K measured slower (worklog §76):
+// kiln's softmax is bound by issue slots, not by the unit, so no tuning space offers it.
 #pragma once
 
 #include "codegen/lowering_plan.h"
