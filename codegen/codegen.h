@@ -34,7 +34,8 @@ namespace kiln {
 // which caps registers per thread so that that many CTAs can be resident on one SM; and WARP_SPECIALIZE
 // (default 0): 1 asks for a producer warpgroup beside the num_warps consumer warps where the kernel allows
 // one (codegen/plan_warp_specialization.h; the block then has 32 * num_warps + 128 threads); and PERSISTENT
-// (default 0): 1 launches one wave of CTAs that walk the program ids (codegen/plan_persistent_grid.h); and
+// (default 0): 1 launches one wave of CTAs that walk the program ids, each every gridDim.x-th, 2 one whose CTAs draw
+// their next program id from a counter (codegen/plan_persistent_grid.h); and
 // PINGPONG (default 0): 1 has a warp-specialised kernel's consumer warpgroups issue their tensor-core products in
 // turn (codegen/plan_pingpong.h); and PRODUCT_AHEAD (default 0): 1 has each specialised loop issue its first
 // product one iteration ahead (codegen/plan_products_ahead.h); and LAST_PRODUCT_LATE (default 0): 1 has each
@@ -91,6 +92,9 @@ struct GeneratedKernel {
   // A persistent grid (> 0): the launch starts at most this many CTAs an SM, and passes the grid's x size as one
   // more parameter, `int kiln_programs`, after the tensor maps' (jit/jit_kernel.cpp). 0: one CTA per program id.
   int persistent_ctas_per_sm = 0;
+  // A dynamic persistent grid (PERSISTENT=2) takes one more, `int* kiln_program_counter`: an int in global memory
+  // that is 0 when the launch starts, and that the launch's last draw sets back to 0 (kiln::draw_program).
+  bool persistent_dynamic = false;
   std::string why_not_persistent; // PERSISTENT=1 and not done: why (pruned by the autotuner, as above)
   std::string why_not_pingpong;   // PINGPONG=1 and not done: why (pruned by the autotuner, as above)
   std::string why_not_product_ahead; // PRODUCT_AHEAD=1 and not done: why (pruned by the autotuner, as above)

@@ -320,10 +320,8 @@ void Emitter::emit_scalar_op(const Op& op) {
     // With wgmma, a scalar read from memory is broadcast from lane 0 so that ptxas knows it is warp-uniform: a
     // loop bounded by it would otherwise be a divergent path that serialises its wgmma (kiln_warp_uniform.cuh).
     // Not in the producer warpgroup, whose TMA copies one thread issues alone.
-    if (plan_.any_wgmma() && !in_producer_) {
-      need_helper("kiln::warp_uniform", std::string(warp_uniform_prelude_source()));
-      value = "kiln::warp_uniform(" + value + ")";
-    }
+    if (!in_producer_)
+      value = warp_uniform_read(value);
     line("{} {} = {};", ty, n, value);
     return;
   }
@@ -366,18 +364,10 @@ void Emitter::emit_program() {
   } else {
     open_program_loop();
     emit_region(k_.body);
-    close();
-    line("}}");
+    close_program_loop();
   }
   if (plan_.bulk.any()) // shared memory outlives no CTA: the reductions must have read their stage
     line("kiln::bulk_wait<0>(); // this thread's bulk reductions are done");
-}
-
-void Emitter::open_program_loop() {
-  line("for (int kiln_program = blockIdx.x; kiln_program < kiln_programs; kiln_program += gridDim.x) {{ // "
-       "persistent grid");
-  open();
-  forget_scratch_reads(); // the previous program's reductions may still be read
 }
 
 std::string Emitter::run() {
@@ -399,6 +389,10 @@ std::string Emitter::run() {
   }
   if (plan_.persistent.on)
     params += ", int kiln_programs";
+  if (plan_.persistent.on && plan_.persistent.dynamic) {
+    params += ", int* kiln_program_counter";
+    need_helper("kiln::tile_scheduler", std::string(tile_scheduler_prelude_source()));
+  }
   if (plan_.ws.on())
     need_helper("kiln::warp_specialize", std::string(warp_specialize_prelude_source()));
   if (plan_.pingpong.on())
@@ -449,6 +443,10 @@ std::string Emitter::run() {
   head += "  extern __shared__ __align__(1024) unsigned char kiln_smem[];\n";
   head += "  const int kiln_lane = threadIdx.x % 32;\n  const int kiln_warp = threadIdx.x / 32;\n";
   head += tma_ring_declarations();
+  if (!plan_.ws.on()) {
+    std::string no_init; // without a producer, a dynamic persistent grid's program ids need no barrier
+    head += program_ring_declarations(no_init);
+  }
   for (const std::string& d : layout_decls_)
     head += "  " + d + "\n";
   std::string helpers;

@@ -225,9 +225,9 @@ void Emitter::emit_next_program_copy(const PersistentPrefetch& p) {
     line("kiln::wgmma_wait<0>(); // this thread's products that read the tile are done ...");
   line("{} // ... and every thread's", cta_barrier());
   set_scratch_reads(ScratchReads::None);
-  line("if (kiln_program + (int)gridDim.x < kiln_programs) {{");
+  line("const int kiln_next_program = {};", next_program_id());
+  line("if (kiln_next_program < kiln_programs) {{");
   open();
-  line("const int kiln_next_program = kiln_program + (int)gridDim.x;");
   // The block pointer's scalars again, for the next program id, under fresh names; this program's stay as they were.
   std::vector<std::pair<ValueId, std::string>> saved;
   for (const Op* op : p.slice)

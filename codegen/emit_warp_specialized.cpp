@@ -14,14 +14,22 @@ namespace kiln::emit_detail {
 
 void Emitter::emit_producer() {
   const WarpSpecialization& ws = plan_.ws;
-  line("if (kiln_tma ? threadIdx.x == {} : true) {{ // TMA: one thread; cp.async: the whole warpgroup", threads_);
+  // A dynamic persistent grid's program id comes from shared memory: the producer's first warp runs the loop
+  // whole, so that kiln::warp_uniform can tell ptxas the id (and what it computes from it) is uniform, and lane 0
+  // issues the TMA copies (emit_persistent_grid.cpp). Read by one thread, the id spilled the producer's registers.
+  if (plan_.persistent.on && plan_.persistent.dynamic)
+    line("if (kiln_tma ? threadIdx.x < {} : true) {{ // TMA: the first warp, lane 0 issuing; cp.async: the whole "
+         "warpgroup",
+         threads_ + 32);
+  else
+    line("if (kiln_tma ? threadIdx.x == {} : true) {{ // TMA: one thread; cp.async: the whole warpgroup", threads_);
   open();
   line("const int kiln_ptid = threadIdx.x - {};", threads_);
   const std::string released = fresh("release_phase");
   line("unsigned {} = ~0u; // bit s: the parity of slot s's next release (the first pass finds every slot free)",
        released);
   if (plan_.persistent.on)
-    open_program_loop(); // the consumers' program ids, in their order
+    open_producer_program_loop(); // the consumers' program ids, in their order
   // The scalars each loop needs, each emitted before the first loop that follows it in the program, then the
   // loop's copies; a later loop may start from the block pointers an earlier one leaves.
   auto position = [&](const Op* op) { // in the kernel's top-level ops, where the producer's ops all are
@@ -64,11 +72,17 @@ void Emitter::emit_producer_loop(const Op& loop, const std::string& released) {
   open();
   line("kiln::mbarrier_wait(kiln::smem_u32(&kiln_empty{}[{}]), ({} >> {}) & 1u);", ring, slot, released, slot);
   line("{} ^= 1u << {};", released, slot);
-  line("if (kiln_tma) {{");
+  const bool warp_issues = plan_.persistent.on && plan_.persistent.dynamic; // one lane of a warp issues
+  if (warp_issues)
+    line("if (kiln_tma) {{ if (kiln_ptid == 0) {{");
+  else
+    line("if (kiln_tma) {{");
   open();
   for (size_t i = 0; i < loads.size(); ++i)
     emit_tma_issue(*loads[i], bps[i], slot);
   close();
+  if (warp_issues)
+    line("}}");
   line("}} else {{");
   open();
   copy_thread_ = "kiln_ptid";

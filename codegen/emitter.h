@@ -294,7 +294,17 @@ private:
   void emit_slot_release(const Op& loop, const std::string& slot);
   // The DSL program once, or, on a persistent grid, in a loop over the CTA's program ids (kiln_program).
   void emit_program();
-  void open_program_loop(); // the persistent grid's loop, opened (close() and "}" end it)
+  // The persistent grid (emit_persistent_grid.cpp): the loop over the program ids of the threads that run the
+  // program, opened and closed; the producer warpgroup's loop over the same ids (closed by close() and "}");
+  // the next program's id where a program prefetches the next one's tiles (emit_next_program_copy), as an
+  // expression, after the code that obtains it; and a warp-specialised dynamic grid's ring of program ids.
+  void open_program_loop();
+  void close_program_loop();
+  void open_producer_program_loop();
+  std::string next_program_id();
+  std::string program_ring_declarations(std::string& init) const;
+  // A scalar every lane of a warp reads from memory, through kiln::warp_uniform where products are wgmma.
+  std::string warp_uniform_read(const std::string& value);
   void emit_scalar_op(const Op& op);
   void emit_elementwise(const Op& op);
   void emit_reduce(const Op& op);

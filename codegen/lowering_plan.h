@@ -175,9 +175,13 @@ struct ProductsAhead {
 };
 
 // A persistent grid: the launch starts at most ctas_per_sm CTAs an SM, and each runs the program for program
-// ids blockIdx.x, blockIdx.x + gridDim.x, ... below the grid's size, which the kernel takes as `kiln_programs`.
-// program_id(0) and num_programs(0) read those. A warp-specialised kernel's producer walks the same ids, so it
-// fills the next program's ring while the consumers finish the last one's epilogue.
+// ids below the grid's size, which the kernel takes as `kiln_programs`; program_id(0) and num_programs(0) read
+// those. With PERSISTENT=1 (static) a CTA takes ids blockIdx.x, blockIdx.x + gridDim.x, ...; with PERSISTENT=2
+// (dynamic) it takes blockIdx.x first, then each next id from a counter in global memory (`kiln_program_counter`,
+// which the launch passes), so that the CTA that finishes first takes the next program: the ids still start in
+// increasing order, and a CTA that drew heavy tiles draws fewer. A warp-specialised kernel's producer walks the
+// same ids (it draws them, and hands them to the consumers through a two-slot ring in shared memory), so it fills
+// the next program's ring while the consumers finish the last one's epilogue.
 //
 // A shared tile the program loads once, before its loops (FA2's Q), is prefetched across programs: the program
 // issues the next program's copy as soon as its own last reader of the tile is done (before its epilogue), so
@@ -190,6 +194,7 @@ struct PersistentPrefetch {
 };
 struct PersistentGrid {
   bool on = false;
+  bool dynamic = false; // PERSISTENT=2 (asked for, even where not on): ids drawn from kiln_program_counter
   int ctas_per_sm = 1;
   std::string why_not; // asked for (PERSISTENT=1) and not done: why
   std::vector<PersistentPrefetch> prefetches;

@@ -17,7 +17,10 @@
 // - the erf prelude, added to kernels that call erf on f32, f16 or bf16: a branch-free erf (CUDA's erff
 //   branches, which serialises a tile's elements), which tests/unit/erf_prelude_test.cpp compiles as host code;
 // - the ex2-on-FMA prelude, added to kernels with EXP2_ON_FMA (codegen/plan_exp2_on_fma.h): 2^x by a polynomial
-//   on the FMA pipe, which tests/unit/ex2_fma_prelude_test.cpp compiles as host code.
+//   on the FMA pipe, which tests/unit/ex2_fma_prelude_test.cpp compiles as host code;
+// - the tile-scheduler prelude, added to kernels on a dynamic persistent grid (PERSISTENT=2): the draw of a CTA's
+//   next program id from the launch's counter;
+// - the warp-uniform prelude (sm_90a): a scalar loaded from memory made known to ptxas as warp-uniform.
 #pragma once
 
 #include <string_view>
@@ -33,5 +36,6 @@ std::string_view philox_prelude_source();          // the text of codegen/prelud
 std::string_view erf_prelude_source();             // the text of codegen/prelude/kiln_erf.cuh
 std::string_view ex2_fma_prelude_source();         // the text of codegen/prelude/kiln_ex2_fma.cuh
 std::string_view warp_uniform_prelude_source();    // the text of codegen/prelude/kiln_warp_uniform.cuh
+std::string_view tile_scheduler_prelude_source();  // the text of codegen/prelude/kiln_tile_scheduler.cuh
 
 } // namespace kiln

@@ -33,6 +33,11 @@ std::shared_ptr<JitKernel> JitKernel::from_compiled(const Kernel& k, GeneratedKe
   jk->compiled_ = std::move(compiled);
   jk->loaded_ = rt::LoadedKernel::load(jk->compiled_);
   jk->persistent_wave_ = int64_t{jk->generated_.persistent_ctas_per_sm} * rt::current_device().sm_count;
+  if (jk->generated_.persistent_dynamic) {
+    jk->program_counters_.emplace(kProgramCounters * sizeof(int32_t));
+    jk->program_counters_->fill_bytes(0);
+    rt::Stream().synchronize(); // the zeros are in place before a launch on any stream reads them
+  }
   jk->params_ = k.params;
   for (const Param& p : k.params)
     jk->param_types_.push_back(k.type(p.value));
@@ -121,9 +126,17 @@ void JitKernel::launch(const Grid& grid, const std::vector<LaunchArg>& args, con
   // A persistent grid: one wave of CTAs (MIN_BLOCKS_PER_SM an SM) walks the grid's program ids along x.
   int64_t ctas_x = grid[0];
   int32_t programs = static_cast<int32_t>(grid[0]); // check_grid: x fits CUDA's (31-bit) limit
+  rt::CUdeviceptr counter = 0;
   if (persistent_wave_ > 0) {
-    ctas_x = std::min(grid[0], persistent_wave_);
+    ctas_x = std::min(grid[0], persistent_wave_); // <= programs, as kiln::draw_program's count of draws needs
     packed.pointers.push_back(&programs);
+    if (program_counters_) {
+      if (grid[1] != 1 || grid[2] != 1) // every row of CTAs would draw from the one counter
+        fail("kernel '{}' (PERSISTENT=2) walks program ids along x only; got grid ({}, {}, {})", name(), grid[0],
+             grid[1], grid[2]);
+      counter = program_counters_->ptr() + (launches_.fetch_add(1) % kProgramCounters) * sizeof(int32_t);
+      packed.pointers.push_back(&counter);
+    }
   }
   loaded_->launch(rt::Dim3{static_cast<unsigned>(ctas_x), static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2])},
                   rt::Dim3{static_cast<unsigned>(generated_.threads), 1, 1},

@@ -10,7 +10,9 @@
 #include "runtime/device.h"
 #include "runtime/module.h"
 
+#include <atomic>
 #include <memory>
+#include <optional>
 #include <variant>
 #include <vector>
 
@@ -44,6 +46,14 @@ private:
   rt::CompiledKernel compiled_;
   std::shared_ptr<rt::LoadedKernel> loaded_;
   int64_t persistent_wave_ = 0; // a persistent grid's CTAs (per SM x the device's SMs), fixed at load; 0: none
+  // A dynamic persistent grid's counters (kiln::draw_program), kProgramCounters ints that start at 0 and that each
+  // launch leaves at 0; launch k takes counter k % kProgramCounters, so that launches on different streams that
+  // run at once draw from different counters (a launch would share one only with the launch kProgramCounters
+  // launches of this kernel later, while still running: a persistent grid fills the device, so the next one's
+  // CTAs start only as its own finish).
+  static constexpr uint32_t kProgramCounters = 1024;
+  std::optional<rt::DeviceBuffer> program_counters_;
+  mutable std::atomic<uint32_t> launches_{0};
 };
 
 // The argument check launch() makes (count, pointer vs scalar, integer vs float, range; each mismatch an

@@ -33,8 +33,10 @@ ParamDef last_product_late_param(int64_t default_value) {
 }
 
 ParamDef persistent_param(int64_t default_value) {
-  return ParamDef::flag("PERSISTENT", default_value,
-                        "1: one wave of CTAs walks every program id (a persistent grid; see codegen.h)");
+  return ParamDef::choice("PERSISTENT", default_value,
+                          "1: one wave of CTAs walks the program ids, each CTA every gridDim.x-th; 2: each CTA "
+                          "draws its next program id from a counter (a persistent grid; see codegen_params.h)",
+                          0, 2);
 }
 
 ParamDef lazy_rescale_param(int64_t default_value) {

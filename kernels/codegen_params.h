@@ -11,8 +11,9 @@
 // - LAST_PRODUCT_LATE: 1 has a warp-specialised kernel's loops issue their last tensor-core product after the
 //   next iteration's first, so that the next iteration's elementwise work runs under it
 //   (codegen/plan_late_products.h; FA2 forward).
-// - PERSISTENT: 1 launches at most as many CTAs as fit on the device at once, each walking the program ids
-//   (codegen/plan_persistent_grid.h; matmul).
+// - PERSISTENT: 1 launches at most as many CTAs as fit on the device at once, each walking every gridDim.x-th
+//   program id; 2 has each CTA draw its next program id from a counter, so that the first CTA done takes the next
+//   program (a dynamic tile scheduler; codegen/plan_persistent_grid.h; matmul, FA2 forward).
 // - LAZY_RESCALE: 1 has FA2's online softmax move a row's running max only when the row's max grows by more
 //   than 2^8 (P then stays at most 256), and the code generator skip the accumulator's rescale in a warp whose
 //   rescale factors are all 1 (codegen/plan_rescale_skips.h; FA2 forward).

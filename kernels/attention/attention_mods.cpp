@@ -447,30 +447,35 @@ Value query_tile_index(const AttentionTileParams& tp, const AttentionMods& mods)
 }
 
 namespace {
-// The grouped heaviest-first order (QueryTileProgram in attention_mods.h) on the two-dimensional grid.
-QueryTileProgram heaviest_first_in_head_groups(const AttentionTileParams& tp, const Value& n_k) {
+// The grouped heaviest-first order (QueryTileProgram in attention_mods.h) for the program (x, y) of a grid of
+// `tiles` x `heads`, started in the order y · tiles + x. `head_cap` is a value the head never exceeds whose bound
+// the code generator knows (below).
+QueryTileProgram heaviest_first_in_head_groups(const AttentionTileParams& tp, const Value& n_k, const Value& x,
+                                               const Value& y, const Value& tiles, const Value& heads,
+                                               const Value& head_cap) {
   // Keys whose K and V rows fit the budget, and so the heads a group holds (at least 1, at most all).
   constexpr int64_t kKeyValueBytesPerGroup = int64_t{24} << 20;
   const int64_t key_budget = kKeyValueBytesPerGroup / (2 * tp.head_dim * dtype_bytes(tp.dtype));
-  Value tiles = num_programs(0), heads = num_programs(1);
   Value group_heads = minimum(maximum(scalar(key_budget, i32) / maximum(n_k, 1), 1), heads).named("group_heads");
-  // Program (x, y) is the (y · tiles + x)-th the hardware starts; its group's first head is y rounded down to a
-  // multiple of group_heads.
-  Value first_head = program_id(1) / group_heads * group_heads;
+  // Program (x, y) is the (y · tiles + x)-th to start; its group's first head is y rounded down to a multiple of
+  // group_heads.
+  Value first_head = y / group_heads * group_heads;
   Value heads_here = minimum(group_heads, heads - first_head); // the last group may hold fewer
-  Value in_group = (program_id(1) % group_heads) * tiles + program_id(0); // program - first_head * tiles
-  // min(.., heads) changes nothing (the head is < heads) but bounds it for the code generator, which copies K and
-  // V by TMA only with coordinates it can prove fit 32 bits and are >= 0 (codegen/block_base.h).
-  Value head = minimum(first_head + in_group % heads_here, heads);
+  Value in_group = (y % group_heads) * tiles + x; // program - first_head * tiles
+  // min(.., head_cap) changes nothing (the head is below it) but bounds it for the code generator, which copies K
+  // and V by TMA only with coordinates it can prove fit 32 bits and are >= 0 (codegen/block_base.h).
+  Value head = minimum(first_head + in_group % heads_here, head_cap);
   return {tiles - 1 - in_group / heads_here, head};
 }
 } // namespace
 
 QueryTileProgram query_tile_program(const AttentionTileParams& tp, const AttentionMods& mods, bool persistent,
                                     const Value& n_q, const std::optional<Value>& grouped_n_k) {
+  const bool grouped = grouped_n_k && later_tiles_heavier(tp, mods);
   if (!persistent) {
-    if (grouped_n_k && later_tiles_heavier(tp, mods))
-      return heaviest_first_in_head_groups(tp, *grouped_n_k);
+    if (grouped)
+      return heaviest_first_in_head_groups(tp, *grouped_n_k, program_id(0), program_id(1), num_programs(0),
+                                           num_programs(1), num_programs(1));
     return {query_tile_index(tp, mods), program_id(1)};
   }
   // (n_q + BLOCK_M - 1) / BLOCK_M without a subtraction, so that the code generator sees the program's head
@@ -478,6 +483,14 @@ QueryTileProgram query_tile_program(const AttentionTileParams& tp, const Attenti
   Value tiles = ((n_q + (tp.block_m - 1)) / tp.block_m).named("query_tiles");
   Value program = program_id(0);
   Value in_head = program % tiles;
+  if (grouped) { // the same order over the one-dimensional ids: program p is (p % tiles, p / tiles)
+    // max(tiles, 1) changes nothing (the grid holds a tile) but lets the code generator see, without a condition
+    // on N_Q, that the head is >= 0; the program id caps it (a head's tiles start at head · tiles >= head), with
+    // the bound a TMA coordinate needs (the head count, num_programs(0) / tiles, would be one too many).
+    Value some_tiles = maximum(tiles, 1);
+    return heaviest_first_in_head_groups(tp, *grouped_n_k, program % some_tiles, program / some_tiles, some_tiles,
+                                         num_programs(0) / some_tiles, program);
+  }
   return {later_tiles_heavier(tp, mods) ? tiles - 1 - in_head : in_head, program / tiles};
 }
 

@@ -268,9 +268,11 @@ Value query_tile_index(const AttentionTileParams& tp, const AttentionMods& mods)
 // late: a longest-processing-time-first order, as FlashAttention-3's scheduler takes it. (Head by head, the
 // last heads' heavy tiles start when most of the grid is done: 3-15 % of a causal forward at the bench's shapes
 // in a model of equal SMs, +0.5-3.5 % measured on the H200 at two CTAs an SM, worklog §63.)
-// On its one-dimensional grid (persistent: PERSISTENT=1, which a persistent grid needs), program id p holds
+// On its one-dimensional grid (persistent: PERSISTENT=1 or 2, which a persistent grid needs), program id p holds
 // tile p % tiles of batch·head p / tiles, tiles = cdiv(n_q, BLOCK_M): the programs that run at once share a
-// head's K and V in L2, and within a head the tiles come in query_tile_index's order.
+// head's K and V in L2, and within a head the tiles come in query_tile_index's order; or, with `grouped_n_k`
+// where later tiles do more work, the grouped order above over (p % tiles, p / tiles), which a dynamic
+// persistent grid (PERSISTENT=2) starts in id order as the hardware starts a grid's programs.
 struct QueryTileProgram {
   Value start_m; // the query tile's index: its rows start at start_m · BLOCK_M
   Value off_hz;  // batch · H + head

@@ -45,8 +45,10 @@ Kernel build_fa2_fwd_kernel(const Config& config, const AttentionMods& mods, boo
     fail("fa2_fwd_varlen: PERSISTENT=1 is for dense sequences; packed ones (VARLEN=1) take PERSISTENT=0");
   // Heads in groups only on dense sequences where two or more CTAs share an SM: measured +0.5-3.5 % there, -1-0 %
   // with one CTA an SM (worklog §63), where the order's extra live registers also tip the 128 x 64
-  // one-warpgroup tile into spilling at 255.
-  const bool group_heads = !varlen && config.get_or("MIN_BLOCKS_PER_SM", 1) >= 2;
+  // one-warpgroup tile into spilling at 255; and on a dynamic persistent grid (PERSISTENT=2), whose CTAs take the
+  // ids in order as the hardware does (a static one's stride would not keep the order).
+  const bool group_heads =
+      !varlen && (config.get_or("MIN_BLOCKS_PER_SM", 1) >= 2 || config.get_or("PERSISTENT", 0) == 2);
   const QueryTileProgram program =
       query_tile_program(tp, mods, persistent, a.N_Q, group_heads ? std::optional<Value>(a.N_K) : std::nullopt);
   Value start_m = program.start_m.named("start_m");

@@ -117,6 +117,9 @@ std::vector<Config> configs_of(const KernelDef& def) {
                                            {"HEAD_DIM", 128},
                                            {"BLOCK_N", 128},
                                            {"num_stages", 3}}));
+  if (has("PERSISTENT")) // a dynamic persistent grid: with a producer (the kernel's own warps where none) and without
+    for (int ws : {0, 1})
+      cs.push_back(def.with_overrides(base, {{"WARP_SPECIALIZE", ws}, {"PERSISTENT", 2}, {"MIN_BLOCKS_PER_SM", 1}}));
   if (has("ATOMIC_DQ"))
     cs.push_back(def.with_overrides(base, {{"ATOMIC_DQ", 1}, {"BLOCK_M", 64}}));
   return cs;

@@ -1,14 +1,18 @@
 // plan_persistent_grid (codegen/plan_persistent_grid.h): PERSISTENT=1 runs the program in a loop over program
 // ids, one wave of MIN_BLOCKS_PER_SM CTAs an SM; where the kernel reads program ids along y or z, or the switch
 // is off, the kernel stays as it was and says why. A shared tile copied once a program (FA2's Q) is prefetched:
-// the program copies the next one's after its last reader, or says why not.
+// the program copies the next one's after its last reader, or says why not. PERSISTENT=2 draws each CTA's next
+// program id from a counter the launch passes (kiln::draw_program), once a program.
 #include "codegen/codegen.h"
 #include "nvrtc_compile.h"
 #include "codegen/planned_kernel.h"
 #include "codegen/source_text.h"
 #include "dsl/dsl.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <tuple>
 
 namespace kiln_test {
 namespace {
@@ -215,6 +219,74 @@ TEST(PersistentGrid, ATileOfATensorTheKernelWritesIsNotPrefetched) {
   ASSERT_EQ(p.plan.persistent.prefetches.size(), 1u) << "b's tile, which nothing writes";
   EXPECT_NE(p.plan.persistent.why_not_prefetch.find("the kernel may write the tensor it reads"), std::string::npos)
       << p.plan.persistent.why_not_prefetch;
+}
+
+// PERSISTENT=2 without a producer warpgroup: thread 0 draws the next id where a program starts, every thread reads
+// it after a barrier at the program's end; the prefetch reads the same slot. The counter is the last parameter.
+TEST(PersistentGrid, DynamicGridDrawsTheNextProgramOnceAProgram) {
+  Planned p = plan_for("matmul", {{"PERSISTENT", 2}}, "sm_80");
+  ASSERT_TRUE(p.plan.persistent.on) << p.plan.persistent.why_not;
+  EXPECT_TRUE(p.plan.persistent.dynamic);
+  const GeneratedKernel g = matmul_at({{"PERSISTENT", 2}}, "sm_80");
+  EXPECT_TRUE(g.persistent_dynamic);
+  EXPECT_EQ(g.persistent_ctas_per_sm, 2);
+  EXPECT_NE(g.source.find(", int kiln_programs, int* kiln_program_counter)"), std::string::npos);
+  EXPECT_EQ(occurrences(g.source, "kiln::draw_program(kiln_program_counter, kiln_programs)"), 1) << g.source;
+  const size_t draw = g.source.find("kiln_drawn_program[kiln_turn & 1] = kiln::draw_program");
+  const size_t next = g.source.find("kiln_program = kiln_drawn_program[kiln_turn & 1];");
+  ASSERT_NE(draw, std::string::npos);
+  ASSERT_NE(next, std::string::npos);
+  EXPECT_LT(g.source.rfind("__syncthreads();", next), next);
+  EXPECT_GT(g.source.rfind("__syncthreads();", next), draw) << "read after a barrier that follows the draw";
+  EXPECT_NE(g.lowered.find("each draws its next program id from kiln_program_counter"), std::string::npos)
+      << g.lowered;
+  // The static grid's code has none of it.
+  const GeneratedKernel s = matmul_at({{"PERSISTENT", 1}}, "sm_80");
+  EXPECT_FALSE(s.persistent_dynamic);
+  EXPECT_EQ(occurrences(s.source, "draw_program"), 0);
+  EXPECT_EQ(occurrences(s.source, "kiln_program_counter"), 0);
+  expect_nvrtc_compiles(g, "sm_80");
+}
+
+// With a producer warpgroup the producer draws and publishes each id in a two-slot ring; the consumers read it
+// through kiln::warp_uniform (the key loops it bounds hold wgmma) and release the slot; the prefetch of the next
+// program's Q waits for the next slot. On the TMA path the producer's first warp runs the loop and lane 0
+// issues the copies. No spill at the warp-specialised FA2 tiles the space offers at D = 128, causal or not. (At
+// D = 64 they compile, but the producer's 56 registers spill 12-20 bytes: worklog §77.)
+TEST(PersistentGrid, DynamicGridHandsTheProducersIdsToTheConsumers) {
+  for (auto [block_m, warps, blocks, late, d] : {std::tuple{128, 8, 1, 1, 128}, std::tuple{128, 8, 1, 0, 128},
+                                                 std::tuple{128, 8, 1, 0, 64}, std::tuple{64, 4, 2, 0, 64}})
+    for (int causal : {0, 1}) {
+      const KernelDef& def = builtin_kernels().find("fa2_fwd");
+      std::map<std::string, int64_t> o = {{"BLOCK_M", block_m}, {"BLOCK_N", 128},      {"HEAD_DIM", d},
+                                          {"CAUSAL", causal},   {"num_warps", warps}, {"MIN_BLOCKS_PER_SM", blocks},
+                                          {"WARP_SPECIALIZE", 1}, {"LAST_PRODUCT_LATE", late},
+                                          {"num_stages", 2 + late}, {"PERSISTENT", 2}};
+      const Config c = def.with_overrides(def.default_config(), o);
+      SCOPED_TRACE(c.str());
+      const GeneratedKernel g = generate_cuda(def.build(c), Target::parse("sm_90a"));
+      ASSERT_TRUE(g.why_not_warp_specialized.empty()) << g.why_not_warp_specialized;
+      ASSERT_TRUE(g.persistent_dynamic) << g.why_not_persistent;
+      EXPECT_EQ(occurrences(g.source, "kiln::draw_program(kiln_program_counter, kiln_programs)"), 1) << g.source;
+      EXPECT_NE(g.source.find("const int kiln_program = kiln::warp_uniform(kiln_program_ring[kiln_turn & 1]);"),
+                std::string::npos);
+      EXPECT_NE(g.source.find("if (kiln_tma ? threadIdx.x < " + std::to_string(32 * warps + 32) + " : true)"),
+                std::string::npos);
+      EXPECT_NE(g.source.find("if (kiln_tma) { if (kiln_ptid == 0) {"), std::string::npos);
+      // Both rings' empty barriers count the consumer warps, and the id ring the producer's threads too.
+      EXPECT_NE(g.source.find(fmt::format("kiln_program_empty[s]), kiln_tma ? {} : {});", warps + 32, warps + 128)),
+                std::string::npos);
+      const size_t next = g.source.find("the next program's tile of");
+      ASSERT_NE(next, std::string::npos);
+      EXPECT_NE(g.source.find("kiln_program_full[(kiln_turn + 1) & 1]", next), std::string::npos);
+      std::string why;
+      if (!rt::nvrtc_available(&why))
+        GTEST_SKIP() << "NVRTC not available: " << why;
+      if (d == 128)
+        expect_compiles_without_spills(g, "sm_90a");
+      else
+        expect_nvrtc_compiles(g, "sm_90a");
+    }
 }
 
 } // namespace

@@ -36,18 +36,20 @@ struct TmaAttentionCase {
   bool warp_specialized = false;
   bool pingpong = false; // PINGPONG=1: the two consumer warpgroups issue their products in turn
   bool product_ahead = false; // PRODUCT_AHEAD=1: Q K_{j+1}ᵀ issued before the softmax of S_j
-  bool persistent = false;    // PERSISTENT=1: one wave of CTAs walks the query tiles of every head
+  int persistent = 0;         // PERSISTENT=1: one wave of CTAs walks the query tiles; 2: each draws its next
   bool late = false;          // LAST_PRODUCT_LATE=1: P_j V_j issued after Q K_{j+1}ᵀ
   bool lazy = false;          // LAZY_RESCALE=1: the running max moves by jumps past 2^8, O's rescale skipped at 1
   int exp2_on_fma = 0;        // EXP2_ON_FMA=K: one register in K of P's exp2 by the FMA pipe's polynomial
+  int min_blocks = 1;         // MIN_BLOCKS_PER_SM
 };
 
 std::string label(const TmaAttentionCase& c) {
   std::string s = c.p.str() + "_bm" + std::to_string(c.bm) + "_bn" + std::to_string(c.bn) + "_w" +
                   std::to_string(c.warps) + "_s" + std::to_string(c.stages) + (c.warp_specialized ? "_ws" : "") +
                   (c.pingpong ? "_pingpong" : "") + (c.product_ahead ? "_ahead" : "") +
-                  (c.persistent ? "_persistent" : "") + (c.late ? "_late" : "") + (c.lazy ? "_lazy" : "") +
-                  (c.exp2_on_fma ? "_fma" + std::to_string(c.exp2_on_fma) : "");
+                  (c.persistent == 1 ? "_persistent" : c.persistent == 2 ? "_dynamic" : "") + (c.late ? "_late" : "") + (c.lazy ? "_lazy" : "") +
+                  (c.exp2_on_fma ? "_fma" + std::to_string(c.exp2_on_fma) : "") +
+                  (c.min_blocks > 1 ? "_mb" + std::to_string(c.min_blocks) : "");
   for (char& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch)))
       ch = '_';
@@ -72,11 +74,18 @@ TmaAttentionCase product_ahead(AttentionProblem p, int64_t bn, int stages, int64
 }
 
 TmaAttentionCase persistent(AttentionProblem p, int64_t bn, int stages, int64_t bm = 128, int warps = 8) {
-  return {p, bm, bn, warps, stages, true, false, false, true};
+  return {p, bm, bn, warps, stages, true, false, false, 1};
+}
+
+// The same on a dynamic persistent grid (PERSISTENT=2), with `min_blocks` CTAs an SM.
+TmaAttentionCase dynamic(TmaAttentionCase c, int min_blocks = 1) {
+  c.persistent = 2;
+  c.min_blocks = min_blocks;
+  return c;
 }
 
 TmaAttentionCase late(AttentionProblem p, int64_t bn, int stages, int64_t bm = 128, int warps = 8,
-                      bool on_persistent_grid = false) {
+                      int on_persistent_grid = 0) {
   TmaAttentionCase c{p, bm, bn, warps, stages, true};
   c.late = true;
   c.persistent = on_persistent_grid;
@@ -117,9 +126,9 @@ TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
   Config c = default_fa2_config(p);
   c.set("BLOCK_M", tc.bm).set("BLOCK_N", tc.bn);
   c.set("WARP_SPECIALIZE", tc.warp_specialized ? 1 : 0).set("PINGPONG", tc.pingpong ? 1 : 0);
-  c.set("PRODUCT_AHEAD", tc.product_ahead ? 1 : 0).set("PERSISTENT", tc.persistent ? 1 : 0);
+  c.set("PRODUCT_AHEAD", tc.product_ahead ? 1 : 0).set("PERSISTENT", tc.persistent);
   c.set("LAST_PRODUCT_LATE", tc.late ? 1 : 0).set("LAZY_RESCALE", tc.lazy ? 1 : 0);
-  c.set("EXP2_ON_FMA", tc.exp2_on_fma);
+  c.set("EXP2_ON_FMA", tc.exp2_on_fma).set("MIN_BLOCKS_PER_SM", tc.min_blocks);
   c.num_warps = tc.warps;
   c.num_stages = tc.stages;
 
@@ -155,15 +164,25 @@ TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
   TensorMapArgs maps = tensor_map_args(jk->generated().tensor_maps, kernel.params, forward_launch_args(a, lse.ptr()));
   ASSERT_EQ(maps.use_tma, 1) << maps.why_not;
 
-  forward(tq, tk, tv, to, tlse, opts);
-  rt::Stream::wrap(nullptr).synchronize();
-  o.copy_to_host(out.o.bytes.data(), out.o.bytes.size());
-  lse.copy_to_host(out.lse.bytes.data(), out.lse.bytes.size());
-  const AttentionResult got = gather_outputs(p, out), ref = reference(p, in);
+  // A dynamic grid runs three times, its outputs poisoned again before each: every launch must find the counter
+  // the last one left at 0 (a program skipped leaves NaN, one run twice is harmless but one skipped is not).
+  const AttentionResult ref = reference(p, in);
   const double tol = tolerance(p.dtype, p.tf32);
-  Comparison co = compare_to_reference(got.o, ref.o), cl = compare_to_reference(got.lse, ref.lse);
-  EXPECT_TRUE(co.ok(tol)) << "O " << co.str() << " config " << c.str();
-  EXPECT_TRUE(cl.ok(tol)) << "LSE " << cl.str() << " config " << c.str();
+  for (int run = 0; run < (tc.persistent == 2 ? 3 : 1); ++run) {
+    SCOPED_TRACE("launch " + std::to_string(run));
+    if (run > 0) {
+      o.fill_bytes(0xff);
+      lse.fill_bytes(0xff);
+    }
+    forward(tq, tk, tv, to, tlse, opts);
+    rt::Stream::wrap(nullptr).synchronize();
+    o.copy_to_host(out.o.bytes.data(), out.o.bytes.size());
+    lse.copy_to_host(out.lse.bytes.data(), out.lse.bytes.size());
+    const AttentionResult got = gather_outputs(p, out);
+    Comparison co = compare_to_reference(got.o, ref.o), cl = compare_to_reference(got.lse, ref.lse);
+    EXPECT_TRUE(co.ok(tol)) << "O " << co.str() << " config " << c.str();
+    EXPECT_TRUE(cl.ok(tol)) << "LSE " << cl.str() << " config " << c.str();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -312,8 +331,26 @@ INSTANTIATE_TEST_SUITE_P(
                       persistent(problem(8, 8, 8, 300, 333, 128, DType::bf16, 1, false), 64, 2, 128, 4),
                       persistent(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 2),
                       // Late products, about eight programs a CTA: Q copied for the next program under the epilogue.
-                      late(problem(8, 16, 4, 1024, 1024, 128, DType::bf16, 1, false), 128, 3, 128, 8, true),
-                      late(problem(8, 16, 16, 1000, 1100, 128, DType::f16, 0, true), 128, 3, 128, 8, true)),
+                      late(problem(8, 16, 4, 1024, 1024, 128, DType::bf16, 1, false), 128, 3, 128, 8, 1),
+                      late(problem(8, 16, 16, 1000, 1100, 128, DType::f16, 0, true), 128, 3, 128, 8, 1)),
+    [](const auto& info) { return label(info.param); });
+
+// The same on a dynamic persistent grid (PERSISTENT=2): the producer draws each CTA's next program from the
+// launch's counter and hands it to the consumers; causal tiles heaviest first across a group of heads (the ids
+// start in that order). Each case launches three times (the counter must be back at 0 each time). Also the
+// 64-row tile at two CTAs an SM, whose two CTAs draw from one counter.
+INSTANTIATE_TEST_SUITE_P(
+    fa2_dynamic, GpuAttentionTma,
+    ::testing::Values(dynamic(persistent(problem(4, 8, 8, 1000, 1000, 64, DType::f16, 0, false), 128, 2)),
+                      dynamic(persistent(problem(4, 8, 2, 1000, 1000, 64, DType::f16, 1, false), 64, 2)),
+                      dynamic(persistent(problem(3, 16, 4, 333, 777, 128, DType::bf16, 2, true), 128, 3)),
+                      dynamic(persistent(problem(2, 12, 12, 600, 600, 96, DType::f16, 1, true), 64, 2)),
+                      dynamic(persistent(transposed_k(problem(2, 32, 8, 256, 300, 64, DType::f16, 1, false)), 128, 2)),
+                      dynamic(persistent(problem(8, 8, 8, 300, 333, 128, DType::bf16, 1, false), 64, 2, 128, 4)),
+                      dynamic(persistent(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 2)),
+                      dynamic(persistent(problem(16, 16, 16, 1024, 1024, 64, DType::f16, 1, false), 128, 2, 64, 4), 2),
+                      late(problem(8, 16, 4, 1024, 1024, 128, DType::bf16, 1, false), 128, 3, 128, 8, 2),
+                      late(problem(16, 16, 16, 1000, 1100, 128, DType::f16, 0, true), 128, 3, 128, 8, 2)),
     [](const auto& info) { return label(info.param); });
 
 } // namespace

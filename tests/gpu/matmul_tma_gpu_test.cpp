@@ -27,14 +27,14 @@ struct TmaMatmulCase {
   int64_t bm, bn, bk;
   int warps, stages;
   bool ws = false;         // WARP_SPECIALIZE=1: a producer warpgroup issues the copies
-  bool persistent = false; // PERSISTENT=1: one wave of CTAs walks the tiles
+  int persistent = 0;      // PERSISTENT=1: one wave of CTAs walks the tiles; 2: each draws its next from a counter
 };
 
 std::string label(const TmaMatmulCase& c) {
   return "M" + std::to_string(c.M) + "_N" + std::to_string(c.N) + "_K" + std::to_string(c.K) + "_" +
          std::string(dtype_name(c.dtype)) + (c.a_col ? "_Acol" : "") + (c.b_col ? "_Bcol" : "") + "_bm" +
          std::to_string(c.bm) + "_bn" + std::to_string(c.bn) + "_bk" + std::to_string(c.bk) + "_s" +
-         std::to_string(c.stages) + (c.ws ? "_ws" : "") + (c.persistent ? "_persistent" : "");
+         std::to_string(c.stages) + (c.ws ? "_ws" : "") + (c.persistent == 1 ? "_persistent" : c.persistent == 2 ? "_dynamic" : "");
 }
 // ctest lists the cases by this, not by a dump of the struct's bytes.
 void PrintTo(const TmaMatmulCase& c, std::ostream* os) { *os << label(c); }
@@ -55,7 +55,7 @@ TEST_P(GpuMatmulTma, TakesTheTmaPathAndMatchesReference) {
   if (tc.bm * tc.bn > 128 * 128 || tc.ws)
     c.set("MIN_BLOCKS_PER_SM", 1); // a 128 x 256 accumulator needs more than two CTAs' registers allow
   c.set("WARP_SPECIALIZE", tc.ws ? 1 : 0);
-  c.set("PERSISTENT", tc.persistent ? 1 : 0);
+  c.set("PERSISTENT", tc.persistent);
 
   // The plan copies both tiles by TMA, and this launch's maps (buffers from cuMemAlloc, packed strides) are
   // legal, so the kernel takes that path rather than its cp.async fallback.
@@ -63,7 +63,8 @@ TEST_P(GpuMatmulTma, TakesTheTmaPathAndMatchesReference) {
   std::shared_ptr<JitKernel> jk = JitKernel::compile(k);
   ASSERT_EQ(jk->generated().tensor_maps.size(), 2u) << jk->generated().lowered;
   EXPECT_EQ(jk->generated().threads, 32 * tc.warps + (tc.ws ? 128 : 0)) << jk->generated().why_not_warp_specialized;
-  EXPECT_EQ(jk->generated().persistent_ctas_per_sm > 0, tc.persistent) << jk->generated().why_not_persistent;
+  EXPECT_EQ(jk->generated().persistent_ctas_per_sm > 0, tc.persistent != 0) << jk->generated().why_not_persistent;
+  EXPECT_EQ(jk->generated().persistent_dynamic, tc.persistent == 2);
   rt::DeviceBuffer a(static_cast<size_t>(tc.M * tc.K * 2)), b(static_cast<size_t>(tc.K * tc.N * 2));
   const int64_t sam = tc.a_col ? 1 : tc.K, sak = tc.a_col ? tc.M : 1;
   const int64_t sbk = tc.b_col ? 1 : tc.N, sbn = tc.b_col ? tc.K : 1;
@@ -99,9 +100,14 @@ INSTANTIATE_TEST_SUITE_P(
                       TmaMatmulCase{8, 16, 2048, bf16, false, false, 64, 64, 64, 4, 4, true},
                       // Persistent: more tiles than a wave (each CTA walks several, the producer filling the next
                       // tile's ring under the epilogue), fewer, and without a producer (every thread copies).
-                      TmaMatmulCase{2048, 2056, 264, f16, false, false, 128, 128, 64, 8, 4, true, true},
-                      TmaMatmulCase{1000, 1000, 1000, bf16, false, false, 128, 256, 64, 8, 4, true, true},
-                      TmaMatmulCase{2056, 2048, 136, bf16, true, false, 128, 128, 32, 8, 3, false, true}),
+                      TmaMatmulCase{2048, 2056, 264, f16, false, false, 128, 128, 64, 8, 4, true, 1},
+                      TmaMatmulCase{1000, 1000, 1000, bf16, false, false, 128, 256, 64, 8, 4, true, 1},
+                      TmaMatmulCase{2056, 2048, 136, bf16, true, false, 128, 128, 32, 8, 3, false, 1},
+                      // Dynamic (PERSISTENT=2): each CTA draws its next tile from the launch's counter; with a
+                      // producer (which draws and hands the ids to the consumers) and without (thread 0 draws).
+                      TmaMatmulCase{2048, 2056, 264, f16, false, false, 128, 128, 64, 8, 4, true, 2},
+                      TmaMatmulCase{1000, 1000, 1000, bf16, false, false, 128, 256, 64, 8, 4, true, 2},
+                      TmaMatmulCase{2056, 2048, 136, bf16, true, false, 128, 128, 32, 8, 3, false, 2}),
     [](const auto& info) { return label(info.param); });
 
 } // namespace
@@ -110,19 +116,20 @@ namespace {
 
 // A warp-specialised matmul whose tensor maps are illegal (K odd: A's row stride is not a multiple of 16 bytes)
 // keeps its producer, which copies with cp.async on all 128 threads and arrives on the slot after its copies
-// land (bf16 on a persistent grid: the producer walks the tiles on that path too).
+// land (bf16 on a persistent grid, static and dynamic: the producer walks the tiles on that path too, and on the
+// dynamic grid all 128 of its threads read each drawn id).
 TEST(GpuMatmulWarpSpecialized, IllegalMapsTakeTheProducersCpAsyncPath) {
   KILN_REQUIRE_GPU();
   const rt::DeviceInfo& device = rt::current_device();
   if (device.cc_major < 9)
     GTEST_SKIP() << "warp specialisation needs compute capability 9.0; " << device.name << " is " << device.arch;
-  for (DType dt : {f16, bf16}) {
+  for (auto [dt, persistent] : {std::pair{f16, 0}, std::pair{bf16, 1}, std::pair{bf16, 2}}) {
     // bf16: 15 x 12 tiles, more than one wave of 132 SMs.
     MatmulProblem p = dt == f16 ? MatmulProblem{333, 270, 301, dt, false, false, false}
                                 : MatmulProblem{1800, 1500, 101, dt, false, false, false};
     Config c = default_matmul_config(p);
     c.set("BLOCK_M", 128).set("BLOCK_N", 128).set("BLOCK_K", 64).set("MIN_BLOCKS_PER_SM", 1);
-    c.set("WARP_SPECIALIZE", 1).set("PERSISTENT", dt == bf16 ? 1 : 0);
+    c.set("WARP_SPECIALIZE", 1).set("PERSISTENT", persistent);
     c.num_warps = 8;
     c.num_stages = 4;
     std::shared_ptr<JitKernel> jk = JitKernel::compile(build_matmul(c));

@@ -144,6 +144,21 @@ TEST(Fa2Kernel, PersistentNumberingMatchesTheReference) {
   EXPECT_EQ(fa2_fwd_def().grid(c, attention_size_args(p)), (Grid{45, 1, 1})); // 3 query tiles x 15 heads
 }
 
+// PERSISTENT=2 (a dynamic persistent grid) numbers the programs along x too, the causal tiles heaviest first across
+// the heads of a group (query_tile_program over the one-dimensional ids): the same results, on the same grid.
+TEST(Fa2Kernel, DynamicPersistentNumberingMatchesTheReference) {
+  check_numbering_cases("PERSISTENT", 2);
+  AttentionProblem p;
+  p.B = 3;
+  p.H = 5;
+  p.H_KV = 5;
+  p.N_Q = 300;
+  p.N_K = 10;
+  Config c = default_fa2_config(p);
+  c.set("PERSISTENT", 2);
+  EXPECT_EQ(fa2_fwd_def().grid(c, attention_size_args(p)), (Grid{45, 1, 1}));
+}
+
 // With two CTAs an SM (MIN_BLOCKS_PER_SM=2) the causal forward takes its tiles heaviest first across the heads of
 // a group (query_tile_program; these short sequences make one group of every batch·head): the same results.
 TEST(Fa2Kernel, HeadGroupsOrderMatchesTheReference) { check_numbering_cases("MIN_BLOCKS_PER_SM", 2); }
