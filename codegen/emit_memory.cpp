@@ -225,14 +225,15 @@ void Emitter::emit_next_program_copy(const PersistentPrefetch& p) {
     line("kiln::wgmma_wait<0>(); // this thread's products that read the tile are done ...");
   line("{} // ... and every thread's", cta_barrier());
   set_scratch_reads(ScratchReads::None);
-  line("const int kiln_next_program = {};", next_program_id());
-  line("if (kiln_next_program < kiln_programs) {{");
+  const std::string next = fresh("next_program"); // one per prefetched tile (SPLIT_D prefetches two Q tiles)
+  line("const int {} = {};", next, next_program_id());
+  line("if ({} < kiln_programs) {{", next);
   open();
   // The block pointer's scalars again, for the next program id, under fresh names; this program's stay as they were.
   std::vector<std::pair<ValueId, std::string>> saved;
   for (const Op* op : p.slice)
     saved.emplace_back(op->result(), name_.at(op->result()));
-  program_id_override_ = "kiln_next_program";
+  program_id_override_ = next;
   for (const Op* op : p.slice)
     emit_scalar_op(*op);
   program_id_override_.clear();

@@ -5,9 +5,13 @@
 // - without a producer warpgroup, thread 0 draws the next id where a program starts (so the atomic's latency
 //   runs under the program) into one of two shared slots, and every thread reads it after a barrier at the
 //   program's end; the slot written at program p + 1 is not the one read at the end of p;
-// - with one, the producer draws (thread 0 of the warpgroup) and publishes each id in a two-slot ring,
-//   kiln_program_ring, with a full and an empty mbarrier a slot: the consumer warps and the producer's threads
-//   (the one that drew too) read it and release the slot. The id past the last program ends every loop. On the TMA path the
+// - with one, the producer draws (thread 0 of the warpgroup, a program ahead: the next id is drawn when this one
+//   is published, so that the atomic's latency runs under this program's copies, and the consumers, which wait
+//   for the next id before their epilogue to prefetch its Q, find it there) and publishes each id in a two-slot ring,
+//   kiln_program_ring, with a full and an empty mbarrier a slot: every consumer thread and every producer thread
+//   (the one that drew too) reads it and arrives on the slot's empty barrier itself, so that each read is ordered
+//   before the next write by the reader's own release (one lane's arrival after __syncwarp would release that
+//   lane's read only, and compute-sanitizer's racecheck reports the others'). The id past the last program ends every loop. On the TMA path the
 //   producer's first warp runs the loop (lane 0 issues the copies), not one thread, so that every producer warp
 //   takes the id through kiln::warp_uniform: ptxas then keeps what it computes from the id in uniform registers
 //   (from one thread's shared-memory read, it spilled the producer's 56 registers).
@@ -36,7 +40,7 @@ std::string Emitter::program_ring_declarations(std::string& init) const {
   init += fmt::format("    for (int s = 0; s < 2; ++s) {{\n"
                       "      kiln::mbarrier_init(kiln::smem_u32(&kiln_program_full[s]), 1);\n"
                       "      kiln::mbarrier_init(kiln::smem_u32(&kiln_program_empty[s]), kiln_tma ? {} : {});\n    }}\n",
-                      plan_.num_warps + 32, plan_.num_warps + WarpSpecialization::kProducerThreads);
+                      threads_ + 32, threads_ + WarpSpecialization::kProducerThreads);
   return "  __shared__ int kiln_program_ring[2]; // a dynamic persistent grid: program ids, producer to consumers\n"
          "  __shared__ __align__(8) unsigned long long kiln_program_full[2], kiln_program_empty[2];\n";
 }
@@ -59,9 +63,7 @@ void Emitter::open_program_loop() {
     line("kiln::mbarrier_wait(kiln::smem_u32(&kiln_program_full[kiln_turn & 1]), (kiln_turn >> 1) & 1);");
     const std::string id = "kiln_program_ring[kiln_turn & 1]";
     line("const int kiln_program = {};", warp_uniform_read(id));
-    line("__syncwarp(); // every lane has read it");
-    line("if (kiln_lane == 0)");
-    line("  kiln::mbarrier_arrive(kiln::smem_u32(&kiln_program_empty[kiln_turn & 1]));");
+    line("kiln::mbarrier_arrive(kiln::smem_u32(&kiln_program_empty[kiln_turn & 1])); // this thread has read it");
     line("if (kiln_program >= kiln_programs)");
     line("  break;");
   }
@@ -85,15 +87,16 @@ void Emitter::open_producer_program_loop() {
     return;
   }
   need_helper("kiln::warp_uniform", std::string(warp_uniform_prelude_source()));
-  line("for (int kiln_turn = 0;; ++kiln_turn) {{ // persistent grid, dynamic: draw, publish, read, copy");
+  line("int kiln_drawn = blockIdx.x; // thread 0's next id, drawn a program ahead");
+  line("for (int kiln_turn = 0;; ++kiln_turn) {{ // persistent grid, dynamic: publish, draw ahead, read, copy");
   open();
   line("if (kiln_ptid == 0) {{");
-  line("  // {}", kDrawComment);
-  line("  const int kiln_drawn = kiln_turn > 0 ? kiln::draw_program(kiln_program_counter, kiln_programs) : "
-       "(int)blockIdx.x;");
+  line("  const int kiln_publish = kiln_drawn;");
+  line("  if (kiln_publish < kiln_programs) // {}: drawn now, used a", kDrawComment);
+  line("    kiln_drawn = kiln::draw_program(kiln_program_counter, kiln_programs); // program later");
   line("  // the slot's last id has been read (the first two turns find both slots free)");
   line("  kiln::mbarrier_wait(kiln::smem_u32(&kiln_program_empty[kiln_turn & 1]), ((kiln_turn >> 1) & 1) ^ 1);");
-  line("  kiln_program_ring[kiln_turn & 1] = kiln_drawn;");
+  line("  kiln_program_ring[kiln_turn & 1] = kiln_publish;");
   line("  kiln::mbarrier_arrive(kiln::smem_u32(&kiln_program_full[kiln_turn & 1])); // releases the write");
   line("}}");
   line("kiln::mbarrier_wait(kiln::smem_u32(&kiln_program_full[kiln_turn & 1]), (kiln_turn >> 1) & 1);");

@@ -143,13 +143,32 @@ TEST(PersistentGrid, Fa2ForwardCopiesTheNextProgramsQUnderItsEpilogue) {
     EXPECT_LT(g.source.rfind("kiln::wgmma_wait<0>();", next), next);
     EXPECT_LT(next, g.source.find("kiln::wgmma_wait<0>(); // this thread's products that read the tile", next - 200));
     EXPECT_LT(next, g.source.find("store_block", next)) << "issued before O is stored";
-    EXPECT_NE(g.source.find("= kiln_next_program;", next), std::string::npos);
+    EXPECT_NE(g.source.find("= next_program", next), std::string::npos) << "Q's row from the next program id";
     EXPECT_NE(g.lowered.find("prefetched: the next program's copy issued after the op at"), std::string::npos)
         << g.lowered;
     std::string why;
     if (!rt::nvrtc_available(&why))
       GTEST_SKIP() << "NVRTC not available: " << why;
     expect_compiles_without_spills(g, "sm_90a");
+  }
+}
+
+// D = 96 as two head-dim tiles (SPLIT_D): two Q tiles, each prefetched under a name of its own, on both grids.
+TEST(PersistentGrid, TwoPrefetchedTilesEachTakeTheirOwnNextProgramId) {
+  for (int persistent : {1, 2}) {
+    const KernelDef& def = builtin_kernels().find("fa2_fwd");
+    const Config c = def.with_overrides(def.default_config(), {{"BLOCK_M", 128},
+                                                               {"BLOCK_N", 64},
+                                                               {"HEAD_DIM", 128},
+                                                               {"SPLIT_D", 1},
+                                                               {"CAUSAL", 1},
+                                                               {"WARP_SPECIALIZE", 1},
+                                                               {"PERSISTENT", persistent}});
+    SCOPED_TRACE(c.str());
+    const GeneratedKernel g = generate_cuda(def.build(c), Target::parse("sm_90a"));
+    ASSERT_TRUE(g.why_not_persistent.empty()) << g.why_not_persistent;
+    EXPECT_EQ(occurrences(g.source, "the next program's tile of"), 2) << g.lowered;
+    expect_nvrtc_compiles(g, "sm_90a");
   }
 }
 
@@ -273,8 +292,8 @@ TEST(PersistentGrid, DynamicGridHandsTheProducersIdsToTheConsumers) {
       EXPECT_NE(g.source.find("if (kiln_tma ? threadIdx.x < " + std::to_string(32 * warps + 32) + " : true)"),
                 std::string::npos);
       EXPECT_NE(g.source.find("if (kiln_tma) { if (kiln_ptid == 0) {"), std::string::npos);
-      // Both rings' empty barriers count the consumer warps, and the id ring the producer's threads too.
-      EXPECT_NE(g.source.find(fmt::format("kiln_program_empty[s]), kiln_tma ? {} : {});", warps + 32, warps + 128)),
+      // The id ring's empty barrier counts every consumer thread and every producer thread that reads the id.
+      EXPECT_NE(g.source.find(fmt::format("kiln_program_empty[s]), kiln_tma ? {} : {});", 32 * warps + 32, 32 * warps + 128)),
                 std::string::npos);
       const size_t next = g.source.find("the next program's tile of");
       ASSERT_NE(next, std::string::npos);
