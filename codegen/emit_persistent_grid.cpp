@@ -5,9 +5,8 @@
 // - without a producer warpgroup, thread 0 draws the next id where a program starts (so the atomic's latency
 //   runs under the program) into one of two shared slots, and every thread reads it after a barrier at the
 //   program's end; the slot written at program p + 1 is not the one read at the end of p;
-// - with one, the producer draws (thread 0 of the warpgroup, a program ahead: the next id is drawn when this one
-//   is published, so that the atomic's latency runs under this program's copies, and the consumers, which wait
-//   for the next id before their epilogue to prefetch its Q, find it there) and publishes each id in a two-slot ring,
+// - with one, the producer draws (thread 0 of the warpgroup, once it has issued the last program's copies; drawn a
+//   program ahead, the ids balanced the causal tiles worse: worklog §77) and publishes each id in a two-slot ring,
 //   kiln_program_ring, with a full and an empty mbarrier a slot: every consumer thread and every producer thread
 //   (the one that drew too) reads it and arrives on the slot's empty barrier itself, so that each read is ordered
 //   before the next write by the reader's own release (one lane's arrival after __syncwarp would release that
@@ -87,16 +86,15 @@ void Emitter::open_producer_program_loop() {
     return;
   }
   need_helper("kiln::warp_uniform", std::string(warp_uniform_prelude_source()));
-  line("int kiln_drawn = blockIdx.x; // thread 0's next id, drawn a program ahead");
-  line("for (int kiln_turn = 0;; ++kiln_turn) {{ // persistent grid, dynamic: publish, draw ahead, read, copy");
+  line("for (int kiln_turn = 0;; ++kiln_turn) {{ // persistent grid, dynamic: draw, publish, read, copy");
   open();
   line("if (kiln_ptid == 0) {{");
-  line("  const int kiln_publish = kiln_drawn;");
-  line("  if (kiln_publish < kiln_programs) // {}: drawn now, used a", kDrawComment);
-  line("    kiln_drawn = kiln::draw_program(kiln_program_counter, kiln_programs); // program later");
+  line("  // {}", kDrawComment);
+  line("  const int kiln_drawn = kiln_turn > 0 ? kiln::draw_program(kiln_program_counter, kiln_programs) : "
+       "(int)blockIdx.x;");
   line("  // the slot's last id has been read (the first two turns find both slots free)");
   line("  kiln::mbarrier_wait(kiln::smem_u32(&kiln_program_empty[kiln_turn & 1]), ((kiln_turn >> 1) & 1) ^ 1);");
-  line("  kiln_program_ring[kiln_turn & 1] = kiln_publish;");
+  line("  kiln_program_ring[kiln_turn & 1] = kiln_drawn;");
   line("  kiln::mbarrier_arrive(kiln::smem_u32(&kiln_program_full[kiln_turn & 1])); // releases the write");
   line("}}");
   line("kiln::mbarrier_wait(kiln::smem_u32(&kiln_program_full[kiln_turn & 1]), (kiln_turn >> 1) & 1);");
