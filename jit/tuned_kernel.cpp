@@ -290,7 +290,8 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
       return "WARP_SPECIALIZE=1 does not apply (the same code as WARP_SPECIALIZE=0): " +
              slots[i].generated.why_not_warp_specialized;
     if (!slots[i].generated.why_not_persistent.empty())
-      return "PERSISTENT=1 does not apply (the same code as PERSISTENT=0): " + slots[i].generated.why_not_persistent;
+      return fmt::format("PERSISTENT={} does not apply (the same code as PERSISTENT=0): {}",
+                         candidates[i].get_or("PERSISTENT", 1), slots[i].generated.why_not_persistent);
     if (!slots[i].generated.why_not_pingpong.empty())
       return "PINGPONG=1 does not apply (the same code as PINGPONG=0): " + slots[i].generated.why_not_pingpong;
     if (!slots[i].generated.why_not_product_ahead.empty())

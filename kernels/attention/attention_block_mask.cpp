@@ -234,9 +234,7 @@ const KernelDef& fa2_fwd_block_mask_tuning_def(const AttentionMods& mods, int64_
       if (c.get("BLOCK_M") != block_m || c.get("BLOCK_N") != block_n)
         continue;
       c.set("BLOCK_MASK_RUNS", runs ? 1 : 0);
-      // Not FA2's persistent candidate: a block mask's tiles do unequal work, which a static walk does not
-      // balance (worklog §77); a config may still ask for PERSISTENT.
-      if (block_mask_config(c) && c.get_or("PERSISTENT", 0) == 0)
+      if (block_mask_config(c))
         cs.push_back(c);
     }
     return cs;

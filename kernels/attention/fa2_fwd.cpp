@@ -197,7 +197,7 @@ KernelDef make_fa2_fwd_def() {
   d.default_num_warps = 8; // 16 rows per warp: no spills on sm_80 or sm_90 (4 warps spill on sm_80)
   d.default_num_stages = 2;
   d.build = build_fa2_fwd;
-  // 43 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
+  // 42 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
   // exceeds the device's per-block limit, or whose MIN_BLOCKS_PER_SM CTAs cannot share an SM's shared memory.
   d.config_space = [] {
     std::vector<Config> cs;
@@ -255,14 +255,12 @@ KernelDef make_fa2_fwd_def() {
       add(64, bn, 4, 2, 2, true, false, true);
       add(128, bn, 8, 3, 1, true, true, true);
     }
-    // PERSISTENT=1 (one wave of CTAs walking the query tiles, each CTA's producer running into its next tile's
-    // keys and Q prefetched under the epilogue) on the warp-specialised 128 x 128 tile: at N <= 2048 without a mask,
-    // where a tile's fixed cost is a large part of its work, +1-5 % over the same tile on a plain grid (H200,
-    // worklog §77). Pruned with a causal mask (below): a static walk hands some CTAs the heavy tiles again and
-    // again, 10-36 % slower; the dynamic walk (PERSISTENT=2) balances them but measured no faster than the
-    // hardware's own scheduling (0.91-1.01), so it is not offered (worklog §51, §74, §77).
-    add(128, 128, 8, 2, 1, true);
-    cs.back().set("PERSISTENT", 1);
+    // PERSISTENT=1 (one wave of CTAs walking the query tiles, each CTA's producer running into its next tile's keys
+    // and Q prefetched under the epilogue) is not offered: timed A/B on the H200 it gains 1-5 % at N <= 2048
+    // without a mask on the warp-specialised 128 x 128 tile, but the tuner's own timing of the same candidate put
+    // it 1 % behind the plain tile, so it was never picked (worklog §77); with a causal mask a static walk hands
+    // some CTAs the heavy tiles again and again, 10-36 % slower (§51, §74). PERSISTENT=2 (each CTA draws its next
+    // tile) balances them but measured no faster than the hardware's own scheduling (0.91-1.01, §77).
     // Small tiles for the widest f32 heads, whose 4-byte tiles fit no config above (f32 at HEAD_DIM = 256 needs
     // 232 KiB with 64 x 32 tiles and 2 stages): they fit sm_90's 227 KiB per block, sm_80's 163 KiB and, the
     // last, sm_86's 99 KiB.
@@ -276,12 +274,7 @@ KernelDef make_fa2_fwd_def() {
   d.bucket = [](const std::string&, int64_t v) { return next_pow2(v); };
   // A tile wider than the (power-of-two padded) sequence only computes padding. The floors are the space's
   // smallest tiles, so that a short sequence keeps at least one config.
-  d.prune = [](const Config& c, const SizeArgs& s) {
-    if (c.get_or("PERSISTENT", 0) == 1 && c.get_or("CAUSAL", 0) != 0)
-      return std::string("PERSISTENT=1 with a causal mask: a static walk keeps handing some CTAs the heavy tiles "
-                         "(worklog §77)");
-    return prune_tiles_past_sequence(c, s, 64, 32);
-  };
+  d.prune = [](const Config& c, const SizeArgs& s) { return prune_tiles_past_sequence(c, s, 64, 32); };
   d.grid = query_tile_grid;
   return d;
 }

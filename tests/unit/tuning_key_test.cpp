@@ -106,7 +106,7 @@ TEST(TuningKey, CandidatesVaryOnlyTileParamsAroundTheBase) {
   EXPECT_EQ(ids.size(), cands.size()) << "candidates are distinct";
   EXPECT_EQ(tuned_params(def, def.config_space()),
             (std::vector<std::string>{"BLOCK_M", "BLOCK_N", "LAST_PRODUCT_LATE", "LAZY_RESCALE", "MIN_BLOCKS_PER_SM",
-                                      "PERSISTENT", "WARP_SPECIALIZE"}));
+                                      "WARP_SPECIALIZE"}));
 }
 
 // A space that sets a param to one value in every config, other than the default, chooses it as surely as one
@@ -253,30 +253,6 @@ TEST(TuningKey, Fa2PrunesTilesWiderThanTheProblemButKeepsOne) {
   EXPECT_GT(kept, 0);
   for (const Config& c : tuning_candidates(def, default_fa2_config(fa2_problem(4096, 4096))))
     EXPECT_EQ(def.prune(c, attention_size_args(fa2_problem(4096, 4096))), "") << c.str();
-}
-
-// FA2's persistent candidate (a static walk of the query tiles) is timed without a mask and pruned, saying why,
-// with either causal alignment, whose tiles' work varies; the other candidates stay.
-TEST(TuningKey, Fa2PrunesThePersistentCandidateUnderACausalMask) {
-  const KernelDef def = fa2_fwd_def();
-  for (int causal : {0, 1, 2}) {
-    AttentionProblem p = fa2_problem(1024, 1024);
-    p.causal = causal;
-    int persistent = 0;
-    for (const Config& c : tuning_candidates(def, default_fa2_config(p))) {
-      const std::string why = def.prune(c, attention_size_args(p));
-      if (c.get("PERSISTENT") == 0) {
-        EXPECT_EQ(why, "") << c.str();
-        continue;
-      }
-      ++persistent;
-      if (causal == 0)
-        EXPECT_EQ(why, "") << c.str();
-      else
-        EXPECT_NE(why.find("PERSISTENT=1 with a causal mask"), std::string::npos) << why;
-    }
-    EXPECT_EQ(persistent, 1);
-  }
 }
 
 // Keys from tuning_key_text drive the generic tuner: a new bucket tunes, the same bucket compiles nothing.
