@@ -12,8 +12,9 @@
 #                   cold (256 GPU tests, 2026-11-25; the decode suites, 43 tests, add about 1.4 min); with the
 #                   suites --mods now runs it had reached 9.2 min cold on an H200 (350 tests, 2026-11-29), so the
 #                   TMA and warp-specialised forward's suite moved to --attention-tma;
-#   --attention-tma FA2's forward on the TMA, warp-specialised, ping-pong, late-product, persistent and lazy-rescale
-#                   schedules (69 cases, about 2 s each cold) and the sanitizer passes over a few of them;
+#   --attention-tma FA2's forward on the TMA, warp-specialised, ping-pong, late-product, persistent (static and
+#                   dynamic), lazy-rescale and exp2-on-FMA schedules (85 cases, about 2 s each cold; a dynamic case
+#                   launches three times) and the sanitizer passes over a few of them;
 #   --mods          the forward with attention mods and block masks (kernels and API) and the sinks' gradients
 #                   through the API: about 2.7 min of that H200 run;
 #   --api           the attention API's forward suites (autotuning through the API, mods, the command line,

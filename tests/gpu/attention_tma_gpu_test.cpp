@@ -348,9 +348,9 @@ INSTANTIATE_TEST_SUITE_P(
                       dynamic(persistent(transposed_k(problem(2, 32, 8, 256, 300, 64, DType::f16, 1, false)), 128, 2)),
                       dynamic(persistent(problem(8, 8, 8, 300, 333, 128, DType::bf16, 1, false), 64, 2, 128, 4)),
                       dynamic(persistent(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 2)),
-                      dynamic(persistent(problem(16, 16, 16, 1024, 1024, 64, DType::f16, 1, false), 128, 2, 64, 4), 2),
-                      late(problem(8, 16, 4, 1024, 1024, 128, DType::bf16, 1, false), 128, 3, 128, 8, 2),
-                      late(problem(16, 16, 16, 1000, 1100, 128, DType::f16, 0, true), 128, 3, 128, 8, 2)),
+                      dynamic(persistent(problem(8, 16, 16, 1024, 1024, 64, DType::f16, 1, false), 128, 2, 64, 4), 2),
+                      late(problem(4, 16, 4, 1024, 1024, 128, DType::bf16, 1, false), 128, 3, 128, 8, 2),
+                      late(problem(8, 8, 8, 1000, 1100, 128, DType::f16, 0, true), 128, 3, 128, 8, 2)),
     [](const auto& info) { return label(info.param); });
 
 } // namespace
