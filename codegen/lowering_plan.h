@@ -15,7 +15,7 @@
 //                           so that it runs on the tensor cores under the rest of the iteration
 //   plan_late_products      each specialised loop's last product issued after the next iteration's first
 //                           (LAST_PRODUCT_LATE=1), so that the next softmax runs under it
-//   plan_persistent_grid    one wave of CTAs that walk the program ids (PERSISTENT=1)
+//   plan_persistent_grid    one wave of CTAs that walk the program ids (PERSISTENT=1, or 2: drawn from a counter)
 //   analyze_contiguity      the vector width of global accesses through pointer tensors (hints included), the
 //                           pieces block stores are written in
 //   plan_layout_conversions every layout conversion: the value, the op that reads it, from and to layouts,
