@@ -1,5 +1,6 @@
 #include "codegen/plan_persistent_grid.h"
 
+#include "codegen/pointer_roots.h"
 #include "codegen/program_scalars.h"
 
 #include <fmt/format.h>
@@ -29,7 +30,7 @@ bool reads_tile(const LoweringPlan& plan, const Op& op, int tile) {
 // names the first such tile that cannot be prefetched.
 void plan_prefetches(const Kernel& k, LoweringPlan& plan) {
   PersistentGrid& p = plan.persistent;
-  const std::optional<std::set<int>> written = written_params(k);
+  PointerRoots roots(k);
   for (size_t i = 0; i < k.body.ops.size(); ++i) {
     const Op& load = *k.body.ops[i];
     if (load.kind != OpKind::LoadBlock || plan.where(load.result()) != Placement::Shared)
@@ -54,10 +55,12 @@ void plan_prefetches(const Kernel& k, LoweringPlan& plan) {
       continue;
     }
     // Copied before this program's stores, its tensor must be one the kernel never writes.
-    const int param = pointer_param(k, load.operands[0]);
-    if (param < 0 || !written || written->count(param)) {
-      refuse(param < 0 ? "its block pointer does not come from a pointer parameter"
-                       : "the kernel may write the tensor it reads (a copy made early could miss a store)");
+    if (!roots.of(load.operands[0])) {
+      refuse("its block pointer does not come from a pointer parameter");
+      continue;
+    }
+    if (!roots.never_written(load.operands[0])) {
+      refuse("the kernel may write the tensor it reads (a copy made early could miss a store)");
       continue;
     }
     const Op* last_reader = nullptr;

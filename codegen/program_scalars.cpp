@@ -1,5 +1,7 @@
 #include "codegen/program_scalars.h"
 
+#include "codegen/pointer_roots.h"
+
 #include <fmt/format.h>
 
 namespace kiln {
@@ -11,44 +13,13 @@ std::map<const Op*, size_t> top_level_positions(const Kernel& k) {
   return at;
 }
 
-int pointer_param(const Kernel& k, ValueId v) {
-  for (;;) {
-    const ValueInfo& info = k.info(v);
-    if (info.param_index >= 0)
-      return info.param_index;
-    const Op* def = info.def;
-    if (!def ||
-        (def->kind != OpKind::AddPtr && def->kind != OpKind::Broadcast && def->kind != OpKind::ExpandDims &&
-         def->kind != OpKind::Reshape && def->kind != OpKind::MakeBlockPtr && def->kind != OpKind::Advance))
-      return -1;
-    v = def->operands[0];
-  }
-}
-
-std::optional<std::set<int>> written_params(const Kernel& k) {
-  std::set<int> written;
-  bool traced = true;
-  walk(k.body, [&](const Op& op) {
-    if (op.kind != OpKind::Store && op.kind != OpKind::AtomicAdd && op.kind != OpKind::StoreBlock &&
-        op.kind != OpKind::AtomicAddBlock)
-      return;
-    const int param = pointer_param(k, op.operands[0]);
-    traced &= param >= 0;
-    written.insert(param);
-  });
-  return traced ? std::optional(written) : std::nullopt;
-}
-
 std::vector<const Op*> top_level_scalar_slice(const Kernel& k, const LoweringPlan& plan,
                                               std::vector<ValueId> needed, size_t before,
                                               const std::function<bool(ValueId)>& given,
                                               const std::string& who, std::string& why) {
   const std::map<const Op*, size_t> top_level = top_level_positions(k);
-  const std::optional<std::set<int>> written = written_params(k);
-  auto read_only = [&](const Op& load) {
-    const int param = pointer_param(k, load.operands[0]);
-    return param >= 0 && written && !written->count(param);
-  };
+  PointerRoots roots(k);
+  auto read_only = [&](const Op& load) { return roots.never_written(load.operands[0]); };
   std::set<size_t> slice;
   std::set<ValueId> seen;
   while (!needed.empty()) {

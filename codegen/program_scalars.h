@@ -19,14 +19,6 @@ namespace kiln {
 // Where each top-level op of the kernel stands in k.body.ops.
 std::map<const Op*, size_t> top_level_positions(const Kernel& k);
 
-// The kernel parameter a pointer (or block pointer) is derived from by offsets, shape changes and
-// block-pointer steps, or -1 when it comes from elsewhere (a loop-carried value, a loaded pointer).
-int pointer_param(const Kernel& k, ValueId v);
-
-// The parameters the kernel may write through (stores and atomics anywhere in it); nullopt when a write goes
-// through a pointer pointer_param cannot trace.
-std::optional<std::set<int>> written_params(const Kernel& k);
-
 // The ops behind the values `needed`, in program order: every one a top-level op before position `before` in
 // k.body.ops, placed as a scalar or block pointer, and pure: arithmetic, program ids, block-pointer making
 // and stepping, or a scalar load from a parameter the kernel never writes (the same value whenever it is
