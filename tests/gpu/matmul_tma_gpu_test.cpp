@@ -142,3 +142,30 @@ TEST(GpuMatmulWarpSpecialized, IllegalMapsTakeTheProducersCpAsyncPath) {
 }
 
 } // namespace
+
+namespace {
+
+// A dynamic persistent grid (PERSISTENT=2) draws every program from one counter along x: a launch over a grid
+// with more than one row of CTAs is an error naming the grid, not a launch whose rows would share the counter.
+TEST(GpuPersistentGrid, ADynamicGridOverTwoDimensionsIsAnError) {
+  KILN_REQUIRE_GPU();
+  MatmulProblem p{256, 256, 64, f16, false, false, false};
+  Config c = default_matmul_config(p);
+  c.set("PERSISTENT", 2);
+  std::shared_ptr<JitKernel> jk = JitKernel::compile(build_matmul(c));
+  ASSERT_TRUE(jk->generated().persistent_dynamic) << jk->generated().why_not_persistent;
+  rt::DeviceBuffer a(256 * 64 * 2), b(64 * 256 * 2), out(256 * 256 * 2);
+  const std::vector<LaunchArg> args = {LaunchArg::pointer(a),   LaunchArg::pointer(b),   LaunchArg::pointer(out),
+                                       LaunchArg::of_int(256),  LaunchArg::of_int(256),  LaunchArg::of_int(64),
+                                       LaunchArg::of_int(64),   LaunchArg::of_int(1),    LaunchArg::of_int(256),
+                                       LaunchArg::of_int(1),    LaunchArg::of_int(256),  LaunchArg::of_int(1)};
+  try {
+    jk->launch(Grid{4, 2, 1}, args);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("walks program ids along x only; got grid (4, 2, 1)"), std::string::npos)
+        << e.what();
+  }
+}
+
+} // namespace
