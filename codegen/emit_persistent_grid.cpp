@@ -5,17 +5,17 @@
 // - without a producer warpgroup, thread 0 draws the next id where a program starts (so the atomic's latency
 //   runs under the program) into one of two shared slots, and every thread reads it after a barrier at the
 //   program's end; the slot written at program p + 1 is not the one read at the end of p;
-// - with one, the producer draws (thread 0 of the warpgroup, once it has issued the last program's copies; drawn a
-//   program ahead, the ids balanced the causal tiles worse: worklog §77) and publishes each id in a two-slot ring,
-//   kiln_program_ring, with a full and an empty mbarrier a slot: every consumer thread and every producer thread
-//   (the one that drew too) reads it and arrives on the slot's empty barrier itself, so that each read is ordered
-//   before the next write by the reader's own release (one lane's arrival after __syncwarp would release that
-//   lane's read only, and compute-sanitizer's racecheck reports the others'). The id past the last program ends every loop. On the TMA path the
-//   producer's first warp runs the loop (lane 0 issues the copies), not one thread, so that every producer warp
-//   takes the id through kiln::warp_uniform: ptxas then keeps what it computes from the id in uniform registers
-//   (from one thread's shared-memory read, it spilled the producer's 56 registers).
-//   The consumers read the id through kiln::warp_uniform where products are wgmma, so that ptxas knows the loops
-//   it bounds are not divergent (a divergent path to a wgmma serialises it, C7520).
+// - with one, the producer draws (thread 0 of the warpgroup, once it has issued the last program's copies; drawn
+//   a program ahead, the ids balanced the causal tiles worse: worklog §77) and publishes each id in a two-slot
+//   ring, kiln_program_ring, with a full and an empty mbarrier a slot. Every consumer thread and every producer
+//   thread (the one that drew too) reads it and arrives on the slot's empty barrier itself, so that each read is
+//   ordered before the next write by the reader's own release (one lane's arrival after __syncwarp releases that
+//   lane's read only, and compute-sanitizer's racecheck reports the others'). The id past the last program ends
+//   every loop. On the TMA path the producer's first warp runs the loop (lane 0 issues the copies), not one
+//   thread, so that every producer warp takes the id through kiln::warp_uniform: read by one thread from shared
+//   memory, the id made the producer's 56 registers spill (24-124 bytes), likely because ptxas then keeps what it
+//   computes from the id out of its uniform registers; taken whole-warp, nothing spills at the D = 128 tiles. The consumers read the id through kiln::warp_uniform where products are wgmma, so that ptxas
+//   knows the loops it bounds are not divergent (a divergent path to a wgmma serialises it, C7520).
 #include "codegen/emitter.h"
 
 namespace kiln::emit_detail {
