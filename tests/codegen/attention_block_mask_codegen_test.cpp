@@ -198,4 +198,15 @@ TEST(BlockMaskCodegen, RunsOnlyWarpSpecialisedKernelCompiles) {
   expect_nvrtc_compiles(g, "sm_90a");
 }
 
+// The same kernel on a dynamic persistent grid (PERSISTENT=2): the producer draws the programs and reads each
+// one's lists, the consumers take the ids from its ring.
+TEST(BlockMaskCodegen, RunsOnlyKernelOnADynamicPersistentGridCompiles) {
+  Config c = warp_specialised_runs_config(1);
+  c.set("PERSISTENT", 2);
+  GeneratedKernel g = generate(fa2_fwd_block_mask_def(document_window_softcap()), c, "sm_90a");
+  EXPECT_TRUE(g.why_not_warp_specialized.empty()) << g.why_not_warp_specialized;
+  EXPECT_TRUE(g.persistent_dynamic) << g.why_not_persistent;
+  expect_nvrtc_compiles(g, "sm_90a");
+}
+
 } // namespace

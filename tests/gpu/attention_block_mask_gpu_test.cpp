@@ -81,7 +81,7 @@ void check_api(const AttentionProblem& p, const AttentionMods& mods, const ModTe
   EXPECT_EQ(d.opts.block_mask->runs, lists_are_runs(host)) << "whether every list is one run of tiles";
   // The tuned forward (the configs at the block mask's tiles), then, over lists that are all runs, the
   // warp-specialised kernel of two key ranges (BLOCK_MASK_RUNS=1) on a config given outright, on the usual grid
-  // and on a persistent one (its producer reads each program's ranges as it walks them).
+  // and on a persistent one, static and dynamic (its producer reads each program's ranges as it walks them).
   std::vector<std::optional<Config>> configs = {std::nullopt};
   if (d.opts.block_mask->runs) {
     Config ws = attention::block_mask_default_config(*d.opts.block_mask, p);
@@ -89,6 +89,7 @@ void check_api(const AttentionProblem& p, const AttentionMods& mods, const ModTe
     ws.num_warps = static_cast<int>(bm / 16);
     configs.push_back(ws);
     configs.push_back(ws.set("PERSISTENT", 1));
+    configs.push_back(ws.set("PERSISTENT", 2));
   }
   for (const std::optional<Config>& config : configs) {
     d.opts.config = config;
