@@ -7,7 +7,7 @@ namespace kiln {
 // `programs` times (programs - gridDim.x draws that run a program, one past the end for each CTA, gridDim.x <=
 // programs). The draw that returns programs - 1 is therefore the launch's last: it sets the counter back to 0,
 // and the next launch on the stream, which starts after this one ends, finds it there. Launches that may run at
-// the same time must use different counters (jit/jit_kernel.cpp gives each launch its own).
+// the same time must use different counters (jit/jit_kernel.cpp hands its launches 1024 counters in turn).
 __device__ __forceinline__ int draw_program(int* counter, int programs) {
   const int drawn = atomicAdd(counter, 1);
   if (drawn == programs - 1)
