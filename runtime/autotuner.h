@@ -95,8 +95,10 @@ struct AutotunerOptions {
   // Where progress lines go; empty: stderr.
   std::function<void(const std::string&)> progress;
   // After the first pass, the candidates within finalist_margin of the best (at most `finalists`) are timed
-  // again in the reverse order, each scoring the mean of its two medians; 0 or 1: no second pass.
-  int finalists = 3;
+  // again in the reverse order, each scoring the mean of its two medians; 0 or 1: no second pass. Six, not three:
+  // FA2's space holds many tiles within a few % of each other, and a first pass timed the warp-specialised ones
+  // 4 % slower than their second (worklog §78), so the fourth to sixth were never timed again.
+  int finalists = 6;
   double finalist_margin = 0.10;
 };
 

@@ -103,6 +103,27 @@ TEST(Autotuner, FinalistsAreTimedAgainInReverseAndScoreTheirMeanTime) {
   EXPECT_DOUBLE_EQ(row(r, "D").ms, 1.03);
   EXPECT_DOUBLE_EQ(row(r, "C").ms, 1.50);
 
+  // Up to six finalists: the fifth of the first pass is timed again, and wins on its mean.
+  FakeKernel many;
+  many.add("A", 1.00).add("B", 1.02).add("C", 1.03).add("D", 1.04).add("E", 1.05).add("F", 1.30);
+  TuneHooks mh = many.hooks();
+  std::vector<std::string> timed;
+  auto first_time = mh.time;
+  mh.time = [&](size_t i) {
+    const std::string& id = many.ids[i];
+    const bool again = std::count(timed.begin(), timed.end(), id) > 0;
+    timed.push_back(id);
+    TimeOutcome t = first_time(i);
+    if (again && id == "E")
+      t.ms = 0.90;
+    return t;
+  };
+  Autotuner six("", quiet());
+  TuneResult m = six.tune(many.request(), mh);
+  EXPECT_EQ(timed, (std::vector<std::string>{"A", "B", "C", "D", "E", "F", "E", "D", "C", "B", "A"}));
+  ASSERT_TRUE(m.best.has_value());
+  EXPECT_EQ(many.ids[*m.best], "E");
+
   // One finalist, or the second pass switched off: each candidate is timed once.
   FakeKernel alone;
   alone.add("A", 1.0).add("B", 2.0);
