@@ -98,7 +98,7 @@ GeneratedKernel generate_cuda(const Kernel& k, const Target& target, const Codeg
   g.tensor_maps = plan.tma.maps;
   g.why_not_warp_specialized = plan.ws.why_not;
   g.persistent_ctas_per_sm = plan.persistent.on ? plan.persistent.ctas_per_sm : 0;
-  g.persistent_dynamic = plan.persistent.on && plan.persistent.dynamic;
+  g.persistent_dynamic = plan.persistent.dynamic();
   g.why_not_persistent = plan.persistent.why_not;
   g.why_not_pingpong = plan.pingpong.why_not;
   g.why_not_product_ahead = plan.ahead.why_not;

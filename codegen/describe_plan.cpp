@@ -108,7 +108,7 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
     s += fmt::format("//   no exp2 on the FMA pipe (EXP2_ON_FMA={}): {}\n", plan.exp2_on_fma.every,
                      plan.exp2_on_fma.why_not);
   if (plan.persistent.on) {
-    if (plan.persistent.dynamic)
+    if (plan.persistent.dynamic())
       s += fmt::format("//   persistent grid: {} CTA(s) an SM run program blockIdx.x, then each draws its next program id "
                        "from kiln_program_counter{} until past kiln_programs (the launch's grid size)\n",
                        plan.persistent.ctas_per_sm,
@@ -124,7 +124,7 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
     if (!plan.persistent.why_not_prefetch.empty())
       s += fmt::format("//     not prefetched: {}\n", plan.persistent.why_not_prefetch);
   } else if (!plan.persistent.why_not.empty()) {
-    s += fmt::format("//   not persistent (PERSISTENT={}): {}\n", plan.persistent.dynamic ? 2 : 1, plan.persistent.why_not);
+    s += fmt::format("//   not persistent (PERSISTENT={}): {}\n", plan.persistent.asked, plan.persistent.why_not);
   }
   for (const SharedTile& t : plan.tiles)
     s += fmt::format("//   shared tile %{}: {} x {} ({} B/elem) x {} stage(s) at byte {}{}{}{}\n", t.value,

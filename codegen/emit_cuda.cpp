@@ -390,7 +390,7 @@ std::string Emitter::run() {
   }
   if (plan_.persistent.on)
     params += ", int kiln_programs";
-  if (plan_.persistent.on && plan_.persistent.dynamic) {
+  if (plan_.persistent.dynamic()) {
     params += ", int* kiln_program_counter";
     need_helper("kiln::tile_scheduler", std::string(tile_scheduler_prelude_source()));
   }
@@ -443,11 +443,7 @@ std::string Emitter::run() {
                   k_.config.get_or("MIN_BLOCKS_PER_SM", 1), identifier(k_.name), params);
   head += "  extern __shared__ __align__(1024) unsigned char kiln_smem[];\n";
   head += "  const int kiln_lane = threadIdx.x % 32;\n  const int kiln_warp = threadIdx.x / 32;\n";
-  head += tma_ring_declarations();
-  if (!plan_.ws.on()) {
-    std::string no_init; // without a producer, a dynamic persistent grid's program ids need no barrier
-    head += program_ring_declarations(no_init);
-  }
+  head += program_ring_declarations() + tma_ring_declarations();
   for (const std::string& d : layout_decls_)
     head += "  " + d + "\n";
   std::string helpers;

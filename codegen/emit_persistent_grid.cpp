@@ -31,22 +31,27 @@ std::string Emitter::warp_uniform_read(const std::string& value) {
   return "kiln::warp_uniform(" + value + ")";
 }
 
-std::string Emitter::program_ring_declarations(std::string& init) const {
-  if (!plan_.persistent.on || !plan_.persistent.dynamic)
+std::string Emitter::program_ring_declarations() const {
+  if (!plan_.persistent.dynamic())
     return "";
-  if (!plan_.ws.on()) // thread 0's draws; no barrier to initialise
+  if (!plan_.ws.on()) // thread 0's draws; no barrier
     return "  __shared__ int kiln_drawn_program[2]; // a dynamic persistent grid: the next program, drawn by thread 0\n";
-  init += fmt::format("    for (int s = 0; s < 2; ++s) {{\n"
-                      "      kiln::mbarrier_init(kiln::smem_u32(&kiln_program_full[s]), 1);\n"
-                      "      kiln::mbarrier_init(kiln::smem_u32(&kiln_program_empty[s]), kiln_tma ? {} : {});\n    }}\n",
-                      threads_ + 32, threads_ + WarpSpecialization::kProducerThreads);
   return "  __shared__ int kiln_program_ring[2]; // a dynamic persistent grid: program ids, producer to consumers\n"
          "  __shared__ __align__(8) unsigned long long kiln_program_full[2], kiln_program_empty[2];\n";
 }
 
+std::string Emitter::program_ring_init() const {
+  if (!plan_.persistent.dynamic() || !plan_.ws.on())
+    return "";
+  return fmt::format("    for (int s = 0; s < 2; ++s) {{\n"
+                     "      kiln::mbarrier_init(kiln::smem_u32(&kiln_program_full[s]), 1);\n"
+                     "      kiln::mbarrier_init(kiln::smem_u32(&kiln_program_empty[s]), kiln_tma ? {} : {});\n    }}\n",
+                     threads_ + 32, threads_ + WarpSpecialization::kProducerThreads);
+}
+
 void Emitter::open_program_loop() {
   const PersistentGrid& p = plan_.persistent;
-  if (!p.dynamic) {
+  if (!p.dynamic()) {
     line("for (int kiln_program = blockIdx.x; kiln_program < kiln_programs; kiln_program += gridDim.x) {{ // "
          "persistent grid");
     open();
@@ -70,7 +75,7 @@ void Emitter::open_program_loop() {
 }
 
 void Emitter::close_program_loop() {
-  if (plan_.persistent.dynamic && !plan_.ws.on()) {
+  if (plan_.persistent.dynamic() && !plan_.ws.on()) {
     line("__syncthreads(); // thread 0's draw is visible, and every thread is past this program");
     line("kiln_program = {};", warp_uniform_read("kiln_drawn_program[kiln_turn & 1]"));
   }
@@ -79,7 +84,7 @@ void Emitter::close_program_loop() {
 }
 
 void Emitter::open_producer_program_loop() {
-  if (!plan_.persistent.dynamic) {
+  if (!plan_.persistent.dynamic()) {
     line("for (int kiln_program = blockIdx.x; kiln_program < kiln_programs; kiln_program += gridDim.x) {{ // "
          "persistent grid");
     open();
@@ -106,7 +111,7 @@ void Emitter::open_producer_program_loop() {
 
 std::string Emitter::next_program_id() {
   const PersistentGrid& p = plan_.persistent;
-  if (!p.dynamic)
+  if (!p.dynamic())
     return "kiln_program + (int)gridDim.x";
   if (!plan_.ws.on()) // drawn where the program started; the prefetch's barrier has passed since
     return "kiln_drawn_program[kiln_turn & 1]";

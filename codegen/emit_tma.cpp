@@ -48,8 +48,7 @@ std::string Emitter::tma_ring_declarations() const {
                         "      kiln::mbarrier_init(kiln::smem_u32(&kiln_empty{}[s]), {});\n    }}\n",
                         stages, ring, loads.size(), WarpSpecialization::kProducerThreads, ring, plan_.num_warps);
   }
-  if (plan_.ws.on())
-    s += program_ring_declarations(init); // the producer's ring of program ids, initialised with the others
+  init += program_ring_init(); // a warp-specialised dynamic grid's ring of program ids, with the others
   // With a producer warpgroup the barriers exist on either path; otherwise only TMA launches use them.
   s += fmt::format("  if ({}threadIdx.x == 0) {{\n", plan_.ws.on() ? "" : "kiln_tma && ") + init +
        "    kiln::mbarrier_init_fence();\n  }\n";

@@ -17,7 +17,7 @@ void Emitter::emit_producer() {
   // A dynamic persistent grid's program id comes from shared memory: the producer's first warp runs the loop
   // whole, so that kiln::warp_uniform can tell ptxas the id (and what it computes from it) is uniform, and lane 0
   // issues the TMA copies (emit_persistent_grid.cpp). Read by one thread, the id spilled the producer's registers.
-  if (plan_.persistent.on && plan_.persistent.dynamic)
+  if (plan_.persistent.dynamic())
     line("if (kiln_tma ? threadIdx.x < {} : true) {{ // TMA: the first warp, lane 0 issuing; cp.async: the whole "
          "warpgroup",
          threads_ + 32);
@@ -72,7 +72,7 @@ void Emitter::emit_producer_loop(const Op& loop, const std::string& released) {
   open();
   line("kiln::mbarrier_wait(kiln::smem_u32(&kiln_empty{}[{}]), ({} >> {}) & 1u);", ring, slot, released, slot);
   line("{} ^= 1u << {};", released, slot);
-  const bool warp_issues = plan_.persistent.on && plan_.persistent.dynamic; // one lane of a warp issues
+  const bool warp_issues = plan_.persistent.dynamic(); // one lane of a warp issues
   if (warp_issues)
     line("if (kiln_tma) {{ if (kiln_ptid == 0) {{");
   else

@@ -297,12 +297,14 @@ private:
   // The persistent grid (emit_persistent_grid.cpp): the loop over the program ids of the threads that run the
   // program, opened and closed; the producer warpgroup's loop over the same ids (closed by close() and "}");
   // the next program's id where a program prefetches the next one's tiles (emit_next_program_copy), as an
-  // expression, after the code that obtains it; and a warp-specialised dynamic grid's ring of program ids.
+  // expression, after the code that obtains it; and a dynamic grid's shared program ids (with a producer, a ring
+  // whose mbarriers tma_ring_declarations initialises with its own).
   void open_program_loop();
   void close_program_loop();
   void open_producer_program_loop();
   std::string next_program_id();
-  std::string program_ring_declarations(std::string& init) const;
+  std::string program_ring_declarations() const;
+  std::string program_ring_init() const;
   // A scalar every lane of a warp reads from memory, through kiln::warp_uniform where products are wgmma.
   std::string warp_uniform_read(const std::string& value);
   void emit_scalar_op(const Op& op);

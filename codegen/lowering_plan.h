@@ -194,11 +194,13 @@ struct PersistentPrefetch {
 };
 struct PersistentGrid {
   bool on = false;
-  bool dynamic = false; // PERSISTENT=2 (asked for, even where not on): ids drawn from kiln_program_counter
+  int asked = 0;        // the config's PERSISTENT (1 static, 2 dynamic), also where it is not done (why_not)
   int ctas_per_sm = 1;
-  std::string why_not; // asked for (PERSISTENT=1) and not done: why
+  std::string why_not; // asked for (PERSISTENT=1 or 2) and not done: why
   std::vector<PersistentPrefetch> prefetches;
   std::string why_not_prefetch; // a shared tile loaded before the loops that is not prefetched: why
+  // A dynamic grid: ids drawn from kiln_program_counter (PERSISTENT=2, and done).
+  bool dynamic() const { return on && asked == 2; }
   const PersistentPrefetch* prefetch_of(const Op* load) const {
     for (const PersistentPrefetch& p : prefetches)
       if (p.load == load)

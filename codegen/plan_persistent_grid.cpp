@@ -87,7 +87,7 @@ void plan_persistent_grid(const Kernel& k, const CodegenOptions& options, Loweri
   p = PersistentGrid{};
   if (k.config.get_or("PERSISTENT", 0) == 0)
     return;
-  p.dynamic = k.config.get_or("PERSISTENT", 0) == 2; // what was asked for, also where it is not done (why_not)
+  p.asked = static_cast<int>(k.config.get_or("PERSISTENT", 0));
   if (!options.persistent) {
     p.why_not = "CodegenOptions::persistent is off";
     return;

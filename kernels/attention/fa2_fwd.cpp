@@ -259,8 +259,8 @@ KernelDef make_fa2_fwd_def() {
     // and Q prefetched under the epilogue) is not offered: timed A/B on the H200 it gains 1-5 % at N <= 2048
     // without a mask on the warp-specialised 128 x 128 tile, but the tuner's own timing of the same candidate put
     // it 1 % behind the plain tile, so it was never picked (worklog §77); with a causal mask a static walk hands
-    // some CTAs the heavy tiles again and again, 10-36 % slower (§51, §74). PERSISTENT=2 (each CTA draws its next
-    // tile) balances them but measured no faster than the hardware's own scheduling (0.91-1.01, §77).
+    // some CTAs the heavy tiles again and again, 5-36 % slower (§51, §74, §77). PERSISTENT=2 (each CTA draws its
+    // next tile) balances them but measured no faster than the hardware's own scheduling (0.94-1.01, §77).
     // Small tiles for the widest f32 heads, whose 4-byte tiles fit no config above (f32 at HEAD_DIM = 256 needs
     // 232 KiB with 64 x 32 tiles and 2 stages): they fit sm_90's 227 KiB per block, sm_80's 163 KiB and, the
     // last, sm_86's 99 KiB.

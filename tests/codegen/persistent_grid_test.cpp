@@ -245,7 +245,7 @@ TEST(PersistentGrid, ATileOfATensorTheKernelWritesIsNotPrefetched) {
 TEST(PersistentGrid, DynamicGridDrawsTheNextProgramOnceAProgram) {
   Planned p = plan_for("matmul", {{"PERSISTENT", 2}}, "sm_80");
   ASSERT_TRUE(p.plan.persistent.on) << p.plan.persistent.why_not;
-  EXPECT_TRUE(p.plan.persistent.dynamic);
+  EXPECT_TRUE(p.plan.persistent.dynamic());
   const GeneratedKernel g = matmul_at({{"PERSISTENT", 2}}, "sm_80");
   EXPECT_TRUE(g.persistent_dynamic);
   EXPECT_EQ(g.persistent_ctas_per_sm, 2);

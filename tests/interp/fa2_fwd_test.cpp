@@ -127,37 +127,29 @@ void check_numbering_cases(const char* param, int64_t value) {
   }
 }
 
+// The numbering cases with PERSISTENT=`persistent`, and the one-dimensional grid a persistent grid walks.
+void check_persistent_numbering(int64_t persistent) {
+  check_numbering_cases("PERSISTENT", persistent);
+  AttentionProblem p;
+  p.B = 3;
+  p.H = 5;
+  p.H_KV = 5;
+  p.N_Q = 300;
+  p.N_K = 10;
+  Config c = default_fa2_config(p);
+  c.set("PERSISTENT", persistent);
+  EXPECT_EQ(fa2_fwd_def().grid(c, attention_size_args(p)), (Grid{45, 1, 1})); // 3 query tiles x 15 heads
+}
+
 // PERSISTENT=1 numbers the programs along x alone (query_tile_program: tile p % tiles of batch·head p / tiles, the
 // causal tiles heaviest first within each head), which is what a persistent grid walks. The interpreter runs that
 // grid as the launch gives it: the same results, over several batches and heads, GQA, both causal alignments
 // and bshd.
-TEST(Fa2Kernel, PersistentNumberingMatchesTheReference) {
-  check_numbering_cases("PERSISTENT", 1);
-  AttentionProblem p;
-  p.B = 3;
-  p.H = 5;
-  p.H_KV = 5;
-  p.N_Q = 300;
-  p.N_K = 10;
-  Config c = default_fa2_config(p);
-  c.set("PERSISTENT", 1);
-  EXPECT_EQ(fa2_fwd_def().grid(c, attention_size_args(p)), (Grid{45, 1, 1})); // 3 query tiles x 15 heads
-}
+TEST(Fa2Kernel, PersistentNumberingMatchesTheReference) { check_persistent_numbering(1); }
 
 // PERSISTENT=2 (a dynamic persistent grid) numbers the programs along x too, the causal tiles heaviest first across
 // the heads of a group (query_tile_program over the one-dimensional ids): the same results, on the same grid.
-TEST(Fa2Kernel, DynamicPersistentNumberingMatchesTheReference) {
-  check_numbering_cases("PERSISTENT", 2);
-  AttentionProblem p;
-  p.B = 3;
-  p.H = 5;
-  p.H_KV = 5;
-  p.N_Q = 300;
-  p.N_K = 10;
-  Config c = default_fa2_config(p);
-  c.set("PERSISTENT", 2);
-  EXPECT_EQ(fa2_fwd_def().grid(c, attention_size_args(p)), (Grid{45, 1, 1}));
-}
+TEST(Fa2Kernel, DynamicPersistentNumberingMatchesTheReference) { check_persistent_numbering(2); }
 
 // With two CTAs an SM (MIN_BLOCKS_PER_SM=2) the causal forward takes its tiles heaviest first across the heads of
 // a group (query_tile_program; these short sequences make one group of every batch·head): the same results.

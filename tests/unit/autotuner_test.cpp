@@ -77,24 +77,30 @@ TEST(Autotuner, FastestWinsAndFailuresScoreInfinityWithReasons) {
 // of the best are timed again, last-timed first, and each scores the mean of its two medians: a close second
 // that the first pass timed slow wins when its mean is the best; far candidates are not timed again; a single
 // finalist is not either.
+// k's hooks, with each timing's id appended to `order`, and a candidate timed a second time taking its time from
+// `second` where it is there (else its first time again).
+TuneHooks retimed_hooks(FakeKernel& k, const std::map<std::string, double>& second,
+                        std::vector<std::string>& order) {
+  TuneHooks h = k.hooks();
+  h.time = [&k, &second, &order, first = h.time](size_t i) {
+    const std::string& id = k.ids[i];
+    const bool again = std::count(order.begin(), order.end(), id) > 0;
+    order.push_back(id);
+    TimeOutcome t = first(i);
+    if (auto it = second.find(id); again && it != second.end())
+      t.ms = it->second;
+    return t;
+  };
+  return h;
+}
+
 TEST(Autotuner, FinalistsAreTimedAgainInReverseAndScoreTheirMeanTime) {
   FakeKernel k;
   k.add("A", 1.00).add("B", 1.06).add("C", 1.50).add("D", 1.04);
   const std::map<std::string, double> second = {{"A", 1.02}, {"B", 0.90}, {"D", 1.02}};
   std::vector<std::string> order;
-  TuneHooks h = k.hooks();
-  auto first = h.time;
-  h.time = [&](size_t i) {
-    const std::string& id = k.ids[i];
-    const bool again = std::count(order.begin(), order.end(), id) > 0;
-    order.push_back(id);
-    TimeOutcome t = first(i);
-    if (again)
-      t.ms = second.at(id);
-    return t;
-  };
   Autotuner tuner("", quiet());
-  TuneResult r = tuner.tune(k.request(), h);
+  TuneResult r = tuner.tune(k.request(), retimed_hooks(k, second, order));
   EXPECT_EQ(order, (std::vector<std::string>{"A", "B", "C", "D", "D", "B", "A"}));
   ASSERT_TRUE(r.best.has_value());
   EXPECT_EQ(k.ids[*r.best], "B");
@@ -106,20 +112,10 @@ TEST(Autotuner, FinalistsAreTimedAgainInReverseAndScoreTheirMeanTime) {
   // Up to six finalists: the fifth of the first pass is timed again, and wins on its mean.
   FakeKernel many;
   many.add("A", 1.00).add("B", 1.02).add("C", 1.03).add("D", 1.04).add("E", 1.05).add("F", 1.30);
-  TuneHooks mh = many.hooks();
+  const std::map<std::string, double> e_faster = {{"E", 0.90}};
   std::vector<std::string> timed;
-  auto first_time = mh.time;
-  mh.time = [&](size_t i) {
-    const std::string& id = many.ids[i];
-    const bool again = std::count(timed.begin(), timed.end(), id) > 0;
-    timed.push_back(id);
-    TimeOutcome t = first_time(i);
-    if (again && id == "E")
-      t.ms = 0.90;
-    return t;
-  };
   Autotuner six("", quiet());
-  TuneResult m = six.tune(many.request(), mh);
+  TuneResult m = six.tune(many.request(), retimed_hooks(many, e_faster, timed));
   EXPECT_EQ(timed, (std::vector<std::string>{"A", "B", "C", "D", "E", "F", "E", "D", "C", "B", "A"}));
   ASSERT_TRUE(m.best.has_value());
   EXPECT_EQ(many.ids[*m.best], "E");
