@@ -8,6 +8,7 @@
 #include <functional>
 #include <numeric>
 #include <optional>
+#include <map>
 #include <set>
 
 namespace kiln {
@@ -54,42 +55,35 @@ struct Assigner {
     return true;
   }
 
-  void choose_warp_split() {
-    bool row_reductions = false;
+  // The best split of the warps over `dots` (their result shapes), or nullopt where none divides them all.
+  std::optional<WarpSplit> best_split(const std::vector<const Op*>& dots, bool row_reductions) const {
     int64_t M = 0, N = 0;
     // Every dot's tile must split over the same warps (FA2's S = Q Kᵀ is BLOCK_M x BLOCK_N, its P V BLOCK_M x
     // HEAD_DIM): the largest warp counts along M and N that divide all of them.
     int64_t m_parts = 0, n_parts = 0; // gcd over the dots of M / 16 and N / 8
     DType dot_in = DType::f32;
-    walk(k.body, [&](const Op& op) {
-      if (op.kind == OpKind::Reduce && k.type(op.operands[0]).rank() == 2 && op.axis == 1)
-        row_reductions = true;
-      if (op.kind != OpKind::Dot || dot_below_mma_tile(k, op))
-        return; // a dot below the mma tile runs on FMA in a plain layout: any warp split serves it
-      const Shape& c = k.type(op.result()).shape;
+    for (const Op* op : dots) {
+      const Shape& c = k.type(op->result()).shape;
       m_parts = std::gcd(m_parts, std::max<int64_t>(1, c[0] / 16));
       n_parts = std::gcd(n_parts, std::max<int64_t>(1, c[1] / 8));
       if (M == 0) {
         M = c[0];
         N = c[1];
-        dot_in = k.type(op.operands[0]).elem;
+        dot_in = k.type(op->operands[0]).elem;
       }
-    });
-    int w = plan.num_warps;
-    plan.warps = WarpSplit{1, 1, w};
+    }
+    const int w = plan.num_warps;
+    WarpSplit split{1, 1, w};
     if (M == 0)
-      return;
+      return split;
     auto divides_every_dot = [&](int wm, int wn) { return m_parts % wm == 0 && n_parts % wn == 0; };
     // Warps beyond what the tiles can split among (16-row, 8-column instructions) hold replicas.
     if (row_reductions) { // rows stay within a warp, so row statistics need no shared memory
-      int wm = 1, wn = 1;
-      while (2 * wm <= w && divides_every_dot(2 * wm, 1))
-        wm *= 2;
-      while (2 * wm * wn <= w && divides_every_dot(wm, 2 * wn))
-        wn *= 2;
-      plan.warps.warps_m = wm;
-      plan.warps.warps_n = wn;
-      return;
+      while (2 * split.warps_m <= w && divides_every_dot(2 * split.warps_m, 1))
+        split.warps_m *= 2;
+      while (2 * split.warps_m * split.warps_n <= w && divides_every_dot(split.warps_m, 2 * split.warps_n))
+        split.warps_n *= 2;
+      return split;
     }
     // On sm_90a, warpgroup MMA wants warps_m a multiple of 4 (a warpgroup's warps hold 64
     // consecutive rows) and reads each operand once per instruction, so larger N per warpgroup is
@@ -107,13 +101,53 @@ struct Assigner {
               need_warpgroups ? (M / (16 * wm)) * (64 + N / wn) * replicas : (M / wm + N / wn) * replicas;
           if (best < 0 || cost < best) {
             best = cost;
-            plan.warps.warps_m = wm;
-            plan.warps.warps_n = wn;
+            split.warps_m = wm;
+            split.warps_n = wn;
           }
         }
       if (best >= 0)
-        return;
+        return split;
     }
+    return std::nullopt;
+  }
+
+  void choose_warp_split() {
+    bool row_reductions = false;
+    std::vector<const Op*> dots;
+    walk(k.body, [&](const Op& op) {
+      if (op.kind == OpKind::Reduce && k.type(op.operands[0]).rank() == 2 && op.axis == 1)
+        row_reductions = true;
+      if (op.kind == OpKind::Dot && !dot_below_mma_tile(k, op)) // a dot on FMA takes any warp split
+        dots.push_back(&op);
+    });
+    plan.warps = best_split(dots, row_reductions).value_or(WarpSplit{1, 1, plan.num_warps});
+    if (row_reductions || dots.empty())
+      return;
+    // Dots with fewer rows than the others (dK/dV's atomic dQ, BLOCK_M x HEAD_DIM beside the BLOCK_N-row key
+    // products) would hold every dot to their few warps along M: with 8 warps and 64 rows, each of the key
+    // products would spread its columns over two warpgroups. Where leaving them out lets the tallest dots
+    // spread their rows further, those take the kernel's split and each shorter dot one of its own over the same
+    // warps (its operands and result converted where the layouts differ).
+    int64_t tallest = 0;
+    for (const Op* d : dots)
+      tallest = std::max(tallest, k.type(d->result()).shape[0]);
+    std::vector<const Op*> tall, short_dots;
+    for (const Op* d : dots)
+      (k.type(d->result()).shape[0] == tallest ? tall : short_dots).push_back(d);
+    if (short_dots.empty())
+      return;
+    std::optional<WarpSplit> main = best_split(tall, false);
+    if (!main || main->warps_m <= plan.warps.warps_m)
+      return;
+    std::unordered_map<const Op*, WarpSplit> own;
+    for (const Op* d : short_dots) {
+      std::optional<WarpSplit> s = best_split({d}, false);
+      if (!s || s->warps_m * s->warps_n != main->warps_m * main->warps_n)
+        return; // a short dot that would hold replicas: keep one split for all
+      own[d] = *s;
+    }
+    plan.warps = *main;
+    plan.dot_warps = std::move(own);
   }
 
   // The layout a rank-1 block-pointer load should take so that no conversion follows it: a row or column
@@ -164,8 +198,9 @@ struct Assigner {
             continue;
           const Type& tile = k.type(w->result());
           std::optional<Layout> tile_layout;
-          if (dot_shapes.count(std::vector<int64_t>(tile.shape.begin(), tile.shape.end())))
-            tile_layout = mma_layout_for(tile);
+          if (auto d = dot_shapes.find(std::vector<int64_t>(tile.shape.begin(), tile.shape.end()));
+              d != dot_shapes.end())
+            tile_layout = mma_acc_layout(tile.shape[0], tile.shape[1], d->second);
           else // a tile no dot makes (LayerNorm's rows): the layout the tile's other operands give it
             for (ValueId o : w->operands)
               if (k.type(o).shape == tile.shape && !tile_layout)
@@ -184,7 +219,8 @@ struct Assigner {
     return wanted;
   }
 
-  std::set<std::vector<int64_t>> dot_shapes; // result shapes of the kernel's dots (mma accumulator layouts)
+  // Result shapes of the kernel's dots and their warp splits (mma accumulator layouts).
+  std::map<std::vector<int64_t>, WarpSplit> dot_shapes;
 
   // The layout `v` has or, when it is not assigned yet, will have: an elementwise result's is its operands' of
   // its shape (the highest-priority one, as operand_layout chooses), a register load's the default for its
@@ -218,7 +254,10 @@ struct Assigner {
     }
   }
 
-  Layout mma_layout_for(const Type& t) const { return mma_acc_layout(t.shape[0], t.shape[1], plan.warps); }
+  Layout mma_layout_for(const Op& dot) const {
+    const Type& t = k.type(dot.result());
+    return mma_acc_layout(t.shape[0], t.shape[1], plan.warps_of(dot));
+  }
 
   static int priority(const Layout& l) {
     if (l.kind == LayoutKind::Mma && !l.collapsed)
@@ -310,7 +349,7 @@ struct Assigner {
     }
     switch (op.kind) {
     case OpKind::Dot:
-      set_registers(r, dot_below_mma_tile(k, op) ? default_layout(t.shape, t.elem, plan.num_warps) : mma_layout_for(t));
+      set_registers(r, dot_below_mma_tile(k, op) ? default_layout(t.shape, t.elem, plan.num_warps) : mma_layout_for(op));
       return;
     case OpKind::Reduce:
     case OpKind::ArgMax: {
@@ -537,8 +576,8 @@ LoweringPlan assign_layouts(const Kernel& k, const Target& target, const Codegen
   a.choose_warp_split();
   walk(k.body, [&](const Op& op) {
     if (op.kind == OpKind::Dot && !dot_below_mma_tile(k, op))
-      a.dot_shapes.insert(
-          std::vector<int64_t>(k.type(op.result()).shape.begin(), k.type(op.result()).shape.end()));
+      a.dot_shapes.emplace(std::vector<int64_t>(k.type(op.result()).shape.begin(), k.type(op.result()).shape.end()),
+                           a.plan.warps_of(op));
   });
   for (const Param& p : k.params)
     a.plan.placement[p.value] = Placement::Scalar;

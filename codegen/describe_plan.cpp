@@ -154,9 +154,15 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
       };
       const Shape& a = k.type(op.operands[0]).shape;
       const Shape& b = k.type(op.operands[1]).shape;
-      s += fmt::format("//   dot %{} ({}x{} @ {}x{}) at {}: {}, A {}, B {}{}{}{}{}\n", op.result(), a[0], a[1],
+      const auto own_split = plan.dot_warps.find(&op);
+      const std::string split =
+          own_split == plan.dot_warps.end()
+              ? ""
+              : fmt::format(", over {}x{} warps of its own (fewer rows than the kernel's split spreads over)",
+                            own_split->second.warps_m, own_split->second.warps_n);
+      s += fmt::format("//   dot %{} ({}x{} @ {}x{}) at {}: {}, A {}, B {}{}{}{}{}{}\n", op.result(), a[0], a[1],
                        b[0], b[1], op.loc.str(), dot_instruction_name(d.instruction), source(op.operands[0]),
-                       source(op.operands[1]), plan.is_deferred_dot(op) ? ", one product left in flight" : "",
+                       source(op.operands[1]), split, plan.is_deferred_dot(op) ? ", one product left in flight" : "",
                        plan.pingpong.dots.count(&op) ? ", issued in turn (ping-pong)" : "",
                        plan.ahead.loop_of(op) ? ", issued one iteration ahead (in flight under the rest of the "
                                                 "iteration)"

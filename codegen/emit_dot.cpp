@@ -64,7 +64,8 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
   // The instruction's fragments say which registers of the operand and accumulator tiles each mma reads.
   const MmaShape& shape = mma_sync_shape(in);
   const int kinst = static_cast<int>(shape.k);
-  int wm = plan_.warps.warps_m, wn = plan_.warps.warps_n;
+  const WarpSplit& split = plan_.warps_of(op);
+  const int wm = split.warps_m, wn = split.warps_n;
   int64_t WM = M / wm, WN = N / wn, MT = WM / shape.m, NT = WN / shape.n, KT = K / kinst;
   const FragmentTiling a_tiles{shape.a.regs(), KT}, b_tiles{shape.b.regs(), KT}, c_tiles{shape.c.regs(), NT};
   const int a_words = shape.a.regs() / shape.elements_per_register; // 32-bit registers of one A fragment
@@ -201,8 +202,9 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
 std::vector<std::string> Emitter::wgmma_register_a_words(const Op& op) {
   ValueId a = op.operands[0], b = op.operands[1];
   const int64_t M = k_.type(a).shape[0], K = k_.type(a).shape[1], N = k_.type(b).shape[1];
-  const MmaShape shape = wgmma_shape(N / plan_.warps.warps_n);
-  const int64_t MT = M / (shape.m / shape.warps * plan_.warps.warps_m), KT = K / shape.k;
+  const WarpSplit& split = plan_.warps_of(op);
+  const MmaShape shape = wgmma_shape(N / split.warps_n);
+  const int64_t MT = M / (shape.m / shape.warps * split.warps_m), KT = K / shape.k;
   const FragmentTiling a_tiles{shape.a.regs(), KT};
   const std::string ar = regs(dot_a_register_value(k_, plan_, op), dot_a_layout(k_, plan_, op));
   const std::string pack2 = plan_.fused_casts.count(a) > 0
@@ -244,7 +246,8 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, cons
   ValueId a = op.operands[0], b = op.operands[1];
   int64_t M = k_.type(a).shape[0], K = k_.type(a).shape[1], N = k_.type(b).shape[1];
   DType in = k_.type(a).elem;
-  int wm = plan_.warps.warps_m, wn = plan_.warps.warps_n;
+  const WarpSplit& split = plan_.warps_of(op);
+  const int wm = split.warps_m, wn = split.warps_n;
   int64_t WN = N / wn;
   // One instruction per warpgroup covers m64 x WN; each warp holds 16 of its rows (mma_shape.h).
   const MmaShape shape = wgmma_shape(WN);

@@ -298,7 +298,14 @@ struct LoweringPlan {
   std::unordered_map<ValueId, bool> transposed; // Shared values reached through an odd number of trans
   std::map<const Op*, std::vector<const Op*>> pipelined; // for op -> its pipelined loads, in order
   std::map<const Op*, PipelinedStep> pipelined_steps;     // pipelined load -> how its block pointer moves
+  // How the warps share the kernel's mma tiles. A dot with fewer rows than `warps` spreads over (dK/dV's
+  // atomic dQ, BLOCK_M rows against the key tiles' BLOCK_N) takes a split of its own: `dot_warps`.
   WarpSplit warps;
+  std::unordered_map<const Op*, WarpSplit> dot_warps;
+  const WarpSplit& warps_of(const Op& dot) const {
+    auto it = dot_warps.find(&dot);
+    return it == dot_warps.end() ? warps : it->second;
+  }
   int num_warps = 4;
   int64_t tiles_bytes = 0; // shared memory for tiles; scratch follows
 

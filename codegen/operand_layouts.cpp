@@ -44,7 +44,7 @@ Layout dot_a_layout(const Kernel& k, const LoweringPlan& plan, const Op& dot) {
   if (plan.dots.at(&dot).instruction == DotInstruction::Fma)
     return register_or_default_layout(k, plan, a);
   const Shape& s = k.type(a).shape;
-  return mma_a_layout(s[0], s[1], plan.warps, k.type(a).elem);
+  return mma_a_layout(s[0], s[1], plan.warps_of(dot), k.type(a).elem);
 }
 
 Layout dot_b_layout(const Kernel& k, const LoweringPlan& plan, const Op& dot) {
@@ -52,7 +52,7 @@ Layout dot_b_layout(const Kernel& k, const LoweringPlan& plan, const Op& dot) {
   if (plan.dots.at(&dot).instruction == DotInstruction::Fma)
     return register_or_default_layout(k, plan, b);
   const Shape& s = k.type(b).shape;
-  return mma_b_layout(s[0], s[1], plan.warps, k.type(b).elem);
+  return mma_b_layout(s[0], s[1], plan.warps_of(dot), k.type(b).elem);
 }
 
 Layout broadcast_source_layout(const Kernel& k, const LoweringPlan& plan, ValueId source, const Layout& want) {

@@ -81,7 +81,7 @@ bool dot_uses_wgmma(const Kernel& k, const Op& dot, const LoweringPlan& plan, co
   auto layout = plan.layout.find(dot.result());
   if (layout == plan.layout.end() || layout->second.kind != LayoutKind::Mma || layout->second.collapsed)
     return fail(why, "the result is not in the mma accumulator layout");
-  const WarpSplit& w = plan.warps;
+  const WarpSplit& w = plan.warps_of(dot);
   if (w.warps_m % 4)
     return fail(why, fmt::format("{} warps along M do not form warpgroups of 4", w.warps_m));
   int64_t M = k.type(a).shape[0], K = k.type(a).shape[1], N = k.type(b).shape[1];

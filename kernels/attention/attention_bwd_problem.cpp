@@ -172,15 +172,15 @@ AttentionBwdConfigs default_bwd_configs(const AttentionProblem& p, bool atomic_d
                         with_attention_problem(fa2_bwd_dq_def().default_config(), p)};
   // dK/dV: 64 keys a program (their dK and dV accumulators stay in registers), 64 query rows a step up to
   // D = 64; 32 beyond, where 64 spills on sm_80 (and a little on sm_90a, where the tuner may still pick it:
-  // it measured faster on an H100, docs/worklog.md §15). The atomic variant's dQ product has BLOCK_M rows: at
-  // least 16 a warp.
+  // it measured faster on an H100, docs/worklog.md §15). The atomic variant keeps 64-row steps (its dQ product
+  // has BLOCK_M rows).
   const bool short_steps = (hd > 64 || p.dtype == DType::f32) && !atomic_dq;
   c.dkdv.set("BLOCK_N", widest ? 32 : 64).set("BLOCK_M", short_steps || widest ? 32 : 64);
   c.dkdv.set("ATOMIC_DQ", atomic_dq ? 1 : 0);
   // Past 192 columns (D > 192: one 256-wide tile), dK and dV of 64 keys are 2 × 64 × 256 f32: over 4 warps they
   // spilled 3.6 KB a thread (sm_90a) and ran at 92 TFLOP/s on the H200, over 8 none, at 163 (worklog §66). At
-  // D = 192 (two tiles, 192 columns) 4 warps measured faster (252 against 146). The atomic variant's dQ
-  // product needs 16 rows a warp: 4 warps.
+  // D = 192 (two tiles, 192 columns) 4 warps measured faster (252 against 146). The atomic variant's default
+  // stays at 4 warps; the tuner times its 8-warp tiles, whose dQ product takes a warp split of its own (§79).
   c.dkdv.num_warps = widest ? 2 : p.head_dim_columns() > 192 && p.dtype != DType::f32 && !atomic_dq ? 8 : 4;
   c.dkdv.num_stages = widest ? 1 : 2;
   // dQ: 64 query rows a program, 64 keys a step.

@@ -48,8 +48,6 @@ std::string why_not_warp_specialized_dkdv(const Config& c, int64_t H, int64_t H_
   if (H != H_KV)
     return fmt::format("WARP_SPECIALIZE=1 in dK/dV needs one query head a kv head (H == H_KV), got H={} H_KV={}", H,
                        H_KV);
-  if (c.get_or("ATOMIC_DQ", 0) != 0)
-    return "WARP_SPECIALIZE=1 in dK/dV is built for the deterministic backward, not with ATOMIC_DQ=1";
   return "";
 }
 
@@ -58,9 +56,6 @@ std::string prune_bwd_config(const Config& c, const SizeArgs& s) {
     return why;
   if (std::string why = why_not_warp_specialized_dkdv(c, s.at("H"), s.at("H_KV")); !why.empty())
     return why;
-  if (c.get_or("ATOMIC_DQ", 0) != 0 && c.get("BLOCK_M") < 16 * c.num_warps)
-    return fmt::format("ATOMIC_DQ=1 needs BLOCK_M >= 16 * num_warps, got BLOCK_M={} with {} warps", c.get("BLOCK_M"),
-                       c.num_warps);
   // dK/dV's 64 keys over 8 warps are there for heads whose dK and dV spill over 4 (worklog §66); at 128 columns
   // or fewer 4 warps hold them, and the GPU checks have not run the 8-warp tile there.
   if (c.params.count("ATOMIC_DQ") && c.get("BLOCK_N") == 64 && c.num_warps == 8 && c.get("HEAD_DIM") <= 128)

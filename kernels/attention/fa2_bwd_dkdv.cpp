@@ -57,15 +57,10 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
   const DType dt = tp.dtype;
   auto low = [&](const Value& x) { return dt == f32 ? x : x.to(dt); }; // product operands in the input dtype
 
-  // The atomic dQ product is (BLOCK_M, HEAD_DIM): its rows must split over the warps in m16 fragments.
-  static_check(!atomic_dq || BM >= 16 * config.num_warps,
-               fmt::format("fa2_bwd_dkdv: ATOMIC_DQ=1 needs BLOCK_M >= 16 * num_warps (its dQ product has BLOCK_M "
-                           "rows), got BLOCK_M={} with {} warps",
-                           BM, config.num_warps));
   const bool varlen = config.get_or("VARLEN", 0) != 0; // packed sequences (fa2_bwd_varlen.h)
-  static_check(!warp_specialized || (!atomic_dq && !varlen && !block_mask),
-               "fa2_bwd_dkdv: WARP_SPECIALIZE=1 is built for the dense deterministic backward (not with ATOMIC_DQ=1, "
-               "packed sequences or a block mask)");
+  static_check(!warp_specialized || (!varlen && !block_mask),
+               "fa2_bwd_dkdv: WARP_SPECIALIZE=1 is built for the dense backward (not with packed sequences or a block "
+               "mask)");
   KernelBuilder kb(varlen ? "fa2_bwd_dkdv_varlen" : block_mask ? "fa2_bwd_dkdv_block_mask" : "fa2_bwd_dkdv", config);
   AttentionBwdArgs a = declare_attention_bwd_args(kb, dt, varlen);
   const VarlenArgs varlen_args = varlen ? declare_varlen_args(kb) : VarlenArgs{};

@@ -96,6 +96,29 @@ TEST(GpuFa2BwdLarge, WarpSpecializedDkdvMatchesTheReference) {
   }
 }
 
+// The fused backward: dQ added by dK/dV (ATOMIC_DQ=1) over two warpgroups of 64 keys, its 64-row dQ product on a
+// warp split of its own (the two warpgroups take half its columns each), warp-specialised where each kv head has
+// one query head and not where a GQA group shares it; and one warpgroup of 64 keys, warp-specialised.
+TEST(GpuFa2BwdLarge, FusedAtomicDkdvMatchesTheReference) {
+  KILN_REQUIRE_GPU();
+  for (AttentionCase c : {make_case(300, 300, 64, 1, f16, 2, 2), make_case(1000, 777, 128, 2, bf16, 2, 2),
+                          make_case(513, 1024, 64, 0, bf16, 3, 3), make_case(640, 640, 128, 0, f16, 1, 1),
+                          make_case(700, 500, 128, 1, f16, 4, 2)}) {
+    AttentionBwdConfigs configs = default_bwd_configs(c.problem, /*atomic_dq=*/true);
+    const bool one_head_a_kv_head = c.problem.H == c.problem.H_KV;
+    for (auto [warps, stages, ws] : {std::tuple{8, 2, true}, {8, 3, true}, {4, 2, true}, {8, 2, false}}) {
+      if (ws && !one_head_a_kv_head)
+        continue;
+      Config dkdv = configs.dkdv;
+      dkdv.set("WARP_SPECIALIZE", ws ? 1 : 0).set("BLOCK_N", warps == 8 ? 128 : 64).set("BLOCK_M", 64);
+      dkdv.num_warps = warps;
+      dkdv.num_stages = stages;
+      SCOPED_TRACE(attention_case_name(c) + " dkdv " + dkdv.str());
+      check_bwd_case(c, AttentionBwdConfigs{dkdv, configs.dq}, Executor::Gpu);
+    }
+  }
+}
+
 // Deterministic mode: two runs give the same bits (GQA sums in a loop, dQ in its own kernel, no atomics).
 TEST(GpuFa2BwdLarge, DeterministicModeIsBitwiseReproducible) {
   KILN_REQUIRE_GPU();

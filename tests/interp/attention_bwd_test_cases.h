@@ -30,8 +30,6 @@ inline AttentionBwdConfigs interp_bwd_configs(const AttentionCase& c, bool atomi
   AttentionBwdConfigs configs = default_bwd_configs(c.problem, atomic_dq);
   configs.dkdv.set("BLOCK_N", c.block_m).set("BLOCK_M", c.block_n);
   configs.dq.set("BLOCK_M", c.block_m).set("BLOCK_N", c.block_n);
-  if (atomic_dq) // its dQ product has BLOCK_M rows, 16 a warp (the interpreter ignores warps)
-    configs.dkdv.num_warps = 1;
   return configs;
 }
 

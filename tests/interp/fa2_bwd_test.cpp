@@ -56,15 +56,18 @@ TEST(Fa2BwdKernel, HiddenNanValueDoesNotReachTheRowsThatDoNotSeeIt) {
 TEST(Fa2BwdKernel, WarpSpecializedDkdvMatchesReference) {
   for (const AttentionCase& c : {make_case(100, 70, 64, 1, f16, 3, 3), make_case(70, 100, 32, 2, bf16, 2, 2)}) {
     SCOPED_TRACE(attention_case_name(c));
-    AttentionBwdConfigs configs = interp_bwd_configs(c, false);
-    configs.dkdv.set("WARP_SPECIALIZE", 1);
-    check_bwd_case(c, configs);
-    int nested = 0;
-    walk(build_fa2_bwd_dkdv(configs.dkdv).body, [&](const Op& op) {
-      if (op.kind == OpKind::For)
-        walk(op.regions[0], [&](const Op& inner) { nested += inner.kind == OpKind::For; });
-    });
-    EXPECT_EQ(nested, 0) << "every loop at the top of the kernel";
+    for (bool atomic : {false, true}) { // and the fused backward: dQ added by dK/dV
+      SCOPED_TRACE(atomic ? "ATOMIC_DQ=1" : "ATOMIC_DQ=0");
+      AttentionBwdConfigs configs = interp_bwd_configs(c, atomic);
+      configs.dkdv.set("WARP_SPECIALIZE", 1);
+      check_bwd_case(c, configs);
+      int nested = 0;
+      walk(build_fa2_bwd_dkdv(configs.dkdv).body, [&](const Op& op) {
+        if (op.kind == OpKind::For)
+          walk(op.regions[0], [&](const Op& inner) { nested += inner.kind == OpKind::For; });
+      });
+      EXPECT_EQ(nested, 0) << "every loop at the top of the kernel";
+    }
   }
 }
 
