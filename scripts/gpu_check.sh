@@ -25,8 +25,10 @@
 #   --backward      the attention backward's kernel suites but the large one (about 4.7 min cold on an H200), the
 #                   block-pointer atomic_add suite (the dQ accumulation's op) and the sanitizer passes over the
 #                   backward's kernels; with the large suite it took 8.8 min cold on an H200 (2026-11-29);
-#   --backward-large the backward's long sequences, D = 256, every tuning config and the warp-specialised dK/dV
-#                   (GpuFa2BwdLarge): 4.2 min cold on an H200;
+#   --backward-large the backward's long sequences, D = 256, every tuning config, the warp-specialised dK/dV and
+#                   the fused one (GpuFa2BwdLarge), and a racecheck pass over the fused one: 4.2 min cold on an H200
+#                   before the fused suite, which took 68 s alone and under racecheck passed within 150 s
+#                   (2026-11-30);
 #   --varlen        attention over packed variable-length batches, forward (kernels, random problems, the API),
 #                   and a memcheck pass over one ragged case: 1.4 min cold (60 GPU tests, 2026-11-25);
 #   --varlen-backward the same for the backward: 6.8 min cold (57 GPU tests, 2026-11-25).
@@ -93,7 +95,9 @@ backward)
   suites backward "$backward_suites-$backward_large_suites"
   sanitize memcheck sanitizer_memcheck_backward '*GpuFa2BwdSmall*:*GpuBlockAtomicAdd*'
   sanitize racecheck sanitizer_racecheck_backward '*GpuFa2BwdSmall*:*GpuBlockAtomicAdd*' ;;
-backward_large) suites backward_large "$backward_large_suites" ;;
+backward_large)
+  suites backward_large "$backward_large_suites"
+  sanitize racecheck sanitizer_racecheck_fused_backward '*GpuFa2BwdLarge.FusedAtomic*' ;;
 attention_tma)
   suites attention_tma "$attention_tma_suites"
   sanitize memcheck sanitizer_memcheck_attention_tma '*GpuAttentionTma*N_K333*'

@@ -17,8 +17,6 @@ inline AttentionBwdConfigs varlen_bwd_case_configs(const VarlenCase& c, bool ato
   AttentionBwdConfigs configs = default_varlen_bwd_configs(c.problem, atomic_dq);
   configs.dkdv.set("BLOCK_N", c.block_m).set("BLOCK_M", c.block_n);
   configs.dq.set("BLOCK_M", c.block_m).set("BLOCK_N", c.block_n);
-  if (atomic_dq) // its dQ product has BLOCK_M rows, 16 a warp (the interpreter ignores warps)
-    configs.dkdv.num_warps = 1;
   return configs;
 }
 
