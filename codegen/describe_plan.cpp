@@ -150,6 +150,9 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                                      : "N",
                              o ? o->descriptor().str() : "no descriptor");
         }
+        for (const LayoutConversion& c : plan.conversions)
+          if (c.user == &op && c.value == v && c.method == ConversionMethod::SharedOperand)
+            return std::string("registers, staged as a K-major shared operand tile in the scratch");
         return std::string(plan.fused_casts.count(v) ? "registers (cast fused)" : "registers");
       };
       const Shape& a = k.type(op.operands[0]).shape;
@@ -218,9 +221,9 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
       s += fmt::format("//   atomic_add at {}: element by element ({})\n", op.loc.str(), plan.bulk.why_not.at(&op));
   });
   for (const LayoutConversion& c : plan.conversions) {
-    const std::string how = c.method == ConversionMethod::SharedMemory
-                                ? fmt::format("{} B of scratch", c.scratch_bytes)
-                                : fmt::format("{} lane exchange(s)", c.swaps.size());
+    const std::string how = c.method == ConversionMethod::RegisterShuffles
+                                ? fmt::format("{} lane exchange(s)", c.swaps.size())
+                                : fmt::format("{} B of scratch", c.scratch_bytes);
     s += fmt::format("//     convert %{} at {} ({}): {}, {} ({}){}\n", c.value, c.loc().str(), op_name(c.user->kind),
                      layouts(c.from, c.to), conversion_method_name(c.method), how,
                      c.hoisted_before ? fmt::format(", made once before the loop at {}", c.hoisted_before->loc.str())

@@ -241,6 +241,27 @@ void Emitter::read_after_wait(const std::string& regs, int n) {
   line("}}");
 }
 
+// A register operand written to `tile` (the scratch) in the shared operand format: every thread stores the
+// elements it holds at their swizzled place (replicas store the same values), then the generic-proxy writes are
+// made visible to wgmma's reads and the warps meet. The scratch's next user starts with a barrier of its own;
+// by then every warpgroup has waited for the product that reads it.
+void Emitter::emit_staged_operand(ValueId a, const LayoutConversion& c, const SharedTile& tile) {
+  use_scratch(c.scratch_bytes);
+  const std::string ty = ctype(k_.type(a).elem);
+  const std::string src = regs(a, c.from);
+  const int per_chunk = 16 / tile.elem_bytes;
+  line("// stage %{} ({}) as a K-major shared operand tile", a, c.from.str());
+  line("{}", cta_barrier());
+  forget_scratch_reads();
+  for_regs(c.from.num_regs());
+  const std::string row = coord(c.from, 0, "r"), col = coord(c.from, 1, "r");
+  line("  *reinterpret_cast<{}*>(kiln_smem + {} + {} + (({}) % {}) * {}) = {}[r];", ty, tile.offset,
+       stage_offset(tile, row, fmt::format("(({}) / {})", col, per_chunk)), col, per_chunk, tile.elem_bytes, src);
+  line("}}");
+  line("kiln::fence_proxy_async(); // the stores are visible to wgmma's reads ...");
+  line("{} // ... of every warp's part", cta_barrier());
+}
+
 void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, const std::string& packed_a,
                              bool turn_held) {
   ValueId a = op.operands[0], b = op.operands[1];
@@ -254,12 +275,29 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, cons
   const int64_t warp_rows = shape.m / shape.warps;
   const int64_t MT = M / (warp_rows * wm), KT = K / shape.k;
   const FragmentTiling c_tiles{shape.c.regs(), 1};
-  bool a_smem = plan_.where(a) == Placement::Shared;
+  // A is a shared tile, or a register tile the plan stages into a K-major operand tile in the scratch
+  // (ConversionMethod::SharedOperand), or in registers in the A layout.
+  const LayoutConversion* staged = plan_.where(a) == Placement::Shared
+                                       ? nullptr
+                                       : planned_conversion(a, ConversionMethod::SharedOperand, nullptr, true);
+  SharedTile staged_tile;
+  if (staged) {
+    staged_tile.rows = M;
+    staged_tile.cols = K;
+    staged_tile.elem_bytes = dtype_bytes(in);
+    staged_tile.offset = plan_.tiles_bytes; // the scratch, 1024-byte aligned as every tile
+    emit_staged_operand(a, *staged, staged_tile);
+  }
+  const SharedTile* a_tile = staged                                ? &staged_tile
+                             : plan_.where(a) == Placement::Shared ? &plan_.tiles[plan_.tile_of.at(a)]
+                                                                   : nullptr;
+  const bool a_smem = a_tile != nullptr;
   const SharedTile& bt = plan_.tiles[plan_.tile_of.at(b)];
   WgmmaOperand bo = *wgmma_operand(bt, plan_.contiguous_dim(b) == 0);
   std::optional<WgmmaOperand> ao;
   if (a_smem)
-    ao = wgmma_operand(plan_.tiles[plan_.tile_of.at(a)], plan_.contiguous_dim(a) == 1);
+    ao = wgmma_operand(*a_tile, staged || plan_.contiguous_dim(a) == 1);
+  KILN_INTERNAL_CHECK(!a_smem || ao, "wgmma: A's shared lines are not 32, 64 or 128 bytes");
   bool trans_a = a_smem && !ao->k_major, trans_b = !bo.k_major;
   std::string fn = wgmma_function_name(static_cast<int>(WN), in, !a_smem, trans_a, trans_b);
   need_helper(fn, wgmma_function_source(static_cast<int>(WN), in, !a_smem, trans_a, trans_b));
@@ -272,15 +310,14 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, cons
   if (a_smem)
     line("const int kiln_wg_m = ((kiln_warp % {}) / {}) * {};", wm, shape.warps, shape.m);
   line("const int kiln_wn = ((kiln_warp / {}) % {}) * {};", wm, wn, WN);
-  auto descriptor = [&](ValueId v, const WgmmaOperand& o, const std::string& mn) {
-    const SharedTile& t = plan_.tiles[plan_.tile_of.at(v)];
+  auto descriptor = [&](const SharedTile& t, const WgmmaOperand& o, const std::string& mn) {
     std::string n = fresh("desc");
     line("const kiln::u64 {} = kiln::wgmma_desc(kiln::smem_u32(kiln_smem) + {} + ({}) * {}, {}, {}, {});", n,
          tile_base(t), mn, o.mn_stride(), o.lbo, o.sbo, static_cast<int>(o.swizzle_mode));
     return n;
   };
-  std::string da = a_smem ? descriptor(a, *ao, "kiln_wg_m") : "";
-  std::string db = descriptor(b, bo, "kiln_wn");
+  std::string da = a_smem ? descriptor(*a_tile, *ao, "kiln_wg_m") : "";
+  std::string db = descriptor(bt, bo, "kiln_wn");
   // A in registers: wgmma's register-A fragment is mma.sync's A fragment for each warp's 16 rows, so the
   // operand is in the mma.sync A layout (mma_a_layout); `packed_a`, where given, holds its words already.
   std::vector<std::string> a_words;

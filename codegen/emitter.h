@@ -324,6 +324,7 @@ private:
   // empty, names the words of a register A packed earlier (wgmma_register_a_words' order).
   // `turn_held`: under ping-pong, this warpgroup already holds the turn (a late product issued right after its
   // loop's first product): the product does not wait for it, only passes it on.
+  void emit_staged_operand(ValueId a, const LayoutConversion& c, const SharedTile& tile);
   void emit_dot_wgmma(const Op& op, const std::string& d, bool wait = true, const std::string& packed_a = "",
                       bool turn_held = false);
   void take_turn();

@@ -94,6 +94,10 @@ struct SharedTile {
 enum class ConversionMethod : uint8_t {
   SharedMemory,     // every thread writes what it holds to scratch, a barrier, each reads what it needs
   RegisterShuffles, // register bits traded with lane bits by warp shuffles (no shared memory, no barrier)
+  // A wgmma product's register A operand not in the A layout (the fused backward's dS for dQ): every thread
+  // writes what it holds to scratch laid out as a K-major operand tile (shared_tile_geometry.h), a barrier, and
+  // the product reads A through a descriptor; no thread holds the operand in registers.
+  SharedOperand,
 };
 const char* conversion_method_name(ConversionMethod m); // "through shared memory", "by register shuffles"
 
@@ -104,7 +108,7 @@ struct LayoutConversion {
   const Op* user = nullptr;
   Layout from, to;
   ConversionMethod method = ConversionMethod::SharedMemory;
-  int64_t scratch_bytes = 0;           // SharedMemory: the scratch the round trip needs
+  int64_t scratch_bytes = 0;           // SharedMemory, SharedOperand: the scratch the round trip needs
   std::vector<LaneRegisterSwap> swaps; // RegisterShuffles: the lane/register exchanges, in order
   // SharedMemory: the outermost loop around `user` that does not define `value`: the conversion is made once
   // before that loop instead of every iteration (nullptr: where the user reads it).

@@ -3,6 +3,7 @@
 #include "codegen/operand_layouts.h"
 #include "support/error.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 namespace kiln {
@@ -11,6 +12,8 @@ const char* conversion_method_name(ConversionMethod m) {
   switch (m) {
   case ConversionMethod::RegisterShuffles:
     return "by register shuffles";
+  case ConversionMethod::SharedOperand:
+    return "into a shared operand tile that wgmma reads";
   case ConversionMethod::SharedMemory:
     break;
   }
@@ -271,6 +274,8 @@ private:
     const bool b_in_registers = plan_.where(b) != Placement::Shared;
     switch (plan_.dots.at(&op).instruction) {
     case DotInstruction::Wgmma:
+      if (a_in_registers && stages_a_in_shared_memory(op))
+        return;
       if (a_in_registers) { // read inside the block that issues the warpgroup's products
         open();
         read(dot_a_register_value(k_, plan_, op), dot_a_layout(k_, plan_, op));
@@ -290,6 +295,33 @@ private:
         read(b, dot_b_layout(k_, plan_, op));
       return;
     }
+  }
+
+  // A register A operand that is not in the A layout would go through shared memory and back into registers,
+  // where the product holds it for its whole issue (the fused backward's dS: 32 registers a thread that the
+  // dK/dV accumulators need). Written once to a K-major operand tile instead, it is read by the product's
+  // descriptors. Products issued in turn, ahead or late keep their register operand (their issue order is
+  // planned around it).
+  bool stages_a_in_shared_memory(const Op& op) {
+    const ValueId a = op.operands[0];
+    if (dot_a_register_value(k_, plan_, op) != a || plan_.where(a) != Placement::Registers ||
+        plan_.pingpong.dots.count(&op) || plan_.ahead.loop_of(op) || plan_.is_deferred_dot(op) || is_late(op))
+      return false;
+    const Layout& have = plan_.layout.at(a);
+    const Layout want = dot_a_layout(k_, plan_, op);
+    if (have.same_bases(want))
+      return false;
+    const Type& t = k_.type(a);
+    plan_.conversions.push_back(
+        {a, &op, have, want, ConversionMethod::SharedOperand, t.numel() * dtype_bytes(t.elem), {}, nullptr});
+    return true;
+  }
+  bool is_late(const Op& op) const {
+    for (const auto& [loop, p] : plan_.late.loops)
+      if (std::find(p.first.begin(), p.first.end(), &op) != p.first.end() ||
+          std::find(p.last.begin(), p.last.end(), &op) != p.last.end())
+        return true;
+    return false;
   }
 
   void block_store(const Op& op) {

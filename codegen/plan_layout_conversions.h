@@ -1,7 +1,10 @@
 // Pass: every layout conversion the kernel needs, recorded in the plan (LoweringPlan::conversions) before any
 // CUDA is written. A conversion is needed where an op reads a register tile in a layout (operand_layouts.h)
 // whose bases differ from the layout the tile is in; a reshape always goes through one (its result takes the
-// default layout of the new shape). Each is made through shared memory, with the scratch it needs. A block
+// default layout of the new shape). Each is made through shared memory, with the scratch it needs; a wgmma
+// product's register A operand that needs one is instead staged once as a K-major shared operand tile that the
+// product reads by descriptor (ConversionMethod::SharedOperand), unless the product is issued in turn, ahead or
+// late. A block
 // store whose pieces (LoweringPlan::block_accesses) need a longer register run than the stored layout has
 // converts it by register shuffles instead (lane exchanges, widen_register_run).
 //
