@@ -3,7 +3,7 @@
 //   - "flexible" tiles (constants, aranges, broadcasts, index arithmetic on them) are computed wherever
 //     they are used, directly in the user's layout, so they never need a conversion;
 //   - the warps split every dot's tile alike (LoweringPlan::warps), but for dots with fewer rows than that
-//     split spreads over, which take one of their own (LoweringPlan::dot_warps);
+//     split spreads over, which take one of their own (LoweringPlan::dot_warps; choose_warp_splits.h);
 //   - dot results take the mma accumulator layout; reductions the slice of their input; elementwise
 //     ops the layout of their most constrained operand; loads a coalesced blocked layout;
 //   - block-pointer loads used only as dot operands stay in (swizzled) shared memory, and those of a

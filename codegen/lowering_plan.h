@@ -260,6 +260,14 @@ struct LateProducts {
   std::string why_not;                    // asked for (LAST_PRODUCT_LATE=1) and not done: why
 
   bool on() const { return !loops.empty(); }
+  // Whether `dot` is one of a loop's first or late products (their issue order is planned).
+  bool plans(const Op& dot) const {
+    for (const auto& [loop, p] : loops)
+      if (std::find(p.first.begin(), p.first.end(), &dot) != p.first.end() ||
+          std::find(p.last.begin(), p.last.end(), &dot) != p.last.end())
+        return true;
+    return false;
+  }
   const LateProduct* of_first(const Op& dot) const {
     for (const auto& [loop, p] : loops)
       if (std::find(p.first.begin(), p.first.end(), &dot) != p.first.end())

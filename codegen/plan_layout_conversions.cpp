@@ -3,7 +3,6 @@
 #include "codegen/operand_layouts.h"
 #include "support/error.h"
 
-#include <algorithm>
 #include <unordered_map>
 
 namespace kiln {
@@ -305,7 +304,7 @@ private:
   bool stages_a_in_shared_memory(const Op& op) {
     const ValueId a = op.operands[0];
     if (dot_a_register_value(k_, plan_, op) != a || plan_.where(a) != Placement::Registers ||
-        plan_.pingpong.dots.count(&op) || plan_.ahead.loop_of(op) || plan_.is_deferred_dot(op) || is_late(op))
+        plan_.pingpong.dots.count(&op) || plan_.ahead.loop_of(op) || plan_.is_deferred_dot(op) || plan_.late.plans(op))
       return false;
     const Layout& have = plan_.layout.at(a);
     const Layout want = dot_a_layout(k_, plan_, op);
@@ -315,13 +314,6 @@ private:
     plan_.conversions.push_back(
         {a, &op, have, want, ConversionMethod::SharedOperand, t.numel() * dtype_bytes(t.elem), {}, nullptr});
     return true;
-  }
-  bool is_late(const Op& op) const {
-    for (const auto& [loop, p] : plan_.late.loops)
-      if (std::find(p.first.begin(), p.first.end(), &op) != p.first.end() ||
-          std::find(p.last.begin(), p.last.end(), &op) != p.last.end())
-        return true;
-    return false;
   }
 
   void block_store(const Op& op) {
