@@ -48,6 +48,10 @@ std::vector<AblationVariant> ablation_variants() {
   o.late_product = false; // configs with LAST_PRODUCT_LATE=1: each last product issued where the program computes
                           // it (elsewhere the code does not change)
   out.push_back({"no_late_product", o});
+  o = {};
+  o.product_schedule = false; // sm_90a: each product waited for right after its issue (elsewhere the code does
+                                  // not change)
+  out.push_back({"no_product_schedule", o});
   return out;
 }
 

@@ -65,14 +65,17 @@ struct CodegenOptions {
   // warp-specialised kernels whose config asks (LAST_PRODUCT_LATE=1): each loop's last product issued after the
   // next iteration's first (else where the program computes it)
   bool late_product = true;
+  // on sm_90a, a loop body's products waited for where the body first reads them, so that independent products and
+  // the work between them run under them (else each right after its issue)
+  bool product_schedule = true;
 
-  static constexpr int kSwitches = 11;
+  static constexpr int kSwitches = 12;
   int switches_off() const {
     return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma + !warp_specialize + !persistent +
-           !pingpong + !product_ahead + !late_product;
+           !pingpong + !product_ahead + !late_product + !product_schedule;
   }
   bool all_on() const { return switches_off() == 0; }
-  std::string str() const; // "tensor_cores=1 swizzle=1 ... product_ahead=1 late_product=1"
+  std::string str() const; // "tensor_cores=1 swizzle=1 ... late_product=1 product_schedule=1"
 };
 
 // What a launch needs besides the source: the entry point, the block size and dynamic shared memory.

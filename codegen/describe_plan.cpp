@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <functional>
+
 namespace kiln {
 
 namespace {
@@ -95,6 +97,25 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                      late.first_reader->loc.str());
   if (!plan.late.why_not.empty())
     s += fmt::format("//   no late product (LAST_PRODUCT_LATE=1): {}\n", plan.late.why_not);
+  std::function<void(const Region&)> describe_waits = [&](const Region& r) { // in program order
+    for (const auto& op : r.ops) {
+      if (auto moved = plan.products.issued_after.find(op.get()); moved != plan.products.issued_after.end())
+        s += fmt::format("//   the product at {} issued early, {}\n", op->loc.str(),
+                         moved->second ? fmt::format("right after the {} at {}", op_name(moved->second->kind),
+                                                     moved->second->loc.str())
+                                       : std::string("at the top of its loop body"));
+      if (const ProductWait* w = plan.products.before_op(*op))
+        s += fmt::format("//   the product{} at {} waited for before the {} at {}{}\n", w->retired.size() > 1 ? "s" : "",
+                         places(w->retired), op_name(op->kind), op->loc.str(),
+                         w->pending ? fmt::format(", {} later left in flight", w->pending) : "");
+      for (const Region& sub : op->regions)
+        describe_waits(sub);
+      if (auto end = plan.products.at_end.find(op.get()); end != plan.products.at_end.end())
+        s += fmt::format("//   the product{} at {} waited for at the end of the body of the loop at {}\n",
+                         end->second.size() > 1 ? "s" : "", places(end->second), op->loc.str());
+    }
+  };
+  describe_waits(k.body);
   for (const auto& [mul, skip] : plan.rescale_skips.ops)
     s += fmt::format("//   rescale at {}: skipped in a warp whose factors (%{}) are all 1 (LAZY_RESCALE=1)\n",
                      mul->loc.str(), skip.factor);

@@ -73,6 +73,18 @@ void Emitter::emit_hoisted_conversions(const Op& op) {
   }
 }
 
+// The products `loop`'s body left in flight and nothing in it waited for: done before its slot goes back and its
+// carried values are yielded (schedule_products).
+void Emitter::emit_body_end_wait(const Op& loop) {
+  auto it = plan_.products.at_end.find(&loop);
+  if (it == plan_.products.at_end.end())
+    return;
+  std::vector<std::string> at;
+  for (const Op* dot : it->second)
+    at.push_back(dot->loc.str());
+  line("kiln::wgmma_wait<0>(); // the iteration's product{} at {} done", at.size() > 1 ? "s" : "", fmt::join(at, ", "));
+}
+
 void Emitter::emit_for(const Op& op) {
   const Region& body = op.regions[0];
   const Op& yield = *body.ops.back();
@@ -144,24 +156,25 @@ void Emitter::emit_for(const Op& op) {
   if (pit != plan_.pipelined.end()) {
     // Emit the body, issuing iteration i + stages - 1 right after this iteration's wait.
     bool issued = false;
-    for (const auto& inner : body.ops) {
+    for (const Op* inner : plan_.products.body_order(op)) {
       if (inner->kind == OpKind::Yield)
         continue;
-      if (late && std::find(late->late->last.begin(), late->late->last.end(), inner.get()) != late->late->last.end()) {
+      if (late && std::find(late->late->last.begin(), late->late->last.end(), inner) != late->late->last.end()) {
         keep_late_product(*late, *inner);
         continue;
       }
-      if (late && inner.get() == late->late->first_reader)
+      if (late && inner == late->late->first_reader)
         emit_late_product_wait(*late);
       emit_op(*inner);
-      if (late && inner.get() == late->late->first.back())
+      if (late && inner == late->late->first.back())
         emit_late_product_after_first(*late);
-      if (!issued && inner.get() == pit->second.front() && !specialized) {
+      if (!issued && inner == pit->second.front() && !specialized) {
         issued = true;
         const int ahead = plan_.lookahead(&op, stages);
         emit_stage_issue(op, vars, iv, ahead, fmt::format("(({} + {}) % {})", stage, ahead, stages));
       }
     }
+    emit_body_end_wait(op);
     if (specialized) {
       // Hand the slot back to the producer once no product still reads it: this iteration's, or, while a
       // product stays in flight, the previous iteration's (its wgmma_wait<1> above has retired it).
@@ -179,7 +192,10 @@ void Emitter::emit_for(const Op& op) {
       }
     }
   } else {
-    emit_region(body);
+    for (const Op* inner : plan_.products.body_order(op))
+      if (inner->kind != OpKind::Yield)
+        emit_op(*inner);
+    emit_body_end_wait(op);
   }
   // Yield: compute every next value before assigning any (a yield may read another carried value).
   reader_ = &yield;

@@ -185,6 +185,8 @@ void Emitter::emit_region(const Region& r) {
 }
 
 void Emitter::emit_op(const Op& op) {
+  if (const ProductWait* w = plan_.products.before_op(op))
+    emit_product_wait(*w, op);
   reader_ = &op;
   if (op.kind == OpKind::For)
     return emit_for(op);

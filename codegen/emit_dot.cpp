@@ -8,18 +8,27 @@ namespace kiln::emit_detail {
 void Emitter::emit_dot(const Op& op) {
   ValueId r = op.result();
   const Layout& L = layout_of(r);
-  std::string acc = regs(op.operands[2], L);
+  const DotInstruction instruction = plan_.dots.at(&op).instruction;
+  // wgmma onto a zero accumulator writes its first k step without reading it: no zeros to copy in.
+  const Op* acc_def = k_.info(op.operands[2]).def;
+  const bool zero_acc = instruction == DotInstruction::Wgmma && !ahead_.count(&op) && acc_def &&
+                        acc_def->kind == OpKind::Constant && acc_def->f == 0;
+  const std::string acc = zero_acc ? "" : regs(op.operands[2], L);
   std::string d = declare_regs(r, L, "acc");
   name_[r] = d;
-  for_regs(L.num_regs());
-  line("  {}[r] = {}[r];", d, acc);
-  line("}}");
+  if (!zero_acc) {
+    for_regs(L.num_regs());
+    line("  {}[r] = {}[r];", d, acc);
+    line("}}");
+  }
   if (ahead_.count(&op))
     return emit_product_ahead(op, d);
-  switch (plan_.dots.at(&op).instruction) {
+  switch (instruction) {
   case DotInstruction::Wgmma:
-    // A late loop's first product is waited for where the loop's emission says (emit_late_product.cpp).
-    emit_dot_wgmma(op, d, /*wait=*/!plan_.late.of_first(op));
+    // A late loop's first product is waited for where the loop's emission says (emit_late_product.cpp), one left
+    // in flight where its loop body first needs it (emit_product_wait).
+    emit_dot_wgmma(op, d, /*wait=*/!plan_.late.of_first(op) && !plan_.products.stays_in_flight(op), "", false,
+                   zero_acc);
     break;
   case DotInstruction::MmaSync:
     emit_dot_mma(op, d);
@@ -28,6 +37,15 @@ void Emitter::emit_dot(const Op& op) {
     emit_dot_fma(op, d);
     break;
   }
+}
+
+void Emitter::emit_product_wait(const ProductWait& w, const Op& before) {
+  std::vector<std::string> at;
+  for (const Op* dot : w.retired)
+    at.push_back(dot->loc.str());
+  line("kiln::wgmma_wait<{}>(); // the product{} at {} done before {} {}{}", w.pending, at.size() > 1 ? "s" : "",
+       fmt::join(at, ", "), op_name(before.kind), before.loc.str(),
+       w.pending ? fmt::format("; {} later stay{} in flight", w.pending, w.pending > 1 ? "" : "s") : "");
 }
 
 // Shared-memory fragment addressing. A fragment's row is lane_row + R (R a multiple of 8) and its
@@ -263,7 +281,7 @@ void Emitter::emit_staged_operand(ValueId a, const LayoutConversion& c, const Sh
 }
 
 void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, const std::string& packed_a,
-                             bool turn_held) {
+                             bool turn_held, bool zero_acc) {
   ValueId a = op.operands[0], b = op.operands[1];
   int64_t M = k_.type(a).shape[0], K = k_.type(a).shape[1], N = k_.type(b).shape[1];
   DType in = k_.type(a).elem;
@@ -301,6 +319,11 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, cons
   bool trans_a = a_smem && !ao->k_major, trans_b = !bo.k_major;
   std::string fn = wgmma_function_name(static_cast<int>(WN), in, !a_smem, trans_a, trans_b);
   need_helper(fn, wgmma_function_source(static_cast<int>(WN), in, !a_smem, trans_a, trans_b));
+  std::string first_fn = fn; // the first k step's
+  if (zero_acc) {
+    first_fn = wgmma_function_name(static_cast<int>(WN), in, !a_smem, trans_a, trans_b, true);
+    need_helper(first_fn, wgmma_function_source(static_cast<int>(WN), in, !a_smem, trans_a, trans_b, true));
+  }
   line("// wgmma.m64n{}k16: ({}, {}) x ({}, {}) over {}x{} warps ({} warpgroup(s) along M), {} m64 block(s) "
        "per warpgroup, A {}, B {}-major",
        WN, M, K, K, N, wm, wn, wm / shape.warps, MT,
@@ -333,9 +356,10 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, cons
       std::string acc = fmt::format("*reinterpret_cast<float(*)[{}]>(&{}[{}])", shape.c.regs(), d,
                                     c_tiles.first_register(int64_t{0}, mt));
       std::string bk = fmt::format("{} + {}", db, bo.k_offset(shape.k * kt) / 16);
+      const std::string& call = kt == 0 ? first_fn : fn;
       if (a_smem) {
         int64_t off = ao->k_offset(shape.k * kt) + warp_rows * wm * mt * ao->mn_stride();
-        line("{}({}, {} + {}, {});", fn, acc, da, off / 16, bk);
+        line("{}({}, {} + {}, {});", call, acc, da, off / 16, bk);
       } else {
         const int per = shape.a.regs() / shape.elements_per_register;
         const int64_t first = (kt * MT + mt) * per;
@@ -344,7 +368,7 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, cons
           words.push_back(packed_a.empty() ? a_words[static_cast<size_t>(first + i)]
                                            : fmt::format("{}[{}]", packed_a, first + i));
         line("{{ const kiln::u32 fa[{}] = {{{}}};", words.size(), fmt::join(words, ", "));
-        line("  {}({}, fa, {}); }}", fn, acc, bk);
+        line("  {}({}, fa, {}); }}", call, acc, bk);
       }
     }
   line("kiln::wgmma_commit();");
@@ -353,7 +377,7 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, cons
   else if (in_turn)
     line("// ping-pong: the turn is kept for the previous iteration's late product");
   if (!wait)
-    line("// left in flight");
+    line("// left in flight{}", plan_.products.stays_in_flight(op) ? ": waited for where it is needed" : "");
   else if (plan_.is_deferred_dot(op))
     line("kiln::wgmma_wait<1>(); // the previous iteration's product is done; this one stays in flight");
   else

@@ -325,8 +325,11 @@ private:
   // `turn_held`: under ping-pong, this warpgroup already holds the turn (a late product issued right after its
   // loop's first product): the product does not wait for it, only passes it on.
   void emit_staged_operand(ValueId a, const LayoutConversion& c, const SharedTile& tile);
+  // wgmma_wait<n> before `before`, for the products `w` retires (schedule_products).
+  void emit_product_wait(const ProductWait& w, const Op& before);
+  // zero_acc: the accumulator is zero, `d` is not set; the first k step writes it (scale-d false).
   void emit_dot_wgmma(const Op& op, const std::string& d, bool wait = true, const std::string& packed_a = "",
-                      bool turn_held = false);
+                      bool turn_held = false, bool zero_acc = false);
   void take_turn();
   void pass_turn();
   std::vector<std::string> wgmma_register_a_words(const Op& op);
@@ -409,6 +412,7 @@ private:
   void emit_tile_issue(const SharedTile& tile, const std::string& bp, const std::string& stage);
   void emit_hoisted_conversions(const Op& loop);
   void emit_for(const Op& op);
+  void emit_body_end_wait(const Op& loop); // the body's products still in flight (schedule_products)
   void emit_if(const Op& op);
 
   // Shared-memory tile addressing.

@@ -21,6 +21,9 @@
 //   plan_layout_conversions every layout conversion: the value, the op that reads it, from and to layouts,
 //                           through shared memory (with its scratch) or by register shuffles
 //   plan_scratch            the scratch shared memory after the tiles
+//   schedule_products       the loop bodies' products issued as early as their operands allow and waited for
+//                           where the body first reads them, so that independent products and the work between
+//                           them overlap
 //   plan_bulk_reductions    atomic adds through block pointers made from a shared-memory stage by bulk
 //                           reductions (sm_90), the stage after the scratch
 //   plan_rescale_skips      loop accumulators rescaled by a row factor that skip the multiply where a
@@ -276,6 +279,38 @@ struct LateProducts {
   }
 };
 
+// schedule_products (codegen/schedule_products.h): in loop bodies, wgmma products issued as early as their operands
+// allow (right after an earlier op instead of where the program computes them) and left in flight at their issue;
+// each is waited for where the body first needs it done: `wgmma_wait<pending>` before an op that reads it (the
+// products committed after it stay in flight), or at the end of its loop's body.
+struct ProductWait {
+  int pending = 0;                // the n of wgmma_wait<n>: products that stay in flight
+  std::vector<const Op*> retired; // the products this wait finds done, oldest first
+};
+struct ProductSchedule {
+  // loop -> its body's ops in the order they are emitted, where a product moved up (absent: program order)
+  std::map<const Op*, std::vector<const Op*>> order;
+  std::map<const Op*, const Op*> issued_after;        // product moved up -> the op it is issued right after
+  std::unordered_set<const Op*> in_flight;            // products not waited for at their issue
+  std::map<const Op*, ProductWait> before;            // op -> the wait emitted before it
+  std::map<const Op*, std::vector<const Op*>> at_end; // loop -> products its body ends waiting for
+
+  // `loop`'s body's ops in the order they are emitted.
+  std::vector<const Op*> body_order(const Op& loop) const {
+    if (auto it = order.find(&loop); it != order.end())
+      return it->second;
+    std::vector<const Op*> ops;
+    for (const auto& op : loop.regions[0].ops)
+      ops.push_back(op.get());
+    return ops;
+  }
+  bool stays_in_flight(const Op& dot) const { return in_flight.count(&dot) > 0; }
+  const ProductWait* before_op(const Op& op) const {
+    auto it = before.find(&op);
+    return it == before.end() ? nullptr : &it->second;
+  }
+};
+
 // Multiplies of a loop's dot accumulator by a broadcast row factor that a warp skips when every factor its threads
 // hold is exactly 1 (codegen/plan_rescale_skips.h): the online softmax's O *= exp2(m_old − m_new) under a running max that
 // moves only by jumps (LAZY_RESCALE=1). The same bits either way (x · 1 = x).
@@ -340,6 +375,8 @@ struct LoweringPlan {
   ProductsAhead ahead;
   // plan_late_products: the products issued after the next iteration's first.
   LateProducts late;
+  // schedule_products: loop bodies' products issued early and waited for where first needed.
+  ProductSchedule products;
   // plan_persistent_grid: whether the program runs in a loop over program ids.
   PersistentGrid persistent;
   // analyze_contiguity: the width of every global access through pointer tensors, and the pieces block

@@ -147,22 +147,25 @@ const Op* deferred_wgmma_dot(const Kernel& k, const Op& loop, const LoweringPlan
 
 std::string wgmma_support_source() { return std::string(wgmma_prelude_source()); }
 
-std::string wgmma_function_name(int n, DType in, bool a_in_registers, bool trans_a, bool trans_b) {
-  return fmt::format("kiln_wgmma_m64n{}k16_{}_{}{}{}", n, dtype_name(in), a_in_registers ? "rs" : "ss",
+std::string wgmma_function_name(int n, DType in, bool a_in_registers, bool trans_a, bool trans_b, bool zero_acc) {
+  return fmt::format("kiln_wgmma_m64n{}k16_{}_{}{}{}{}", n, dtype_name(in), a_in_registers ? "rs" : "ss",
                      a_in_registers ? ""
                      : trans_a      ? "_ta"
                                     : "",
-                     trans_b ? "_tb" : "");
+                     trans_b ? "_tb" : "", zero_acc ? "_z" : "");
 }
 
-std::string wgmma_function_source(int n, DType in, bool a_in_registers, bool trans_a, bool trans_b) {
+std::string wgmma_function_source(int n, DType in, bool a_in_registers, bool trans_a, bool trans_b,
+                                  bool zero_acc) {
   const int acc = n / 2; // f32 accumulators per thread
   std::string ty = in == DType::bf16 ? "bf16" : "f16";
-  std::string name = wgmma_function_name(n, in, a_in_registers, trans_a, trans_b);
+  std::string name = wgmma_function_name(n, in, a_in_registers, trans_a, trans_b, zero_acc);
+  // scale-d: 1 accumulates onto D (read and written), 0 writes A B into it (written only).
+  const char* scale_d = zero_acc ? "0" : "1";
   std::string d_list, constraints;
   for (int i = 0; i < acc; ++i) {
     d_list += fmt::format("{}%{}", i ? ", " : "", i);
-    constraints += fmt::format("{}\"+f\"(d[{}])", i ? ", " : "", i);
+    constraints += fmt::format("{}\"{}f\"(d[{}])", i ? ", " : "", zero_acc ? "=" : "+", i);
   }
   std::string s;
   if (a_in_registers) {
@@ -174,8 +177,8 @@ std::string wgmma_function_source(int n, DType in, bool a_in_registers, bool tra
                      "p, 1, 1, {};\\n}}\\n\"\n",
                      acc + 5, n, ty, ty, d_list, acc, acc + 1, acc + 2, acc + 3, acc + 4, trans_b ? 1 : 0);
     s += fmt::format(
-        "      : {}\n      : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b), \"r\"(1));\n}}\n",
-        constraints);
+        "      : {}\n      : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(b), \"r\"({}));\n}}\n",
+        constraints, scale_d);
   } else {
     s += fmt::format("__device__ __forceinline__ void {}(float (&d)[{}], kiln::u64 a, kiln::u64 b) {{\n",
                      name, acc);
@@ -183,7 +186,7 @@ std::string wgmma_function_source(int n, DType in, bool a_in_registers, bool tra
         "  asm volatile(\"{{\\n\\t.reg .pred p;\\n\\tsetp.ne.b32 p, %{}, 0;\\n\\t"
         "wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, %{}, %{}, p, 1, 1, {}, {};\\n}}\\n\"\n",
         acc + 2, n, ty, ty, d_list, acc, acc + 1, trans_a ? 1 : 0, trans_b ? 1 : 0);
-    s += fmt::format("      : {}\n      : \"l\"(a), \"l\"(b), \"r\"(1));\n}}\n", constraints);
+    s += fmt::format("      : {}\n      : \"l\"(a), \"l\"(b), \"r\"({}));\n}}\n", constraints, scale_d);
   }
   return s;
 }

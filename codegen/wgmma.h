@@ -74,8 +74,11 @@ const Op* deferred_wgmma_dot(const Kernel& k, const Op& loop, const LoweringPlan
 // codegen/prelude/kiln_wgmma.cuh.
 std::string wgmma_support_source();
 // The name and the definition of the device function issuing one
-// wgmma.mma_async.m64n{n}k16.f32.{in}.{in} with A from registers (4 x b32) or a descriptor.
-std::string wgmma_function_name(int n, DType in, bool a_in_registers, bool trans_a, bool trans_b);
-std::string wgmma_function_source(int n, DType in, bool a_in_registers, bool trans_a, bool trans_b);
+// wgmma.mma_async.m64n{n}k16.f32.{in}.{in} with A from registers (4 x b32) or a descriptor. With `zero_acc` it
+// writes D = A B without reading D (scale-d false): a product's first k step onto a zero accumulator, whose
+// registers then need no zeros first (which ptxas may share with another product's in flight, and then wait).
+std::string wgmma_function_name(int n, DType in, bool a_in_registers, bool trans_a, bool trans_b, bool zero_acc = false);
+std::string wgmma_function_source(int n, DType in, bool a_in_registers, bool trans_a, bool trans_b,
+                                  bool zero_acc = false);
 
 } // namespace kiln

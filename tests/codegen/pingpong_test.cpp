@@ -58,9 +58,13 @@ TEST(PingPong, Fa2TwoWarpgroupsTakeTurnsAtEveryProductOfBothKeyLoops) {
 // turn before its first wgmma and one hand-over after its commit, and warpgroup 0's first and last turn.
 TEST(PingPong, AddsOnlyTheTurnsAroundEachProduct) {
   const KernelDef& def = builtin_kernels().find("fa2_fwd");
+  // Without turns the products are scheduled (schedule_products.h); a loop whose products take turns keeps their
+  // order and waits, so the text is compared with the unscheduled kernel.
+  CodegenOptions unscheduled;
+  unscheduled.product_schedule = false;
   auto source = [&](int64_t pingpong) {
     return generate_cuda(def.build(def.with_overrides(def.default_config(), fa2_pingpong(1, pingpong))),
-                         Target::parse("sm_90a"))
+                         Target::parse("sm_90a"), pingpong ? CodegenOptions{} : unscheduled)
         .source;
   };
   const std::string with = source(1), without = source(0);

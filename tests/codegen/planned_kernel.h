@@ -17,6 +17,7 @@
 #include "codegen/plan_tma_copies.h"
 #include "codegen/plan_warp_specialization.h"
 #include "codegen/schedule_async_copies.h"
+#include "codegen/schedule_products.h"
 #include "kernels/builtin.h"
 
 #include <map>
@@ -49,6 +50,7 @@ inline Planned plan_kernel(Kernel kernel, const std::string& arch, const Codegen
   analyze_contiguity(p.kernel, t, options, p.plan);
   plan_layout_conversions(p.kernel, p.plan);
   plan_scratch(p.kernel, p.plan);
+  schedule_products(p.kernel, options, p.plan);
   plan_bulk_reductions(p.kernel, t, options, p.plan);
   plan_rescale_skips(p.kernel, p.plan);
   plan_exp2_on_fma(p.kernel, p.plan);

@@ -1,0 +1,229 @@
+// schedule_products (codegen/schedule_products.h): which products a loop body issues early, where each is waited
+// for, that the emitted loop follows the plan, that it compiles with no product serialised by ptxas, and that loops
+// whose order another pass plans, mma.sync kernels and the switched-off code generator keep the program's order.
+#include "codegen/codegen.h"
+#include "codegen/planned_kernel.h"
+#include "codegen/source_text.h"
+#include "nvrtc_compile.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace kiln_test {
+namespace {
+
+// The backward's tiles the tuner offers at sm_90a, and the defaults (dK/dV: 64 keys, 64 or 32 query rows a step).
+std::vector<std::map<std::string, int64_t>> dkdv_tiles() {
+  return {{{"HEAD_DIM", 64}, {"BLOCK_N", 64}, {"BLOCK_M", 64}},
+          {{"HEAD_DIM", 128}, {"BLOCK_N", 64}, {"BLOCK_M", 32}, {"CAUSAL", 1}},
+          {{"HEAD_DIM", 128}, {"BLOCK_N", 128}, {"BLOCK_M", 64}, {"num_warps", 8}},
+          {{"HEAD_DIM", 128}, {"BLOCK_N", 128}, {"BLOCK_M", 64}, {"num_warps", 8}, {"WARP_SPECIALIZE", 1}}};
+}
+
+// The dots of `loop`'s body (its top level), in program order.
+std::vector<const Op*> dots_in(const Op& loop) {
+  std::vector<const Op*> dots;
+  for (const auto& op : loop.regions[0].ops)
+    if (op->kind == OpKind::Dot)
+      dots.push_back(op.get());
+  return dots;
+}
+
+size_t index_of(const std::vector<const Op*>& order, const Op* op) {
+  return static_cast<size_t>(std::find(order.begin(), order.end(), op) - order.begin());
+}
+
+// The first op of `order` of `kind` after position `from`.
+size_t next_of_kind(const std::vector<const Op*>& order, size_t from, OpKind kind) {
+  for (size_t i = from + 1; i < order.size(); ++i)
+    if (order[i]->kind == kind)
+      return i;
+  return order.size();
+}
+
+// The op in `order` whose wait retires `dot`, and that wait.
+std::pair<size_t, const ProductWait*> wait_for(const ProductSchedule& s, const std::vector<const Op*>& order,
+                                               const Op* dot) {
+  for (size_t i = 0; i < order.size(); ++i)
+    if (const ProductWait* w = s.before_op(*order[i]);
+        w && std::find(w->retired.begin(), w->retired.end(), dot) != w->retired.end())
+      return {i, w};
+  return {order.size(), nullptr};
+}
+
+// dK/dV's step computes Sᵀ = K Qᵀ, Pᵀ, dV += Pᵀ dO, dPᵀ = V dOᵀ, dSᵀ, dK += dSᵀ Q. dPᵀ needs nothing Pᵀ does: it is
+// issued right after Sᵀ, and the wait for Sᵀ (before Pᵀ's exponentials) leaves it in flight; dSᵀ waits for dPᵀ and
+// leaves dV in flight; dV and dK are waited for at the end of the body.
+TEST(ProductSchedule, BackwardDkdvIssuesDPtBeforeTheSoftmax) {
+  for (const auto& tile : dkdv_tiles()) {
+    Planned p = plan_for("fa2_bwd_dkdv", tile, "sm_90a");
+    SCOPED_TRACE(p.kernel.config.str());
+    const ProductSchedule& s = p.plan.products;
+    int loops = 0;
+    for (const Op* loop : ops_of(p.kernel, OpKind::For)) {
+      const std::vector<const Op*> dots = dots_in(*loop);
+      if (dots.size() != 4)
+        continue;
+      ++loops;
+      const Op *qkt = dots[0], *dv = dots[1], *dpt = dots[2], *dk = dots[3];
+      ASSERT_TRUE(s.order.count(loop));
+      const std::vector<const Op*> order = s.body_order(*loop);
+      ASSERT_EQ(order.size(), loop->regions[0].ops.size()); // every op once
+      const size_t exp = next_of_kind(order, index_of(order, qkt), OpKind::Unary);
+      EXPECT_LT(index_of(order, qkt), index_of(order, dpt));
+      EXPECT_LT(index_of(order, dpt), exp);
+      EXPECT_LT(exp, index_of(order, dv));
+      EXPECT_LT(index_of(order, dv), index_of(order, dk));
+      EXPECT_EQ(s.issued_after.at(dpt), qkt);
+      for (const Op* dot : dots)
+        EXPECT_TRUE(s.stays_in_flight(*dot));
+      const auto [qkt_wait_at, qkt_wait] = wait_for(s, order, qkt);
+      ASSERT_NE(qkt_wait, nullptr);
+      EXPECT_EQ(qkt_wait->retired, std::vector<const Op*>{qkt});
+      EXPECT_EQ(qkt_wait->pending, 1); // dPᵀ
+      EXPECT_LT(index_of(order, dpt), qkt_wait_at);
+      EXPECT_LE(qkt_wait_at, exp);
+      const auto [dpt_wait_at, dpt_wait] = wait_for(s, order, dpt);
+      ASSERT_NE(dpt_wait, nullptr);
+      EXPECT_EQ(dpt_wait->retired, std::vector<const Op*>{dpt});
+      EXPECT_EQ(dpt_wait->pending, 1); // dV
+      EXPECT_LT(index_of(order, dv), dpt_wait_at);
+      EXPECT_EQ(s.at_end.at(loop), (std::vector<const Op*>{dv, dk}));
+    }
+    EXPECT_GE(loops, 1);
+  }
+}
+
+// The atomic variant's dQ = dS K reads dS staged in the scratch: it keeps its place and waits at its issue (which
+// retires dK, issued before it), and nothing is left for the end of the body.
+TEST(ProductSchedule, AProductStagedInTheScratchWaitsAtItsIssue) {
+  Planned p = plan_for("fa2_bwd_dkdv",
+                       {{"HEAD_DIM", 128}, {"BLOCK_N", 128}, {"BLOCK_M", 64}, {"num_warps", 8}, {"ATOMIC_DQ", 1}},
+                       "sm_90a");
+  ASSERT_GT(p.plan.conversions_by(ConversionMethod::SharedOperand), 0);
+  const ProductSchedule& s = p.plan.products;
+  int loops = 0;
+  for (const Op* loop : ops_of(p.kernel, OpKind::For)) {
+    const std::vector<const Op*> dots = dots_in(*loop);
+    if (dots.size() != 5)
+      continue;
+    ++loops;
+    EXPECT_FALSE(s.stays_in_flight(*dots[4]));
+    EXPECT_FALSE(s.issued_after.count(dots[4]));
+    EXPECT_TRUE(s.stays_in_flight(*dots[3]));
+    EXPECT_FALSE(s.at_end.count(loop));
+  }
+  EXPECT_GE(loops, 1);
+}
+
+// dQ's step: S = Q Kᵀ, P, dP = dO Vᵀ, dS, dQ += dS K. dP is issued right after S.
+TEST(ProductSchedule, BackwardDqIssuesDPRightAfterS) {
+  for (int64_t head_dim : {64, 128}) {
+    Planned p = plan_for("fa2_bwd_dq", {{"HEAD_DIM", head_dim}, {"BLOCK_M", 64}, {"BLOCK_N", 128}}, "sm_90a");
+    const ProductSchedule& s = p.plan.products;
+    int loops = 0;
+    for (const Op* loop : ops_of(p.kernel, OpKind::For)) {
+      const std::vector<const Op*> dots = dots_in(*loop);
+      if (dots.size() != 3)
+        continue;
+      ++loops;
+      const std::vector<const Op*> order = s.body_order(*loop);
+      EXPECT_EQ(s.issued_after.at(dots[1]), dots[0]);
+      EXPECT_LT(index_of(order, dots[1]), next_of_kind(order, index_of(order, dots[0]), OpKind::Unary));
+      EXPECT_EQ(wait_for(s, order, dots[0]).second->pending, 1);
+      EXPECT_EQ(s.at_end.at(loop), std::vector<const Op*>{dots[2]});
+    }
+    EXPECT_GE(loops, 1);
+  }
+}
+
+// The emitted loop follows the plan: in dQ's unmasked loop two products are committed before the first exponential,
+// whose wait leaves one in flight.
+TEST(ProductSchedule, TheEmittedLoopIssuesBothProductsBeforeTheExponentials) {
+  const KernelDef& def = builtin_kernels().find("fa2_bwd_dq");
+  const GeneratedKernel g =
+      generate_cuda(def.build(def.with_overrides(def.default_config(), {{"HEAD_DIM", 128}, {"BLOCK_N", 128}})),
+                    Target::parse("sm_90a"));
+  const size_t loop = g.source.find("for (int i");
+  ASSERT_NE(loop, std::string::npos);
+  const size_t exp = g.source.find("kiln::ex2(", loop);
+  ASSERT_NE(exp, std::string::npos);
+  const std::string before_exp = g.source.substr(loop, exp - loop);
+  EXPECT_EQ(occurrences(before_exp, "kiln::wgmma_commit();"), 2);
+  EXPECT_EQ(occurrences(before_exp, "kiln::wgmma_wait<1>();"), 1);
+  EXPECT_EQ(occurrences(before_exp, "kiln::wgmma_wait<0>();"), 0);
+}
+
+// mma.sync runs synchronously: nothing to schedule at sm_80. Switched off, the code generator keeps the program's
+// order and waits at every issue.
+TEST(ProductSchedule, NothingScheduledOnMmaSyncOrWhenSwitchedOff) {
+  const std::map<std::string, int64_t> tile = {{"HEAD_DIM", 64}, {"BLOCK_N", 64}, {"BLOCK_M", 64}};
+  Planned sm80 = plan_for("fa2_bwd_dkdv", tile, "sm_80");
+  EXPECT_TRUE(sm80.plan.products.order.empty());
+  EXPECT_TRUE(sm80.plan.products.in_flight.empty());
+  CodegenOptions off;
+  off.product_schedule = false;
+  Planned unscheduled = plan_for("fa2_bwd_dkdv", tile, "sm_90a", off);
+  EXPECT_TRUE(unscheduled.plan.products.order.empty());
+  EXPECT_TRUE(unscheduled.plan.products.in_flight.empty());
+  const KernelDef& def = builtin_kernels().find("fa2_bwd_dkdv");
+  const Kernel k = def.build(def.with_overrides(def.default_config(), tile));
+  const std::string source = generate_cuda(k, Target::parse("sm_90a"), off).source;
+  EXPECT_EQ(occurrences(source, "kiln::wgmma_commit();"), occurrences(source, "kiln::wgmma_wait<0>();"));
+}
+
+// Loops whose products another pass orders (FA2's forward with its last product late, or issued in turn) keep that
+// pass's order and waits.
+TEST(ProductSchedule, LoopsOrderedByAnotherPassAreLeftAlone) {
+  const std::map<std::string, int64_t> ws = {
+      {"HEAD_DIM", 128}, {"BLOCK_N", 128}, {"WARP_SPECIALIZE", 1}, {"num_stages", 3}, {"num_warps", 8}};
+  for (const char* planned_by : {"LAST_PRODUCT_LATE", "PINGPONG"}) {
+    std::map<std::string, int64_t> config = ws;
+    config[planned_by] = 1;
+    Planned p = plan_for("fa2_fwd", config, "sm_90a");
+    SCOPED_TRACE(planned_by);
+    EXPECT_TRUE(p.plan.late.on() || p.plan.pingpong.on());
+    EXPECT_TRUE(p.plan.products.in_flight.empty());
+    EXPECT_TRUE(p.plan.products.order.empty());
+  }
+  // Without either, S = Q Kᵀ is read right away and P V at the end: in flight, not moved.
+  Planned plain = plan_for("fa2_fwd", ws, "sm_90a");
+  EXPECT_TRUE(plain.plan.products.order.empty());
+  for (const Op* loop : ops_of(plain.kernel, OpKind::For))
+    EXPECT_EQ(plain.plan.products.at_end.at(loop), std::vector<const Op*>{dots_in(*loop).back()});
+}
+
+// The scheduled backward compiles with no product serialised by ptxas: C7512 (registers), C7514 (a path that could
+// read an accumulator in flight), C7517 (a wait ptxas injected), nor an ignored setmaxnreg (C7508); the tiles that
+// spilled nothing before spill nothing now.
+TEST(ProductSchedule, TheBackwardCompilesWithoutSerialisedProducts) {
+  std::string why;
+  if (!rt::nvrtc_available(&why))
+    GTEST_SKIP() << "NVRTC not available: " << why;
+  auto compile = [](const std::string& kernel, const std::map<std::string, int64_t>& tile, bool spill_free) {
+    const KernelDef& def = builtin_kernels().find(kernel);
+    const GeneratedKernel g =
+        generate_cuda(def.build(def.with_overrides(def.default_config(), tile)), Target::parse("sm_90a"));
+    SCOPED_TRACE(kernel + " " + def.with_overrides(def.default_config(), tile).str());
+    rt::CompileRequest req;
+    req.source = g.source;
+    req.kernel_name = g.name;
+    req.arch = "sm_90a";
+    const rt::CompiledKernel k = rt::compile_cuda(req);
+    for (const char* warning : {"C7508", "C7512", "C7514", "C7517"}) {
+      EXPECT_EQ(k.log.find(warning), std::string::npos) << k.log;
+    }
+    if (spill_free) {
+      EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
+    }
+  };
+  const std::vector<std::map<std::string, int64_t>> tiles = dkdv_tiles();
+  for (size_t i = 0; i < tiles.size(); ++i)
+    compile("fa2_bwd_dkdv", tiles[i], /*spill_free=*/i + 1 < tiles.size()); // the specialised tile spilled before
+  compile("fa2_bwd_dq", {{"HEAD_DIM", 128}, {"BLOCK_M", 64}, {"BLOCK_N", 128}}, true);
+  compile("fa2_bwd_dq", {{"HEAD_DIM", 64}, {"BLOCK_M", 64}, {"BLOCK_N", 64}, {"CAUSAL", 1}}, true);
+}
+
+} // namespace
+} // namespace kiln_test
