@@ -1,6 +1,7 @@
 #include "bench/ablation_bench.h"
 
 #include "bench/attention_bench.h"
+#include "bench/attention_bwd_bench.h"
 #include "bench/matmul_bench.h"
 #include "bench/memory_bench.h"
 
@@ -110,6 +111,15 @@ std::vector<BenchCase> ablation_cases(const BenchOptions& options) {
       spec.codegen = v.options;
       cases.push_back(tag_variant(attention_case(spec, options, cache), w.label, v));
     }
+  // The backward at its default tiles: four products a step in dK/dV, three in dQ (the product schedule's case).
+  if (!options.quick) {
+    auto bwd_cache = make_attention_bwd_data_cache();
+    const AttentionProblem bwd = sweep_problem(DType::f16, 4096, 64, 0);
+    for (const AblationVariant& v : ablation_variants())
+      cases.push_back(tag_variant(
+          attention_bwd_ablation_case(bwd, "kiln_fa2_bwd/" + v.name, v.name, v.options, bwd_cache),
+          "FA2 backward f16, B4 H32 N4096 D64", v));
+  }
   if (!options.quick)
     for (const AblationVariant& v : ablation_variants())
       cases.push_back(tag_variant(matmul_case(MatmulProblem{4096, 4096, 4096, DType::f16}, options,

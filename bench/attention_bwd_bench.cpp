@@ -38,6 +38,8 @@ int64_t sampled_kv_heads(const AttentionProblem& p) { return p.N_Q <= 4096 ? 2 :
 
 enum class Variant { Deterministic, AtomicDq, ForwardBackward };
 
+} // namespace
+
 // Everything one shape's cases share: inputs and dO (one upload per dtype: every sweep shape has 2^25
 // elements per tensor), the forward's O and LSE from kiln's forward, the gradients' buffers, and the
 // sampled reference (computed by the first case that needs it).
@@ -120,6 +122,8 @@ private:
   std::unique_ptr<BwdShapeData> data_;
 };
 
+namespace {
+
 // The backward's launches for one variant: the preprocess, dK/dV, then dQ (or the atomic variant's convert).
 struct BwdLaunches {
   Session::Launch pre, dkdv, last;
@@ -133,7 +137,9 @@ struct BwdLaunches {
   }
 };
 
-BwdLaunches bwd_launches(Session& s, const AttentionProblem& p, bool atomic, BwdShapeData& d, CaseRecord& r) {
+// `tune`: dK/dV and dQ tuned per shape (--tune-bwd); else at default_bwd_configs, generated with `codegen`.
+BwdLaunches bwd_launches(Session& s, const AttentionProblem& p, bool atomic, BwdShapeData& d, CaseRecord& r,
+                         const CodegenOptions& codegen, bool tune) {
   // Host stand-ins only name the buffers for the argument list; the kernels use the device buffers.
   AttentionBwdBuffers b;
   for (HostBuffer* h : {&b.q, &b.k, &b.v, &b.o, &b.dout, &b.dq, &b.dk, &b.dv})
@@ -148,7 +154,7 @@ BwdLaunches bwd_launches(Session& s, const AttentionProblem& p, bool atomic, Bwd
   const Config pre = bwd_preprocess_config(p, configs.dkdv);
   const SizeArgs sizes = attention_size_args(p);
   BwdLaunches l;
-  const JitKernel& kpre = s.kernel(fa2_bwd_preprocess_def(), pre);
+  const JitKernel& kpre = s.kernel(fa2_bwd_preprocess_def(), pre, codegen);
   l.args = to_launch_args(kpre, fa2_bwd_interp_args(p, b), mirrors);
   l.pre = s.launch_for(fa2_bwd_preprocess_def(), pre, kpre, sizes, l.args, {}, false, r);
   // Delta (and the zeroed accumulator) before dK/dV is tuned or run.
@@ -156,19 +162,18 @@ BwdLaunches bwd_launches(Session& s, const AttentionProblem& p, bool atomic, Bwd
   std::vector<OutputArg> dkdv_out = {{kBwdArgDk, d.dgrad_k.bytes()}, {kBwdArgDv, d.dgrad_v.bytes()}};
   if (atomic)
     dkdv_out.push_back({kBwdArgDqAcc, d.dq_acc.bytes()});
-  const bool tune = s.options().tune_bwd;
   CaseRecord tuned; // launch_for writes the picked config here; the case's record gets all of them
   tuned.flops = r.flops;
-  l.dkdv = s.launch_for(fa2_bwd_dkdv_def(), configs.dkdv, s.kernel(fa2_bwd_dkdv_def(), configs.dkdv), sizes,
+  l.dkdv = s.launch_for(fa2_bwd_dkdv_def(), configs.dkdv, s.kernel(fa2_bwd_dkdv_def(), configs.dkdv, codegen), sizes,
                         l.args, dkdv_out, tune, tuned);
   const std::string dkdv_config = tune ? tuned.config : configs.dkdv.str();
   if (atomic) {
     const Config conv = bwd_dq_convert_config(p);
-    l.last = s.launch_for(fa2_bwd_dq_convert_def(), conv, s.kernel(fa2_bwd_dq_convert_def(), conv), sizes,
+    l.last = s.launch_for(fa2_bwd_dq_convert_def(), conv, s.kernel(fa2_bwd_dq_convert_def(), conv, codegen), sizes,
                           l.args, {}, false, tuned);
     l.config = "dkdv: " + dkdv_config + " | dq: atomic in dkdv, then convert";
   } else {
-    l.last = s.launch_for(fa2_bwd_dq_def(), configs.dq, s.kernel(fa2_bwd_dq_def(), configs.dq), sizes, l.args,
+    l.last = s.launch_for(fa2_bwd_dq_def(), configs.dq, s.kernel(fa2_bwd_dq_def(), configs.dq, codegen), sizes, l.args,
                           {{kBwdArgDq, d.dgrad_q.bytes()}}, tune, tuned);
     l.config = "dkdv: " + dkdv_config + " | dq: " + (tune ? tuned.config : configs.dq.str());
   }
@@ -208,10 +213,10 @@ CheckResult check_grads(Session& s, const AttentionProblem& p, BwdShapeData& d, 
   return c;
 }
 
-void run_bwd_case(Session& s, CaseRecord& r, const AttentionProblem& p, Variant variant,
-                  BwdDataCache& cache) {
+void run_bwd_case(Session& s, CaseRecord& r, const AttentionProblem& p, Variant variant, BwdDataCache& cache,
+                  const CodegenOptions& codegen, bool tune) {
   BwdShapeData& d = cache.get(s, p);
-  const BwdLaunches l = bwd_launches(s, p, variant == Variant::AtomicDq, d, r);
+  const BwdLaunches l = bwd_launches(s, p, variant == Variant::AtomicDq, d, r, codegen, tune);
   r.config = variant == Variant::ForwardBackward ? "fwd: " + d.fwd_config + " | " + l.config : l.config;
   // Once on NaN-poisoned gradients (and, for the step, O and LSE), checked, then timed.
   for (rt::DeviceBuffer* b : {&d.dgrad_q, &d.dgrad_k, &d.dgrad_v, &d.delta, &d.dq_acc})
@@ -251,15 +256,35 @@ BenchCase bwd_case(const AttentionProblem& p, Variant variant, const std::shared
                      variant == Variant::AtomicDq ? bwd_dq_convert_config(p) : configs.dq},
                     {fa2_fwd_def(), default_fa2_config(p)}};
   c.run = [p, variant, cache](Session& s, const JitKernel&, CaseRecord& rec) {
-    run_bwd_case(s, rec, p, variant, *cache);
+    run_bwd_case(s, rec, p, variant, *cache, CodegenOptions{}, s.options().tune_bwd);
   };
   return c;
 }
 
 } // namespace
 
+std::shared_ptr<BwdDataCache> make_attention_bwd_data_cache() { return std::make_shared<BwdDataCache>(); }
+
+BenchCase attention_bwd_ablation_case(const AttentionProblem& p, const std::string& system, const std::string& note,
+                                      const CodegenOptions& codegen, const std::shared_ptr<BwdDataCache>& cache) {
+  BenchCase c;
+  c.record = case_record("ablation", "attention_bwd", system, note, p.dtype,
+                         {{"B", p.B}, {"H", p.H}, {"N", p.N_Q}, {"D", p.D}}, p.causal, codegen);
+  c.record.flops = attention_bwd_flops(p);
+  const AttentionBwdConfigs configs = default_bwd_configs(p);
+  c.def = fa2_bwd_dkdv_def();
+  c.config = configs.dkdv;
+  c.codegen = codegen;
+  c.more_kernels = {{fa2_bwd_preprocess_def(), bwd_preprocess_config(p, configs.dkdv)},
+                    {fa2_bwd_dq_def(), configs.dq}};
+  c.run = [p, codegen, cache](Session& s, const JitKernel&, CaseRecord& rec) {
+    run_bwd_case(s, rec, p, Variant::Deterministic, *cache, codegen, /*tune=*/false);
+  };
+  return c;
+}
+
 std::vector<BenchCase> attention_bwd_cases(const BenchOptions& options) {
-  auto cache = std::make_shared<BwdDataCache>();
+  auto cache = make_attention_bwd_data_cache();
   std::vector<BenchCase> cases;
   const bool q = options.quick;
   // Ordered as the forward suite: dtype-major (one upload per dtype), then D and causal (one set of

@@ -13,11 +13,21 @@
 
 #include "kernels/attention/attention_problem.h"
 
+#include <memory>
+#include <string>
 #include <vector>
 
 namespace kiln::bench {
 
 std::vector<BenchCase> attention_bwd_cases(const BenchOptions& options);
+
+// The inputs, forward outputs and sampled reference of the shape last run, shared by the cases made with it.
+class BwdDataCache;
+std::shared_ptr<BwdDataCache> make_attention_bwd_data_cache();
+// The deterministic backward (preprocess, dK/dV, dQ at default_bwd_configs, never tuned) generated with `codegen`,
+// checked then timed: the ablation suite's backward workload (suite "ablation", op "attention_bwd").
+BenchCase attention_bwd_ablation_case(const AttentionProblem& p, const std::string& system, const std::string& note,
+                                      const CodegenOptions& codegen, const std::shared_ptr<BwdDataCache>& cache);
 
 // ANCHORS.md's convention: the backward does 2.5 × the forward's FLOPs, a forward + backward step 3.5 ×.
 double attention_bwd_flops(const AttentionProblem& p);
