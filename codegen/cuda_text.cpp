@@ -1,5 +1,8 @@
 #include "codegen/cuda_text.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cctype>
 #include <cmath>
 
@@ -240,6 +243,13 @@ std::string in_bounds(const std::string& c, const std::string& bp, int dim) {
 
 std::string run_in_bounds(const std::string& c, const std::string& bp, int dim, int64_t run) {
   return fmt::format("{0} >= 0 && {0} + {3} <= {1}.shape[{2}]", c, bp, dim, run);
+}
+
+std::string source_lines(const std::vector<const Op*>& ops) {
+  std::vector<std::string> at;
+  for (const Op* op : ops)
+    at.push_back(op->loc.str());
+  return fmt::format("{}", fmt::join(at, ", "));
 }
 
 } // namespace kiln::emit_detail

@@ -6,6 +6,7 @@
 #include "dsl/ir.h"
 
 #include <string>
+#include <vector>
 
 namespace kiln::emit_detail {
 
@@ -34,6 +35,8 @@ std::string reduce_identity(ReduceOp r, DType t);
 // these, so that the rule lives in one place.
 std::string in_bounds(const std::string& c, const std::string& bp, int dim);
 std::string run_in_bounds(const std::string& c, const std::string& bp, int dim, int64_t run);
+// The DSL lines of `ops`, in order: "fa2_bwd_dkdv.cpp:152, fa2_bwd_dkdv.cpp:180" (comments and the plan's summary).
+std::string source_lines(const std::vector<const Op*>& ops);
 // A C identifier from a value's name hint.
 std::string identifier(const std::string& hint);
 // A string that is equal for two layouts exactly when their shapes and bases are.

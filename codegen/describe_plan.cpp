@@ -1,5 +1,6 @@
 #include "codegen/describe_plan.h"
 
+#include "codegen/cuda_text.h"
 #include "codegen/wgmma.h"
 
 #include <fmt/format.h>
@@ -83,12 +84,7 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
     s += fmt::format("//   no ping-pong (PINGPONG=1): {}\n", plan.pingpong.why_not);
   if (!plan.ahead.why_not.empty())
     s += fmt::format("//   no product ahead (PRODUCT_AHEAD=1): {}\n", plan.ahead.why_not);
-  auto places = [](const std::vector<const Op*>& ops) {
-    std::vector<std::string> at;
-    for (const Op* op : ops)
-      at.push_back(op->loc.str());
-    return fmt::format("{}", fmt::join(at, ", "));
-  };
+  const auto places = emit_detail::source_lines;
   for (const auto& [loop, late] : plan.late.loops)
     s += fmt::format("//   loop at {}: the product{} at {} {} issued in the next iteration, after the product{} at {}, "
                      "and waited for before the op at {} (its slot held until then)\n",

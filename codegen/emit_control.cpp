@@ -79,10 +79,8 @@ void Emitter::emit_body_end_wait(const Op& loop) {
   auto it = plan_.products.at_end.find(&loop);
   if (it == plan_.products.at_end.end())
     return;
-  std::vector<std::string> at;
-  for (const Op* dot : it->second)
-    at.push_back(dot->loc.str());
-  line("kiln::wgmma_wait<0>(); // the iteration's product{} at {} done", at.size() > 1 ? "s" : "", fmt::join(at, ", "));
+  line("kiln::wgmma_wait<0>(); // the iteration's product{} at {} done", it->second.size() > 1 ? "s" : "",
+       source_lines(it->second));
 }
 
 void Emitter::emit_for(const Op& op) {

@@ -40,11 +40,8 @@ void Emitter::emit_dot(const Op& op) {
 }
 
 void Emitter::emit_product_wait(const ProductWait& w, const Op& before) {
-  std::vector<std::string> at;
-  for (const Op* dot : w.retired)
-    at.push_back(dot->loc.str());
-  line("kiln::wgmma_wait<{}>(); // the product{} at {} done before {} {}{}", w.pending, at.size() > 1 ? "s" : "",
-       fmt::join(at, ", "), op_name(before.kind), before.loc.str(),
+  line("kiln::wgmma_wait<{}>(); // the product{} at {} done before {} {}{}", w.pending, w.retired.size() > 1 ? "s" : "",
+       source_lines(w.retired), op_name(before.kind), before.loc.str(),
        w.pending ? fmt::format("; {} later stay{} in flight", w.pending, w.pending > 1 ? "" : "s") : "");
 }
 

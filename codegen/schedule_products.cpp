@@ -72,6 +72,19 @@ bool waits_at_issue(const LoweringPlan& plan, const Op& dot) {
   return false;
 }
 
+// Whether `op` makes a layout conversion (in place, not hoisted before a loop) of a value that `dot` or the ops
+// moving with it read.
+bool converts_what_it_reads(const LoweringPlan& plan, const Op& op, const Op& dot, const std::set<const Op*>& with) {
+  auto read_by_product = [&](ValueId v) {
+    auto reads = [v](const Op* o) { return std::find(o->operands.begin(), o->operands.end(), v) != o->operands.end(); };
+    return reads(&dot) || std::any_of(with.begin(), with.end(), reads);
+  };
+  for (const LayoutConversion& c : plan.conversions)
+    if (c.user == &op && !c.hoisted_before && read_by_product(c.value))
+      return true;
+  return false;
+}
+
 // The body's ops in program order, each wgmma product (with the ops that move with it) moved up to right after its
 // anchor: the latest of the ops it must follow (its operands' other definitions, and the ops no product moves above),
 // after the products already moved there (products with one anchor keep their program order).
@@ -117,12 +130,17 @@ std::vector<const Op*> issue_early(const Kernel& k, const LoweringPlan& plan, co
     const std::ptrdiff_t after = tail != last_moved_after.end() && position(tail->second) > position(anchor)
                                      ? position(tail->second)
                                      : position(anchor);
-    // Moved only past something it need not wait for (not past ops that move with it alone).
-    bool worth_it = false;
-    for (std::ptrdiff_t i = after + 1; i < at; ++i)
-      worth_it |= !with.count(order[static_cast<size_t>(i)]);
+    // Moved only past something it need not wait for (not past ops that move with it alone), and not past an op
+    // that converts a value it reads: plan_layout_conversions planned that conversion at the first reader in
+    // program order, which the moved product would then precede.
+    bool worth_it = false, passes_a_conversion = false;
+    for (std::ptrdiff_t i = after + 1; i < at; ++i) {
+      const Op* passed = order[static_cast<size_t>(i)];
+      worth_it |= !with.count(passed);
+      passes_a_conversion |= !with.count(passed) && converts_what_it_reads(plan, *passed, *dot, with);
+    }
     last_moved_after[anchor] = dot; // where a later product with this anchor goes after
-    if (!worth_it)
+    if (!worth_it || passes_a_conversion)
       continue;
     std::vector<const Op*> moved; // in their order
     for (std::ptrdiff_t i = after + 1; i <= at; ++i)

@@ -30,6 +30,15 @@ std::vector<const Op*> dots_in(const Op& loop) {
   return dots;
 }
 
+// The kernel's loops whose body holds `n` dots (the attention kernels' key or query loops: unmasked and masked).
+std::vector<const Op*> loops_with_dots(const Kernel& k, size_t n) {
+  std::vector<const Op*> loops;
+  for (const Op* loop : ops_of(k, OpKind::For))
+    if (dots_in(*loop).size() == n)
+      loops.push_back(loop);
+  return loops;
+}
+
 size_t index_of(const std::vector<const Op*>& order, const Op* op) {
   return static_cast<size_t>(std::find(order.begin(), order.end(), op) - order.begin());
 }
@@ -60,12 +69,10 @@ TEST(ProductSchedule, BackwardDkdvIssuesDPtBeforeTheSoftmax) {
     Planned p = plan_for("fa2_bwd_dkdv", tile, "sm_90a");
     SCOPED_TRACE(p.kernel.config.str());
     const ProductSchedule& s = p.plan.products;
-    int loops = 0;
-    for (const Op* loop : ops_of(p.kernel, OpKind::For)) {
+    const std::vector<const Op*> loops = loops_with_dots(p.kernel, 4);
+    EXPECT_FALSE(loops.empty());
+    for (const Op* loop : loops) {
       const std::vector<const Op*> dots = dots_in(*loop);
-      if (dots.size() != 4)
-        continue;
-      ++loops;
       const Op *qkt = dots[0], *dv = dots[1], *dpt = dots[2], *dk = dots[3];
       ASSERT_TRUE(s.order.count(loop));
       const std::vector<const Op*> order = s.body_order(*loop);
@@ -91,7 +98,6 @@ TEST(ProductSchedule, BackwardDkdvIssuesDPtBeforeTheSoftmax) {
       EXPECT_LT(index_of(order, dv), dpt_wait_at);
       EXPECT_EQ(s.at_end.at(loop), (std::vector<const Op*>{dv, dk}));
     }
-    EXPECT_GE(loops, 1);
   }
 }
 
@@ -103,18 +109,15 @@ TEST(ProductSchedule, AProductStagedInTheScratchWaitsAtItsIssue) {
                        "sm_90a");
   ASSERT_GT(p.plan.conversions_by(ConversionMethod::SharedOperand), 0);
   const ProductSchedule& s = p.plan.products;
-  int loops = 0;
-  for (const Op* loop : ops_of(p.kernel, OpKind::For)) {
+  const std::vector<const Op*> loops = loops_with_dots(p.kernel, 5);
+  EXPECT_FALSE(loops.empty());
+  for (const Op* loop : loops) {
     const std::vector<const Op*> dots = dots_in(*loop);
-    if (dots.size() != 5)
-      continue;
-    ++loops;
     EXPECT_FALSE(s.stays_in_flight(*dots[4]));
     EXPECT_FALSE(s.issued_after.count(dots[4]));
     EXPECT_TRUE(s.stays_in_flight(*dots[3]));
     EXPECT_FALSE(s.at_end.count(loop));
   }
-  EXPECT_GE(loops, 1);
 }
 
 // dQ's step: S = Q Kᵀ, P, dP = dO Vᵀ, dS, dQ += dS K. dP is issued right after S.
@@ -122,19 +125,16 @@ TEST(ProductSchedule, BackwardDqIssuesDPRightAfterS) {
   for (int64_t head_dim : {64, 128}) {
     Planned p = plan_for("fa2_bwd_dq", {{"HEAD_DIM", head_dim}, {"BLOCK_M", 64}, {"BLOCK_N", 128}}, "sm_90a");
     const ProductSchedule& s = p.plan.products;
-    int loops = 0;
-    for (const Op* loop : ops_of(p.kernel, OpKind::For)) {
+    const std::vector<const Op*> loops = loops_with_dots(p.kernel, 3);
+    EXPECT_FALSE(loops.empty());
+    for (const Op* loop : loops) {
       const std::vector<const Op*> dots = dots_in(*loop);
-      if (dots.size() != 3)
-        continue;
-      ++loops;
       const std::vector<const Op*> order = s.body_order(*loop);
       EXPECT_EQ(s.issued_after.at(dots[1]), dots[0]);
       EXPECT_LT(index_of(order, dots[1]), next_of_kind(order, index_of(order, dots[0]), OpKind::Unary));
       EXPECT_EQ(wait_for(s, order, dots[0]).second->pending, 1);
       EXPECT_EQ(s.at_end.at(loop), std::vector<const Op*>{dots[2]});
     }
-    EXPECT_GE(loops, 1);
   }
 }
 
