@@ -116,6 +116,11 @@ GeneratedKernel generate_cuda(const Kernel& k, const Target& target, const Codeg
                          KILN_VERSION_STRING, target.arch(), k.name, k.config.str(), g.lowered);
   g.source += prelude_source();
   g.source += "\n" + body;
+  if (plan.ws.on()) {
+    CodegenOptions unspecialized = options;
+    unspecialized.warp_specialize = false;
+    g.illegal_maps_fallback = std::make_shared<const GeneratedKernel>(generate_cuda(k, target, unspecialized));
+  }
   return g;
 }
 

@@ -25,6 +25,7 @@
 #include "dsl/ir.h"
 #include "support/error.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,10 @@ struct GeneratedKernel {
   // `const __grid_constant__ kiln::TensorMap kiln_map<i>` per entry, then `int kiln_tma` (1: the maps are
   // valid, copy by TMA; 0: take the cp.async path). Empty: no extra parameters (jit/tensor_map_args.h).
   std::vector<TensorMapParam> tensor_maps;
+  // A warp-specialised kernel copies by TMA alone (its producer keeps no cp.async path, so that its registers go
+  // to the consumers): a launch whose maps are illegal runs this instead, the same kernel and config generated
+  // without warp specialisation (JitKernel::launch compiles it when a launch first needs it). Null otherwise.
+  std::shared_ptr<const GeneratedKernel> illegal_maps_fallback;
   // The config asks for WARP_SPECIALIZE=1 and the kernel or target does not allow it: why (the code is then the
   // WARP_SPECIALIZE=0 kernel's, so the autotuner prunes the config rather than time the same code twice).
   std::string why_not_warp_specialized;

@@ -57,8 +57,9 @@ std::string describe_warp_specialization(const LoweringPlan& plan, const Op& loo
                        ws.loops.front()->loc.str());
   std::string s = fmt::format(
       "//     warp-specialised: producer warpgroup (threads {}..{}) recomputes {} scalar op(s) and issues every "
-      "stage of {} loop(s) after the consumers release its slot (full and empty mbarriers per slot); the {} "
-      "consumer threads issue no copy and meet at named barrier 1, not __syncthreads\n",
+      "stage of {} loop(s) by TMA after the consumers release its slot (full and empty mbarriers per slot); the {} "
+      "consumer threads issue no copy and meet at named barrier 1, not __syncthreads; a launch whose tensor maps "
+      "are illegal runs this config generated without warp specialisation\n",
       ws.consumer_threads, ws.consumer_threads + WarpSpecialization::kProducerThreads - 1, ws.producer_ops.size(),
       ws.loops.size(), ws.consumer_threads);
   if (ws.consumer_registers)

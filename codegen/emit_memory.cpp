@@ -442,14 +442,14 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
        "{0}.stride[{2}] % {3} == 0 && {0}.off[{1}] % {3} == 0{4};",
        bp, cdim, sdim, per_chunk,
        check_c ? fmt::format(" && {}.shape[{}] % {} == 0", bp, cdim, per_chunk) : "");
-  if (opt_.async_copy && copy_threads_ % cpr == 0 && (copy_threads_ / cpr) % 8 == 0) {
+  if (opt_.async_copy && threads_ % cpr == 0 && (threads_ / cpr) % 8 == 0) {
     // Thread x copies chunk x % cpr of rows x / cpr + i * R (R = threads / cpr rows apart). R is a multiple
     // of the swizzle's 8-row period, so every chunk a thread copies has the same swizzled column: the
     // addresses are worked out once, and each further chunk is one step along global and shared memory.
-    const int64_t R = copy_threads_ / cpr;
+    const int64_t R = threads_ / cpr;
     line("if (kiln_fast) {{");
     open();
-    line("const int row0 = {0} / {1}, chunk = {0} % {1};", copy_thread_, cpr);
+    line("const int row0 = threadIdx.x / {0}, chunk = threadIdx.x % {0};", cpr);
     line("const long long gs0 = {}.off[{}] + row0, gc = {}.off[{}] + chunk * {};", bp, sdim, bp, cdim,
          per_chunk);
     line("const {0}* const src0 = {1}.base + gs0 * {1}.stride[{2}] + gc;", ty, bp, sdim);
@@ -459,7 +459,7 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
     std::string ok_c = check_c ? in_bounds("gc", bp, cdim) : "true";
     line("const bool ok_c = {};", ok_c);
     auto copy_rows = [&](const std::string& ok) {
-      line("{}", copy_unroll());
+      line("#pragma unroll");
       line("for (int i = 0; i < {}; ++i) {{", (t.rows + R - 1) / R);
       if (t.rows % R)
         line("  if (row0 + i * {} >= {}) break;", R, t.rows);
@@ -504,10 +504,10 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
   } else if (opt_.async_copy) {
     line("if (kiln_fast) {{");
     open();
-    line("{}", copy_unroll());
-    line("for (int i = 0; i < {}; ++i) {{", (chunks + copy_threads_ - 1) / copy_threads_);
-    line("  const int c = {} + i * {};", copy_thread_, copy_threads_);
-    if (chunks % copy_threads_)
+    line("#pragma unroll");
+    line("for (int i = 0; i < {}; ++i) {{", (chunks + threads_ - 1) / threads_);
+    line("  const int c = threadIdx.x + i * {};", threads_);
+    if (chunks % threads_)
       line("  if (c >= {}) break;", chunks);
     line("  const int row = c / {}, chunk = c % {};", cpr, cpr);
     line("  const long long gs = {}.off[{}] + row, gc = {}.off[{}] + chunk * {};", bp, sdim, bp, cdim,
@@ -528,7 +528,7 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
     line("{{");
   }
   open();
-  line("for (int e = {}; e < {}; e += {}) {{", copy_thread_, t.rows * t.cols, copy_threads_);
+  line("for (int e = threadIdx.x; e < {}; e += {}) {{", t.rows * t.cols, threads_);
   line("  const int row = e / {}, col = e % {};", t.cols, t.cols);
   line("  const long long gs = {}.off[{}] + row, gc = {}.off[{}] + col;", bp, sdim, bp, cdim);
   std::string ok = "true";

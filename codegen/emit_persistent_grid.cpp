@@ -45,8 +45,8 @@ std::string Emitter::program_ring_init() const {
     return "";
   return fmt::format("    for (int s = 0; s < 2; ++s) {{\n"
                      "      kiln::mbarrier_init(kiln::smem_u32(&kiln_program_full[s]), 1);\n"
-                     "      kiln::mbarrier_init(kiln::smem_u32(&kiln_program_empty[s]), kiln_tma ? {} : {});\n    }}\n",
-                     threads_ + 32, threads_ + WarpSpecialization::kProducerThreads);
+                     "      kiln::mbarrier_init(kiln::smem_u32(&kiln_program_empty[s]), {});\n    }}\n",
+                     threads_ + 32);
 }
 
 void Emitter::open_program_loop() {

@@ -5,7 +5,8 @@
 // announcing the tile's bytes and starts one TMA copy per 128-byte column panel; the copies complete the
 // transaction. Waiting, every thread waits for the slot's next phase: bit `slot` of kiln_phase<r> holds its
 // parity, flipped at each wait, so the count survives loops that run again inside an outer loop. Every
-// copy and wait sits behind `kiln_tma` (a launch argument), whose else branch is the cp.async path.
+// copy and wait sits behind `kiln_tma` (a launch argument), whose else branch is the cp.async path; a
+// warp-specialised kernel has no such branch (its launches with illegal maps run the unspecialised rendering).
 #include "codegen/emitter.h"
 
 namespace kiln::emit_detail {
@@ -39,17 +40,17 @@ std::string Emitter::tma_ring_declarations() const {
                           stages, ring, loads.size());
       continue;
     }
-    // Warp-specialised: a slot is full when the producer's copies land (one arrival per tile by TMA, one per
-    // producer thread after its cp.async copies) and empty when every consumer warp has released it.
+    // Warp-specialised: a slot is full when the producer's copies land (one arrival per tile) and empty when
+    // every consumer warp has released it.
     s += fmt::format("  __shared__ __align__(8) unsigned long long kiln_empty{}[{}]; // the consumers' releases\n",
                      ring, stages);
     init += fmt::format("    for (int s = 0; s < {}; ++s) {{\n"
-                        "      kiln::mbarrier_init(kiln::smem_u32(&kiln_full{}[s]), kiln_tma ? {} : {});\n"
+                        "      kiln::mbarrier_init(kiln::smem_u32(&kiln_full{}[s]), {});\n"
                         "      kiln::mbarrier_init(kiln::smem_u32(&kiln_empty{}[s]), {});\n    }}\n",
-                        stages, ring, loads.size(), WarpSpecialization::kProducerThreads, ring, plan_.num_warps);
+                        stages, ring, loads.size(), ring, plan_.num_warps);
   }
   init += program_ring_init(); // a warp-specialised dynamic grid's ring of program ids, with the others
-  // With a producer warpgroup the barriers exist on either path; otherwise only TMA launches use them.
+  // A warp-specialised kernel runs only launches whose maps are legal; otherwise only TMA launches use them.
   s += fmt::format("  if ({}threadIdx.x == 0) {{\n", plan_.ws.on() ? "" : "kiln_tma && ") + init +
        "    kiln::mbarrier_init_fence();\n  }\n";
   s += "  __syncthreads(); // the barriers are initialised before anyone waits on them\n";
@@ -89,7 +90,7 @@ void Emitter::emit_stage_wait(const Op& loop, const SharedTile& first, const std
     return;
   }
   const int r = ring->second;
-  if (plan_.ws.specializes(&loop)) { // the producer arrives on the slot on either path
+  if (plan_.ws.specializes(&loop)) { // the producer's TMA copies complete the slot
     line("kiln::mbarrier_wait(kiln::smem_u32(&kiln_full{}[{}]), (kiln_phase{} >> {}) & 1u);", r, stage, r, stage);
     line("kiln_phase{} ^= 1u << {};", r, stage);
     return;

@@ -2,9 +2,11 @@
 // WarpSpecialization in codegen/lowering_plan.h).
 //
 // The specialised loops share one ring r, with two mbarriers per slot. kiln_full<r>[s] completes when the
-// slot's tiles have landed: on the TMA path one producer thread arrives per tile announcing its bytes, on the
-// cp.async path (a launch whose tensor maps are illegal) each of the producer's 128 threads arrives after its
-// own copies are done and fenced. kiln_empty<r>[s] completes when every consumer warp has released the slot.
+// slot's tiles have landed: one producer thread arrives per tile announcing its bytes, and the TMA copies complete
+// the transaction. The producer copies by TMA alone: a launch whose tensor maps are illegal runs the config
+// generated without warp specialisation (GeneratedKernel::illegal_maps_fallback), so the producer keeps no
+// cp.async path and its registers go to the consumers. kiln_empty<r>[s] completes when every consumer warp has
+// released the slot.
 // The producer waits for a slot's release before filling it; its parity bits start at 1, so the first pass over
 // the ring, whose slots no one has used yet, does not wait. Both sides start each loop at slot 0 and flip a
 // slot's parity bit at each use, so their sequences of uses match across the loops.
@@ -17,14 +19,14 @@ void Emitter::emit_producer() {
   // A dynamic persistent grid's program id comes from shared memory: the producer's first warp runs the loop
   // whole, so that kiln::warp_uniform can tell ptxas the id (and what it computes from it) is uniform, and lane 0
   // issues the TMA copies (emit_persistent_grid.cpp). Read by one thread, the id spilled the producer's registers.
-  if (plan_.persistent.dynamic())
-    line("if (kiln_tma ? threadIdx.x < {} : true) {{ // TMA: the first warp, lane 0 issuing; cp.async: the whole "
-         "warpgroup",
-         threads_ + 32);
-  else
-    line("if (kiln_tma ? threadIdx.x == {} : true) {{ // TMA: one thread; cp.async: the whole warpgroup", threads_);
-  open();
-  line("const int kiln_ptid = threadIdx.x - {};", threads_);
+  if (plan_.persistent.dynamic()) {
+    line("if (threadIdx.x < {}) {{ // the producer's first warp, lane 0 issuing", threads_ + 32);
+    open();
+    line("const int kiln_ptid = threadIdx.x - {};", threads_);
+  } else {
+    line("if (threadIdx.x == {}) {{ // one thread issues every copy", threads_);
+    open();
+  }
   const std::string released = fresh("release_phase");
   line("unsigned {} = ~0u; // bit s: the parity of slot s's next release (the first pass finds every slot free)",
        released);
@@ -73,31 +75,16 @@ void Emitter::emit_producer_loop(const Op& loop, const std::string& released) {
   line("kiln::mbarrier_wait(kiln::smem_u32(&kiln_empty{}[{}]), ({} >> {}) & 1u);", ring, slot, released, slot);
   line("{} ^= 1u << {};", released, slot);
   const bool warp_issues = plan_.persistent.dynamic(); // one lane of a warp issues
-  if (warp_issues)
-    line("if (kiln_tma) {{ if (kiln_ptid == 0) {{");
-  else
-    line("if (kiln_tma) {{");
-  open();
+  if (warp_issues) {
+    line("if (kiln_ptid == 0) {{");
+    open();
+  }
   for (size_t i = 0; i < loads.size(); ++i)
     emit_tma_issue(*loads[i], bps[i], slot);
-  close();
-  if (warp_issues)
+  if (warp_issues) {
+    close();
     line("}}");
-  line("}} else {{");
-  open();
-  copy_thread_ = "kiln_ptid";
-  copy_threads_ = WarpSpecialization::kProducerThreads;
-  for (size_t i = 0; i < loads.size(); ++i)
-    emit_tile_issue(plan_.tiles[plan_.tile_of.at(loads[i]->result())], bps[i], slot);
-  copy_thread_ = "threadIdx.x";
-  copy_threads_ = threads_;
-  line("kiln::cp_async_commit();");
-  line("kiln::cp_async_wait_all(); // this thread's copies have landed ...");
-  if (plan_.any_wgmma())
-    line("kiln::fence_proxy_async(); // ... and are visible to wgmma's reads ...");
-  line("kiln::mbarrier_arrive(kiln::smem_u32(&kiln_full{}[{}])); // ... when the slot's barrier completes", ring, slot);
-  close();
-  line("}}");
+  }
   for (size_t i = 0; i < loads.size(); ++i)
     line("{0} = {0}.advanced({{{1}}});", bps[i], steps[i]);
   line("{0} = {0} + 1 == {1} ? 0 : {0} + 1;", slot, stages);

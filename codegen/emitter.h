@@ -88,17 +88,10 @@ private:
   int unless_scratch_reads_changes_ = -1;
   std::vector<std::pair<std::string, std::string>>
       helpers_; // device functions before the kernel: name, source
-  // Who copies a shared tile with cp.async (emit_tile_issue): every thread of the program, or, in a
-  // warp-specialised kernel's producer, its warpgroup (index relative to the producer's first thread).
-  std::string copy_thread_ = "threadIdx.x";
-  int copy_threads_ = threads_;
   bool in_producer_ = false; // emitting the producer warpgroup's branch: no barrier of the consumers there
   // Where not empty, what program_id(0) reads instead of the persistent grid's kiln_program (the next program's
   // id, while its tiles' block pointers are computed for emit_next_program_copy).
   std::string program_id_override_;
-  // The producer runs in few registers (setmaxnreg): its cp.async copy loops are not unrolled, which would
-  // spill (a 128 x 256 x 64 matmul's producer spilled 1 KiB at 40 registers unrolled, nothing rolled).
-  std::string copy_unroll() const { return in_producer_ ? "#pragma unroll 1" : "#pragma unroll"; }
 
   // A barrier among the threads that run the program: the whole CTA, or only the consumers when a producer
   // warpgroup is split off (it never reaches the consumers' barriers).

@@ -14,9 +14,14 @@ namespace kiln {
 namespace {
 
 constexpr int kRegistersPerSm = 64 * 1024; // every supported arch (sm_80 ... sm_90a)
-// Issuing copies and stepping block pointers needs few, but the producer's cp.async fallback (launches with
-// illegal tensor maps) spilled 8-16 bytes at 40 in some matmul tiles and nothing at 56 (nvcc -Xptxas -v).
-constexpr int kProducerRegisters = 56;
+// The producer issues TMA copies alone (a launch whose maps are illegal runs the unspecialised rendering:
+// GeneratedKernel::illegal_maps_fallback), stepping only its block pointers' offsets: FlashAttention-3's 24 for
+// two consumer warpgroups, which gives them 240. With a cp.async path of its own the producer needed 56, and the
+// consumers kept 224 (the backward's 128-key dK/dV tile spilled 108 bytes there, 8 at 240; worklog §81). A
+// producer that draws a dynamic persistent grid's programs (its first warp reads each id, kiln::warp_uniform)
+// spilled 8 bytes at 24 in FA2's 128 x 128 tile at D = 128, nothing at 32.
+constexpr int kProducerRegisters = 24;
+constexpr int kDrawingProducerRegisters = 32;
 constexpr int kMostConsumerRegisters = 240;
 
 int floor8(int n) { return n / 8 * 8; }
@@ -111,21 +116,23 @@ std::string check(const Kernel& k, const LoweringPlan& plan, const std::vector<c
 
 } // namespace
 
-void plan_register_reallocation(int consumer_threads, int blocks, WarpSpecialization& ws) {
+void plan_register_reallocation(int consumer_threads, int blocks, bool producer_draws_programs,
+                                WarpSpecialization& ws) {
+  const int producer = producer_draws_programs ? kDrawingProducerRegisters : kProducerRegisters;
   ws.entry_registers = ws.producer_registers = ws.consumer_registers = 0;
   const int threads = consumer_threads + WarpSpecialization::kProducerThreads;
   const int per_thread = kRegistersPerSm / (threads * std::max(blocks, 1));
   if (per_thread >= 256)
     return; // every thread may already hold 255
   const int entry = floor8(per_thread);
-  if (entry <= kProducerRegisters)
+  if (entry <= producer)
     return;
-  const int released = (entry - kProducerRegisters) * WarpSpecialization::kProducerThreads;
+  const int released = (entry - producer) * WarpSpecialization::kProducerThreads;
   const int consumer = std::min(kMostConsumerRegisters, floor8(entry + released / consumer_threads));
   if (consumer <= entry)
     return;
   ws.entry_registers = entry;
-  ws.producer_registers = kProducerRegisters;
+  ws.producer_registers = producer;
   ws.consumer_registers = consumer;
 }
 
@@ -165,8 +172,10 @@ void plan_warp_specialization(const Kernel& k, const Target& target, const Codeg
     return;
   ws.loops = loops;
   ws.producer_ops = std::move(producer_ops);
+  // plan_persistent_grid comes later: the config's ask decides (a refused dynamic grid leaves the producer 8
+  // registers it does not need).
   plan_register_reallocation(ws.consumer_threads, static_cast<int>(k.config.get_or("MIN_BLOCKS_PER_SM", 1)),
-                             ws);
+                             options.persistent && k.config.get_or("PERSISTENT", 0) == 2, ws);
   // One ring for every loop: the first loop's barriers (every TMA loop is specialised, so ring 0).
   const int stages = plan.ring_tile(loops.front()).stages;
   for (const Op* loop : loops)

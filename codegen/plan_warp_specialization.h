@@ -25,8 +25,10 @@ namespace kiln {
 void plan_warp_specialization(const Kernel& k, const Target& target, const CodegenOptions& options,
                               LoweringPlan& plan);
 
-// The setmaxnreg targets for `consumer_threads` consumers beside a 128-thread producer, `blocks` CTAs an SM
-// (fills entry/producer/consumer_registers of `ws`; all zero when registers are not moved).
-void plan_register_reallocation(int consumer_threads, int blocks, WarpSpecialization& ws);
+// The setmaxnreg targets for `consumer_threads` consumers beside a 128-thread producer, `blocks` CTAs an SM,
+// the producer drawing the programs of a dynamic persistent grid or not (fills entry/producer/consumer_registers
+// of `ws`; all zero when registers are not moved).
+void plan_register_reallocation(int consumer_threads, int blocks, bool producer_draws_programs,
+                                WarpSpecialization& ws);
 
 } // namespace kiln

@@ -28,6 +28,14 @@ std::shared_ptr<JitKernel> JitKernel::compile(const Kernel& k, const std::string
 
 std::shared_ptr<JitKernel> JitKernel::from_compiled(const Kernel& k, GeneratedKernel generated,
                                                     rt::CompiledKernel compiled) {
+  std::vector<Type> types;
+  for (const Param& p : k.params)
+    types.push_back(k.type(p.value));
+  return load(std::move(generated), std::move(compiled), k.params, std::move(types));
+}
+
+std::shared_ptr<JitKernel> JitKernel::load(GeneratedKernel generated, rt::CompiledKernel compiled,
+                                           std::vector<Param> params, std::vector<Type> param_types) {
   auto jk = std::make_shared<JitKernel>();
   jk->generated_ = std::move(generated);
   jk->compiled_ = std::move(compiled);
@@ -38,10 +46,22 @@ std::shared_ptr<JitKernel> JitKernel::from_compiled(const Kernel& k, GeneratedKe
     jk->program_counters_->fill_bytes(0);
     rt::Stream().synchronize(); // the zeros are in place before a launch on any stream reads them
   }
-  jk->params_ = k.params;
-  for (const Param& p : k.params)
-    jk->param_types_.push_back(k.type(p.value));
+  jk->params_ = std::move(params);
+  jk->param_types_ = std::move(param_types);
   return jk;
+}
+
+const JitKernel& JitKernel::illegal_maps_kernel() const {
+  std::lock_guard<std::mutex> lock(fallback_mutex_);
+  if (!fallback_) {
+    const GeneratedKernel& g = *generated_.illegal_maps_fallback;
+    const rt::CompileRequest req = compile_request(g, compiled_.arch);
+    rt::CompiledKernel compiled = rt::compile_cached(req);
+    if (!rt::dump_dir_from_env().empty())
+      rt::dump_artifacts(g.name, {{"cu", req.source}, {"lowered", g.lowered}});
+    fallback_ = load(g, std::move(compiled), params_, param_types_);
+  }
+  return *fallback_;
 }
 
 namespace {
@@ -119,6 +139,8 @@ void JitKernel::launch(const Grid& grid, const std::vector<LaunchArg>& args, con
   TensorMapArgs tma;
   if (!generated_.tensor_maps.empty()) {
     tma = tensor_map_args(generated_.tensor_maps, params_, args);
+    if (!tma.use_tma && generated_.illegal_maps_fallback)
+      return illegal_maps_kernel().launch(grid, args, stream);
     for (rt::CUtensorMap& m : tma.maps)
       packed.pointers.push_back(&m);
     packed.pointers.push_back(&tma.use_tma);

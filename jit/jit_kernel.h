@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <variant>
 #include <vector>
@@ -40,6 +41,12 @@ public:
   const std::vector<Type>& param_types() const { return param_types_; }
 
 private:
+  static std::shared_ptr<JitKernel> load(GeneratedKernel generated, rt::CompiledKernel compiled,
+                                         std::vector<Param> params, std::vector<Type> param_types);
+  // What a launch whose tensor maps are illegal runs (GeneratedKernel::illegal_maps_fallback), compiled and
+  // loaded when a launch first needs it.
+  const JitKernel& illegal_maps_kernel() const;
+
   std::vector<Param> params_;
   std::vector<Type> param_types_;
   GeneratedKernel generated_;
@@ -54,6 +61,8 @@ private:
   static constexpr uint32_t kProgramCounters = 1024;
   std::optional<rt::DeviceBuffer> program_counters_;
   mutable std::atomic<uint32_t> launches_{0};
+  mutable std::mutex fallback_mutex_;
+  mutable std::shared_ptr<const JitKernel> fallback_; // illegal_maps_kernel(), once compiled
 };
 
 // The argument check launch() makes (count, pointer vs scalar, integer vs float, range; each mismatch an

@@ -229,9 +229,9 @@ KernelDef make_fa2_fwd_def() {
     for (int64_t bn : {32, 64})
       add(128, bn, 4, 4, 1);
     // sm_90a: a producer warpgroup copies K and V by TMA for both key loops while the consumers compute
-    // (worklog §32); pruned where the target has no TMA. Two consumer warpgroups of 64 rows at 224 registers a
+    // (worklog §32); pruned where the target has no TMA. Two consumer warpgroups of 64 rows at 240 registers a
     // thread; one of 128 rows (with 64-key tiles: 128 keys spill at D = 128); or one of 64 rows in each of two
-    // CTAs an SM at 200 registers (one CTA's softmax beside the other's products).
+    // CTAs an SM at 232 registers (one CTA's softmax beside the other's products).
     // PINGPONG=1 (the two warpgroups issuing their products in turn) and PRODUCT_AHEAD=1 (Q K_{j+1}ᵀ issued before
     // the softmax of S_j) are not offered: they measured 0-7 % and 13-30 % slower than these tiles without them on
     // the H100 (worklog §35, §36).

@@ -115,10 +115,9 @@ INSTANTIATE_TEST_SUITE_P(
 namespace {
 
 // A warp-specialised matmul whose tensor maps are illegal (K odd: A's row stride is not a multiple of 16 bytes)
-// keeps its producer, which copies with cp.async on all 128 threads and arrives on the slot after its copies
-// land (bf16 on a persistent grid, static and dynamic: the producer walks the tiles on that path too, and on the
-// dynamic grid all 128 of its threads read each drawn id).
-TEST(GpuMatmulWarpSpecialized, IllegalMapsTakeTheProducersCpAsyncPath) {
+// runs its config generated without warp specialisation (GeneratedKernel::illegal_maps_fallback), whose threads
+// all copy by cp.async (bf16 on a persistent grid, static and dynamic, which the fallback keeps).
+TEST(GpuMatmulWarpSpecialized, IllegalMapsRunTheUnspecialisedKernel) {
   KILN_REQUIRE_GPU();
   const rt::DeviceInfo& device = rt::current_device();
   if (device.cc_major < 9)
@@ -134,6 +133,8 @@ TEST(GpuMatmulWarpSpecialized, IllegalMapsTakeTheProducersCpAsyncPath) {
     c.num_stages = 4;
     std::shared_ptr<JitKernel> jk = JitKernel::compile(build_matmul(c));
     ASSERT_EQ(jk->generated().threads, 384) << jk->generated().why_not_warp_specialized;
+    ASSERT_TRUE(jk->generated().illegal_maps_fallback);
+    EXPECT_EQ(jk->generated().illegal_maps_fallback->threads, 256);
     MatmulInputs in = make_matmul_inputs(p, 5, 1.0);
     std::vector<double> out = run_matmul_interpreted(p, c, in, Executor::Gpu);
     Comparison cmp = compare_to_reference(out, matmul_reference(p, in));
