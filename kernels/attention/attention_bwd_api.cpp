@@ -61,7 +61,8 @@ void check_bwd_config(const char* what, const KernelDef& def, const Config& c, c
   } catch (const Error& e) {
     reject(site, "{}: {}", what, e.what());
   }
-  if (std::string why = why_not_warp_specialized_dkdv(c, p.H, p.H_KV); !why.empty())
+  if (std::string why = &def == &fa2_bwd_dkdv_def() ? why_not_warp_specialized_dkdv(c, p.H, p.H_KV) : "";
+      !why.empty())
     reject(site, "{} ({}): {}", what, c.str(), why);
 }
 

@@ -10,8 +10,8 @@ namespace kiln {
 // `base` (a kernel's default config) with seven measured (program tile, step tile, warps, stages)
 // candidates, `program_tile` naming the program's param ("BLOCK_N" or "BLOCK_M"): 64 × {64, 32, 128} with 4
 // warps and 2 stages, 64 × 64 with 3 stages, 128 × {64, 32} with 8 warps, 32 × 32 with 2 warps and 1 stage.
-// dK/dV adds 64 keys over 8 warps and a warp-specialised 128 × 64 over 8 warps (WARP_SPECIALIZE=1), which the
-// tuner drops where it does not apply (not sm_90a, H != H_KV).
+// Both add a warp-specialised 128 × 64 over 8 warps (WARP_SPECIALIZE=1), which the tuner drops where it does not
+// apply (not sm_90a; in dK/dV, H != H_KV); dK/dV adds 64 keys over 8 warps.
 // Every candidate gives each warp at least 16 program rows (an m16 fragment).
 std::vector<Config> bwd_config_space(const Config& base, const char* program_tile);
 

@@ -7,6 +7,7 @@
 #include "kernels/attention/attention_mods.h"
 #include "kernels/attention/attention_varlen_tiles.h"
 #include "kernels/attention/fa2_bwd_block_mask.h"
+#include "kernels/codegen_params.h"
 
 namespace kiln {
 
@@ -160,6 +161,7 @@ KernelDef make_fa2_bwd_dq_def() {
   d.summary = "attention backward: dQ of one query tile, looping over the key tiles it sees (deterministic)";
   d.params = attention_bwd_param_defs();
   d.params.push_back(split_d_param());
+  d.params.push_back(warp_specialize_param(0));
   d.default_num_warps = 4;
   d.default_num_stages = 2;
   d.build = build_fa2_bwd_dq;

@@ -6,8 +6,9 @@
 // the head dim, N_Q != N_K, GQA, bshd strides (the head stride smaller than the row stride), both causal
 // alignments, f16 and bf16, K transposed. The same shapes run warp-specialised (WARP_SPECIALIZE=1: a producer
 // warpgroup fills one ring for both key loops), with its two consumer warpgroups taking turns (PINGPONG=1), and on a persistent grid (PERSISTENT=1). The attention API admits only 16-byte aligned bases and
-// strides, so its maps are always legal: the producer's cp.async fallback is exercised by GpuMatmulTma's odd-K
-// case. Skipped below compute capability 9.0.
+// strides, so its maps are always legal: launches with illegal maps (the plain kernel's cp.async path, and the
+// unspecialised kernel a warp-specialised one hands them to) are exercised by the matmul's odd-K cases
+// (GpuMatmul, GpuMatmulWarpSpecialized). Skipped below compute capability 9.0.
 #include "gpu/attention_gpu_support.h"
 #include "gpu/gpu_skip.h"
 #include "jit/jit_kernel.h"

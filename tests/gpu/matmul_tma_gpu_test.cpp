@@ -3,7 +3,8 @@
 // cut tiles in M, N and K (TMA's zero fill replaces the bounds checks), both operand orders, f16 and bf16,
 // several tile shapes and ring depths; each case first checks that this launch does take the TMA path,
 // then holds C to the double-precision reference. (GpuMatmul's odd-K cases cover the launches whose maps are
-// illegal and fall back to cp.async inside the same kernel.) Skipped below compute capability 9.0.
+// illegal and fall back to cp.async inside the same kernel; GpuMatmulWarpSpecialized's, a warp-specialised
+// kernel's, which run the config generated without warp specialisation.) Skipped below compute capability 9.0.
 #include "gpu/gpu_skip.h"
 #include "jit/jit_kernel.h"
 #include "jit/tensor_map_args.h"
