@@ -388,7 +388,9 @@ std::string Emitter::run() {
     need_helper("kiln::tma", std::string(tma_prelude_source()));
     for (size_t i = 0; i < plan_.tma.maps.size(); ++i)
       params += fmt::format(", const __grid_constant__ kiln::TensorMap kiln_map{}", i);
-    params += ", int kiln_tma";
+    // Warp-specialised, the kernel runs only launches whose maps are legal (the others run
+    // GeneratedKernel::illegal_maps_fallback): the argument is always 1 and the kernel does not read it.
+    params += plan_.ws.on() ? ", int /* kiln_tma: always 1 here */" : ", int kiln_tma";
   }
   if (plan_.persistent.on)
     params += ", int kiln_programs";
