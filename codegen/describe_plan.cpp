@@ -109,16 +109,7 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
         describe_waits(sub);
       if (auto end = plan.products.at_end.find(op.get()); end != plan.products.at_end.end())
         s += fmt::format("//   the product{} at {} waited for at the end of the body of the loop at {}\n",
-                         end->second.retired.size() > 1 ? "s" : "", places(end->second.retired), op->loc.str());
-      if (auto carried = plan.products.carried.find(op.get()); carried != plan.products.carried.end()) {
-        const Op* at = plan.products.previous_slot_released_at.at(op.get());
-        s += fmt::format("//   the product{} at {} left in flight into the next iteration of the loop at {}, retired "
-                         "(and {} slot released) {}\n",
-                         carried->second.size() > 1 ? "s" : "", places(carried->second), op->loc.str(),
-                         carried->second.size() > 1 ? "their" : "its",
-                         at ? fmt::format("before the {} at {}", op_name(at->kind), at->loc.str())
-                            : std::string("at the end of the next iteration's body"));
-      }
+                         end->second.size() > 1 ? "s" : "", places(end->second), op->loc.str());
     }
   };
   describe_waits(k.body);

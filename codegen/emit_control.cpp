@@ -79,19 +79,8 @@ void Emitter::emit_body_end_wait(const Op& loop) {
   auto it = plan_.products.at_end.find(&loop);
   if (it == plan_.products.at_end.end())
     return;
-  const ProductWait& w = it->second;
-  line("kiln::wgmma_wait<{}>(); // the product{} at {} done{}", w.pending, w.retired.size() > 1 ? "s" : "",
-       source_lines(w.retired),
-       w.pending ? fmt::format("; {} stay{} in flight into the next iteration", w.pending, w.pending > 1 ? "" : "s")
-                 : "");
-}
-
-void Emitter::release_previous_slot(const CarriedProducts& c) {
-  line("if ({} != {}) {{ // the previous iteration's products are done: its slot goes back", c.iv, c.lo);
-  open();
-  emit_slot_release(*c.loop, fmt::format("(({} + {}) % {})", c.stage, c.stages - 1, c.stages));
-  close();
-  line("}}");
+  line("kiln::wgmma_wait<0>(); // the iteration's product{} at {} done", it->second.size() > 1 ? "s" : "",
+       source_lines(it->second));
 }
 
 void Emitter::emit_for(const Op& op) {
@@ -146,10 +135,6 @@ void Emitter::emit_for(const Op& op) {
   std::optional<LateLoop> late;
   if (auto it = plan_.late.loops.find(&op); it != plan_.late.loops.end())
     late = open_late_product(op, it->second, vars, iv, lo, stage, stages);
-  // Products left in flight into the next iteration (schedule_products): their slot goes back one iteration late.
-  std::optional<CarriedProducts> carried;
-  if (plan_.products.carried.count(&op))
-    carried = CarriedProducts{&op, iv, lo, stage, stages};
   bool loop_stores = stores_globally(body);
   const bool write_pending_before = global_write_pending_; // still pending after a loop that ran no iteration
   const std::string write_unless_before = global_write_unless_;
@@ -169,8 +154,6 @@ void Emitter::emit_for(const Op& op) {
   if (pit != plan_.pipelined.end()) {
     // Emit the body, issuing iteration i + stages - 1 right after this iteration's wait.
     bool issued = false;
-    if (carried)
-      carried_.push_back(*carried);
     for (const Op* inner : plan_.products.body_order(op)) {
       if (inner->kind == OpKind::Yield)
         continue;
@@ -190,16 +173,10 @@ void Emitter::emit_for(const Op& op) {
       }
     }
     emit_body_end_wait(op);
-    if (carried)
-      carried_.pop_back();
     if (specialized) {
       // Hand the slot back to the producer once no product still reads it: this iteration's, or, while a
       // product stays in flight, the previous iteration's (its wgmma_wait<1> above has retired it).
-      if (carried) {
-        // the previous iteration's, after the wait that retired its products (above, or in the body)
-        if (plan_.products.previous_slot_released_at.at(&op) == nullptr)
-          release_previous_slot(*carried);
-      } else if (late) {
+      if (late) {
         // nothing: this iteration's slot goes back where the next iteration (or the code after the loop) has
         // waited for the product that reads it
       } else if (plan_.deferred_dots.count(&op)) {
@@ -268,15 +245,6 @@ void Emitter::emit_for(const Op& op) {
   global_write_unless_ = !loop_stores && !body_pending ? write_unless_before : "";
   if (late)
     close_late_product(*late);
-  if (carried) {
-    line("kiln::wgmma_wait<0>(); // the last iteration's product{} at {}",
-         plan_.products.carried.at(&op).size() > 1 ? "s" : "", source_lines(plan_.products.carried.at(&op)));
-    line("if ({} < {}) {{ // and its slot goes back", lo, hi);
-    open();
-    emit_slot_release(op, fmt::format("(({} + {}) % {})", stage, stages - 1, stages));
-    close();
-    line("}}");
-  }
   if (plan_.deferred_dots.count(&op)) {
     line("kiln::wgmma_wait<0>(); // the last product");
     if (specialized) { // its slot goes back too: the producer fills it again when the loop is entered again

@@ -185,13 +185,8 @@ void Emitter::emit_region(const Region& r) {
 }
 
 void Emitter::emit_op(const Op& op) {
-  if (const ProductWait* w = plan_.products.before_op(op)) {
+  if (const ProductWait* w = plan_.products.before_op(op))
     emit_product_wait(*w, op);
-    if (const Op* loop = plan_.products.releases_previous_slot_before(op))
-      for (const CarriedProducts& c : carried_)
-        if (c.loop == loop)
-          release_previous_slot(c);
-  }
   reader_ = &op;
   if (op.kind == OpKind::For)
     return emit_for(op);

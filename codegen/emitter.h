@@ -406,15 +406,6 @@ private:
   void emit_hoisted_conversions(const Op& loop);
   void emit_for(const Op& op);
   void emit_body_end_wait(const Op& loop); // the body's products still in flight (schedule_products)
-  // A loop whose products stay in flight into the next iteration (ProductSchedule::carried), while its body is
-  // emitted: what handing the previous iteration's slot back needs.
-  struct CarriedProducts {
-    const Op* loop;
-    std::string iv, lo, stage;
-    int stages;
-  };
-  std::vector<CarriedProducts> carried_;
-  void release_previous_slot(const CarriedProducts& c); // if this is not the loop's first iteration
   void emit_if(const Op& op);
 
   // Shared-memory tile addressing.

@@ -293,14 +293,7 @@ struct ProductSchedule {
   std::map<const Op*, const Op*> issued_after;        // product moved up -> the op it is issued right after
   std::unordered_set<const Op*> in_flight;            // products not waited for at their issue
   std::map<const Op*, ProductWait> before;            // op -> the wait emitted before it
-  std::map<const Op*, ProductWait> at_end;            // loop -> the wait its body ends with
-  // Warp-specialised loop -> the products its body leaves in flight into the next iteration: accumulations into a
-  // carried value that nothing else in the body reads (dK/dV's dV and dK), which run under the next iteration's
-  // first products. The next iteration's first wait that covers them retires them, and the slot they read goes back
-  // to the producer there, one iteration late; the last ones are waited for after the loop.
-  std::map<const Op*, std::vector<const Op*>> carried;
-  // loop in `carried` -> the op whose wait retires the previous iteration's products (nullptr: the body's end wait)
-  std::map<const Op*, const Op*> previous_slot_released_at;
+  std::map<const Op*, std::vector<const Op*>> at_end; // loop -> products its body ends waiting for
 
   // `loop`'s body's ops in the order they are emitted.
   std::vector<const Op*> body_order(const Op& loop) const {
@@ -312,13 +305,6 @@ struct ProductSchedule {
     return ops;
   }
   bool stays_in_flight(const Op& dot) const { return in_flight.count(&dot) > 0; }
-  // The loop in `carried` whose previous iteration's slot goes back right after the wait before `op`, or nullptr.
-  const Op* releases_previous_slot_before(const Op& op) const {
-    for (const auto& [loop, at] : previous_slot_released_at)
-      if (at == &op)
-        return loop;
-    return nullptr;
-  }
   const ProductWait* before_op(const Op& op) const {
     auto it = before.find(&op);
     return it == before.end() ? nullptr : &it->second;

@@ -173,47 +173,16 @@ std::set<ValueId> values_read(const Kernel& k, const LoweringPlan& plan, const O
   return read;
 }
 
-// Whether `dot` accumulates into a value `loop` carries that nothing else in the body reads: its accumulator is a
-// body argument and its result that argument's next value, read by the yield alone.
-bool accumulates_unread_carried_value(const Op& loop, const Op& dot) {
-  const Region& body = loop.regions[0];
-  const Op& yield = *body.ops.back();
-  const ValueId acc = dot.operands.size() > 2 ? dot.operands[2] : kNoValue;
-  size_t carried = 0;
-  while (carried + 1 < body.args.size() && body.args[carried + 1] != acc)
-    ++carried;
-  if (acc == kNoValue || carried + 1 >= body.args.size() || yield.operands[carried] != dot.result())
-    return false;
-  bool read_elsewhere = false;
-  walk(body, [&](const Op& op) {
-    for (size_t i = 0; i < op.operands.size(); ++i) {
-      const ValueId v = op.operands[i];
-      read_elsewhere |= (v == acc && &op != &dot) || (v == dot.result() && &op != &yield);
-    }
-  });
-  return !read_elsewhere;
-}
-
-// Where each product of `order` (a loop body's ops as emitted) is waited for, with `carried` (products of the
-// body) left in flight into the next iteration: they start the body in flight, the oldest, and must be the only
-// ones still in flight at its end. Returns the carried products the end really leaves in flight (a subset).
-std::vector<const Op*> wait_at_first_use(const Kernel& k, const LoweringPlan& plan, const Op& loop,
-                                         const std::vector<const Op*>& order, const std::vector<const Op*>& carried,
-                                         ProductSchedule& schedule) {
+// Where each product of `order` (a loop body's ops as emitted) is waited for.
+void wait_at_first_use(const Kernel& k, const LoweringPlan& plan, const Op& loop, const std::vector<const Op*>& order,
+                       ProductSchedule& schedule) {
   const std::set<const Op*> in_body(order.begin(), order.end());
-  for (const Op* op : order) // an earlier pass's, with more carried products
-    schedule.before.erase(op);
-  std::vector<const Op*> in_flight = carried; // in the order committed; the previous iteration's first
-  size_t previous = carried.size();           // of which the previous iteration's
-  schedule.previous_slot_released_at.erase(&loop);
+  std::vector<const Op*> in_flight; // in the order committed
   auto wait_before = [&](const Op& op, size_t retired) {
     // The `retired` oldest products are done, the rest stay in flight.
     std::vector<const Op*> done(in_flight.begin(), in_flight.begin() + static_cast<std::ptrdiff_t>(retired));
     in_flight.erase(in_flight.begin(), in_flight.begin() + static_cast<std::ptrdiff_t>(retired));
     schedule.before[&op] = ProductWait{static_cast<int>(in_flight.size()), std::move(done)};
-    if (previous > 0 && retired >= previous)
-      schedule.previous_slot_released_at[&loop] = &op;
-    previous -= std::min(previous, retired);
   };
   for (const Op* op : order) {
     if (op->kind == OpKind::Yield || in_flight.empty()) {
@@ -233,66 +202,13 @@ std::vector<const Op*> wait_at_first_use(const Kernel& k, const LoweringPlan& pl
       continue;
     if (waits_at_issue(plan, *op)) {
       in_flight.clear(); // its wgmma_wait<0> retires every product before it too
-      previous = 0;
       continue;
     }
     schedule.in_flight.insert(op);
     in_flight.push_back(op);
   }
-  // The end: everything but this iteration's carried products, which may stay in flight after the last other one.
-  size_t retired = 0;
-  for (size_t i = 0; i < in_flight.size(); ++i)
-    if (i < previous || std::find(carried.begin(), carried.end(), in_flight[i]) == carried.end())
-      retired = i + 1;
-  if (previous > 0)
-    schedule.previous_slot_released_at[&loop] = nullptr; // at the end wait
-  std::vector<const Op*> done(in_flight.begin(), in_flight.begin() + static_cast<std::ptrdiff_t>(retired));
-  std::vector<const Op*> left(in_flight.begin() + static_cast<std::ptrdiff_t>(retired), in_flight.end());
-  if (!in_flight.empty() && (!done.empty() || left.empty()))
-    schedule.at_end[&loop] = ProductWait{static_cast<int>(left.size()), std::move(done)};
-  else
-    schedule.at_end.erase(&loop);
-  return left;
-}
-
-constexpr int kRegisterReserve = 48; // indices, addresses, the softmax's row statistics
-
-int words_a_thread(const Kernel& k, const LoweringPlan& plan, ValueId v) {
-  if (plan.where(v) != Placement::Registers)
-    return 0;
-  return (plan.layout.at(v).num_regs() * dtype_bytes(k.type(v).elem) + 3) / 4;
-}
-
-// The products of `loop` that may stay in flight into the next iteration: on a warp-specialised loop (whose
-// consumers release each slot themselves, so one may go back an iteration late), wgmma accumulations into a carried
-// value nothing else reads, where no product of the body waits at its issue. What they read stays: their B is the
-// previous slot, which goes back only after the wait that retires them, and their register A the previous
-// iteration's values, whose registers ptxas does not reuse before that wait (it would inject one: C7517).
-//
-// Registers decide where it pays: the carried products' register A (the previous iteration's P and dS, packed)
-// stays live under the next iteration's products, beside every product's accumulator. Where those words pass the
-// consumers' budget less kRegisterReserve, nothing is carried: dK/dV's 128-key tile at D = 128 (dV, dK 64 words a
-// thread each, S, dP 32, P and dS 16: 224 of 240) spilled 252 bytes carried and 8 not; at D = 64 (160) and dQ's
-// 128-row tile at D = 128 (144) nothing spilled.
-std::vector<const Op*> carried_candidates(const Kernel& k, const LoweringPlan& plan, const Op& loop,
-                                          const std::vector<const Op*>& order) {
-  std::vector<const Op*> carried;
-  if (!plan.ws.specializes(&loop))
-    return carried;
-  int words = 0; // every product's accumulator, and the carried ones' register A
-  for (const Op* op : order) {
-    if (!on_wgmma(plan, *op))
-      continue;
-    if (waits_at_issue(plan, *op))
-      return {};
-    words += words_a_thread(k, plan, op->result());
-    if (accumulates_unread_carried_value(loop, *op)) {
-      carried.push_back(op);
-      words += words_a_thread(k, plan, op->operands[0]);
-    }
-  }
-  const int budget = plan.ws.consumer_registers ? plan.ws.consumer_registers : 255;
-  return words <= budget - kRegisterReserve ? carried : std::vector<const Op*>{};
+  if (!in_flight.empty())
+    schedule.at_end[&loop] = in_flight;
 }
 
 } // namespace
@@ -305,17 +221,7 @@ void schedule_products(const Kernel& k, const CodegenOptions& options, LoweringP
     if (loop.kind != OpKind::For || issue_planned_elsewhere(plan, loop))
       return;
     std::vector<const Op*> order = issue_early(k, plan, loop.regions[0], plan.products);
-    // Left in flight into the next iteration, the products the end leaves in flight: fewer when a product that must
-    // be waited for at the end was issued after one of them (wgmma groups complete in order).
-    std::vector<const Op*> carried = carried_candidates(k, plan, loop, order);
-    for (;;) {
-      std::vector<const Op*> left = wait_at_first_use(k, plan, loop, order, carried, plan.products);
-      if (left == carried)
-        break;
-      carried = std::move(left);
-    }
-    if (!carried.empty())
-      plan.products.carried[&loop] = carried;
+    wait_at_first_use(k, plan, loop, order, plan.products);
     bool moved = false;
     for (size_t i = 0; i < order.size(); ++i)
       moved |= order[i] != loop.regions[0].ops[i].get();

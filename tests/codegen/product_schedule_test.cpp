@@ -1,5 +1,5 @@
 // schedule_products (codegen/schedule_products.h): which products a loop body issues early, where each is waited
-// for, which stay in flight into the next iteration, that the emitted loop follows the plan, that it compiles with no product serialised by ptxas, and that loops
+// for, that the emitted loop follows the plan, that it compiles with no product serialised by ptxas, and that loops
 // whose order another pass plans, mma.sync kernels and the switched-off code generator keep the program's order.
 #include "codegen/codegen.h"
 #include "codegen/planned_kernel.h"
@@ -96,67 +96,8 @@ TEST(ProductSchedule, BackwardDkdvIssuesDPtBeforeTheSoftmax) {
       EXPECT_EQ(dpt_wait->retired, std::vector<const Op*>{dpt});
       EXPECT_EQ(dpt_wait->pending, 1); // dV
       EXPECT_LT(index_of(order, dv), dpt_wait_at);
-      EXPECT_EQ(s.at_end.at(loop).retired, (std::vector<const Op*>{dv, dk}));
-      EXPECT_EQ(s.at_end.at(loop).pending, 0);
-      EXPECT_FALSE(s.carried.count(loop)); // not warp-specialised, or (D = 128) past the register budget
+      EXPECT_EQ(s.at_end.at(loop), (std::vector<const Op*>{dv, dk}));
     }
-  }
-}
-
-// Warp-specialised, dK/dV at D = 64 and dQ's 128-row tile leave the accumulations into dV and dK (dQ) in flight
-// into the next iteration: the next iteration's first wait (for S, before its exponentials) retires them, and the
-// previous slot goes back there; nothing is waited for at the end of the body. At D = 128 dK/dV's words pass the
-// budget and nothing is carried.
-TEST(ProductSchedule, WarpSpecialisedAccumulationsStayInFlightIntoTheNextIteration) {
-  struct Case {
-    const char* kernel;
-    std::map<std::string, int64_t> tile;
-    size_t dots;
-    bool carried;
-  };
-  const std::map<std::string, int64_t> dkdv = {
-      {"BLOCK_N", 128}, {"BLOCK_M", 64}, {"num_warps", 8}, {"WARP_SPECIALIZE", 1}, {"CAUSAL", 1}};
-  std::map<std::string, int64_t> dkdv64 = dkdv, dkdv128 = dkdv;
-  dkdv64["HEAD_DIM"] = 64;
-  dkdv128["HEAD_DIM"] = 128;
-  const std::map<std::string, int64_t> dq128 = {
-      {"HEAD_DIM", 128}, {"BLOCK_M", 128}, {"BLOCK_N", 64}, {"num_warps", 8}, {"WARP_SPECIALIZE", 1}};
-  for (const Case& c : {Case{"fa2_bwd_dkdv", dkdv64, 4, true}, Case{"fa2_bwd_dkdv", dkdv128, 4, false},
-                        Case{"fa2_bwd_dq", dq128, 3, true}}) {
-    Planned p = plan_for(c.kernel, c.tile, "sm_90a");
-    SCOPED_TRACE(p.kernel.config.str());
-    ASSERT_TRUE(p.plan.ws.on()) << p.plan.ws.why_not;
-    const ProductSchedule& s = p.plan.products;
-    const std::vector<const Op*> loops = loops_with_dots(p.kernel, c.dots);
-    EXPECT_FALSE(loops.empty());
-    for (const Op* loop : loops) {
-      const std::vector<const Op*> dots = dots_in(*loop);
-      if (!c.carried) {
-        EXPECT_FALSE(s.carried.count(loop));
-        continue;
-      }
-      // dK/dV: dV and dK; dQ: dQ.
-      const std::vector<const Op*> carried = c.dots == 4 ? std::vector<const Op*>{dots[1], dots[3]}
-                                                         : std::vector<const Op*>{dots[2]};
-      ASSERT_TRUE(s.carried.count(loop));
-      EXPECT_EQ(s.carried.at(loop), carried);
-      EXPECT_FALSE(s.at_end.count(loop));
-      const std::vector<const Op*> order = s.body_order(*loop);
-      const auto [at, first_wait] = wait_for(s, order, dots[0]);
-      ASSERT_NE(first_wait, nullptr);
-      std::vector<const Op*> retired = carried;
-      retired.push_back(dots[0]);
-      EXPECT_EQ(first_wait->retired, retired);
-      EXPECT_EQ(first_wait->pending, 1); // dP
-      EXPECT_EQ(s.previous_slot_released_at.at(loop), order[at]);
-      EXPECT_EQ(s.releases_previous_slot_before(*order[at]), loop);
-    }
-    const KernelDef& def = builtin_kernels().find(c.kernel);
-    const GeneratedKernel g =
-        generate_cuda(def.build(def.with_overrides(def.default_config(), c.tile)), Target::parse("sm_90a"));
-    const size_t released = occurrences(g.source, "the previous iteration's products are done: its slot goes back");
-    EXPECT_EQ(released, c.carried ? loops.size() : 0u) << g.source;
-    EXPECT_EQ(occurrences(g.source, "and its slot goes back"), c.carried ? loops.size() : 0u);
   }
 }
 
@@ -192,7 +133,7 @@ TEST(ProductSchedule, BackwardDqIssuesDPRightAfterS) {
       EXPECT_EQ(s.issued_after.at(dots[1]), dots[0]);
       EXPECT_LT(index_of(order, dots[1]), next_of_kind(order, index_of(order, dots[0]), OpKind::Unary));
       EXPECT_EQ(wait_for(s, order, dots[0]).second->pending, 1);
-      EXPECT_EQ(s.at_end.at(loop).retired, std::vector<const Op*>{dots[2]});
+      EXPECT_EQ(s.at_end.at(loop), std::vector<const Op*>{dots[2]});
     }
   }
 }
@@ -250,7 +191,7 @@ TEST(ProductSchedule, LoopsOrderedByAnotherPassAreLeftAlone) {
   Planned plain = plan_for("fa2_fwd", ws, "sm_90a");
   EXPECT_TRUE(plain.plan.products.order.empty());
   for (const Op* loop : ops_of(plain.kernel, OpKind::For))
-    EXPECT_EQ(plain.plan.products.at_end.at(loop).retired, std::vector<const Op*>{dots_in(*loop).back()});
+    EXPECT_EQ(plain.plan.products.at_end.at(loop), std::vector<const Op*>{dots_in(*loop).back()});
 }
 
 // The scheduled backward compiles with no product serialised by ptxas: C7512 (registers), C7514 (a path that could
@@ -282,14 +223,6 @@ TEST(ProductSchedule, TheBackwardCompilesWithoutSerialisedProducts) {
     compile("fa2_bwd_dkdv", tiles[i], /*spill_free=*/i + 1 < tiles.size()); // the specialised tile spilled before
   compile("fa2_bwd_dq", {{"HEAD_DIM", 128}, {"BLOCK_M", 64}, {"BLOCK_N", 128}}, true);
   compile("fa2_bwd_dq", {{"HEAD_DIM", 64}, {"BLOCK_M", 64}, {"BLOCK_N", 64}, {"CAUSAL", 1}}, true);
-  // Products in flight into the next iteration (warp-specialised dK/dV at D = 64, dQ's 128-row tile).
-  compile("fa2_bwd_dkdv",
-          {{"HEAD_DIM", 64}, {"BLOCK_N", 128}, {"BLOCK_M", 64}, {"num_warps", 8}, {"WARP_SPECIALIZE", 1}, {"CAUSAL", 1}},
-          true);
-  for (int64_t head_dim : {64, 128})
-    compile("fa2_bwd_dq",
-            {{"HEAD_DIM", head_dim}, {"BLOCK_M", 128}, {"BLOCK_N", 64}, {"num_warps", 8}, {"WARP_SPECIALIZE", 1}},
-            true);
 }
 
 } // namespace
