@@ -7,7 +7,8 @@
 // issues one copy per 128-byte column panel of the tile, completing on the ring slot's mbarrier, and the
 // hardware zero-fills what lies past the tensor. Whether the map is legal (alignment, strides) is known
 // only at launch, so the kernel keeps its cp.async path behind a launch argument (`kiln_tma`) that the
-// launch sets when every map encodes.
+// launch sets when every map encodes; a warp-specialised kernel keeps none, and a launch with illegal maps runs
+// its unspecialised rendering (GeneratedKernel::illegal_maps_fallback).
 #pragma once
 
 #include "codegen/shared_tile_geometry.h"

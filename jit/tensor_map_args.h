@@ -2,7 +2,8 @@
 // arguments. Whether a map is legal depends on the arguments (a base or stride not 16-byte aligned, a
 // dim beyond 2^32, a parameter whose sign makes a per-program coordinate negative), so the choice between TMA and the kernel's cp.async path is made here, per launch:
 // when every map encodes, `use_tma` is 1; otherwise the maps are left zero, `use_tma` is 0 and `why_not`
-// says which rule which map broke.
+// says which rule which map broke (JitKernel::launch then runs a warp-specialised kernel's unspecialised rendering,
+// GeneratedKernel::illegal_maps_fallback, which has the cp.async path).
 #pragma once
 
 #include "codegen/tma_plan.h"
