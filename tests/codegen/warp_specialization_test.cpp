@@ -5,6 +5,7 @@
 #include "codegen/planned_kernel.h"
 #include "codegen/source_text.h"
 #include "dsl/dsl.h"
+#include "kernels/attention/fa2_bwd_block_mask.h"
 #include "nvrtc_compile.h"
 
 #include <gtest/gtest.h>
@@ -162,6 +163,33 @@ TEST(WarpSpecialization, DkdvsThreeQueryLoopsShareOneRing) {
       ASSERT_TRUE(g.why_not_warp_specialized.empty()) << g.why_not_warp_specialized;
       expect_compiles_without_spills(g, "sm_90a");
     }
+}
+
+// dQ's space offers one warp-specialised tile (128 query rows over 8 warps). Dense, its two key loops specialise
+// with GQA too (dQ has no loop over a group's heads); over a block mask, whose key tiles come from lists read in the
+// kernel, the producer cannot recompute the loops' bounds and the config is the unspecialised one (pruned by the
+// tuner).
+TEST(WarpSpecialization, DqsTileSpecialisesDenseButNotOverABlockMask) {
+  const std::map<std::string, int64_t> tile = {
+      {"HEAD_DIM", 128}, {"BLOCK_M", 128}, {"BLOCK_N", 64}, {"num_warps", 8}, {"WARP_SPECIALIZE", 1}};
+  const KernelDef& dense = builtin_kernels().find("fa2_bwd_dq");
+  const std::vector<Config> space = dense.config_space();
+  EXPECT_EQ(std::count_if(space.begin(), space.end(), [](const Config& c) { return c.get("WARP_SPECIALIZE") == 1; }),
+            1);
+  for (int64_t causal : {0, 1}) {
+    std::map<std::string, int64_t> o = tile;
+    o["CAUSAL"] = causal;
+    const Config c = dense.with_overrides(dense.default_config(), o);
+    const GeneratedKernel g = generate_cuda(dense.build(c), Target::parse("sm_90a"));
+    EXPECT_TRUE(g.why_not_warp_specialized.empty()) << g.why_not_warp_specialized;
+    EXPECT_EQ(g.threads, 384);
+    EXPECT_EQ(dense.prune(c, {{"B", 1}, {"H", 8}, {"H_KV", 2}, {"N_Q", 4096}, {"N_K", 4096}, {"D", 128}}), "");
+    const KernelDef& masked = fa2_bwd_dq_block_mask_def();
+    const GeneratedKernel m =
+        generate_cuda(masked.build(masked.with_overrides(masked.default_config(), o)), Target::parse("sm_90a"));
+    EXPECT_FALSE(m.why_not_warp_specialized.empty());
+    EXPECT_EQ(m.threads, 256);
+  }
 }
 
 TEST(WarpSpecialization, GeneratedKernelHasTheProducerThreadsAndNoCtaBarrierInTheProgram) {
