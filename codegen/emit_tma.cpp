@@ -50,7 +50,8 @@ std::string Emitter::tma_ring_declarations() const {
                         stages, ring, loads.size(), ring, plan_.num_warps);
   }
   init += program_ring_init(); // a warp-specialised dynamic grid's ring of program ids, with the others
-  // A warp-specialised kernel runs only launches whose maps are legal; otherwise only TMA launches use them.
+  // Initialised on every launch of a warp-specialised kernel (it runs only launches whose maps are legal), and
+  // otherwise only on TMA launches (the cp.async path waits on no barrier).
   s += fmt::format("  if ({}threadIdx.x == 0) {{\n", plan_.ws.on() ? "" : "kiln_tma && ") + init +
        "    kiln::mbarrier_init_fence();\n  }\n";
   s += "  __syncthreads(); // the barriers are initialised before anyone waits on them\n";
