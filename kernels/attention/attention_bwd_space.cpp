@@ -13,7 +13,8 @@ std::vector<Config> bwd_config_space(const Config& base, const char* program_til
   struct Candidate {
     int64_t program, step;
     int warps, stages;
-    bool ws = false; // dK/dV only: a producer warpgroup copies Q and dO by TMA (sm_90a; H == H_KV)
+    bool ws = false;     // a producer warpgroup copies the step's tiles by TMA (sm_90a; dK/dV: H == H_KV)
+    int64_t min_blocks = 1; // MIN_BLOCKS_PER_SM: CTAs that share an SM (their registers capped to fit)
   };
   // Measured on an H100 and an H200 (docs/worklog.md §15): 64 × 64 with 4 warps and 2 stages is the best
   // all-round tile for both loops; 128-row steps win for dK/dV at long sequences with D = 64, 128-key steps
@@ -26,15 +27,20 @@ std::vector<Config> bwd_config_space(const Config& base, const char* program_til
   // stages the same, 128 × 32 and 64 × 64 over one warpgroup slower. Since the producer runs in 24 registers and
   // its consumers in 240 (worklog §81), dQ's 128 query rows over 8 warps warp-specialised measured 4.86 ms against
   // the best other tile's 5.08 at D = 128 on an H200 (and 6.40 against 5.91 at D = 64); dK/dV's 8.61 against 9.17.
-  const Candidate candidates[] = {{64, 64, 4, 2},  {64, 32, 4, 2},  {64, 128, 4, 2}, {64, 64, 4, 3},
-                                  {128, 64, 8, 2}, {128, 32, 8, 2}, {32, 32, 2, 1},  {64, 32, 8, 2},
-                                  {128, 64, 8, 2, true}};
+  // dK/dV's 64 keys over one warp-specialised warpgroup in each of two CTAs an SM (232 registers a consumer):
+  // 8.38 ms against the 128-key tile's 8.53 at D = 128 on an H200, even at D = 64 (worklog §83). dQ's like tile
+  // measured slower than its best at both (6.24 against 5.40 ms at D = 64, 5.11 against 4.80 at D = 128), so dQ's
+  // space leaves it out.
+  const Candidate candidates[] = {{64, 64, 4, 2},  {64, 32, 4, 2},  {64, 128, 4, 2},      {64, 64, 4, 3},
+                                  {128, 64, 8, 2}, {128, 32, 8, 2}, {32, 32, 2, 1},       {64, 32, 8, 2},
+                                  {128, 64, 8, 2, true},            {64, 64, 4, 2, true, 2}};
   std::vector<Config> cs;
   for (const Candidate& k : candidates) {
-    if (!dkdv && k.program == 64 && k.warps == 8)
+    if (!dkdv && ((k.program == 64 && k.warps == 8) || k.min_blocks > 1))
       continue;
     Config c = base;
     c.set(program_tile, k.program).set(step_tile, k.step).set("WARP_SPECIALIZE", k.ws ? 1 : 0);
+    c.set("MIN_BLOCKS_PER_SM", k.min_blocks);
     c.num_warps = k.warps;
     c.num_stages = k.stages;
     cs.push_back(c);

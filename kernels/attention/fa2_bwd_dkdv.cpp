@@ -277,6 +277,7 @@ KernelDef make_fa2_bwd_dkdv_def() {
   ParamDef ws = warp_specialize_param(0);
   ws.help += "; here the kernel leaves out the loop over a GQA group's query heads, so it serves H == H_KV only";
   d.params.push_back(ws);
+  d.params.push_back(min_blocks_per_sm_param(1));
   d.default_num_warps = 4;
   d.default_num_stages = 2;
   d.build = build_fa2_bwd_dkdv;

@@ -162,6 +162,7 @@ KernelDef make_fa2_bwd_dq_def() {
   d.params = attention_bwd_param_defs();
   d.params.push_back(split_d_param());
   d.params.push_back(warp_specialize_param(0));
+  d.params.push_back(min_blocks_per_sm_param(1));
   d.default_num_warps = 4;
   d.default_num_stages = 2;
   d.build = build_fa2_bwd_dq;

@@ -78,6 +78,12 @@ TmaAttentionCase persistent(AttentionProblem p, int64_t bn, int stages, int64_t 
   return {p, bm, bn, warps, stages, true, false, false, 1};
 }
 
+// The same with `ctas` CTAs sharing an SM (MIN_BLOCKS_PER_SM: each CTA's registers capped to fit).
+TmaAttentionCase sharing_an_sm(TmaAttentionCase c, int ctas) {
+  c.min_blocks = ctas;
+  return c;
+}
+
 // The same on a dynamic persistent grid (PERSISTENT=2), with `min_blocks` CTAs an SM.
 TmaAttentionCase dynamic(TmaAttentionCase c, int min_blocks = 1) {
   c.persistent = 2;
@@ -226,6 +232,9 @@ INSTANTIATE_TEST_SUITE_P(
         // One consumer warpgroup: 128 rows, or 64 rows (the space runs it two CTAs an SM).
         warp_specialized(problem(2, 3, 1, 300, 333, 128, DType::bf16, 1, false), 64, 2, 128, 4),
         warp_specialized(problem(2, 3, 3, 300, 333, 64, DType::f16, 2, true), 128, 2, 64, 4),
+        // 64 rows and 64 keys at four CTAs an SM (104 registers a consumer): tails, GQA, both causal alignments.
+        sharing_an_sm(warp_specialized(problem(2, 3, 3, 200, 333, 64, DType::f16, 1, false), 64, 2, 64, 4), 4),
+        sharing_an_sm(warp_specialized(problem(1, 4, 2, 1000, 700, 64, DType::bf16, 2, true), 64, 2, 64, 4), 4),
         // Many key tiles: the ring's phases wrap many times within one program.
         warp_specialized(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 2),
         // Two head-dim tiles (SPLIT_D): D = 192 as 128 + 64 with GQA, D = 80 padded to 64 + 32 in bshd.
