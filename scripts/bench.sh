@@ -121,8 +121,9 @@ done
 # --tune-bwd tunes the backward's two loops per shape: 14 compiles and timings a new shape, about 150 s more
 # for the attention_bwd suite on an H100 (238 s measured for 36 of its 40 shapes, against 152 s untuned); on an
 # H200 (2026-11-30) the suite reached 447 s with 77 of its 80 backward records, so 210; after worklog §81 (one
-# more dQ candidate) it took 465 s for all 80. The estimate stays 210: its limit (531 s) keeps the whole run
-# (about 520 s) inside the GPU tool's 10-minute command, cutting the sweep rather than the peers and the report.
+# more dQ candidate) it took 465 s for all 80, and after §83 (one more dK/dV candidate) 520 s, the whole run 583 s.
+# The estimate stays 210: its limit (531 s) keeps the whole run inside the GPU tool's 10-minute command, cutting
+# the sweep rather than the peers and the report; a candidate more in either loop's space needs one less there.
 if [[ " ${extra[*]} " == *" --tune-bwd "* && " ${sweep_suites[*]} " == *" attention_bwd "* && -z "$quick" ]]; then
   sweep_expect=$((sweep_expect + 210))
 fi
