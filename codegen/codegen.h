@@ -14,8 +14,11 @@
 //          -> analyze_contiguity (vector width of pointer-tensor accesses, hints included, block-store pieces)
 //          -> plan_layout_conversions (every conversion between layouts: shared memory or register shuffles)
 //          -> plan_scratch (scratch shared memory)
+//          -> schedule_products (a loop body's products issued when their operands are ready, waited where read)
 //          -> plan_bulk_reductions (sm_90a: block atomic adds through a stage and bulk reductions, the stage)
+//          -> plan_unordered_reductions (reductions no read goes back to: no barrier before the next loads)
 //          -> plan_rescale_skips (LAZY_RESCALE=1: a loop accumulator's rescale skipped where its factors are 1)
+//          -> plan_exp2_on_fma (EXP2_ON_FMA=K: one exponential in K by the FMA pipe's polynomial)
 //          -> describe_plan (the lowered summary)
 //          -> emit_cuda (prelude + one __global__ function)
 #pragma once

@@ -192,14 +192,15 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
     } else if (auto it = plan.accesses.find(&op); it != plan.accesses.end()) {
       const AccessPlan& a = it->second;
       if (a.vector > 1 || a.reduce_only)
-        s += fmt::format("//   {} at {}: {}{}{}\n",
+        s += fmt::format("//   {} at {}: {}{}{}{}\n",
                          op.kind == OpKind::Load    ? "load"
                          : op.kind == OpKind::Store ? "store"
                                                     : "atomic_add",
                          op.loc.str(),
                          a.vector > 1 ? fmt::format("{}-element vectors", a.vector) : "element by element",
                          a.aligned ? " (aligned by multiple_of)" : "",
-                         a.reduce_only ? ", as red (old values unread)" : "");
+                         a.reduce_only ? ", as red (old values unread)" : "",
+                         plan.unordered_reductions.count(&op) ? ", unordered (no read goes back to its tensor)" : "");
     } else if (auto it = plan.block_accesses.find(&op); it != plan.block_accesses.end()) {
       const bool staged = op.kind == OpKind::LoadBlock && plan.tile_of.count(op.result());
       if (staged)
@@ -236,7 +237,8 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
       s += fmt::format("//   atomic_add at {}: {} row(s) of {} f32 through the stage, one bulk reduction a row\n",
                        op.loc.str(), it->second.rows, it->second.cols);
     else
-      s += fmt::format("//   atomic_add at {}: element by element ({})\n", op.loc.str(), plan.bulk.why_not.at(&op));
+      s += fmt::format("//   atomic_add at {}: element by element ({}){}\n", op.loc.str(), plan.bulk.why_not.at(&op),
+                       plan.unordered_reductions.count(&op) ? ", unordered (no read goes back to its tensor)" : "");
   });
   for (const LayoutConversion& c : plan.conversions) {
     const std::string how = c.method == ConversionMethod::RegisterShuffles

@@ -10,13 +10,12 @@ void Emitter::emit_block_atomic_add(const Op& op) {
   const Layout L = access_layout(k_, plan_, op);
   const std::string x = regs(op.operands[1], L);
   const auto bulk = plan_.bulk.ops.find(&op);
+  note_global_store(op); // through the stage, no read of the kernel goes back to the tensor (plan_bulk_reductions)
   if (bulk == plan_.bulk.ops.end()) { // element by element from registers, nothing back
-    note_global_store();
     emit_block_elements(op, bp, bt, L, x, /*add=*/true);
     return;
   }
-  // Through the stage. No load of this kernel reads the tensor (plan_bulk_reductions), so no barrier has to
-  // order these adds before one: note_global_store is not called.
+  // Through the stage: plan_unordered_reductions left it unordered, since no read goes back to the tensor.
   const BulkReduction& b = bulk->second;
   const int rd = b.row_dim, cd = b.col_dim;
   const bool check_rows = rd >= 0 && op.checks_dim(rd), check_cols = op.checks_dim(cd);

@@ -89,7 +89,7 @@ void Emitter::emit_pointer_store(const Op& op) {
   ValueId v = op.operands[1];
   if (op.kind == OpKind::Store && k_.type(v).shape.empty()) {
     // Every thread holds the scalar and its address: thread 0 writes it.
-    note_global_store();
+    note_global_store(op);
     const std::string store = fmt::format("*{} = {};", scalar(op.operands[0]), scalar(v));
     line("if (threadIdx.x == 0{}) {}", op.has_mask ? " && " + scalar(op.operands[2]) : "", store);
     return;
@@ -99,7 +99,7 @@ void Emitter::emit_pointer_store(const Op& op) {
   std::string x = regs(v, L);
   std::string m = op.has_mask ? regs(op.operands[2], L) : "";
   std::string owner = owner_predicate(L);
-  note_global_store();
+  note_global_store(op);
   // An atomic add whose old values nobody reads is a reduction (`red`): no value comes back, so the updates
   // pipeline; on sm_90, runs of f32 proven contiguous go two or four at a time (analyze_contiguity).
   const AccessPlan& access = plan_.accesses.at(&op);
@@ -321,7 +321,7 @@ bool Emitter::emit_vector_block_load(const Op& op, const std::string& bp, const 
 }
 
 void Emitter::emit_block_store(const Op& op) {
-  note_global_store();
+  note_global_store(op);
   std::string bp = scalar(op.operands[0]);
   const Type& bt = k_.type(op.operands[0]);
   ValueId v = op.operands[1];

@@ -64,7 +64,11 @@ private:
   // before it stored, and in the first iteration ("i4 == 0") there was none (emit_for).
   bool global_write_pending_ = false;
   std::string global_write_unless_;
-  void note_global_store() {
+  // A global write by `op`; a reduction that no read of the kernel goes back to is left unordered
+  // (plan_unordered_reductions).
+  void note_global_store(const Op& op) {
+    if (plan_.unordered_reductions.count(&op))
+      return;
     global_write_pending_ = true;
     global_write_unless_.clear();
   }
@@ -138,11 +142,13 @@ private:
     global_write_pending_ = false;
     global_write_unless_.clear();
   }
-  static bool stores_globally(const Region& r) {
+  // Whether `r` writes global memory that a later load must be ordered after (note_global_store's writes).
+  bool stores_globally(const Region& r) const {
     bool any = false;
     walk(r, [&](const Op& o) {
-      any |= o.kind == OpKind::Store || o.kind == OpKind::StoreBlock || o.kind == OpKind::AtomicAdd ||
-             o.kind == OpKind::AtomicAddBlock;
+      any |= (o.kind == OpKind::Store || o.kind == OpKind::StoreBlock || o.kind == OpKind::AtomicAdd ||
+              o.kind == OpKind::AtomicAddBlock) &&
+             !plan_.unordered_reductions.count(&o);
     });
     return any;
   }

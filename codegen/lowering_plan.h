@@ -392,6 +392,9 @@ struct LoweringPlan {
   int64_t scratch_bytes = 0;
   // plan_bulk_reductions: the atomic adds through block pointers made from a shared-memory stage.
   BulkReductions bulk;
+  // plan_unordered_reductions: the reductions through parameters no read of the kernel goes through, which no
+  // barrier orders before the program's later loads.
+  std::unordered_set<const Op*> unordered_reductions;
   // plan_rescale_skips: the accumulator rescales a warp skips where its factors are all 1.
   RescaleSkips rescale_skips;
   // plan_exp2_on_fma: the exp2 tiles one register in every `every` of which the FMA pipe computes.

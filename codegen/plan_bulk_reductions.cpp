@@ -31,7 +31,7 @@ std::string why_not_bulk(const Kernel& k, const Target& target, const CodegenOpt
     return "its block pointer's base is not known to come from a pointer parameter";
   for (int p : *mine)
     if (loaded.count(p))
-      return fmt::format("the kernel also loads through '{}', and a bulk reduction's sums land asynchronously",
+      return fmt::format("the kernel also reads through '{}', and a bulk reduction's sums land asynchronously",
                          k.params[static_cast<size_t>(p)].name);
   return "";
 }
@@ -40,18 +40,11 @@ std::string why_not_bulk(const Kernel& k, const Target& target, const CodegenOpt
 
 void plan_bulk_reductions(const Kernel& k, const Target& target, const CodegenOptions& options, LoweringPlan& plan) {
   PointerRoots roots(k);
-  // Every parameter some load may read through (all of them when a load's pointer has unknown roots).
+  // Every parameter the kernel may read through (all of them when a read's pointer has unknown roots).
   std::set<int> loaded;
-  bool unknown_load = false;
-  walk(k.body, [&](const Op& op) {
-    if (op.kind != OpKind::Load && op.kind != OpKind::LoadBlock && op.kind != OpKind::AtomicAdd)
-      return;
-    if (std::optional<std::set<int>> r = roots.of(op.operands[0]))
-      loaded.insert(r->begin(), r->end());
-    else
-      unknown_load = true;
-  });
-  if (unknown_load)
+  if (std::optional<std::set<int>> r = roots.read())
+    loaded = std::move(*r);
+  else
     for (size_t i = 0; i < k.params.size(); ++i)
       loaded.insert(static_cast<int>(i));
   BulkReductions& b = plan.bulk;

@@ -11,6 +11,7 @@ const Op* yield_of(const Region& r) {
 
 PointerRoots::PointerRoots(const Kernel& k) : k_(k) {
   walk(k.body, [&](const Op& op) {
+    used_.insert(op.operands.begin(), op.operands.end());
     if (op.kind == OpKind::For) { // body args: iv, then the carried values (inits at operand 3 + i)
       const Region& body = op.regions[0];
       for (size_t i = 1; i < body.args.size(); ++i)
@@ -27,22 +28,40 @@ std::optional<std::set<int>> PointerRoots::of(ValueId v) {
   return roots;
 }
 
-std::optional<std::set<int>> PointerRoots::written() {
-  if (written_)
-    return *written_;
+std::optional<std::set<int>> PointerRoots::through(const std::function<bool(const Op&)>& pick) {
   std::set<int> all;
   bool traced = true;
   walk(k_.body, [&](const Op& op) {
-    if (op.kind != OpKind::Store && op.kind != OpKind::AtomicAdd && op.kind != OpKind::StoreBlock &&
-        op.kind != OpKind::AtomicAddBlock)
+    if (!pick(op))
       return;
     if (std::optional<std::set<int>> r = of(op.operands[0]))
       all.insert(r->begin(), r->end());
     else
       traced = false;
   });
-  written_ = traced ? std::optional(all) : std::nullopt;
+  return traced ? std::optional(all) : std::nullopt;
+}
+
+std::optional<std::set<int>> PointerRoots::written() {
+  if (!written_)
+    written_ = through([](const Op& op) {
+      return op.kind == OpKind::Store || op.kind == OpKind::AtomicAdd || op.kind == OpKind::StoreBlock ||
+             op.kind == OpKind::AtomicAddBlock;
+    });
   return *written_;
+}
+
+bool PointerRoots::reduces(const Op& op) const {
+  return op.kind == OpKind::AtomicAddBlock || (op.kind == OpKind::AtomicAdd && !used_.count(op.result()));
+}
+
+std::optional<std::set<int>> PointerRoots::read() {
+  if (!read_)
+    read_ = through([&](const Op& op) {
+      return op.kind == OpKind::Load || op.kind == OpKind::LoadBlock ||
+             (op.kind == OpKind::AtomicAdd && !reduces(op));
+    });
+  return *read_;
 }
 
 bool PointerRoots::never_written(ValueId v) {

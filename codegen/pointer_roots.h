@@ -1,13 +1,16 @@
 // Which pointer parameters a pointer value may come from: the analysis behind "this tensor is one the kernel
 // never writes" (a persistent grid's early copy of the next program's tile, a producer's second read of a
-// scalar) and "the kernel also loads through this parameter" (bulk reductions). Internal to the code generator.
+// scalar) and "the kernel also reads through this parameter" (bulk reductions, reductions left unordered).
+// Internal to the code generator.
 #pragma once
 
 #include "dsl/ir.h"
 
+#include <functional>
 #include <optional>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace kiln {
@@ -23,16 +26,24 @@ public:
   // The parameters the kernel may write through (stores and atomics anywhere in it); nullopt when a write's
   // pointer has unknown roots.
   std::optional<std::set<int>> written();
+  // The parameters the kernel may read through: loads, and atomic adds that are not reductions; nullopt when such
+  // a read's pointer has unknown roots.
+  std::optional<std::set<int>> read();
+  // Whether `op` is a reduction: an atomic add whose old values nothing reads (through a block pointer, always).
+  bool reduces(const Op& op) const;
   // Whether every parameter `v` may come from is known and one the kernel never writes.
   bool never_written(ValueId v);
 
 private:
+  // The parameters the ops `pick` selects go through; nullopt when one's pointer has unknown roots.
+  std::optional<std::set<int>> through(const std::function<bool(const Op&)>& pick);
   bool collect_carried(const Op& loop, size_t i, std::set<int>& roots, std::set<ValueId>& seen);
   bool collect(ValueId v, std::set<int>& roots, std::set<ValueId>& seen);
 
   const Kernel& k_;
   std::unordered_map<ValueId, std::pair<const Op*, size_t>> carried_;
-  std::optional<std::optional<std::set<int>>> written_; // computed once
+  std::unordered_set<ValueId> used_; // every value some op reads
+  std::optional<std::optional<std::set<int>>> written_, read_; // computed once
 };
 
 } // namespace kiln

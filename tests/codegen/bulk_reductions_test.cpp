@@ -63,7 +63,7 @@ TEST(BulkReductions, ElsewhereTheBlockAddsElementByElementAndThePlanSaysWhy) {
       {"TMA off", [] { return kiln_test::block_atomic_add_kernel(64, 32, f32, 4); }, "sm_90a", no_tma,
        "the TMA unit is off"},
       {"loads y", [] { return kiln_test::block_atomic_add_kernel(64, 32, f32, 4, /*also_loads_y=*/true); }, "sm_90a",
-       {}, "also loads through 'y'"},
+       {}, "also reads through 'y'"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);

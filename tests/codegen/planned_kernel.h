@@ -15,6 +15,7 @@
 #include "codegen/plan_rescale_skips.h"
 #include "codegen/plan_scratch.h"
 #include "codegen/plan_tma_copies.h"
+#include "codegen/plan_unordered_reductions.h"
 #include "codegen/plan_warp_specialization.h"
 #include "codegen/schedule_async_copies.h"
 #include "codegen/schedule_products.h"
@@ -52,6 +53,7 @@ inline Planned plan_kernel(Kernel kernel, const std::string& arch, const Codegen
   plan_scratch(p.kernel, p.plan);
   schedule_products(p.kernel, options, p.plan);
   plan_bulk_reductions(p.kernel, t, options, p.plan);
+  plan_unordered_reductions(p.kernel, p.plan);
   plan_rescale_skips(p.kernel, p.plan);
   plan_exp2_on_fma(p.kernel, p.plan);
   return p;
