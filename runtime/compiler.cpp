@@ -415,11 +415,15 @@ CompiledKernel compile_cuda(const CompileRequest& req) {
   nvrtcResult result = prog.compile(options);
   std::string log = prog.log();
   if (result != nvrtc_codes::kSuccess) {
-    std::string msg = fmt::format("NVRTC failed to compile kernel '{}' for {} (NVRTC {}): {}\n", req.kernel_name,
-                                  req.arch, n.version_string(), n.nvrtcGetErrorString(result));
+    // The first line is what a one-line report (the tuner's table) shows: it names a register cap when that is why.
+    const std::string hint = register_limit_hint(log);
+    std::string msg = fmt::format("NVRTC failed to compile kernel '{}' for {} (NVRTC {}): {}{}\n", req.kernel_name,
+                                  req.arch, n.version_string(), n.nvrtcGetErrorString(result),
+                                  hint.empty() ? "" : " (an instruction needs more registers than the kernel's "
+                                                      "__launch_bounds__ leave a thread)");
     msg += quote_error_lines(log, req.source);
     msg += "NVRTC log:\n" + log;
-    msg += register_limit_hint(log);
+    msg += hint;
     try {
       auto paths = dump_artifacts(req.kernel_name, {{"cu", req.source}, {"log", log}});
       if (!paths.empty())

@@ -338,5 +338,33 @@ TEST(WarpSpecialization, EveryWarpSpecialisedConfigCompilesWithoutSpills) {
   EXPECT_GE(compiled, 5 + 14);
 }
 
+// setmaxnreg raises the consumers' registers, but ptxas compiles every instruction under the cap at entry: FA2's
+// 128-key tile over one warpgroup at three CTAs an SM (entry 80) has a product that needs about 90 (C7602). The
+// error's first line, which the tuner's table shows, says so.
+TEST(WarpSpecialization, AnEntryCapBelowAnInstructionsNeedFailsSayingSoOnTheFirstLine) {
+  std::string why;
+  if (!rt::nvrtc_available(&why))
+    GTEST_SKIP() << "NVRTC not available: " << why;
+  const KernelDef& def = builtin_kernels().find("fa2_fwd");
+  const Config c = def.with_overrides(def.default_config(), {{"HEAD_DIM", 64},
+                                                             {"BLOCK_M", 64},
+                                                             {"BLOCK_N", 128},
+                                                             {"num_warps", 4},
+                                                             {"WARP_SPECIALIZE", 1},
+                                                             {"MIN_BLOCKS_PER_SM", 3}});
+  const GeneratedKernel g = generate_cuda(def.build(c), Target::parse("sm_90a"));
+  try {
+    (void)rt::compile_cuda(compile_request_for(g, "sm_90a"));
+    FAIL() << "compiled at an entry cap of 80 registers";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    const std::string first = msg.substr(0, msg.find('\n'));
+    EXPECT_NE(first.find("needs more registers than the kernel's __launch_bounds__ leave a thread"),
+              std::string::npos)
+        << first;
+    EXPECT_NE(msg.find("lower MIN_BLOCKS_PER_SM"), std::string::npos) << msg;
+  }
+}
+
 } // namespace
 } // namespace kiln_test
