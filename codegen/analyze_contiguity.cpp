@@ -1,6 +1,7 @@
 #include "codegen/analyze_contiguity.h"
 
 #include "codegen/operand_layouts.h"
+#include "codegen/pointer_roots.h"
 
 #include <algorithm>
 
@@ -136,8 +137,7 @@ BlockAccessPlan block_load_plan(const Kernel& k, const LoweringPlan& plan, const
 
 void analyze_contiguity(const Kernel& k, const Target& target, const CodegenOptions& options,
                         LoweringPlan& plan) {
-  std::unordered_set<ValueId> read;
-  walk(k.body, [&](const Op& o) { read.insert(o.operands.begin(), o.operands.end()); });
+  PointerRoots roots(k);
   walk(k.body, [&](const Op& op) {
     if (op.kind == OpKind::StoreBlock)
       plan.block_accesses[&op] = block_store_plan(k, plan, options, op);
@@ -149,7 +149,7 @@ void analyze_contiguity(const Kernel& k, const Target& target, const CodegenOpti
     ValueId ptrs = op.operands[0];
     const Type& t = k.type(ptrs);
     ValueId value = op.kind == OpKind::Load ? op.result() : op.operands[1];
-    a.reduce_only = op.kind == OpKind::AtomicAdd && !read.count(op.result());
+    a.reduce_only = op.kind == OpKind::AtomicAdd && roots.reduces(op);
     // Vector atomics exist only as f32 reductions on sm_90 (red.add.v2/v4.f32).
     const bool may_vectorize = op.kind != OpKind::AtomicAdd ||
                                (a.reduce_only && k.type(value).elem == DType::f32 && target.sm >= 90);

@@ -10,12 +10,11 @@ void Emitter::emit_block_atomic_add(const Op& op) {
   const Layout L = access_layout(k_, plan_, op);
   const std::string x = regs(op.operands[1], L);
   const auto bulk = plan_.bulk.ops.find(&op);
-  note_global_store(op); // through the stage, no read of the kernel goes back to the tensor (plan_bulk_reductions)
+  note_global_store(op); // nothing to order where plan_unordered_reductions left it unordered (every staged add)
   if (bulk == plan_.bulk.ops.end()) { // element by element from registers, nothing back
     emit_block_elements(op, bp, bt, L, x, /*add=*/true);
     return;
   }
-  // Through the stage: plan_unordered_reductions left it unordered, since no read goes back to the tensor.
   const BulkReduction& b = bulk->second;
   const int rd = b.row_dim, cd = b.col_dim;
   const bool check_rows = rd >= 0 && op.checks_dim(rd), check_cols = op.checks_dim(cd);
