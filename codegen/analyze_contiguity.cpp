@@ -133,6 +133,21 @@ BlockAccessPlan block_load_plan(const Kernel& k, const LoweringPlan& plan, const
   return {run};
 }
 
+// An atomic add through a block pointer that adds from registers adds each thread's run of consecutive f32
+// registers along the block's contiguous dim in pieces of 2 or 4, one vector reduction each (red.add.v2/v4.f32,
+// sm_90 only; the run-time check of stride, alignment and bounds stays, with an element-by-element fallback), as a
+// tensor of pointers does (LoweringPlan::accesses). No lanes are exchanged for it. On sm_80 the adds stay element
+// by element: pieces there cost the backward's fused tiles registers (fa2_bwd_dkdv, ATOMIC_DQ=1 BULK_DQ=1 at
+// D = 64: 72 bytes of spills against 68, worklog §85).
+BlockAccessPlan block_add_plan(const Kernel& k, const LoweringPlan& plan, const Target& target,
+                               const CodegenOptions& options, const Op& op) {
+  const Type& bt = k.type(op.operands[0]);
+  if (!options.vectorize || target.sm < 90 || bt.elem != DType::f32 || bt.order.empty())
+    return {};
+  const int run = register_run(access_layout(k, plan, op), bt.order[0], 4);
+  return run >= 2 ? BlockAccessPlan{run} : BlockAccessPlan{};
+}
+
 } // namespace
 
 void analyze_contiguity(const Kernel& k, const Target& target, const CodegenOptions& options,
@@ -143,6 +158,8 @@ void analyze_contiguity(const Kernel& k, const Target& target, const CodegenOpti
       plan.block_accesses[&op] = block_store_plan(k, plan, options, op);
     if (op.kind == OpKind::LoadBlock && plan.where(op.result()) == Placement::Registers)
       plan.block_accesses[&op] = block_load_plan(k, plan, options, op);
+    if (op.kind == OpKind::AtomicAddBlock)
+      plan.block_accesses[&op] = block_add_plan(k, plan, target, options, op);
     if (op.kind != OpKind::Load && op.kind != OpKind::Store && op.kind != OpKind::AtomicAdd)
       return;
     AccessPlan a;

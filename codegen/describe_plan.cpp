@@ -201,7 +201,8 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                          a.aligned ? " (aligned by multiple_of)" : "",
                          a.reduce_only ? ", as red (old values unread)" : "",
                          plan.unordered_reductions.count(&op) ? ", unordered (no read goes back to its tensor)" : "");
-    } else if (auto it = plan.block_accesses.find(&op); it != plan.block_accesses.end()) {
+    } else if (auto it = plan.block_accesses.find(&op);
+               it != plan.block_accesses.end() && op.kind != OpKind::AtomicAddBlock) { // atomic adds: below
       const bool staged = op.kind == OpKind::LoadBlock && plan.tile_of.count(op.result());
       if (staged)
         s += fmt::format("//   block load at {}: read from its ring slot (staged by cp.async)\n", op.loc.str());
@@ -233,12 +234,17 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
   walk(k.body, [&](const Op& op) {
     if (op.kind != OpKind::AtomicAddBlock)
       return;
-    if (auto it = plan.bulk.ops.find(&op); it != plan.bulk.ops.end())
+    if (auto it = plan.bulk.ops.find(&op); it != plan.bulk.ops.end()) {
       s += fmt::format("//   atomic_add at {}: {} row(s) of {} f32 through the stage, one bulk reduction a row\n",
                        op.loc.str(), it->second.rows, it->second.cols);
-    else
-      s += fmt::format("//   atomic_add at {}: element by element ({}){}\n", op.loc.str(), plan.bulk.why_not.at(&op),
+    } else {
+      const auto pieces = plan.block_accesses.find(&op);
+      const int run = pieces == plan.block_accesses.end() ? 0 : pieces->second.piece;
+      s += fmt::format("//   atomic_add at {}: {} ({}){}\n", op.loc.str(),
+                       run ? fmt::format("{}-element vector reductions from registers", run) : "element by element",
+                       plan.bulk.why_not.at(&op),
                        plan.unordered_reductions.count(&op) ? ", unordered (no read goes back to its tensor)" : "");
+    }
   });
   for (const LayoutConversion& c : plan.conversions) {
     const std::string how = c.method == ConversionMethod::RegisterShuffles

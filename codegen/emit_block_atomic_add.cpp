@@ -1,5 +1,6 @@
-// Emitter: atomic_add through a block pointer (OpKind::AtomicAddBlock), element by element (`red`) or, as
-// plan_bulk_reductions decided, through the shared-memory stage and one bulk reduction a row.
+// Emitter: atomic_add through a block pointer (OpKind::AtomicAddBlock), from registers (`red`, in the plan's f32
+// pieces by `red.v2`/`.v4` on sm_90) or, as plan_bulk_reductions decided, through the shared-memory stage and one
+// bulk reduction a row.
 #include "codegen/emitter.h"
 
 namespace kiln::emit_detail {
@@ -11,8 +12,19 @@ void Emitter::emit_block_atomic_add(const Op& op) {
   const std::string x = regs(op.operands[1], L);
   const auto bulk = plan_.bulk.ops.find(&op);
   note_global_store(op); // nothing to order where plan_unordered_reductions left it unordered (every staged add)
-  if (bulk == plan_.bulk.ops.end()) { // element by element from registers, nothing back
-    emit_block_elements(op, bp, bt, L, x, /*add=*/true);
+  if (bulk == plan_.bulk.ops.end()) { // from registers, nothing back: f32 pieces by vector reductions on sm_90
+    const auto pieces = plan_.block_accesses.find(&op);
+    const int run = pieces == plan_.block_accesses.end() ? 0 : pieces->second.piece;
+    if (run == 0) {
+      emit_block_elements(op, bp, bt, L, x, /*add=*/true);
+      return;
+    }
+    emit_block_pieces(op, bp, bt, L, x, run, [&] {
+      if (run == 2)
+        line("    kiln::red_add_v2(kiln_p, {0}[g], {0}[g + 1]);", x);
+      else
+        line("    kiln::red_add_v4(kiln_p, {0}[g], {0}[g + 1], {0}[g + 2], {0}[g + 3]);", x);
+    });
     return;
   }
   const BulkReduction& b = bulk->second;

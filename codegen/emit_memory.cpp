@@ -390,7 +390,22 @@ bool Emitter::emit_vector_block_store(const Op& op, const std::string& bp, const
       line("}}");
     }
   }
-  const int bytes = run * eb;
+  emit_block_pieces(op, bp, bt, W, w, run, [&] {
+    line("    alignas(16) {} kiln_v[{}];", ctype(elem), run);
+    line("    #pragma unroll");
+    line("    for (int i = 0; i < {}; ++i) kiln_v[i] = {}[g + i];", run, w);
+    line("    kiln::st_global<{}>(kiln_p, kiln_v);", run * eb);
+  });
+  return true;
+}
+
+// Pieces of `run` consecutive registers of `w` (layout W) along the block's contiguous dim, each at kiln_p: `whole`
+// emits the access of a piece that is aligned and wholly inside the tensor, the others go element by element
+// (a store, or for an atomic add a `red`).
+void Emitter::emit_block_pieces(const Op& op, const std::string& bp, const Type& bt, const Layout& W,
+                                const std::string& w, int run, const std::function<void()>& whole) {
+  const int cdim = bt.order[0];
+  const int n = W.num_regs();
   line("if ({}) {{", owner_predicate(W));
   open();
   line("#pragma unroll");
@@ -403,24 +418,23 @@ bool Emitter::emit_vector_block_store(const Op& op, const std::string& bp, const
     addr += fmt::format(" + c{0} * {1}.stride[{0}]", d, bp);
   }
   const bool check_c = op.checks_dim(cdim);
-  std::string whole = check_c ? " && " + run_in_bounds(fmt::format("c{}", cdim), bp, cdim, run) : "";
-  line("  {} * const kiln_p = {}.base + ({});", ctype(elem), bp, addr);
+  std::string whole_inside = check_c ? " && " + run_in_bounds(fmt::format("c{}", cdim), bp, cdim, run) : "";
+  line("  {} * const kiln_p = {}.base + ({});", ctype(bt.elem), bp, addr);
   line("  if ({}{} && {}.stride[{}] == 1 && reinterpret_cast<unsigned long long>(kiln_p) % {} == 0) {{",
-       other_ok, whole, bp, cdim, bytes);
-  line("    alignas(16) {} kiln_v[{}];", ctype(elem), run);
-  line("    #pragma unroll");
-  line("    for (int i = 0; i < {}; ++i) kiln_v[i] = {}[g + i];", run, w);
-  line("    kiln::st_global<{}>(kiln_p, kiln_v);", bytes);
+       other_ok, whole_inside, bp, cdim, run * dtype_bytes(bt.elem));
+  whole();
   line("  }} else {{");
   line("    #pragma unroll");
   line("    for (int i = 0; i < {}; ++i)", run);
-  line("      if ({}{}) kiln_p[i * {}.stride[{}]] = {}[g + i];", other_ok,
-       check_c ? " && " + in_bounds(fmt::format("c{} + i", cdim), bp, cdim) : "", bp, cdim, w);
+  const std::string inside = other_ok + (check_c ? " && " + in_bounds(fmt::format("c{} + i", cdim), bp, cdim) : "");
+  if (op.kind == OpKind::AtomicAddBlock)
+    line("      if ({}) kiln::red_add(kiln_p + i * {}.stride[{}], {}[g + i]);", inside, bp, cdim, w);
+  else
+    line("      if ({}) kiln_p[i * {}.stride[{}]] = {}[g + i];", inside, bp, cdim, w);
   line("  }}");
   line("}}");
   close();
   line("}}");
-  return true;
 }
 
 // Copies a block into a shared tile (stage `stage` of its ring): 16-byte cp.async chunks with zero

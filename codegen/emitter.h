@@ -403,6 +403,8 @@ private:
                            const std::string& x, bool add);
   bool emit_vector_block_store(const Op& op, const std::string& bp, const Type& bt, const Layout& L,
                                const std::string& x);
+  void emit_block_pieces(const Op& op, const std::string& bp, const Type& bt, const Layout& W, const std::string& w,
+                         int run, const std::function<void()>& whole);
   void emit_staged_block_load(const Op& op, const SharedTile& t);
   bool emit_vector_block_load(const Op& op, const std::string& bp, const Type& bt, const Layout& L,
                               const std::string& n, const std::string& pad);

@@ -9,7 +9,8 @@
 // row the launch cannot reduce in bulk (misaligned, a stride other than 1 along the row, a boundary that cuts it
 // at other than a multiple of 4 elements) is added element by element from the stage. Everything else adds
 // element by element from registers (`red`), each op's reason kept for `--stage lowered`: so does a block whose
-// stage would not fit in shared memory beside the kernel's tiles and scratch.
+// stage would not fit in shared memory beside the kernel's tiles and scratch, or would keep the CTAs that the
+// config's MIN_BLOCKS_PER_SM asks to share an SM from fitting there.
 //
 // Runs after plan_scratch: the stage follows the scratch (one stage, as large as the largest block, shared by
 // the ops in turn: each use first waits until the previous reductions have read it).

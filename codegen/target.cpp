@@ -21,6 +21,14 @@ int64_t Target::max_shared_bytes_per_block() const {
   }
 }
 
+int64_t Target::max_shared_bytes_per_sm() const {
+  switch (sm) {
+  case 80: return 164 * 1024;
+  case 90: return 228 * 1024;
+  default: return 100 * 1024; // sm_86, sm_89
+  }
+}
+
 int64_t Target::max_blocks_per_sm() const {
   switch (sm) {
   case 86: return 16;

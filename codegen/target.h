@@ -14,6 +14,10 @@ struct Target {
   // The arch's hardware limits (CUDA programming guide, compute capabilities table): the most shared memory a
   // block can opt in to, and the most resident CTAs and threads an SM holds.
   int64_t max_shared_bytes_per_block() const;
+  // The shared memory of one SM, which its resident CTAs share, each with kReservedSharedBytesPerBlock more
+  // than it asks for (the system's own use).
+  int64_t max_shared_bytes_per_sm() const;
+  static constexpr int64_t kReservedSharedBytesPerBlock = 1024;
   int64_t max_blocks_per_sm() const;
   int64_t max_threads_per_sm() const;
   static Target parse(const std::string& arch); // "sm_80", "sm_90a"; Error for anything else

@@ -7,7 +7,6 @@ namespace kiln {
 namespace {
 constexpr int64_t kRegistersPerSm = 64 * 1024;
 constexpr int64_t kRegisterUnit = 256; // registers are allocated to a warp in units of this many
-constexpr int64_t kReservedSharedPerCta = 1024;
 } // namespace
 
 int64_t resident_ctas_per_sm(const Target& target, int64_t threads, int64_t registers, int64_t shared_bytes,
@@ -20,7 +19,8 @@ int64_t resident_ctas_per_sm(const Target& target, int64_t threads, int64_t regi
     ctas = std::min(ctas, kRegistersPerSm / per_warp / warps);
   }
   if (shared_per_sm > 0)
-    ctas = std::min(ctas, shared_per_sm / (std::max<int64_t>(shared_bytes, 0) + kReservedSharedPerCta));
+    ctas = std::min(ctas,
+                    shared_per_sm / (std::max<int64_t>(shared_bytes, 0) + Target::kReservedSharedBytesPerBlock));
   return std::max<int64_t>(ctas, 1);
 }
 

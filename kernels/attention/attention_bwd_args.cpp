@@ -103,6 +103,12 @@ Value bwd_dq_acc_block_ptr(const AttentionBwdArgs& a, const Value& row0, int64_t
                         {rows, tp.head_dim}, {1, 0});
 }
 
+Value bwd_dq_acc_block_ptr(const AttentionBwdArgs& a, const Value& row0, int64_t rows, const Operand& offset,
+                           const HeadDimPiece& piece) {
+  return make_block_ptr(a.dq_acc + row0 * a.fwd.D.to(i64), {a.fwd.N_Q, a.fwd.D}, {a.fwd.D, 1},
+                        {offset, piece.start}, {rows, piece.width}, {1, 0});
+}
+
 std::vector<ParamDef> attention_bwd_param_defs() {
   std::vector<ParamDef> params = attention_param_defs();
   for (ParamDef& p : params)
@@ -115,6 +121,13 @@ ParamDef atomic_dq_param() {
   return ParamDef::flag("ATOMIC_DQ", 0,
                         "1 accumulates dQ with f32 atomic adds inside the dK/dV program (not deterministic), then "
                         "casts it; 0 computes dQ in its own deterministic kernel");
+}
+
+ParamDef bulk_dq_param() {
+  return ParamDef::flag("BULK_DQ", 0,
+                        "with ATOMIC_DQ=1: 1 adds each step's dQ partial through a block pointer, which the code "
+                        "generator stages in shared memory and reduces by the TMA unit on sm_90a (bulk reductions) "
+                        "and adds element by element elsewhere; 0 through a tensor of pointers (red, red.v2 on sm_90)");
 }
 
 } // namespace kiln

@@ -54,6 +54,9 @@ Value bwd_row_block_ptr(const AttentionBwdArgs& a, const Value& ptr, const Value
 // (rows, HEAD_DIM) window of the f32 dQ accumulator DQ_ACC ([B, H, N_Q, D] contiguous) at query row `offset`.
 Value bwd_dq_acc_block_ptr(const AttentionBwdArgs& a, const Value& row0, int64_t rows,
                            const AttentionTileParams& tp, const Operand& offset);
+// The same window over one piece of the head dim (columns piece.start ... + piece.width).
+Value bwd_dq_acc_block_ptr(const AttentionBwdArgs& a, const Value& row0, int64_t rows, const Operand& offset,
+                           const HeadDimPiece& piece);
 
 // The attention params with the backward's tiles as defaults (64 x 64, as default_bwd_configs picks at
 // D <= 64), so that `kiln emit` and a default config show what runs.
@@ -61,5 +64,8 @@ std::vector<ParamDef> attention_bwd_param_defs();
 
 // The parameters of the dK/dV and preprocess kernels beyond the attention tiles: ATOMIC_DQ.
 ParamDef atomic_dq_param();
+// BULK_DQ (default 0): with ATOMIC_DQ=1, whether dQ's partial is added through a block pointer (bulk reductions
+// on sm_90a) or a tensor of pointers.
+ParamDef bulk_dq_param();
 
 } // namespace kiln

@@ -12,7 +12,7 @@
 // product takes a warp split of its own (codegen/assign_layouts.h), so 64-row steps suit it too.
 //
 // Args: the backward list (attention_bwd_args.h). Params: the attention params (BLOCK_M query rows per
-// step, BLOCK_N keys per program, ...) and ATOMIC_DQ. Grid: (cdiv(N_K, BLOCK_N), B·H_KV, 1).
+// step, BLOCK_N keys per program, ...), ATOMIC_DQ and BULK_DQ. Grid: (cdiv(N_K, BLOCK_N), B·H_KV, 1).
 #pragma once
 
 #include "dsl/registry.h"

@@ -2,7 +2,7 @@
 // (codegen/plan_bulk_reductions.h): on sm_90a an f32 block goes through a shared-memory stage and one bulk
 // reduction a row; on sm_80, for other dtypes, for rows under 16 bytes, with the TMA unit off, or where the kernel
 // also loads through the tensor's pointer, it adds element by element and the plan says why. Everything compiles
-// with NVRTC.
+// with NVRTC. An f32 block that adds from registers on sm_90a does so by vector reductions.
 #include "block_atomic_add_kernel.h"
 
 #include "codegen/codegen.h"
@@ -73,11 +73,62 @@ TEST(BulkReductions, ElsewhereTheBlockAddsElementByElementAndThePlanSaysWhy) {
     ASSERT_EQ(p.plan.bulk.why_not.size(), 1u);
     EXPECT_TRUE(has(p.plan.bulk.why_not.begin()->second, c.why)) << p.plan.bulk.why_not.begin()->second;
     const GeneratedKernel g = generate_cuda(c.kernel(), Target::parse(c.arch), c.options);
-    EXPECT_TRUE(has(g.lowered, "element by element (")) << g.lowered;
+    // From registers: f32 on sm_90 in vector reductions (element by element where a piece is misaligned, strided or
+    // cut by the edge), anything else element by element.
+    const Kernel k = c.kernel();
+    const bool vectors = c.arch == "sm_90a" && k.type(k.params[1].value).elem == f32; // y, the added-to tensor
+    EXPECT_TRUE(has(g.lowered, vectors ? "-element vector reductions from registers (" : "element by element ("))
+        << g.lowered;
+    EXPECT_EQ(has(g.source, "kiln::red_add_v"), vectors);
     EXPECT_TRUE(has(g.source, "kiln::red_add("));
     EXPECT_FALSE(has(g.source, "kiln::bulk_reduce_add("));
     kiln_test::expect_nvrtc_compiles(g, c.arch);
   }
+}
+
+// The stage is left out where it would keep the CTAs that MIN_BLOCKS_PER_SM asks to share an SM from fitting there
+// (and taken where they fit with it, or would not fit without it either).
+TEST(BulkReductions, TheStageKeepsTheCtasMinBlocksPerSmAsksForOnAnSm) {
+  struct Case {
+    int64_t min_blocks;
+    bool bulk;
+  };
+  // The fused backward's dK/dV at D = 128 over one warp-specialised warpgroup: 106 KB of tiles and scratch, 34 KB of
+  // stage; two such CTAs fit an H100's 228 KB without the stage, not with it.
+  for (const Case& c : {Case{1, true}, Case{2, false}}) {
+    SCOPED_TRACE(c.min_blocks);
+    const kiln_test::Planned p = kiln_test::plan_for("fa2_bwd_dkdv",
+                                                     {{"ATOMIC_DQ", 1},
+                                                      {"BULK_DQ", 1},
+                                                      {"HEAD_DIM", 128},
+                                                      {"BLOCK_N", 64},
+                                                      {"BLOCK_M", 64},
+                                                      {"num_warps", 4},
+                                                      {"WARP_SPECIALIZE", 1},
+                                                      {"MIN_BLOCKS_PER_SM", c.min_blocks}},
+                                                     "sm_90a");
+    EXPECT_EQ(p.plan.bulk.any(), c.bulk);
+    if (!c.bulk) {
+      ASSERT_FALSE(p.plan.bulk.why_not.empty());
+      EXPECT_TRUE(has(p.plan.bulk.why_not.begin()->second, "MIN_BLOCKS_PER_SM=2 of them do not fit"))
+          << p.plan.bulk.why_not.begin()->second;
+      // From registers by vector reductions, as the pointer tensor's adds were.
+      const GeneratedKernel g = generate_cuda(p.kernel, Target::parse("sm_90a"));
+      EXPECT_TRUE(has(g.source, "kiln::red_add_v2(")) << g.lowered;
+      EXPECT_TRUE(has(g.lowered, "2-element vector reductions from registers (with its stage")) << g.lowered;
+    }
+  }
+  // At D = 64 two CTAs fit with the stage.
+  const kiln_test::Planned d64 = kiln_test::plan_for("fa2_bwd_dkdv",
+                                                     {{"ATOMIC_DQ", 1},
+                                                      {"BULK_DQ", 1},
+                                                      {"BLOCK_N", 64},
+                                                      {"BLOCK_M", 64},
+                                                      {"num_warps", 4},
+                                                      {"WARP_SPECIALIZE", 1},
+                                                      {"MIN_BLOCKS_PER_SM", 2}},
+                                                     "sm_90a");
+  EXPECT_TRUE(d64.plan.bulk.any());
 }
 
 } // namespace

@@ -3,7 +3,8 @@
 // not), misaligned (an odd column offset), strided (stride 2 along the row) and of f16, with programs that add
 // to the same block. On sm_90a the f32 cases go through the bulk-reduction stage (plan_bulk_reductions), whose
 // rows fall back to element adds where the launch cannot reduce them in bulk; elsewhere they add element by
-// element.
+// element. With the TMA unit off, sm_90a adds f32 from registers by vector reductions, with an element path for
+// the pieces that are misaligned, strided or cut by the edge.
 #include "block_atomic_add_kernel.h"
 
 #include "gpu/gpu_skip.h"
@@ -38,28 +39,38 @@ TEST(GpuBlockAtomicAdd, MatchesTheReferenceInsideAcrossEdgesMisalignedAndStrided
       {"strided rows", DType::f32, 80, 40, 96, 2, 0, 4, 16},
       {"f16", DType::f16, 100, 70, 72, 1, -3, 4, 64},
   };
+  CodegenOptions no_tma; // sm_90a: f32 from registers by vector reductions, each piece checked at run time
+  no_tma.tma = false;
   for (const BlockAddCase& c : cases) {
-    SCOPED_TRACE(c.what);
-    const Kernel k = kiln_test::block_atomic_add_kernel(BR, BC, c.dt, 4);
-    std::shared_ptr<JitKernel> jit = JitKernel::compile(k);
-    if (hopper) {
-      EXPECT_EQ(jit->generated().lowered.find("bulk reduction a row") != std::string::npos, c.dt == DType::f32)
-          << jit->generated().lowered;
+    for (const bool staged : {true, false}) {
+      if (!staged && (!hopper || c.dt != DType::f32))
+        continue;
+      SCOPED_TRACE(std::string(c.what) + (staged ? "" : ", TMA off"));
+      const Kernel k = kiln_test::block_atomic_add_kernel(BR, BC, c.dt, 4);
+      std::shared_ptr<JitKernel> jit = JitKernel::compile(k, {}, staged ? CodegenOptions{} : no_tma);
+      if (hopper) {
+        EXPECT_EQ(jit->generated().lowered.find("bulk reduction a row") != std::string::npos,
+                  staged && c.dt == DType::f32)
+            << jit->generated().lowered;
+        if (!staged) {
+          EXPECT_NE(jit->generated().source.find("kiln::red_add_v"), std::string::npos);
+        }
+      }
+      HostBuffer x = random_floats(c.dt, P * BR * BC, "x", 11, -1, 1);
+      HostBuffer y = random_floats(c.dt, c.R * c.stride_r, "y", 12, -1, 1);
+      const std::vector<double> want = kiln_test::block_atomic_add_reference(x, y, P, BR, BC, c.R, c.C, c.stride_r,
+                                                                             c.stride_c, c.row_off, c.col_off, c.shift);
+      run_on_gpu(*jit, Grid{P, 1, 1},
+                 {InterpArg::ptr(x), InterpArg::ptr(y), InterpArg::of_int(c.R), InterpArg::of_int(c.C),
+                  InterpArg::of_int(c.stride_r), InterpArg::of_int(c.stride_c), InterpArg::of_int(c.row_off),
+                  InterpArg::of_int(c.col_off), InterpArg::of_int(c.shift)});
+      std::vector<double> got(static_cast<size_t>(y.numel()));
+      for (int64_t e = 0; e < y.numel(); ++e)
+        got[static_cast<size_t>(e)] = y.get(e);
+      // f32: a few terms summed in some order; f16: each add rounded to f16.
+      const Comparison cmp = compare_to_reference(got, want);
+      EXPECT_TRUE(cmp.ok(c.dt == DType::f32 ? 1e-5 : 4e-3)) << cmp.str();
     }
-    HostBuffer x = random_floats(c.dt, P * BR * BC, "x", 11, -1, 1);
-    HostBuffer y = random_floats(c.dt, c.R * c.stride_r, "y", 12, -1, 1);
-    const std::vector<double> want = kiln_test::block_atomic_add_reference(x, y, P, BR, BC, c.R, c.C, c.stride_r,
-                                                                           c.stride_c, c.row_off, c.col_off, c.shift);
-    run_on_gpu(*jit, Grid{P, 1, 1},
-               {InterpArg::ptr(x), InterpArg::ptr(y), InterpArg::of_int(c.R), InterpArg::of_int(c.C),
-                InterpArg::of_int(c.stride_r), InterpArg::of_int(c.stride_c), InterpArg::of_int(c.row_off),
-                InterpArg::of_int(c.col_off), InterpArg::of_int(c.shift)});
-    std::vector<double> got(static_cast<size_t>(y.numel()));
-    for (int64_t e = 0; e < y.numel(); ++e)
-      got[static_cast<size_t>(e)] = y.get(e);
-    // f32: a few terms summed in some order; f16: each add rounded to f16.
-    const Comparison cmp = compare_to_reference(got, want);
-    EXPECT_TRUE(cmp.ok(c.dt == DType::f32 ? 1e-5 : 4e-3)) << cmp.str();
   }
 }
 
