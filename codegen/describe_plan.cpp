@@ -145,8 +145,9 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
     s += fmt::format("//   not persistent (PERSISTENT={}): {}\n", plan.persistent.asked, plan.persistent.why_not);
   }
   for (const SharedTile& t : plan.tiles)
-    s += fmt::format("//   shared tile %{}: {} x {} ({} B/elem) x {} stage(s) at byte {}{}{}{}\n", t.value,
+    s += fmt::format("//   shared tile %{}: {} x {} ({} B/elem) x {} stage(s) at byte {}{}{}{}{}\n", t.value,
                      t.rows, t.cols, t.elem_bytes, t.stages, t.offset,
+                     t.line_cap < 128 ? fmt::format(", {}-byte lines (NARROW_LINES)", t.geometry().line_bytes()) : "",
                      t.stages > 1 ? ", cp.async pipelined" : "",
                      t.to_registers ? ", read into registers where the loop loads it" : "",
                      plan.unwaited_loads.count(t.load) ? ", waited for by the next pipelined loop" : "");

@@ -47,8 +47,8 @@ void Emitter::emit_product_wait(const ProductWait& w, const Op& before) {
 
 // Shared-memory fragment addressing. A fragment's row is lane_row + R (R a multiple of 8) and its
 // 16-byte chunk lane_chunk + C (C even, lane_chunk 0 or 1), so with the XOR swizzle (whose phase
-// depends on row % 8 only) its byte address is (T ^ 16C) + R * line_bytes (in a tile of 128-byte
-// panels, (T ^ 16 (C % 8)) + (C / 8) * panel_bytes + R * 128), where the thread base T holds
+// depends on row % 8 only) its byte address is (T ^ 16C) + R * line_bytes (in a tile of panels of L-byte lines,
+// c = L / 16 chunks a line, (T ^ 16 (C % c)) + (C / c) * panel_bytes + R * L), where the thread base T holds
 // everything lane-dependent. T is computed once per dot; each fragment costs one XOR and one
 // add, and nothing per fragment is kept live across the loop (which would cost a register each).
 std::string Emitter::fragment_base(ValueId v, const std::string& lane_row, const std::string& lane_chunk) {
@@ -65,8 +65,9 @@ std::string Emitter::fragment_addr(ValueId v, const std::string& base, const std
   const SharedTileGeometry g = geometry(t);
   if (!g.panelled())
     return fmt::format("(({} ^ (({}) * 16)) + ({}) * {})", base, chunk, row, g.line_bytes());
-  return fmt::format("(({} ^ ((({}) % 8) * 16)) + (({}) / 8) * {} + ({}) * 128)", base, chunk, chunk,
-                     g.panel_bytes(), row);
+  const int64_t cpl = g.chunks_per_line();
+  return fmt::format("(({} ^ ((({}) % {}) * 16)) + (({}) / {}) * {} + ({}) * {})", base, chunk, cpl, chunk, cpl,
+                     g.panel_bytes(), row, g.line_bytes());
 }
 
 void Emitter::emit_dot_mma(const Op& op, const std::string& d) {

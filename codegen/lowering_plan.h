@@ -86,11 +86,14 @@ struct SharedTile {
   // A streaming loop's block load into registers, staged through this ring (the loop has no dot operand tiles):
   // cp.async fills the slots ahead as for a dot operand, and the load reads its slot into its register layout.
   bool to_registers = false;
+  // The widest swizzle line (SharedTileGeometry::line_cap): 128 bytes, narrower where choose_dot_lowering lets a
+  // warpgroup's slice of an N-major wgmma operand be whole lines.
+  int64_t line_cap = 128;
 
   int64_t bytes_per_stage() const { return rows * cols * elem_bytes; }
   // The innermost for op around the load (nullptr: none).
   const Op* loop() const { return loop_nest.empty() ? nullptr : loop_nest.back(); }
-  SharedTileGeometry geometry(bool swizzled = true) const { return {rows, cols, elem_bytes, swizzled}; }
+  SharedTileGeometry geometry(bool swizzled = true) const { return {rows, cols, elem_bytes, swizzled, line_cap}; }
 };
 
 // How a register tile moves from one layout to another.

@@ -43,7 +43,8 @@ int64_t SharedTileGeometry::physical_chunk(int64_t row, int64_t chunk) const {
 int64_t SharedTileGeometry::chunk_offset(int64_t row, int64_t chunk) const {
   if (!panelled())
     return row * line_bytes() + physical_chunk(row, chunk) * 16;
-  return (chunk / 8) * panel_bytes() + row * 128 + physical_chunk(row, chunk % 8) * 16;
+  const int64_t cpl = chunks_per_line();
+  return (chunk / cpl) * panel_bytes() + row * line_bytes() + physical_chunk(row, chunk % cpl) * 16;
 }
 
 std::string SharedTileGeometry::chunk_offset_expr(const std::string& row, const std::string& chunk) const {
@@ -55,8 +56,9 @@ std::string SharedTileGeometry::chunk_offset_expr(const std::string& row, const 
   };
   if (!panelled())
     return fmt::format("({}) * {} + {} * 16", row, line_bytes(), swizzle(chunk));
-  return fmt::format("(({}) / 8) * {} + ({}) * 128 + {} * 16", chunk, panel_bytes(), row,
-                     swizzle("((" + chunk + ") % 8)"));
+  const int64_t cpl = chunks_per_line();
+  return fmt::format("(({}) / {}) * {} + ({}) * {} + {} * 16", chunk, cpl, panel_bytes(), row, line_bytes(),
+                     swizzle(fmt::format("(({}) % {})", chunk, cpl)));
 }
 
 } // namespace kiln

@@ -131,6 +131,14 @@ std::vector<Config> configs_of(const KernelDef& def) {
                                            {"BLOCK_N", 128},
                                            {"num_warps", 8},
                                            {"WARP_SPECIALIZE", 1}}));
+  if (has("NARROW_LINES") && has("WARP_SPECIALIZE")) // ... with K's tile in 64-byte lines, dQ's product on wgmma
+    cs.push_back(def.with_overrides(base, {{"ATOMIC_DQ", 1},
+                                           {"BULK_DQ", 1},
+                                           {"NARROW_LINES", 1},
+                                           {"BLOCK_M", 64},
+                                           {"BLOCK_N", 128},
+                                           {"num_warps", 8},
+                                           {"WARP_SPECIALIZE", 1}}));
   return cs;
 }
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 using namespace kiln;
@@ -16,7 +17,8 @@ std::vector<SharedTileGeometry> tiles() {
   for (int64_t cols : {16, 32, 64, 128, 256})
     for (int eb : {2, 4})
       for (int64_t rows : {8, 64, 128})
-        out.push_back(SharedTileGeometry{rows, cols, eb, true});
+        for (int64_t line_cap : {128, 64, 32}) // the plan's narrowed lines (NARROW_LINES) too
+          out.push_back(SharedTileGeometry{rows, cols, eb, true, line_cap});
   return out;
 }
 
@@ -77,6 +79,38 @@ TEST(SharedTileGeometry, WideRowsAreCutIntoPanels) {
             "((c) / 8) * 8192 + (row) * 128 + kiln::swizzle_chunk<8>(row, ((c) % 8)) * 16");
   EXPECT_EQ((SharedTileGeometry{64, 32, 2, true}.chunk_offset_expr("r", "c")),
             "(r) * 64 + kiln::swizzle_chunk<4>(r, c) * 16");
+}
+
+// Narrowed lines (SharedTile::line_cap): a 128-byte row in two 64-byte panels, each laid out as the TMA unit's and
+// wgmma's 64-byte swizzle places it. The swizzle as the hardware defines it on a 1024-byte aligned base: the 16-byte
+// chunk bits [4, 6) (64-byte) or [4, 7) (128-byte) of the byte address XOR the bits just above a 128-byte line,
+// [7, 9) or [7, 10) (CUTLASS's Swizzle<2,4,3> and <3,4,3>), computed here from the address, not from kiln's phases.
+TEST(SharedTileGeometry, NarrowedLinesArePanelsInTheHardwaresSwizzle) {
+  auto hardware = [](int64_t address, int64_t line_bytes) {
+    const int64_t bits = line_bytes == 128 ? 7 : line_bytes == 64 ? 3 : 1;
+    return address ^ (((address >> 7) & bits) << 4);
+  };
+  for (int64_t line_cap : {128, 64, 32})
+    for (int64_t cols : {64, 128}) {
+      const SharedTileGeometry g{128, cols, 2, true, line_cap};
+      const int64_t line = std::min(g.row_bytes(), line_cap);
+      ASSERT_EQ(g.line_bytes(), line);
+      EXPECT_EQ(g.panel_bytes(), 128 * line);
+      EXPECT_EQ(g.panelled(), g.row_bytes() > line);
+      EXPECT_EQ(g.swizzle_mode(), line == 128  ? SwizzleMode::Bytes128
+                                  : line == 64 ? SwizzleMode::Bytes64
+                                               : SwizzleMode::Bytes32);
+      const int64_t per_line = line / 16;
+      for (int64_t r = 0; r < g.rows; ++r)
+        for (int64_t c = 0; c < g.row_bytes() / 16; ++c) {
+          const int64_t panel = c / per_line, in_panel = r * line + (c % per_line) * 16;
+          EXPECT_EQ(g.chunk_offset(r, c), panel * g.panel_bytes() + hardware(in_panel, line))
+              << "cap " << line_cap << " cols " << cols << " row " << r << " chunk " << c;
+        }
+    }
+  // D = 64 f16 in 64-byte lines: what the emitter prints.
+  EXPECT_EQ((SharedTileGeometry{128, 64, 2, true, 64}.chunk_offset_expr("r", "c")),
+            "((c) / 4) * 8192 + (r) * 64 + kiln::swizzle_chunk<4>(r, ((c) % 4)) * 16");
 }
 
 } // namespace

@@ -52,6 +52,26 @@ TEST(Wgmma, MNMajorTile) {
   EXPECT_EQ(o->mn_stride() * 64, 64 * 128) << "64 columns = one panel";
 }
 
+TEST(Wgmma, ATileNarrowedTo64ByteLinesIsTwoPanelsEitherWay) {
+  // K's tile of the fused backward at D = 64 (128 keys x 64 f16) in 64-byte lines (NARROW_LINES).
+  SharedTile k = tile(128, 64);
+  k.line_cap = 64;
+  auto n_major = wgmma_operand(k, /*k_major=*/false); // dQ = dS K: N = D, one warpgroup's 32 columns a panel
+  ASSERT_TRUE(n_major);
+  EXPECT_EQ(n_major->swizzle_mode, SwizzleMode::Bytes64);
+  EXPECT_EQ(n_major->lbo, 128 * 64) << "leading offset: one 32-column panel to the next";
+  EXPECT_EQ(n_major->sbo, 512) << "8 rows of K of 64 bytes";
+  EXPECT_EQ(n_major->mn_granule(), 32);
+  EXPECT_EQ(n_major->mn_stride() * 32, 128 * 64) << "the second warpgroup's columns start the second panel";
+  EXPECT_EQ(n_major->k_offset(16), 16 * 64);
+  auto k_major = wgmma_operand(k, /*k_major=*/true); // Sᵀ = K Qᵀ: K = D across the two panels
+  ASSERT_TRUE(k_major);
+  EXPECT_EQ(k_major->sbo, 512);
+  EXPECT_EQ(k_major->k_offset(16), 32);
+  EXPECT_EQ(k_major->k_offset(32), 128 * 64) << "k = 32 starts the second panel";
+  EXPECT_EQ(k_major->k_offset(48), 128 * 64 + 32);
+}
+
 TEST(Wgmma, NarrowLinesUseNarrowerSwizzles) {
   auto o64 = wgmma_operand(tile(64, 32), true); // D = 32 f16: 64-byte lines
   ASSERT_TRUE(o64);
