@@ -50,7 +50,7 @@ void narrow_lines_for_warpgroup_slices(const Kernel& k, const Target& target, co
     for (const Op* other : dots)
       if (other != dot && dot_uses_wgmma(k, *other, plan, target, options))
         for (ValueId v : {other->operands[0], other->operands[1]})
-          if (plan.where(v) == Placement::Shared && plan.tile_of.at(v) == plan.tile_of.at(b))
+          if (plan.where(v) == Placement::Shared && plan.tile_of.count(v) && plan.tile_of.at(v) == plan.tile_of.at(b))
             readers.push_back(other);
     const int64_t before = t.line_cap;
     t.line_cap = slice;
