@@ -24,13 +24,13 @@ bool dot_below_mma_tile(const Kernel& k, const Op& dot) {
 
 namespace {
 
-// NARROW_LINES=1: a dot that wgmma refuses because a warpgroup's slice of its N-major B is not whole lines (the fused
-// backward's dQ = dS K at D = 64: two warpgroups of 32 columns, 64 bytes, of K's 128-byte lines) has B's tile
-// stored in lines of the slice's width (a 64- or 32-byte swizzle), where that makes the dot a wgmma and takes
-// wgmma from no other dot that reads the tile.
+// A dot that wgmma refuses because a warpgroup's slice of its N-major B is not whole lines (the fused backward's
+// dQ = dS K at D = 64: two warpgroups of 32 columns, 64 bytes, of K's 128-byte lines) has B's tile stored in lines
+// of the slice's width (a 64- or 32-byte swizzle), where that makes the dot a wgmma and takes wgmma from no other
+// dot that reads the tile.
 void narrow_lines_for_warpgroup_slices(const Kernel& k, const Target& target, const CodegenOptions& options,
                                        LoweringPlan& plan) {
-  if (k.config.get_or("NARROW_LINES", 0) == 0 || !wgmma_enabled(target, options))
+  if (!wgmma_enabled(target, options))
     return;
   std::vector<const Op*> dots;
   walk(k.body, [&](const Op& op) {

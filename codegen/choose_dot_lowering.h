@@ -3,8 +3,8 @@
 //   - mma.sync for f16/bf16 (and f32 asking for tf32) whose result took the mma accumulator layout;
 //   - per-thread FMA from shared memory for everything else (exact f32/f64, tensor cores switched off, and dots
 //     below the tensor cores' 16 x 16 x 16 tile in any dim, whose result then takes a plain blocked layout).
-// With NARROW_LINES=1 in the kernel's config, a shared tile whose 128-byte lines keep a dot off wgmma (a warpgroup's
-// slice of an N-major B narrower than a line) is stored in lines of the slice's width first.
+// First, a shared tile whose 128-byte lines keep a dot off wgmma (a warpgroup's slice of an N-major B narrower than a
+// line) is stored in lines of the slice's width, where that puts the dot on wgmma and takes it from no other.
 // And the fused casts: an f32 -> f16/bf16 cast of a register tile read only as a dot's A operand is packed
 // into the fragment straight from f32 instead of being materialised (FA2's P, the backward's Pᵀ and dSᵀ).
 #pragma once

@@ -46,9 +46,7 @@ namespace kiln {
 // specialised loop issue its last product after the next iteration's first (codegen/plan_late_products.h); and
 // LAZY_RESCALE (default 0): 1 has a loop skip its accumulator's rescale by a row factor in a warp whose factors
 // are all 1 (codegen/plan_rescale_skips.h); and EXP2_ON_FMA (default 0): K has one register in every K of an f32
-// exp2 tile computed by a polynomial on the FMA pipe (codegen/plan_exp2_on_fma.h); and NARROW_LINES (default 0):
-// 1 lets a shared tile take 64- or 32-byte swizzle lines where 128-byte lines keep a product off wgmma
-// (codegen/choose_dot_lowering.h).
+// exp2 tile computed by a polynomial on the FMA pipe (codegen/plan_exp2_on_fma.h).
 //
 // Code-generator switches: each optimisation can be turned off to measure what it is worth.
 struct CodegenOptions {

@@ -147,7 +147,7 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
   for (const SharedTile& t : plan.tiles)
     s += fmt::format("//   shared tile %{}: {} x {} ({} B/elem) x {} stage(s) at byte {}{}{}{}{}\n", t.value,
                      t.rows, t.cols, t.elem_bytes, t.stages, t.offset,
-                     t.line_cap < 128 ? fmt::format(", {}-byte lines (NARROW_LINES)", t.geometry().line_bytes()) : "",
+                     t.line_cap < 128 ? fmt::format(", {}-byte lines (a warpgroup's slice)", t.geometry().line_bytes()) : "",
                      t.stages > 1 ? ", cp.async pipelined" : "",
                      t.to_registers ? ", read into registers where the loop loads it" : "",
                      plan.unwaited_loads.count(t.load) ? ", waited for by the next pipelined loop" : "");
@@ -231,7 +231,8 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                    plan.tiles_bytes, plan.scratch_bytes, plan.conversions_by(ConversionMethod::SharedMemory),
                    plan.conversions_by(ConversionMethod::RegisterShuffles));
   if (plan.bulk.any())
-    s += fmt::format("//   bulk-reduction stage: {} B at {}\n", plan.bulk.stage_bytes, plan.bulk.stage_offset);
+    s += fmt::format("//   bulk-reduction {}{} B at {}\n", plan.bulk.stages == 2 ? "stages: 2 x " : "stage: ",
+                     plan.bulk.stage_bytes, plan.bulk.stage_offset);
   walk(k.body, [&](const Op& op) {
     if (op.kind != OpKind::AtomicAddBlock)
       return;

@@ -1,6 +1,6 @@
 // Emitter: atomic_add through a block pointer (OpKind::AtomicAddBlock), from registers (`red`, in the plan's f32
-// pieces by `red.v2`/`.v4` on sm_90) or, as plan_bulk_reductions decided, through the shared-memory stage and one
-// bulk reduction a row.
+// pieces by `red.v2`/`.v4` on sm_90) or, as plan_bulk_reductions decided, through a shared-memory stage (one of two
+// in turn, where two fit) and one bulk reduction a row.
 #include "codegen/emitter.h"
 
 namespace kiln::emit_detail {
@@ -30,12 +30,19 @@ void Emitter::emit_block_atomic_add(const Op& op) {
   const BulkReduction& b = bulk->second;
   const int rd = b.row_dim, cd = b.col_dim;
   const bool check_rows = rd >= 0 && op.checks_dim(rd), check_cols = op.checks_dim(cd);
-  line("{{ // to the stage, then one bulk reduction a row ({} x {} f32)", b.rows, b.cols);
+  const bool two_stages = plan_.bulk.stages == 2;
+  line("{{ // to {}, then one bulk reduction a row ({} x {} f32)", two_stages ? "this use's stage" : "the stage", b.rows,
+       b.cols);
   open();
-  line("float* const kiln_stage = reinterpret_cast<float*>(kiln_smem + {});", plan_.bulk.stage_offset);
-  line("kiln::bulk_wait_read<0>(); // this thread's earlier reductions have read the stage ...");
-  line("{} // ... and every thread's have", cta_barrier());
-  set_scratch_reads(ScratchReads::None);
+  if (two_stages) { // its last reductions were waited for before the previous use's barrier
+    line("float* const kiln_stage = reinterpret_cast<float*>(kiln_smem + {}) + kiln_bulk_stage * {};",
+         plan_.bulk.stage_offset, plan_.bulk.stage_bytes / 4);
+  } else {
+    line("float* const kiln_stage = reinterpret_cast<float*>(kiln_smem + {});", plan_.bulk.stage_offset);
+    line("kiln::bulk_wait_read<0>(); // this thread's earlier reductions have read the stage ...");
+    line("{} // ... and every thread's have", cta_barrier());
+    set_scratch_reads(ScratchReads::None);
+  }
   line("if ({}) {{", owner_predicate(L));
   open();
   for_regs(L.num_regs());
@@ -44,8 +51,13 @@ void Emitter::emit_block_atomic_add(const Op& op) {
   line("}}");
   close();
   line("}}");
+  if (two_stages)
+    line("kiln::bulk_wait_read<0>(); // the previous use's reductions have read the other stage ...");
   line("kiln::fence_proxy_async(); // the stage is visible to the TMA unit ...");
-  line("{} // ... once every thread has written its part", cta_barrier());
+  line("{} // ... once every thread has written its part{}", cta_barrier(),
+       two_stages ? " (and the next use may write the other stage)" : "");
+  if (two_stages)
+    set_scratch_reads(ScratchReads::None);
   line("for (int kiln_row = threadIdx.x; kiln_row < {}; kiln_row += {}) {{", b.rows, threads_);
   open();
   const std::string c_row = rd >= 0 ? fmt::format("{}.off[{}] + kiln_row", bp, rd) : "0";
@@ -74,6 +86,8 @@ void Emitter::emit_block_atomic_add(const Op& op) {
   close();
   line("}}");
   line("kiln::bulk_commit();");
+  if (two_stages)
+    line("kiln_bulk_stage ^= 1;");
   close();
   line("}}");
 }

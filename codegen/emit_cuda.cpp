@@ -362,6 +362,8 @@ void Emitter::emit_scalar_op(const Op& op) {
 }
 
 void Emitter::emit_program() {
+  if (plan_.bulk.any() && plan_.bulk.stages == 2)
+    line("int kiln_bulk_stage = 0; // the bulk-reduction stage the next block atomic_add writes");
   if (!plan_.persistent.on) {
     emit_region(k_.body);
   } else {

@@ -231,9 +231,12 @@ struct BulkReductions {
   std::map<const Op*, BulkReduction> ops;
   std::map<const Op*, std::string> why_not; // the others: why they add element by element
   int64_t stage_offset = 0;                  // bytes from kiln_smem: after the tiles and the scratch
-  int64_t stage_bytes = 0;                   // 0 without bulk reductions
+  int64_t stage_bytes = 0;                   // one stage's; 0 without bulk reductions
+  // 2: the uses alternate between two stages, so that a use waits only for the reductions of the use before the
+  // previous one, and passes one CTA barrier, not two; 1 where two stages do not fit.
+  int stages = 1;
   bool any() const { return !ops.empty(); }
-  int64_t end() const { return any() ? stage_offset + stage_bytes : 0; } // shared bytes up to the stage's end
+  int64_t end() const { return any() ? stage_offset + stages * stage_bytes : 0; } // shared bytes up to the end
 };
 
 // How a pipelined load's block pointer moves: the loop carries it as carried value `carried` (body arg

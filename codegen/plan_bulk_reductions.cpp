@@ -50,6 +50,22 @@ void plan_bulk_reductions(const Kernel& k, const Target& target, const CodegenOp
   BulkReductions& b = plan.bulk;
   const int64_t min_blocks = k.config.get_or("MIN_BLOCKS_PER_SM", 1);
   b.stage_offset = (plan.tiles_bytes + plan.scratch_bytes + 127) / 128 * 128;
+  // Why `bytes` of stages do not fit beside the tiles and the scratch; empty where they do. The CTAs the config asks
+  // to share an SM (MIN_BLOCKS_PER_SM) must still fit there with the stages, where they fit without them.
+  auto why_not_fit = [&](int64_t bytes) -> std::string {
+    const int64_t block_bytes = b.stage_offset + bytes + plan.tma.barrier_bytes;
+    if (block_bytes > target.max_shared_bytes_per_block())
+      return fmt::format("its stage ({} B) does not fit beside the tiles and the scratch ({} B) in {}'s {} B", bytes,
+                         b.stage_offset, target.arch(), target.max_shared_bytes_per_block());
+    auto fit = [&](int64_t bytes_a_cta) {
+      return min_blocks * (bytes_a_cta + Target::kReservedSharedBytesPerBlock) <= target.max_shared_bytes_per_sm();
+    };
+    if (fit(b.stage_offset + plan.tma.barrier_bytes) && !fit(block_bytes))
+      return fmt::format("with its stage ({} B) a CTA needs {} B of shared memory, and MIN_BLOCKS_PER_SM={} of them "
+                         "do not fit in {}'s {} B an SM",
+                         bytes, block_bytes, min_blocks, target.arch(), target.max_shared_bytes_per_sm());
+    return "";
+  };
   walk(k.body, [&](const Op& op) {
     if (op.kind != OpKind::AtomicAddBlock)
       return;
@@ -67,27 +83,14 @@ void plan_bulk_reductions(const Kernel& k, const Target& target, const CodegenOp
     // apart, and each row stays 16-byte aligned.
     r.pitch = r.cols + 8;
     const int64_t bytes = r.rows * r.pitch * 4;
-    const int64_t block_bytes = b.stage_offset + bytes + plan.tma.barrier_bytes;
-    if (block_bytes > target.max_shared_bytes_per_block()) {
-      b.why_not[&op] = fmt::format("its stage ({} B) does not fit beside the tiles and the scratch ({} B) in {}'s {} B",
-                                   bytes, b.stage_offset, target.arch(), target.max_shared_bytes_per_block());
-      return;
-    }
-    // The CTAs the config asks to share an SM (MIN_BLOCKS_PER_SM) must still fit there with the stage, where they
-    // fit without it.
-    auto fit = [&](int64_t bytes_a_cta) {
-      return min_blocks * (bytes_a_cta + Target::kReservedSharedBytesPerBlock) <= target.max_shared_bytes_per_sm();
-    };
-    if (fit(b.stage_offset + plan.tma.barrier_bytes) && !fit(block_bytes)) {
-      b.why_not[&op] =
-          fmt::format("with its stage ({} B) a CTA needs {} B of shared memory, and MIN_BLOCKS_PER_SM={} of them do "
-                      "not fit in {}'s {} B an SM",
-                      bytes, block_bytes, min_blocks, target.arch(), target.max_shared_bytes_per_sm());
+    if (std::string why = why_not_fit(bytes); !why.empty()) {
+      b.why_not[&op] = why;
       return;
     }
     b.stage_bytes = std::max(b.stage_bytes, bytes);
     b.ops[&op] = r;
   });
+  b.stages = b.any() && why_not_fit(2 * b.stage_bytes).empty() ? 2 : 1;
 }
 
 } // namespace kiln

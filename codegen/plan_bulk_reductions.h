@@ -12,8 +12,11 @@
 // stage would not fit in shared memory beside the kernel's tiles and scratch, or would keep the CTAs that the
 // config's MIN_BLOCKS_PER_SM asks to share an SM from fitting there.
 //
-// Runs after plan_scratch: the stage follows the scratch (one stage, as large as the largest block, shared by
-// the ops in turn: each use first waits until the previous reductions have read it).
+// Runs after plan_scratch: the stages follow the scratch, each as large as the largest block, shared by the ops in
+// turn. Two where they fit (as the single stage must): the uses alternate between them, and a use's threads write
+// their stage, wait until their previous use's reductions have read the other one, and pass one CTA barrier before
+// the reductions are issued; the next use writes that other stage. With one stage, a use first waits for the
+// previous reductions' reads and passes a barrier before it writes, then a second before it issues.
 #pragma once
 
 #include "codegen/codegen.h"

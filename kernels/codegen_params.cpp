@@ -52,10 +52,4 @@ ParamDef exp2_on_fma_param(int64_t default_value) {
                           0, 16);
 }
 
-ParamDef narrow_lines_param(int64_t default_value) {
-  return ParamDef::flag("NARROW_LINES", default_value,
-                        "1: shared tiles in 64- or 32-byte swizzle lines where 128-byte lines keep a product off wgmma "
-                        "(see codegen_params.h)");
-}
-
 } // namespace kiln

@@ -19,9 +19,6 @@
 //   rescale factors are all 1 (codegen/plan_rescale_skips.h; FA2 forward).
 // - EXP2_ON_FMA: K >= 1 has one of every K registers of an f32 exp2 tile computed by a polynomial on the FMA
 //   pipe instead of the multi-function unit (codegen/plan_exp2_on_fma.h; FA2 forward); 0: none.
-// - NARROW_LINES: 1 lets the code generator store a shared tile in 64- or 32-byte swizzle lines where its
-//   128-byte lines keep a product off wgmma (a warpgroup's slice of an N-major operand narrower than a line:
-//   codegen/choose_dot_lowering.h; the fused backward's dQ at D = 64); 0: 128-byte lines.
 // Where the target or the kernel does not allow WARP_SPECIALIZE, PINGPONG, PRODUCT_AHEAD, LAST_PRODUCT_LATE or
 // PERSISTENT, the kernel is generated as
 // with 0, `--stage lowered` says why, and the autotuner prunes the config.
@@ -40,6 +37,5 @@ ParamDef last_product_late_param(int64_t default_value);
 ParamDef persistent_param(int64_t default_value);
 ParamDef lazy_rescale_param(int64_t default_value);
 ParamDef exp2_on_fma_param(int64_t default_value);
-ParamDef narrow_lines_param(int64_t default_value);
 
 } // namespace kiln

@@ -279,7 +279,6 @@ KernelDef make_fa2_bwd_dkdv_def() {
   d.params = attention_bwd_param_defs();
   d.params.push_back(atomic_dq_param());
   d.params.push_back(bulk_dq_param());
-  d.params.push_back(narrow_lines_param(0));
   d.params.push_back(split_d_param());
   ParamDef ws = warp_specialize_param(0);
   ws.help += "; here the kernel leaves out the loop over a GQA group's query heads, so it serves H == H_KV only";

@@ -42,6 +42,33 @@ TEST(BulkReductions, AnF32BlockOnSm90aGoesThroughTheStageOneBulkReductionARow) {
   kiln_test::expect_nvrtc_compiles(g, "sm_90a");
 }
 
+// Two stages where two fit: the uses alternate, each waits for the previous use's reads and passes one CTA barrier
+// (after writing); one stage where two do not fit (256 x 128 f32: 136 KB a stage), waiting before it writes.
+TEST(BulkReductions, UsesAlternateBetweenTwoStagesWhereTwoFit) {
+  struct Case {
+    int64_t rows, cols;
+    int stages;
+  };
+  for (const Case& c : {Case{64, 32, 2}, Case{256, 128, 1}}) {
+    SCOPED_TRACE(fmt::format("{} x {}", c.rows, c.cols));
+    const kiln_test::Planned p =
+        kiln_test::plan_kernel(kiln_test::block_atomic_add_kernel(c.rows, c.cols, f32, 4), "sm_90a");
+    ASSERT_TRUE(p.plan.bulk.any());
+    EXPECT_EQ(p.plan.bulk.stages, c.stages);
+    EXPECT_EQ(p.plan.bulk.end(), p.plan.bulk.stage_offset + c.stages * p.plan.bulk.stage_bytes);
+    const GeneratedKernel g = generate_cuda(p.kernel, Target::parse("sm_90a"));
+    EXPECT_EQ(g.shared_bytes, p.plan.bulk.end());
+    EXPECT_EQ(has(g.source, "kiln_bulk_stage ^= 1;"), c.stages == 2);
+    EXPECT_EQ(has(g.lowered, "bulk-reduction stages: 2 x "), c.stages == 2) << g.lowered;
+    // The write, then the wait for the reads (two stages); the wait, then the write (one).
+    const size_t write = g.source.find("kiln_stage["), wait = g.source.find("kiln::bulk_wait_read<0>();");
+    ASSERT_NE(write, std::string::npos);
+    ASSERT_NE(wait, std::string::npos);
+    EXPECT_EQ(wait > write, c.stages == 2);
+    kiln_test::expect_nvrtc_compiles(g, "sm_90a");
+  }
+}
+
 TEST(BulkReductions, ElsewhereTheBlockAddsElementByElementAndThePlanSaysWhy) {
   struct Case {
     const char* what;

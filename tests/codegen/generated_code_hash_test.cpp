@@ -124,15 +124,13 @@ std::vector<Config> configs_of(const KernelDef& def) {
     cs.push_back(def.with_overrides(base, {{"ATOMIC_DQ", 1}, {"BLOCK_M", 64}}));
   if (has("BULK_DQ")) // ... its dQ added through a block pointer: staged and reduced in bulk on sm_90a
     cs.push_back(def.with_overrides(base, {{"ATOMIC_DQ", 1}, {"BULK_DQ", 1}, {"BLOCK_M", 64}}));
-  if (has("NARROW_LINES") && has("WARP_SPECIALIZE")) // ... by the warp-specialised 128-key tile's consumers, and with
-    for (int narrow : {0, 1})                        // K's tile in 64-byte lines, dQ's product on wgmma
-      cs.push_back(def.with_overrides(base, {{"ATOMIC_DQ", 1},
-                                             {"BULK_DQ", 1},
-                                             {"NARROW_LINES", narrow},
-                                             {"BLOCK_M", 64},
-                                             {"BLOCK_N", 128},
-                                             {"num_warps", 8},
-                                             {"WARP_SPECIALIZE", 1}}));
+  if (has("BULK_DQ") && has("WARP_SPECIALIZE")) // ... by the warp-specialised 128-key tile's consumers (at D = 64 K's
+    cs.push_back(def.with_overrides(base, {{"ATOMIC_DQ", 1},  // tile in 64-byte lines, dQ's product on wgmma)
+                                           {"BULK_DQ", 1},
+                                           {"BLOCK_M", 64},
+                                           {"BLOCK_N", 128},
+                                           {"num_warps", 8},
+                                           {"WARP_SPECIALIZE", 1}}));
   return cs;
 }
 

@@ -17,7 +17,7 @@ std::vector<SharedTileGeometry> tiles() {
   for (int64_t cols : {16, 32, 64, 128, 256})
     for (int eb : {2, 4})
       for (int64_t rows : {8, 64, 128})
-        for (int64_t line_cap : {128, 64, 32}) // the plan's narrowed lines (NARROW_LINES) too
+        for (int64_t line_cap : {128, 64, 32}) // the lines choose_dot_lowering narrows too
           out.push_back(SharedTileGeometry{rows, cols, eb, true, line_cap});
   return out;
 }

@@ -53,7 +53,7 @@ TEST(Wgmma, MNMajorTile) {
 }
 
 TEST(Wgmma, ATileNarrowedTo64ByteLinesIsTwoPanelsEitherWay) {
-  // K's tile of the fused backward at D = 64 (128 keys x 64 f16) in 64-byte lines (NARROW_LINES).
+  // K's tile of the fused backward at D = 64 (128 keys x 64 f16) in 64-byte lines (choose_dot_lowering).
   SharedTile k = tile(128, 64);
   k.line_cap = 64;
   auto n_major = wgmma_operand(k, /*k_major=*/false); // dQ = dS K: N = D, one warpgroup's 32 columns a panel
