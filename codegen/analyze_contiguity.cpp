@@ -137,7 +137,7 @@ BlockAccessPlan block_load_plan(const Kernel& k, const LoweringPlan& plan, const
 // registers along the block's contiguous dim in pieces of 2 or 4, one vector reduction each (red.add.v2/v4.f32,
 // sm_90 only; the run-time check of stride, alignment and bounds stays, with an element-by-element fallback), as a
 // tensor of pointers does (LoweringPlan::accesses). No lanes are exchanged for it. On sm_80 the adds stay element
-// by element: pieces there cost the backward's fused tiles registers (fa2_bwd_dkdv, ATOMIC_DQ=1 BULK_DQ=1 at
+// by element: pieces there cost the backward's fused tiles registers (fa2_bwd_dkdv, ATOMIC_DQ=1 at
 // D = 64: 72 bytes of spills against 68, worklog §85).
 BlockAccessPlan block_add_plan(const Kernel& k, const LoweringPlan& plan, const Target& target,
                                const CodegenOptions& options, const Op& op) {

@@ -237,7 +237,7 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
     if (op.kind != OpKind::AtomicAddBlock)
       return;
     if (auto it = plan.bulk.ops.find(&op); it != plan.bulk.ops.end()) {
-      s += fmt::format("//   atomic_add at {}: {} row(s) of {} f32 through the stage, one bulk reduction a row\n",
+      s += fmt::format("//   atomic_add at {}: {} row(s) of {} f32 through the stage, one bulk reduction for the block where its rows are contiguous and inside, else one a row\n",
                        op.loc.str(), it->second.rows, it->second.cols);
     } else {
       const auto pieces = plan.block_accesses.find(&op);

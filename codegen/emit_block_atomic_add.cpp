@@ -1,6 +1,7 @@
 // Emitter: atomic_add through a block pointer (OpKind::AtomicAddBlock), from registers (`red`, in the plan's f32
 // pieces by `red.v2`/`.v4` on sm_90) or, as plan_bulk_reductions decided, through a shared-memory stage (one of two
-// in turn, where two fit) and one bulk reduction a row.
+// in turn, where two fit) and one bulk reduction for the block where its rows are contiguous in the tensor and it lies
+// inside, else one a row.
 #include "codegen/emitter.h"
 
 namespace kiln::emit_detail {
@@ -31,8 +32,7 @@ void Emitter::emit_block_atomic_add(const Op& op) {
   const int rd = b.row_dim, cd = b.col_dim;
   const bool check_rows = rd >= 0 && op.checks_dim(rd), check_cols = op.checks_dim(cd);
   const bool two_stages = plan_.bulk.stages == 2;
-  line("{{ // to {}, then one bulk reduction a row ({} x {} f32)", two_stages ? "this use's stage" : "the stage", b.rows,
-       b.cols);
+  line("{{ // to {}, then bulk reductions ({} x {} f32)", two_stages ? "this use's stage" : "the stage", b.rows, b.cols);
   open();
   if (two_stages) { // its last reductions were waited for before the previous use's barrier
     line("float* const kiln_stage = reinterpret_cast<float*>(kiln_smem + {}) + kiln_bulk_stage * {};",
@@ -58,6 +58,16 @@ void Emitter::emit_block_atomic_add(const Op& op) {
        two_stages ? " (and the next use may write the other stage)" : "");
   if (two_stages)
     set_scratch_reads(ScratchReads::None);
+  if (rd >= 0 && b.pitch == b.cols) { // rows back to back in the stage and the tensor, all inside: one reduction
+    line("if ({0}.stride[{1}] == 1 && {0}.stride[{2}] == {3} && {4} && {5} && reinterpret_cast<unsigned long long>({0}.base "
+         "+ {0}.off[{2}] * {3} + {0}.off[{1}]) % 16 == 0) {{",
+         bp, cd, rd, b.cols, run_in_bounds(fmt::format("{}.off[{}]", bp, rd), bp, rd, b.rows),
+         run_in_bounds(fmt::format("{}.off[{}]", bp, cd), bp, cd, b.cols));
+    line("  if (threadIdx.x == 0)");
+    line("    kiln::bulk_reduce_add({0}.base + {0}.off[{1}] * {2} + {0}.off[{3}], kiln::smem_u32(kiln_stage), {4}u);", bp,
+         rd, b.cols, cd, b.rows * b.cols * 4);
+    line("}} else");
+  }
   line("for (int kiln_row = threadIdx.x; kiln_row < {}; kiln_row += {}) {{", b.rows, threads_);
   open();
   const std::string c_row = rd >= 0 ? fmt::format("{}.off[{}] + kiln_row", bp, rd) : "0";

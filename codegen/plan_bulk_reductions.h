@@ -3,7 +3,8 @@
 //
 // On sm_90, with the TMA unit enabled (CodegenOptions::tma), an f32 block of rank 1 or 2 whose rows along its
 // contiguous dim are 16 bytes or more goes through shared memory: the threads write the block to a stage, and
-// one bulk reduction a row (cp.reduce.async.bulk .add.f32) adds it to global memory while the threads go on
+// bulk reductions (cp.reduce.async.bulk .add.f32) add it to global memory while the threads go on, one for the
+// whole block where the tensor's rows are contiguous and the block lies inside, else one a row
 // (FlashAttention-3 accumulates dQ so). Its sums land asynchronously, so the pass takes this path only where no
 // load of the kernel reads through the same base pointer parameter (a program cannot see its own adds late). A
 // row the launch cannot reduce in bulk (misaligned, a stride other than 1 along the row, a boundary that cuts it

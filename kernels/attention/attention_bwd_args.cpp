@@ -123,11 +123,4 @@ ParamDef atomic_dq_param() {
                         "casts it; 0 computes dQ in its own deterministic kernel");
 }
 
-ParamDef bulk_dq_param() {
-  return ParamDef::flag("BULK_DQ", 0,
-                        "with ATOMIC_DQ=1: 1 adds each step's dQ partial through a block pointer, which the code "
-                        "generator stages in shared memory and reduces by the TMA unit on sm_90a (bulk reductions) "
-                        "and adds element by element elsewhere; 0 through a tensor of pointers (red, red.v2 on sm_90)");
-}
-
 } // namespace kiln

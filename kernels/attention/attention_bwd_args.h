@@ -64,8 +64,5 @@ std::vector<ParamDef> attention_bwd_param_defs();
 
 // The parameters of the dK/dV and preprocess kernels beyond the attention tiles: ATOMIC_DQ.
 ParamDef atomic_dq_param();
-// BULK_DQ (default 0): with ATOMIC_DQ=1, whether dQ's partial is added through a block pointer (bulk reductions
-// on sm_90a) or a tensor of pointers.
-ParamDef bulk_dq_param();
 
 } // namespace kiln

@@ -48,7 +48,6 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
   const AttentionTileParams tp = attention_tile_params(config, "fa2_bwd_dkdv");
   const int64_t BM = tp.block_m, BN = tp.block_n;
   const bool atomic_dq = config.get("ATOMIC_DQ") != 0;
-  const bool bulk_dq = atomic_dq && config.get("BULK_DQ") != 0;
   const bool warp_specialized = config.get_or("WARP_SPECIALIZE", 0) != 0;
   if (block_mask) { // before the atomic variant's own checks: over a block mask it is refused outright
     if (config.get_or("VARLEN", 0) != 0)
@@ -194,17 +193,9 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
         dk[i] = dot(dsT_in, q[i], dk[i], tp.tf32); // (BN, piece width)
       if (atomic_dq) {
         for (size_t i = 0; i < n_pieces; ++i) {
-          const int64_t w = pieces[i].width;
-          Value dq = dot(trans(low(dsT)), k[i], Value(), tp.tf32);                // (BM, w) f32, unscaled
-          if (bulk_dq) { // the whole block: the code generator may stage it and reduce it by the TMA unit
-            atomic_add(bwd_dq_acc_block_ptr(a, hb.row0, BM, start_m, pieces[i]), dq, {0, 1});
-            continue;
-          }
-          Value offs_d = arange(pieces[i].start, pieces[i].start + w).expand_dims(0); // (1, w)
-          Value row = (hb.row0 + offs_m.to(i64)).expand_dims(1);                  // (BM, 1) i64
-          Value ptrs = a.dq_acc + (row * f.D.to(i64) + offs_d.to(i64));           // (BM, w)
-          Value inside = broadcast_to((offs_m.expand_dims(1) < f.N_Q) && (offs_d < f.D), {BM, w});
-          atomic_add(ptrs, dq, inside);
+          Value dq = dot(trans(low(dsT)), k[i], Value(), tp.tf32); // (BM, piece width) f32, unscaled
+          // The whole block: on sm_90a the code generator stages it and the TMA unit adds it (bulk reductions).
+          atomic_add(bwd_dq_acc_block_ptr(a, hb.row0, BM, start_m, pieces[i]), dq, {0, 1});
         }
       }
     };
@@ -278,7 +269,6 @@ KernelDef make_fa2_bwd_dkdv_def() {
   d.summary = "attention backward: dK and dV of one key tile, looping over the query tiles (and heads) that see it";
   d.params = attention_bwd_param_defs();
   d.params.push_back(atomic_dq_param());
-  d.params.push_back(bulk_dq_param());
   d.params.push_back(split_d_param());
   ParamDef ws = warp_specialize_param(0);
   ws.help += "; here the kernel leaves out the loop over a GQA group's query heads, so it serves H == H_KV only";

@@ -8,11 +8,12 @@
 // Causal: query tiles wholly above the diagonal are never visited; only tiles that cross the diagonal, the
 // query tail or (for the last key tile) the key tail are masked.
 //
-// ATOMIC_DQ=1 adds each step's dQ = dS K (BLOCK_M rows) to the f32 accumulator by `red`; over 8 warps that
-// product takes a warp split of its own (codegen/assign_layouts.h), so 64-row steps suit it too.
+// ATOMIC_DQ=1 adds each step's dQ = dS K (BLOCK_M rows) to the f32 accumulator through a block pointer (on sm_90a
+// staged in shared memory and added by the TMA unit: codegen/plan_bulk_reductions.h; elsewhere by `red`); over 8
+// warps that product takes a warp split of its own (codegen/assign_layouts.h), so 64-row steps suit it too.
 //
 // Args: the backward list (attention_bwd_args.h). Params: the attention params (BLOCK_M query rows per
-// step, BLOCK_N keys per program, ...), ATOMIC_DQ and BULK_DQ. Grid: (cdiv(N_K, BLOCK_N), B·H_KV, 1).
+// step, BLOCK_N keys per program, ...) and ATOMIC_DQ. Grid: (cdiv(N_K, BLOCK_N), B·H_KV, 1).
 #pragma once
 
 #include "dsl/registry.h"

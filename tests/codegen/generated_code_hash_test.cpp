@@ -120,13 +120,10 @@ std::vector<Config> configs_of(const KernelDef& def) {
   if (has("PERSISTENT")) // a dynamic persistent grid: with a producer (the kernel's own warps where none) and without
     for (int ws : {0, 1})
       cs.push_back(def.with_overrides(base, {{"WARP_SPECIALIZE", ws}, {"PERSISTENT", 2}, {"MIN_BLOCKS_PER_SM", 1}}));
-  if (has("ATOMIC_DQ"))
+  if (has("ATOMIC_DQ")) // dQ added through a block pointer: staged and reduced in bulk on sm_90a
     cs.push_back(def.with_overrides(base, {{"ATOMIC_DQ", 1}, {"BLOCK_M", 64}}));
-  if (has("BULK_DQ")) // ... its dQ added through a block pointer: staged and reduced in bulk on sm_90a
-    cs.push_back(def.with_overrides(base, {{"ATOMIC_DQ", 1}, {"BULK_DQ", 1}, {"BLOCK_M", 64}}));
-  if (has("BULK_DQ") && has("WARP_SPECIALIZE")) // ... by the warp-specialised 128-key tile's consumers (at D = 64 K's
-    cs.push_back(def.with_overrides(base, {{"ATOMIC_DQ", 1},  // tile in 64-byte lines, dQ's product on wgmma)
-                                           {"BULK_DQ", 1},
+  if (has("ATOMIC_DQ") && has("WARP_SPECIALIZE")) // ... by the warp-specialised 128-key tile's consumers (at D = 64
+    cs.push_back(def.with_overrides(base, {{"ATOMIC_DQ", 1},     // K's tile in 64-byte lines, dQ's product on wgmma)
                                            {"BLOCK_M", 64},
                                            {"BLOCK_N", 128},
                                            {"num_warps", 8},

@@ -14,8 +14,8 @@ using namespace kiln;
 namespace {
 
 std::map<std::string, int64_t> fused_tile(int64_t head_dim, bool ws) {
-  return {{"HEAD_DIM", head_dim}, {"ATOMIC_DQ", 1}, {"BULK_DQ", 1},          {"BLOCK_N", 128},
-          {"BLOCK_M", 64},        {"num_warps", 8}, {"WARP_SPECIALIZE", ws}};
+  return {{"HEAD_DIM", head_dim}, {"ATOMIC_DQ", 1},  {"BLOCK_N", 128},        {"BLOCK_M", 64},
+          {"num_warps", 8},       {"WARP_SPECIALIZE", ws}};
 }
 
 // The dot whose B is K's tile and whose A is dSᵀ (dQ's product: 64 rows).

@@ -85,7 +85,7 @@ TEST(UnorderedReductions, TheFusedBackwardsDqAddsAreUnordered) {
     const kiln_test::Planned p = kiln_test::plan_for(
         "fa2_bwd_dkdv", {{"ATOMIC_DQ", 1}, {"BLOCK_M", 64}, {"BLOCK_N", 128}, {"WARP_SPECIALIZE", ws ? 1 : 0}},
         "sm_90a");
-    const std::vector<const Op*> adds = kiln_test::ops_of(p.kernel, OpKind::AtomicAdd);
+    const std::vector<const Op*> adds = kiln_test::ops_of(p.kernel, OpKind::AtomicAddBlock);
     ASSERT_FALSE(adds.empty());
     for (const Op* op : adds)
       EXPECT_EQ(p.plan.unordered_reductions.count(op), 1u) << op->loc.str();

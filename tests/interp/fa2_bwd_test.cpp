@@ -28,20 +28,14 @@ TEST(Fa2BwdKernel, AtomicDqMatchesReference) {
   }
 }
 
-// BULK_DQ=1: the atomic variant adds dQ's partial through a block pointer (which sm_90a stages and reduces in
-// bulk): the same gradients over tails, GQA, both causal alignments, D = 96, and the warp-specialised kernel.
-TEST(Fa2BwdKernel, BulkDqMatchesReference) {
-  std::vector<AttentionCase> cases = masking_strategy_cases();
-  cases.push_back(make_case(50, 70, 96, 2, f16, 2, 1));
-  for (const AttentionCase& c : cases) {
-    SCOPED_TRACE(attention_case_name(c));
-    AttentionBwdConfigs configs = interp_bwd_configs(c, true);
-    configs.dkdv.set("BULK_DQ", 1);
-    check_bwd_case(c, configs);
-  }
+// The atomic variant adds dQ's partial through a block pointer (which sm_90a stages and reduces in bulk): D = 96
+// in two pieces of the head dim, and the warp-specialised kernel.
+TEST(Fa2BwdKernel, AtomicDqOverHeadDimPiecesAndWarpSpecialized) {
+  const AttentionCase pieces = make_case(50, 70, 96, 2, f16, 2, 1);
+  check_bwd_case(pieces, interp_bwd_configs(pieces, true));
   const AttentionCase c = make_case(100, 70, 64, 1, f16, 3, 3);
   AttentionBwdConfigs configs = interp_bwd_configs(c, true);
-  configs.dkdv.set("BULK_DQ", 1).set("WARP_SPECIALIZE", 1);
+  configs.dkdv.set("WARP_SPECIALIZE", 1);
   check_bwd_case(c, configs);
 }
 

@@ -25,14 +25,6 @@ TEST_P(Fa2VarlenBwdInterp, AtomicDqMatchesPerSequenceGradients) {
   check_varlen_bwd_case(c, varlen_bwd_case_configs(c, true));
 }
 
-// BULK_DQ=1: dQ's partial added through a block pointer over each sequence's rows.
-TEST_P(Fa2VarlenBwdInterp, BulkDqMatchesPerSequenceGradients) {
-  const VarlenCase& c = GetParam();
-  AttentionBwdConfigs configs = varlen_bwd_case_configs(c, true);
-  configs.dkdv.set("BULK_DQ", 1);
-  check_varlen_bwd_case(c, configs);
-}
-
 INSTANTIATE_TEST_SUITE_P(varlen, Fa2VarlenBwdInterp, ::testing::ValuesIn(varlen_cases()),
                          [](const auto& info) { return info.param.name; });
 
@@ -76,15 +68,14 @@ TEST(Fa2VarlenBwdKernel, OffsetsOutsideTheTensorsStayInside) {
       {{-50, 20, 50, 60}, {0, 25, 1 << 30, 70}, 64, 64},
       {{0, 60, 60, 60}, {0, 70, 70, 70}, 32, 32},
   };
-  for (int variant : {0, 1, 2}) { // the dQ kernel; atomic dQ through pointers; through a block pointer
-    const bool atomic = variant > 0;
+  for (bool atomic : {false, true}) { // the dQ kernel; atomic dQ in dK/dV (through a block pointer)
     AttentionBwdConfigs configs = default_varlen_bwd_configs(p, atomic);
-    configs.dkdv.set("BLOCK_N", 16).set("BLOCK_M", 16).set("BULK_DQ", variant == 2 ? 1 : 0);
+    configs.dkdv.set("BLOCK_N", 16).set("BLOCK_M", 16);
     configs.dq.set("BLOCK_M", 16).set("BLOCK_N", 16);
     configs.dkdv.num_warps = 1;
     for (const VarlenOffsets& o : bad) {
       AttentionBwdBuffers b = make_varlen_bwd_buffers(p, in, dout);
-      EXPECT_NO_THROW(run_varlen_bwd(p, configs, b, o)) << "variant " << variant;
+      EXPECT_NO_THROW(run_varlen_bwd(p, configs, b, o)) << (atomic ? "atomic dQ" : "dQ kernel");
     }
   }
 }
