@@ -156,7 +156,7 @@ void run_exhaustive(Session& s, CaseRecord& r, AutotuneSuiteState& state) {
       try {
         const Kernel ir = def.build(c);
         GeneratedKernel g = generate_cuda(ir, Target::parse(device.arch));
-        why = device_prune_reason(c, g.shared_bytes, device); // the tuner's own device-side prune
+        why = device_prune_reason(c, g.shared_bytes + g.static_shared_bytes, device); // the tuner's own prune
         if (why.empty()) {
           const rt::CompileRequest req = compile_request(g, device.arch); // as the JIT compiles it
           rt::CompiledKernel compiled = cache.get(req);

@@ -91,13 +91,14 @@ GeneratedKernel generate_cuda(const Kernel& k, const Target& target, const Codeg
   plan_rescale_skips(k, plan);
   plan_exp2_on_fma(k, plan);
   const int64_t dynamic_bytes = std::max(tiles + plan.scratch_bytes, plan.bulk.end());
-  check_shared_bytes(k, target, dynamic_bytes + plan.tma.barrier_bytes,
+  check_shared_bytes(k, target, dynamic_bytes + plan.static_shared_bytes(),
                      plan.bulk.any() ? "its shared tiles, conversion scratch, TMA barriers and bulk-reduction stage"
                                      : "its shared tiles, conversion scratch and TMA barriers");
   GeneratedKernel g;
   g.name = k.name;
   g.threads = plan.ws.threads();
   g.shared_bytes = static_cast<int>(dynamic_bytes);
+  g.static_shared_bytes = static_cast<int>(plan.static_shared_bytes());
   g.lowered = describe_plan(k, plan);
   g.tensor_maps = plan.tma.maps;
   g.why_not_warp_specialized = plan.ws.why_not;

@@ -88,6 +88,7 @@ struct GeneratedKernel {
   std::string source;       // complete CUDA C++, prelude included
   int threads = 128;        // 32 * num_warps, plus a producer warpgroup's 128 when warp-specialised
   int shared_bytes = 0;     // dynamic shared memory per CTA
+  int static_shared_bytes = 0; // its own __shared__ variables, padded by the dynamic region's alignment: 0 or 1024
   std::string lowered;      // a summary of the lowering decisions (layouts, smem, pipelining)
   // Tensor maps the kernel's TMA copies read: after the DSL parameters it takes one
   // `const __grid_constant__ kiln::TensorMap kiln_map<i>` per entry, then `int kiln_tma` (1: the maps are

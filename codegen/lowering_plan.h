@@ -424,6 +424,15 @@ struct LoweringPlan {
   int lookahead(const Op* loop, int stages) const {
     return deferred_dots.count(loop) ? stages - 2 : stages - 1;
   }
+  // The kernel's own __shared__ variables (the TMA rings' mbarriers; a dynamic persistent grid's program ids, with
+  // their mbarriers where warp-specialised) as the dynamic region's 1024-byte alignment pads them: 0 or 1024 (what
+  // ptxas reports as static shared memory), taken beside the dynamic bytes.
+  int64_t static_shared_bytes() const {
+    int64_t bytes = tma.barrier_bytes;
+    if (persistent.dynamic())
+      bytes += ws.on() ? 2 * 4 + 4 * 8 : 2 * 4; // emit_persistent_grid's program ring (and full/empty barriers)
+    return (bytes + 1023) / 1024 * 1024;
+  }
   bool any_wgmma() const {
     for (const auto& [dot, d] : dots)
       if (d.instruction == DotInstruction::Wgmma)

@@ -53,14 +53,14 @@ void plan_bulk_reductions(const Kernel& k, const Target& target, const CodegenOp
   // Why `bytes` of stages do not fit beside the tiles and the scratch; empty where they do. The CTAs the config asks
   // to share an SM (MIN_BLOCKS_PER_SM) must still fit there with the stages, where they fit without them.
   auto why_not_fit = [&](int64_t bytes) -> std::string {
-    const int64_t block_bytes = b.stage_offset + bytes + plan.tma.barrier_bytes;
+    const int64_t block_bytes = b.stage_offset + bytes + plan.static_shared_bytes();
     if (block_bytes > target.max_shared_bytes_per_block())
       return fmt::format("its stage ({} B) does not fit beside the tiles and the scratch ({} B) in {}'s {} B", bytes,
                          b.stage_offset, target.arch(), target.max_shared_bytes_per_block());
     auto fit = [&](int64_t bytes_a_cta) {
-      return min_blocks * (bytes_a_cta + Target::kReservedSharedBytesPerBlock) <= target.max_shared_bytes_per_sm();
+      return Target::ctas_by_shared_memory(bytes_a_cta, target.max_shared_bytes_per_sm()) >= min_blocks;
     };
-    if (fit(b.stage_offset + plan.tma.barrier_bytes) && !fit(block_bytes))
+    if (fit(b.stage_offset + plan.static_shared_bytes()) && !fit(block_bytes))
       return fmt::format("with its stage ({} B) a CTA needs {} B of shared memory, and MIN_BLOCKS_PER_SM={} of them "
                          "do not fit in {}'s {} B an SM",
                          bytes, block_bytes, min_blocks, target.arch(), target.max_shared_bytes_per_sm());

@@ -18,6 +18,11 @@ struct Target {
   // than it asks for (the system's own use).
   int64_t max_shared_bytes_per_sm() const;
   static constexpr int64_t kReservedSharedBytesPerBlock = 1024;
+  // How many CTAs of `bytes_a_cta` shared bytes each (dynamic and static) fit in an SM's `shared_per_sm`, each
+  // with its reserved kilobyte: the one statement of that rule (occupancy, the tuner's prune, the bulk stage).
+  static int64_t ctas_by_shared_memory(int64_t bytes_a_cta, int64_t shared_per_sm) {
+    return shared_per_sm / ((bytes_a_cta > 0 ? bytes_a_cta : 0) + kReservedSharedBytesPerBlock);
+  }
   int64_t max_blocks_per_sm() const;
   int64_t max_threads_per_sm() const;
   static Target parse(const std::string& arch); // "sm_80", "sm_90a"; Error for anything else

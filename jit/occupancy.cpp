@@ -19,8 +19,7 @@ int64_t resident_ctas_per_sm(const Target& target, int64_t threads, int64_t regi
     ctas = std::min(ctas, kRegistersPerSm / per_warp / warps);
   }
   if (shared_per_sm > 0)
-    ctas = std::min(ctas,
-                    shared_per_sm / (std::max<int64_t>(shared_bytes, 0) + Target::kReservedSharedBytesPerBlock));
+    ctas = std::min(ctas, Target::ctas_by_shared_memory(shared_bytes, shared_per_sm));
   return std::max<int64_t>(ctas, 1);
 }
 

@@ -151,10 +151,11 @@ std::string device_prune_reason(const Config& config, int64_t shared_bytes, cons
   // for it; when their shared memory cannot fit on one SM, fewer reside and the cap costs registers for
   // nothing.
   const int64_t min_blocks = config.get_or("MIN_BLOCKS_PER_SM", 1);
-  if (min_blocks > 1 && min_blocks * shared_bytes > device.max_shared_per_sm)
-    return fmt::format(
-        "MIN_BLOCKS_PER_SM={} needs {} x {} bytes of shared memory on one SM; device '{}' has {}", min_blocks,
-        min_blocks, shared_bytes, device.name, device.max_shared_per_sm);
+  if (min_blocks > 1 && Target::ctas_by_shared_memory(shared_bytes, device.max_shared_per_sm) < min_blocks)
+    return fmt::format("MIN_BLOCKS_PER_SM={} needs {} x ({} + {} reserved) bytes of shared memory on one SM; device "
+                       "'{}' has {}",
+                       min_blocks, min_blocks, shared_bytes, Target::kReservedSharedBytesPerBlock, device.name,
+                       device.max_shared_per_sm);
   return "";
 }
 
@@ -300,7 +301,8 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
     if (!slots[i].generated.why_not_late_product.empty())
       return "LAST_PRODUCT_LATE=1 does not apply (the same code as LAST_PRODUCT_LATE=0): " +
              slots[i].generated.why_not_late_product;
-    return device_prune_reason(candidates[i], slots[i].generated.shared_bytes, device);
+    return device_prune_reason(candidates[i],
+                               slots[i].generated.shared_bytes + slots[i].generated.static_shared_bytes, device);
   };
   hooks.compile = compile;
 

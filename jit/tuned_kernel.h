@@ -40,9 +40,10 @@ std::string tuning_key_text(const KernelDef& def, const SizeArgs& sizes, const C
 // "BM=128 BN=64 w=8 s=3", "BM=128 BN=64 w=8 s=2 MIN_BLOCKS_PER_SM=2".
 std::string candidate_label(const KernelDef& def, const Config& c, const std::vector<std::string>& tuned);
 
-// Why `config`, whose generated code needs `shared_bytes` of shared memory per block, cannot run well on
-// `device`, or "": more than the per-block opt-in limit, or MIN_BLOCKS_PER_SM blocks that cannot share one
-// SM's shared memory. The tuner's device-side prune, before any NVRTC compile.
+// Why `config`, whose generated code needs `shared_bytes` of shared memory per block (dynamic and static), cannot
+// run well on `device`, or "": more than the per-block opt-in limit, or MIN_BLOCKS_PER_SM blocks that cannot share
+// one SM's shared memory, each with its reserved kilobyte (Target::ctas_by_shared_memory). The tuner's device-side
+// prune, before any NVRTC compile.
 std::string device_prune_reason(const Config& config, int64_t shared_bytes, const rt::DeviceInfo& device);
 
 // A launch argument the kernel writes: tuning runs write a scratch copy of its memory instead, the `bytes`

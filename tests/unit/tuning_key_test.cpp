@@ -1,6 +1,7 @@
 // The keys and candidates the kernel tuner (jit/tuned_kernel.h) builds for a real kernel, FA2 forward: sizes
 // bucketed into the key, problem-fixed params in it, candidates that vary only tile params around the base,
 // their labels, the device-side and kernel prunes, and buckets deciding between a retune and a cache hit.
+#include "codegen/codegen.h"
 #include "dsl/dsl.h"
 #include "jit/tuned_kernel.h"
 #include "kernels/attention/attention_problem.h"
@@ -210,7 +211,7 @@ TEST(TuningKey, Fa2SpaceHasAtLeast24DistinctUsableConfigs) {
 }
 
 // The device-side prune: shared memory past the per-block opt-in limit, or MIN_BLOCKS_PER_SM blocks whose
-// shared memory cannot share one SM.
+// shared memory, each with its reserved kilobyte, cannot share one SM.
 TEST(TuningKey, DevicePruneChecksSharedMemoryPerBlockAndPerSm) {
   rt::DeviceInfo h100;
   h100.name = "Fake H100";
@@ -226,12 +227,22 @@ TEST(TuningKey, DevicePruneChecksSharedMemoryPerBlockAndPerSm) {
   two.set("MIN_BLOCKS_PER_SM", 2);
   EXPECT_EQ(device_prune_reason(two, 100 * 1024, h100), "") << "2 x 100 KiB fit in 228 KiB";
   why = device_prune_reason(two, 120 * 1024, h100);
-  EXPECT_NE(why.find("MIN_BLOCKS_PER_SM=2 needs 2 x 122880 bytes"), std::string::npos) << why;
+  EXPECT_NE(why.find("MIN_BLOCKS_PER_SM=2 needs 2 x (122880 + 1024 reserved) bytes"), std::string::npos) << why;
   EXPECT_NE(why.find("233472"), std::string::npos) << why;
   Config four = one;
   four.set("MIN_BLOCKS_PER_SM", 4);
   EXPECT_NE(device_prune_reason(four, 60 * 1024, h100), "");
-  EXPECT_EQ(device_prune_reason(four, 56 * 1024, h100), "");
+  EXPECT_EQ(device_prune_reason(four, 56 * 1024, h100), "") << "4 x (56 + 1) KiB fill 228 KiB";
+  EXPECT_NE(device_prune_reason(four, 56 * 1024 + 512, h100), "") << "4 x 56.5 KiB fit, not with the reserves";
+}
+
+// A CTA's shared memory as the launch takes it: the dynamic bytes, and the kernel's own __shared__ variables (a TMA
+// ring's mbarriers) padded to the dynamic region's 1024-byte alignment, which ptxas reports as static.
+TEST(TuningKey, GeneratedKernelsCountTheirStaticSharedMemory) {
+  const KernelDef& def = builtin_kernels().find("fa2_bwd_dkdv");
+  const Config ws = def.with_overrides(def.default_config(), {{"WARP_SPECIALIZE", 1}, {"MIN_BLOCKS_PER_SM", 2}});
+  EXPECT_EQ(generate_cuda(def.build(ws), Target::parse("sm_90a")).static_shared_bytes, 1024);
+  EXPECT_EQ(generate_cuda(def.build(def.default_config()), Target::parse("sm_80")).static_shared_bytes, 0);
 }
 
 TEST(TuningKey, Fa2PrunesTilesWiderThanTheProblemButKeepsOne) {
