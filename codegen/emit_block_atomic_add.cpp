@@ -32,7 +32,8 @@ void Emitter::emit_block_atomic_add(const Op& op) {
   const int rd = b.row_dim, cd = b.col_dim;
   const bool check_rows = rd >= 0 && op.checks_dim(rd), check_cols = op.checks_dim(cd);
   const bool two_stages = plan_.bulk.stages == 2;
-  line("{{ // to {}, then bulk reductions ({} x {} f32)", two_stages ? "this use's stage" : "the stage", b.rows, b.cols);
+  line("{{ // to {}, then bulk reductions ({} x {} f32)", two_stages ? "this use's stage" : "the stage", b.rows,
+       b.cols);
   open();
   if (two_stages) { // its last reductions were waited for before the previous use's barrier
     line("float* const kiln_stage = reinterpret_cast<float*>(kiln_smem + {}) + kiln_bulk_stage * {};",
@@ -59,13 +60,13 @@ void Emitter::emit_block_atomic_add(const Op& op) {
   if (two_stages)
     set_scratch_reads(ScratchReads::None);
   if (rd >= 0 && b.pitch == b.cols) { // rows back to back in the stage and the tensor, all inside: one reduction
-    line("if ({0}.stride[{1}] == 1 && {0}.stride[{2}] == {3} && {4} && {5} && reinterpret_cast<unsigned long long>({0}.base "
-         "+ {0}.off[{2}] * {3} + {0}.off[{1}]) % 16 == 0) {{",
+    const std::string start = fmt::format("{0}.base + {0}.off[{1}] * {2} + {0}.off[{3}]", bp, rd, b.cols, cd);
+    line("if ({0}.stride[{1}] == 1 && {0}.stride[{2}] == {3} && {4} && {5} && "
+         "reinterpret_cast<unsigned long long>({6}) % 16 == 0) {{",
          bp, cd, rd, b.cols, run_in_bounds(fmt::format("{}.off[{}]", bp, rd), bp, rd, b.rows),
-         run_in_bounds(fmt::format("{}.off[{}]", bp, cd), bp, cd, b.cols));
+         run_in_bounds(fmt::format("{}.off[{}]", bp, cd), bp, cd, b.cols), start);
     line("  if (threadIdx.x == 0)");
-    line("    kiln::bulk_reduce_add({0}.base + {0}.off[{1}] * {2} + {0}.off[{3}], kiln::smem_u32(kiln_stage), {4}u);", bp,
-         rd, b.cols, cd, b.rows * b.cols * 4);
+    line("    kiln::bulk_reduce_add({}, kiln::smem_u32(kiln_stage), {}u);", start, b.rows * b.cols * 4);
     line("}} else");
   }
   line("for (int kiln_row = threadIdx.x; kiln_row < {}; kiln_row += {}) {{", b.rows, threads_);

@@ -1,11 +1,11 @@
 // tests/block_atomic_add_kernel.h on the GPU: atomic_add through a block pointer matches the double reference
 // for blocks inside the tensor, across its edges (rows below 0 and past R, columns past C at a multiple of 4 and
 // not), misaligned (an odd column offset), strided (stride 2 along the row), with rows back to back in the tensor
-// (one bulk reduction for a block inside, one a row for one cut) and of f16, with programs that add to the same block. On sm_90a the f32 cases go through the bulk-reduction stage
-// (plan_bulk_reductions), whose rows fall back to element adds where the launch cannot reduce them in bulk;
-// elsewhere they add element by
-// element. With the TMA unit off, sm_90a adds f32 from registers by vector reductions, with an element path for
-// the pieces that are misaligned, strided or cut by the edge.
+// (one bulk reduction for a block inside, one a row for one cut) and of f16, with programs that add to the same
+// block. On sm_90a the f32 cases go through the bulk-reduction stage (plan_bulk_reductions), whose rows fall back
+// to element adds where the launch cannot reduce them in bulk; elsewhere they add element by element. With the TMA
+// unit off, sm_90a adds f32 from registers by vector reductions, with an element path for the pieces that are
+// misaligned, strided or cut by the edge.
 #include "block_atomic_add_kernel.h"
 
 #include "gpu/gpu_skip.h"
