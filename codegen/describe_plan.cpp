@@ -147,7 +147,8 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
   for (const SharedTile& t : plan.tiles)
     s += fmt::format("//   shared tile %{}: {} x {} ({} B/elem) x {} stage(s) at byte {}{}{}{}{}\n", t.value,
                      t.rows, t.cols, t.elem_bytes, t.stages, t.offset,
-                     t.line_cap < 128 ? fmt::format(", {}-byte lines (a warpgroup's slice)", t.geometry().line_bytes()) : "",
+                     t.line_cap < 128 ? fmt::format(", {}-byte lines (a warpgroup's slice)", t.geometry().line_bytes())
+                                      : "",
                      t.stages > 1 ? ", cp.async pipelined" : "",
                      t.to_registers ? ", read into registers where the loop loads it" : "",
                      plan.unwaited_loads.count(t.load) ? ", waited for by the next pipelined loop" : "");
@@ -237,7 +238,8 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
     if (op.kind != OpKind::AtomicAddBlock)
       return;
     if (auto it = plan.bulk.ops.find(&op); it != plan.bulk.ops.end()) {
-      s += fmt::format("//   atomic_add at {}: {} row(s) of {} f32 through the stage, one bulk reduction for the block where its rows are contiguous and inside, else one a row\n",
+      s += fmt::format("//   atomic_add at {}: {} row(s) of {} f32 through the stage, one bulk reduction for the block "
+                       "where its rows are contiguous and inside, else one a row\n",
                        op.loc.str(), it->second.rows, it->second.cols);
     } else {
       const auto pieces = plan.block_accesses.find(&op);

@@ -48,7 +48,7 @@ void Emitter::emit_block_atomic_add(const Op& op) {
   open();
   for_regs(L.num_regs());
   const std::string row = rd >= 0 ? coord(L, rd, "r") : "0";
-  line("  kiln_stage[{} * {} + {}] = {}[r];", row, b.pitch, coord(L, cd, "r"), x);
+  line("  kiln_stage[{} * {} + {}] = {}[r];", row, b.cols, coord(L, cd, "r"), x);
   line("}}");
   close();
   line("}}");
@@ -59,7 +59,7 @@ void Emitter::emit_block_atomic_add(const Op& op) {
        two_stages ? " (and the next use may write the other stage)" : "");
   if (two_stages)
     set_scratch_reads(ScratchReads::None);
-  if (rd >= 0 && b.pitch == b.cols) { // rows back to back in the stage and the tensor, all inside: one reduction
+  if (rd >= 0) { // rows back to back in the stage and the tensor, all inside: one reduction
     const std::string start = fmt::format("{0}.base + {0}.off[{1}] * {2} + {0}.off[{3}]", bp, rd, b.cols, cd);
     line("if ({0}.stride[{1}] == 1 && {0}.stride[{2}] == {3} && {4} && {5} && "
          "reinterpret_cast<unsigned long long>({6}) % 16 == 0) {{",
@@ -78,7 +78,7 @@ void Emitter::emit_block_atomic_add(const Op& op) {
   if (rd >= 0)
     addr += fmt::format(" + kiln_r * {}.stride[{}]", bp, rd);
   line("float* const kiln_p = {}.base + ({});", bp, addr);
-  line("const float* const kiln_src = kiln_stage + kiln_row * {};", b.pitch);
+  line("const float* const kiln_src = kiln_stage + kiln_row * {};", b.cols);
   // The elements of the row inside the tensor: all of them, or those a checked dim leaves.
   line("const long long kiln_n = {};",
        check_cols ? fmt::format("kiln_c < 0 ? -1 : ({0}.shape[{1}] - kiln_c < {2} ? {0}.shape[{1}] - kiln_c : {2})", bp,

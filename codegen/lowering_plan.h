@@ -224,8 +224,7 @@ struct PersistentGrid {
 struct BulkReduction {
   int row_dim = -1; // -1: a rank-1 block, one row
   int col_dim = 0;
-  int64_t rows = 1, cols = 0;
-  int64_t pitch = 0; // f32 elements from one row of the stage to the next (= cols: rows back to back)
+  int64_t rows = 1, cols = 0; // the stage holds them back to back, cols f32 a row
 };
 struct BulkReductions {
   std::map<const Op*, BulkReduction> ops;

@@ -79,11 +79,10 @@ void plan_bulk_reductions(const Kernel& k, const Target& target, const CodegenOp
     r.row_dim = bt.rank() == 2 ? bt.order[1] : -1;
     r.cols = bt.shape[static_cast<size_t>(r.col_dim)];
     r.rows = r.row_dim >= 0 ? bt.shape[static_cast<size_t>(r.row_dim)] : 1;
-    // Rows back to back, as they lie in a tensor whose rows are contiguous, so that one bulk reduction adds the
-    // whole block there. Each row stays 16-byte aligned for a reduction of its own: a tile's dims are powers of
-    // two, and rows of 16 bytes or more are whole multiples of 4 f32.
-    r.pitch = r.cols;
-    const int64_t bytes = r.rows * r.pitch * 4;
+    // The stage's rows back to back, as they lie in a tensor whose rows are contiguous, so that one bulk reduction
+    // adds the whole block there. Each row stays 16-byte aligned for a reduction of its own: a tile's dims are
+    // powers of two, and rows of 16 bytes or more are whole multiples of 4 f32.
+    const int64_t bytes = r.rows * r.cols * 4;
     if (std::string why = why_not_fit(bytes); !why.empty()) {
       b.why_not[&op] = why;
       return;

@@ -4,9 +4,10 @@
 //
 // A tile is stored in 16-byte chunks, `cols` elements (the contiguous dim) by `rows`. A row of at most 128
 // bytes (or of the narrower line the plan chose, line_cap) is one line; wider rows are cut into column panels of
-// one line's width stored one after another (all rows of panel 0, then panel 1, ...). Within a line, chunk c of row r sits at c ^ phase(r): the XOR pattern of
-// Hopper's 128/64/32-byte swizzle modes on a 1024-byte aligned base, so that one format serves ldmatrix
-// without bank conflicts and wgmma's matrix descriptors alike (the device's kiln::swizzle_chunk).
+// one line's width stored one after another (all rows of panel 0, then panel 1, ...). Within a line, chunk c of
+// row r sits at c ^ phase(r): the XOR pattern of Hopper's 128/64/32-byte swizzle modes on a 1024-byte aligned
+// base, so that one format serves ldmatrix without bank conflicts and wgmma's matrix descriptors alike (the
+// device's kiln::swizzle_chunk).
 #pragma once
 
 #include <cstdint>

@@ -99,8 +99,7 @@ Value bwd_row_block_ptr(const AttentionBwdArgs& a, const Value& ptr, const Value
 
 Value bwd_dq_acc_block_ptr(const AttentionBwdArgs& a, const Value& row0, int64_t rows, const AttentionTileParams& tp,
                            const Operand& offset) {
-  return make_block_ptr(a.dq_acc + row0 * a.fwd.D.to(i64), {a.fwd.N_Q, a.fwd.D}, {a.fwd.D, 1}, {offset, 0},
-                        {rows, tp.head_dim}, {1, 0});
+  return bwd_dq_acc_block_ptr(a, row0, rows, offset, tp.whole_head_dim());
 }
 
 Value bwd_dq_acc_block_ptr(const AttentionBwdArgs& a, const Value& row0, int64_t rows, const Operand& offset,

@@ -1,5 +1,5 @@
-// Narrowed swizzle lines (codegen/choose_dot_lowering.h): a shared tile whose 128-byte lines keep a product off wgmma, because
-// a warpgroup's slice of its N-major B is narrower than a line, is stored in lines of the slice's width. The fused
+// Narrowed swizzle lines (codegen/choose_dot_lowering.h): a shared tile whose 128-byte lines keep a product off
+// wgmma, because a warpgroup's slice of its N-major B is narrower than a line, is stored in lines of the slice's width. The fused
 // backward's dQ = dS K at D = 64 over two warpgroups (32 columns, 64 bytes each) is the case it was built for: K's
 // tile takes 64-byte lines, the product goes to wgmma, and K's other product (Sᵀ = K Qᵀ, K-major) stays on wgmma.
 #include "codegen/codegen.h"
