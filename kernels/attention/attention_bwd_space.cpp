@@ -33,10 +33,13 @@ std::vector<Config> bwd_config_space(const Config& base, const char* program_til
   // space leaves it out.
   const Candidate candidates[] = {{64, 64, 4, 2},  {64, 32, 4, 2},  {64, 128, 4, 2},      {64, 64, 4, 3},
                                   {128, 64, 8, 2}, {128, 32, 8, 2}, {32, 32, 2, 1},       {64, 32, 8, 2},
-                                  {128, 64, 8, 2, true},            {64, 64, 4, 2, true, 2}};
+                                  {128, 64, 8, 2, true},            {64, 64, 4, 2, true, 2},
+                                  {128, 128, 8, 2, true}};
   std::vector<Config> cs;
   for (const Candidate& k : candidates) {
     if (!dkdv && ((k.program == 64 && k.warps == 8) || k.min_blocks > 1))
+      continue;
+    if (dkdv && k.program == 128 && k.step == 128)
       continue;
     Config c = base;
     c.set(program_tile, k.program).set(step_tile, k.step).set("WARP_SPECIALIZE", k.ws ? 1 : 0);

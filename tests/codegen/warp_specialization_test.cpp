@@ -165,17 +165,17 @@ TEST(WarpSpecialization, DkdvsThreeQueryLoopsShareOneRing) {
     }
 }
 
-// dQ's space offers one warp-specialised tile (128 query rows over 8 warps). Dense, its two key loops specialise
-// with GQA too (dQ has no loop over a group's heads); over a block mask, whose key tiles come from lists read in the
-// kernel, the producer cannot recompute the loops' bounds and the config is the unspecialised one (pruned by the
-// tuner).
+// dQ's space offers two warp-specialised tiles (128 query rows over 8 warps, 64- or 128-key steps). Dense, its two
+// key loops specialise with GQA too (dQ has no loop over a group's heads); over a block mask, whose key tiles come
+// from lists read in the kernel, the producer cannot recompute the loops' bounds and the config is the unspecialised
+// one (pruned by the tuner).
 TEST(WarpSpecialization, DqsTileSpecialisesDenseButNotOverABlockMask) {
   const std::map<std::string, int64_t> tile = {
       {"HEAD_DIM", 128}, {"BLOCK_M", 128}, {"BLOCK_N", 64}, {"num_warps", 8}, {"WARP_SPECIALIZE", 1}};
   const KernelDef& dense = builtin_kernels().find("fa2_bwd_dq");
   const std::vector<Config> space = dense.config_space();
   EXPECT_EQ(std::count_if(space.begin(), space.end(), [](const Config& c) { return c.get("WARP_SPECIALIZE") == 1; }),
-            1);
+            2);
   for (int64_t causal : {0, 1}) {
     std::map<std::string, int64_t> o = tile;
     o["CAUSAL"] = causal;
@@ -190,6 +190,28 @@ TEST(WarpSpecialization, DqsTileSpecialisesDenseButNotOverABlockMask) {
     EXPECT_FALSE(m.why_not_warp_specialized.empty());
     EXPECT_EQ(m.threads, 256);
   }
+}
+
+// Both of dQ's warp-specialised tiles compile without spills at the common head dims, causal (both key loops): the
+// 128-key step holds S and dP of 64 rows by 128 keys a warpgroup (64 registers each) beside dQ's 32.
+TEST(WarpSpecialization, DqsWarpSpecialisedTilesCompileWithoutSpills) {
+  std::string why;
+  if (!rt::nvrtc_available(&why))
+    GTEST_SKIP() << "NVRTC not available: " << why;
+  const KernelDef& def = builtin_kernels().find("fa2_bwd_dq");
+  int compiled = 0;
+  for (const int64_t head_dim : {64, 128})
+    for (Config c : def.config_space()) {
+      if (c.get("WARP_SPECIALIZE") == 0)
+        continue;
+      c.set("HEAD_DIM", head_dim).set("CAUSAL", 1);
+      SCOPED_TRACE(c.str());
+      const GeneratedKernel g = generate_cuda(def.build(c), Target::parse("sm_90a"));
+      ASSERT_TRUE(g.why_not_warp_specialized.empty()) << g.why_not_warp_specialized;
+      expect_compiles_without_spills(g, "sm_90a");
+      ++compiled;
+    }
+  EXPECT_EQ(compiled, 4);
 }
 
 TEST(WarpSpecialization, GeneratedKernelHasTheProducerThreadsAndNoCtaBarrierInTheProgram) {

@@ -128,6 +128,24 @@ TEST(GpuFa2BwdLarge, WarpSpecializedDkdvMatchesTheReference) {
   }
 }
 
+// dQ warp-specialised (a producer warpgroup copies K and V by TMA) over 128 query rows, with 64- and 128-key steps:
+// key tails, N_Q != N_K, both causal alignments, GQA, D = 64 and 128, f16 and bf16.
+TEST(GpuFa2BwdLarge, WarpSpecializedDqMatchesTheReference) {
+  KILN_REQUIRE_GPU();
+  for (AttentionCase c : {make_case(300, 300, 64, 1, f16, 2, 2), make_case(1000, 777, 128, 2, bf16, 4, 2),
+                          make_case(513, 1024, 64, 0, bf16, 3, 1), make_case(640, 650, 128, 1, f16, 1, 1)}) {
+    const AttentionBwdConfigs configs = default_bwd_configs(c.problem);
+    for (int64_t keys : {64, 128}) {
+      Config dq = configs.dq;
+      dq.set("WARP_SPECIALIZE", 1).set("BLOCK_M", 128).set("BLOCK_N", keys);
+      dq.num_warps = 8;
+      dq.num_stages = 2;
+      SCOPED_TRACE(attention_case_name(c) + " dq " + dq.str());
+      check_bwd_case(c, AttentionBwdConfigs{configs.dkdv, dq}, Executor::Gpu);
+    }
+  }
+}
+
 // The fused backward: dQ added by dK/dV (ATOMIC_DQ=1) over two warpgroups of 64 keys, its 64-row dQ product on a
 // warp split of its own (the two warpgroups take half its columns each), warp-specialised where each kv head has
 // one query head and not where a GQA group shares it; and one warpgroup of 64 keys, warp-specialised.
