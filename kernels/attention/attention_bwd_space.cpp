@@ -30,7 +30,9 @@ std::vector<Config> bwd_config_space(const Config& base, const char* program_til
   // dK/dV's 64 keys over one warp-specialised warpgroup in each of two CTAs an SM (232 registers a consumer):
   // 8.38 ms against the 128-key tile's 8.53 at D = 128 on an H200, even at D = 64 (worklog §83). dQ's like tile
   // measured slower than its best at both (6.24 against 5.40 ms at D = 64, 5.11 against 4.80 at D = 128), so dQ's
-  // space leaves it out.
+  // space leaves it out. dQ's 128 × 128 warp-specialised tile: 5.65 ms against 6.04–6.15 at D = 64, 4.69 against
+  // 4.77 at D = 128 (worklog §87). dK/dV's like tile ties at D = 64 and spills past it (LSE and Delta run along Sᵀ's
+  // 128 columns: 32 registers each), so its space leaves it out.
   const Candidate candidates[] = {{64, 64, 4, 2},  {64, 32, 4, 2},  {64, 128, 4, 2},      {64, 64, 4, 3},
                                   {128, 64, 8, 2}, {128, 32, 8, 2}, {32, 32, 2, 1},       {64, 32, 8, 2},
                                   {128, 64, 8, 2, true},            {64, 64, 4, 2, true, 2},
