@@ -22,6 +22,7 @@ struct Assigner {
   LoweringPlan plan;
   std::unordered_map<ValueId, std::vector<const Op*>> users;
   std::unordered_map<ValueId, const Op*> defs;
+  std::unordered_map<const Op*, const Op*> loop_of_yield; // a for body's yield -> the for
 
   bool is_flexible(ValueId v) const {
     auto it = plan.placement.find(v);
@@ -37,7 +38,30 @@ struct Assigner {
         defs[v] = op.get();
       for (const Region& sub : op->regions)
         collect_users(sub);
+      if (op->kind == OpKind::For)
+        loop_of_yield[op->regions[0].ops.back().get()] = op.get();
     }
+  }
+
+  // What `v` becomes when `u` carries it around a loop (u a for that takes it as an initial value, or the yield of
+  // a for's body): the body's argument and the loop's result; nothing otherwise.
+  std::vector<ValueId> carried_as(ValueId v, const Op& u) const {
+    const Op* loop = u.kind == OpKind::For ? &u : nullptr;
+    size_t first = 3; // a for's operands: lo, hi, step, then the initial values
+    if (u.kind == OpKind::Yield) {
+      auto it = loop_of_yield.find(&u);
+      loop = it == loop_of_yield.end() ? nullptr : it->second;
+      first = 0;
+    }
+    std::vector<ValueId> out;
+    if (!loop)
+      return out;
+    for (size_t i = first; i < u.operands.size(); ++i)
+      if (u.operands[i] == v) {
+        out.push_back(loop->regions[0].args[i - first + 1]);
+        out.push_back(loop->results[i - first]);
+      }
+    return out;
   }
 
   // A load whose every use is a dot operand (possibly through trans) can stay in shared memory.
@@ -59,8 +83,8 @@ struct Assigner {
   // vector (LSE, Delta, a bias, LayerNorm's weight) that, through elementwise ops of its own shape, is
   // expanded to (1, C) or (R, 1) and then meets a (R, C) tile is loaded straight into the slice of that tile's
   // layout, as the broadcast will read it: a dot's accumulator layout where a dot makes tiles of that shape,
-  // else the layout the tile's other operands give it (foreseen_layout). Several such uses must agree;
-  // otherwise none.
+  // else the layout the tile's other operands give it (foreseen_layout). The uses are followed around loops
+  // that carry the vector (a load a step ahead of its use). Several such uses must agree; otherwise none.
   std::optional<Layout> wanted_vector_layout(ValueId loaded) const {
     const Shape& shape = k.type(loaded).shape;
     if (shape.size() != 1)
@@ -78,6 +102,10 @@ struct Assigner {
       if (it == users.end())
         continue;
       for (const Op* u : it->second) {
+        if (std::vector<ValueId> carried = carried_as(v, *u); !carried.empty()) { // its uses in later iterations
+          todo.insert(todo.end(), carried.begin(), carried.end());
+          continue;
+        }
         if (u->results.empty())
           continue;
         const Shape& out = k.type(u->result()).shape;
@@ -473,7 +501,7 @@ struct Assigner {
 } // namespace
 
 LoweringPlan assign_layouts(const Kernel& k, const Target& target, const CodegenOptions& options) {
-  Assigner a{k, target, options, {}, {}, {}, {}, {}};
+  Assigner a{k, target, options, {}, {}, {}, {}, {}, {}};
   a.plan.num_warps = k.config.num_warps;
   if (k.config.num_warps < 1 || k.config.num_warps > 32 || !is_power_of_two(k.config.num_warps))
     fail("num_warps must be a power of two from 1 to 32, got {}", k.config.num_warps);

@@ -4,6 +4,7 @@
 #include "codegen/describe_plan.h"
 #include "codegen/emit_cuda.h"
 #include "codegen/operand_layouts.h"
+#include "dsl/dsl.h"
 #include "planned_kernel.h"
 
 #include <gtest/gtest.h>
@@ -99,6 +100,51 @@ TEST(LayoutConversions, AtomicDqsOperandIsStagedAsASharedOperandOnHopper) {
 
   Planned ampere = plan_for("fa2_bwd_dkdv", atomic, "sm_80");
   EXPECT_TRUE(conversions_by(ampere.plan, ConversionMethod::SharedOperand).empty());
+}
+
+// A row vector loaded a step ahead of its use (before the loop, then in each iteration for the next one), carried
+// around the loop and met with a product's accumulator: both loads take the slice of the accumulator's layout its
+// use wants (assign_layouts follows the use around the loop), so nothing is converted, on either arch.
+Kernel build_rows_ahead_kernel() {
+  Config config;
+  config.num_warps = 4;
+  config.num_stages = 2;
+  KernelBuilder kb("rows_ahead", config);
+  Value kp = kb.arg_ptr("K", f16), qp = kb.arg_ptr("Q", f16), rp = kb.arg_ptr("R", f32), op = kb.arg_ptr("O", f32);
+  Value n = kb.arg("N", i32);
+  Value k = load(make_block_ptr(kp, {64, 64}, {64, 1}, {0, 0}, {64, 64}, {1, 0}));
+  Value q_ptr = make_block_ptr(qp, {n, 64}, {64, 1}, {0, 0}, {64, 64}, {1, 0});
+  Value r_ptr = make_block_ptr(rp, {n}, {1}, {0}, {64}, {0});
+  Value r_ahead = load(r_ptr, {0});
+  Value acc = zeros({64, 64}, f32);
+  for_range(0, n, 64, [&](Value) {
+    Value r = r_ahead;
+    r_ptr = advance(r_ptr, {64});
+    r_ahead = load(r_ptr, {0}); // the next step's
+    Value s = dot(k, trans(load(q_ptr, {0})));
+    acc = acc + exp2(s - r.expand_dims(0));
+    q_ptr = advance(q_ptr, {64, 0});
+  });
+  store(make_block_ptr(op, {64, 64}, {64, 1}, {0, 0}, {64, 64}, {1, 0}), acc);
+  return kb.finish();
+}
+
+TEST(LayoutConversions, AVectorLoadedAStepAheadTakesItsUsesLayoutAroundTheLoop) {
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    SCOPED_TRACE(arch);
+    Planned p = kiln_test::plan_kernel(build_rows_ahead_kernel(), arch);
+    EXPECT_TRUE(conversions_by(p.plan, ConversionMethod::SharedMemory).empty())
+        << describe_plan(p.kernel, p.plan);
+    const Op* dot = ops_of(p.kernel, OpKind::Dot).at(0);
+    const Layout wanted = slice_layout(p.plan.layout.at(dot->result()), 0);
+    int vector_loads = 0;
+    for (const Op* load : ops_of(p.kernel, OpKind::LoadBlock))
+      if (p.kernel.type(load->result()).rank() == 1) {
+        ++vector_loads;
+        EXPECT_TRUE(p.plan.layout.at(load->result()).same_bases(wanted)) << p.plan.layout.at(load->result()).str();
+      }
+    EXPECT_EQ(vector_loads, 2);
+  }
 }
 
 // FA1 keeps its running output and row statistics in memory between key blocks, so they come back in blocked
