@@ -59,9 +59,12 @@ TEST(NarrowLines, TheFusedBackwardsDqProductGoesToWgmmaOnKsTileIn64ByteLines) {
     std::string why;
     if (!rt::nvrtc_available(&why))
       GTEST_SKIP() << "NVRTC not available: " << why;
-    const std::string log = kiln_test::expect_compiles_without_spills(g, "sm_90a");
-    for (const char* warning : {"C7512", "C7514", "C7517"}) // products serialised or waited for early
-      EXPECT_EQ(log.find(warning), std::string::npos) << log;
+    // Warp-specialised, ptxas spills 16 bytes since the fused kernel loads Delta beside LSE (240 registers a
+    // consumer), which measured 13 % faster on an H200 (worklog §87); the plain tile spills nothing.
+    const rt::CompiledKernel k = rt::compile_cuda(kiln_test::compile_request_for(g, "sm_90a"));
+    EXPECT_LE(k.usage.spill_store_bytes, ws ? 16 : 0) << k.log;
+    for (const char* warning : {"C7508", "C7512", "C7514", "C7517"}) // setmaxnreg ignored; products serialised
+      EXPECT_EQ(k.log.find(warning), std::string::npos) << k.log;
   }
 }
 
