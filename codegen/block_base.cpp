@@ -58,38 +58,98 @@ const Op* loop_of_induction_variable(const Kernel& k, ValueId v) {
   return found;
 }
 
-// Appends the terms of the i64 offset `v` (added to a pointer) to `terms`; false with `why` when a part of it
-// is not `coordinate * launch scalar`.
-bool collect_terms(const Kernel& k, ValueId v, std::vector<OuterDim>& terms, std::string& why) {
+// a * b, both known at launch; nullopt where their constants' product overflows.
+std::optional<LaunchScalar> times(const LaunchScalar& a, const LaunchScalar& b) {
+  std::vector<int> params;
+  int64_t c = 1;
+  for (const LaunchScalar* s : {&a, &b}) {
+    if (s->param >= 0)
+      params.push_back(s->param);
+    else if (__builtin_mul_overflow(c, s->constant, &c))
+      return std::nullopt;
+    if (__builtin_mul_overflow(c, s->scale, &c))
+      return std::nullopt;
+    params.insert(params.end(), s->factors.begin(), s->factors.end());
+  }
+  LaunchScalar r;
+  if (params.empty()) {
+    r.constant = c;
+    return r;
+  }
+  r.param = params[0];
+  r.factors.assign(params.begin() + 1, params.end());
+  r.scale = c;
+  return r;
+}
+
+// `v` as `x * s` with s known at launch (the right factor when both are): {x, s}; nullopt when it is no product
+// with such a factor.
+std::optional<std::pair<ValueId, LaunchScalar>> scaled_by_launch_scalar(const Kernel& k, ValueId v) {
+  const Op* def = k.info(v).def;
+  if (!def || def->kind != OpKind::Binary || def->binary != BinaryOp::Mul)
+    return std::nullopt;
+  for (int s : {1, 0})
+    if (auto stride = launch_scalar(k, def->operands[static_cast<size_t>(s)]))
+      return std::pair{def->operands[static_cast<size_t>(1 - s)], *stride};
+  return std::nullopt;
+}
+
+// Whether `v` is a sum, or a product with a factor known at launch (through widening casts): a coordinate whose
+// parts may be terms of their own where the whole has no bound.
+bool splits(const Kernel& k, ValueId v) {
+  const Op* def = k.info(v).def;
+  while (def && is_widening_int_cast(k, *def))
+    def = k.info(def->operands[0]).def;
+  if (!def)
+    return false;
+  return (def->kind == OpKind::Binary && def->binary == BinaryOp::Add) ||
+         scaled_by_launch_scalar(k, def->result()).has_value();
+}
+
+// Appends the terms of the i64 offset `v` * `scale` (added to a pointer; scale known at launch) to `terms`; false
+// with `why` when a part of it is not `coordinate * launch scalar`. A coordinate that cannot be bounded as a whole
+// but is a sum, or a product with a factor known at launch, is taken apart: `(b * H + h) * N` is b at stride
+// H * N and h at stride N, each bounded on its own.
+bool collect_terms(const Kernel& k, ValueId v, const LaunchScalar& scale, std::vector<OuterDim>& terms,
+                   std::string& why) {
   const Op* def = k.info(v).def;
   if (def && def->kind == OpKind::Binary && def->binary == BinaryOp::Add)
-    return collect_terms(k, def->operands[0], terms, why) && collect_terms(k, def->operands[1], terms, why);
+    return collect_terms(k, def->operands[0], scale, terms, why) &&
+           collect_terms(k, def->operands[1], scale, terms, why);
   if (def && is_widening_int_cast(k, *def))
-    return collect_terms(k, def->operands[0], terms, why);
+    return collect_terms(k, def->operands[0], scale, terms, why);
   OuterDim term;
+  term.coordinate = v; // a term of the scale's stride (1: legal only for 16-byte elements, which the launch checks)
+  term.stride = scale;
   if (def && def->kind == OpKind::Binary && def->binary == BinaryOp::Mul) {
     // coordinate * stride: the stride is the factor the launch knows (the right one when both are).
-    for (int s : {1, 0}) {
-      if (auto stride = launch_scalar(k, def->operands[static_cast<size_t>(s)])) {
-        term.stride = *stride;
-        term.coordinate = def->operands[static_cast<size_t>(1 - s)];
-        break;
-      }
-    }
-    if (term.coordinate < 0) {
+    const auto product = scaled_by_launch_scalar(k, v);
+    if (!product) {
       why = fmt::format(
           "the offset added to the base at {} multiplies two values computed in the kernel; a tensor "
           "map needs each term's stride known at launch",
           where(k, v));
       return false;
     }
-  } else {
-    term.coordinate = v; // a term of stride 1 (legal only for 16-byte elements, which the launch checks)
-    term.stride = LaunchScalar{-1, 1};
+    std::optional<LaunchScalar> stride = times(scale, product->second);
+    if (!stride) {
+      why = fmt::format("the stride of the term at {} overflows 64 bits", where(k, v));
+      return false;
+    }
+    term.coordinate = product->first;
+    term.stride = *stride;
   }
   auto bound = magnitude_bound(k, term.coordinate);
   const std::optional<int> cap = bound ? std::nullopt : parameter_cap(k, term.coordinate);
   if ((!bound && !cap) || (bound && *bound >= kMostCoordinate)) {
+    if (splits(k, term.coordinate)) { // its parts, each a term of its own
+      std::vector<OuterDim> parts;
+      std::string why_not;
+      if (collect_terms(k, term.coordinate, term.stride, parts, why_not)) {
+        terms.insert(terms.end(), parts.begin(), parts.end());
+        return true;
+      }
+    }
     why = fmt::format(
         "the coordinate at {} of a term of the base may exceed the 32 bits a TMA coordinate holds "
         "(its bound is not known in the kernel; where it is at most an integer parameter P, writing min(x, P) "
@@ -120,12 +180,12 @@ bool collect_terms(const Kernel& k, ValueId v, std::vector<OuterDim>& terms, std
 std::optional<LaunchScalar> launch_scalar(const Kernel& k, ValueId v) {
   const ValueInfo& info = k.info(v);
   if (info.param_index >= 0)
-    return LaunchScalar{info.param_index, 0};
+    return LaunchScalar::of_param(info.param_index);
   if (!info.def)
     return std::nullopt;
   if (info.def->kind == OpKind::Constant) {
     if (auto c = info.def->exact_int())
-      return LaunchScalar{-1, *c};
+      return LaunchScalar::of_constant(*c);
     return std::nullopt;
   }
   if (is_widening_int_cast(k, *info.def))
@@ -150,7 +210,7 @@ std::optional<BlockBase> decompose_block_base(const Kernel& k, ValueId base, std
   }
   b.param = k.info(v).param_index;
   for (auto it = offsets.rbegin(); it != offsets.rend(); ++it)
-    if (!collect_terms(k, *it, b.terms, why))
+    if (!collect_terms(k, *it, LaunchScalar::of_constant(1), b.terms, why))
       return std::nullopt;
   return b;
 }

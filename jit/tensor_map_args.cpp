@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 
 namespace kiln {
 
@@ -48,13 +49,22 @@ rt::TensorMapSwizzle swizzle_of(SwizzleMode m) {
   return rt::TensorMapSwizzle::none;
 }
 
-int64_t value_of(const LaunchScalar& s, const std::vector<LaunchArg>& args) {
-  if (s.param < 0)
-    return s.constant;
-  const LaunchArg& a = args.at(static_cast<size_t>(s.param));
+int64_t int_arg(int param, const std::vector<LaunchArg>& args) {
+  const LaunchArg& a = args.at(static_cast<size_t>(param));
   if (a.kind != LaunchArg::Kind::Int)
     throw InternalError("a tensor map's shape or stride is not an integer argument");
   return a.i;
+}
+
+// The value of `s` for these arguments; nullopt where a product of factors overflows 64 bits.
+std::optional<int64_t> value_of(const LaunchScalar& s, const std::vector<LaunchArg>& args) {
+  int64_t v = s.param < 0 ? s.constant : int_arg(s.param, args);
+  if (__builtin_mul_overflow(v, s.scale, &v))
+    return std::nullopt;
+  for (int f : s.factors)
+    if (__builtin_mul_overflow(v, int_arg(f, args), &v))
+      return std::nullopt;
+  return v;
 }
 
 } // namespace
@@ -70,9 +80,12 @@ rt::TensorMapSpec tensor_map_spec(const TensorMapParam& m, const std::vector<Par
   rt::BlockPointerGeometry g;
   g.element = element_of(m.dtype);
   g.base_address = base.ptr;
+  // A product past 64 bits (a stride of factors) is no tensor the launch can describe: -1, which the map's checks
+  // refuse.
+  auto value = [&](const LaunchScalar& s) { return value_of(s, args).value_or(-1); };
   for (size_t d = 0; d < m.shape.size(); ++d) {
-    g.shape.push_back(value_of(m.shape[d], args));
-    g.strides.push_back(value_of(m.strides[d], args));
+    g.shape.push_back(value(m.shape[d]));
+    g.strides.push_back(value(m.strides[d]));
   }
   g.block_shape = m.box;
   g.order = m.order;
@@ -80,8 +93,8 @@ rt::TensorMapSpec tensor_map_spec(const TensorMapParam& m, const std::vector<Par
   for (const OuterDim& o : m.outer) {
     g.order.push_back(static_cast<int>(g.shape.size()));
     // A coordinate capped by a parameter, min(x, P), is at most P: the dim holds P + 1 (codegen/block_base.h).
-    g.shape.push_back(o.extent_param >= 0 ? value_of(LaunchScalar{o.extent_param, 0}, args) + 1 : o.extent);
-    g.strides.push_back(value_of(o.stride, args));
+    g.shape.push_back(o.extent_param >= 0 ? int_arg(o.extent_param, args) + 1 : o.extent);
+    g.strides.push_back(value(o.stride));
     g.block_shape.push_back(1);
   }
   return rt::tensor_map_spec_for_block_pointer(g, swizzle_of(m.swizzle), rt::TensorMapOobFill::zero);
@@ -96,7 +109,17 @@ TensorMapArgs tensor_map_args(const std::vector<TensorMapParam>& maps, const std
   std::vector<rt::TensorMapSpec> specs;
   for (size_t i = 0; i < maps.size(); ++i) {
     specs.push_back(tensor_map_spec(maps[i], params, args));
-    std::vector<std::string> problems = rt::tensor_map_problems(specs.back());
+    std::vector<std::string> problems;
+    std::vector<const LaunchScalar*> strides;
+    for (const LaunchScalar& s : maps[i].strides)
+      strides.push_back(&s);
+    for (const OuterDim& o : maps[i].outer)
+      strides.push_back(&o.stride);
+    for (const LaunchScalar* s : strides)
+      if (!value_of(*s, args))
+        problems.push_back("a stride that is a product of the arguments overflows 64 bits");
+    if (problems.empty())
+      problems = rt::tensor_map_problems(specs.back());
     // The kernel passes each copy's coordinates as 32-bit signed integers (the block pointer's offsets),
     // which cannot name elements of a dim longer than that: the driver's own limit (2^32) is not enough here.
     for (size_t d = 0; d < specs.back().global_dims.size(); ++d)
@@ -107,7 +130,7 @@ TensorMapArgs tensor_map_args(const std::vector<TensorMapParam>& maps, const std
     // would be filled with zeros, where the kernel's pointer arithmetic reads before the base.
     for (const OuterDim& o : maps[i].outer)
       for (int param : o.nonneg_params)
-        if (int64_t value = value_of(LaunchScalar{param, 0}, args); value < 0)
+        if (int64_t value = int_arg(param, args); value < 0)
           problems.push_back(
               fmt::format("'{}' is {}, so a per-program coordinate of the base may be negative",
                           params[static_cast<size_t>(param)].name, value));

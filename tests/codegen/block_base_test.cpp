@@ -77,9 +77,10 @@ TEST(BlockBase, StridesOnEitherSideAndNestedPointerAdditions) {
 }
 
 TEST(BlockBase, ACoordinateWithoutABoundIsRefusedWithTheReason) {
-  // H is a parameter: any value, so pid * H may not fit a 32-bit coordinate.
+  // H is a parameter: any value, so pid * H / 3 may not fit a 32-bit coordinate (nor may pid * H, but that one is pid
+  // at a stride H times longer: see the test below).
   Kernel k = kernel_with_base(
-      [](Value x, Value H, Value sb, Value) { return x + (program_id(1) * H).to(i64) * sb; });
+      [](Value x, Value H, Value sb, Value) { return x + ((program_id(1) * H) / 3).to(i64) * sb; });
   std::string why;
   EXPECT_FALSE(decompose_block_base(k, block_base_of(k), why));
   EXPECT_NE(why.find("may exceed the 32 bits a TMA coordinate holds"), std::string::npos) << why;
@@ -113,8 +114,9 @@ TEST(BlockBase, MagnitudeBoundsFollowTheArithmetic) {
   // min(pid, H) is not bounded by a constant (H may be negative: then so is the min, which nonneg_conditions
   // leaves to the launch), but by H, so the map's dim is H + 1 long at launch (extent 0 here).
   EXPECT_EQ(extent_of([](Value H) { return minimum(program_id(2), H).to(i64); }), 0);
-  EXPECT_FALSE(extent_of([](Value) { return (program_id(0) + 3).to(i64); }));         // past 2^31 - 1
-  EXPECT_FALSE(extent_of([](Value) { return program_id(0).to(i64) * 2; }));           // past 2^31 - 1
+  // Past 2^31 - 1 (under a maximum, whose parts are not terms of their own: see the test below).
+  EXPECT_FALSE(extent_of([](Value) { return maximum(program_id(0) + 3, 0).to(i64); }));
+  EXPECT_FALSE(extent_of([](Value) { return maximum(program_id(0) * 2, 0).to(i64); }));
   // The minimum of two values >= 0 is at most either: an unbounded one (program_id(0) * 4 may pass 2^31) capped
   // by a bounded one, as FA2's grouped causal order caps its head (kernels/attention/attention_mods.h).
   EXPECT_EQ(extent_of([](Value) { return minimum(program_id(0) * 4, num_programs(1)).to(i64); }), 65535 + 1);
@@ -122,6 +124,37 @@ TEST(BlockBase, MagnitudeBoundsFollowTheArithmetic) {
   // Not where a side may be negative (min(-2^40, 5) = -2^40), nor where it is >= 0 only while H is.
   EXPECT_FALSE(extent_of([](Value) { return minimum(program_id(0) * -4, num_programs(1)).to(i64); }));
   EXPECT_FALSE(extent_of([](Value H) { return minimum(program_id(0) * H, num_programs(1)).to(i64); }));
+}
+
+// A coordinate without a bound of its own that is a sum, or a product with a factor the launch knows, is taken apart:
+// LSE's base in the backward, `LSE + (b * H + h) * N`, is b at stride H * N and h at stride N (both products of
+// parameters), each bounded by the grid.
+TEST(BlockBase, AnUnboundedSumOfProductsIsTakenApartIntoTermsWhoseStridesAreProducts) {
+  Kernel k = kernel_with_base([](Value x, Value H, Value sb, Value) {
+    Value off_hz = program_id(1);
+    Value off_b = off_hz / H, off_h = off_hz % H;
+    return x + (off_b * H + off_h).to(i64) * sb; // sb as N
+  });
+  std::string why;
+  std::optional<BlockBase> b = decompose_block_base(k, block_base_of(k), why);
+  ASSERT_TRUE(b) << why;
+  ASSERT_EQ(b->terms.size(), 2u);
+  EXPECT_EQ(b->terms[0].stride.param, 4); // stride_b
+  EXPECT_EQ(b->terms[0].stride.factors, std::vector<int>{2}) << "times H";
+  EXPECT_EQ(b->terms[0].stride.scale, 1);
+  EXPECT_EQ(b->terms[1].stride.param, 4);
+  EXPECT_TRUE(b->terms[1].stride.factors.empty());
+  for (const OuterDim& t : b->terms)
+    EXPECT_EQ(t.extent, kMaxGridYZ);
+  // A constant factor goes to the scale: (pid(0) * 4) * H as pid(0) at stride 4 H, when pid(0) * 4 may pass 2^31.
+  Kernel scaled =
+      kernel_with_base([](Value x, Value H, Value, Value) { return x + (program_id(0) * 4).to(i64) * H.to(i64); });
+  b = decompose_block_base(scaled, block_base_of(scaled), why);
+  ASSERT_TRUE(b) << why;
+  ASSERT_EQ(b->terms.size(), 1u);
+  EXPECT_EQ(b->terms[0].stride.param, 2);
+  EXPECT_EQ(b->terms[0].stride.scale, 4);
+  EXPECT_EQ(b->terms[0].extent, kMaxGridX);
 }
 
 // The one term of `x + coordinate * stride_b` (H is parameter 2), or nullopt with `why` when it is refused.

@@ -22,8 +22,8 @@ TensorMapParam a_map() {
   TensorMapParam m;
   m.base_param = 0;
   m.dtype = DType::f16;
-  m.shape = {LaunchScalar{1, 0}, LaunchScalar{2, 0}};
-  m.strides = {LaunchScalar{3, 0}, LaunchScalar{-1, 1}};
+  m.shape = {LaunchScalar::of_param(1), LaunchScalar::of_param(2)};
+  m.strides = {LaunchScalar::of_param(3), LaunchScalar::of_constant(1)};
   m.box = {128, 32};
   m.order = {1, 0};
   m.swizzle = SwizzleMode::Bytes64;
@@ -81,7 +81,7 @@ TEST(TensorMapArgs, LegalMapsNeedADriverWithTensorMaps) {
 TensorMapParam a_map_with_a_per_program_dim(int64_t extent, int extent_param = -1) {
   TensorMapParam m = a_map();
   OuterDim per_program;
-  per_program.stride = LaunchScalar{3, 0};
+  per_program.stride = LaunchScalar::of_param(3);
   per_program.extent = extent;
   per_program.extent_param = extent_param;
   per_program.nonneg_params = {1};
@@ -110,6 +110,20 @@ TEST(TensorMapArgs, ACoordinateCappedByAParameterGivesADimThatParameterPlusOneLo
   EXPECT_EQ(s.box_dims, (std::vector<int64_t>{32, 128, 1}));
   s = tensor_map_spec(m, kParams, args(kBase, 77, 1024, 1024));
   EXPECT_EQ(s.global_dims.back(), 78);
+}
+
+// A per-program dim whose stride is a product of parameters (codegen/block_base.h: `(b * H + h) * N`): the launch
+// multiplies them, and a product past 64 bits keeps the cp.async path with the reason.
+TEST(TensorMapArgs, AStrideThatIsAProductOfParametersIsTheirProduct) {
+  TensorMapParam m = a_map_with_a_per_program_dim(65535);
+  m.outer[0].stride.factors = {2}; // stride_am * K
+  m.outer[0].stride.scale = 2;
+  rt::TensorMapSpec s = tensor_map_spec(m, kParams, args(kBase, 4096, 1024, 1024));
+  EXPECT_EQ(s.global_strides_bytes.back(), 1024 * 1024 * 2 * 2);
+  TensorMapArgs t = tensor_map_args({m}, kParams, args(kBase, 4096, int64_t{1} << 40, int64_t{1} << 40));
+  EXPECT_EQ(t.use_tma, 0);
+  EXPECT_NE(t.why_not.find("a stride that is a product of the arguments overflows 64 bits"), std::string::npos)
+      << t.why_not;
 }
 
 TEST(TensorMapArgs, NoMapsMeansNoExtraParameters) {
