@@ -60,25 +60,10 @@ const Op* loop_of_induction_variable(const Kernel& k, ValueId v) {
 
 // a * b, both known at launch; nullopt where their constants' product overflows.
 std::optional<LaunchScalar> times(const LaunchScalar& a, const LaunchScalar& b) {
-  std::vector<int> params;
-  int64_t c = 1;
-  for (const LaunchScalar* s : {&a, &b}) {
-    if (s->param >= 0)
-      params.push_back(s->param);
-    else if (__builtin_mul_overflow(c, s->constant, &c))
-      return std::nullopt;
-    if (__builtin_mul_overflow(c, s->scale, &c))
-      return std::nullopt;
-    params.insert(params.end(), s->factors.begin(), s->factors.end());
-  }
-  LaunchScalar r;
-  if (params.empty()) {
-    r.constant = c;
-    return r;
-  }
-  r.param = params[0];
-  r.factors.assign(params.begin() + 1, params.end());
-  r.scale = c;
+  LaunchScalar r = a;
+  r.params.insert(r.params.end(), b.params.begin(), b.params.end());
+  if (__builtin_mul_overflow(a.constant, b.constant, &r.constant))
+    return std::nullopt;
   return r;
 }
 

@@ -17,7 +17,7 @@
 // A coordinate it cannot bound that way may still be capped by an integer parameter, min(x, P): the map's dim
 // is then P + 1 long, a size the launch knows (OuterDim::extent_param). Or, where it is a sum or a product with a
 // factor known at launch, taken apart into terms of its own, each bounded by itself, at strides that are products
-// the launch computes (LaunchScalar::factors, scale): `(b * H + h) * N`, a contiguous [B, H, N] tensor's row, is b
+// the launch computes (LaunchScalar): `(b * H + h) * N`, a contiguous [B, H, N] tensor's row, is b
 // at stride H * N and h at stride N. A kernel whose coordinate comes from a
 // loop over a parameter's range (a GQA group's query heads, `head0 + g`, as in dK/dV) may write that cap, a
 // no-op that puts the loop's copies on TMA; the refusal's reason says so.

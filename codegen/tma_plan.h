@@ -24,25 +24,15 @@ namespace kiln {
 
 struct Op;
 
-// One integer of a tensor map known at launch: a kernel parameter's value, or a constant; times the parameters in
-// `factors` and `scale` where a per-program term's stride is a product (codegen/block_base.h: `(b * H + h) * N` is b
-// at stride H * N and h at stride N).
+// One integer of a tensor map known at launch: a constant times the values of integer parameters (none: the constant;
+// one: a parameter's value; more where a per-program term's stride is a product, codegen/block_base.h: `(b * H + h)
+// * N` is b at stride H * N and h at stride N).
 struct LaunchScalar {
-  int param = -1; // index into the kernel's parameters; -1: `constant`
-  int64_t constant = 0;
-  std::vector<int> factors; // integer parameters it is multiplied by
-  int64_t scale = 1;        // and a constant
+  std::vector<int> params; // indices into the kernel's parameters
+  int64_t constant = 1;
 
-  static LaunchScalar of_param(int index) {
-    LaunchScalar s;
-    s.param = index;
-    return s;
-  }
-  static LaunchScalar of_constant(int64_t value) {
-    LaunchScalar s;
-    s.constant = value;
-    return s;
-  }
+  static LaunchScalar of_param(int index) { return {{index}, 1}; }
+  static LaunchScalar of_constant(int64_t value) { return {{}, value}; }
 };
 
 // A dim of a tensor map beyond the block pointer's own: the block pointer's base is a pointer parameter plus

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -58,11 +59,9 @@ int64_t int_arg(int param, const std::vector<LaunchArg>& args) {
 
 // The value of `s` for these arguments; nullopt where a product of factors overflows 64 bits.
 std::optional<int64_t> value_of(const LaunchScalar& s, const std::vector<LaunchArg>& args) {
-  int64_t v = s.param < 0 ? s.constant : int_arg(s.param, args);
-  if (__builtin_mul_overflow(v, s.scale, &v))
-    return std::nullopt;
-  for (int f : s.factors)
-    if (__builtin_mul_overflow(v, int_arg(f, args), &v))
+  int64_t v = s.constant;
+  for (int p : s.params)
+    if (__builtin_mul_overflow(v, int_arg(p, args), &v))
       return std::nullopt;
   return v;
 }
@@ -109,17 +108,13 @@ TensorMapArgs tensor_map_args(const std::vector<TensorMapParam>& maps, const std
   std::vector<rt::TensorMapSpec> specs;
   for (size_t i = 0; i < maps.size(); ++i) {
     specs.push_back(tensor_map_spec(maps[i], params, args));
-    std::vector<std::string> problems;
-    std::vector<const LaunchScalar*> strides;
-    for (const LaunchScalar& s : maps[i].strides)
-      strides.push_back(&s);
-    for (const OuterDim& o : maps[i].outer)
-      strides.push_back(&o.stride);
-    for (const LaunchScalar* s : strides)
-      if (!value_of(*s, args))
-        problems.push_back("a stride that is a product of the arguments overflows 64 bits");
-    if (problems.empty())
-      problems = rt::tensor_map_problems(specs.back());
+    // Only a per-program term's stride is a product of arguments (codegen/block_base.h); past 64 bits its spec
+    // holds -1, which is the reason to give rather than the spec's problems.
+    const bool overflows = std::any_of(maps[i].outer.begin(), maps[i].outer.end(),
+                                       [&](const OuterDim& o) { return !value_of(o.stride, args); });
+    std::vector<std::string> problems =
+        overflows ? std::vector<std::string>{"a stride that is a product of the arguments overflows 64 bits"}
+                  : rt::tensor_map_problems(specs.back());
     // The kernel passes each copy's coordinates as 32-bit signed integers (the block pointer's offsets),
     // which cannot name elements of a dim longer than that: the driver's own limit (2^32) is not enough here.
     for (size_t d = 0; d < specs.back().global_dims.size(); ++d)

@@ -56,8 +56,8 @@ TEST(BlockBase, ABaseOfBatchAndHeadTermsIsTheParameterAndTwoBoundedDims) {
   ASSERT_TRUE(b) << why;
   EXPECT_EQ(b->param, 0);
   ASSERT_EQ(b->terms.size(), 2u);
-  EXPECT_EQ(b->terms[0].stride.param, 4); // stride_b
-  EXPECT_EQ(b->terms[1].stride.param, 5); // stride_h
+  EXPECT_EQ(b->terms[0].stride.params, std::vector<int>{4}); // stride_b
+  EXPECT_EQ(b->terms[1].stride.params, std::vector<int>{5}); // stride_h
   for (const OuterDim& t : b->terms)
     EXPECT_EQ(t.extent, kMaxGridYZ); // program_id(1) <= 65534; division and remainder keep it
 }
@@ -71,9 +71,9 @@ TEST(BlockBase, StridesOnEitherSideAndNestedPointerAdditions) {
   std::optional<BlockBase> b = decompose_block_base(k, block_base_of(k), why);
   ASSERT_TRUE(b) << why;
   ASSERT_EQ(b->terms.size(), 2u);
-  EXPECT_EQ(b->terms[0].stride.param, 4);
+  EXPECT_EQ(b->terms[0].stride.params, std::vector<int>{4});
   EXPECT_EQ(b->terms[0].extent, kMaxGridX); // program_id(0) <= 2^31 - 2
-  EXPECT_EQ(b->terms[1].stride.param, 5);
+  EXPECT_EQ(b->terms[1].stride.params, std::vector<int>{5});
 }
 
 TEST(BlockBase, ACoordinateWithoutABoundIsRefusedWithTheReason) {
@@ -139,11 +139,10 @@ TEST(BlockBase, AnUnboundedSumOfProductsIsTakenApartIntoTermsWhoseStridesAreProd
   std::optional<BlockBase> b = decompose_block_base(k, block_base_of(k), why);
   ASSERT_TRUE(b) << why;
   ASSERT_EQ(b->terms.size(), 2u);
-  EXPECT_EQ(b->terms[0].stride.param, 4); // stride_b
-  EXPECT_EQ(b->terms[0].stride.factors, std::vector<int>{2}) << "times H";
-  EXPECT_EQ(b->terms[0].stride.scale, 1);
-  EXPECT_EQ(b->terms[1].stride.param, 4);
-  EXPECT_TRUE(b->terms[1].stride.factors.empty());
+  EXPECT_EQ(b->terms[0].stride.params, (std::vector<int>{4, 2})) << "stride_b times H";
+  EXPECT_EQ(b->terms[0].stride.constant, 1);
+  EXPECT_EQ(b->terms[1].stride.params, std::vector<int>{4});
+  EXPECT_EQ(b->terms[1].stride.constant, 1);
   for (const OuterDim& t : b->terms)
     EXPECT_EQ(t.extent, kMaxGridYZ);
   // A constant factor goes to the scale: (pid(0) * 4) * H as pid(0) at stride 4 H, when pid(0) * 4 may pass 2^31.
@@ -152,8 +151,8 @@ TEST(BlockBase, AnUnboundedSumOfProductsIsTakenApartIntoTermsWhoseStridesAreProd
   b = decompose_block_base(scaled, block_base_of(scaled), why);
   ASSERT_TRUE(b) << why;
   ASSERT_EQ(b->terms.size(), 1u);
-  EXPECT_EQ(b->terms[0].stride.param, 2);
-  EXPECT_EQ(b->terms[0].stride.scale, 4);
+  EXPECT_EQ(b->terms[0].stride.params, std::vector<int>{2});
+  EXPECT_EQ(b->terms[0].stride.constant, 4);
   EXPECT_EQ(b->terms[0].extent, kMaxGridX);
 }
 

@@ -25,10 +25,10 @@ TEST(TmaCopies, MatmulOnSm90aCopiesBothTilesWithMapsOfItsArguments) {
   // A: make_block_ptr(A, {M, K}, {stride_am, stride_ak}, ..., {128, 32}, order {1, 0}): 64-byte lines.
   const TensorMapParam& a = tma.maps[0];
   EXPECT_EQ(a.base_param, param_index(k, "A"));
-  EXPECT_EQ(a.shape[0].param, param_index(k, "M"));
-  EXPECT_EQ(a.shape[1].param, param_index(k, "K"));
-  EXPECT_EQ(a.strides[0].param, param_index(k, "stride_am"));
-  EXPECT_EQ(a.strides[1].param, param_index(k, "stride_ak"));
+  EXPECT_EQ(a.shape[0].params, std::vector<int>{param_index(k, "M")});
+  EXPECT_EQ(a.shape[1].params, std::vector<int>{param_index(k, "K")});
+  EXPECT_EQ(a.strides[0].params, std::vector<int>{param_index(k, "stride_am")});
+  EXPECT_EQ(a.strides[1].params, std::vector<int>{param_index(k, "stride_ak")});
   EXPECT_EQ(a.box, (std::vector<int64_t>{128, 32}));
   EXPECT_EQ(a.order, (std::vector<int>{1, 0}));
   EXPECT_EQ(a.swizzle, SwizzleMode::Bytes64);
@@ -80,8 +80,8 @@ TEST(TmaCopies, AttentionMapsCoverEveryHeadWithPerProgramDims) {
     EXPECT_EQ(m->order, order);
     ASSERT_EQ(m->outer.size(), 2u) << t;
     const std::string s = t == "K" ? "k" : "v";
-    EXPECT_EQ(m->outer[0].stride.param, param_index(k, "stride_" + s + "b"));
-    EXPECT_EQ(m->outer[1].stride.param, param_index(k, "stride_" + s + "h"));
+    EXPECT_EQ(m->outer[0].stride.params, std::vector<int>{param_index(k, "stride_" + s + "b")});
+    EXPECT_EQ(m->outer[1].stride.params, std::vector<int>{param_index(k, "stride_" + s + "h")});
     // Both coordinates come from program_id(1) (< 65535) by division and remainder.
     for (const OuterDim& o : m->outer)
       EXPECT_EQ(o.extent, 65535);

@@ -116,8 +116,7 @@ TEST(TensorMapArgs, ACoordinateCappedByAParameterGivesADimThatParameterPlusOneLo
 // multiplies them, and a product past 64 bits keeps the cp.async path with the reason.
 TEST(TensorMapArgs, AStrideThatIsAProductOfParametersIsTheirProduct) {
   TensorMapParam m = a_map_with_a_per_program_dim(65535);
-  m.outer[0].stride.factors = {2}; // stride_am * K
-  m.outer[0].stride.scale = 2;
+  m.outer[0].stride = {{3, 2}, 2}; // stride_am * K * 2
   rt::TensorMapSpec s = tensor_map_spec(m, kParams, args(kBase, 4096, 1024, 1024));
   EXPECT_EQ(s.global_strides_bytes.back(), 1024 * 1024 * 2 * 2);
   TensorMapArgs t = tensor_map_args({m}, kParams, args(kBase, 4096, int64_t{1} << 40, int64_t{1} << 40));
