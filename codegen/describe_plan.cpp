@@ -207,7 +207,9 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                it != plan.block_accesses.end() && op.kind != OpKind::AtomicAddBlock) { // atomic adds: below
       const bool staged = op.kind == OpKind::LoadBlock && plan.tile_of.count(op.result());
       if (staged)
-        s += fmt::format("//   block load at {}: read from its ring slot (staged by cp.async)\n", op.loc.str());
+        s += fmt::format("//   block load at {}: read from its ring slot{} (staged by {})\n", op.loc.str(),
+                         k.type(op.result()).rank() == 1 ? " where each register is used" : "",
+                         plan.tma.copies.count(&op) ? "TMA" : "cp.async");
       else if (it->second.piece > 0)
         s += fmt::format("//   block {} at {}: {}-element pieces\n", op.kind == OpKind::LoadBlock ? "load" : "store",
                          op.loc.str(), it->second.piece);

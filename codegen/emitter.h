@@ -411,6 +411,7 @@ private:
   void emit_vector_load_or_elements(const std::string& vector_ok, const std::string& ptr, const std::string& ty,
                                     int count, int bytes, const std::string& dst, const std::string& element);
   void emit_tile_issue(const SharedTile& tile, const std::string& bp, const std::string& stage);
+  void emit_vector_tile_issue(const SharedTile& tile, const std::string& bp, const std::string& stage);
   void emit_hoisted_conversions(const Op& loop);
   void emit_for(const Op& op);
   void emit_body_end_wait(const Op& loop); // the body's products still in flight (schedule_products)

@@ -107,21 +107,39 @@ std::optional<TensorMapParam> map_for(const Kernel& k, const Op& make, const Sha
     m.shape.push_back(*shape);
     m.strides.push_back(*stride);
   }
+  m.box.assign(bp.shape.begin(), bp.shape.end());
+  if (rank == 1) { // a staged vector: one row, copied whole and unswizzled (its chunks lie in order)
+    m.swizzle = SwizzleMode::None;
+    return m;
+  }
   const SharedTileGeometry g = tile.geometry();
   m.swizzle = g.swizzle_mode();
-  m.box.assign(bp.shape.begin(), bp.shape.end());
   m.box[static_cast<size_t>(m.order[0])] = g.line_bytes() / g.elem_bytes;
   return m;
+}
+
+// Why a staged vector (SharedTile::to_registers, one row) cannot be a TMA copy ("" when it can): one copy of the
+// whole vector, unswizzled, into a slot TMA can write (128-byte aligned).
+std::string vector_problem(const SharedTile& t) {
+  if (t.cols > 256)
+    return fmt::format("a vector of {} elements; a TMA box holds at most 256", t.cols);
+  if (t.bytes_per_stage() % 128 != 0 || t.offset % 128 != 0)
+    return fmt::format("the vector's slots are {} bytes, not whole 128-byte lines", t.bytes_per_stage());
+  return "";
 }
 
 // Why the pipelined load `load` cannot be a TMA copy ("" when it can).
 std::string tile_problem(const Kernel& k, const Op& load, const SharedTile& t) {
   const Type& bp = k.type(load.operands[0]);
-  if (t.to_registers)
+  if (t.to_registers && bp.shape.size() != 1)
     return "the tile is read into registers (a streaming loop's staged load), which cp.async's ring serves";
   if (load.padding != Padding::Zero)
     return fmt::format("TMA fills past the tensor with zeros; this load pads with {}",
                        std::isnan(load.padding.value) ? "NaN" : fmt::format("{}", load.padding.value));
+  if (t.to_registers) // a vector
+    return t.elem_bytes != 2 && t.elem_bytes != 4
+               ? fmt::format("{}-byte elements (TMA copies here take 2 or 4)", t.elem_bytes)
+               : vector_problem(t);
   if (bp.shape.size() != 2)
     return fmt::format("the block is {}-D; TMA copies of 2-D blocks only so far", bp.shape.size());
   if (t.elem_bytes != 2 && t.elem_bytes != 4)
@@ -179,7 +197,8 @@ void plan_tma_copies(const Kernel& k, const Target& target, const CodegenOptions
       }
       const SharedTileGeometry g = t.geometry();
       TmaCopy c;
-      c.panel_elems = g.line_bytes() / g.elem_bytes;
+      const bool vector = k.type(load->operands[0]).shape.size() == 1; // one copy, unswizzled
+      c.panel_elems = vector ? t.cols : g.line_bytes() / g.elem_bytes;
       c.panels = static_cast<int>(t.cols / c.panel_elems);
       c.bytes_per_stage = t.bytes_per_stage();
       copies.push_back(c);

@@ -31,8 +31,9 @@ std::vector<Config> bwd_config_space(const Config& base, const char* program_til
   // 8.38 ms against the 128-key tile's 8.53 at D = 128 on an H200, even at D = 64 (worklog §83). dQ's like tile
   // measured slower than its best at both (6.24 against 5.40 ms at D = 64, 5.11 against 4.80 at D = 128), so dQ's
   // space leaves it out. dQ's 128 × 128 warp-specialised tile: 5.65 ms against 6.04–6.15 at D = 64, 4.69 against
-  // 4.77 at D = 128 (worklog §87). dK/dV's like tile ties at D = 64 and spills past it (LSE and Delta run along Sᵀ's
-  // 128 columns: 32 registers each), so its space leaves it out.
+  // 4.77 at D = 128 (worklog §87). dK/dV's like tile (LSE and Delta run along Sᵀ's 128 columns, read from the
+  // producer's ring at each use) measured 9.2–9.5 ms against 10.0–10.3 at D = 64, deterministic; past 64 columns,
+  // or with the fused dQ adds, it spills (prune_bwd_config; worklog §88).
   const Candidate candidates[] = {{64, 64, 4, 2},  {64, 32, 4, 2},  {64, 128, 4, 2},      {64, 64, 4, 3},
                                   {128, 64, 8, 2}, {128, 32, 8, 2}, {32, 32, 2, 1},       {64, 32, 8, 2},
                                   {128, 64, 8, 2, true},            {64, 64, 4, 2, true, 2},
@@ -40,8 +41,6 @@ std::vector<Config> bwd_config_space(const Config& base, const char* program_til
   std::vector<Config> cs;
   for (const Candidate& k : candidates) {
     if (!dkdv && ((k.program == 64 && k.warps == 8) || k.min_blocks > 1))
-      continue;
-    if (dkdv && k.program == 128 && k.step == 128)
       continue;
     Config c = base;
     c.set(program_tile, k.program).set(step_tile, k.step).set("WARP_SPECIALIZE", k.ws ? 1 : 0);
@@ -72,6 +71,12 @@ std::string prune_bwd_config(const Config& c, const SizeArgs& s) {
   // or fewer 4 warps hold them, and the GPU checks have not run the 8-warp tile there.
   if (dkdv && c.get("BLOCK_N") == 64 && c.num_warps == 8 && c.get("HEAD_DIM") <= 128)
     return fmt::format("BLOCK_N=64 over 8 warps is for heads past 128 columns, got HEAD_DIM={}", c.get("HEAD_DIM"));
+  // 128 query rows a step: Sᵀ, dPᵀ and the accumulators fill the consumers' registers at 64 columns (worklog §88).
+  if (dkdv && c.get("BLOCK_N") == 128 && c.get("BLOCK_M") == 128 &&
+      (c.get("HEAD_DIM") > 64 || c.get_or("ATOMIC_DQ", 0) != 0))
+    return fmt::format("dK/dV's 128 x 128 tile is for heads of at most 64 columns without the fused dQ adds, got "
+                       "HEAD_DIM={} ATOMIC_DQ={}",
+                       c.get("HEAD_DIM"), c.get_or("ATOMIC_DQ", 0));
   return "";
 }
 

@@ -115,8 +115,12 @@ TEST(GpuFa2BwdLarge, WarpSpecializedDkdvMatchesTheReference) {
   for (AttentionCase c : {make_case(300, 300, 64, 1, f16, 2, 2), make_case(1000, 777, 128, 2, bf16, 2, 2),
                           make_case(513, 1024, 64, 0, bf16, 3, 3), make_case(640, 640, 128, 0, f16, 1, 1)}) {
     AttentionBwdConfigs configs = default_bwd_configs(c.problem);
-    // The last: one warpgroup in each of two CTAs an SM (232 registers a consumer).
-    for (auto [warps, stages, rows, ctas] : {std::tuple{8, 2, 64, 1}, {8, 3, 64, 1}, {4, 2, 64, 1}, {4, 2, 64, 2}}) {
+    // One warpgroup in each of two CTAs an SM (232 registers a consumer); 128 query rows a step, whose LSE and Delta
+    // the consumers read from the producer's ring at each use (D = 64: the tile spills past it).
+    for (auto [warps, stages, rows, ctas] :
+         {std::tuple{8, 2, 64, 1}, {8, 3, 64, 1}, {4, 2, 64, 1}, {4, 2, 64, 2}, {8, 2, 128, 1}}) {
+      if (rows == 128 && c.problem.D > 64)
+        continue;
       Config dkdv = configs.dkdv;
       dkdv.set("WARP_SPECIALIZE", 1).set("BLOCK_N", warps == 8 ? 128 : 64).set("BLOCK_M", rows);
       dkdv.set("MIN_BLOCKS_PER_SM", ctas);
