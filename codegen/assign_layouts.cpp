@@ -2,6 +2,7 @@
 #include "codegen/assign_layouts.h"
 #include "codegen/choose_warp_splits.h"
 #include "codegen/operand_layouts.h"
+#include "codegen/plan_tma_copies.h"
 
 #include "codegen/wgmma.h"
 #include "dsl/verifier.h"
@@ -461,14 +462,12 @@ struct Assigner {
            options.warp_specialize && options.tma && options.swizzle && k.config.num_warps % 4 == 0;
   }
 
-  // Whether a dot loop's row vector is staged beside its tiles: where a producer warpgroup copies the ring, one
-  // TMA copy of the whole vector (2- or 4-byte elements, at most 256 of them, whole 128-byte lines) that the
-  // consumers read at each use (LSE and Delta in the backward's dK/dV: loaded into registers, each is 16-32
-  // registers a thread and the arithmetic on them; worklog §88). Elsewhere the consumers would issue the copies
-  // themselves, which measured slower than loading into registers.
+  // Whether a dot loop's row vector is staged beside its tiles: where a producer warpgroup copies the ring, as one
+  // TMA copy of the whole vector, which the consumers read at each use (LSE and Delta in the backward's dK/dV:
+  // loaded into registers, each is 16-32 registers a thread and the arithmetic on them; worklog §88). Elsewhere
+  // the consumers would issue the copies themselves, which measured slower than loading into registers.
   bool stages_vector(const SharedTile& t) const {
-    return asks_for_a_producer() && (t.elem_bytes == 2 || t.elem_bytes == 4) && t.cols <= 256 &&
-           t.bytes_per_stage() % 128 == 0;
+    return asks_for_a_producer() && why_no_tma_copy_of_vector(t).empty();
   }
 
   // Stages `loop`'s register block loads that advance by a loop-invariant step through its ring: a streaming

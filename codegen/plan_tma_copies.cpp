@@ -118,16 +118,6 @@ std::optional<TensorMapParam> map_for(const Kernel& k, const Op& make, const Sha
   return m;
 }
 
-// Why a staged vector (SharedTile::to_registers, one row) cannot be a TMA copy ("" when it can): one copy of the
-// whole vector, unswizzled, into a slot TMA can write (128-byte aligned).
-std::string vector_problem(const SharedTile& t) {
-  if (t.cols > 256)
-    return fmt::format("a vector of {} elements; a TMA box holds at most 256", t.cols);
-  if (t.bytes_per_stage() % 128 != 0 || t.offset % 128 != 0)
-    return fmt::format("the vector's slots are {} bytes, not whole 128-byte lines", t.bytes_per_stage());
-  return "";
-}
-
 // Why the pipelined load `load` cannot be a TMA copy ("" when it can).
 std::string tile_problem(const Kernel& k, const Op& load, const SharedTile& t) {
   const Type& bp = k.type(load.operands[0]);
@@ -137,9 +127,7 @@ std::string tile_problem(const Kernel& k, const Op& load, const SharedTile& t) {
     return fmt::format("TMA fills past the tensor with zeros; this load pads with {}",
                        std::isnan(load.padding.value) ? "NaN" : fmt::format("{}", load.padding.value));
   if (t.to_registers) // a vector
-    return t.elem_bytes != 2 && t.elem_bytes != 4
-               ? fmt::format("{}-byte elements (TMA copies here take 2 or 4)", t.elem_bytes)
-               : vector_problem(t);
+    return why_no_tma_copy_of_vector(t);
   if (bp.shape.size() != 2)
     return fmt::format("the block is {}-D; TMA copies of 2-D blocks only so far", bp.shape.size());
   if (t.elem_bytes != 2 && t.elem_bytes != 4)
@@ -155,6 +143,16 @@ std::string tile_problem(const Kernel& k, const Op& load, const SharedTile& t) {
 }
 
 } // namespace
+
+std::string why_no_tma_copy_of_vector(const SharedTile& t) {
+  if (t.elem_bytes != 2 && t.elem_bytes != 4)
+    return fmt::format("{}-byte elements (TMA copies here take 2 or 4)", t.elem_bytes);
+  if (t.cols > 256)
+    return fmt::format("a vector of {} elements; a TMA box holds at most 256", t.cols);
+  if (t.bytes_per_stage() % 128 != 0 || t.offset % 128 != 0)
+    return fmt::format("the vector's slots are {} bytes, not whole 128-byte lines", t.bytes_per_stage());
+  return "";
+}
 
 void plan_tma_copies(const Kernel& k, const Target& target, const CodegenOptions& options, LoweringPlan& plan) {
   TmaPlan& tma = plan.tma;

@@ -6,7 +6,9 @@
 // lines are 32, 64 or 128 bytes (a swizzle TMA writes exactly as kiln's shared tile format wants), at most
 // 256 rows, stages of whole 1024-byte swizzle periods; and a block pointer traced through advances and
 // loop-carried values to one make_block_ptr whose base is a pointer parameter plus bounded per-program terms
-// (codegen/block_base.h: each one more dim of the map) and whose shape and strides are parameters or constants. Otherwise the loop stays on cp.async and TmaPlan::why_not says why.
+// (codegen/block_base.h: each one more dim of the map) and whose shape and strides are parameters or constants.
+// A staged row vector (a warp-specialised loop's; assign_layouts) is one unswizzled copy of the whole vector
+// (why_no_tma_copy_of_vector). Otherwise the loop stays on cp.async and TmaPlan::why_not says why.
 #pragma once
 
 #include "codegen/codegen.h"
@@ -15,5 +17,9 @@
 namespace kiln {
 
 void plan_tma_copies(const Kernel& k, const Target& target, const CodegenOptions& options, LoweringPlan& plan);
+
+// Why staged row vector `t` (one row of 2- or 4-byte elements) cannot be one TMA copy ("" when it can): at most
+// 256 elements, in slots of whole 128-byte lines (the alignment TMA writes to).
+std::string why_no_tma_copy_of_vector(const SharedTile& t);
 
 } // namespace kiln

@@ -1,7 +1,7 @@
 // Row vectors of a warp-specialised dot loop staged through the producer's ring (assign_layouts'
 // stage_register_loads): dK/dV's LSE and Delta, one unswizzled TMA copy each beside Q and dO, read from the slot
-// where each register is used. Unspecialised renderings (the illegal-maps fallback, other configs, sm_80) keep their
-// loads into registers.
+// where each register is used. Renderings that do not ask for a producer (the illegal-maps fallback, other configs,
+// sm_80) keep their loads into registers; one whose producer is refused later copies its staged vectors itself.
 #include "codegen/codegen.h"
 #include "codegen/planned_kernel.h"
 #include "dsl/dsl.h"
@@ -107,6 +107,44 @@ TEST(StagedVectors, ConsumersReadTheSlotAtEachUse) {
   if (!rt::nvrtc_available(&why))
     GTEST_SKIP() << "NVRTC not available: " << why;
   expect_compiles_without_spills(g, "sm_90a");
+}
+
+// A dot loop whose tiles cannot be copied by TMA (Q's block shape is computed in the kernel, so no tensor map
+// describes it): asked for a producer, it is refused one after the vectors were staged, and the consumers copy
+// the vector into the ring as they copy its tiles (cp.async chunks), then read it at each use.
+Kernel build_vector_beside_an_unmappable_tile() {
+  Config config;
+  config.num_warps = 4;
+  config.num_stages = 2;
+  config.set("WARP_SPECIALIZE", 1);
+  KernelBuilder kb("vector_beside_an_unmappable_tile", config);
+  Value kp = kb.arg_ptr("K", f16), qp = kb.arg_ptr("Q", f16), rp = kb.arg_ptr("R", f32), op = kb.arg_ptr("O", f32);
+  Value n = kb.arg("N", i32);
+  Value k = load(make_block_ptr(kp, {64, 64}, {64, 1}, {0, 0}, {64, 64}, {1, 0}));
+  Value q_ptr = make_block_ptr(qp, {n + 1, 64}, {64, 1}, {0, 0}, {64, 64}, {1, 0});
+  Value r_ptr = make_block_ptr(rp, {n}, {1}, {0}, {64}, {0});
+  Value acc = zeros({64, 64}, f32);
+  for_range(0, n, 64, [&](Value) {
+    Value s = dot(k, trans(load(q_ptr, {0})));
+    Value r = load(r_ptr, {0});
+    acc = acc + exp2(s - r.expand_dims(0));
+    q_ptr = advance(q_ptr, {64, 0});
+    r_ptr = advance(r_ptr, {64});
+  });
+  store(make_block_ptr(op, {64, 64}, {64, 1}, {0, 0}, {64, 64}, {1, 0}), acc);
+  return kb.finish();
+}
+
+TEST(StagedVectors, ARefusedProducersVectorsAreCopiedByTheConsumers) {
+  const Planned p = plan_kernel(build_vector_beside_an_unmappable_tile(), "sm_90a");
+  EXPECT_FALSE(p.plan.ws.on());
+  ASSERT_EQ(p.plan.pipelined.size(), 1u);
+  EXPECT_EQ(staged_vectors(p, p.plan.pipelined.begin()->first).size(), 1u);
+  const GeneratedKernel g = generate_cuda(build_vector_beside_an_unmappable_tile(), Target::parse("sm_90a"));
+  EXPECT_NE(g.why_not_warp_specialized.find("not copied by TMA"), std::string::npos) << g.why_not_warp_specialized;
+  EXPECT_NE(g.source.find("-> shared [64] float"), std::string::npos); // the consumers' copy of the vector
+  EXPECT_NE(g.source.find("= kiln_reads_at_use("), std::string::npos);
+  expect_nvrtc_compiles(g, "sm_90a");
 }
 
 } // namespace
