@@ -71,6 +71,13 @@ std::string prune_bwd_config(const Config& c, const SizeArgs& s) {
   // or fewer 4 warps hold them, and the GPU checks have not run the 8-warp tile there.
   if (dkdv && c.get("BLOCK_N") == 64 && c.num_warps == 8 && c.get("HEAD_DIM") <= 128)
     return fmt::format("BLOCK_N=64 over 8 warps is for heads past 128 columns, got HEAD_DIM={}", c.get("HEAD_DIM"));
+  // 32 × 32 over 2 warps with one stage is what f32 and the widest heads fit in shared memory; with 16-bit inputs
+  // up to 128 columns it is the slowest candidate by 3-4× (42.8 ms against 10.4 for dK/dV at D = 64, N = 16384 on
+  // an H200, worklog §88), and its timing is the tuner's longest.
+  if (c.get("BLOCK_M") == 32 && c.get("BLOCK_N") == 32 && c.num_warps == 2 && c.get("DTYPE") != 2 &&
+      c.get("HEAD_DIM") <= 128)
+    return fmt::format("32 x 32 over 2 warps is for f32 or heads past 128 columns, got DTYPE={} HEAD_DIM={}",
+                       c.get("DTYPE"), c.get("HEAD_DIM"));
   // 128 query rows a step: Sᵀ, dPᵀ and the accumulators fill the consumers' registers at 64 columns (worklog §88).
   if (dkdv && c.get("BLOCK_N") == 128 && c.get("BLOCK_M") == 128 &&
       (c.get("HEAD_DIM") > 64 || c.get_or("ATOMIC_DQ", 0) != 0))

@@ -4,6 +4,7 @@
 #include "codegen/codegen.h"
 #include "dsl/dsl.h"
 #include "jit/tuned_kernel.h"
+#include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "kernels/builtin.h"
@@ -266,6 +267,43 @@ TEST(TuningKey, Fa2PrunesTilesWiderThanTheProblemButKeepsOne) {
   EXPECT_GT(kept, 0);
   for (const Config& c : tuning_candidates(def, default_fa2_config(fa2_problem(4096, 4096))))
     EXPECT_EQ(def.prune(c, attention_size_args(fa2_problem(4096, 4096))), "") << c.str();
+}
+
+// The backward's spaces keep a tile only where it can pay (worklog §88): dK/dV's 128 x 128 warp-specialised tile
+// up to 64 columns without the fused dQ adds, 32 x 32 over 2 warps for f32 or heads past 128 columns.
+TEST(TuningKey, TheBackwardPrunesTilesForTheHeadsAndTypesTheyServe) {
+  auto kept = [](const AttentionProblem& p, bool atomic_dq, bool dkdv, auto&& is_tile) {
+    const KernelDef& def = dkdv ? builtin_kernels().find("fa2_bwd_dkdv") : builtin_kernels().find("fa2_bwd_dq");
+    int found = 0, pruned = 0;
+    for (const Config& c : dkdv ? bwd_dkdv_config_space(p, atomic_dq) : bwd_dq_config_space(p)) {
+      if (!is_tile(c))
+        continue;
+      ++found;
+      const std::string why = def.prune(c, attention_size_args(p));
+      pruned += !why.empty();
+    }
+    EXPECT_EQ(found, 1) << "the space holds the tile once";
+    return found == 1 && pruned == 0;
+  };
+  auto square128 = [](const Config& c) {
+    return c.get("BLOCK_M") == 128 && c.get("BLOCK_N") == 128 && c.get("WARP_SPECIALIZE") == 1;
+  };
+  auto square32 = [](const Config& c) { return c.get("BLOCK_M") == 32 && c.get("BLOCK_N") == 32; };
+  AttentionProblem p = fa2_problem(4096, 4096);
+  EXPECT_TRUE(kept(p, false, true, square128));
+  EXPECT_FALSE(kept(p, true, true, square128));
+  EXPECT_FALSE(kept(p, false, true, square32));
+  EXPECT_FALSE(kept(p, false, false, square32));
+  p.D = 128;
+  EXPECT_FALSE(kept(p, false, true, square128));
+  EXPECT_FALSE(kept(p, false, true, square32));
+  p.D = 256;
+  EXPECT_TRUE(kept(p, false, true, square32));
+  EXPECT_TRUE(kept(p, false, false, square32));
+  p.D = 64;
+  p.dtype = DType::f32;
+  EXPECT_TRUE(kept(p, false, true, square32));
+  EXPECT_TRUE(kept(p, false, false, square32));
 }
 
 // Keys from tuning_key_text drive the generic tuner: a new bucket tunes, the same bucket compiles nothing.
