@@ -150,7 +150,9 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                      t.line_cap < 128 ? fmt::format(", {}-byte lines (a warpgroup's slice)", t.geometry().line_bytes())
                                       : "",
                      t.stages > 1 ? ", cp.async pipelined" : "",
-                     t.to_registers ? ", read into registers where the loop loads it" : "",
+                     !t.to_registers ? ""
+                     : k.type(t.value).rank() == 1 ? ", read from its slot where each register is used"
+                                                   : ", read into registers where the loop loads it",
                      plan.unwaited_loads.count(t.load) ? ", waited for by the next pipelined loop" : "");
   // Dots, vectorised accesses, block stores and pipelined loops in program order, with their DSL lines.
   walk(k.body, [&](const Op& op) {
