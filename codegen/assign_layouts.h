@@ -7,7 +7,8 @@
 //   - dot results take the mma accumulator layout; reductions the slice of their input; elementwise
 //     ops the layout of their most constrained operand; loads a coalesced blocked layout;
 //   - block-pointer loads used only as dot operands stay in (swizzled) shared memory, and those of a
-//     loop-carried block pointer advanced by a loop-invariant step are pipelined num_stages deep.
+//     loop-carried block pointer advanced by a loop-invariant step are pipelined num_stages deep (with the
+//     register loads a loop stages through its ring: codegen/find_pipelined_loads.h).
 #pragma once
 
 #include "codegen/codegen.h"

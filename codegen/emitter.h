@@ -1,6 +1,7 @@
 // The CUDA emitter's state and its per-op-family printers (emit_cuda.cpp: values, layouts and dispatch;
 // emit_compute.cpp: elementwise ops, broadcasts, reductions; emit_scan.cpp: scans and sorts; emit_dot.cpp: FMA, mma.sync and wgmma products;
-// emit_memory.cpp: global loads, stores and atomics, shared-tile copies; emit_block_atomic_add.cpp: atomic adds
+// emit_memory.cpp: global loads, stores and atomics, shared-tile copies; emit_staged_loads.cpp: block loads staged
+// through a loop's ring; emit_block_atomic_add.cpp: atomic adds
 // through block pointers (element by element or through the bulk-reduction stage); emit_control.cpp: loops, pipelining,
 // ifs; emit_tma.cpp: TMA rings; emit_warp_specialized.cpp: the producer warpgroup and slot releases). Every decision it prints comes from the LoweringPlan: it reads operands in the layouts operand_layouts.h
 // gives, and each conversion that needs, and the scratch it uses, are the plan's. Internal to the code generator.
