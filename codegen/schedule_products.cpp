@@ -211,6 +211,41 @@ void wait_at_first_use(const Kernel& k, const LoweringPlan& plan, const Op& loop
     schedule.at_end[&loop] = in_flight;
 }
 
+// Whether an op of `order` that is not a product reads a carried value of `loop` that a product onto a zero
+// accumulator yields, after a product the body leaves in flight was issued (wait_at_top). Seen with ptxas 13 on
+// the fused dK/dV's dQ partial, added a step later; a product accumulated in place (the forward's O, read by its
+// rescale under S) gets no injected wait, so its loops keep their code.
+bool reads_a_carried_product_under_a_product(const Kernel& k, const LoweringPlan& plan, const Op& loop,
+                                             const std::vector<const Op*>& order, const ProductSchedule& schedule) {
+  const Region& body = loop.regions[0];
+  const Op& yield = *body.ops.back();
+  std::set<ValueId> carried_products; // the body's args whose next values are products
+  for (size_t i = 0; i < yield.operands.size(); ++i) {
+    const Op* def = k.info(yield.operands[i]).def;
+    if (!def || !on_wgmma(plan, *def))
+      continue;
+    const Op* acc = k.info(def->operands[2]).def;
+    if (acc && acc->kind == OpKind::Constant && acc->f == 0)
+      carried_products.insert(body.args[i + 1]);
+  }
+  if (carried_products.empty())
+    return false;
+  const std::set<const Op*> in_body(order.begin(), order.end());
+  bool issued = false;
+  for (const Op* op : order) {
+    if (on_wgmma(plan, *op)) {
+      issued |= schedule.stays_in_flight(*op);
+      continue;
+    }
+    if (!issued || op->kind == OpKind::Yield)
+      continue;
+    for (ValueId v : values_read(k, plan, *op, in_body))
+      if (carried_products.count(v))
+        return true;
+  }
+  return false;
+}
+
 } // namespace
 
 void schedule_products(const Kernel& k, const CodegenOptions& options, LoweringPlan& plan) {
@@ -222,6 +257,8 @@ void schedule_products(const Kernel& k, const CodegenOptions& options, LoweringP
       return;
     std::vector<const Op*> order = issue_early(k, plan, loop.regions[0], plan.products);
     wait_at_first_use(k, plan, loop, order, plan.products);
+    if (reads_a_carried_product_under_a_product(k, plan, loop, order, plan.products))
+      plan.products.wait_at_top.insert(&loop);
     bool moved = false;
     for (size_t i = 0; i < order.size(); ++i)
       moved |= order[i] != loop.regions[0].ops[i].get();

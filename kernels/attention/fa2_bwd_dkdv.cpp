@@ -131,6 +131,22 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
       do_ptr.push_back(bwd_q_block_ptr(a, hb.dout, a.stride_don, BM, tp, range.begin, pieces[i])
                            .named(head_dim_piece_name("do_ptr", i, n_pieces)));
     }
+    // Fused and warp-specialised at D <= 64, each step's dQ partial is added in the next step, under its first
+    // products (Sᵀ and dPᵀ), instead of right after its own product, where the stage's writes, the barrier and the
+    // reduction's issue left the tensor cores idle: the 128-key tile 19.0 -> 16.6 ms on an H200 (worklog §89). The
+    // first step adds zeros to its own rows; the partial carried is 16 registers a consumer thread at D = 64 and
+    // spills at D = 128.
+    const bool defer_dq_add = atomic_dq && warp_specialized && !skips_by_key_bounds && n_pieces == 1 &&
+                              pieces[0].width <= 64;
+    std::vector<Value> dq_prev; // (BM, piece width) f32: the previous step's dQ partial, not yet added
+    Value prev_m = range.begin; // its first row
+    if (defer_dq_add)
+      for (size_t i = 0; i < n_pieces; ++i)
+        dq_prev.push_back(zeros({BM, pieces[i].width}, f32).named(head_dim_piece_name("dq_prev", i, n_pieces)));
+    auto add_dq = [&](const Value& start_m, const std::vector<Value>& dq) {
+      for (size_t i = 0; i < n_pieces; ++i) // the whole block: on sm_90a staged and added by the TMA unit
+        atomic_add(bwd_dq_acc_block_ptr(a, hb.row0, BM, start_m, pieces[i]), dq[i], {0, 1});
+    };
     Value lse_ptr = bwd_row_block_ptr(a, f.lse, hb.row0, BM, range.begin).named("lse_ptr");
     Value delta_ptr = bwd_row_block_ptr(a, a.delta, hb.row0, BM, range.begin).named("delta_ptr");
 
@@ -145,6 +161,8 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
       for (size_t i = 0; i < n_pieces; ++i)
         q.push_back(load(q_ptr[i], tile(pieces[i])));
       Value lse = load(lse_ptr, rows); // (BM,) f32
+      if (defer_dq_add) // after the slot's wait, so that the step's first products are issued before it
+        add_dq(prev_m, dq_prev);
       // Delta is waited for right after dPᵀ, where nothing hides its load. Fused (the dQ adds here), loaded beside
       // LSE it runs under the step's first products: the warp-specialised 128-key tile 20.1 -> 17.6 ms at D = 64 on
       // an H200; without the adds even at D = 64 and 7 % slower at D = 128, so loaded where used (worklog §87).
@@ -196,10 +214,15 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
       for (size_t i = 0; i < n_pieces; ++i)
         dk[i] = dot(dsT_in, q[i], dk[i], tp.tf32); // (BN, piece width)
       if (atomic_dq) {
-        for (size_t i = 0; i < n_pieces; ++i) {
-          Value dq = dot(trans(low(dsT)), k[i], Value(), tp.tf32); // (BM, piece width) f32, unscaled
-          // The whole block: on sm_90a the code generator stages it and the TMA unit adds it (bulk reductions).
-          atomic_add(bwd_dq_acc_block_ptr(a, hb.row0, BM, start_m, pieces[i]), dq, {0, 1});
+        std::vector<Value> dq; // (BM, piece width) f32 each, unscaled
+        for (size_t i = 0; i < n_pieces; ++i)
+          dq.push_back(dot(trans(low(dsT)), k[i], Value(), tp.tf32));
+        if (defer_dq_add) {
+          for (size_t i = 0; i < n_pieces; ++i)
+            dq_prev[i] = dq[i];
+          prev_m = start_m;
+        } else {
+          add_dq(start_m, dq);
         }
       }
     };
@@ -239,6 +262,8 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
     for_range(range.begin, range.unmasked_begin, BM, [&](Value start_m) { step(start_m, true); });
     for_range(range.unmasked_begin, range.unmasked_end, BM, [&](Value start_m) { step(start_m, false); });
     for_range(range.unmasked_end, f.N_Q, BM, [&](Value start_m) { step(start_m, true); });
+    if (defer_dq_add) // the last step's partial
+      add_dq(prev_m, dq_prev);
   };
   if (warp_specialized) // one query head a kv head: the query loops at the top of the kernel, as the producer needs
     per_query_head(zeros({}, i32));

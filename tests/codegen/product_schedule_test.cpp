@@ -120,6 +120,51 @@ TEST(ProductSchedule, AProductStagedInTheScratchWaitsAtItsIssue) {
   }
 }
 
+// Fused and warp-specialised at D = 64, dK/dV adds each step's dQ partial in the next step (the DSL carries it): the
+// add is emitted after that step's Sᵀ and dPᵀ are issued and before its exponentials, waits for nothing (they stay
+// in flight under it), and the body starts with the wait that lets ptxas see the carried partial's registers final.
+// One more add after the loops (the last step's). At D = 128, unspecialised or without the adds, nothing is
+// carried and no body starts with a wait; nor do the forward's loops, whose O is accumulated in place.
+TEST(ProductSchedule, TheFusedBackwardAddsEachStepsDqUnderTheNextStepsFirstProducts) {
+  auto fused = [](int64_t head_dim, bool ws) {
+    return std::map<std::string, int64_t>{{"HEAD_DIM", head_dim}, {"BLOCK_N", 128},         {"BLOCK_M", 64},
+                                          {"num_warps", 8},       {"WARP_SPECIALIZE", ws}, {"ATOMIC_DQ", 1}};
+  };
+  auto adds = [](const Kernel& k) { return ops_of(k, OpKind::AtomicAddBlock).size(); };
+  Planned p = plan_for("fa2_bwd_dkdv", fused(64, true), "sm_90a");
+  const ProductSchedule& s = p.plan.products;
+  const std::vector<const Op*> loops = loops_with_dots(p.kernel, 5);
+  ASSERT_EQ(loops.size(), 3u);
+  EXPECT_EQ(adds(p.kernel), loops.size() + 1);
+  for (const Op* loop : loops) {
+    const std::vector<const Op*> dots = dots_in(*loop), order = s.body_order(*loop);
+    const Op *qkt = dots[0], *dpt = dots[2];
+    const size_t add = next_of_kind(order, 0, OpKind::AtomicAddBlock);
+    ASSERT_LT(add, order.size());
+    EXPECT_GT(add, index_of(order, qkt));
+    EXPECT_GT(add, index_of(order, dpt));
+    EXPECT_LT(add, next_of_kind(order, 0, OpKind::Unary)) << "before the exponentials";
+    EXPECT_EQ(s.before_op(*order[add]), nullptr) << "Sᵀ and dPᵀ stay in flight under it";
+    EXPECT_TRUE(std::find(loop->regions[0].args.begin(), loop->regions[0].args.end(), order[add]->operands[1]) !=
+                loop->regions[0].args.end())
+        << "it adds the carried partial";
+    EXPECT_TRUE(s.wait_at_top.count(loop));
+  }
+  const GeneratedKernel g = generate_cuda(p.kernel, Target::parse("sm_90a"));
+  EXPECT_EQ(occurrences(g.source, "kiln::wgmma_wait<0>(); // retires nothing"), 3);
+
+  for (const auto& [tile, kernel] : {std::pair{fused(128, true), "fa2_bwd_dkdv"}, {fused(64, false), "fa2_bwd_dkdv"},
+                                     {std::map<std::string, int64_t>{{"HEAD_DIM", 64}, {"WARP_SPECIALIZE", 1}},
+                                      "fa2_fwd"}}) {
+    Planned other = plan_for(kernel, tile, "sm_90a");
+    SCOPED_TRACE(other.kernel.config.str());
+    EXPECT_TRUE(other.plan.products.wait_at_top.empty());
+    if (std::string(kernel) == "fa2_bwd_dkdv") {
+      EXPECT_EQ(adds(other.kernel), loops_with_dots(other.kernel, 5).size());
+    }
+  }
+}
+
 // dQ's step: S = Q Kᵀ, P, dP = dO Vᵀ, dS, dQ += dS K. dP is issued right after S.
 TEST(ProductSchedule, BackwardDqIssuesDPRightAfterS) {
   for (int64_t head_dim : {64, 128}) {
@@ -221,6 +266,9 @@ TEST(ProductSchedule, TheBackwardCompilesWithoutSerialisedProducts) {
   const std::vector<std::map<std::string, int64_t>> tiles = dkdv_tiles();
   for (size_t i = 0; i < tiles.size(); ++i)
     compile("fa2_bwd_dkdv", tiles[i], /*spill_free=*/i + 1 < tiles.size()); // the specialised tile spilled before
+  compile("fa2_bwd_dkdv", // the fused tile that carries its dQ partial a step (C7517 without the top wait)
+          {{"HEAD_DIM", 64}, {"BLOCK_N", 128}, {"BLOCK_M", 64}, {"num_warps", 8}, {"WARP_SPECIALIZE", 1}, {"ATOMIC_DQ", 1}},
+          true);
   compile("fa2_bwd_dq", {{"HEAD_DIM", 128}, {"BLOCK_M", 64}, {"BLOCK_N", 128}}, true);
   compile("fa2_bwd_dq", {{"HEAD_DIM", 64}, {"BLOCK_M", 64}, {"BLOCK_N", 64}, {"CAUSAL", 1}}, true);
 }
