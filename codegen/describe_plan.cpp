@@ -110,10 +110,6 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
       if (auto end = plan.products.at_end.find(op.get()); end != plan.products.at_end.end())
         s += fmt::format("//   the product{} at {} waited for at the end of the body of the loop at {}\n",
                          end->second.size() > 1 ? "s" : "", places(end->second), op->loc.str());
-      if (plan.products.wait_at_top.count(op.get()))
-        s += fmt::format("//   the body of the loop at {} begins with a wait that retires nothing: a product it carries "
-                         "is read under a later product\n",
-                         op->loc.str());
     }
   };
   describe_waits(k.body);

@@ -142,8 +142,6 @@ void Emitter::emit_for(const Op& op) {
   line("for ({} {} = {}; {} < {}; {} += {}) {{", ctype(k_.type(body.args[0]).elem), iv, lo, iv, hi, iv, step);
   open();
   forget_scratch_reads(); // the previous iteration's
-  if (plan_.products.wait_at_top.count(&op))
-    line("kiln::wgmma_wait<0>(); // retires nothing: ptxas sees the carried products' registers final (else C7517)");
   if (loop_stores) {      // the previous iteration's stores: none before the first, unless stores came before
     const std::string first = fmt::format("{} == {}", iv, lo);
     global_write_unless_ = !global_write_pending_          ? first

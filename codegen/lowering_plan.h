@@ -299,10 +299,6 @@ struct ProductSchedule {
   std::unordered_set<const Op*> in_flight;            // products not waited for at their issue
   std::map<const Op*, ProductWait> before;            // op -> the wait emitted before it
   std::map<const Op*, std::vector<const Op*>> at_end; // loop -> products its body ends waiting for
-  // Loops whose body begins with a wait that retires nothing: a carried value a product makes is read by the
-  // body after it issues a product, and ptxas, not seeing that the previous iteration's end retired the product
-  // that made it, would inject a wait there (C7517) that also retires the products just issued.
-  std::set<const Op*> wait_at_top;
 
   // `loop`'s body's ops in the order they are emitted.
   std::vector<const Op*> body_order(const Op& loop) const {

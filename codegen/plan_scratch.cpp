@@ -23,26 +23,45 @@ int64_t fma_staging_bytes(const Kernel& k, const Op& dot) {
   return (k.type(dot.operands[0]).numel() + k.type(dot.operands[1]).numel()) * dtype_bytes(in);
 }
 
+namespace {
+
+// The bytes a reduction exchanges between its warps in the scratch (0: none, or not a reduction).
+int64_t reduction_scratch_bytes(const Kernel& k, const LoweringPlan& plan, const Op& op) {
+  if ((op.kind != OpKind::Reduce && op.kind != OpKind::ArgMax) || plan.where(op.result()) == Placement::Flexible)
+    return 0;
+  return cross_warp_reduction_bytes(reduce_input_layout(k, plan, op), op.axis, k.type(op.operands[0]).elem,
+                                    op.kind == OpKind::ArgMax);
+}
+
+// The bytes a scan, a sort or an FMA dot staging a register operand uses in the scratch (0: none).
+int64_t whole_tile_scratch_bytes(const Kernel& k, const LoweringPlan& plan, const Op& op) {
+  if (op.kind == OpKind::Scan || op.kind == OpKind::Sort)
+    return scan_scratch_bytes(k, op);
+  if (op.kind == OpKind::Dot && plan.dots.at(&op).instruction == DotInstruction::Fma &&
+      (plan.where(op.operands[0]) != Placement::Shared || plan.where(op.operands[1]) != Placement::Shared))
+    return fma_staging_bytes(k, op);
+  return 0;
+}
+
+} // namespace
+
+bool uses_scratch(const Kernel& k, const LoweringPlan& plan, const Op& op) {
+  for (const LayoutConversion& c : plan.conversions)
+    if (c.user == &op && !c.hoisted_before && c.scratch_bytes > 0)
+      return true;
+  return reduction_scratch_bytes(k, plan, op) > 0 || whole_tile_scratch_bytes(k, plan, op) > 0;
+}
+
 void plan_scratch(const Kernel& k, LoweringPlan& plan) {
   int64_t bytes = 0, reduction_bytes = 0;
   int reductions = 0;
   for (const LayoutConversion& c : plan.conversions)
     bytes = std::max(bytes, c.scratch_bytes);
   walk(k.body, [&](const Op& op) {
-    if (op.kind == OpKind::Reduce || op.kind == OpKind::ArgMax) {
-      if (plan.where(op.result()) == Placement::Flexible)
-        return;
-      const ValueId x = op.operands[0];
-      const int64_t r = cross_warp_reduction_bytes(reduce_input_layout(k, plan, op), op.axis, k.type(x).elem,
-                                                   op.kind == OpKind::ArgMax);
-      reductions += r > 0;
-      reduction_bytes = std::max(reduction_bytes, r);
-    } else if (op.kind == OpKind::Scan || op.kind == OpKind::Sort) {
-      bytes = std::max(bytes, scan_scratch_bytes(k, op));
-    } else if (op.kind == OpKind::Dot && plan.dots.at(&op).instruction == DotInstruction::Fma &&
-               (plan.where(op.operands[0]) != Placement::Shared || plan.where(op.operands[1]) != Placement::Shared)) {
-      bytes = std::max(bytes, fma_staging_bytes(k, op));
-    }
+    const int64_t r = reduction_scratch_bytes(k, plan, op);
+    reductions += r > 0;
+    reduction_bytes = std::max(reduction_bytes, r);
+    bytes = std::max(bytes, whole_tile_scratch_bytes(k, plan, op));
   });
   if (reductions > 0) {
     plan.reduction_slots = reductions >= 2 ? 2 : 1;

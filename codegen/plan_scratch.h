@@ -20,5 +20,9 @@ void plan_scratch(const Kernel& k, LoweringPlan& plan);
 int64_t cross_warp_reduction_bytes(const Layout& in, int axis, DType t, bool argmax);
 // Bytes an FMA dot stages its operands in when one is not a shared tile: A then B, row-major.
 int64_t fma_staging_bytes(const Kernel& k, const Op& dot);
+// Whether `op`, where it is emitted, writes the scratch: a conversion through shared memory it reads (not one
+// hoisted before its loop), a reduction across warps, a scan or sort, an FMA dot that stages an operand. Needs
+// plan_layout_conversions' plan.
+bool uses_scratch(const Kernel& k, const LoweringPlan& plan, const Op& op);
 
 } // namespace kiln

@@ -1,5 +1,7 @@
 #include "codegen/schedule_products.h"
 
+#include "codegen/plan_scratch.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -63,13 +65,19 @@ bool issue_planned_elsewhere(const LoweringPlan& plan, const Op& loop) {
   return false;
 }
 
-// Whether `dot` must be waited for at its issue (and stays where the program computes it): its A is in the scratch,
-// which later conversions reuse.
-bool waits_at_issue(const LoweringPlan& plan, const Op& dot) {
+// Whether `dot` must be waited for at its issue (and stays where the program computes it): its A is staged in the
+// scratch, which other ops of `body` reuse. Where its staging is the body's only use of the scratch, the next use
+// is the next iteration's staging, which begins with a barrier every thread passes only after its wait for the
+// product (at its first reader, or the body's end): it stays in flight like any other.
+bool waits_at_issue(const Kernel& k, const LoweringPlan& plan, const Region& body, const Op& dot) {
+  bool staged = false;
   for (const LayoutConversion& c : plan.conversions)
-    if (c.user == &dot && c.method == ConversionMethod::SharedOperand)
-      return true;
-  return false;
+    staged |= c.user == &dot && c.method == ConversionMethod::SharedOperand;
+  if (!staged)
+    return false;
+  bool others = false;
+  walk(body, [&](const Op& op) { others |= &op != &dot && uses_scratch(k, plan, op); });
+  return others;
 }
 
 // Whether `op` makes a layout conversion (in place, not hoisted before a loop) of a value that `dot` or the ops
@@ -96,7 +104,7 @@ std::vector<const Op*> issue_early(const Kernel& k, const LoweringPlan& plan, co
   const std::set<const Op*> in_body(order.begin(), order.end());
   std::vector<const Op*> products;
   for (const Op* op : order)
-    if (on_wgmma(plan, *op) && !waits_at_issue(plan, *op))
+    if (on_wgmma(plan, *op) && !waits_at_issue(k, plan, body, *op))
       products.push_back(op);
   auto position = [&](const Op* op) {
     return op ? std::find(order.begin(), order.end(), op) - order.begin() : std::ptrdiff_t{-1};
@@ -200,7 +208,7 @@ void wait_at_first_use(const Kernel& k, const LoweringPlan& plan, const Op& loop
     }
     if (!on_wgmma(plan, *op))
       continue;
-    if (waits_at_issue(plan, *op)) {
+    if (waits_at_issue(k, plan, loop.regions[0], *op)) {
       in_flight.clear(); // its wgmma_wait<0> retires every product before it too
       continue;
     }
@@ -209,41 +217,6 @@ void wait_at_first_use(const Kernel& k, const LoweringPlan& plan, const Op& loop
   }
   if (!in_flight.empty())
     schedule.at_end[&loop] = in_flight;
-}
-
-// Whether an op of `order` that is not a product reads a carried value of `loop` that a product onto a zero
-// accumulator yields, after a product the body leaves in flight was issued (wait_at_top). Seen with ptxas 13 on
-// the fused dK/dV's dQ partial, added a step later; a product accumulated in place (the forward's O, read by its
-// rescale under S) gets no injected wait, so its loops keep their code.
-bool reads_a_carried_product_under_a_product(const Kernel& k, const LoweringPlan& plan, const Op& loop,
-                                             const std::vector<const Op*>& order, const ProductSchedule& schedule) {
-  const Region& body = loop.regions[0];
-  const Op& yield = *body.ops.back();
-  std::set<ValueId> carried_products; // the body's args whose next values are products
-  for (size_t i = 0; i < yield.operands.size(); ++i) {
-    const Op* def = k.info(yield.operands[i]).def;
-    if (!def || !on_wgmma(plan, *def))
-      continue;
-    const Op* acc = k.info(def->operands[2]).def;
-    if (acc && acc->kind == OpKind::Constant && acc->f == 0)
-      carried_products.insert(body.args[i + 1]);
-  }
-  if (carried_products.empty())
-    return false;
-  const std::set<const Op*> in_body(order.begin(), order.end());
-  bool issued = false;
-  for (const Op* op : order) {
-    if (on_wgmma(plan, *op)) {
-      issued |= schedule.stays_in_flight(*op);
-      continue;
-    }
-    if (!issued || op->kind == OpKind::Yield)
-      continue;
-    for (ValueId v : values_read(k, plan, *op, in_body))
-      if (carried_products.count(v))
-        return true;
-  }
-  return false;
 }
 
 } // namespace
@@ -257,8 +230,6 @@ void schedule_products(const Kernel& k, const CodegenOptions& options, LoweringP
       return;
     std::vector<const Op*> order = issue_early(k, plan, loop.regions[0], plan.products);
     wait_at_first_use(k, plan, loop, order, plan.products);
-    if (reads_a_carried_product_under_a_product(k, plan, loop, order, plan.products))
-      plan.products.wait_at_top.insert(&loop);
     bool moved = false;
     for (size_t i = 0; i < order.size(); ++i)
       moved |= order[i] != loop.regions[0].ops[i].get();

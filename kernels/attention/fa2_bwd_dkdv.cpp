@@ -131,18 +131,25 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
       do_ptr.push_back(bwd_q_block_ptr(a, hb.dout, a.stride_don, BM, tp, range.begin, pieces[i])
                            .named(head_dim_piece_name("do_ptr", i, n_pieces)));
     }
-    // Fused and warp-specialised at D <= 64, each step's dQ partial is added in the next step, under its first
-    // products (Sᵀ and dPᵀ), instead of right after its own product, where the stage's writes, the barrier and the
-    // reduction's issue left the tensor cores idle: the 128-key tile 19.0 -> 16.6 ms on an H200 (worklog §89). The
-    // first step adds zeros to its own rows; the partial carried is 16 registers a consumer thread at D = 64 and
-    // spills at D = 128.
-    const bool defer_dq_add = atomic_dq && warp_specialized && !skips_by_key_bounds && n_pieces == 1 &&
-                              pieces[0].width <= 64;
-    std::vector<Value> dq_prev; // (BM, piece width) f32: the previous step's dQ partial, not yet added
-    Value prev_m = range.begin; // its first row
-    if (defer_dq_add)
+    // Fused and warp-specialised at D <= 64, each step's dQ = dS K is computed and added in the next step: the
+    // product first, the add after that step's Sᵀ and dPᵀ are issued, so that the add's stage, barrier and
+    // reduction run under them instead of with the tensor cores idle (the 128-key tile 19.0 -> 16.6 ms on an H200
+    // with the add alone a step later, worklog §89; §90 the product too). dSᵀ is carried, not dQ: a product's
+    // registers read in the next iteration while in flight make ptxas put every product in series (C7514), and
+    // an add under dV's or dK's products (A in registers) too (C7520). The first step multiplies zeros and adds
+    // them to its own rows. At D = 128 the tile spills.
+    const bool defer_dq = atomic_dq && warp_specialized && !skips_by_key_bounds && n_pieces == 1 &&
+                          pieces[0].width <= 64;
+    Value ds_prev;              // (BN, BM) in the inputs' dtype: the previous step's dSᵀ
+    Value prev_m = range.begin; // the previous step's first query row
+    if (defer_dq)
+      ds_prev = zeros({BN, BM}, dt).named("ds_prev");
+    auto dq_of = [&](const Value& dsT_in) { // (BM, piece width) f32 each, unscaled
+      std::vector<Value> dq;
       for (size_t i = 0; i < n_pieces; ++i)
-        dq_prev.push_back(zeros({BM, pieces[i].width}, f32).named(head_dim_piece_name("dq_prev", i, n_pieces)));
+        dq.push_back(dot(trans(dsT_in), k[i], Value(), tp.tf32));
+      return dq;
+    };
     auto add_dq = [&](const Value& start_m, const std::vector<Value>& dq) {
       for (size_t i = 0; i < n_pieces; ++i) // the whole block: on sm_90a staged and added by the TMA unit
         atomic_add(bwd_dq_acc_block_ptr(a, hb.row0, BM, start_m, pieces[i]), dq[i], {0, 1});
@@ -156,12 +163,15 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
       auto tile = [&](const HeadDimPiece& piece) {
         return masked ? tp.row_tile_check(piece) : (piece.checked ? BoundaryCheck{1} : BoundaryCheck{});
       };
+      // The previous step's dQ, issued first: it needs nothing of this step, and is done (and added) under this
+      // step's first products.
+      std::vector<Value> dq_prev = defer_dq ? dq_of(ds_prev) : std::vector<Value>{};
       Value offs_m = start_m + arange(0, BM); // (BM,) i32
       std::vector<Value> q;                   // (BM, piece width) each
       for (size_t i = 0; i < n_pieces; ++i)
         q.push_back(load(q_ptr[i], tile(pieces[i])));
       Value lse = load(lse_ptr, rows); // (BM,) f32
-      if (defer_dq_add) // after the slot's wait, so that the step's first products are issued before it
+      if (defer_dq) // the previous step's partial, added under this step's first products
         add_dq(prev_m, dq_prev);
       // Delta is waited for right after dPᵀ, where nothing hides its load. Fused (the dQ adds here), loaded beside
       // LSE it runs under the step's first products: the warp-specialised 128-key tile 20.1 -> 17.6 ms at D = 64 on
@@ -213,17 +223,11 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
       Value dsT_in = low(dsT); // dSᵀ in the inputs' dtype, converted once for every piece
       for (size_t i = 0; i < n_pieces; ++i)
         dk[i] = dot(dsT_in, q[i], dk[i], tp.tf32); // (BN, piece width)
-      if (atomic_dq) {
-        std::vector<Value> dq; // (BM, piece width) f32 each, unscaled
-        for (size_t i = 0; i < n_pieces; ++i)
-          dq.push_back(dot(trans(low(dsT)), k[i], Value(), tp.tf32));
-        if (defer_dq_add) {
-          for (size_t i = 0; i < n_pieces; ++i)
-            dq_prev[i] = dq[i];
-          prev_m = start_m;
-        } else {
-          add_dq(start_m, dq);
-        }
+      if (defer_dq) {
+        ds_prev = dsT_in;
+        prev_m = start_m;
+      } else if (atomic_dq) {
+        add_dq(start_m, dq_of(low(dsT)));
       }
     };
     // Moves the query-side block pointers to the query tile at start_m (the block mask's lists).
@@ -262,8 +266,8 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
     for_range(range.begin, range.unmasked_begin, BM, [&](Value start_m) { step(start_m, true); });
     for_range(range.unmasked_begin, range.unmasked_end, BM, [&](Value start_m) { step(start_m, false); });
     for_range(range.unmasked_end, f.N_Q, BM, [&](Value start_m) { step(start_m, true); });
-    if (defer_dq_add) // the last step's partial
-      add_dq(prev_m, dq_prev);
+    if (defer_dq) // the last step's
+      add_dq(prev_m, dq_of(ds_prev));
   };
   if (warp_specialized) // one query head a kv head: the query loops at the top of the kernel, as the producer needs
     per_query_head(zeros({}, i32));

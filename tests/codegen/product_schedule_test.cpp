@@ -2,8 +2,10 @@
 // for, that the emitted loop follows the plan, that it compiles with no product serialised by ptxas, and that loops
 // whose order another pass plans, mma.sync kernels and the switched-off code generator keep the program's order.
 #include "codegen/codegen.h"
+#include "codegen/describe_plan.h"
 #include "codegen/planned_kernel.h"
 #include "codegen/source_text.h"
+#include "dsl/dsl.h"
 #include "nvrtc_compile.h"
 
 #include <gtest/gtest.h>
@@ -101,9 +103,11 @@ TEST(ProductSchedule, BackwardDkdvIssuesDPtBeforeTheSoftmax) {
   }
 }
 
-// The atomic variant's dQ = dS K reads dS staged in the scratch: it keeps its place and waits at its issue (which
-// retires dK, issued before it), and nothing is left for the end of the body.
-TEST(ProductSchedule, AProductStagedInTheScratchWaitsAtItsIssue) {
+// A product whose A is staged in the scratch stays in flight where that staging is its loop body's only use of the
+// scratch (the next use is the next iteration's staging, behind a barrier every thread passes after its wait): the
+// atomic variant's dQ = dS K is waited for at its reader, the add, with dK issued before it retired there too.
+// Where another op of the body reuses the scratch (here a reduction across warps), it waits at its issue.
+TEST(ProductSchedule, AProductStagedInTheScratchWaitsAtItsIssueWhereTheBodyReusesTheScratch) {
   Planned p = plan_for("fa2_bwd_dkdv",
                        {{"HEAD_DIM", 128}, {"BLOCK_N", 128}, {"BLOCK_M", 64}, {"num_warps", 8}, {"ATOMIC_DQ", 1}},
                        "sm_90a");
@@ -112,19 +116,41 @@ TEST(ProductSchedule, AProductStagedInTheScratchWaitsAtItsIssue) {
   const std::vector<const Op*> loops = loops_with_dots(p.kernel, 5);
   EXPECT_FALSE(loops.empty());
   for (const Op* loop : loops) {
-    const std::vector<const Op*> dots = dots_in(*loop);
-    EXPECT_FALSE(s.stays_in_flight(*dots[4]));
-    EXPECT_FALSE(s.issued_after.count(dots[4]));
-    EXPECT_TRUE(s.stays_in_flight(*dots[3]));
-    EXPECT_FALSE(s.at_end.count(loop));
+    const std::vector<const Op*> dots = dots_in(*loop), order = s.body_order(*loop);
+    EXPECT_TRUE(s.stays_in_flight(*dots[4]));
+    const auto [at, wait] = wait_for(s, order, dots[4]);
+    ASSERT_NE(wait, nullptr);
+    EXPECT_EQ(order[at]->kind, OpKind::AtomicAddBlock);
+    EXPECT_EQ(wait->pending, 0);
   }
+
+  KernelBuilder kb("staged_beside_a_reduction");
+  Value a = kb.arg_ptr("a", f16), b = kb.arg_ptr("b", f16), out = kb.arg_ptr("out", f32);
+  Value n = kb.arg("n", i32);
+  Value a_ptr = make_block_ptr(a, {64, n * 64}, {n * 64, 1}, {0, 0}, {64, 64}, {1, 0});
+  Value b_ptr = make_block_ptr(b, {n * 64, 64}, {64, 1}, {0, 0}, {64, 64}, {1, 0});
+  Value acc = zeros({64, 64}, f32), rows = zeros({64}, f32);
+  for_range(0, n, 1, [&](Value) {
+    Value ta = load(a_ptr), tb = load(b_ptr);
+    Value x = dot(ta, tb);
+    acc = dot(trans(x.to(f16)), tb, acc); // A staged: x's rows are its columns
+    rows = rows + sum(x, 0);              // across warps, through the scratch
+    a_ptr = advance(a_ptr, {0, 64});
+    b_ptr = advance(b_ptr, {64, 0});
+  });
+  store(make_block_ptr(out, {64, 64}, {64, 1}, {0, 0}, {64, 64}, {1, 0}), acc + rows.expand_dims(0));
+  const Planned q = plan_kernel(kb.finish(), "sm_90a");
+  ASSERT_GT(q.plan.conversions_by(ConversionMethod::SharedOperand), 0) << describe_plan(q.kernel, q.plan);
+  ASSERT_GT(q.plan.reduction_slots, 0) << "the sum crosses warps";
+  ASSERT_EQ(loops_with_dots(q.kernel, 2).size(), 1u);
+  for (const Op* loop : loops_with_dots(q.kernel, 2))
+    EXPECT_FALSE(q.plan.products.stays_in_flight(*dots_in(*loop)[1])) << describe_plan(q.kernel, q.plan);
 }
 
-// Fused and warp-specialised at D = 64, dK/dV adds each step's dQ partial in the next step (the DSL carries it): the
-// add is emitted after that step's Sᵀ and dPᵀ are issued and before its exponentials, waits for nothing (they stay
-// in flight under it), and the body starts with the wait that lets ptxas see the carried partial's registers final.
-// One more add after the loops (the last step's). At D = 128, unspecialised or without the adds, nothing is
-// carried and no body starts with a wait; nor do the forward's loops, whose O is accumulated in place.
+// Fused and warp-specialised at D = 64, dK/dV computes and adds each step's dQ in the next step (the DSL carries
+// dSᵀ): the product is issued first, the add after that step's Sᵀ and dPᵀ and before its exponentials, and waits
+// for the product alone (Sᵀ and dPᵀ stay in flight under it). One more add after the loops (the last step's). At
+// D = 128 or unspecialised the add follows its own step's product.
 TEST(ProductSchedule, TheFusedBackwardAddsEachStepsDqUnderTheNextStepsFirstProducts) {
   auto fused = [](int64_t head_dim, bool ws) {
     return std::map<std::string, int64_t>{{"HEAD_DIM", head_dim}, {"BLOCK_N", 128},         {"BLOCK_M", 64},
@@ -138,30 +164,23 @@ TEST(ProductSchedule, TheFusedBackwardAddsEachStepsDqUnderTheNextStepsFirstProdu
   EXPECT_EQ(adds(p.kernel), loops.size() + 1);
   for (const Op* loop : loops) {
     const std::vector<const Op*> dots = dots_in(*loop), order = s.body_order(*loop);
-    const Op *qkt = dots[0], *dpt = dots[2];
+    const Op *dq = dots[0], *qkt = dots[1], *dpt = dots[3]; // the previous step's dQ first, in program order
     const size_t add = next_of_kind(order, 0, OpKind::AtomicAddBlock);
     ASSERT_LT(add, order.size());
+    EXPECT_EQ(order[add]->operands[1], dq->result());
+    EXPECT_LT(index_of(order, dq), index_of(order, qkt));
     EXPECT_GT(add, index_of(order, qkt));
     EXPECT_GT(add, index_of(order, dpt));
     EXPECT_LT(add, next_of_kind(order, 0, OpKind::Unary)) << "before the exponentials";
-    EXPECT_EQ(s.before_op(*order[add]), nullptr) << "Sᵀ and dPᵀ stay in flight under it";
-    EXPECT_TRUE(std::find(loop->regions[0].args.begin(), loop->regions[0].args.end(), order[add]->operands[1]) !=
-                loop->regions[0].args.end())
-        << "it adds the carried partial";
-    EXPECT_TRUE(s.wait_at_top.count(loop));
+    const ProductWait* w = s.before_op(*order[add]);
+    ASSERT_NE(w, nullptr);
+    EXPECT_EQ(w->retired, std::vector<const Op*>{dq});
+    EXPECT_EQ(w->pending, 2) << "Sᵀ and dPᵀ stay in flight under it";
   }
-  const GeneratedKernel g = generate_cuda(p.kernel, Target::parse("sm_90a"));
-  EXPECT_EQ(occurrences(g.source, "kiln::wgmma_wait<0>(); // retires nothing"), 3);
-
-  for (const auto& [tile, kernel] : {std::pair{fused(128, true), "fa2_bwd_dkdv"}, {fused(64, false), "fa2_bwd_dkdv"},
-                                     {std::map<std::string, int64_t>{{"HEAD_DIM", 64}, {"WARP_SPECIALIZE", 1}},
-                                      "fa2_fwd"}}) {
-    Planned other = plan_for(kernel, tile, "sm_90a");
+  for (const std::map<std::string, int64_t>& tile : {fused(128, true), fused(64, false)}) {
+    Planned other = plan_for("fa2_bwd_dkdv", tile, "sm_90a");
     SCOPED_TRACE(other.kernel.config.str());
-    EXPECT_TRUE(other.plan.products.wait_at_top.empty());
-    if (std::string(kernel) == "fa2_bwd_dkdv") {
-      EXPECT_EQ(adds(other.kernel), loops_with_dots(other.kernel, 5).size());
-    }
+    EXPECT_EQ(adds(other.kernel), loops_with_dots(other.kernel, 5).size());
   }
 }
 
@@ -266,7 +285,7 @@ TEST(ProductSchedule, TheBackwardCompilesWithoutSerialisedProducts) {
   const std::vector<std::map<std::string, int64_t>> tiles = dkdv_tiles();
   for (size_t i = 0; i < tiles.size(); ++i)
     compile("fa2_bwd_dkdv", tiles[i], /*spill_free=*/i + 1 < tiles.size()); // the specialised tile spilled before
-  compile("fa2_bwd_dkdv", // the fused tile that carries its dQ partial a step (C7517 without the top wait)
+  compile("fa2_bwd_dkdv", // the fused tile that computes and adds each step's dQ in the next step
           {{"HEAD_DIM", 64}, {"BLOCK_N", 128}, {"BLOCK_M", 64}, {"num_warps", 8}, {"WARP_SPECIALIZE", 1}, {"ATOMIC_DQ", 1}},
           true);
   compile("fa2_bwd_dq", {{"HEAD_DIM", 128}, {"BLOCK_M", 64}, {"BLOCK_N", 128}}, true);
