@@ -303,6 +303,17 @@ std::string register_limit_hint(std::string_view log) {
          "num_warps or the tiles";
 }
 
+std::vector<std::string> ptxas_product_advisories(std::string_view log) {
+  std::vector<std::string> out;
+  for (std::string_view line : split_lines(log)) {
+    if (line.find("(C75") == std::string_view::npos || line.find("(C7519)") != std::string_view::npos)
+      continue;
+    const size_t first = line.find_first_not_of(" \t"), last = line.find_last_not_of(" \t\r");
+    out.emplace_back(line.substr(first, last - first + 1));
+  }
+  return out;
+}
+
 std::string quote_error_lines(std::string_view log, std::string_view source, int context_lines) {
   static const std::regex error_line(R"(^(.*)\((\d+)\): (error|catastrophic error)[^:]*: (.*)$)");
   std::vector<std::string_view> src = split_lines(source);

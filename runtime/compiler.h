@@ -68,6 +68,10 @@ std::string quote_error_lines(std::string_view log, std::string_view source, int
 // When ptxas ran out of the registers __launch_bounds__ leaves a thread, a sentence saying what sets that cap
 // and what to lower (MIN_BLOCKS_PER_SM, num_warps, tiles); "" for any other log.
 std::string register_limit_hint(std::string_view log);
+// ptxas's advisories on Hopper's products (C75xx: setmaxnreg ignored, a wait it injected, products it put in
+// series), trimmed, in the log's order; the routine C7519 (an arrive before a product with register operands) is
+// left out.
+std::vector<std::string> ptxas_product_advisories(std::string_view log);
 
 const std::vector<std::string>& supported_archs();  // sm_80, sm_86, sm_89, sm_90, sm_90a
 // "sm_XY" for compute capability X.Y; 9.0 gives "sm_90a" so that Hopper-only instructions are available.

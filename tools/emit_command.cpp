@@ -86,15 +86,10 @@ int run_emit(const KernelRegistry& kernels) {
   const KernelArtifacts a = compile_offline(k, target.arch());
   write_output(out, s == "ptx" ? a.compiled.ptx : disassemble(cuobjdump, a.compiled.cubin));
   llvm::errs() << program_name() << ": resource usage: " << a.usage_summary() << "\n";
-  // ptxas's advisories on Hopper's products (C75xx: setmaxnreg ignored, waits it injected, products serialised)
-  // change what the kernel does; they are in NVRTC's log, not in the PTX. C7519 (an arrive added before a product
-  // with register operands) is routine and left out.
-  for (llvm::StringRef rest = a.compiled.log; !rest.empty();) {
-    auto [line, tail] = rest.split('\n');
-    if (line.contains("(C75") && !line.contains("(C7519)")) // not the arrives it adds before register operands
-      llvm::errs() << program_name() << ": " << line.trim() << "\n";
-    rest = tail;
-  }
+  // ptxas's advisories change what the kernel does (a wait it injected, products put in series); they are in
+  // NVRTC's log, not in the PTX.
+  for (const std::string& advisory : rt::ptxas_product_advisories(a.compiled.log))
+    llvm::errs() << program_name() << ": " << advisory << "\n";
   return 0;
 }
 

@@ -204,6 +204,23 @@ TEST(PtxasUsage, ReadsOnlyTheRequestedFunction) {
   EXPECT_EQ(parse_ptxas_usage(log, "absent").registers, -1);
 }
 
+// The advisories kiln emit prints: C75xx lines but the routine C7519, trimmed, in order.
+TEST(PtxasProductAdvisories, KeepsTheC75LinesButTheRoutineArrive) {
+  const std::string log =
+      "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+      "ptxas info    : (C7519) warpgroup.arrive is injected in around line 10 by compiler to allow use of registers "
+      "in GMMA in function 'k'\n"
+      "ptxas info    : (C7517) warpgroup.wait is injected in around line 20 by compiler to allow use of registers "
+      "defined by GMMA in function 'k'\n"
+      "ptxas info    : Used 168 registers\n"
+      "  ptxas info    : (C7514) Potential Performance Loss: wgmma.mma_async instructions are serialized  \r\n";
+  const std::vector<std::string> got = ptxas_product_advisories(log);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].rfind("ptxas info    : (C7517) warpgroup.wait is injected", 0), 0u) << got[0];
+  EXPECT_EQ(got[1], "ptxas info    : (C7514) Potential Performance Loss: wgmma.mma_async instructions are serialized");
+  EXPECT_TRUE(ptxas_product_advisories("ptxas info    : Used 40 registers\n").empty());
+}
+
 TEST(ResourceUsageJson, RoundTrips) {
   ResourceUsage u;
   u.registers = 40;
