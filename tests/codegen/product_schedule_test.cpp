@@ -258,14 +258,17 @@ TEST(ProductSchedule, LoopsOrderedByAnotherPassAreLeftAlone) {
     EXPECT_EQ(plain.plan.products.at_end.at(loop), std::vector<const Op*>{dots_in(*loop).back()});
 }
 
-// The scheduled backward compiles with no product serialised by ptxas: C7512 (registers), C7514 (a path that could
-// read an accumulator in flight), C7517 (a wait ptxas injected), nor an ignored setmaxnreg (C7508); the tiles that
-// spilled nothing before spill nothing now.
+// The scheduled backward compiles with none of ptxas's product advisories (rt::ptxas_product_advisories): no
+// product serialised (C7512 registers, C7514 an accumulator read in flight, C7520 a divergent path), no wait ptxas
+// injected (C7517), no ignored setmaxnreg (C7508); the tiles that spilled nothing before spill nothing now. Known
+// and open (worklog §91): the deterministic dK/dV draws C7520, ptxas taking one of its query loops for a
+// divergent path; that one advisory is allowed there, so that the test says when it goes.
 TEST(ProductSchedule, TheBackwardCompilesWithoutSerialisedProducts) {
   std::string why;
   if (!rt::nvrtc_available(&why))
     GTEST_SKIP() << "NVRTC not available: " << why;
-  auto compile = [](const std::string& kernel, const std::map<std::string, int64_t>& tile, bool spill_free) {
+  auto compile = [](const std::string& kernel, const std::map<std::string, int64_t>& tile, bool spill_free,
+                    bool known_c7520 = false) {
     const KernelDef& def = builtin_kernels().find(kernel);
     const GeneratedKernel g =
         generate_cuda(def.build(def.with_overrides(def.default_config(), tile)), Target::parse("sm_90a"));
@@ -275,16 +278,19 @@ TEST(ProductSchedule, TheBackwardCompilesWithoutSerialisedProducts) {
     req.kernel_name = g.name;
     req.arch = "sm_90a";
     const rt::CompiledKernel k = rt::compile_cuda(req);
-    for (const char* warning : {"C7508", "C7512", "C7514", "C7517"}) {
-      EXPECT_EQ(k.log.find(warning), std::string::npos) << k.log;
-    }
+    std::vector<std::string> advisories = rt::ptxas_product_advisories(k.log);
+    const auto c7520 = [](const std::string& a) { return a.find("(C7520)") != std::string::npos; };
+    EXPECT_EQ(known_c7520, std::any_of(advisories.begin(), advisories.end(), c7520)) << k.log;
+    advisories.erase(std::remove_if(advisories.begin(), advisories.end(), c7520), advisories.end());
+    EXPECT_TRUE(advisories.empty()) << k.log;
     if (spill_free) {
       EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
     }
   };
   const std::vector<std::map<std::string, int64_t>> tiles = dkdv_tiles();
   for (size_t i = 0; i < tiles.size(); ++i)
-    compile("fa2_bwd_dkdv", tiles[i], /*spill_free=*/i + 1 < tiles.size()); // the specialised tile spilled before
+    compile("fa2_bwd_dkdv", tiles[i], /*spill_free=*/i + 1 < tiles.size(), // the specialised tile spilled before
+            /*known_c7520=*/true);
   compile("fa2_bwd_dkdv", // the fused tile that computes and adds each step's dQ in the next step
           {{"HEAD_DIM", 64}, {"BLOCK_N", 128}, {"BLOCK_M", 64}, {"num_warps", 8}, {"WARP_SPECIALIZE", 1}, {"ATOMIC_DQ", 1}},
           true);
