@@ -27,8 +27,8 @@
 #                   backward's kernels; with the large suite it took 8.8 min cold on an H200 (2026-11-29);
 #   --backward-large the backward's long sequences, D = 256, every tuning config, the warp-specialised dK/dV and
 #                   the fused one (GpuFa2BwdLarge), and a racecheck pass over the fused one: 4.2 min cold on an H200
-#                   before the fused suite, which took 68 s alone and under racecheck passed within 150 s
-#                   (2026-11-30);
+#                   before the fused suite, which took 66-85 s alone and 101 s under racecheck (2026-11-30, after
+#                   worklog §90);
 #   --varlen        attention over packed variable-length batches, forward (kernels, random problems, the API),
 #                   and a memcheck pass over one ragged case: 1.4 min cold (60 GPU tests, 2026-11-25);
 #   --varlen-backward the same for the backward: 6.8 min cold (57 GPU tests, 2026-11-25).
