@@ -2,6 +2,7 @@
 // loop's 2-D tiles, read into registers where the program loads them, and a warp-specialised dot loop's row
 // vectors, read from the slot at each use; and the consumers' copy of a vector into its slot.
 #include "codegen/emitter.h"
+#include "codegen/prelude.h"
 
 namespace kiln::emit_detail {
 
@@ -16,16 +17,7 @@ void Emitter::emit_staged_block_load(const Op& op, const SharedTile& t) {
   if (k_.type(r).rank() == 1) {
     KILN_INTERNAL_CHECK(!plan_.loop_waiting_at(&op), "the staged vector at {} waits for its loop's slot",
                         op.loc.str());
-    need_helper("kiln_read_at_use",
-                "// A tile of registers that is not held: element r is read where it is used, by `read(r)` (a staged\n"
-                "// row vector read from its ring slot). Indexed as a register array is.\n"
-                "template <typename Read> struct kiln_read_at_use {\n"
-                "  Read read;\n"
-                "  __device__ __forceinline__ auto operator[](int r) const { return read(r); }\n"
-                "};\n"
-                "template <typename Read> __device__ __forceinline__ kiln_read_at_use<Read> kiln_reads_at_use(Read read) {\n"
-                "  return {read};\n"
-                "}\n");
+    need_helper("kiln_read_at_use", std::string(read_at_use_prelude_source()));
     const std::string n = fresh("at_use");
     name_[r] = n;
     const int per_chunk = 16 / t.elem_bytes;

@@ -7,7 +7,7 @@
 // 256 rows, stages of whole 1024-byte swizzle periods; and a block pointer traced through advances and
 // loop-carried values to one make_block_ptr whose base is a pointer parameter plus bounded per-program terms
 // (codegen/block_base.h: each one more dim of the map) and whose shape and strides are parameters or constants.
-// A staged row vector (a warp-specialised loop's; assign_layouts) is one unswizzled copy of the whole vector
+// A staged row vector (a warp-specialised loop's; codegen/find_pipelined_loads.h) is one unswizzled copy of the whole vector
 // (why_no_tma_copy_of_vector). Otherwise the loop stays on cp.async and TmaPlan::why_not says why.
 #pragma once
 

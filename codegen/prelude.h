@@ -20,7 +20,8 @@
 //   on the FMA pipe, which tests/unit/ex2_fma_prelude_test.cpp compiles as host code;
 // - the tile-scheduler prelude, added to kernels on a dynamic persistent grid (PERSISTENT=2): the draw of a CTA's
 //   next program id from the launch's counter;
-// - the warp-uniform prelude (sm_90a): a scalar loaded from memory made known to ptxas as warp-uniform.
+// - the warp-uniform prelude (sm_90a): a scalar loaded from memory made known to ptxas as warp-uniform;
+// - the read-at-use prelude, added to kernels with a staged row vector: a register tile read where it is used.
 #pragma once
 
 #include <string_view>
@@ -37,5 +38,6 @@ std::string_view erf_prelude_source();             // the text of codegen/prelud
 std::string_view ex2_fma_prelude_source();         // the text of codegen/prelude/kiln_ex2_fma.cuh
 std::string_view warp_uniform_prelude_source();    // the text of codegen/prelude/kiln_warp_uniform.cuh
 std::string_view tile_scheduler_prelude_source();  // the text of codegen/prelude/kiln_tile_scheduler.cuh
+std::string_view read_at_use_prelude_source();     // the text of codegen/prelude/kiln_read_at_use.cuh
 
 } // namespace kiln
