@@ -260,15 +260,15 @@ TEST(ProductSchedule, LoopsOrderedByAnotherPassAreLeftAlone) {
 
 // The scheduled backward compiles with none of ptxas's product advisories (rt::ptxas_product_advisories): no
 // product serialised (C7512 registers, C7514 an accumulator read in flight, C7520 a divergent path), no wait ptxas
-// injected (C7517), no ignored setmaxnreg (C7508); the tiles that spilled nothing before spill nothing now. Known
-// and open (worklog §91): the deterministic dK/dV draws C7520, ptxas taking one of its query loops for a
-// divergent path; that one advisory is allowed there, so that the test says when it goes.
+// injected (C7517), no ignored setmaxnreg (C7508). The deterministic dK/dV drew C7520 until its loops' bounds were
+// made warp-uniform to ptxas (worklog §91, §92); with its products no longer in series, its 64 × 128 tile over 8
+// warps at D = 128 spills 28 bytes (and measured 9.45 → 8.64 ms on an H200 all the same); the other tiles that
+// spilled nothing before spill nothing now.
 TEST(ProductSchedule, TheBackwardCompilesWithoutSerialisedProducts) {
   std::string why;
   if (!rt::nvrtc_available(&why))
     GTEST_SKIP() << "NVRTC not available: " << why;
-  auto compile = [](const std::string& kernel, const std::map<std::string, int64_t>& tile, bool spill_free,
-                    bool known_c7520 = false) {
+  auto compile = [](const std::string& kernel, const std::map<std::string, int64_t>& tile, bool spill_free) {
     const KernelDef& def = builtin_kernels().find(kernel);
     const GeneratedKernel g =
         generate_cuda(def.build(def.with_overrides(def.default_config(), tile)), Target::parse("sm_90a"));
@@ -278,19 +278,14 @@ TEST(ProductSchedule, TheBackwardCompilesWithoutSerialisedProducts) {
     req.kernel_name = g.name;
     req.arch = "sm_90a";
     const rt::CompiledKernel k = rt::compile_cuda(req);
-    std::vector<std::string> advisories = rt::ptxas_product_advisories(k.log);
-    const auto c7520 = [](const std::string& a) { return a.find("(C7520)") != std::string::npos; };
-    EXPECT_EQ(known_c7520, std::any_of(advisories.begin(), advisories.end(), c7520)) << k.log;
-    advisories.erase(std::remove_if(advisories.begin(), advisories.end(), c7520), advisories.end());
-    EXPECT_TRUE(advisories.empty()) << k.log;
+    EXPECT_TRUE(rt::ptxas_product_advisories(k.log).empty()) << k.log;
     if (spill_free) {
       EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
     }
   };
   const std::vector<std::map<std::string, int64_t>> tiles = dkdv_tiles();
   for (size_t i = 0; i < tiles.size(); ++i)
-    compile("fa2_bwd_dkdv", tiles[i], /*spill_free=*/i + 1 < tiles.size(), // the specialised tile spilled before
-            /*known_c7520=*/true);
+    compile("fa2_bwd_dkdv", tiles[i], /*spill_free=*/i < 2); // the two 8-warp tiles spill (above)
   compile("fa2_bwd_dkdv", // the fused tile that computes and adds each step's dQ in the next step
           {{"HEAD_DIM", 64}, {"BLOCK_N", 128}, {"BLOCK_M", 64}, {"num_warps", 8}, {"WARP_SPECIALIZE", 1}, {"ATOMIC_DQ", 1}},
           true);

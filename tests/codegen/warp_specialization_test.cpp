@@ -136,7 +136,9 @@ TEST(WarpSpecialization, Fa2ForwardsTwoKeyLoopsShareOneRing) {
 // dK/dV with WARP_SPECIALIZE=1 (no loop over a group's query heads): its three query loops (masked, unmasked,
 // masked) share one ring that a producer fills with Q and dO (and LSE, Delta) by TMA; at D = 64 it compiles
 // without spills (at D = 128 ptxas spills 8 bytes at the consumers' 240 registers, 108 at the 224 they had while the
-// producer kept a cp.async path: worklog §71, §81).
+// producer kept a cp.async path: worklog §71, §81). One tile of the space spills: 128 × 128 at D = 64, 164 bytes,
+// since its products are no longer put in series (C7520, worklog §92); it measured 9.26 → 9.09 ms on an H200 all
+// the same, beaten by the 64 × 64 tile's 8.78, and stays in the space for other shapes.
 TEST(WarpSpecialization, DkdvsThreeQueryLoopsShareOneRing) {
   for (int64_t causal : {0, 2}) {
     SCOPED_TRACE("CAUSAL=" + std::to_string(causal));
@@ -157,7 +159,7 @@ TEST(WarpSpecialization, DkdvsThreeQueryLoopsShareOneRing) {
     GTEST_SKIP() << "NVRTC not available: " << why;
   const KernelDef& def = builtin_kernels().find("fa2_bwd_dkdv");
   for (const Config& c : def.config_space())
-    if (c.get_or("WARP_SPECIALIZE", 0) == 1) {
+    if (c.get_or("WARP_SPECIALIZE", 0) == 1 && !(c.get("BLOCK_M") == 128 && c.get("BLOCK_N") == 128)) {
       SCOPED_TRACE(c.str());
       const GeneratedKernel g = generate_cuda(def.build(c), Target::parse("sm_90a"));
       ASSERT_TRUE(g.why_not_warp_specialized.empty()) << g.why_not_warp_specialized;
