@@ -123,6 +123,7 @@ std::string TuningKey::hash() const {
       .add(arch)
       .add(device)
       .add(version())
+      .add(code_generator_hash())
       .add(space_hash)
       .hex();
 }
@@ -149,6 +150,7 @@ std::string serialize_tuning_record(const TuningKey& key, const TuningRecord& re
                        {"arch", key.arch},
                        {"device", key.device},
                        {"kiln_version", version()},
+                       {"code_generator", code_generator_hash()},
                        {"space_hash", key.space_hash},
                        {"best", record.best_id},
                        {"best_ms", time_value(record.best_ms)},

@@ -1,6 +1,8 @@
 // Autotune results remembered in memory and on disk: one JSON file per tuning key under <dir>/tune, beside
 // the compile cache. A key is the kernel, its tuning key text (bucketed sizes, dtypes, flags), the arch, the
-// device name, kiln's version and a hash of the config space, so that a changed space re-tunes. Files are
+// device name, kiln's version, the hash of the build's code generator (kiln::code_generator_hash: a changed code
+// generator makes other code, whose best tile may differ) and a hash of the config space, so that a changed space
+// re-tunes. Files are
 // written to a unique temporary name and renamed into place (concurrent processes never see half a file); a
 // file that is not a regular file, is too large, does not parse, or parses to another key, is ignored with a
 // warning on stderr and rewritten by the next store. Knows nothing of kernels or codegen: configs are opaque
@@ -47,7 +49,9 @@ struct TuningKey {
   std::string device; // the device's name
   std::string space_hash; // config_space_hash() of the candidate ids
 
-  // SHA-256 of every field above plus kiln's version: the file name and the in-memory map key.
+  // SHA-256 of every field above plus kiln's version and code_generator_hash(): the file name and the in-memory
+  // map key. (A record's file also holds both, the version checked on reading, the code generator's hash for
+  // reading only: the file name already differs.)
   std::string hash() const;
   std::string str() const; // "fa2_fwd [N_Q=1024 ...] on sm_90a (NVIDIA H100)"
 };

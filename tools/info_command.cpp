@@ -19,8 +19,8 @@ llvm::cl::opt<bool> json("json", llvm::cl::desc("Machine-readable output"), llvm
 std::string driver_version_str(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
 
 int run_info(const KernelRegistry& /*kernels*/) {
-  llvm::json::Object root{{"kiln_version", version()}};
-  std::string text = fmt::format("kiln {}\n", version());
+  llvm::json::Object root{{"kiln_version", version()}, {"code_generator", code_generator_hash()}};
+  std::string text = fmt::format("kiln {} (code generator {})\n", version(), code_generator_hash());
 
   std::string nvrtc_why;
   if (rt::nvrtc_available(&nvrtc_why)) {

@@ -5,6 +5,8 @@
 #include "runtime/autotuner.h"
 #include "scoped_env.h"
 #include "support/error.h"
+#include "support/hash.h"
+#include "support/version.h"
 #include "temp_dir.h"
 #include "unit/fake_tuning.h"
 
@@ -291,6 +293,26 @@ TEST(Autotuner, InfiniteTimesRoundTripThroughJson) {
   EXPECT_FALSE(parse_tuning_record(text, other, &problem));
   EXPECT_NE(problem.find("device"), std::string::npos) << problem;
   EXPECT_FALSE(parse_tuning_record(text.substr(0, text.size() / 2), key, &problem));
+}
+
+// Tuning results are kept under the build's code generator: its hash is 16 hex digits, part of the key's hash
+// (the file name) and written into the record for a reader. That the hash follows the sources is checked by
+// unit.CodeGeneratorHashFollowsTheSources (tests/cmake/code_generator_hash_test.cmake).
+TEST(Autotuner, RecordsAreKeptUnderTheCodeGeneratorsHash) {
+  const std::string hash = code_generator_hash();
+  ASSERT_EQ(hash.size(), 16u);
+  EXPECT_EQ(hash.find_first_not_of("0123456789abcdef"), std::string::npos) << hash;
+  const TuningKey key{"k", "N=1", "sm_80", "dev", "h"};
+  TuningRecord rec;
+  rec.best_id = "a";
+  rec.best_ms = 0.25;
+  rec.table = {CandidateResult{"a", CandidateStatus::Ok, "", 0.25, 3.5, 96, 4096}};
+  const std::string text = serialize_tuning_record(key, rec);
+  EXPECT_NE(text.find("\"code_generator\": \"" + hash + "\""), std::string::npos) << text;
+  // The key's hash is SHA-256 over its fields, the version and the code generator's hash, in that order.
+  const std::string expected =
+      HashBuilder().add("kiln-tune").add("k").add("N=1").add("sm_80").add("dev").add(version()).add(hash).add("h").hex();
+  EXPECT_EQ(key.hash(), expected);
 }
 
 // A row's "ms" is a number, or null for +inf; anything else (a bool, a string, nothing) makes the file
