@@ -125,6 +125,18 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
   if (!plan.exp2_on_fma.why_not.empty())
     s += fmt::format("//   no exp2 on the FMA pipe (EXP2_ON_FMA={}): {}\n", plan.exp2_on_fma.every,
                      plan.exp2_on_fma.why_not);
+  walk(k.body, [&](const Op& loop) { // in program order
+    const std::vector<int>* b = plan.uniform.bounds_of(loop);
+    if (!b)
+      return;
+    const std::vector<int>& bounds = *b;
+    s += fmt::format("//   loop at {}: its {} read through kiln::warp_uniform before it, so that ptxas keeps the wgmma "
+                     "inside overlapped (not in a producer warpgroup)\n",
+                     loop.loc.str(), bounds.size() == 2 ? "bounds" : bounds[0] == 0 ? "lower bound" : "upper bound");
+  });
+  if (!plan.uniform.loads.empty())
+    s += fmt::format("//   {} scalar load(s) read through kiln::warp_uniform (not in a producer warpgroup)\n",
+                     plan.uniform.loads.size());
   if (plan.persistent.on) {
     if (plan.persistent.dynamic())
       s += fmt::format("//   persistent grid: {} CTA(s) an SM run program blockIdx.x, then each draws its next program id "

@@ -83,36 +83,20 @@ void Emitter::emit_body_end_wait(const Op& loop) {
        source_lines(it->second));
 }
 
-bool Emitter::issues_wgmma(const Op& loop) const {
-  bool found = false;
-  walk(loop.regions[0], [&](const Op& op) {
-    found |= op.kind == OpKind::Dot && plan_.dots.at(&op).instruction == DotInstruction::Wgmma;
-  });
-  return found;
-}
-
 void Emitter::emit_for(const Op& op) {
   const Region& body = op.regions[0];
   const Op& yield = *body.ops.back();
   emit_hoisted_conversions(op);
   line("// for {}", op.loc.str());
   std::string lo = scalar(op.operands[0]), hi = scalar(op.operands[1]), step = scalar(op.operands[2]);
-  // A bound ptxas cannot see is warp-uniform makes the loop a divergent path to it, and there ptxas 13 puts every
-  // wgmma of the kernel in series (C7520). Even a bound that is a kernel parameter did: dK/dV's last query loop,
-  // `i < N_Q` (worklog §91). So a loop that issues wgmma takes its bound through a warp reduction, as scalars read
-  // from memory do (kiln::warp_uniform), once before the loop. Not in the producer, whose copies one thread issues.
-  if (!in_producer_ && issues_wgmma(op)) {
-    auto uniform = [&](std::string& bound, ValueId v) {
-      const Op* def = k_.info(v).def;
-      if (def && def->kind == OpKind::Constant)
-        return;
+  // Bounds ptxas must see warp-uniform, lest it put the loop's wgmma in series (plan_warp_uniform_scalars.h).
+  if (const std::vector<int>* bounds = plan_.uniform.bounds_of(op); bounds && !in_producer_)
+    for (int i : *bounds) {
+      std::string& bound = i == 0 ? lo : hi;
       const std::string read = warp_uniform_read(bound);
       bound = fresh("bound");
-      line("const {} {} = {}; // warp-uniform to ptxas", ctype(k_.type(v).elem), bound, read);
-    };
-    uniform(lo, op.operands[0]);
-    uniform(hi, op.operands[1]);
-  }
+      line("const {} {} = {}; // warp-uniform to ptxas", ctype(k_.type(op.operands[i]).elem), bound, read);
+    }
   // Carried values live in variables declared before the loop; the results are those variables.
   std::vector<std::string> vars;
   for (size_t i = 0; i < op.results.size(); ++i) {

@@ -319,11 +319,10 @@ void Emitter::emit_scalar_op(const Op& op) {
     return;
   case OpKind::Load: {
     std::string value = op.has_mask ? fmt::format("{} ? *{} : {}", s(1), s(0), s(2)) : "*" + s(0);
-    // With wgmma, a scalar read from memory goes through a warp reduction so that ptxas knows it is warp-uniform:
-    // a loop bounded by it would otherwise be a divergent path that serialises its wgmma (kiln_warp_uniform.cuh).
-    // Not in the producer warpgroup, whose TMA copies one thread issues alone (or, on a dynamic persistent grid,
-    // one warp, which issues no wgmma).
-    if (!in_producer_)
+    // Read through a warp reduction so that ptxas knows it is warp-uniform (plan_warp_uniform_scalars.h). Not in
+    // the producer warpgroup, whose TMA copies one thread issues alone (or, on a dynamic persistent grid, one
+    // warp, which issues no wgmma).
+    if (plan_.uniform.load(op) && !in_producer_)
       value = warp_uniform_read(value);
     line("{} {} = {};", ty, n, value);
     return;

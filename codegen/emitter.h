@@ -416,7 +416,6 @@ private:
   void emit_hoisted_conversions(const Op& loop);
   void emit_for(const Op& op);
   void emit_body_end_wait(const Op& loop); // the body's products still in flight (schedule_products)
-  bool issues_wgmma(const Op& loop) const;  // whether the loop's body, at any depth, issues a wgmma product
   void emit_if(const Op& op);
 
   // Shared-memory tile addressing.

@@ -30,6 +30,8 @@
 //                           warp's factors are all 1 (LAZY_RESCALE=1)
 //   plan_exp2_on_fma        f32 exp2 tiles with one register in every K computed by a polynomial on the FMA
 //                           pipe (EXP2_ON_FMA=K)
+//   plan_warp_uniform_scalars scalar loads and the bounds of loops that issue wgmma, read through a warp
+//                           reduction so that ptxas knows them warp-uniform and does not put products in series
 #pragma once
 
 #include "codegen/layout.h"
@@ -342,6 +344,19 @@ struct Exp2OnFma {
   bool splits(const Op& op) const { return ops.count(&op) > 0; }
 };
 
+// plan_warp_uniform_scalars (codegen/plan_warp_uniform_scalars.h): scalars passed through kiln::warp_uniform outside a
+// producer warpgroup, so that ptxas sees them warp-uniform and keeps the kernel's wgmma products overlapped.
+struct WarpUniformScalars {
+  std::unordered_set<const Op*> loads;                          // scalar loads
+  std::unordered_map<const Op*, std::vector<int>> loop_bounds; // loops issuing wgmma: operand indices of their
+                                                                // non-constant bounds (0 lo, 1 hi)
+  bool load(const Op& op) const { return loads.count(&op) > 0; }
+  const std::vector<int>* bounds_of(const Op& loop) const {
+    auto it = loop_bounds.find(&loop);
+    return it == loop_bounds.end() ? nullptr : &it->second;
+  }
+};
+
 struct LoweringPlan {
   std::unordered_map<ValueId, Placement> placement;
   std::unordered_map<ValueId, Layout> layout; // Registers values
@@ -404,6 +419,8 @@ struct LoweringPlan {
   RescaleSkips rescale_skips;
   // plan_exp2_on_fma: the exp2 tiles one register in every `every` of which the FMA pipe computes.
   Exp2OnFma exp2_on_fma;
+  // plan_warp_uniform_scalars: the scalar loads and loop bounds shown to ptxas as warp-uniform.
+  WarpUniformScalars uniform;
   // plan_scratch: the cross-warp reductions' slots at the start of the scratch, each reduction_slot_bytes long
   // (the largest such reduction's bytes, rounded up to 16): 1, or 2 when the kernel has two or more such
   // reductions, so that one can exchange its partial results in the slot the previous one still reads and
