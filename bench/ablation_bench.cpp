@@ -53,6 +53,10 @@ std::vector<AblationVariant> ablation_variants() {
   o.product_schedule = false; // sm_90a: each product waited for right after its issue (elsewhere the code does
                                   // not change)
   out.push_back({"no_product_schedule", o});
+  o = {};
+  o.warp_uniform = false; // sm_90a: scalar loads and wgmma loops' bounds read plainly (elsewhere the code does not
+                          // change)
+  out.push_back({"no_warp_uniform", o});
   return out;
 }
 

@@ -60,9 +60,10 @@ void check_shared_bytes(const Kernel& k, const Target& target, int64_t bytes, co
 std::string CodegenOptions::str() const {
   return fmt::format(
       "tensor_cores={} swizzle={} async_copy={} vectorize={} wgmma={} tma={} warp_specialize={} persistent={} "
-      "pingpong={} product_ahead={} late_product={} product_schedule={}",
+      "pingpong={} product_ahead={} late_product={} product_schedule={} warp_uniform={}",
       int(tensor_cores), int(swizzle), int(async_copy), int(vectorize), int(wgmma), int(tma), int(warp_specialize),
-      int(persistent), int(pingpong), int(product_ahead), int(late_product), int(product_schedule));
+      int(persistent), int(pingpong), int(product_ahead), int(late_product), int(product_schedule),
+      int(warp_uniform));
 }
 
 GeneratedKernel generate_cuda(const Kernel& k, const Target& target, const CodegenOptions& options) {
@@ -91,7 +92,7 @@ GeneratedKernel generate_cuda(const Kernel& k, const Target& target, const Codeg
   plan_unordered_reductions(k, plan);
   plan_rescale_skips(k, plan);
   plan_exp2_on_fma(k, plan);
-  plan_warp_uniform_scalars(k, plan);
+  plan_warp_uniform_scalars(k, options, plan);
   const int64_t dynamic_bytes = std::max(tiles + plan.scratch_bytes, plan.bulk.end());
   check_shared_bytes(k, target, dynamic_bytes + plan.static_shared_bytes(),
                      plan.bulk.any() ? "its shared tiles, conversion scratch, TMA barriers and bulk-reduction stage"

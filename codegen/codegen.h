@@ -72,14 +72,18 @@ struct CodegenOptions {
   // on sm_90a, a loop body's products waited for where the body first reads them, so that independent products and
   // the work between them run under them (else each right after its issue)
   bool product_schedule = true;
+  // on sm_90a, scalar loads and the non-constant bounds of loops that issue wgmma read through a warp reduction, so
+  // that ptxas knows them warp-uniform and does not put the kernel's products in series (else read plainly;
+  // codegen/plan_warp_uniform_scalars.h)
+  bool warp_uniform = true;
 
-  static constexpr int kSwitches = 12;
+  static constexpr int kSwitches = 13;
   int switches_off() const {
     return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma + !warp_specialize + !persistent +
-           !pingpong + !product_ahead + !late_product + !product_schedule;
+           !pingpong + !product_ahead + !late_product + !product_schedule + !warp_uniform;
   }
   bool all_on() const { return switches_off() == 0; }
-  std::string str() const; // "tensor_cores=1 swizzle=1 ... late_product=1 product_schedule=1"
+  std::string str() const; // "tensor_cores=1 swizzle=1 ... product_schedule=1 warp_uniform=1"
 };
 
 // What a launch needs besides the source: the entry point, the block size and dynamic shared memory.

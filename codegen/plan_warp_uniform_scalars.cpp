@@ -16,10 +16,10 @@ bool issues_wgmma(const Op& loop, const LoweringPlan& plan) {
 
 } // namespace
 
-void plan_warp_uniform_scalars(const Kernel& k, LoweringPlan& plan) {
+void plan_warp_uniform_scalars(const Kernel& k, const CodegenOptions& options, LoweringPlan& plan) {
   WarpUniformScalars& u = plan.uniform;
   u = WarpUniformScalars{};
-  if (!plan.any_wgmma())
+  if (!options.warp_uniform || !plan.any_wgmma())
     return;
   walk(k.body, [&](const Op& op) {
     if (op.kind == OpKind::Load && plan.where(op.result()) == Placement::Scalar)

@@ -11,14 +11,16 @@
 //   - every scalar load;
 //   - each non-constant bound of every loop whose body, at any depth, issues a wgmma product, once before the loop.
 // Not in a warp-specialised kernel's producer, whose copies one thread issues alone: the emitter leaves both plain
-// there (a warp-wide reduction would wait for lanes that never come).
+// there (a warp-wide reduction would wait for lanes that never come). CodegenOptions::warp_uniform = false leaves
+// every scalar plain, to measure what this is worth.
 #pragma once
 
+#include "codegen/codegen.h"
 #include "codegen/lowering_plan.h"
 #include "dsl/ir.h"
 
 namespace kiln {
 
-void plan_warp_uniform_scalars(const Kernel& k, LoweringPlan& plan);
+void plan_warp_uniform_scalars(const Kernel& k, const CodegenOptions& options, LoweringPlan& plan);
 
 } // namespace kiln

@@ -57,7 +57,7 @@ inline Planned plan_kernel(Kernel kernel, const std::string& arch, const Codegen
   plan_unordered_reductions(p.kernel, p.plan);
   plan_rescale_skips(p.kernel, p.plan);
   plan_exp2_on_fma(p.kernel, p.plan);
-  plan_warp_uniform_scalars(p.kernel, p.plan);
+  plan_warp_uniform_scalars(p.kernel, options, p.plan);
   return p;
 }
 

@@ -3,6 +3,7 @@
 // §92); on sm_80 nothing is. That the advisories stay away is ptxas_advisories_test.cpp's business.
 #include "codegen/codegen.h"
 #include "kernels/attention/attention_block_mask.h"
+#include "nvrtc_compile.h"
 #include "planned_kernel.h"
 #include "source_text.h"
 
@@ -63,6 +64,27 @@ TEST(WarpUniformScalars, ScalarLoadsBesideWgmma) {
   });
   EXPECT_GT(scalar_loads, 0u);
   EXPECT_TRUE(plan_kernel(def.build(def.default_config()), "sm_80").plan.uniform.loads.empty());
+}
+
+// The switch (CodegenOptions::warp_uniform) leaves every scalar plain, and then ptxas puts the deterministic dK/dV's
+// products in series (C7520), as it did before the bounds were read so (worklog §91): what the ablation measures.
+TEST(WarpUniformScalars, WithoutThemPtxasPutsTheBackwardsProductsInSeries) {
+  CodegenOptions off;
+  off.warp_uniform = false;
+  const Planned plain = plan_for("fa2_bwd_dkdv", {}, "sm_90a", off);
+  EXPECT_TRUE(plain.plan.uniform.loop_bounds.empty());
+  const GeneratedKernel without = generate_cuda(plain.kernel, Target::parse("sm_90a"), off);
+  EXPECT_EQ(without.source.find("kiln::warp_uniform("), std::string::npos);
+  std::string why;
+  if (!rt::nvrtc_available(&why))
+    GTEST_SKIP() << "NVRTC not available: " << why;
+  const GeneratedKernel with = generate_cuda(plan_for("fa2_bwd_dkdv", {}, "sm_90a").kernel, Target::parse("sm_90a"));
+  const auto c7520 = [](const GeneratedKernel& g) {
+    const rt::CompiledKernel k = rt::compile_cuda(compile_request_for(g, "sm_90a"));
+    return k.log.find("(C7520)") != std::string::npos;
+  };
+  EXPECT_TRUE(c7520(without));
+  EXPECT_FALSE(c7520(with));
 }
 
 } // namespace
