@@ -19,6 +19,7 @@
 //          -> plan_unordered_reductions (reductions no read goes back to: no barrier before the next loads)
 //          -> plan_rescale_skips (LAZY_RESCALE=1: a loop accumulator's rescale skipped where its factors are 1)
 //          -> plan_exp2_on_fma (EXP2_ON_FMA=K: one exponential in K by the FMA pipe's polynomial)
+//          -> plan_warp_uniform_scalars (sm_90a: scalar loads and wgmma loops' bounds shown warp-uniform to ptxas)
 //          -> describe_plan (the lowered summary)
 //          -> emit_cuda (prelude + one __global__ function)
 #pragma once
