@@ -21,6 +21,7 @@
 #include "runtime/nvrtc.h"
 #include "support/error.h"
 #include "support/output_set.h"
+#include "support/version.h"
 
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/FormatVariadic.h>
@@ -335,6 +336,7 @@ int run(int argc, char** argv) {
   llvm::json::Object header{{"schema", "kiln-bench/1"},
                             {"tool", "kiln_bench"},
                             {"kiln_version", KILN_VERSION_STRING},
+                            {"code_generator", code_generator_hash()},
                             {"nvrtc_version", nvrtc_version_json()},
                             {"options", llvm::json::Object{{"suites", std::move(suite_names)},
                                                            {"quick", options.quick},

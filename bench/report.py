@@ -48,7 +48,7 @@ def slug(name):
 
 def merge_kiln(docs):
     """One kiln_bench document from several (None entries skipped): the first header, every case, the union of
-    the suites."""
+    the suites, and every code generator the documents name (joined by ", " where builds differ)."""
     docs = [d for d in docs if d]
     if not docs:
         return None
@@ -60,6 +60,12 @@ def merge_kiln(docs):
             if name not in suites:
                 suites.append(name)
     merged["options"] = dict(merged.get("options") or {}, suites=suites)
+    generators = []
+    for d in docs:
+        if d.get("code_generator") and d["code_generator"] not in generators:
+            generators.append(d["code_generator"])
+    if generators:
+        merged["code_generator"] = ", ".join(generators)
     if not (merged.get("device") or {}).get("available"):
         for d in docs[1:]:
             if (d.get("device") or {}).get("available"):
@@ -462,7 +468,9 @@ class Report:
         if dev.get("clock_khz"):
             facts.append(f"SM clock {dev['clock_khz'] / 1000:.0f} MHz, memory clock {dev.get('memory_clock_khz', 0) / 1000:.0f} MHz")
         if k:
-            facts.append(f"kiln {k.get('kiln_version')}, NVRTC {k.get('nvrtc_version')}, driver {dev.get('driver_version')}")
+            generator = f" (code generator {k['code_generator']})" if k.get("code_generator") else ""
+            facts.append(f"kiln {k.get('kiln_version')}{generator}, NVRTC {k.get('nvrtc_version')}, "
+                         f"driver {dev.get('driver_version')}")
         if pv:
             facts.append(f"torch {pv.get('torch')} (CUDA {pv.get('cuda')}, cuDNN {pv.get('cudnn')}), triton {pv.get('triton')}")
         if k.get("options"):

@@ -210,6 +210,13 @@ class ReportTest(unittest.TestCase):
                          ["attention", "ablation", "compile", "autotune", "model", "attention_bwd", "user", "matmul"])
         self.assertIsNone(report.merge_kiln([None, None]))
 
+    def test_header_names_the_code_generators_the_runs_were_built_with(self):
+        first, second = sweep_doc(), bwd_doc()
+        first["code_generator"], second["code_generator"] = "0123456789abcdef", "fedcba9876543210"
+        text = report.Report(report.merge_kiln([first, sweep_doc(), second]), None).markdown()
+        self.assertIn("kiln 0.1.0 (code generator 0123456789abcdef, fedcba9876543210), NVRTC 13.0", text)
+        self.assertIn("kiln 0.1.0, NVRTC 13.0", self.md)  # documents without one, as before
+
     def test_merged_json_keeps_records_that_share_a_key(self):
         systems = {(c["key"], c["system"]) for c in self.report.merged()["cases"]}
         self.assertIn((SWEEP_KEY, "kiln_fa2"), systems)
