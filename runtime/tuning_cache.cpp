@@ -299,9 +299,11 @@ std::vector<TuningFileInfo> TuningCache::list() const {
         llvm::Expected<llvm::json::Value> v = llvm::json::parse(*text);
         if (!v)
           info.problem = llvm::toString(v.takeError());
-        else if (const llvm::json::Object* o = v->getAsObject(); o && o->getString("kernel"))
+        else if (const llvm::json::Object* o = v->getAsObject(); o && o->getString("kernel")) {
           info.kernel = o->getString("kernel")->str();
-        else
+          info.this_build = o->getString("kiln_version") == llvm::StringRef(version()) &&
+                            o->getString("code_generator") == llvm::StringRef(code_generator_hash());
+        } else
           info.problem = "no \"kernel\" in the file";
       }
     } catch (const Error& e) {
@@ -317,6 +319,14 @@ size_t TuningCache::clear() {
   size_t removed = 0;
   for (const TuningFileInfo& file : list())
     if (remove_cache_file(file.path))
+      ++removed;
+  return removed;
+}
+
+size_t TuningCache::prune() {
+  size_t removed = 0;
+  for (const TuningFileInfo& file : list())
+    if (!file.this_build && remove_cache_file(file.path))
       ++removed;
   return removed;
 }

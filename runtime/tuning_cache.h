@@ -82,6 +82,9 @@ struct TuningFileInfo {
   uint64_t size_bytes = 0;
   double age_seconds = 0;
   std::string problem; // why it cannot be read
+  // Written by this build (kiln's version and code_generator_hash() as the file records them): only such files
+  // can be found, since a key's file name holds both. Others are another build's, readable by it alone.
+  bool this_build = false;
 };
 
 class TuningCache {
@@ -102,6 +105,8 @@ public:
   // but cannot be listed (runtime/cache_dir.h).
   std::vector<TuningFileInfo> list() const;
   size_t clear();
+  // Removes the files this build cannot read (another build's, unreadable ones); returns how many.
+  size_t prune();
   TuningCacheStats stats() const;
 
 private:

@@ -1,5 +1,6 @@
-// `kiln cache path|list|clear`: where the compile cache and the autotune results live, what they hold
-// (kernel, arch, size, age) and clearing them.
+// `kiln cache path|list|prune|clear`: where the compile cache and the autotune results live, what they hold
+// (kernel, arch, size, age; which autotune results another build wrote), removing the autotune results this build
+// cannot read, and clearing both.
 #include "runtime/compile_cache.h"
 #include "runtime/tuning_cache.h"
 #include "support/error.h"
@@ -14,8 +15,9 @@ namespace {
 
 namespace cl = llvm::cl;
 
-cl::SubCommand cache_sub("cache", "Show (path, list) or clear the compile and autotune caches");
-cl::opt<std::string> action(cl::Positional, cl::Required, cl::desc("<path|list|clear>"), cl::sub(cache_sub),
+cl::SubCommand cache_sub("cache", "Show (path, list), prune (another build's autotune results) or clear the compile and "
+                                  "autotune caches");
+cl::opt<std::string> action(cl::Positional, cl::Required, cl::desc("<path|list|prune|clear>"), cl::sub(cache_sub),
                             cl::cat(kiln_category()));
 cl::opt<bool> json("json", cl::desc("Machine-readable output"), cl::sub(cache_sub), cl::cat(kiln_category()));
 
@@ -44,8 +46,8 @@ std::string age_text(double s) {
 int run_cache(const KernelRegistry& /*kernels*/) {
   const std::string root = rt::CompileCache::default_dir();
   const std::string act = action;
-  if (act != "path" && act != "list" && act != "clear")
-    fail("kiln cache expects path, list or clear; got '{}'", act);
+  if (act != "path" && act != "list" && act != "prune" && act != "clear")
+    fail("kiln cache expects path, list, prune or clear; got '{}'", act);
   if (root.empty())
     fail("no cache directory: set KILN_CACHE_DIR (or XDG_CACHE_HOME or HOME) to choose one");
 
@@ -73,6 +75,14 @@ int run_cache(const KernelRegistry& /*kernels*/) {
     return 0;
   }
 
+  if (act == "prune") { // compiled kernels are keyed by their source: any build that makes the same code reads them
+    const size_t pruned = tuning.prune();
+    llvm::outs() << fmt::format("removed {} autotune result(s) from {} that this build cannot read (another kiln "
+                                "version or code generator, or unreadable); compiled kernels kept\n",
+                                pruned, tune_dir(root));
+    return 0;
+  }
+
   const std::vector<rt::CacheEntryInfo> entries = cache.list();
   const std::vector<rt::TuningFileInfo> tuned = tuning.list();
   if (json) {
@@ -90,6 +100,7 @@ int run_cache(const KernelRegistry& /*kernels*/) {
                                      {"kernel", e.kernel},
                                      {"size_bytes", static_cast<int64_t>(e.size_bytes)},
                                      {"age_seconds", e.age_seconds},
+                                     {"this_build", e.this_build},
                                      {"problem", e.problem}});
     llvm::outs() << llvm::formatv("{0:2}",
                                   llvm::json::Value(llvm::json::Object{
@@ -110,10 +121,11 @@ int run_cache(const KernelRegistry& /*kernels*/) {
   llvm::outs() << fmt::format("  total {}\n", human_bytes(static_cast<double>(total)));
   llvm::outs() << fmt::format("autotune results {}: {} file(s)\n", tune_dir(root), tuned.size());
   for (const rt::TuningFileInfo& e : tuned)
-    llvm::outs() << fmt::format("  {:<24} {:>10} {:>9} old  {}\n",
+    llvm::outs() << fmt::format("  {:<24} {:>10} {:>9} old  {}{}\n",
                                 e.kernel.empty() ? "(unreadable)" : e.kernel,
                                 human_bytes(static_cast<double>(e.size_bytes)), age_text(e.age_seconds),
-                                e.problem.empty() ? llvm::sys::path::filename(e.path).str() : e.problem);
+                                e.problem.empty() ? llvm::sys::path::filename(e.path).str() : e.problem,
+                                e.kernel.empty() || e.this_build ? "" : "  (another build: `kiln cache prune`)");
   return 0;
 }
 

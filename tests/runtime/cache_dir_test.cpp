@@ -6,8 +6,10 @@
 #include "runtime/tuning_cache.h"
 #include "runtime_test_support.h"
 #include "support/error.h"
+#include "support/version.h"
 
 #include <llvm/Support/FileSystem.h>
+#include <llvm/Support/Path.h>
 
 #include <fstream>
 #include <map>
@@ -54,6 +56,38 @@ TEST(CacheDir, TuningFilesThatAreNotRegularFilesAreMissesAndListedNotOpened) {
     EXPECT_TRUE(f.kernel.empty()) << f.path;
     EXPECT_NE(f.problem.find("not a regular file"), std::string::npos) << f.problem;
   }
+}
+
+// A result file's name holds kiln's version and the code generator's hash, so a build reads only its own; `kiln cache
+// prune` removes the others (and unreadable ones), which a changed code generator leaves behind.
+TEST(CacheDir, PruningRemovesTheTuningResultsOfOtherBuilds) {
+  ScratchDir dir;
+  TuningCache cache(dir.path());
+  const TuningKey key{"fa2_fwd", "N_Q=64", "sm_90a", "test device", "space"};
+  TuningRecord record;
+  record.best_id = "a";
+  record.best_ms = 1.5;
+  record.table = {CandidateResult{"a", CandidateStatus::Ok, "", 1.5, 0, -1, -1}};
+  cache.store(key, record);
+  std::string other = serialize_tuning_record(key, record);
+  const std::string mine = std::string("\"code_generator\": \"") + code_generator_hash() + "\"";
+  ASSERT_NE(other.find(mine), std::string::npos) << other;
+  other.replace(other.find(mine), mine.size(), "\"code_generator\": \"0000000000000000\"");
+  std::ofstream(dir.path() + "/tune/other_build.json") << other;
+  std::ofstream(dir.path() + "/tune/broken.json") << "{ not json";
+  std::map<std::string, bool> this_build;
+  for (const TuningFileInfo& f : cache.list())
+    this_build[llvm::sys::path::filename(f.path).str()] = f.this_build;
+  ASSERT_EQ(this_build.size(), 3u);
+  EXPECT_TRUE(this_build[llvm::sys::path::filename(cache.file_path(key)).str()]);
+  EXPECT_FALSE(this_build["other_build.json"]);
+  EXPECT_FALSE(this_build["broken.json"]);
+  EXPECT_EQ(cache.prune(), 2u);
+  ASSERT_EQ(cache.list().size(), 1u);
+  cache.clear_memory();
+  const std::optional<TuningRecord> kept = cache.find(key);
+  ASSERT_TRUE(kept.has_value()) << "this build's result stays and is read back";
+  EXPECT_EQ(kept->best_id, "a");
 }
 
 TEST(CacheDir, ReadingACacheFileIsBounded) {

@@ -319,7 +319,16 @@ TEST_F(CliTest, CachePathListClear) {
   EXPECT_NE(c.out.find("1 autotune result"), std::string::npos) << c.out;
   EXPECT_FALSE(llvm::sys::fs::exists(path("cache/tune/fa2.json")));
 
-  expect_error(kiln({"cache", "purge"}, env), {"path, list or clear", "'purge'"});
+  write_output_file({"test input", path("cache/tune/old.json")}, R"({"kernel": "fa2_fwd", "kiln_version": "0.0.1"})");
+  ToolRun listed = kiln({"cache", "list"}, env);
+  ASSERT_EQ(listed.rc, 0) << listed.err;
+  EXPECT_NE(listed.out.find("(another build: `kiln cache prune`)"), std::string::npos) << listed.out;
+  ToolRun pruned = kiln({"cache", "prune"}, env);
+  ASSERT_EQ(pruned.rc, 0) << pruned.err;
+  EXPECT_NE(pruned.out.find("removed 1 autotune result(s)"), std::string::npos) << pruned.out;
+  EXPECT_FALSE(llvm::sys::fs::exists(path("cache/tune/old.json")));
+
+  expect_error(kiln({"cache", "purge"}, env), {"path, list, prune or clear", "'purge'"});
   expect_error(kiln({"cache"}, env), {"positional"});
 }
 
