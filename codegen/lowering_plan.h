@@ -449,6 +449,10 @@ struct LoweringPlan {
       bytes += ws.on() ? 2 * 4 + 4 * 8 : 2 * 4; // emit_persistent_grid's program ring (and full/empty barriers)
     return (bytes + 1023) / 1024 * 1024;
   }
+  // Whether `op` is a product on wgmma (choose_dot_lowering).
+  bool on_wgmma(const Op& op) const {
+    return op.kind == OpKind::Dot && dots.at(&op).instruction == DotInstruction::Wgmma;
+  }
   bool any_wgmma() const {
     for (const auto& [dot, d] : dots)
       if (d.instruction == DotInstruction::Wgmma)

@@ -22,7 +22,7 @@ void plan_pingpong(const Kernel& k, const CodegenOptions& options, LoweringPlan&
     return;
   for (const Op* loop : ws.loops)
     walk(loop->regions[0], [&](const Op& op) {
-      if (op.kind == OpKind::Dot && plan.dots.at(&op).instruction == DotInstruction::Wgmma)
+      if (plan.on_wgmma(op))
         pp.dots.insert(&op);
     });
   if (pp.dots.empty()) {

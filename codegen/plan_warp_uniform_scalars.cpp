@@ -6,11 +6,7 @@ namespace {
 
 bool issues_wgmma(const Op& loop, const LoweringPlan& plan) {
   bool found = false;
-  walk(loop.regions[0], [&](const Op& op) {
-    if (op.kind == OpKind::Dot)
-      if (auto d = plan.dots.find(&op); d != plan.dots.end() && d->second.instruction == DotInstruction::Wgmma)
-        found = true;
-  });
+  walk(loop.regions[0], [&](const Op& op) { found |= plan.on_wgmma(op); });
   return found;
 }
 

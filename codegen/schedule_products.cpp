@@ -10,10 +10,6 @@ namespace kiln {
 
 namespace {
 
-bool on_wgmma(const LoweringPlan& plan, const Op& op) {
-  return op.kind == OpKind::Dot && plan.dots.at(&op).instruction == DotInstruction::Wgmma;
-}
-
 // Whether the emitter computes `v` where it is read rather than where it is defined: a flexible value, or a cast
 // packed into a product's A. A read of such a value is a read of what it is made from.
 bool computed_at_use(const LoweringPlan& plan, ValueId v) {
@@ -104,7 +100,7 @@ std::vector<const Op*> issue_early(const Kernel& k, const LoweringPlan& plan, co
   const std::set<const Op*> in_body(order.begin(), order.end());
   std::vector<const Op*> products;
   for (const Op* op : order)
-    if (on_wgmma(plan, *op) && !waits_at_issue(k, plan, body, *op))
+    if (plan.on_wgmma(*op) && !waits_at_issue(k, plan, body, *op))
       products.push_back(op);
   auto position = [&](const Op* op) {
     return op ? std::find(order.begin(), order.end(), op) - order.begin() : std::ptrdiff_t{-1};
@@ -206,7 +202,7 @@ void wait_at_first_use(const Kernel& k, const LoweringPlan& plan, const Op& loop
       if (retired > 0)
         wait_before(*op, retired);
     }
-    if (!on_wgmma(plan, *op))
+    if (!plan.on_wgmma(*op))
       continue;
     if (waits_at_issue(k, plan, loop.regions[0], *op)) {
       in_flight.clear(); // its wgmma_wait<0> retires every product before it too
