@@ -1,13 +1,13 @@
 #include "bench/attention_bwd_reference.h"
 
+#include "support/parallel_chunks.h"
+
 #include <algorithm>
 #include <cmath>
-#include <future>
 #include <limits>
 #include <map>
 #include <random>
 #include <set>
-#include <thread>
 
 namespace kiln::bench {
 
@@ -26,18 +26,6 @@ double dot(const double* a, const double* b, size_t n) {
   for (; i < n; ++i)
     s0 += a[i] * b[i];
   return (s0 + s1) + (s2 + s3);
-}
-
-// f(begin, end) over [0, n) in one chunk per hardware thread.
-template <class F>
-void parallel_chunks(int64_t n, const F& f) {
-  const int64_t threads = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  const int64_t chunks = std::min(n, threads);
-  std::vector<std::future<void>> tasks;
-  for (int64_t c = 0; c < chunks; ++c)
-    tasks.push_back(std::async(std::launch::async, [&f, n, c, chunks] { f(n * c / chunks, n * (c + 1) / chunks); }));
-  for (auto& t : tasks)
-    t.get();
 }
 
 // Rows [0, n) of one head of `buf` (strides `s`) in double, row-major [n, D].

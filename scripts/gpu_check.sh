@@ -2,41 +2,54 @@
 # The whole GPU check, run on a GPU machine: device info, the runtime and GPU test suites, and a
 # compute-sanitizer pass over one config of each kernel. Logs go to $OUT (or ./gpu-check-logs);
 # a short table is printed last.
-# Usage: scripts/gpu_check.sh [BIN_DIR] [--attention-tma | --api | --api-backward | --backward | --backward-large |
-#                                        --mods | --varlen | --varlen-backward]
+# Usage: scripts/gpu_check.sh [BIN_DIR] [--all [SECONDS] | --attention-tma | --api | --api-backward | --backward |
+#                                        --backward-large | --mods | --varlen | --varlen-backward]
 #        (BIN_DIR holds kiln_*_tests; default build/tests)
-# Nine parts, each within the GPU tool's 10-minute limit per command; together they are the whole check (times
-# measured on an H100 SXM unless an H200 is named):
+# --all runs the nine parts at once, each in its own process with its own compile cache and its logs under
+# $OUT/<part>/, each cut at SECONDS (default 540) so that the summary still prints inside one 10-minute command;
+# it exits non-zero when a part failed or was cut. The double-precision references run on every core
+# (support/parallel_chunks.h), so the parts share the machine well: on an H200 (16 cores, 2026-11-30, cold
+# caches) all nine took 359 s together, the slowest part 355 s (api-backward); one at a time they took about
+# 46 minutes before the references ran in parallel.
+# Nine parts, each within the GPU tool's 10-minute limit per command; together they are the whole check. Their
+# times alone, before the parallel references (an H100 SXM unless an H200 is named), and in the H200's --all run:
 #   (none)          the runtime suite and every GPU suite but those below (the differential suite included: 520
-#                   random forward problems through the API), and the compute-sanitizer passes over them: 6.1 min
-#                   cold (256 GPU tests, 2026-11-25; the decode suites, 43 tests, add about 1.4 min); with the
-#                   suites --mods now runs it had reached 9.2 min cold on an H200 (350 tests, 2026-11-29), so the
-#                   TMA and warp-specialised forward's suite moved to --attention-tma;
+#                   random forward problems through the API), and the compute-sanitizer passes over them: 9.2 min
+#                   cold on an H200 (350 tests, 2026-11-29, with the suites --mods and --attention-tma now run);
+#                   261 GPU tests in 344 s under --all;
 #   --attention-tma FA2's forward on the TMA, warp-specialised, ping-pong, late-product, persistent (static and
-#                   dynamic), lazy-rescale and exp2-on-FMA schedules (85 cases, about 2 s each cold; a dynamic case
-#                   launches three times) and the sanitizer passes over a few of them: 6.5 min cold on an H200
-#                   (4.8 for the cases, 2026-11-29);
+#                   dynamic), lazy-rescale and exp2-on-FMA schedules (87 cases; a dynamic case launches three
+#                   times) and the sanitizer passes over a few of them: 6.5 min cold on an H200; 152 s for the
+#                   cases under --all (151 s in all beside the default part alone, 2026-11-30);
 #   --mods          the forward with attention mods and block masks (kernels and API) and the sinks' gradients
-#                   through the API: about 2.7 min of that H200 run;
+#                   through the API: about 2.7 min on an H200; 186 s under --all;
 #   --api           the attention API's forward suites (autotuning through the API, mods, the command line,
-#                   non-finite inputs): 1 min with a warm compile cache; cold, its suites but the non-finite ones
-#                   took 3.2 min in a run of both API parts together, which outgrew 10 minutes before finishing;
-#   --api-backward  the backward through the API, with and without mods: 0.5 min warm, 5.7 min cold (that run);
-#   --backward      the attention backward's kernel suites but the large one (about 4.7 min cold on an H200), the
-#                   block-pointer atomic_add suite (the dQ accumulation's op) and the sanitizer passes over the
-#                   backward's kernels; with the large suite it took 8.8 min cold on an H200 (2026-11-29);
+#                   non-finite inputs): 3.2 min cold; 277 s under --all;
+#   --api-backward  the backward through the API, with and without mods: 5.7 min cold; 355 s under --all;
+#   --backward      the attention backward's kernel suites but the large one, the block-pointer atomic_add suite
+#                   (the dQ accumulation's op) and the sanitizer passes over the backward's kernels: 4.7 min cold
+#                   on an H200; 286 s under --all;
 #   --backward-large the backward's long sequences, D = 256, every tuning config, the warp-specialised dK/dV and
-#                   the fused one (GpuFa2BwdLarge), and a racecheck pass over the fused one: 4.2 min cold on an H200
-#                   before the fused suite, which took 66-85 s alone and 101 s under racecheck (2026-11-30, after
-#                   worklog §90);
+#                   the fused one (GpuFa2BwdLarge), and a racecheck pass over the fused one: about 6 min cold on an
+#                   H200; 288 s (+ 11 s racecheck) under --all;
 #   --varlen        attention over packed variable-length batches, forward (kernels, random problems, the API),
-#                   and a memcheck pass over one ragged case: 1.4 min cold (60 GPU tests, 2026-11-25);
-#   --varlen-backward the same for the backward: 6.8 min cold (57 GPU tests, 2026-11-25).
+#                   and a memcheck pass over one ragged case: 1.4 min cold; 247 s under --all;
+#   --varlen-backward the same for the backward: 6.8 min cold; 280 s under --all.
 set -uo pipefail
 bin=build/tests
 part=forward
+all_limit=""
+want_limit=0
 for arg in "$@"; do
+  if ((want_limit)); then
+    want_limit=0
+    if [[ "$arg" =~ ^[0-9]+$ ]]; then
+      all_limit=$arg
+      continue
+    fi
+  fi
   case "$arg" in
+  --all) part=all want_limit=1 all_limit=540 ;;
   --backward) part=backward ;;
   --backward-large) part=backward_large ;;
   --attention-tma) part=attention_tma ;;
@@ -50,6 +63,33 @@ for arg in "$@"; do
 done
 out=${OUT:-gpu-check-logs}
 mkdir -p "$out"
+if [[ $part == all ]]; then
+  t0=$(date +%s)
+  parts=(forward attention-tma mods api api-backward backward backward-large varlen varlen-backward)
+  for p in "${parts[@]}"; do
+    flag=--$p
+    [[ $p == forward ]] && flag=""
+    mkdir -p "$out/$p"
+    # timeout ends the part's whole process group (its test binary and sanitizer too), not only its shell.
+    OUT="$out/$p" KILN_CACHE_DIR="${KILN_CACHE_DIR:-/tmp/kiln-cache}-$p" \
+      timeout -k 5 "$all_limit" bash "$0" "$bin" $flag > "$out/$p/summary.txt" 2>&1 &
+  done
+  wait
+  echo "== all parts at once ($(( $(date +%s) - t0 )) s; each cut at ${all_limit} s)"
+  rc=0
+  for p in "${parts[@]}"; do
+    echo "== part $p"
+    if grep -q '^== summary' "$out/$p/summary.txt"; then
+      sed -n '/^== failures/,$p' "$out/$p/summary.txt"
+    else
+      rc=1
+      echo "(cut at ${all_limit} s before its summary; the suites it finished:)"
+      grep -H -E '^\[  (PASSED|FAILED) ' "$out/$p"/*.log 2>/dev/null
+    fi
+    grep -q -E '^\[  FAILED  \]' "$out/$p"/*.log 2>/dev/null && rc=1
+  done
+  exit $rc
+fi
 export KILN_CACHE_DIR=${KILN_CACHE_DIR:-/tmp/kiln-cache}
 # The CLI tests run the kiln binary that sits beside the test binaries' folder (build/kiln for build/tests).
 if [[ -z "${KILN_TOOL:-}" && -x "$(dirname "$bin")/kiln" ]]; then

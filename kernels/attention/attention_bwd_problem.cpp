@@ -5,6 +5,7 @@
 #include "kernels/attention/fa2_bwd_dq.h"
 #include "kernels/attention/fa2_bwd_dq_convert.h"
 #include "kernels/attention/fa2_bwd_preprocess.h"
+#include "support/parallel_chunks.h"
 
 #include <cmath>
 #include <limits>
@@ -48,56 +49,95 @@ AttentionGrads reference_backward(const AttentionProblem& p, const AttentionTens
   g.dq_magnitude.assign(t.q.size(), 0.0);
   g.dk_magnitude.assign(t.k.size(), 0.0);
   g.dv_magnitude.assign(t.v.size(), 0.0);
-  std::vector<double> prob(NK), dprob(NK), dprob_abs(NK), slope(NK);
-  for (int64_t b = 0; b < p.B; ++b)
-    for (int64_t h = 0; h < p.H; ++h) {
-      const size_t kv0 = static_cast<size_t>((b * p.H_KV + h / (p.H / p.H_KV)) * p.N_K) * D;
-      for (int64_t i = 0; i < p.N_Q; ++i) {
-        const size_t row = static_cast<size_t>((b * p.H + h) * p.N_Q + i);
-        if (lse[row] == -kInf)
-          continue; // no visible key: P = 0, nothing flows back
-        const double* q = &t.q[row * D];
-        const double* dout = &t.dout[row * D];
-        double delta = 0, delta_abs = 0; // rowsum(P ∘ dP), which equals rowsum(dO ∘ O); and over |dP|'s terms
-        for (size_t j = 0; j < NK; ++j) {
-          prob[j] = dprob[j] = dprob_abs[j] = 0;
-          if (!visible(p, i, static_cast<int64_t>(j)))
-            continue;
-          double s = 0, dp = 0, dp_abs = 0;
-          for (size_t d = 0; d < D; ++d) {
-            s += q[d] * t.k[kv0 + j * D + d];
-            dp += dout[d] * t.v[kv0 + j * D + d];
-            dp_abs += std::abs(dout[d] * t.v[kv0 + j * D + d]);
-          }
-          const double scaled = s * scale;
-          const double modded = scores.score ? scores.score(b, h, i, static_cast<int64_t>(j), scaled) : scaled;
-          if (modded == -kInf)
-            continue; // hidden by a mask mod
-          prob[j] = std::exp(modded - lse[row]);
-          // d score / d (q·k · scale): dS through the score mods
-          slope[j] = scores.derivative ? scores.derivative(b, h, i, static_cast<int64_t>(j), scaled) : 1.0;
-          dprob[j] = dp;
-          dprob_abs[j] = dp_abs;
-          delta += prob[j] * dp;
-          delta_abs += prob[j] * dp_abs;
-        }
-        for (size_t j = 0; j < NK; ++j) {
-          if (prob[j] == 0)
-            continue;
-          const double ds = prob[j] * (dprob[j] - delta) * slope[j] * scale; // dL/dS_ij · scale = dL/d(q·k)
-          const double ds_abs = prob[j] * (dprob_abs[j] + delta_abs) * std::abs(slope[j] * scale);
-          for (size_t d = 0; d < D; ++d) {
-            const size_t kd = kv0 + j * D + d;
-            g.dq[row * D + d] += ds * t.k[kd];
-            g.dk[kd] += ds * q[d];
-            g.dv[kd] += prob[j] * dout[d];
-            g.dq_magnitude[row * D + d] += ds_abs * std::abs(t.k[kd]);
-            g.dk_magnitude[kd] += ds_abs * std::abs(q[d]);
-            g.dv_magnitude[kd] += prob[j] * std::abs(dout[d]);
-          }
+  const int64_t group = p.H / p.H_KV;
+  // A score function (a mod's reference, which may keep state) runs on one thread; else rows and keys in parallel.
+  const int64_t threads = scores.score || scores.derivative ? 1 : 0;
+  // The terms of row i of (b, h) and key j, computed alike by both passes below, so that they agree bit for bit:
+  // P_ij (0 where the pair is hidden), dP_ij = dO_i · V_j, the sum of its terms' magnitudes, and d score / d s.
+  struct Pair {
+    double prob = 0, dp = 0, dp_abs = 0, slope = 1;
+  };
+  auto pair = [&](int64_t b, int64_t h, int64_t i, int64_t j) {
+    Pair r;
+    if (!visible(p, i, j))
+      return r;
+    const size_t row = static_cast<size_t>((b * p.H + h) * p.N_Q + i);
+    const size_t kv = static_cast<size_t>((b * p.H_KV + h / group) * p.N_K + j) * D;
+    const double* q = &t.q[row * D];
+    const double* dout = &t.dout[row * D];
+    double s = 0;
+    for (size_t d = 0; d < D; ++d) {
+      s += q[d] * t.k[kv + d];
+      r.dp += dout[d] * t.v[kv + d];
+      r.dp_abs += std::abs(dout[d] * t.v[kv + d]);
+    }
+    const double scaled = s * scale;
+    const double modded = scores.score ? scores.score(b, h, i, j, scaled) : scaled;
+    if (modded == -kInf)
+      return Pair{}; // hidden by a mask mod
+    r.prob = std::exp(modded - lse[row]);
+    // d score / d (q·k · scale): dS through the score mods
+    r.slope = scores.derivative ? scores.derivative(b, h, i, j, scaled) : 1.0;
+    return r;
+  };
+  // dL/dS_ij · scale = dL/d(q·k), and the same over the terms' magnitudes.
+  auto ds_of = [&](const Pair& x, double delta) { return x.prob * (x.dp - delta) * x.slope * scale; };
+  auto ds_abs_of = [&](const Pair& x, double delta_abs) {
+    return x.prob * (x.dp_abs + delta_abs) * std::abs(x.slope * scale);
+  };
+  // Rows: Delta_i = rowsum(P ∘ dP) (which equals rowsum(dO ∘ O)) and over |dP|'s terms, then dQ_i.
+  const int64_t rows = p.B * p.H * p.N_Q;
+  std::vector<double> delta(static_cast<size_t>(rows), 0.0), delta_abs(static_cast<size_t>(rows), 0.0);
+  parallel_chunks(rows, [&](int64_t begin, int64_t end) {
+    std::vector<Pair> terms(NK);
+    for (int64_t row_index = begin; row_index < end; ++row_index) {
+      const size_t row = static_cast<size_t>(row_index);
+      if (lse[row] == -kInf)
+        continue; // no visible key: P = 0, nothing flows back
+      const int64_t i = row_index % p.N_Q, h = row_index / p.N_Q % p.H, b = row_index / (p.N_Q * p.H);
+      const size_t kv0 = static_cast<size_t>((b * p.H_KV + h / group) * p.N_K) * D;
+      for (size_t j = 0; j < NK; ++j) {
+        terms[j] = pair(b, h, i, static_cast<int64_t>(j));
+        delta[row] += terms[j].prob * terms[j].dp;
+        delta_abs[row] += terms[j].prob * terms[j].dp_abs;
+      }
+      for (size_t j = 0; j < NK; ++j) {
+        if (terms[j].prob == 0)
+          continue;
+        const double ds = ds_of(terms[j], delta[row]), ds_abs = ds_abs_of(terms[j], delta_abs[row]);
+        for (size_t d = 0; d < D; ++d) {
+          const size_t kd = kv0 + j * D + d;
+          g.dq[row * D + d] += ds * t.k[kd];
+          g.dq_magnitude[row * D + d] += ds_abs * std::abs(t.k[kd]);
         }
       }
     }
+  }, threads);
+  // Keys: dK_j and dV_j over the rows of every query head of j's kv head, in the order (h, i).
+  parallel_chunks(p.B * p.H_KV * p.N_K, [&](int64_t begin, int64_t end) {
+    for (int64_t key = begin; key < end; ++key) {
+      const int64_t j = key % p.N_K, hk = key / p.N_K % p.H_KV, b = key / (p.N_K * p.H_KV);
+      const size_t kv = static_cast<size_t>(key) * D;
+      for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
+        for (int64_t i = 0; i < p.N_Q; ++i) {
+          const size_t row = static_cast<size_t>((b * p.H + h) * p.N_Q + i);
+          if (lse[row] == -kInf)
+            continue;
+          const Pair x = pair(b, h, i, j);
+          if (x.prob == 0)
+            continue;
+          const double ds = ds_of(x, delta[row]), ds_abs = ds_abs_of(x, delta_abs[row]);
+          const double* q = &t.q[row * D];
+          const double* dout = &t.dout[row * D];
+          for (size_t d = 0; d < D; ++d) {
+            g.dk[kv + d] += ds * q[d];
+            g.dv[kv + d] += x.prob * dout[d];
+            g.dk_magnitude[kv + d] += ds_abs * std::abs(q[d]);
+            g.dv_magnitude[kv + d] += x.prob * std::abs(dout[d]);
+          }
+        }
+    }
+  }, threads);
   return g;
 }
 

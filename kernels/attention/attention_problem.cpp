@@ -4,6 +4,7 @@
 #include "kernels/attention/fa1_fwd.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "kernels/dtype_param.h"
+#include "support/parallel_chunks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -164,54 +165,57 @@ AttentionResult reference_forward(const AttentionProblem& p, const AttentionTens
   AttentionResult r;
   r.o.assign(static_cast<size_t>(p.B * p.H * p.N_Q) * D, 0.0);
   r.lse.assign(static_cast<size_t>(p.B * p.H * p.N_Q), -kInf);
-  std::vector<double> scores(static_cast<size_t>(p.N_K));
-  for (int64_t b = 0; b < p.B; ++b)
-    for (int64_t h = 0; h < p.H; ++h) {
+  // Rows in parallel, each on its own: a score function (a mod's reference, which may keep state) runs on one
+  // thread.
+  const int64_t rows = p.B * p.H * p.N_Q;
+  parallel_chunks(rows, [&](int64_t begin, int64_t end) {
+    std::vector<double> scores(static_cast<size_t>(p.N_K));
+    for (int64_t row_index = begin; row_index < end; ++row_index) {
+      const int64_t i = row_index % p.N_Q, h = row_index / p.N_Q % p.H, b = row_index / (p.N_Q * p.H);
       const int64_t hk = h / (p.H / p.H_KV);
       const double* k = &t.k[static_cast<size_t>((b * p.H_KV + hk) * p.N_K) * D];
       const double* v = &t.v[static_cast<size_t>((b * p.H_KV + hk) * p.N_K) * D];
-      for (int64_t i = 0; i < p.N_Q; ++i) {
-        const size_t row = static_cast<size_t>((b * p.H + h) * p.N_Q + i);
-        const double* q = &t.q[row * D];
-        // kiln's non-finite semantics (docs/guarantees.md): a score is Q·K in f32, so one beyond f32's range is
-        // ±inf; a NaN or +inf score among the row's visible keys makes its O and LSE NaN; a score of -inf is a
-        // masked key.
-        double m = -kInf;
-        bool poisoned = false;
-        for (int64_t j = 0; j < p.N_K; ++j) {
-          double dotp = 0;
-          for (size_t d = 0; d < D; ++d)
-            dotp += q[d] * k[static_cast<size_t>(j) * D + d];
-          if (std::abs(dotp) > std::numeric_limits<float>::max())
-            dotp = std::copysign(kInf, dotp);
-          const double s = !visible(p, i, j) ? -kInf : score ? score(b, h, i, j, dotp * scale) : dotp * scale;
-          scores[static_cast<size_t>(j)] = s;
-          poisoned = poisoned || std::isnan(s) || s == kInf;
-          if (!std::isnan(s))
-            m = std::max(m, s);
-        }
-        if (poisoned) {
-          std::fill_n(r.o.begin() + static_cast<std::ptrdiff_t>(row * D), D, std::nan(""));
-          r.lse[row] = std::nan("");
-          continue;
-        }
-        if (m == -kInf)
-          continue; // no visible key (or only scores of -inf): O = 0, LSE = -inf
-        double l = 0;
-        double* o = &r.o[row * D];
-        for (int64_t j = 0; j < p.N_K; ++j) {
-          double w = std::exp(scores[static_cast<size_t>(j)] - m);
-          if (w == 0)
-            continue;
-          l += w;
-          for (size_t d = 0; d < D; ++d)
-            o[d] += w * v[static_cast<size_t>(j) * D + d];
-        }
+      const size_t row = static_cast<size_t>(row_index);
+      const double* q = &t.q[row * D];
+      // kiln's non-finite semantics (docs/guarantees.md): a score is Q·K in f32, so one beyond f32's range is
+      // ±inf; a NaN or +inf score among the row's visible keys makes its O and LSE NaN; a score of -inf is a
+      // masked key.
+      double m = -kInf;
+      bool poisoned = false;
+      for (int64_t j = 0; j < p.N_K; ++j) {
+        double dotp = 0;
         for (size_t d = 0; d < D; ++d)
-          o[d] /= l;
-        r.lse[row] = m + std::log(l);
+          dotp += q[d] * k[static_cast<size_t>(j) * D + d];
+        if (std::abs(dotp) > std::numeric_limits<float>::max())
+          dotp = std::copysign(kInf, dotp);
+        const double s = !visible(p, i, j) ? -kInf : score ? score(b, h, i, j, dotp * scale) : dotp * scale;
+        scores[static_cast<size_t>(j)] = s;
+        poisoned = poisoned || std::isnan(s) || s == kInf;
+        if (!std::isnan(s))
+          m = std::max(m, s);
       }
+      if (poisoned) {
+        std::fill_n(r.o.begin() + static_cast<std::ptrdiff_t>(row * D), D, std::nan(""));
+        r.lse[row] = std::nan("");
+        continue;
+      }
+      if (m == -kInf)
+        continue; // no visible key (or only scores of -inf): O = 0, LSE = -inf
+      double l = 0;
+      double* o = &r.o[row * D];
+      for (int64_t j = 0; j < p.N_K; ++j) {
+        double w = std::exp(scores[static_cast<size_t>(j)] - m);
+        if (w == 0)
+          continue;
+        l += w;
+        for (size_t d = 0; d < D; ++d)
+          o[d] += w * v[static_cast<size_t>(j) * D + d];
+      }
+      for (size_t d = 0; d < D; ++d)
+        o[d] /= l;
+      r.lse[row] = m + std::log(l);
     }
+  }, score ? 1 : 0);
   return r;
 }
 
