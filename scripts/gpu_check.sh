@@ -20,7 +20,7 @@
 #   --attention-tma FA2's forward on the TMA, warp-specialised, ping-pong, late-product, persistent (static and
 #                   dynamic), lazy-rescale and exp2-on-FMA schedules (87 cases; a dynamic case launches three
 #                   times) and the sanitizer passes over a few of them: 6.5 min cold on an H200; 152 s for the
-#                   cases under --all (151 s in all beside the default part alone, 2026-11-30);
+#                   cases under --all (the part took 151 s run beside the default part only, 2026-11-30);
 #   --mods          the forward with attention mods and block masks (kernels and API) and the sinks' gradients
 #                   through the API: about 2.7 min on an H200; 186 s under --all;
 #   --api           the attention API's forward suites (autotuning through the API, mods, the command line,
