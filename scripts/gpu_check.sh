@@ -3,15 +3,16 @@
 # compute-sanitizer pass over one config of each kernel. Logs go to $OUT (or ./gpu-check-logs);
 # a short table is printed last.
 # Usage: scripts/gpu_check.sh [BIN_DIR] [--all [SECONDS] | --attention-tma | --api | --api-backward | --backward |
-#                                        --backward-large | --mods | --varlen | --varlen-backward]
+#                                        --backward-large | --backward-differential | --mods | --varlen |
+#                                        --varlen-backward]
 #        (BIN_DIR holds kiln_*_tests; default build/tests)
-# --all runs the nine parts at once, each in its own process with its own compile cache and its logs under
+# --all runs the ten parts at once, each in its own process with its own compile cache and its logs under
 # $OUT/<part>/, each cut at SECONDS (default 540) so that the summary still prints inside one 10-minute command;
 # it exits non-zero when a part failed or was cut. The double-precision references run on every core
 # (support/parallel_chunks.h), so the parts share the machine well: on an H200 (16 cores, 2026-11-30, cold
-# caches) all nine took 359 s together, the slowest part 355 s (api-backward); one at a time they took about
-# 46 minutes before the references ran in parallel.
-# Nine parts, each within the GPU tool's 10-minute limit per command; together they are the whole check. Their
+# caches) the nine parts before --backward-differential took 359 s together, the slowest 355 s (api-backward);
+# one at a time they took about 46 minutes before the references ran in parallel.
+# Ten parts, each within the GPU tool's 10-minute limit per command; together they are the whole check. Their
 # times alone, before the parallel references (an H100 SXM unless an H200 is named), and in the H200's --all run:
 #   (none)          the runtime suite and every GPU suite but those below (the differential suite included: 520
 #                   random forward problems through the API), and the compute-sanitizer passes over them: 9.2 min
@@ -32,6 +33,9 @@
 #   --backward-large the backward's long sequences, D = 256, every tuning config, the warp-specialised dK/dV and
 #                   the fused one (GpuFa2BwdLarge), and a racecheck pass over the fused one: about 6 min cold on an
 #                   H200; 288 s (+ 11 s racecheck) under --all;
+#   --backward-differential 120 random backward problems through the API (tests/gpu/attention_bwd_differential_gpu_test.cpp:
+#                   default configs, drawn deterministic pairs, drawn ATOMIC_DQ=1 tiles), compile-bound: 341 s alone
+#                   on an H200, cold (2026-11-30);
 #   --varlen        attention over packed variable-length batches, forward (kernels, random problems, the API),
 #                   and a memcheck pass over one ragged case: 1.4 min cold; 247 s under --all;
 #   --varlen-backward the same for the backward: 6.8 min cold; 280 s under --all.
@@ -55,6 +59,7 @@ for arg in "$@"; do
   --attention-tma) part=attention_tma ;;
   --api) part=api ;;
   --api-backward) part=api_backward ;;
+  --backward-differential) part=backward_differential ;;
   --mods) part=mods ;;
   --varlen) part=varlen ;;
   --varlen-backward) part=varlen_backward ;;
@@ -65,7 +70,7 @@ out=${OUT:-gpu-check-logs}
 mkdir -p "$out"
 if [[ $part == all ]]; then
   t0=$(date +%s)
-  parts=(forward attention-tma mods api api-backward backward backward-large varlen varlen-backward)
+  parts=(forward attention-tma mods api api-backward backward backward-large backward-differential varlen varlen-backward)
   for p in "${parts[@]}"; do
     flag=--$p
     [[ $p == forward ]] && flag=""
@@ -109,6 +114,8 @@ backward_large_suites='*GpuFa2BwdLarge*'
 attention_tma_suites='*GpuAttentionTma*'
 api_suites='*GpuAttentionApi*:*GpuModsApi*:*CliGpuTest*:*GpuAttentionNonFinite*'
 api_backward_suites='*GpuAttentionBwdApi*:*GpuModsBwd*'
+# Random backward problems through the API at drawn configs (compile-bound: about 100 kernels).
+backward_differential_suites='*GpuAttentionBwdDifferential*'
 # Attention over packed variable-length batches: the forward's suites (with mods: forward and backward), then
 # the backward's.
 varlen_suites='*GpuVarlen.*:*GpuVarlenApi*:*GpuVarlenRandom*:*GpuVarlenMods*'
@@ -146,6 +153,7 @@ attention_tma)
   sanitize synccheck sanitizer_synccheck_attention_tma '*GpuAttentionTma*N_K333*:*GpuAttentionTma*bshd*' ;;
 api) suites api "$api_suites" ;;
 api_backward) suites api_backward "$api_backward_suites" ;;
+backward_differential) suites backward_differential "$backward_differential_suites" ;;
 mods) suites mods "$mods_suites" ;;
 varlen)
   suites varlen "$varlen_suites"
@@ -155,7 +163,7 @@ varlen_backward)
   sanitize memcheck sanitizer_memcheck_varlen_backward '*GpuVarlenBwd.*ragged_causalBR*' ;;
 *)
   run runtime_tests "$bin/kiln_runtime_tests"
-  run gpu_tests "$bin/kiln_gpu_tests" --gtest_filter="-$backward_suites:$api_suites:$api_backward_suites:$mods_suites:$varlen_suites:$varlen_backward_suites:$attention_tma_suites"
+  run gpu_tests "$bin/kiln_gpu_tests" --gtest_filter="-$backward_suites:$api_suites:$api_backward_suites:$mods_suites:$varlen_suites:$varlen_backward_suites:$attention_tma_suites:$backward_differential_suites"
   sanitize memcheck sanitizer_memcheck '*GpuVectorAdd*:*GpuMatmul*M128_*:*GpuMatmulTma*M264*:*TmaGpu*:*GpuFa2Big*N1024_D64_c1*:*GpuSoftmax*:*GpuMatmulSplitK*M300_N200_K1000_f16*:*GpuMatmulSplitK*M64_N64*:*GpuChunkedLogsumexp*f16_R4*:*GpuStagedLoads*s3*:*GpuReductionSlots*'
   sanitize racecheck sanitizer_racecheck '*GpuMatmul*M128_*:*GpuMatmulTma*M264*:*GpuFa2Big*N1024_D64_c0*:*GpuSoftmax*:*GpuMatmulSplitK*M300_N200_K1000_f16*:*GpuStagedLoads*s3*:*GpuReductionSlots*'
   # Barrier use (named barriers, mbarrier waits) of the TMA and warp-specialised paths (attention's: --attention-tma).
