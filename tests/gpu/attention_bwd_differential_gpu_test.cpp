@@ -74,7 +74,9 @@ TEST_F(GpuAttentionBwdDifferential, RandomProblemsMatchTheReferenceGradients) {
   for (int index = 0; index < kProblems; ++index) {
     const BwdVariant& variant = pool[static_cast<size_t>(draw(rng, 0, kVariants - 1))];
     AttentionCase c = random_attention_case(rng, variant.kernel, lim);
-    c.input_scale = std::min(c.input_scale, 4.0); // the gradients' tolerance is made for scores within tens
+    // Inputs within ±4 here; the interpreter's backward suite (interp/attention_differential_test.cpp) also draws
+    // ±30, scores in the hundreds, which this suite has not run with on a GPU yet.
+    c.input_scale = std::min(c.input_scale, 4.0);
     const AttentionProblem& p = c.problem;
     const Mode mode = static_cast<Mode>(index % 3);
     BackwardOptions o;
