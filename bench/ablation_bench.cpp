@@ -57,6 +57,10 @@ std::vector<AblationVariant> ablation_variants() {
   o.warp_uniform = false; // sm_90a: scalar loads and wgmma loops' bounds read plainly (elsewhere the code does not
                           // change)
   out.push_back({"no_warp_uniform", o});
+  o = {};
+  o.tile_barriers = false; // configs with TILE_BARRIERS=1: one full and one empty mbarrier a ring slot (elsewhere
+                           // the code does not change)
+  out.push_back({"no_tile_barriers", o});
   return out;
 }
 

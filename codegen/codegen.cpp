@@ -12,6 +12,7 @@
 #include "codegen/plan_unordered_reductions.h"
 #include "codegen/plan_pingpong.h"
 #include "codegen/plan_late_products.h"
+#include "codegen/plan_tile_barriers.h"
 #include "codegen/schedule_products.h"
 #include "codegen/plan_products_ahead.h"
 #include "codegen/plan_exp2_on_fma.h"
@@ -60,10 +61,10 @@ void check_shared_bytes(const Kernel& k, const Target& target, int64_t bytes, co
 std::string CodegenOptions::str() const {
   return fmt::format(
       "tensor_cores={} swizzle={} async_copy={} vectorize={} wgmma={} tma={} warp_specialize={} persistent={} "
-      "pingpong={} product_ahead={} late_product={} product_schedule={} warp_uniform={}",
+      "pingpong={} product_ahead={} late_product={} product_schedule={} warp_uniform={} tile_barriers={}",
       int(tensor_cores), int(swizzle), int(async_copy), int(vectorize), int(wgmma), int(tma), int(warp_specialize),
       int(persistent), int(pingpong), int(product_ahead), int(late_product), int(product_schedule),
-      int(warp_uniform));
+      int(warp_uniform), int(tile_barriers));
 }
 
 GeneratedKernel generate_cuda(const Kernel& k, const Target& target, const CodegenOptions& options) {
@@ -83,6 +84,7 @@ GeneratedKernel generate_cuda(const Kernel& k, const Target& target, const Codeg
   plan_pingpong(k, options, plan);
   plan_products_ahead(k, options, plan);
   plan_late_products(k, options, plan);
+  plan_tile_barriers(k, options, plan);
   plan_persistent_grid(k, options, plan);
   analyze_contiguity(k, target, options, plan);
   plan_layout_conversions(k, plan);
@@ -111,10 +113,11 @@ GeneratedKernel generate_cuda(const Kernel& k, const Target& target, const Codeg
   g.why_not_pingpong = plan.pingpong.why_not;
   g.why_not_product_ahead = plan.ahead.why_not;
   g.why_not_late_product = plan.late.why_not;
+  g.why_not_tile_barriers = plan.ws.why_not_tile_barriers;
   if (log)
     std::fprintf(stderr,
                  "// ---- after assign_layouts, plan_shared_memory, choose_dot_lowering, schedule_async_copies, "
-                 "plan_tma_copies, plan_warp_specialization, plan_pingpong, plan_products_ahead, plan_late_products, plan_persistent_grid, analyze_contiguity, plan_layout_conversions, plan_scratch, "
+                 "plan_tma_copies, plan_warp_specialization, plan_pingpong, plan_products_ahead, plan_late_products, plan_tile_barriers, plan_persistent_grid, analyze_contiguity, plan_layout_conversions, plan_scratch, "
                  "schedule_products, plan_bulk_reductions, plan_unordered_reductions, plan_rescale_skips, plan_exp2_on_fma, plan_warp_uniform_scalars ----\n%s",
                  g.lowered.c_str());
   const std::string body = emit_cuda(k, plan, target, options);

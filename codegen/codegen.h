@@ -77,14 +77,17 @@ struct CodegenOptions {
   // that ptxas knows them warp-uniform and does not put the kernel's products in series (else read plainly;
   // codegen/plan_warp_uniform_scalars.h)
   bool warp_uniform = true;
+  // warp-specialised kernels whose config asks (TILE_BARRIERS=1): a full and an empty mbarrier per tile of a ring
+  // slot (else one pair a slot; codegen/plan_tile_barriers.h)
+  bool tile_barriers = true;
 
-  static constexpr int kSwitches = 13;
+  static constexpr int kSwitches = 14;
   int switches_off() const {
     return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma + !warp_specialize + !persistent +
-           !pingpong + !product_ahead + !late_product + !product_schedule + !warp_uniform;
+           !pingpong + !product_ahead + !late_product + !product_schedule + !warp_uniform + !tile_barriers;
   }
   bool all_on() const { return switches_off() == 0; }
-  std::string str() const; // "tensor_cores=1 swizzle=1 ... product_schedule=1 warp_uniform=1"
+  std::string str() const; // "tensor_cores=1 swizzle=1 ... warp_uniform=1 tile_barriers=1"
 };
 
 // What a launch needs besides the source: the entry point, the block size and dynamic shared memory.
@@ -116,6 +119,7 @@ struct GeneratedKernel {
   std::string why_not_pingpong;   // PINGPONG=1 and not done: why (pruned by the autotuner, as above)
   std::string why_not_product_ahead; // PRODUCT_AHEAD=1 and not done: why (pruned by the autotuner, as above)
   std::string why_not_late_product;  // LAST_PRODUCT_LATE=1 and not done: why (pruned by the autotuner, as above)
+  std::string why_not_tile_barriers; // TILE_BARRIERS=1 and not done: why (pruned by the autotuner, as above)
 };
 
 // A config the target cannot run at all: shared tiles beyond the arch's per-block limit, or MIN_BLOCKS_PER_SM

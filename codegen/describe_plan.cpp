@@ -62,6 +62,9 @@ std::string describe_warp_specialization(const LoweringPlan& plan, const Op& loo
       "are illegal runs this config generated without warp specialisation\n",
       ws.consumer_threads, ws.consumer_threads + WarpSpecialization::kProducerThreads - 1, ws.producer_ops.size(),
       ws.loops.size(), ws.consumer_threads);
+  if (ws.tile_barriers)
+    s += "//     tile barriers (TILE_BARRIERS=1): a full and an empty mbarrier per tile of each slot, the producer "
+         "copying each tile once its own readers are done and the consumers waiting for each where it is loaded\n";
   if (ws.consumer_registers)
     s += fmt::format("//     setmaxnreg: producer {} registers, consumers {} (from {} at entry)\n",
                      ws.producer_registers, ws.consumer_registers, ws.entry_registers);
@@ -92,8 +95,18 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                      loop->loc.str(), late.last.size() > 1 ? "s" : "", places(late.last),
                      late.last.size() > 1 ? "are" : "is", late.first.size() > 1 ? "s" : "", places(late.first),
                      late.first_reader->loc.str());
+  for (const auto& [loop, late] : plan.late.loops)
+    if (!late.released_after_first.empty())
+      s += fmt::format("//   loop at {}: the tile{} of the load{} at {} go{} back right after the first {} wait, "
+                       "the others' with the late product{}\n",
+                       loop->loc.str(), late.released_after_first.size() > 1 ? "s" : "",
+                       late.released_after_first.size() > 1 ? "s" : "", places(late.released_after_first),
+                       late.released_after_first.size() > 1 ? "" : "es",
+                       late.first.size() > 1 ? "products'" : "product's", late.last.size() > 1 ? "s" : "");
   if (!plan.late.why_not.empty())
     s += fmt::format("//   no late product (LAST_PRODUCT_LATE=1): {}\n", plan.late.why_not);
+  if (!plan.ws.why_not_tile_barriers.empty())
+    s += fmt::format("//   one barrier pair a slot (TILE_BARRIERS=1): {}\n", plan.ws.why_not_tile_barriers);
   std::function<void(const Region&)> describe_waits = [&](const Region& r) { // in program order
     for (const auto& op : r.ops) {
       if (auto moved = plan.products.issued_after.find(op.get()); moved != plan.products.issued_after.end())

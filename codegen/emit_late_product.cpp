@@ -6,7 +6,8 @@
 // on, iteration j - 1's last products (their A from the words, their B from slot j - 1, accumulating into the
 // carried registers); then the first products are waited for alone (`wgmma_wait<n>`, n the last products), and
 // the ops up to the first read of a carried value run while the last products are on the tensor cores. Before
-// that read, they are waited for and slot j - 1 goes back to the producer. Where each last product stood, its A is
+// that read, they are waited for and slot j - 1 goes back to the producer (with tile barriers, its tiles that only the
+// first products read went back already, right after the first products' wait in iteration j - 1). Where each last product stood, its A is
 // packed into the words and its accumulator copied into the carried registers. After the loop, the last
 // iteration's products are issued, waited for, and their slot released.
 #include "codegen/emitter.h"
@@ -59,8 +60,24 @@ void Emitter::emit_late_product_after_first(const LateLoop& l) {
   line("kiln::wgmma_wait<0>();");
   close();
   line("}}");
+  if (!l.late->released_after_first.empty()) // tile barriers: what only the first products read goes back now
+    emit_tile_releases(*l.loop, l.stage, l.late->released_after_first);
   const Op& first = *l.late->first.back();
   read_after_wait(name_.at(first.result()), layout_of(first.result()).num_regs());
+}
+
+void Emitter::release_late_slot(const LateLoop& l) {
+  if (!plan_.ws.tile_barriers) {
+    emit_slot_release(*l.loop, l.previous_slot());
+    return;
+  }
+  std::vector<const Op*> rest; // the tiles the late products read, and any other reader's
+  for (const Op* load : plan_.pipelined.at(l.loop))
+    if (std::find(l.late->released_after_first.begin(), l.late->released_after_first.end(), load) ==
+        l.late->released_after_first.end())
+      rest.push_back(load);
+  if (!rest.empty())
+    emit_tile_releases(*l.loop, l.previous_slot(), rest);
 }
 
 void Emitter::emit_late_product_wait(const LateLoop& l) {
@@ -70,7 +87,7 @@ void Emitter::emit_late_product_wait(const LateLoop& l) {
        l.late->last.front()->loc.str());
   line("if ({} != {}) {{ // its slot goes back", l.iv, l.lo);
   open();
-  emit_slot_release(*l.loop, l.previous_slot());
+  release_late_slot(l);
   close();
   line("}}");
   for (size_t i = 0; i < l.late->last.size(); ++i)
@@ -105,7 +122,7 @@ void Emitter::close_late_product(const LateLoop& l) {
   open();
   issue_late_product(l, l.previous_slot(), /*turn_held=*/false);
   line("kiln::wgmma_wait<0>();");
-  emit_slot_release(*l.loop, l.previous_slot());
+  release_late_slot(l);
   close();
   line("}}");
   for (size_t i = 0; i < l.late->last.size(); ++i)

@@ -168,6 +168,10 @@ void Emitter::emit_block_load(const Op& op) {
   if (plan_.where(r) == Placement::Shared) {
     const SharedTile& t = plan_.tiles[plan_.tile_of.at(r)];
     if (plan_.is_pipelined(t)) { // issued ahead by emit_for; the first load of the loop waits for the stage
+      if (const Op* loop = plan_.loop_of_pipelined(&op); plan_.ws.tile_barriers && plan_.ws.specializes(loop)) {
+        emit_tile_wait(*loop, op, stage_var_.at(&op)); // every tile where it is loaded (plan_tile_barriers.h)
+        return;
+      }
       if (const Op* loop = plan_.loop_waiting_at(&op)) {
         if (plan_.ahead.dots.count(loop)) {
           line("// the slot was waited for where this iteration's product was issued, one iteration ahead");

@@ -32,8 +32,26 @@ std::string Emitter::tma_ring_declarations() const {
     std::string where;
     for (const Op* l : loops_of_ring[ring])
       where += (where.empty() ? "" : ", ") + l->loc.str();
+    const char* loops_word = loops_of_ring[ring].size() > 1 ? "s" : "";
+    if (plan_.ws.specializes(loop) && plan_.ws.tile_barriers) {
+      // A barrier pair per tile of each slot: full when the tile's copy lands (the producer's one arrival), empty
+      // when every consumer warp has released the tile.
+      s += fmt::format("  __shared__ __align__(8) unsigned long long kiln_full{}[{} * {}]; // TMA ring of the loop{} "
+                       "at {}: a barrier per tile of each slot\n",
+                       ring, stages, loads.size(), loops_word, where);
+      s += fmt::format("  unsigned kiln_phase{} = 0; // bit s * {} + t: the parity tile t of slot s completes next\n",
+                       ring, loads.size());
+      s += fmt::format("  __shared__ __align__(8) unsigned long long kiln_empty{}[{} * {}]; // the consumers' releases, "
+                       "a tile at a time\n",
+                       ring, stages, loads.size());
+      init += fmt::format("    for (int s = 0; s < {} * {}; ++s) {{\n"
+                          "      kiln::mbarrier_init(kiln::smem_u32(&kiln_full{}[s]), 1);\n"
+                          "      kiln::mbarrier_init(kiln::smem_u32(&kiln_empty{}[s]), {});\n    }}\n",
+                          stages, loads.size(), ring, ring, plan_.num_warps);
+      continue;
+    }
     s += fmt::format("  __shared__ __align__(8) unsigned long long kiln_full{}[{}]; // TMA ring of the loop{} at {}\n",
-                     ring, stages, loops_of_ring[ring].size() > 1 ? "s" : "", where);
+                     ring, stages, loops_word, where);
     s += fmt::format("  unsigned kiln_phase{} = 0; // bit s: the parity slot s completes next\n", ring);
     if (!plan_.ws.specializes(loop)) {
       init += fmt::format("    for (int s = 0; s < {}; ++s)\n      kiln::mbarrier_init(kiln::smem_u32(&kiln_full{}[s]), {});\n",
@@ -65,7 +83,7 @@ void Emitter::emit_tma_issue(const Op& load, const std::string& bp, const std::s
   const Op* loop = t.loop();
   const int ring = plan_.tma.loops.at(loop);
   const std::string bar = fresh("bar");
-  line("const unsigned {} = kiln::smem_u32(&kiln_full{}[{}]);", bar, ring, slot);
+  line("const unsigned {} = kiln::smem_u32(&{});", bar, ring_barrier("full", ring, slot, plan_.ring_tile_index(loop, &load)));
   line("kiln::mbarrier_arrive_expect_tx({}, {}); // {} -> shared [{} x {}]", bar, c.bytes_per_stage, load.loc.str(),
        t.rows, t.cols);
   const SharedTileGeometry g = t.geometry();
@@ -81,6 +99,27 @@ void Emitter::emit_tma_issue(const Op& load, const std::string& bp, const std::s
     line("kiln::tma_load_{}d(kiln::smem_u32(kiln_smem + {} + ({}) * {} + {}), &kiln_map{}, (int){}.off[{}] + {}{}, {});",
          rank, t.offset, slot, t.bytes_per_stage(), p * g.panel_bytes(), c.map, bp, m.order[0], p * c.panel_elems,
          outer, bar);
+}
+
+std::string Emitter::ring_barrier(const char* kind, int ring, const std::string& slot, int tile) const {
+  if (!plan_.ws.tile_barriers)
+    return fmt::format("kiln_{}{}[{}]", kind, ring, slot);
+  return fmt::format("kiln_{}{}[({}) * {} + {}]", kind, ring, slot, plan_.pipelined.at(plan_.ws.loops.front()).size(),
+                     tile);
+}
+
+std::string Emitter::ring_bit(const std::string& slot, int tile) const {
+  if (!plan_.ws.tile_barriers)
+    return slot;
+  return fmt::format("(({}) * {} + {})", slot, plan_.pipelined.at(plan_.ws.loops.front()).size(), tile);
+}
+
+void Emitter::emit_tile_wait(const Op& loop, const Op& load, const std::string& stage) {
+  const int r = plan_.tma.loops.at(&loop);
+  const std::string bit = ring_bit(stage, plan_.ring_tile_index(&loop, &load));
+  line("kiln::mbarrier_wait(kiln::smem_u32(&{}), (kiln_phase{} >> {}) & 1u); // {}'s tile alone",
+       ring_barrier("full", r, stage, plan_.ring_tile_index(&loop, &load)), r, bit, load.loc.str());
+  line("kiln_phase{} ^= 1u << {};", r, bit);
 }
 
 void Emitter::emit_stage_wait(const Op& loop, const SharedTile& first, const std::string& stage) {

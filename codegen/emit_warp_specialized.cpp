@@ -8,7 +8,8 @@
 // cp.async path and its registers go to the consumers. kiln_empty<r>[s] completes when every consumer warp has
 // released the slot.
 // The producer waits for a slot's release before filling it; its parity bits start at 1, so the first pass over
-// the ring, whose slots no one has used yet, does not wait. Both sides start each loop at slot 0 and flip a
+// the ring, whose slots no one has used yet, does not wait. With tile barriers (plan_tile_barriers.h) each tile of a
+// slot has its own pair, and the producer waits for each tile's release before copying that tile. Both sides start each loop at slot 0 and flip a
 // slot's parity bit at each use, so their sequences of uses match across the loops.
 #include "codegen/emitter.h"
 
@@ -28,8 +29,13 @@ void Emitter::emit_producer() {
     open();
   }
   const std::string released = fresh("release_phase");
-  line("unsigned {} = ~0u; // bit s: the parity of slot s's next release (the first pass finds every slot free)",
-       released);
+  if (ws.tile_barriers)
+    line("unsigned {} = ~0u; // bit s * {} + t: the parity of tile t of slot s's next release (the first pass finds "
+         "every tile free)",
+         released, plan_.pipelined.at(ws.loops.front()).size());
+  else
+    line("unsigned {} = ~0u; // bit s: the parity of slot s's next release (the first pass finds every slot free)",
+         released);
   if (plan_.persistent.on)
     open_producer_program_loop(); // the consumers' program ids, in their order
   // The scalars each loop needs, each emitted before the first loop that follows it in the program, then the
@@ -72,18 +78,26 @@ void Emitter::emit_producer_loop(const Op& loop, const std::string& released) {
   line("for ({} {} = {}; {} < {}; {} += {}) {{", ctype(k_.type(body.args[0]).elem), iv, scalar(loop.operands[0]), iv,
        scalar(loop.operands[1]), iv, scalar(loop.operands[2]));
   open();
-  line("kiln::mbarrier_wait(kiln::smem_u32(&kiln_empty{}[{}]), ({} >> {}) & 1u);", ring, slot, released, slot);
-  line("{} ^= 1u << {};", released, slot);
   const bool warp_issues = plan_.persistent.dynamic(); // one lane of a warp issues
-  if (warp_issues) {
-    line("if (kiln_ptid == 0) {{");
-    open();
-  }
-  for (size_t i = 0; i < loads.size(); ++i)
-    emit_tma_issue(*loads[i], bps[i], slot);
-  if (warp_issues) {
-    close();
-    line("}}");
+  // Each tile after its own release (tile barriers), or the slot's tiles after the slot's.
+  const size_t waits = plan_.ws.tile_barriers ? loads.size() : 1;
+  for (size_t w = 0; w < waits; ++w) {
+    const int tile = static_cast<int>(w);
+    const std::string bit = ring_bit(slot, tile);
+    line("kiln::mbarrier_wait(kiln::smem_u32(&{}), ({} >> {}) & 1u);", ring_barrier("empty", ring, slot, tile),
+         released, bit);
+    line("{} ^= 1u << {};", released, bit);
+    if (warp_issues) {
+      line("if (kiln_ptid == 0) {{");
+      open();
+    }
+    for (size_t i = 0; i < loads.size(); ++i)
+      if (waits == 1 || i == w)
+        emit_tma_issue(*loads[i], bps[i], slot);
+    if (warp_issues) {
+      close();
+      line("}}");
+    }
   }
   for (size_t i = 0; i < loads.size(); ++i)
     line("{0} = {0}.advanced({{{1}}});", bps[i], steps[i]);
@@ -95,9 +109,25 @@ void Emitter::emit_producer_loop(const Op& loop, const std::string& released) {
 }
 
 void Emitter::emit_slot_release(const Op& loop, const std::string& slot) {
+  if (plan_.ws.tile_barriers) {
+    emit_tile_releases(loop, slot, plan_.pipelined.at(&loop));
+    return;
+  }
   line("__syncwarp(); // every lane of this warp is done with the slot");
   line("if (kiln_lane == 0)");
   line("  kiln::mbarrier_arrive(kiln::smem_u32(&kiln_empty{}[{}]));", plan_.tma.loops.at(&loop), slot);
+}
+
+void Emitter::emit_tile_releases(const Op& loop, const std::string& slot, const std::vector<const Op*>& loads) {
+  std::string where;
+  for (const Op* l : loads)
+    where += (where.empty() ? "" : ", ") + l->loc.str();
+  line("__syncwarp(); // every lane of this warp is done with the tile{} of {}", loads.size() > 1 ? "s" : "", where);
+  line("if (kiln_lane == 0) {{");
+  for (const Op* l : loads)
+    line("  kiln::mbarrier_arrive(kiln::smem_u32(&{}));",
+         ring_barrier("empty", plan_.tma.loops.at(&loop), slot, plan_.ring_tile_index(&loop, l)));
+  line("}}");
 }
 
 } // namespace kiln::emit_detail

@@ -285,6 +285,12 @@ private:
   std::string tma_ring_declarations() const;
   void emit_tma_issue(const Op& load, const std::string& bp, const std::string& slot);
   void emit_stage_wait(const Op& loop, const SharedTile& first, const std::string& stage);
+  // With WarpSpecialization::tile_barriers, a barrier and its parity bit are a tile's own (index `tile` of the
+  // slot's loads), else the slot's (`tile` ignored): "kiln_full0[slot]" or "kiln_full0[(slot) * 2 + 1]", and the
+  // bit's index. A consumer's wait for the tile of pipelined `load` in slot `stage`.
+  std::string ring_barrier(const char* kind, int ring, const std::string& slot, int tile) const;
+  std::string ring_bit(const std::string& slot, int tile) const;
+  void emit_tile_wait(const Op& loop, const Op& load, const std::string& stage);
   // Warp specialisation (emit_warp_specialized.cpp): the producer warpgroup's branch (for each specialised
   // loop in program order its scalars, then one stage of copies per iteration of the loop, each after the
   // slot's release; `released` holds the parity bits of the slots' releases), and a consumer's release of
@@ -292,6 +298,8 @@ private:
   void emit_producer();
   void emit_producer_loop(const Op& loop, const std::string& released);
   void emit_slot_release(const Op& loop, const std::string& slot);
+  // With tile barriers: the release of the tiles of `loads` (some of the loop's) in `slot`.
+  void emit_tile_releases(const Op& loop, const std::string& slot, const std::vector<const Op*>& loads);
   // The DSL program once, or, on a persistent grid, in a loop over the CTA's program ids (kiln_program).
   void emit_program();
   // The persistent grid (emit_persistent_grid.cpp): the loop over the program ids of the threads that run the
@@ -351,6 +359,9 @@ private:
   void issue_late_product(const LateLoop& l, const std::string& slot, bool turn_held);
   void emit_late_product_after_first(const LateLoop& l);
   void emit_late_product_wait(const LateLoop& l);
+  // Slot j - 1 back to the producer once its late products are done: the whole slot, or with tile barriers the
+  // tiles not released right after the first products.
+  void release_late_slot(const LateLoop& l);
   void keep_late_product(const LateLoop& l, const Op& last);
   void close_late_product(const LateLoop& l);
   // A product issued one iteration ahead (emit_product_ahead.cpp): before its loop, the first iteration's; in the

@@ -142,6 +142,11 @@ struct WarpSpecialization {
   // the consumers take up to consumer_registers, from entry_registers (what __launch_bounds__ caps at entry).
   int entry_registers = 0, producer_registers = 0, consumer_registers = 0;
   std::string why_not; // asked for (WARP_SPECIALIZE=1) and not done: why
+  // plan_tile_barriers: each tile of a slot has its own full and empty mbarrier (TILE_BARRIERS=1), so the producer
+  // refills a tile once its own readers are done and the consumers wait for a tile where it is loaded; asked for
+  // and not done: why.
+  bool tile_barriers = false;
+  std::string why_not_tile_barriers;
 
   bool on() const { return !loops.empty(); }
   // Why a kernel is not specialised, for the passes that need it (ping-pong, products ahead).
@@ -264,6 +269,9 @@ struct LateProduct {
   std::vector<const Op*> last;
   const Op* first_reader = nullptr; // the first op after `first` that reads a carried value: waits before it
   std::vector<size_t> carried;      // which of the loop's carried values each of `last` yields
+  // plan_tile_barriers: the loop's pipelined loads whose tiles only `first` reads (FA2's K), handed back right after
+  // the first products' wait instead of with the late products' tiles an iteration later.
+  std::vector<const Op*> released_after_first;
 };
 struct LateProducts {
   std::map<const Op*, LateProduct> loops; // specialised loop -> its products; empty: none
@@ -467,6 +475,18 @@ struct LoweringPlan {
   }
   // The first ring tile of pipelined loop `loop` (its stages are the ring's; its load is the one that waits).
   const SharedTile& ring_tile(const Op* loop) const { return tiles[tile_of.at(pipelined.at(loop).front()->result())]; }
+  // The pipelined loop `load` is one of the loads of, or nullptr; and the load's place among them (its tile's
+  // barriers under WarpSpecialization::tile_barriers).
+  const Op* loop_of_pipelined(const Op* load) const {
+    for (const auto& [loop, loads] : pipelined)
+      if (std::find(loads.begin(), loads.end(), load) != loads.end())
+        return loop;
+    return nullptr;
+  }
+  int ring_tile_index(const Op* loop, const Op* load) const {
+    const std::vector<const Op*>& loads = pipelined.at(loop);
+    return static_cast<int>(std::find(loads.begin(), loads.end(), load) - loads.begin());
+  }
   // The pipelined loop whose first load `load` is (the load that waits for the loop's slot), or nullptr.
   const Op* loop_waiting_at(const Op* load) const {
     for (const auto& [loop, loads] : pipelined)

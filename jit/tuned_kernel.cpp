@@ -301,6 +301,9 @@ TunedLaunch KernelTuner::select(const KernelDef& def, const Config& base_in, con
     if (!slots[i].generated.why_not_late_product.empty())
       return "LAST_PRODUCT_LATE=1 does not apply (the same code as LAST_PRODUCT_LATE=0): " +
              slots[i].generated.why_not_late_product;
+    if (!slots[i].generated.why_not_tile_barriers.empty())
+      return "TILE_BARRIERS=1 does not apply (the same code as TILE_BARRIERS=0): " +
+             slots[i].generated.why_not_tile_barriers;
     return device_prune_reason(candidates[i],
                                slots[i].generated.shared_bytes + slots[i].generated.static_shared_bytes, device);
   };

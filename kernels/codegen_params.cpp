@@ -52,4 +52,10 @@ ParamDef exp2_on_fma_param(int64_t default_value) {
                           0, 16);
 }
 
+ParamDef tile_barriers_param(int64_t default_value) {
+  return ParamDef::flag("TILE_BARRIERS", default_value,
+                        "1: a full and an empty mbarrier per tile of a warp-specialised ring slot, each tile handed "
+                        "back once its own readers are done (see codegen_params.h)");
+}
+
 } // namespace kiln

@@ -17,10 +17,14 @@
 // - LAZY_RESCALE: 1 has FA2's online softmax move a row's running max only when the row's max grows by more
 //   than 2^8 (P then stays at most 256), and the code generator skip the accumulator's rescale in a warp whose
 //   rescale factors are all 1 (codegen/plan_rescale_skips.h; FA2 forward).
+// - TILE_BARRIERS: 1 gives each tile of a warp-specialised kernel's ring slot its own full and empty mbarrier, so
+//   that a tile goes back to the producer once its own readers are done (with LAST_PRODUCT_LATE, FA2's K an
+//   iteration before V) and the consumers wait for each tile where it is loaded (codegen/plan_tile_barriers.h; FA2
+//   forward).
 // - EXP2_ON_FMA: K >= 1 has one of every K registers of an f32 exp2 tile computed by a polynomial on the FMA
 //   pipe instead of the multi-function unit (codegen/plan_exp2_on_fma.h; FA2 forward); 0: none.
-// Where the target or the kernel does not allow WARP_SPECIALIZE, PINGPONG, PRODUCT_AHEAD, LAST_PRODUCT_LATE or
-// PERSISTENT, the kernel is generated as
+// Where the target or the kernel does not allow WARP_SPECIALIZE, PINGPONG, PRODUCT_AHEAD, LAST_PRODUCT_LATE,
+// TILE_BARRIERS or PERSISTENT, the kernel is generated as
 // with 0, `--stage lowered` says why, and the autotuner prunes the config.
 #pragma once
 
@@ -37,5 +41,6 @@ ParamDef last_product_late_param(int64_t default_value);
 ParamDef persistent_param(int64_t default_value);
 ParamDef lazy_rescale_param(int64_t default_value);
 ParamDef exp2_on_fma_param(int64_t default_value);
+ParamDef tile_barriers_param(int64_t default_value);
 
 } // namespace kiln

@@ -7,6 +7,7 @@
 #include "codegen/plan_bulk_reductions.h"
 #include "codegen/choose_dot_lowering.h"
 #include "codegen/plan_late_products.h"
+#include "codegen/plan_tile_barriers.h"
 #include "codegen/plan_layout_conversions.h"
 #include "codegen/plan_persistent_grid.h"
 #include "codegen/plan_pingpong.h"
@@ -48,6 +49,7 @@ inline Planned plan_kernel(Kernel kernel, const std::string& arch, const Codegen
   plan_pingpong(p.kernel, options, p.plan);
   plan_products_ahead(p.kernel, options, p.plan);
   plan_late_products(p.kernel, options, p.plan);
+  plan_tile_barriers(p.kernel, options, p.plan);
   plan_persistent_grid(p.kernel, options, p.plan);
   analyze_contiguity(p.kernel, t, options, p.plan);
   plan_layout_conversions(p.kernel, p.plan);

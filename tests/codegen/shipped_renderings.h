@@ -62,6 +62,13 @@ inline std::vector<kiln::Config> shipped_renderings(const kiln::KernelDef& def) 
                                            {"HEAD_DIM", 128},
                                            {"BLOCK_N", 128},
                                            {"num_stages", 3}}));
+  if (has("TILE_BARRIERS") && has("LAST_PRODUCT_LATE")) // a barrier pair per tile of a slot: late products at two stages
+    cs.push_back(def.with_overrides(base, {{"WARP_SPECIALIZE", 1},
+                                           {"LAST_PRODUCT_LATE", 1},
+                                           {"TILE_BARRIERS", 1},
+                                           {"HEAD_DIM", 128},
+                                           {"BLOCK_N", 128},
+                                           {"num_stages", 2}}));
   if (has("EXP2_ON_FMA") && has("WARP_SPECIALIZE")) // one of every 4 exponentials of a tile on the FMA pipe (the 64-row warp-specialised tile)
     cs.push_back(def.with_overrides(base, {{"WARP_SPECIALIZE", 1},
                                            {"EXP2_ON_FMA", 4},

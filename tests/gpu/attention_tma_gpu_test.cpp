@@ -42,6 +42,7 @@ struct TmaAttentionCase {
   bool lazy = false;          // LAZY_RESCALE=1: the running max moves by jumps past 2^8, O's rescale skipped at 1
   int exp2_on_fma = 0;        // EXP2_ON_FMA=K: one register in K of P's exp2 by the FMA pipe's polynomial
   int min_blocks = 1;         // MIN_BLOCKS_PER_SM
+  bool tile_barriers = false; // TILE_BARRIERS=1: a full and an empty mbarrier per tile of each ring slot
 };
 
 std::string label(const TmaAttentionCase& c) {
@@ -50,7 +51,7 @@ std::string label(const TmaAttentionCase& c) {
                   (c.pingpong ? "_pingpong" : "") + (c.product_ahead ? "_ahead" : "") +
                   (c.persistent == 1 ? "_persistent" : c.persistent == 2 ? "_dynamic" : "") + (c.late ? "_late" : "") + (c.lazy ? "_lazy" : "") +
                   (c.exp2_on_fma ? "_fma" + std::to_string(c.exp2_on_fma) : "") +
-                  (c.min_blocks > 1 ? "_mb" + std::to_string(c.min_blocks) : "");
+                  (c.min_blocks > 1 ? "_mb" + std::to_string(c.min_blocks) : "") + (c.tile_barriers ? "_tb" : "");
   for (char& ch : s)
     if (!std::isalnum(static_cast<unsigned char>(ch)))
       ch = '_';
@@ -105,6 +106,11 @@ TmaAttentionCase late_pingpong(AttentionProblem p, int64_t bn, int stages) {
   return c;
 }
 
+TmaAttentionCase tile_barriers(TmaAttentionCase c) {
+  c.tile_barriers = true;
+  return c;
+}
+
 TmaAttentionCase lazy(TmaAttentionCase c) {
   c.lazy = true;
   return c;
@@ -136,6 +142,7 @@ TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
   c.set("PRODUCT_AHEAD", tc.product_ahead ? 1 : 0).set("PERSISTENT", tc.persistent);
   c.set("LAST_PRODUCT_LATE", tc.late ? 1 : 0).set("LAZY_RESCALE", tc.lazy ? 1 : 0);
   c.set("EXP2_ON_FMA", tc.exp2_on_fma).set("MIN_BLOCKS_PER_SM", tc.min_blocks);
+  c.set("TILE_BARRIERS", tc.tile_barriers ? 1 : 0);
   c.num_warps = tc.warps;
   c.num_stages = tc.stages;
 
@@ -162,6 +169,7 @@ TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
     ASSERT_EQ(jk->generated().why_not_product_ahead, "");
     ASSERT_EQ(jk->generated().why_not_persistent, "");
     ASSERT_EQ(jk->generated().why_not_late_product, "");
+    ASSERT_EQ(jk->generated().why_not_tile_barriers, "");
   }
   if (tc.lazy) { // both key loops skip O's rescale where a thread's factors are 1
     ASSERT_NE(jk->generated().lowered.find("skipped in a warp whose factors"), std::string::npos)
@@ -311,6 +319,23 @@ INSTANTIATE_TEST_SUITE_P(
                       exp2_on_fma(warp_specialized(problem(3, 2, 1, 64, 500, 64, DType::bf16, 2, true), 128, 2, 64, 4), 4),
                       exp2_on_fma(lazy(late(problem(2, 4, 2, 300, 300, 128, DType::f16, 1, true), 128, 3)), 2),
                       exp2_on_fma(late(problem(1, 2, 2, 256, 4096, 128, DType::bf16, 0, false), 64, 3), 1)),
+    [](const auto& info) { return label(info.param); });
+
+// The late tiles with a full and an empty mbarrier per tile of each slot (TILE_BARRIERS=1: K's tile back after
+// S's wait, V's an iteration later, each waited for where it is loaded): two stages (which hold only one iteration's
+// K and V under one pair a slot), loops with one iteration and none, both causal alignments, GQA, bshd, many key
+// tiles, D = 256 over 64-key tiles, ping-pong, and static and dynamic persistent grids.
+INSTANTIATE_TEST_SUITE_P(
+    fa2_tile_barriers, GpuAttentionTma,
+    ::testing::Values(tile_barriers(late(problem(2, 3, 3, 200, 333, 64, DType::f16, 0, false), 128, 2)),
+                      tile_barriers(late(problem(2, 4, 2, 300, 300, 128, DType::f16, 1, true), 128, 2)),
+                      tile_barriers(late(problem(3, 2, 1, 64, 500, 64, DType::bf16, 2, true), 128, 2)),
+                      tile_barriers(late(problem(1, 2, 2, 256, 4096, 128, DType::bf16, 0, false), 128, 2)),
+                      tile_barriers(late(problem(1, 2, 2, 300, 1000, 256, DType::f16, 1, false), 64, 2)),
+                      tile_barriers(late(problem(2, 3, 3, 333, 500, 128, DType::f16, 0, false), 128, 3)),
+                      tile_barriers(late_pingpong(problem(2, 3, 3, 200, 333, 64, DType::f16, 0, false), 128, 2)),
+                      tile_barriers(late(problem(3, 16, 4, 333, 777, 128, DType::bf16, 2, true), 128, 2, 128, 8, 1)),
+                      tile_barriers(late(problem(3, 16, 4, 333, 777, 128, DType::bf16, 1, false), 128, 2, 128, 8, 2))),
     [](const auto& info) { return label(info.param); });
 
 // The same with the two consumer warpgroups taking turns (PINGPONG=1), an iteration's Q Kᵀ and the previous P V in
