@@ -4,6 +4,9 @@
 // serialised products at two stages (D = 64, 128 and 256), and why a config that does not allow it keeps one pair a
 // slot.
 #include "codegen/codegen.h"
+#include "kernels/attention/attention_block_mask.h"
+#include "kernels/attention/attention_mod_spec.h"
+#include "kernels/attention/fa2_fwd.h"
 #include "codegen/planned_kernel.h"
 #include "codegen/source_text.h"
 #include "nvrtc_compile.h"
@@ -132,6 +135,21 @@ TEST(TileBarriers, AConfigThatCannotTakeThemKeepsOnePairASlotAndSaysWhy) {
   const GeneratedKernel g = fa2_sm90a(early);
   ASSERT_TRUE(g.why_not_tile_barriers.empty()) << g.why_not_tile_barriers;
   EXPECT_EQ(occurrences(g.source, "done with the tiles of fa2_fwd.cpp:109, fa2_fwd.cpp:126"), 2);
+}
+
+// FA2's space offers the three two-stage late tiles with tile barriers; the spaces with mods and over block masks
+// (whose tile barriers have not run on a GPU yet) offer none.
+TEST(TileBarriers, OfferedInFa2sSpaceButNotWithModsOrBlockMasks) {
+  auto with_tile_barriers = [](const std::vector<Config>& space) {
+    return std::count_if(space.begin(), space.end(), [](const Config& c) { return c.get_or("TILE_BARRIERS", 0) != 0; });
+  };
+  EXPECT_EQ(with_tile_barriers(kiln::fa2_fwd_def().config_space()), 3);
+  const kiln::AttentionMods mods = kiln::parse_mod_specs("softcap=30").mods;
+  EXPECT_EQ(with_tile_barriers(kiln::fa2_fwd_def(mods).config_space()), 0);
+  for (bool runs : {false, true})
+    for (int64_t bn : {64, 128})
+      EXPECT_EQ(with_tile_barriers(kiln::fa2_fwd_block_mask_tuning_def(mods, 128, bn, runs).config_space()), 0)
+          << "runs=" << runs << " BLOCK_N=" << bn;
 }
 
 } // namespace
