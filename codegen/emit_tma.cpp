@@ -7,6 +7,8 @@
 // parity, flipped at each wait, so the count survives loops that run again inside an outer loop. Every
 // copy and wait sits behind `kiln_tma` (a launch argument), whose else branch is the cp.async path; a
 // warp-specialised kernel has no such branch (its launches with illegal maps run the unspecialised rendering).
+// With WarpSpecialization::tile_barriers each tile of a slot has its barrier (and parity bit) of its own, and the
+// consumers wait for each tile where it is loaded (emit_tile_wait) instead of for the slot at the loop's first load.
 #include "codegen/emitter.h"
 
 namespace kiln::emit_detail {

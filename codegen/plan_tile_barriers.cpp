@@ -1,6 +1,6 @@
 #include "codegen/plan_tile_barriers.h"
 
-#include <functional>
+#include <algorithm>
 
 namespace kiln {
 

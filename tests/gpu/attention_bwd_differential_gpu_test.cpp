@@ -10,7 +10,7 @@
 // few dozen kernels. Skips without a driver.
 #include "gpu/attention_gpu_support.h"
 #include "gpu/gpu_skip.h"
-#include "gpu/padded_tensors.h"
+#include "gpu/differential_gpu_support.h"
 #include "interp/attention_bwd_test_cases.h"
 #include "interp/attention_random_cases.h"
 #include "kernels/attention/attention_bwd_api.h"
@@ -55,10 +55,7 @@ protected:
 TEST_F(GpuAttentionBwdDifferential, RandomProblemsMatchTheReferenceGradients) {
   KILN_REQUIRE_GPU();
   std::mt19937_64 rng(kSuiteSeed);
-  RandomAttentionLimits lim;
-  lim.max_n = 200;
-  lim.max_head_dim_tile = 256;
-  lim.max_f32_exact_head_dim_tile = 64; // exact-f32 kernels are the slowest to compile
+  const RandomAttentionLimits lim = gpu_differential_limits();
   std::vector<BwdVariant> pool;
   for (int i = 0; i < kVariants; ++i) {
     BwdVariant v;

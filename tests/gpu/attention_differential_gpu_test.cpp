@@ -6,7 +6,7 @@
 // covered by the autotune suite). Skips without a driver.
 #include "gpu/attention_gpu_support.h"
 #include "gpu/gpu_skip.h"
-#include "gpu/padded_tensors.h"
+#include "gpu/differential_gpu_support.h"
 #include "interp/attention_random_cases.h"
 #include "kernels/attention/attention_api.h"
 #include "kernels/attention/attention_tolerance.h"
@@ -31,10 +31,7 @@ constexpr int kInterpreterEvery = 8;
 TEST(GpuAttentionDifferential, RandomProblemsMatchTheReferenceAndTheInterpreter) {
   KILN_REQUIRE_GPU();
   std::mt19937_64 rng(kSuiteSeed);
-  RandomAttentionLimits lim;
-  lim.max_n = 200;
-  lim.max_head_dim_tile = 256;
-  lim.max_f32_exact_head_dim_tile = 64; // exact-f32 kernels are the slowest to compile
+  const RandomAttentionLimits lim = gpu_differential_limits();
   std::vector<AttentionVariant> pool;
   for (int i = 0; i < kVariants; ++i)
     pool.push_back(random_attention_variant(rng, lim));

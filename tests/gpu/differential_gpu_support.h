@@ -1,5 +1,6 @@
-// Attention tensors at random padded strides, for the differential suites (forward and backward): rows, heads and
-// batches with random padding after each, the padding NaN, so that a kernel that reads it poisons its output.
+// What the GPU's differential suites (forward and backward) share: the limits of their random problems, and tensors
+// at random padded strides (rows, heads and batches with random padding after each, the padding NaN, so that a
+// kernel that reads it poisons its output).
 #pragma once
 
 #include "interp/attention_random_cases.h"
@@ -8,6 +9,16 @@
 #include <random>
 
 namespace kiln::testing_support {
+
+// The random problems' limits on the GPU: sequences up to 200, HEAD_DIM up to 256, exact f32 up to 64 (its kernels
+// are the slowest to compile).
+inline RandomAttentionLimits gpu_differential_limits() {
+  RandomAttentionLimits lim;
+  lim.max_n = 200;
+  lim.max_head_dim_tile = 256;
+  lim.max_f32_exact_head_dim_tile = 64;
+  return lim;
+}
 
 // Strides of a [B, heads, n, D] tensor in `p`'s layout with random padding after each row, head and batch (in
 // multiples of 8 elements, so that every row stays 16-byte aligned), and the element count the buffer needs.
