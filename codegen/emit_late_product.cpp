@@ -6,9 +6,9 @@
 // on, iteration j - 1's last products (their A from the words, their B from slot j - 1, accumulating into the
 // carried registers); then the first products are waited for alone (`wgmma_wait<n>`, n the last products), and
 // the ops up to the first read of a carried value run while the last products are on the tensor cores. Before
-// that read, they are waited for and slot j - 1 goes back to the producer (with tile barriers, its tiles that only the
-// first products read went back already, right after the first products' wait in iteration j - 1). Where each last product stood, its A is
-// packed into the words and its accumulator copied into the carried registers. After the loop, the last
+// that read, they are waited for and slot j - 1 goes back to the producer (with tile barriers, its tiles that only
+// the first products read went back already, right after the first products' wait in iteration j - 1). Where each
+// last product stood, its A is packed into the words and its accumulator copied into the carried registers. After the loop, the last
 // iteration's products are issued, waited for, and their slot released.
 #include "codegen/emitter.h"
 

@@ -85,7 +85,8 @@ void Emitter::emit_tma_issue(const Op& load, const std::string& bp, const std::s
   const Op* loop = t.loop();
   const int ring = plan_.tma.loops.at(loop);
   const std::string bar = fresh("bar");
-  line("const unsigned {} = kiln::smem_u32(&{});", bar, ring_barrier("full", ring, slot, plan_.ring_tile_index(loop, &load)));
+  line("const unsigned {} = kiln::smem_u32(&{});", bar,
+       ring_barrier("full", ring, slot, plan_.ring_tile_index(loop, &load)));
   line("kiln::mbarrier_arrive_expect_tx({}, {}); // {} -> shared [{} x {}]", bar, c.bytes_per_stage, load.loc.str(),
        t.rows, t.cols);
   const SharedTileGeometry g = t.geometry();
@@ -106,21 +107,20 @@ void Emitter::emit_tma_issue(const Op& load, const std::string& bp, const std::s
 std::string Emitter::ring_barrier(const char* kind, int ring, const std::string& slot, int tile) const {
   if (!plan_.ws.tile_barriers)
     return fmt::format("kiln_{}{}[{}]", kind, ring, slot);
-  return fmt::format("kiln_{}{}[({}) * {} + {}]", kind, ring, slot, plan_.pipelined.at(plan_.ws.loops.front()).size(),
-                     tile);
+  return fmt::format("kiln_{}{}[({}) * {} + {}]", kind, ring, slot, plan_.ring_tiles_per_slot(), tile);
 }
 
 std::string Emitter::ring_bit(const std::string& slot, int tile) const {
   if (!plan_.ws.tile_barriers)
     return slot;
-  return fmt::format("(({}) * {} + {})", slot, plan_.pipelined.at(plan_.ws.loops.front()).size(), tile);
+  return fmt::format("(({}) * {} + {})", slot, plan_.ring_tiles_per_slot(), tile);
 }
 
 void Emitter::emit_tile_wait(const Op& loop, const Op& load, const std::string& stage) {
-  const int r = plan_.tma.loops.at(&loop);
-  const std::string bit = ring_bit(stage, plan_.ring_tile_index(&loop, &load));
+  const int r = plan_.tma.loops.at(&loop), tile = plan_.ring_tile_index(&loop, &load);
+  const std::string bit = ring_bit(stage, tile);
   line("kiln::mbarrier_wait(kiln::smem_u32(&{}), (kiln_phase{} >> {}) & 1u); // {}'s tile alone",
-       ring_barrier("full", r, stage, plan_.ring_tile_index(&loop, &load)), r, bit, load.loc.str());
+       ring_barrier("full", r, stage, tile), r, bit, load.loc.str());
   line("kiln_phase{} ^= 1u << {};", r, bit);
 }
 

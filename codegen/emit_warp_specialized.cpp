@@ -8,9 +8,10 @@
 // cp.async path and its registers go to the consumers. kiln_empty<r>[s] completes when every consumer warp has
 // released the slot.
 // The producer waits for a slot's release before filling it; its parity bits start at 1, so the first pass over
-// the ring, whose slots no one has used yet, does not wait. With tile barriers (plan_tile_barriers.h) each tile of a
-// slot has its own pair, and the producer waits for each tile's release before copying that tile. Both sides start each loop at slot 0 and flip a
-// slot's parity bit at each use, so their sequences of uses match across the loops.
+// the ring, whose slots no one has used yet, does not wait. With tile barriers (plan_tile_barriers.h) each tile of
+// a slot has its own pair, and the producer waits for each tile's release before copying that tile. Both sides
+// start each loop at slot 0 and flip a slot's parity bit at each use, so their sequences of uses match across the
+// loops.
 #include "codegen/emitter.h"
 
 namespace kiln::emit_detail {
@@ -32,7 +33,7 @@ void Emitter::emit_producer() {
   if (ws.tile_barriers)
     line("unsigned {} = ~0u; // bit s * {} + t: the parity of tile t of slot s's next release (the first pass finds "
          "every tile free)",
-         released, plan_.pipelined.at(ws.loops.front()).size());
+         released, plan_.ring_tiles_per_slot());
   else
     line("unsigned {} = ~0u; // bit s: the parity of slot s's next release (the first pass finds every slot free)",
          released);

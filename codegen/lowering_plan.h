@@ -487,12 +487,13 @@ struct LoweringPlan {
     const std::vector<const Op*>& loads = pipelined.at(loop);
     return static_cast<int>(std::find(loads.begin(), loads.end(), load) - loads.begin());
   }
+  // The tiles a slot of the warp-specialised kernel's ring holds (every specialised loop copies as many:
+  // plan_tile_barriers checks it where it gives each its own barriers).
+  size_t ring_tiles_per_slot() const { return pipelined.at(ws.loops.front()).size(); }
   // The pipelined loop whose first load `load` is (the load that waits for the loop's slot), or nullptr.
   const Op* loop_waiting_at(const Op* load) const {
-    for (const auto& [loop, loads] : pipelined)
-      if (loads.front() == load)
-        return loop;
-    return nullptr;
+    const Op* loop = loop_of_pipelined(load);
+    return loop && pipelined.at(loop).front() == load ? loop : nullptr;
   }
   bool is_pipelined(const SharedTile& t) const {
     for (const auto& [loop, loads] : pipelined)

@@ -13,7 +13,7 @@ std::string why_not(const LoweringPlan& plan) {
     return fmt::format("the kernel is not warp-specialised ({})", ws.why_off());
   if (plan.ahead.on())
     return "PRODUCT_AHEAD=1 waits for a whole slot an iteration ahead";
-  const size_t tiles = plan.pipelined.at(ws.loops.front()).size();
+  const size_t tiles = plan.ring_tiles_per_slot();
   for (const Op* loop : ws.loops) {
     const std::vector<const Op*>& loads = plan.pipelined.at(loop);
     if (loads.size() != tiles)
@@ -61,7 +61,7 @@ void plan_tile_barriers(const Kernel& k, const CodegenOptions& options, Lowering
   }
   ws.tile_barriers = true;
   const int stages = plan.ring_tile(ws.loops.front()).stages;
-  const int64_t tiles = static_cast<int64_t>(plan.pipelined.at(ws.loops.front()).size());
+  const int64_t tiles = static_cast<int64_t>(plan.ring_tiles_per_slot());
   plan.tma.barrier_bytes = 2 * 8 * stages * tiles; // a full and an empty mbarrier per tile of each slot
   for (auto& [loop, late] : plan.late.loops)
     for (const Op* load : plan.pipelined.at(loop))
