@@ -24,12 +24,6 @@ bool block_mask_config(const Config& c) {
           c.get_or("PRODUCT_AHEAD", 0) == 0 && c.get_or("LAST_PRODUCT_LATE", 0) == 0);
 }
 
-// What the spaces over a block mask offer: configs it allows, but not TILE_BARRIERS=1, which has run on a GPU
-// without block masks only (worklog §96).
-bool offered_with_block_mask(const Config& c) {
-  return block_mask_config(c) && c.get_or("TILE_BARRIERS", 0) == 0;
-}
-
 // The classifier's params: the tiles it classifies, the built-in causal rule and the lists' orientation.
 std::vector<ParamDef> block_mask_param_defs() {
   std::vector<ParamDef> all = attention_param_defs(), params;
@@ -194,7 +188,7 @@ KernelDef make_fa2_fwd_block_mask_def() {
   d.build = build_fa2_fwd_block_mask;
   d.config_space = [] {
     std::vector<Config> cs = fa2_fwd_def().config_space();
-    cs.erase(std::remove_if(cs.begin(), cs.end(), [](const Config& c) { return !offered_with_block_mask(c); }),
+    cs.erase(std::remove_if(cs.begin(), cs.end(), [](const Config& c) { return !block_mask_config(c); }),
              cs.end());
     return cs;
   };
@@ -240,7 +234,7 @@ const KernelDef& fa2_fwd_block_mask_tuning_def(const AttentionMods& mods, int64_
       if (c.get("BLOCK_M") != block_m || c.get("BLOCK_N") != block_n)
         continue;
       c.set("BLOCK_MASK_RUNS", runs ? 1 : 0);
-      if (offered_with_block_mask(c))
+      if (block_mask_config(c))
         cs.push_back(c);
     }
     return cs;

@@ -40,13 +40,6 @@ const KernelDef& def_with_mods(const KernelDef& def, const AttentionMods& mods,
   d.name += "[" + mods.identity() + "]";
   d.summary += " with mods " + mods.name();
   d.build = [mods, build](const Config& c) { return build(c, mods); };
-  if (d.config_space) // TILE_BARRIERS=1 has run on a GPU without mods only (worklog §96): not offered with them yet
-    d.config_space = [space = d.config_space] {
-      std::vector<Config> cs = space();
-      cs.erase(std::remove_if(cs.begin(), cs.end(), [](const Config& c) { return c.get_or("TILE_BARRIERS", 0) != 0; }),
-               cs.end());
-      return cs;
-    };
   std::lock_guard lock(mutex);
   return defs.try_emplace(key, std::move(d)).first->second; // where two threads raced, the first one's
 }

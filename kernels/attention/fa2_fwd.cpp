@@ -198,7 +198,7 @@ KernelDef make_fa2_fwd_def() {
   d.default_num_warps = 8; // 16 rows per warp: no spills on sm_80 or sm_90 (4 warps spill on sm_80)
   d.default_num_stages = 2;
   d.build = build_fa2_fwd;
-  // 46 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
+  // 47 candidates; the autotuner prunes those whose tiles exceed the problem (below), whose shared memory
   // exceeds the device's per-block limit, or whose MIN_BLOCKS_PER_SM CTAs cannot share an SM's shared memory.
   d.config_space = [] {
     std::vector<Config> cs;
@@ -269,11 +269,13 @@ KernelDef make_fa2_fwd_def() {
     add(128, 64, 8, 2, 1, true, true, false, true);
     add(128, 64, 8, 2, 1, true, true, true, true);
     // PERSISTENT=1 (one wave of CTAs walking the query tiles, each CTA's producer running into its next tile's keys
-    // and Q prefetched under the epilogue) is not offered: timed A/B on the H200 it gains 1-5 % at N <= 2048
-    // without a mask on the warp-specialised 128 x 128 tile, but the tuner's own timing of the same candidate put
-    // it 1 % behind the plain tile, so it was never picked (worklog §77); with a causal mask a static walk hands
-    // some CTAs the heavy tiles again and again, 5-36 % slower (§51, §74, §77). PERSISTENT=2 (each CTA draws its
-    // next tile) balances them but measured no faster than the hardware's own scheduling (0.94-1.01, §77).
+    // and Q prefetched under the epilogue) on the first of those: on the H200 at D = 128 without a mask +3.9 / +2.9
+    // / +2.0 % over the same tile on the hardware's grid at N = 1024 / 2048 / 4096 (worklog §97). With a causal mask
+    // a static walk hands some CTAs the heavy tiles again and again, 4-17 % slower (§74, §97), so the prune below
+    // drops it there. PERSISTENT=2 (each CTA draws its next tile) balances them but measured no faster than the
+    // hardware's own scheduling (0.94-1.01, §77, §97) and is not offered.
+    add(128, 128, 8, 2, 1, true, true, true, true);
+    cs.back().set("PERSISTENT", 1);
     // Small tiles for the widest f32 heads, whose 4-byte tiles fit no config above (f32 at HEAD_DIM = 256 needs
     // 232 KiB with 64 x 32 tiles and 2 stages): they fit sm_90's 227 KiB per block, sm_80's 163 KiB and, the
     // last, sm_86's 99 KiB.
@@ -285,9 +287,15 @@ KernelDef make_fa2_fwd_def() {
   d.size_args = {"B", "H", "H_KV", "N_Q", "N_K", "D"};
   d.tuning_key = {"B", "H", "N_Q", "N_K"};
   d.bucket = [](const std::string&, int64_t v) { return next_pow2(v); };
-  // A tile wider than the (power-of-two padded) sequence only computes padding. The floors are the space's
-  // smallest tiles, so that a short sequence keeps at least one config.
-  d.prune = [](const Config& c, const SizeArgs& s) { return prune_tiles_past_sequence(c, s, 64, 32); };
+  // The static persistent grid under a causal mask (above); a tile wider than the (power-of-two padded) sequence,
+  // which only computes padding. The floors are the space's smallest tiles, so that a short sequence keeps at least
+  // one config.
+  d.prune = [](const Config& c, const SizeArgs& s) {
+    if (c.get_or("PERSISTENT", 0) == 1 && c.get_or("CAUSAL", 0) != 0)
+      return std::string("PERSISTENT=1 with a causal mask: a static walk of the query tiles hands some CTAs the "
+                         "heavy tiles again and again (worklog §74, §97)");
+    return prune_tiles_past_sequence(c, s, 64, 32);
+  };
   d.grid = query_tile_grid;
   return d;
 }

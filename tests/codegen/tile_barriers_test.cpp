@@ -137,18 +137,20 @@ TEST(TileBarriers, AConfigThatCannotTakeThemKeepsOnePairASlotAndSaysWhy) {
   EXPECT_EQ(occurrences(g.source, "done with the tiles of fa2_fwd.cpp:109, fa2_fwd.cpp:126"), 2);
 }
 
-// FA2's space offers the three two-stage late tiles with tile barriers; the spaces with mods and over block masks
-// (whose tile barriers have not run on a GPU yet) offer none.
-TEST(TileBarriers, OfferedInFa2sSpaceButNotWithModsOrBlockMasks) {
+// FA2's space offers the three two-stage late tiles with tile barriers and the 128 x 128 one on a static persistent
+// grid, and so does its space with mods. Over a block mask they are warp-specialised, so only the spaces whose lists
+// are runs (BLOCK_MASK_RUNS=1) hold them: the two 128 x 128 ones at 128 keys and the two 128 x 64 ones at 64.
+TEST(TileBarriers, OfferedInFa2sSpacesWithModsAndOverBlockMasksOfRuns) {
   auto with_tile_barriers = [](const std::vector<Config>& space) {
     return std::count_if(space.begin(), space.end(), [](const Config& c) { return c.get_or("TILE_BARRIERS", 0) != 0; });
   };
-  EXPECT_EQ(with_tile_barriers(kiln::fa2_fwd_def().config_space()), 3);
+  EXPECT_EQ(with_tile_barriers(kiln::fa2_fwd_def().config_space()), 4);
   const kiln::AttentionMods mods = kiln::parse_mod_specs("softcap=30").mods;
-  EXPECT_EQ(with_tile_barriers(kiln::fa2_fwd_def(mods).config_space()), 0);
+  EXPECT_EQ(with_tile_barriers(kiln::fa2_fwd_def(mods).config_space()), 4);
   for (bool runs : {false, true})
     for (int64_t bn : {64, 128})
-      EXPECT_EQ(with_tile_barriers(kiln::fa2_fwd_block_mask_tuning_def(mods, 128, bn, runs).config_space()), 0)
+      EXPECT_EQ(with_tile_barriers(kiln::fa2_fwd_block_mask_tuning_def(mods, 128, bn, runs).config_space()),
+                runs ? 2 : 0)
           << "runs=" << runs << " BLOCK_N=" << bn;
 }
 

@@ -80,14 +80,22 @@ void check_api(const AttentionProblem& p, const AttentionMods& mods, const ModTe
   const HostBlockMask host = d.opts.block_mask->to_host();
   EXPECT_EQ(d.opts.block_mask->runs, lists_are_runs(host)) << "whether every list is one run of tiles";
   // The tuned forward (the configs at the block mask's tiles), then, over lists that are all runs, the
-  // warp-specialised kernel of two key ranges (BLOCK_MASK_RUNS=1) on a config given outright, on the usual grid
-  // and on a persistent one, static and dynamic (its producer reads each program's ranges as it walks them).
+  // warp-specialised kernel of two key ranges (BLOCK_MASK_RUNS=1) on a config given outright: on the usual grid,
+  // with late products over tile barriers (on the usual grid and a static persistent one), and on a persistent
+  // grid, static and dynamic (its producer reads each program's ranges as it walks them).
   std::vector<std::optional<Config>> configs = {std::nullopt};
   if (d.opts.block_mask->runs) {
     Config ws = attention::block_mask_default_config(*d.opts.block_mask, p);
     ws.set("WARP_SPECIALIZE", 1);
     ws.num_warps = static_cast<int>(bm / 16);
     configs.push_back(ws);
+    // The two-stage late tile with a barrier pair per tile of a ring slot (TILE_BARRIERS=1), as the spaces over
+    // block masks offer it: K handed back after S's wait, V after P V an iteration later.
+    Config late = ws;
+    late.set("LAST_PRODUCT_LATE", 1).set("TILE_BARRIERS", 1).set("LAZY_RESCALE", 1);
+    late.num_stages = 2;
+    configs.push_back(late);
+    configs.push_back(late.set("PERSISTENT", 1));
     configs.push_back(ws.set("PERSISTENT", 1));
     configs.push_back(ws.set("PERSISTENT", 2));
   }

@@ -108,7 +108,7 @@ TEST(TuningKey, CandidatesVaryOnlyTileParamsAroundTheBase) {
   EXPECT_EQ(ids.size(), cands.size()) << "candidates are distinct";
   EXPECT_EQ(tuned_params(def, def.config_space()),
             (std::vector<std::string>{"BLOCK_M", "BLOCK_N", "LAST_PRODUCT_LATE", "LAZY_RESCALE", "MIN_BLOCKS_PER_SM",
-                                      "TILE_BARRIERS", "WARP_SPECIALIZE"}));
+                                      "PERSISTENT", "TILE_BARRIERS", "WARP_SPECIALIZE"}));
 }
 
 // A space that sets a param to one value in every config, other than the default, chooses it as surely as one
