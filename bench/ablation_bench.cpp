@@ -61,6 +61,10 @@ std::vector<AblationVariant> ablation_variants() {
   o.tile_barriers = false; // configs with TILE_BARRIERS=1: one full and one empty mbarrier a ring slot (elsewhere
                            // the code does not change)
   out.push_back({"no_tile_barriers", o});
+  o = {};
+  o.late_across_loops = false; // configs with LAST_PRODUCT_LATE=1 and two key loops: each loop issues its own last
+                               // late products after its end (elsewhere the code does not change)
+  out.push_back({"no_late_across_loops", o});
   return out;
 }
 
@@ -106,6 +110,11 @@ std::vector<BenchCase> ablation_cases(const BenchOptions& options) {
   // D = 128: twice the bytes a key step copies (where TMA's one-thread copies replace the most cp.async work).
   if (!options.quick)
     attention.push_back({"FA2 f16, B4 H16 N4096 D128", "kiln_fa2", sweep_problem(DType::f16, 4096, 128, 0)});
+  // Causal: two key loops a query tile (its unmasked and its masked tiles), where late products continue from one to
+  // the next (late_across_loops) and a tile's work varies.
+  if (!options.quick)
+    attention.push_back(
+        {"FA2 f16 causal, B4 H16 N4096 D128", "kiln_fa2", sweep_problem(DType::f16, 4096, 128, 1)});
 
   for (const AttentionWorkload& w : attention)
     for (const AblationVariant& v : ablation_variants()) {

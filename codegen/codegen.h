@@ -80,14 +80,19 @@ struct CodegenOptions {
   // warp-specialised kernels whose config asks (TILE_BARRIERS=1): a full and an empty mbarrier per tile of a ring
   // slot (else one pair a slot; codegen/plan_tile_barriers.h)
   bool tile_barriers = true;
+  // late products (LAST_PRODUCT_LATE=1) in sibling loops of one ring: the next loop issues the last iteration's late
+  // products of the one before in its first iteration (else each loop issues its own after its end;
+  // codegen/plan_late_products.h)
+  bool late_across_loops = true;
 
-  static constexpr int kSwitches = 14;
+  static constexpr int kSwitches = 15;
   int switches_off() const {
     return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma + !warp_specialize + !persistent +
-           !pingpong + !product_ahead + !late_product + !product_schedule + !warp_uniform + !tile_barriers;
+           !pingpong + !product_ahead + !late_product + !product_schedule + !warp_uniform + !tile_barriers +
+           !late_across_loops;
   }
   bool all_on() const { return switches_off() == 0; }
-  std::string str() const; // "tensor_cores=1 swizzle=1 ... warp_uniform=1 tile_barriers=1"
+  std::string str() const; // "tensor_cores=1 swizzle=1 ... tile_barriers=1 late_across_loops=1"
 };
 
 // What a launch needs besides the source: the entry point, the block size and dynamic shared memory.

@@ -103,6 +103,14 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                        late.released_after_first.size() > 1 ? "s" : "", places(late.released_after_first),
                        late.released_after_first.size() > 1 ? "" : "es",
                        late.first.size() > 1 ? "products'" : "product's", late.last.size() > 1 ? "s" : "");
+  for (const auto& [loop, late] : plan.late.loops)
+    if (late.continues)
+      s += fmt::format("//   loop at {}: its first iteration issues the late product{} of the loop at {}'s last one, "
+                       "after its first product{}; its ring starts at the slot that loop stopped at\n",
+                       loop->loc.str(), late.last.size() > 1 ? "s" : "", late.continues->loc.str(),
+                       late.first.size() > 1 ? "s" : "");
+  if (!plan.late.why_not_across_loops.empty())
+    s += fmt::format("//   late products not carried across loops: {}\n", plan.late.why_not_across_loops);
   if (!plan.late.why_not.empty())
     s += fmt::format("//   no late product (LAST_PRODUCT_LATE=1): {}\n", plan.late.why_not);
   if (!plan.ws.why_not_tile_barriers.empty())

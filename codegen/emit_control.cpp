@@ -132,7 +132,12 @@ void Emitter::emit_for(const Op& op) {
       for (int s = 0; s < plan_.lookahead(&op, stages); ++s)
         emit_stage_issue(op, vars, lo, s, std::to_string(s));
     }
-    line("int {} = 0;", stage);
+    auto late_loop = plan_.late.loops.find(&op);
+    if (late_loop != plan_.late.loops.end() && late_loop->second.continues) // where the loop before stopped
+      line("int {} = {}; // the ring continues from the loop at {}", stage, late_handover_.at(&op).stage,
+           late_loop->second.continues->loc.str());
+    else
+      line("int {} = 0;", stage);
     for (const Op* l : loads)
       stage_var_[l] = stage;
   }
@@ -142,7 +147,7 @@ void Emitter::emit_for(const Op& op) {
     open_product_ahead(op, *ahead->second, iv, lo, hi, step, stage, stages);
   std::optional<LateLoop> late;
   if (auto it = plan_.late.loops.find(&op); it != plan_.late.loops.end())
-    late = open_late_product(op, it->second, vars, iv, lo, stage, stages);
+    late = open_late_product(op, it->second, vars, iv, lo, hi, stage, stages);
   bool loop_stores = stores_globally(body);
   const bool write_pending_before = global_write_pending_; // still pending after a loop that ran no iteration
   const std::string write_unless_before = global_write_unless_;

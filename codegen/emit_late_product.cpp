@@ -19,13 +19,21 @@ namespace kiln::emit_detail {
 
 Emitter::LateLoop Emitter::open_late_product(const Op& loop, const LateProduct& late,
                                              const std::vector<std::string>& vars, const std::string& iv,
-                                             const std::string& lo, const std::string& stage, int stages) {
-  LateLoop l{&loop, &late, {}, {}, iv, lo, stage, stages};
+                                             const std::string& lo, const std::string& hi, const std::string& stage,
+                                             int stages) {
+  LateLoop l{&loop, &late, {}, {}, iv, lo, hi, stage, stages, "", ""};
+  const LateHandover* handover = late.continues ? &late_handover_.at(&loop) : nullptr;
+  if (handover) {
+    l.pending = handover->pending;
+    l.pending_slot = handover->slot;
+  }
   std::map<ValueId, std::string> words_of; // one array of words for each distinct A
   for (size_t i = 0; i < late.last.size(); ++i) {
     const Op& last = *late.last[i];
     auto [it, fresh_a] = words_of.try_emplace(last.operands[0], "");
-    if (fresh_a) {
+    if (fresh_a && handover) { // the words the loop before keeps its last iteration's A in
+      it->second = handover->a_words.at(i);
+    } else if (fresh_a) {
       it->second = fresh("late_a");
       // One word per two elements of A, as wgmma_register_a_words counts them.
       line("kiln::u32 {}[{}];", it->second, dot_a_layout(k_, plan_, last).num_regs() / 2);
@@ -35,6 +43,9 @@ Emitter::LateLoop Emitter::open_late_product(const Op& loop, const LateProduct& 
     l.a_words.push_back(it->second);
     l.acc.push_back(vars.at(late.carried[i]));
   }
+  if (handover)
+    line("// its first iteration issues the loop at {}'s last late product{} first, if {}", late.continues->loc.str(),
+         late.last.size() > 1 ? "s" : "", l.pending);
   return l;
 }
 
@@ -46,10 +57,10 @@ void Emitter::issue_late_product(const LateLoop& l, const std::string& slot, boo
 
 void Emitter::emit_late_product_after_first(const LateLoop& l) {
   const size_t n_last = l.late->last.size();
-  line("if ({} != {}) {{ // the previous iteration's product{} at {}, behind this one's", l.iv, l.lo,
+  line("if ({}) {{ // the previous iteration's product{} at {}, behind this one's", l.has_previous(),
        n_last > 1 ? "s" : "", l.late->last.front()->loc.str());
   open();
-  issue_late_product(l, l.previous_slot(), /*turn_held=*/true);
+  issue_late_product(l, l.slot_of_previous(), /*turn_held=*/true);
   line("kiln::wgmma_wait<{}>(); // this iteration's first product{} done; the previous one's last stay{} in flight",
        n_last, l.late->first.size() > 1 ? "s are" : " is", n_last > 1 ? "" : "s");
   close();
@@ -66,9 +77,9 @@ void Emitter::emit_late_product_after_first(const LateLoop& l) {
   read_after_wait(name_.at(first.result()), layout_of(first.result()).num_regs());
 }
 
-void Emitter::release_late_slot(const LateLoop& l) {
+void Emitter::release_late_slot(const LateLoop& l, const std::string& slot) {
   if (!plan_.ws.tile_barriers) {
-    emit_slot_release(*l.loop, l.previous_slot());
+    emit_slot_release(*l.loop, slot);
     return;
   }
   std::vector<const Op*> rest; // the tiles the late products read, and any other reader's
@@ -77,7 +88,7 @@ void Emitter::release_late_slot(const LateLoop& l) {
         l.late->released_after_first.end())
       rest.push_back(load);
   if (!rest.empty())
-    emit_tile_releases(*l.loop, l.previous_slot(), rest);
+    emit_tile_releases(*l.loop, slot, rest);
 }
 
 void Emitter::emit_late_product_wait(const LateLoop& l) {
@@ -85,9 +96,9 @@ void Emitter::emit_late_product_wait(const LateLoop& l) {
   // every wgmma of the kernel if a path reads the accumulator with a product possibly in flight (C7514).
   line("kiln::wgmma_wait<0>(); // the previous iteration's product at {} is done (in the first, none is in flight)",
        l.late->last.front()->loc.str());
-  line("if ({} != {}) {{ // its slot goes back", l.iv, l.lo);
+  line("if ({}) {{ // its slot goes back", l.has_previous());
   open();
-  release_late_slot(l);
+  release_late_slot(l, l.slot_of_previous());
   close();
   line("}}");
   for (size_t i = 0; i < l.late->last.size(); ++i)
@@ -117,12 +128,28 @@ void Emitter::keep_late_product(const LateLoop& l, const Op& last) {
 }
 
 void Emitter::close_late_product(const LateLoop& l) {
-  line("if ({} < {}) {{ // the last iteration's product at {}", l.lo, scalar(l.loop->operands[1]),
+  const std::string ran = fmt::format("{} < {}", l.lo, l.hi);
+  if (const Op* next = l.late->continued_by) { // issued in the next loop's first iteration, or after it
+    LateHandover& h = late_handover_[next];
+    h.pending = fresh("late_pending");
+    h.slot = fresh("late_slot");
+    h.stage = l.stage;
+    h.a_words = l.a_words;
+    line("// the last iteration's product{} at {}: issued by the loop at {}", l.late->last.size() > 1 ? "s" : "",
+         l.late->last.front()->loc.str(), next->loc.str());
+    line("const bool {} = {}{};", h.pending, ran, l.pending.empty() ? "" : " || " + l.pending);
+    line("const int {} = {};", h.slot,
+         l.pending.empty() ? l.previous_slot() : fmt::format("({} ? {} : {})", ran, l.previous_slot(), l.pending_slot));
+    return;
+  }
+  const std::string slot =
+      l.pending.empty() ? l.previous_slot() : fmt::format("({} ? {} : {})", ran, l.previous_slot(), l.pending_slot);
+  line("if ({}) {{ // the last iteration's product at {}", l.pending.empty() ? ran : ran + " || " + l.pending,
        l.late->last.front()->loc.str());
   open();
-  issue_late_product(l, l.previous_slot(), /*turn_held=*/false);
+  issue_late_product(l, slot, /*turn_held=*/false);
   line("kiln::wgmma_wait<0>();");
-  release_late_slot(l);
+  release_late_slot(l, slot);
   close();
   line("}}");
   for (size_t i = 0; i < l.late->last.size(); ++i)

@@ -10,8 +10,9 @@
 // The producer waits for a slot's release before filling it; its parity bits start at 1, so the first pass over
 // the ring, whose slots no one has used yet, does not wait. With tile barriers (plan_tile_barriers.h) each tile of
 // a slot has its own pair, and the producer waits for each tile's release before copying that tile. Both sides
-// start each loop at slot 0 and flip a slot's parity bit at each use, so their sequences of uses match across the
-// loops.
+// start each loop at slot 0, or, where a loop issues the late products of the loop before (LateProduct::continues),
+// at the slot that loop stopped at, and flip a slot's parity bit at each use, so their sequences of uses match
+// across the loops.
 #include "codegen/emitter.h"
 
 namespace kiln::emit_detail {
@@ -75,7 +76,13 @@ void Emitter::emit_producer_loop(const Op& loop, const std::string& released) {
     steps.push_back(advance_steps(*step.advance, ""));
   }
   const std::string slot = fresh("slot"), iv = fresh("i");
-  line("int {} = 0; // each loop starts at slot 0, as the consumers' does", slot);
+  auto late = plan_.late.loops.find(&loop);
+  if (late != plan_.late.loops.end() && late->second.continues)
+    line("int {} = {}; // where the loop at {} stopped, as the consumers' ring does", slot,
+         producer_slot_.at(late->second.continues), late->second.continues->loc.str());
+  else
+    line("int {} = 0; // the loop starts at slot 0, as the consumers' does", slot);
+  producer_slot_[&loop] = slot;
   line("for ({} {} = {}; {} < {}; {} += {}) {{", ctype(k_.type(body.args[0]).elem), iv, scalar(loop.operands[0]), iv,
        scalar(loop.operands[1]), iv, scalar(loop.operands[2]));
   open();

@@ -350,18 +350,39 @@ private:
     // For each last product: the words its A is kept in (shared by products with the same A) and its carried
     // value's registers.
     std::vector<std::string> a_words, acc;
-    std::string iv, lo, stage;
+    std::string iv, lo, hi, stage;
     int stages = 0;
+    // A loop that continues the one before (LateProduct::continues): whether that loop left late products to issue
+    // (a bool) and the slot they read; empty otherwise.
+    std::string pending, pending_slot;
     std::string previous_slot() const { return fmt::format("(({} + {}) % {})", stage, stages - 1, stages); }
+    // Whether an earlier iteration's late products are waiting to be issued, in the iteration at `iv`, and the
+    // slot they read.
+    std::string has_previous() const {
+      return pending.empty() ? fmt::format("{} != {}", iv, lo) : fmt::format("({} != {} || {})", iv, lo, pending);
+    }
+    std::string slot_of_previous() const {
+      return pending.empty() ? previous_slot()
+                             : fmt::format("({} != {} ? {} : {})", iv, lo, previous_slot(), pending_slot);
+    }
   };
+  // What a loop whose late products the next loop issues (LateProduct::continued_by) leaves it: whether they are
+  // pending, their slot, the words their A is kept in, and the ring counter the next loop starts from.
+  struct LateHandover {
+    std::string pending, slot, stage;
+    std::vector<std::string> a_words;
+  };
+  std::map<const Op*, LateHandover> late_handover_; // keyed by the loop that takes the products over
+  std::map<const Op*, std::string> producer_slot_;  // the producer's ring counter of each loop it has emitted
   LateLoop open_late_product(const Op& loop, const LateProduct& late, const std::vector<std::string>& vars,
-                             const std::string& iv, const std::string& lo, const std::string& stage, int stages);
+                             const std::string& iv, const std::string& lo, const std::string& hi,
+                             const std::string& stage, int stages);
   void issue_late_product(const LateLoop& l, const std::string& slot, bool turn_held);
   void emit_late_product_after_first(const LateLoop& l);
   void emit_late_product_wait(const LateLoop& l);
   // Slot j - 1 back to the producer once its late products are done: the whole slot, or with tile barriers the
   // tiles not released right after the first products.
-  void release_late_slot(const LateLoop& l);
+  void release_late_slot(const LateLoop& l, const std::string& slot);
   void keep_late_product(const LateLoop& l, const Op& last);
   void close_late_product(const LateLoop& l);
   // A product issued one iteration ahead (emit_product_ahead.cpp): before its loop, the first iteration's; in the

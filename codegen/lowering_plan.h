@@ -272,10 +272,19 @@ struct LateProduct {
   // plan_tile_barriers: the loop's pipelined loads whose tiles only `first` reads (FA2's K), handed back right after
   // the first products' wait instead of with the late products' tiles an iteration later.
   std::vector<const Op*> released_after_first;
+  // One pipeline across sibling loops (FA2's unmasked and masked key tiles): `continued_by`, the next loop of the same
+  // region, issues this loop's last iteration's late products in its first iteration, after its own first products,
+  // instead of this loop issuing them after its end with nothing beside them; `continues` is the reverse link. The
+  // later loop's ring starts at the slot the earlier one stopped at, on both sides. Null: none.
+  const Op* continued_by = nullptr;
+  const Op* continues = nullptr;
 };
 struct LateProducts {
   std::map<const Op*, LateProduct> loops; // specialised loop -> its products; empty: none
   std::string why_not;                    // asked for (LAST_PRODUCT_LATE=1) and not done: why
+  // Sibling loops with late products that do not continue one another (LateProduct::continued_by): why, the first
+  // pair's reason; empty where every such pair is one pipeline or no loop has a sibling.
+  std::string why_not_across_loops;
 
   bool on() const { return !loops.empty(); }
   // Whether `dot` is one of a loop's first or late products (their issue order is planned).

@@ -123,6 +123,87 @@ std::string plan_loop(const Kernel& k, const LoweringPlan& plan, const Op& loop,
   return "";
 }
 
+// How many times `v` is an operand anywhere in `region` (nested regions included).
+size_t uses(const Region& region, ValueId v) {
+  size_t n = 0;
+  walk(region, [&](const Op& o) { n += static_cast<size_t>(std::count(o.operands.begin(), o.operands.end(), v)); });
+  return n;
+}
+
+// Why `next`, the loop after `loop` in `region`, cannot issue `loop`'s last iteration's late products in its first
+// iteration ("" when it can): both loops' late products must be alike (the same ring tile and shared bytes for B, A
+// in one layout, one accumulator layout), `next`'s carried accumulators must start from `loop`'s and nothing else
+// read them, and the ops between the loops must be scalar work only.
+std::string why_not_continued(const Kernel& k, const LoweringPlan& plan, const Region& region, const Op& loop,
+                              const LateProduct& a, const Op& next, const LateProduct& b) {
+  const std::string pair = fmt::format("the loops at {} and {}", loop.loc.str(), next.loc.str());
+  if (a.first.size() != b.first.size() || a.last.size() != b.last.size())
+    return pair + " have different numbers of first or late products";
+  if (plan.tma.loops.at(&loop) != plan.tma.loops.at(&next))
+    return pair + " copy through different rings";
+  for (size_t i = 0; i < a.last.size(); ++i) {
+    const Op &x = *a.last[i], &y = *b.last[i];
+    const SharedTile &bx = plan.tiles[plan.tile_of.at(x.operands[1])], &by = plan.tiles[plan.tile_of.at(y.operands[1])];
+    if (bx.offset != by.offset || bx.stages != by.stages || bx.bytes_per_stage() != by.bytes_per_stage() ||
+        plan.ring_tile_index(&loop, bx.load) != plan.ring_tile_index(&next, by.load))
+      return fmt::format("{}: the late products at {} and {} read B from different shared tiles", pair,
+                         x.loc.str(), y.loc.str());
+    if (!(k.type(x.operands[0]) == k.type(y.operands[0])) || !(k.type(x.result()) == k.type(y.result())) ||
+        !plan.layout.at(x.operands[0]).same_bases(plan.layout.at(y.operands[0])) ||
+        !plan.layout.at(x.result()).same_bases(plan.layout.at(y.result())))
+      return fmt::format("{}: the late products at {} and {} differ in A's or the accumulator's type or layout", pair,
+                         x.loc.str(), y.loc.str());
+    const ValueId acc = loop.results[a.carried[i]];
+    if (next.operands[3 + b.carried[i]] != acc || uses(region, acc) != 1)
+      return fmt::format("{}: the loop at {} does not start its accumulator from the first loop's alone", pair,
+                         next.loc.str());
+  }
+  const auto at = [&](const Op& op) {
+    return std::find_if(region.ops.begin(), region.ops.end(), [&](const auto& o) { return o.get() == &op; });
+  };
+  for (auto it = at(loop) + 1; it != at(next); ++it) {
+    const Op& between = **it;
+    const bool scalar = !between.results.empty() && between.regions.empty() &&
+                        std::all_of(between.results.begin(), between.results.end(), [&](ValueId r) {
+                          return k.type(r).is_scalar() || k.type(r).is_block_ptr();
+                        });
+    if (!scalar)
+      return fmt::format("{}: the op at {} between them is not scalar work", pair, between.loc.str());
+  }
+  return "";
+}
+
+// Links each late loop to the next loop of its region where that one can issue its last iteration's late products
+// (LateProduct::continued_by); records the first pair that cannot.
+void plan_across_loops(const Kernel& k, LoweringPlan& plan) {
+  LateProducts& late = plan.late;
+  auto visit = [&](const Region& region, auto& self) -> void {
+    const Op* previous = nullptr; // the region's last late loop so far, while only scalar work follows it
+    for (const auto& o : region.ops) {
+      for (const Region& r : o->regions)
+        self(r, self);
+      auto it = late.loops.find(o.get());
+      if (it == late.loops.end()) {
+        if (o->kind == OpKind::For || !o->regions.empty())
+          previous = nullptr;
+        continue;
+      }
+      if (previous) {
+        LateProduct& a = late.loops.at(previous);
+        const std::string why = why_not_continued(k, plan, region, *previous, a, *o, it->second);
+        if (why.empty()) {
+          a.continued_by = o.get();
+          it->second.continues = previous;
+        } else if (late.why_not_across_loops.empty()) {
+          late.why_not_across_loops = why;
+        }
+      }
+      previous = o.get();
+    }
+  };
+  visit(k.body, visit);
+}
+
 } // namespace
 
 void plan_late_products(const Kernel& k, const CodegenOptions& options, LoweringPlan& plan) {
@@ -161,6 +242,14 @@ void plan_late_products(const Kernel& k, const CodegenOptions& options, Lowering
     loops[loop] = p;
   }
   late.loops = std::move(loops);
+  if (late.loops.size() < 2)
+    return;
+  if (!options.late_across_loops)
+    late.why_not_across_loops = "CodegenOptions::late_across_loops is off";
+  else if (plan.pingpong.on())
+    late.why_not_across_loops = "PINGPONG is on: its turns are built for one loop at a time";
+  else
+    plan_across_loops(k, plan);
 }
 
 } // namespace kiln

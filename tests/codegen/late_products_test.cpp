@@ -180,7 +180,8 @@ TEST(LateProducts, TwoHeadDimTilesGiveTwoFirstAndTwoLastProducts) {
     }
     const GeneratedKernel g = fa2_sm90a(o);
     ASSERT_TRUE(g.why_not_late_product.empty()) << g.why_not_late_product;
-    EXPECT_EQ(occurrences(g.source, "kiln::u32 late_a"), 2) << "one array of P's words a loop";
+    // One array of P's words, which the second loop takes over with the first loop's last late products.
+    EXPECT_EQ(occurrences(g.source, "kiln::u32 late_a"), 1);
     EXPECT_EQ(occurrences(g.source, "kiln::wgmma_wait<2>(); // this iteration's first products are done"), 2);
     EXPECT_NE(g.lowered.find("the products at"), std::string::npos) << g.lowered;
   }
@@ -220,6 +221,70 @@ TEST(LateProducts, SaysWhyWhereItDoesNotApply) {
   off.late_product = false;
   Planned switched_off = plan_for("fa2_fwd", fa2_late(0), "sm_90a", off);
   EXPECT_EQ(switched_off.plan.late.why_not, "CodegenOptions::late_product is off");
+}
+
+// FA2's two key loops (unmasked tiles, then the masked ones) are one pipeline: the second loop's first iteration
+// issues the first loop's last P V after its own Q Kᵀ, so that neither the first loop's last P V nor the second's
+// first softmax runs with nothing beside it; the second loop's ring starts where the first stopped, on the
+// producer's side too, and only the second loop issues late products after its end.
+TEST(LateProducts, TheMaskedLoopIssuesTheUnmaskedLoopsLastProduct) {
+  for (int64_t causal : {1, 2}) {
+    SCOPED_TRACE("CAUSAL=" + std::to_string(causal));
+    Planned p = plan_for("fa2_fwd", fa2_late(causal), "sm_90a");
+    const std::vector<const Op*> loops = ops_of(p.kernel, OpKind::For);
+    ASSERT_EQ(loops.size(), 2u);
+    const LateProducts& late = p.plan.late;
+    EXPECT_EQ(late.why_not_across_loops, "");
+    EXPECT_EQ(late.loops.at(loops[0]).continued_by, loops[1]);
+    EXPECT_EQ(late.loops.at(loops[1]).continues, loops[0]);
+    EXPECT_EQ(late.loops.at(loops[0]).continues, nullptr);
+    EXPECT_EQ(late.loops.at(loops[1]).continued_by, nullptr);
+
+    const GeneratedKernel g = fa2_sm90a(fa2_late(causal));
+    const std::string& src = g.source;
+    EXPECT_NE(g.lowered.find("its first iteration issues the late product of the loop at fa2_fwd.cpp:159's last"),
+              std::string::npos)
+        << g.lowered;
+    // After the first loop: whether it left a P V and its slot; the second loop's ring counter starts there.
+    const size_t handover = src.find("issued by the loop at fa2_fwd.cpp:160");
+    const size_t pending = src.find("const bool late_pending", handover);
+    const size_t continues = src.find("the ring continues from the loop at fa2_fwd.cpp:159", pending);
+    ASSERT_NE(handover, std::string::npos);
+    ASSERT_NE(pending, std::string::npos);
+    ASSERT_NE(continues, std::string::npos);
+    // In the second loop the previous P V is issued after Q Kᵀ where the iteration is not the first or the first
+    // loop left one, from the first loop's last slot in its first iteration.
+    const std::string var = src.substr(pending + 11, src.find(' ', pending + 11) - pending - 11);
+    const size_t issue = src.find("|| " + var + ")) { // the previous iteration's product at fa2_fwd.cpp:134", continues);
+    ASSERT_NE(issue, std::string::npos) << var;
+    EXPECT_LT(src.find("late_slot", issue), src.find("kiln::wgmma_commit()", issue)); // B's descriptor
+    // Only the second loop issues late products after its end; the producer's second loop starts where its first
+    // stopped.
+    EXPECT_EQ(occurrences(src, "{ // the last iteration's product at fa2_fwd.cpp:134"), 1);
+    EXPECT_GT(src.find("{ // the last iteration's product at fa2_fwd.cpp:134"), continues);
+    EXPECT_EQ(occurrences(src, "where the loop at fa2_fwd.cpp:159 stopped, as the consumers' ring does"), 1);
+  }
+}
+
+// Switched off, or under PINGPONG (whose turns are built for one loop), each loop issues its own last products after
+// its end and its ring starts at slot 0; the plan says why.
+TEST(LateProducts, AcrossLoopsOffOrUnderPingPongEachLoopIssuesItsOwn) {
+  CodegenOptions off;
+  off.late_across_loops = false;
+  Planned switched_off = plan_for("fa2_fwd", fa2_late(1), "sm_90a", off);
+  EXPECT_EQ(switched_off.plan.late.why_not_across_loops, "CodegenOptions::late_across_loops is off");
+  std::map<std::string, int64_t> pingpong = fa2_late(1);
+  pingpong["PINGPONG"] = 1;
+  Planned turns = plan_for("fa2_fwd", pingpong, "sm_90a");
+  ASSERT_TRUE(turns.plan.late.on()) << turns.plan.late.why_not;
+  EXPECT_NE(turns.plan.late.why_not_across_loops.find("PINGPONG is on"), std::string::npos)
+      << turns.plan.late.why_not_across_loops;
+  for (const Planned* p : {&switched_off, &turns})
+    for (const auto& [loop, l] : p->plan.late.loops)
+      EXPECT_TRUE(l.continues == nullptr && l.continued_by == nullptr) << loop->loc.str();
+  const GeneratedKernel g = generate_cuda(switched_off.kernel, Target::parse("sm_90a"), off);
+  EXPECT_EQ(occurrences(g.source, "{ // the last iteration's product at fa2_fwd.cpp:134"), 2);
+  EXPECT_EQ(g.source.find("late_pending"), std::string::npos);
 }
 
 // P kept packed (half an S tile) beside S and O: the tiles the space offers compile with no spill, no ignored
