@@ -8,8 +8,10 @@
 // the ops up to the first read of a carried value run while the last products are on the tensor cores. Before
 // that read, they are waited for and slot j - 1 goes back to the producer (with tile barriers, its tiles that only
 // the first products read went back already, right after the first products' wait in iteration j - 1). Where each
-// last product stood, its A is packed into the words and its accumulator copied into the carried registers. After the loop, the last
-// iteration's products are issued, waited for, and their slot released.
+// last product stood, its A is packed into the words and its accumulator copied into the carried registers. After
+// the loop, the last iteration's products are issued, waited for, and their slot released; or, where the next loop
+// continues this one (LateProduct::continued_by), only whether they are pending and their slot are set down, and
+// that loop issues them in its first iteration (or after itself, when it runs none) from the same words.
 #include "codegen/emitter.h"
 
 #include <algorithm>
@@ -128,7 +130,11 @@ void Emitter::keep_late_product(const LateLoop& l, const Op& last) {
 }
 
 void Emitter::close_late_product(const LateLoop& l) {
+  // After the loop: late products are pending where it ran, or where the loop before left some and it did not.
   const std::string ran = fmt::format("{} < {}", l.lo, l.hi);
+  const std::string pending = l.pending.empty() ? ran : fmt::format("{} || {}", ran, l.pending);
+  const std::string slot =
+      l.pending.empty() ? l.previous_slot() : fmt::format("({} ? {} : {})", ran, l.previous_slot(), l.pending_slot);
   if (const Op* next = l.late->continued_by) { // issued in the next loop's first iteration, or after it
     LateHandover& h = late_handover_[next];
     h.pending = fresh("late_pending");
@@ -137,15 +143,11 @@ void Emitter::close_late_product(const LateLoop& l) {
     h.a_words = l.a_words;
     line("// the last iteration's product{} at {}: issued by the loop at {}", l.late->last.size() > 1 ? "s" : "",
          l.late->last.front()->loc.str(), next->loc.str());
-    line("const bool {} = {}{};", h.pending, ran, l.pending.empty() ? "" : " || " + l.pending);
-    line("const int {} = {};", h.slot,
-         l.pending.empty() ? l.previous_slot() : fmt::format("({} ? {} : {})", ran, l.previous_slot(), l.pending_slot));
+    line("const bool {} = {};", h.pending, pending);
+    line("const int {} = {};", h.slot, slot);
     return;
   }
-  const std::string slot =
-      l.pending.empty() ? l.previous_slot() : fmt::format("({} ? {} : {})", ran, l.previous_slot(), l.pending_slot);
-  line("if ({}) {{ // the last iteration's product at {}", l.pending.empty() ? ran : ran + " || " + l.pending,
-       l.late->last.front()->loc.str());
+  line("if ({}) {{ // the last iteration's product at {}", pending, l.late->last.front()->loc.str());
   open();
   issue_late_product(l, slot, /*turn_held=*/false);
   line("kiln::wgmma_wait<0>();");

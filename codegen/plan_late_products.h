@@ -16,6 +16,13 @@
 // first and one last product only) a consumer warpgroup takes its turn before the first product and passes it on
 // after the late one (or after the first, in an iteration with no late product yet): the two products of an
 // iteration go to the tensor cores in one turn, FlashAttention-3's schedule.
+//
+// Sibling loops (FA2's unmasked and masked key tiles) are then linked into one pipeline where they allow it
+// (LateProduct::continued_by): the next loop of the same region, with only scalar work between, whose late products
+// read B from the same ring tile and bytes with A and the accumulator in the same layouts, and whose accumulators
+// start from the earlier loop's (read by nothing else), issues the earlier loop's last iteration's late products in
+// its first iteration, and its ring starts where the earlier loop's stopped. Not under PINGPONG, nor with
+// CodegenOptions::late_across_loops off; LateProducts::why_not_across_loops says why a pair is not linked.
 #pragma once
 
 #include "codegen/codegen.h"

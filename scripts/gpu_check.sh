@@ -9,38 +9,38 @@
 # --all runs the ten parts at once, each in its own process with its own compile cache and its logs under
 # $OUT/<part>/, each cut at SECONDS (default 540) so that the summary still prints inside one 10-minute command;
 # it exits non-zero when a part failed or was cut. The double-precision references run on every core
-# (support/parallel_chunks.h), so the parts share the machine well: on an H200 (16 cores, 2026-11-30, cold
-# caches) the nine parts before --backward-differential took 359 s together, the slowest 355 s (api-backward);
-# one at a time they took about 46 minutes before the references ran in parallel. --backward-differential has not
-# yet run beside them (341 s alone).
+# (support/parallel_chunks.h), so the parts share the machine well: on an H200 (16 cores, 2026-12-01, cold
+# caches) the ten parts took 354 s together, the slowest 354 s (backward-differential; api-backward 324 s); one at
+# a time they took about 46 minutes before the references ran in parallel.
 # Ten parts, each within the GPU tool's 10-minute limit per command; together they are the whole check. Their
 # times alone, before the parallel references (an H100 SXM unless an H200 is named), and in the H200's --all run:
 #   (none)          the runtime suite and every GPU suite but those below (the differential suite included: 520
 #                   random forward problems through the API), and the compute-sanitizer passes over them: 9.2 min
 #                   cold on an H200 (350 tests, 2026-11-29, with the suites --mods and --attention-tma now run);
-#                   261 GPU tests in 344 s under --all;
+#                   277 GPU tests in 309 s under --all (2026-12-01);
 #   --attention-tma FA2's forward on the TMA, warp-specialised, ping-pong, late-product, persistent (static and
-#                   dynamic), lazy-rescale, exp2-on-FMA and tile-barrier schedules (96 cases, 87 in the run timed
-#                   here; a dynamic case launches three times) and the sanitizer passes over a few of them: 6.5 min cold on an H200; 152 s for the
-#                   cases under --all (the part took 151 s run beside the default part only, 2026-11-30);
+#                   dynamic), lazy-rescale, exp2-on-FMA and tile-barrier schedules (96 cases; a dynamic case launches
+#                   three times) and the sanitizer passes over a few of them: 6.5 min cold on an H200; 60 s for the
+#                   cases and 28 s for the sanitizer passes under --all (2026-12-01);
 #   --mods          the forward with attention mods and block masks (kernels and API) and the sinks' gradients
-#                   through the API: about 2.7 min on an H200; 186 s under --all;
+#                   through the API: about 2.7 min on an H200; 106 s under --all;
 #   --api           the attention API's forward suites (autotuning through the API, mods, the command line,
-#                   non-finite inputs): 3.2 min cold without the non-finite suites; 277 s under --all;
-#   --api-backward  the backward through the API, with and without mods: 5.7 min cold; 355 s under --all;
+#                   non-finite inputs): 3.2 min cold without the non-finite suites; 251 s under --all;
+#   --api-backward  the backward through the API, with and without mods: 5.7 min cold; 324 s under --all;
 #   --backward      the attention backward's kernel suites but the large one, the block-pointer atomic_add suite
 #                   (the dQ accumulation's op) and the sanitizer passes over the backward's kernels: 4.7 min cold
-#                   on an H200; 286 s under --all;
+#                   on an H200; 189 s under --all;
 #   --backward-large the backward's long sequences, D = 256, every tuning config, the warp-specialised dK/dV and
 #                   the fused one (GpuFa2BwdLarge), and a racecheck pass over the fused one: 4.2 min cold on an H200
-#                   before the fused suite (66-85 s alone, 101 s under racecheck); 288 s (+ 11 s racecheck) under
+#                   before the fused suite (66-85 s alone, 101 s under racecheck); 261 s (+ 11 s racecheck) under
 #                   --all;
 #   --backward-differential 120 random backward problems through the API
 #                   (tests/gpu/attention_bwd_differential_gpu_test.cpp: default configs, drawn deterministic pairs,
-#                   drawn ATOMIC_DQ=1 tiles), compile-bound: 341 s alone on an H200, cold (2026-11-30);
+#                   drawn ATOMIC_DQ=1 tiles), compile-bound: 341 s alone on an H200, cold (2026-11-30); 354 s under
+#                   --all;
 #   --varlen        attention over packed variable-length batches, forward (kernels, random problems, the API),
-#                   and a memcheck pass over one ragged case: 1.4 min cold; 247 s under --all;
-#   --varlen-backward the same for the backward: 6.8 min cold; 280 s under --all.
+#                   and a memcheck pass over one ragged case: 1.4 min cold; 220 s under --all;
+#   --varlen-backward the same for the backward: 6.8 min cold; 259 s under --all.
 set -uo pipefail
 bin=build/tests
 part=forward
