@@ -255,7 +255,8 @@ TEST(LateProducts, TheMaskedLoopIssuesTheUnmaskedLoopsLastProduct) {
     // In the second loop the previous P V is issued after Q Kᵀ where the iteration is not the first or the first
     // loop left one, from the first loop's last slot in its first iteration.
     const std::string var = src.substr(pending + 11, src.find(' ', pending + 11) - pending - 11);
-    const size_t issue = src.find("|| " + var + ")) { // the previous iteration's product at fa2_fwd.cpp:134", continues);
+    const size_t issue =
+        src.find("|| " + var + ")) { // the previous iteration's product at fa2_fwd.cpp:134", continues);
     ASSERT_NE(issue, std::string::npos) << var;
     EXPECT_LT(src.find("late_slot", issue), src.find("kiln::wgmma_commit()", issue)); // B's descriptor
     // Only the second loop issues late products after its end; the producer's second loop starts where its first
