@@ -133,8 +133,7 @@ void Emitter::close_late_product(const LateLoop& l) {
   // After the loop: late products are pending where it ran, or where the loop before left some and it did not.
   const std::string ran = fmt::format("{} < {}", l.lo, l.hi);
   const std::string pending = l.pending.empty() ? ran : fmt::format("{} || {}", ran, l.pending);
-  const std::string slot =
-      l.pending.empty() ? l.previous_slot() : fmt::format("({} ? {} : {})", ran, l.previous_slot(), l.pending_slot);
+  const std::string slot = l.previous_slot_if(ran);
   if (const Op* next = l.late->continued_by) { // issued in the next loop's first iteration, or after it
     LateHandover& h = late_handover_[next];
     h.pending = fresh("late_pending");

@@ -31,9 +31,7 @@ std::string Emitter::tma_ring_declarations() const {
     const Op* loop = loops_of_ring[ring].front();
     const std::vector<const Op*>& loads = plan_.pipelined.at(loop);
     const int stages = plan_.ring_tile(loop).stages;
-    std::string where;
-    for (const Op* l : loops_of_ring[ring])
-      where += (where.empty() ? "" : ", ") + l->loc.str();
+    const std::string where = source_lines(loops_of_ring[ring]);
     const char* loops_word = loops_of_ring[ring].size() > 1 ? "s" : "";
     if (plan_.ws.specializes(loop) && plan_.ws.tile_barriers) {
       // A barrier pair per tile of each slot: full when the tile's copy lands (the producer's one arrival), empty

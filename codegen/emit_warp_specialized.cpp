@@ -127,10 +127,8 @@ void Emitter::emit_slot_release(const Op& loop, const std::string& slot) {
 }
 
 void Emitter::emit_tile_releases(const Op& loop, const std::string& slot, const std::vector<const Op*>& loads) {
-  std::string where;
-  for (const Op* l : loads)
-    where += (where.empty() ? "" : ", ") + l->loc.str();
-  line("__syncwarp(); // every lane of this warp is done with the tile{} of {}", loads.size() > 1 ? "s" : "", where);
+  line("__syncwarp(); // every lane of this warp is done with the tile{} of {}", loads.size() > 1 ? "s" : "",
+       source_lines(loads));
   line("if (kiln_lane == 0) {{");
   for (const Op* l : loads)
     line("  kiln::mbarrier_arrive(kiln::smem_u32(&{}));",

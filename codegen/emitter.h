@@ -361,9 +361,10 @@ private:
     std::string has_previous() const {
       return pending.empty() ? fmt::format("{} != {}", iv, lo) : fmt::format("({} != {} || {})", iv, lo, pending);
     }
-    std::string slot_of_previous() const {
-      return pending.empty() ? previous_slot()
-                             : fmt::format("({} != {} ? {} : {})", iv, lo, previous_slot(), pending_slot);
+    std::string slot_of_previous() const { return previous_slot_if(fmt::format("{} != {}", iv, lo)); }
+    // The previous iteration's slot where `own` holds (this loop has run an iteration), else the loop before's.
+    std::string previous_slot_if(const std::string& own) const {
+      return pending.empty() ? previous_slot() : fmt::format("({} ? {} : {})", own, previous_slot(), pending_slot);
     }
   };
   // What a loop whose late products the next loop issues (LateProduct::continued_by) leaves it: whether they are

@@ -37,9 +37,7 @@ class GpuModsTileBarriers : public ::testing::TestWithParam<ModCase> {};
 
 TEST_P(GpuModsTileBarriers, MatchesTheReferenceOnTheLateTileWithTileBarriers) {
   KILN_REQUIRE_GPU();
-  const rt::DeviceInfo& device = rt::current_device();
-  if (device.cc_major < 9)
-    GTEST_SKIP() << "warp specialisation needs compute capability 9.0; " << device.name << " is " << device.arch;
+  KILN_REQUIRE_SM90("warp specialisation");
   const ModCase& c = GetParam();
   Config config = default_fa2_config(c.base.problem);
   config.set("BLOCK_M", 128).set("BLOCK_N", 64).set("WARP_SPECIALIZE", 1).set("LAST_PRODUCT_LATE", 1);
@@ -51,7 +49,7 @@ TEST_P(GpuModsTileBarriers, MatchesTheReferenceOnTheLateTileWithTileBarriers) {
     if (persistent)
       config.set("BLOCK_N", 128);
     SCOPED_TRACE(config.str());
-    const GeneratedKernel g = generate_cuda(build_fa2_fwd_with_mods(config, c.mods), Target::parse(device.arch));
+    const GeneratedKernel g = generate_cuda(build_fa2_fwd_with_mods(config, c.mods), Target::parse(rt::current_device().arch));
     ASSERT_EQ(g.why_not_warp_specialized, "");
     ASSERT_EQ(g.why_not_late_product, "");
     ASSERT_EQ(g.why_not_tile_barriers, "");

@@ -130,9 +130,7 @@ class GpuAttentionTma : public ::testing::TestWithParam<TmaAttentionCase> {};
 
 TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
   KILN_REQUIRE_GPU();
-  const rt::DeviceInfo& device = rt::current_device();
-  if (device.cc_major < 9)
-    GTEST_SKIP() << "TMA needs compute capability 9.0; " << device.name << " is " << device.arch;
+  KILN_REQUIRE_SM90("TMA");
   const TmaAttentionCase& tc = GetParam();
   const AttentionProblem& p = tc.p;
   SCOPED_TRACE(label(tc));

@@ -44,9 +44,7 @@ class GpuMatmulTma : public ::testing::TestWithParam<TmaMatmulCase> {};
 
 TEST_P(GpuMatmulTma, TakesTheTmaPathAndMatchesReference) {
   KILN_REQUIRE_GPU();
-  const rt::DeviceInfo& device = rt::current_device();
-  if (device.cc_major < 9)
-    GTEST_SKIP() << "TMA needs compute capability 9.0; " << device.name << " is " << device.arch;
+  KILN_REQUIRE_SM90("TMA");
   const TmaMatmulCase& tc = GetParam();
   MatmulProblem p{tc.M, tc.N, tc.K, tc.dtype, false, tc.a_col, tc.b_col};
   Config c = default_matmul_config(p);
@@ -120,9 +118,7 @@ namespace {
 // all copy by cp.async (bf16 on a persistent grid, static and dynamic, which the fallback keeps).
 TEST(GpuMatmulWarpSpecialized, IllegalMapsRunTheUnspecialisedKernel) {
   KILN_REQUIRE_GPU();
-  const rt::DeviceInfo& device = rt::current_device();
-  if (device.cc_major < 9)
-    GTEST_SKIP() << "warp specialisation needs compute capability 9.0; " << device.name << " is " << device.arch;
+  KILN_REQUIRE_SM90("warp specialisation");
   for (auto [dt, persistent] : {std::pair{f16, 0}, std::pair{bf16, 1}, std::pair{bf16, 2}}) {
     // bf16: 15 x 12 tiles, more than one wave of 132 SMs.
     MatmulProblem p = dt == f16 ? MatmulProblem{333, 270, 301, dt, false, false, false}
