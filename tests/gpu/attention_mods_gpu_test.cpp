@@ -49,7 +49,8 @@ TEST_P(GpuModsTileBarriers, MatchesTheReferenceOnTheLateTileWithTileBarriers) {
     if (persistent)
       config.set("BLOCK_N", 128);
     SCOPED_TRACE(config.str());
-    const GeneratedKernel g = generate_cuda(build_fa2_fwd_with_mods(config, c.mods), Target::parse(rt::current_device().arch));
+    const GeneratedKernel g =
+        generate_cuda(build_fa2_fwd_with_mods(config, c.mods), Target::parse(rt::current_device().arch));
     ASSERT_EQ(g.why_not_warp_specialized, "");
     ASSERT_EQ(g.why_not_late_product, "");
     ASSERT_EQ(g.why_not_tile_barriers, "");
