@@ -45,14 +45,6 @@ double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-double median(std::vector<double> v) {
-  if (v.empty())
-    return std::numeric_limits<double>::quiet_NaN();
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 ScratchDir::ScratchDir(const std::string& prefix) {
   llvm::SmallString<256> model;
   llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, model);

@@ -5,6 +5,8 @@
 // probe side's options and output. Scratch directories for the children's caches live here too.
 #pragma once
 
+#include "support/median.h"
+
 #include <llvm/Support/JSON.h>
 
 #include <chrono>
@@ -68,7 +70,6 @@ private:
 double json_number(const llvm::json::Object& o, const std::string& field, const std::string& probe);
 std::string json_string(const llvm::json::Object& o, const std::string& field, const std::string& probe);
 
-// The median of `v` (NaN when empty).
-double median(std::vector<double> v);
+using kiln::median;
 
 } // namespace kiln::bench

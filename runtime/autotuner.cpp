@@ -3,6 +3,7 @@
 
 #include "support/env.h"
 #include "support/error.h"
+#include "support/median.h"
 
 #include <llvm/Support/ThreadPool.h>
 
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
 
 namespace kiln::rt {
@@ -35,6 +37,28 @@ void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>&
   for (size_t i = 0; i < n; ++i)
     pool.async([&work, i] { work(i); });
   pool.wait();
+}
+
+// The finalists' order in round `round` of their timing again, given their first pass's order a b c d e f: round
+// 0 runs it backwards (f e d c b a, so the last timed goes first), odd rounds deal its two halves in turn
+// (a d b e c f) and even ones run that backwards (f c e b d a). Over the first pass and three rounds every finalist
+// follows three or four different ones: a kernel timed slow right after a heavier one (a GPU that throttled
+// under the last kernel's power has not recovered within a few warm-up launches, worklog §98) is one sample of four.
+std::vector<size_t> finalist_round_order(const std::vector<size_t>& first_pass, int round) {
+  std::vector<size_t> order;
+  if (round == 0) {
+    order.assign(first_pass.rbegin(), first_pass.rend());
+    return order;
+  }
+  const size_t half = (first_pass.size() + 1) / 2;
+  for (size_t k = 0; k < half; ++k) {
+    order.push_back(first_pass[k]);
+    if (half + k < first_pass.size())
+      order.push_back(first_pass[half + k]);
+  }
+  if (round % 2 == 0)
+    std::reverse(order.begin(), order.end());
+  return order;
 }
 
 std::string what_of(const std::exception_ptr& e) {
@@ -268,8 +292,9 @@ TuneResult Autotuner::run(const TuneRequest& request, const TuningKey& key, cons
     fail("autotune {}: no config ran; every one was pruned or failed:\n{}", key.str(),
          format_tune_table(table));
 
-  // 4. The finalists again, last-timed first; each scores the mean of its two medians, in which a drift of the
-  // GPU's speed that is linear over the run adds the same to every finalist.
+  // 4. The finalists again, in `finalist_rounds` rounds whose orders differ (finalist_round_order); each scores the
+  // median of its times, the first pass's included. A drift of the GPU's speed over the run reaches every finalist
+  // alike, and one slow sample (a kernel timed right after a heavier one) does not decide a median.
   std::vector<size_t> finalists;
   for (size_t i : alive)
     if (table[i].status == CandidateStatus::Ok && table[i].ms <= table[*best].ms * (1 + options_.finalist_margin))
@@ -277,18 +302,29 @@ TuneResult Autotuner::run(const TuneRequest& request, const TuningKey& key, cons
   std::stable_sort(finalists.begin(), finalists.end(), [&](size_t a, size_t b) { return table[a].ms < table[b].ms; });
   if (finalists.size() > static_cast<size_t>(std::max(options_.finalists, 0)))
     finalists.resize(static_cast<size_t>(std::max(options_.finalists, 0)));
-  if (finalists.size() >= 2) {
-    std::sort(finalists.rbegin(), finalists.rend()); // alive is in index order: the reverse of the first pass
+  if (finalists.size() >= 2 && options_.finalist_rounds >= 1) {
+    std::sort(finalists.begin(), finalists.end()); // alive is in index order: the first pass's order
+    std::map<size_t, std::vector<double>> times;
+    for (size_t i : finalists)
+      times[i].push_back(table[i].ms);
+    const size_t m = finalists.size();
+    const int rounds = options_.finalist_rounds;
+    for (int round = 0; round < rounds; ++round) {
+      const std::vector<size_t> order = finalist_round_order(finalists, round);
+      for (size_t k = 0; k < m; ++k) {
+        const size_t i = order[k];
+        TimeOutcome t = hooks.time(i);
+        if (t.failure.empty() && std::isfinite(t.ms) && t.ms >= 0) // else this round adds no time for it
+          times[i].push_back(t.ms);
+        progress.line(fmt::format("tuning {} again [{}/{}] {}  {}", key.kernel, round * m + k + 1, rounds * m,
+                                  label(i), t.failure.empty() ? progress_ms(t.ms) : "failed: " + first_line(t.failure)));
+      }
+    }
     best = finalists.front();
-    for (size_t k = 0; k < finalists.size(); ++k) {
-      const size_t i = finalists[k];
-      TimeOutcome t = hooks.time(i);
-      if (t.failure.empty() && std::isfinite(t.ms) && t.ms >= 0) // else its first time stands
-        record_time(table[i], (table[i].ms + t.ms) / 2);
-      if (table[i].ms < table[*best].ms)
+    for (size_t i : finalists) {
+      record_time(table[i], median(times[i]));
+      if (table[i].ms < table[*best].ms || (table[i].ms == table[*best].ms && i < *best))
         best = i;
-      progress.line(fmt::format("tuning {} again [{}/{}] {}  {}", key.kernel, k + 1, finalists.size(), label(i),
-                                t.failure.empty() ? progress_ms(t.ms) : "failed: " + first_line(t.failure)));
     }
   }
 

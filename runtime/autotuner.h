@@ -5,9 +5,10 @@
 // One tuning run: prune every candidate (in parallel, before any compile; an Error listing every candidate
 // and its reason when none is left) -> compile the survivors in parallel on an llvm::ThreadPool (one thread
 // per hardware thread) -> time them one by one on the calling thread -> time the few within 10 % of the best
-// again, in the reverse order, each scoring the mean of its two medians (a GPU's speed drifts during a run,
-// warming up or throttling at its power limit, which favours one end of the list; a drift linear over the run
-// adds the same to every finalist's mean) -> the least time wins and is stored in the TuningCache. Compile and launch failures score +infinity with their reason kept in the table.
+// again in three rounds of differing order, each scoring the median of its four times (a GPU's speed drifts
+// during a run, warming up or throttling at its power limit, and a kernel timed right after a heavier one can run
+// slow for a while: one pass favours one end of the list or one neighbour) -> the least time wins and is stored
+// in the TuningCache. Compile and launch failures score +infinity with their reason kept in the table.
 // KILN_AUTOTUNE (off | cached | on | force) says whether to tune at all. Once a run has taken a second, each
 // timed candidate gets a line on stderr: "tuning fa2_fwd [7/24] BM=128 BN=64 w=8 s=3  0.41 ms" (k of the
 // candidates left after pruning; a failure shows its status and reason instead of the time).
@@ -95,11 +96,14 @@ struct AutotunerOptions {
   // Where progress lines go; empty: stderr.
   std::function<void(const std::string&)> progress;
   // After the first pass, the candidates within finalist_margin of the best (at most `finalists`) are timed
-  // again in the reverse order, each scoring the mean of its two medians; 0 or 1: no second pass. Six, not three:
-  // FA2's space holds many tiles within a few % of each other, and a first pass timed the warp-specialised ones
-  // 4 % slower than their second (worklog §78), so the fourth to sixth were never timed again.
+  // again in `finalist_rounds` rounds, each scoring the median of its times (the first pass's included);
+  // finalists 0 or 1, or no rounds: each candidate is timed once. Six finalists, not three: FA2's space holds many
+  // tiles within a few % of each other, and a first pass timed the warp-specialised ones 4 % slower than their
+  // second (worklog §78), so the fourth to sixth were never timed again. Three rounds, not one: a single reverse
+  // pass timed a tile 4 % slow right after a heavier one and the mean of two times kept it (worklog §98).
   int finalists = 6;
   double finalist_margin = 0.10;
+  int finalist_rounds = 3;
 };
 
 class Autotuner {

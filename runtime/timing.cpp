@@ -2,6 +2,7 @@
 #include "runtime/timing.h"
 
 #include "support/error.h"
+#include "support/median.h"
 
 #include <algorithm>
 #include <optional>
@@ -51,10 +52,7 @@ std::vector<double> time_kernel_runs_ms(const std::function<void(Stream&)>& laun
 }
 
 double time_kernel_ms(const std::function<void(Stream&)>& launch, const TimingOptions& options) {
-  std::vector<double> ms = time_kernel_runs_ms(launch, options);
-  std::sort(ms.begin(), ms.end());
-  size_t n = ms.size();
-  return n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+  return median(time_kernel_runs_ms(launch, options));
 }
 
 double time_kernel_ms(const std::function<void(Stream&)>& launch, int warmup, int reps) {
