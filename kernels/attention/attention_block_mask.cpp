@@ -186,6 +186,14 @@ KernelDef make_fa2_fwd_block_mask_def() {
       "BLOCK_MASK_RUNS", 0,
       "1: every list of the block mask is one run of tiles (BlockMask::runs); the kernel walks two key ranges"));
   d.build = build_fa2_fwd_block_mask;
+  // A block mask's lists give each query tile its own number of key tiles, which no static walk of the query tiles
+  // can balance: the static persistent grid is fa2_fwd's under a causal mask, not offered.
+  d.prune = [forward = d.prune](const Config& c, const SizeArgs& s) {
+    if (c.get_or("PERSISTENT", 0) == 1)
+      return std::string("PERSISTENT=1 with a block mask: each query tile sees its own number of key tiles, and a "
+                         "static walk of the query tiles cannot balance them (worklog §74, §97)");
+    return forward(c, s);
+  };
   d.config_space = [] {
     std::vector<Config> cs = fa2_fwd_def().config_space();
     cs.erase(std::remove_if(cs.begin(), cs.end(), [](const Config& c) { return !block_mask_config(c); }),

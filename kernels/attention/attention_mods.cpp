@@ -435,10 +435,14 @@ void for_each_mod_key_tile(const ModKernelEnv& env, const AttentionArgs& a, cons
   for_range(keys.full_end, keys.end, tp.block_n, masked);
 }
 
+bool later_query_tiles_heavier(bool causal, const AttentionMods& mods) {
+  return causal ||
+         std::any_of(mods.mask.begin(), mods.mask.end(), [](const MaskMod& m) { return m.later_rows_see_more; });
+}
+
 namespace {
 bool later_tiles_heavier(const AttentionTileParams& tp, const AttentionMods& mods) {
-  return tp.causal != CausalMode::None ||
-         std::any_of(mods.mask.begin(), mods.mask.end(), [](const MaskMod& m) { return m.later_rows_see_more; });
+  return later_query_tiles_heavier(tp.causal != CausalMode::None, mods);
 }
 } // namespace
 

@@ -255,8 +255,13 @@ ModdedScores modded_scores_transposed(const ModKernelEnv& env, const AttentionAr
                                       const Value& offs_m, const Value& offs_n, const Value& visible,
                                       bool with_derivative);
 
+// Whether a later query tile sees more keys than an earlier one: under the built-in causal mask (`causal`), or a
+// mask mod with later_rows_see_more. Such tiles are started heaviest first (below), and a static persistent grid,
+// whose CTAs walk fixed tiles, would hand some CTAs the heavy ones again and again (fa2_fwd's prune).
+bool later_query_tiles_heavier(bool causal, const AttentionMods& mods);
+
 // The query tile a program of the forward or dQ takes, from program_id(0): the last first where later tiles do
-// more work (the built-in CAUSAL mode, or a mask mod with later_rows_see_more), else in order.
+// more work (later_query_tiles_heavier), else in order.
 Value query_tile_index(const AttentionTileParams& tp, const AttentionMods& mods);
 
 // A program's query tile and batch·head. On query_tile_grid's two-dimensional grid: query_tile_index and

@@ -18,7 +18,8 @@
 namespace kiln {
 
 const KernelDef& def_with_mods(const KernelDef& def, const AttentionMods& mods,
-                               Kernel (*build)(const Config&, const AttentionMods&), bool differentiated) {
+                               Kernel (*build)(const Config&, const AttentionMods&), bool differentiated,
+                               PruneWithMods prune) {
   if (mods.empty())
     return def;
   // One def per kernel and distinct mods (identity_key()), kept for the process's life like the kernels
@@ -40,12 +41,14 @@ const KernelDef& def_with_mods(const KernelDef& def, const AttentionMods& mods,
   d.name += "[" + mods.identity() + "]";
   d.summary += " with mods " + mods.name();
   d.build = [mods, build](const Config& c) { return build(c, mods); };
+  if (prune)
+    d.prune = [mods, prune](const Config& c, const SizeArgs& s) { return prune(c, s, mods); };
   std::lock_guard lock(mutex);
   return defs.try_emplace(key, std::move(d)).first->second; // where two threads raced, the first one's
 }
 
 const KernelDef& fa2_fwd_def(const AttentionMods& mods) {
-  return def_with_mods(fa2_fwd_def(), mods, build_fa2_fwd_with_mods, false);
+  return def_with_mods(fa2_fwd_def(), mods, build_fa2_fwd_with_mods, false, fa2_fwd_prune);
 }
 
 const KernelDef& fa2_bwd_dkdv_def(const AttentionMods& mods) {

@@ -20,9 +20,12 @@ namespace kiln {
 // itself for empty mods. One per kernel and distinct mods (AttentionMods::identity_key()), built on first use
 // and kept for the process's life. `differentiated`: the kernel multiplies dS by the score mods' derivatives,
 // so a mod the builder cannot differentiate is a kiln::Error here (AttentionMods::check_differentiable).
-// fa2_fwd_def(mods), fa2_bwd_dkdv_def(mods) and fa2_bwd_dq_def(mods) are this.
+// `prune`, where given, replaces def's prune with one that sees the mods (fa2_fwd_prune). fa2_fwd_def(mods),
+// fa2_bwd_dkdv_def(mods) and fa2_bwd_dq_def(mods) are this.
+using PruneWithMods = std::string (*)(const Config&, const SizeArgs&, const AttentionMods&);
 const KernelDef& def_with_mods(const KernelDef& def, const AttentionMods& mods,
-                               Kernel (*build)(const Config&, const AttentionMods&), bool differentiated);
+                               Kernel (*build)(const Config&, const AttentionMods&), bool differentiated,
+                               PruneWithMods prune = nullptr);
 
 // A mod's tensor on the host: its elements and how they are laid out (strides in elements).
 struct ModTensorData {

@@ -287,20 +287,30 @@ KernelDef make_fa2_fwd_def() {
   d.size_args = {"B", "H", "H_KV", "N_Q", "N_K", "D"};
   d.tuning_key = {"B", "H", "N_Q", "N_K"};
   d.bucket = [](const std::string&, int64_t v) { return next_pow2(v); };
-  // The static persistent grid under a causal mask (above); a tile wider than the (power-of-two padded) sequence,
-  // which only computes padding. The floors are the space's smallest tiles, so that a short sequence keeps at least
-  // one config.
-  d.prune = [](const Config& c, const SizeArgs& s) {
-    if (c.get_or("PERSISTENT", 0) == 1 && c.get_or("CAUSAL", 0) != 0)
-      return std::string("PERSISTENT=1 with a causal mask: a static walk of the query tiles hands some CTAs the "
-                         "heavy tiles again and again (worklog §74, §97)");
-    return prune_tiles_past_sequence(c, s, 64, 32);
-  };
+  d.prune = [](const Config& c, const SizeArgs& s) { return fa2_fwd_prune(c, s, AttentionMods{}); };
   d.grid = query_tile_grid;
   return d;
 }
 
 } // namespace
+
+// The static persistent grid where later query tiles are heavier (above); a tile wider than the (power-of-two
+// padded) sequence, which only computes padding. The floors are the space's smallest tiles, so that a short
+// sequence keeps at least one config.
+std::string fa2_fwd_prune(const Config& c, const SizeArgs& s, const AttentionMods& mods) {
+  const bool causal = c.get_or("CAUSAL", 0) != 0;
+  if (c.get_or("PERSISTENT", 0) == 1 && later_query_tiles_heavier(causal, mods)) {
+    std::string why = "a causal mask";
+    if (!causal)
+      for (const MaskMod& m : mods.mask)
+        if (m.later_rows_see_more)
+          why = fmt::format("mask mod '{}' (later_rows_see_more)", m.name);
+    return fmt::format("PERSISTENT=1 with {}: later query tiles see more keys, and a static walk of the query tiles "
+                       "hands some CTAs the heavy ones again and again (worklog §74, §97)",
+                       why);
+  }
+  return prune_tiles_past_sequence(c, s, 64, 32);
+}
 
 const KernelDef& fa2_fwd_def() {
   static const KernelDef def = make_fa2_fwd_def(); // the host API reads it on every call

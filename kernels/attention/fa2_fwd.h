@@ -21,6 +21,8 @@
 
 #include "dsl/registry.h"
 
+#include <string>
+
 namespace kiln {
 
 struct AttentionMods;
@@ -33,6 +35,10 @@ const KernelDef& fa2_fwd_def(); // built once per process
 // use and kept for the process's life. Defined in attention_mods_host.cpp.
 Kernel build_fa2_fwd_with_mods(const Config& config, const AttentionMods& mods);
 const KernelDef& fa2_fwd_def(const AttentionMods& mods);
+// fa2_fwd's prune for a problem with `mods` (the def's prune is this with none): the static persistent grid
+// (PERSISTENT=1) where later query tiles are heavier (later_query_tiles_heavier: a causal mask, or a mask mod
+// whose later rows see more keys), and tiles wider than the (power-of-two padded) sequence.
+std::string fa2_fwd_prune(const Config& config, const SizeArgs& sizes, const AttentionMods& mods);
 // The forward over a block mask's lists of key tiles (attention_block_mask.h: fa2_fwd_block_mask_def).
 Kernel build_fa2_fwd_with_block_mask(const Config& config, const AttentionMods& mods);
 

@@ -5,6 +5,9 @@
 #include "dsl/dsl.h"
 #include "jit/tuned_kernel.h"
 #include "kernels/attention/attention_bwd_problem.h"
+#include "kernels/attention/attention_block_mask.h"
+#include "kernels/attention/attention_mod_library.h"
+#include "kernels/attention/attention_mods.h"
 #include "kernels/attention/attention_problem.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "kernels/builtin.h"
@@ -267,6 +270,43 @@ TEST(TuningKey, Fa2PrunesTilesWiderThanTheProblemButKeepsOne) {
   EXPECT_GT(kept, 0);
   for (const Config& c : tuning_candidates(def, default_fa2_config(fa2_problem(4096, 4096))))
     EXPECT_EQ(def.prune(c, attention_size_args(fa2_problem(4096, 4096))), "") << c.str();
+}
+
+// The static persistent grid (PERSISTENT=1) walks fixed query tiles, so it is pruned wherever later tiles are
+// heavier: under the built-in causal mask, under a mask mod whose later rows see more keys (the same predicate that
+// starts such tiles heaviest first), and under any block mask. A mask mod without that hint keeps it.
+TEST(TuningKey, Fa2PrunesTheStaticPersistentGridWhereLaterQueryTilesAreHeavier) {
+  const SizeArgs sizes = attention_size_args(fa2_problem(4096, 4096));
+  Config persistent;
+  for (const Config& c : fa2_fwd_def().config_space())
+    if (c.get_or("PERSISTENT", 0) == 1)
+      persistent = c;
+  ASSERT_EQ(persistent.get_or("PERSISTENT", 0), 1) << "the space offers a static persistent tile";
+  Config causal = persistent;
+  causal.set("CAUSAL", 1);
+  EXPECT_EQ(fa2_fwd_def().prune(persistent, sizes), "");
+  EXPECT_NE(fa2_fwd_def().prune(causal, sizes).find("PERSISTENT=1 with a causal mask"), std::string::npos);
+
+  AttentionMods causal_mod;
+  causal_mod.mask.push_back(causal_mask());
+  const std::string why = fa2_fwd_def(causal_mod).prune(persistent, sizes);
+  EXPECT_NE(why.find("mask mod 'causal"), std::string::npos) << why;
+  EXPECT_NE(why.find("later_rows_see_more"), std::string::npos) << why;
+  Config plain = persistent;
+  plain.set("PERSISTENT", 0);
+  EXPECT_EQ(fa2_fwd_def(causal_mod).prune(plain, sizes), "") << "only the persistent grid goes";
+
+  AttentionMods window;
+  window.mask.push_back(sliding_window(256, 256)); // both ways open: no row sees more than the one before
+  ASSERT_FALSE(window.mask[0].later_rows_see_more);
+  EXPECT_EQ(fa2_fwd_def(window).prune(persistent, sizes), "");
+
+  Config runs = persistent;
+  runs.set("BLOCK_MASK_RUNS", 1);
+  EXPECT_NE(fa2_fwd_block_mask_def().prune(runs, sizes).find("PERSISTENT=1 with a block mask"), std::string::npos);
+  EXPECT_NE(fa2_fwd_block_mask_def(window).prune(runs, sizes).find("block mask"), std::string::npos);
+  runs.set("PERSISTENT", 0);
+  EXPECT_EQ(fa2_fwd_block_mask_def().prune(runs, sizes), "");
 }
 
 // The backward's spaces keep a tile only where it can pay (worklog §88): dK/dV's 128 x 128 warp-specialised tile
