@@ -65,6 +65,11 @@ std::vector<AblationVariant> ablation_variants() {
   o.late_across_loops = false; // configs with LAST_PRODUCT_LATE=1 and two key loops: each loop issues its own last
                                // late products after its end (elsewhere the code does not change)
   out.push_back({"no_late_across_loops", o});
+  o = {};
+  o.prefetch_buffers = false; // static persistent warp-specialised configs: one buffer for a prefetched tile, the
+                              // next program's copy issued after this one's last read (elsewhere the code does not
+                              // change)
+  out.push_back({"no_prefetch_buffers", o});
   return out;
 }
 

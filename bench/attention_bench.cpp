@@ -177,7 +177,8 @@ BenchCase attention_case(const AttentionCaseSpec& spec, const BenchOptions& opti
 
 namespace {
 
-// The sweep's and the seeds' cases: default configs (or the tuner's pick with --tune), all switches on.
+// The sweep's and the seeds' cases: default configs (or the tuner's pick with --tune), all switches on but the
+// one --switch-off names.
 BenchCase attention_case(const std::string& suite, const std::string& system, const std::string& note,
                          const AttentionProblem& p, bool fa1, const BenchOptions& options,
                          const std::shared_ptr<AttentionDataCache>& cache) {
@@ -187,6 +188,7 @@ BenchCase attention_case(const std::string& suite, const std::string& system, co
   spec.note = note;
   spec.problem = p;
   spec.fa1 = fa1;
+  spec.codegen = options.sweep_codegen;
   return attention_case(spec, options, cache);
 }
 

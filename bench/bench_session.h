@@ -36,6 +36,9 @@ struct BenchOptions {
   // The attention_bwd suite: tune the backward's dK/dV and dQ kernels per shape too (--tune-bwd; without it
   // they run default_bwd_configs, and only the forward follows --tune).
   bool tune_bwd = false;
+  // --switch-off NAME: the attention sweep's and the seeds' FA2 and FA1 cases with one code-generator switch off
+  // (an ablation variant's options), for an A/B of any sweep shape or config against a run without it.
+  CodegenOptions sweep_codegen;
 };
 
 class Session;

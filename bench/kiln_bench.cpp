@@ -29,6 +29,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <cmath>
@@ -76,6 +77,10 @@ cl::opt<std::string> matmul_config("matmul-config", cl::desc("Override matmul pa
                                    cl::value_desc("NAME=V,..."), cl::cat(category));
 cl::opt<std::string> filter("filter", cl::desc("Only cases whose key or system contains this text"),
                             cl::cat(category));
+cl::opt<std::string> switch_off("switch-off",
+                                cl::desc("Run the attention sweep's and the seeds' cases with one code-generator "
+                                         "switch off: an ablation variant's name, e.g. no_prefetch_buffers"),
+                                cl::value_desc("VARIANT"), cl::cat(category));
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random inputs"), cl::init(20240607), cl::cat(category));
 cl::opt<bool> list_only("list",
                         cl::desc("List the cases (and write them to --json) without running anything"),
@@ -327,6 +332,17 @@ int run(int argc, char** argv) {
   options.arch = arch;
   options.fa2_overrides = parse_overrides(fa2_config, "config");
   options.matmul_overrides = parse_overrides(matmul_config, "matmul-config");
+  if (!switch_off.empty()) {
+    std::vector<std::string> names;
+    for (const AblationVariant& v : ablation_variants()) {
+      if (v.name == switch_off && v.name != "all_on")
+        options.sweep_codegen = v.options;
+      names.push_back(v.name);
+    }
+    if (options.sweep_codegen.all_on())
+      fail("--switch-off: expected one of the ablation's variants ({}), got '{}'",
+           fmt::join(names.begin() + 1, names.end(), ", "), switch_off.getValue());
+  }
   const std::set<std::string> suites = selected_suites();
   std::vector<BenchCase> cases = collect_cases(options, suites);
 
@@ -348,6 +364,7 @@ int run(int argc, char** argv) {
                                                            {"tune_bwd", options.tune_bwd},
                                                            {"config", fa2_config.getValue()},
                                                            {"matmul_config", matmul_config.getValue()},
+                                                           {"switch_off", switch_off.getValue()},
                                                            {"filter", options.filter}}}};
 
   check_output_paths({{"--json", json_path}}); // before hours of measurements

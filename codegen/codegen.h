@@ -84,15 +84,19 @@ struct CodegenOptions {
   // products of the one before in its first iteration (else each loop issues its own after its end;
   // codegen/plan_late_products.h)
   bool late_across_loops = true;
+  // static persistent grids of warp-specialised kernels whose programs prefetch the next one's tile (FA2's Q): a
+  // second buffer for it, the next program's copy issued where this one starts (else one buffer, the copy issued
+  // after this program's last read of it; codegen/plan_prefetch_buffers.h)
+  bool prefetch_buffers = true;
 
-  static constexpr int kSwitches = 15;
+  static constexpr int kSwitches = 16;
   int switches_off() const {
     return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma + !warp_specialize + !persistent +
            !pingpong + !product_ahead + !late_product + !product_schedule + !warp_uniform + !tile_barriers +
-           !late_across_loops;
+           !late_across_loops + !prefetch_buffers;
   }
   bool all_on() const { return switches_off() == 0; }
-  std::string str() const; // "tensor_cores=1 swizzle=1 ... tile_barriers=1 late_across_loops=1"
+  std::string str() const; // "tensor_cores=1 swizzle=1 ... late_across_loops=1 prefetch_buffers=1"
 };
 
 // What a launch needs besides the source: the entry point, the block size and dynamic shared memory.

@@ -168,12 +168,22 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
       s += fmt::format("//   persistent grid: {} CTA(s) an SM walk program ids blockIdx.x + k * gridDim.x below "
                        "kiln_programs (the launch's grid size)\n",
                        plan.persistent.ctas_per_sm);
-    for (const PersistentPrefetch& p : plan.persistent.prefetches)
-      s += fmt::format("//     the shared tile of %{} ({}) prefetched: the next program's copy issued after the op "
-                       "at {}, under this program's epilogue\n",
-                       p.load->result(), p.load->loc.str(), p.issue_after->loc.str());
+    for (const PersistentPrefetch& p : plan.persistent.prefetches) {
+      if (p.double_buffered())
+        s += fmt::format("//     the shared tile of %{} ({}) prefetched into a second buffer at byte {}: turn k reads "
+                         "buffer k % 2, and the next program's copy is issued after the op at {}, where this "
+                         "program starts\n",
+                         p.load->result(), p.load->loc.str(), p.second_offset,
+                         plan.persistent.next_copies_after->loc.str());
+      else
+        s += fmt::format("//     the shared tile of %{} ({}) prefetched: the next program's copy issued after the op "
+                         "at {}, under this program's epilogue\n",
+                         p.load->result(), p.load->loc.str(), p.issue_after->loc.str());
+    }
     if (!plan.persistent.why_not_prefetch.empty())
       s += fmt::format("//     not prefetched: {}\n", plan.persistent.why_not_prefetch);
+    if (!plan.persistent.why_not_second_buffers.empty())
+      s += fmt::format("//     one buffer: {}\n", plan.persistent.why_not_second_buffers);
   } else if (!plan.persistent.why_not.empty()) {
     s += fmt::format("//   not persistent (PERSISTENT={}): {}\n", plan.persistent.asked, plan.persistent.why_not);
   }

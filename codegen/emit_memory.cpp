@@ -183,7 +183,8 @@ void Emitter::emit_block_load(const Op& op) {
       }
       return;
     }
-    const bool prefetched = plan_.persistent.prefetch_of(&op) != nullptr;
+    const PersistentPrefetch* prefetch = plan_.persistent.prefetch_of(&op);
+    const bool prefetched = prefetch != nullptr;
     if (prefetched) {
       line("if (kiln_program == blockIdx.x) {{ // this CTA's first program copies its own tile; each later one's "
            "copy was issued by the program before it");
@@ -201,6 +202,8 @@ void Emitter::emit_block_load(const Op& op) {
       line("// waited for with the first tiles of the pipelined loop that reads it");
       return;
     }
+    if (prefetched && prefetch->double_buffered() && plan_.any_wgmma()) // before the barrier below: the program
+      line("kiln::wgmma_wait<0>(); // before has no product left that reads the buffer the next copy overwrites");
     line("kiln::cp_async_wait_all();");
     publish_shared_tiles();
     return;
@@ -223,12 +226,22 @@ void Emitter::emit_block_load(const Op& op) {
 
 void Emitter::emit_next_program_copy(const PersistentPrefetch& p) {
   const SharedTile& t = plan_.tiles[plan_.tile_of.at(p.load->result())];
-  line("// persistent grid: the next program's tile of {} ({}), copied while this program finishes",
-       p.load->loc.str(), value_hint(p.load->result()));
-  if (plan_.any_wgmma())
-    line("kiln::wgmma_wait<0>(); // this thread's products that read the tile are done ...");
-  line("{} // ... and every thread's", cta_barrier());
-  set_scratch_reads(ScratchReads::None);
+  std::string stage = "0";
+  if (p.double_buffered()) {
+    // Every consumer passed the barrier that published this program's tile, so the program before, the other
+    // buffer's last reader, is done everywhere.
+    line("// persistent grid: the next program's tile of {} ({}), copied into the other buffer while this program "
+         "runs",
+         p.load->loc.str(), value_hint(p.load->result()));
+    stage = "((kiln_turn + 1) & 1)";
+  } else {
+    line("// persistent grid: the next program's tile of {} ({}), copied while this program finishes",
+         p.load->loc.str(), value_hint(p.load->result()));
+    if (plan_.any_wgmma())
+      line("kiln::wgmma_wait<0>(); // this thread's products that read the tile are done ...");
+    line("{} // ... and every thread's", cta_barrier());
+    set_scratch_reads(ScratchReads::None);
+  }
   const std::string next = fresh("next_program"); // one per prefetched tile (SPLIT_D prefetches two Q tiles)
   line("const int {} = {};", next, next_program_id());
   line("if ({} < kiln_programs) {{", next);
@@ -241,7 +254,7 @@ void Emitter::emit_next_program_copy(const PersistentPrefetch& p) {
   for (const Op* op : p.slice)
     emit_scalar_op(*op);
   program_id_override_.clear();
-  emit_tile_issue(t, scalar(p.load->operands[0]), "0");
+  emit_tile_issue(t, scalar(p.load->operands[0]), stage);
   line("kiln::cp_async_commit();");
   for (const auto& [v, name] : saved)
     name_[v] = name;
@@ -416,7 +429,7 @@ void Emitter::emit_tile_issue(const SharedTile& t, const std::string& bp, const 
   int64_t cpr = t.cols / per_chunk, chunks = t.rows * cpr;
   bool check_c = op.checks_dim(cdim);
   bool check_s = op.checks_dim(sdim);
-  std::string base = fmt::format("({} + ({}) * {})", t.offset, stage, t.bytes_per_stage());
+  std::string base = fmt::format("({} + ({}) * {})", t.offset, stage, stage_stride(t));
   std::string ty = ctype(k_.type(op.result()).elem);
   line("{{ // {} -> shared [{} x {}] {}", op.loc.str(), t.rows, t.cols, ty);
   open();

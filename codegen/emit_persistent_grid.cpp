@@ -51,7 +51,12 @@ std::string Emitter::program_ring_init() const {
 
 void Emitter::open_program_loop() {
   const PersistentGrid& p = plan_.persistent;
-  if (!p.dynamic()) {
+  if (!p.dynamic() && p.second_buffers_end > 0) { // the turn picks the prefetched tiles' buffer
+    line("for (int kiln_program = blockIdx.x, kiln_turn = 0; kiln_program < kiln_programs; "
+         "kiln_program += gridDim.x, ++kiln_turn) {{ // persistent grid; turn k reads buffer k % 2 of {} tile(s)",
+         p.prefetches.size());
+    open();
+  } else if (!p.dynamic()) {
     line("for (int kiln_program = blockIdx.x; kiln_program < kiln_programs; kiln_program += gridDim.x) {{ // "
          "persistent grid");
     open();
@@ -72,9 +77,14 @@ void Emitter::open_program_loop() {
     line("  break;");
   }
   forget_scratch_reads(); // the previous program's reductions may still be read
+  for (const PersistentPrefetch& f : p.prefetches)
+    if (f.double_buffered())
+      stage_var_[f.load] = "(kiln_turn & 1)";
 }
 
 void Emitter::close_program_loop() {
+  for (const PersistentPrefetch& f : plan_.persistent.prefetches)
+    stage_var_.erase(f.load);
   if (plan_.persistent.dynamic() && !plan_.ws.on()) {
     line("__syncthreads(); // thread 0's draw is visible, and every thread is past this program");
     line("kiln_program = {};", warp_uniform_read("kiln_drawn_program[kiln_turn & 1]"));

@@ -69,7 +69,7 @@ void Emitter::emit_vector_tile_issue(const SharedTile& t, const std::string& bp,
   const int per_chunk = 16 / t.elem_bytes;
   const int64_t chunks = t.cols / per_chunk;
   const bool check = op.checks_dim(0);
-  const std::string base = fmt::format("({} + ({}) * {})", t.offset, stage, t.bytes_per_stage());
+  const std::string base = fmt::format("({} + ({}) * {})", t.offset, stage, stage_stride(t));
   const std::string ty = ctype(k_.type(op.result()).elem);
   line("{{ // {} -> shared [{}] {}", op.loc.str(), t.cols, ty);
   open();

@@ -451,10 +451,15 @@ private:
   void emit_body_end_wait(const Op& loop); // the body's products still in flight (schedule_products)
   void emit_if(const Op& op);
 
-  // Shared-memory tile addressing.
+  // Shared-memory tile addressing. A ring's stages lie back to back; a prefetched tile's second buffer
+  // (plan_prefetch_buffers.h) lies further on, its "stage" 1.
+  int64_t stage_stride(const SharedTile& t) const {
+    const PersistentPrefetch* p = plan_.persistent.prefetch_of(t.load);
+    return p && p->double_buffered() ? p->second_offset - t.offset : t.bytes_per_stage();
+  }
   std::string tile_base(const SharedTile& t) {
     auto it = stage_var_.find(t.load);
-    return it != stage_var_.end() ? fmt::format("({} + {} * {})", t.offset, it->second, t.bytes_per_stage())
+    return it != stage_var_.end() ? fmt::format("({} + {} * {})", t.offset, it->second, stage_stride(t))
                                   : std::to_string(t.offset);
   }
   // The tile format (swizzled 16-byte chunks, 128-byte panels) is SharedTileGeometry's.

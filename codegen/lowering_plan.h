@@ -204,10 +204,16 @@ struct ProductsAhead {
 // issues the next program's copy as soon as its own last reader of the tile is done (before its epilogue), so
 // that the copy's latency runs under the epilogue and the next program finds the tile landed. The first program
 // a CTA runs issues its own.
+//
+// Where plan_prefetch_buffers gives the tile a second buffer (second_offset >= 0), the CTA's program of turn k reads
+// buffer k % 2, and the next program's copy goes into the other one where this program starts
+// (PersistentGrid::next_copies_after) instead of after issue_after: the copy has a whole program to land.
 struct PersistentPrefetch {
   const Op* load = nullptr;         // a top-level block load into a shared tile (not a loop's ring)
   const Op* issue_after = nullptr;  // the last top-level op that reads the tile: the next copy goes after it
   std::vector<const Op*> slice;     // the top-level scalar ops the load's block pointer needs, in program order
+  int64_t second_offset = -1;       // the second buffer's bytes from kiln_smem; -1: one buffer
+  bool double_buffered() const { return second_offset >= 0; }
 };
 struct PersistentGrid {
   bool on = false;
@@ -216,6 +222,12 @@ struct PersistentGrid {
   std::string why_not; // asked for (PERSISTENT=1 or 2) and not done: why
   std::vector<PersistentPrefetch> prefetches;
   std::string why_not_prefetch; // a shared tile loaded before the loops that is not prefetched: why
+  // plan_prefetch_buffers: the last top-level load of a shared tile the program makes before its loops; with second
+  // buffers the next program's copies are issued right after it (its wait and barrier passed). Shared bytes up to
+  // the end of the second buffers (0: none), and why the prefetched tiles keep one buffer, where they do.
+  const Op* next_copies_after = nullptr;
+  int64_t second_buffers_end = 0;
+  std::string why_not_second_buffers;
   // A dynamic grid: ids drawn from kiln_program_counter (PERSISTENT=2, and done).
   bool dynamic() const { return on && asked == 2; }
   const PersistentPrefetch* prefetch_of(const Op* load) const {

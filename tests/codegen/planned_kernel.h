@@ -10,6 +10,7 @@
 #include "codegen/plan_tile_barriers.h"
 #include "codegen/plan_layout_conversions.h"
 #include "codegen/plan_persistent_grid.h"
+#include "codegen/plan_prefetch_buffers.h"
 #include "codegen/plan_pingpong.h"
 #include "codegen/plan_products_ahead.h"
 #include "codegen/plan_exp2_on_fma.h"
@@ -56,6 +57,7 @@ inline Planned plan_kernel(Kernel kernel, const std::string& arch, const Codegen
   plan_scratch(p.kernel, p.plan);
   schedule_products(p.kernel, options, p.plan);
   plan_bulk_reductions(p.kernel, t, options, p.plan);
+  plan_prefetch_buffers(p.kernel, t, options, p.plan);
   plan_unordered_reductions(p.kernel, p.plan);
   plan_rescale_skips(p.kernel, p.plan);
   plan_exp2_on_fma(p.kernel, p.plan);

@@ -83,6 +83,15 @@ inline std::vector<kiln::Config> shipped_renderings(const kiln::KernelDef& def) 
                                            {"HEAD_DIM", 128},
                                            {"BLOCK_N", 128},
                                            {"num_stages", 3}}));
+  if (has("PERSISTENT") && has("TILE_BARRIERS")) // the same over two stages: Q in two buffers (plan_prefetch_buffers)
+    cs.push_back(def.with_overrides(base, {{"WARP_SPECIALIZE", 1},
+                                           {"LAST_PRODUCT_LATE", 1},
+                                           {"TILE_BARRIERS", 1},
+                                           {"LAZY_RESCALE", 1},
+                                           {"PERSISTENT", 1},
+                                           {"HEAD_DIM", 128},
+                                           {"BLOCK_N", 128},
+                                           {"num_stages", 2}}));
   if (has("PERSISTENT")) // a dynamic persistent grid: with a producer (the kernel's own warps where none) and without
     for (int ws : {0, 1})
       cs.push_back(def.with_overrides(base, {{"WARP_SPECIALIZE", ws}, {"PERSISTENT", 2}, {"MIN_BLOCKS_PER_SM", 1}}));

@@ -351,8 +351,8 @@ INSTANTIATE_TEST_SUITE_P(
 // while the consumers store the last tile's O. More programs than SMs in every case but the last; heads whose
 // first query tiles see no key (bottom-right, N_Q > N_K); tails of both sequences and of the head dim; GQA;
 // bshd; causal tiles launched heaviest first within each head; one consumer warpgroup. Each program copies the next
-// one's Q after its key loops (PersistentPrefetch), so a wrong next program id or a copy that lands on a Q still
-// being read shows here.
+// one's Q after its key loops (PersistentPrefetch), or into a second buffer where it starts (where one fits), so a
+// wrong next program id or a copy that lands on a Q still being read shows here.
 INSTANTIATE_TEST_SUITE_P(
     fa2_persistent, GpuAttentionTma,
     ::testing::Values(persistent(problem(4, 8, 8, 1000, 1000, 64, DType::f16, 0, false), 128, 2),
@@ -365,7 +365,12 @@ INSTANTIATE_TEST_SUITE_P(
                       persistent(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 2),
                       // Late products, about eight programs a CTA: Q copied for the next program under the epilogue.
                       late(problem(8, 16, 4, 1024, 1024, 128, DType::bf16, 1, false), 128, 3, 128, 8, 1),
-                      late(problem(8, 16, 16, 1000, 1100, 128, DType::f16, 0, true), 128, 3, 128, 8, 1)),
+                      late(problem(8, 16, 16, 1000, 1100, 128, DType::f16, 0, true), 128, 3, 128, 8, 1),
+                      // Two stages with tile barriers: Q in two buffers, each program copying the next one's Q
+                      // into the other where it starts (plan_prefetch_buffers); several programs a CTA, tails.
+                      tile_barriers(late(problem(8, 16, 4, 1024, 1024, 128, DType::bf16, 0, false), 128, 2, 128, 8, 1)),
+                      tile_barriers(late(problem(6, 16, 16, 700, 900, 128, DType::f16, 1, true), 128, 2, 128, 8, 1)),
+                      tile_barriers(late(problem(8, 16, 8, 1000, 1000, 64, DType::f16, 2, false), 128, 2, 128, 8, 1))),
     [](const auto& info) { return label(info.param); });
 
 // The same on a dynamic persistent grid (PERSISTENT=2): the producer draws each CTA's next program from the
