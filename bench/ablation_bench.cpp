@@ -6,6 +6,9 @@
 #include "bench/memory_bench.h"
 
 #include "codegen/codegen.h"
+#include "support/error.h"
+
+#include <fmt/ranges.h>
 
 namespace kiln::bench {
 
@@ -71,6 +74,18 @@ std::vector<AblationVariant> ablation_variants() {
                               // change)
   out.push_back({"no_prefetch_buffers", o});
   return out;
+}
+
+CodegenOptions switched_off_options(const std::string& name) {
+  std::vector<std::string> names;
+  for (const AblationVariant& v : ablation_variants()) {
+    if (v.options.all_on())
+      continue;
+    if (v.name == name)
+      return v.options;
+    names.push_back(v.name);
+  }
+  fail("--switch-off: expected one of the ablation's variants ({}), got '{}'", fmt::join(names, ", "), name);
 }
 
 namespace {

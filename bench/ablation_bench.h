@@ -21,6 +21,9 @@ struct AblationVariant {
 
 // All on first, then one switch off per variant.
 std::vector<AblationVariant> ablation_variants();
+// The options of the variant named `name` with its one switch off (kiln_bench --switch-off); a kiln::Error naming
+// every such variant for any other name (all_on included: it turns nothing off).
+CodegenOptions switched_off_options(const std::string& name);
 
 std::vector<BenchCase> ablation_cases(const BenchOptions& options);
 

@@ -29,7 +29,6 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <chrono>
 #include <cmath>
@@ -332,17 +331,8 @@ int run(int argc, char** argv) {
   options.arch = arch;
   options.fa2_overrides = parse_overrides(fa2_config, "config");
   options.matmul_overrides = parse_overrides(matmul_config, "matmul-config");
-  if (!switch_off.empty()) {
-    std::vector<std::string> names;
-    for (const AblationVariant& v : ablation_variants()) {
-      if (v.name == switch_off && v.name != "all_on")
-        options.sweep_codegen = v.options;
-      names.push_back(v.name);
-    }
-    if (options.sweep_codegen.all_on())
-      fail("--switch-off: expected one of the ablation's variants ({}), got '{}'",
-           fmt::join(names.begin() + 1, names.end(), ", "), switch_off.getValue());
-  }
+  if (!switch_off.empty())
+    options.sweep_codegen = switched_off_options(switch_off);
   const std::set<std::string> suites = selected_suites();
   std::vector<BenchCase> cases = collect_cases(options, suites);
 

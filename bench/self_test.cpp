@@ -287,6 +287,18 @@ int check_options_text() {
   }
   failures += report(one_off_each,
                      fmt::format("{} ablation variants: all on, then one switch off each", variants.size()));
+  // --switch-off takes a variant's options by name and names them all for anything else.
+  std::string refused;
+  try {
+    (void)switched_off_options("all_on");
+  } catch (const Error& e) {
+    refused = e.what();
+  }
+  failures += report(!switched_off_options("no_prefetch_buffers").prefetch_buffers &&
+                         switched_off_options("no_prefetch_buffers").switches_off() == 1 &&
+                         refused.find("no_tensor_cores") != std::string::npos &&
+                         refused.find("'all_on'") != std::string::npos,
+                     "--switch-off's variant by name, and the list for a name that is not one: " + refused);
   failures += report(median({3, 1, 2}) == 2 && median({4, 1, 2, 3}) == 2.5 && std::isnan(median({})),
                      "median of odd, even and empty samples");
   return failures;
