@@ -41,9 +41,10 @@ void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>&
 
 // The finalists' order in round `round` of their timing again, given their first pass's order a b c d e f: round
 // 0 runs it backwards (f e d c b a, so the last timed goes first), odd rounds deal its two halves in turn
-// (a d b e c f) and even ones run that backwards (f c e b d a). Over the first pass and three rounds every finalist
-// follows three or four different ones: a kernel timed slow right after a heavier one (a GPU that throttled
-// under the last kernel's power has not recovered within a few warm-up launches, worklog §98) is one sample of four.
+// (a d b e c f) and even ones run that backwards (f c e b d a). With three finalists or more, over the first pass
+// and three rounds each follows three or four different kernels (itself, where a round turns), so a kernel timed
+// slow right after a heavier one (worklog §98; likely the clocks the heavier kernel's power left, not recovered
+// within a few warm-up launches) is one sample of four, not half of its score.
 std::vector<size_t> finalist_round_order(const std::vector<size_t>& first_pass, int round) {
   std::vector<size_t> order;
   if (round == 0) {
@@ -323,7 +324,7 @@ TuneResult Autotuner::run(const TuneRequest& request, const TuningKey& key, cons
     best = finalists.front();
     for (size_t i : finalists) {
       record_time(table[i], median(times[i]));
-      if (table[i].ms < table[*best].ms || (table[i].ms == table[*best].ms && i < *best))
+      if (table[i].ms < table[*best].ms) // ties keep the earlier config of the space
         best = i;
     }
   }
