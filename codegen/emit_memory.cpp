@@ -202,8 +202,8 @@ void Emitter::emit_block_load(const Op& op) {
       line("// waited for with the first tiles of the pipelined loop that reads it");
       return;
     }
-    if (prefetched && prefetch->double_buffered() && plan_.any_wgmma()) // before the barrier below: the program
-      line("kiln::wgmma_wait<0>(); // before has no product left that reads the buffer the next copy overwrites");
+    if (prefetched && prefetch->double_buffered() && plan_.any_wgmma()) // ordered before the barrier below
+      line("kiln::wgmma_wait<0>(); // the program before has no product left on the buffer the next copy fills");
     line("kiln::cp_async_wait_all();");
     publish_shared_tiles();
     return;

@@ -63,7 +63,7 @@ TEST(PrefetchBuffers, Fa2ForwardReadsQFromTheTurnsBufferAndCopiesTheNextOneWhere
     const size_t published = g.source.rfind("kiln::named_barrier_sync(1, 256);", next);
     ASSERT_NE(published, std::string::npos);
     EXPECT_LT(g.source.rfind("kiln::cp_async_wait_all();", next), published);
-    EXPECT_LT(g.source.rfind("kiln::wgmma_wait<0>(); // before has no product left", next), published)
+    EXPECT_LT(g.source.rfind("kiln::wgmma_wait<0>(); // the program before has no product left", next), published)
         << "every consumer's products of the program before are done before the barrier";
     EXPECT_NE(g.source.find("((kiln_turn + 1) & 1)) * " + std::to_string(q.second_offset - t.offset), next),
               std::string::npos);
