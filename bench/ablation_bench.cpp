@@ -73,6 +73,10 @@ std::vector<AblationVariant> ablation_variants() {
                               // next program's copy issued after this one's last read (elsewhere the code does not
                               // change)
   out.push_back({"no_prefetch_buffers", o});
+  o = {};
+  o.rotated_stage_writes = false; // sm_90 bulk-reduction stages (the fused backward's dQ adds): every lane writes
+                                  // its registers in order (elsewhere the code does not change)
+  out.push_back({"no_rotated_stage_writes", o});
   return out;
 }
 

@@ -87,7 +87,8 @@ CheckResult check_attention(const AttentionProblem& p, const AttentionInputs& in
 }
 
 void run_attention(Session& s, const JitKernel& k, CaseRecord& r, const AttentionProblem& p,
-                   const Config& config, bool fa1, bool tunable, AttentionDataCache& cache) {
+                   const Config& config, bool fa1, bool tunable, AttentionDataCache& cache,
+                   const CodegenOptions& codegen) {
   check_attention_config(p, config);
   AttentionData& data = cache.get(p, s.options().seed);
   rt::DeviceBuffer o = poisoned_device_buffer(p.dtype, q_numel(p));
@@ -118,7 +119,7 @@ void run_attention(Session& s, const JitKernel& k, CaseRecord& r, const Attentio
   // FA1 runs its one config; FA2 the tuner's pick for the shape (with --tune and no --config).
   const Session::Launch run =
       s.launch_for(def, config, k, attention_size_args(p), args, {{3, o.bytes()}, {4, lse.bytes()}},
-                   tunable && !fa1 && s.options().fa2_overrides.empty(), r);
+                   tunable && !fa1 && s.options().fa2_overrides.empty(), r, codegen);
 
   run.kernel->launch(run.grid, args);
   r.check = check_attention(p, data.host, o, lse, s.options().seed ^ 0x5A5A);
@@ -168,9 +169,9 @@ BenchCase attention_case(const AttentionCaseSpec& spec, const BenchOptions& opti
     c.config =
         spec.config ? *spec.config : c.def.with_overrides(default_fa2_config(p), options.fa2_overrides);
   }
-  c.run = [p, fa1 = spec.fa1, tunable = spec.tunable, cache,
-           config = c.config](Session& s, const JitKernel& k, CaseRecord& rec) {
-    run_attention(s, k, rec, p, config, fa1, tunable, *cache);
+  c.run = [p, fa1 = spec.fa1, tunable = spec.tunable, cache, config = c.config,
+           codegen = spec.codegen](Session& s, const JitKernel& k, CaseRecord& rec) {
+    run_attention(s, k, rec, p, config, fa1, tunable, *cache, codegen);
   };
   return c;
 }

@@ -165,7 +165,7 @@ BwdLaunches bwd_launches(Session& s, const AttentionProblem& p, bool atomic, Bwd
   CaseRecord tuned; // launch_for writes the picked config here; the case's record gets all of them
   tuned.flops = r.flops;
   l.dkdv = s.launch_for(fa2_bwd_dkdv_def(), configs.dkdv, s.kernel(fa2_bwd_dkdv_def(), configs.dkdv, codegen), sizes,
-                        l.args, dkdv_out, tune, tuned);
+                        l.args, dkdv_out, tune, tuned, codegen);
   const std::string dkdv_config = tune ? tuned.config : configs.dkdv.str();
   if (atomic) {
     const Config conv = bwd_dq_convert_config(p);
@@ -174,7 +174,7 @@ BwdLaunches bwd_launches(Session& s, const AttentionProblem& p, bool atomic, Bwd
     l.config = "dkdv: " + dkdv_config + " | dq: atomic in dkdv, then convert";
   } else {
     l.last = s.launch_for(fa2_bwd_dq_def(), configs.dq, s.kernel(fa2_bwd_dq_def(), configs.dq, codegen), sizes, l.args,
-                          {{kBwdArgDq, d.dgrad_q.bytes()}}, tune, tuned);
+                          {{kBwdArgDq, d.dgrad_q.bytes()}}, tune, tuned, codegen);
     l.config = "dkdv: " + dkdv_config + " | dq: " + (tune ? tuned.config : configs.dq.str());
   }
   return l;
@@ -238,7 +238,9 @@ void run_bwd_case(Session& s, CaseRecord& r, const AttentionProblem& p, Variant 
       r, [&](rt::Stream& stream) { step(stream); }, /*flush_l2=*/false);
 }
 
-BenchCase bwd_case(const AttentionProblem& p, Variant variant, const std::shared_ptr<BwdDataCache>& cache) {
+// `codegen`: all switches on, or the one --switch-off names off.
+BenchCase bwd_case(const AttentionProblem& p, Variant variant, const std::shared_ptr<BwdDataCache>& cache,
+                   const CodegenOptions& codegen) {
   static const char* const systems[] = {"kiln_fa2_bwd", "kiln_fa2_bwd_atomic", "kiln_fa2"};
   static const char* const notes[] = {"deterministic", "ATOMIC_DQ=1", "forward + deterministic backward"};
   const int v = static_cast<int>(variant);
@@ -246,17 +248,18 @@ BenchCase bwd_case(const AttentionProblem& p, Variant variant, const std::shared
   c.record = case_record("attention_bwd",
                          variant == Variant::ForwardBackward ? "attention_fwd_bwd" : "attention_bwd",
                          systems[v], notes[v], p.dtype, {{"B", p.B}, {"H", p.H}, {"N", p.N_Q}, {"D", p.D}},
-                         p.causal, CodegenOptions{});
+                         p.causal, codegen);
   c.record.flops = variant == Variant::ForwardBackward ? attention_fwd_bwd_flops(p) : attention_bwd_flops(p);
   const AttentionBwdConfigs configs = default_bwd_configs(p, variant == Variant::AtomicDq);
   c.def = fa2_bwd_dkdv_def();
   c.config = configs.dkdv;
+  c.codegen = codegen;
   c.more_kernels = {{fa2_bwd_preprocess_def(), bwd_preprocess_config(p, configs.dkdv)},
                     {variant == Variant::AtomicDq ? fa2_bwd_dq_convert_def() : fa2_bwd_dq_def(),
                      variant == Variant::AtomicDq ? bwd_dq_convert_config(p) : configs.dq},
                     {fa2_fwd_def(), default_fa2_config(p)}};
-  c.run = [p, variant, cache](Session& s, const JitKernel&, CaseRecord& rec) {
-    run_bwd_case(s, rec, p, variant, *cache, CodegenOptions{}, s.options().tune_bwd);
+  c.run = [p, variant, cache, codegen](Session& s, const JitKernel&, CaseRecord& rec) {
+    run_bwd_case(s, rec, p, variant, *cache, codegen, s.options().tune_bwd);
   };
   return c;
 }
@@ -300,7 +303,7 @@ std::vector<BenchCase> attention_bwd_cases(const BenchOptions& options) {
             continue;
           const AttentionProblem p = sweep_problem(dtype, N, D, causal);
           for (Variant v : {Variant::Deterministic, Variant::AtomicDq, Variant::ForwardBackward})
-            cases.push_back(bwd_case(p, v, cache));
+            cases.push_back(bwd_case(p, v, cache, options.sweep_codegen));
         }
   }
   return cases;

@@ -56,13 +56,15 @@ void Session::run_case(BenchCase& c) {
 
 Session::Launch Session::launch_for(const KernelDef& def, const Config& config, const JitKernel& k,
                                     const SizeArgs& sizes, const std::vector<LaunchArg>& args,
-                                    const std::vector<OutputArg>& outputs, bool tunable, CaseRecord& r) {
+                                    const std::vector<OutputArg>& outputs, bool tunable, CaseRecord& r,
+                                    const CodegenOptions& codegen) {
   Launch l;
   if (tunable && options_.tune) {
     TuneOptions t;
     t.mode = rt::AutotuneMode::On;
     t.flops = r.flops;
     t.bytes = r.bytes;
+    t.codegen = codegen; // --switch-off applies to the tuned kernels too
     l.tuned = tuner_.select(def, config, sizes, args, outputs, t);
     l.kernel = l.tuned->kernel.get();
     l.grid = l.tuned->grid;

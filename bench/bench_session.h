@@ -79,7 +79,8 @@ public:
 
   // What a case launches: with --tune, when `tunable`, the autotuner's pick for the shape's bucket (tuned
   // on a miss on scratch copies of `outputs`, remembered after; its config goes into r.config), as
-  // attention::forward picks; otherwise `k` at the case's config. `tuned` owns the picked kernel.
+  // attention::forward picks, generated with `codegen` (as `k` was); otherwise `k` at the case's config. `tuned`
+  // owns the picked kernel.
   struct Launch {
     const JitKernel* kernel = nullptr;
     Grid grid;
@@ -87,7 +88,7 @@ public:
   };
   Launch launch_for(const KernelDef& def, const Config& config, const JitKernel& k, const SizeArgs& sizes,
                     const std::vector<LaunchArg>& args, const std::vector<OutputArg>& outputs, bool tunable,
-                    CaseRecord& r);
+                    CaseRecord& r, const CodegenOptions& codegen = {});
 
   // The median time of `launch` into r.time_ms, with reps adapted to the case budget.
   void time(CaseRecord& r, const std::function<void(rt::Stream&)>& launch, bool flush_l2);

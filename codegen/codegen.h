@@ -88,15 +88,19 @@ struct CodegenOptions {
   // second buffer for it, the next program's copy issued where this one starts (else one buffer, the copy issued
   // after this program's last read of it; codegen/plan_prefetch_buffers.h)
   bool prefetch_buffers = true;
+  // on sm_90, the threads that write a block to a bulk-reduction stage take their registers in a lane-rotated order
+  // where that spreads a warp's stores over more banks (else every lane in register order;
+  // codegen/stage_write_banks.h)
+  bool rotated_stage_writes = true;
 
-  static constexpr int kSwitches = 16;
+  static constexpr int kSwitches = 17;
   int switches_off() const {
     return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma + !warp_specialize + !persistent +
            !pingpong + !product_ahead + !late_product + !product_schedule + !warp_uniform + !tile_barriers +
-           !late_across_loops + !prefetch_buffers;
+           !late_across_loops + !prefetch_buffers + !rotated_stage_writes;
   }
   bool all_on() const { return switches_off() == 0; }
-  std::string str() const; // "tensor_cores=1 swizzle=1 ... late_across_loops=1 prefetch_buffers=1"
+  std::string str() const; // "tensor_cores=1 swizzle=1 ... prefetch_buffers=1 rotated_stage_writes=1"
 };
 
 // What a launch needs besides the source: the entry point, the block size and dynamic shared memory.

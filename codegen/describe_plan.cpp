@@ -286,8 +286,8 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
       return;
     if (auto it = plan.bulk.ops.find(&op); it != plan.bulk.ops.end()) {
       s += fmt::format("//   atomic_add at {}: {} row(s) of {} f32 through the stage, one bulk reduction for the block "
-                       "where its rows are contiguous and inside, else one a row\n",
-                       op.loc.str(), it->second.rows, it->second.cols);
+                       "where its rows are contiguous and inside, else one a row; {}\n",
+                       op.loc.str(), it->second.rows, it->second.cols, it->second.writes.str());
     } else {
       const auto pieces = plan.block_accesses.find(&op);
       const int run = pieces == plan.block_accesses.end() ? 0 : pieces->second.piece;

@@ -6,6 +6,50 @@
 
 namespace kiln::emit_detail {
 
+// The block's registers `x` (layout L) to the stage, as plan_stage_writes decided: in 8-byte pairs where they are
+// the next column's, and where a lane's registers are rotated, register j ^ kiln_rot in store j: the registers are
+// permuted first by one select a register for each bit of the masks (w[j] = x[j ^ kiln_rot]), and each store's
+// place is register j ^ kiln_rot's.
+void Emitter::emit_stage_writes(const BulkReduction& b, const Layout& L, const std::string& x) {
+  const StageWrites& w = b.writes;
+  const int n = L.num_regs();
+  std::string src = x, at = "r";
+  if (w.rotated()) {
+    std::string rot;
+    int bits = 0;
+    for (size_t lb = 0; lb < w.lane_masks.size(); ++lb) {
+      if (w.lane_masks[lb] == 0)
+        continue;
+      rot += fmt::format("{}(((kiln_lane >> {}) & 1) * {})", rot.empty() ? "" : " ^ ", lb, w.lane_masks[lb]);
+      bits |= w.lane_masks[lb];
+    }
+    line("const int kiln_rot = {}; // this lane's order: its rows share banks with other lanes' (stage_write_banks.h)",
+         rot);
+    for (int bit = 0; (1 << bit) <= bits; ++bit) {
+      if (!((bits >> bit) & 1))
+        continue;
+      const std::string next = fmt::format("kiln_rot{}", bit);
+      line("float {}[{}];", next, n);
+      for_regs(n);
+      line("  {0}[r] = (kiln_rot >> {1}) & 1 ? {2}[r ^ {3}] : {2}[r];", next, bit, src, 1 << bit);
+      line("}}");
+      src = next;
+    }
+    at = "(r ^ kiln_rot)";
+  }
+  const std::string row = b.row_dim >= 0 ? coord(L, b.row_dim, at) : "0";
+  const std::string place = fmt::format("{} * {} + {}", row, b.cols, coord(L, b.col_dim, at));
+  if (w.vector == 2) {
+    line("#pragma unroll");
+    line("for (int r = 0; r < {}; r += 2) {{", n);
+    line("  *reinterpret_cast<float2*>(&kiln_stage[{0}]) = make_float2({1}[r], {1}[r + 1]);", place, src);
+  } else {
+    for_regs(n);
+    line("  kiln_stage[{}] = {}[r];", place, src);
+  }
+  line("}}");
+}
+
 void Emitter::emit_block_atomic_add(const Op& op) {
   const std::string bp = scalar(op.operands[0]);
   const Type& bt = k_.type(op.operands[0]);
@@ -46,10 +90,7 @@ void Emitter::emit_block_atomic_add(const Op& op) {
   }
   line("if ({}) {{", owner_predicate(L));
   open();
-  for_regs(L.num_regs());
-  const std::string row = rd >= 0 ? coord(L, rd, "r") : "0";
-  line("  kiln_stage[{} * {} + {}] = {}[r];", row, b.cols, coord(L, cd, "r"), x);
-  line("}}");
+  emit_stage_writes(b, L, x);
   close();
   line("}}");
   if (two_stages)

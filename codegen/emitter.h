@@ -433,6 +433,7 @@ private:
   void emit_next_program_copy(const PersistentPrefetch& p);
   void emit_block_store(const Op& op);
   void emit_block_atomic_add(const Op& op);
+  void emit_stage_writes(const BulkReduction& b, const Layout& L, const std::string& x);
   void emit_block_elements(const Op& op, const std::string& bp, const Type& bt, const Layout& L,
                            const std::string& x, bool add);
   bool emit_vector_block_store(const Op& op, const std::string& bp, const Type& bt, const Layout& L,

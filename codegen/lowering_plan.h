@@ -36,6 +36,7 @@
 
 #include "codegen/layout.h"
 #include "codegen/shared_tile_geometry.h"
+#include "codegen/stage_write_banks.h"
 #include "codegen/tma_plan.h"
 #include "dsl/ir.h"
 
@@ -244,6 +245,7 @@ struct BulkReduction {
   int row_dim = -1; // -1: a rank-1 block, one row
   int col_dim = 0;
   int64_t rows = 1, cols = 0; // the stage holds them back to back, cols f32 a row
+  StageWrites writes;          // how the threads write the block to the stage (codegen/stage_write_banks.h)
 };
 struct BulkReductions {
   std::map<const Op*, BulkReduction> ops;

@@ -1,5 +1,6 @@
 #include "codegen/plan_bulk_reductions.h"
 
+#include "codegen/operand_layouts.h"
 #include "codegen/pointer_roots.h"
 
 #include <functional>
@@ -87,6 +88,7 @@ void plan_bulk_reductions(const Kernel& k, const Target& target, const CodegenOp
       b.why_not[&op] = why;
       return;
     }
+    r.writes = plan_stage_writes(access_layout(k, plan, op), r.row_dim, r.col_dim, r.cols, options.rotated_stage_writes);
     b.stage_bytes = std::max(b.stage_bytes, bytes);
     b.ops[&op] = r;
   });
