@@ -1,6 +1,7 @@
 #include "codegen/describe_plan.h"
 
 #include "codegen/cuda_text.h"
+#include "codegen/stmatrix_store.h"
 #include "codegen/wgmma.h"
 
 #include <fmt/format.h>
@@ -215,9 +216,13 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                                      : "N",
                              o ? o->descriptor().str() : "no descriptor");
         }
-        for (const LayoutConversion& c : plan.conversions)
-          if (c.user == &op && c.value == v && c.method == ConversionMethod::SharedOperand)
-            return std::string("registers, staged as a K-major shared operand tile in the scratch");
+        for (const LayoutConversion& c : plan.conversions) {
+          if (c.user != &op || c.value != v || c.method != ConversionMethod::SharedOperand)
+            continue;
+          const std::string staged = "registers, staged as a K-major shared operand tile in the scratch";
+          const std::optional<StmatrixStore> st = stmatrix_store(c.from, dtype_bytes(k.type(v).elem));
+          return st ? staged + " by " + st->str() : staged;
+        }
         return std::string(plan.fused_casts.count(v) ? "registers (cast fused)" : "registers");
       };
       const Shape& a = k.type(op.operands[0]).shape;

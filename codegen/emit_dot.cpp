@@ -266,16 +266,49 @@ void Emitter::emit_staged_operand(ValueId a, const LayoutConversion& c, const Sh
   const std::string ty = ctype(k_.type(a).elem);
   const std::string src = regs(a, c.from);
   const int per_chunk = 16 / tile.elem_bytes;
-  line("// stage %{} ({}) as a K-major shared operand tile", a, c.from.str());
+  const std::optional<StmatrixStore> st = stmatrix_store(c.from, tile.elem_bytes);
+  line("// stage %{} ({}) as a K-major shared operand tile{}", a, c.from.str(), st ? ": " + st->str() : "");
   line("{}", cta_barrier());
   forget_scratch_reads();
-  for_regs(c.from.num_regs());
-  const std::string row = coord(c.from, 0, "r"), col = coord(c.from, 1, "r");
-  line("  *reinterpret_cast<{}*>(kiln_smem + {} + {} + (({}) % {}) * {}) = {}[r];", ty, tile.offset,
-       stage_offset(tile, row, fmt::format("(({}) / {})", col, per_chunk)), col, per_chunk, tile.elem_bytes, src);
-  line("}}");
+  if (st) {
+    emit_stmatrix_stores(c.from, *st, src, tile);
+  } else {
+    for_regs(c.from.num_regs());
+    const std::string row = coord(c.from, 0, "r"), col = coord(c.from, 1, "r");
+    line("  *reinterpret_cast<{}*>(kiln_smem + {} + {} + (({}) % {}) * {}) = {}[r];", ty, tile.offset,
+         stage_offset(tile, row, fmt::format("(({}) / {})", col, per_chunk)), col, per_chunk, tile.elem_bytes, src);
+    line("}}");
+  }
   line("kiln::fence_proxy_async(); // the stores are visible to wgmma's reads ...");
   line("{} // ... of every warp's part", cta_barrier());
+}
+
+// Register pairs of `src` (layout L, 16-bit) stored as 8x8 matrices of `tile` (stmatrix_store.h). Instruction j
+// stores pairs j * matrices + m; lane l gives the address of row l % 8 of matrix (l / 8) % matrices: the pair's
+// coordinates without the lane's part, which inside a matrix the instruction supplies, plus l % 8 rows (rows of a
+// .trans matrix run along the fragment's columns, which lie along the tile's rows as well).
+void Emitter::emit_stmatrix_stores(const Layout& L, const StmatrixStore& st, const std::string& src,
+                                   const SharedTile& tile) {
+  auto pair_coord = [&](int d) {
+    std::string e = "0";
+    for (size_t b = 0; b < L.warp.size(); ++b)
+      if (L.warp[b][d])
+        e += fmt::format(" + ((kiln_warp >> {}) & 1) * {}", b, L.warp[b][d]);
+    for (size_t b = 1; b < L.reg.size(); ++b)
+      if (L.reg[b][d])
+        e += fmt::format(" + ((kiln_st_r >> {}) & 1) * {}", b, L.reg[b][d]);
+    return e;
+  };
+  line("#pragma unroll");
+  line("for (int j = 0; j < {}; ++j) {{", st.instructions);
+  line("  const int kiln_st_r = 2 * (j * {} + (kiln_lane >> 3) % {});", st.matrices, st.matrices);
+  line("  const int kiln_st_row = {} + (kiln_lane & 7), kiln_st_col = {};", pair_coord(0), pair_coord(1));
+  std::string values;
+  for (int m = 0; m < st.matrices; ++m)
+    values += fmt::format(", kiln::pack2({0}[2 * (j * {1} + {2})], {0}[2 * (j * {1} + {2}) + 1])", src, st.matrices, m);
+  line("  kiln::stmatrix_x{}<{}>(kiln::smem_u32(kiln_smem) + {} + {}{});", st.matrices, st.trans ? "true" : "false",
+       tile.offset, stage_offset(tile, "kiln_st_row", "(kiln_st_col / 8)"), values);
+  line("}}");
 }
 
 void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, const std::string& packed_a,

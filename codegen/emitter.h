@@ -13,6 +13,7 @@
 #include "codegen/operand_layouts.h"
 #include "codegen/plan_scratch.h"
 #include "codegen/prelude.h"
+#include "codegen/stmatrix_store.h"
 #include "codegen/wgmma.h"
 
 #include <functional>
@@ -333,6 +334,7 @@ private:
   // `turn_held`: under ping-pong, this warpgroup already holds the turn (a late product issued right after its
   // loop's first product): the product does not wait for it, only passes it on.
   void emit_staged_operand(ValueId a, const LayoutConversion& c, const SharedTile& tile);
+  void emit_stmatrix_stores(const Layout& L, const StmatrixStore& st, const std::string& src, const SharedTile& tile);
   // wgmma_wait<n> before `before`, for the products `w` retires (schedule_products).
   void emit_product_wait(const ProductWait& w, const Op& before);
   // zero_acc: the accumulator is zero, `d` is not set; the first k step writes it (scale-d false).
