@@ -290,14 +290,7 @@ void Emitter::emit_staged_operand(ValueId a, const LayoutConversion& c, const Sh
 void Emitter::emit_stmatrix_stores(const Layout& L, const StmatrixStore& st, const std::string& src,
                                    const SharedTile& tile) {
   auto pair_coord = [&](int d) {
-    std::string e = "0";
-    for (size_t b = 0; b < L.warp.size(); ++b)
-      if (L.warp[b][d])
-        e += fmt::format(" + ((kiln_warp >> {}) & 1) * {}", b, L.warp[b][d]);
-    for (size_t b = 1; b < L.reg.size(); ++b)
-      if (L.reg[b][d])
-        e += fmt::format(" + ((kiln_st_r >> {}) & 1) * {}", b, L.reg[b][d]);
-    return e;
+    return "0" + basis_terms(L.warp, d, "kiln_warp") + basis_terms(L.reg, d, "kiln_st_r", /*first=*/1);
   };
   line("#pragma unroll");
   line("for (int j = 0; j < {}; ++j) {{", st.instructions);

@@ -200,25 +200,23 @@ private:
     int id = static_cast<int>(layout_ids_.size());
     layout_ids_[key] = id;
     layout_decls_.push_back(fmt::format("// L{}: {}", id, l.str()));
-    for (int d = 0; d < l.rank(); ++d) {
-      std::string e = "0";
-      for (size_t b = 0; b < l.lane.size(); ++b)
-        if (l.lane[b][d])
-          e += fmt::format(" + ((kiln_lane >> {}) & 1) * {}", b, l.lane[b][d]);
-      for (size_t b = 0; b < l.warp.size(); ++b)
-        if (l.warp[b][d])
-          e += fmt::format(" + ((kiln_warp >> {}) & 1) * {}", b, l.warp[b][d]);
-      layout_decls_.push_back(fmt::format("const int L{}_t{} = {};", id, d, e));
-    }
+    for (int d = 0; d < l.rank(); ++d)
+      layout_decls_.push_back(fmt::format("const int L{}_t{} = 0{}{};", id, d, basis_terms(l.lane, d, "kiln_lane"),
+                                          basis_terms(l.warp, d, "kiln_warp")));
     return id;
+  }
+  // " + ((index >> b) & 1) * basis" along dim d for each basis from bit `first` on that moves along d: the part of a
+  // coordinate that the bits of `index` (a lane id, a warp id, a register index) contribute.
+  static std::string basis_terms(const std::vector<Coord>& bases, int d, const std::string& index, size_t first = 0) {
+    std::string e;
+    for (size_t b = first; b < bases.size(); ++b)
+      if (bases[b][d])
+        e += fmt::format(" + (({} >> {}) & 1) * {}", index, b, bases[b][d]);
+    return e;
   }
   // Coordinate of register `r` (a loop variable or constant) along dim d of layout l.
   std::string coord(const Layout& l, int d, const std::string& r) {
-    std::string e = fmt::format("L{}_t{}", layout_id(l), d);
-    for (size_t b = 0; b < l.reg.size(); ++b)
-      if (l.reg[b][d])
-        e += fmt::format(" + (({} >> {}) & 1) * {}", r, b, l.reg[b][d]);
-    return "(" + e + ")";
+    return fmt::format("(L{}_t{}{})", layout_id(l), d, basis_terms(l.reg, d, r));
   }
   // Row-major linear index of register r's element in a tile of `shape`.
   std::string linear(const Layout& l, const Shape& shape, const std::string& r) {
