@@ -77,8 +77,9 @@ cl::opt<std::string> matmul_config("matmul-config", cl::desc("Override matmul pa
 cl::opt<std::string> filter("filter", cl::desc("Only cases whose key or system contains this text"),
                             cl::cat(category));
 cl::opt<std::string> switch_off("switch-off",
-                                cl::desc("Run the attention sweep's, its backward's and the seeds' cases with one code-generator "
-                                         "switch off: an ablation variant's name, e.g. no_prefetch_buffers"),
+                                cl::desc("Run the attention sweep's, its backward's and the seeds' cases with one "
+                                         "code-generator switch off: an ablation variant's name, e.g. "
+                                         "no_prefetch_buffers"),
                                 cl::value_desc("VARIANT"), cl::cat(category));
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random inputs"), cl::init(20240607), cl::cat(category));
 cl::opt<bool> list_only("list",

@@ -1,7 +1,6 @@
 #include "codegen/describe_plan.h"
 
 #include "codegen/cuda_text.h"
-#include "codegen/stmatrix_store.h"
 #include "codegen/wgmma.h"
 
 #include <fmt/format.h>
@@ -220,8 +219,7 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
           if (c.user != &op || c.value != v || c.method != ConversionMethod::SharedOperand)
             continue;
           const std::string staged = "registers, staged as a K-major shared operand tile in the scratch";
-          const std::optional<StmatrixStore> st = stmatrix_store(c.from, dtype_bytes(k.type(v).elem));
-          return st ? staged + " by " + st->str() : staged;
+          return c.stmatrix ? staged + " by " + c.stmatrix->str() : staged;
         }
         return std::string(plan.fused_casts.count(v) ? "registers (cast fused)" : "registers");
       };

@@ -265,14 +265,14 @@ void Emitter::emit_staged_operand(ValueId a, const LayoutConversion& c, const Sh
   use_scratch(c.scratch_bytes);
   const std::string ty = ctype(k_.type(a).elem);
   const std::string src = regs(a, c.from);
-  const int per_chunk = 16 / tile.elem_bytes;
-  const std::optional<StmatrixStore> st = stmatrix_store(c.from, tile.elem_bytes);
+  const std::optional<StmatrixStore>& st = c.stmatrix;
   line("// stage %{} ({}) as a K-major shared operand tile{}", a, c.from.str(), st ? ": " + st->str() : "");
   line("{}", cta_barrier());
   forget_scratch_reads();
   if (st) {
     emit_stmatrix_stores(c.from, *st, src, tile);
   } else {
+    const int per_chunk = 16 / tile.elem_bytes;
     for_regs(c.from.num_regs());
     const std::string row = coord(c.from, 0, "r"), col = coord(c.from, 1, "r");
     line("  *reinterpret_cast<{}*>(kiln_smem + {} + {} + (({}) % {}) * {}) = {}[r];", ty, tile.offset,

@@ -13,7 +13,6 @@
 #include "codegen/operand_layouts.h"
 #include "codegen/plan_scratch.h"
 #include "codegen/prelude.h"
-#include "codegen/stmatrix_store.h"
 #include "codegen/wgmma.h"
 
 #include <functional>

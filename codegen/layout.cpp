@@ -60,6 +60,16 @@ int64_t Layout::reg_offset(int r, int dim) const {
   return off;
 }
 
+Coord Layout::element(int r, int lane, int warp) const {
+  Coord c(shape.size(), 0);
+  for (const auto& [bases, bits] : {std::pair{&reg, r}, {&this->lane, lane}, {&this->warp, warp}})
+    for (size_t b = 0; b < bases->size(); ++b)
+      if (bits >> b & 1)
+        for (size_t d = 0; d < c.size(); ++d)
+          c[d] += (*bases)[b][d];
+  return c;
+}
+
 const char* layout_kind_name(LayoutKind k) {
   switch (k) {
   case LayoutKind::Mma: return "mma";

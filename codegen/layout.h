@@ -40,6 +40,8 @@ struct Layout {
   int num_regs() const { return 1 << reg.size(); }
   // The compile-time part of register r's coordinate along `dim`.
   int64_t reg_offset(int r, int dim) const;
+  // The element register r of lane `lane` in warp `warp` holds: the sum of the bases of their set bits.
+  Coord element(int r, int lane, int warp = 0) const;
   bool same_bases(const Layout& o) const { return shape == o.shape && reg == o.reg && lane == o.lane && warp == o.warp; }
   std::string kind_name() const; // "mma", "blocked_collapsed", ...
   std::string str() const;       // "mma[128x64] regs=32"

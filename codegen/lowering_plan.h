@@ -37,11 +37,13 @@
 #include "codegen/layout.h"
 #include "codegen/shared_tile_geometry.h"
 #include "codegen/stage_write_banks.h"
+#include "codegen/stmatrix_store.h"
 #include "codegen/tma_plan.h"
 #include "dsl/ir.h"
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -122,6 +124,9 @@ struct LayoutConversion {
   // SharedMemory: the outermost loop around `user` that does not define `value`: the conversion is made once
   // before that loop instead of every iteration (nullptr: where the user reads it).
   const Op* hoisted_before = nullptr;
+  // SharedOperand: the threads write their registers by stmatrix where they are whole 8x8 fragments
+  // (codegen/stmatrix_store.h); empty: one store an element.
+  std::optional<StmatrixStore> stmatrix = std::nullopt;
 
   SourceLoc loc() const { return user->loc; }
 };

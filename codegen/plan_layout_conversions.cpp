@@ -311,8 +311,8 @@ private:
     if (have.same_bases(want))
       return false;
     const Type& t = k_.type(a);
-    plan_.conversions.push_back(
-        {a, &op, have, want, ConversionMethod::SharedOperand, t.numel() * dtype_bytes(t.elem), {}, nullptr});
+    plan_.conversions.push_back({a, &op, have, want, ConversionMethod::SharedOperand, t.numel() * dtype_bytes(t.elem),
+                                 {}, nullptr, stmatrix_store(have, dtype_bytes(t.elem))});
     return true;
   }
 

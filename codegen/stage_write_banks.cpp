@@ -28,18 +28,8 @@ struct WarpWrites {
   // The f32 word lane `lane` writes register `r` to (lane and register offsets only: a warp's own offset moves
   // every lane's word alike and leaves the banks' counts as they are).
   int64_t word(int lane, int r) const {
-    int64_t row = 0, col = 0;
-    for (size_t b = 0; b < L.lane.size(); ++b)
-      if ((lane >> b) & 1) {
-        row += along(L.lane[b], row_dim);
-        col += along(L.lane[b], col_dim);
-      }
-    for (size_t b = 0; b < L.reg.size(); ++b)
-      if ((r >> b) & 1) {
-        row += along(L.reg[b], row_dim);
-        col += along(L.reg[b], col_dim);
-      }
-    return row * row_stride + col;
+    const Coord e = L.element(r, lane);
+    return along(e, row_dim) * row_stride + along(e, col_dim);
   }
 
   // The lanes that write: a lane bit whose basis is all zero replicates the tile, and only the lanes with it clear

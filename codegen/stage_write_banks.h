@@ -27,8 +27,8 @@ struct StageWrites {
   int64_t wavefronts = 0;       // one warp's shared-memory wavefronts for the whole tile, in this order
   int64_t wavefronts_plain = 0; // the same, each lane taking its registers in order
   bool rotated() const;         // some lane applies a mask
-  std::string str() const;      // "8-byte stores, lanes rotated by bits 2 (mask 4) 3 (mask 8): 16 wavefronts a warp
-                                // (64 in order)"
+  std::string str() const;      // "8-byte stores, each lane's registers rotated by lane bit 2 (register ^ 4) lane
+                                // bit 3 (register ^ 8): 16 shared-memory wavefronts a warp (64 in order)"
 };
 
 // The writes of tile layout `L` to a stage whose element (row, col) lies at row * row_stride + col f32 (row_dim < 0:

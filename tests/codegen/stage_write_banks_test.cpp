@@ -27,18 +27,8 @@ std::map<std::string, int64_t> fused_dkdv(int64_t head_dim) {
 
 // The (row, col) lane `lane` writes register `r` to in `L` (lane and register bases only).
 std::pair<int64_t, int64_t> element(const Layout& L, int lane, int r) {
-  int64_t row = 0, col = 0;
-  for (size_t b = 0; b < L.lane.size(); ++b)
-    if ((lane >> b) & 1) {
-      row += L.lane[b][0];
-      col += L.lane[b][1];
-    }
-  for (size_t b = 0; b < L.reg.size(); ++b)
-    if ((r >> b) & 1) {
-      row += L.reg[b][0];
-      col += L.reg[b][1];
-    }
-  return {row, col};
+  const Coord e = L.element(r, lane);
+  return {e[0], e[1]};
 }
 
 // One warp's wavefronts counted here, independently of the planner: each store, the most distinct words any

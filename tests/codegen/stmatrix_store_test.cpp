@@ -20,18 +20,8 @@ bool has(const std::string& text, const std::string& what) { return text.find(wh
 using Element = std::pair<int64_t, int64_t>;
 
 Element element_of(const Layout& L, int warp, int lane, int r) {
-  Element e{0, 0};
-  auto add = [&](const std::vector<Coord>& bases, int bits) {
-    for (size_t b = 0; b < bases.size(); ++b)
-      if ((bits >> b) & 1) {
-        e.first += bases[b][0];
-        e.second += bases[b][1];
-      }
-  };
-  add(L.warp, warp);
-  add(L.lane, lane);
-  add(L.reg, r);
-  return e;
+  const Coord e = L.element(r, lane, warp);
+  return {e[0], e[1]};
 }
 
 // Where stmatrix puts each register of each lane of `warp`, with the addresses the emitter computes
