@@ -11,7 +11,9 @@
 # it exits non-zero when a part failed or was cut. The double-precision references run on every core
 # (support/parallel_chunks.h), so the parts share the machine well: on an H200 (16 cores, 2026-12-01, cold
 # caches) the ten parts took 354 s together, the slowest 354 s (backward-differential; api-backward 324 s); one at
-# a time they took about 46 minutes before the references ran in parallel.
+# a time they took about 46 minutes before the references ran in parallel. On a fresh H200 on 2026-12-02 (§101's
+# code, cut at 530) the same took 528 s: backward-differential 500 s, api-backward 470 s, varlen-backward 368 s;
+# a part near the cut is the first thing to split if the check grows.
 # Ten parts, each within the GPU tool's 10-minute limit per command; together they are the whole check. Their
 # times alone, before the parallel references (an H100 SXM unless an H200 is named), and in the H200's --all run:
 #   (none)          the runtime suite and every GPU suite but those below (the differential suite included: 520
