@@ -1,30 +1,17 @@
 // Finding and loading libnvrtc with dlopen.
 #include "runtime/nvrtc.h"
 
+#include "runtime/shared_library.h"
 #include "support/error.h"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
-#include <memory>
 #include <vector>
 
 namespace kiln::rt {
 
 namespace {
 
-struct NvrtcLoad {
-  std::unique_ptr<Nvrtc> nvrtc;
-  std::string error;
-};
-
-template <typename Fn>
-void resolve(void* lib, const char* symbol, Fn& slot, std::vector<std::string>& missing) {
-  void* address = dlsym(lib, symbol);
-  if (!address)
-    missing.push_back(symbol);
-  slot = reinterpret_cast<Fn>(address);
-}
+using NvrtcLoad = LibraryLoad<Nvrtc>;
 
 // In search order: an explicit CUDA_HOME wins over whatever the loader would find.
 std::vector<std::string> nvrtc_candidates() {
@@ -44,45 +31,36 @@ std::vector<std::string> nvrtc_candidates() {
 
 NvrtcLoad load_nvrtc() {
   NvrtcLoad out;
-  void* lib = nullptr;
-  std::string library, errors;
-  for (const std::string& candidate : nvrtc_candidates()) {
-    lib = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib) {
-      library = candidate;
-      break;
-    }
-    const char* e = dlerror();
-    errors += fmt::format("\n  {}: {}", candidate, e ? e : "dlopen failed");
-  }
-  if (!lib) {
+  const OpenedLibrary lib = open_first(nvrtc_candidates());
+  if (!lib.handle) {
+    std::string searched;
+    for (const OpenedLibrary::Failure& f : lib.failures)
+      searched += fmt::format("\n  {}: {}", f.candidate, f.reason.empty() ? "dlopen failed" : f.reason);
     out.error = fmt::format("NVRTC not found: set CUDA_HOME to a CUDA 12 or 13 toolkit, or put libnvrtc on "
                             "LD_LIBRARY_PATH; searched:{}",
-                            errors);
+                            searched);
     return out;
   }
+  const std::string& library = lib.path;
   auto n = std::make_unique<Nvrtc>();
   n->library = library;
-  std::vector<std::string> missing;
-  resolve(lib, "nvrtcVersion", n->nvrtcVersion, missing);
-  resolve(lib, "nvrtcGetErrorString", n->nvrtcGetErrorString, missing);
-  resolve(lib, "nvrtcCreateProgram", n->nvrtcCreateProgram, missing);
-  resolve(lib, "nvrtcDestroyProgram", n->nvrtcDestroyProgram, missing);
-  resolve(lib, "nvrtcCompileProgram", n->nvrtcCompileProgram, missing);
-  resolve(lib, "nvrtcGetProgramLogSize", n->nvrtcGetProgramLogSize, missing);
-  resolve(lib, "nvrtcGetProgramLog", n->nvrtcGetProgramLog, missing);
-  resolve(lib, "nvrtcGetCUBINSize", n->nvrtcGetCUBINSize, missing);
-  resolve(lib, "nvrtcGetCUBIN", n->nvrtcGetCUBIN, missing);
-  resolve(lib, "nvrtcGetPTXSize", n->nvrtcGetPTXSize, missing);
-  resolve(lib, "nvrtcGetPTX", n->nvrtcGetPTX, missing);
-  resolve(lib, "nvrtcAddNameExpression", n->nvrtcAddNameExpression, missing);
-  resolve(lib, "nvrtcGetLoweredName", n->nvrtcGetLoweredName, missing);
-  if (!missing.empty()) {
-    std::string list;
-    for (const auto& m : missing)
-      list += (list.empty() ? "" : ", ") + m;
+  SymbolResolver resolve(lib.handle);
+  resolve.required("nvrtcVersion", n->nvrtcVersion);
+  resolve.required("nvrtcGetErrorString", n->nvrtcGetErrorString);
+  resolve.required("nvrtcCreateProgram", n->nvrtcCreateProgram);
+  resolve.required("nvrtcDestroyProgram", n->nvrtcDestroyProgram);
+  resolve.required("nvrtcCompileProgram", n->nvrtcCompileProgram);
+  resolve.required("nvrtcGetProgramLogSize", n->nvrtcGetProgramLogSize);
+  resolve.required("nvrtcGetProgramLog", n->nvrtcGetProgramLog);
+  resolve.required("nvrtcGetCUBINSize", n->nvrtcGetCUBINSize);
+  resolve.required("nvrtcGetCUBIN", n->nvrtcGetCUBIN);
+  resolve.required("nvrtcGetPTXSize", n->nvrtcGetPTXSize);
+  resolve.required("nvrtcGetPTX", n->nvrtcGetPTX);
+  resolve.required("nvrtcAddNameExpression", n->nvrtcAddNameExpression);
+  resolve.required("nvrtcGetLoweredName", n->nvrtcGetLoweredName);
+  if (!resolve.complete()) {
     out.error = fmt::format("NVRTC at {} lacks functions kiln needs ({}); kiln needs NVRTC 12 or newer", library,
-                            list);
+                            resolve.missing());
     return out;
   }
   if (nvrtcResult r = n->nvrtcVersion(&n->major, &n->minor); r != nvrtc_codes::kSuccess) {
@@ -90,7 +68,7 @@ NvrtcLoad load_nvrtc() {
                             n->nvrtcGetErrorString(r));
     return out;
   }
-  out.nvrtc = std::move(n);
+  out.api = std::move(n);
   return out;
 }
 
@@ -115,22 +93,11 @@ void Nvrtc::check(nvrtcResult result, std::string_view call, std::string_view co
 
 Nvrtc& nvrtc() {
   const NvrtcLoad& load = nvrtc_load();
-  if (!load.nvrtc)
+  if (!load.api)
     throw Error(load.error);
-  return *load.nvrtc;
+  return *load.api;
 }
 
-bool nvrtc_available(std::string* why) {
-  try {
-    const NvrtcLoad& load = nvrtc_load();
-    if (!load.nvrtc && why)
-      *why = load.error;
-    return load.nvrtc != nullptr;
-  } catch (const std::exception& e) {
-    if (why)
-      *why = e.what();
-    return false;
-  }
-}
+bool nvrtc_available(std::string* why) { return available(&nvrtc_load, why); }
 
 } // namespace kiln::rt
