@@ -4,6 +4,7 @@
 #include "dsl/dsl.h"
 
 #include "dsl/dsl_detail.h"
+#include "dsl/tile_limits.h"
 #include "dsl/verifier.h"
 
 #include <cmath>
@@ -363,7 +364,11 @@ Value dot(const Value& a, const Value& b, const Value& acc, bool tf32, CallSite 
   if (!c.valid()) {
     if (a.rank() != 2 || b.rank() != 2)
       fail_at(loc_of(where), "dot: operands must be 2-D tiles, got a: {} and b: {}", a.type().str(), b.type().str());
-    c = zeros({a.shape()[0], b.shape()[1]}, a.dtype() == DType::f64 ? DType::f64 : DType::f32, where);
+    const DType acc_type = a.dtype() == DType::f64 ? DType::f64 : DType::f32;
+    // Said of the dot, not of the accumulator it makes first.
+    if (std::string why = why_tile_too_large(Type::tensor(acc_type, {a.shape()[0], b.shape()[1]})); !why.empty())
+      fail_at(loc_of(where), "dot: its result would be {}", why);
+    c = zeros({a.shape()[0], b.shape()[1]}, acc_type, where);
   }
   auto op = new_op(OpKind::Dot, where);
   op->tf32 = tf32;

@@ -1,5 +1,7 @@
 #include "dsl/verifier.h"
 
+#include "dsl/tile_limits.h"
+
 #include <cmath>
 #include <unordered_set>
 
@@ -307,7 +309,9 @@ void check_scan_operand(const Op& op, const Kernel& k) {
     c.error("cannot {} booleans; convert with .to(i32)", verb);
 }
 
-std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
+namespace {
+
+std::optional<Type> infer_type_by_kind(const Op& op, const Kernel& k) {
   Checker c{op, k};
   switch (op.kind) {
   case OpKind::Constant: {
@@ -522,6 +526,16 @@ std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
   case OpKind::Yield: return infer_control(c);
   }
   throw InternalError("unknown op kind");
+}
+
+} // namespace
+
+std::optional<Type> infer_result_type(const Op& op, const Kernel& k) {
+  std::optional<Type> t = infer_type_by_kind(op, k);
+  if (t) // every tile the kernel makes, whatever op makes it (dsl/tile_limits.h)
+    if (std::string why = why_tile_too_large(*t); !why.empty())
+      Checker{op, k}.error("{}", why);
+  return t;
 }
 
 namespace {
