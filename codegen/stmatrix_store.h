@@ -23,9 +23,9 @@ struct StmatrixStore {
   std::string str() const; // "4 stmatrix.x4.trans a thread"
 };
 
-// `L` over (rows, cols) of `elem_bytes`-byte elements (2, or empty): register bit 0 and lane bits 0-4 must be one 8x8 fragment (either orientation), and every
-// other register and warp basis a multiple of 8 along both dims (each pair of registers a whole matrix, matrices
-// never overlapping within themselves). Empty when they are not.
+// `L` over (rows, cols) of `elem_bytes`-byte elements (2, or empty): register bit 0 and lane bits 0-4 must be one
+// 8x8 fragment (either orientation), and every other register and warp basis a multiple of 8 along both dims (each
+// pair of registers a whole matrix, matrices never overlapping within themselves). Empty when they are not.
 std::optional<StmatrixStore> stmatrix_store(const Layout& L, int elem_bytes);
 
 } // namespace kiln

@@ -5,8 +5,6 @@
 #include "support/error.h"
 
 #include <memory>
-#include <mutex>
-#include <vector>
 
 namespace kiln::rt {
 
