@@ -77,6 +77,10 @@ std::vector<AblationVariant> ablation_variants() {
   o.rotated_stage_writes = false; // sm_90 bulk-reduction stages (the fused backward's dQ adds): every lane writes
                                   // its registers in order (elsewhere the code does not change)
   out.push_back({"no_rotated_stage_writes", o});
+  o = {};
+  o.register_operands = false; // sm_90a warp-specialised kernels (dK/dV and dQ at D = 64): a product's loop-invariant
+                               // A read from shared memory by every product (elsewhere the code does not change)
+  out.push_back({"no_register_operands", o});
   return out;
 }
 

@@ -92,15 +92,19 @@ struct CodegenOptions {
   // where that spreads a warp's stores over more banks (else every lane in register order;
   // codegen/stage_write_banks.h)
   bool rotated_stage_writes = true;
+  // on sm_90a, a wgmma product's A that is a shared tile loaded before the product's loop (dK/dV's K and V) read
+  // into registers once before that loop, within a register budget (else read from shared memory by every
+  // product; codegen/plan_register_operands.h)
+  bool register_operands = true;
 
-  static constexpr int kSwitches = 17;
+  static constexpr int kSwitches = 18;
   int switches_off() const {
     return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma + !warp_specialize + !persistent +
            !pingpong + !product_ahead + !late_product + !product_schedule + !warp_uniform + !tile_barriers +
-           !late_across_loops + !prefetch_buffers + !rotated_stage_writes;
+           !late_across_loops + !prefetch_buffers + !rotated_stage_writes + !register_operands;
   }
   bool all_on() const { return switches_off() == 0; }
-  std::string str() const; // "tensor_cores=1 swizzle=1 ... prefetch_buffers=1 rotated_stage_writes=1"
+  std::string str() const; // "tensor_cores=1 swizzle=1 ... rotated_stage_writes=1 register_operands=1"
 };
 
 // What a launch needs besides the source: the entry point, the block size and dynamic shared memory.

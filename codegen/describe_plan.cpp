@@ -147,6 +147,15 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
     s += fmt::format("//   no exp2 on the FMA pipe (EXP2_ON_FMA={}): {}\n", plan.exp2_on_fma.every,
                      plan.exp2_on_fma.why_not);
   walk(k.body, [&](const Op& loop) { // in program order
+    if (const auto* operands = plan.register_operands.before_loop(loop))
+      for (const RegisterOperands::Operand& o : *operands)
+        s += fmt::format("//   %{}: a shared A read into {} registers a thread before the loop at {} (ldmatrix), wgmma's "
+                         "register A for its products there\n",
+                         o.value, o.registers, loop.loc.str());
+  });
+  if (!plan.register_operands.why_not.empty())
+    s += fmt::format("//   shared A left in shared memory: {}\n", plan.register_operands.why_not);
+  walk(k.body, [&](const Op& loop) { // in program order
     const std::vector<int>* b = plan.uniform.bounds_of(loop);
     if (!b)
       return;

@@ -188,8 +188,11 @@ void Emitter::emit_op(const Op& op) {
   if (const ProductWait* w = plan_.products.before_op(op))
     emit_product_wait(*w, op);
   reader_ = &op;
-  if (op.kind == OpKind::For)
-    return emit_for(op);
+  if (op.kind == OpKind::For) {
+    emit_register_operands(op);
+    emit_for(op);
+    return forget_register_operands(op);
+  }
   if (op.kind == OpKind::If)
     return emit_if(op);
   ValueId r = op.result();

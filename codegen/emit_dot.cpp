@@ -70,6 +70,62 @@ std::string Emitter::fragment_addr(ValueId v, const std::string& base, const std
                      g.panel_bytes(), row, g.line_bytes());
 }
 
+std::string Emitter::a_fragment_base(ValueId a) {
+  return plan_.contiguous_dim(a) == 1 ? fragment_base(a, "kiln_wm + kiln_lane % 16", "kiln_lane / 16")
+                                      : fragment_base(a, "kiln_lane % 8 + (kiln_lane / 16) * 8", "(kiln_lane / 8) % 2");
+}
+
+// K-major A: lane l reads row l % 16 of the block at 16-byte chunk l / 16 of the k step (two chunks a step: 16
+// 16-bit elements, or mma.sync's 8 tf32); M-major A (16-bit only): the same matrices transposed, rows and chunks
+// exchanged. `kt` and `mt` are names or constants.
+std::string Emitter::a_fragment_load(ValueId a, const std::string& base, const std::string& kt, const std::string& mt,
+                                     int64_t block_rows, const std::string& dst) {
+  if (plan_.contiguous_dim(a) == 1)
+    return fmt::format("kiln::ldmatrix_x4({}, {});",
+                       fragment_addr(a, base, fmt::format("{} * 2", kt), fmt::format("{} * {}", mt, block_rows)),
+                       dst);
+  return fmt::format("kiln::ldmatrix_x4_trans({}, {});",
+                     fragment_addr(a, base, fmt::format("(kiln_wm + {} * {}) / 8", mt, block_rows),
+                                   fmt::format("{} * 16", kt)),
+                     dst);
+}
+
+void Emitter::emit_register_operands(const Op& loop) {
+  const std::vector<RegisterOperands::Operand>* operands = plan_.register_operands.before_loop(loop);
+  if (!operands || in_producer_)
+    return;
+  for (const RegisterOperands::Operand& o : *operands) {
+    const Shape& shape = k_.type(o.value).shape; // (M, K)
+    const int64_t MT = shape[0] / (16 * o.split.warps_m), KT = shape[1] / 16;
+    const std::string n = fresh("a_regs");
+    line("// %{} ({} x {}, shared) is the same in every iteration: read into registers once, wgmma's register A for "
+         "the products below",
+         o.value, shape[0], shape[1]);
+    line("kiln::u32 {}[{}];", n, o.registers);
+    line("{{");
+    open();
+    line("const int kiln_wm = (kiln_warp % {}) * 16;", o.split.warps_m);
+    const std::string base = a_fragment_base(o.value);
+    line("#pragma unroll");
+    line("for (int kt = 0; kt < {}; ++kt) {{", KT);
+    line("  #pragma unroll");
+    line("  for (int mt = 0; mt < {}; ++mt) {{", MT);
+    line("    {}", a_fragment_load(o.value, base, "kt", "mt", 16 * o.split.warps_m,
+                                   fmt::format("*reinterpret_cast<kiln::u32(*)[4]>(&{}[(kt * {} + mt) * 4])", n, MT)));
+    line("  }}");
+    line("}}");
+    close();
+    line("}}");
+    register_operand_[o.value] = n;
+  }
+}
+
+void Emitter::forget_register_operands(const Op& loop) {
+  if (const std::vector<RegisterOperands::Operand>* operands = plan_.register_operands.before_loop(loop))
+    for (const RegisterOperands::Operand& o : *operands)
+      register_operand_.erase(o.value);
+}
+
 void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
   ValueId a = op.operands[0], b = op.operands[1];
   const Shape& as = k_.type(a).shape;
@@ -109,9 +165,7 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
   bool a_ldm = a_smem && (plan_.contiguous_dim(a) == 1 || !tf32),
        b_ldm = b_smem && (plan_.contiguous_dim(b) == 0 || !tf32);
   if (a_smem && a_ldm)
-    a_base = plan_.contiguous_dim(a) == 1
-                 ? fragment_base(a, "kiln_wm + kiln_lane % 16", "kiln_lane / 16")
-                 : fragment_base(a, "kiln_lane % 8 + (kiln_lane / 16) * 8", "(kiln_lane / 8) % 2");
+    a_base = a_fragment_base(a);
   bool b_pairs = NT % 2 == 0;
   if (b_smem && b_ldm) {
     if (plan_.contiguous_dim(b) == 0)
@@ -129,12 +183,7 @@ void Emitter::emit_dot_mma(const Op& op, const std::string& d) {
   line("#pragma unroll");
   line("for (int mt = 0; mt < {}; ++mt) {{", MT);
   if (a_smem && a_ldm) {
-    if (plan_.contiguous_dim(a) == 1)
-      line("  kiln::ldmatrix_x4({}, fa[mt]);",
-           fragment_addr(a, a_base, fmt::format("kt * {}", kc), fmt::format("mt * {}", shape.m * wm)));
-    else
-      line("  kiln::ldmatrix_x4_trans({}, fa[mt]);",
-           fragment_addr(a, a_base, fmt::format("(kiln_wm + mt * {}) / 8", shape.m * wm), "kt * 16"));
+    line("  {}", a_fragment_load(a, a_base, "kt", "mt", shape.m * wm, "fa[mt]"));
   } else if (a_smem) { // tf32 with M contiguous: plain shared loads of each register's element
     line("  const int g = kiln_lane / 4, q = kiln_lane % 4, m0 = kiln_wm + mt * {}, k0 = kt * {};", shape.m * wm,
          kinst);
@@ -319,6 +368,10 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, cons
   const FragmentTiling c_tiles{shape.c.regs(), 1};
   // A is a shared tile, or a register tile the plan stages into a K-major operand tile in the scratch
   // (ConversionMethod::SharedOperand), or in registers in the A layout.
+  // A shared A read into registers before the loop (plan_register_operands) is taken from them.
+  const auto held = register_operand_.find(a);
+  const std::string& a_words_given = held != register_operand_.end() && packed_a.empty() ? held->second : packed_a;
+  const bool a_shared = plan_.where(a) == Placement::Shared && held == register_operand_.end();
   const LayoutConversion* staged = plan_.where(a) == Placement::Shared
                                        ? nullptr
                                        : planned_conversion(a, ConversionMethod::SharedOperand, nullptr, true);
@@ -330,9 +383,7 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, cons
     staged_tile.offset = plan_.tiles_bytes; // the scratch, 1024-byte aligned as every tile
     emit_staged_operand(a, *staged, staged_tile);
   }
-  const SharedTile* a_tile = staged                                ? &staged_tile
-                             : plan_.where(a) == Placement::Shared ? &plan_.tiles[plan_.tile_of.at(a)]
-                                                                   : nullptr;
+  const SharedTile* a_tile = staged ? &staged_tile : a_shared ? &plan_.tiles[plan_.tile_of.at(a)] : nullptr;
   const bool a_smem = a_tile != nullptr;
   const SharedTile& bt = plan_.tiles[plan_.tile_of.at(b)];
   WgmmaOperand bo = *wgmma_operand(bt, plan_.contiguous_dim(b) == 0);
@@ -368,7 +419,7 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, cons
   // A in registers: wgmma's register-A fragment is mma.sync's A fragment for each warp's 16 rows, so the
   // operand is in the mma.sync A layout (mma_a_layout); `packed_a`, where given, holds its words already.
   std::vector<std::string> a_words;
-  if (!a_smem && packed_a.empty())
+  if (!a_smem && a_words_given.empty())
     a_words = wgmma_register_a_words(op);
   const bool in_turn = plan_.pingpong.dots.count(&op) > 0;
   if (in_turn && !turn_held)
@@ -389,8 +440,8 @@ void Emitter::emit_dot_wgmma(const Op& op, const std::string& d, bool wait, cons
         const int64_t first = (kt * MT + mt) * per;
         std::vector<std::string> words;
         for (int i = 0; i < per; ++i)
-          words.push_back(packed_a.empty() ? a_words[static_cast<size_t>(first + i)]
-                                           : fmt::format("{}[{}]", packed_a, first + i));
+          words.push_back(a_words_given.empty() ? a_words[static_cast<size_t>(first + i)]
+                                                : fmt::format("{}[{}]", a_words_given, first + i));
         line("{{ const kiln::u32 fa[{}] = {{{}}};", words.size(), fmt::join(words, ", "));
         line("  {}({}, fa, {}); }}", call, acc, bk);
       }

@@ -94,6 +94,7 @@ private:
   std::vector<std::pair<std::string, std::string>>
       helpers_; // device functions before the kernel: name, source
   bool in_producer_ = false; // emitting the producer warpgroup's branch: no barrier of the consumers there
+  std::unordered_map<ValueId, std::string> register_operand_; // shared A -> the words read before the open loop
   // Where not empty, what program_id(0) reads instead of the persistent grid's kiln_program (the next program's
   // id, while its tiles' block pointers are computed for emit_next_program_copy).
   std::string program_id_override_;
@@ -396,6 +397,17 @@ private:
   // (a product issued for another iteration than the current one).
   void at_ring_slot(const Op& loop, const std::string& slot, const std::function<void()>& emit);
   std::string fragment_base(ValueId v, const std::string& lane_row, const std::string& lane_chunk);
+  // mma.sync's A fragments (and wgmma's register A, the same for each warp's 16 rows) of shared tile `a` by ldmatrix:
+  // the thread's base, declared once (kiln_wm, this warp's first row, must be in scope), and the instruction that
+  // reads the fragment of k step `kt` and row block `mt` (blocks `block_rows` apart) into the 4 words `dst`.
+  std::string a_fragment_base(ValueId a);
+  std::string a_fragment_load(ValueId a, const std::string& base, const std::string& kt, const std::string& mt,
+                              int64_t block_rows, const std::string& dst);
+  // The shared A operands plan_register_operands reads into registers before `loop` (RegisterOperands), declared
+  // and read there; the products in the loop take them from register_operand_ (emit_dot_wgmma) until
+  // forget_register_operands after the loop.
+  void emit_register_operands(const Op& loop);
+  void forget_register_operands(const Op& loop);
   // Replicated lanes and warps (zero bases) hold copies of the same element; the one with those bits
   // clear writes it.
   static std::string owner_predicate(const Layout& L) {

@@ -30,6 +30,8 @@
 //                           warp's factors are all 1 (LAZY_RESCALE=1)
 //   plan_exp2_on_fma        f32 exp2 tiles with one register in every K computed by a polynomial on the FMA
 //                           pipe (EXP2_ON_FMA=K)
+//   plan_register_operands  wgmma A operands loaded into shared memory before a loop, read into registers once
+//                           before it, so that its products read only B from shared memory
 //   plan_warp_uniform_scalars scalar loads and the bounds of loops that issue wgmma, read through a warp
 //                           reduction so that ptxas knows them warp-uniform and does not put products in series
 #pragma once
@@ -380,6 +382,29 @@ struct Exp2OnFma {
   bool splits(const Op& op) const { return ops.count(&op) > 0; }
 };
 
+// plan_register_operands (codegen/plan_register_operands.h): shared A operands of wgmma products read into
+// registers (ldmatrix, in wgmma's register-A fragment) once before a loop in which they do not change.
+struct RegisterOperands {
+  struct Operand {
+    ValueId value = kNoValue; // the dots' A (a shared value)
+    WarpSplit split;          // the warps of every product that reads it (the fragments' rows follow from it)
+    int registers = 0;        // 32-bit registers a thread holds
+  };
+  std::map<const Op*, std::vector<Operand>> before; // loop -> the operands read right before it
+  std::string why_not;                              // the products' shared A left in shared memory: why
+  const std::vector<Operand>* before_loop(const Op& loop) const {
+    auto it = before.find(&loop);
+    return it == before.end() ? nullptr : &it->second;
+  }
+  int registers() const {
+    int n = 0;
+    for (const auto& [loop, operands] : before)
+      for (const Operand& o : operands)
+        n += o.registers;
+    return n;
+  }
+};
+
 // plan_warp_uniform_scalars (codegen/plan_warp_uniform_scalars.h): scalars passed through kiln::warp_uniform outside a
 // producer warpgroup, so that ptxas sees them warp-uniform and keeps the kernel's wgmma products overlapped.
 struct WarpUniformScalars {
@@ -455,6 +480,8 @@ struct LoweringPlan {
   RescaleSkips rescale_skips;
   // plan_exp2_on_fma: the exp2 tiles one register in every `every` of which the FMA pipe computes.
   Exp2OnFma exp2_on_fma;
+  // plan_register_operands: the shared A operands read into registers once before a loop.
+  RegisterOperands register_operands;
   // plan_warp_uniform_scalars: the scalar loads and loop bounds shown to ptxas as warp-uniform.
   WarpUniformScalars uniform;
   // plan_scratch: the cross-warp reductions' slots at the start of the scratch, each reduction_slot_bytes long

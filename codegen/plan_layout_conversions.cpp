@@ -1,5 +1,6 @@
 #include "codegen/plan_layout_conversions.h"
 
+#include "codegen/defining_loops.h"
 #include "codegen/operand_layouts.h"
 #include "support/error.h"
 
@@ -25,7 +26,7 @@ namespace {
 // it in, and records a conversion wherever the value's own layout differs.
 class ConversionPlanner {
 public:
-  ConversionPlanner(const Kernel& k, LoweringPlan& plan) : k_(k), plan_(plan) { note_definitions(k.body, nullptr); }
+  ConversionPlanner(const Kernel& k, LoweringPlan& plan) : k_(k), plan_(plan), defs_(k.body) {}
 
   void region(const Region& r) {
     for (const auto& op : r.ops)
@@ -56,20 +57,7 @@ private:
   }
   void remember(bool recomputed, ValueId v, const Layout& l) { scopes_.back().push_back({recomputed, v, l}); }
 
-  // The innermost for op whose body defines each value (its args included); absent: outside every loop.
-  std::unordered_map<ValueId, const Op*> def_loop_;
-  void note_definitions(const Region& r, const Op* loop) {
-    for (ValueId a : r.args)
-      if (loop)
-        def_loop_[a] = loop;
-    for (const auto& op : r.ops) {
-      for (ValueId v : op->results)
-        if (loop)
-          def_loop_[v] = loop;
-      for (const Region& sub : op->regions)
-        note_definitions(sub, op->kind == OpKind::For ? op.get() : loop);
-    }
-  }
+  DefiningLoops defs_;
   // The loops around what is being read, outermost first, each with the index of the scope around it.
   struct OpenLoop {
     const Op* loop;
@@ -79,15 +67,7 @@ private:
   // The outermost open loop that does not define `v` (its value is the same in every iteration of that loop),
   // or nullptr.
   const OpenLoop* hoist_target(ValueId v) const {
-    auto d = def_loop_.find(v);
-    size_t k = 0;
-    if (d != def_loop_.end()) {
-      while (k < loops_.size() && loops_[k].loop != d->second)
-        ++k;
-      if (k == loops_.size())
-        return nullptr;
-      ++k;
-    }
+    const size_t k = defs_.first_invariant(loops_, [](const OpenLoop& l) { return l.loop; }, v);
     return k < loops_.size() ? &loops_[k] : nullptr;
   }
   void open() { scopes_.emplace_back(); }

@@ -14,6 +14,7 @@
 #include "codegen/plan_pingpong.h"
 #include "codegen/plan_products_ahead.h"
 #include "codegen/plan_exp2_on_fma.h"
+#include "codegen/plan_register_operands.h"
 #include "codegen/plan_warp_uniform_scalars.h"
 #include "codegen/plan_rescale_skips.h"
 #include "codegen/plan_scratch.h"
@@ -61,6 +62,7 @@ inline Planned plan_kernel(Kernel kernel, const std::string& arch, const Codegen
   plan_unordered_reductions(p.kernel, p.plan);
   plan_rescale_skips(p.kernel, p.plan);
   plan_exp2_on_fma(p.kernel, p.plan);
+  plan_register_operands(p.kernel, t, options, p.plan);
   plan_warp_uniform_scalars(p.kernel, options, p.plan);
   return p;
 }
