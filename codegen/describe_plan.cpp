@@ -211,6 +211,8 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
     if (op.kind == OpKind::Dot) {
       const DotPlan& d = plan.dots.at(&op);
       auto source = [&](ValueId v) {
+        if (v == op.operands[0] && plan.register_operands.products.count(&op))
+          return std::string("registers (read from its shared tile once before the loop)");
         if (plan.where(v) == Placement::Shared) {
           if (d.instruction != DotInstruction::Wgmma)
             return std::string("shared");

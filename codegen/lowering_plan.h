@@ -391,6 +391,7 @@ struct RegisterOperands {
     int registers = 0;        // 32-bit registers a thread holds
   };
   std::map<const Op*, std::vector<Operand>> before; // loop -> the operands read right before it
+  std::set<const Op*> products;                     // the products that read their A from those registers
   std::string why_not;                              // the products' shared A left in shared memory: why
   const std::vector<Operand>* before_loop(const Op& loop) const {
     auto it = before.find(&loop);

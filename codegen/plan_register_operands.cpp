@@ -168,6 +168,7 @@ void plan_register_operands(const Kernel& k, const Target& target, const Codegen
       continue;
     }
     out.before[g.loop].push_back({g.value, split, static_cast<int>(registers)});
+    out.products.insert(g.dots.begin(), g.dots.end());
   }
   if (!why.empty()) { // once each (a value before several sibling loops says it each time)
     std::vector<std::string> once;

@@ -171,6 +171,8 @@ TEST(RegisterOperands, Fa2BackwardDkdvFusedReadsKAndVBeforeEachOfItsThreeQueryLo
   EXPECT_EQ(p.plan.register_operands.before.size(), 3u);
   EXPECT_EQ(p.plan.register_operands.why_not, "");
   const GeneratedKernel g = generated("fa2_bwd_dkdv", dkdv_d64(1));
+  EXPECT_EQ(p.plan.register_operands.products.size(), 6u) << "Sᵀ and dPᵀ in each loop";
+  EXPECT_EQ(occurrences(g.lowered, "A registers (read from its shared tile once before the loop)"), 6) << g.lowered;
   EXPECT_EQ(wgmma_calls(g.source, "m64n64k16", "ss"), 0);
 }
 
