@@ -397,13 +397,6 @@ struct RegisterOperands {
     auto it = before.find(&loop);
     return it == before.end() ? nullptr : &it->second;
   }
-  int registers() const {
-    int n = 0;
-    for (const auto& [loop, operands] : before)
-      for (const Operand& o : operands)
-        n += o.registers;
-    return n;
-  }
 };
 
 // plan_warp_uniform_scalars (codegen/plan_warp_uniform_scalars.h): scalars passed through kiln::warp_uniform outside a

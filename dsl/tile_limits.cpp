@@ -4,23 +4,17 @@
 
 namespace kiln {
 
-int64_t tile_elements_capped(const Type& t) {
-  int64_t n = 1;
-  for (int64_t d : t.shape) {
-    if (d > kMaxTileElements || n > kMaxTileElements / (d > 0 ? d : 1))
-      return kMaxTileElements + 1;
-    n *= d;
-  }
-  return n;
-}
-
 std::string why_tile_too_large(const Type& t) {
-  if (tile_elements_capped(t) <= kMaxTileElements)
-    return "";
+  // Too large where a dimension or a running product passes the limit (a zero later does not make it small), or
+  // the count overflows.
   int64_t n = 1;
-  bool overflow = false;
-  for (int64_t d : t.shape)
+  bool overflow = false, past = false;
+  for (int64_t d : t.shape) {
     overflow = overflow || __builtin_mul_overflow(n, d, &n);
+    past = past || overflow || d > kMaxTileElements || n > kMaxTileElements;
+  }
+  if (!past)
+    return "";
   return fmt::format("a tile of shape {} ({}): {}, where a tile holds at most {} (2^20, as a Triton tensor does); "
                      "use smaller tiles and loop over the rest",
                      shape_str(t.shape), t.str(),

@@ -15,9 +15,6 @@ namespace kiln {
 
 inline constexpr int64_t kMaxTileElements = int64_t{1} << 20;
 
-// The elements of `t`'s shape, or kMaxTileElements + 1 where they are more (never overflowing).
-int64_t tile_elements_capped(const Type& t);
-
 // Why `t` is too large a tile ("" where it is not): "a tile of shape (2048, 1024) (tensor<2048x1024xf32>): 2097152
 // elements, where a tile holds at most 1048576 (...); use smaller tiles and loop over the rest".
 std::string why_tile_too_large(const Type& t);
