@@ -13,8 +13,12 @@
 // Taken for a 16-bit A in a shared tile that is not a ring's stage, is waited for where it is loaded (not one whose
 // wait a later loop's first wait covers) and has no second buffer, read by wgmma products of one warp split inside a
 // loop that does not define it, in a warp-specialised kernel whose consumers hold at least kMinConsumerRegisters
-// registers (one CTA an SM: the two-CTA tiles' consumers hold 232; none of those was measured with the operands, and
-// FA2's 64 x 64 one is under suspicion, worklog §103). The budget is per loop (the operands read before a loop are
+// registers (one CTA an SM). The two-CTA tiles' consumers hold 232, and there NVRTC 13.0's ptxas was caught
+// miscompiling: on FA2's 64 x 64 warp-specialised tile at two CTAs an SM with LAZY_RESCALE=1 it gave the loop
+// body's packed P the registers that held Q, so every key tile after the first multiplied by P (worklog §104;
+// the PTX is right, the SASS is not). The floor keeps those tiles out, and tests/gpu/register_operands_gpu_test.cpp
+// runs every shipped config the pass admits against the reference, since what ptxas allocates is a config's and
+// not a shape's. The budget is per loop (the operands read before a loop are
 // dead after it, so dK/dV's sibling query loops each take the same ones): each operand at most kMaxOperandRegisters
 // registers a thread and those live in the loop kMaxRegisters (D = 64's K and V; at D = 128 each would take 32,
 // which the tiles there do not have), and the loop's products' results and the operands leave a consumer

@@ -22,7 +22,8 @@
 #                   277 GPU tests in 309 s under --all (2026-12-01);
 #   --attention-tma FA2's forward on the TMA, warp-specialised, ping-pong, late-product, persistent (static and
 #                   dynamic), lazy-rescale, exp2-on-FMA and tile-barrier schedules (96 cases; a dynamic case launches
-#                   three times) and the sanitizer passes over a few of them: 6.5 min cold on an H200; 60 s for the
+#                   three times), every forward and backward config that reads a wgmma operand from registers
+#                   (GpuRegisterOperands), and the sanitizer passes over a few of them: 6.5 min cold on an H200; 60 s for the
 #                   cases and 28 s for the sanitizer passes under --all (2026-12-01);
 #   --mods          the forward with attention mods and block masks (kernels and API) and the sinks' gradients
 #                   through the API: about 2.7 min on an H200; 106 s under --all;
@@ -115,7 +116,9 @@ fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$out/device.txt" 2>&1
 backward_suites='*GpuFa2Bwd*:*GpuBlockMaskBwd*:*GpuBlockAtomicAdd*'
 backward_large_suites='*GpuFa2BwdLarge*'
-attention_tma_suites='*GpuAttentionTma*'
+# FA2's forward schedules on the TMA path, and every config that reads a wgmma operand from registers (forward
+# and backward: tests/gpu/register_operands_gpu_test.cpp, the guard against ptxas reusing those registers).
+attention_tma_suites='*GpuAttentionTma*:*GpuRegisterOperands*'
 api_suites='*GpuAttentionApi*:*GpuModsApi*:*CliGpuTest*:*GpuAttentionNonFinite*'
 api_backward_suites='*GpuAttentionBwdApi*:*GpuModsBwd*'
 # Random backward problems through the API at drawn configs (compile-bound: about 100 kernels).
