@@ -338,10 +338,11 @@ KILN_C_EXPORT kiln_status kiln_attention_varlen_forward_host(const kiln_tensor* 
                                                              const kiln_attention_options* options);
 /* Backward: dq, dk, dv (shaped like q, k, v) from the forward's inputs, its o and lse and dout, with the
  * forward's batch, causal mode, scale and mods. Keys no row sees get dK = dV = 0, rows that see no key dQ =
- * 0. The packed backward is the deterministic pair of kernels (options->deterministic is accepted and changes
- * nothing). kiln_attention_varlen_backward_cuda allocates its f32 scratch and synchronizes options->stream
- * before returning; _cuda_workspace takes it from the caller (device memory, 16-byte aligned, workspace_bytes
- * of it, at least kiln_attention_varlen_backward_workspace_size's: Delta, f32 [H, total_q]), enqueues the
+ * 0. options->deterministic = 0 lets the tuner run dQ by f32 atomics where it times that pair of kernels the
+ * faster, as the dense backward does. kiln_attention_varlen_backward_cuda allocates its f32 scratch and
+ * synchronizes options->stream before returning; _cuda_workspace takes it from the caller (device memory,
+ * 16-byte aligned, workspace_bytes of it, at least kiln_attention_varlen_backward_workspace_size's: Delta, f32
+ * [H, total_q], and with deterministic = 0 the dQ accumulator, f32 [H, total_q, D]), enqueues the
  * kernels and returns without synchronizing, so that with batch->check_offsets = 0 and options->autotune =
  * KILN_AUTOTUNE_CACHED (after one eager call compiled the kernels) it can be captured in a CUDA graph. The
  * size query reads only q's ndim and shape ([total_q, H, D]) and needs no GPU. */

@@ -6,6 +6,7 @@
 #include "kernels/attention/attention_bwd_args.h"
 #include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_bwd_space.h"
+#include "kernels/attention/attention_bwd_steps.h"
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/attention_mods_host.h"
 #include "kernels/attention/attention_sink_grad_api.h"
@@ -29,11 +30,6 @@ namespace kiln::attention {
 using namespace detail;
 
 namespace {
-
-// FLOPs per kernel for the tuning tables, splitting the convention's backward (2.5 × the forward: the five
-// products S, dV, dP, dK, dQ) by where each product is useful: dK/dV computes S, dV, dP, dK (2.0 ×) and, with
-// ATOMIC_DQ=1, dQ too (2.5 ×); the dQ kernel adds dQ (0.5 ×; its S and dP are recomputation).
-constexpr double kDkdvFlops = 2.0, kAtomicDkdvFlops = 2.5, kDqFlops = 0.5;
 
 // `c` with the kernel's defaults for the params it leaves out (e.g. ATOMIC_DQ).
 Config completed(const KernelDef& def, const Config& c) {
@@ -108,40 +104,6 @@ void zero_tensor(const char* name, const TensorRef& t, const rt::Stream& stream)
     if (d == 0)
       return;
   }
-}
-
-// One kernel of the backward, ready to launch, with the tuner's time for it when there is one.
-struct BwdStep {
-  Config config;
-  std::shared_ptr<JitKernel> kernel;
-  Grid grid;
-  std::optional<double> ms;
-};
-
-BwdStep fixed_step(const KernelDef& def, const Config& config, const SizeArgs& sizes) {
-  return BwdStep{config, compiled_for(def, config), def.grid(config, sizes), std::nullopt};
-}
-
-BwdStep tuned_step(const KernelDef& def, const Config& base, const SizeArgs& sizes,
-                   const std::vector<LaunchArg>& args, const std::vector<OutputArg>& outputs, double flops,
-                   rt::AutotuneMode mode) {
-  TuneOptions tune;
-  tune.mode = mode;
-  tune.flops = flops;
-  TunedLaunch t = attention_tuner().select(def, base, sizes, args, outputs, tune);
-  std::optional<double> ms;
-  if (t.result->best)
-    ms = t.result->best_ms;
-  return BwdStep{std::move(t.config), std::move(t.kernel), t.grid, ms};
-}
-
-// Whether the atomic-dQ variant may run, and so whether the workspace holds the dQ accumulator.
-bool may_accumulate_dq(const BackwardOptions& options) {
-  if (options.block_mask) // always the deterministic pair (ATOMIC_DQ=1 is refused)
-    return false;
-  if (options.config)
-    return options.config->get_or("ATOMIC_DQ", 0) != 0;
-  return !options.deterministic && !options.dq_config;
 }
 
 WorkspaceLayout workspace_layout(const AttentionProblem& p, const BackwardOptions& options, const ApiSite& site) {
@@ -305,7 +267,6 @@ BwdPlan plan_backward(const CheckedBackward& checked, const std::vector<LaunchAr
   }
   // The variant: options.config's ATOMIC_DQ when given; else, with deterministic = false and no dq_config,
   // the faster of the two as the tuner timed them; else the deterministic dQ kernel.
-  const bool choose_variant = !options.deterministic && !options.config && !options.dq_config;
   const bool atomic_given = options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
   const size_t dq_acc_bytes = static_cast<size_t>(ws.total - ws.acc_offset);
   const std::vector<LaunchArg> modded_args = with_mod_tensor_args(checked.args, args);
@@ -331,14 +292,12 @@ BwdPlan plan_backward(const CheckedBackward& checked, const std::vector<LaunchAr
                  : options.dq_config
                      ? fixed_step(dq_def, completed(dq_def, *options.dq_config), sizes)
                      : tuned_step(dq_def, defaults.dq, sizes, modded_args, dq_outputs, kDqFlops * flops, mode);
-  if (choose_variant) {
+  if (chooses_variant(options)) {
     BwdStep atomic_dkdv = tuned_step(dkdv_def, default_bwd_configs(p, /*atomic_dq=*/true).dkdv, sizes,
                                      modded_args, dkdv_outputs(true), kAtomicDkdvFlops * flops, mode);
     BwdStep convert =
         tuned_step(fa2_bwd_dq_convert_def(), bwd_dq_convert_config(p), sizes, args, dq_outputs, 0, mode);
-    // Without times (KILN_AUTOTUNE=off, or cached with nothing remembered) the deterministic pair stays.
-    if (dkdv.ms && last.ms && atomic_dkdv.ms && convert.ms &&
-        *atomic_dkdv.ms + *convert.ms < *dkdv.ms + *last.ms) {
+    if (atomic_pair_is_faster(dkdv.ms, last.ms, atomic_dkdv.ms, convert.ms)) {
       dkdv = std::move(atomic_dkdv);
       last = std::move(convert);
     }

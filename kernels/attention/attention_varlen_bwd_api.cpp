@@ -4,6 +4,7 @@
 #include "kernels/attention/attention_bwd_args.h"
 #include "kernels/attention/attention_bwd_checks.h"
 #include "kernels/attention/attention_bwd_problem.h"
+#include "kernels/attention/attention_bwd_steps.h"
 #include "kernels/attention/attention_launch.h"
 #include "kernels/attention/attention_varlen_defs.h"
 #include "kernels/attention/fa2_bwd_varlen.h"
@@ -15,9 +16,6 @@ namespace kiln::attention {
 using namespace detail;
 
 namespace {
-
-// FLOPs per kernel for the tuning tables, as backward() splits them (attention_bwd_api.cpp).
-constexpr double kDkdvFlops = 2.0, kDqFlops = 0.5;
 
 int64_t numel(const TensorRef& t) {
   int64_t n = 1;
@@ -45,12 +43,6 @@ Config checked_config(const char* what, const KernelDef& def, const Config& c, c
     if (!c.params.count(tile))
       reject(site, "{} ({}) has no {}; expected a full config of {}", what, c.str(), tile, def.name);
   return full;
-}
-
-// The packed backward runs the atomic-dQ pair only when options.config asks for it (ATOMIC_DQ=1): the
-// workspace then holds the f32 dQ accumulator too.
-bool atomic_dq(const BackwardOptions& options) {
-  return options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
 }
 
 struct CheckedVarlenBackward {
@@ -192,7 +184,7 @@ uint64_t varlen_backward_workspace_bytes(const TensorRef& q, const BackwardOptio
                                          std::source_location where) {
   const ApiSite site{"varlen_backward_workspace_bytes", where};
   check_rank("q", q, 3, "[total_q, H, D]", site); // negative sizes too
-  return workspace_layout(1, q.shape[1], q.shape[0], q.shape[2], atomic_dq(options), site).total;
+  return workspace_layout(1, q.shape[1], q.shape[0], q.shape[2], may_accumulate_dq(options), site).total;
 }
 
 namespace {
@@ -207,8 +199,7 @@ void enqueue_varlen_backward(const CheckedVarlenBackward& checked, const TensorR
   const VarlenSizes& s = a.sizes;
   if (s.B == 0 || (s.total_q == 0 && s.total_k == 0))
     return;
-  const bool atomic = atomic_dq(options);
-  const WorkspaceLayout ws = workspace_layout(1, s.H, s.total_q, s.D, atomic, site);
+  const WorkspaceLayout ws = workspace_layout(1, s.H, s.total_q, s.D, may_accumulate_dq(options), site);
   check_workspace(workspace, a.empty ? 0 : ws.total, "varlen_backward_workspace_bytes", checked.ranges, site);
   require_driver(site);
   rt::current_device(); // makes the context current before any copy or launch
@@ -227,7 +218,6 @@ void enqueue_varlen_backward(const CheckedVarlenBackward& checked, const TensorR
   std::vector<LaunchArg> modded_args = args; // dK/dV's and dQ's end in the mods' tensors
   append_mod_launch_args(a.mod_tensors, modded_args);
   const SizeArgs sizes = varlen_size_args(s);
-  const AttentionBwdConfigs defaults = default_bwd_configs(a.shape, atomic);
   double pairs = static_cast<double>(s.total_q) * static_cast<double>(s.max_seqlen_k); // a bound, unless read
   if (!cu_q.empty()) {
     pairs = 0;
@@ -237,47 +227,70 @@ void enqueue_varlen_backward(const CheckedVarlenBackward& checked, const TensorR
   }
   const double fwd_flops = 4.0 * static_cast<double>(s.H * s.D) * pairs / (a.shape.causal != 0 ? 2 : 1);
 
-  // Launches `def` at `given` or at the tuner's pick from `base` (timing on scratch copies of `outputs`); an
-  // empty grid (no rows, or no keys) launches nothing.
-  auto launch = [&](const KernelDef& def, const std::optional<Config>& given, const Config& base,
-                    const std::vector<OutputArg>& outputs, double flops, const std::vector<LaunchArg>& args) {
-    if (given) {
-      const Config c = checked_config("config", def, *given, a.shape, site);
-      const Grid grid = def.grid(c, sizes);
-      if (grid[0] > 0 && grid[1] > 0)
-        compiled_for(def, c)->launch(grid, args, stream);
-      return;
-    }
-    if (def.grid(base, sizes)[0] == 0)
-      return;
-    TuneOptions tune;
-    tune.mode = options.autotune;
-    tune.flops = flops;
-    const TunedLaunch t = attention_tuner().select(def, base, sizes, args, outputs, tune);
-    t.kernel->launch(t.grid, args, stream);
+  const rt::AutotuneMode mode = options.autotune ? *options.autotune : rt::autotune_mode_from_env();
+  // `def` at `given`, or at the tuner's pick from `base` (timing on scratch copies of `outputs`); none where its
+  // grid is empty (no rows, or no keys), which launches nothing.
+  auto step = [&](const KernelDef& def, const std::optional<Config>& given, const Config& base,
+                  const std::vector<OutputArg>& outputs, double flops,
+                  const std::vector<LaunchArg>& args) -> std::optional<BwdStep> {
+    const Config c = given ? checked_config("config", def, *given, a.shape, site) : base;
+    const Grid grid = def.grid(c, sizes);
+    if (grid[0] == 0 || grid[1] == 0)
+      return std::nullopt;
+    if (given)
+      return fixed_step(def, c, sizes);
+    return tuned_step(def, base, sizes, args, outputs, flops, mode);
   };
-  const Config dkdv_base = varlen_config_of(fa2_bwd_dkdv_varlen_def(), defaults.dkdv);
-  const Config pre =
-      varlen_config_of(fa2_bwd_preprocess_varlen_def(),
-                       bwd_preprocess_config(a.shape, options.config ? *options.config : dkdv_base));
-  launch(fa2_bwd_preprocess_varlen_def(), pre, pre, {}, 0, args);
-  std::vector<OutputArg> dkdv_outputs;
+  auto ms = [](const std::optional<BwdStep>& st) { return st ? st->ms : std::optional<double>(0.0); };
+  auto launch = [&](const std::optional<BwdStep>& st, const std::vector<LaunchArg>& args) {
+    if (st)
+      st->kernel->launch(st->grid, args, stream);
+  };
+  std::vector<OutputArg> dkdv_outputs, dq_outputs;
   for (auto [index, bytes] : {std::pair{kBwdArgDk, checked.dk_bytes}, {kBwdArgDv, checked.dv_bytes}})
     if (bytes > 0)
       dkdv_outputs.push_back({index, static_cast<size_t>(bytes), 0});
-  launch(fa2_bwd_dkdv_varlen_def(options.mods), options.config, dkdv_base, dkdv_outputs,
-         kDkdvFlops * fwd_flops, modded_args);
-  if (atomic) {
-    const Config conv = varlen_config_of(fa2_bwd_dq_convert_varlen_def(), bwd_dq_convert_config(a.shape));
-    launch(fa2_bwd_dq_convert_varlen_def(), conv, conv, {}, 0, args);
-  } else {
-    std::vector<OutputArg> dq_outputs;
-    if (checked.dq_bytes > 0)
-      dq_outputs.push_back({kBwdArgDq, static_cast<size_t>(checked.dq_bytes), 0});
-    launch(fa2_bwd_dq_varlen_def(options.mods), options.dq_config,
-           varlen_config_of(fa2_bwd_dq_varlen_def(), defaults.dq), dq_outputs, kDqFlops * fwd_flops,
+  if (checked.dq_bytes > 0)
+    dq_outputs.push_back({kBwdArgDq, static_cast<size_t>(checked.dq_bytes), 0});
+  std::vector<OutputArg> atomic_dkdv_outputs = dkdv_outputs; // and the accumulator's scratch copy
+  if (ws.acc_offset)
+    atomic_dkdv_outputs.push_back({kBwdArgDqAcc, static_cast<size_t>(ws.total - ws.acc_offset), 0});
+
+  // The variant: options.config's ATOMIC_DQ when given; else, with deterministic = false and no dq_config, the
+  // faster of the two as the tuner timed them (backward()'s rule); else the deterministic dQ kernel.
+  const bool atomic_given = options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
+  const AttentionBwdConfigs defaults = default_bwd_configs(a.shape);
+  const KernelDef& dkdv_def = fa2_bwd_dkdv_varlen_def(options.mods);
+  const KernelDef& convert_def = fa2_bwd_dq_convert_varlen_def();
+  const Config convert_config = varlen_config_of(convert_def, bwd_dq_convert_config(a.shape));
+  std::optional<BwdStep> dkdv =
+      step(dkdv_def, options.config, varlen_config_of(fa2_bwd_dkdv_varlen_def(), defaults.dkdv),
+           atomic_given ? atomic_dkdv_outputs : dkdv_outputs, (atomic_given ? kAtomicDkdvFlops : kDkdvFlops) * fwd_flops,
            modded_args);
+  std::optional<BwdStep> last =
+      atomic_given ? step(convert_def, convert_config, convert_config, {}, 0, args)
+                   : step(fa2_bwd_dq_varlen_def(options.mods), options.dq_config,
+                          varlen_config_of(fa2_bwd_dq_varlen_def(), defaults.dq), dq_outputs,
+                          kDqFlops * fwd_flops, modded_args);
+  bool atomic = atomic_given;
+  if (chooses_variant(options)) {
+    const Config atomic_base =
+        varlen_config_of(fa2_bwd_dkdv_varlen_def(), default_bwd_configs(a.shape, /*atomic_dq=*/true).dkdv);
+    std::optional<BwdStep> atomic_dkdv =
+        step(dkdv_def, std::nullopt, atomic_base, atomic_dkdv_outputs, kAtomicDkdvFlops * fwd_flops, modded_args);
+    std::optional<BwdStep> convert = step(convert_def, std::nullopt, convert_config, dq_outputs, 0, args);
+    if (atomic_pair_is_faster(ms(dkdv), ms(last), ms(atomic_dkdv), ms(convert))) {
+      dkdv = std::move(atomic_dkdv);
+      last = std::move(convert);
+      atomic = true;
+    }
   }
+  // The preprocess writes Delta and, for the atomic pair, zeroes the accumulator its dK/dV adds to.
+  const Config pre = varlen_config_of(fa2_bwd_preprocess_varlen_def(),
+                                      bwd_preprocess_config(a.shape, default_bwd_configs(a.shape, atomic).dkdv));
+  launch(step(fa2_bwd_preprocess_varlen_def(), pre, pre, {}, 0, args), args);
+  launch(dkdv, modded_args);
+  launch(last, atomic ? args : modded_args);
 }
 
 } // namespace
@@ -306,7 +319,7 @@ void backward_varlen(const TensorRef& q, const TensorRef& k, const TensorRef& v,
   require_driver(site);
   rt::current_device(); // makes the context current before the allocation
   const uint64_t needed =
-      checked.args.fwd.empty ? 0 : workspace_layout(1, s.H, s.total_q, s.D, atomic_dq(options), site).total;
+      checked.args.fwd.empty ? 0 : workspace_layout(1, s.H, s.total_q, s.D, may_accumulate_dq(options), site).total;
   std::optional<rt::DeviceBuffer> scratch;
   if (needed > 0)
     scratch.emplace(needed);

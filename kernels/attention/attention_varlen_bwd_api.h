@@ -6,15 +6,15 @@
 //   backward_varlen(q, k, v, o, lse, dout, dq, dk, dv, batch, bopts); // dq, dout like q; dk, dv like k, v
 //
 // The kernels are the dense backward's built with VARLEN=1 (fa2_bwd_varlen.h): preprocess, dK/dV, then dQ, or
-// with options.config's ATOMIC_DQ=1 (and deterministic = false) dQ by f32 atomics in dK/dV and its convert. A
+// dQ by f32 atomics in dK/dV and its convert: with options.config's ATOMIC_DQ=1, or with deterministic = false
+// and no config where the tuner timed that pair the faster (backward()'s rule, attention_bwd_steps.h). A
 // sequence's keys no query sees get dK = dV = 0 and its rows that see no key dQ = 0; a batch without query
 // rows writes zeros to dk and dv, one without keys zeros to dq.
 //
 // The f32 scratch (Delta [H, total_q], and the atomic variant's accumulator [H, total_q, D]) is either the
 // caller's (backward_varlen_with_workspace: enqueued without synchronizing, CUDA-graph-capturable with
 // batch.check_offsets = false) or allocated by backward_varlen, which synchronizes options.stream before
-// freeing it. What differs from backward(): with deterministic = false and no config the deterministic pair
-// runs (the atomic pair is not tuned against it yet). Mods: options.mods and options.mod_tensors must be the
+// freeing it. Mods: options.mods and options.mod_tensors must be the
 // forward's (forward_varlen(): per-sequence indices); a sink enters through lse, and its own gradient
 // (options.dsink) is not built for packed batches yet (an error). Validation errors start
 // "attention::backward_varlen:" and end in the caller's line.
@@ -48,7 +48,8 @@ validate_varlen_bwd_args(const TensorRef& q, const TensorRef& k, const TensorRef
 
 // The workspace backward_varlen_with_workspace() needs for q's problem ([total_q, H, D]) under `options`:
 // Delta f32 [H, total_q], plus the dQ accumulator f32 [H, total_q, D] after it (at a 256-byte boundary) when
-// options.config has ATOMIC_DQ=1, the one case in which the packed backward runs the atomic pair. 0 when q
+// the atomic pair may run: options.config has ATOMIC_DQ=1, or deterministic = false and neither config is
+// given (as backward_workspace_bytes() decides it). 0 when q
 // has no rows. A kiln::Error when q is not of rank 3 or has a negative dimension. Needs no GPU.
 uint64_t varlen_backward_workspace_bytes(const TensorRef& q, const BackwardOptions& options = {},
                                          std::source_location where = std::source_location::current());

@@ -109,7 +109,8 @@ def attention_varlen_bwd(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v
     if q.is_cuda:
         n = ctypes.c_uint64()
         _lib.check(lib.kiln_attention_varlen_backward_workspace_size(structs[0], ctypes.byref(opts), ctypes.byref(n)))
-        # The f32 scratch (Delta) from torch's caching allocator: capture-safe and stream-ordered.
+        # The f32 scratch (Delta, and the atomic pair's dQ accumulator where it may run) from torch's caching
+        # allocator: capture-safe and stream-ordered.
         ws = q.new_empty(max(n.value, 1), dtype=torch.uint8)
         _lib.check(lib.kiln_attention_varlen_backward_cuda_workspace(*structs, ctypes.byref(batch), ws.data_ptr(),
                                                                      n.value, ctypes.byref(opts)))

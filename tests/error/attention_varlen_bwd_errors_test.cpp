@@ -113,6 +113,26 @@ TEST(AttentionVarlenBwdErrors, AtomicDqNeedsNondeterminismAndNoDqConfig) {
   expect_mentions(validation_error(c), {"options.dq_config", "never runs the dQ kernel"});
 }
 
+// The workspace holds Delta f32 [H, total_q], and the dQ accumulator f32 [H, total_q, D] after it (at 256 bytes)
+// wherever the atomic pair may run: an ATOMIC_DQ=1 config, or deterministic = false with no config, where the
+// tuner picks the faster pair as backward() does; a dQ kernel config keeps the deterministic pair.
+TEST(AttentionVarlenBwdErrors, WorkspaceHoldsTheAccumulatorWhereTheAtomicPairMayRun) {
+  Call c = valid_call();
+  constexpr uint64_t kDelta = 4 * 45 * 4, kAcc = 4 * 45 * 64 * 4, kAccOffset = (kDelta + 255) / 256 * 256;
+  EXPECT_EQ(varlen_backward_workspace_bytes(c.q, c.options), kDelta);
+  c.options.deterministic = false;
+  EXPECT_EQ(varlen_backward_workspace_bytes(c.q, c.options), kAccOffset + kAcc);
+  const ValidatedVarlenBackward b =
+      validate_varlen_bwd_args(c.q, c.k, c.v, c.o, c.lse, c.dout, c.dq, c.dk, c.dv, c.batch, c.options);
+  c.options.dq_config = varlen_config_of(fa2_bwd_dq_varlen_def(), default_bwd_configs(b.fwd.shape).dq);
+  EXPECT_EQ(varlen_backward_workspace_bytes(c.q, c.options), kDelta);
+  c.options.dq_config.reset();
+  c.options.config = varlen_config_of(fa2_bwd_dkdv_varlen_def(), default_bwd_configs(b.fwd.shape).dkdv);
+  EXPECT_EQ(varlen_backward_workspace_bytes(c.q, c.options), kDelta); // ATOMIC_DQ=0 given
+  c.options.config = varlen_config_of(fa2_bwd_dkdv_varlen_def(), default_bwd_configs(b.fwd.shape, true).dkdv);
+  EXPECT_EQ(varlen_backward_workspace_bytes(c.q, c.options), kAccOffset + kAcc);
+}
+
 TEST(AttentionVarlenBwdErrors, ConfigsMustBeVarlenBackwardConfigs) {
   Call c = valid_call();
   const ValidatedVarlenBackward b =

@@ -1,7 +1,8 @@
 // The attention backward over packed variable-length sequences on a GPU: the interpreter's varlen cases
 // through the JIT at the default configs (deterministic and atomic dQ), and through the host API
 // (forward_varlen then backward_varlen, or backward_varlen_with_workspace on a workspace of
-// varlen_backward_workspace_bytes, on device buffers: default configs, the tuner, an explicit atomic config,
+// varlen_backward_workspace_bytes, on device buffers: default configs, the tuner (with deterministic = false
+// the faster of the two pairs), an explicit atomic config,
 // batches without rows or without keys), each against the per-sequence analytic gradients with outputs
 // poisoned first. Skips without a driver. GpuVarlenBwd.* runs the kernels, GpuVarlenBwdApi.* the host
 // API.
@@ -127,6 +128,14 @@ TEST(GpuVarlenBwdApi, TunedAndAtomic) {
   {
     ScopedEnv tune("KILN_AUTOTUNE", "force");
     check_api(c, ApiSpec{});
+    // deterministic = false and no config: both pairs tuned, the faster run (backward()'s rule).
+    SCOPED_TRACE("the faster pair");
+    check_api(c, ApiSpec{true, std::nullopt, false});
+    SCOPED_TRACE("the faster pair on the caller's workspace, offsets not checked");
+    check_api(c, ApiSpec{false, std::nullopt, false, true});
+    SCOPED_TRACE("the faster pair without keys (no dK/dV launch in either pair)");
+    check_api(varlen_case("no_keys_f16_d64", {5, 70, 0}, {0, 0, 0}, 64, 0, DType::f16, 2, 1),
+              ApiSpec{true, std::nullopt, false});
   }
   ScopedEnv off("KILN_AUTOTUNE", "off");
   SCOPED_TRACE("atomic dQ");

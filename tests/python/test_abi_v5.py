@@ -88,9 +88,9 @@ def test_varlen_backward_host_and_its_workspace_query():
     assert "lse (the backward needs the forward's LSE) must not be NULL" in last_error()
     n = ctypes.c_uint64()
     assert LIB.kiln_attention_varlen_backward_workspace_size(t[0], options(), ctypes.byref(n)) == OK
-    assert n.value == 2 * 6 * 4  # Delta, f32 [H, total_q]; the packed backward is the deterministic pair
+    assert n.value == 2 * 6 * 4  # Delta, f32 [H, total_q]: the deterministic pair
     assert LIB.kiln_attention_varlen_backward_workspace_size(t[0], options(deterministic=0), ctypes.byref(n)) == OK
-    assert n.value == 2 * 6 * 4
+    assert n.value == 256 + 2 * 6 * 16 * 4  # and the atomic pair's dQ accumulator, f32 [H, total_q, D], at 256 bytes
     assert LIB.kiln_attention_varlen_backward_workspace_size(t[4], options(), ctypes.byref(n)) == ERROR
     assert "q must have rank 3" in last_error()
     assert LIB.kiln_attention_varlen_backward_workspace_size(t[0], options(), None) == ERROR_INVALID_ARGUMENT
