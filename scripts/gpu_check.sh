@@ -22,9 +22,10 @@
 #                   277 GPU tests in 309 s under --all (2026-12-01);
 #   --attention-tma FA2's forward on the TMA, warp-specialised, ping-pong, late-product, persistent (static and
 #                   dynamic), lazy-rescale, exp2-on-FMA and tile-barrier schedules (96 cases; a dynamic case launches
-#                   three times), every forward and backward config that reads a wgmma operand from registers
-#                   (GpuRegisterOperands), and the sanitizer passes over a few of them: 6.5 min cold on an H200; 60 s for the
-#                   cases and 28 s for the sanitizer passes under --all (2026-12-01);
+#                   three times) and the sanitizer passes over a few of them: 6.5 min cold on an H200; 60 s for the
+#                   cases and 28 s for the sanitizer passes under --all (2026-12-01); and every forward and backward
+#                   config that reads a wgmma operand from registers (GpuRegisterOperands, 78 runs): 101 s alone,
+#                   cold (2026-12-02);
 #   --mods          the forward with attention mods and block masks (kernels and API) and the sinks' gradients
 #                   through the API: about 2.7 min on an H200; 106 s under --all;
 #   --api           the attention API's forward suites (autotuning through the API, mods, the command line,
