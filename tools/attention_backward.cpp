@@ -5,7 +5,6 @@
 #include "runtime/device.h"
 #include "support/error.h"
 
-#include <functional>
 
 namespace kiln::cli {
 namespace {
@@ -89,22 +88,6 @@ HostBuffer download(const rt::DeviceBuffer& d, DType dtype, int64_t numel) {
   return h;
 }
 
-// The GPU time of `fn` (which returns with its work done), `reps` times after one untimed call.
-GpuTiming time_calls(const std::function<void()>& fn, int reps) {
-  const rt::Stream stream; // the legacy default stream, which the API calls launch on
-  fn();
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
-    rt::Event start, end;
-    start.record(stream);
-    fn();
-    end.record(stream);
-    end.synchronize();
-    ms.push_back(rt::Event::elapsed_ms(start, end));
-  }
-  return timing_of(std::move(ms));
-}
-
 } // namespace
 
 AttentionGrads run_attention_backward(const BackwardRequest& r, Executor executor) {
@@ -124,14 +107,12 @@ AttentionGrads run_attention_backward(const BackwardRequest& r, Executor executo
 }
 
 BackwardTiming time_attention_backward(const BackwardRequest& r, int reps) {
-  if (reps < 1)
-    fail("timing needs at least 1 repetition; got {}", reps);
   rt::current_device();
   DeviceBackward d(r);
   d.forward();
   BackwardTiming t;
-  t.backward = time_calls([&] { d.backward(); }, reps);
-  t.step = time_calls(
+  t.backward = time_gpu_calls([&] { d.backward(); }, reps);
+  t.step = time_gpu_calls(
       [&] {
         d.forward();
         d.backward();

@@ -304,10 +304,10 @@ int run_varlen(const std::optional<DType>& out_dt) {
                              {"--seq-q", seq_q.getNumOccurrences() > 0}, {"--seq-k", seq_k.getNumOccurrences() > 0},
                              {"--layout", layout.getNumOccurrences() > 0}, {"--q", !q_file.empty()},
                              {"--k", !k_file.empty()}, {"--v", !v_file.empty()}, {"--dout", !dout_file.empty()},
-                             {"--bench", bool(bench)}, {"--block-mask", bool(block_mask_flag)}})
+                             {"--block-mask", bool(block_mask_flag)}})
     if (given)
       fail("{} does not apply to --varlen, whose lengths give the batch and the sequences (packed inputs and dO "
-           "are random; --bench and --block-mask are not built for varlen yet)",
+           "are random; --block-mask is not built for varlen yet)",
            flag);
   if (!backward_pass)
     for (auto [flag, value] : {std::pair{"--dq", &dq_file}, {"--dk", &dk_file}, {"--dv", &dv_file}})
@@ -340,6 +340,12 @@ int run_varlen(const std::optional<DType>& out_dt) {
                      {});
   parse_mods(r.problem.H, r.mods, r.mod_tensors, true); // applied per sequence (attention_varlen_mods.h)
   r.executor = choose_executor(interpret);
+  if (bench && !r.mods.empty())
+    fail("--bench with --varlen does not time mods yet; drop --mod (without --varlen, --bench times them)");
+  if (bench && r.executor == Executor::Interpreter)
+    fail("--bench times the kernels on the GPU; it cannot be combined with --interpret or KILN_INTERPRET=1");
+  r.bench = bench;
+  r.reps = reps;
   return run_varlen_attention(r);
 }
 

@@ -104,6 +104,23 @@ GpuTiming timing_of(std::vector<double> ms) {
   return t;
 }
 
+GpuTiming time_gpu_calls(const std::function<void()>& fn, int reps) {
+  if (reps < 1)
+    fail("timing needs at least 1 repetition; got {}", reps);
+  const rt::Stream stream; // the legacy default stream, which the API calls launch on
+  fn();
+  std::vector<double> ms;
+  for (int i = 0; i < reps; ++i) {
+    rt::Event start, end;
+    start.record(stream);
+    fn();
+    end.record(stream);
+    end.synchronize();
+    ms.push_back(rt::Event::elapsed_ms(start, end));
+  }
+  return timing_of(std::move(ms));
+}
+
 // The autotuner's choice for the problem, as kiln::attention::forward makes it, on device copies of the
 // inputs (tuning writes scratch outputs only).
 TunedLaunch autotuned_launch(const AttentionProblem& p, const AttentionInputs& in,

@@ -8,6 +8,7 @@
 #include "kernels/attention/attention_problem.h"
 #include "tools/kernel_problem.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ struct GpuTiming {
 
 // Median, min and max of timed runs (at least one).
 GpuTiming timing_of(std::vector<double> ms);
+
+// The GPU time of `fn` (host API calls on the legacy default stream, returning with their work enqueued or
+// done), `reps` times after one untimed call (which may tune), each between two events.
+GpuTiming time_gpu_calls(const std::function<void()>& fn, int reps);
 
 // Compiles FA2 for `config` (with `mods`: fa2_fwd_def(mods), reading `mod_tensors`; with `block_mask`,
 // fa2_fwd_block_mask_def(mods) over its lists), copies the inputs to the GPU once, and times `reps` launches

@@ -8,6 +8,8 @@
 #include "kernels/compare.h"
 #include "runtime/device.h"
 #include "support/error.h"
+#include "tools/attention_runs.h"
+#include "tools/attention_varlen_device.h"
 #include "tools/cli.h"
 #include "tools/npy_outputs.h"
 
@@ -29,42 +31,11 @@ int64_t parse_length(std::string_view text, const char* flag, const std::string&
   return v;
 }
 
-// forward_varlen on device copies of the inputs; O and LSE read back in logical order.
-AttentionResult run_on_gpu(const VarlenProblem& p, const AttentionInputs& in,
-                           const std::optional<Config>& config) {
-  using namespace attention;
-  rt::current_device();
-  AttentionOutputs out = make_varlen_outputs(p);
-  auto upload = [](const HostBuffer& b) {
-    rt::DeviceBuffer d(std::max<size_t>(b.bytes.size(), 16)); // an empty tensor still gets an address
-    d.copy_from_host(b.bytes.data(), b.bytes.size());
-    return d;
-  };
-  rt::DeviceBuffer q = upload(in.q), k = upload(in.k), v = upload(in.v), o = upload(out.o),
-                   lse = upload(out.lse);
-  rt::DeviceBuffer cu_q = rt::DeviceBuffer::from_host(p.cu_seqlens_q()),
-                   cu_k = rt::DeviceBuffer::from_host(p.cu_seqlens_k());
-  const VarlenStrides s = varlen_strides(p);
-  auto packed = [&](const rt::DeviceBuffer& b, int64_t total, int64_t heads, const PackedStrides& st) {
-    return TensorRef{b.ptr(), p.dtype, {total, heads, p.D}, {st.token, st.head, 1}};
-  };
-  VarlenBatch batch;
-  batch.cu_seqlens_q = TensorRef::contiguous(cu_q.ptr(), DType::i32, {p.batch() + 1});
-  batch.cu_seqlens_k = TensorRef::contiguous(cu_k.ptr(), DType::i32, {p.batch() + 1});
-  batch.max_seqlen_q = p.max_seqlen_q();
-  batch.max_seqlen_k = p.max_seqlen_k();
-  AttentionOptions opts;
-  opts.causal = static_cast<Causal>(p.causal);
-  opts.k_transposed = p.k_transposed;
-  opts.exact_masked_v = p.exact_masked_v;
-  opts.config = config;
-  forward_varlen(packed(q, p.total_q(), p.H, s.q), packed(k, p.total_k(), p.H_KV, s.k),
-                 packed(v, p.total_k(), p.H_KV, s.v), packed(o, p.total_q(), p.H, s.o),
-                 TensorRef::contiguous(lse.ptr(), DType::f32, {p.H, p.total_q()}), batch, opts);
-  rt::Stream().synchronize();
-  o.copy_to_host(out.o.bytes.data(), out.o.bytes.size());
-  lse.copy_to_host(out.lse.bytes.data(), out.lse.bytes.size());
-  return gather_varlen_outputs(p, out);
+// One --bench line: the median, min and max of `t` and the rate at `flops`.
+void print_timing(const char* what, const GpuTiming& t, double flops) {
+  llvm::outs() << fmt::format("bench{}{}: median {:.4f} ms (min {:.4f}, max {:.4f}, {} runs), {:.1f} TFLOP/s\n",
+                              *what ? " " : "", what, t.median_ms, t.min_ms, t.max_ms, t.reps,
+                              flops / (t.median_ms * 1e-3) / 1e12);
 }
 
 } // namespace
@@ -118,6 +89,21 @@ int run_varlen_backward(const VarlenRun& r) {
       ok = ok && c.ok(tol);
     }
   }
+  if (r.bench) { // through the API, as a training step calls it: tuned, the variant as --nondeterministic says
+    llvm::outs() << fmt::format("bench: kiln::attention::forward_varlen and backward_varlen ({}), as they tune\n",
+                                r.atomic_dq ? "deterministic = false: the faster of the two pairs" : "deterministic");
+    const DeviceVarlen d(p, inputs, &dout);
+    d.forward(std::nullopt);
+    print_timing("backward", time_gpu_calls([&] { d.backward(!r.atomic_dq); }, r.reps), 2.5 * p.flops());
+    print_timing("forward+backward",
+                 time_gpu_calls(
+                     [&] {
+                       d.forward(std::nullopt);
+                       d.backward(!r.atomic_dq);
+                     },
+                     r.reps),
+                 3.5 * p.flops()); // ANCHORS.md: the backward is 2.5x the forward
+  }
   if (!ok) {
     llvm::errs() << program_name()
                  << ": error: the gradients do not match the reference; no output written\n";
@@ -155,11 +141,14 @@ int run_varlen_attention(const VarlenRun& r) {
   llvm::outs() << fmt::format("fa2_fwd_varlen {} on {} ({})\n", p.str(),
                               r.executor == Executor::Gpu ? "the GPU" : "the interpreter",
                               tuned ? source : config.str() + "; " + source);
+  const std::optional<Config> api_config = tuned ? std::nullopt : std::optional<Config>(config);
+  std::optional<DeviceVarlen> device; // the API's call on the GPU (without mods)
+  if (r.executor == Executor::Gpu && r.mods.empty()) {
+    device.emplace(p, inputs);
+    device->forward(api_config);
+  }
   const AttentionResult result =
-      tuned ? run_on_gpu(p, inputs, std::nullopt)
-      : r.executor == Executor::Gpu && r.mods.empty()
-          ? run_on_gpu(p, inputs, config)
-          : run_fa2_varlen_with_mods(p, r.mods, r.mod_tensors, config, inputs, r.executor);
+      device ? device->outputs() : run_fa2_varlen_with_mods(p, r.mods, r.mod_tensors, config, inputs, r.executor);
 
   bool ok = true;
   if (r.check) {
@@ -173,6 +162,8 @@ int run_varlen_attention(const VarlenRun& r) {
                                 cl.ok(tol) ? "ok" : "FAIL");
     ok = co.ok(tol) && cl.ok(tol);
   }
+  if (r.bench) // run_varlen refuses --bench with --mod and in the interpreter, so `device` is there
+    print_timing("", time_gpu_calls([&] { device->forward(api_config); }, r.reps), p.flops());
   if (!ok) {
     llvm::errs() << program_name() << ": error: the result does not match the reference; no output written\n";
     return 1;

@@ -1,8 +1,8 @@
 // `kiln attention --varlen=LENS`: packed variable-length attention (kiln::attention::forward_varlen) on
 // random inputs, in the interpreter or on the GPU, checked against the per-sequence double reference and
 // written as .npy (O [total_q, H, D], LSE [H, total_q]) as asked; with --backward the packed backward instead
-// (dQ [total_q, H, D], dK and dV [total_k, H_KV, D]); with --mod the library mods on each sequence. The
-// attention command parses the flags and hands them here.
+// (dQ [total_q, H, D], dK and dV [total_k, H_KV, D]); with --mod the library mods on each sequence; with --bench
+// the API's calls timed on the GPU. The attention command parses the flags and hands them here.
 #pragma once
 
 #include "kernels/attention/attention_mods_host.h"
@@ -29,6 +29,10 @@ struct VarlenRun {
   // with O and LSE from the double forward; written to dq/dk/dv_file as asked.
   bool backward = false, atomic_dq = false;
   std::string dq_file, dk_file, dv_file;
+  // --bench: forward_varlen (or with --backward, backward_varlen and forward + backward) timed on the GPU
+  // through the API, the median of `reps` calls after one that may tune.
+  bool bench = false;
+  int reps = 20;
   // --mod: library mods applied to each sequence (attention_varlen_mods.h), run through the mods' kernels at
   // the default configs (not autotuned) and checked against the per-sequence reference with the same mods.
   AttentionMods mods;

@@ -58,6 +58,13 @@ AttentionProblem VarlenProblem::sequence(int64_t b) const {
   return s;
 }
 
+double VarlenProblem::flops() const {
+  double f = 0;
+  for (int64_t b = 0; b < batch(); ++b)
+    f += attention_flops(sequence(b));
+  return f;
+}
+
 std::string VarlenProblem::str() const {
   return fmt::format("varlen q[{}] k[{}] H{} H_KV{} D{} {}{} causal={} {}{}{}", fmt::join(seqlens_q, ","),
                      fmt::join(seqlens_k, ","), H, H_KV, D, dtype_name(dtype), tf32 ? "(tf32)" : "", causal,

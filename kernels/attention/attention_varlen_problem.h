@@ -40,6 +40,8 @@ struct VarlenProblem {
   AttentionProblem shape() const;
   // Sequence b as a dense problem of one batch (its lengths may be 0).
   AttentionProblem sequence(int64_t b) const;
+  // The forward's FLOPs by the convention (attention_flops of each sequence, summed).
+  double flops() const;
   std::string str() const; // "varlen q[3,0,17] k[5,0,20] H4 H_KV2 D32 f16 causal=2 ..."
 };
 

@@ -249,5 +249,34 @@ TEST_F(CliGpuTest, AttentionPicksItsConfigThroughTheAutotuner) {
   EXPECT_NE(fixed.find("BLOCK_M=64 BLOCK_N=32"), std::string::npos) << fixed;
 }
 
+// --varlen --bench: forward_varlen timed through the API after the check; with --backward, backward_varlen and the
+// step, deterministic and (--nondeterministic) the faster pair; each line a median with a rate.
+TEST_F(CliGpuTest, AttentionVarlenBenchTimesTheApiCalls) {
+  KILN_REQUIRE_GPU();
+  const std::vector<std::string> args = {"attention", "--varlen=300,0,129:500", "--heads=4", "--kv-heads=2",
+                                         "--head-dim=64", "--causal=bottom-right", "--check", "--bench",
+                                         "--reps=3"};
+  for (std::vector<std::string> extra :
+       {std::vector<std::string>{}, {"--backward"}, {"--backward", "--nondeterministic"}}) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), extra.begin(), extra.end());
+    SCOPED_TRACE(a.size() > args.size() ? extra.back() : "forward");
+    ToolRun r = kiln(a, {{"KILN_AUTOTUNE", "off"}});
+    ASSERT_EQ(r.rc, 0) << r.out << r.err;
+    EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+    const bool backward = !extra.empty();
+    for (const char* line : backward ? std::vector<const char*>{"bench backward: median ", "bench forward+backward: median "}
+                                     : std::vector<const char*>{"bench: median "}) {
+      const size_t at = r.out.find(line);
+      ASSERT_NE(at, std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("3 runs), ", at), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find(" TFLOP/s", at), std::string::npos) << r.out;
+    }
+    if (extra.size() == 2) {
+      EXPECT_NE(r.out.find("the faster of the two pairs"), std::string::npos) << r.out;
+    }
+  }
+}
+
 } // namespace
 } // namespace kiln

@@ -96,6 +96,9 @@ TEST_F(CliTest, AttentionVarlenOptionErrors) {
   expect_error(with({"--varlen=3", "--seq-q=2"}), {"--seq-q does not apply to --varlen"});
   expect_error(with({"--varlen=3", "--dout=x.npy"}), {"--dout does not apply to --varlen"});
   expect_error(with({"--varlen=3", "--layout=bshd"}), {"--layout does not apply to --varlen"});
+  expect_error(with({"--varlen=3", "--bench"}), {"--bench times the kernels on the GPU", "--interpret"});
+  expect_error(with({"--varlen=3", "--bench", "--backward"}), {"--bench times the kernels on the GPU"});
+  expect_error(with({"--varlen=3", "--bench", "--mod=causal"}), {"--bench with --varlen does not time mods"});
   expect_error(with({"--varlen=3", "--kv-heads=3"}), {"multiple of H_KV=3"});
   expect_error(with({"--varlen=3", "--set", "WARP_SPECIALIZE=1"}), {"WARP_SPECIALIZE"});
   expect_error(with({"--seq-q=4"}), {"--batch is required", "--varlen"});

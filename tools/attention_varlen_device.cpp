@@ -1,0 +1,78 @@
+#include "tools/attention_varlen_device.h"
+
+#include "kernels/attention/attention_varlen_bwd_api.h"
+
+#include <algorithm>
+
+namespace kiln::cli {
+
+namespace {
+
+rt::DeviceBuffer upload(const HostBuffer& b) {
+  rt::DeviceBuffer d(std::max<size_t>(b.bytes.size(), 16)); // an empty tensor still gets an address
+  d.copy_from_host(b.bytes.data(), b.bytes.size());
+  return d;
+}
+
+} // namespace
+
+DeviceVarlen::DeviceVarlen(const VarlenProblem& p, const AttentionInputs& in, const HostBuffer* dout)
+    : DeviceVarlen(p, in, dout, make_varlen_outputs(p)) {}
+
+DeviceVarlen::DeviceVarlen(const VarlenProblem& p, const AttentionInputs& in, const HostBuffer* dout,
+                           const AttentionOutputs& poisoned)
+    : p_(p), q_(upload(in.q)), k_(upload(in.k)), v_(upload(in.v)), o_(upload(poisoned.o)), lse_(upload(poisoned.lse)),
+      dout_(dout ? upload(*dout) : rt::DeviceBuffer(16)),
+      dq_(std::max<size_t>(in.q.bytes.size(), 16)), dk_(std::max<size_t>(in.k.bytes.size(), 16)),
+      dv_(std::max<size_t>(in.v.bytes.size(), 16)), cu_q_(rt::DeviceBuffer::from_host(p.cu_seqlens_q())),
+      cu_k_(rt::DeviceBuffer::from_host(p.cu_seqlens_k())) {
+  batch_.cu_seqlens_q = attention::TensorRef::contiguous(cu_q_.ptr(), DType::i32, {p.batch() + 1});
+  batch_.cu_seqlens_k = attention::TensorRef::contiguous(cu_k_.ptr(), DType::i32, {p.batch() + 1});
+  batch_.max_seqlen_q = p.max_seqlen_q();
+  batch_.max_seqlen_k = p.max_seqlen_k();
+}
+
+attention::TensorRef DeviceVarlen::packed(const rt::DeviceBuffer& b, const PackedStrides& st, bool kv) const {
+  return attention::TensorRef{b.ptr(), p_.dtype, {kv ? p_.total_k() : p_.total_q(), kv ? p_.H_KV : p_.H, p_.D},
+                              {st.token, st.head, 1}};
+}
+
+attention::TensorRef DeviceVarlen::lse() const {
+  return attention::TensorRef::contiguous(lse_.ptr(), DType::f32, {p_.H, p_.total_q()});
+}
+
+attention::AttentionOptions DeviceVarlen::options() const {
+  attention::AttentionOptions o;
+  o.causal = static_cast<attention::Causal>(p_.causal);
+  o.k_transposed = p_.k_transposed;
+  o.exact_masked_v = p_.exact_masked_v;
+  return o;
+}
+
+void DeviceVarlen::forward(const std::optional<Config>& config) const {
+  attention::AttentionOptions o = options();
+  o.config = config;
+  const VarlenStrides s = varlen_strides(p_);
+  attention::forward_varlen(packed(q_, s.q, false), packed(k_, s.k, true), packed(v_, s.v, true),
+                            packed(o_, s.o, false), lse(), batch_, o);
+}
+
+void DeviceVarlen::backward(bool deterministic) const {
+  attention::BackwardOptions o;
+  static_cast<attention::AttentionOptions&>(o) = options();
+  o.deterministic = deterministic;
+  const VarlenStrides s = varlen_strides(p_); // dO and dQ are strided as Q, dK and dV as K and V
+  attention::backward_varlen(packed(q_, s.q, false), packed(k_, s.k, true), packed(v_, s.v, true),
+                             packed(o_, s.o, false), lse(), packed(dout_, s.q, false), packed(dq_, s.q, false),
+                             packed(dk_, s.k, true), packed(dv_, s.v, true), batch_, o);
+}
+
+AttentionResult DeviceVarlen::outputs() const {
+  rt::Stream().synchronize();
+  AttentionOutputs out = make_varlen_outputs(p_);
+  o_.copy_to_host(out.o.bytes.data(), out.o.bytes.size());
+  lse_.copy_to_host(out.lse.bytes.data(), out.lse.bytes.size());
+  return gather_varlen_outputs(p_, out);
+}
+
+} // namespace kiln::cli
