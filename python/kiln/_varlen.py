@@ -69,7 +69,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     synchronisation; skipped while a CUDA graph is being captured); False leaves them to the caller (wrong ones
     then give wrong results, never out-of-bounds accesses). NumPy arrays run in kiln's interpreter (offsets always
     checked); torch tensors go through torch.ops.kiln.attention_varlen_fwd (differentiable in q, k, v;
-    `deterministic` is kept for the backward, whose packed kernels are always deterministic)."""
+    `deterministic` is kept for the backward: False lets it add dQ by f32 atomics where the tuner times that
+    pair of kernels the faster, as kiln.attention's backward does)."""
     c, s, max_q, max_k, flags, spec, named = _arguments(causal, scale, max_seqlen_q, max_seqlen_k, tf32,
                                                         deterministic, exact_masked_v, check_offsets, mods,
                                                         mod_tensors)
@@ -92,8 +93,10 @@ def attention_varlen_backward(dout, q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k,
                               mods=None, mod_tensors=None, check_offsets=True):
     """dQ, dK, dV of attention_varlen from its inputs, O and LSE (return_lse=True) and dout (shaped like q), with
     the forward's packing, causal mode, scale and mods. Keys no row sees get dK = dV = 0, rows that see no key
-    dQ = 0. torch tensors: torch.ops.kiln.attention_varlen_bwd (its f32 workspace allocated by torch, so that it
-    can be captured in a CUDA graph with check_offsets=False or while capturing); NumPy: the interpreter."""
+    dQ = 0. deterministic=False lets the GPU add dQ by f32 atomics where the tuner times that faster (not bitwise
+    reproducible). torch tensors: torch.ops.kiln.attention_varlen_bwd (its f32 workspace allocated by torch, so
+    that it can be captured in a CUDA graph with check_offsets=False or while capturing); NumPy: the
+    interpreter."""
     c, s, max_q, max_k, flags, spec, named = _arguments(causal, scale, max_seqlen_q, max_seqlen_k, tf32,
                                                         deterministic, exact_masked_v, check_offsets, mods,
                                                         mod_tensors)
