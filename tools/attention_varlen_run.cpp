@@ -75,9 +75,11 @@ int run_varlen_backward(const VarlenRun& r) {
                               r.atomic_dq ? "by atomics" : configs.dq.str(),
                               r.mods.empty() ? "" : "; mods " + r.mods.name());
   // The mods' reference also gives the forward's O and LSE the backward reads (the built-in one without
-  // mods).
+  // mods), on the CPU in double: a run that only times (--bench without --check or a gradient file) skips it.
+  const bool timing_only = r.bench && !r.check && r.dq_file.empty() && r.dk_file.empty() && r.dv_file.empty();
   const AttentionGrads grads =
-      run_varlen_bwd_with_mods(p, r.mods, r.mod_tensors, configs, inputs, dout, r.executor);
+      timing_only ? AttentionGrads{}
+                  : run_varlen_bwd_with_mods(p, r.mods, r.mod_tensors, configs, inputs, dout, r.executor);
   bool ok = true;
   if (r.check) {
     const AttentionGrads ref = varlen_reference_backward_with_mods(p, inputs, dout, r.mods, r.mod_tensors);
