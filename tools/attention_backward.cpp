@@ -3,8 +3,6 @@
 #include "kernels/attention/attention_block_mask_api.h"
 #include "kernels/attention/attention_bwd_api.h"
 #include "runtime/device.h"
-#include "support/error.h"
-
 
 namespace kiln::cli {
 namespace {
