@@ -247,13 +247,8 @@ int run_backward(const AttentionProblem& p, AttentionInputs inputs, const std::o
   if (bench) {
     const BackwardTiming t = time_attention_backward(r, reps);
     const double fwd_flops = attention_flops(p);
-    auto line = [](const char* what, const GpuTiming& g, double flops) {
-      llvm::outs() << fmt::format(
-          "bench {}: median {:.4f} ms (min {:.4f}, max {:.4f}, {} runs), {:.1f} TFLOP/s\n", what, g.median_ms,
-          g.min_ms, g.max_ms, g.reps, flops / (g.median_ms * 1e-3) / 1e12);
-    };
-    line("backward", t.backward, 2.5 * fwd_flops); // ANCHORS.md: the backward is 2.5x the forward
-    line("forward+backward", t.step, 3.5 * fwd_flops);
+    llvm::outs() << bench_line("backward", t.backward, 2.5 * fwd_flops); // ANCHORS.md: 2.5x the forward
+    llvm::outs() << bench_line("forward+backward", t.step, 3.5 * fwd_flops);
   }
   if (!ok) {
     llvm::errs() << program_name() << ": error: the gradients do not match the reference; no output written"
@@ -494,9 +489,7 @@ int run_attention(const KernelRegistry& /*kernels: runs kiln's own FA2*/) {
   }
   if (bench) {
     GpuTiming t = time_fa2_on_gpu(p, config, inputs, 3, reps, mods, mod_tensors, block_mask ? &*block_mask : nullptr);
-    const double tflops = attention_flops(p) / (t.median_ms * 1e-3) / 1e12;
-    llvm::outs() << fmt::format("bench: median {:.4f} ms (min {:.4f}, max {:.4f}, {} runs), {:.1f} TFLOP/s\n",
-                                t.median_ms, t.min_ms, t.max_ms, t.reps, tflops);
+    llvm::outs() << bench_line("", t, attention_flops(p));
   }
   if (!ok) {
     llvm::errs() << program_name() << ": error: the result does not match the reference; no output written"

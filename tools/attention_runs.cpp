@@ -104,6 +104,12 @@ GpuTiming timing_of(std::vector<double> ms) {
   return t;
 }
 
+std::string bench_line(const std::string& what, const GpuTiming& t, double flops) {
+  return fmt::format("bench{}{}: median {:.4f} ms (min {:.4f}, max {:.4f}, {} runs), {:.1f} TFLOP/s\n",
+                     what.empty() ? "" : " ", what, t.median_ms, t.min_ms, t.max_ms, t.reps,
+                     flops / (t.median_ms * 1e-3) / 1e12);
+}
+
 GpuTiming time_gpu_calls(const std::function<void()>& fn, int reps) {
   if (reps < 1)
     fail("timing needs at least 1 repetition; got {}", reps);

@@ -34,6 +34,10 @@ struct GpuTiming {
 // Median, min and max of timed runs (at least one).
 GpuTiming timing_of(std::vector<double> ms);
 
+// `kiln attention`'s --bench line: "bench[ WHAT]: median ... ms (min ..., max ..., N runs), ... TFLOP/s" for
+// `t` at `flops` (WHAT empty: no name).
+std::string bench_line(const std::string& what, const GpuTiming& t, double flops);
+
 // The GPU time of `fn` (host API calls on the legacy default stream, returning with their work enqueued or
 // done), `reps` times after one untimed call (which may tune), each between two events.
 GpuTiming time_gpu_calls(const std::function<void()>& fn, int reps);

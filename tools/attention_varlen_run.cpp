@@ -31,13 +31,6 @@ int64_t parse_length(std::string_view text, const char* flag, const std::string&
   return v;
 }
 
-// One --bench line: the median, min and max of `t` and the rate at `flops`.
-void print_timing(const char* what, const GpuTiming& t, double flops) {
-  llvm::outs() << fmt::format("bench{}{}: median {:.4f} ms (min {:.4f}, max {:.4f}, {} runs), {:.1f} TFLOP/s\n",
-                              *what ? " " : "", what, t.median_ms, t.min_ms, t.max_ms, t.reps,
-                              flops / (t.median_ms * 1e-3) / 1e12);
-}
-
 } // namespace
 
 void parse_varlen_lengths(const std::string& text, const char* flag, VarlenProblem& p) {
@@ -96,15 +89,15 @@ int run_varlen_backward(const VarlenRun& r) {
                                 r.atomic_dq ? "deterministic = false: the faster of the two pairs" : "deterministic");
     const DeviceVarlen d(p, inputs, &dout);
     d.forward(std::nullopt);
-    print_timing("backward", time_gpu_calls([&] { d.backward(!r.atomic_dq); }, r.reps), 2.5 * p.flops());
-    print_timing("forward+backward",
-                 time_gpu_calls(
-                     [&] {
-                       d.forward(std::nullopt);
-                       d.backward(!r.atomic_dq);
-                     },
-                     r.reps),
-                 3.5 * p.flops()); // ANCHORS.md: the backward is 2.5x the forward
+    const GpuTiming backward = time_gpu_calls([&] { d.backward(!r.atomic_dq); }, r.reps);
+    llvm::outs() << bench_line("backward", backward, 2.5 * p.flops()); // ANCHORS.md: 2.5x the forward
+    const GpuTiming step = time_gpu_calls(
+        [&] {
+          d.forward(std::nullopt);
+          d.backward(!r.atomic_dq);
+        },
+        r.reps);
+    llvm::outs() << bench_line("forward+backward", step, 3.5 * p.flops());
   }
   if (!ok) {
     llvm::errs() << program_name()
@@ -165,7 +158,7 @@ int run_varlen_attention(const VarlenRun& r) {
     ok = co.ok(tol) && cl.ok(tol);
   }
   if (r.bench) // run_varlen refuses --bench with --mod and in the interpreter, so `device` is there
-    print_timing("", time_gpu_calls([&] { device->forward(api_config); }, r.reps), p.flops());
+    llvm::outs() << bench_line("", time_gpu_calls([&] { device->forward(api_config); }, r.reps), p.flops());
   if (!ok) {
     llvm::errs() << program_name() << ": error: the result does not match the reference; no output written\n";
     return 1;

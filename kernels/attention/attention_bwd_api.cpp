@@ -267,7 +267,7 @@ BwdPlan plan_backward(const CheckedBackward& checked, const std::vector<LaunchAr
   }
   // The variant: options.config's ATOMIC_DQ when given; else, with deterministic = false and no dq_config,
   // the faster of the two as the tuner timed them; else the deterministic dQ kernel.
-  const bool atomic_given = options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
+  const bool atomic_given = atomic_pair_given(options);
   const size_t dq_acc_bytes = static_cast<size_t>(ws.total - ws.acc_offset);
   const std::vector<LaunchArg> modded_args = with_mod_tensor_args(checked.args, args);
   const KernelDef& dkdv_def = fa2_bwd_dkdv_def(options.mods);

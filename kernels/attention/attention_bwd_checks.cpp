@@ -1,5 +1,7 @@
 #include "kernels/attention/attention_bwd_checks.h"
 
+#include "kernels/attention/attention_bwd_steps.h"
+
 namespace kiln::attention::detail {
 
 void check_gradient_shapes(llvm::ArrayRef<GradientLike> grads, size_t rank, const char* names, DType dtype,
@@ -16,7 +18,7 @@ void check_gradient_shapes(llvm::ArrayRef<GradientLike> grads, size_t rank, cons
 }
 
 void check_bwd_variant(const BackwardOptions& options, const ApiSite& site) {
-  const bool atomic_config = options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
+  const bool atomic_config = atomic_pair_given(options);
   if (options.deterministic && atomic_config)
     reject(site,
            "options.config has ATOMIC_DQ=1 (dQ added up by f32 atomics, in an order that varies from run to "

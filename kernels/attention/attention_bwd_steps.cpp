@@ -21,11 +21,15 @@ BwdStep tuned_step(const KernelDef& def, const Config& base, const SizeArgs& siz
   return BwdStep{std::move(t.config), std::move(t.kernel), t.grid, ms};
 }
 
+bool atomic_pair_given(const BackwardOptions& options) {
+  return options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
+}
+
 bool may_accumulate_dq(const BackwardOptions& options) {
   if (options.block_mask) // always the deterministic pair (ATOMIC_DQ=1 is refused)
     return false;
   if (options.config)
-    return options.config->get_or("ATOMIC_DQ", 0) != 0;
+    return atomic_pair_given(options);
   return !options.deterministic && !options.dq_config;
 }
 

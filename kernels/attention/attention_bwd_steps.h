@@ -35,6 +35,9 @@ BwdStep tuned_step(const KernelDef& def, const Config& base, const SizeArgs& siz
                    const std::vector<LaunchArg>& args, const std::vector<OutputArg>& outputs, double flops,
                    rt::AutotuneMode mode);
 
+// Whether options.config asks for the atomic-dQ pair (ATOMIC_DQ=1).
+bool atomic_pair_given(const BackwardOptions& options);
+
 // Whether the atomic-dQ pair may run, and so whether the workspace holds the dQ accumulator: options.config's
 // ATOMIC_DQ when it is given, else deterministic = false without a dq_config; never over a block mask.
 bool may_accumulate_dq(const BackwardOptions& options);

@@ -315,12 +315,9 @@ detail::OffsetsOnHost detail::read_checked_offsets(const ValidatedVarlen& v, voi
   return h;
 }
 
-namespace {
-
-// The product's FLOPs for the tuner's table: exact when the offsets were read, else a bound.
-double varlen_flops(const ValidatedVarlen& v, const std::vector<int32_t>& cu_q,
-                    const std::vector<int32_t>& cu_k) {
+double detail::varlen_flops(const ValidatedVarlen& v, const OffsetsOnHost& host) {
   const VarlenSizes& s = v.sizes;
+  const std::vector<int32_t>&cu_q = host.cu_seqlens_q, &cu_k = host.cu_seqlens_k;
   double pairs = 0; // query-key pairs of one head
   if (!cu_q.empty()) {
     for (int64_t b = 0; b < s.B; ++b)
@@ -332,6 +329,8 @@ double varlen_flops(const ValidatedVarlen& v, const std::vector<int32_t>& cu_q,
   const double f = 4.0 * static_cast<double>(s.H) * pairs * static_cast<double>(s.D);
   return v.shape.causal != 0 ? f / 2 : f;
 }
+
+namespace {
 
 } // namespace
 
@@ -346,7 +345,6 @@ void forward_varlen(const TensorRef& q, const TensorRef& k, const TensorRef& v, 
   rt::current_device(); // makes the context current before any copy, allocation or launch
   const rt::Stream stream = rt::Stream::wrap(options.stream);
   const detail::OffsetsOnHost host = detail::read_checked_offsets(a, options.stream, "forward_varlen", where);
-  const std::vector<int32_t>&cu_q = host.cu_seqlens_q, &cu_k = host.cu_seqlens_k;
   std::optional<rt::DeviceBuffer> lse_scratch;
   const uint64_t lse_bytes = static_cast<uint64_t>(a.sizes.H * a.sizes.total_q) * sizeof(float);
   if (!a.lse)
@@ -362,7 +360,7 @@ void forward_varlen(const TensorRef& q, const TensorRef& k, const TensorRef& v, 
                                             {4, static_cast<size_t>(lse_bytes)}};
     TuneOptions tune;
     tune.mode = options.autotune;
-    tune.flops = varlen_flops(a, cu_q, cu_k);
+    tune.flops = detail::varlen_flops(a, host);
     const TunedLaunch t =
         attention_tuner().select(def, varlen_config(default_fa2_config(a.shape)), sizes, args, outputs, tune);
     t.kernel->launch(t.grid, args, stream);

@@ -110,6 +110,9 @@ struct OffsetsOnHost {
 };
 OffsetsOnHost read_checked_offsets(const ValidatedVarlen& v, void* stream, const char* entry,
                                    std::source_location where);
+// The forward's FLOPs by the convention, for the tuner's tables: exact from `host`'s offsets when they were read,
+// else a bound (every row against the longest key sequence).
+double varlen_flops(const ValidatedVarlen& v, const OffsetsOnHost& host);
 } // namespace detail
 
 // fa2_fwd_varlen's launch arguments (fa2_fwd_varlen.h) for a validated call writing LSE to `lse`.

@@ -210,7 +210,6 @@ void enqueue_varlen_backward(const CheckedVarlenBackward& checked, const TensorR
     return;
   }
   const detail::OffsetsOnHost host = detail::read_checked_offsets(a, options.stream, site.entry, site.where);
-  const std::vector<int32_t>&cu_q = host.cu_seqlens_q, &cu_k = host.cu_seqlens_k;
 
   const uint64_t delta = workspace.data;                                      // f32 [H, total_q]
   const uint64_t dq_acc = ws.acc_offset ? workspace.data + ws.acc_offset : 0; // f32 [H, total_q, D]
@@ -218,14 +217,7 @@ void enqueue_varlen_backward(const CheckedVarlenBackward& checked, const TensorR
   std::vector<LaunchArg> modded_args = args; // dK/dV's and dQ's end in the mods' tensors
   append_mod_launch_args(a.mod_tensors, modded_args);
   const SizeArgs sizes = varlen_size_args(s);
-  double pairs = static_cast<double>(s.total_q) * static_cast<double>(s.max_seqlen_k); // a bound, unless read
-  if (!cu_q.empty()) {
-    pairs = 0;
-    for (int64_t i = 0; i < s.B; ++i)
-      pairs += static_cast<double>(cu_q[static_cast<size_t>(i + 1)] - cu_q[static_cast<size_t>(i)]) *
-               static_cast<double>(cu_k[static_cast<size_t>(i + 1)] - cu_k[static_cast<size_t>(i)]);
-  }
-  const double fwd_flops = 4.0 * static_cast<double>(s.H * s.D) * pairs / (a.shape.causal != 0 ? 2 : 1);
+  const double fwd_flops = varlen_flops(a, host);
 
   const rt::AutotuneMode mode = options.autotune ? *options.autotune : rt::autotune_mode_from_env();
   // `def` at `given`, or at the tuner's pick from `base` (timing on scratch copies of `outputs`); none where its
@@ -258,15 +250,15 @@ void enqueue_varlen_backward(const CheckedVarlenBackward& checked, const TensorR
 
   // The variant: options.config's ATOMIC_DQ when given; else, with deterministic = false and no dq_config, the
   // faster of the two as the tuner timed them (backward()'s rule); else the deterministic dQ kernel.
-  const bool atomic_given = options.config && options.config->get_or("ATOMIC_DQ", 0) != 0;
+  const bool atomic_given = atomic_pair_given(options);
   const AttentionBwdConfigs defaults = default_bwd_configs(a.shape);
   const KernelDef& dkdv_def = fa2_bwd_dkdv_varlen_def(options.mods);
   const KernelDef& convert_def = fa2_bwd_dq_convert_varlen_def();
   const Config convert_config = varlen_config_of(convert_def, bwd_dq_convert_config(a.shape));
   std::optional<BwdStep> dkdv =
       step(dkdv_def, options.config, varlen_config_of(fa2_bwd_dkdv_varlen_def(), defaults.dkdv),
-           atomic_given ? atomic_dkdv_outputs : dkdv_outputs, (atomic_given ? kAtomicDkdvFlops : kDkdvFlops) * fwd_flops,
-           modded_args);
+           atomic_given ? atomic_dkdv_outputs : dkdv_outputs,
+           (atomic_given ? kAtomicDkdvFlops : kDkdvFlops) * fwd_flops, modded_args);
   std::optional<BwdStep> last =
       atomic_given ? step(convert_def, convert_config, convert_config, {}, 0, args)
                    : step(fa2_bwd_dq_varlen_def(options.mods), options.dq_config,
