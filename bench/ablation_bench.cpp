@@ -81,6 +81,10 @@ std::vector<AblationVariant> ablation_variants() {
   o.register_operands = false; // sm_90a warp-specialised kernels (dK/dV and dQ at D = 64): a product's loop-invariant
                                // A read from shared memory by every product (elsewhere the code does not change)
   out.push_back({"no_register_operands", o});
+  o = {};
+  o.tma_stores = false; // sm_90a warp-specialised kernels: a finished tile (O, dK and dV, C) stored from registers,
+                        // piece by piece, instead of through a shared stage by TMA (elsewhere the code does not change)
+  out.push_back({"no_tma_stores", o});
   return out;
 }
 

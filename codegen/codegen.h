@@ -96,15 +96,19 @@ struct CodegenOptions {
   // into registers once before that loop, within a register budget (else read from shared memory by every
   // product; codegen/plan_register_operands.h)
   bool register_operands = true;
+  // on sm_90a, warp-specialised kernels: a finished 16-bit tile stored through a block pointer (FA2's O, dK and dV,
+  // a matmul's C) written to a shared stage by stmatrix and stored by TMA (else each thread stores its registers,
+  // checked piece by piece; codegen/plan_tma_stores.h)
+  bool tma_stores = true;
 
-  static constexpr int kSwitches = 18;
+  static constexpr int kSwitches = 19;
   int switches_off() const {
     return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma + !warp_specialize + !persistent +
            !pingpong + !product_ahead + !late_product + !product_schedule + !warp_uniform + !tile_barriers +
-           !late_across_loops + !prefetch_buffers + !rotated_stage_writes + !register_operands;
+           !late_across_loops + !prefetch_buffers + !rotated_stage_writes + !register_operands + !tma_stores;
   }
   bool all_on() const { return switches_off() == 0; }
-  std::string str() const; // "tensor_cores=1 swizzle=1 ... rotated_stage_writes=1 register_operands=1"
+  std::string str() const; // "tensor_cores=1 swizzle=1 ... register_operands=1 tma_stores=1"
 };
 
 // What a launch needs besides the source: the entry point, the block size and dynamic shared memory.
@@ -119,6 +123,9 @@ struct GeneratedKernel {
   // `const __grid_constant__ kiln::TensorMap kiln_map<i>` per entry, then `int kiln_tma` (1: the maps are
   // valid, copy by TMA; 0: take the cp.async path). Empty: no extra parameters (jit/tensor_map_args.h).
   std::vector<TensorMapParam> tensor_maps;
+  // How many of them the kernel's TMA stores write through (the last ones; codegen/plan_tma_stores.h); the others
+  // are its copies' (loads).
+  int tma_store_maps = 0;
   // A warp-specialised kernel copies by TMA alone (its producer keeps no cp.async path, so that its registers go
   // to the consumers): a launch whose maps are illegal runs this instead, the same kernel and config generated
   // without warp specialisation (JitKernel::launch compiles it when a launch first needs it). Null otherwise.

@@ -269,7 +269,7 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
         s += fmt::format("//   block load at {}: read from its ring slot{} (staged by {})\n", op.loc.str(),
                          k.type(op.result()).rank() == 1 ? " where each register is used" : "",
                          plan.tma.copies.count(&op) ? "TMA" : "cp.async");
-      else if (it->second.piece > 0)
+      else if (it->second.piece > 0 && !plan.tma_stores.ops.count(&op)) // TMA stores: below
         s += fmt::format("//   block {} at {}: {}-element pieces\n", op.kind == OpKind::LoadBlock ? "load" : "store",
                          op.loc.str(), it->second.piece);
     } else if (op.kind == OpKind::For) {
@@ -310,6 +310,19 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                        plan.bulk.why_not.at(&op),
                        plan.unordered_reductions.count(&op) ? ", unordered (no read goes back to its tensor)" : "");
     }
+  });
+  if (plan.tma_stores.any())
+    s += fmt::format("//   TMA store stage: {} B at {}\n", plan.tma_stores.stage_bytes, plan.tma_stores.stage_offset);
+  walk(k.body, [&](const Op& op) {
+    if (op.kind != OpKind::StoreBlock)
+      return;
+    if (auto it = plan.tma_stores.ops.find(&op); it != plan.tma_stores.ops.end())
+      s += fmt::format("//   store at {}: by TMA through kiln_map{} ({} panel(s) of {} elements) from the stage, "
+                       "written by {}{}\n",
+                       op.loc.str(), it->second.map, it->second.panels, it->second.panel_elems,
+                       it->second.writes.str(), it->second.waits_for_stage ? ", after its last store has read it" : "");
+    else if (auto why = plan.tma_stores.why_not.find(&op); why != plan.tma_stores.why_not.end())
+      s += fmt::format("//   store at {}: from registers, not by TMA: {}\n", op.loc.str(), why->second);
   });
   for (const LayoutConversion& c : plan.conversions) {
     const std::string how = c.method == ConversionMethod::RegisterShuffles

@@ -373,8 +373,8 @@ void Emitter::emit_program() {
     emit_region(k_.body);
     close_program_loop();
   }
-  if (plan_.bulk.any()) // shared memory outlives no CTA: the reductions must have read their stage
-    line("kiln::bulk_wait<0>(); // this thread's bulk reductions are done");
+  if (plan_.bulk.any() || plan_.tma_stores.any()) // shared memory outlives no CTA: the bulk copies must have read it
+    line("kiln::bulk_wait<0>(); // this thread's bulk reductions and TMA stores are done");
 }
 
 std::string Emitter::run() {

@@ -305,6 +305,8 @@ void Emitter::emit_block_store(const Op& op) {
   ValueId v = op.operands[1];
   const Layout L = access_layout(k_, plan_, op);
   std::string x = regs(v, L);
+  if (auto tma = plan_.tma_stores.ops.find(&op); tma != plan_.tma_stores.ops.end())
+    return emit_tma_store(op, tma->second, bp, L, x);
   if (emit_vector_block_store(op, bp, bt, L, x))
     return;
   emit_block_elements(op, bp, bt, L, x, /*add=*/false);

@@ -102,6 +102,50 @@ void Emitter::emit_tma_issue(const Op& load, const std::string& bp, const std::s
          outer, bar);
 }
 
+// The stage is a tile of kiln's shared format (128-byte panels, swizzled 16-byte chunks), which is what the tensor
+// map's box and swizzle read: the inverse of a TMA load into a ring slot. Every consumer thread writes (replicas the
+// same values: stmatrix is a warp's instruction), so no owner predicate.
+void Emitter::emit_tma_store(const Op& op, const TmaStore& ts, const std::string& bp, const Layout& L,
+                             const std::string& x) {
+  const TensorMapParam& m = plan_.tma.maps[static_cast<size_t>(ts.map)];
+  SharedTile stage;
+  stage.rows = ts.rows;
+  stage.cols = ts.cols;
+  stage.elem_bytes = 2;
+  stage.offset = plan_.tma_stores.stage_offset;
+  line("{{ // {} by TMA: to the store stage [{} x {}] by {}, then one thread stores it through kiln_map{} (the map "
+       "drops what lies past the tensor)",
+       op.loc.str(), ts.rows, ts.cols, ts.writes.str(), ts.map);
+  open();
+  if (ts.waits_for_stage) {
+    line("if (threadIdx.x == 0)");
+    line("  kiln::bulk_wait_read<0>(); // the stage's last TMA store has read it ...");
+    line("{} // ... before any thread writes it again", cta_barrier());
+    set_scratch_reads(ScratchReads::None);
+  }
+  emit_stmatrix_stores(L, ts.writes, x, stage);
+  line("kiln::fence_proxy_async(); // the stage is visible to the TMA unit ...");
+  line("{} // ... once every thread has written its part", cta_barrier());
+  set_scratch_reads(ScratchReads::None);
+  // Coordinates innermost first, as a load's (emit_tma_issue): the block's dims in its order, the first moved to
+  // the panel, then the per-program terms of its base.
+  std::string outer;
+  for (size_t d = 1; d < m.order.size(); ++d)
+    outer += fmt::format(", (int){}.off[{}]", bp, m.order[d]);
+  for (const OuterDim& o : m.outer)
+    outer += fmt::format(", (int){}", scalar(o.coordinate));
+  const size_t rank = m.order.size() + m.outer.size();
+  const SharedTileGeometry g = geometry(stage);
+  line("if (threadIdx.x == 0) {{");
+  for (int p = 0; p < ts.panels; ++p)
+    line("  kiln::tma_store_{}d(&kiln_map{}, (int){}.off[{}] + {}{}, kiln::smem_u32(kiln_smem + {}));", rank, ts.map,
+         bp, m.order[0], p * ts.panel_elems, outer, stage.offset + p * g.panel_bytes());
+  line("  kiln::bulk_commit();");
+  line("}}");
+  close();
+  line("}}");
+}
+
 std::string Emitter::ring_barrier(const char* kind, int ring, const std::string& slot, int tile) const {
   if (!plan_.ws.tile_barriers)
     return fmt::format("kiln_{}{}[{}]", kind, ring, slot);

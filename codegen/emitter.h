@@ -283,6 +283,9 @@ private:
   // the top of the kernel; one thread's copies of a tile into a slot; the wait for a slot's tiles.
   std::string tma_ring_declarations() const;
   void emit_tma_issue(const Op& load, const std::string& bp, const std::string& slot);
+  // A block store plan_tma_stores sends out by TMA: registers `x` (layout L) to the store stage by stmatrix, then
+  // one thread's TMA stores of its panels through block pointer `bp`'s tensor map.
+  void emit_tma_store(const Op& op, const TmaStore& ts, const std::string& bp, const Layout& L, const std::string& x);
   void emit_stage_wait(const Op& loop, const SharedTile& first, const std::string& stage);
   // With WarpSpecialization::tile_barriers, a barrier and its parity bit are a tile's own (index `tile` of the
   // slot's loads), else the slot's (`tile` ignored): "kiln_full0[slot]" or "kiln_full0[(slot) * 2 + 1]", and the

@@ -266,6 +266,28 @@ struct BulkReductions {
   int64_t end() const { return any() ? stage_offset + stages * stage_bytes : 0; } // shared bytes up to the end
 };
 
+// How a finished 16-bit tile stored through a block pointer (OpKind::StoreBlock) goes out by TMA (plan_tma_stores):
+// the consumers write it by stmatrix to the store stage, a tile of kiln's shared format (rows x cols at
+// stage_offset, 128-byte panels), and one thread stores the panels through tensor map `map`, which drops what lies
+// past the tensor. The kernel's TMA stores share the stage; a use that an earlier store may still be reading from
+// waits for it first.
+struct TmaStore {
+  int map = 0;             // index into TmaPlan::maps
+  int panels = 1;          // one TMA store per 128-byte column panel
+  int64_t panel_elems = 0; // elements of the contiguous dim per panel (the box's inner dim)
+  int64_t rows = 0, cols = 0;
+  StmatrixStore writes;        // how the threads write the stage
+  bool waits_for_stage = true; // an earlier store (this program's, or the previous program's) may read the stage
+};
+struct TmaStores {
+  std::map<const Op*, TmaStore> ops;
+  std::map<const Op*, std::string> why_not; // block stores that stay stores from registers: why
+  int64_t stage_offset = 0;                 // bytes from kiln_smem, after every other use of shared memory
+  int64_t stage_bytes = 0;                  // the largest stored tile's
+  bool any() const { return !ops.empty(); }
+  int64_t end() const { return any() ? stage_offset + stage_bytes : 0; } // shared bytes up to the end
+};
+
 // How a pipelined load's block pointer moves: the loop carries it as carried value `carried` (body arg
 // carried + 1, loop operand 3 + carried) and its yield is `advance`, whose steps are loop-invariant.
 struct PipelinedStep {
@@ -467,6 +489,8 @@ struct LoweringPlan {
   int64_t scratch_bytes = 0;
   // plan_bulk_reductions: the atomic adds through block pointers made from a shared-memory stage.
   BulkReductions bulk;
+  // plan_tma_stores: the finished tiles stored by TMA from a shared-memory stage.
+  TmaStores tma_stores;
   // plan_unordered_reductions: the reductions through parameters no read of the kernel goes through, which no
   // barrier orders before the program's later loads.
   std::unordered_set<const Op*> unordered_reductions;

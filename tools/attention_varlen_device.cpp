@@ -1,6 +1,7 @@
 #include "tools/attention_varlen_device.h"
 
 #include "kernels/attention/attention_varlen_bwd_api.h"
+#include "kernels/attention/attention_varlen_bwd_problem.h"
 
 #include <algorithm>
 
@@ -14,6 +15,19 @@ rt::DeviceBuffer upload(const HostBuffer& b) {
   return d;
 }
 
+// A gradient's device buffer shaped as `like`, NaN until a backward writes it (a row it misses shows).
+rt::DeviceBuffer poisoned_like(const HostBuffer& like) {
+  HostBuffer nan(like.dtype, like.numel());
+  poison(nan);
+  return upload(nan);
+}
+
+HostBuffer download(const rt::DeviceBuffer& d, DType dtype, int64_t numel) {
+  HostBuffer h(dtype, numel);
+  d.copy_to_host(h.bytes.data(), h.bytes.size());
+  return h;
+}
+
 } // namespace
 
 DeviceVarlen::DeviceVarlen(const VarlenProblem& p, const AttentionInputs& in, const HostBuffer* dout)
@@ -23,8 +37,7 @@ DeviceVarlen::DeviceVarlen(const VarlenProblem& p, const AttentionInputs& in, co
                            const AttentionOutputs& poisoned)
     : p_(p), q_(upload(in.q)), k_(upload(in.k)), v_(upload(in.v)), o_(upload(poisoned.o)), lse_(upload(poisoned.lse)),
       dout_(dout ? upload(*dout) : rt::DeviceBuffer(16)),
-      dq_(std::max<size_t>(in.q.bytes.size(), 16)), dk_(std::max<size_t>(in.k.bytes.size(), 16)),
-      dv_(std::max<size_t>(in.v.bytes.size(), 16)), cu_q_(rt::DeviceBuffer::from_host(p.cu_seqlens_q())),
+      dq_(poisoned_like(in.q)), dk_(poisoned_like(in.k)), dv_(poisoned_like(in.v)), cu_q_(rt::DeviceBuffer::from_host(p.cu_seqlens_q())),
       cu_k_(rt::DeviceBuffer::from_host(p.cu_seqlens_k())) {
   batch_.cu_seqlens_q = attention::TensorRef::contiguous(cu_q_.ptr(), DType::i32, {p.batch() + 1});
   batch_.cu_seqlens_k = attention::TensorRef::contiguous(cu_k_.ptr(), DType::i32, {p.batch() + 1});
@@ -73,6 +86,15 @@ AttentionResult DeviceVarlen::outputs() const {
   o_.copy_to_host(out.o.bytes.data(), out.o.bytes.size());
   lse_.copy_to_host(out.lse.bytes.data(), out.lse.bytes.size());
   return gather_varlen_outputs(p_, out);
+}
+
+AttentionGrads DeviceVarlen::gradients() const {
+  rt::Stream().synchronize();
+  AttentionBwdBuffers b; // only the gradients: what gather_varlen_grads reads
+  b.dq = download(dq_, p_.dtype, varlen_q_numel(p_));
+  b.dk = download(dk_, p_.dtype, varlen_kv_numel(p_));
+  b.dv = download(dv_, p_.dtype, varlen_kv_numel(p_));
+  return gather_varlen_grads(p_, b);
 }
 
 } // namespace kiln::cli

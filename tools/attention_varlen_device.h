@@ -1,8 +1,10 @@
 // Device copies of a packed (varlen) problem's tensors and the host API's calls over them, for `kiln attention
-// --varlen` on the GPU: forward_varlen (its O and LSE read back in logical order) and backward_varlen, which
-// --bench times as they are (tuned as the API tunes).
+// --varlen` on the GPU: forward_varlen (its O and LSE read back in logical order) and backward_varlen (its
+// gradients likewise), which --check holds to the reference and --bench times as they are (tuned as the API
+// tunes).
 #pragma once
 
+#include "kernels/attention/attention_bwd_problem.h"
 #include "kernels/attention/attention_varlen_api.h"
 #include "kernels/attention/attention_varlen_problem.h"
 #include "runtime/device.h"
@@ -13,7 +15,7 @@ namespace kiln::cli {
 
 class DeviceVarlen {
 public:
-  // Uploads the inputs (and dO, for the backward) and the offsets; O, LSE and the gradients get device memory.
+  // Uploads the inputs (and dO, for the backward) and the offsets; O, LSE and the gradients start as NaN.
   DeviceVarlen(const VarlenProblem& p, const AttentionInputs& in, const HostBuffer* dout = nullptr);
 
   // forward_varlen at `config` (none: the API's pick) into the device O and LSE.
@@ -23,6 +25,8 @@ public:
   void backward(bool deterministic) const;
   // O and LSE of the last forward, in logical order.
   AttentionResult outputs() const;
+  // dQ, dK and dV of the last backward, in logical order.
+  AttentionGrads gradients() const;
 
 private:
   DeviceVarlen(const VarlenProblem& p, const AttentionInputs& in, const HostBuffer* dout,

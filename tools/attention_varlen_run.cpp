@@ -58,21 +58,33 @@ namespace {
 int run_varlen_backward(const VarlenRun& r) {
   const VarlenProblem& p = r.problem;
   if (!r.overrides.empty())
-    fail("--set applies to the forward's kernel; --varlen --backward runs the backward's default configs");
-  const AttentionBwdConfigs configs = default_varlen_bwd_configs(p, r.atomic_dq);
+    fail("--set applies to the forward's kernel; --varlen --backward runs the backward's own configs");
   const AttentionInputs inputs = make_varlen_inputs(p, r.seed, 1.0);
   const HostBuffer dout = make_varlen_dout(p, r.seed + 1, 1.0);
-  llvm::outs() << fmt::format("fa2 backward varlen {} on {} ({}; the default configs: dK/dV {}; dQ {}{})\n",
-                              p.str(), r.executor == Executor::Gpu ? "the GPU" : "the interpreter",
-                              r.atomic_dq ? "nondeterministic" : "deterministic", configs.dkdv.str(),
-                              r.atomic_dq ? "by atomics" : configs.dq.str(),
-                              r.mods.empty() ? "" : "; mods " + r.mods.name());
-  // The mods' reference also gives the forward's O and LSE the backward reads (the built-in one without
-  // mods), on the CPU in double: a run that only times (--bench without --check or a gradient file) skips it.
-  const bool timing_only = r.bench && !r.check && r.dq_file.empty() && r.dk_file.empty() && r.dv_file.empty();
-  const AttentionGrads grads =
-      timing_only ? AttentionGrads{}
-                  : run_varlen_bwd_with_mods(p, r.mods, r.mod_tensors, configs, inputs, dout, r.executor);
+  // On the GPU without mods, through the API as a training step calls it: forward_varlen's O and LSE, then
+  // backward_varlen, tuned as it tunes (with --nondeterministic the faster of the two pairs). In the interpreter,
+  // or with mods, the default configs over the O and LSE of the double reference (with the mods).
+  const bool through_api = r.executor == Executor::Gpu && r.mods.empty();
+  std::string configs = "configs as kiln::attention::backward_varlen picks them";
+  if (!through_api) {
+    const AttentionBwdConfigs c = default_varlen_bwd_configs(p, r.atomic_dq);
+    configs = fmt::format("the default configs: dK/dV {}; dQ {}{}", c.dkdv.str(), r.atomic_dq ? "by atomics" : c.dq.str(),
+                          r.mods.empty() ? "" : "; mods " + r.mods.name());
+  }
+  llvm::outs() << fmt::format("fa2 backward varlen {} on {} ({}; {})\n", p.str(),
+                              r.executor == Executor::Gpu ? "the GPU" : "the interpreter",
+                              r.atomic_dq ? "nondeterministic" : "deterministic", configs);
+  std::optional<DeviceVarlen> device;
+  AttentionGrads grads;
+  if (through_api) {
+    device.emplace(p, inputs, &dout);
+    device->forward(std::nullopt);
+    device->backward(!r.atomic_dq);
+    grads = device->gradients();
+  } else {
+    grads = run_varlen_bwd_with_mods(p, r.mods, r.mod_tensors, default_varlen_bwd_configs(p, r.atomic_dq), inputs,
+                                     dout, r.executor);
+  }
   bool ok = true;
   if (r.check) {
     const AttentionGrads ref = varlen_reference_backward_with_mods(p, inputs, dout, r.mods, r.mod_tensors);
@@ -87,8 +99,7 @@ int run_varlen_backward(const VarlenRun& r) {
   if (r.bench) { // through the API, as a training step calls it: tuned, the variant as --nondeterministic says
     llvm::outs() << fmt::format("bench: kiln::attention::forward_varlen and backward_varlen ({}), as they tune\n",
                                 r.atomic_dq ? "deterministic = false: the faster of the two pairs" : "deterministic");
-    const DeviceVarlen d(p, inputs, &dout);
-    d.forward(std::nullopt);
+    const DeviceVarlen& d = *device; // run_varlen refuses --bench with --mod and in the interpreter
     const GpuTiming backward = time_gpu_calls([&] { d.backward(!r.atomic_dq); }, r.reps);
     llvm::outs() << bench_line("backward", backward, 2.5 * p.flops()); // ANCHORS.md: 2.5x the forward
     const GpuTiming step = time_gpu_calls(

@@ -25,8 +25,10 @@ struct VarlenRun {
   uint64_t seed = 1;
   std::string out_file, lse_file; // "" when not asked for
   DType out_dtype = DType::f32;
-  // --backward: the gradients of a random dO, at the default configs (ATOMIC_DQ=1 with --nondeterministic),
-  // with O and LSE from the double forward; written to dq/dk/dv_file as asked.
+  // --backward: the gradients of a random dO, written to dq/dk/dv_file as asked. On the GPU without mods from
+  // forward_varlen and backward_varlen as they tune (deterministic unless --nondeterministic); in the
+  // interpreter or with mods at the default configs (ATOMIC_DQ=1 with --nondeterministic), over O and LSE from
+  // the double forward.
   bool backward = false, atomic_dq = false;
   std::string dq_file, dk_file, dv_file;
   // --bench: forward_varlen (or with --backward, backward_varlen and forward + backward) timed on the GPU

@@ -72,7 +72,8 @@ TEST(PersistentGrid, Fa2ForwardWalksItsQueryTilesWarpSpecialisedWithTma) {
     EXPECT_TRUE(g.why_not_persistent.empty()) << g.why_not_persistent;
     EXPECT_EQ(g.persistent_ctas_per_sm, 1);
     EXPECT_TRUE(g.why_not_warp_specialized.empty()) << g.why_not_warp_specialized;
-    EXPECT_EQ(g.tensor_maps.size(), 2u) << g.lowered; // K and V
+    EXPECT_EQ(g.tensor_maps.size(), 3u) << g.lowered; // K and V, and O's store (codegen/plan_tma_stores.h)
+    EXPECT_EQ(g.tma_store_maps, 1);
     EXPECT_EQ(occurrences(g.source, "kiln_program = blockIdx.x"), 2) << g.source;
     EXPECT_EQ(occurrences(g.source, "blockIdx.y"), 0);
   }

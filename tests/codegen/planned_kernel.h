@@ -19,6 +19,7 @@
 #include "codegen/plan_rescale_skips.h"
 #include "codegen/plan_scratch.h"
 #include "codegen/plan_tma_copies.h"
+#include "codegen/plan_tma_stores.h"
 #include "codegen/plan_unordered_reductions.h"
 #include "codegen/plan_warp_specialization.h"
 #include "codegen/schedule_async_copies.h"
@@ -59,6 +60,7 @@ inline Planned plan_kernel(Kernel kernel, const std::string& arch, const Codegen
   schedule_products(p.kernel, options, p.plan);
   plan_bulk_reductions(p.kernel, t, options, p.plan);
   plan_prefetch_buffers(p.kernel, t, options, p.plan);
+  plan_tma_stores(p.kernel, t, options, p.plan);
   plan_unordered_reductions(p.kernel, p.plan);
   plan_rescale_skips(p.kernel, p.plan);
   plan_exp2_on_fma(p.kernel, p.plan);

@@ -250,7 +250,8 @@ TEST_F(CliGpuTest, AttentionPicksItsConfigThroughTheAutotuner) {
 }
 
 // --varlen --bench: forward_varlen timed through the API after the check; with --backward, backward_varlen and the
-// step, deterministic and (--nondeterministic) the faster pair; each line a median with a rate.
+// step, deterministic and (--nondeterministic) the faster pair; each line a median with a rate. The gradients
+// --check holds to the reference are the API's (what the bench times), not the default configs'.
 TEST_F(CliGpuTest, AttentionVarlenBenchTimesTheApiCalls) {
   KILN_REQUIRE_GPU();
   const std::vector<std::string> args = {"attention", "--varlen=300,0,129:500", "--heads=4", "--kv-heads=2",
@@ -271,6 +272,10 @@ TEST_F(CliGpuTest, AttentionVarlenBenchTimesTheApiCalls) {
       ASSERT_NE(at, std::string::npos) << r.out;
       EXPECT_NE(r.out.find("3 runs), ", at), std::string::npos) << r.out;
       EXPECT_NE(r.out.find(" TFLOP/s", at), std::string::npos) << r.out;
+    }
+    if (backward) {
+      EXPECT_NE(r.out.find("configs as kiln::attention::backward_varlen picks them"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("check dQ:"), std::string::npos) << r.out;
     }
     if (extra.size() == 2) {
       EXPECT_NE(r.out.find("the faster of the two pairs"), std::string::npos) << r.out;
