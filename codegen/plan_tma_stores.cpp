@@ -15,7 +15,7 @@ namespace {
 constexpr int64_t round_up_1024(int64_t bytes) { return (bytes + 1023) / 1024 * 1024; }
 
 // Why none of the kernel's stores can go out by TMA ("" when some may).
-std::string why_not_any(const Target& target, const CodegenOptions& options, const LoweringPlan& plan) {
+std::string why_not_any(const CodegenOptions& options, const LoweringPlan& plan) {
   if (!options.tma)
     return "the TMA unit is off (CodegenOptions::tma)";
   if (!options.tma_stores)
@@ -27,7 +27,6 @@ std::string why_not_any(const Target& target, const CodegenOptions& options, con
     return "the kernel is not warp-specialised (its launches with illegal tensor maps would need a register "
            "path "
            "of their own)";
-  (void)target;
   return "";
 }
 
@@ -93,7 +92,7 @@ void plan_tma_stores(const Kernel& k, const Target& target, const CodegenOptions
   });
   if (stores.empty())
     return;
-  if (std::string off = why_not_any(target, options, plan); !off.empty()) {
+  if (std::string off = why_not_any(options, plan); !off.empty()) {
     for (const Op* op : stores)
       s.why_not[op] = off;
     return;
