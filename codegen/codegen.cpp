@@ -72,20 +72,13 @@ std::string CodegenOptions::str() const {
       int(rotated_stage_writes), int(register_operands), int(tma_stores));
 }
 
-GeneratedKernel generate_cuda(const Kernel& k, const Target& target, const CodegenOptions& options) {
-  bool log = log_passes();
-  verify(k);
-  check_resident_blocks(k, target, 32 * k.config.num_warps);
-  if (log)
-    std::fprintf(stderr, "// ---- after verify ----\n%s", print_kernel(k).c_str());
+LoweringPlan plan_lowering(const Kernel& k, const Target& target, const CodegenOptions& options) {
   LoweringPlan plan = assign_layouts(k, target, options);
-  int64_t tiles = plan_shared_memory(plan);
-  check_shared_bytes(k, target, tiles, "its shared tiles"); // before emitting code for tiles that cannot exist
+  plan_shared_memory(plan);
   choose_dot_lowering(k, target, options, plan);
   schedule_async_copies(k, target, options, plan);
   plan_tma_copies(k, target, options, plan);
   plan_warp_specialization(k, target, options, plan);
-  check_resident_blocks(k, target, plan.ws.threads());
   plan_pingpong(k, options, plan);
   plan_products_ahead(k, options, plan);
   plan_late_products(k, options, plan);
@@ -103,8 +96,22 @@ GeneratedKernel generate_cuda(const Kernel& k, const Target& target, const Codeg
   plan_exp2_on_fma(k, plan);
   plan_register_operands(k, target, options, plan);
   plan_warp_uniform_scalars(k, options, plan);
+  return plan;
+}
+
+GeneratedKernel generate_cuda(const Kernel& k, const Target& target, const CodegenOptions& options) {
+  bool log = log_passes();
+  verify(k);
+  check_resident_blocks(k, target, 32 * k.config.num_warps);
+  if (log)
+    std::fprintf(stderr, "// ---- after verify ----\n%s", print_kernel(k).c_str());
+  LoweringPlan plan = plan_lowering(k, target, options);
+  // Before emitting code for tiles or threads that cannot exist.
+  check_shared_bytes(k, target, plan.tiles_bytes, "its shared tiles");
+  check_resident_blocks(k, target, plan.ws.threads());
   const int64_t dynamic_bytes =
-      std::max({tiles + plan.scratch_bytes, plan.bulk.end(), plan.persistent.second_buffers_end, plan.tma_stores.end()});
+      std::max({plan.tiles_bytes + plan.scratch_bytes, plan.bulk.end(), plan.persistent.second_buffers_end,
+                plan.tma_stores.end()});
   check_shared_bytes(k, target, dynamic_bytes + plan.static_shared_bytes(),
                      plan.bulk.any() ? "its shared tiles, conversion scratch, TMA barriers and bulk-reduction stage"
                                      : "its shared tiles, conversion scratch and TMA barriers");

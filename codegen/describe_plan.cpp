@@ -320,7 +320,8 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
       s += fmt::format("//   store at {}: by TMA through kiln_map{} ({} panel(s) of {} elements) from the stage, "
                        "written by {}{}\n",
                        op.loc.str(), it->second.map, it->second.panels, it->second.panel_elems,
-                       it->second.writes.str(), it->second.waits_for_stage ? ", after its last store has read it" : "");
+                       it->second.writes.str(),
+                       it->second.waits_for_stage ? ", once the stage's last store has read it" : "");
     else if (auto why = plan.tma_stores.why_not.find(&op); why != plan.tma_stores.why_not.end())
       s += fmt::format("//   store at {}: from registers, not by TMA: {}\n", op.loc.str(), why->second);
   });

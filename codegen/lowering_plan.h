@@ -1,6 +1,6 @@
 // The lowering plan: every decision the code generator's passes make about a kernel, recorded before any
 // CUDA is written, so that the emitter only prints it and `kiln emit --stage lowered` (describe_plan) can show
-// it. The passes, in the order codegen.cpp runs them:
+// it. The passes, in the order plan_lowering (codegen.cpp) runs them:
 //   assign_layouts          placement and register layout of every value, shared operand tiles, the warp
 //                           split, pipelined loads
 //   plan_shared_memory      byte offsets of the shared tiles
@@ -15,6 +15,7 @@
 //                           so that it runs on the tensor cores under the rest of the iteration
 //   plan_late_products      each specialised loop's last product issued after the next iteration's first
 //                           (LAST_PRODUCT_LATE=1), so that the next softmax runs under it
+//   plan_tile_barriers      a full and an empty mbarrier per tile of a ring slot (TILE_BARRIERS=1)
 //   plan_persistent_grid    one wave of CTAs that walk the program ids (PERSISTENT=1, or 2: drawn from a counter)
 //   analyze_contiguity      the vector width of global accesses through pointer tensors (hints included), the
 //                           pieces block stores are written in
@@ -26,6 +27,10 @@
 //                           them overlap
 //   plan_bulk_reductions    atomic adds through block pointers made from a shared-memory stage by bulk
 //                           reductions (sm_90), the stage after the scratch
+//   plan_prefetch_buffers   a second buffer for a persistent program's prefetched tile (FA2's Q)
+//   plan_tma_stores         finished 16-bit tiles of warp-specialised kernels stored by TMA from a shared stage
+//                           after everything else (sm_90a)
+//   plan_unordered_reductions reductions no read of the kernel goes back to, left unordered
 //   plan_rescale_skips      loop accumulators rescaled by a row factor that skip the multiply where a
 //                           warp's factors are all 1 (LAZY_RESCALE=1)
 //   plan_exp2_on_fma        f32 exp2 tiles with one register in every K computed by a polynomial on the FMA
@@ -582,5 +587,12 @@ struct LoweringPlan {
     return transposed.at(v) ? 1 - t.contig_dim : t.contig_dim;
   }
 };
+
+// The lowering script (codegen.cpp): every pass generate_cuda runs before it emits, in their order, over `k`. It
+// plans a kernel whose tiles or threads cannot exist on `target` too (generate_cuda then refuses it), so that the
+// plan's reasons can be read. Tests that read the plan as data run it, so that the order lives in one place.
+struct CodegenOptions;
+struct Target;
+LoweringPlan plan_lowering(const Kernel& k, const Target& target, const CodegenOptions& options);
 
 } // namespace kiln

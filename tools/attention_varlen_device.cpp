@@ -37,7 +37,8 @@ DeviceVarlen::DeviceVarlen(const VarlenProblem& p, const AttentionInputs& in, co
                            const AttentionOutputs& poisoned)
     : p_(p), q_(upload(in.q)), k_(upload(in.k)), v_(upload(in.v)), o_(upload(poisoned.o)), lse_(upload(poisoned.lse)),
       dout_(dout ? upload(*dout) : rt::DeviceBuffer(16)),
-      dq_(poisoned_like(in.q)), dk_(poisoned_like(in.k)), dv_(poisoned_like(in.v)), cu_q_(rt::DeviceBuffer::from_host(p.cu_seqlens_q())),
+      dq_(poisoned_like(in.q)), dk_(poisoned_like(in.k)), dv_(poisoned_like(in.v)),
+      cu_q_(rt::DeviceBuffer::from_host(p.cu_seqlens_q())),
       cu_k_(rt::DeviceBuffer::from_host(p.cu_seqlens_k())) {
   batch_.cu_seqlens_q = attention::TensorRef::contiguous(cu_q_.ptr(), DType::i32, {p.batch() + 1});
   batch_.cu_seqlens_k = attention::TensorRef::contiguous(cu_k_.ptr(), DType::i32, {p.batch() + 1});

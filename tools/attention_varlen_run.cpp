@@ -68,8 +68,8 @@ int run_varlen_backward(const VarlenRun& r) {
   std::string configs = "configs as kiln::attention::backward_varlen picks them";
   if (!through_api) {
     const AttentionBwdConfigs c = default_varlen_bwd_configs(p, r.atomic_dq);
-    configs = fmt::format("the default configs: dK/dV {}; dQ {}{}", c.dkdv.str(), r.atomic_dq ? "by atomics" : c.dq.str(),
-                          r.mods.empty() ? "" : "; mods " + r.mods.name());
+    configs = fmt::format("the default configs: dK/dV {}; dQ {}{}", c.dkdv.str(),
+                          r.atomic_dq ? "by atomics" : c.dq.str(), r.mods.empty() ? "" : "; mods " + r.mods.name());
   }
   llvm::outs() << fmt::format("fa2 backward varlen {} on {} ({}; {})\n", p.str(),
                               r.executor == Executor::Gpu ? "the GPU" : "the interpreter",

@@ -4,6 +4,7 @@
 #include "codegen/describe_plan.h"
 #include "codegen/emit_cuda.h"
 #include "codegen/operand_layouts.h"
+#include "codegen/plan_scratch.h"
 #include "dsl/dsl.h"
 #include "planned_kernel.h"
 

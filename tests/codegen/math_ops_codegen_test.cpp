@@ -4,6 +4,7 @@
 // branch-free erf_f32 below f64 (its definition added once), a sigmoid without
 // inf / inf, the -inf literal, no cp.async pipeline for a -inf padded load; and the text compiles with NVRTC
 // where NVRTC is usable.
+#include "codegen/assign_layouts.h"
 #include "codegen/codegen.h"
 #include "dsl/dsl.h"
 #include "dsl/printer.h"

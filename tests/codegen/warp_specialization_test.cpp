@@ -2,6 +2,7 @@
 // program into a producer warpgroup and consumers, what the producer recomputes, the registers each side keeps,
 // and why a kernel or target that does not allow it keeps the code it had.
 #include "codegen/codegen.h"
+#include "codegen/plan_warp_specialization.h"
 #include "codegen/planned_kernel.h"
 #include "codegen/source_text.h"
 #include "dsl/dsl.h"
