@@ -76,6 +76,17 @@ std::string Emitter::tma_ring_declarations() const {
   return s;
 }
 
+// A copy's coordinates after its first (the contiguous dim's, which each panel moves): the block's other dims in
+// its order, then the per-program terms of its base, as ", c1, c2, ...".
+std::string Emitter::tma_outer_coordinates(const TensorMapParam& m, const std::string& bp) {
+  std::string outer;
+  for (size_t d = 1; d < m.order.size(); ++d)
+    outer += fmt::format(", (int){}.off[{}]", bp, m.order[d]);
+  for (const OuterDim& o : m.outer)
+    outer += fmt::format(", (int){}", scalar(o.coordinate));
+  return outer;
+}
+
 void Emitter::emit_tma_issue(const Op& load, const std::string& bp, const std::string& slot) {
   const SharedTile& t = plan_.tiles[plan_.tile_of.at(load.result())];
   const TmaCopy& c = plan_.tma.copies.at(&load);
@@ -88,13 +99,7 @@ void Emitter::emit_tma_issue(const Op& load, const std::string& bp, const std::s
   line("kiln::mbarrier_arrive_expect_tx({}, {}); // {} -> shared [{} x {}]", bar, c.bytes_per_stage, load.loc.str(),
        t.rows, t.cols);
   const SharedTileGeometry g = t.geometry();
-  // Coordinates innermost first: the block's dims in its order (the first moved to the panel), then the
-  // per-program terms of its base.
-  std::string outer;
-  for (size_t d = 1; d < m.order.size(); ++d)
-    outer += fmt::format(", (int){}.off[{}]", bp, m.order[d]);
-  for (const OuterDim& o : m.outer)
-    outer += fmt::format(", (int){}", scalar(o.coordinate));
+  const std::string outer = tma_outer_coordinates(m, bp);
   const size_t rank = m.order.size() + m.outer.size();
   for (int p = 0; p < c.panels; ++p)
     line("kiln::tma_load_{}d(kiln::smem_u32(kiln_smem + {} + ({}) * {} + {}), &kiln_map{}, (int){}.off[{}] + {}{}, {});",
@@ -127,13 +132,7 @@ void Emitter::emit_tma_store(const Op& op, const TmaStore& ts, const std::string
   line("kiln::fence_proxy_async(); // the stage is visible to the TMA unit ...");
   line("{} // ... once every thread has written its part", cta_barrier());
   set_scratch_reads(ScratchReads::None);
-  // Coordinates innermost first, as a load's (emit_tma_issue): the block's dims in its order, the first moved to
-  // the panel, then the per-program terms of its base.
-  std::string outer;
-  for (size_t d = 1; d < m.order.size(); ++d)
-    outer += fmt::format(", (int){}.off[{}]", bp, m.order[d]);
-  for (const OuterDim& o : m.outer)
-    outer += fmt::format(", (int){}", scalar(o.coordinate));
+  const std::string outer = tma_outer_coordinates(m, bp);
   const size_t rank = m.order.size() + m.outer.size();
   const SharedTileGeometry g = geometry(stage);
   line("if (threadIdx.x == 0) {{");

@@ -283,6 +283,7 @@ private:
   // the top of the kernel; one thread's copies of a tile into a slot; the wait for a slot's tiles.
   std::string tma_ring_declarations() const;
   void emit_tma_issue(const Op& load, const std::string& bp, const std::string& slot);
+  std::string tma_outer_coordinates(const TensorMapParam& m, const std::string& bp);
   // A block store plan_tma_stores sends out by TMA: registers `x` (layout L) to the store stage by stmatrix, then
   // one thread's TMA stores of its panels through block pointer `bp`'s tensor map.
   void emit_tma_store(const Op& op, const TmaStore& ts, const std::string& bp, const Layout& L, const std::string& x);

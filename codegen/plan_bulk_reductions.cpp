@@ -2,6 +2,7 @@
 
 #include "codegen/operand_layouts.h"
 #include "codegen/pointer_roots.h"
+#include "codegen/stage_fit.h"
 
 #include <functional>
 #include <optional>
@@ -14,7 +15,7 @@ namespace {
 
 // Why `op` adds element by element rather than through the stage; empty when the stage serves it.
 std::string why_not_bulk(const Kernel& k, const Target& target, const CodegenOptions& options, const Op& op,
-                         PointerRoots& roots, const std::set<int>& loaded) {
+                         PointerRoots& roots) {
   const Type& bt = k.type(op.operands[0]);
   if (target.sm < 90)
     return fmt::format("bulk reductions need sm_90, the target is {}", target.arch());
@@ -27,50 +28,23 @@ std::string why_not_bulk(const Kernel& k, const Target& target, const CodegenOpt
   if (bt.shape[static_cast<size_t>(bt.order[0])] * 4 < 16)
     return fmt::format("its rows are {} bytes, a bulk reduction moves 16 or more",
                        bt.shape[static_cast<size_t>(bt.order[0])] * 4);
-  const std::optional<std::set<int>> mine = roots.of(op.operands[0]);
-  if (!mine)
-    return "its block pointer's base is not known to come from a pointer parameter";
-  for (int p : *mine)
-    if (loaded.count(p))
-      return fmt::format("the kernel also reads through '{}', and a bulk reduction's sums land asynchronously",
-                         k.params[static_cast<size_t>(p)].name);
-  return "";
+  return roots.why_read_back(op.operands[0], "a bulk reduction's sums land");
 }
 
 } // namespace
 
 void plan_bulk_reductions(const Kernel& k, const Target& target, const CodegenOptions& options, LoweringPlan& plan) {
   PointerRoots roots(k);
-  // Every parameter the kernel may read through (all of them when a read's pointer has unknown roots).
-  std::set<int> loaded;
-  if (std::optional<std::set<int>> r = roots.read())
-    loaded = std::move(*r);
-  else
-    for (size_t i = 0; i < k.params.size(); ++i)
-      loaded.insert(static_cast<int>(i));
   BulkReductions& b = plan.bulk;
-  const int64_t min_blocks = k.config.get_or("MIN_BLOCKS_PER_SM", 1);
   b.stage_offset = (plan.tiles_bytes + plan.scratch_bytes + 127) / 128 * 128;
-  // Why `bytes` of stages do not fit beside the tiles and the scratch; empty where they do. The CTAs the config asks
-  // to share an SM (MIN_BLOCKS_PER_SM) must still fit there with the stages, where they fit without them.
-  auto why_not_fit = [&](int64_t bytes) -> std::string {
-    const int64_t block_bytes = b.stage_offset + bytes + plan.static_shared_bytes();
-    if (block_bytes > target.max_shared_bytes_per_block())
-      return fmt::format("its stage ({} B) does not fit beside the tiles and the scratch ({} B) in {}'s {} B", bytes,
-                         b.stage_offset, target.arch(), target.max_shared_bytes_per_block());
-    auto fit = [&](int64_t bytes_a_cta) {
-      return Target::ctas_by_shared_memory(bytes_a_cta, target.max_shared_bytes_per_sm()) >= min_blocks;
-    };
-    if (fit(b.stage_offset + plan.static_shared_bytes()) && !fit(block_bytes))
-      return fmt::format("with its stage ({} B) a CTA needs {} B of shared memory, and MIN_BLOCKS_PER_SM={} of them "
-                         "do not fit in {}'s {} B an SM",
-                         bytes, block_bytes, min_blocks, target.arch(), target.max_shared_bytes_per_sm());
-    return "";
+  // Why `bytes` of stages do not fit beside the tiles and the scratch; empty where they do.
+  auto why_not_fit = [&](int64_t bytes) {
+    return why_stage_does_not_fit(k, target, plan, b.stage_offset, bytes, "its stage", "the tiles and the scratch");
   };
   walk(k.body, [&](const Op& op) {
     if (op.kind != OpKind::AtomicAddBlock)
       return;
-    if (std::string why = why_not_bulk(k, target, options, op, roots, loaded); !why.empty()) {
+    if (std::string why = why_not_bulk(k, target, options, op, roots); !why.empty()) {
       b.why_not[&op] = why;
       return;
     }

@@ -3,6 +3,7 @@
 #include "codegen/block_tensor_maps.h"
 #include "codegen/operand_layouts.h"
 #include "codegen/pointer_roots.h"
+#include "codegen/stage_fit.h"
 
 #include <fmt/format.h>
 
@@ -33,8 +34,8 @@ std::string why_not_any(const CodegenOptions& options, const LoweringPlan& plan)
 // Why `op` (a block store at the top of the program) cannot go out by TMA ("" when it can); fills `tile`,
 // `writes` and `map` where it can.
 std::string why_not_store(const Kernel& k, const LoweringPlan& plan, const Op& op, BlockPtrTracer& tracer,
-                          PointerRoots& roots, const std::set<int>& loaded, SharedTile& tile,
-                          StmatrixStore& writes, std::optional<TensorMapParam>& map) {
+                          PointerRoots& roots, SharedTile& tile, StmatrixStore& writes,
+                          std::optional<TensorMapParam>& map) {
   const Type& bt = k.type(op.operands[0]);
   if (bt.rank() != 2)
     return fmt::format("a rank-{} block (the stage holds 2-D tiles)", bt.rank());
@@ -57,14 +58,9 @@ std::string why_not_store(const Kernel& k, const LoweringPlan& plan, const Op& o
     return fmt::format("its rows are {} bytes, not a swizzled line of 32, 64 or 128", g.row_bytes());
   if (tile.rows > 256)
     return fmt::format("{} rows; a TMA box holds at most 256", tile.rows);
-  const std::optional<std::set<int>> mine = roots.of(op.operands[0]);
-  if (!mine)
-    return "its block pointer's base is not known to come from a pointer parameter";
-  for (int p : *mine)
-    if (loaded.count(p))
-      return fmt::format("the kernel also reads through '{}', and a TMA store lands asynchronously",
-                         k.params[static_cast<size_t>(p)].name);
-  std::string why;
+  std::string why = roots.why_read_back(op.operands[0], "a TMA store lands");
+  if (!why.empty())
+    return why;
   const Op* make = tracer.trace(op.operands[0], why);
   if (make)
     map = tensor_map_for(k, *make, tile, why);
@@ -98,13 +94,6 @@ void plan_tma_stores(const Kernel& k, const Target& target, const CodegenOptions
     return;
   }
   PointerRoots roots(k);
-  std::set<int>
-      loaded; // every parameter the kernel may read through (all of them when a read's roots are unknown)
-  if (std::optional<std::set<int>> r = roots.read())
-    loaded = std::move(*r);
-  else
-    for (size_t i = 0; i < k.params.size(); ++i)
-      loaded.insert(static_cast<int>(i));
   BlockPtrTracer tracer(k);
   std::vector<std::pair<const Op*, TensorMapParam>> maps;
   for (const Op* op : stores) {
@@ -115,7 +104,7 @@ void plan_tma_stores(const Kernel& k, const Target& target, const CodegenOptions
     SharedTile tile;
     StmatrixStore writes;
     std::optional<TensorMapParam> map;
-    if (std::string why = why_not_store(k, plan, *op, tracer, roots, loaded, tile, writes, map);
+    if (std::string why = why_not_store(k, plan, *op, tracer, roots, tile, writes, map);
         !why.empty()) {
       s.why_not[op] = why;
       continue;
@@ -136,20 +125,9 @@ void plan_tma_stores(const Kernel& k, const Target& target, const CodegenOptions
   // After everything else, on a 1024-byte boundary (a 128-byte swizzle's period).
   s.stage_offset = round_up_1024(
       std::max({plan.tiles_bytes + plan.scratch_bytes, plan.bulk.end(), plan.persistent.second_buffers_end}));
-  const int64_t cta_bytes = s.stage_offset + s.stage_bytes + plan.static_shared_bytes();
-  const int64_t min_blocks = k.config.get_or("MIN_BLOCKS_PER_SM", 1);
-  std::string why_not_fit;
-  if (cta_bytes > target.max_shared_bytes_per_block())
-    why_not_fit =
-        fmt::format("the store stage ({} B) does not fit beside the CTA's other shared memory ({} B) in "
-                    "{}'s {} B",
-                    s.stage_bytes, s.stage_offset, target.arch(), target.max_shared_bytes_per_block());
-  else if (Target::ctas_by_shared_memory(cta_bytes, target.max_shared_bytes_per_sm()) < min_blocks)
-    why_not_fit =
-        fmt::format("with the store stage ({} B) a CTA needs {} B of shared memory, and MIN_BLOCKS_PER_SM={} "
-                    "of them do not fit in {}'s {} B an SM",
-                    s.stage_bytes, cta_bytes, min_blocks, target.arch(), target.max_shared_bytes_per_sm());
-  if (!why_not_fit.empty()) {
+  if (const std::string why_not_fit = why_stage_does_not_fit(k, target, plan, s.stage_offset, s.stage_bytes,
+                                                              "the store stage", "the CTA's other shared memory");
+      !why_not_fit.empty()) {
     for (const auto& [op, t] : s.ops)
       s.why_not[op] = why_not_fit;
     s.ops.clear();

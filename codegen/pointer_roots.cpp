@@ -1,5 +1,7 @@
 #include "codegen/pointer_roots.h"
 
+#include <fmt/format.h>
+
 namespace kiln {
 
 namespace {
@@ -53,6 +55,18 @@ std::optional<std::set<int>> PointerRoots::written() {
 
 bool PointerRoots::reduces(const Op& op) const {
   return op.kind == OpKind::AtomicAddBlock || (op.kind == OpKind::AtomicAdd && !used_.count(op.result()));
+}
+
+std::string PointerRoots::why_read_back(ValueId v, const char* lands) {
+  const std::optional<std::set<int>> mine = of(v);
+  if (!mine)
+    return "its block pointer's base is not known to come from a pointer parameter";
+  const std::optional<std::set<int>> r = read(); // unknown: any parameter may be read
+  for (int p : *mine)
+    if (!r || r->count(p))
+      return fmt::format("the kernel also reads through '{}', and {} asynchronously",
+                         k_.params[static_cast<size_t>(p)].name, lands);
+  return "";
 }
 
 std::optional<std::set<int>> PointerRoots::read() {

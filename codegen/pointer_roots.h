@@ -7,6 +7,7 @@
 #include "dsl/ir.h"
 
 #include <functional>
+#include <string>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -29,6 +30,10 @@ public:
   // The parameters the kernel may read through: loads, and atomic adds that are not reductions; nullopt when such
   // a read's pointer has unknown roots.
   std::optional<std::set<int>> read();
+  // Why a write through pointer `v` that lands asynchronously (a bulk reduction, a TMA store) could be read back by
+  // the kernel before it lands: its base has unknown roots, or comes from a parameter the kernel may also read ("":
+  // neither). `lands` names the write for the message: "a TMA store lands".
+  std::string why_read_back(ValueId v, const char* lands);
   // Whether `op` is a reduction: an atomic add whose old values nothing reads (through a block pointer, always).
   bool reduces(const Op& op) const;
   // Whether every parameter `v` may come from is known and one the kernel never writes.

@@ -18,12 +18,6 @@ AttentionGrads run_interpreted(const BackwardRequest& r) {
   return gather_grads(p, b);
 }
 
-rt::DeviceBuffer upload(const HostBuffer& b) {
-  rt::DeviceBuffer d(b.bytes.size());
-  d.copy_from_host(b.bytes.data(), b.bytes.size());
-  return d;
-}
-
 // Device copies of the request's tensors and the API calls over them (dense, in the problem's layout).
 struct DeviceBackward {
   const BackwardRequest& r;
@@ -79,12 +73,6 @@ struct DeviceBackward {
                         ref(dq, false), ref(dk, true), ref(dv, true), options);
   }
 };
-
-HostBuffer download(const rt::DeviceBuffer& d, DType dtype, int64_t numel) {
-  HostBuffer h(dtype, numel);
-  d.copy_to_host(h.bytes.data(), h.bytes.size());
-  return h;
-}
 
 } // namespace
 

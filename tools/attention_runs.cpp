@@ -16,6 +16,18 @@
 
 namespace kiln::cli {
 
+rt::DeviceBuffer upload(const HostBuffer& b) {
+  rt::DeviceBuffer d(std::max<size_t>(b.bytes.size(), 16));
+  d.copy_from_host(b.bytes.data(), b.bytes.size());
+  return d;
+}
+
+HostBuffer download(const rt::DeviceBuffer& d, DType dtype, int64_t numel) {
+  HostBuffer h(dtype, numel);
+  d.copy_to_host(h.bytes.data(), h.bytes.size());
+  return h;
+}
+
 int parse_causal(const std::string& text, const char* flag) {
   if (text == "none")
     return 0;

@@ -1,11 +1,12 @@
 // What `kiln attention`, `kiln compare-loads` and `kiln demo` share: option spellings of the causal modes,
-// attention FLOPs, timing FA2 on the GPU (median, min, max over repeated launches), and the autotuner's
-// pick for a problem.
+// attention FLOPs, host tensors copied to and from the GPU, timing FA2 on the GPU (median, min, max over repeated
+// launches), and the autotuner's pick for a problem.
 #pragma once
 
 #include "jit/tuned_kernel.h"
 #include "kernels/attention/attention_mods_host.h"
 #include "kernels/attention/attention_problem.h"
+#include "runtime/device.h"
 #include "tools/kernel_problem.h"
 
 #include <functional>
@@ -25,6 +26,11 @@ const char* causal_name(int causal);
 // "f16" | "bf16" | "f32" (the dtypes FA2 runs in).
 DType parse_attention_dtype(const std::string& text, const char* flag);
 
+
+// A device copy of `b` (at least 16 bytes, so that an empty tensor still gets an address), and `numel` elements of
+// `dtype` copied back from `d`.
+rt::DeviceBuffer upload(const HostBuffer& b);
+HostBuffer download(const rt::DeviceBuffer& d, DType dtype, int64_t numel);
 
 struct GpuTiming {
   double median_ms = 0, min_ms = 0, max_ms = 0;

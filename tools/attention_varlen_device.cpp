@@ -2,30 +2,17 @@
 
 #include "kernels/attention/attention_varlen_bwd_api.h"
 #include "kernels/attention/attention_varlen_bwd_problem.h"
-
-#include <algorithm>
+#include "tools/attention_runs.h"
 
 namespace kiln::cli {
 
 namespace {
-
-rt::DeviceBuffer upload(const HostBuffer& b) {
-  rt::DeviceBuffer d(std::max<size_t>(b.bytes.size(), 16)); // an empty tensor still gets an address
-  d.copy_from_host(b.bytes.data(), b.bytes.size());
-  return d;
-}
 
 // A gradient's device buffer shaped as `like`, NaN until a backward writes it (a row it misses shows).
 rt::DeviceBuffer poisoned_like(const HostBuffer& like) {
   HostBuffer nan(like.dtype, like.numel());
   poison(nan);
   return upload(nan);
-}
-
-HostBuffer download(const rt::DeviceBuffer& d, DType dtype, int64_t numel) {
-  HostBuffer h(dtype, numel);
-  d.copy_to_host(h.bytes.data(), h.bytes.size());
-  return h;
 }
 
 } // namespace
