@@ -203,10 +203,12 @@ Value last_visible_key(const AttentionArgs& a, const AttentionTileParams& tp, co
 
 Value visible_keys(const AttentionArgs& a, const AttentionTileParams& tp, const Value& offs_m, const Value& offs_n) {
   Value cols = offs_n.expand_dims(0); // (1, BN)
-  Value mask = broadcast_to(cols < a.N_K, {tp.block_m, tp.block_n});
-  if (tp.causal != CausalMode::None)
-    mask = mask && (cols <= last_visible_key(a, tp, offs_m.expand_dims(1))); // (BM, BN)
-  return mask;
+  if (tp.causal == CausalMode::None)
+    return broadcast_to(cols < a.N_K, {tp.block_m, tp.block_n});
+  // Key j is seen by row i iff j < N_K and j <= last_visible_key(i): one bound a row, min(N_K, last + 1), and
+  // one comparison an element where the two rules took two and an and.
+  Value keys_end = minimum(last_visible_key(a, tp, offs_m) + 1, a.N_K).expand_dims(1); // (BM, 1)
+  return cols < keys_end; // (BM, BN)
 }
 
 KeyRange key_range(const AttentionArgs& a, const AttentionTileParams& tp, const Value& m0) {
