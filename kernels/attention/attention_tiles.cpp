@@ -201,14 +201,17 @@ Value last_visible_key(const AttentionArgs& a, const AttentionTileParams& tp, co
   return row;
 }
 
+Value visible_keys_end(const AttentionArgs& a, const AttentionTileParams& tp, const Value& row) {
+  return minimum(a.N_K, last_visible_key(a, tp, row) + 1);
+}
+
 Value visible_keys(const AttentionArgs& a, const AttentionTileParams& tp, const Value& offs_m, const Value& offs_n) {
   Value cols = offs_n.expand_dims(0); // (1, BN)
   if (tp.causal == CausalMode::None)
     return broadcast_to(cols < a.N_K, {tp.block_m, tp.block_n});
-  // Key j is seen by row i iff j < N_K and j <= last_visible_key(i): one bound a row, min(N_K, last + 1), and
-  // one comparison an element where the two rules took two and an and.
-  Value keys_end = minimum(last_visible_key(a, tp, offs_m) + 1, a.N_K).expand_dims(1); // (BM, 1)
-  return cols < keys_end; // (BM, BN)
+  // Key j is seen by row i iff j < N_K and j <= last_visible_key(i): one bound a row and one comparison an
+  // element, where the two rules took two and an and.
+  return cols < visible_keys_end(a, tp, offs_m).expand_dims(1); // (BM, BN)
 }
 
 KeyRange key_range(const AttentionArgs& a, const AttentionTileParams& tp, const Value& m0) {
@@ -220,7 +223,7 @@ KeyRange key_range(const AttentionArgs& a, const AttentionTileParams& tp, const 
   Value seen_by_first_row = maximum(last_visible_key(a, tp, m0) + 1, 0);
   Value unmasked_end = minimum(seen_by_first_row / BN * BN, full_tiles_end);
   // The tile's last row, m0 + BM - 1, bounds the keys visited.
-  Value end = maximum(minimum(a.N_K, last_visible_key(a, tp, m0 + (BM - 1)) + 1), unmasked_end);
+  Value end = maximum(visible_keys_end(a, tp, m0 + (BM - 1)), unmasked_end);
   return KeyRange{unmasked_end.named("unmasked_end"), end.named("keys_end")};
 }
 

@@ -126,6 +126,9 @@ Value visible_keys(const AttentionArgs& a, const AttentionTileParams& tp, const 
 // The last key query row `row` sees under the causal rule: row itself (top-left) or
 // row + N_K - N_Q (bottom-right). `row` is a scalar or a tile of i32 row indices.
 Value last_visible_key(const AttentionArgs& a, const AttentionTileParams& tp, const Value& row);
+// The end of the keys query row `row` sees under the causal rule: min(N_K, last_visible_key(row) + 1). `row` is a
+// scalar or a tile of i32 row indices.
+Value visible_keys_end(const AttentionArgs& a, const AttentionTileParams& tp, const Value& row);
 
 // The keys the Q tile starting at row m0 visits: [0, unmasked_end) in whole tiles that every row
 // sees entirely, then [unmasked_end, end) in tiles that need the mask. Both multiples of BLOCK_N
