@@ -85,6 +85,11 @@ std::vector<AblationVariant> ablation_variants() {
   o.tma_stores = false; // sm_90a warp-specialised kernels: a finished tile (O, dK and dV, C) stored from registers,
                         // piece by piece, instead of through a shared stage by TMA (elsewhere the code does not change)
   out.push_back({"no_tma_stores", o});
+  o = {};
+  o.producer_tiles = false; // sm_90a warp-specialised kernels: a tile loaded once before the loops (FA2's Q, dK/dV's K
+                            // and V) copied by the consumers' cp.async, not by the producer's TMA (elsewhere the code
+                            // does not change)
+  out.push_back({"no_producer_tiles", o});
   return out;
 }
 

@@ -100,15 +100,20 @@ struct CodegenOptions {
   // a matmul's C) written to a shared stage by stmatrix and stored by TMA (else each thread stores its registers,
   // checked piece by piece; codegen/plan_tma_stores.h)
   bool tma_stores = true;
+  // on sm_90a, warp-specialised kernels: a shared tile the program loads once before its loops (FA2's Q, dK/dV's K
+  // and V) copied by the producer by TMA, into two buffers on a persistent grid, dynamic ones included (else by the
+  // consumers' cp.async; codegen/plan_producer_tiles.h)
+  bool producer_tiles = true;
 
-  static constexpr int kSwitches = 19;
+  static constexpr int kSwitches = 20;
   int switches_off() const {
     return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma + !warp_specialize + !persistent +
            !pingpong + !product_ahead + !late_product + !product_schedule + !warp_uniform + !tile_barriers +
-           !late_across_loops + !prefetch_buffers + !rotated_stage_writes + !register_operands + !tma_stores;
+           !late_across_loops + !prefetch_buffers + !rotated_stage_writes + !register_operands + !tma_stores +
+           !producer_tiles;
   }
   bool all_on() const { return switches_off() == 0; }
-  std::string str() const; // "tensor_cores=1 swizzle=1 ... register_operands=1 tma_stores=1"
+  std::string str() const; // "tensor_cores=1 swizzle=1 ... tma_stores=1 producer_tiles=1"
 };
 
 // What a launch needs besides the source: the entry point, the block size and dynamic shared memory.
@@ -126,6 +131,9 @@ struct GeneratedKernel {
   // How many of them the kernel's TMA stores write through (the last ones; codegen/plan_tma_stores.h); the others
   // are its copies' (loads).
   int tma_store_maps = 0;
+  // How many of the loads' maps are those of tiles the producer copies once before the loops (FA2's Q;
+  // codegen/plan_producer_tiles.h); the rest are the loops' rings'.
+  int producer_tile_maps = 0;
   // A warp-specialised kernel copies by TMA alone (its producer keeps no cp.async path, so that its registers go
   // to the consumers): a launch whose maps are illegal runs this instead, the same kernel and config generated
   // without warp specialisation (JitKernel::launch compiles it when a launch first needs it). Null otherwise.

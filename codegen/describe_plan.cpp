@@ -115,6 +115,16 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
     s += fmt::format("//   no late product (LAST_PRODUCT_LATE=1): {}\n", plan.late.why_not);
   if (!plan.ws.why_not_tile_barriers.empty())
     s += fmt::format("//   one barrier pair a slot (TILE_BARRIERS=1): {}\n", plan.ws.why_not_tile_barriers);
+  for (const ProducerTile& t : plan.producer_tiles.tiles)
+    s += fmt::format("//   the shared tile of %{} ({}) copied by the producer by TMA through kiln_map{} ({} cop{}, {} "
+                     "bytes in all){}; the consumers wait on its full mbarrier where the program loads it\n",
+                     t.load->result(), t.load->loc.str(), t.copy.map, t.copy.panels, t.copy.panels > 1 ? "ies" : "y",
+                     t.copy.bytes_per_stage,
+                     plan.producer_tiles.buffers == 1 ? ""
+                                                      : ", into buffer k % 2 at turn k once the consumers have "
+                                                        "released it at the end of turn k - 2");
+  if (!plan.producer_tiles.why_not.empty())
+    s += fmt::format("//   {}\n", plan.producer_tiles.why_not);
   std::function<void(const Region&)> describe_waits = [&](const Region& r) { // in program order
     for (const auto& op : r.ops) {
       if (auto moved = plan.products.issued_after.find(op.get()); moved != plan.products.issued_after.end())

@@ -179,7 +179,8 @@ void Emitter::emit_region(const Region& r) {
       emit_op(*op);
     if (&r == &k_.body)
       for (const PersistentPrefetch& p : plan_.persistent.prefetches)
-        if (p.double_buffered() ? plan_.persistent.next_copies_after == op.get() : p.issue_after == op.get())
+        if (plan_.producer_tiles.index_of(p.load) < 0 && // the producer copies its tiles itself
+            (p.double_buffered() ? plan_.persistent.next_copies_after == op.get() : p.issue_after == op.get()))
           emit_next_program_copy(p);
   }
 }

@@ -183,6 +183,8 @@ void Emitter::emit_block_load(const Op& op) {
       }
       return;
     }
+    if (plan_.producer_tiles.index_of(&op) >= 0)
+      return emit_producer_tile_wait(op);
     const PersistentPrefetch* prefetch = plan_.persistent.prefetch_of(&op);
     const bool prefetched = prefetch != nullptr;
     if (prefetched) {

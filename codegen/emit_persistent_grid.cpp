@@ -83,6 +83,7 @@ void Emitter::open_program_loop() {
 }
 
 void Emitter::close_program_loop() {
+  emit_producer_tile_releases();
   for (const PersistentPrefetch& f : plan_.persistent.prefetches)
     stage_var_.erase(f.load);
   if (plan_.persistent.dynamic() && !plan_.ws.on()) {
@@ -94,6 +95,13 @@ void Emitter::close_program_loop() {
 }
 
 void Emitter::open_producer_program_loop() {
+  if (!plan_.persistent.dynamic() && plan_.producer_tiles.on()) { // the turn picks the copied tiles' buffer
+    line("for (int kiln_program = blockIdx.x, kiln_turn = 0; kiln_program < kiln_programs; "
+         "kiln_program += gridDim.x, ++kiln_turn) {{ // persistent grid; turn k fills buffer k % 2 of the tiles "
+         "copied before the loops");
+    open();
+    return;
+  }
   if (!plan_.persistent.dynamic()) {
     line("for (int kiln_program = blockIdx.x; kiln_program < kiln_programs; kiln_program += gridDim.x) {{ // "
          "persistent grid");

@@ -67,6 +67,8 @@ std::string Emitter::tma_ring_declarations() const {
                         "      kiln::mbarrier_init(kiln::smem_u32(&kiln_empty{}[s]), {});\n    }}\n",
                         stages, ring, loads.size(), ring, plan_.num_warps);
   }
+  s += producer_tile_declarations(); // the tiles a producer copies before the loops, with the rings
+  init += producer_tile_init();
   init += program_ring_init(); // a warp-specialised dynamic grid's ring of program ids, with the others
   // Initialised on every launch of a warp-specialised kernel (it runs only launches whose maps are legal), and
   // otherwise only on TMA launches (the cp.async path waits on no barrier).

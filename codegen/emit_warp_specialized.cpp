@@ -40,18 +40,28 @@ void Emitter::emit_producer() {
          released);
   if (plan_.persistent.on)
     open_producer_program_loop(); // the consumers' program ids, in their order
-  // The scalars each loop needs, each emitted before the first loop that follows it in the program, then the
-  // loop's copies; a later loop may start from the block pointers an earlier one leaves.
+  // The copies in program order, the tiles loaded before the loops (plan_producer_tiles.h) and the loops' rings,
+  // each after the scalars it needs that come before it in the program; a later loop may start from the block
+  // pointers an earlier one leaves.
   auto position = [&](const Op* op) { // in the kernel's top-level ops, where the producer's ops all are
     return std::find_if(k_.body.ops.begin(), k_.body.ops.end(), [&](const auto& o) { return o.get() == op; }) -
            k_.body.ops.begin();
   };
+  std::vector<const Op*> copies = ws.loops;
+  for (const ProducerTile& t : plan_.producer_tiles.tiles)
+    copies.push_back(t.load);
+  std::stable_sort(copies.begin(), copies.end(), [&](const Op* a, const Op* b) { return position(a) < position(b); });
   size_t next_op = 0;
-  for (const Op* loop : ws.loops) {
-    line("// producer: the scalars the loop at {} needs, then its copies", loop->loc.str());
-    for (; next_op < ws.producer_ops.size() && position(ws.producer_ops[next_op]) < position(loop); ++next_op)
+  for (const Op* copy : copies) {
+    const bool loop = copy->kind == OpKind::For;
+    if (loop)
+      line("// producer: the scalars the loop at {} needs, then its copies", copy->loc.str());
+    for (; next_op < ws.producer_ops.size() && position(ws.producer_ops[next_op]) < position(copy); ++next_op)
       emit_scalar_op(*ws.producer_ops[next_op]);
-    emit_producer_loop(*loop, released);
+    if (loop)
+      emit_producer_loop(*copy, released);
+    else
+      emit_producer_tile_copy(*copy);
   }
   if (plan_.persistent.on) {
     close();

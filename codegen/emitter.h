@@ -303,6 +303,15 @@ private:
   void emit_slot_release(const Op& loop, const std::string& slot);
   // With tile barriers: the release of the tiles of `loads` (some of the loop's) in `slot`.
   void emit_tile_releases(const Op& loop, const std::string& slot, const std::vector<const Op*>& loads);
+  // The tiles the producer copies before the loops (emit_producer_tiles.cpp; ProducerTiles in
+  // codegen/lowering_plan.h): their mbarriers' declarations and initialisation, the producer's copy of `load`'s
+  // tile, the consumers' wait for it where the program loads it, and their release of every such tile's buffer at a
+  // persistent program's end.
+  std::string producer_tile_declarations() const;
+  std::string producer_tile_init() const;
+  void emit_producer_tile_copy(const Op& load);
+  void emit_producer_tile_wait(const Op& load);
+  void emit_producer_tile_releases();
   // The DSL program once, or, on a persistent grid, in a loop over the CTA's program ids (kiln_program).
   void emit_program();
   // The persistent grid (emit_persistent_grid.cpp): the loop over the program ids of the threads that run the

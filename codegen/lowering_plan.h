@@ -28,6 +28,7 @@
 //   plan_bulk_reductions    atomic adds through block pointers made from a shared-memory stage by bulk
 //                           reductions (sm_90), the stage after the scratch
 //   plan_prefetch_buffers   a second buffer for a persistent program's prefetched tile (FA2's Q)
+//   plan_producer_tiles     tiles loaded once before the specialised loops (FA2's Q) copied by the producer by TMA
 //   plan_tma_stores         finished 16-bit tiles of warp-specialised kernels stored by TMA from a shared stage
 //                           after everything else (sm_90a)
 //   plan_unordered_reductions reductions no read of the kernel goes back to, left unordered
@@ -248,6 +249,32 @@ struct PersistentGrid {
       if (p.load == load)
         return &p;
     return nullptr;
+  }
+};
+
+// plan_producer_tiles: a shared tile the program loads once before its specialised loops (FA2's Q, dK/dV's K and V)
+// copied by the warp-specialised producer by TMA, as FlashAttention-3 does, instead of by the consumers' cp.async
+// with its address and bound arithmetic. Each tile has a full mbarrier a buffer (the producer's one arrival
+// announcing the bytes; the copy completes it) on which the consumers wait where the program loads the tile. On a
+// persistent grid the tile has two buffers (plan_prefetch_buffers), program turn k reading buffer k % 2, and an
+// empty mbarrier a buffer that each consumer warp arrives on at the program's end; the producer waits for it before
+// copying the tile of turn k + 2 into the buffer, so it copies a program's tile as soon as it has issued the
+// previous program's ring copies, on a dynamic grid as on a static one.
+struct ProducerTile {
+  const Op* load = nullptr; // a top-level block load into a shared tile (not a loop's ring)
+  TmaCopy copy;             // its map (in TmaPlan::maps), panels and bytes
+};
+struct ProducerTiles {
+  std::vector<ProducerTile> tiles; // in program order; index i's barriers are kiln_tile_full[i * buffers + b]
+  int buffers = 1;                 // 2 on a persistent grid
+  std::string why_not;             // a tile loaded once before the loops that the consumers copy: why
+  bool on() const { return !tiles.empty(); }
+  // The index of `load`'s tile, or -1.
+  int index_of(const Op* load) const {
+    for (size_t i = 0; i < tiles.size(); ++i)
+      if (tiles[i].load == load)
+        return static_cast<int>(i);
+    return -1;
   }
 };
 
@@ -494,6 +521,8 @@ struct LoweringPlan {
   int64_t scratch_bytes = 0;
   // plan_bulk_reductions: the atomic adds through block pointers made from a shared-memory stage.
   BulkReductions bulk;
+  // plan_producer_tiles: the tiles loaded before the loops that the producer copies by TMA.
+  ProducerTiles producer_tiles;
   // plan_tma_stores: the finished tiles stored by TMA from a shared-memory stage.
   TmaStores tma_stores;
   // plan_unordered_reductions: the reductions through parameters no read of the kernel goes through, which no

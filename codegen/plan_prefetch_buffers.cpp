@@ -1,5 +1,7 @@
 #include "codegen/plan_prefetch_buffers.h"
 
+#include "codegen/plan_producer_tiles.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,12 +13,15 @@ namespace {
 constexpr int64_t round_up_1024(int64_t bytes) { return (bytes + 1023) / 1024 * 1024; }
 
 // Why the prefetched tiles keep one buffer, or "" where they may have two.
-std::string why_one_buffer(const LoweringPlan& plan, const CodegenOptions& options) {
+std::string why_one_buffer(const Kernel& k, const LoweringPlan& plan, const CodegenOptions& options) {
   const PersistentGrid& p = plan.persistent;
   if (!options.prefetch_buffers)
     return "CodegenOptions::prefetch_buffers is off";
   if (p.dynamic())
-    return "the grid is dynamic: the next program's id is drawn near this program's end";
+    for (const PersistentPrefetch& f : p.prefetches) // the consumers learn the next id near the program's end
+      if (std::string why = why_not_producer_tile(k, options, plan, *f.load); !why.empty())
+        return fmt::format("the grid is dynamic and the producer does not copy the tile of %{} ({}): {}",
+                           f.load->result(), f.load->loc.str(), why);
   if (!plan.ws.on())
     return "not warp-specialised: waiting for a program's own tile would wait for the next one's copy too, which "
            "shares the threads' cp.async groups";
@@ -36,7 +41,7 @@ void plan_prefetch_buffers(const Kernel& k, const Target& target, const CodegenO
   p.why_not_second_buffers.clear();
   if (!p.on || p.prefetches.empty())
     return;
-  if (std::string why = why_one_buffer(plan, options); !why.empty()) {
+  if (std::string why = why_one_buffer(k, plan, options); !why.empty()) {
     p.why_not_second_buffers = why;
     return;
   }

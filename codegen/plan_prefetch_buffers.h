@@ -7,9 +7,11 @@
 // next one waits for most of it. With two, the CTA's program of turn k reads buffer k % 2 and issues the next
 // program's copy into the other buffer where it starts: right after the wait and barrier that publish its own tile
 // (PersistentGrid::next_copies_after), when every consumer is past the program before, the other buffer's last
-// reader. The copy then has a whole program to land.
+// reader. The copy then has a whole program to land. Where the producer copies the tiles (plan_producer_tiles.h)
+// it fills buffer k % 2 for turn k itself, and the consumers only wait.
 //
-// Done where the grid is static (a dynamic grid's next id is drawn near the program's end), the kernel is
+// Done where the grid is static or the producer copies the tiles (plan_producer_tiles.h; on a dynamic grid the
+// consumers learn the next id near the program's end, too late to copy its tile early), the kernel is
 // warp-specialised (its consumers issue no cp.async but these tiles', so waiting for a program's own tile does not
 // wait for the next one's), every prefetched tile is waited for where it is loaded, CodegenOptions::prefetch_buffers
 // is on, and the second buffers fit the block's shared memory and the CTAs an SM the grid runs. Otherwise

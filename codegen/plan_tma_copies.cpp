@@ -14,8 +14,9 @@ namespace {
 
 std::string where(const Op& op) { return op.loc.str(); }
 
-// Why the pipelined load `load` cannot be a TMA copy ("" when it can).
-std::string tile_problem(const Kernel& k, const Op& load, const SharedTile& t) {
+} // namespace
+
+std::string why_no_tma_copy_of_tile(const Kernel& k, const Op& load, const SharedTile& t) {
   const Type& bp = k.type(load.operands[0]);
   if (t.to_registers && bp.shape.size() != 1)
     return "the tile is read into registers (a streaming loop's staged load), which cp.async's ring serves";
@@ -37,8 +38,6 @@ std::string tile_problem(const Kernel& k, const Op& load, const SharedTile& t) {
     return "the tile's stages are not whole 1024-byte swizzle periods";
   return "";
 }
-
-} // namespace
 
 std::string why_no_tma_copy_of_vector(const SharedTile& t) {
   if (t.elem_bytes != 2 && t.elem_bytes != 4)
@@ -82,7 +81,7 @@ void plan_tma_copies(const Kernel& k, const Target& target, const CodegenOptions
     std::vector<TmaCopy> copies;
     for (const Op* load : loads) {
       const SharedTile& t = plan.tiles[plan.tile_of.at(load->result())];
-      why = tile_problem(k, *load, t);
+      why = why_no_tma_copy_of_tile(k, *load, t);
       const Op* make = why.empty() ? tracer.trace(load->operands[0], why) : nullptr;
       std::optional<TensorMapParam> m = make ? tensor_map_for(k, *make, t, why) : std::nullopt;
       if (!m) {

@@ -18,6 +18,10 @@ namespace kiln {
 
 void plan_tma_copies(const Kernel& k, const Target& target, const CodegenOptions& options, LoweringPlan& plan);
 
+// Why block load `load` into shared tile `t` cannot be one TMA copy per 128-byte column panel ("" when it can; the
+// block pointer's map is tensor_map_for's question): the conditions above on the tile and the padding.
+std::string why_no_tma_copy_of_tile(const Kernel& k, const Op& load, const SharedTile& t);
+
 // Why staged row vector `t` (one row of 2- or 4-byte elements) cannot be one TMA copy ("" when it can): at most
 // 256 elements, in slots of whole 128-byte lines (the alignment TMA writes to).
 std::string why_no_tma_copy_of_vector(const SharedTile& t);

@@ -72,7 +72,10 @@ TEST(PersistentGrid, Fa2ForwardWalksItsQueryTilesWarpSpecialisedWithTma) {
     EXPECT_TRUE(g.why_not_persistent.empty()) << g.why_not_persistent;
     EXPECT_EQ(g.persistent_ctas_per_sm, 1);
     EXPECT_TRUE(g.why_not_warp_specialized.empty()) << g.why_not_warp_specialized;
-    EXPECT_EQ(g.tensor_maps.size(), 3u) << g.lowered; // K and V, and O's store (codegen/plan_tma_stores.h)
+    // K and V, Q where the producer copies it (it has two buffers: codegen/plan_producer_tiles.h), and O's store
+    // (codegen/plan_tma_stores.h).
+    EXPECT_EQ(g.producer_tile_maps, 1) << g.lowered;
+    EXPECT_EQ(g.tensor_maps.size(), 4u) << g.lowered;
     EXPECT_EQ(g.tma_store_maps, 1);
     EXPECT_EQ(occurrences(g.source, "kiln_program = blockIdx.x"), 2) << g.source;
     EXPECT_EQ(occurrences(g.source, "blockIdx.y"), 0);
@@ -154,8 +157,11 @@ TEST(PersistentGrid, Fa2ForwardCopiesTheNextProgramsQUnderItsEpilogue) {
   }
 }
 
-// D = 96 as two head-dim tiles (SPLIT_D): two Q tiles, each prefetched under a name of its own, on both grids.
+// D = 96 as two head-dim tiles (SPLIT_D): two Q tiles, each prefetched under a name of its own, on both grids; the
+// consumers' copies (the producer's switched off), and the producer's: two tiles, each with its own barriers.
 TEST(PersistentGrid, TwoPrefetchedTilesEachTakeTheirOwnNextProgramId) {
+  CodegenOptions consumers_copy;
+  consumers_copy.producer_tiles = false;
   for (int persistent : {1, 2}) {
     const KernelDef& def = builtin_kernels().find("fa2_fwd");
     const Config c = def.with_overrides(def.default_config(), {{"BLOCK_M", 128},
@@ -166,10 +172,16 @@ TEST(PersistentGrid, TwoPrefetchedTilesEachTakeTheirOwnNextProgramId) {
                                                                {"WARP_SPECIALIZE", 1},
                                                                {"PERSISTENT", persistent}});
     SCOPED_TRACE(c.str());
-    const GeneratedKernel g = generate_cuda(def.build(c), Target::parse("sm_90a"));
+    const GeneratedKernel g = generate_cuda(def.build(c), Target::parse("sm_90a"), consumers_copy);
     ASSERT_TRUE(g.why_not_persistent.empty()) << g.why_not_persistent;
     EXPECT_EQ(occurrences(g.source, "the next program's tile of"), 2) << g.lowered;
     expect_nvrtc_compiles(g, "sm_90a");
+    const GeneratedKernel by_producer = generate_cuda(def.build(c), Target::parse("sm_90a"));
+    EXPECT_EQ(by_producer.producer_tile_maps, 2) << by_producer.lowered;
+    EXPECT_EQ(occurrences(by_producer.source, "the next program's tile of"), 0);
+    EXPECT_EQ(occurrences(by_producer.source, "kiln_tile_full[2 + (kiln_turn & 1)]"), 2) << "the producer's and the "
+                                                                                           "consumers' of the second";
+    expect_nvrtc_compiles(by_producer, "sm_90a");
   }
 }
 
@@ -269,8 +281,8 @@ TEST(PersistentGrid, DynamicGridDrawsTheNextProgramOnceAProgram) {
 }
 
 // With a producer warpgroup the producer draws and publishes each id in a two-slot ring; the consumers read it
-// through kiln::warp_uniform (the key loops it bounds hold wgmma) and release the slot; the prefetch of the next
-// program's Q waits for the next slot. The producer's first warp runs the loop and lane 0 issues the copies, in
+// through kiln::warp_uniform (the key loops it bounds hold wgmma) and release the slot; where Q has one buffer, the
+// consumers' prefetch of the next program's Q waits for the next slot, and where it has two the producer copies it. The producer's first warp runs the loop and lane 0 issues the copies, in
 // 32 registers. No spill at the warp-specialised FA2 tiles the space offers at D = 128, causal or not. (At D = 64
 // they compile and spill 4-8 bytes; 12-20 when the producer had a cp.async path and 56 registers: worklog §77.)
 TEST(PersistentGrid, DynamicGridHandsTheProducersIdsToTheConsumers) {
@@ -295,9 +307,14 @@ TEST(PersistentGrid, DynamicGridHandsTheProducersIdsToTheConsumers) {
       // The id ring's empty barrier counts every consumer thread and every producer thread that reads the id.
       EXPECT_NE(g.source.find(fmt::format("kiln_program_empty[s]), {});", 32 * warps + 32)), std::string::npos);
       EXPECT_NE(g.lowered.find("setmaxnreg: producer 32 registers"), std::string::npos) << g.lowered;
-      const size_t next = g.source.find("the next program's tile of");
-      ASSERT_NE(next, std::string::npos);
-      EXPECT_NE(g.source.find("kiln_program_full[(kiln_turn + 1) & 1]", next), std::string::npos);
+      if (g.producer_tile_maps == 0) { // Q in one buffer (three stages at D = 128): the consumers copy it
+        const size_t next = g.source.find("the next program's tile of");
+        ASSERT_NE(next, std::string::npos);
+        EXPECT_NE(g.source.find("kiln_program_full[(kiln_turn + 1) & 1]", next), std::string::npos);
+      } else { // the producer copies it into the turn's buffer once it has the id (codegen/plan_producer_tiles.h)
+        EXPECT_EQ(g.source.find("the next program's tile of"), std::string::npos);
+        EXPECT_NE(g.source.find("// producer: the tile of"), std::string::npos);
+      }
       std::string why;
       if (!rt::nvrtc_available(&why))
         GTEST_SKIP() << "NVRTC not available: " << why;

@@ -1,8 +1,9 @@
 // plan_prefetch_buffers (codegen/plan_prefetch_buffers.h): on a static persistent grid of a warp-specialised kernel,
 // a tile the program prefetches (FA2's Q) gets a second buffer after the rest of shared memory; the program of turn
 // k reads buffer k % 2 and issues the next program's copy into the other one where it starts, right after its own
-// tile is published. Where the buffer does not fit, the grid is dynamic, the kernel is not warp-specialised or the
-// switch is off, the tile keeps one buffer and the plan says why.
+// tile is published (where the producer does not copy it: producer_tiles_test.cpp covers the producer's copies).
+// Where the buffer does not fit, the grid is dynamic and the producer does not copy the tile, the kernel is not
+// warp-specialised or the switch is off, the tile keeps one buffer and the plan says why.
 #include "codegen/codegen.h"
 #include "codegen/planned_kernel.h"
 #include "codegen/source_text.h"
@@ -26,10 +27,17 @@ GeneratedKernel fa2_at(const std::map<std::string, int64_t>& overrides, const Co
                        options);
 }
 
+// The consumers' copies: the producer's are switched off (plan_producer_tiles.h).
+CodegenOptions consumers_copy() {
+  CodegenOptions o;
+  o.producer_tiles = false;
+  return o;
+}
+
 TEST(PrefetchBuffers, Fa2ForwardReadsQFromTheTurnsBufferAndCopiesTheNextOneWhereItStarts) {
   for (int64_t d : {64, 128}) {
     SCOPED_TRACE(d);
-    Planned p = plan_for("fa2_fwd", fa2_persistent_two_stages(d), "sm_90a");
+    Planned p = plan_for("fa2_fwd", fa2_persistent_two_stages(d), "sm_90a", consumers_copy());
     const PersistentGrid& grid = p.plan.persistent;
     ASSERT_TRUE(grid.on) << grid.why_not;
     ASSERT_EQ(grid.prefetches.size(), 1u) << grid.why_not_prefetch;
@@ -41,8 +49,8 @@ TEST(PrefetchBuffers, Fa2ForwardReadsQFromTheTurnsBufferAndCopiesTheNextOneWhere
     const SharedTile& t = p.plan.tiles[p.plan.tile_of.at(q.load->result())];
     EXPECT_EQ(grid.second_buffers_end, q.second_offset + t.bytes_per_stage());
 
-    const GeneratedKernel g = fa2_at(fa2_persistent_two_stages(d));
-    CodegenOptions one_buffer;
+    const GeneratedKernel g = fa2_at(fa2_persistent_two_stages(d), consumers_copy());
+    CodegenOptions one_buffer = consumers_copy();
     one_buffer.prefetch_buffers = false;
     const GeneratedKernel single = fa2_at(fa2_persistent_two_stages(d), one_buffer);
     EXPECT_EQ(g.shared_bytes, single.shared_bytes + t.bytes_per_stage());
@@ -91,13 +99,15 @@ TEST(PrefetchBuffers, OneBufferWhereTheSecondDoesNotFitOrCannotBeUsedAndWhy) {
   EXPECT_NE(g.source.find("copied while this program finishes"), std::string::npos);
   EXPECT_EQ(g.source.find("kiln_turn"), std::string::npos);
 
-  // A dynamic grid draws the next id near the program's end.
+  // A dynamic grid's consumers learn the next id near the program's end: two buffers only where the producer, which
+  // draws the ids, copies the tile.
   std::map<std::string, int64_t> dynamic = fa2_persistent_two_stages(64);
   dynamic["PERSISTENT"] = 2;
-  Planned drawn = plan_for("fa2_fwd", dynamic, "sm_90a");
+  Planned drawn = plan_for("fa2_fwd", dynamic, "sm_90a", consumers_copy());
   ASSERT_EQ(drawn.plan.persistent.prefetches.size(), 1u);
   EXPECT_FALSE(drawn.plan.persistent.prefetches[0].double_buffered());
   EXPECT_NE(drawn.plan.persistent.why_not_second_buffers.find("dynamic"), std::string::npos);
+  EXPECT_TRUE(plan_for("fa2_fwd", dynamic, "sm_90a").plan.persistent.prefetches[0].double_buffered());
 
   // Without a producer the program's cp.async groups hold K and V too.
   Planned plain = plan_for("fa2_fwd", {{"BLOCK_M", 128}, {"BLOCK_N", 64}, {"HEAD_DIM", 64}, {"PERSISTENT", 1}},

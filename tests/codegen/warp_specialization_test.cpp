@@ -112,9 +112,12 @@ TEST(WarpSpecialization, Fa2ForwardsTwoKeyLoopsShareOneRing) {
     EXPECT_EQ(ws.loops, loops); // in program order
     EXPECT_EQ(p.plan.tma.loops.at(loops[0]), 0);
     EXPECT_EQ(p.plan.tma.loops.at(loops[1]), 0);
-    EXPECT_EQ(p.plan.tma.barrier_bytes, 2 * 8 * 2); // one ring of 2 slots: full and empty barriers
+    // One ring of 2 slots: full and empty barriers; and Q's pair, which the producer copies before the loops
+    // (plan_producer_tiles.h; one buffer, its empty barrier unused).
+    EXPECT_EQ(p.plan.tma.barrier_bytes, 2 * 8 * 2 + 2 * 8);
+    EXPECT_EQ(p.plan.producer_tiles.tiles.size(), 1u) << p.plan.producer_tiles.why_not;
     EXPECT_EQ(ws.consumer_registers, 240);
-    // Q is loaded before the loops by the consumers, who wait for it there (the loops wait on mbarriers).
+    // The consumers wait for Q where the program loads it, not with the loops' first tiles.
     EXPECT_TRUE(p.plan.unwaited_loads.empty());
     // The producer recomputes only scalars and block pointers; the masked loop starts from the block pointers
     // the unmasked one leaves, which the producer carries itself.

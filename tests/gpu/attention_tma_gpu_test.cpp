@@ -162,7 +162,14 @@ TEST_P(GpuAttentionTma, TakesTheTmaPathAndMatchesReference) {
   const size_t head_dim_tiles = c.get("SPLIT_D") != 0 ? 2 : 1;
   const size_t store_maps = static_cast<size_t>(jk->generated().tma_store_maps);
   EXPECT_TRUE(store_maps == 0 || (tc.warp_specialized && store_maps == head_dim_tiles)) << jk->generated().lowered;
-  ASSERT_EQ(jk->generated().tensor_maps.size(), 2 * head_dim_tiles + store_maps) << jk->generated().lowered;
+  // Warp-specialised, the producer copies Q by TMA too (one map a head-dim tile) where it can: always on the
+  // hardware's grid, on a persistent one where Q has two buffers (plan_producer_tiles.h).
+  const size_t q_maps = static_cast<size_t>(jk->generated().producer_tile_maps);
+  EXPECT_TRUE(q_maps == 0 || (tc.warp_specialized && q_maps == head_dim_tiles)) << jk->generated().lowered;
+  if (tc.warp_specialized && tc.persistent == 0) {
+    EXPECT_EQ(q_maps, head_dim_tiles) << jk->generated().lowered;
+  }
+  ASSERT_EQ(jk->generated().tensor_maps.size(), 2 * head_dim_tiles + q_maps + store_maps) << jk->generated().lowered;
   if (tc.warp_specialized) {
     ASSERT_EQ(jk->generated().why_not_warp_specialized, "");
     ASSERT_EQ(jk->generated().threads, 32 * tc.warps + 128);
@@ -369,8 +376,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // Late products, about eight programs a CTA: Q copied for the next program under the epilogue.
                       late(problem(8, 16, 4, 1024, 1024, 128, DType::bf16, 1, false), 128, 3, 128, 8, 1),
                       late(problem(8, 16, 16, 1000, 1100, 128, DType::f16, 0, true), 128, 3, 128, 8, 1),
-                      // Two stages with tile barriers: Q in two buffers, each program copying the next one's Q
-                      // into the other where it starts (plan_prefetch_buffers); several programs a CTA, tails.
+                      // Two stages with tile barriers: Q in two buffers, the producer copying each program's Q into
+                      // the turn's buffer once the program two turns before is done with it (plan_producer_tiles);
+                      // several programs a CTA, tails.
                       tile_barriers(late(problem(8, 16, 4, 1024, 1024, 128, DType::bf16, 0, false), 128, 2, 128, 8, 1)),
                       tile_barriers(late(problem(6, 16, 16, 700, 900, 128, DType::f16, 1, true), 128, 2, 128, 8, 1)),
                       tile_barriers(late(problem(8, 16, 8, 1000, 1000, 64, DType::f16, 2, false), 128, 2, 128, 8, 1))),
@@ -391,6 +399,9 @@ INSTANTIATE_TEST_SUITE_P(
                       dynamic(persistent(problem(1, 2, 2, 256, 4096, 128, DType::f16, 0, false), 128, 2)),
                       dynamic(persistent(problem(8, 16, 16, 1024, 1024, 64, DType::f16, 1, false), 128, 2, 64, 4), 2),
                       late(problem(4, 16, 4, 1024, 1024, 128, DType::bf16, 1, false), 128, 3, 128, 8, 2),
+                      // Two stages with tile barriers: Q in two buffers filled by the producer, which draws the ids.
+                      tile_barriers(late(problem(8, 16, 4, 1024, 1024, 128, DType::bf16, 1, false), 128, 2, 128, 8, 2)),
+                      tile_barriers(late(problem(6, 16, 16, 700, 900, 128, DType::f16, 2, true), 128, 2, 128, 8, 2)),
                       late(problem(8, 8, 8, 1000, 1100, 128, DType::f16, 0, true), 128, 3, 128, 8, 2)),
     [](const auto& info) { return label(info.param); });
 
