@@ -187,11 +187,14 @@ KernelDef make_fa2_fwd_block_mask_def() {
       "1: every list of the block mask is one run of tiles (BlockMask::runs); the kernel walks two key ranges"));
   d.build = build_fa2_fwd_block_mask;
   // A block mask's lists give each query tile its own number of key tiles, which no static walk of the query tiles
-  // can balance: the static persistent grid is fa2_fwd's under a causal mask, not offered.
+  // can balance: the static persistent grid is fa2_fwd's under a causal mask, not offered. The dynamic one has not
+  // been checked over block masks on a GPU: not offered either.
   d.prune = [forward = d.prune](const Config& c, const SizeArgs& s) {
     if (c.get_or("PERSISTENT", 0) == 1)
       return std::string("PERSISTENT=1 with a block mask: each query tile sees its own number of key tiles, and a "
                          "static walk of the query tiles cannot balance them (worklog §74, §97)");
+    if (c.get_or("PERSISTENT", 0) == 2)
+      return std::string("PERSISTENT=2 with a block mask: the dynamic grid is not checked over block masks");
     return forward(c, s);
   };
   d.config_space = [] {

@@ -34,7 +34,7 @@ TEST(TileBarriers, Fa2HandsKBackAfterTheFirstProductAndVWithTheLateOne) {
     SCOPED_TRACE("CAUSAL=" + std::to_string(causal));
     Planned p = plan_for("fa2_fwd", fa2_tile_barriers(causal), "sm_90a");
     ASSERT_TRUE(p.plan.ws.tile_barriers) << p.plan.ws.why_not_tile_barriers;
-    EXPECT_EQ(p.plan.tma.barrier_bytes, 2 * 8 * 2 * 2); // full and empty, 2 stages, K and V
+    EXPECT_EQ(p.plan.tma.barrier_bytes, 2 * 8 * 2 * 2 + 2 * 8); // full and empty, 2 stages, K and V; Q's pair
     const std::vector<const Op*> loops = ops_of(p.kernel, OpKind::For);
     ASSERT_EQ(loops.size(), 2u);
     for (const Op* loop : loops) {
@@ -129,7 +129,7 @@ TEST(TileBarriers, AConfigThatCannotTakeThemKeepsOnePairASlotAndSaysWhy) {
   Planned plain = plan_for("fa2_fwd", off, "sm_90a");
   EXPECT_FALSE(plain.plan.ws.tile_barriers);
   EXPECT_TRUE(plain.plan.ws.why_not_tile_barriers.empty());
-  EXPECT_EQ(plain.plan.tma.barrier_bytes, 2 * 8 * 2);
+  EXPECT_EQ(plain.plan.tma.barrier_bytes, 2 * 8 * 2 + 2 * 8); // and Q's pair (codegen/plan_producer_tiles.h)
   // Without a late product every tile goes back where the slot did (all of them at the body's end).
   std::map<std::string, int64_t> early = fa2_tile_barriers(0);
   early["LAST_PRODUCT_LATE"] = 0;
@@ -138,20 +138,21 @@ TEST(TileBarriers, AConfigThatCannotTakeThemKeepsOnePairASlotAndSaysWhy) {
   EXPECT_EQ(occurrences(g.source, "done with the tiles of fa2_fwd.cpp:109, fa2_fwd.cpp:126"), 2);
 }
 
-// FA2's space offers the three two-stage late tiles with tile barriers and the 128 x 128 one on a static persistent
-// grid, and so does its space with mods. Over a block mask they are warp-specialised, so only the spaces whose lists
-// are runs (BLOCK_MASK_RUNS=1) hold them: the two 128 x 128 ones at 128 keys and the two 128 x 64 ones at 64.
+// FA2's space offers the three two-stage late tiles with tile barriers and the 128 x 128 one on a static and on a
+// dynamic persistent grid, and so does its space with mods. Over a block mask they are warp-specialised, so only the
+// spaces whose lists are runs (BLOCK_MASK_RUNS=1) hold them: the three 128 x 128 ones at 128 keys (the persistent
+// ones then pruned) and the two 128 x 64 ones at 64.
 TEST(TileBarriers, OfferedInFa2sSpacesWithModsAndOverBlockMasksOfRuns) {
   auto with_tile_barriers = [](const std::vector<Config>& space) {
     return std::count_if(space.begin(), space.end(), [](const Config& c) { return c.get_or("TILE_BARRIERS", 0) != 0; });
   };
-  EXPECT_EQ(with_tile_barriers(kiln::fa2_fwd_def().config_space()), 4);
+  EXPECT_EQ(with_tile_barriers(kiln::fa2_fwd_def().config_space()), 5);
   const kiln::AttentionMods mods = kiln::parse_mod_specs("softcap=30").mods;
-  EXPECT_EQ(with_tile_barriers(kiln::fa2_fwd_def(mods).config_space()), 4);
+  EXPECT_EQ(with_tile_barriers(kiln::fa2_fwd_def(mods).config_space()), 5);
   for (bool runs : {false, true})
     for (int64_t bn : {64, 128})
       EXPECT_EQ(with_tile_barriers(kiln::fa2_fwd_block_mask_tuning_def(mods, 128, bn, runs).config_space()),
-                runs ? 2 : 0)
+                runs ? (bn == 128 ? 3 : 2) : 0)
           << "runs=" << runs << " BLOCK_N=" << bn;
 }
 

@@ -309,6 +309,30 @@ TEST(TuningKey, Fa2PrunesTheStaticPersistentGridWhereLaterQueryTilesAreHeavier) 
   EXPECT_EQ(fa2_fwd_block_mask_def().prune(runs, sizes), "");
 }
 
+// The dynamic persistent grid (PERSISTENT=2) balances heavier later tiles by drawing them: offered on the static
+// one's tile and kept under a causal mask (worklog §108), pruned over block masks (not checked there).
+TEST(TuningKey, Fa2OffersTheDynamicPersistentGridUnderACausalMask) {
+  const SizeArgs sizes = attention_size_args(fa2_problem(4096, 4096));
+  Config dynamic, fixed;
+  for (const Config& c : fa2_fwd_def().config_space()) {
+    if (c.get_or("PERSISTENT", 0) == 2)
+      dynamic = c;
+    if (c.get_or("PERSISTENT", 0) == 1)
+      fixed = c;
+  }
+  ASSERT_EQ(dynamic.get_or("PERSISTENT", 0), 2) << "the space offers a dynamic persistent tile";
+  Config same_tile = dynamic;
+  same_tile.set("PERSISTENT", 1);
+  EXPECT_EQ(same_tile.str(), fixed.str()) << "the static grid's tile";
+  Config causal = dynamic;
+  causal.set("CAUSAL", 1);
+  EXPECT_EQ(fa2_fwd_def().prune(dynamic, sizes), "");
+  EXPECT_EQ(fa2_fwd_def().prune(causal, sizes), "");
+  Config runs = dynamic;
+  runs.set("BLOCK_MASK_RUNS", 1);
+  EXPECT_NE(fa2_fwd_block_mask_def().prune(runs, sizes).find("PERSISTENT=2 with a block mask"), std::string::npos);
+}
+
 // The backward's spaces keep a tile only where it can pay (worklog §88): dK/dV's 128 x 128 warp-specialised tile
 // up to 64 columns without the fused dQ adds, 32 x 32 over 2 warps for f32 or heads past 128 columns.
 TEST(TuningKey, TheBackwardPrunesTilesForTheHeadsAndTypesTheyServe) {
