@@ -91,12 +91,11 @@ void Emitter::emit_producer_tile_wait(const Op& load) {
   const ProducerTiles& p = plan_.producer_tiles;
   line("kiln::mbarrier_wait(kiln::smem_u32(&kiln_tile_full[{}]), {}); // {}: the producer's TMA copy has landed",
        tile_barrier_index(p, p.index_of(&load)), fill_parity(p), load.loc.str());
-  // After the last such wait, the consumers' barrier: ptxas takes the code after a wait's loop for a divergent path
-  // and serialises the products after it (C7520, dK/dV's and dQ's one-warpgroup tiles) unless the warpgroups meet.
-  if (p.tiles.back().load == &load) {
-    line("{} // the consumers reconverge before the products (ptxas C7520 otherwise)", cta_barrier());
-    set_scratch_reads(ScratchReads::None);
-  }
+  // Then the consumers' barrier: ptxas takes the code after a wait's loop for a divergent path and serialises the
+  // products after it (C7520, dK/dV's and dQ's one-warpgroup tiles) unless the warpgroups meet after each wait (after
+  // the last alone was not enough for dK/dV's K and V).
+  line("{} // the consumers reconverge before the products (ptxas C7520 otherwise)", cta_barrier());
+  set_scratch_reads(ScratchReads::None);
 }
 
 void Emitter::emit_producer_tile_releases() {

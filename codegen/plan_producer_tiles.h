@@ -3,8 +3,8 @@
 // grid's second buffers) and before plan_tma_stores (whose stage goes after everything else).
 //
 // FlashAttention-3's order: the producer copies the query tile before the key ring's first slots, so the consumers
-// start a program with one mbarrier wait (and, after the last, their barrier: ptxas serialises the products after a
-// wait's loop otherwise, C7520) instead of computing the tile's addresses and bounds and issuing cp.async themselves
+// start a program with one mbarrier wait (and their barrier after it: ptxas serialises the products after a wait's
+// loop otherwise, C7520) instead of computing the tile's addresses and bounds and issuing cp.async themselves
 // (worklog §106 counted 296 SASS instructions a consumer warp there), and on a persistent grid the producer, which
 // walks the program ids ahead of the consumers, copies the next program's tile into the other buffer without
 // waiting for the consumers to learn that id. That also gives a dynamic grid two buffers.
