@@ -262,9 +262,10 @@ TuneResult Autotuner::run(const TuneRequest& request, const TuningKey& key, cons
   });
 
   // 3. Time one at a time: concurrent kernels would disturb each other's timings.
-  auto record_time = [&](CandidateResult& r, double ms) {
+  auto record_time = [&](CandidateResult& r, double ms, int samples) {
     r.status = CandidateStatus::Ok;
     r.ms = ms;
+    r.samples = samples;
     r.tflops = request.flops > 0 && ms > 0 ? request.flops / (ms * 1e-3) / 1e12 : 0;
     r.gbps = request.bytes > 0 && ms > 0 ? request.bytes / (ms * 1e-3) / 1e9 : 0;
   };
@@ -275,7 +276,7 @@ TuneResult Autotuner::run(const TuneRequest& request, const TuningKey& key, cons
     if (compiled[i]) {
       TimeOutcome t = hooks.time(i);
       if (t.failure.empty() && std::isfinite(t.ms) && t.ms >= 0) {
-        record_time(r, t.ms);
+        record_time(r, t.ms, 1);
         if (!best || r.ms < table[*best].ms)
           best = i;
       } else {
@@ -323,7 +324,7 @@ TuneResult Autotuner::run(const TuneRequest& request, const TuningKey& key, cons
     }
     best = finalists.front();
     for (size_t i : finalists) {
-      record_time(table[i], median(times[i]));
+      record_time(table[i], median(times[i]), static_cast<int>(times[i].size()));
       if (table[i].ms < table[*best].ms) // ties keep the earlier config of the space
         best = i;
     }

@@ -39,7 +39,8 @@ llvm::json::Object result_object(const CandidateResult& r) {
   return llvm::json::Object{{"config", r.id},           {"status", candidate_status_name(r.status)},
                             {"ms", time_value(r.ms)},   {"tflops", r.tflops},
                             {"registers", r.registers}, {"shared_bytes", r.shared_bytes},
-                            {"gbps", r.gbps},           {"reason", r.reason}};
+                            {"gbps", r.gbps},           {"reason", r.reason},
+                            {"samples", r.samples}};
 }
 
 std::optional<CandidateResult> parse_result(const llvm::json::Value& v, std::string* problem) {
@@ -72,6 +73,14 @@ std::optional<CandidateResult> parse_result(const llvm::json::Value& v, std::str
     }
     r.gbps = *gbps->getAsNumber();
   }
+  // Absent from files written before the samples were recorded: an Ok row there counts as timed once.
+  if (const llvm::json::Value* samples = o->get("samples")) {
+    if (!samples->getAsInteger()) {
+      *problem = "a result's samples is not an integer";
+      return std::nullopt;
+    }
+    r.samples = static_cast<int>(*samples->getAsInteger());
+  }
   bool known = false;
   for (CandidateStatus s : kAllStatuses)
     if (*status == candidate_status_name(s)) {
@@ -82,6 +91,8 @@ std::optional<CandidateResult> parse_result(const llvm::json::Value& v, std::str
     *problem = "unknown status '" + status->str() + "'";
     return std::nullopt;
   }
+  if (!o->get("samples") && r.status == CandidateStatus::Ok)
+    r.samples = 1;
   // Not Object::getNull: LLVM 14's library (built by clang) returns its Optional<nullptr_t> through memory,
   // while GCC reads that type from registers, so callers saw a garbage flag (UBSan: an invalid bool load).
   // Value::kind() and getAsNumber() are inline, compiled on kiln's side of the boundary.

@@ -39,6 +39,9 @@ struct CandidateResult {
   int registers = -1;                                  // per thread; -1 when unknown
   int64_t shared_bytes = -1;                           // per block; -1 when unknown
   double gbps = 0;                                     // 0 when the caller gave no byte count
+  // The timings behind ms: 1, the first pass alone; more for a finalist timed again, whose ms is their median, so
+  // that a candidate timed once may show a lower ms than the winner's median. 0 unless Ok.
+  int samples = 0;
 };
 
 // What one tuning result is remembered under.

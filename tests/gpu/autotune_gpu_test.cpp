@@ -85,12 +85,18 @@ TEST(GpuAutotune, Fa2ForwardTunedWinnerIsCorrectAndRememberedAcrossTuners) {
   ASSERT_TRUE(result.best.has_value());
   EXPECT_EQ(result.table.size(), def.config_space().size());
   std::cout << rt::format_tune_table(result.table, tuned.config.str());
+  // The winner is the fastest of the finalists, each scored by the median of its timings; a candidate timed once
+  // (outside the finalists' margin or count) keeps its first pass, which may be lower than that median.
   int ok = 0;
   for (const rt::CandidateResult& r : result.table) {
     if (r.status != rt::CandidateStatus::Ok)
       continue;
     ++ok;
-    EXPECT_GE(r.ms, result.best_ms) << r.id;
+    EXPECT_GE(r.samples, 1) << r.id;
+    if (r.samples > 1) {
+      EXPECT_GE(r.ms, result.best_ms) << r.id;
+      EXPECT_GT(result.table[*result.best].samples, 1) << "the winner is one of the finalists";
+    }
     EXPECT_GT(r.tflops, 0) << r.id;
   }
   EXPECT_GT(ok, 0);

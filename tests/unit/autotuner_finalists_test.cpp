@@ -68,6 +68,8 @@ TEST(Autotuner, OneRoundTimesTheFinalistsAgainInReverseAndScoresTheirMeanTime) {
   EXPECT_DOUBLE_EQ(row(r, "A").ms, 1.01);
   EXPECT_DOUBLE_EQ(row(r, "D").ms, 1.03);
   EXPECT_DOUBLE_EQ(row(r, "C").ms, 1.50);
+  EXPECT_EQ(row(r, "B").samples, 2) << "a finalist's score is the mean of its two timings";
+  EXPECT_EQ(row(r, "C").samples, 1) << "too far behind to be timed again";
 
   // Up to six finalists: the fifth of the first pass is timed again, and wins on its mean.
   FakeKernel many;
@@ -146,6 +148,24 @@ TEST(Autotuner, FinalistsAreTimedInThreeRoundsOfDifferingOrderAndScoreTheirMedia
   AutotunerOptions no_rounds = quiet();
   no_rounds.finalist_rounds = 0;
   EXPECT_EQ(timings_of_two_close_candidates(no_rounds), 2);
+}
+
+// A candidate outside the six finalists keeps its first pass: its time may be lower than the winner's median (a
+// GPU that slowed down after the first pass), and its samples say it was timed once.
+TEST(Autotuner, ACandidateTimedOnceMayShowLessThanTheWinnersMedian) {
+  FakeKernel k;
+  k.add("A", 1.00).add("B", 1.01).add("C", 1.02).add("D", 1.03).add("E", 1.04).add("F", 1.05).add("G", 1.06);
+  const std::map<std::string, double> slower = {{"A", 1.10}, {"B", 1.11}, {"C", 1.12},
+                                                {"D", 1.13}, {"E", 1.14}, {"F", 1.15}};
+  std::vector<std::string> order;
+  Autotuner tuner("", quiet());
+  TuneResult r = tuner.tune(k.request(), retimed_hooks(k, slower, order));
+  ASSERT_TRUE(r.best.has_value());
+  EXPECT_EQ(k.ids[*r.best], "A");
+  EXPECT_EQ(row(r, "A").samples, 4) << "the first pass and three rounds";
+  EXPECT_DOUBLE_EQ(r.best_ms, 1.10);
+  EXPECT_EQ(row(r, "G").samples, 1);
+  EXPECT_LT(row(r, "G").ms, r.best_ms);
 }
 
 } // namespace
