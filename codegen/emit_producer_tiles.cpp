@@ -1,12 +1,13 @@
 // Emitter: the shared tiles a warp-specialised producer copies by TMA before the loops (ProducerTiles in
 // codegen/lowering_plan.h; plan_producer_tiles.h says which).
 //
-// Tile i of buffer b has kiln_tile_full[i * B + b] (B buffers a tile): the producer's one arrival announces the
-// tile's bytes and its copies, one a 128-byte column panel, complete the transaction. With one buffer (a CTA runs
-// one program) the consumers wait for parity 0 and nothing is released. With two (a persistent grid), turn k uses
-// buffer k & 1 for the (k >> 1)-th time: the consumers wait for that parity, and at the program's end each consumer
-// warp arrives on kiln_tile_empty[i * 2 + (k & 1)]; the producer waits for the parity before it before copying turn
-// k's tile, so the first two turns find both buffers free, as the program ring's slots are (emit_persistent_grid.cpp).
+// Tile i of buffer b has kiln_tile_full[i * B + b] (B buffers a tile): the producer's one arrival announces
+// the tile's bytes and its copies, one a 128-byte column panel, complete the transaction. With one buffer (a
+// CTA runs one program) the consumers wait for parity 0 and nothing is released. With two (a persistent
+// grid), turn k uses buffer k & 1 for the (k >> 1)-th time: the consumers wait for that parity, and at the
+// program's end each consumer warp arrives on kiln_tile_empty[i * 2 + (k & 1)]; the producer waits for the
+// parity before it before copying turn k's tile, so the first two turns find both buffers free, as the
+// program ring's slots are (emit_persistent_grid.cpp).
 #include "codegen/emitter.h"
 
 namespace kiln::emit_detail {
@@ -28,13 +29,15 @@ std::string Emitter::producer_tile_declarations() const {
   if (!p.on())
     return "";
   const size_t n = p.tiles.size() * static_cast<size_t>(p.buffers);
-  std::string s = fmt::format("  __shared__ __align__(8) unsigned long long kiln_tile_full[{}]; // the tile{} the "
-                              "producer copies before the loops: {}\n",
-                              n, p.tiles.size() > 1 ? "s" : "", p.buffers == 1 ? "one buffer" : "two buffers each");
+  std::string s =
+      fmt::format("  __shared__ __align__(8) unsigned long long kiln_tile_full[{}]; // the tile{} the "
+                  "producer copies before the loops: {}\n",
+                  n, p.tiles.size() > 1 ? "s" : "", p.buffers == 1 ? "one buffer" : "two buffers each");
   if (p.buffers > 1)
-    s += fmt::format("  __shared__ __align__(8) unsigned long long kiln_tile_empty[{}]; // the consumers' releases, "
-                     "at a program's end\n",
-                     n);
+    s += fmt::format(
+        "  __shared__ __align__(8) unsigned long long kiln_tile_empty[{}]; // the consumers' releases, "
+        "at a program's end\n",
+        n);
   return s;
 }
 
@@ -44,7 +47,8 @@ std::string Emitter::producer_tile_init() const {
     return "";
   const size_t n = p.tiles.size() * static_cast<size_t>(p.buffers);
   if (p.buffers == 1)
-    return fmt::format("    for (int s = 0; s < {}; ++s)\n      kiln::mbarrier_init(kiln::smem_u32(&kiln_tile_full[s]), 1);\n",
+    return fmt::format("    for (int s = 0; s < {}; ++s)\n      "
+                       "kiln::mbarrier_init(kiln::smem_u32(&kiln_tile_full[s]), 1);\n",
                        n);
   return fmt::format("    for (int s = 0; s < {}; ++s) {{\n"
                      "      kiln::mbarrier_init(kiln::smem_u32(&kiln_tile_full[s]), 1);\n"
@@ -59,11 +63,11 @@ void Emitter::emit_producer_tile_copy(const Op& load) {
   const SharedTile& t = plan_.tiles[plan_.tile_of.at(load.result())];
   const TensorMapParam& m = plan_.tma.maps[static_cast<size_t>(pt.copy.map)];
   const std::string index = tile_barrier_index(p, i);
-  line("// producer: the tile of {} ({}), [{} x {}] by TMA{}", load.loc.str(), value_hint(load.result()), t.rows, t.cols,
-       p.buffers == 1 ? "" : " into buffer turn % 2");
+  line("// producer: the tile of {} ({}), [{} x {}] by TMA{}", load.loc.str(), value_hint(load.result()),
+       t.rows, t.cols, p.buffers == 1 ? "" : " into buffer turn % 2");
   if (p.buffers > 1)
-    line("kiln::mbarrier_wait(kiln::smem_u32(&kiln_tile_empty[{}]), ((kiln_turn >> 1) & 1) ^ 1); // the buffer's "
-         "last program is done with it",
+    line("kiln::mbarrier_wait(kiln::smem_u32(&kiln_tile_empty[{}]), ((kiln_turn >> 1) & 1) ^ 1); // the "
+         "buffer's last program is done with it",
          index);
   const bool warp_issues = plan_.persistent.dynamic(); // the producer's first warp runs, lane 0 issues
   if (warp_issues)
@@ -80,20 +84,22 @@ void Emitter::emit_producer_tile_copy(const Op& load) {
   const size_t rank = m.order.size() + m.outer.size();
   const SharedTileGeometry g = t.geometry();
   for (int panel = 0; panel < pt.copy.panels; ++panel)
-    line("kiln::tma_load_{}d(kiln::smem_u32(kiln_smem + {}{} + {}), &kiln_map{}, (int){}.off[{}] + {}{}, {});", rank,
-         t.offset, buffer, panel * g.panel_bytes(), pt.copy.map, bp, m.order[0], panel * pt.copy.panel_elems, outer,
-         bar);
+    line(
+        "kiln::tma_load_{}d(kiln::smem_u32(kiln_smem + {}{} + {}), &kiln_map{}, (int){}.off[{}] + {}{}, {});",
+        rank, t.offset, buffer, panel * g.panel_bytes(), pt.copy.map, bp, m.order[0],
+        panel * pt.copy.panel_elems, outer, bar);
   close();
   line("}}");
 }
 
 void Emitter::emit_producer_tile_wait(const Op& load) {
   const ProducerTiles& p = plan_.producer_tiles;
-  line("kiln::mbarrier_wait(kiln::smem_u32(&kiln_tile_full[{}]), {}); // {}: the producer's TMA copy has landed",
+  line("kiln::mbarrier_wait(kiln::smem_u32(&kiln_tile_full[{}]), {}); // {}: the producer's TMA copy has "
+       "landed",
        tile_barrier_index(p, p.index_of(&load)), fill_parity(p), load.loc.str());
-  // Then the consumers' barrier: ptxas takes the code after a wait's loop for a divergent path and serialises the
-  // products after it (C7520, dK/dV's and dQ's one-warpgroup tiles) unless the warpgroups meet after each wait (after
-  // the last alone was not enough for dK/dV's K and V).
+  // Then the consumers' barrier: ptxas takes the code after a wait's loop for a divergent path and serialises
+  // the products after it (C7520, dK/dV's and dQ's one-warpgroup tiles) unless the warpgroups meet after each
+  // wait (after the last alone was not enough for dK/dV's K and V).
   line("{} // the consumers reconverge before the products (ptxas C7520 otherwise)", cta_barrier());
   set_scratch_reads(ScratchReads::None);
 }
@@ -107,7 +113,7 @@ void Emitter::emit_producer_tile_releases() {
   line("__syncwarp(); // ... nor any of this warp's lanes");
   line("if (kiln_lane == 0) {{");
   for (size_t i = 0; i < p.tiles.size(); ++i)
-    line("  kiln::mbarrier_arrive(kiln::smem_u32(&kiln_tile_empty[{}])); // {}'s buffer", 
+    line("  kiln::mbarrier_arrive(kiln::smem_u32(&kiln_tile_empty[{}])); // {}'s buffer",
          tile_barrier_index(p, static_cast<int>(i)), p.tiles[i].load->loc.str());
   line("}}");
 }

@@ -20,8 +20,8 @@ struct ProducerCopy {
   std::vector<const Op*> slice;
 };
 
-std::string why_not_copy(const Kernel& k, const CodegenOptions& options, const LoweringPlan& plan, const Op& load,
-                         ProducerCopy& copy) {
+std::string why_not_copy(const Kernel& k, const CodegenOptions& options, const LoweringPlan& plan,
+                         const Op& load, ProducerCopy& copy) {
   if (!options.producer_tiles)
     return "CodegenOptions::producer_tiles is off";
   if (!plan.ws.on())
@@ -49,13 +49,14 @@ std::string why_not_copy(const Kernel& k, const CodegenOptions& options, const L
     copy.map = tensor_map_for(k, *make, t, why);
   if (!copy.map)
     return why;
-  copy.slice =
-      top_level_scalar_slice(k, plan, {load.operands[0]}, at->second, nullptr, "the producer's copy of the tile", why);
+  copy.slice = top_level_scalar_slice(k, plan, {load.operands[0]}, at->second, nullptr,
+                                      "the producer's copy of the tile", why);
   return why;
 }
 
 // The top-level ops of `a` and `b`, once each, in program order.
-std::vector<const Op*> merged(const Kernel& k, const std::vector<const Op*>& a, const std::vector<const Op*>& b) {
+std::vector<const Op*> merged(const Kernel& k, const std::vector<const Op*>& a,
+                              const std::vector<const Op*>& b) {
   const std::map<const Op*, size_t> at = top_level_positions(k);
   std::vector<const Op*> all = a;
   for (const Op* op : b)

@@ -1,8 +1,9 @@
-// plan_producer_tiles (codegen/plan_producer_tiles.h): a warp-specialised program's tile loaded once before its loops
-// (FA2's Q) is copied by the producer by TMA, before the ring's first copies, and the consumers wait on its full
-// mbarrier where the program loads it; on a persistent grid, static or dynamic, into buffer k % 2 at turn k, released
-// by every consumer warp at the program's end. Where the switch is off, the grid keeps one buffer, or the kernel is
-// not warp-specialised, the consumers copy it as before and the plan says why.
+// plan_producer_tiles (codegen/plan_producer_tiles.h): a warp-specialised program's tile loaded once before
+// its loops (FA2's Q) is copied by the producer by TMA, before the ring's first copies, and the consumers
+// wait on its full mbarrier where the program loads it; on a persistent grid, static or dynamic, into buffer
+// k % 2 at turn k, released by every consumer warp at the program's end. Where the switch is off, the grid
+// keeps one buffer, or the kernel is not warp-specialised, the consumers copy it as before and the plan says
+// why.
 #include "codegen/codegen.h"
 #include "codegen/planned_kernel.h"
 #include "codegen/source_text.h"
@@ -15,15 +16,15 @@ namespace {
 
 // The tuner's D = 128 FA2 tile: late products over two stages with tile barriers, on the hardware's grid.
 std::map<std::string, int64_t> fa2_late_tile(int64_t persistent) {
-  return {{"BLOCK_M", 128},         {"BLOCK_N", 128},     {"HEAD_DIM", 128},   {"WARP_SPECIALIZE", 1},
-          {"LAST_PRODUCT_LATE", 1}, {"TILE_BARRIERS", 1}, {"LAZY_RESCALE", 1}, {"num_stages", 2},
-          {"PERSISTENT", persistent}};
+  return {{"BLOCK_M", 128},       {"BLOCK_N", 128},         {"HEAD_DIM", 128},
+          {"WARP_SPECIALIZE", 1}, {"LAST_PRODUCT_LATE", 1}, {"TILE_BARRIERS", 1},
+          {"LAZY_RESCALE", 1},    {"num_stages", 2},        {"PERSISTENT", persistent}};
 }
 
 GeneratedKernel fa2_at(const std::map<std::string, int64_t>& overrides, const CodegenOptions& options = {}) {
   const KernelDef& def = builtin_kernels().find("fa2_fwd");
-  return generate_cuda(def.build(def.with_overrides(def.default_config(), overrides)), Target::parse("sm_90a"),
-                       options);
+  return generate_cuda(def.build(def.with_overrides(def.default_config(), overrides)),
+                       Target::parse("sm_90a"), options);
 }
 
 // The load of FA2's Q: the one top-level block load into a shared tile that no loop's ring holds.
@@ -49,7 +50,8 @@ TEST(ProducerTiles, Fa2sQIsCopiedByTheProducerBeforeTheRingAndWaitedForOnItsBarr
   EXPECT_EQ(pt.tiles[0].copy.panel_elems, 64);
   EXPECT_EQ(pt.tiles[0].copy.bytes_per_stage, 128 * 128 * 2);
   ASSERT_LT(static_cast<size_t>(pt.tiles[0].copy.map), p.plan.tma.maps.size());
-  EXPECT_EQ(p.plan.tma.maps[static_cast<size_t>(pt.tiles[0].copy.map)].box, (std::vector<int64_t>{128, 64})) << "128 rows of a 64-column line";
+  EXPECT_EQ(p.plan.tma.maps[static_cast<size_t>(pt.tiles[0].copy.map)].box, (std::vector<int64_t>{128, 64}))
+      << "128 rows of a 64-column line";
 
   const GeneratedKernel g = fa2_at(fa2_late_tile(0));
   EXPECT_EQ(g.tensor_maps.size(), 4u) << "K, V, Q and O's store";
@@ -80,7 +82,8 @@ TEST(ProducerTiles, APersistentGridStaticOrDynamicFillsTheTurnsBufferAndTheConsu
     Planned p = plan_for("fa2_fwd", fa2_late_tile(persistent), "sm_90a");
     ASSERT_TRUE(p.plan.persistent.on) << p.plan.persistent.why_not;
     ASSERT_EQ(p.plan.persistent.prefetches.size(), 1u) << p.plan.persistent.why_not_prefetch;
-    EXPECT_TRUE(p.plan.persistent.prefetches[0].double_buffered()) << p.plan.persistent.why_not_second_buffers;
+    EXPECT_TRUE(p.plan.persistent.prefetches[0].double_buffered())
+        << p.plan.persistent.why_not_second_buffers;
     const ProducerTiles& pt = p.plan.producer_tiles;
     ASSERT_EQ(pt.tiles.size(), 1u) << pt.why_not;
     EXPECT_EQ(pt.buffers, 2);
@@ -89,9 +92,11 @@ TEST(ProducerTiles, APersistentGridStaticOrDynamicFillsTheTurnsBufferAndTheConsu
     const size_t consumers = g.source.find("// the consumers: the program");
     const std::string producer = g.source.substr(0, consumers), program = g.source.substr(consumers);
     // The producer walks turns: it waits for the buffer's release, then copies into it.
-    EXPECT_NE(producer.find(persistent == 1 ? "kiln_program += gridDim.x, ++kiln_turn" : "for (int kiln_turn = 0;;"),
+    EXPECT_NE(producer.find(persistent == 1 ? "kiln_program += gridDim.x, ++kiln_turn"
+                                            : "for (int kiln_turn = 0;;"),
               std::string::npos);
-    const size_t release_wait = producer.find("kiln_tile_empty[0 + (kiln_turn & 1)]), ((kiln_turn >> 1) & 1) ^ 1)");
+    const size_t release_wait =
+        producer.find("kiln_tile_empty[0 + (kiln_turn & 1)]), ((kiln_turn >> 1) & 1) ^ 1)");
     ASSERT_NE(release_wait, std::string::npos);
     EXPECT_LT(release_wait, producer.find("kiln_tile_full[0 + (kiln_turn & 1)]"));
     EXPECT_NE(producer.find("+ (kiln_turn & 1) * "), std::string::npos) << "the turn's buffer";
@@ -100,9 +105,12 @@ TEST(ProducerTiles, APersistentGridStaticOrDynamicFillsTheTurnsBufferAndTheConsu
     }
     // The consumers wait for the turn's parity and release the buffer once a program, at its end.
     EXPECT_EQ(occurrences(program, "kiln_tile_full[0 + (kiln_turn & 1)]), (kiln_turn >> 1) & 1)"), 1);
-    EXPECT_EQ(occurrences(program, "kiln::mbarrier_arrive(kiln::smem_u32(&kiln_tile_empty[0 + (kiln_turn & 1)]))"), 1);
+    EXPECT_EQ(
+        occurrences(program, "kiln::mbarrier_arrive(kiln::smem_u32(&kiln_tile_empty[0 + (kiln_turn & 1)]))"),
+        1);
     EXPECT_EQ(occurrences(program, "cp_async"), 0);
-    EXPECT_EQ(program.find("the next program's tile of"), std::string::npos) << "the consumers copy nothing ahead";
+    EXPECT_EQ(program.find("the next program's tile of"), std::string::npos)
+        << "the consumers copy nothing ahead";
 
     std::string why;
     if (!rt::nvrtc_available(&why))
@@ -117,18 +125,21 @@ TEST(ProducerTiles, TheConsumersCopyTheTileWhereTheProducerCannotAndThePlanSaysW
   off.producer_tiles = false;
   Planned switched = plan_for("fa2_fwd", fa2_late_tile(0), "sm_90a", off);
   EXPECT_FALSE(switched.plan.producer_tiles.on());
-  EXPECT_NE(switched.plan.producer_tiles.why_not.find("CodegenOptions::producer_tiles is off"), std::string::npos)
+  EXPECT_NE(switched.plan.producer_tiles.why_not.find("CodegenOptions::producer_tiles is off"),
+            std::string::npos)
       << switched.plan.producer_tiles.why_not;
   EXPECT_NE(fa2_at(fa2_late_tile(0), off).source.find("kiln::cp_async_commit();"), std::string::npos);
   Planned dynamic = plan_for("fa2_fwd", fa2_late_tile(2), "sm_90a", off);
   ASSERT_EQ(dynamic.plan.persistent.prefetches.size(), 1u);
   EXPECT_FALSE(dynamic.plan.persistent.prefetches[0].double_buffered());
-  EXPECT_NE(dynamic.plan.persistent.why_not_second_buffers.find("the grid is dynamic and the producer does not copy"),
+  EXPECT_NE(dynamic.plan.persistent.why_not_second_buffers.find(
+                "the grid is dynamic and the producer does not copy"),
             std::string::npos)
       << dynamic.plan.persistent.why_not_second_buffers;
 
-  // A persistent grid without room for Q's second buffer (three stages of 128 x 128 at D = 128): with one buffer the
-  // producer would wait for the program's end before the next program's ring, so the consumers copy it.
+  // A persistent grid without room for Q's second buffer (three stages of 128 x 128 at D = 128): with one
+  // buffer the producer would wait for the program's end before the next program's ring, so the consumers
+  // copy it.
   std::map<std::string, int64_t> three = fa2_late_tile(1);
   three["num_stages"] = 3;
   three["TILE_BARRIERS"] = 0;
@@ -147,8 +158,8 @@ TEST(ProducerTiles, TheConsumersCopyTheTileWhereTheProducerCannotAndThePlanSaysW
   EXPECT_TRUE(plain.plan.producer_tiles.why_not.empty());
 }
 
-// Every shipped kernel's warp-specialised renderings: each top-level tile loaded before the loops is either the
-// producer's, with a map TMA can use, or the plan says why not.
+// Every shipped kernel's warp-specialised renderings: each top-level tile loaded before the loops is either
+// the producer's, with a map TMA can use, or the plan says why not.
 TEST(ProducerTiles, EveryWarpSpecialisedKernelsTilesLoadedBeforeItsLoopsAreTheProducersOrExplained) {
   int copied = 0;
   for (const char* name : {"fa2_fwd", "fa2_bwd_dkdv", "fa2_bwd_dq"}) {
