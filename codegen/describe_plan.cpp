@@ -188,7 +188,11 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                        "kiln_programs (the launch's grid size)\n",
                        plan.persistent.ctas_per_sm);
     for (const PersistentPrefetch& p : plan.persistent.prefetches) {
-      if (p.double_buffered())
+      if (plan.producer_tiles.index_of(p.load) >= 0)
+        s += fmt::format("//     the shared tile of %{} ({}) in two buffers, the second at byte {}: turn k reads buffer "
+                         "k % 2, which the producer fills (below)\n",
+                         p.load->result(), p.load->loc.str(), p.second_offset);
+      else if (p.double_buffered())
         s += fmt::format("//     the shared tile of %{} ({}) prefetched into a second buffer at byte {}: turn k reads "
                          "buffer k % 2, and the next program's copy is issued after the op at {}, where this "
                          "program starts\n",

@@ -111,6 +111,8 @@ TEST(ProducerTiles, APersistentGridStaticOrDynamicFillsTheTurnsBufferAndTheConsu
     EXPECT_EQ(occurrences(program, "cp_async"), 0);
     EXPECT_EQ(program.find("the next program's tile of"), std::string::npos)
         << "the consumers copy nothing ahead";
+    EXPECT_NE(g.lowered.find("turn k reads buffer k % 2, which the producer fills"), std::string::npos)
+        << g.lowered;
 
     std::string why;
     if (!rt::nvrtc_available(&why))
