@@ -190,7 +190,7 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
     for (const PersistentPrefetch& p : plan.persistent.prefetches) {
       if (plan.producer_tiles.index_of(p.load) >= 0)
         s += fmt::format("//     the shared tile of %{} ({}) in two buffers, the second at byte {}: turn k reads buffer "
-                         "k % 2, which the producer fills (below)\n",
+                         "k % 2, which the producer fills (above)\n",
                          p.load->result(), p.load->loc.str(), p.second_offset);
       else if (p.double_buffered())
         s += fmt::format("//     the shared tile of %{} ({}) prefetched into a second buffer at byte {}: turn k reads "
