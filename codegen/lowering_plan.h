@@ -104,6 +104,11 @@ struct SharedTile {
   int64_t line_cap = 128;
 
   int64_t bytes_per_stage() const { return rows * cols * elem_bytes; }
+  // Whether this tile's stages and `other`'s share a byte of shared memory.
+  bool overlaps(const SharedTile& other) const {
+    return offset < other.offset + other.bytes_per_stage() * other.stages &&
+           other.offset < offset + bytes_per_stage() * stages;
+  }
   // The innermost for op around the load (nullptr: none).
   const Op* loop() const { return loop_nest.empty() ? nullptr : loop_nest.back(); }
   SharedTileGeometry geometry(bool swizzled = true) const { return {rows, cols, elem_bytes, swizzled, line_cap}; }
@@ -249,32 +254,6 @@ struct PersistentGrid {
       if (p.load == load)
         return &p;
     return nullptr;
-  }
-};
-
-// plan_producer_tiles: a shared tile the program loads once before its specialised loops (FA2's Q, dK/dV's K and V)
-// copied by the warp-specialised producer by TMA, as FlashAttention-3 does, instead of by the consumers' cp.async
-// with its address and bound arithmetic. Each tile has a full mbarrier a buffer (the producer's one arrival
-// announcing the bytes; the copy completes it) on which the consumers wait where the program loads the tile. On a
-// persistent grid the tile has two buffers (plan_prefetch_buffers), program turn k reading buffer k % 2, and an
-// empty mbarrier a buffer that each consumer warp arrives on at the program's end; the producer waits for it before
-// copying the tile of turn k + 2 into the buffer, so it copies a program's tile as soon as it has issued the
-// previous program's ring copies, on a dynamic grid as on a static one.
-struct ProducerTile {
-  const Op* load = nullptr; // a top-level block load into a shared tile (not a loop's ring)
-  TmaCopy copy;             // its map (in TmaPlan::maps), panels and bytes
-};
-struct ProducerTiles {
-  std::vector<ProducerTile> tiles; // in program order; index i's barriers are kiln_tile_full[i * buffers + b]
-  int buffers = 1;                 // 2 on a persistent grid
-  std::string why_not;             // a tile loaded once before the loops that the consumers copy: why
-  bool on() const { return !tiles.empty(); }
-  // The index of `load`'s tile, or -1.
-  int index_of(const Op* load) const {
-    for (size_t i = 0; i < tiles.size(); ++i)
-      if (tiles[i].load == load)
-        return static_cast<int>(i);
-    return -1;
   }
 };
 

@@ -47,8 +47,7 @@ void plan_prefetches(const Kernel& k, LoweringPlan& plan) {
     // Written early, its bytes must be its own: no other tile may live there after its last reader.
     const SharedTile* other = nullptr;
     for (const SharedTile& u : plan.tiles)
-      if (&u != &t && u.offset < t.offset + t.bytes_per_stage() * t.stages &&
-          t.offset < u.offset + u.bytes_per_stage() * u.stages)
+      if (&u != &t && u.overlaps(t))
         other = &u;
     if (other) {
       refuse(fmt::format("its bytes are shared with the tile of %{}", other->value));

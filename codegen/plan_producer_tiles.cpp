@@ -36,8 +36,7 @@ std::string why_not_copy(const Kernel& k, const CodegenOptions& options, const L
   if (std::string why = why_no_tma_copy_of_tile(k, load, t); !why.empty())
     return why;
   for (const SharedTile& u : plan.tiles)
-    if (&u != &t && u.offset < t.offset + t.bytes_per_stage() * t.stages &&
-        t.offset < u.offset + u.bytes_per_stage() * u.stages)
+    if (&u != &t && u.overlaps(t))
       return fmt::format("its bytes are shared with the tile of %{} (the producer copies it early)", u.value);
   PointerRoots roots(k);
   if (!roots.of(load.operands[0]) || !roots.never_written(load.operands[0]))

@@ -92,9 +92,7 @@ std::string check(const Kernel& k, const LoweringPlan& plan, const std::vector<c
       continue;
     for (const Op* l : ring_loads) {
       const SharedTile& r = plan.tiles[plan.tile_of.at(l->result())];
-      const int64_t r_end = r.offset + r.bytes_per_stage() * r.stages,
-                    t_end = t.offset + t.bytes_per_stage() * t.stages;
-      if (t.offset < r_end && r.offset < t_end)
+      if (t.overlaps(r))
         return fmt::format("the shared tile of %{} shares bytes with the ring of the loop at {}", t.value,
                            l->loc.str());
     }
