@@ -143,6 +143,9 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
                          end->second.size() > 1 ? "s" : "", places(end->second), op->loc.str());
     }
   };
+  if (plan.any_wgmma() && k.config.get_or("PRODUCTS_IN_ORDER", 0) != 0)
+    s += "//   products issued where the program computes them (PRODUCTS_IN_ORDER=1), each waited for at its first "
+         "reader\n";
   describe_waits(k.body);
   for (const auto& [mul, skip] : plan.rescale_skips.ops)
     s += fmt::format("//   rescale at {}: skipped in a warp whose factors (%{}) are all 1 (LAZY_RESCALE=1)\n",

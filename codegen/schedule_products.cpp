@@ -221,10 +221,16 @@ void schedule_products(const Kernel& k, const CodegenOptions& options, LoweringP
   plan.products = ProductSchedule{};
   if (!options.product_schedule || !plan.any_wgmma())
     return;
+  const bool in_order = k.config.get_or("PRODUCTS_IN_ORDER", 0) != 0;
   walk(k.body, [&](const Op& loop) {
     if (loop.kind != OpKind::For || issue_planned_elsewhere(plan, loop))
       return;
-    std::vector<const Op*> order = issue_early(k, plan, loop.regions[0], plan.products);
+    std::vector<const Op*> order;
+    if (in_order)
+      for (const auto& op : loop.regions[0].ops)
+        order.push_back(op.get());
+    else
+      order = issue_early(k, plan, loop.regions[0], plan.products);
     wait_at_first_use(k, plan, loop, order, plan.products);
     bool moved = false;
     for (size_t i = 0; i < order.size(); ++i)

@@ -21,6 +21,10 @@
 //     wait for every product. A product whose A is staged in the scratch (later conversions reuse those bytes)
 //     waits at its issue, which retires every product before it. The end of the body waits for what is left,
 //     before the slot goes back to the producer and the carried values are yielded.
+// With PRODUCTS_IN_ORDER=1 in the kernel's config the first step is left out: each product is issued where the
+// program computes it and still waited for at its first reader, so that fewer accumulators are in flight at once
+// (dK/dV's 128 x 128 tile at D = 64: dO Vᵀ in flight under P's exponentials is 64 registers a thread, and ptxas
+// spilled 260 bytes with it, 24 without; worklog §109).
 // So FA2's backward (dK/dV and dQ) runs dO Vᵀ under P's exponentials and P dO under dS. Where nothing comes between a
 // product and its reader, the code is as before. Off (each product where the program computes it, waited for at its
 // issue) when CodegenOptions::product_schedule is.

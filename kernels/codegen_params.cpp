@@ -26,6 +26,12 @@ ParamDef product_ahead_param(int64_t default_value) {
                         "(see codegen.h)");
 }
 
+ParamDef products_in_order_param(int64_t default_value) {
+  return ParamDef::flag("PRODUCTS_IN_ORDER", default_value,
+                        "1: each loop's tensor-core products are issued where the program computes them, not as "
+                        "early as their operands allow (see codegen/schedule_products.h)");
+}
+
 ParamDef last_product_late_param(int64_t default_value) {
   return ParamDef::flag("LAST_PRODUCT_LATE", default_value,
                         "1: a warp-specialised kernel's loops issue their last product after the next iteration's "

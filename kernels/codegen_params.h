@@ -21,6 +21,9 @@
 //   that a tile goes back to the producer once its own readers are done (with LAST_PRODUCT_LATE, FA2's K an
 //   iteration before V) and the consumers wait for each tile where it is loaded (codegen/plan_tile_barriers.h; FA2
 //   forward).
+// - PRODUCTS_IN_ORDER: 1 has each loop's tensor-core products issued where the program computes them (each still
+//   waited for at its first reader) instead of as early as their operands allow, so that fewer accumulators are in
+//   flight at once: for tiles whose registers the early issue overfills (codegen/schedule_products.h; dK/dV).
 // - EXP2_ON_FMA: K >= 1 has one of every K registers of an f32 exp2 tile computed by a polynomial on the FMA
 //   pipe instead of the multi-function unit (codegen/plan_exp2_on_fma.h; FA2 forward); 0: none.
 // Where the target or the kernel does not allow WARP_SPECIALIZE, PINGPONG, PRODUCT_AHEAD, LAST_PRODUCT_LATE,
@@ -42,5 +45,6 @@ ParamDef persistent_param(int64_t default_value);
 ParamDef lazy_rescale_param(int64_t default_value);
 ParamDef exp2_on_fma_param(int64_t default_value);
 ParamDef tile_barriers_param(int64_t default_value);
+ParamDef products_in_order_param(int64_t default_value);
 
 } // namespace kiln

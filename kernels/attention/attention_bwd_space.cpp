@@ -15,6 +15,7 @@ std::vector<Config> bwd_config_space(const Config& base, const char* program_til
     int warps, stages;
     bool ws = false;     // a producer warpgroup copies the step's tiles by TMA (sm_90a; dK/dV: H == H_KV)
     int64_t min_blocks = 1; // MIN_BLOCKS_PER_SM: CTAs that share an SM (their registers capped to fit)
+    bool in_order = false;  // PRODUCTS_IN_ORDER=1 (dK/dV): each step's products issued in the program's order
   };
   // Measured on an H100 and an H200 (docs/worklog.md §15): 64 × 64 with 4 warps and 2 stages is the best
   // all-round tile for both loops; 128-row steps win for dK/dV at long sequences with D = 64, 128-key steps
@@ -40,11 +41,13 @@ std::vector<Config> bwd_config_space(const Config& base, const char* program_til
                                   {128, 128, 8, 2, true}};
   std::vector<Config> cs;
   for (const Candidate& k : candidates) {
-    if (!dkdv && ((k.program == 64 && k.warps == 8) || k.min_blocks > 1))
+    if (!dkdv && ((k.program == 64 && k.warps == 8) || k.min_blocks > 1 || k.in_order))
       continue;
     Config c = base;
     c.set(program_tile, k.program).set(step_tile, k.step).set("WARP_SPECIALIZE", k.ws ? 1 : 0);
     c.set("MIN_BLOCKS_PER_SM", k.min_blocks);
+    if (dkdv)
+      c.set("PRODUCTS_IN_ORDER", k.in_order ? 1 : 0);
     c.num_warps = k.warps;
     c.num_stages = k.stages;
     cs.push_back(c);
@@ -78,12 +81,15 @@ std::string prune_bwd_config(const Config& c, const SizeArgs& s) {
       c.get("HEAD_DIM") <= 128)
     return fmt::format("32 x 32 over 2 warps is for f32 or heads past 128 columns, got DTYPE={} HEAD_DIM={}",
                        c.get("DTYPE"), c.get("HEAD_DIM"));
-  // 128 query rows a step: Sᵀ, dPᵀ and the accumulators fill the consumers' registers at 64 columns (worklog §88).
-  if (dkdv && c.get("BLOCK_N") == 128 && c.get("BLOCK_M") == 128 &&
-      (c.get("HEAD_DIM") > 64 || c.get_or("ATOMIC_DQ", 0) != 0))
-    return fmt::format("dK/dV's 128 x 128 tile is for heads of at most 64 columns without the fused dQ adds, got "
-                       "HEAD_DIM={} ATOMIC_DQ={}",
-                       c.get("HEAD_DIM"), c.get_or("ATOMIC_DQ", 0));
+  // 128 query rows a step: Sᵀ, dPᵀ and the accumulators fill the consumers' registers at 64 columns (worklog §88);
+  // the fused dQ adds fit there only with the products in the program's order (§109).
+  if (dkdv && c.get("BLOCK_N") == 128 && c.get("BLOCK_M") == 128) {
+    if (c.get("HEAD_DIM") > 64)
+      return fmt::format("dK/dV's 128 x 128 tile is for heads of at most 64 columns, got HEAD_DIM={}",
+                         c.get("HEAD_DIM"));
+    if (c.get_or("ATOMIC_DQ", 0) != 0 && c.get_or("PRODUCTS_IN_ORDER", 0) == 0)
+      return "dK/dV's 128 x 128 tile with the fused dQ adds needs PRODUCTS_IN_ORDER=1 (it spills otherwise)";
+  }
   return "";
 }
 

@@ -137,9 +137,10 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
     // with the add alone a step later, worklog §89; §90 the product too). dSᵀ is carried, not dQ: a product's
     // registers read in the next iteration while in flight make ptxas put every product in series (C7514), and
     // an add under dV's or dK's products (A in registers) too (C7520). The first step multiplies zeros and adds
-    // them to its own rows. At D = 128 the tile spills.
+    // them to its own rows. At D = 128 the tile spills, and so does a 128-row step, whose carried dSᵀ and dQ take
+    // 64 registers a thread more (worklog §109): there dQ is computed and added in its own step.
     const bool defer_dq = atomic_dq && warp_specialized && !skips_by_key_bounds && n_pieces == 1 &&
-                          pieces[0].width <= 64;
+                          pieces[0].width <= 64 && BM <= 64;
     Value ds_prev;              // (BN, BM) in the inputs' dtype: the previous step's dSᵀ
     Value prev_m = range.begin; // the previous step's first query row
     if (defer_dq)
@@ -307,6 +308,7 @@ KernelDef make_fa2_bwd_dkdv_def() {
   ws.help += "; here the kernel leaves out the loop over a GQA group's query heads, so it serves H == H_KV only";
   d.params.push_back(ws);
   d.params.push_back(min_blocks_per_sm_param(1));
+  d.params.push_back(products_in_order_param(0));
   d.default_num_warps = 4;
   d.default_num_stages = 2;
   d.build = build_fa2_bwd_dkdv;

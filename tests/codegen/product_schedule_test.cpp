@@ -103,6 +103,52 @@ TEST(ProductSchedule, BackwardDkdvIssuesDPtBeforeTheSoftmax) {
   }
 }
 
+// PRODUCTS_IN_ORDER=1 leaves dK/dV's 128 x 128 step in the program's order: Sᵀ waited for before Pᵀ's
+// exponentials with nothing else in flight, dV and dPᵀ issued after them and both waited for before dSᵀ, dK last.
+// Without dPᵀ's 64 accumulator registers in flight under the exponentials ptxas spills a few bytes where the early
+// issue spilled hundreds (260 and 288 bytes deterministic and fused on CUDA 13, 16 and 48 in order; worklog §109).
+TEST(ProductSchedule, InProgramOrderEachProductIsIssuedWhereTheProgramComputesIt) {
+  for (int64_t atomic : {0, 1}) {
+    const std::map<std::string, int64_t> tile = {
+        {"HEAD_DIM", 64},        {"BLOCK_N", 128},         {"BLOCK_M", 128},    {"num_warps", 8},
+        {"WARP_SPECIALIZE", 1}, {"PRODUCTS_IN_ORDER", 1}, {"ATOMIC_DQ", atomic}};
+    Planned p = plan_for("fa2_bwd_dkdv", tile, "sm_90a");
+    SCOPED_TRACE(p.kernel.config.str());
+    const ProductSchedule& s = p.plan.products;
+    EXPECT_TRUE(s.order.empty()) << "nothing moved";
+    EXPECT_TRUE(s.issued_after.empty());
+    const std::vector<const Op*> loops = loops_with_dots(p.kernel, atomic ? 5 : 4);
+    ASSERT_FALSE(loops.empty());
+    for (const Op* loop : loops) {
+      const std::vector<const Op*> dots = dots_in(*loop);
+      const Op *qkt = dots[0], *dv = dots[1], *dpt = dots[2], *dk = dots[3];
+      const std::vector<const Op*> order = s.body_order(*loop);
+      const auto [qkt_wait_at, qkt_wait] = wait_for(s, order, qkt);
+      ASSERT_NE(qkt_wait, nullptr);
+      EXPECT_EQ(qkt_wait->pending, 0);
+      EXPECT_LT(qkt_wait_at, index_of(order, dv));
+      const auto [dpt_wait_at, dpt_wait] = wait_for(s, order, dpt);
+      ASSERT_NE(dpt_wait, nullptr);
+      EXPECT_EQ(dpt_wait->retired, (std::vector<const Op*>{dv, dpt}));
+      EXPECT_EQ(dpt_wait->pending, 0);
+      EXPECT_LT(dpt_wait_at, index_of(order, dk));
+      EXPECT_TRUE(s.stays_in_flight(*dk));
+    }
+    const GeneratedKernel g = generate_cuda(p.kernel, Target::parse("sm_90a"));
+    EXPECT_NE(g.lowered.find("PRODUCTS_IN_ORDER=1"), std::string::npos) << g.lowered;
+    std::string why;
+    if (!rt::nvrtc_available(&why))
+      GTEST_SKIP() << "NVRTC not available: " << why;
+    rt::CompileRequest req;
+    req.source = g.source;
+    req.kernel_name = g.name;
+    req.arch = "sm_90a";
+    const rt::CompiledKernel k = rt::compile_cuda(req);
+    EXPECT_TRUE(rt::ptxas_product_advisories(k.log).empty()) << k.log;
+    EXPECT_LE(k.usage.spill_store_bytes, 64) << k.log;
+  }
+}
+
 // A product whose A is staged in the scratch stays in flight where that staging is its loop body's only use of the
 // scratch (the next use is the next iteration's staging, behind a barrier every thread passes after its wait): the
 // atomic variant's dQ = dS K is waited for at its reader, the add, with dK issued before it retired there too.
