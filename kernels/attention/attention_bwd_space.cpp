@@ -38,7 +38,7 @@ std::vector<Config> bwd_config_space(const Config& base, const char* program_til
   const Candidate candidates[] = {{64, 64, 4, 2},  {64, 32, 4, 2},  {64, 128, 4, 2},      {64, 64, 4, 3},
                                   {128, 64, 8, 2}, {128, 32, 8, 2}, {32, 32, 2, 1},       {64, 32, 8, 2},
                                   {128, 64, 8, 2, true},            {64, 64, 4, 2, true, 2},
-                                  {128, 128, 8, 2, true}};
+                                  {128, 128, 8, 2, true, 1, true}};
   std::vector<Config> cs;
   for (const Candidate& k : candidates) {
     if (!dkdv && ((k.program == 64 && k.warps == 8) || k.min_blocks > 1 || k.in_order))

@@ -116,14 +116,16 @@ TEST(GpuFa2BwdLarge, WarpSpecializedDkdvMatchesTheReference) {
                           make_case(513, 1024, 64, 0, bf16, 3, 3), make_case(640, 640, 128, 0, f16, 1, 1)}) {
     AttentionBwdConfigs configs = default_bwd_configs(c.problem);
     // One warpgroup in each of two CTAs an SM (232 registers a consumer); 128 query rows a step, whose LSE and Delta
-    // the consumers read from the producer's ring at each use (D = 64: the tile spills past it).
-    for (auto [warps, stages, rows, ctas] :
-         {std::tuple{8, 2, 64, 1}, {8, 3, 64, 1}, {4, 2, 64, 1}, {4, 2, 64, 2}, {8, 2, 128, 1}}) {
+    // the consumers read from the producer's ring at each use (D = 64: the tile spills past it), with the products
+    // issued early and in the program's order (PRODUCTS_IN_ORDER=1, the tile the tuner offers).
+    for (auto [warps, stages, rows, ctas, in_order] :
+         {std::tuple{8, 2, 64, 1, 0}, {8, 3, 64, 1, 0}, {4, 2, 64, 1, 0}, {4, 2, 64, 2, 0}, {8, 2, 128, 1, 0},
+          {8, 2, 128, 1, 1}}) {
       if (rows == 128 && c.problem.D > 64)
         continue;
       Config dkdv = configs.dkdv;
       dkdv.set("WARP_SPECIALIZE", 1).set("BLOCK_N", warps == 8 ? 128 : 64).set("BLOCK_M", rows);
-      dkdv.set("MIN_BLOCKS_PER_SM", ctas);
+      dkdv.set("MIN_BLOCKS_PER_SM", ctas).set("PRODUCTS_IN_ORDER", in_order);
       dkdv.num_warps = warps;
       dkdv.num_stages = stages;
       SCOPED_TRACE(attention_case_name(c) + " dkdv " + dkdv.str());
@@ -152,7 +154,8 @@ TEST(GpuFa2BwdLarge, WarpSpecializedDqMatchesTheReference) {
 
 // The fused backward: dQ added by dK/dV (ATOMIC_DQ=1) over two warpgroups of 64 keys, its 64-row dQ product on a
 // warp split of its own (the two warpgroups take half its columns each), warp-specialised where each kv head has
-// one query head and not where a GQA group shares it; and one warpgroup of 64 keys, warp-specialised.
+// one query head and not where a GQA group shares it; one warpgroup of 64 keys, warp-specialised; and at D = 64
+// 128 query rows a step over 128 keys, in the program's order (PRODUCTS_IN_ORDER=1), dQ added in its own step.
 TEST(GpuFa2BwdLarge, FusedAtomicDkdvMatchesTheReference) {
   KILN_REQUIRE_GPU();
   for (AttentionCase c : {make_case(300, 300, 64, 1, f16, 2, 2), make_case(1000, 777, 128, 2, bf16, 2, 2),
@@ -160,11 +163,13 @@ TEST(GpuFa2BwdLarge, FusedAtomicDkdvMatchesTheReference) {
                           make_case(700, 500, 128, 1, f16, 4, 2)}) {
     AttentionBwdConfigs configs = default_bwd_configs(c.problem, /*atomic_dq=*/true);
     const bool one_head_a_kv_head = c.problem.H == c.problem.H_KV;
-    for (auto [warps, stages, ws] : {std::tuple{8, 2, true}, {8, 3, true}, {4, 2, true}, {8, 2, false}}) {
-      if (ws && !one_head_a_kv_head)
+    for (auto [warps, stages, ws, rows] :
+         {std::tuple{8, 2, true, 64}, {8, 3, true, 64}, {4, 2, true, 64}, {8, 2, false, 64}, {8, 2, true, 128}}) {
+      if ((ws && !one_head_a_kv_head) || (rows == 128 && c.problem.D > 64))
         continue;
       Config dkdv = configs.dkdv;
-      dkdv.set("WARP_SPECIALIZE", ws ? 1 : 0).set("BLOCK_N", warps == 8 ? 128 : 64).set("BLOCK_M", 64);
+      dkdv.set("WARP_SPECIALIZE", ws ? 1 : 0).set("BLOCK_N", warps == 8 ? 128 : 64).set("BLOCK_M", rows);
+      dkdv.set("PRODUCTS_IN_ORDER", rows == 128 ? 1 : 0);
       dkdv.num_warps = warps;
       dkdv.num_stages = stages;
       SCOPED_TRACE(attention_case_name(c) + " dkdv " + dkdv.str());

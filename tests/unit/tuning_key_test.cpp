@@ -334,7 +334,8 @@ TEST(TuningKey, Fa2OffersTheDynamicPersistentGridUnderACausalMask) {
 }
 
 // The backward's spaces keep a tile only where it can pay (worklog §88): dK/dV's 128 x 128 warp-specialised tile
-// up to 64 columns without the fused dQ adds, 32 x 32 over 2 warps for f32 or heads past 128 columns.
+// up to 64 columns (with the fused dQ adds too, its products in the program's order: §109), 32 x 32 over 2 warps
+// for f32 or heads past 128 columns.
 TEST(TuningKey, TheBackwardPrunesTilesForTheHeadsAndTypesTheyServe) {
   auto kept = [](const AttentionProblem& p, bool atomic_dq, bool dkdv, auto&& is_tile) {
     const KernelDef& def = dkdv ? builtin_kernels().find("fa2_bwd_dkdv") : builtin_kernels().find("fa2_bwd_dq");
@@ -355,7 +356,16 @@ TEST(TuningKey, TheBackwardPrunesTilesForTheHeadsAndTypesTheyServe) {
   auto square32 = [](const Config& c) { return c.get("BLOCK_M") == 32 && c.get("BLOCK_N") == 32; };
   AttentionProblem p = fa2_problem(4096, 4096);
   EXPECT_TRUE(kept(p, false, true, square128));
-  EXPECT_FALSE(kept(p, true, true, square128));
+  EXPECT_TRUE(kept(p, true, true, square128));
+  for (const Config& c : bwd_dkdv_config_space(p, true))
+    if (square128(c)) {
+      EXPECT_EQ(c.get("PRODUCTS_IN_ORDER"), 1) << c.str();
+      Config early = c;
+      early.set("PRODUCTS_IN_ORDER", 0);
+      EXPECT_NE(builtin_kernels().find("fa2_bwd_dkdv").prune(early, attention_size_args(p)).find("PRODUCTS_IN_ORDER=1"),
+                std::string::npos)
+          << "the fused tile spills with its products issued early";
+    }
   EXPECT_FALSE(kept(p, false, true, square32));
   EXPECT_FALSE(kept(p, false, false, square32));
   p.D = 128;
