@@ -15,7 +15,7 @@ std::vector<Config> bwd_config_space(const Config& base, const char* program_til
     int warps, stages;
     bool ws = false;     // a producer warpgroup copies the step's tiles by TMA (sm_90a; dK/dV: H == H_KV)
     int64_t min_blocks = 1; // MIN_BLOCKS_PER_SM: CTAs that share an SM (their registers capped to fit)
-    bool in_order = false;  // PRODUCTS_IN_ORDER=1 (dK/dV): each step's products issued in the program's order
+    bool in_order = false;  // PRODUCTS_IN_ORDER=1 (dK/dV only; dQ has no such param): products in program order
   };
   // Measured on an H100 and an H200 (docs/worklog.md §15): 64 × 64 with 4 warps and 2 stages is the best
   // all-round tile for both loops; 128-row steps win for dK/dV at long sequences with D = 64, 128-key steps
@@ -41,7 +41,7 @@ std::vector<Config> bwd_config_space(const Config& base, const char* program_til
                                   {128, 128, 8, 2, true, 1, true}};
   std::vector<Config> cs;
   for (const Candidate& k : candidates) {
-    if (!dkdv && ((k.program == 64 && k.warps == 8) || k.min_blocks > 1 || k.in_order))
+    if (!dkdv && ((k.program == 64 && k.warps == 8) || k.min_blocks > 1))
       continue;
     Config c = base;
     c.set(program_tile, k.program).set(step_tile, k.step).set("WARP_SPECIALIZE", k.ws ? 1 : 0);
