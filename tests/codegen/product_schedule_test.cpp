@@ -139,11 +139,7 @@ TEST(ProductSchedule, InProgramOrderEachProductIsIssuedWhereTheProgramComputesIt
     std::string why;
     if (!rt::nvrtc_available(&why))
       GTEST_SKIP() << "NVRTC not available: " << why;
-    rt::CompileRequest req;
-    req.source = g.source;
-    req.kernel_name = g.name;
-    req.arch = "sm_90a";
-    const rt::CompiledKernel k = rt::compile_cuda(req);
+    const rt::CompiledKernel k = rt::compile_cuda(compile_request_for(g, "sm_90a"));
     EXPECT_TRUE(rt::ptxas_product_advisories(k.log).empty()) << k.log;
     EXPECT_LE(k.usage.spill_store_bytes, 64) << k.log;
   }
@@ -319,11 +315,7 @@ TEST(ProductSchedule, TheBackwardCompilesWithoutSerialisedProducts) {
     const GeneratedKernel g =
         generate_cuda(def.build(def.with_overrides(def.default_config(), tile)), Target::parse("sm_90a"));
     SCOPED_TRACE(kernel + " " + def.with_overrides(def.default_config(), tile).str());
-    rt::CompileRequest req;
-    req.source = g.source;
-    req.kernel_name = g.name;
-    req.arch = "sm_90a";
-    const rt::CompiledKernel k = rt::compile_cuda(req);
+    const rt::CompiledKernel k = rt::compile_cuda(compile_request_for(g, "sm_90a"));
     EXPECT_TRUE(rt::ptxas_product_advisories(k.log).empty()) << k.log;
     if (spill_free) {
       EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
