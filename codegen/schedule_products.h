@@ -9,11 +9,13 @@
 // every for loop (its top level; nested loops have their own):
 //   - Issue early. A product is moved up to right after the latest of: the ops its operands need (other than the
 //     ones that emit nothing a product waits on, which move with it: a ring stage's load that does not wait for the
-//     slot, a trans of a shared tile, a constant, a value computed where it is read), the product before it (the
-//     products' order is kept), the load that waits for the ring slot, and any op with regions or that writes a
-//     shared tile that is not a ring stage. It is not moved past an op that converts a value it reads (the
-//     conversion was planned, in program order, at that op). FA2's backward computes P from Q Kᵀ before dO Vᵀ, which
-//     needs neither: dO Vᵀ is issued right after Q Kᵀ.
+//     slot, a trans of a shared tile, a constant, a value computed where it is read), the products already moved
+//     to the same place (those keep their program order), the load that waits for the ring slot, and any op with
+//     regions or that writes a shared tile that is not a ring stage. It is not moved past an op that converts a
+//     value it reads (the conversion was planned, in program order, at that op). A product whose operands are
+//     ready sooner may pass an earlier one: FA2's backward computes P from Q Kᵀ before dO Vᵀ, which needs neither,
+//     and P dO: dO Vᵀ is issued right after Q Kᵀ, above P dO. (Keeping every product's order was tried: it undoes
+//     that, and dK/dV's renderings all change; worklog §111.)
 //   - Wait at the first use. Walking the body in that order, each product is committed as one group and stays in
 //     flight until an op reads its result (through values computed where they are read, and casts fused into a
 //     product's A): `wgmma_wait<n>` before that op, n the products issued after the newest one it reads. An op with
