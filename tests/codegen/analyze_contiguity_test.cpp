@@ -5,8 +5,7 @@
 #include "codegen/choose_dot_lowering.h"
 #include "codegen/schedule_async_copies.h"
 #include "dsl/dsl.h"
-#include "runtime/compiler.h"
-#include "runtime/nvrtc.h"
+#include "nvrtc_compile.h"
 
 #include <gtest/gtest.h>
 
@@ -77,11 +76,7 @@ TEST(AnalyzeContiguity, MultipleOfOnThePointersDropsTheAlignmentCheck) {
   EXPECT_NE(g.lowered.find("4-element vectors (aligned by multiple_of)"), std::string::npos) << g.lowered;
   std::string why;
   if (rt::nvrtc_available(&why)) { // the hinted path compiles (NVRTC is there without a GPU too)
-    rt::CompileRequest req;
-    req.source = g.source;
-    req.kernel_name = g.name;
-    req.arch = "sm_90a";
-    EXPECT_FALSE(rt::compile_cuda(req).cubin.empty());
+    EXPECT_FALSE(rt::compile_cuda(kiln_test::compile_request_for(g, "sm_90a")).cubin.empty());
   }
   Kernel k8 = gather(4, 8); // 8-byte aligned addresses do not make a 16-byte access aligned
   EXPECT_FALSE(accesses(k8, plan_of(k8))[1].second.aligned);

@@ -111,11 +111,7 @@ TEST(AttentionVarlenCodegen, BackwardKernelsCompileAndSpillNoMoreThanTheDenseOne
           SCOPED_TRACE(varlen_defs[i]->name + " D" + std::to_string(d) + (atomic ? " atomic " : " ") + arch);
           auto compile = [&](const Kernel& k) {
             const GeneratedKernel g = generate_cuda(k, Target::parse(arch));
-            rt::CompileRequest req;
-            req.source = g.source;
-            req.kernel_name = g.name;
-            req.arch = arch;
-            return rt::compile_cuda(req);
+            return rt::compile_cuda(kiln_test::compile_request_for(g, arch));
           };
           const rt::CompiledKernel dense_k = compile(dense_def->build(dense_config));
           const rt::CompiledKernel varlen_k = compile(varlen_defs[i]->build(varlen_config));

@@ -3,8 +3,7 @@
 // measured to pay, in the backward's dK/dV).
 #include "codegen/codegen.h"
 #include "kernels/builtin.h"
-#include "runtime/compiler.h"
-#include "runtime/nvrtc.h"
+#include "nvrtc_compile.h"
 
 #include <gtest/gtest.h>
 
@@ -67,11 +66,7 @@ TEST_P(KernelsCompile, NvrtcAcceptsGeneratedCuda) {
   Config config = def.with_overrides(def.default_config(), c.overrides);
   Kernel k = def.build(config);
   GeneratedKernel g = generate_cuda(k, Target::parse(arch));
-  rt::CompileRequest req;
-  req.source = g.source;
-  req.kernel_name = g.name;
-  req.arch = arch;
-  rt::CompiledKernel ck = rt::compile_cuda(req);
+  rt::CompiledKernel ck = rt::compile_cuda(kiln_test::compile_request_for(g, arch));
   EXPECT_FALSE(ck.cubin.empty());
   const int64_t spill_limit = arch == "sm_80" ? c.spill_limit_sm80 : c.spill_limit_sm90;
   if (ck.usage.spill_store_bytes >= 0) {

@@ -322,14 +322,8 @@ TEST(LateProducts, TwoHeadDimTilesCompileWithoutSerialisedProducts) {
     SCOPED_TRACE(c.str());
     const GeneratedKernel g = generate_cuda(def.build(c), Target::parse("sm_90a"));
     ASSERT_TRUE(g.why_not_late_product.empty()) << g.why_not_late_product;
-    rt::CompileRequest req;
-    req.source = g.source;
-    req.kernel_name = g.name;
-    req.arch = "sm_90a";
-    const rt::CompiledKernel k = rt::compile_cuda(req);
-    EXPECT_TRUE(rt::ptxas_product_advisories(k.log).empty()) << k.log;
-    EXPECT_EQ(k.usage.spill_store_bytes, 0) << k.log;
-    EXPECT_EQ(k.usage.spill_load_bytes, 0) << k.log;
+    const std::string log = expect_compiles_without_spills(g, "sm_90a");
+    EXPECT_TRUE(rt::ptxas_product_advisories(log).empty()) << log;
   }
 }
 
