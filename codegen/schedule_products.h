@@ -15,7 +15,7 @@
 //     value it reads (the conversion was planned, in program order, at that op). A product whose operands are
 //     ready sooner may pass an earlier one: FA2's backward computes P from Q Kᵀ before dO Vᵀ, which needs neither,
 //     and P dO: dO Vᵀ is issued right after Q Kᵀ, above P dO. (Keeping every product's order was tried: it undoes
-//     that, and dK/dV's renderings all change; worklog §111.)
+//     that, and 19 of the backward's renderings change; worklog §111.)
 //   - Wait at the first use. Walking the body in that order, each product is committed as one group and stays in
 //     flight until an op reads its result (through values computed where they are read, and casts fused into a
 //     product's A): `wgmma_wait<n>` before that op, n the products issued after the newest one it reads. An op with
@@ -26,7 +26,7 @@
 // With PRODUCTS_IN_ORDER=1 in the kernel's config the first step is left out: each product is issued where the
 // program computes it and still waited for at its first reader, so that fewer accumulators are in flight at once
 // (dK/dV's 128 x 128 tile at D = 64: dO Vᵀ in flight under P's exponentials is 64 registers a thread, and ptxas
-// spilled 260 bytes with it, 24 without; worklog §109).
+// spilled 260 bytes with it, 16 without; worklog §109).
 // So FA2's backward (dK/dV and dQ) runs dO Vᵀ under P's exponentials and P dO under dS. Where nothing comes between a
 // product and its reader, the code is as before. Off (each product where the program computes it, waited for at its
 // issue) when CodegenOptions::product_schedule is.
