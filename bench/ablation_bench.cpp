@@ -90,6 +90,11 @@ std::vector<AblationVariant> ablation_variants() {
                             // and V) copied by the consumers' cp.async, not by the producer's TMA (elsewhere the code
                             // does not change)
   out.push_back({"no_producer_tiles", o});
+  o = {};
+  o.tma_reductions = false; // sm_90a warp-specialised kernels: a staged f32 atomic_add (the fused backward's dQ) added
+                            // by bulk reductions of a row-major stage written in a rotated order, not by TMA tensor
+                            // reductions of a swizzled one (the deterministic backward has none: unchanged)
+  out.push_back({"no_tma_reductions", o});
   return out;
 }
 

@@ -67,11 +67,12 @@ std::string CodegenOptions::str() const {
       "tensor_cores={} swizzle={} async_copy={} vectorize={} wgmma={} tma={} warp_specialize={} persistent={} "
       "pingpong={} product_ahead={} late_product={} product_schedule={} warp_uniform={} tile_barriers={} "
       "late_across_loops={} prefetch_buffers={} rotated_stage_writes={} register_operands={} tma_stores={} "
-      "producer_tiles={}",
+      "producer_tiles={} tma_reductions={}",
       int(tensor_cores), int(swizzle), int(async_copy), int(vectorize), int(wgmma), int(tma), int(warp_specialize),
       int(persistent), int(pingpong), int(product_ahead), int(late_product), int(product_schedule),
       int(warp_uniform), int(tile_barriers), int(late_across_loops), int(prefetch_buffers),
-      int(rotated_stage_writes), int(register_operands), int(tma_stores), int(producer_tiles));
+      int(rotated_stage_writes), int(register_operands), int(tma_stores), int(producer_tiles),
+      int(tma_reductions));
 }
 
 LoweringPlan plan_lowering(const Kernel& k, const Target& target, const CodegenOptions& options) {

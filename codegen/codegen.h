@@ -104,16 +104,21 @@ struct CodegenOptions {
   // and V) copied by the producer by TMA, into two buffers on a persistent grid, dynamic ones included (else by the
   // consumers' cp.async; codegen/plan_producer_tiles.h)
   bool producer_tiles = true;
+  // on sm_90a, warp-specialised kernels: an atomic_add of an f32 block through a bulk-reduction stage (the fused
+  // backward's dQ) written in kiln's swizzled shared format and added by TMA tensor reductions, one a 128-byte
+  // panel (else the stage's rows lie as in the tensor, written in a rotated order and added by bulk reductions;
+  // codegen/plan_bulk_reductions.h)
+  bool tma_reductions = true;
 
-  static constexpr int kSwitches = 20;
+  static constexpr int kSwitches = 21;
   int switches_off() const {
     return !tensor_cores + !swizzle + !async_copy + !vectorize + !wgmma + !tma + !warp_specialize + !persistent +
            !pingpong + !product_ahead + !late_product + !product_schedule + !warp_uniform + !tile_barriers +
            !late_across_loops + !prefetch_buffers + !rotated_stage_writes + !register_operands + !tma_stores +
-           !producer_tiles;
+           !producer_tiles + !tma_reductions;
   }
   bool all_on() const { return switches_off() == 0; }
-  std::string str() const; // "tensor_cores=1 swizzle=1 ... tma_stores=1 producer_tiles=1"
+  std::string str() const; // "tensor_cores=1 swizzle=1 ... producer_tiles=1 tma_reductions=1"
 };
 
 // What a launch needs besides the source: the entry point, the block size and dynamic shared memory.

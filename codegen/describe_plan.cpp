@@ -316,9 +316,16 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
     if (op.kind != OpKind::AtomicAddBlock)
       return;
     if (auto it = plan.bulk.ops.find(&op); it != plan.bulk.ops.end()) {
-      s += fmt::format("//   atomic_add at {}: {} row(s) of {} f32 through the stage, one bulk reduction for the block "
-                       "where its rows are contiguous and inside, else one a row; {}\n",
-                       op.loc.str(), it->second.rows, it->second.cols, it->second.writes.str());
+      const BulkReduction& b = it->second;
+      if (b.by_tma())
+        s += fmt::format("//   atomic_add at {}: {} row(s) of {} f32 through the stage in the shared format, one TMA "
+                         "reduction a {}-byte panel through kiln_map{} ({} a use; the map drops what lies past the "
+                         "tensor); {}\n",
+                         op.loc.str(), b.rows, b.cols, b.panel_elems * 4, b.map, b.panels, b.writes.str());
+      else
+        s += fmt::format("//   atomic_add at {}: {} row(s) of {} f32 through the stage, one bulk reduction for the "
+                         "block where its rows are contiguous and inside, else one a row (not by TMA: {}); {}\n",
+                         op.loc.str(), b.rows, b.cols, b.why_not_tma, b.writes.str());
     } else {
       const auto pieces = plan.block_accesses.find(&op);
       const int run = pieces == plan.block_accesses.end() ? 0 : pieces->second.piece;

@@ -1,7 +1,8 @@
 // Emitter: atomic_add through a block pointer (OpKind::AtomicAddBlock), from registers (`red`, in the plan's f32
 // pieces by `red.v2`/`.v4` on sm_90) or, as plan_bulk_reductions decided, through a shared-memory stage (one of two
-// in turn, where two fit) and one bulk reduction for the block where its rows are contiguous in the tensor and it lies
-// inside, else one a row.
+// in turn, where two fit) and either TMA tensor reductions, one a 128-byte panel of the stage in kiln's shared
+// format, or one bulk reduction for the block where its rows are contiguous in the tensor and it lies inside, else
+// one a row.
 #include "codegen/emitter.h"
 
 namespace kiln::emit_detail {
@@ -37,8 +38,35 @@ void Emitter::emit_stage_writes(const BulkReduction& b, const Layout& L, const s
     }
     at = "(r ^ kiln_rot)";
   }
+  if (w.by_register_bits()) { // the lane's offset once, each store's chunk XOR and add constants of r
+    const std::string row0 = coord(L, b.row_dim, "0"), col0 = coord(L, b.col_dim, "0");
+    line("const unsigned kiln_lane_at = {} + ({}) % 4 * 4; // register 0's byte in the stage",
+         b.stage_format().chunk_offset_expr(row0, fmt::format("({}) / 4", col0)), col0);
+    std::string x = "0", a = "0";
+    for (size_t bit = 0; bit < w.chunk_xor.size(); ++bit) {
+      if (w.chunk_xor[bit])
+        x += fmt::format(" ^ ((r >> {}) & 1) * {}", bit, w.chunk_xor[bit]);
+      if (w.byte_add[bit] && !(w.vector == 2 && bit == 0))
+        a += fmt::format(" + ((r >> {}) & 1) * {}", bit, w.byte_add[bit]);
+    }
+    const std::string addr = fmt::format("kiln::smem_u32(kiln_stage) + ((kiln_lane_at ^ ({})) + ({}))", x, a);
+    line("#pragma unroll");
+    line("for (int r = 0; r < {}; r += {}) {{", n, w.vector);
+    if (w.vector == 2)
+      line("  kiln::st_shared_f32x2({}, {}[r], {}[r + 1]);", addr, src, src);
+    else
+      line("  kiln::st_shared_f32({}, {}[r]);", addr, src);
+    line("}}");
+    return;
+  }
   const std::string row = b.row_dim >= 0 ? coord(L, b.row_dim, at) : "0";
-  const std::string place = fmt::format("{} * {} + {}", row, b.cols, coord(L, b.col_dim, at));
+  const std::string col = coord(L, b.col_dim, at);
+  // By TMA the stage is a tile of the shared format (f32: four to a 16-byte chunk), else its rows lie back to back.
+  const std::string place =
+      b.by_tma()
+          ? fmt::format("({}) / 4 + ({}) % 4", b.stage_format().chunk_offset_expr(row, fmt::format("({}) / 4", col)),
+                        col)
+          : fmt::format("{} * {} + {}", row, b.cols, col);
   if (w.vector == 2) {
     line("#pragma unroll");
     line("for (int r = 0; r < {}; r += 2) {{", n);
@@ -76,8 +104,8 @@ void Emitter::emit_block_atomic_add(const Op& op) {
   const int rd = b.row_dim, cd = b.col_dim;
   const bool check_rows = rd >= 0 && op.checks_dim(rd), check_cols = op.checks_dim(cd);
   const bool two_stages = plan_.bulk.stages == 2;
-  line("{{ // to {}, then bulk reductions ({} x {} f32)", two_stages ? "this use's stage" : "the stage", b.rows,
-       b.cols);
+  line("{{ // to {}, then {} ({} x {} f32)", two_stages ? "this use's stage" : "the stage",
+       b.by_tma() ? "TMA reductions" : "bulk reductions", b.rows, b.cols);
   open();
   if (two_stages) { // its last reductions were waited for before the previous use's barrier
     line("float* const kiln_stage = reinterpret_cast<float*>(kiln_smem + {}) + kiln_bulk_stage * {};",
@@ -100,6 +128,22 @@ void Emitter::emit_block_atomic_add(const Op& op) {
        two_stages ? " (and the next use may write the other stage)" : "");
   if (two_stages)
     set_scratch_reads(ScratchReads::None);
+  if (b.by_tma()) { // the map drops what lies past the tensor: no bound to check, no row to single out
+    const TensorMapParam& m = plan_.tma.maps[static_cast<size_t>(b.map)];
+    const std::string outer = tma_outer_coordinates(m, bp);
+    const size_t rank = m.order.size() + m.outer.size();
+    line("if (threadIdx.x == 0) {{ // one TMA reduction a {}-byte panel, through kiln_map{}", b.panel_elems * 4, b.map);
+    for (int p = 0; p < b.panels; ++p)
+      line("  kiln::tma_reduce_add_{}d(&kiln_map{}, (int){}.off[{}] + {}{}, kiln::smem_u32(kiln_stage) + {}u);", rank,
+           b.map, bp, m.order[0], p * b.panel_elems, outer, p * b.stage_format().panel_bytes());
+    line("}}");
+    line("kiln::bulk_commit();");
+    if (two_stages)
+      line("kiln_bulk_stage ^= 1;");
+    close();
+    line("}}");
+    return;
+  }
   if (rd >= 0) { // rows back to back in the stage and the tensor, all inside: one reduction
     const std::string start = fmt::format("{0}.base + {0}.off[{1}] * {2} + {0}.off[{3}]", bp, rd, b.cols, cd);
     line("if ({0}.stride[{1}] == 1 && {0}.stride[{2}] == {3} && {4} && {5} && "

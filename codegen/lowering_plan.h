@@ -262,8 +262,17 @@ struct PersistentGrid {
 struct BulkReduction {
   int row_dim = -1; // -1: a rank-1 block, one row
   int col_dim = 0;
-  int64_t rows = 1, cols = 0; // the stage holds them back to back, cols f32 a row
+  int64_t rows = 1, cols = 0; // the stage holds them back to back, cols f32 a row (by TMA: in kiln's shared format)
   StageWrites writes;          // how the threads write the block to the stage (codegen/stage_write_banks.h)
+  // By TMA: the stage is a tile of kiln's shared format (swizzled 128-byte panels of panel_elems f32) that one
+  // thread adds to the tensor through tensor map `map` (an index into TmaPlan::maps), one tensor reduction a panel;
+  // the map drops what lies past the tensor. -1: by bulk reductions of the stage's rows as they lie.
+  int map = -1;
+  int panels = 1;
+  int64_t panel_elems = 0;
+  std::string why_not_tma; // by bulk reductions: why not by TMA
+  bool by_tma() const { return map >= 0; }
+  SharedTileGeometry stage_format() const { return {rows, cols, 4, true, 128}; }
 };
 struct BulkReductions {
   std::map<const Op*, BulkReduction> ops;

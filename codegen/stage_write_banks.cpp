@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace kiln {
@@ -24,12 +25,17 @@ struct WarpWrites {
   int row_dim, col_dim;
   int64_t row_stride;
   int vector;
+  const SharedTileGeometry* format; // nullptr: rows back to back
 
   // The f32 word lane `lane` writes register `r` to (lane and register offsets only: a warp's own offset moves
-  // every lane's word alike and leaves the banks' counts as they are).
+  // every lane's word alike and leaves the banks' counts as they are; in the shared format, as long as it moves
+  // the rows by whole swizzle periods, as a warpgroup's warps do).
   int64_t word(int lane, int r) const {
     const Coord e = L.element(r, lane);
-    return along(e, row_dim) * row_stride + along(e, col_dim);
+    const int64_t row = along(e, row_dim), col = along(e, col_dim);
+    if (format)
+      return format->chunk_offset(row, col / 4) / 4 + col % 4;
+    return row * row_stride + col;
   }
 
   // The lanes that write: a lane bit whose basis is all zero replicates the tile, and only the lanes with it clear
@@ -82,6 +88,47 @@ bool pairs_along_columns(const Layout& L, int row_dim, int col_dim, int64_t row_
   return even(L.reg, 1) && even(L.lane, 0) && even(L.warp, 0);
 }
 
+// The per-register-bit XORs and adds of StageWrites::chunk_xor / byte_add for `L` in `format`, checked against
+// every lane's and warp's place of every register; nullopt where they do not give it.
+std::optional<std::pair<std::vector<int64_t>, std::vector<int64_t>>>
+register_bit_offsets(const Layout& L, int row_dim, int col_dim, const SharedTileGeometry& format) {
+  const int64_t line_elems = format.line_bytes() / 4;
+  std::vector<int64_t> x(L.reg.size(), 0), a(L.reg.size(), 0);
+  for (size_t b = 0; b < L.reg.size(); ++b) {
+    const int64_t row = along(L.reg[b], row_dim), col = along(L.reg[b], col_dim);
+    if (row % 8 != 0 || row < 0 || col < 0 || (col % 4 != 0 && col >= 4))
+      return std::nullopt;
+    if (col < 4) // within a chunk: a byte offset of its own (checked below not to carry into the lane's)
+      a[b] = col * 4;
+    else if (col < line_elems)
+      x[b] = (col / 4) * 16;
+    else if (col % line_elems == 0)
+      a[b] = (col / line_elems) * format.panel_bytes();
+    else
+      return std::nullopt;
+    a[b] += row * format.line_bytes();
+  }
+  auto place = [&](const Coord& e) {
+    const int64_t col = along(e, col_dim);
+    return format.chunk_offset(along(e, row_dim), col / 4) + (col % 4) * 4;
+  };
+  for (int w = 0; w < (1 << L.warp.size()); ++w)
+    for (int lane = 0; lane < kLanes; ++lane) {
+      const int64_t base = place(L.element(0, lane, w));
+      for (int r = 0; r < L.num_regs(); ++r) {
+        int64_t xr = 0, ar = 0;
+        for (size_t b = 0; b < L.reg.size(); ++b)
+          if ((r >> b) & 1) {
+            xr ^= x[b];
+            ar += a[b];
+          }
+        if (place(L.element(r, lane, w)) != (base ^ xr) + ar)
+          return std::nullopt;
+      }
+    }
+  return std::pair{x, a};
+}
+
 } // namespace
 
 bool StageWrites::rotated() const {
@@ -96,18 +143,28 @@ std::string StageWrites::str() const {
       if (lane_masks[b] != 0)
         s += fmt::format(" lane bit {} (register ^ {})", b, lane_masks[b]);
   }
+  if (by_register_bits())
+    s += ", at the lane's offset with each register's chunk XOR and add";
   s += fmt::format(": {} shared-memory wavefronts a warp", wavefronts);
   if (rotated())
     s += fmt::format(" ({} in order)", wavefronts_plain);
   return s;
 }
 
-StageWrites plan_stage_writes(const Layout& L, int row_dim, int col_dim, int64_t row_stride, bool rotate) {
+StageWrites plan_stage_writes(const Layout& L, int row_dim, int col_dim, int64_t row_stride, bool rotate,
+                              const SharedTileGeometry* format) {
   StageWrites s;
-  s.vector = pairs_along_columns(L, row_dim, col_dim, row_stride) ? 2 : 1;
+  // In the shared format a pair of columns stays in its 16-byte chunk: pairs start at even columns.
+  s.vector = pairs_along_columns(L, row_dim, col_dim, format ? 2 : row_stride) ? 2 : 1;
   s.lane_masks.assign(kLaneBits, 0);
-  const WarpWrites warp{L, row_dim, col_dim, row_stride, s.vector};
+  const WarpWrites warp{L, row_dim, col_dim, row_stride, s.vector, format};
   s.wavefronts = s.wavefronts_plain = warp.wavefronts(s.lane_masks);
+  if (format && row_dim >= 0)
+    if (auto offsets = register_bit_offsets(L, row_dim, col_dim, *format)) {
+      s.chunk_xor = std::move(offsets->first);
+      s.byte_add = std::move(offsets->second);
+      return s; // no rotation: a rotated order's registers would need their places computed whole
+    }
   if (!rotate)
     return s;
   // Greedy, lane bit by lane bit: the mask (over the registers' bits above the pair's) that lowers the count most,

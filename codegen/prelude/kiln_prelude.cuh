@@ -314,6 +314,15 @@ __device__ __forceinline__ u32 smem_u32(const void* p) {
   return r;
 }
 
+// Stores to a 32-bit shared-window address: one register for the address where a generic pointer takes two (NVRTC
+// keeps pointers into shared memory 64-bit), and the per-store constants fold into the instruction's offset.
+__device__ __forceinline__ void st_shared_f32(u32 addr, float x) {
+  asm volatile("st.shared.f32 [%0], %1;" ::"r"(addr), "f"(x) : "memory");
+}
+__device__ __forceinline__ void st_shared_f32x2(u32 addr, float x, float y) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(x), "f"(y) : "memory");
+}
+
 // The physical 16-byte chunk that holds logical chunk `chunk` of row `row` in a shared-memory tile whose
 // rows are CHUNKS_PER_ROW chunks (a power of two) long. ldmatrix has 8 lanes read 8 consecutive rows at
 // the same logical chunk; shared memory serves 128 bytes (8 chunks) per wavefront, so those 8 reads must

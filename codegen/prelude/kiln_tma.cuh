@@ -100,5 +100,36 @@ __device__ __forceinline__ void tma_store_5d(const TensorMap* map, int c0, int c
                "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(src)
                : "memory");
 }
+
+// Adds a shared-memory box to the tensor, element by element (.add; f32 here, the map's type; elements outside
+// the tensor are not touched). As for a TMA store: the writers fence for the async proxy and meet at a barrier
+// first, and bulk groups track it.
+__device__ __forceinline__ void tma_reduce_add_2d(const TensorMap* map, int c0, int c1, u32 src) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2}], [%3];" ::"l"(
+                   reinterpret_cast<u64>(map)),
+               "r"(c0), "r"(c1), "r"(src)
+               : "memory");
+}
+__device__ __forceinline__ void tma_reduce_add_3d(const TensorMap* map, int c0, int c1, int c2, u32 src) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3}], [%4];" ::
+                   "l"(reinterpret_cast<u64>(map)),
+               "r"(c0), "r"(c1), "r"(c2), "r"(src)
+               : "memory");
+}
+__device__ __forceinline__ void tma_reduce_add_4d(const TensorMap* map, int c0, int c1, int c2, int c3, u32 src) {
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3, %4}], [%5];" ::"l"(
+          reinterpret_cast<u64>(map)),
+      "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src)
+      : "memory");
+}
+__device__ __forceinline__ void tma_reduce_add_5d(const TensorMap* map, int c0, int c1, int c2, int c3, int c4,
+                                                  u32 src) {
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.5d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3, %4, %5}], [%6];" ::"l"(
+          reinterpret_cast<u64>(map)),
+      "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "r"(src)
+      : "memory");
+}
 // (bulk_commit, bulk_wait_read and bulk_wait are the main prelude's: bulk reductions use them too.)
 } // namespace kiln

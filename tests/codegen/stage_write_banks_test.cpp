@@ -25,6 +25,14 @@ std::map<std::string, int64_t> fused_dkdv(int64_t head_dim) {
           {"BLOCK_M", 64},        {"BLOCK_N", 128}, {"num_warps", 8}};
 }
 
+// Its stage as bulk reductions read it, rows back to back (by TMA the stage is swizzled: tma_reductions_test.cpp).
+CodegenOptions by_bulk_reductions(bool rotated = true) {
+  CodegenOptions o;
+  o.tma_reductions = false;
+  o.rotated_stage_writes = rotated;
+  return o;
+}
+
 // The (row, col) lane `lane` writes register `r` to in `L` (lane and register bases only).
 std::pair<int64_t, int64_t> element(const Layout& L, int lane, int r) {
   const Coord e = L.element(r, lane);
@@ -55,7 +63,7 @@ int64_t count_wavefronts(const Layout& L, const StageWrites& w, int64_t row_stri
 }
 
 TEST(StageWriteBanks, TheFusedBackwardsDqRowsShareBanksAndRotatedLanesSpreadThem) {
-  Planned p = plan_for("fa2_bwd_dkdv", fused_dkdv(64), "sm_90a");
+  Planned p = plan_for("fa2_bwd_dkdv", fused_dkdv(64), "sm_90a", by_bulk_reductions());
   ASSERT_TRUE(p.plan.bulk.any());
   for (const auto& [op, b] : p.plan.bulk.ops) {
     const StageWrites& w = b.writes;
@@ -68,7 +76,7 @@ TEST(StageWriteBanks, TheFusedBackwardsDqRowsShareBanksAndRotatedLanesSpreadThem
     EXPECT_EQ(w.wavefronts, 8 * 2);
     const Layout L = access_layout(p.kernel, p.plan, *op);
     EXPECT_EQ(count_wavefronts(L, w, b.cols), w.wavefronts);
-    EXPECT_EQ(count_wavefronts(L, StageWrites{w.vector, std::vector<int>(5, 0), 0, 0}, b.cols), w.wavefronts_plain);
+    EXPECT_EQ(count_wavefronts(L, StageWrites{w.vector, std::vector<int>(5, 0), 0, 0, {}, {}}, b.cols), w.wavefronts_plain);
     // Each lane's order is a permutation of its registers, so the warp writes the same elements, each once.
     for (int lane = 0; lane < 32; ++lane) {
       int rot = 0;
@@ -103,10 +111,8 @@ TEST(StageWriteBanks, ARotationIsKeptOnlyWhereItSavesWavefronts) {
 TEST(StageWriteBanks, TheGeneratedCodeRotatesByLaneAndTheSwitchTurnsItOff) {
   const KernelDef& def = builtin_kernels().find("fa2_bwd_dkdv");
   const Kernel k = def.build(def.with_overrides(def.default_config(), fused_dkdv(64)));
-  const GeneratedKernel on = generate_cuda(k, Target::parse("sm_90a"));
-  CodegenOptions in_order;
-  in_order.rotated_stage_writes = false;
-  const GeneratedKernel off = generate_cuda(k, Target::parse("sm_90a"), in_order);
+  const GeneratedKernel on = generate_cuda(k, Target::parse("sm_90a"), by_bulk_reductions());
+  const GeneratedKernel off = generate_cuda(k, Target::parse("sm_90a"), by_bulk_reductions(/*rotated=*/false));
   EXPECT_TRUE(has(on.source, "const int kiln_rot = ")) << "each lane's order from its lane bits";
   EXPECT_TRUE(has(on.source, "? ")) << "registers permuted by selects";
   EXPECT_TRUE(has(on.lowered, "each lane's registers rotated by lane bit 2 (register ^ 4) lane bit 3 (register ^ 8): "
