@@ -107,6 +107,8 @@ TEST(ProductSchedule, BackwardDkdvIssuesDPtBeforeTheSoftmax) {
 // exponentials with nothing else in flight, dV and dPᵀ issued after them and both waited for before dSᵀ, dK last.
 // Without dPᵀ's 64 accumulator registers in flight under the exponentials ptxas spills a few bytes where the early
 // issue spilled hundreds (260 and 288 bytes deterministic and fused on CUDA 13, 16 and 48 in order; worklog §109).
+// The fused one's dQ adds by TMA reductions took it to 80 bytes (NVRTC 13.0), measured no slower than the 48 of
+// the rotated stage's (worklog §112).
 TEST(ProductSchedule, InProgramOrderEachProductIsIssuedWhereTheProgramComputesIt) {
   for (int64_t atomic : {0, 1}) {
     const std::map<std::string, int64_t> tile = {
@@ -141,7 +143,7 @@ TEST(ProductSchedule, InProgramOrderEachProductIsIssuedWhereTheProgramComputesIt
       GTEST_SKIP() << "NVRTC not available: " << why;
     const rt::CompiledKernel k = rt::compile_cuda(compile_request_for(g, "sm_90a"));
     EXPECT_TRUE(rt::ptxas_product_advisories(k.log).empty()) << k.log;
-    EXPECT_LE(k.usage.spill_store_bytes, 64) << k.log;
+    EXPECT_LE(k.usage.spill_store_bytes, atomic ? 96 : 64) << k.log;
   }
 }
 
