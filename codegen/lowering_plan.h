@@ -26,7 +26,8 @@
 //                           where the body first reads them, so that independent products and the work between
 //                           them overlap
 //   plan_bulk_reductions    atomic adds through block pointers made from a shared-memory stage by bulk
-//                           reductions (sm_90), the stage after the scratch
+//                           reductions (sm_90), or, warp-specialised, by TMA reductions of a swizzled stage, the
+//                           stage after the scratch
 //   plan_prefetch_buffers   a second buffer for a persistent program's prefetched tile (FA2's Q)
 //   plan_producer_tiles     tiles loaded once before the specialised loops (FA2's Q) copied by the producer by TMA
 //   plan_tma_stores         finished 16-bit tiles of warp-specialised kernels stored by TMA from a shared stage
@@ -258,7 +259,8 @@ struct PersistentGrid {
 };
 
 // plan_bulk_reductions: an atomic_add through a block pointer added from a shared-memory stage by one bulk
-// reduction a row (codegen/plan_bulk_reductions.h). The block's rows run along `col_dim` (its contiguous dim).
+// reduction a row, or by TMA reductions (codegen/plan_bulk_reductions.h). The block's rows run along `col_dim` (its
+// contiguous dim).
 struct BulkReduction {
   int row_dim = -1; // -1: a rank-1 block, one row
   int col_dim = 0;

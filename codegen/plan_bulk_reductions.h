@@ -13,6 +13,15 @@
 // stage would not fit in shared memory beside the kernel's tiles and scratch, or would keep the CTAs that the
 // config's MIN_BLOCKS_PER_SM asks to share an SM from fitting there.
 //
+// In a warp-specialised sm_90a kernel (CodegenOptions::tma_reductions, swizzle on) a 2-D row-major block of at most
+// 256 rows whose rows are a swizzled line's multiple, and whose block pointer traces to a make_block_ptr a tensor
+// map describes (block_tensor_maps.h), takes TMA reductions instead: its stage is a tile of kiln's shared format
+// (128-byte panels, swizzled chunks, on a 1024-byte boundary), written at the places StageWrites::chunk_xor /
+// byte_add give (no rotation: the swizzle spreads the rows over the banks), and one thread issues one
+// cp.reduce.async.bulk.tensor .add a panel through the block's map (appended to TmaPlan::maps), which drops what
+// lies past the tensor. A launch whose maps are illegal runs the kernel generated without warp specialisation, so
+// with the bulk reductions; BulkReduction::why_not_tma says why a block did not take the path.
+//
 // Runs after plan_scratch: the stages follow the scratch, each as large as the largest block, shared by the ops in
 // turn. Two where they fit (as the single stage must): the uses alternate between them, and a use's threads write
 // their stage, wait until their previous use's reductions have read the other one, and pass one CTA barrier before
