@@ -90,6 +90,21 @@ std::string prune_bwd_config(const Config& c, const SizeArgs& s) {
     if (c.get_or("ATOMIC_DQ", 0) != 0 && c.get_or("PRODUCTS_IN_ORDER", 0) == 0)
       return "dK/dV's 128 x 128 tile with the fused dQ adds needs PRODUCTS_IN_ORDER=1 (it spills otherwise)";
   }
+  // Past 64 columns two tiles of dK/dV measured 3-7 times slower than the space's best and spill (NVRTC 13.0,
+  // sm_90a; worklog §112, H200, f16 B1 H16 N16384 D128): 128 query rows a step over 4 warps 1.8 KB a thread
+  // (fused 2.0 KB), 20 ms deterministic and 77 fused against 7.1 and 11.2; the fused dQ adds over one
+  // warpgroup in each of two CTAs an SM, whose stage does not fit beside the other CTA (so dQ goes out by `red`
+  // from registers), 228 bytes, 40.5 ms (causal 17.7 against 5.35; 10.1 against 2.5 at B4 N4096).
+  if (dkdv && c.get("HEAD_DIM") > 64) {
+    if (c.get("BLOCK_M") == 128 && c.get("BLOCK_N") == 64 && c.num_warps == 4)
+      return fmt::format("dK/dV's 128-row steps over 4 warps are for heads of at most 64 columns (they spill "
+                         "past), got HEAD_DIM={}",
+                         c.get("HEAD_DIM"));
+    if (c.get_or("ATOMIC_DQ", 0) != 0 && c.get_or("MIN_BLOCKS_PER_SM", 1) > 1)
+      return fmt::format("the fused dQ adds with MIN_BLOCKS_PER_SM={} are for heads of at most 64 columns (their "
+                         "stage does not fit beside the other CTAs and they spill past), got HEAD_DIM={}",
+                         c.get_or("MIN_BLOCKS_PER_SM", 1), c.get("HEAD_DIM"));
+  }
   return "";
 }
 

@@ -313,6 +313,14 @@ std::string fa2_fwd_prune(const Config& c, const SizeArgs& s, const AttentionMod
                        "hands some CTAs the heavy ones again and again (worklog §74, §97)",
                        why);
   }
+  // 128 query rows over 4 warps of the unspecialised path, with 128-key tiles: past 64 columns a warp's 32 rows of
+  // O and S spill about 6 KB a thread (NVRTC 13.0, sm_90a), and the tile measured 30.5 ms against the best's 3.6
+  // (H200, f16 B1 H16 N16384 D128; worklog §112).
+  if (c.get("HEAD_DIM") > 64 && c.get("BLOCK_M") == 128 && c.get("BLOCK_N") == 128 && c.num_warps == 4 &&
+      c.get_or("WARP_SPECIALIZE", 0) == 0)
+    return fmt::format("128 x 128 tiles over 4 warps are for heads of at most 64 columns (they spill past), got "
+                       "HEAD_DIM={}",
+                       c.get("HEAD_DIM"));
   return prune_tiles_past_sequence(c, s, 64, 32);
 }
 

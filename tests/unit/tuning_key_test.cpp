@@ -380,6 +380,59 @@ TEST(TuningKey, TheBackwardPrunesTilesForTheHeadsAndTypesTheyServe) {
   EXPECT_TRUE(kept(p, false, false, square32));
 }
 
+// Past 64 columns the forward's unspecialised 128 x 128 tile over 4 warps spills about 6 KB a thread and measured
+// 8 times slower than the space's best (worklog §112): pruned there, kept at D = 64 and warp-specialised.
+TEST(TuningKey, TheForwardPrunes128x128Over4WarpsPast64Columns) {
+  for (int64_t d : {64, 128}) {
+    AttentionProblem p = fa2_problem(4096, 4096);
+    p.D = d;
+    int found = 0, pruned = 0;
+    for (const Config& c : fa2_config_space(p)) {
+      if (c.get("BLOCK_M") != 128 || c.get("BLOCK_N") != 128 || c.num_warps != 4)
+        continue;
+      ++found;
+      const std::string why = fa2_fwd_def().prune(c, attention_size_args(p));
+      pruned += !why.empty();
+      if (d == 128) {
+        EXPECT_NE(why.find("heads of at most 64 columns"), std::string::npos) << c.str();
+      }
+    }
+    EXPECT_EQ(found, 2) << "two and three stages";
+    EXPECT_EQ(pruned, d == 128 ? 2 : 0);
+  }
+}
+
+// Past 64 columns dK/dV's 128-row steps over 4 warps and the fused dQ adds over two CTAs an SM spill and measured
+// 3-7 times slower than the space's best (worklog §112): pruned there, kept at D = 64 (and the two-CTA tile kept
+// deterministic).
+TEST(TuningKey, TheBackwardPrunesTheTilesThatSpillPast64Columns) {
+  const KernelDef& def = builtin_kernels().find("fa2_bwd_dkdv");
+  auto kept = [&](int64_t d, bool atomic_dq, auto&& is_tile) {
+    AttentionProblem p = fa2_problem(4096, 4096);
+    p.D = d;
+    int found = 0, pruned = 0;
+    for (const Config& c : bwd_dkdv_config_space(p, atomic_dq)) {
+      if (!is_tile(c))
+        continue;
+      ++found;
+      pruned += !def.prune(c, attention_size_args(p)).empty();
+    }
+    EXPECT_EQ(found, 1) << "the space holds the tile once";
+    return found == 1 && pruned == 0;
+  };
+  auto long_steps = [](const Config& c) {
+    return c.get("BLOCK_M") == 128 && c.get("BLOCK_N") == 64 && c.num_warps == 4;
+  };
+  auto two_ctas = [](const Config& c) { return c.get("MIN_BLOCKS_PER_SM") == 2; };
+  for (bool atomic_dq : {false, true}) {
+    EXPECT_TRUE(kept(64, atomic_dq, long_steps));
+    EXPECT_FALSE(kept(128, atomic_dq, long_steps));
+    EXPECT_TRUE(kept(64, atomic_dq, two_ctas));
+  }
+  EXPECT_TRUE(kept(128, false, two_ctas));
+  EXPECT_FALSE(kept(128, true, two_ctas));
+}
+
 // Keys from tuning_key_text drive the generic tuner: a new bucket tunes, the same bucket compiles nothing.
 TEST(TuningKey, BucketsDecideBetweenRetuneAndCacheHit) {
   const KernelDef def = fa2_fwd_def();
