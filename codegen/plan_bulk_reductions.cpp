@@ -101,7 +101,7 @@ void plan_bulk_reductions(const Kernel& k, const Target& target, const CodegenOp
     // The stage's rows back to back, as they lie in a tensor whose rows are contiguous, so that one bulk reduction
     // adds the whole block there. Each row stays 16-byte aligned for a reduction of its own: a tile's dims are
     // powers of two, and rows of 16 bytes or more are whole multiples of 4 f32.
-    const int64_t bytes = r.rows * r.cols * 4;
+    const int64_t bytes = (r.rows * r.cols * 4 + align - 1) / align * align; // the next stage stays aligned
     if (std::string why = why_not_fit(bytes); !why.empty()) {
       b.why_not[&op] = why;
       return;
@@ -119,7 +119,7 @@ void plan_bulk_reductions(const Kernel& k, const Target& target, const CodegenOp
     } else {
       r.writes = plan_stage_writes(L, r.row_dim, r.col_dim, r.cols, options.rotated_stage_writes);
     }
-    b.stage_bytes = std::max(b.stage_bytes, (bytes + align - 1) / align * align);
+    b.stage_bytes = std::max(b.stage_bytes, bytes);
     b.ops[&op] = r;
   });
   b.stages = b.any() && why_not_fit(2 * b.stage_bytes).empty() ? 2 : 1;
