@@ -321,7 +321,7 @@ std::string describe_plan(const Kernel& k, const LoweringPlan& plan) {
         s += fmt::format("//   atomic_add at {}: {} row(s) of {} f32 through the stage in the shared format, one TMA "
                          "reduction a {}-byte panel through kiln_map{} ({} a use; the map drops what lies past the "
                          "tensor); {}\n",
-                         op.loc.str(), b.rows, b.cols, b.panel_elems * 4, b.map, b.panels, b.writes.str());
+                         op.loc.str(), b.rows, b.cols, b.panel_elems() * 4, b.map, b.panels(), b.writes.str());
       else
         s += fmt::format("//   atomic_add at {}: {} row(s) of {} f32 through the stage, one bulk reduction for the "
                          "block where its rows are contiguous and inside, else one a row (not by TMA: {}); {}\n",

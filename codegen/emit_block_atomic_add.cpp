@@ -132,55 +132,55 @@ void Emitter::emit_block_atomic_add(const Op& op) {
     const TensorMapParam& m = plan_.tma.maps[static_cast<size_t>(b.map)];
     const std::string outer = tma_outer_coordinates(m, bp);
     const size_t rank = m.order.size() + m.outer.size();
-    line("if (threadIdx.x == 0) {{ // one TMA reduction a {}-byte panel, through kiln_map{}", b.panel_elems * 4, b.map);
-    for (int p = 0; p < b.panels; ++p)
-      line("  kiln::tma_reduce_add_{}d(&kiln_map{}, (int){}.off[{}] + {}{}, kiln::smem_u32(kiln_stage) + {}u);", rank,
-           b.map, bp, m.order[0], p * b.panel_elems, outer, p * b.stage_format().panel_bytes());
+    line("if (threadIdx.x == 0) {{ // one TMA reduction a {}-byte panel, through kiln_map{}",
+         b.panel_elems() * 4, b.map);
+    for (int p = 0; p < b.panels(); ++p)
+      line("  kiln::tma_reduce_add_{}d(&kiln_map{}, (int){}.off[{}] + {}{}, kiln::smem_u32(kiln_stage) + "
+           "{}u);",
+           rank, b.map, bp, m.order[0], p * b.panel_elems(), outer, p * b.stage_format().panel_bytes());
     line("}}");
-    line("kiln::bulk_commit();");
-    if (two_stages)
-      line("kiln_bulk_stage ^= 1;");
+  } else {
+    if (rd >= 0) { // rows back to back in the stage and the tensor, all inside: one reduction
+      const std::string start =
+          fmt::format("{0}.base + {0}.off[{1}] * {2} + {0}.off[{3}]", bp, rd, b.cols, cd);
+      line("if ({0}.stride[{1}] == 1 && {0}.stride[{2}] == {3} && {4} && {5} && "
+           "reinterpret_cast<unsigned long long>({6}) % 16 == 0) {{",
+           bp, cd, rd, b.cols, run_in_bounds(fmt::format("{}.off[{}]", bp, rd), bp, rd, b.rows),
+           run_in_bounds(fmt::format("{}.off[{}]", bp, cd), bp, cd, b.cols), start);
+      line("  if (threadIdx.x == 0)");
+      line("    kiln::bulk_reduce_add({}, kiln::smem_u32(kiln_stage), {}u);", start, b.rows * b.cols * 4);
+      line("}} else");
+    }
+    line("for (int kiln_row = threadIdx.x; kiln_row < {}; kiln_row += {}) {{", b.rows, threads_);
+    open();
+    const std::string c_row = rd >= 0 ? fmt::format("{}.off[{}] + kiln_row", bp, rd) : "0";
+    line("const long long kiln_r = {};", c_row);
+    line("const long long kiln_c = {}.off[{}];", bp, cd);
+    std::string addr = fmt::format("kiln_c * {}.stride[{}]", bp, cd);
+    if (rd >= 0)
+      addr += fmt::format(" + kiln_r * {}.stride[{}]", bp, rd);
+    line("float* const kiln_p = {}.base + ({});", bp, addr);
+    line("const float* const kiln_src = kiln_stage + kiln_row * {};", b.cols);
+    // The elements of the row inside the tensor: all of them, or those a checked dim leaves.
+    line("const long long kiln_n = {};",
+         check_cols ? fmt::format(
+                          "kiln_c < 0 ? -1 : ({0}.shape[{1}] - kiln_c < {2} ? {0}.shape[{1}] - kiln_c : {2})",
+                          bp, cd, b.cols)
+                    : std::to_string(b.cols));
+    line("if ({}) {{", check_rows ? in_bounds("kiln_r", bp, rd) : "true");
+    line("  if (kiln_n > 0 && kiln_n % 4 == 0 && {}.stride[{}] == 1 && reinterpret_cast<unsigned long "
+         "long>(kiln_p) % "
+         "16 == 0)",
+         bp, cd);
+    line("    kiln::bulk_reduce_add(kiln_p, kiln::smem_u32(kiln_src), static_cast<unsigned>(kiln_n * 4));");
+    line("  else // misaligned, strided or cut by the boundary: element by element");
+    line("    for (int i = 0; i < {}; ++i)", b.cols);
+    line("      if ({}) kiln::red_add(kiln_p + i * {}.stride[{}], kiln_src[i]);",
+         check_cols ? in_bounds("kiln_c + i", bp, cd) : "true", bp, cd);
+    line("}}");
     close();
     line("}}");
-    return;
   }
-  if (rd >= 0) { // rows back to back in the stage and the tensor, all inside: one reduction
-    const std::string start = fmt::format("{0}.base + {0}.off[{1}] * {2} + {0}.off[{3}]", bp, rd, b.cols, cd);
-    line("if ({0}.stride[{1}] == 1 && {0}.stride[{2}] == {3} && {4} && {5} && "
-         "reinterpret_cast<unsigned long long>({6}) % 16 == 0) {{",
-         bp, cd, rd, b.cols, run_in_bounds(fmt::format("{}.off[{}]", bp, rd), bp, rd, b.rows),
-         run_in_bounds(fmt::format("{}.off[{}]", bp, cd), bp, cd, b.cols), start);
-    line("  if (threadIdx.x == 0)");
-    line("    kiln::bulk_reduce_add({}, kiln::smem_u32(kiln_stage), {}u);", start, b.rows * b.cols * 4);
-    line("}} else");
-  }
-  line("for (int kiln_row = threadIdx.x; kiln_row < {}; kiln_row += {}) {{", b.rows, threads_);
-  open();
-  const std::string c_row = rd >= 0 ? fmt::format("{}.off[{}] + kiln_row", bp, rd) : "0";
-  line("const long long kiln_r = {};", c_row);
-  line("const long long kiln_c = {}.off[{}];", bp, cd);
-  std::string addr = fmt::format("kiln_c * {}.stride[{}]", bp, cd);
-  if (rd >= 0)
-    addr += fmt::format(" + kiln_r * {}.stride[{}]", bp, rd);
-  line("float* const kiln_p = {}.base + ({});", bp, addr);
-  line("const float* const kiln_src = kiln_stage + kiln_row * {};", b.cols);
-  // The elements of the row inside the tensor: all of them, or those a checked dim leaves.
-  line("const long long kiln_n = {};",
-       check_cols ? fmt::format("kiln_c < 0 ? -1 : ({0}.shape[{1}] - kiln_c < {2} ? {0}.shape[{1}] - kiln_c : {2})", bp,
-                                cd, b.cols)
-                  : std::to_string(b.cols));
-  line("if ({}) {{", check_rows ? in_bounds("kiln_r", bp, rd) : "true");
-  line("  if (kiln_n > 0 && kiln_n % 4 == 0 && {}.stride[{}] == 1 && reinterpret_cast<unsigned long long>(kiln_p) % "
-       "16 == 0)",
-       bp, cd);
-  line("    kiln::bulk_reduce_add(kiln_p, kiln::smem_u32(kiln_src), static_cast<unsigned>(kiln_n * 4));");
-  line("  else // misaligned, strided or cut by the boundary: element by element");
-  line("    for (int i = 0; i < {}; ++i)", b.cols);
-  line("      if ({}) kiln::red_add(kiln_p + i * {}.stride[{}], kiln_src[i]);",
-       check_cols ? in_bounds("kiln_c + i", bp, cd) : "true", bp, cd);
-  line("}}");
-  close();
-  line("}}");
   line("kiln::bulk_commit();");
   if (two_stages)
     line("kiln_bulk_stage ^= 1;");

@@ -43,9 +43,9 @@
 //                           reduction so that ptxas knows them warp-uniform and does not put products in series
 #pragma once
 
+#include "codegen/bulk_reduction_plan.h"
 #include "codegen/layout.h"
 #include "codegen/shared_tile_geometry.h"
-#include "codegen/stage_write_banks.h"
 #include "codegen/stmatrix_store.h"
 #include "codegen/tma_plan.h"
 #include "dsl/ir.h"
@@ -256,36 +256,6 @@ struct PersistentGrid {
         return &p;
     return nullptr;
   }
-};
-
-// plan_bulk_reductions: an atomic_add through a block pointer added from a shared-memory stage by one bulk
-// reduction a row, or by TMA reductions (codegen/plan_bulk_reductions.h). The block's rows run along `col_dim` (its
-// contiguous dim).
-struct BulkReduction {
-  int row_dim = -1; // -1: a rank-1 block, one row
-  int col_dim = 0;
-  int64_t rows = 1, cols = 0; // the stage holds them back to back, cols f32 a row (by TMA: in kiln's shared format)
-  StageWrites writes;          // how the threads write the block to the stage (codegen/stage_write_banks.h)
-  // By TMA: the stage is a tile of kiln's shared format (swizzled 128-byte panels of panel_elems f32) that one
-  // thread adds to the tensor through tensor map `map` (an index into TmaPlan::maps), one tensor reduction a panel;
-  // the map drops what lies past the tensor. -1: by bulk reductions of the stage's rows as they lie.
-  int map = -1;
-  int panels = 1;
-  int64_t panel_elems = 0;
-  std::string why_not_tma; // by bulk reductions: why not by TMA
-  bool by_tma() const { return map >= 0; }
-  SharedTileGeometry stage_format() const { return {rows, cols, 4, true, 128}; }
-};
-struct BulkReductions {
-  std::map<const Op*, BulkReduction> ops;
-  std::map<const Op*, std::string> why_not; // the others: why they add element by element
-  int64_t stage_offset = 0;                  // bytes from kiln_smem: after the tiles and the scratch
-  int64_t stage_bytes = 0;                   // one stage's; 0 without bulk reductions
-  // 2: the uses alternate between two stages, so that a use waits only for the reductions of the use before the
-  // previous one, and passes one CTA barrier, not two; 1 where two stages do not fit.
-  int stages = 1;
-  bool any() const { return !ops.empty(); }
-  int64_t end() const { return any() ? stage_offset + stages * stage_bytes : 0; } // shared bytes up to the end
 };
 
 // How a finished 16-bit tile stored through a block pointer (OpKind::StoreBlock) goes out by TMA (plan_tma_stores):

@@ -113,8 +113,6 @@ void plan_bulk_reductions(const Kernel& k, const Target& target, const CodegenOp
       const SharedTileGeometry g = r.stage_format();
       r.map = static_cast<int>(plan.tma.maps.size());
       plan.tma.maps.push_back(std::move(*map));
-      r.panel_elems = g.line_bytes() / 4;
-      r.panels = static_cast<int>(r.cols / r.panel_elems);
       r.writes = plan_stage_writes(L, r.row_dim, r.col_dim, r.cols, options.rotated_stage_writes, &g);
     } else {
       r.writes = plan_stage_writes(L, r.row_dim, r.col_dim, r.cols, options.rotated_stage_writes);
