@@ -8,6 +8,7 @@
 #include "codegen/codegen.h"
 #include "nvrtc_compile.h"
 #include "planned_kernel.h"
+#include "source_text.h"
 
 #include <gtest/gtest.h>
 
@@ -17,7 +18,7 @@ using namespace kiln;
 
 namespace {
 
-bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+using kiln_test::has;
 
 TEST(BulkReductions, AnF32BlockOnSm90aGoesThroughTheStageOneBulkReductionARow) {
   const kiln_test::Planned p = kiln_test::plan_kernel(kiln_test::block_atomic_add_kernel(64, 32, f32, 4), "sm_90a");

@@ -33,6 +33,14 @@ inline Planned plan_for(const std::string& name, const std::map<std::string, int
   return plan_kernel(def.build(def.with_overrides(def.default_config(), overrides)), arch, options);
 }
 
+// The index of `k`'s parameter `name` (a TensorMapParam's base_param), -1 where it has none.
+inline int param_index(const Kernel& k, const std::string& name) {
+  for (size_t i = 0; i < k.params.size(); ++i)
+    if (k.params[i].name == name)
+      return static_cast<int>(i);
+  return -1;
+}
+
 // The ops of `kind` in program order.
 inline std::vector<const Op*> ops_of(const Kernel& k, OpKind kind) {
   std::vector<const Op*> out;

@@ -5,6 +5,9 @@
 
 namespace kiln_test {
 
+// Whether `what` occurs in `text`.
+inline bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
 // How many times `what` starts in `s` (overlapping occurrences count).
 inline int occurrences(const std::string& s, const std::string& what) {
   int n = 0;

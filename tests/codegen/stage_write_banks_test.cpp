@@ -6,6 +6,7 @@
 #include "codegen/codegen.h"
 #include "codegen/operand_layouts.h"
 #include "codegen/planned_kernel.h"
+#include "source_text.h"
 #include "codegen/stage_write_banks.h"
 #include "nvrtc_compile.h"
 
@@ -16,8 +17,6 @@
 
 namespace kiln_test {
 namespace {
-
-bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
 // The fused dK/dV tile whose dQ adds go through the stage: 128 keys over two consumer warpgroups, D = 64.
 std::map<std::string, int64_t> fused_dkdv(int64_t head_dim) {

@@ -4,6 +4,7 @@
 // staged for dQ's product, in the generated code.
 #include "codegen/codegen.h"
 #include "codegen/planned_kernel.h"
+#include "source_text.h"
 #include "codegen/stmatrix_store.h"
 #include "nvrtc_compile.h"
 
@@ -14,8 +15,6 @@
 
 namespace kiln_test {
 namespace {
-
-bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
 using Element = std::pair<int64_t, int64_t>;
 

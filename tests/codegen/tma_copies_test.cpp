@@ -8,13 +8,6 @@
 namespace kiln_test {
 namespace {
 
-int param_index(const Kernel& k, const std::string& name) {
-  for (size_t i = 0; i < k.params.size(); ++i)
-    if (k.params[i].name == name)
-      return static_cast<int>(i);
-  return -1;
-}
-
 TEST(TmaCopies, MatmulOnSm90aCopiesBothTilesWithMapsOfItsArguments) {
   Planned p = plan_for("matmul", {}, "sm_90a");
   const TmaPlan& tma = p.plan.tma;

@@ -18,15 +18,6 @@
 namespace kiln_test {
 namespace {
 
-bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
-
-int param_index(const Kernel& k, const std::string& name) {
-  for (size_t i = 0; i < k.params.size(); ++i)
-    if (k.params[i].name == name)
-      return static_cast<int>(i);
-  return -1;
-}
-
 // The fused dK/dV tile the tuner picks at D = 128: 128 keys over two consumer warpgroups, 64 query rows a step.
 std::map<std::string, int64_t> fused_dkdv(int64_t head_dim, int64_t block_m = 64) {
   return {{"HEAD_DIM", head_dim}, {"ATOMIC_DQ", 1},  {"WARP_SPECIALIZE", 1},          {"BLOCK_M", block_m},
@@ -54,8 +45,8 @@ TEST(TmaReductions, TheFusedBackwardsDqGoesOutByTmaOneReductionAPanel) {
       ASSERT_TRUE(r.by_tma()) << r.why_not_tma;
       EXPECT_EQ(r.rows, 64);
       EXPECT_EQ(r.cols, d);
-      EXPECT_EQ(r.panel_elems, 32);
-      EXPECT_EQ(r.panels, d / 32);
+      EXPECT_EQ(r.panel_elems(), 32);
+      EXPECT_EQ(r.panels(), d / 32);
       maps.insert(r.map);
       const TensorMapParam& m = p.plan.tma.maps.at(static_cast<size_t>(r.map));
       EXPECT_EQ(m.base_param, param_index(p.kernel, "DQ_ACC"));

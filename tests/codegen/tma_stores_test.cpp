@@ -3,21 +3,13 @@
 // the register path, and that the kernels that take the path compile without spilling.
 #include "codegen/codegen.h"
 #include "codegen/planned_kernel.h"
+#include "source_text.h"
 #include "nvrtc_compile.h"
 
 #include <gtest/gtest.h>
 
 namespace kiln_test {
 namespace {
-
-bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
-
-int param_index(const Kernel& k, const std::string& name) {
-  for (size_t i = 0; i < k.params.size(); ++i)
-    if (k.params[i].name == name)
-      return static_cast<int>(i);
-  return -1;
-}
 
 const std::map<std::string, int64_t> kLatePersistentD128 = {
     {"BLOCK_M", 128},          {"BLOCK_N", 128},  {"HEAD_DIM", 128},      {"WARP_SPECIALIZE", 1},

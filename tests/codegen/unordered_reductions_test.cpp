@@ -5,6 +5,7 @@
 #include "codegen/pointer_roots.h"
 #include "nvrtc_compile.h"
 #include "planned_kernel.h"
+#include "source_text.h"
 
 #include "dsl/dsl.h"
 
@@ -14,7 +15,7 @@ using namespace kiln;
 
 namespace {
 
-bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+using kiln_test::has;
 
 const char* kOrderingBarrier = "global stores visible";
 
