@@ -45,6 +45,13 @@ ParamDef persistent_param(int64_t default_value) {
                           0, 2);
 }
 
+ParamDef static_persistent_param(int64_t default_value) {
+  return ParamDef::choice("PERSISTENT", default_value,
+                          "1: one wave of CTAs walks the program ids, each CTA every gridDim.x-th (a static "
+                          "persistent grid; see codegen_params.h)",
+                          0, 1);
+}
+
 ParamDef lazy_rescale_param(int64_t default_value) {
   return ParamDef::flag("LAZY_RESCALE", default_value,
                         "1: the running max moves only when a row's max grows by more than 2^8, and the "

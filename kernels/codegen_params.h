@@ -13,7 +13,8 @@
 //   (codegen/plan_late_products.h; FA2 forward).
 // - PERSISTENT: 1 launches at most as many CTAs as fit on the device at once, each walking every gridDim.x-th
 //   program id; 2 has each CTA draw its next program id from a counter, so that the first CTA done takes the next
-//   program (a dynamic tile scheduler; codegen/plan_persistent_grid.h; matmul, FA2 forward).
+//   program (a dynamic tile scheduler; codegen/plan_persistent_grid.h; matmul, FA2 forward; the attention
+//   backward's dK/dV and dQ take the static grid only).
 // - LAZY_RESCALE: 1 has FA2's online softmax move a row's running max only when the row's max grows by more
 //   than 2^8 (P then stays at most 256), and the code generator skip the accumulator's rescale in a warp whose
 //   rescale factors are all 1 (codegen/plan_rescale_skips.h; FA2 forward).
@@ -42,6 +43,9 @@ ParamDef pingpong_param(int64_t default_value);
 ParamDef product_ahead_param(int64_t default_value);
 ParamDef last_product_late_param(int64_t default_value);
 ParamDef persistent_param(int64_t default_value);
+// PERSISTENT for kernels that offer the static grid only (the attention backward's: its dynamic grid is not built
+// for them, and under a producer ptxas serialises dQ's products there, C7520).
+ParamDef static_persistent_param(int64_t default_value);
 ParamDef lazy_rescale_param(int64_t default_value);
 ParamDef exp2_on_fma_param(int64_t default_value);
 ParamDef tile_barriers_param(int64_t default_value);

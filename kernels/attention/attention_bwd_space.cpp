@@ -16,6 +16,7 @@ std::vector<Config> bwd_config_space(const Config& base, const char* program_til
     bool ws = false;     // a producer warpgroup copies the step's tiles by TMA (sm_90a; dK/dV: H == H_KV)
     int64_t min_blocks = 1; // MIN_BLOCKS_PER_SM: CTAs that share an SM (their registers capped to fit)
     bool in_order = false;  // PRODUCTS_IN_ORDER=1 (dK/dV only; dQ has no such param): products in program order
+    bool persistent = false; // PERSISTENT=1: one wave of CTAs walks the programs (prune_bwd_config: not causal)
   };
   // Measured on an H100 and an H200 (docs/worklog.md §15): 64 × 64 with 4 warps and 2 stages is the best
   // all-round tile for both loops; 128-row steps win for dK/dV at long sequences with D = 64, 128-key steps
@@ -35,17 +36,22 @@ std::vector<Config> bwd_config_space(const Config& base, const char* program_til
   // 4.77 at D = 128 (worklog §87). dK/dV's like tile (LSE and Delta run along Sᵀ's 128 columns, read from the
   // producer's ring at each use) measured 9.2–9.5 ms against 10.0–10.3 at D = 64, deterministic; past 64 columns,
   // or with the fused dQ adds, it spills (prune_bwd_config; worklog §88).
+  // The warp-specialised tiles again on a static persistent grid: a short sequence's program is a few steps, and
+  // there the producer runs into the next program's steps and its program tiles (second buffers where they fit)
+  // while the consumers store this one's (worklog §113).
   const Candidate candidates[] = {{64, 64, 4, 2},  {64, 32, 4, 2},  {64, 128, 4, 2},      {64, 64, 4, 3},
                                   {128, 64, 8, 2}, {128, 32, 8, 2}, {32, 32, 2, 1},       {64, 32, 8, 2},
                                   {128, 64, 8, 2, true},            {64, 64, 4, 2, true, 2},
-                                  {128, 128, 8, 2, true, 1, true}};
+                                  {128, 128, 8, 2, true, 1, true},  {128, 64, 8, 2, true, 1, false, true},
+                                  {64, 64, 4, 2, true, 2, false, true},
+                                  {128, 128, 8, 2, true, 1, true, true}};
   std::vector<Config> cs;
   for (const Candidate& k : candidates) {
     if (!dkdv && ((k.program == 64 && k.warps == 8) || k.min_blocks > 1))
       continue;
     Config c = base;
     c.set(program_tile, k.program).set(step_tile, k.step).set("WARP_SPECIALIZE", k.ws ? 1 : 0);
-    c.set("MIN_BLOCKS_PER_SM", k.min_blocks);
+    c.set("MIN_BLOCKS_PER_SM", k.min_blocks).set("PERSISTENT", k.persistent ? 1 : 0);
     if (dkdv)
       c.set("PRODUCTS_IN_ORDER", k.in_order ? 1 : 0);
     c.num_warps = k.warps;
@@ -68,6 +74,13 @@ std::string prune_bwd_config(const Config& c, const SizeArgs& s) {
   if (std::string why = prune_tiles_past_sequence(c, s, 64, 64); !why.empty())
     return why;
   const bool dkdv = c.params.count("ATOMIC_DQ") > 0; // dQ's kernel has no such param
+  // Under a causal mask the programs' work differs (dK/dV's first key tiles see the most query rows, dQ's last
+  // query tiles the most keys): a static walk hands each CTA a fixed share of them, and the heavy ones end up
+  // together (the forward's measured 5-33 % slower, worklog §74).
+  if (c.get_or("PERSISTENT", 0) == 1 && c.get("CAUSAL") != 0)
+    return fmt::format("PERSISTENT=1 with CAUSAL={}: the programs' work differs along the walk, which a static "
+                       "persistent grid does not balance",
+                       c.get("CAUSAL"));
   if (std::string why = dkdv ? why_not_warp_specialized_dkdv(c, s.at("H"), s.at("H_KV")) : ""; !why.empty())
     return why;
   // dK/dV's 64 keys over 8 warps are there for heads whose dK and dV spill over 4 (worklog §66); at 128 columns

@@ -65,8 +65,16 @@ Kernel build_fa2_bwd_dkdv_kernel(const Config& config, const AttentionMods& mods
   AttentionBwdArgs a = declare_attention_bwd_args(kb, dt, varlen);
   const VarlenArgs varlen_args = varlen ? declare_varlen_args(kb) : VarlenArgs{};
   const AttentionArgs& f = a.fwd;
-  Value n0 = (program_id(0) * BN).named("n0");
-  Value off_bkv = program_id(1);
+  // PERSISTENT numbers the programs along x alone, as the code generator's persistent grid needs: key tile
+  // p % tiles of batch·kv head p / tiles, so that the CTAs that run at once share a head's Q and dO in L2. The
+  // tile count is written without a subtraction, so that the head coordinate stays provably >= 0 (TMA's, as in
+  // query_tile_program).
+  const bool persistent = config.get_or("PERSISTENT", 0) != 0;
+  static_check(!persistent || (!varlen && !block_mask),
+               "fa2_bwd_dkdv: PERSISTENT is built for the dense backward (not with packed sequences or a block mask)");
+  Value key_tiles = persistent ? ((f.N_K + (BN - 1)) / BN).named("key_tiles") : Value();
+  Value n0 = ((persistent ? program_id(0) % key_tiles : program_id(0)) * BN).named("n0");
+  Value off_bkv = persistent ? program_id(0) / key_tiles : program_id(1);
   Value off_b = off_bkv / f.H_KV;
   Value group = (f.H / f.H_KV).named("group"); // query heads per kv head
   // The group's first query head; warp-specialised, the only one (H == H_KV: fa2_bwd_dkdv.h), written without
@@ -309,6 +317,7 @@ KernelDef make_fa2_bwd_dkdv_def() {
   d.params.push_back(ws);
   d.params.push_back(min_blocks_per_sm_param(1));
   d.params.push_back(products_in_order_param(0));
+  d.params.push_back(static_persistent_param(0));
   d.default_num_warps = 4;
   d.default_num_stages = 2;
   d.build = build_fa2_bwd_dkdv;
@@ -322,8 +331,11 @@ KernelDef make_fa2_bwd_dkdv_def() {
     // leave out a GQA group's other query heads fails here instead of computing dK and dV of the first alone.
     if (std::string why = why_not_warp_specialized_dkdv(c, s.at("H"), s.at("H_KV")); !why.empty())
       fail("fa2_bwd_dkdv ({}): {}", c.str(), why);
-    int64_t bn = c.get("BLOCK_N");
-    return Grid{(s.at("N_K") + bn - 1) / bn, s.at("B") * s.at("H_KV"), 1};
+    const int64_t bn = c.get("BLOCK_N");
+    const int64_t tiles = (s.at("N_K") + bn - 1) / bn, heads = s.at("B") * s.at("H_KV");
+    if (c.get_or("PERSISTENT", 0) != 0) // the programs along x alone (the kernel's key_tiles)
+      return Grid{tiles * heads, 1, 1};
+    return Grid{tiles, heads, 1};
   };
   return d;
 }

@@ -26,9 +26,14 @@ Kernel build_fa2_bwd_dq_kernel(const Config& config, const AttentionMods& mods, 
   AttentionBwdArgs a = declare_attention_bwd_args(kb, dt, varlen);
   const VarlenArgs varlen_args = varlen ? declare_varlen_args(kb) : VarlenArgs{};
   const AttentionArgs& f = a.fwd;
-  // Causal query tiles lower down see more keys: launch them first, as the forward does.
-  Value start_m = query_tile_index(tp, mods);
-  Value off_hz = program_id(1);
+  // Causal query tiles lower down see more keys: launch them first, as the forward does; PERSISTENT numbers the
+  // programs along x alone, as the code generator's persistent grid needs (query_tile_program).
+  const bool persistent = config.get_or("PERSISTENT", 0) != 0;
+  static_check(!persistent || (!varlen && !block_mask),
+               "fa2_bwd_dq: PERSISTENT is built for the dense backward (not with packed sequences or a block mask)");
+  const QueryTileProgram program = query_tile_program(tp, mods, persistent, f.N_Q, std::nullopt);
+  Value start_m = program.start_m;
+  Value off_hz = program.off_hz;
   AttentionBwdBases b;
   if (varlen) { // the sequence's rows and keys from here on
     const SequenceSpan s = read_sequence_span(f, varlen_args, off_hz / f.H);
@@ -163,6 +168,7 @@ KernelDef make_fa2_bwd_dq_def() {
   d.params.push_back(split_d_param());
   d.params.push_back(warp_specialize_param(0));
   d.params.push_back(min_blocks_per_sm_param(1));
+  d.params.push_back(static_persistent_param(0));
   d.default_num_warps = 4;
   d.default_num_stages = 2;
   d.build = build_fa2_bwd_dq;

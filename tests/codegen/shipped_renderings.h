@@ -92,8 +92,14 @@ inline std::vector<kiln::Config> shipped_renderings(const kiln::KernelDef& def) 
                                            {"HEAD_DIM", 128},
                                            {"BLOCK_N", 128},
                                            {"num_stages", 2}}));
-  if (has("PERSISTENT")) // a dynamic persistent grid: with a producer (the kernel's own warps where none) and without
-    for (int ws : {0, 1})
+  auto accepts = [&](const char* p, int64_t v) {
+    for (const ParamDef& d : def.params)
+      if (d.name == p)
+        return d.accepts(v);
+    return false;
+  };
+  if (accepts("PERSISTENT", 2)) // a dynamic persistent grid: with a producer (the kernel's own warps where none) and
+    for (int ws : {0, 1})       // without
       cs.push_back(def.with_overrides(base, {{"WARP_SPECIALIZE", ws}, {"PERSISTENT", 2}, {"MIN_BLOCKS_PER_SM", 1}}));
   if (has("ATOMIC_DQ")) // dQ added through a block pointer: staged and reduced in bulk on sm_90a
     cs.push_back(def.with_overrides(base, {{"ATOMIC_DQ", 1}, {"BLOCK_M", 64}}));

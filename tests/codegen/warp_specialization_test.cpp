@@ -171,7 +171,8 @@ TEST(WarpSpecialization, DkdvsThreeQueryLoopsShareOneRing) {
     }
 }
 
-// dQ's space offers two warp-specialised tiles (128 query rows over 8 warps, 64- or 128-key steps). Dense, its two
+// dQ's space offers two warp-specialised tiles (128 query rows over 8 warps, 64- or 128-key steps), each also on a
+// static persistent grid. Dense, its two
 // key loops specialise with GQA too (dQ has no loop over a group's heads); over a block mask, whose key tiles come
 // from lists read in the kernel, the producer cannot recompute the loops' bounds and the config is the unspecialised
 // one (pruned by the tuner).
@@ -180,8 +181,12 @@ TEST(WarpSpecialization, DqsTileSpecialisesDenseButNotOverABlockMask) {
       {"HEAD_DIM", 128}, {"BLOCK_M", 128}, {"BLOCK_N", 64}, {"num_warps", 8}, {"WARP_SPECIALIZE", 1}};
   const KernelDef& dense = builtin_kernels().find("fa2_bwd_dq");
   const std::vector<Config> space = dense.config_space();
-  EXPECT_EQ(std::count_if(space.begin(), space.end(), [](const Config& c) { return c.get("WARP_SPECIALIZE") == 1; }),
-            2);
+  for (int64_t persistent : {0, 1})
+    EXPECT_EQ(std::count_if(space.begin(), space.end(),
+                            [&](const Config& c) {
+                              return c.get("WARP_SPECIALIZE") == 1 && c.get("PERSISTENT") == persistent;
+                            }),
+              2);
   for (int64_t causal : {0, 1}) {
     std::map<std::string, int64_t> o = tile;
     o["CAUSAL"] = causal;
@@ -198,8 +203,9 @@ TEST(WarpSpecialization, DqsTileSpecialisesDenseButNotOverABlockMask) {
   }
 }
 
-// Both of dQ's warp-specialised tiles compile without spills at the common head dims, causal (both key loops): the
-// 128-key step holds S and dP of 64 rows by 128 keys a warpgroup (64 registers each) beside dQ's 32.
+// Both of dQ's warp-specialised tiles compile without spills at the common head dims, causal (both key loops), on
+// the usual grid and the persistent one: the 128-key step holds S and dP of 64 rows by 128 keys a warpgroup (64
+// registers each) beside dQ's 32.
 TEST(WarpSpecialization, DqsWarpSpecialisedTilesCompileWithoutSpills) {
   std::string why;
   if (!rt::nvrtc_available(&why))
@@ -217,7 +223,7 @@ TEST(WarpSpecialization, DqsWarpSpecialisedTilesCompileWithoutSpills) {
       expect_compiles_without_spills(g, "sm_90a");
       ++compiled;
     }
-  EXPECT_EQ(compiled, 4);
+  EXPECT_EQ(compiled, 8);
 }
 
 TEST(WarpSpecialization, GeneratedKernelHasTheProducerThreadsAndNoCtaBarrierInTheProgram) {

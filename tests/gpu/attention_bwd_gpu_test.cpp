@@ -178,6 +178,44 @@ TEST(GpuFa2BwdLarge, FusedAtomicDkdvMatchesTheReference) {
   }
 }
 
+// The backward's warp-specialised tiles on a static persistent grid (PERSISTENT=1: one wave of CTAs walks the
+// programs, the producer running into the next program's steps and program tiles): more programs than the CTAs
+// that fit at once (so that every CTA walks), query and key tails, N_Q != N_K, D = 64 and 128, both dtypes, the
+// fused dQ adds, and a causal mask (which the tuner prunes, but a user may ask for).
+TEST(GpuFa2BwdLarge, PersistentGridsMatchTheReference) {
+  KILN_REQUIRE_GPU();
+  for (AttentionCase c : {make_case(520, 520, 64, 0, f16, 16, 16), make_case(600, 520, 128, 0, bf16, 16, 16),
+                          make_case(520, 700, 64, 1, bf16, 16, 16)}) {
+    c.problem.B = 2;
+    for (bool atomic : {false, true}) {
+      const AttentionBwdConfigs base = default_bwd_configs(c.problem, atomic);
+      // (keys, rows, warps, CTAs an SM, products in order): the space's three warp-specialised dK/dV tiles.
+      for (auto [keys, rows, warps, ctas, in_order] :
+           {std::tuple{128, 64, 8, 1, 0}, {64, 64, 4, 2, 0}, {128, 128, 8, 1, 1}}) {
+        if ((rows == 128 && c.problem.D > 64) || (atomic && ctas > 1 && c.problem.D > 64))
+          continue;
+        Config dkdv = base.dkdv;
+        dkdv.set("WARP_SPECIALIZE", 1).set("PERSISTENT", 1).set("BLOCK_N", keys).set("BLOCK_M", rows);
+        dkdv.set("MIN_BLOCKS_PER_SM", ctas).set("PRODUCTS_IN_ORDER", in_order);
+        dkdv.num_warps = warps;
+        dkdv.num_stages = 2;
+        SCOPED_TRACE(attention_case_name(c) + " dkdv " + dkdv.str());
+        check_bwd_case(c, AttentionBwdConfigs{dkdv, base.dq}, Executor::Gpu);
+      }
+      if (atomic)
+        continue;
+      for (int64_t keys : {64, 128}) {
+        Config dq = base.dq;
+        dq.set("WARP_SPECIALIZE", 1).set("PERSISTENT", 1).set("BLOCK_M", 128).set("BLOCK_N", keys);
+        dq.num_warps = 8;
+        dq.num_stages = 2;
+        SCOPED_TRACE(attention_case_name(c) + " dq " + dq.str());
+        check_bwd_case(c, AttentionBwdConfigs{base.dkdv, dq}, Executor::Gpu);
+      }
+    }
+  }
+}
+
 // Deterministic mode: two runs give the same bits (GQA sums in a loop, dQ in its own kernel, no atomics).
 TEST(GpuFa2BwdLarge, DeterministicModeIsBitwiseReproducible) {
   KILN_REQUIRE_GPU();

@@ -5,6 +5,7 @@
 
 #include "dsl/printer.h"
 #include "kernels/attention/fa2_bwd_dkdv.h"
+#include "kernels/attention/fa2_bwd_dq.h"
 
 #include <cmath>
 
@@ -80,6 +81,38 @@ TEST(Fa2BwdKernel, WarpSpecializedDkdvMatchesReference) {
       EXPECT_EQ(nested, 0) << "every loop at the top of the kernel";
     }
   }
+}
+
+// PERSISTENT=1 numbers dK/dV's programs along x alone (key tile p % tiles of batch·kv head p / tiles) and dQ's too
+// (query_tile_program), which is what a persistent grid walks. The interpreter runs the one-dimensional grid the
+// launch gives: the same gradients over several batches and heads, GQA, both causal alignments (which the tuner
+// prunes, but a user may ask for), tails and f32, deterministic and fused.
+TEST(Fa2BwdKernel, PersistentNumberingMatchesReference) {
+  for (AttentionCase c : masking_strategy_cases()) {
+    c.problem.B = 3;
+    SCOPED_TRACE(attention_case_name(c));
+    for (bool atomic : {false, true}) {
+      SCOPED_TRACE(atomic ? "ATOMIC_DQ=1" : "ATOMIC_DQ=0");
+      AttentionBwdConfigs configs = interp_bwd_configs(c, atomic);
+      configs.dkdv.set("PERSISTENT", 1);
+      configs.dq.set("PERSISTENT", 1);
+      check_bwd_case(c, configs);
+    }
+  }
+  AttentionProblem p;
+  p.B = 3;
+  p.H = 4;
+  p.H_KV = 2;
+  p.N_Q = 300;
+  p.N_K = 100;
+  AttentionBwdConfigs configs = default_bwd_configs(p, false);
+  configs.dkdv.set("BLOCK_N", 64).set("PERSISTENT", 1);
+  configs.dq.set("BLOCK_M", 64).set("PERSISTENT", 1);
+  const SizeArgs sizes = attention_size_args(p);
+  EXPECT_EQ(fa2_bwd_dkdv_def().grid(configs.dkdv, sizes), (Grid{12, 1, 1})); // 2 key tiles x 3 x 2 kv heads
+  EXPECT_EQ(fa2_bwd_dq_def().grid(configs.dq, sizes), (Grid{60, 1, 1}));     // 5 query tiles x 3 x 4 heads
+  configs.dkdv.set("PERSISTENT", 0);
+  EXPECT_EQ(fa2_bwd_dkdv_def().grid(configs.dkdv, sizes), (Grid{2, 6, 1}));
 }
 
 // GQA: one dK/dV program sums over the group's query heads, in a loop (no atomics).

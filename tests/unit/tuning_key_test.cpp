@@ -351,7 +351,8 @@ TEST(TuningKey, TheBackwardPrunesTilesForTheHeadsAndTypesTheyServe) {
     return found == 1 && pruned == 0;
   };
   auto square128 = [](const Config& c) {
-    return c.get("BLOCK_M") == 128 && c.get("BLOCK_N") == 128 && c.get("WARP_SPECIALIZE") == 1;
+    return c.get("BLOCK_M") == 128 && c.get("BLOCK_N") == 128 && c.get("WARP_SPECIALIZE") == 1 &&
+           c.get("PERSISTENT") == 0;
   };
   auto square32 = [](const Config& c) { return c.get("BLOCK_M") == 32 && c.get("BLOCK_N") == 32; };
   AttentionProblem p = fa2_problem(4096, 4096);
@@ -423,7 +424,7 @@ TEST(TuningKey, TheBackwardPrunesTheTilesThatSpillPast64Columns) {
   auto long_steps = [](const Config& c) {
     return c.get("BLOCK_M") == 128 && c.get("BLOCK_N") == 64 && c.num_warps == 4;
   };
-  auto two_ctas = [](const Config& c) { return c.get("MIN_BLOCKS_PER_SM") == 2; };
+  auto two_ctas = [](const Config& c) { return c.get("MIN_BLOCKS_PER_SM") == 2 && c.get("PERSISTENT") == 0; };
   for (bool atomic_dq : {false, true}) {
     EXPECT_TRUE(kept(64, atomic_dq, long_steps));
     EXPECT_FALSE(kept(128, atomic_dq, long_steps));
@@ -431,6 +432,33 @@ TEST(TuningKey, TheBackwardPrunesTheTilesThatSpillPast64Columns) {
   }
   EXPECT_TRUE(kept(128, false, two_ctas));
   EXPECT_FALSE(kept(128, true, two_ctas));
+}
+
+// Both backward loops offer their warp-specialised tiles on a static persistent grid too, and prune them under a
+// causal mask, where the programs' work differs along the walk (dK/dV's first key tiles, dQ's last query tiles
+// are the heaviest).
+TEST(TuningKey, TheBackwardOffersTheStaticPersistentGridWithoutACausalMask) {
+  for (const char* name : {"fa2_bwd_dkdv", "fa2_bwd_dq"}) {
+    SCOPED_TRACE(name);
+    const KernelDef& def = builtin_kernels().find(name);
+    int persistent = 0;
+    for (const Config& c : def.config_space()) {
+      if (c.get("PERSISTENT") == 0)
+        continue;
+      ++persistent;
+      EXPECT_EQ(c.get("WARP_SPECIALIZE"), 1) << c.str();
+      for (int64_t causal : {0, 1, 2}) {
+        AttentionProblem p = fa2_problem(4096, 4096);
+        p.causal = causal;
+        const std::string why = def.prune(with_attention_problem(c, p), attention_size_args(p));
+        if (causal == 0)
+          EXPECT_EQ(why, "") << c.str();
+        else
+          EXPECT_NE(why.find("PERSISTENT=1 with CAUSAL="), std::string::npos) << c.str() << ": " << why;
+      }
+    }
+    EXPECT_GE(persistent, 2);
+  }
 }
 
 // Keys from tuning_key_text drive the generic tuner: a new bucket tunes, the same bucket compiles nothing.
