@@ -124,7 +124,10 @@ done
 # more dQ candidate) it took 465 s for all 80, and after §83 (one more dK/dV candidate) 520 s, the whole run 583 s.
 # §87 added a dQ candidate; §88 one dK/dV candidate at D <= 64 and pruned the 32 x 32 tile (the slowest to time)
 # from both loops for 16-bit heads up to 128 columns, so a shape times one to two fewer: on 2026-12-01 (worklog §98)
-# the suite took 445 s for all 120 cases on an H200 (8 s of precompiling before it, peers 45 s after).
+# the suite took 445 s for all 120 cases on an H200 (8 s of precompiling before it, peers 45 s after). §112 pruned
+# three candidates that were slow to time past 64 columns and §113 added the warp-specialised tiles on a persistent
+# grid (three dK/dV, two dQ; without a causal mask only): on 2026-12-03 the suite took 190 s for its f16 half (a
+# compile cache warm from the same session) and 232 s for its bf16 half (cold), about 465 s for all 120 cold.
 # The estimate stays 210: its limit (531 s) keeps the whole run inside the GPU tool's 10-minute command, cutting
 # the sweep rather than the peers and the report; a candidate more in either loop's space needs one less there.
 if [[ " ${extra[*]} " == *" --tune-bwd "* && " ${sweep_suites[*]} " == *" attention_bwd "* && -z "$quick" ]]; then
