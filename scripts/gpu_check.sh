@@ -35,9 +35,10 @@
 #                   (the dQ accumulation's op) and the sanitizer passes over the backward's kernels: 4.7 min cold
 #                   on an H200; 189 s under --all;
 #   --backward-large the backward's long sequences, D = 256, every tuning config, the warp-specialised dK/dV and
-#                   the fused one (GpuFa2BwdLarge), and a racecheck pass over the fused one: 4.2 min cold on an H200
-#                   before the fused suite (66-85 s alone, 101 s under racecheck); 261 s (+ 11 s racecheck) under
-#                   --all;
+#                   the fused one, both loops on a persistent grid (GpuFa2BwdLarge), and racecheck passes over the
+#                   fused and the persistent ones: 4.2 min cold on an H200 before the fused suite (66-85 s alone,
+#                   101 s under racecheck); 261 s (+ 11 s racecheck) under --all; 358 s (+ 10 s) on 2026-12-03
+#                   (worklog §113) before the persistent pass (43 s alone, warm);
 #   --backward-differential 120 random backward problems through the API
 #                   (tests/gpu/attention_bwd_differential_gpu_test.cpp: default configs, drawn deterministic pairs,
 #                   drawn ATOMIC_DQ=1 tiles), compile-bound: 341 s alone on an H200, cold (2026-11-30); 354 s under
@@ -152,7 +153,8 @@ backward)
   sanitize racecheck sanitizer_racecheck_backward '*GpuFa2BwdSmall*:*GpuBlockAtomicAdd*' ;;
 backward_large)
   suites backward_large "$backward_large_suites"
-  sanitize racecheck sanitizer_racecheck_fused_backward '*GpuFa2BwdLarge.FusedAtomic*' ;;
+  sanitize racecheck sanitizer_racecheck_fused_backward '*GpuFa2BwdLarge.FusedAtomic*'
+  sanitize racecheck sanitizer_racecheck_persistent_backward '*GpuFa2BwdLarge.PersistentGrids*' ;;
 attention_tma)
   suites attention_tma "$attention_tma_suites"
   sanitize memcheck sanitizer_memcheck_attention_tma '*GpuAttentionTma*N_K333*'

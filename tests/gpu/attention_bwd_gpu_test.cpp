@@ -216,6 +216,21 @@ TEST(GpuFa2BwdLarge, PersistentGridsMatchTheReference) {
   }
 }
 
+// PERSISTENT=1 without a producer (the tuner does not offer it, a user may ask for it): the CTAs copy the next
+// program's K and V themselves; with GQA, where dK/dV loops over a group's query heads, deterministic and fused.
+TEST(GpuFa2BwdLarge, PersistentGridsWithoutAProducerMatchTheReference) {
+  KILN_REQUIRE_GPU();
+  AttentionCase c = make_case(300, 520, 64, 0, f16, 16, 4);
+  c.problem.B = 6; // 216 dK/dV programs, 480 dQ programs: more than the CTAs that fit at once
+  for (bool atomic : {false, true}) {
+    AttentionBwdConfigs configs = default_bwd_configs(c.problem, atomic);
+    configs.dkdv.set("PERSISTENT", 1).set("BLOCK_N", 64).set("BLOCK_M", 64);
+    configs.dq.set("PERSISTENT", 1).set("BLOCK_M", 64).set("BLOCK_N", 64);
+    SCOPED_TRACE(attention_case_name(c) + " dkdv " + configs.dkdv.str() + " dq " + configs.dq.str());
+    check_bwd_case(c, configs, Executor::Gpu);
+  }
+}
+
 // Deterministic mode: two runs give the same bits (GQA sums in a loop, dQ in its own kernel, no atomics).
 TEST(GpuFa2BwdLarge, DeterministicModeIsBitwiseReproducible) {
   KILN_REQUIRE_GPU();
