@@ -35,6 +35,12 @@ KernelDef make_dq_def() {
   d.name = "fa2_bwd_dq_block_mask";
   d.summary = "attention backward: dQ of one query tile over a block mask's lists of key tiles";
   d.build = build_dq;
+  d.config_space = [] { // the lists are read per query tile: no persistent grid (fa2_bwd_dq.cpp refuses it)
+    std::vector<Config> cs = fa2_bwd_dq_def().config_space();
+    cs.erase(std::remove_if(cs.begin(), cs.end(), [](const Config& c) { return c.get_or("PERSISTENT", 0) != 0; }),
+             cs.end());
+    return cs;
+  };
   return d;
 }
 

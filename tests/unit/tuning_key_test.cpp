@@ -9,6 +9,7 @@
 #include "kernels/attention/attention_mod_library.h"
 #include "kernels/attention/attention_mods.h"
 #include "kernels/attention/attention_problem.h"
+#include "kernels/attention/fa2_bwd_block_mask.h"
 #include "kernels/attention/fa2_fwd.h"
 #include "kernels/builtin.h"
 #include "kernels/vector_add/vector_add.h"
@@ -459,6 +460,10 @@ TEST(TuningKey, TheBackwardOffersTheStaticPersistentGridWithoutACausalMask) {
     }
     EXPECT_GE(persistent, 2);
   }
+  // Over a block mask neither loop takes it (each program reads its own list; the kernels refuse it).
+  for (const KernelDef* def : {&fa2_bwd_dkdv_block_mask_def(), &fa2_bwd_dq_block_mask_def()})
+    for (const Config& c : def->config_space())
+      EXPECT_EQ(c.get("PERSISTENT"), 0) << def->name << " " << c.str();
 }
 
 // Keys from tuning_key_text drive the generic tuner: a new bucket tunes, the same bucket compiles nothing.
