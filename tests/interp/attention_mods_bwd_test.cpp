@@ -37,6 +37,27 @@ TEST(AttentionModsBwd, AtomicDqMatchesTheReference) {
   }
 }
 
+// PERSISTENT=1 (programs numbered along x alone) with mods that read per-batch and per-head tensors (document ids, a
+// bias, sinks) and a causal score mod chain: each program finds its batch, head and tile from the one-dimensional
+// id, deterministic and fused.
+TEST(AttentionModsBwd, PersistentNumberingMatchesTheReference) {
+  int checked = 0;
+  for (const ModCase& c : mod_bwd_cases()) {
+    if (c.name != "bwd_document_window_softcap_tight" && c.name != "bwd_alibi_then_softcap_causal_tl_f32" &&
+        c.name != "bwd_sinks_bias_softcap")
+      continue;
+    SCOPED_TRACE(c.name);
+    ++checked;
+    for (bool atomic : {false, true}) {
+      AttentionBwdConfigs configs = mod_case_bwd_configs(c, atomic);
+      configs.dkdv.set("PERSISTENT", 1);
+      configs.dq.set("PERSISTENT", 1);
+      check_mod_bwd_case(c, configs);
+    }
+  }
+  EXPECT_EQ(checked, 3);
+}
+
 // The analytic reference with mods (the score mods' derivative by central differences of their references,
 // sinks through LSE) against central differences of the forward with mods: d/dx Σ O ∘ dO.
 TEST(AttentionModsBwd, TheReferenceMatchesFiniteDifferencesOfTheForwardWithMods) {
