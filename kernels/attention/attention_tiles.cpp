@@ -246,12 +246,15 @@ void store_attention_rows(const AttentionArgs& a, const AttentionHeadBases& b, c
   store(a.lse + b.lse_row0 + offs_m, lse, offs_m < a.N_Q);
 }
 
-Grid query_tile_grid(const Config& c, const SizeArgs& s) {
-  const int64_t bm = c.get("BLOCK_M");
-  const int64_t tiles = (s.at("N_Q") + bm - 1) / bm, heads = s.at("B") * s.at("H");
-  if (c.get_or("PERSISTENT", 0) != 0) // query_tile_program's one-dimensional grid
+Grid tiles_by_heads_grid(const Config& c, int64_t tiles, int64_t heads) {
+  if (c.get_or("PERSISTENT", 0) != 0)
     return Grid{tiles * heads, 1, 1};
   return Grid{tiles, heads, 1};
+}
+
+Grid query_tile_grid(const Config& c, const SizeArgs& s) {
+  const int64_t bm = c.get("BLOCK_M");
+  return tiles_by_heads_grid(c, (s.at("N_Q") + bm - 1) / bm, s.at("B") * s.at("H"));
 }
 
 std::string prune_tiles_past_sequence(const Config& c, const SizeArgs& s, int64_t min_rows, int64_t min_keys) {

@@ -145,8 +145,12 @@ void store_attention_rows(const AttentionArgs& a, const AttentionHeadBases& b, c
                           const Value& m0, const Value& offs_m, std::span<const Value> acc, const Value& l,
                           const Value& m);
 
-// The grid of kernels with one program per (BLOCK_M query rows, batch·head): (cdiv(N_Q, BLOCK_M), B·H, 1), or
-// with PERSISTENT=1 in the config (cdiv(N_Q, BLOCK_M) · B·H, 1, 1) (query_tile_program's order).
+// The grid of `tiles` programs a head over `heads` heads: (tiles, heads, 1), or with PERSISTENT (1 or 2) in the
+// config (tiles · heads, 1, 1), whose program p the kernel numbers as tile p % tiles of head p / tiles (a
+// persistent grid walks x alone: query_tile_program, fa2_bwd_dkdv's key tiles).
+Grid tiles_by_heads_grid(const Config& c, int64_t tiles, int64_t heads);
+// The grid of kernels with one program per (BLOCK_M query rows, batch·head): tiles_by_heads_grid of
+// cdiv(N_Q, BLOCK_M) tiles over B·H heads.
 Grid query_tile_grid(const Config& c, const SizeArgs& s);
 // Why a tuner should skip `c` for these sizes: BLOCK_M wider than the query rows it needs (N_Q padded to a
 // power of two, at least min_rows) or BLOCK_N wider than the keys (at least min_keys); "" keeps it. The

@@ -5,6 +5,7 @@
 #include "kernels/attention/attention_bwd_args.h"
 #include "kernels/attention/attention_bwd_space.h"
 #include "kernels/attention/attention_mods.h"
+#include "kernels/attention/attention_tiles.h"
 #include "kernels/attention/attention_varlen_tiles.h"
 #include "kernels/attention/fa2_bwd_block_mask.h"
 #include "kernels/codegen_params.h"
@@ -332,10 +333,7 @@ KernelDef make_fa2_bwd_dkdv_def() {
     if (std::string why = why_not_warp_specialized_dkdv(c, s.at("H"), s.at("H_KV")); !why.empty())
       fail("fa2_bwd_dkdv ({}): {}", c.str(), why);
     const int64_t bn = c.get("BLOCK_N");
-    const int64_t tiles = (s.at("N_K") + bn - 1) / bn, heads = s.at("B") * s.at("H_KV");
-    if (c.get_or("PERSISTENT", 0) != 0) // the programs along x alone (the kernel's key_tiles)
-      return Grid{tiles * heads, 1, 1};
-    return Grid{tiles, heads, 1};
+    return tiles_by_heads_grid(c, (s.at("N_K") + bn - 1) / bn, s.at("B") * s.at("H_KV"));
   };
   return d;
 }
