@@ -444,13 +444,12 @@ namespace {
 bool later_tiles_heavier(const AttentionTileParams& tp, const AttentionMods& mods) {
   return later_query_tiles_heavier(tp.causal != CausalMode::None, mods);
 }
-} // namespace
 
+// The query tile of program_id(0) on the two-dimensional grid: the last first where later tiles do more work.
 Value query_tile_index(const AttentionTileParams& tp, const AttentionMods& mods) {
   return later_tiles_heavier(tp, mods) ? num_programs(0) - 1 - program_id(0) : program_id(0);
 }
 
-namespace {
 // The grouped heaviest-first order (QueryTileProgram in attention_mods.h) for the program (x, y) of a grid of
 // `tiles` x `heads`, started in the order y · tiles + x. `head_cap` is a value the head never exceeds whose bound
 // the code generator knows (below).

@@ -151,7 +151,7 @@ struct MaskMod {
   KeyBoundsFn key_bounds; // optional: without it, every key tile is visited
   // Optional hint: a query row sees at least as many keys as every row before it (causal, prefix-LM, a window
   // open only to the left). The forward and dQ then launch the last query tiles first, as under the built-in
-  // CAUSAL mode, so that the grid's last wave holds light tiles (query_tile_index). Part of the mods' identity.
+  // CAUSAL mode, so that the grid's last wave holds light tiles (query_tile_program). Part of the mods' identity.
   bool later_rows_see_more = false;
 };
 
@@ -260,13 +260,10 @@ ModdedScores modded_scores_transposed(const ModKernelEnv& env, const AttentionAr
 // whose CTAs walk fixed tiles, would hand some CTAs the heavy ones again and again (fa2_fwd's prune).
 bool later_query_tiles_heavier(bool causal, const AttentionMods& mods);
 
-// The query tile a program of the forward or dQ takes, from program_id(0): the last first where later tiles do
-// more work (later_query_tiles_heavier), else in order.
-Value query_tile_index(const AttentionTileParams& tp, const AttentionMods& mods);
-
-// A program's query tile and batch·head. On query_tile_grid's two-dimensional grid: query_tile_index and
-// program_id(1), except where later tiles do more work and the caller asks for groups of heads (`grouped_n_k`,
-// the key count of dense sequences): then the programs, in the order the hardware starts them (x fastest),
+// A program's query tile and batch·head. On query_tile_grid's two-dimensional grid: the tile from program_id(0),
+// the last first where later tiles do more work (later_query_tiles_heavier), else in order, and program_id(1);
+// except where later tiles do more work and the caller asks for groups of heads (`grouped_n_k`, the key count of
+// dense sequences): then the programs, in the order the hardware starts them (x fastest),
 // take the heaviest tiles of a group of heads first, all of the group's heads at one tile before the next
 // lighter tile, the group's heads as many as keep their K and V within 24 MiB (L2 holds them while the group
 // runs). So the grid's last wave holds the lightest tiles of the last group, not one head's heavy tiles started
@@ -275,7 +272,7 @@ Value query_tile_index(const AttentionTileParams& tp, const AttentionMods& mods)
 // in a model of equal SMs, +0.5-3.5 % measured on the H200 at two CTAs an SM, worklog §63.)
 // On its one-dimensional grid (persistent: PERSISTENT=1 or 2, which a persistent grid needs), program id p holds
 // tile p % tiles of batch·head p / tiles, tiles = cdiv(n_q, BLOCK_M): the programs that run at once share a
-// head's K and V in L2, and within a head the tiles come in query_tile_index's order; or, with `grouped_n_k`
+// head's K and V in L2, and within a head the tiles come in that order; or, with `grouped_n_k`
 // where later tiles do more work, the grouped order above over (p % tiles, p / tiles), which a dynamic
 // persistent grid (PERSISTENT=2) starts in id order as the hardware starts a grid's programs.
 struct QueryTileProgram {
