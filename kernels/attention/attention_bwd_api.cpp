@@ -297,7 +297,14 @@ BwdPlan plan_backward(const CheckedBackward& checked, const std::vector<LaunchAr
                                      modded_args, dkdv_outputs(true), kAtomicDkdvFlops * flops, mode);
     BwdStep convert =
         tuned_step(fa2_bwd_dq_convert_def(), bwd_dq_convert_config(p), sizes, args, dq_outputs, 0, mode);
-    if (atomic_pair_is_faster(dkdv.ms, last.ms, atomic_dkdv.ms, convert.ms)) {
+    // Both ways' preprocesses timed too: the atomic way's also zeroes the accumulator (worklog §114). They write
+    // only the workspace, which the launches after the plan write again.
+    auto preprocess = [&](const BwdStep& dkdv_step) {
+      return tuned_step(fa2_bwd_preprocess_def(), bwd_preprocess_config(p, dkdv_step.config), sizes, args, {}, 0,
+                        mode);
+    };
+    if (atomic_pair_is_faster({preprocess(dkdv).ms, dkdv.ms, last.ms},
+                              {preprocess(atomic_dkdv).ms, atomic_dkdv.ms, convert.ms})) {
       dkdv = std::move(atomic_dkdv);
       last = std::move(convert);
     }

@@ -37,11 +37,14 @@ bool chooses_variant(const BackwardOptions& options) {
   return !options.deterministic && !options.config && !options.dq_config && !options.block_mask;
 }
 
-bool atomic_pair_is_faster(std::optional<double> dkdv_ms, std::optional<double> dq_ms,
-                           std::optional<double> atomic_dkdv_ms, std::optional<double> convert_ms) {
-  if (!dkdv_ms || !dq_ms || !atomic_dkdv_ms || !convert_ms)
-    return false;
-  return *atomic_dkdv_ms + *convert_ms < *dkdv_ms + *dq_ms;
+bool atomic_pair_is_faster(const BwdVariantTimes& deterministic, const BwdVariantTimes& atomic) {
+  auto total = [](const BwdVariantTimes& t) -> std::optional<double> {
+    if (!t.pre || !t.dkdv || !t.last)
+      return std::nullopt;
+    return *t.pre + *t.dkdv + *t.last;
+  };
+  const std::optional<double> d = total(deterministic), a = total(atomic);
+  return d && a && *a < *d;
 }
 
 } // namespace kiln::attention::detail

@@ -45,10 +45,15 @@ bool may_accumulate_dq(const BackwardOptions& options);
 // Whether the call leaves the variant to the tuner's times: deterministic = false and neither config given.
 bool chooses_variant(const BackwardOptions& options);
 
-// Whether the atomic pair replaces the deterministic one: only when all four kernels were timed and the atomic
-// pair's sum is the smaller; without times (KILN_AUTOTUNE=off, or cached with nothing remembered) the
+// The tuner's times (ms) of one way through the backward: its preprocess (Delta; for the atomic pair also the
+// zeroed f32 dQ accumulator, 4 · D bytes a query row more), dK/dV, and the dQ kernel or the dQ convert.
+struct BwdVariantTimes {
+  std::optional<double> pre, dkdv, last;
+};
+
+// Whether the atomic pair replaces the deterministic one: only when all six kernels were timed and the atomic
+// way's sum is the smaller; without times (KILN_AUTOTUNE=off, or cached with nothing remembered) the
 // deterministic pair stays. A caller passes 0 for a kernel with nothing to do (an empty grid).
-bool atomic_pair_is_faster(std::optional<double> dkdv_ms, std::optional<double> dq_ms,
-                           std::optional<double> atomic_dkdv_ms, std::optional<double> convert_ms);
+bool atomic_pair_is_faster(const BwdVariantTimes& deterministic, const BwdVariantTimes& atomic);
 
 } // namespace kiln::attention::detail

@@ -271,7 +271,15 @@ void enqueue_varlen_backward(const CheckedVarlenBackward& checked, const TensorR
     std::optional<BwdStep> atomic_dkdv =
         step(dkdv_def, std::nullopt, atomic_base, atomic_dkdv_outputs, kAtomicDkdvFlops * fwd_flops, modded_args);
     std::optional<BwdStep> convert = step(convert_def, std::nullopt, convert_config, dq_outputs, 0, args);
-    if (atomic_pair_is_faster(ms(dkdv), ms(last), ms(atomic_dkdv), ms(convert))) {
+    // Both ways' preprocesses timed too: the atomic way's also zeroes the accumulator (backward()'s rule). They
+    // write only the workspace, which the launches after the plan write again.
+    auto preprocess = [&](bool atomic_dq) {
+      const Config c = varlen_config_of(fa2_bwd_preprocess_varlen_def(),
+                                        bwd_preprocess_config(a.shape, default_bwd_configs(a.shape, atomic_dq).dkdv));
+      return step(fa2_bwd_preprocess_varlen_def(), std::nullopt, c, {}, 0, args);
+    };
+    if (atomic_pair_is_faster({ms(preprocess(false)), ms(dkdv), ms(last)},
+                              {ms(preprocess(true)), ms(atomic_dkdv), ms(convert)})) {
       dkdv = std::move(atomic_dkdv);
       last = std::move(convert);
       atomic = true;

@@ -31,14 +31,21 @@ TEST(AttentionBwdSteps, TheAtomicPairMayRunWhereTheOptionsAllowIt) {
 }
 
 TEST(AttentionBwdSteps, TheAtomicPairOnlyWhenTimedFaster) {
-  EXPECT_TRUE(atomic_pair_is_faster(3.0, 1.0, 3.5, 0.2));   // 3.7 < 4.0
-  EXPECT_FALSE(atomic_pair_is_faster(3.0, 1.0, 3.9, 0.2));  // 4.1 > 4.0
-  EXPECT_FALSE(atomic_pair_is_faster(3.0, 1.0, 3.75, 0.25)); // a tie keeps the deterministic pair
-  EXPECT_TRUE(atomic_pair_is_faster(0.0, 1.0, 0.0, 0.2));   // no keys: no dK/dV in either pair
+  // {preprocess, dK/dV, dQ kernel or convert}, deterministic way first.
+  EXPECT_TRUE(atomic_pair_is_faster({0.1, 3.0, 1.0}, {0.1, 3.5, 0.2}));   // 3.8 < 4.1
+  EXPECT_FALSE(atomic_pair_is_faster({0.1, 3.0, 1.0}, {0.1, 3.9, 0.2}));  // 4.2 > 4.1
+  EXPECT_FALSE(atomic_pair_is_faster({0.1, 3.0, 1.0}, {0.1, 3.75, 0.25})); // a tie keeps the deterministic pair
+  // The atomic way's preprocess also zeroes the dQ accumulator: a pair faster by its two kernels alone
+  // (3.7 < 4.0) loses once that write is counted (0.45 + 3.7 > 0.1 + 4.0).
+  EXPECT_FALSE(atomic_pair_is_faster({0.1, 3.0, 1.0}, {0.45, 3.5, 0.2}));
+  EXPECT_TRUE(atomic_pair_is_faster({0.1, 3.0, 1.0}, {0.35, 3.5, 0.2}));
+  EXPECT_TRUE(atomic_pair_is_faster({0.1, 0.0, 1.0}, {0.1, 0.0, 0.2})); // no keys: no dK/dV in either pair
   // Any kernel without a time (KILN_AUTOTUNE=off, or cached with nothing remembered): the deterministic pair.
-  EXPECT_FALSE(atomic_pair_is_faster(std::nullopt, 1.0, 1.0, 0.1));
-  EXPECT_FALSE(atomic_pair_is_faster(3.0, 1.0, std::nullopt, 0.1));
-  EXPECT_FALSE(atomic_pair_is_faster(3.0, 1.0, 1.0, std::nullopt));
+  EXPECT_FALSE(atomic_pair_is_faster({0.1, std::nullopt, 1.0}, {0.1, 1.0, 0.1}));
+  EXPECT_FALSE(atomic_pair_is_faster({0.1, 3.0, 1.0}, {0.1, std::nullopt, 0.1}));
+  EXPECT_FALSE(atomic_pair_is_faster({0.1, 3.0, 1.0}, {0.1, 1.0, std::nullopt}));
+  EXPECT_FALSE(atomic_pair_is_faster({std::nullopt, 3.0, 1.0}, {0.1, 1.0, 0.1}));
+  EXPECT_FALSE(atomic_pair_is_faster({0.1, 3.0, 1.0}, {std::nullopt, 1.0, 0.1}));
 }
 
 } // namespace
