@@ -163,7 +163,8 @@ def main():
     ap.add_argument("--json", help="write the points, every round's times, to this file")
     ap.add_argument("--md", help="write the table to this file")
     args = ap.parse_args()
-    alternating_orders(args.rounds)  # a bad --rounds fails here, before any GPU work
+    if args.rounds < 1 or args.reps < 1:  # before any GPU work
+        ap.error(f"--rounds and --reps must be at least 1, got {args.rounds} and {args.reps}")
     if not torch.cuda.is_available():
         sys.exit("bench/paired.py needs a CUDA GPU")
     timer = Timer(args.reps, 3, args.budget_ms)
