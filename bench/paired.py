@@ -10,8 +10,8 @@ reports the median of its rounds' ratios and their range (bench/paired_stats.py)
 
 kiln runs through its Python package (kiln.attention, kiln.attention_backward: the tuned pick, as an application
 gets it; the first call of a shape tunes, outside the timing). The backward compares like with like: cuDNN adds
-dQ in no fixed order, so kiln runs `deterministic=False` (the faster of its two backwards); --deterministic adds
-kiln's deterministic backward as its own rows. Before timing, each system's output is checked against a double
+dQ in no fixed order, so kiln runs `deterministic=False` (the faster of its two backwards); --deterministic runs
+kiln's deterministic backward instead. Before timing, each system's output is checked against a double
 reference (sampled rows of the forward, one head's gradients), with the bench's tolerances; a point whose check
 fails is not timed.
 
@@ -33,15 +33,15 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kiln  # noqa: E402
 from paired_stats import alternating_orders, markdown, matches, point_label, summarize  # noqa: E402
-from peers_attention import attention_head_grads, attention_reference_rows  # noqa: E402
-from peers_harness import DTYPES, TOLERANCE, Timer, rel_l2  # noqa: E402
+from peers_attention import attention_bwd_shapes, attention_head_grads, attention_reference_rows  # noqa: E402
+from peers_harness import DTYPES, TOLERANCE, Timer, check_sample, rel_l2  # noqa: E402
 
 
 def sweep_points():
-    """The attention sweep's points (bench/attention_bench.cpp): B·N = 16384, H·D = 2048."""
-    return [{"dtype": dtype, "D": D, "causal": causal, "N": N, "B": 16384 // N, "H": 2048 // D}
-            for dtype in ("f16", "bf16") for D in (64, 128) for causal in (0, 1)
-            for N in (1024, 2048, 4096, 8192, 16384)]
+    """The attention sweep's points (B·N = 16384, H·D = 2048), forward's and backward's alike: peers_attention's
+    list of the backward's shapes."""
+    return [{"dtype": dtype, "D": D, "causal": causal, "N": N, "B": B, "H": H}
+            for _, dtype, B, H, N, D, causal in attention_bwd_shapes(quick=False)]
 
 
 def inputs(p, count, seed):
@@ -61,25 +61,29 @@ def kiln_causal(p):
     return "top-left" if p["causal"] else None  # PyTorch's is_causal; N_Q = N_K here
 
 
+def verdicts(systems, error, tolerance):
+    """Each system run once (in its context) and its output's (error, non-finite count) from `error`: 'name err,
+    ...' (FAILED after one past `tolerance` or not finite) and whether all passed."""
+    notes, ok = [], True
+    for name, run in systems["runs"]:
+        with forced(name):
+            out = run()
+        torch.cuda.synchronize()
+        err, nonfinite = error(out)
+        passed = nonfinite == 0 and err <= tolerance
+        ok &= passed
+        notes.append(f"{name} {err:.1e}{'' if passed else ' FAILED'}")
+    return ", ".join(notes), ok
+
+
 def check_forward(p, systems):
     """Each system's O on sampled rows of the first and last head against the double reference: 'name err, ...'
     and whether all passed."""
     q, k, v = systems["inputs"]
-    N = p["N"]
-    picks = torch.randint(0, N, (30,), generator=torch.Generator().manual_seed(N))
-    rows = torch.unique(torch.cat([torch.tensor([0, N - 1]), picks])).cuda()
-    bh = sorted({(0, 0), (p["B"] - 1, p["H"] - 1)})
+    rows, bh = check_sample(p["B"], p["H"], p["N"])
     want = attention_reference_rows(q, k, v, p["causal"], rows, bh)
-    notes, ok = [], True
-    for name, run in systems["runs"]:
-        with forced(name):
-            o = run()
-        torch.cuda.synchronize()
-        err, nonfinite = rel_l2(torch.stack([o[b, h, rows] for b, h in bh]), want)
-        passed = nonfinite == 0 and err <= TOLERANCE[p["dtype"]]
-        ok &= passed
-        notes.append(f"{name} {err:.1e}{'' if passed else ' FAILED'}")
-    return ", ".join(notes), ok
+    return verdicts(systems, lambda o: rel_l2(torch.stack([o[b, h, rows] for b, h in bh]), want),
+                    TOLERANCE[p["dtype"]])
 
 
 def check_backward(p, systems):
@@ -87,19 +91,12 @@ def check_backward(p, systems):
     q, k, v, dout = systems["inputs"]
     b, h = p["B"] - 1, p["H"] - 1
     want = attention_head_grads(q[b, h], k[b, h], v[b, h], dout[b, h], p["causal"])
-    notes, ok = [], True
-    for name, run in systems["runs"]:
-        with forced(name):
-            grads = run()
-        torch.cuda.synchronize()
-        err, nonfinite = 0.0, 0
-        for g, w in zip(grads, want):
-            e, nf = rel_l2(g[b, h], w)
-            err, nonfinite = max(err, e), nonfinite + nf
-        passed = nonfinite == 0 and err <= 2 * TOLERANCE[p["dtype"]]
-        ok &= passed
-        notes.append(f"{name} {err:.1e}{'' if passed else ' FAILED'}")
-    return ", ".join(notes), ok
+
+    def error(grads):  # the largest of dQ's, dK's and dV's errors, and their non-finite values together
+        errs = [rel_l2(g[b, h], w) for g, w in zip(grads, want)]
+        return max(e for e, _ in errs), sum(nf for _, nf in errs)
+
+    return verdicts(systems, error, 2 * TOLERANCE[p["dtype"]])
 
 
 def forward_systems(p):

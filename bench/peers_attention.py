@@ -8,7 +8,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from peers_harness import DTYPES, TOLERANCE, finish, record, rel_l2, set_check, short
+from peers_harness import DTYPES, TOLERANCE, check_sample, finish, record, rel_l2, set_check, short
 
 try:
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -53,10 +53,7 @@ def bench_attention(shapes, timer, log):
                    for _ in range(3))
         flops = 4.0 * B * H * N * N * D / (2.0 if causal else 1.0)
         shape = [("B", B), ("H", H), ("N", N), ("D", D)]
-        # The check's sample: up to two (b, h) pairs, the first and last query rows and random ones.
-        picks = torch.randint(0, N, (30,), generator=torch.Generator().manual_seed(N))
-        rows = torch.unique(torch.cat([torch.tensor([0, N - 1]), picks])).cuda()
-        bh = sorted({(0, 0), (B - 1, H - 1)})
+        rows, bh = check_sample(B, H, N)
         want = attention_reference_rows(q, k, v, causal, rows, bh)
         for system, backend in attention_backends(B, H, N, dtype):
             rec = record(suite, "attention", system, dtype, shape, causal, flops=flops)

@@ -102,6 +102,14 @@ def set_check(rec, method, elements, err, tol, nonfinite=0):
                         nonfinite_mismatches=int(nonfinite), ok=bool(nonfinite == 0 and err <= tol))
 
 
+def check_sample(B, H, N):
+    """The attention checks' sample: up to two (b, h) pairs, the first and the last, and of each the query rows 0
+    and N - 1 and 30 random ones (seeded by N): (rows on the GPU, sorted pairs)."""
+    picks = torch.randint(0, N, (30,), generator=torch.Generator().manual_seed(N))
+    rows = torch.unique(torch.cat([torch.tensor([0, N - 1]), picks])).cuda()
+    return rows, sorted({(0, 0), (B - 1, H - 1)})
+
+
 def rel_l2(got, want):
     got, want = got.double(), want.double()
     nonfinite = int((~torch.isfinite(got)).sum().item())

@@ -9,7 +9,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from peers_harness import TOLERANCE, finish, record, rel_l2, set_check, short
+from peers_harness import TOLERANCE, check_sample, finish, record, rel_l2, set_check, short
 
 try:
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -108,9 +108,7 @@ def bench_mods(quick, timer, log):
     B, H, D = 16384 // N, 16, 128
     gen = torch.Generator(device="cuda").manual_seed(4321)
     q, k, v = ((torch.rand(B, H, N, D, device="cuda", generator=gen) * 2 - 1).to(torch.float16) for _ in range(3))
-    picks = torch.randint(0, N, (30,), generator=torch.Generator().manual_seed(N))
-    rows = torch.unique(torch.cat([torch.tensor([0, N - 1]), picks])).cuda()
-    bh = sorted({(0, 0), (B - 1, H - 1)})
+    rows, bh = check_sample(B, H, N)
     shape = [("B", B), ("H", H), ("N", N), ("D", D)]
     out = []
     for op, note, score, mask, causal, visible in cases:
