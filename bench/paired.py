@@ -3,8 +3,8 @@
 forward and backward): a paired comparison.
 
 kiln_bench times every kiln case and then bench/peers.py every peer, minutes apart; on an H200 a kernel's clock
-moves with the GPU's power and temperature (worklog §112: 1.39–1.56 GHz in one forward), so a point's ratio moved
-by ±3 % from run to run (§93, §98, §99). Here each round times kiln and then cuDNN (the next round cuDNN first) on
+moves with the GPU's power and temperature (worklog §112: 1.39–1.56 GHz over four runs of one forward shape), so a
+point's ratio moved by ±3 % from run to run (§93, §98, §99). Here each round times kiln and then cuDNN (the next round cuDNN first) on
 the same inputs, each the median of up to --reps event-timed launches (bench/peers_harness.py's Timer); a point
 reports the median of its rounds' ratios and their range (bench/paired_stats.py).
 
